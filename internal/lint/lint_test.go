@@ -1,0 +1,223 @@
+package lint
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/magnetar-mq/magnetar"
+
+// allowed lists, for each project package (by path prefix relative to the
+// module root), the project packages its non-test files may import.
+// Imports point downward only. The most specific prefix wins.
+var allowed = map[string][]string{
+	"internal":           {"internal"},
+	"protocol":           {"internal", "protocol"},
+	"metadata":           {"internal", "metadata"},
+	"metadata/embedded":  {"internal", "metadata"},
+	"metadata/zookeeper": {"internal", "metadata"},
+	"journal":            {"internal"},
+	"entrylog":           {"internal"},
+	"index":              {"internal"},
+	"bookie":             {"internal", "journal", "entrylog", "index", "protocol/bkproto", "metadata"},
+	"ledger":             {"internal", "protocol/bkproto", "metadata"},
+	"mledger":            {"internal", "ledger", "metadata", "mledger"},
+	"broker":             {"internal", "mledger", "ledger", "metadata", "protocol", "broker"},
+	// The top of the graph imports anything in the project.
+	"cmd":   {""},
+	"bench": {""},
+	"fuzz":  {""},
+	"tools": {""},
+}
+
+// top packages may import anything; nothing may import them.
+var top = []string{"cmd", "bench", "fuzz", "tools"}
+
+// clientOnly may appear only in tests and in the top of the graph.
+const clientOnly = "github.com/apache/pulsar-client-go"
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test's directory")
+		}
+		dir = parent
+	}
+}
+
+func hasPrefixPath(p, prefix string) bool {
+	return prefix == "" || p == prefix || strings.HasPrefix(p, prefix+"/")
+}
+
+// rule returns the allow-list for package rel: the longest matching key.
+func rule(rel string) ([]string, bool) {
+	best, found := "", false
+	for k := range allowed {
+		if hasPrefixPath(rel, k) && (!found || len(k) > len(best)) {
+			best, found = k, true
+		}
+	}
+	return allowed[best], found
+}
+
+type goFile struct {
+	rel     string // package dir relative to the module root
+	path    string
+	imports []string
+	test    bool
+}
+
+func parseTree(t *testing.T, root string) []goFile {
+	t.Helper()
+	var files []goFile
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly|parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		relDir, _ := filepath.Rel(root, filepath.Dir(path))
+		gf := goFile{rel: filepath.ToSlash(relDir), path: path, test: strings.HasSuffix(path, "_test.go")}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			gf.imports = append(gf.imports, p)
+		}
+		// The tools.go pin file is build-tagged and imports nothing at run time.
+		for _, c := range f.Comments {
+			if strings.Contains(c.Text(), "go:build tools") || strings.HasPrefix(strings.TrimSpace(c.List[0].Text), "//go:build tools") {
+				return nil
+			}
+		}
+		files = append(files, gf)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestImportDirection enforces architecture.md's package graph on every
+// non-test file.
+func TestImportDirection(t *testing.T) {
+	root := repoRoot(t)
+	var problems []string
+	for _, f := range parseTree(t, root) {
+		if f.rel == "." {
+			continue
+		}
+		for _, imp := range f.imports {
+			isTop := false
+			for _, tp := range top {
+				if hasPrefixPath(f.rel, tp) {
+					isTop = true
+				}
+			}
+			if strings.HasPrefix(imp, clientOnly) && !f.test && !isTop {
+				problems = append(problems, f.path+": imports "+imp+" outside tests, cmd and bench")
+			}
+			if !strings.HasPrefix(imp, module+"/") || f.test {
+				continue
+			}
+			target := strings.TrimPrefix(imp, module+"/")
+			for _, tp := range top {
+				if hasPrefixPath(target, tp) && !hasPrefixPath(f.rel, tp) {
+					problems = append(problems, f.path+": imports "+target+", which is the top of the graph")
+				}
+			}
+			allow, ok := rule(f.rel)
+			if !ok {
+				problems = append(problems, f.path+": package "+f.rel+" has no import rule in internal/lint")
+				continue
+			}
+			okImp := false
+			for _, a := range allow {
+				if hasPrefixPath(target, a) {
+					okImp = true
+				}
+			}
+			if !okImp {
+				problems = append(problems, f.path+": "+f.rel+" may not import "+target)
+			}
+		}
+	}
+	sort.Strings(problems)
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// TestStorageEnginePackagesIndependent: journal, entrylog and index never
+// import each other (style.md §10).
+func TestStorageEnginePackagesIndependent(t *testing.T) {
+	engine := []string{"journal", "entrylog", "index"}
+	for _, f := range parseTree(t, repoRoot(t)) {
+		for _, e := range engine {
+			if !hasPrefixPath(f.rel, e) {
+				continue
+			}
+			for _, imp := range f.imports {
+				for _, other := range engine {
+					if other != e && hasPrefixPath(strings.TrimPrefix(imp, module+"/"), other) && strings.HasPrefix(imp, module) {
+						t.Errorf("%s: %s imports %s", f.path, e, other)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestTypedAtomicsOnly bans the function-style sync/atomic API on integers
+// (atomic.AddInt64 and friends) in favour of atomic.Int64 and friends.
+func TestTypedAtomicsOnly(t *testing.T) {
+	root := repoRoot(t)
+	banned := []string{"atomic.AddInt", "atomic.AddUint", "atomic.LoadInt", "atomic.LoadUint",
+		"atomic.StoreInt", "atomic.StoreUint", "atomic.CompareAndSwapInt", "atomic.CompareAndSwapUint",
+		"atomic.SwapInt", "atomic.SwapUint"}
+	for _, f := range parseTree(t, root) {
+		// internal/uring publishes ring indexes shared with the kernel
+		// through raw pointers into mmap'd memory; typed atomics cannot
+		// overlay those.
+		if hasPrefixPath(f.rel, "internal/uring") || hasPrefixPath(f.rel, "internal/lint") {
+			continue
+		}
+		src, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range banned {
+			if strings.Contains(string(src), b) {
+				t.Errorf("%s: uses %s...; use the typed atomics (atomic.Int64 etc.)", f.path, b)
+			}
+		}
+	}
+}
