@@ -1,0 +1,98 @@
+// Package entrylog stores ledger entries in large append-only files shared
+// by all ledgers, and reads them back by location.
+//
+// # Usage
+//
+//	l, err := entrylog.Open(entrylog.Options{FS: vfs.NewOS(), Dirs: dirs})
+//	loc, err := l.Add(ledger, entry, payload) // buffered
+//	err = l.Sync()                            // checkpoint: flush + fdatasync
+//	payload, err := l.Read(loc, ledger, entry)
+//	usage, err := l.Usage(isLive)             // GC
+//	st, err := l.Compact(ctx, id, isLive, relocate)
+//	err = l.RemoveLog(id)                     // after relocations are durable
+//
+// # Files
+//
+// Logs are named "<8 hex digit id>.log" and spread round robin over the
+// ledger directories; ids are unique across directories and grow by one. A
+// Log never appends to a file that existed when it was opened: the first
+// Add creates a new log. The active log is preallocated ahead of the write
+// offset (Options.PreallocateSize) and rolled once the next record would
+// pass Options.LogSizeLimit (default 1 GiB, at most 3 GiB so that offsets
+// fit in 32 bits).
+//
+// All integers are little-endian. A file starts with a HeaderSize (1 KiB)
+// header:
+//
+//	+--------+------+----------------------------------------------+
+//	| offset | size | field                                        |
+//	+--------+------+----------------------------------------------+
+//	|      0 |    4 | magic "MGEL"                                 |
+//	|      4 |    4 | version (1)                                  |
+//	|      8 |    8 | ledgers-map offset (0: no map, not sealed)   |
+//	|     16 |    4 | ledger count in the map                      |
+//	|     20 |    4 | ledgers-map length in bytes                  |
+//	|     24 |    4 | CRC-32C (Castagnoli) of bytes [0, 24)        |
+//	|     28 |  996 | zero                                         |
+//	+--------+------+----------------------------------------------+
+//
+// Records follow the header back to back:
+//
+//	+--------+------+----------------------------------------------+
+//	| offset | size | field                                        |
+//	+--------+------+----------------------------------------------+
+//	|      0 |    4 | payload length n                             |
+//	|      4 |    4 | CRC-32C of bytes [0,4) ++ [8, 24+n)          |
+//	|      8 |    8 | ledger id (int64, >= 0; -1 = ledgers map)    |
+//	|     16 |    8 | entry id (int64)                             |
+//	|     24 |    n | payload                                      |
+//	+--------+------+----------------------------------------------+
+//
+// An entry's location is one uint64: (log id << 32) | offset of its record
+// (the length field). Location and SplitLocation convert.
+//
+// # Ledgers map
+//
+// When a log is sealed (rolled, Roll, or Close) the bytes each ledger
+// occupies (record headers included) are appended as records with ledger id
+// -1 and entry ids 0, 1, 2, ...; each payload is up to 4096 pairs of
+// (ledger int64, bytes uint64), sorted by ledger. The header is then
+// rewritten with the map's offset, pair count and length (covered by the
+// header CRC) and the file is fsynced. GC reads usage from the map without
+// scanning. A log without a map (crash, or a torn header patch: header CRC
+// mismatch) has its usage computed by one scan, cached in memory.
+//
+// # Durability and recovery
+//
+// Add buffers (Options.WriteBufferSize); Flush writes the buffer; Sync
+// flushes and fdatasyncs the active file. Creating a log syncs its header
+// and the directory; sealing syncs the map and the patched header. So after
+// Sync returns, every entry added before is durable.
+//
+// A scan (ScanFile, Scan, usage of map-less logs) stops quietly at a torn
+// tail: a zeroed, truncated or checksum-failing record after which no valid
+// record can be found at any later offset. An invalid record followed by a
+// valid one is mid-file corruption: an error wrapping ErrCorrupt with the
+// path and offset. A log whose header is entirely zero (crash before the
+// header was synced) holds nothing durable and is removed by Open; any
+// other bad header fails Open with ErrCorrupt.
+//
+// Read verifies the checksum and that the record holds the requested
+// (ledger, entry); a mismatch is ErrCorrupt with path and offset. A zeroed
+// record or one past the end of the data is ErrNotFound (never written or
+// never synced before a crash).
+//
+// # Concurrency
+//
+// The set of open logs is an immutable snapshot behind an atomic pointer,
+// replaced (copy on write) under the writer lock when a log is created or
+// removed. Each file is reference counted: the snapshot holds one
+// reference and each read takes one, so a log removed after compaction is
+// closed and deleted only when the last in-flight read releases it. Reads
+// thus never wait for a roll, compaction or removal; a read of a record
+// still in the append buffer copies it under the writer lock.
+//
+// Compact scans a sealed log without locks and re-adds each live entry
+// through Add, taking the writer lock once per entry, so it interleaves
+// with normal Adds. One Compact runs at a time.
+package entrylog

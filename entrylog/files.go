@@ -1,0 +1,222 @@
+package entrylog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/magnetar-mq/magnetar/internal/vfs"
+)
+
+// fileSet is an immutable snapshot of the logs, published through
+// Log.files. It holds one reference on each file.
+type fileSet struct {
+	files map[uint32]*logFile
+	ids   []uint32 // sorted
+}
+
+func (s *fileSet) sortIDs() {
+	s.ids = s.ids[:0]
+	for id := range s.files {
+		s.ids = append(s.ids, id)
+	}
+	slices.Sort(s.ids)
+}
+
+// swapFiles publishes a modified copy of the file set. Callers hold l.mu.
+func (l *Log) swapFiles(mutate func(*fileSet)) *fileSet {
+	old := l.files.Load()
+	next := &fileSet{files: make(map[uint32]*logFile, len(old.files)+1)}
+	for id, f := range old.files {
+		next.files[id] = f
+	}
+	mutate(next)
+	next.sortIDs()
+	l.files.Store(next)
+	return old
+}
+
+// logFile is one open log. It is closed (and removed, if marked) when the
+// last reference is released: the file set's, or an in-flight reader's.
+type logFile struct {
+	fs   vfs.FS
+	id   uint32
+	path string
+	f    vfs.File
+
+	refs          atomic.Int32
+	written       atomic.Int64 // bytes of f readers may read
+	active        atomic.Bool
+	removeOnClose atomic.Bool
+
+	ledgersMu sync.Mutex
+	ledgers   map[int64]uint64 // nil: unknown, scan to compute
+	dataEnd   int64            // end of records (map offset) when ledgers is set
+}
+
+func newLogFile(fs vfs.FS, id uint32, path string, f vfs.File, written int64) *logFile {
+	lf := &logFile{fs: fs, id: id, path: path, f: f}
+	lf.refs.Store(1)
+	lf.written.Store(written)
+	return lf
+}
+
+// tryRef takes a reference unless the file is already being closed.
+func (f *logFile) tryRef() bool {
+	for {
+		r := f.refs.Load()
+		if r <= 0 {
+			return false
+		}
+		if f.refs.CompareAndSwap(r, r+1) {
+			return true
+		}
+	}
+}
+
+func (f *logFile) release() {
+	r := f.refs.Add(-1)
+	if r > 0 {
+		return
+	}
+	if r < 0 {
+		panic("BUG: entrylog: logFile reference count below zero")
+	}
+	f.f.Close()
+	if f.removeOnClose.Load() {
+		// The file left the set before; a failed remove only leaks space.
+		_ = f.fs.Remove(f.path)
+	}
+}
+
+// acquire returns a referenced file for id, or ErrNotFound.
+func (l *Log) acquire(id uint32) (*logFile, error) {
+	for {
+		s := l.files.Load()
+		f := s.files[id]
+		if f == nil {
+			return nil, fmt.Errorf("entrylog: log %d: %w", id, ErrNotFound)
+		}
+		if f.tryRef() {
+			return f, nil
+		}
+		if l.files.Load() == s {
+			return nil, fmt.Errorf("entrylog: log %d: %w", id, ErrNotFound)
+		}
+	}
+}
+
+// Read returns the payload of the record at loc, which must hold entry
+// (ledger, entry). See AppendRead.
+func (l *Log) Read(loc uint64, ledger, entry int64) ([]byte, error) {
+	return l.AppendRead(nil, loc, ledger, entry)
+}
+
+// AppendRead appends the payload of the record at loc to dst. It verifies
+// the record's length and checksum and that it holds (ledger, entry):
+// anything else is ErrCorrupt naming the file and offset. A location past
+// the written data, or in a removed log, is ErrNotFound.
+func (l *Log) AppendRead(dst []byte, loc uint64, ledger, entry int64) ([]byte, error) {
+	id, off32 := SplitLocation(loc)
+	off := int64(off32)
+	f, err := l.acquire(id)
+	if err != nil {
+		return dst, err
+	}
+	defer f.release()
+	if off < HeaderSize {
+		return dst, fmt.Errorf("entrylog: %s off %d: location inside header: %w", f.path, off, ErrCorrupt)
+	}
+	if off >= f.written.Load() {
+		if out, ok, err := l.readBuffered(dst, f, off, ledger, entry); ok {
+			return out, err
+		}
+	}
+	var hb [RecordHeaderSize]byte
+	if err := readFull(f, hb[:], off); err != nil {
+		return dst, err
+	}
+	if isZero(hb[:]) {
+		return dst, fmt.Errorf("entrylog: %s off %d: %w", f.path, off, ErrNotFound)
+	}
+	h := decodeRecordHeader(hb[:])
+	if off+RecordHeaderSize+int64(h.n) > f.written.Load() {
+		return dst, fmt.Errorf("entrylog: %s off %d: record length %d past end of data: %w", f.path, off, h.n, ErrCorrupt)
+	}
+	start := len(dst)
+	dst = slices.Grow(dst, int(h.n))[:start+int(h.n)]
+	if err := readFull(f, dst[start:], off+RecordHeaderSize); err != nil {
+		return dst[:start], err
+	}
+	if err := checkRecord(f.path, off, hb[:], h, dst[start:], ledger, entry); err != nil {
+		return dst[:start], err
+	}
+	return dst, nil
+}
+
+func checkRecord(path string, off int64, hb []byte, h recordHeader, payload []byte, ledger, entry int64) error {
+	if recordCRC(hb, payload) != h.crc {
+		return fmt.Errorf("entrylog: %s off %d: record checksum mismatch: %w", path, off, ErrCorrupt)
+	}
+	if h.ledger != ledger || h.entry != entry {
+		return fmt.Errorf("entrylog: %s off %d: record holds %d:%d, want %d:%d: %w", path, off, h.ledger, h.entry, ledger, entry, ErrCorrupt)
+	}
+	return nil
+}
+
+func readFull(f *logFile, p []byte, off int64) error {
+	n, err := f.f.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return fmt.Errorf("entrylog: %s off %d: %w", f.path, off, ErrNotFound)
+	}
+	return fmt.Errorf("entrylog: read %s off %d: %w", f.path, off, err)
+}
+
+// readBuffered serves a record of the active log that is still in the
+// append buffer. ok is false when the record has been written to the file
+// in the meantime.
+func (l *Log) readBuffered(dst []byte, f *logFile, off int64, ledger, entry int64) ([]byte, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.cur != f || off < l.mu.bufOff {
+		return dst, false, nil
+	}
+	b := l.mu.buf[off-l.mu.bufOff:]
+	if len(b) < RecordHeaderSize {
+		return dst, true, fmt.Errorf("entrylog: %s off %d: %w", f.path, off, ErrNotFound)
+	}
+	h := decodeRecordHeader(b)
+	if int64(h.n) > int64(len(b)-RecordHeaderSize) {
+		return dst, true, fmt.Errorf("entrylog: %s off %d: record length %d past end of data: %w", f.path, off, h.n, ErrCorrupt)
+	}
+	payload := b[RecordHeaderSize : RecordHeaderSize+int(h.n)]
+	if err := checkRecord(f.path, off, b, h, payload, ledger, entry); err != nil {
+		return dst, true, err
+	}
+	return append(dst, payload...), true, nil
+}
+
+// LogInfo describes one log file.
+type LogInfo struct {
+	ID     uint32
+	Path   string
+	Size   int64 // bytes written, header and map included
+	Active bool
+}
+
+// Logs lists the logs, oldest first.
+func (l *Log) Logs() []LogInfo {
+	s := l.files.Load()
+	out := make([]LogInfo, 0, len(s.ids))
+	for _, id := range s.ids {
+		f := s.files[id]
+		out = append(out, LogInfo{ID: id, Path: f.path, Size: f.written.Load(), Active: f.active.Load()})
+	}
+	return out
+}

@@ -1,0 +1,182 @@
+package entrylog
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// LedgerBytes returns the bytes each ledger occupies in sealed log id, from
+// the ledgers map, or by scanning the log once if it has no map (the result
+// is cached). The returned map must not be modified.
+func (l *Log) LedgerBytes(id uint32) (map[int64]uint64, error) {
+	f, err := l.acquire(id)
+	if err != nil {
+		return nil, err
+	}
+	defer f.release()
+	if f.active.Load() {
+		return nil, fmt.Errorf("entrylog: log %d: %w", id, ErrActiveLog)
+	}
+	f.ledgersMu.Lock()
+	defer f.ledgersMu.Unlock()
+	if f.ledgers != nil {
+		return f.ledgers, nil
+	}
+	m := map[int64]uint64{}
+	end, err := scan(f.f, f.path, id, f.written.Load(), func(r Record) error {
+		m[r.Ledger] += uint64(RecordHeaderSize + len(r.Payload))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	f.ledgers, f.dataEnd = m, end
+	return m, nil
+}
+
+// Usage is the share of a sealed log still referenced by live ledgers.
+type Usage struct {
+	ID uint32
+	// Total is the bytes of data records (headers included).
+	Total uint64
+	// Live is the part of Total belonging to ledgers isLive accepts.
+	Live uint64
+}
+
+// Ratio is Live/Total, 0 for an empty log.
+func (u Usage) Ratio() float64 {
+	if u.Total == 0 {
+		return 0
+	}
+	return float64(u.Live) / float64(u.Total)
+}
+
+// Usage computes the usage of every sealed log, oldest first. Logs without
+// a ledgers map are scanned once. A log that fails to scan is reported
+// through the error (ErrCorrupt) after the others are computed.
+func (l *Log) Usage(isLive func(ledger int64) bool) ([]Usage, error) {
+	var out []Usage
+	var firstErr error
+	for _, info := range l.Logs() {
+		if info.Active {
+			continue
+		}
+		m, err := l.LedgerBytes(info.ID)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		u := Usage{ID: info.ID}
+		for ledger, n := range m {
+			u.Total += n
+			if isLive(ledger) {
+				u.Live += n
+			}
+		}
+		out = append(out, u)
+	}
+	return out, firstErr
+}
+
+// CompactStats summarise one Compact.
+type CompactStats struct {
+	Entries, Bytes               int64 // copied
+	SkippedEntries, SkippedBytes int64 // dead, not copied
+}
+
+// Compact copies the live entries of sealed log id into the active log and
+// calls relocate for each with its old and new location. Each copy takes
+// the writer lock only for its own Add, so concurrent Adds and Reads
+// proceed; the copy rate is limited by Options.CompactionRateBytes.
+//
+// The caller then makes the copies durable (Sync), updates and flushes the
+// index to the new locations, and only then calls RemoveLog(id). relocate
+// must not make a new location durable in the index before that Sync; the
+// bookie's checkpoint order (entry logs synced before the index) ensures
+// it. An error from relocate or ctx stops the compaction; the old log is
+// untouched and still valid.
+func (l *Log) Compact(ctx context.Context, id uint32, isLive func(ledger int64) bool,
+	relocate func(ledger, entry int64, oldLoc, newLoc uint64) error) (CompactStats, error) {
+	l.compactMu.Lock()
+	defer l.compactMu.Unlock()
+	var st CompactStats
+	f, err := l.acquire(id)
+	if err != nil {
+		return st, err
+	}
+	defer f.release()
+	if f.active.Load() {
+		return st, fmt.Errorf("entrylog: compact log %d: %w", id, ErrActiveLog)
+	}
+	start := time.Now()
+	rate := l.opts.CompactionRateBytes
+	_, err = scan(f.f, f.path, id, f.written.Load(), func(r Record) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !isLive(r.Ledger) {
+			st.SkippedEntries++
+			st.SkippedBytes += int64(len(r.Payload))
+			return nil
+		}
+		newLoc, err := l.Add(r.Ledger, r.Entry, r.Payload)
+		if err != nil {
+			return err
+		}
+		if err := relocate(r.Ledger, r.Entry, r.Loc, newLoc); err != nil {
+			return err
+		}
+		st.Entries++
+		st.Bytes += int64(len(r.Payload))
+		if rate > 0 {
+			return throttle(ctx, start, st.Bytes, rate)
+		}
+		return nil
+	})
+	return st, err
+}
+
+// throttle waits until done bytes are within rate bytes/s of start.
+func throttle(ctx context.Context, start time.Time, done, rate int64) error {
+	due := start.Add(time.Duration(float64(done) / float64(rate) * float64(time.Second)))
+	wait := time.Until(due)
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// RemoveLog drops sealed log id from the set and deletes its file once the
+// reads in flight on it finish. Later reads of its locations return
+// ErrNotFound.
+func (l *Log) RemoveLog(id uint32) error {
+	l.mu.Lock()
+	if err := l.checkLocked(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	f := l.files.Load().files[id]
+	if f == nil {
+		l.mu.Unlock()
+		return fmt.Errorf("entrylog: remove log %d: %w", id, ErrNotFound)
+	}
+	if f.active.Load() {
+		l.mu.Unlock()
+		return fmt.Errorf("entrylog: remove log %d: %w", id, ErrActiveLog)
+	}
+	f.removeOnClose.Store(true)
+	l.swapFiles(func(s *fileSet) { delete(s.files, id) })
+	l.mu.Unlock()
+	f.release()
+	return nil
+}

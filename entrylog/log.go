@@ -1,0 +1,408 @@
+package entrylog
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// Log is a set of entry-log files in one or more directories, with one
+// active file receiving appends.
+//
+// All methods are safe for concurrent use. Add, Flush, Sync and Compact
+// serialise on one writer lock; Read and AppendRead never take it except
+// for a record still in the append buffer, and never wait for a roll, a
+// compaction or a removal.
+type Log struct {
+	opts  Options
+	files atomic.Pointer[fileSet]
+
+	// compactMu allows one Compact at a time.
+	compactMu sync.Mutex
+
+	mu struct {
+		sync.Mutex
+		cur      *logFile         // active log, nil before the first Add
+		buf      []byte           // records not yet written to cur
+		bufOff   int64            // file offset of buf[0]
+		prealloc int64            // cur is preallocated up to here
+		ledgers  map[int64]uint64 // bytes per ledger in cur
+		nextID   uint32
+		nextDir  int
+		err      error // sticky write error
+		closed   bool
+	}
+}
+
+// Open opens (creating the directories if needed) the entry logs in
+// opts.Dirs. Existing logs are only read; appends always go to a new log,
+// created on the first Add.
+func Open(opts Options) (*Log, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	l := &Log{opts: opts}
+	l.mu.buf = make([]byte, 0, opts.WriteBufferSize)
+	l.mu.nextID = 1
+	set := &fileSet{files: map[uint32]*logFile{}}
+	fail := func(err error) (*Log, error) {
+		for _, f := range set.files {
+			f.release()
+		}
+		return nil, err
+	}
+	for _, dir := range opts.Dirs {
+		if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
+			return fail(fmt.Errorf("entrylog: %w", err))
+		}
+		names, err := opts.FS.List(dir)
+		if err != nil {
+			return fail(fmt.Errorf("entrylog: %w", err))
+		}
+		for _, name := range names {
+			id, ok := ParseFileName(name)
+			if !ok {
+				continue
+			}
+			if _, dup := set.files[id]; dup {
+				return fail(fmt.Errorf("entrylog: log id %d present in two directories: %w", id, ErrCorrupt))
+			}
+			lf, err := l.openSealed(filepath.Join(dir, name), id)
+			if err != nil {
+				return fail(err)
+			}
+			l.mu.nextID = max(l.mu.nextID, id+1)
+			if lf != nil {
+				set.files[id] = lf
+			}
+		}
+	}
+	set.sortIDs()
+	l.files.Store(set)
+	return l, nil
+}
+
+// openSealed opens an existing log read-only. It returns nil for a log
+// whose header was never made durable (a crash right after creation): such
+// a file holds no synced record and is removed.
+func (l *Log) openSealed(path string, id uint32) (*logFile, error) {
+	f, err := l.opts.FS.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("entrylog: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("entrylog: %w", err)
+	}
+	size := fi.Size()
+	hdr := make([]byte, HeaderSize)
+	n, err := f.ReadAt(hdr, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		f.Close()
+		return nil, fmt.Errorf("entrylog: %s: %w", path, err)
+	}
+	if isZero(hdr[:n]) {
+		f.Close()
+		l.opts.Logger.Warn("entrylog: removing log with no durable header", "path", path, "size", size)
+		if err := l.opts.FS.Remove(path); err != nil {
+			return nil, fmt.Errorf("entrylog: %w", err)
+		}
+		return nil, nil
+	}
+	_, h, mapValid, err := DecodeHeader(hdr[:n])
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("entrylog: %s off 0: %w", path, err)
+	}
+	lf := newLogFile(l.opts.FS, id, path, f, size)
+	if mapValid {
+		m, err := readLedgersMap(f, int64(h.MapOffset), h, size)
+		if err != nil {
+			// A map that does not decode is only a lost optimisation.
+			l.opts.Logger.Warn("entrylog: unreadable ledgers map; usage will be scanned", "path", path, "err", err)
+		} else {
+			lf.ledgers = m
+			lf.dataEnd = int64(h.MapOffset)
+		}
+	} else {
+		l.opts.Logger.Warn("entrylog: log has no ledgers map (not sealed); usage will be scanned", "path", path)
+	}
+	return lf, nil
+}
+
+func readLedgersMap(f io.ReaderAt, off int64, h Header, size int64) (map[int64]uint64, error) {
+	if off < HeaderSize || off+int64(h.MapLength) > size || h.MapLength < RecordHeaderSize {
+		return nil, fmt.Errorf("map offset %d length %d outside file of %d bytes: %w", off, h.MapLength, size, ErrCorrupt)
+	}
+	buf := make([]byte, h.MapLength)
+	if _, err := f.ReadAt(buf, off); err != nil {
+		return nil, err
+	}
+	rest, m, err := DecodeLedgersMap(buf, h.LedgerCount)
+	if err == nil && len(rest) != 0 {
+		err = fmt.Errorf("%d bytes after ledgers map: %w", len(rest), ErrCorrupt)
+	}
+	return m, err
+}
+
+// Add appends one entry and returns its location. The entry is readable at
+// once (from the buffer until it is written out) and durable after the
+// next Sync. A failed write makes the Log fail every later Add, Flush and
+// Sync with the same error.
+func (l *Log) Add(ledger, entry int64, payload []byte) (uint64, error) {
+	if ledger < 0 {
+		return 0, fmt.Errorf("entrylog: negative ledger id %d", ledger)
+	}
+	recLen := int64(RecordHeaderSize + len(payload))
+	if recLen > l.opts.LogSizeLimit-HeaderSize {
+		return 0, fmt.Errorf("entrylog: %d-byte payload: %w", len(payload), ErrTooLarge)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkLocked(); err != nil {
+		return 0, err
+	}
+	if l.mu.cur == nil || l.offLocked()+recLen > l.opts.LogSizeLimit {
+		if err := l.rollLocked(); err != nil {
+			return 0, l.failLocked(err)
+		}
+	}
+	if len(l.mu.buf)+int(recLen) > cap(l.mu.buf) {
+		if err := l.flushLocked(); err != nil {
+			return 0, err
+		}
+	}
+	off := l.offLocked()
+	loc := Location(l.mu.cur.id, uint32(off))
+	if int(recLen) > cap(l.mu.buf) {
+		// Larger than the buffer: write it directly (the buffer is empty).
+		rec := AppendRecord(make([]byte, 0, recLen), ledger, entry, payload)
+		if err := l.writeLocked(rec); err != nil {
+			return 0, err
+		}
+	} else {
+		l.mu.buf = AppendRecord(l.mu.buf, ledger, entry, payload)
+	}
+	l.mu.ledgers[ledger] += uint64(recLen)
+	return loc, nil
+}
+
+func (l *Log) checkLocked() error {
+	if l.mu.closed {
+		return ErrClosed
+	}
+	return l.mu.err
+}
+
+func (l *Log) failLocked(err error) error {
+	if l.mu.err == nil {
+		l.mu.err = err
+	}
+	return l.mu.err
+}
+
+func (l *Log) offLocked() int64 { return l.mu.bufOff + int64(len(l.mu.buf)) }
+
+// flushLocked writes the buffer to the active file.
+func (l *Log) flushLocked() error {
+	if len(l.mu.buf) == 0 {
+		return nil
+	}
+	err := l.writeLocked(l.mu.buf)
+	l.mu.buf = l.mu.buf[:0]
+	return err
+}
+
+// writeLocked writes p at bufOff (the buffer must be empty or be p) and
+// publishes it to readers.
+func (l *Log) writeLocked(p []byte) error {
+	cur := l.mu.cur
+	end := l.mu.bufOff + int64(len(p))
+	if end > l.mu.prealloc && l.opts.PreallocateSize > 0 {
+		n := max(l.opts.PreallocateSize, end-l.mu.prealloc)
+		n = min(n, l.opts.LogSizeLimit-l.mu.prealloc)
+		if n > 0 {
+			if err := cur.f.Preallocate(l.mu.prealloc, n); err != nil {
+				return l.failLocked(fmt.Errorf("entrylog: preallocate %s: %w", cur.path, err))
+			}
+			l.mu.prealloc += n
+		}
+	}
+	if _, err := cur.f.WriteAt(p, l.mu.bufOff); err != nil {
+		return l.failLocked(fmt.Errorf("entrylog: write %s off %d: %w", cur.path, l.mu.bufOff, err))
+	}
+	l.mu.bufOff = end
+	cur.written.Store(end)
+	return nil
+}
+
+// Flush writes buffered records to the active file (no fsync).
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkLocked(); err != nil {
+		return err
+	}
+	return l.flushLocked()
+}
+
+// Sync flushes and then fsyncs the active file: every entry added before
+// Sync was called is durable when it returns nil. Logs rolled earlier were
+// synced when they were sealed. The fsync runs without the writer lock, so
+// Adds proceed meanwhile.
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	if err := l.checkLocked(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	if err := l.flushLocked(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	cur := l.mu.cur
+	if cur == nil || !cur.tryRef() {
+		l.mu.Unlock()
+		return nil
+	}
+	l.mu.Unlock()
+	defer cur.release()
+	if err := cur.f.Sync(); err != nil {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.failLocked(fmt.Errorf("entrylog: sync %s: %w", cur.path, err))
+	}
+	return nil
+}
+
+// rollLocked seals the active log (if any) and creates the next one.
+func (l *Log) rollLocked() error {
+	if cur := l.mu.cur; cur != nil {
+		if err := l.sealLocked(cur); err != nil {
+			return err
+		}
+		l.mu.cur = nil
+	}
+	id := l.mu.nextID
+	dir := l.opts.Dirs[l.mu.nextDir%len(l.opts.Dirs)]
+	path := filepath.Join(dir, FileName(id))
+	f, err := l.opts.FS.Create(path)
+	if err != nil {
+		return fmt.Errorf("entrylog: %w", err)
+	}
+	fail := func(err error) error {
+		f.Close()
+		return err
+	}
+	prealloc := min(l.opts.PreallocateSize, l.opts.LogSizeLimit)
+	if prealloc > 0 {
+		if err := f.Preallocate(0, prealloc); err != nil {
+			return fail(fmt.Errorf("entrylog: preallocate %s: %w", path, err))
+		}
+	}
+	if _, err := f.WriteAt(AppendHeader(nil, Header{Version: Version}), 0); err != nil {
+		return fail(fmt.Errorf("entrylog: write header %s: %w", path, err))
+	}
+	if err := f.Sync(); err != nil {
+		return fail(fmt.Errorf("entrylog: sync %s: %w", path, err))
+	}
+	if err := l.opts.FS.SyncDir(dir); err != nil {
+		return fail(fmt.Errorf("entrylog: sync dir %s: %w", dir, err))
+	}
+	l.mu.nextID++
+	l.mu.nextDir++
+	lf := newLogFile(l.opts.FS, id, path, f, HeaderSize)
+	lf.active.Store(true)
+	l.mu.cur = lf
+	l.mu.bufOff = HeaderSize
+	l.mu.prealloc = prealloc
+	l.mu.ledgers = map[int64]uint64{}
+	l.swapFiles(func(s *fileSet) { s.files[id] = lf })
+	return nil
+}
+
+// sealLocked appends the ledgers map to cur, patches the header and syncs.
+func (l *Log) sealLocked(cur *logFile) error {
+	if err := l.flushLocked(); err != nil {
+		return err
+	}
+	pairs := sortedPairs(l.mu.ledgers)
+	mapOff := l.mu.bufOff
+	rec := AppendLedgersMap(nil, pairs)
+	if err := l.writeLocked(rec); err != nil {
+		return err
+	}
+	h := Header{Version: Version, MapOffset: uint64(mapOff), LedgerCount: uint32(len(pairs)), MapLength: uint32(len(rec))}
+	if _, err := cur.f.WriteAt(AppendHeader(nil, h), 0); err != nil {
+		return fmt.Errorf("entrylog: patch header %s: %w", cur.path, err)
+	}
+	if err := cur.f.Sync(); err != nil {
+		return fmt.Errorf("entrylog: sync %s: %w", cur.path, err)
+	}
+	cur.ledgersMu.Lock()
+	cur.ledgers = l.mu.ledgers
+	cur.dataEnd = mapOff
+	cur.ledgersMu.Unlock()
+	cur.active.Store(false)
+	l.mu.ledgers = nil
+	return nil
+}
+
+func sortedPairs(m map[int64]uint64) []Pair {
+	pairs := make([]Pair, 0, len(m))
+	for k, v := range m {
+		pairs = append(pairs, Pair{k, v})
+	}
+	slices.SortFunc(pairs, func(a, b Pair) int { return cmp.Compare(a.Ledger, b.Ledger) })
+	return pairs
+}
+
+// Roll seals the active log and starts a new one at the next Add. The
+// bookie may call it, for example, before compacting so that recent data
+// becomes eligible.
+func (l *Log) Roll() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkLocked(); err != nil {
+		return err
+	}
+	cur := l.mu.cur
+	if cur == nil {
+		return nil
+	}
+	if err := l.sealLocked(cur); err != nil {
+		return l.failLocked(err)
+	}
+	l.mu.cur = nil
+	return nil
+}
+
+// Close seals the active log (appends its ledgers map and syncs it) and
+// closes every file once in-flight reads finish. After a write error it
+// only closes: the active log then stays map-less, as after a crash.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.mu.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	err := l.mu.err
+	if cur := l.mu.cur; cur != nil && err == nil {
+		err = l.sealLocked(cur)
+	}
+	l.mu.closed = true
+	l.mu.cur = nil
+	old := l.files.Swap(&fileSet{files: map[uint32]*logFile{}})
+	l.mu.Unlock()
+	for _, f := range old.files {
+		f.release()
+	}
+	return err
+}
