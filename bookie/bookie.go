@@ -1,0 +1,426 @@
+package bookie
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+)
+
+// Bookie is the local ledger store: a journal for durability, a write
+// cache, entry logs and an index for the long-term copy. See doc.go.
+//
+// Every method is safe for concurrent use.
+type Bookie struct {
+	opts Options
+	log  *slog.Logger
+
+	j   wal
+	el  entryStore
+	idx ledgerIndex
+	wc  *writeCache
+	rc  *readCache
+	ro  roState
+
+	ledgers sync.Map // int64 -> *ledgerState
+
+	// closeMu is held shared by every call that enqueues journal records
+	// and exclusively by Close, so nothing is appended to a closed journal.
+	closeMu sync.RWMutex
+	closed  atomic.Bool
+	closing chan struct{}
+	wg      sync.WaitGroup // background goroutines
+
+	// ckptMu serializes checkpoints, ledger deletes and GC relocations.
+	ckptMu     sync.Mutex
+	flushBuf   []frozenEntry // guarded by ckptMu
+	locBuf     []uint64      // guarded by ckptMu
+	frozenMark walMark       // mark of the unreleased frozen half; ckptMu
+	metaDirty  atomic.Bool   // index metadata changed since the last checkpoint
+	minFree    atomic.Uint64 // least free bytes over all dirs at the last check
+
+	stats struct {
+		checkpoints, gcRuns atomic.Int64
+	}
+}
+
+// ledgerState caches one ledger's metadata and highest entry id.
+type ledgerState struct {
+	mu        sync.Mutex
+	known     bool // exists in the index (false: created by this call, not yet set)
+	deleted   bool
+	meta      ledgerMeta
+	lastEntry int64 // -1: none
+}
+
+// ledgerFor returns the state of ledger, loading it from the index. With
+// create it makes a new, unknown state for a ledger the index lacks;
+// otherwise it returns nil for one.
+func (b *Bookie) ledgerFor(ledger int64, create bool) (*ledgerState, error) {
+	if v, ok := b.ledgers.Load(ledger); ok {
+		return v.(*ledgerState), nil
+	}
+	m, ok, err := b.idx.Meta(ledger)
+	if err != nil {
+		return nil, b.storageErr(err)
+	}
+	if !ok && !create {
+		return nil, nil
+	}
+	st := &ledgerState{known: ok, meta: m, lastEntry: -1}
+	if ok {
+		last, has, err := b.idx.LastEntry(ledger)
+		if err != nil {
+			return nil, b.storageErr(err)
+		}
+		if has {
+			st.lastEntry = last
+		}
+	}
+	if last, has := b.wc.lastEntry(ledger); has && last > st.lastEntry {
+		st.lastEntry = last
+	}
+	v, _ := b.ledgers.LoadOrStore(ledger, st)
+	return v.(*ledgerState), nil
+}
+
+// checkKeyLocked verifies masterKey against st, creating the ledger (index
+// metadata plus a journal master-key record, durable before any later
+// record of the ledger) when it is new. st.mu is held.
+func (b *Bookie) checkKeyLocked(st *ledgerState, ledger int64, masterKey []byte) error {
+	if st.deleted {
+		return ErrNoLedger
+	}
+	if st.known && len(st.meta.masterKey) > 0 {
+		if string(st.meta.masterKey) != string(masterKey) {
+			return ErrUnauthorized
+		}
+		return nil
+	}
+	st.meta.masterKey = append([]byte(nil), masterKey...)
+	if err := b.idx.SetMeta(ledger, st.meta); err != nil {
+		st.meta.masterKey = nil
+		return b.storageErr(err)
+	}
+	st.known = true
+	b.metaDirty.Store(true)
+	b.j.Append(walRecord{kind: recMasterKey, ledger: ledger, payload: st.meta.masterKey}, b.metaDone)
+	return nil
+}
+
+// metaDone is the callback of records nobody waits for.
+func (b *Bookie) metaDone(err error) {
+	if err != nil {
+		b.journalFailed(err)
+	}
+}
+
+// writable returns nil when an add may proceed. Recovery adds pass while
+// the only reason for read-only mode is disk usage and every directory
+// still has MinFreeForRecoveryAdds free.
+func (b *Bookie) writable(recovery bool) error {
+	r := b.ro.reasons()
+	if r == 0 {
+		return nil
+	}
+	if recovery && r == roDiskFull && b.minFree.Load() >= b.opts.MinFreeForRecoveryAdds {
+		return nil
+	}
+	return b.ro.err()
+}
+
+// AddEntry stores an entry. done runs exactly once: with nil after the
+// journal record holding the entry is durable (fdatasync returned), or
+// with the reason it was refused or failed. Callbacks of successful adds
+// run in journal order. done may run on the caller's goroutine (refusals)
+// or the journal's; it must not block.
+//
+// The first add (or fence) of a ledger sets its master key; later requests
+// with another key get ErrUnauthorized. Normal adds to a fenced ledger get
+// ErrFenced; recovery adds are accepted. The entry is readable as soon as
+// AddEntry returns, before it is durable.
+func (b *Bookie) AddEntry(ledger, entry int64, masterKey, payload []byte, recovery bool, done func(error)) {
+	if err := b.addEntry(ledger, entry, masterKey, payload, recovery, done); err != nil {
+		done(err)
+	}
+}
+
+func (b *Bookie) addEntry(ledger, entry int64, masterKey, payload []byte, recovery bool, done func(error)) error {
+	if ledger < 0 || entry < 0 || len(masterKey) == 0 {
+		return fmt.Errorf("%w: ledger %d entry %d, master key %d bytes", ErrBadRequest, ledger, entry, len(masterKey))
+	}
+	b.closeMu.RLock()
+	defer b.closeMu.RUnlock()
+	if b.closed.Load() {
+		return ErrClosed
+	}
+	if err := b.writable(recovery); err != nil {
+		return err
+	}
+	st, err := b.ledgerFor(ledger, true)
+	if err != nil {
+		return err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err := b.checkKeyLocked(st, ledger, masterKey); err != nil {
+		return err
+	}
+	if st.meta.fenced && !recovery {
+		return ErrFenced
+	}
+	// Cache first, journal second: a checkpoint mark taken under the cache
+	// lock then never covers a record whose data it does not flush.
+	if err := b.wc.put(ledger, entry, payload, b.opts.WriteCacheMaxWait, b.closing); err != nil {
+		return err
+	}
+	if entry > st.lastEntry {
+		st.lastEntry = entry
+	}
+	b.j.Append(walRecord{kind: recEntry, ledger: ledger, entry: entry, payload: payload}, func(err error) {
+		if err != nil {
+			b.journalFailed(err)
+		}
+		done(err)
+	})
+	return nil
+}
+
+// Fence marks ledger fenced: from then on normal adds fail with ErrFenced.
+// It returns after the journal's fence record is durable, so fencing
+// survives a restart. A ledger this bookie never saw is created with
+// masterKey and fenced. Fencing works in read-only mode (it is part of
+// recovery) unless the journal failed.
+func (b *Bookie) Fence(ledger int64, masterKey []byte) error {
+	if ledger < 0 || len(masterKey) == 0 {
+		return fmt.Errorf("%w: ledger %d, master key %d bytes", ErrBadRequest, ledger, len(masterKey))
+	}
+	ch, err := b.fence(ledger, masterKey)
+	if err != nil {
+		return err
+	}
+	return <-ch
+}
+
+func (b *Bookie) fence(ledger int64, masterKey []byte) (<-chan error, error) {
+	b.closeMu.RLock()
+	defer b.closeMu.RUnlock()
+	if b.closed.Load() {
+		return nil, ErrClosed
+	}
+	if r := b.ro.reasons(); r&(roJournal|roCorrupt) != 0 {
+		return nil, b.ro.err()
+	}
+	st, err := b.ledgerFor(ledger, true)
+	if err != nil {
+		return nil, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err := b.checkKeyLocked(st, ledger, masterKey); err != nil {
+		return nil, err
+	}
+	if !st.meta.fenced {
+		st.meta.fenced = true
+		if err := b.idx.SetMeta(ledger, st.meta); err != nil {
+			st.meta.fenced = false
+			return nil, b.storageErr(err)
+		}
+		b.metaDirty.Store(true)
+	}
+	ch := make(chan error, 1)
+	b.j.Append(walRecord{kind: recFence, ledger: ledger}, func(err error) {
+		if err != nil {
+			b.journalFailed(err)
+		}
+		ch <- err
+	})
+	return ch, nil
+}
+
+// IsFenced reports whether ledger is fenced.
+func (b *Bookie) IsFenced(ledger int64) (bool, error) {
+	st, err := b.ledgerFor(ledger, false)
+	if err != nil {
+		return false, err
+	}
+	if st == nil {
+		return false, ErrNoLedger
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.deleted || !st.known {
+		return false, ErrNoLedger
+	}
+	return st.meta.fenced, nil
+}
+
+// WriteLAC stores an explicit last-add-confirmed for ledger (lac and the
+// client's opaque body) and returns once its journal record is durable.
+// A lower lac than the stored one is ignored.
+func (b *Bookie) WriteLAC(ledger, lac int64, masterKey, body []byte) error {
+	if ledger < 0 || lac < -1 || len(masterKey) == 0 {
+		return fmt.Errorf("%w: ledger %d lac %d, master key %d bytes", ErrBadRequest, ledger, lac, len(masterKey))
+	}
+	ch, err := b.writeLAC(ledger, lac, masterKey, body)
+	if err != nil {
+		return err
+	}
+	return <-ch
+}
+
+func (b *Bookie) writeLAC(ledger, lac int64, masterKey, body []byte) (<-chan error, error) {
+	b.closeMu.RLock()
+	defer b.closeMu.RUnlock()
+	if b.closed.Load() {
+		return nil, ErrClosed
+	}
+	if err := b.writable(false); err != nil {
+		return nil, err
+	}
+	st, err := b.ledgerFor(ledger, true)
+	if err != nil {
+		return nil, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err := b.checkKeyLocked(st, ledger, masterKey); err != nil {
+		return nil, err
+	}
+	ch := make(chan error, 1)
+	if st.meta.hasLAC && lac < st.meta.lac {
+		ch <- nil
+		return ch, nil
+	}
+	old := st.meta
+	st.meta.hasLAC, st.meta.lac, st.meta.lacBody = true, lac, append([]byte(nil), body...)
+	if err := b.idx.SetMeta(ledger, st.meta); err != nil {
+		st.meta = old
+		return nil, b.storageErr(err)
+	}
+	b.metaDirty.Store(true)
+	b.j.Append(walRecord{kind: recLAC, ledger: ledger, lac: lac, payload: st.meta.lacBody}, func(err error) {
+		if err != nil {
+			b.journalFailed(err)
+		}
+		ch <- err
+	})
+	return ch, nil
+}
+
+// ReadLAC returns the explicit LAC last written for ledger and its body;
+// ErrNoEntry when none was written.
+func (b *Bookie) ReadLAC(ledger int64) (lac int64, body []byte, err error) {
+	st, err := b.ledgerFor(ledger, false)
+	if err != nil {
+		return 0, nil, err
+	}
+	if st == nil {
+		return 0, nil, ErrNoLedger
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.deleted || !st.known {
+		return 0, nil, ErrNoLedger
+	}
+	if !st.meta.hasLAC {
+		return 0, nil, fmt.Errorf("%w: ledger %d has no explicit LAC", ErrNoEntry, ledger)
+	}
+	return st.meta.lac, append([]byte(nil), st.meta.lacBody...), nil
+}
+
+// LastEntry returns the highest entry id stored for ledger (ErrNoEntry if
+// none).
+func (b *Bookie) LastEntry(ledger int64) (int64, error) {
+	st, err := b.ledgerFor(ledger, false)
+	if err != nil {
+		return 0, err
+	}
+	if st == nil {
+		return 0, ErrNoLedger
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.deleted || !st.known {
+		return 0, ErrNoLedger
+	}
+	if st.lastEntry < 0 {
+		return 0, fmt.Errorf("%w: ledger %d is empty", ErrNoEntry, ledger)
+	}
+	return st.lastEntry, nil
+}
+
+// ListLedgers returns the ledgers this bookie holds, ascending.
+func (b *Bookie) ListLedgers() ([]int64, error) {
+	if b.closed.Load() {
+		return nil, ErrClosed
+	}
+	ls, err := b.idx.Ledgers()
+	if err != nil {
+		return nil, b.storageErr(err)
+	}
+	return ls, nil
+}
+
+// DeleteLedger removes ledger: its cached entries, its index entries and
+// metadata. A checkpoint follows at once, so a restart does not replay the
+// ledger's journal records back into existence. Entry-log space comes back
+// at the next GC.
+func (b *Bookie) DeleteLedger(ledger int64) error {
+	if b.closed.Load() {
+		return ErrClosed
+	}
+	st, err := b.ledgerFor(ledger, false)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		return ErrNoLedger
+	}
+	st.mu.Lock()
+	wasKnown := st.known && !st.deleted
+	st.deleted = true
+	st.mu.Unlock()
+	b.ledgers.Delete(ledger)
+	if !wasKnown {
+		return ErrNoLedger
+	}
+	b.ckptMu.Lock()
+	defer b.ckptMu.Unlock()
+	b.wc.deleteLedger(ledger)
+	b.rc.deleteLedger(ledger)
+	if err := b.idx.Delete(ledger); err != nil {
+		return b.storageErr(err)
+	}
+	b.metaDirty.Store(true)
+	return b.checkpointLocked(true)
+}
+
+// IsReadOnly reports whether adds are refused.
+func (b *Bookie) IsReadOnly() bool { return b.ro.reasons() != 0 }
+
+// ReadOnlyReason returns nil while writable, else ErrReadOnly wrapped with
+// the reasons.
+func (b *Bookie) ReadOnlyReason() error { return b.ro.err() }
+
+// journalFailed switches to read-only mode after the journal failed.
+func (b *Bookie) journalFailed(err error) {
+	if errors.Is(err, ErrClosed) || b.closed.Load() && isClosedErr(err) {
+		return
+	}
+	if b.ro.set(roJournal, "journal failed: "+err.Error()) {
+		b.log.Error("journal failed, bookie is read-only until restart", "err", err)
+	}
+}
+
+// storageErr inspects an error from ledger storage: corruption turns the
+// bookie read-only. It returns err.
+func (b *Bookie) storageErr(err error) error {
+	if err != nil && isCorrupt(err) {
+		if b.ro.set(roCorrupt, "corruption: "+err.Error()) {
+			b.log.Error("ledger storage corrupt, bookie is read-only", "err", err)
+		}
+	}
+	return err
+}

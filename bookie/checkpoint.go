@@ -1,0 +1,172 @@
+package bookie
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/magnetar-mq/magnetar/internal/vfs"
+)
+
+// Checkpoint flushes the write cache into the entry log and the index and
+// then lets the journal drop what that covers. The background loop runs it
+// every CheckpointInterval and whenever the active write-cache half fills;
+// callers may force one.
+func (b *Bookie) Checkpoint() error {
+	if b.closed.Load() {
+		return ErrClosed
+	}
+	b.ckptMu.Lock()
+	defer b.ckptMu.Unlock()
+	return b.checkpointLocked(true)
+}
+
+// checkpointLocked runs one checkpoint; ckptMu is held. Steps:
+//
+//  1. swap the write-cache halves and take the journal mark under the cache
+//     lock (a frozen half left by a failed flush is retried with its mark);
+//  2. append the frozen half, sorted by (ledger, entry), to the entry log;
+//     Flush and Sync it;
+//  3. set the index locations and Flush the index (metadata changes since
+//     the mark ride along);
+//  4. release the frozen half (reads now go to the entry log);
+//  5. journal Checkpoint(mark), unless journalCkpt is false (during replay).
+//
+// Entry-log data is durable before the index points at it, and both before
+// the journal forgets the records.
+func (b *Bookie) checkpointLocked(journalCkpt bool) error {
+	var mark walMark
+	swapped := false
+	if b.wc.hasFrozen() {
+		mark, swapped = b.frozenMark, true
+	} else {
+		swapped = b.wc.swap(func() { mark = b.j.Mark() })
+		if swapped {
+			b.frozenMark = mark
+		}
+	}
+	dirty := b.metaDirty.Swap(false)
+	if !swapped && !dirty {
+		return nil
+	}
+	fail := func(step string, err error) error {
+		b.metaDirty.Store(true)
+		err = fmt.Errorf("bookie: checkpoint %s: %w", step, err)
+		b.storageErr(err)
+		if !isCorrupt(err) && b.ro.set(roStorage, err.Error()) {
+			b.log.Error("checkpoint failed, bookie is read-only until one succeeds", "err", err)
+		}
+		return err
+	}
+	if swapped {
+		b.flushBuf = b.wc.frozenSorted(b.flushBuf[:0])
+		b.locBuf = b.locBuf[:0]
+		for _, e := range b.flushBuf {
+			loc, err := b.el.Add(e.ledger, e.entry, e.payload)
+			if err != nil {
+				return fail("entry log add", err)
+			}
+			b.locBuf = append(b.locBuf, loc)
+		}
+		if err := b.el.Flush(); err != nil {
+			return fail("entry log flush", err)
+		}
+		if err := b.el.Sync(); err != nil {
+			return fail("entry log sync", err)
+		}
+		for i, e := range b.flushBuf {
+			if err := b.idx.Put(e.ledger, e.entry, b.locBuf[i]); err != nil {
+				return fail("index put", err)
+			}
+		}
+	}
+	if err := b.idx.Flush(); err != nil {
+		return fail("index flush", err)
+	}
+	if swapped {
+		b.wc.release()
+		b.frozenMark = nil
+		clear(b.flushBuf) // drop payload references
+	}
+	if journalCkpt {
+		if err := b.j.Checkpoint(mark); err != nil {
+			return fail("journal", err)
+		}
+	}
+	if b.ro.clear(roStorage) {
+		b.log.Info("checkpoint succeeded again, storage failure cleared")
+	}
+	b.stats.checkpoints.Add(1)
+	return nil
+}
+
+// checkpointLoop runs checkpoints until Close.
+func (b *Bookie) checkpointLoop() {
+	defer b.wg.Done()
+	t := time.NewTicker(b.opts.CheckpointInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.closing:
+			return
+		case <-t.C:
+		case <-b.wc.needFlush:
+		}
+		b.ckptMu.Lock()
+		if err := b.checkpointLocked(true); err != nil {
+			b.log.Warn("checkpoint failed", "err", err)
+		}
+		b.ckptMu.Unlock()
+	}
+}
+
+// CheckDisks measures the usage of the journal and every ledger directory
+// and updates read-only mode: above DiskUsageThreshold on any directory the
+// bookie turns read-only; it turns writable again once every directory is
+// below DiskUsageLWM. The background loop calls it every
+// DiskCheckInterval. It does nothing when the FS cannot report usage.
+func (b *Bookie) CheckDisks() error {
+	du, ok := b.opts.FS.(vfs.DiskUsager)
+	if !ok {
+		return nil
+	}
+	dirs := append([]string{b.opts.JournalDir}, b.opts.LedgerDirs...)
+	usages := make([]dirUsage, 0, len(dirs))
+	minFree := ^uint64(0)
+	for _, d := range dirs {
+		total, free, err := du.DiskUsage(d)
+		if err != nil {
+			return fmt.Errorf("bookie: disk usage of %s: %w", d, err)
+		}
+		usages = append(usages, dirUsage{dir: d, total: total, free: free})
+		minFree = min(minFree, free)
+	}
+	b.minFree.Store(minFree)
+	wasFull := b.ro.reasons()&roDiskFull != 0
+	full, msg := diskFull(wasFull, usages, b.opts.DiskUsageThreshold, b.opts.DiskUsageLWM)
+	switch {
+	case full:
+		if b.ro.set(roDiskFull, msg) {
+			b.log.Warn("bookie is read-only", "reason", msg)
+		}
+	case wasFull:
+		b.ro.clear(roDiskFull)
+		b.log.Info("disk usage below low-water mark, bookie is writable again")
+	}
+	return nil
+}
+
+func (b *Bookie) diskLoop() {
+	defer b.wg.Done()
+	t := time.NewTicker(b.opts.DiskCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.closing:
+			return
+		case <-t.C:
+			if err := b.CheckDisks(); err != nil {
+				b.log.Warn("disk check failed", "err", err)
+			}
+		}
+	}
+}

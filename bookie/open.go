@@ -1,0 +1,169 @@
+package bookie
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Open opens (or creates) the bookie in opts' directories: it opens the
+// index, the entry logs and the journal, replays the journal from the last
+// checkpoint (data re-added to the write cache, master keys, fences and
+// explicit LACs restored), checkpoints, and then starts the background
+// checkpoint, disk-check and GC loops.
+func Open(opts Options) (*Bookie, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	s, err := openStorage(&opts)
+	if err != nil {
+		return nil, err
+	}
+	return open(opts, s)
+}
+
+// storageSet is what openStorage opens.
+type storageSet struct {
+	j   wal
+	el  entryStore
+	idx ledgerIndex
+}
+
+func (s storageSet) close() error {
+	var errs []error
+	for _, c := range []interface{ Close() error }{s.j, s.el, s.idx} {
+		if c != nil {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// open builds the bookie over opened storage (tests pass fakes), replays
+// and starts it. opts already passed EnsureDefaults and Validate.
+func open(opts Options, s storageSet) (*Bookie, error) {
+	b := &Bookie{
+		opts:    opts,
+		log:     opts.Logger,
+		j:       s.j,
+		el:      s.el,
+		idx:     s.idx,
+		wc:      newWriteCache(opts.WriteCacheSize),
+		rc:      newReadCache(opts.ReadCacheSize),
+		closing: make(chan struct{}),
+	}
+	n, err := b.replay()
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("bookie: journal replay: %w", err)
+	}
+	b.log.Info("journal replayed", "records", n)
+	b.metaDirty.Store(true)
+	if err := b.Checkpoint(); err != nil {
+		s.close()
+		return nil, fmt.Errorf("bookie: checkpoint after replay: %w", err)
+	}
+	if err := b.CheckDisks(); err != nil {
+		b.log.Warn("disk check failed", "err", err)
+	}
+	b.wg.Add(1)
+	go b.checkpointLoop()
+	if opts.DiskCheckInterval > 0 {
+		b.wg.Add(1)
+		go b.diskLoop()
+	}
+	if opts.GCInterval > 0 {
+		b.wg.Add(1)
+		go b.gcLoop()
+	}
+	return b, nil
+}
+
+// replay applies the journal records after the last checkpoint.
+func (b *Bookie) replay() (int, error) {
+	n := 0
+	err := b.j.Replay(func(r walRecord) error {
+		n++
+		return b.apply(r)
+	})
+	return n, err
+}
+
+// apply restores one journal record. Data records are re-added (idempotent:
+// the same key overwrites); when the write cache fills, it is flushed to
+// ledger storage without a journal checkpoint (replay may run again).
+func (b *Bookie) apply(r walRecord) error {
+	st, err := b.ledgerFor(r.ledger, true)
+	if err != nil {
+		return err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	metaChanged := false
+	if !st.known {
+		st.known, metaChanged = true, true
+	}
+	switch r.kind {
+	case recEntry:
+		if active, _ := b.wc.size(); active+int64(len(r.payload)) > b.wc.halfSize && active > 0 {
+			b.ckptMu.Lock()
+			err := b.checkpointLocked(false)
+			b.ckptMu.Unlock()
+			if err != nil {
+				return err
+			}
+		}
+		if err := b.wc.put(r.ledger, r.entry, r.payload, 0, b.closing); err != nil {
+			return err
+		}
+		st.lastEntry = max(st.lastEntry, r.entry)
+	case recMasterKey:
+		if string(st.meta.masterKey) != string(r.payload) {
+			st.meta.masterKey = append([]byte(nil), r.payload...)
+			metaChanged = true
+		}
+	case recFence:
+		if !st.meta.fenced {
+			st.meta.fenced, metaChanged = true, true
+		}
+	case recLAC:
+		if !st.meta.hasLAC || r.lac >= st.meta.lac {
+			st.meta.hasLAC, st.meta.lac, st.meta.lacBody = true, r.lac, append([]byte(nil), r.payload...)
+			metaChanged = true
+		}
+	default:
+		return fmt.Errorf("unknown journal record kind %d", r.kind)
+	}
+	if metaChanged {
+		if err := b.idx.SetMeta(r.ledger, st.meta); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close stops the background loops, checkpoints (unless the journal
+// failed), and closes the journal, the entry logs and the index. Adds still
+// waiting for durability complete (or fail) before Close returns. It waits
+// for every goroutine the bookie started.
+func (b *Bookie) Close() error {
+	if b.closed.Swap(true) {
+		return ErrClosed
+	}
+	close(b.closing) // wakes adds waiting for write-cache space
+	// Wait for calls that are enqueueing journal records; later ones see
+	// closed.
+	b.closeMu.Lock()
+	b.closeMu.Unlock()
+	b.wg.Wait()
+	var errs []error
+	if b.j.Err() == nil && b.ro.reasons()&roCorrupt == 0 {
+		b.ckptMu.Lock()
+		if err := b.checkpointLocked(true); err != nil {
+			errs = append(errs, err)
+		}
+		b.ckptMu.Unlock()
+	}
+	errs = append(errs, storageSet{b.j, b.el, b.idx}.close())
+	return errors.Join(errs...)
+}

@@ -1,0 +1,195 @@
+package bookie
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/magnetar-mq/magnetar/internal/uring"
+	"github.com/magnetar-mq/magnetar/internal/vfs"
+)
+
+// Options configures a Bookie. The zero value of every field but JournalDir
+// and LedgerDirs means "use the default"; call EnsureDefaults, then Validate
+// (Open does both).
+type Options struct {
+	// FS is the file system for every file (default: the OS).
+	FS vfs.FS
+	// JournalDir holds the journal files. Required.
+	JournalDir string
+	// LedgerDirs hold entry logs and the index (one entry log per
+	// directory, the index in the first one). At least one is required; on
+	// real deployments they sit on another device than JournalDir.
+	LedgerDirs []string
+
+	// JournalMaxGroupWait bounds how long an add waits for company before
+	// its group is written and synced (default 1 ms). Negative: flush as
+	// soon as the queue drains.
+	JournalMaxGroupWait time.Duration
+	// JournalMaxGroupBytes flushes a group once this many bytes are
+	// buffered (default 512 KiB).
+	JournalMaxGroupBytes int
+	// JournalMaxGroupEntries flushes a group at this many records (default
+	// 0 = no count limit).
+	JournalMaxGroupEntries int
+	// JournalMaxFileSize rolls the journal file at this size (default 2 GiB).
+	JournalMaxFileSize int64
+	// JournalNoSync skips fdatasync: acks follow the page-cache write.
+	// NOT DURABLE; for benchmarks only.
+	JournalNoSync bool
+	// JournalWriteMode picks io_uring or pwrite+fdatasync (default auto).
+	JournalWriteMode uring.Mode
+
+	// WriteCacheSize is the total size of the two write-cache halves
+	// (default 64 MiB). A checkpoint starts early when the active half
+	// passes half of it.
+	WriteCacheSize int64
+	// WriteCacheMaxWait bounds how long an add waits for write-cache space
+	// when both halves are full (default 10 s); then ErrTooManyRequests.
+	WriteCacheMaxWait time.Duration
+	// CheckpointInterval is the period of the background checkpoint (write
+	// cache flush, index flush, journal checkpoint; default 1 s).
+	CheckpointInterval time.Duration
+
+	// ReadCacheSize is the read-ahead cache size (default 32 MiB).
+	ReadCacheSize int64
+	// ReadAheadEntries is how many following entries of the same ledger a
+	// read miss pulls in (default 100; negative disables read-ahead).
+	ReadAheadEntries int
+	// ReadAheadBytes caps the bytes of one read-ahead (default 4 MiB).
+	ReadAheadBytes int
+
+	// EntryLogMaxSize rolls an entry log at this size (default 1 GiB).
+	EntryLogMaxSize int64
+
+	// DiskUsageThreshold: above this used fraction of any journal or ledger
+	// directory's volume the bookie turns read-only (default 0.95).
+	DiskUsageThreshold float64
+	// DiskUsageLWM: a read-only bookie turns writable again once every
+	// directory is below this fraction (default 0.90; must be <=
+	// DiskUsageThreshold).
+	DiskUsageLWM float64
+	// DiskCheckInterval is the period of the disk usage check (default
+	// 10 s). Negative disables the background check (tests call
+	// CheckDisks).
+	DiskCheckInterval time.Duration
+	// MinFreeForRecoveryAdds: recovery adds are still accepted while the
+	// bookie is read-only for disk usage, as long as every directory has
+	// at least this many free bytes (default 64 MiB).
+	MinFreeForRecoveryAdds uint64
+
+	// GCInterval is the period of entry-log garbage collection and
+	// compaction (default 1 min; negative disables it).
+	GCInterval time.Duration
+	// CompactionThreshold: entry logs whose live fraction falls below it
+	// are compacted (default 0.5). Logs with no live data are deleted.
+	CompactionThreshold float64
+
+	// Logger receives the bookie's logs (default: discard).
+	Logger *slog.Logger
+}
+
+// EnsureDefaults fills unset fields with their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.FS == nil {
+		o.FS = vfs.NewOS()
+	}
+	if o.JournalMaxGroupWait == 0 {
+		o.JournalMaxGroupWait = time.Millisecond
+	}
+	if o.JournalMaxGroupBytes == 0 {
+		o.JournalMaxGroupBytes = 512 << 10
+	}
+	if o.JournalMaxFileSize == 0 {
+		o.JournalMaxFileSize = 2 << 30
+	}
+	if o.WriteCacheSize == 0 {
+		o.WriteCacheSize = 64 << 20
+	}
+	if o.WriteCacheMaxWait == 0 {
+		o.WriteCacheMaxWait = 10 * time.Second
+	}
+	if o.CheckpointInterval == 0 {
+		o.CheckpointInterval = time.Second
+	}
+	if o.ReadCacheSize == 0 {
+		o.ReadCacheSize = 32 << 20
+	}
+	if o.ReadAheadEntries == 0 {
+		o.ReadAheadEntries = 100
+	}
+	if o.ReadAheadBytes == 0 {
+		o.ReadAheadBytes = 4 << 20
+	}
+	if o.EntryLogMaxSize == 0 {
+		o.EntryLogMaxSize = 1 << 30
+	}
+	if o.DiskUsageThreshold == 0 {
+		o.DiskUsageThreshold = 0.95
+	}
+	if o.DiskUsageLWM == 0 {
+		o.DiskUsageLWM = 0.90
+	}
+	if o.DiskCheckInterval == 0 {
+		o.DiskCheckInterval = 10 * time.Second
+	}
+	if o.MinFreeForRecoveryAdds == 0 {
+		o.MinFreeForRecoveryAdds = 64 << 20
+	}
+	if o.GCInterval == 0 {
+		o.GCInterval = time.Minute
+	}
+	if o.CompactionThreshold == 0 {
+		o.CompactionThreshold = 0.5
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate reports every invalid setting, joined in one error.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.FS == nil {
+		errs = append(errs, errors.New("FS is nil"))
+	}
+	if o.JournalDir == "" {
+		errs = append(errs, errors.New("JournalDir is empty"))
+	}
+	if len(o.LedgerDirs) == 0 {
+		errs = append(errs, errors.New("no LedgerDirs"))
+	}
+	seen := map[string]bool{o.JournalDir: true}
+	for _, d := range o.LedgerDirs {
+		if d == "" || seen[d] {
+			errs = append(errs, fmt.Errorf("ledger dir %q empty or repeated (the journal dir cannot be a ledger dir)", d))
+		}
+		seen[d] = true
+	}
+	if o.JournalMaxGroupBytes < 0 || o.JournalMaxGroupEntries < 0 || o.JournalMaxFileSize < 0 {
+		errs = append(errs, errors.New("negative journal limit"))
+	}
+	if o.WriteCacheSize < 64<<10 {
+		errs = append(errs, fmt.Errorf("WriteCacheSize %d below 64 KiB", o.WriteCacheSize))
+	}
+	if o.CheckpointInterval < 0 || o.WriteCacheMaxWait < 0 {
+		errs = append(errs, errors.New("negative CheckpointInterval or WriteCacheMaxWait"))
+	}
+	if o.ReadCacheSize < 0 || o.ReadAheadBytes < 0 {
+		errs = append(errs, errors.New("negative read cache size"))
+	}
+	if o.DiskUsageThreshold <= 0 || o.DiskUsageThreshold > 1 {
+		errs = append(errs, fmt.Errorf("DiskUsageThreshold %v not in (0, 1]", o.DiskUsageThreshold))
+	}
+	if o.DiskUsageLWM <= 0 || o.DiskUsageLWM > o.DiskUsageThreshold {
+		errs = append(errs, fmt.Errorf("DiskUsageLWM %v not in (0, DiskUsageThreshold %v]", o.DiskUsageLWM, o.DiskUsageThreshold))
+	}
+	if o.CompactionThreshold < 0 || o.CompactionThreshold > 1 {
+		errs = append(errs, fmt.Errorf("CompactionThreshold %v not in [0, 1]", o.CompactionThreshold))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("bookie: invalid options: %w", errors.Join(errs...))
+	}
+	return nil
+}

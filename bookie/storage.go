@@ -1,0 +1,109 @@
+package bookie
+
+// The small interfaces the bookie needs from journal, entrylog and index.
+// The bookie declares them (the consumer owns the interface); adapt.go
+// binds them to the concrete packages, and the tests also drive the bookie
+// through fakes with injected faults.
+
+// walMark is an opaque journal position: every record appended before the
+// mark was taken lies before it. Only the journal adapter looks inside.
+type walMark any
+
+// recKind is a journal record type as the bookie sees it.
+type recKind uint8
+
+const (
+	recEntry recKind = iota + 1
+	recMasterKey
+	recFence
+	recLAC
+)
+
+// walRecord is one replayed journal record.
+type walRecord struct {
+	kind    recKind
+	ledger  int64
+	entry   int64  // recEntry
+	payload []byte // recEntry: the payload; recMasterKey: the key; recLAC: the body
+	lac     int64  // recLAC
+}
+
+// wal is the journal: group-committed, durable appends with callbacks run
+// in append order after the fsync covering them.
+type wal interface {
+	// Append enqueues r. done runs exactly once: with nil after the record
+	// is durable, or with the journal's sticky error. It must not block.
+	Append(r walRecord, done func(error))
+	// Mark returns the position just past every record appended so far.
+	Mark() walMark
+	// Checkpoint declares that everything before m is in ledger storage;
+	// the journal may drop it and replay starts there next time.
+	Checkpoint(m walMark) error
+	// Replay calls fn for every record after the last checkpoint, in order.
+	Replay(fn func(walRecord) error) error
+	// Err returns the sticky error after a failed write or fsync.
+	Err() error
+	Close() error
+}
+
+// entryStore is the entry log: interleaved append-only files.
+type entryStore interface {
+	// Add appends one entry and returns its location. The entry may sit in
+	// a buffer until Flush.
+	Add(ledger, entry int64, payload []byte) (loc uint64, err error)
+	// Flush writes buffered entries to the file; Sync makes them durable.
+	Flush() error
+	Sync() error
+	// Read returns the payload at loc, checking it holds (ledger, entry).
+	Read(loc uint64, ledger, entry int64) ([]byte, error)
+	// Scan calls fn for every entry in every log, in file order, with its
+	// location (for index rebuild).
+	Scan(fn func(ledger, entry int64, loc uint64) error) error
+	// GC deletes logs holding no live ledger and compacts logs whose live
+	// fraction is below threshold: it re-appends their live entries, syncs
+	// them, and reports the moves through relocate (which makes the index
+	// durable) before it removes the old log.
+	GC(live func(ledger int64) bool, threshold float64, relocate func([]relocation) error) (gcStats, error)
+	Close() error
+}
+
+// relocation is one entry moved by compaction.
+type relocation struct {
+	ledger, entry  int64
+	oldLoc, newLoc uint64
+}
+
+// gcStats reports what one GC pass did.
+type gcStats struct {
+	LogsDeleted, LogsCompacted int
+	BytesReclaimed             int64
+}
+
+// ledgerMeta is the per-ledger state the index keeps.
+type ledgerMeta struct {
+	masterKey []byte
+	fenced    bool
+	hasLAC    bool
+	lac       int64
+	lacBody   []byte
+}
+
+// ledgerIndex maps (ledger, entry) to an entry-log location and keeps the
+// per-ledger metadata.
+type ledgerIndex interface {
+	Put(ledger, entry int64, loc uint64) error
+	// Get returns the location; ok is false when the entry is unknown.
+	Get(ledger, entry int64) (loc uint64, ok bool, err error)
+	// LastEntry returns the highest entry id with a location.
+	LastEntry(ledger int64) (entry int64, ok bool, err error)
+	// Meta returns the ledger's metadata; ok is false for an unknown ledger.
+	Meta(ledger int64) (m ledgerMeta, ok bool, err error)
+	// SetMeta creates or updates the ledger's metadata.
+	SetMeta(ledger int64, m ledgerMeta) error
+	Delete(ledger int64) error
+	// Ledgers lists the known ledgers in ascending order.
+	Ledgers() ([]int64, error)
+	// Flush makes every Put, SetMeta and Delete so far durable.
+	Flush() error
+	Close() error
+}
