@@ -1,0 +1,107 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/magnetar-mq/magnetar/metadata"
+)
+
+// Config configures a Broker. The zero value plus EnsureDefaults is a
+// usable single-node configuration listening on the Pulsar default ports.
+type Config struct {
+	// ServiceAddr is the binary-protocol listen address (default ":6650";
+	// "127.0.0.1:0" picks a free port).
+	ServiceAddr string
+	// HTTPAddr is the admin/lookup HTTP listen address (default ":8080").
+	// "-" disables the HTTP listener.
+	HTTPAddr string
+	// AdvertisedHost is the host put into lookup answers (default
+	// "localhost"). The port is always the actual service port.
+	AdvertisedHost string
+	// ClusterName is reported by the admin API (default "standalone").
+	ClusterName string
+	// MaxMessageSize is advertised in CONNECTED and bounds inbound frames
+	// (default 5 MiB; the Go client's test suite expects 1 MiB).
+	MaxMessageSize int
+	// KeepAliveInterval is how often the broker pings an idle client
+	// (default 30s). A connection that sends nothing for IdleTimeout is
+	// closed (default 2.5x KeepAliveInterval).
+	KeepAliveInterval time.Duration
+	IdleTimeout       time.Duration
+	// MaxOutboundBytes bounds a connection's unsent output; a client that
+	// stops reading is disconnected once it is exceeded (default 64 MiB).
+	MaxOutboundBytes int
+	// DisableAutoTopicCreation makes unknown topics an error instead of
+	// creating them on first use.
+	DisableAutoTopicCreation bool
+	// Deduplication drops re-sent messages by (producer name, sequence id).
+	Deduplication bool
+	// DispatchBatch is the maximum number of entries one dispatcher read
+	// fetches (default 100).
+	DispatchBatch int
+	// Logger receives structured logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// EnsureDefaults fills unset fields with their defaults.
+func (c *Config) EnsureDefaults() {
+	if c.ServiceAddr == "" {
+		c.ServiceAddr = ":6650"
+	}
+	if c.HTTPAddr == "" {
+		c.HTTPAddr = ":8080"
+	}
+	if c.AdvertisedHost == "" {
+		c.AdvertisedHost = "localhost"
+	}
+	if c.ClusterName == "" {
+		c.ClusterName = "standalone"
+	}
+	if c.MaxMessageSize == 0 {
+		c.MaxMessageSize = 5 << 20
+	}
+	if c.KeepAliveInterval == 0 {
+		c.KeepAliveInterval = 30 * time.Second
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = c.KeepAliveInterval * 5 / 2
+	}
+	if c.MaxOutboundBytes == 0 {
+		c.MaxOutboundBytes = 64 << 20
+	}
+	if c.DispatchBatch == 0 {
+		c.DispatchBatch = 100
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate reports a configuration that cannot work.
+func (c *Config) Validate() error {
+	switch {
+	case c.MaxMessageSize < 1024:
+		return fmt.Errorf("%w: MaxMessageSize %d too small", ErrBadConfig, c.MaxMessageSize)
+	case c.KeepAliveInterval < 0 || c.IdleTimeout < 0:
+		return fmt.Errorf("%w: negative keep-alive", ErrBadConfig)
+	case c.MaxOutboundBytes < c.MaxMessageSize:
+		return fmt.Errorf("%w: MaxOutboundBytes below MaxMessageSize", ErrBadConfig)
+	case c.DispatchBatch < 1:
+		return fmt.Errorf("%w: DispatchBatch < 1", ErrBadConfig)
+	}
+	return nil
+}
+
+// Deps are the broker's collaborators, supplied by the wiring in
+// cmd/magnetar (real storage) or by tests (in-memory storage).
+type Deps struct {
+	// Metadata holds tenants, namespaces, partitioned-topic metadata and
+	// schemas.
+	Metadata metadata.Store
+	// OpenLedger opens (creating if needed) the managed ledger that backs
+	// a persistent topic, named by its canonical topic name.
+	OpenLedger func(ctx context.Context, name string) (ManagedLedger, error)
+}

@@ -1,0 +1,87 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/magnetar-mq/magnetar/mledger"
+)
+
+// SubType is a subscription type, with Pulsar's wire values.
+type SubType int32
+
+const (
+	SubExclusive SubType = 0
+	SubShared    SubType = 1
+	SubFailover  SubType = 2
+	SubKeyShared SubType = 3
+)
+
+func (t SubType) String() string {
+	switch t {
+	case SubExclusive:
+		return "Exclusive"
+	case SubShared:
+		return "Shared"
+	case SubFailover:
+		return "Failover"
+	case SubKeyShared:
+		return "Key_Shared"
+	}
+	return "Unknown"
+}
+
+// consumerSink is where a consumer's outbound frames go: the connection
+// in production, a recorder in tests. Implementations must not block and
+// must not call back into the subscription.
+type consumerSink interface {
+	// sendMessage queues one MESSAGE frame carrying a stored entry.
+	sendMessage(consumerID uint64, pos mledger.Position, redeliveries uint32, ackSet []int64, data []byte)
+	// sendActiveChange queues ACTIVE_CONSUMER_CHANGE.
+	sendActiveChange(consumerID uint64, active bool)
+	// closeConsumer queues a broker-initiated CLOSE_CONSUMER and forgets
+	// the consumer id on the connection.
+	closeConsumer(consumerID uint64)
+}
+
+// consumer is one consumer attached to a subscription. Fields below the
+// marker are owned by the subscription's loop goroutine.
+type consumer struct {
+	id             uint64
+	name           string
+	priority       int
+	ranges         []hashRange // Key_Shared sticky ranges
+	sink           consumerSink
+	metadata       map[string]string
+	address        string
+	clientVersion  string
+	connectedSince time.Time
+
+	// owned by the subscription loop
+	arrival    uint64 // failover tie-break
+	arrivalKey uint64 // key-shared ring salt
+	permits    int
+	pending    map[mledger.Position]*pendingEntry
+	unackedMsg int
+	msgOut     int64
+	bytesOut   int64
+	closed     bool
+}
+
+func newConsumer(id uint64, name string, sink consumerSink) *consumer {
+	return &consumer{
+		id:             id,
+		name:           name,
+		sink:           sink,
+		connectedSince: time.Now(),
+		pending:        make(map[mledger.Position]*pendingEntry),
+	}
+}
+
+// pendingEntry is an entry delivered to a consumer and not yet acked.
+type pendingEntry struct {
+	pos     mledger.Position
+	data    []byte
+	numMsgs int
+	key     []byte
+	owner   *consumer
+}

@@ -1,0 +1,196 @@
+package broker
+
+import (
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/magnetar-mq/magnetar/mledger"
+)
+
+// fakeCursor is an in-memory cursor over a slice of entries in ledger 1.
+type fakeCursor struct {
+	mu      sync.Mutex
+	entries [][]byte
+	read    int64 // next entry id to read
+	markDel int64 // last cumulatively acked id, -1 if none
+	acked   map[int64]bool
+	batch   map[int64][]int64
+}
+
+func newFakeCursor() *fakeCursor {
+	return &fakeCursor{markDel: -1, acked: map[int64]bool{}, batch: map[int64][]int64{}}
+}
+
+func pos(e int64) mledger.Position { return mledger.Position{LedgerID: 1, EntryID: e} }
+
+func (f *fakeCursor) add(data []byte) {
+	f.mu.Lock()
+	f.entries = append(f.entries, data)
+	f.mu.Unlock()
+}
+
+func (f *fakeCursor) ReadEntries(n int) ([]mledger.Entry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []mledger.Entry
+	for f.read < int64(len(f.entries)) && len(out) < n {
+		if !f.acked[f.read] && f.read > f.markDel {
+			out = append(out, mledger.Entry{Pos: pos(f.read), Data: f.entries[f.read]})
+		}
+		f.read++
+	}
+	return out, nil
+}
+func (f *fakeCursor) Ack(ps ...mledger.Position) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range ps {
+		f.acked[p.EntryID] = true
+	}
+	for f.acked[f.markDel+1] {
+		delete(f.acked, f.markDel+1)
+		f.markDel++
+	}
+	return nil
+}
+func (f *fakeCursor) AckBatchIndexes(p mledger.Position, set []int64, size int) (bool, error) {
+	f.mu.Lock()
+	cur := f.batch[p.EntryID]
+	if cur == nil {
+		cur = make([]int64, len(set))
+		for i := range cur {
+			cur[i] = -1
+		}
+		if size%64 != 0 {
+			cur[len(cur)-1] = int64(uint64(1)<<(size%64) - 1)
+		}
+	}
+	for i := range cur {
+		if i < len(set) {
+			cur[i] &= set[i]
+		}
+	}
+	f.batch[p.EntryID] = cur
+	full := !slices.ContainsFunc(cur, func(w int64) bool { return w != 0 })
+	f.mu.Unlock()
+	if full {
+		return true, f.Ack(p)
+	}
+	return false, nil
+}
+func (f *fakeCursor) AckCumulative(p mledger.Position) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p.EntryID > f.markDel {
+		f.markDel = p.EntryID
+	}
+	return nil
+}
+func (f *fakeCursor) BatchAckSet(p mledger.Position) []int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.batch[p.EntryID]
+}
+func (f *fakeCursor) MarkDelete() mledger.Position {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return pos(f.markDel)
+}
+func (f *fakeCursor) IsAcked(p mledger.Position) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return p.EntryID <= f.markDel || f.acked[p.EntryID]
+}
+func (f *fakeCursor) Seek(p mledger.Position) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.read = p.EntryID
+	f.markDel = p.EntryID - 1
+	clear(f.acked)
+	return nil
+}
+func (f *fakeCursor) SeekTime(int64) error { return errors.New("unsupported") }
+func (f *fakeCursor) Backlog() (int64, int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := int64(len(f.entries)) - 1 - f.markDel - int64(len(f.acked))
+	return n, n
+}
+func (f *fakeCursor) Durable() bool { return true }
+
+// fakeMeta encodes test entries as [numMsgs u32][key...].
+func fakeEntry(n int, key string) []byte {
+	b := binary.BigEndian.AppendUint32(nil, uint32(n))
+	return append(b, key...)
+}
+
+func fakeParse(b []byte) (entryMeta, error) {
+	if len(b) < 4 {
+		return entryMeta{}, errors.New("short")
+	}
+	return entryMeta{numMsgs: int(binary.BigEndian.Uint32(b)), key: b[4:]}, nil
+}
+
+type sentMsg struct {
+	consumer    uint64
+	pos         mledger.Position
+	redelivered uint32
+	ackSet      []int64
+}
+
+// recSink records what a subscription sends.
+type recSink struct {
+	mu      sync.Mutex
+	msgs    []sentMsg
+	active  map[uint64]bool
+	closed  []uint64
+	changed chan struct{}
+}
+
+func newRecSink() *recSink {
+	return &recSink{active: map[uint64]bool{}, changed: make(chan struct{}, 1)}
+}
+
+func (r *recSink) sendMessage(id uint64, p mledger.Position, red uint32, ackSet []int64, _ []byte) {
+	r.mu.Lock()
+	r.msgs = append(r.msgs, sentMsg{id, p, red, ackSet})
+	r.mu.Unlock()
+}
+func (r *recSink) sendActiveChange(id uint64, a bool) {
+	r.mu.Lock()
+	r.active[id] = a
+	r.mu.Unlock()
+}
+func (r *recSink) closeConsumer(id uint64) {
+	r.mu.Lock()
+	r.closed = append(r.closed, id)
+	r.mu.Unlock()
+}
+
+func (r *recSink) take() []sentMsg {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.msgs
+	r.msgs = nil
+	return m
+}
+
+func testSub(t *testing.T, typ SubType, cur cursor) *subscription {
+	t.Helper()
+	s := newSubscription("sub", "persistent://public/default/t", typ, 0, cur, fakeParse, 10, slog.New(slog.DiscardHandler))
+	t.Cleanup(s.close)
+	return s
+}
+
+// sync waits until the loop has processed everything submitted so far,
+// including a pending wake-up.
+func (s *subscription) sync() {
+	s.call(func() { s.dispatch() })
+}
+
+var _ = time.Second

@@ -1,0 +1,125 @@
+package broker
+
+import (
+	"io"
+	"sync"
+)
+
+// outQueue is a connection's outbound byte queue. Producers of frames
+// append encoded frames under the lock; one writer goroutine swaps the
+// pending buffer out and writes it with a single Write, so frames queued
+// while the previous write ran are coalesced into one system call.
+//
+// The queue is bounded: an append that would leave more than limit bytes
+// unsent fails, and the connection owning the queue is then closed (a
+// client that stops reading must not grow broker memory without bound).
+type outQueue struct {
+	mu struct {
+		sync.Mutex
+		buf    []byte // pending bytes; guarded by mu
+		closed bool
+		err    error
+	}
+	limit  int
+	signal chan struct{} // capacity 1: "buf is non-empty"
+}
+
+func newOutQueue(limit int) *outQueue {
+	return &outQueue{limit: limit, signal: make(chan struct{}, 1)}
+}
+
+// begin locks the queue and returns the pending buffer to append frames
+// to; ok is false (and the lock is not held) if the queue is closed. Every
+// successful begin must be followed by end with the extended buffer.
+func (q *outQueue) begin() (buf []byte, ok bool) {
+	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return nil, false
+	}
+	return q.mu.buf, true
+}
+
+// end stores buf as the pending buffer, unlocks and wakes the writer. It
+// returns false if the bound was exceeded: the queue is then closed and
+// the caller must close the connection.
+func (q *outQueue) end(buf []byte) bool {
+	over := len(buf) > q.limit
+	if over {
+		q.mu.closed = true
+		q.mu.err = ErrSlowConsumer
+		buf = nil
+	}
+	q.mu.buf = buf
+	q.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+	return !over
+}
+
+// push appends the bytes produced by enc to the queue; see begin and end.
+func (q *outQueue) push(enc func(dst []byte) []byte) bool {
+	buf, ok := q.begin()
+	if !ok {
+		return false
+	}
+	return q.end(enc(buf))
+}
+
+// close marks the queue closed; the writer flushes what is pending and
+// exits.
+func (q *outQueue) close() {
+	q.mu.Lock()
+	q.mu.closed = true
+	q.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+// pending returns the number of queued bytes.
+func (q *outQueue) pending() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.mu.buf)
+}
+
+// run writes queued bytes to w until the queue is closed and drained, or
+// a write fails. It returns the write error or the overflow error.
+func (q *outQueue) run(w io.Writer) error {
+	var spare []byte
+	for {
+		<-q.signal
+		for {
+			q.mu.Lock()
+			buf := q.mu.buf
+			closed, qerr := q.mu.closed, q.mu.err
+			q.mu.buf = spare[:0]
+			q.mu.Unlock()
+			if qerr != nil {
+				return qerr
+			}
+			if len(buf) == 0 {
+				if closed {
+					return nil
+				}
+				spare = buf
+				break
+			}
+			if _, err := w.Write(buf); err != nil {
+				q.mu.Lock()
+				q.mu.closed = true
+				q.mu.buf = nil
+				q.mu.Unlock()
+				return err
+			}
+			if cap(buf) > 4<<20 {
+				buf = nil // do not pin a burst-sized buffer forever
+			}
+			spare = buf
+		}
+	}
+}

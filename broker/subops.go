@@ -1,0 +1,250 @@
+package broker
+
+import (
+	"slices"
+	"time"
+
+	"github.com/magnetar-mq/magnetar/mledger"
+)
+
+// The methods in this file run on the subscription's loop goroutine
+// (through do/call); their names end in Locked.
+
+// flowLocked adds permits to c and dispatches.
+func (s *subscription) flowLocked(c *consumer, n int) {
+	if c.closed {
+		return
+	}
+	c.permits += n
+	s.dispatch()
+}
+
+// ackID is one acknowledged id from an ACK command.
+type ackID struct {
+	pos       mledger.Position
+	ackSet    []int64 // batch-index ack: clear bits are acked indexes
+	batchSize int
+}
+
+// ackLocked applies an individual or cumulative ack from c.
+func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []ackID) {
+	s.lastAck = time.Now().UnixMilli()
+	if cumulative {
+		if len(ids) == 0 {
+			return
+		}
+		id := ids[0]
+		target := id.pos
+		if len(id.ackSet) > 0 {
+			// Partial ack of the last batch: everything before it is
+			// acked, plus the given indexes of it.
+			target = mledger.Position{LedgerID: id.pos.LedgerID, EntryID: id.pos.EntryID - 1}
+			s.ackBatchLocked(id)
+		}
+		if err := s.cur.AckCumulative(target); err != nil {
+			s.log.Debug("cumulative ack failed", "topic", s.topic, "sub", s.name, "pos", target, "err", err)
+		}
+		for pos, pe := range s.pending {
+			if pos.Compare(target) <= 0 {
+				s.dropPending(pe)
+			}
+		}
+		s.replay = slices.DeleteFunc(s.replay, func(pe *pendingEntry) bool { return pe.pos.Compare(target) <= 0 })
+		s.dispatch()
+		return
+	}
+	var whole []mledger.Position
+	for _, id := range ids {
+		if len(id.ackSet) > 0 {
+			s.ackBatchLocked(id)
+			continue
+		}
+		whole = append(whole, id.pos)
+		if pe := s.pending[id.pos]; pe != nil {
+			s.dropPending(pe)
+		}
+	}
+	if len(whole) > 0 {
+		if err := s.cur.Ack(whole...); err != nil {
+			s.log.Debug("ack failed", "topic", s.topic, "sub", s.name, "err", err)
+		}
+	}
+	if s.typ == SubKeyShared || len(s.replay) > 0 {
+		s.dispatch()
+	}
+}
+
+func (s *subscription) ackBatchLocked(id ackID) {
+	size := id.batchSize
+	if pe := s.pending[id.pos]; pe != nil && size <= 0 {
+		size = pe.numMsgs
+	}
+	full, err := s.cur.AckBatchIndexes(id.pos, id.ackSet, size)
+	if err != nil {
+		s.log.Debug("batch ack failed", "topic", s.topic, "sub", s.name, "err", err)
+		return
+	}
+	if full {
+		if pe := s.pending[id.pos]; pe != nil {
+			s.dropPending(pe)
+		}
+	}
+}
+
+// dropPending forgets an acknowledged pending entry.
+func (s *subscription) dropPending(pe *pendingEntry) {
+	if o := pe.owner; o != nil {
+		if _, ok := o.pending[pe.pos]; ok {
+			delete(o.pending, pe.pos)
+			o.unackedMsg -= pe.numMsgs
+		}
+	}
+	delete(s.pending, pe.pos)
+	delete(s.redelivered, pe.pos)
+}
+
+// redeliverLocked handles REDELIVER_UNACKNOWLEDGED_MESSAGES from c.
+// Shared and Key_Shared put exactly the named entries back; Exclusive and
+// Failover (and an empty list) redeliver everything c holds.
+func (s *subscription) redeliverLocked(c *consumer, ids []mledger.Position) {
+	if len(ids) == 0 || s.typ == SubExclusive || s.typ == SubFailover {
+		s.requeueAll(c)
+	} else {
+		for _, pos := range ids {
+			if pe := c.pending[pos]; pe != nil {
+				s.requeue(pe)
+			}
+		}
+	}
+	s.dispatch()
+}
+
+// resetLocked forgets all in-flight state after the cursor moved (seek).
+func (s *subscription) resetLocked() {
+	for _, c := range s.consumers {
+		clear(c.pending)
+		c.unackedMsg = 0
+	}
+	clear(s.pending)
+	clear(s.redelivered)
+	s.replay = nil
+	s.delayed = nil
+	clear(s.delayDue)
+	if s.delayTimer != nil {
+		s.delayTimer.Stop()
+		s.delayTimer = nil
+	}
+}
+
+// disconnectAllLocked sends CLOSE_CONSUMER to every consumer and detaches
+// them without redelivery bookkeeping. keep marks the subscription to be
+// kept although it has no consumers (a seek expects them back).
+func (s *subscription) disconnectAllLocked(keep bool) []*consumer {
+	cs := s.consumers
+	s.consumers = nil
+	for _, c := range cs {
+		s.sel.remove(c)
+		c.closed = true
+		s.requeueAll(c)
+		c.sink.closeConsumer(c.id)
+	}
+	s.keepEmpty = keep
+	return cs
+}
+
+// seekLocked moves the cursor (by position or, with byTime, by publish
+// time), then disconnects every consumer as Pulsar does.
+func (s *subscription) seekLocked(pos mledger.Position, byTime bool, ts int64) error {
+	var err error
+	if byTime {
+		err = s.cur.SeekTime(ts)
+	} else {
+		err = s.cur.Seek(pos)
+	}
+	if err != nil {
+		return err
+	}
+	s.resetLocked()
+	return nil
+}
+
+// SubscriptionStats is one subscription's part of TopicStats.
+type SubscriptionStats struct {
+	MsgRateOut            float64         `json:"msgRateOut"`
+	MsgThroughputOut      float64         `json:"msgThroughputOut"`
+	MsgRateRedeliver      float64         `json:"msgRateRedeliver"`
+	MsgBacklog            int64           `json:"msgBacklog"`
+	BacklogSize           int64           `json:"backlogSize"`
+	MsgBacklogNoDelayed   int64           `json:"msgBacklogNoDelayed"`
+	UnackedMessages       int64           `json:"unackedMessages"`
+	MsgDelayed            int64           `json:"msgDelayed"`
+	IsDurable             bool            `json:"isDurable"`
+	IsReplicated          bool            `json:"isReplicated"`
+	Type                  string          `json:"type"`
+	ActiveConsumerName    string          `json:"activeConsumerName,omitempty"`
+	MsgOutCounter         int64           `json:"msgOutCounter"`
+	BytesOutCounter       int64           `json:"bytesOutCounter"`
+	LastAckedTimestamp    int64           `json:"lastAckedTimestamp"`
+	LastConsumedTimestamp int64           `json:"lastConsumedTimestamp"`
+	Consumers             []ConsumerStats `json:"consumers"`
+}
+
+// ConsumerStats is one consumer's part of SubscriptionStats.
+type ConsumerStats struct {
+	ConsumerName     string            `json:"consumerName"`
+	AvailablePermits int64             `json:"availablePermits"`
+	UnackedMessages  int64             `json:"unackedMessages"`
+	MsgRateOut       float64           `json:"msgRateOut"`
+	MsgThroughputOut float64           `json:"msgThroughputOut"`
+	MsgOutCounter    int64             `json:"msgOutCounter"`
+	BytesOutCounter  int64             `json:"bytesOutCounter"`
+	Address          string            `json:"address"`
+	ConnectedSince   string            `json:"connectedSince"`
+	ClientVersion    string            `json:"clientVersion"`
+	Metadata         map[string]string `json:"metadata"`
+}
+
+func (s *subscription) statsLocked() SubscriptionStats {
+	entries, msgs := s.cur.Backlog()
+	_ = entries
+	st := SubscriptionStats{
+		MsgBacklog:            msgs,
+		MsgBacklogNoDelayed:   msgs,
+		IsDurable:             s.cur.Durable(),
+		Type:                  s.typ.String(),
+		MsgOutCounter:         s.msgOut,
+		BytesOutCounter:       s.bytesOut,
+		LastAckedTimestamp:    s.lastAck,
+		LastConsumedTimestamp: s.lastConsume,
+		Consumers:             []ConsumerStats{},
+	}
+	for _, pe := range s.delayed {
+		st.MsgDelayed += int64(pe.numMsgs)
+	}
+	if fs, ok := s.sel.(*failoverSelector); ok {
+		if a := fs.active(); a != nil {
+			st.ActiveConsumerName = a.name
+		}
+	} else if len(s.consumers) > 0 && s.typ == SubExclusive {
+		st.ActiveConsumerName = s.consumers[0].name
+	}
+	for _, c := range s.consumers {
+		st.UnackedMessages += int64(c.unackedMsg)
+		md := c.metadata
+		if md == nil {
+			md = map[string]string{}
+		}
+		st.Consumers = append(st.Consumers, ConsumerStats{
+			ConsumerName:     c.name,
+			AvailablePermits: int64(max(c.permits, 0)),
+			UnackedMessages:  int64(c.unackedMsg),
+			MsgOutCounter:    c.msgOut,
+			BytesOutCounter:  c.bytesOut,
+			Address:          c.address,
+			ConnectedSince:   c.connectedSince.UTC().Format(time.RFC3339Nano),
+			ClientVersion:    c.clientVersion,
+			Metadata:         md,
+		})
+	}
+	return st
+}

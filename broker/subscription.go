@@ -1,0 +1,455 @@
+package broker
+
+import (
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/magnetar-mq/magnetar/mledger"
+)
+
+// cursor is what a subscription needs from its managed-ledger cursor.
+// The subscription's loop goroutine is its only user.
+type cursor interface {
+	// ReadEntries returns up to max entries from the read position and
+	// advances it past them; none (and no error) when caught up.
+	ReadEntries(max int) ([]mledger.Entry, error)
+	// Ack acknowledges single entries.
+	Ack(pos ...mledger.Position) error
+	// AckBatchIndexes acknowledges the batch indexes whose bits are clear
+	// in ackSet; it reports whether the whole entry is now acknowledged.
+	AckBatchIndexes(pos mledger.Position, ackSet []int64, batchSize int) (bool, error)
+	// AckCumulative acknowledges every entry up to and including pos.
+	AckCumulative(pos mledger.Position) error
+	// BatchAckSet returns the still-unacked bits of a partially acked
+	// batch entry, or nil.
+	BatchAckSet(pos mledger.Position) []int64
+	// MarkDelete returns the mark-delete position.
+	MarkDelete() mledger.Position
+	// IsAcked reports whether pos was acknowledged (individually or
+	// cumulatively).
+	IsAcked(pos mledger.Position) bool
+	// Seek moves the read position to pos (inclusive), forgetting acks
+	// at or after pos; Earliest/Latest sentinels are accepted.
+	Seek(pos mledger.Position) error
+	// SeekTime moves the cursor to the first entry published at or after
+	// tsMillis.
+	SeekTime(tsMillis int64) error
+	// Backlog returns the entries and messages not yet acknowledged.
+	Backlog() (entries, messages int64)
+	// Durable reports whether the cursor persists.
+	Durable() bool
+}
+
+// entryMeta is what dispatch needs from an entry's MessageMetadata.
+type entryMeta struct {
+	numMsgs     int
+	key         []byte
+	deliverAt   int64
+	publishTime int64
+}
+
+// subscription is one subscription of a topic. All its dispatch state
+// (consumers, permits, pending acks, redelivery and replay sets, the
+// cursor) is owned by one loop goroutine; other goroutines submit closures
+// with do/call and never touch that state directly.
+type subscription struct {
+	name      string
+	topic     string
+	typ       SubType
+	partition int
+	cur       cursor
+	parse     func([]byte) (entryMeta, error)
+	batch     int
+	log       *slog.Logger
+
+	ops    chan func()
+	notify chan struct{} // cap 1: new entries were persisted
+	done   chan struct{}
+	wg     sync.WaitGroup
+	once   sync.Once
+
+	// owned by the loop
+	sel         selector
+	consumers   []*consumer
+	arrivals    uint64
+	pending     map[mledger.Position]*pendingEntry
+	replay      []*pendingEntry // sorted by position; to (re)deliver first
+	redelivered map[mledger.Position]uint32
+	delayed     []*pendingEntry // Shared/Key_Shared: held until deliverAt
+	delayTimer  *time.Timer
+	delayDue    map[mledger.Position]int64
+	keepEmpty   bool // a seek disconnected the consumers: keep the sub
+	closedLoop  bool
+	msgOut      int64
+	bytesOut    int64
+	redeliverN  int64
+	lastAck     int64
+	lastConsume int64
+}
+
+const maxReplay = 10000
+
+func newSubscription(name, topic string, typ SubType, partition int, cur cursor, parse func([]byte) (entryMeta, error), batch int, log *slog.Logger) *subscription {
+	s := &subscription{
+		name: name, topic: topic, typ: typ, partition: partition, cur: cur,
+		parse: parse, batch: batch, log: log,
+		ops:         make(chan func(), 64),
+		notify:      make(chan struct{}, 1),
+		done:        make(chan struct{}),
+		pending:     make(map[mledger.Position]*pendingEntry),
+		redelivered: make(map[mledger.Position]uint32),
+	}
+	s.sel = newSelector(typ, partition, false)
+	s.wg.Add(1)
+	go s.loop()
+	return s
+}
+
+func newSelector(typ SubType, partition int, sticky bool) selector {
+	switch typ {
+	case SubShared:
+		return &sharedSelector{}
+	case SubFailover:
+		return &failoverSelector{partition: max(partition, 0)}
+	case SubKeyShared:
+		return &keySharedSelector{sticky: sticky}
+	}
+	return &exclusiveSelector{}
+}
+
+func (s *subscription) loop() {
+	defer s.wg.Done()
+	var timerC <-chan time.Time
+	for {
+		if s.delayTimer != nil {
+			timerC = s.delayTimer.C
+		} else {
+			timerC = nil
+		}
+		select {
+		case f := <-s.ops:
+			f()
+		case <-s.notify:
+			s.dispatch()
+		case <-timerC:
+			s.delayTimer = nil
+			s.releaseDelayed()
+			s.dispatch()
+		case <-s.done:
+			if s.delayTimer != nil {
+				s.delayTimer.Stop()
+			}
+			return
+		}
+	}
+}
+
+// do runs f on the loop goroutine. It reports false if the subscription
+// is closed.
+func (s *subscription) do(f func()) bool {
+	select {
+	case s.ops <- f:
+		return true
+	case <-s.done:
+		return false
+	}
+}
+
+// call runs f on the loop goroutine and waits for it.
+func (s *subscription) call(f func()) bool {
+	ch := make(chan struct{})
+	if !s.do(func() { f(); close(ch) }) {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	case <-s.done:
+		// f may still have run; the loop drains nothing after done.
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// wake tells the loop that new entries are available. Never blocks.
+func (s *subscription) wake() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// close stops the loop. It does not touch consumers: callers disconnect
+// them first.
+func (s *subscription) close() {
+	s.once.Do(func() { close(s.done) })
+	s.wg.Wait()
+}
+
+var errSubClosed = errors.New("broker: subscription closed")
+
+// addConsumer registers c on the loop; refusal is non-empty for
+// ConsumerBusy conditions.
+func (s *subscription) addConsumerLocked(c *consumer, typ SubType, sticky bool) string {
+	if s.closedLoop {
+		return "subscription is being closed"
+	}
+	if len(s.consumers) > 0 && typ != s.typ {
+		return "Subscription is of different type"
+	}
+	if len(s.consumers) == 0 && (typ != s.typ || s.typ == SubKeyShared) {
+		s.typ = typ
+		s.sel = newSelector(typ, s.partition, sticky)
+	}
+	var prevActive *consumer
+	if fs, ok := s.sel.(*failoverSelector); ok {
+		prevActive = fs.active()
+	}
+	s.arrivals++
+	c.arrivalKey = s.arrivals
+	if r := s.sel.add(c); r != "" {
+		return r
+	}
+	s.consumers = append(s.consumers, c)
+	s.keepEmpty = false
+	if fs, ok := s.sel.(*failoverSelector); ok {
+		s.failoverChanged(prevActive, fs.active(), c)
+	}
+	return ""
+}
+
+// failoverChanged sends ACTIVE_CONSUMER_CHANGE to every consumer when the
+// active consumer changed (and to a newly added consumer in any case),
+// and moves the previous active consumer's pending entries to the new one.
+func (s *subscription) failoverChanged(prev, now, added *consumer) {
+	if prev == now {
+		if added != nil {
+			added.sink.sendActiveChange(added.id, added == now)
+		}
+		return
+	}
+	for _, c := range s.consumers {
+		c.sink.sendActiveChange(c.id, c == now)
+	}
+	if prev != nil {
+		s.requeueAll(prev)
+	}
+}
+
+// removeConsumerLocked detaches c, returning its pending entries for
+// redelivery. It reports whether the subscription has no consumer left.
+func (s *subscription) removeConsumerLocked(c *consumer) bool {
+	i := slices.Index(s.consumers, c)
+	if i < 0 {
+		return len(s.consumers) == 0
+	}
+	var prevActive *consumer
+	fs, isFailover := s.sel.(*failoverSelector)
+	if isFailover {
+		prevActive = fs.active()
+	}
+	s.consumers = slices.Delete(s.consumers, i, i+1)
+	s.sel.remove(c)
+	c.closed = true
+	s.requeueAll(c)
+	if isFailover {
+		now := fs.active()
+		if now != prevActive {
+			for _, o := range s.consumers {
+				o.sink.sendActiveChange(o.id, o == now)
+			}
+		}
+	}
+	s.dispatch()
+	return len(s.consumers) == 0
+}
+
+// requeueAll moves every pending entry of c to the replay set.
+func (s *subscription) requeueAll(c *consumer) {
+	for pos, pe := range c.pending {
+		s.requeue(pe)
+		delete(c.pending, pos)
+	}
+	c.unackedMsg = 0
+}
+
+// requeue puts pe back for redelivery, counting one more redelivery.
+func (s *subscription) requeue(pe *pendingEntry) {
+	if pe.owner != nil {
+		if _, ok := pe.owner.pending[pe.pos]; ok {
+			delete(pe.owner.pending, pe.pos)
+			pe.owner.unackedMsg -= pe.numMsgs
+		}
+		pe.owner = nil
+	}
+	delete(s.pending, pe.pos)
+	s.redelivered[pe.pos]++
+	s.redeliverN += int64(pe.numMsgs)
+	s.insertReplay(pe)
+}
+
+func (s *subscription) insertReplay(pe *pendingEntry) {
+	i, found := slices.BinarySearchFunc(s.replay, pe.pos, func(e *pendingEntry, p mledger.Position) int {
+		return e.pos.Compare(p)
+	})
+	if found {
+		return
+	}
+	s.replay = slices.Insert(s.replay, i, pe)
+}
+
+func (s *subscription) anyPermits() bool {
+	for _, c := range s.consumers {
+		if c.permits > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// dispatch delivers as much as permits allow: the replay set first (in
+// position order), then new entries from the cursor.
+func (s *subscription) dispatch() {
+	for s.anyPermits() {
+		progressed := false
+		if len(s.replay) > 0 {
+			keep := s.replay[:0]
+			for i, pe := range s.replay {
+				if !s.anyPermits() {
+					keep = append(keep, s.replay[i:]...)
+					break
+				}
+				if s.cur.IsAcked(pe.pos) {
+					delete(s.redelivered, pe.pos)
+					progressed = true
+					continue
+				}
+				c := s.sel.pick(pe.key)
+				if c == nil {
+					keep = append(keep, pe)
+					if s.typ != SubKeyShared {
+						keep = append(keep, s.replay[i+1:]...)
+						break
+					}
+					continue
+				}
+				s.deliver(c, pe)
+				progressed = true
+			}
+			clear(s.replay[len(keep):])
+			s.replay = keep
+		}
+		if !s.anyPermits() {
+			return
+		}
+		if len(s.replay) > 0 && (s.typ != SubKeyShared || len(s.replay) >= maxReplay) {
+			if !progressed {
+				return
+			}
+			continue
+		}
+		entries, err := s.cur.ReadEntries(s.batch)
+		if err != nil && !errors.Is(err, mledger.ErrNoEntries) {
+			s.log.Warn("dispatch read failed", "topic", s.topic, "sub", s.name, "err", err)
+			return
+		}
+		if len(entries) == 0 {
+			return
+		}
+		now := time.Now().UnixMilli()
+		for _, e := range entries {
+			m, err := s.parse(e.Data)
+			if err != nil {
+				// Corrupt metadata: deliver as a single message and let
+				// the client validate (it acks with validation_error).
+				m = entryMeta{numMsgs: 1}
+			}
+			pe := &pendingEntry{pos: e.Pos, data: e.Data, numMsgs: max(m.numMsgs, 1), key: m.key}
+			if m.deliverAt > now && (s.typ == SubShared || s.typ == SubKeyShared) {
+				s.addDelayed(pe, m.deliverAt)
+				continue
+			}
+			c := s.sel.pick(pe.key)
+			if c == nil || len(s.replay) > 0 && s.typ != SubKeyShared {
+				s.insertReplay(pe)
+				continue
+			}
+			s.deliver(c, pe)
+		}
+	}
+}
+
+// deliver sends pe to c and records it as pending on c.
+func (s *subscription) deliver(c *consumer, pe *pendingEntry) {
+	pe.owner = c
+	c.pending[pe.pos] = pe
+	s.pending[pe.pos] = pe
+	c.permits -= pe.numMsgs
+	c.unackedMsg += pe.numMsgs
+	c.msgOut += int64(pe.numMsgs)
+	c.bytesOut += int64(len(pe.data))
+	s.msgOut += int64(pe.numMsgs)
+	s.bytesOut += int64(len(pe.data))
+	s.lastConsume = time.Now().UnixMilli()
+	var ackSet []int64
+	if pe.numMsgs > 1 {
+		ackSet = s.cur.BatchAckSet(pe.pos)
+	}
+	c.sink.sendMessage(c.id, pe.pos, s.redelivered[pe.pos], ackSet, pe.data)
+}
+
+func (s *subscription) addDelayed(pe *pendingEntry, at int64) {
+	pe.key = append(pe.key[:0:0], pe.key...)
+	s.delayed = append(s.delayed, pe)
+	slices.SortStableFunc(s.delayed, func(a, b *pendingEntry) int { return a.pos.Compare(b.pos) })
+	s.delayedAt(pe, at)
+	s.armDelay()
+}
+
+// delayedAt remembers when a delayed entry becomes deliverable.
+func (s *subscription) delayedAt(pe *pendingEntry, at int64) {
+	if s.delayDue == nil {
+		s.delayDue = make(map[mledger.Position]int64)
+	}
+	s.delayDue[pe.pos] = at
+}
+
+func (s *subscription) armDelay() {
+	if len(s.delayed) == 0 {
+		return
+	}
+	next := int64(-1)
+	for _, pe := range s.delayed {
+		if at := s.delayDue[pe.pos]; next < 0 || at < next {
+			next = at
+		}
+	}
+	d := time.Until(time.UnixMilli(next))
+	if s.delayTimer != nil {
+		s.delayTimer.Stop()
+	}
+	s.delayTimer = time.NewTimer(max(d, 0))
+}
+
+// releaseDelayed moves due delayed entries into the replay set.
+func (s *subscription) releaseDelayed() {
+	now := time.Now().UnixMilli()
+	keep := s.delayed[:0]
+	for _, pe := range s.delayed {
+		if s.delayDue[pe.pos] <= now {
+			delete(s.delayDue, pe.pos)
+			s.insertReplay(pe)
+			continue
+		}
+		keep = append(keep, pe)
+	}
+	s.delayed = keep
+	s.armDelay()
+}
