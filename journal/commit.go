@@ -1,0 +1,388 @@
+package journal
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Completion receives the outcome of one Append. AppendDone is called
+// exactly once, on the journal's completion goroutine, in append order. It
+// must not block for long: it holds up every later completion (the next
+// group's wait). A bookie's per-request struct can implement it, which
+// avoids allocating a closure per add.
+type Completion interface {
+	AppendDone(pos Position, err error)
+}
+
+// CompletionFunc adapts a function to Completion. Converting a func value
+// to the interface does not allocate.
+type CompletionFunc func(pos Position, err error)
+
+// AppendDone calls f(pos, err).
+func (f CompletionFunc) AppendDone(pos Position, err error) { f(pos, err) }
+
+// commitEnv is what the group committer needs from the outside world. The
+// journal implements it with a file and a uring.Writer; tests implement it
+// with funcs that record what was written and control when syncs finish.
+type commitEnv struct {
+	// write starts writing g.buf durably (write, then sync unless the
+	// journal is not durable). It is never called while an earlier write is
+	// in flight. It sets g.fileID and g.off to where g.buf goes (it may
+	// roll to a new file first). An error means nothing is in flight.
+	write func(g *group) error
+	// wait blocks until the write started by the last successful write
+	// call is durable and returns its error.
+	wait func() error
+}
+
+// group is one batch of records written with one write and one sync.
+type group struct {
+	buf      []byte       // encoded records
+	comps    []Completion // one per record, nil allowed
+	ends     []uint32     // end offset in buf of each record
+	firstSeq uint64
+	start    time.Time // when the first record joined
+	err      error     // set when the group is failed without being written
+	fileID   uint64    // where buf was written (set by commitEnv.write)
+	off      int64
+}
+
+func (g *group) reset() {
+	g.buf = g.buf[:0]
+	clear(g.comps)
+	g.comps = g.comps[:0]
+	g.ends = g.ends[:0]
+	g.err = nil
+}
+
+// committerOptions are the batching knobs (see Options).
+type committerOptions struct {
+	maxWait    time.Duration
+	maxBytes   int
+	maxEntries int
+	maxQueued  int64
+	// mark, when set, makes the writer end a clean Close with a lone mark
+	// record, so that replay can tell corruption in the last group from a
+	// torn tail.
+	mark bool
+}
+
+// committer is the group-commit core: appenders encode records into the
+// current group under mu; one writer goroutine hands ready groups to
+// env.write, keeping at most one in flight; one completer goroutine waits
+// for each written group and runs its completions in order. See doc.go,
+// "Group commit".
+type committer struct {
+	env  commitEnv
+	opts committerOptions
+
+	mu struct {
+		sync.Mutex
+		space    sync.Cond // signalled when queued drops or the state changes
+		cur      *group
+		free     []*group
+		nextSeq  uint64
+		queued   int64 // encoded bytes appended and not yet completed
+		err      error // sticky failure, as passed to completions
+		closed   bool  // Close began; appends are refused
+		durable  Position
+		lastSeq  uint64 // last sequence number made durable
+		waiters  int    // appenders blocked on space
+		curKickd bool   // cur crossed a size threshold and the writer was kicked
+	}
+
+	kickC  chan struct{} // appenders -> writer, capacity 1
+	doneC  chan error    // completer -> writer: the in-flight write finished
+	groupC chan *group   // writer -> completer
+	closeC chan struct{} // Close -> writer
+	wg     sync.WaitGroup
+}
+
+// newCommitter starts the writer and completer goroutines. nextSeq is the
+// sequence number of the next record; durable is the position of the end
+// of the journal as opened.
+func newCommitter(env commitEnv, opts committerOptions, nextSeq uint64, durable Position) *committer {
+	c := &committer{
+		env:    env,
+		opts:   opts,
+		kickC:  make(chan struct{}, 1),
+		doneC:  make(chan error, 1),
+		groupC: make(chan *group, 16),
+		closeC: make(chan struct{}),
+	}
+	c.mu.space.L = &c.mu.Mutex
+	c.mu.cur = &group{}
+	c.mu.nextSeq = nextSeq
+	c.mu.lastSeq = nextSeq - 1
+	c.mu.durable = durable
+	c.wg.Add(2)
+	go c.writeLoop()
+	go c.completeLoop()
+	return c
+}
+
+func (c *committer) kick() {
+	select {
+	case c.kickC <- struct{}{}:
+	default:
+	}
+}
+
+// append encodes rec into the current group. comp is called once the
+// record is durable or failed. rec must already be validated.
+func (c *committer) append(rec *Record, comp Completion) {
+	pcrc := payloadCRC(rec.Payload)
+	size := int64(RecordHeaderSize + len(rec.Payload))
+
+	c.mu.Lock()
+	for c.mu.queued > 0 && c.mu.queued+size > c.opts.maxQueued && c.mu.err == nil && !c.mu.closed {
+		c.mu.waiters++
+		c.mu.space.Wait()
+		c.mu.waiters--
+	}
+	if c.mu.closed {
+		c.mu.Unlock()
+		if comp != nil {
+			comp.AppendDone(Position{}, ErrClosed)
+		}
+		return
+	}
+	g := c.mu.cur
+	kick := len(g.comps) == 0
+	if c.mu.err != nil {
+		// Failed: queue the completion only, so errors are delivered in
+		// order after the failed group's.
+		g.comps = append(g.comps, comp)
+		g.ends = append(g.ends, 0)
+		c.mu.Unlock()
+		if kick {
+			c.kick()
+		}
+		return
+	}
+	seq := c.mu.nextSeq
+	c.mu.nextSeq++
+	if kick {
+		g.firstSeq = seq
+		g.start = time.Now()
+		c.mu.curKickd = false
+	}
+	g.buf = appendRecord(g.buf, seq, uint32(seq-g.firstSeq), rec, pcrc)
+	g.comps = append(g.comps, comp)
+	g.ends = append(g.ends, uint32(len(g.buf)))
+	c.mu.queued += size
+	if !kick && !c.mu.curKickd && c.fullLocked(g) {
+		c.mu.curKickd = true
+		kick = true
+	}
+	c.mu.Unlock()
+	if kick {
+		c.kick()
+	}
+}
+
+// fullLocked reports whether g reached a size threshold.
+func (c *committer) fullLocked(g *group) bool {
+	return len(g.buf) >= c.opts.maxBytes || (c.opts.maxEntries > 0 && len(g.comps) >= c.opts.maxEntries)
+}
+
+// appendMarkLocked adds the internal mark record to the (empty) current
+// group.
+func (c *committer) appendMarkLocked() {
+	g := c.mu.cur
+	seq := c.mu.nextSeq
+	c.mu.nextSeq++
+	g.firstSeq = seq
+	g.start = time.Now()
+	rec := Record{Type: typeMark}
+	g.buf = appendRecord(g.buf, seq, 0, &rec, payloadCRC(nil))
+	g.comps = append(g.comps, nil)
+	g.ends = append(g.ends, uint32(len(g.buf)))
+	c.mu.queued += RecordHeaderSize
+}
+
+// writeLoop is the writer goroutine. It owns inflight and the writer-side
+// view of the sticky error; it exits after Close once everything queued
+// was written (or failed) and completed by the completer.
+func (c *committer) writeLoop() {
+	defer c.wg.Done()
+	defer close(c.groupC)
+	var (
+		inflight bool
+		failed   error
+		closing  bool
+		marked   bool // the close mark was queued
+		wrote    bool // at least one group was written since open
+		closeC   = c.closeC
+		timer    = time.NewTimer(time.Hour)
+		armed    bool
+	)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-c.kickC:
+		case <-timer.C:
+			armed = false
+		case err := <-c.doneC:
+			inflight = false
+			if err != nil && failed == nil {
+				failed = c.fail(err)
+			}
+		case <-closeC:
+			closing, closeC = true, nil
+		}
+		for !inflight {
+			c.mu.Lock()
+			g := c.mu.cur
+			if len(g.comps) == 0 {
+				if closing && !marked && failed == nil && wrote && c.opts.mark {
+					marked = true
+					c.appendMarkLocked()
+					c.mu.Unlock()
+					continue
+				}
+				c.mu.Unlock()
+				break
+			}
+			ready := failed != nil || closing || c.fullLocked(g)
+			if !ready {
+				wait := c.opts.maxWait - time.Since(g.start)
+				if wait > 0 {
+					c.mu.Unlock()
+					if !armed {
+						timer.Reset(wait)
+						armed = true
+					}
+					break
+				}
+			}
+			c.mu.cur = c.newGroupLocked()
+			c.mu.Unlock()
+			if failed != nil {
+				g.err = failed
+				c.groupC <- g
+				continue
+			}
+			if err := c.env.write(g); err != nil {
+				failed = c.fail(err)
+				g.err = failed
+				c.groupC <- g
+				continue
+			}
+			wrote = true
+			inflight = true
+			c.groupC <- g
+		}
+		if closing && !inflight {
+			c.mu.Lock()
+			empty := len(c.mu.cur.comps) == 0
+			c.mu.Unlock()
+			if empty && (marked || failed != nil || !wrote || !c.opts.mark) {
+				return
+			}
+		}
+	}
+}
+
+// fail records the sticky error and wakes blocked appenders.
+func (c *committer) fail(ioErr error) error {
+	err := fmt.Errorf("%w: %w", ErrFailed, ioErr)
+	c.mu.Lock()
+	if c.mu.err == nil {
+		c.mu.err = err
+	} else {
+		err = c.mu.err
+	}
+	c.mu.space.Broadcast()
+	c.mu.Unlock()
+	return err
+}
+
+func (c *committer) newGroupLocked() *group {
+	if n := len(c.mu.free); n > 0 {
+		g := c.mu.free[n-1]
+		c.mu.free = c.mu.free[:n-1]
+		return g
+	}
+	return &group{}
+}
+
+// completeLoop is the completer goroutine: for each group, in order, wait
+// for its write (unless it was failed unwritten), tell the writer, then run
+// the completions.
+func (c *committer) completeLoop() {
+	defer c.wg.Done()
+	for g := range c.groupC {
+		err := g.err
+		if err == nil {
+			if werr := c.env.wait(); werr != nil {
+				err = c.fail(werr)
+			}
+			c.doneC <- err
+		}
+		if err == nil {
+			for i, comp := range g.comps {
+				if comp != nil {
+					comp.AppendDone(Position{FileID: g.fileID, Offset: g.off + int64(g.ends[i])}, nil)
+				}
+			}
+		} else {
+			for _, comp := range g.comps {
+				if comp != nil {
+					comp.AppendDone(Position{}, err)
+				}
+			}
+		}
+		c.mu.Lock()
+		c.mu.queued -= int64(len(g.buf))
+		if err == nil {
+			c.mu.durable = Position{FileID: g.fileID, Offset: g.off + int64(len(g.buf))}
+			c.mu.lastSeq = g.firstSeq + uint64(len(g.comps)) - 1
+		}
+		if c.mu.waiters > 0 {
+			c.mu.space.Broadcast()
+		}
+		g.reset()
+		if len(c.mu.free) < 4 {
+			c.mu.free = append(c.mu.free, g)
+		}
+		c.mu.Unlock()
+	}
+}
+
+// close refuses new appends, lets the writer flush what is queued (ending
+// with a mark record when configured and healthy), and waits for both
+// goroutines. It returns the sticky error, if any.
+func (c *committer) close() error {
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		c.wg.Wait()
+		return nil
+	}
+	c.mu.closed = true
+	c.mu.space.Broadcast()
+	c.mu.Unlock()
+	close(c.closeC)
+	c.wg.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.err
+}
+
+// state returns the durable end position and the last durable sequence
+// number.
+func (c *committer) state() (Position, uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.durable, c.mu.lastSeq
+}
+
+// failure returns the sticky error, if any.
+func (c *committer) failure() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.err
+}

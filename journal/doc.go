@@ -1,0 +1,119 @@
+// Package journal is the bookie's write-ahead log: every add, master key,
+// fence and explicit LAC is appended here and acknowledged only after the
+// fdatasync covering it returned. One sequential write plus one
+// group-committed sync makes many adds durable at once; ledger storage is
+// then flushed lazily and replay from the last checkpoint rebuilds it.
+//
+// # Usage
+//
+//	j, err := journal.Open(journal.DefaultOptions(dir))
+//	err = j.Replay(j.LastMark(), func(r journal.Record, pos journal.Position) error {
+//		return storage.Reapply(r) // idempotent
+//	})
+//	j.Append(journal.Record{Type: journal.Entry, LedgerID: l, EntryID: e, Payload: p}, req)
+//	// req.AppendDone(pos, err) runs once the record is durable.
+//	err = j.Checkpoint(pos) // after ledger storage persisted everything up to pos
+//	err = j.Close()
+//
+// # Group commit
+//
+// Appenders encode their record straight into the current group's buffer
+// under one mutex (the payload CRC is computed before taking it), taking
+// the next sequence number. One writer goroutine hands a ready group to
+// commitEnv.write (uring.Writer.Submit: write + linked fdatasync) and
+// starts a new one; at most one group is in flight. A group is ready when
+// its first record waited MaxGroupWait, when it holds MaxGroupBytes or
+// MaxGroupEntries, or at once when MaxGroupWait is 0 — but never while
+// another group is in flight: records arriving during a sync join the
+// next group, which is written the moment the sync returns. That pipeline
+// is where the throughput comes from: the cost of a sync is shared by
+// everything that arrived during the previous one.
+//
+// One completer goroutine waits for each written group (uring Wait), tells
+// the writer the slot is free, then calls the group's completions in order.
+// Completions therefore fire in sequence order, only after the sync
+// covering them, on one goroutine.
+//
+// A failed write or sync is sticky: the failed group's completions, those
+// of every group queued behind it and every later Append get an error
+// wrapping ErrFailed and the I/O error. Nothing is written or acknowledged
+// after it and nothing is retried; reopening replays what is on disk.
+//
+// The core (committer) only sees a commitEnv of write and wait funcs, so
+// ordering, batching and failure tests drive it without a disk.
+//
+// # Files
+//
+// Files live in the journal directory, named by a 16-digit hex id and
+// ".txn" (0000000000000001.txn). Open scans the existing files and starts
+// a new file with the next id; a file is rolled (a new one created) when a
+// group would take it past MaxFileSize, after the previous group is
+// durable. Files are preallocated in PreallocSize steps (fallocate
+// KEEP_SIZE). A new file's header is synced, and the directory too, before
+// any record is written to it.
+//
+// File header, 32 bytes, little endian:
+//
+//	+-------+---------+---------+----------+----------+---------+
+//	| magic | version | file id | base seq | reserved | crc32c  |
+//	| MGJL  |  u32=1  |   u64   |   u64    | u32 = 0  |   u32   |
+//	+-------+---------+---------+----------+----------+---------+
+//	0       4         8         16         24         28        32
+//
+// crc32c (Castagnoli) covers bytes 0..28. base seq is the sequence number
+// of the file's first record; it must continue the previous file's last.
+//
+// Each record: a 40-byte header then the payload, little endian, no
+// padding or alignment between records:
+//
+//	+-------+--------+-----+-----------+------+----------+-----------+----------+---------+
+//	| crc   | length | seq | group lag | type | reserved | ledger id | entry id | payload |
+//	| u32   | u32    | u64 | u32       | u8   | 3 x 0    | i64       | i64      | length  |
+//	+-------+--------+-----+-----------+------+----------+-----------+----------+---------+
+//	0       4        8     16          20     21         24          32         40
+//
+// Fields:
+//
+//   - crc is CRC-32C over the payload followed by header bytes 4..40 (so the
+//     payload part can be computed outside the append lock).
+//   - length is the payload length, at most MaxPayloadSize.
+//   - seq increases by one per record across all files, starting at 1.
+//   - group lag is seq minus the seq of the first record written in the
+//     same group (same write+sync); it tells replay where groups begin.
+//   - type is 1 entry, 2 master key, 3 fence, 4 explicit LAC, 5 mark (an
+//     internal, payload-less record Close writes alone in a last group).
+//
+// # Checkpoints
+//
+// Checkpoint(pos) writes the file "lastMark" (magic MGLM, file id u64,
+// offset u64, crc32c u32 over the first 20 bytes) via lastMark.tmp, sync,
+// rename and directory sync, then removes journal files with ids below
+// pos's file except the newest MaxBackups. Positions point just past a
+// record, so replay from the mark yields the records after it.
+//
+// # Replay and torn tails
+//
+// Open scans from the mark's file (from its header, to check sequence
+// numbers) to the end. Records stop at the first offset that does not hold
+// a valid record: short, zero header, bad type, bad length, bad checksum.
+// A valid checksum with the wrong sequence number is corruption. At an
+// invalid record the scanner looks at every later offset of the file for a
+// record with a valid checksum:
+//
+//   - none (zeros, garbage, the end of the file): a torn tail. Open
+//     truncates the file there, syncs, and logs it. Nothing past it was
+//     acknowledged, because acks follow the sync of the whole group.
+//   - a valid record of a later group, or one with an older sequence
+//     number: the invalid record had been synced (a group is only written
+//     after the previous group's sync returned), so this is corruption:
+//     an error wrapping ErrCorrupt naming the file path and offset.
+//   - valid records of the same group only: the disk persisted the pages of
+//     an unsynced write out of order; still a torn tail.
+//
+// Because of the last rule, damage inside the newest group is only
+// provable if a later group exists; a clean Close therefore writes a lone
+// mark record as a final group. A last file whose header is short or zero
+// (crash during creation) is removed. File headers carry the base sequence
+// number, so a file missing from the middle, or a torn tail in a file that
+// was followed by a newer one, shows up as a sequence gap (ErrCorrupt).
+package journal

@@ -1,0 +1,251 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/magnetar-mq/magnetar/internal/uring"
+	"github.com/magnetar-mq/magnetar/internal/vfs"
+)
+
+const fileSuffix = ".txn"
+
+// fileName is the name of journal file id: 16 hex digits, so that names
+// sort like ids.
+func fileName(id uint64) string { return fmt.Sprintf("%016x%s", id, fileSuffix) }
+
+// parseFileName returns the id of a journal file name.
+func parseFileName(name string) (uint64, bool) {
+	hex, ok := strings.CutSuffix(name, fileSuffix)
+	if !ok || len(hex) != 16 {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(hex, 16, 64)
+	return id, err == nil
+}
+
+// listFiles returns the ids of the journal files in dir, ascending.
+func listFiles(fs vfs.FS, dir string) ([]uint64, error) {
+	names, err := fs.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	var ids []uint64
+	for _, n := range names {
+		if id, ok := parseFileName(n); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil // List is sorted and names are fixed-width
+}
+
+// Journal is a write-ahead log with group commit. Append, Replay,
+// Checkpoint, LastMark and Durable are safe for concurrent use; Close must
+// be called once, after which Append fails with ErrClosed.
+type Journal struct {
+	opts Options
+	c    *committer
+
+	// Owned by the writer goroutine (commitEnv.write). w is read by the
+	// completer in wait, ordered by the group hand-off.
+	f        vfs.File
+	w        uring.Writer
+	fileID   uint64
+	off      int64 // end of the data written to f
+	prealloc int64 // f is preallocated up to here
+	bufs     [][]byte
+
+	markMu sync.Mutex // serializes Checkpoint; guards mark
+	mark   Position
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating if needed) the journal in opts.Dir. It scans the
+// files from the last checkpoint, truncates a torn tail (logging it),
+// fails with an error wrapping ErrCorrupt on corruption, and starts a new
+// journal file for appends. Call Replay(LastMark(), ...) to re-apply what
+// is after the checkpoint.
+func Open(opts Options) (*Journal, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	fs, dir := opts.FS, opts.Dir
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	mark, err := readMark(fs, dir)
+	if err != nil {
+		return nil, err
+	}
+	res, err := scan(scanArgs{fs: fs, dir: dir, from: mark, repair: true, logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	j := &Journal{opts: opts, mark: mark, bufs: make([][]byte, 1)}
+	id := max(res.lastFileID, mark.FileID) + 1
+	nextSeq := res.nextSeq
+	if nextSeq == 0 {
+		nextSeq = 1
+	}
+	if err := j.createFile(id, nextSeq); err != nil {
+		return nil, err
+	}
+	j.c = newCommitter(commitEnv{write: j.write, wait: j.wait}, committerOptions{
+		maxWait:    opts.MaxGroupWait,
+		maxBytes:   opts.MaxGroupBytes,
+		maxEntries: opts.MaxGroupEntries,
+		maxQueued:  opts.MaxQueuedBytes,
+		mark:       true,
+	}, nextSeq, Position{FileID: id, Offset: FileHeaderSize})
+	return j, nil
+}
+
+// createFile creates journal file id whose first record will have sequence
+// number baseSeq, makes its header and directory entry durable, and makes
+// it the current file.
+func (j *Journal) createFile(id, baseSeq uint64) error {
+	fs := j.opts.FS
+	p := path.Join(j.opts.Dir, fileName(id))
+	f, err := fs.Create(p)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	fail := func(err error) error {
+		f.Close()
+		return fmt.Errorf("journal: create %s: %w", p, err)
+	}
+	hdr := appendFileHeader(nil, fileHeader{FileID: id, BaseSeq: baseSeq})
+	if _, err := f.WriteAt(hdr, 0); err != nil {
+		return fail(err)
+	}
+	if err := f.Preallocate(0, j.opts.PreallocSize); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := fs.SyncDir(j.opts.Dir); err != nil {
+		return fail(err)
+	}
+	w, err := newWriter(f, j.opts.WriterMode)
+	if err != nil {
+		return fail(err)
+	}
+	j.f, j.w, j.fileID, j.off, j.prealloc = f, w, id, FileHeaderSize, j.opts.PreallocSize
+	return nil
+}
+
+// closeFile releases the current file and its writer; nothing is in flight.
+func (j *Journal) closeFile() error {
+	if j.f == nil {
+		return nil
+	}
+	err := j.w.Close()
+	if j.opts.NoSync {
+		// Even without per-group syncs, a file is synced when left.
+		if serr := j.f.Sync(); err == nil {
+			err = serr
+		}
+	}
+	if cerr := j.f.Close(); err == nil {
+		err = cerr
+	}
+	j.f, j.w = nil, nil
+	return err
+}
+
+// write is commitEnv.write: roll if the group would pass MaxFileSize,
+// extend the preallocation, and submit write+sync.
+func (j *Journal) write(g *group) error {
+	n := int64(len(g.buf))
+	if j.off > FileHeaderSize && j.off+n > j.opts.MaxFileSize {
+		if err := j.closeFile(); err != nil {
+			return err
+		}
+		if err := j.createFile(j.fileID+1, g.firstSeq); err != nil {
+			return err
+		}
+	}
+	if end := j.off + n; end > j.prealloc && j.opts.PreallocSize > 0 {
+		step := j.opts.PreallocSize
+		newEnd := (end + step - 1) / step * step
+		if err := j.f.Preallocate(j.prealloc, newEnd-j.prealloc); err != nil {
+			return err
+		}
+		j.prealloc = newEnd
+	}
+	g.fileID, g.off = j.fileID, j.off
+	j.bufs[0] = g.buf
+	if err := j.w.Submit(j.off, j.bufs, !j.opts.NoSync); err != nil {
+		return err
+	}
+	j.off += n
+	return nil
+}
+
+// wait is commitEnv.wait.
+func (j *Journal) wait() error { return j.w.Wait() }
+
+// Append queues rec and calls c.AppendDone once rec is durable (after the
+// fdatasync covering it returned; after the write alone when the journal
+// is not Durable) or has failed. Completions run in append order on one
+// goroutine. The payload is copied before Append returns. c may be nil.
+// Append blocks while more than MaxQueuedBytes are queued.
+func (j *Journal) Append(rec Record, c Completion) {
+	if !rec.Type.valid() || rec.Type == typeMark {
+		if c != nil {
+			c.AppendDone(Position{}, fmt.Errorf("%w: %d", ErrInvalidType, rec.Type))
+		}
+		return
+	}
+	if len(rec.Payload) > MaxPayloadSize {
+		if c != nil {
+			c.AppendDone(Position{}, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(rec.Payload)))
+		}
+		return
+	}
+	j.c.append(&rec, c)
+}
+
+// AppendFunc is Append with a function completion.
+func (j *Journal) AppendFunc(rec Record, done func(Position, error)) {
+	var c Completion
+	if done != nil {
+		c = CompletionFunc(done)
+	}
+	j.Append(rec, c)
+}
+
+// Durable reports whether completions mean fdatasync'ed (false with
+// NoSync; results measured that way must be labelled "not durable").
+func (j *Journal) Durable() bool { return !j.opts.NoSync }
+
+// Err returns the sticky failure, or nil while the journal is healthy.
+func (j *Journal) Err() error { return j.c.failure() }
+
+// End returns the position just past the last durable record.
+func (j *Journal) End() Position {
+	p, _ := j.c.state()
+	return p
+}
+
+// Close flushes what is queued, waits for its completions and for the
+// journal's goroutines, and closes the current file. It returns the
+// sticky failure, if any. Later calls return the first call's result.
+func (j *Journal) Close() error {
+	j.closeOnce.Do(func() {
+		err := j.c.close()
+		if cerr := j.closeFile(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("journal: close: %w", cerr))
+		}
+		j.closeErr = err
+	})
+	return j.closeErr
+}

@@ -1,0 +1,123 @@
+package journal
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/magnetar-mq/magnetar/internal/uring"
+	"github.com/magnetar-mq/magnetar/internal/vfs"
+)
+
+// Defaults for Options (BookKeeper's names in brackets).
+const (
+	DefaultMaxGroupWait   = time.Millisecond // [journalMaxGroupWaitMSec, OMB value]
+	DefaultMaxGroupBytes  = 512 << 10        // [journalBufferedWritesThreshold]
+	DefaultMaxQueuedBytes = 64 << 20         // [journalMaxMemorySizeMb]
+	DefaultPreallocSize   = 16 << 20         // [journalPreAllocSizeMB]
+	DefaultMaxFileSize    = 2048 << 20       // [journalMaxSizeMB]
+	DefaultMaxBackups     = 5                // [journalMaxBackups]
+)
+
+// Options configures a Journal. Build it with DefaultOptions, or fill it in
+// and call EnsureDefaults; Open does both EnsureDefaults and Validate.
+type Options struct {
+	// Dir is the journal directory. Required.
+	Dir string
+	// FS is the file system. Nil means vfs.NewOS().
+	FS vfs.FS
+	// WriterMode selects the durable-write path (io_uring or pwrite).
+	WriterMode uring.Mode
+	// Logger receives torn-tail repairs and failures. Nil discards.
+	Logger *slog.Logger
+
+	// MaxGroupWait is the longest the first record of a group waits for
+	// company before the group is written. Zero means no waiting: a group
+	// is written as soon as the writer finds the queue non-empty and no
+	// write in flight (records still batch up behind an in-flight sync).
+	// EnsureDefaults leaves zero alone; DefaultOptions sets 1 ms.
+	MaxGroupWait time.Duration
+	// MaxGroupBytes makes a group ready to write once it holds this many
+	// bytes. It is a trigger, not a cap: records that arrive while a sync is
+	// in flight join the waiting group however large it gets (bounded by
+	// MaxQueuedBytes). Zero means DefaultMaxGroupBytes.
+	MaxGroupBytes int
+	// MaxGroupEntries makes a group ready once it holds this many records.
+	// Zero means no entry threshold.
+	MaxGroupEntries int
+	// MaxQueuedBytes bounds the bytes appended but not yet completed;
+	// Append blocks above it. Zero means DefaultMaxQueuedBytes.
+	MaxQueuedBytes int64
+
+	// PreallocSize is the step in which journal files are preallocated.
+	// Zero means DefaultPreallocSize.
+	PreallocSize int64
+	// MaxFileSize rolls to a new file once a write would pass it. Zero
+	// means DefaultMaxFileSize.
+	MaxFileSize int64
+	// MaxBackups is how many files wholly before the checkpoint are kept.
+	// Zero means DefaultMaxBackups; negative keeps none.
+	MaxBackups int
+
+	// NoSync skips fdatasync: completions fire after the write reaches the
+	// page cache. For benchmarks only; Durable reports false.
+	NoSync bool
+}
+
+// DefaultOptions returns the defaults for a journal in dir.
+func DefaultOptions(dir string) Options {
+	o := Options{Dir: dir, MaxGroupWait: DefaultMaxGroupWait}
+	o.EnsureDefaults()
+	return o
+}
+
+// EnsureDefaults replaces zero fields with their defaults (MaxGroupWait and
+// MaxGroupEntries excepted: their zero is meaningful).
+func (o *Options) EnsureDefaults() {
+	if o.FS == nil {
+		o.FS = vfs.NewOS()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxGroupBytes == 0 {
+		o.MaxGroupBytes = DefaultMaxGroupBytes
+	}
+	if o.MaxQueuedBytes == 0 {
+		o.MaxQueuedBytes = DefaultMaxQueuedBytes
+	}
+	if o.PreallocSize == 0 {
+		o.PreallocSize = DefaultPreallocSize
+	}
+	if o.MaxFileSize == 0 {
+		o.MaxFileSize = DefaultMaxFileSize
+	}
+	if o.MaxBackups == 0 {
+		o.MaxBackups = DefaultMaxBackups
+	}
+}
+
+// Validate reports the first invalid field; errors wrap ErrBadOptions.
+func (o *Options) Validate() error {
+	switch {
+	case o.Dir == "":
+		return fmt.Errorf("%w: Dir is empty", ErrBadOptions)
+	case o.FS == nil:
+		return fmt.Errorf("%w: FS is nil", ErrBadOptions)
+	case o.MaxGroupWait < 0:
+		return fmt.Errorf("%w: MaxGroupWait %v < 0", ErrBadOptions, o.MaxGroupWait)
+	case o.MaxGroupBytes < 0:
+		return fmt.Errorf("%w: MaxGroupBytes %d < 0", ErrBadOptions, o.MaxGroupBytes)
+	case o.MaxGroupEntries < 0:
+		return fmt.Errorf("%w: MaxGroupEntries %d < 0", ErrBadOptions, o.MaxGroupEntries)
+	case o.MaxQueuedBytes < 0:
+		return fmt.Errorf("%w: MaxQueuedBytes %d < 0", ErrBadOptions, o.MaxQueuedBytes)
+	case o.PreallocSize < 0:
+		return fmt.Errorf("%w: PreallocSize %d < 0", ErrBadOptions, o.PreallocSize)
+	case o.MaxFileSize < FileHeaderSize:
+		return fmt.Errorf("%w: MaxFileSize %d too small", ErrBadOptions, o.MaxFileSize)
+	case o.WriterMode < uring.ModeAuto || o.WriterMode > uring.ModePwrite:
+		return fmt.Errorf("%w: WriterMode %d", ErrBadOptions, o.WriterMode)
+	}
+	return nil
+}
