@@ -34,11 +34,11 @@ type Bookie struct {
 
 	// ckptMu serializes checkpoints, ledger deletes and GC relocations.
 	ckptMu     sync.Mutex
-	flushBuf   []frozenEntry // guarded by ckptMu
-	locBuf     []uint64      // guarded by ckptMu
-	frozenMark walMark       // mark of the unreleased frozen half; ckptMu
-	metaDirty  atomic.Bool   // index metadata changed since the last checkpoint
-	minFree    atomic.Uint64 // least free bytes over all dirs at the last check
+	flushBuf   []frozenEntry           // guarded by ckptMu
+	locBuf     []uint64                // guarded by ckptMu
+	frozenMark func() (walMark, error) // mark of the unreleased frozen half; ckptMu
+	metaDirty  atomic.Bool             // index metadata changed since the last checkpoint
+	minFree    atomic.Uint64           // least free bytes over all dirs at the last check
 
 	stats struct {
 		checkpoints, gcRuns atomic.Int64

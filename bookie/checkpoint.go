@@ -34,14 +34,14 @@ func (b *Bookie) Checkpoint() error {
 // Entry-log data is durable before the index points at it, and both before
 // the journal forgets the records.
 func (b *Bookie) checkpointLocked(journalCkpt bool) error {
-	var mark walMark
+	var markWait func() (walMark, error)
 	swapped := false
 	if b.wc.hasFrozen() {
-		mark, swapped = b.frozenMark, true
+		markWait, swapped = b.frozenMark, true
 	} else {
-		swapped = b.wc.swap(func() { mark = b.j.Mark() })
+		swapped = b.wc.swap(func() { markWait = b.j.Mark() })
 		if swapped {
-			b.frozenMark = mark
+			b.frozenMark = markWait
 		}
 	}
 	dirty := b.metaDirty.Swap(false)
@@ -87,7 +87,11 @@ func (b *Bookie) checkpointLocked(journalCkpt bool) error {
 		b.frozenMark = nil
 		clear(b.flushBuf) // drop payload references
 	}
-	if journalCkpt {
+	if journalCkpt && markWait != nil {
+		mark, err := markWait()
+		if err != nil {
+			return fail("journal mark", err)
+		}
 		if err := b.j.Checkpoint(mark); err != nil {
 			return fail("journal", err)
 		}

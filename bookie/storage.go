@@ -34,8 +34,10 @@ type wal interface {
 	// Append enqueues r. done runs exactly once: with nil after the record
 	// is durable, or with the journal's sticky error. It must not block.
 	Append(r walRecord, done func(error))
-	// Mark returns the position just past every record appended so far.
-	Mark() walMark
+	// Mark starts a checkpoint mark: every record appended before Mark
+	// returns lies before the position the returned wait yields, once all
+	// of them are durable. The bookie calls it under the write-cache lock.
+	Mark() (wait func() (walMark, error))
 	// Checkpoint declares that everything before m is in ledger storage;
 	// the journal may drop it and replay starts there next time.
 	Checkpoint(m walMark) error
