@@ -1,0 +1,197 @@
+package bookie
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestWriteCacheSwapSortRelease(t *testing.T) {
+	c := newWriteCache(1 << 20)
+	for _, k := range []key{{3, 1}, {1, 2}, {3, 0}, {1, 1}, {2, 5}} {
+		if err := c.put(k.ledger, k.entry, payloadFor(k.ledger, k.entry, 32), 0, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Replace (idempotent re-add) keeps one copy.
+	if err := c.put(1, 1, payloadFor(1, 1, 32), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := c.size(); a != 5*32 {
+		t.Fatalf("active size = %d, want %d", a, 5*32)
+	}
+	marked := false
+	if !c.swap(func() { marked = true }) || !marked {
+		t.Fatal("swap of a non-empty half failed or did not mark")
+	}
+	if c.swap(nil) {
+		t.Fatal("second swap with a frozen half pending succeeded")
+	}
+	// Frozen entries stay readable; new adds go to the active half.
+	if v, ok := c.get(3, 1); !ok || !bytes.Equal(v, payloadFor(3, 1, 32)) {
+		t.Fatal("frozen entry not readable")
+	}
+	if err := c.put(3, 2, payloadFor(3, 2, 32), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if last, ok := c.lastEntry(3); !ok || last != 2 {
+		t.Fatalf("lastEntry(3) = %d, %v, want 2", last, ok)
+	}
+	got := c.frozenSorted(nil)
+	var keys []key
+	for _, e := range got {
+		keys = append(keys, e.key)
+	}
+	want := []key{{1, 1}, {1, 2}, {2, 5}, {3, 0}, {3, 1}}
+	if len(keys) != len(want) {
+		t.Fatalf("frozen = %v, want %v", keys, want)
+	}
+	for i := range want {
+		if keys[i] != want[i] {
+			t.Fatalf("frozen = %v, want %v", keys, want)
+		}
+	}
+	c.release()
+	if _, ok := c.get(3, 1); ok {
+		t.Fatal("released entry still cached")
+	}
+	if v, ok := c.get(3, 2); !ok || !bytes.Equal(v, payloadFor(3, 2, 32)) {
+		t.Fatal("active entry lost by release")
+	}
+	c.deleteLedger(3)
+	if _, ok := c.get(3, 2); ok {
+		t.Fatal("deleted ledger still cached")
+	}
+}
+
+func TestWriteCacheThrottle(t *testing.T) {
+	c := newWriteCache(128 << 10) // two 64 KiB halves
+	p := make([]byte, 16<<10)
+	for i := range 4 {
+		if err := c.put(1, int64(i), p, time.Second, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-c.needFlush:
+	default:
+		t.Fatal("full active half did not ask for a flush")
+	}
+	if !c.swap(nil) {
+		t.Fatal("swap failed")
+	}
+	for i := 4; i < 8; i++ {
+		if err := c.put(1, int64(i), p, time.Second, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Both halves full: a bounded put times out.
+	if err := c.put(1, 8, p, 20*time.Millisecond, nil); !errors.Is(err, ErrTooManyRequests) {
+		t.Fatalf("put with both halves full = %v, want ErrTooManyRequests", err)
+	}
+	// A waiting put proceeds once the flush releases and the next swap
+	// makes room.
+	done := make(chan error, 1)
+	go func() { done <- c.put(1, 8, p, 0, nil) }()
+	c.release()
+	if !c.swap(nil) {
+		t.Fatal("swap after release failed")
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// Closing wakes a waiter with ErrClosed.
+	for i := 9; i < 12; i++ {
+		if err := c.put(1, int64(i), p, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closing := make(chan struct{})
+	go func() { done <- c.put(1, 12, p, 0, closing) }()
+	close(closing)
+	if err := <-done; !errors.Is(err, ErrClosed) {
+		t.Fatalf("put after closing = %v, want ErrClosed", err)
+	}
+	// An entry bigger than a half is accepted into an empty half.
+	c2 := newWriteCache(128 << 10)
+	if err := c2.put(1, 0, make([]byte, 100<<10), time.Millisecond, nil); err != nil {
+		t.Fatalf("oversized entry into an empty cache = %v", err)
+	}
+}
+
+func TestReadCacheEviction(t *testing.T) {
+	c := newReadCache(4 * 1000) // four 1000-byte segments
+	for e := int64(0); e < 50; e++ {
+		c.put(1, e, payloadFor(1, e, 100))
+	}
+	// Ten entries per segment: the ring holds entries 10..49.
+	if v, ok := c.get(1, 49); !ok || !bytes.Equal(v, payloadFor(1, 49, 100)) {
+		t.Fatal("newest entry evicted")
+	}
+	if c.has(1, 9) || !c.has(1, 10) {
+		t.Fatal("eviction did not drop exactly the oldest segment")
+	}
+	c.deleteLedger(1)
+	if c.has(1, 49) {
+		t.Fatal("deleteLedger left an entry")
+	}
+	c.put(1, 0, make([]byte, 2000)) // larger than a segment: not cached
+	if c.has(1, 0) {
+		t.Fatal("oversized entry cached")
+	}
+}
+
+func TestDiskFullDecision(t *testing.T) {
+	u := func(pct uint64) dirUsage { return dirUsage{dir: "/d", total: 100, free: 100 - pct} }
+	tests := []struct {
+		name    string
+		wasFull bool
+		usages  []dirUsage
+		want    bool
+	}{
+		{"below", false, []dirUsage{u(50)}, false},
+		{"above", false, []dirUsage{u(96)}, true},
+		{"any dir above", false, []dirUsage{u(10), u(97)}, true},
+		{"between, was writable", false, []dirUsage{u(93)}, false},
+		{"between, was full", true, []dirUsage{u(93)}, true},
+		{"below lwm, was full", true, []dirUsage{u(89)}, false},
+		{"one dir still above lwm", true, []dirUsage{u(10), u(91)}, true},
+		{"no dirs", true, nil, true},
+	}
+	for _, tt := range tests {
+		if got, msg := diskFull(tt.wasFull, tt.usages, 0.95, 0.90); got != tt.want {
+			t.Errorf("%s: diskFull = %v (%s), want %v", tt.name, got, msg, tt.want)
+		}
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		mod  func(*Options)
+		ok   bool
+	}{
+		{"defaults", func(*Options) {}, true},
+		{"no journal dir", func(o *Options) { o.JournalDir = "" }, false},
+		{"no ledger dirs", func(o *Options) { o.LedgerDirs = nil }, false},
+		{"journal dir as ledger dir", func(o *Options) { o.LedgerDirs = []string{"/j"} }, false},
+		{"repeated ledger dir", func(o *Options) { o.LedgerDirs = []string{"/a", "/a"} }, false},
+		{"lwm above threshold", func(o *Options) { o.DiskUsageLWM = 0.97 }, false},
+		{"threshold above 1", func(o *Options) { o.DiskUsageThreshold = 1.5 }, false},
+		{"tiny write cache", func(o *Options) { o.WriteCacheSize = 1000 }, false},
+	}
+	for _, tt := range tests {
+		o := Options{JournalDir: "/j", LedgerDirs: []string{"/l"}}
+		o.EnsureDefaults()
+		tt.mod(&o)
+		if err := o.Validate(); (err == nil) != tt.ok {
+			t.Errorf("%s: Validate() = %v, want ok=%v", tt.name, err, tt.ok)
+		}
+	}
+	o := Options{JournalDir: "/j", LedgerDirs: []string{"/l"}}
+	o.EnsureDefaults()
+	if o.DiskUsageThreshold != 0.95 || o.DiskUsageLWM != 0.90 {
+		t.Fatalf("defaults: threshold %v lwm %v, want 0.95 / 0.90", o.DiskUsageThreshold, o.DiskUsageLWM)
+	}
+}
