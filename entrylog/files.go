@@ -51,6 +51,10 @@ type logFile struct {
 	written       atomic.Int64 // bytes of f readers may read
 	active        atomic.Bool
 	removeOnClose atomic.Bool
+	// recovered: opened without a valid ledgers map (the bookie crashed
+	// while it was active), so its tail may hold records that were never
+	// synced; reading those is ErrNotFound rather than ErrCorrupt.
+	recovered bool
 
 	ledgersMu sync.Mutex
 	ledgers   map[int64]uint64 // nil: unknown, scan to compute
@@ -140,11 +144,11 @@ func (l *Log) AppendRead(dst []byte, loc uint64, ledger, entry int64) ([]byte, e
 		return dst, err
 	}
 	if isZero(hb[:]) {
-		return dst, fmt.Errorf("entrylog: %s off %d: %w", f.path, off, ErrNotFound)
+		return dst, fmt.Errorf("entrylog: %s off %d: zero record header: %w", f.path, off, f.missing())
 	}
 	h := decodeRecordHeader(hb[:])
 	if off+RecordHeaderSize+int64(h.n) > f.written.Load() {
-		return dst, fmt.Errorf("entrylog: %s off %d: record length %d past end of data: %w", f.path, off, h.n, ErrCorrupt)
+		return dst, fmt.Errorf("entrylog: %s off %d: record length %d past end of data: %w", f.path, off, h.n, f.missing())
 	}
 	start := len(dst)
 	dst = slices.Grow(dst, int(h.n))[:start+int(h.n)]
@@ -167,13 +171,23 @@ func checkRecord(path string, off int64, hb []byte, h recordHeader, payload []by
 	return nil
 }
 
+// missing is the error for a location with no record: ErrNotFound in a
+// recovered log, whose unsynced tail may legitimately be gone, ErrCorrupt
+// in a log that was sealed or is being written.
+func (f *logFile) missing() error {
+	if f.recovered {
+		return ErrNotFound
+	}
+	return ErrCorrupt
+}
+
 func readFull(f *logFile, p []byte, off int64) error {
 	n, err := f.f.ReadAt(p, off)
 	if n == len(p) {
 		return nil
 	}
 	if err == nil || errors.Is(err, io.EOF) {
-		return fmt.Errorf("entrylog: %s off %d: %w", f.path, off, ErrNotFound)
+		return fmt.Errorf("entrylog: %s off %d: past end of data: %w", f.path, off, f.missing())
 	}
 	return fmt.Errorf("entrylog: read %s off %d: %w", f.path, off, err)
 }

@@ -61,6 +61,10 @@ func Open(opts Options) (*Log, error) {
 		if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
 			return fail(fmt.Errorf("entrylog: %w", err))
 		}
+		// Make the directory itself durable, in case MkdirAll created it.
+		if err := opts.FS.SyncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
+			return fail(fmt.Errorf("entrylog: %w", err))
+		}
 		names, err := opts.FS.List(dir)
 		if err != nil {
 			return fail(fmt.Errorf("entrylog: %w", err))
@@ -126,12 +130,14 @@ func (l *Log) openSealed(path string, id uint32) (*logFile, error) {
 		m, err := readLedgersMap(f, int64(h.MapOffset), h, size)
 		if err != nil {
 			// A map that does not decode is only a lost optimisation.
-			l.opts.Logger.Warn("entrylog: unreadable ledgers map; usage will be scanned", "path", path, "err", err)
+			l.opts.Logger.Warn("entrylog: unreadable ledgers map", "path", path, "err", err)
 		} else {
 			lf.ledgers = m
 			lf.dataEnd = int64(h.MapOffset)
 		}
-	} else {
+	}
+	if lf.ledgers == nil {
+		lf.recovered = true
 		l.opts.Logger.Warn("entrylog: log has no ledgers map (not sealed); usage will be scanned", "path", path)
 	}
 	return lf, nil
