@@ -71,8 +71,9 @@ func (m *Metadata) RoutingKey() []byte {
 
 // ParseMetadata decodes serialized MessageMetadata b into *m (which it
 // resets first) without allocating. Wire semantics follow protobuf: the last
-// occurrence of a scalar wins, a field with an unexpected wire type or an
-// out-of-range enum value is ignored like an unknown field. It returns
+// occurrence of a scalar wins, a field with an unexpected wire type is
+// ignored like an unknown field, and an unknown compression value is kept as
+// is (as the generated Go code does), so check it before decompressing. It returns
 // ErrMalformed for undecodable bytes or when a required field
 // (producer_name, sequence_id, publish_time) is missing.
 func ParseMetadata(b []byte, m *Metadata) error {
@@ -126,9 +127,7 @@ func ParseMetadata(b []byte, m *Metadata) error {
 		case 3:
 			m.PublishTime, havePub = v, true
 		case 8:
-			if v <= uint64(pb.CompressionType_SNAPPY) {
-				m.Compression = pb.CompressionType(v)
-			}
+			m.Compression = pb.CompressionType(int32(v))
 		case 9:
 			m.UncompressedSize = uint32(v)
 		case 11:
