@@ -1,16 +1,163 @@
 package bookie
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"fmt"
 
-// errStorageCorrupt marks corruption reported by a storage fake in tests.
+	"github.com/magnetar-mq/magnetar/entrylog"
+	"github.com/magnetar-mq/magnetar/journal"
+)
+
+// errStorageCorrupt marks corruption the bookie itself detects (a
+// malformed journal payload) and that storage fakes report in tests.
 var errStorageCorrupt = errors.New("bookie: storage corrupt")
 
-func isCorrupt(err error) bool { return errors.Is(err, errStorageCorrupt) }
+// isCorrupt reports whether err marks on-disk corruption from any storage
+// package; the bookie turns read-only on it.
+func isCorrupt(err error) bool {
+	return errors.Is(err, errStorageCorrupt) || errors.Is(err, journal.ErrCorrupt) ||
+		errors.Is(err, entrylog.ErrCorrupt) || isIndexCorrupt(err)
+}
 
-func isNotFound(err error) bool { return false }
+// isNotFound reports whether a read found no record at a location (its log
+// was compacted away meanwhile).
+func isNotFound(err error) bool {
+	return errors.Is(err, entrylog.ErrNotFound) || errors.Is(err, errFakeNotFoundMarker)
+}
 
-func isClosedErr(err error) bool { return false }
+// errFakeNotFoundMarker lets test fakes report a vanished location.
+var errFakeNotFoundMarker = errors.New("bookie: location not found")
 
-func openStorage(opts *Options) (storageSet, error) {
-	return storageSet{}, errors.New("bookie: storage not wired yet")
+// barrierLedger is the ledger id of checkpoint barrier records: fence
+// records of a ledger that cannot exist, appended by Mark. Replay skips
+// them.
+const barrierLedger = -1
+
+// walJournal adapts *journal.Journal to wal.
+type walJournal struct{ *journal.Journal }
+
+// markOp completes a barrier record.
+type markOp struct {
+	ch chan struct{}
+	// Set before ch closes.
+	pos journal.Position
+	err error
+}
+
+func (op *markOp) AppendDone(pos journal.Position, err error) {
+	op.pos, op.err = pos, err
+	close(op.ch)
+}
+
+// Mark appends a barrier record: every record appended earlier precedes
+// it, and its completion position is the mark.
+func (w walJournal) Mark() func() (journal.Position, error) {
+	op := &markOp{ch: make(chan struct{})}
+	w.Journal.Append(journal.Record{Type: journal.Fence, LedgerID: barrierLedger, EntryID: -1}, op)
+	return func() (journal.Position, error) {
+		<-op.ch
+		return op.pos, op.err
+	}
+}
+
+func (w walJournal) Replay(fn func(journal.Record) error) error {
+	return w.Journal.Replay(w.LastMark(), func(r journal.Record, _ journal.Position) error { return fn(r) })
+}
+
+// entryLogStore adapts *entrylog.Log to entryStore.
+type entryLogStore struct {
+	*entrylog.Log
+}
+
+func (s entryLogStore) Scan(fn func(ledger, entry int64, loc uint64) error) error {
+	for _, li := range s.Logs() {
+		err := s.Log.Scan(li.ID, func(r entrylog.Record) error { return fn(r.Ledger, r.Entry, r.Loc) })
+		if err != nil && !errors.Is(err, entrylog.ErrNotFound) {
+			return fmt.Errorf("entry log %s: %w", li.Path, err)
+		}
+	}
+	return nil
+}
+
+// GC removes sealed logs without live data and compacts sealed logs whose
+// live ratio is below threshold: copies, Sync, relocate (index durable),
+// then RemoveLog. The active log is left alone until it rolls.
+func (s entryLogStore) GC(ctx context.Context, live func(int64) bool, threshold float64, relocate func([]relocation) error) (gcStats, error) {
+	var st gcStats
+	usages, uerr := s.Usage(live)
+	for _, u := range usages {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		switch {
+		case u.Live == 0:
+			if err := s.RemoveLog(u.ID); err != nil {
+				return st, err
+			}
+			st.LogsDeleted++
+			st.BytesReclaimed += int64(u.Total)
+		case u.Ratio() < threshold:
+			var moves []relocation
+			_, err := s.Compact(ctx, u.ID, live, func(ledger, entry int64, oldLoc, newLoc uint64) error {
+				moves = append(moves, relocation{ledger, entry, oldLoc, newLoc})
+				return nil
+			})
+			if err != nil {
+				return st, err
+			}
+			if err := s.Sync(); err != nil {
+				return st, err
+			}
+			if err := relocate(moves); err != nil {
+				return st, err
+			}
+			if err := s.RemoveLog(u.ID); err != nil {
+				return st, err
+			}
+			st.LogsCompacted++
+			st.BytesReclaimed += int64(u.Total - u.Live)
+		}
+	}
+	return st, uerr
+}
+
+// openStorage opens the journal, the entry logs and the index in opts'
+// directories.
+func openStorage(opts *Options) (s storageSet, err error) {
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	el, err := entrylog.Open(entrylog.Options{
+		FS:           opts.FS,
+		Dirs:         opts.LedgerDirs,
+		LogSizeLimit: opts.EntryLogMaxSize,
+		Logger:       opts.Logger,
+	})
+	if err != nil {
+		return s, fmt.Errorf("bookie: open entry logs: %w", err)
+	}
+	s.el = entryLogStore{el}
+	s.idx, err = openIndex(opts)
+	if err != nil {
+		return s, fmt.Errorf("bookie: open index: %w", err)
+	}
+	j, err := journal.Open(journal.Options{
+		Dir:             opts.JournalDir,
+		FS:              opts.FS,
+		WriterMode:      opts.JournalWriteMode,
+		Logger:          opts.Logger,
+		MaxGroupWait:    max(opts.JournalMaxGroupWait, 0),
+		MaxGroupBytes:   opts.JournalMaxGroupBytes,
+		MaxGroupEntries: opts.JournalMaxGroupEntries,
+		MaxFileSize:     opts.JournalMaxFileSize,
+		NoSync:          opts.JournalNoSync,
+	})
+	if err != nil {
+		return s, fmt.Errorf("bookie: open journal: %w", err)
+	}
+	s.j = walJournal{j}
+	return s, nil
 }

@@ -1,11 +1,15 @@
 package bookie
 
 import (
+	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
+
+	"github.com/magnetar-mq/magnetar/journal"
 )
 
 // Bookie is the local ledger store: a journal for durability, a write
@@ -30,15 +34,17 @@ type Bookie struct {
 	closeMu sync.RWMutex
 	closed  atomic.Bool
 	closing chan struct{}
+	ctx     context.Context // cancelled by Close (stops a running GC)
+	cancel  context.CancelFunc
 	wg      sync.WaitGroup // background goroutines
 
 	// ckptMu serializes checkpoints, ledger deletes and GC relocations.
 	ckptMu     sync.Mutex
-	flushBuf   []frozenEntry           // guarded by ckptMu
-	locBuf     []uint64                // guarded by ckptMu
-	frozenMark func() (walMark, error) // mark of the unreleased frozen half; ckptMu
-	metaDirty  atomic.Bool             // index metadata changed since the last checkpoint
-	minFree    atomic.Uint64           // least free bytes over all dirs at the last check
+	flushBuf   []frozenEntry                    // guarded by ckptMu
+	locBuf     []uint64                         // guarded by ckptMu
+	frozenMark func() (journal.Position, error) // mark of the unreleased frozen half; ckptMu
+	metaDirty  atomic.Bool                      // index metadata changed since the last checkpoint
+	minFree    atomic.Uint64                    // least free bytes over all dirs at the last check
 
 	stats struct {
 		checkpoints, gcRuns atomic.Int64
@@ -105,15 +111,48 @@ func (b *Bookie) checkKeyLocked(st *ledgerState, ledger int64, masterKey []byte)
 	}
 	st.known = true
 	b.metaDirty.Store(true)
-	b.j.Append(walRecord{kind: recMasterKey, ledger: ledger, payload: st.meta.masterKey}, b.metaDone)
+	b.j.Append(journal.Record{Type: journal.MasterKey, LedgerID: ledger, Payload: st.meta.masterKey}, (*metaDone)(b))
 	return nil
 }
 
-// metaDone is the callback of records nobody waits for.
-func (b *Bookie) metaDone(err error) {
+// metaDone completes records nobody waits for.
+type metaDone Bookie
+
+func (m *metaDone) AppendDone(_ journal.Position, err error) {
+	if err != nil {
+		(*Bookie)(m).journalFailed(err)
+	}
+}
+
+// addOp completes one add.
+type addOp struct {
+	b    *Bookie
+	done func(error)
+}
+
+var addOpPool = sync.Pool{New: func() any { return new(addOp) }}
+
+func (op *addOp) AppendDone(_ journal.Position, err error) {
+	b, done := op.b, op.done
+	*op = addOp{}
+	addOpPool.Put(op)
 	if err != nil {
 		b.journalFailed(err)
 	}
+	done(err)
+}
+
+// waitOp completes a record its caller waits for.
+type waitOp struct {
+	b  *Bookie
+	ch chan error
+}
+
+func (op *waitOp) AppendDone(_ journal.Position, err error) {
+	if err != nil {
+		op.b.journalFailed(err)
+	}
+	op.ch <- err
 }
 
 // writable returns nil when an add may proceed. Recovery adds pass while
@@ -178,12 +217,9 @@ func (b *Bookie) addEntry(ledger, entry int64, masterKey, payload []byte, recove
 	if entry > st.lastEntry {
 		st.lastEntry = entry
 	}
-	b.j.Append(walRecord{kind: recEntry, ledger: ledger, entry: entry, payload: payload}, func(err error) {
-		if err != nil {
-			b.journalFailed(err)
-		}
-		done(err)
-	})
+	op := addOpPool.Get().(*addOp)
+	op.b, op.done = b, done
+	b.j.Append(journal.Record{Type: journal.Entry, LedgerID: ledger, EntryID: entry, Payload: payload}, op)
 	return nil
 }
 
@@ -229,14 +265,9 @@ func (b *Bookie) fence(ledger int64, masterKey []byte) (<-chan error, error) {
 		}
 		b.metaDirty.Store(true)
 	}
-	ch := make(chan error, 1)
-	b.j.Append(walRecord{kind: recFence, ledger: ledger}, func(err error) {
-		if err != nil {
-			b.journalFailed(err)
-		}
-		ch <- err
-	})
-	return ch, nil
+	op := &waitOp{b: b, ch: make(chan error, 1)}
+	b.j.Append(journal.Record{Type: journal.Fence, LedgerID: ledger}, op)
+	return op.ch, nil
 }
 
 // IsFenced reports whether ledger is fenced.
@@ -300,12 +331,8 @@ func (b *Bookie) writeLAC(ledger, lac int64, masterKey, body []byte) (<-chan err
 		return nil, b.storageErr(err)
 	}
 	b.metaDirty.Store(true)
-	b.j.Append(walRecord{kind: recLAC, ledger: ledger, lac: lac, payload: st.meta.lacBody}, func(err error) {
-		if err != nil {
-			b.journalFailed(err)
-		}
-		ch <- err
-	})
+	op := &waitOp{b: b, ch: ch}
+	b.j.Append(journal.Record{Type: journal.ExplicitLAC, LedgerID: ledger, Payload: appendLAC(nil, lac, st.meta.lacBody)}, op)
 	return ch, nil
 }
 
@@ -406,7 +433,7 @@ func (b *Bookie) ReadOnlyReason() error { return b.ro.err() }
 
 // journalFailed switches to read-only mode after the journal failed.
 func (b *Bookie) journalFailed(err error) {
-	if errors.Is(err, ErrClosed) || b.closed.Load() && isClosedErr(err) {
+	if errors.Is(err, ErrClosed) || errors.Is(err, journal.ErrClosed) {
 		return
 	}
 	if b.ro.set(roJournal, "journal failed: "+err.Error()) {
@@ -423,4 +450,19 @@ func (b *Bookie) storageErr(err error) error {
 		}
 	}
 	return err
+}
+
+// appendLAC encodes an explicit-LAC journal payload: the LAC (8 bytes, big
+// endian) followed by the client's body.
+func appendLAC(dst []byte, lac int64, body []byte) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(lac))
+	return append(dst, body...)
+}
+
+// decodeLAC decodes what appendLAC encoded.
+func decodeLAC(src []byte) (rest []byte, lac int64, body []byte, err error) {
+	if len(src) < 8 {
+		return src, 0, nil, fmt.Errorf("explicit-LAC record of %d bytes: %w", len(src), errStorageCorrupt)
+	}
+	return nil, int64(binary.BigEndian.Uint64(src)), src[8:], nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/internal/vfs"
+	"github.com/magnetar-mq/magnetar/journal"
 )
 
 // Checkpoint flushes the write cache into the entry log and the index and
@@ -34,7 +35,7 @@ func (b *Bookie) Checkpoint() error {
 // Entry-log data is durable before the index points at it, and both before
 // the journal forgets the records.
 func (b *Bookie) checkpointLocked(journalCkpt bool) error {
-	var markWait func() (walMark, error)
+	var markWait func() (journal.Position, error)
 	swapped := false
 	if b.wc.hasFrozen() {
 		markWait, swapped = b.frozenMark, true

@@ -1,7 +1,7 @@
 package bookie
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/internal/vfs"
+	"github.com/magnetar-mq/magnetar/journal"
 )
 
 // fakeDisk is the durable state of the fake storage: it survives a
@@ -16,9 +17,9 @@ import (
 type fakeDisk struct {
 	mu sync.Mutex
 	// journal
-	records    []walRecord // durable
-	checkpoint int         // records before it are checkpointed
-	syncErr    error       // next syncs fail with it (sticky in the journal)
+	records    []journal.Record // durable
+	checkpoint int              // records before it are checkpointed
+	syncErr    error            // next syncs fail with it (sticky in the journal)
 	// entry log
 	logs []fakeLogRec
 	// index (durable part)
@@ -63,11 +64,11 @@ type fakeJournal struct {
 	closed bool
 }
 
-func (j *fakeJournal) Append(r walRecord, done func(error)) {
+func (j *fakeJournal) Append(r journal.Record, c journal.Completion) {
 	j.mu.Lock()
 	if j.closed {
 		j.mu.Unlock()
-		done(errors.New("fake journal closed"))
+		c.AppendDone(journal.Position{}, journal.ErrClosed)
 		return
 	}
 	if j.err == nil {
@@ -75,31 +76,31 @@ func (j *fakeJournal) Append(r walRecord, done func(error)) {
 		if j.d.syncErr != nil {
 			j.err = j.d.syncErr
 		} else {
-			r.payload = slices.Clone(r.payload)
+			r.Payload = slices.Clone(r.Payload)
 			j.d.records = append(j.d.records, r)
 		}
 		j.d.mu.Unlock()
 	}
 	err := j.err
 	j.mu.Unlock()
-	done(err)
+	c.AppendDone(journal.Position{}, err)
 }
 
-func (j *fakeJournal) Mark() func() (walMark, error) {
+func (j *fakeJournal) Mark() func() (journal.Position, error) {
 	j.d.mu.Lock()
 	n := len(j.d.records)
 	j.d.mu.Unlock()
-	return func() (walMark, error) { return n, j.Err() }
+	return func() (journal.Position, error) { return journal.Position{Offset: int64(n)}, j.Err() }
 }
 
-func (j *fakeJournal) Checkpoint(m walMark) error {
+func (j *fakeJournal) Checkpoint(m journal.Position) error {
 	j.d.mu.Lock()
 	defer j.d.mu.Unlock()
-	j.d.checkpoint = max(j.d.checkpoint, m.(int))
+	j.d.checkpoint = max(j.d.checkpoint, int(m.Offset))
 	return nil
 }
 
-func (j *fakeJournal) Replay(fn func(walRecord) error) error {
+func (j *fakeJournal) Replay(fn func(journal.Record) error) error {
 	j.d.mu.Lock()
 	recs := slices.Clone(j.d.records[j.d.checkpoint:])
 	j.d.mu.Unlock()
@@ -147,7 +148,7 @@ func (l *fakeEntryLog) Read(loc uint64, ledger, entry int64) ([]byte, error) {
 	l.d.mu.Lock()
 	defer l.d.mu.Unlock()
 	if loc == 0 || loc > uint64(len(l.d.logs)) || !l.d.logs[loc-1].live {
-		return nil, errFakeNotFound
+		return nil, errFakeNotFoundMarker
 	}
 	r := l.d.logs[loc-1]
 	if r.key != (key{ledger, entry}) {
@@ -172,7 +173,7 @@ func (l *fakeEntryLog) Scan(fn func(ledger, entry int64, loc uint64) error) erro
 
 // GC "compacts" everything: live records are re-added and the old ones
 // dropped.
-func (l *fakeEntryLog) GC(live func(int64) bool, threshold float64, relocate func([]relocation) error) (gcStats, error) {
+func (l *fakeEntryLog) GC(_ context.Context, live func(int64) bool, threshold float64, relocate func([]relocation) error) (gcStats, error) {
 	l.d.mu.Lock()
 	n := len(l.d.logs)
 	l.d.mu.Unlock()
@@ -294,8 +295,6 @@ func (x *fakeIndex) Flush() error {
 }
 
 func (x *fakeIndex) Close() error { return nil }
-
-var errFakeNotFound = errors.New("fake: not found")
 
 // fakeOptions are options for a bookie over fake storage: no background
 // disk check or GC, a long checkpoint interval (tests call Checkpoint).

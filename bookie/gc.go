@@ -14,7 +14,7 @@ func (b *Bookie) GC() error {
 	if b.closed.Load() {
 		return ErrClosed
 	}
-	st, err := b.el.GC(b.isLiveLedger, b.opts.CompactionThreshold, b.relocate)
+	st, err := b.el.GC(b.ctx, b.isLiveLedger, b.opts.CompactionThreshold, b.relocate)
 	b.stats.gcRuns.Add(1)
 	if err != nil {
 		return b.storageErr(fmt.Errorf("bookie: gc: %w", err))

@@ -1,8 +1,11 @@
 package bookie
 
 import (
+	"context"
 	"errors"
 	"fmt"
+
+	"github.com/magnetar-mq/magnetar/journal"
 )
 
 // Open opens (or creates) the bookie in opts' directories: it opens the
@@ -52,14 +55,17 @@ func open(opts Options, s storageSet) (*Bookie, error) {
 		rc:      newReadCache(opts.ReadCacheSize),
 		closing: make(chan struct{}),
 	}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
 	n, err := b.replay()
 	if err != nil {
+		b.cancel()
 		s.close()
 		return nil, fmt.Errorf("bookie: journal replay: %w", err)
 	}
 	b.log.Info("journal replayed", "records", n)
 	b.metaDirty.Store(true)
 	if err := b.Checkpoint(); err != nil {
+		b.cancel()
 		s.close()
 		return nil, fmt.Errorf("bookie: checkpoint after replay: %w", err)
 	}
@@ -82,7 +88,7 @@ func open(opts Options, s storageSet) (*Bookie, error) {
 // replay applies the journal records after the last checkpoint.
 func (b *Bookie) replay() (int, error) {
 	n := 0
-	err := b.j.Replay(func(r walRecord) error {
+	err := b.j.Replay(func(r journal.Record) error {
 		n++
 		return b.apply(r)
 	})
@@ -92,8 +98,11 @@ func (b *Bookie) replay() (int, error) {
 // apply restores one journal record. Data records are re-added (idempotent:
 // the same key overwrites); when the write cache fills, it is flushed to
 // ledger storage without a journal checkpoint (replay may run again).
-func (b *Bookie) apply(r walRecord) error {
-	st, err := b.ledgerFor(r.ledger, true)
+func (b *Bookie) apply(r journal.Record) error {
+	if r.LedgerID < 0 {
+		return nil // checkpoint barrier (see doc.go)
+	}
+	st, err := b.ledgerFor(r.LedgerID, true)
 	if err != nil {
 		return err
 	}
@@ -103,9 +112,9 @@ func (b *Bookie) apply(r walRecord) error {
 	if !st.known {
 		st.known, metaChanged = true, true
 	}
-	switch r.kind {
-	case recEntry:
-		if active, _ := b.wc.size(); active+int64(len(r.payload)) > b.wc.halfSize && active > 0 {
+	switch r.Type {
+	case journal.Entry:
+		if active, _ := b.wc.size(); active+int64(len(r.Payload)) > b.wc.halfSize && active > 0 {
 			b.ckptMu.Lock()
 			err := b.checkpointLocked(false)
 			b.ckptMu.Unlock()
@@ -113,29 +122,33 @@ func (b *Bookie) apply(r walRecord) error {
 				return err
 			}
 		}
-		if err := b.wc.put(r.ledger, r.entry, r.payload, 0, b.closing); err != nil {
+		if err := b.wc.put(r.LedgerID, r.EntryID, r.Payload, 0, b.closing); err != nil {
 			return err
 		}
-		st.lastEntry = max(st.lastEntry, r.entry)
-	case recMasterKey:
-		if string(st.meta.masterKey) != string(r.payload) {
-			st.meta.masterKey = append([]byte(nil), r.payload...)
+		st.lastEntry = max(st.lastEntry, r.EntryID)
+	case journal.MasterKey:
+		if string(st.meta.masterKey) != string(r.Payload) {
+			st.meta.masterKey = append([]byte(nil), r.Payload...)
 			metaChanged = true
 		}
-	case recFence:
+	case journal.Fence:
 		if !st.meta.fenced {
 			st.meta.fenced, metaChanged = true, true
 		}
-	case recLAC:
-		if !st.meta.hasLAC || r.lac >= st.meta.lac {
-			st.meta.hasLAC, st.meta.lac, st.meta.lacBody = true, r.lac, append([]byte(nil), r.payload...)
+	case journal.ExplicitLAC:
+		_, lac, body, err := decodeLAC(r.Payload)
+		if err != nil {
+			return err
+		}
+		if !st.meta.hasLAC || lac >= st.meta.lac {
+			st.meta.hasLAC, st.meta.lac, st.meta.lacBody = true, lac, append([]byte(nil), body...)
 			metaChanged = true
 		}
 	default:
-		return fmt.Errorf("unknown journal record kind %d", r.kind)
+		return fmt.Errorf("unknown journal record type %v", r.Type)
 	}
 	if metaChanged {
-		if err := b.idx.SetMeta(r.ledger, st.meta); err != nil {
+		if err := b.idx.SetMeta(r.LedgerID, st.meta); err != nil {
 			return err
 		}
 	}
@@ -151,6 +164,7 @@ func (b *Bookie) Close() error {
 		return ErrClosed
 	}
 	close(b.closing) // wakes adds waiting for write-cache space
+	b.cancel()
 	// Wait for calls that are enqueueing journal records; later ones see
 	// closed.
 	b.closeMu.Lock()

@@ -1,48 +1,34 @@
 package bookie
 
+import (
+	"context"
+
+	"github.com/magnetar-mq/magnetar/journal"
+)
+
 // The small interfaces the bookie needs from journal, entrylog and index.
 // The bookie declares them (the consumer owns the interface); adapt.go
 // binds them to the concrete packages, and the tests also drive the bookie
 // through fakes with injected faults.
 
-// walMark is an opaque journal position: every record appended before the
-// mark was taken lies before it. Only the journal adapter looks inside.
-type walMark any
-
-// recKind is a journal record type as the bookie sees it.
-type recKind uint8
-
-const (
-	recEntry recKind = iota + 1
-	recMasterKey
-	recFence
-	recLAC
-)
-
-// walRecord is one replayed journal record.
-type walRecord struct {
-	kind    recKind
-	ledger  int64
-	entry   int64  // recEntry
-	payload []byte // recEntry: the payload; recMasterKey: the key; recLAC: the body
-	lac     int64  // recLAC
-}
-
-// wal is the journal: group-committed, durable appends with callbacks run
-// in append order after the fsync covering them.
+// wal is the journal: group-committed, durable appends whose completions
+// run in append order after the fsync covering them. *journal.Journal
+// provides it through walJournal (adapt.go).
 type wal interface {
-	// Append enqueues r. done runs exactly once: with nil after the record
-	// is durable, or with the journal's sticky error. It must not block.
-	Append(r walRecord, done func(error))
+	// Append enqueues r; c.AppendDone runs exactly once: with a nil error
+	// after the record is durable, or with the journal's sticky error. It
+	// may block while the journal's queue is full.
+	Append(r journal.Record, c journal.Completion)
 	// Mark starts a checkpoint mark: every record appended before Mark
 	// returns lies before the position the returned wait yields, once all
 	// of them are durable. The bookie calls it under the write-cache lock.
-	Mark() (wait func() (walMark, error))
-	// Checkpoint declares that everything before m is in ledger storage;
+	Mark() (wait func() (journal.Position, error))
+	// Checkpoint declares that everything before pos is in ledger storage;
 	// the journal may drop it and replay starts there next time.
-	Checkpoint(m walMark) error
+	Checkpoint(pos journal.Position) error
 	// Replay calls fn for every record after the last checkpoint, in order.
-	Replay(fn func(walRecord) error) error
+	// r.Payload is only valid during the call.
+	Replay(fn func(r journal.Record) error) error
 	// Err returns the sticky error after a failed write or fsync.
 	Err() error
 	Close() error
@@ -65,7 +51,7 @@ type entryStore interface {
 	// fraction is below threshold: it re-appends their live entries, syncs
 	// them, and reports the moves through relocate (which makes the index
 	// durable) before it removes the old log.
-	GC(live func(ledger int64) bool, threshold float64, relocate func([]relocation) error) (gcStats, error)
+	GC(ctx context.Context, live func(ledger int64) bool, threshold float64, relocate func([]relocation) error) (gcStats, error)
 	Close() error
 }
 
