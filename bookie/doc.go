@@ -1,0 +1,99 @@
+// Package bookie is the local ledger store of a Magnetar bookie: it
+// composes the journal (durability), a double-buffered write cache, the
+// entry logs and the ledger index (the long-term, read-optimised copy)
+// behind one API. The network server is built on top of it elsewhere.
+//
+// # Usage
+//
+//	b, err := bookie.Open(bookie.Options{JournalDir: "/disk1/journal", LedgerDirs: []string{"/disk2/ledgers"}})
+//	b.AddEntry(ledger, entry, masterKey, payload, false, func(err error) { /* durable or failed */ })
+//	p, err := b.ReadEntry(ledger, entry)  // entry -1: the last entry stored
+//	err = b.Fence(ledger, masterKey)      // durable; later normal adds get ErrFenced
+//	err = b.Close()
+//
+// # Add path
+//
+//  1. Check read-only mode, the master key (the first add or fence of a
+//     ledger sets it, journaled as a master-key record) and fencing (normal
+//     adds to a fenced ledger fail with ErrFenced, recovery adds pass).
+//  2. Put the entry into the active write-cache half: readable at once.
+//  3. Append an entry record to the journal. The callback runs after the
+//     fdatasync covering it, in journal order.
+//
+// Steps 1–3 run under the ledger's mutex, and Fence takes the same mutex
+// to set the flag and append its fence record. So every normal add that
+// passed the fence check has its journal record before the fence record,
+// and is acknowledged before Fence returns: once a fence answered, no
+// normal add of that ledger is ever acknowledged again.
+//
+// # Checkpoints
+//
+// Every CheckpointInterval, or when the active half passes
+// WriteCacheSize/2, the checkpoint goroutine:
+//
+//  1. swaps the halves and, under the write-cache lock, appends a barrier
+//     record to the journal (a fence record of ledger -1, skipped by
+//     replay). Adds insert into the cache before they append to the journal,
+//     so every record before the barrier has its data in the frozen half
+//     (or in storage already) and every index metadata change before it is
+//     in the index;
+//  2. writes the frozen half sorted by (ledger, entry) into the entry log
+//     (so a ledger's entries lie contiguous and read-ahead reads
+//     sequentially), then Flush and Sync;
+//  3. sets the index locations and flushes the index;
+//  4. releases the frozen half;
+//  5. calls journal Checkpoint with the barrier's position.
+//
+// Data is durable in the entry log before the index points at it, and both
+// before the journal forgets it. When both halves are full, adds wait up
+// to WriteCacheMaxWait, then fail with ErrTooManyRequests. A failed
+// checkpoint keeps the frozen half (still readable, retried next time) and
+// turns the bookie read-only until one succeeds.
+//
+// # Read path
+//
+// Write cache (both halves) → read cache → entry log at the index's
+// location. A read-cache miss reads the next ReadAheadEntries entries of
+// the same ledger into the read cache (a ring of segments; the oldest
+// segment is dropped whole). Entry -1 reads the highest entry id stored.
+//
+// # Restart
+//
+// Open replays the journal from the last checkpoint: entry records are
+// re-added to the write cache (idempotent: same key, same bytes), master
+// keys, fences and explicit LACs restored into the index. If the write
+// cache fills during replay it is flushed to storage without a journal
+// checkpoint (replay may safely run again). A checkpoint follows replay.
+// DeleteLedger checkpoints at once, so replay never resurrects a deleted
+// ledger from older journal records.
+//
+// # Read-only mode
+//
+// Adds fail fast with ErrReadOnly, naming the reason, while any of these
+// holds; reads go on:
+//
+//   - disk usage of the journal or any ledger directory above
+//     DiskUsageThreshold (0.95), until all are below DiskUsageLWM (0.90);
+//     recovery adds still pass while every directory keeps
+//     MinFreeForRecoveryAdds free, so ledgers stay recoverable;
+//   - the journal failed (an fsync error is sticky): until restart;
+//   - storage reported corruption: until restart;
+//   - a checkpoint failed: until one succeeds.
+//
+// # Garbage collection
+//
+// Every GCInterval the entry logs' usage is computed from their ledgers
+// maps: sealed logs holding only deleted ledgers are removed, logs below
+// CompactionThreshold are compacted (live entries copied to the active log
+// and synced, the index repointed and flushed, then the old log removed).
+// Adds do not wait for it; a read that races a removal looks its location
+// up again.
+//
+// # Concurrency
+//
+// Every exported method is safe for concurrent use. Lock order:
+// Bookie.closeMu (shared) → ledgerState.mu → writeCache.mu; ckptMu is never
+// taken under a ledger mutex except during replay, which is single
+// threaded. Goroutines: the checkpoint loop, the disk checker and the GC
+// loop, all waited for by Close.
+package bookie
