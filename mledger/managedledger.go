@@ -1,0 +1,719 @@
+package mledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/url"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/magnetar-mq/magnetar/metadata"
+)
+
+type mlState int
+
+const (
+	stateReady       mlState = iota // current ledger accepts adds
+	stateRolling                    // rollover in progress; adds queue
+	stateWriteFailed                // no writable ledger; the next add retries creating one
+	stateTerminated                 // no more adds, ever
+	stateFenced                     // another owner took over
+	stateClosed
+)
+
+// addOp is one AddEntry call.
+type addOp struct {
+	data    []byte
+	msgs    int32
+	cb      func(Position, error)
+	retries int
+	ledger  int64
+}
+
+// ManagedLedger is a named, unbounded log made of a chain of ledgers, with
+// named cursors. See the package documentation for positions, recovery,
+// rollover, trimming and locking.
+//
+// Safe for concurrent use.
+type ManagedLedger struct {
+	f     *Factory
+	name  string
+	path  string
+	cfg   Config
+	log   *slog.Logger
+	cache *mlCache
+	store LedgerStore
+	meta  metadata.Store
+
+	// rolloverTime is MaxLedgerRolloverTime plus this ledger's random 0-5%.
+	rolloverTime time.Duration
+
+	// infoMu serialises read-modify-write cycles of the info node (and the
+	// I/O around them: rollover, trim, terminate, close). Order: infoMu → mu.
+	infoMu      sync.Mutex
+	info        *mlInfo // as last persisted
+	infoVersion metadata.Version
+
+	mu       sync.RWMutex
+	drained  *sync.Cond // signalled (on mu) when pending becomes empty
+	state    mlState
+	ledgers  ledgerList // live view; the last is current while writing
+	current  WriteLedger
+	closing  WriteLedger // the previous current ledger while rollover closes it
+	created  time.Time   // current ledger's creation
+	pending  []*addOp    // sent to current, awaiting callbacks, in order
+	retry    []*addOp    // failed on a broken ledger, to resend first
+	queued   []*addOp    // waiting for a ledger
+	msgSums  map[int64][]int64
+	cursors  map[string]*Cursor
+	readers  map[int64]ReadLedger
+	addedCh  chan struct{}
+	chWanted bool
+	lastTrim time.Time
+
+	entriesAdded atomic.Int64
+	wg           sync.WaitGroup // rollover goroutines
+}
+
+func escapeName(s string) string { return url.PathEscape(s) }
+
+func openManagedLedger(ctx context.Context, f *Factory, name string, cfg Config) (*ManagedLedger, error) {
+	ml := &ManagedLedger{
+		f:       f,
+		name:    name,
+		path:    f.opts.RootPath + "/" + escapeName(name),
+		cfg:     cfg,
+		log:     f.log.With("ml", name),
+		cache:   f.cache.register(),
+		store:   f.opts.Ledgers,
+		meta:    f.opts.Metadata,
+		msgSums: map[int64][]int64{},
+		cursors: map[string]*Cursor{},
+		readers: map[int64]ReadLedger{},
+		addedCh: make(chan struct{}),
+	}
+	ml.drained = sync.NewCond(&ml.mu)
+	ml.rolloverTime = cfg.MaxLedgerRolloverTime + time.Duration(rand.Float64()*0.05*float64(cfg.MaxLedgerRolloverTime))
+	if err := ml.recover(ctx); err != nil {
+		ml.closeReaders()
+		return nil, fmt.Errorf("mledger %s: open: %w", name, err)
+	}
+	return ml, nil
+}
+
+// recover runs the open sequence: read info, recover+close the last
+// ledger, create a new ledger, recover cursors.
+func (ml *ManagedLedger) recover(ctx context.Context) error {
+	ml.infoMu.Lock()
+	defer ml.infoMu.Unlock()
+	data, ver, err := ml.meta.Get(ctx, ml.path)
+	switch {
+	case errors.Is(err, metadata.ErrNotFound):
+		ml.info = &mlInfo{}
+		if ver, err = ml.meta.Put(ctx, ml.path, appendInfo(nil, ml.info), metadata.NotExists); err != nil {
+			if errors.Is(err, metadata.ErrExists) {
+				return ErrFenced
+			}
+			return err
+		}
+	case err != nil:
+		return err
+	default:
+		if _, ml.info, err = decodeInfo(data); err != nil {
+			return err
+		}
+	}
+	ml.infoVersion = ver
+	next := ml.info.clone()
+	var deleteEmpty int64 = -1
+	if n := len(next.ledgers); n > 0 {
+		last := &next.ledgers[n-1]
+		rl, err := ml.store.Open(ctx, last.LedgerID)
+		if err != nil {
+			return fmt.Errorf("recover ledger %d: %w", last.LedgerID, err)
+		}
+		last.Entries = rl.LastAddConfirmed() + 1
+		last.Size = rl.Length()
+		if last.Messages < last.Entries {
+			// Message counts of an unclean ledger are unknown: estimate one
+			// message per entry.
+			last.Messages = last.Entries
+		}
+		if last.Timestamp == 0 {
+			last.Timestamp = ml.f.opts.Now().UnixMilli()
+		}
+		if last.Entries == 0 {
+			deleteEmpty = last.LedgerID
+			next.ledgers = next.ledgers[:n-1]
+			_ = rl.Close()
+		} else {
+			ml.readers[last.LedgerID] = rl
+		}
+	}
+	var wl WriteLedger
+	if !next.terminated {
+		if wl, err = ml.store.Create(ctx); err != nil {
+			return fmt.Errorf("create ledger: %w", err)
+		}
+		next.ledgers = append(next.ledgers, LedgerInfo{LedgerID: wl.ID()})
+	}
+	v, err := ml.meta.Put(ctx, ml.path, appendInfo(nil, next), ml.infoVersion)
+	if err != nil {
+		if wl != nil {
+			_ = wl.Close(ctx)
+			_ = ml.store.Delete(ctx, wl.ID())
+		}
+		if errors.Is(err, metadata.ErrBadVersion) {
+			return ErrFenced
+		}
+		return err
+	}
+	ml.info, ml.infoVersion = next, v
+	if deleteEmpty >= 0 {
+		if err := ml.store.Delete(ctx, deleteEmpty); err != nil {
+			ml.log.Warn("delete empty ledger", "ledger", deleteEmpty, "err", err)
+		}
+	}
+	ml.ledgers = slices.Clone(next.ledgers)
+	ml.current = wl
+	ml.created = ml.f.opts.Now()
+	ml.lastTrim = ml.created
+	switch {
+	case next.terminated:
+		ml.state = stateTerminated
+	default:
+		ml.state = stateReady
+		ml.msgSums[wl.ID()] = nil
+	}
+	return ml.recoverCursors(ctx)
+}
+
+func (in *mlInfo) clone() *mlInfo {
+	return &mlInfo{terminated: in.terminated, ledgers: slices.Clone(in.ledgers)}
+}
+
+// Name returns the managed ledger's name.
+func (ml *ManagedLedger) Name() string { return ml.name }
+
+// AddEntry appends data as one entry (one Pulsar batch) holding numMessages
+// messages. cb is called exactly once, in add order, with the entry's
+// position or an error; it must not block for long. data must not be
+// modified afterwards: it is kept in the entry cache and handed to readers.
+//
+// Adds that arrive while the current ledger rolls over are queued, not
+// failed. An add that fails on the ledger store is re-sent to a new ledger
+// (up to Config.MaxAddRetries times) before the error is reported.
+func (ml *ManagedLedger) AddEntry(data []byte, numMessages int32, cb func(Position, error)) {
+	ml.mu.Lock()
+	var err error
+	switch ml.state {
+	case stateClosed:
+		err = ErrClosed
+	case stateFenced:
+		err = ErrFenced
+	case stateTerminated:
+		err = ErrTerminated
+	}
+	if err != nil {
+		ml.mu.Unlock()
+		cb(Position{}, err)
+		return
+	}
+	op := &addOp{data: data, msgs: numMessages, cb: cb}
+	switch ml.state {
+	case stateReady:
+		ml.submitLocked(op)
+	case stateWriteFailed:
+		ml.queued = append(ml.queued, op)
+		ml.startRolloverLocked()
+	default:
+		ml.queued = append(ml.queued, op)
+	}
+	ml.mu.Unlock()
+}
+
+func (ml *ManagedLedger) submitLocked(op *addOp) {
+	op.ledger = ml.current.ID()
+	ml.pending = append(ml.pending, op)
+	ml.current.AddAsync(op.data, func(id int64, err error) { ml.addComplete(op, id, err) })
+}
+
+func (ml *ManagedLedger) popPendingLocked(op *addOp) {
+	if len(ml.pending) == 0 || ml.pending[0] != op {
+		panic("BUG: mledger: add completion out of order")
+	}
+	ml.pending[0] = nil
+	ml.pending = ml.pending[1:]
+	if len(ml.pending) == 0 {
+		ml.pending = nil
+		ml.drained.Broadcast()
+	}
+}
+
+func (ml *ManagedLedger) addComplete(op *addOp, entryID int64, err error) {
+	ml.mu.Lock()
+	ml.popPendingLocked(op)
+	if err != nil {
+		op.retries++
+		final := ml.state == stateClosed || ml.state == stateFenced || ml.state == stateTerminated ||
+			op.retries > ml.cfg.MaxAddRetries
+		if final {
+			ml.mu.Unlock()
+			op.cb(Position{}, fmt.Errorf("%w: ledger %d: %w", ErrWriteFailed, op.ledger, err))
+			return
+		}
+		ml.log.Warn("add failed; rolling over", "ledger", op.ledger, "err", err)
+		ml.retry = append(ml.retry, op)
+		if ml.state == stateReady {
+			ml.startRolloverLocked()
+		}
+		ml.mu.Unlock()
+		return
+	}
+	pos := Position{op.ledger, entryID}
+	cur := &ml.ledgers[len(ml.ledgers)-1]
+	if cur.LedgerID != op.ledger || cur.Entries != entryID {
+		panic(fmt.Sprintf("BUG: mledger: completion %s does not extend ledger %d with %d entries", pos, cur.LedgerID, cur.Entries))
+	}
+	cur.Entries++
+	cur.Size += int64(len(op.data))
+	cur.Messages += int64(op.msgs)
+	sums := ml.msgSums[op.ledger]
+	prev := int64(0)
+	if len(sums) > 0 {
+		prev = sums[len(sums)-1]
+	}
+	ml.msgSums[op.ledger] = append(sums, prev+int64(op.msgs))
+	ml.entriesAdded.Add(1)
+	ml.cache.insert(pos, op.data, ml.f.opts.Now())
+	if ml.chWanted {
+		close(ml.addedCh)
+		ml.addedCh = make(chan struct{})
+		ml.chWanted = false
+	}
+	if ml.state == stateReady && ml.shouldRollLocked(ml.f.opts.Now()) {
+		ml.startRolloverLocked()
+	}
+	ml.mu.Unlock()
+	op.cb(pos, nil)
+}
+
+func (ml *ManagedLedger) shouldRollLocked(now time.Time) bool {
+	if ml.current == nil {
+		return false
+	}
+	cur := ml.ledgers[len(ml.ledgers)-1]
+	if cur.Entries == 0 {
+		return false
+	}
+	age := now.Sub(ml.created)
+	if ml.cfg.MinLedgerRolloverTime > 0 && age < ml.cfg.MinLedgerRolloverTime {
+		return false
+	}
+	return cur.Entries >= ml.cfg.MaxEntriesPerLedger || cur.Size >= ml.cfg.MaxSizePerLedger ||
+		age >= ml.rolloverTime
+}
+
+// startRolloverLocked switches to stateRolling and starts the goroutine
+// that closes the current ledger and opens the next.
+func (ml *ManagedLedger) startRolloverLocked() {
+	ml.state = stateRolling
+	ml.wg.Add(1)
+	go func() {
+		defer ml.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		ml.rollover(ctx)
+	}()
+}
+
+// rollover waits for in-flight adds, closes the current ledger, creates the
+// next, records both in the info, then re-sends retried and queued adds.
+func (ml *ManagedLedger) rollover(ctx context.Context) {
+	ml.infoMu.Lock()
+	defer ml.infoMu.Unlock()
+	ml.mu.Lock()
+	for len(ml.pending) > 0 {
+		ml.drained.Wait()
+	}
+	if ml.state != stateRolling {
+		ml.mu.Unlock()
+		return
+	}
+	old := ml.current
+	ml.current = nil
+	ml.closing = old
+	ml.mu.Unlock()
+
+	if old != nil {
+		if err := old.Close(ctx); err != nil {
+			ml.log.Warn("close ledger", "ledger", old.ID(), "err", err)
+		}
+	}
+	ml.mu.Lock()
+	ml.closing = nil
+	ml.mu.Unlock()
+	// Every ledger in the live view is closed now. It is authoritative
+	// for their stats (only this instance writes the info, under infoMu);
+	// empty ones are dropped.
+	ml.mu.Lock()
+	var live []LedgerInfo
+	var empty []int64
+	for i := range ml.ledgers {
+		l := &ml.ledgers[i]
+		if l.Timestamp == 0 {
+			l.Timestamp = ml.f.opts.Now().UnixMilli()
+		}
+		if l.Entries == 0 {
+			empty = append(empty, l.LedgerID)
+			continue
+		}
+		live = append(live, *l)
+	}
+	ml.mu.Unlock()
+	wl, err := ml.store.Create(ctx)
+	if err == nil {
+		err = ml.updateInfo(ctx, func(in *mlInfo) error {
+			in.ledgers = append(slices.Clone(live), LedgerInfo{LedgerID: wl.ID()})
+			return nil
+		})
+		if err != nil {
+			_ = wl.Close(ctx)
+			_ = ml.store.Delete(ctx, wl.ID())
+		}
+	}
+	ml.mu.Lock()
+	if err == nil && len(empty) > 0 {
+		ml.removeLedgersLocked(empty)
+		defer func() {
+			for _, id := range empty {
+				if derr := ml.store.Delete(ctx, id); derr != nil {
+					ml.log.Warn("delete empty ledger", "ledger", id, "err", derr)
+				}
+			}
+		}()
+	}
+	ops := append(ml.retry, ml.queued...)
+	ml.retry, ml.queued = nil, nil
+	if err != nil || ml.state != stateRolling {
+		var failErr error
+		switch {
+		case ml.state == stateClosed:
+			failErr = ErrClosed
+		case ml.state == stateTerminated:
+			failErr = ErrTerminated
+		case errors.Is(err, ErrFenced):
+			ml.state = stateFenced
+			failErr = ErrFenced
+		default:
+			ml.state = stateWriteFailed
+			failErr = fmt.Errorf("%w: %w", ErrWriteFailed, err)
+		}
+		ml.mu.Unlock()
+		if err != nil {
+			ml.log.Error("rollover failed", "err", err)
+		}
+		if wl != nil && err == nil {
+			_ = wl.Close(ctx)
+		}
+		for _, op := range ops {
+			op.cb(Position{}, failErr)
+		}
+		return
+	}
+	ml.ledgers = append(ml.ledgers, LedgerInfo{LedgerID: wl.ID()})
+	ml.msgSums[wl.ID()] = nil
+	ml.current = wl
+	ml.created = ml.f.opts.Now()
+	ml.state = stateReady
+	for _, op := range ops {
+		ml.submitLocked(op)
+	}
+	ml.mu.Unlock()
+}
+
+// removeLedgersLocked drops ledgers from the live view.
+func (ml *ManagedLedger) removeLedgersLocked(ids []int64) {
+	for _, id := range ids {
+		i := ml.ledgers.find(id)
+		if i < len(ml.ledgers) && ml.ledgers[i].LedgerID == id {
+			ml.ledgers = slices.Delete(ml.ledgers, i, i+1)
+		}
+		delete(ml.msgSums, id)
+		if r := ml.readers[id]; r != nil {
+			_ = r.Close()
+			delete(ml.readers, id)
+		}
+		ml.cache.dropLedger(id)
+	}
+}
+
+// updateInfo applies mutate to the info and writes it by compare-and-set.
+// On ErrBadVersion it re-reads the node: if its content is still what we
+// last wrote, it retries with the new version; otherwise another owner
+// changed it and the result is ErrFenced. Callers hold infoMu.
+func (ml *ManagedLedger) updateInfo(ctx context.Context, mutate func(*mlInfo) error) error {
+	for attempt := 0; ; attempt++ {
+		next := ml.info.clone()
+		if err := mutate(next); err != nil {
+			return err
+		}
+		v, err := ml.meta.Put(ctx, ml.path, appendInfo(nil, next), ml.infoVersion)
+		if err == nil {
+			ml.info, ml.infoVersion = next, v
+			return nil
+		}
+		if !errors.Is(err, metadata.ErrBadVersion) || attempt >= 3 {
+			if errors.Is(err, metadata.ErrBadVersion) {
+				return ErrFenced
+			}
+			return err
+		}
+		data, ver, gerr := ml.meta.Get(ctx, ml.path)
+		if gerr != nil {
+			return gerr
+		}
+		if string(data) != string(appendInfo(nil, ml.info)) {
+			return ErrFenced
+		}
+		ml.infoVersion = ver
+	}
+}
+
+// LastConfirmed returns the position of the last added entry, and false if
+// the managed ledger holds no entry.
+func (ml *ManagedLedger) LastConfirmed() (Position, bool) {
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
+	return ml.ledgers.last()
+}
+
+// GetLastPosition returns the last entry's position; for an empty managed
+// ledger the entry id is -1 (Pulsar's "no message").
+func (ml *ManagedLedger) GetLastPosition() Position {
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
+	if p, ok := ml.ledgers.last(); ok {
+		return p
+	}
+	return ml.beforeFirstLocked()
+}
+
+// beforeFirstLocked is the mark-delete of a cursor that acked nothing.
+func (ml *ManagedLedger) beforeFirstLocked() Position {
+	if len(ml.ledgers) > 0 {
+		return Position{ml.ledgers[0].LedgerID, -1}
+	}
+	if n := len(ml.info.ledgers); n > 0 {
+		return Position{ml.info.ledgers[n-1].LedgerID + 1, -1}
+	}
+	return Position{0, -1}
+}
+
+// endLocked is the mark-delete of a cursor that acked everything.
+func (ml *ManagedLedger) endLocked() Position {
+	if p, ok := ml.ledgers.last(); ok {
+		return p
+	}
+	if n := len(ml.ledgers); n > 0 {
+		return Position{ml.ledgers[n-1].LedgerID, -1}
+	}
+	return ml.beforeFirstLocked()
+}
+
+// IsTerminated reports whether Terminate has run.
+func (ml *ManagedLedger) IsTerminated() bool {
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
+	return ml.state == stateTerminated
+}
+
+// waitChLocked returns a channel closed on the next completed add.
+func (ml *ManagedLedger) waitChLocked() chan struct{} {
+	ml.chWanted = true
+	return ml.addedCh
+}
+
+// Terminate stops the managed ledger from accepting adds, forever: pending
+// adds complete, the current ledger is closed and the info records the
+// terminated flag. It returns the last position.
+func (ml *ManagedLedger) Terminate(ctx context.Context) (Position, error) {
+	ml.infoMu.Lock()
+	defer ml.infoMu.Unlock()
+	ml.mu.Lock()
+	switch ml.state {
+	case stateClosed:
+		ml.mu.Unlock()
+		return Position{}, ErrClosed
+	case stateFenced:
+		ml.mu.Unlock()
+		return Position{}, ErrFenced
+	}
+	ml.state = stateTerminated
+	for len(ml.pending) > 0 {
+		ml.drained.Wait()
+	}
+	cur := ml.current
+	ml.current = nil
+	ops := append(ml.retry, ml.queued...)
+	ml.retry, ml.queued = nil, nil
+	ml.mu.Unlock()
+	for _, op := range ops {
+		op.cb(Position{}, ErrTerminated)
+	}
+	if cur != nil {
+		if err := cur.Close(ctx); err != nil {
+			ml.log.Warn("close ledger", "ledger", cur.ID(), "err", err)
+		}
+	}
+	ml.mu.Lock()
+	if n := len(ml.ledgers); n > 0 && ml.ledgers[n-1].Timestamp == 0 {
+		ml.ledgers[n-1].Timestamp = ml.f.opts.Now().UnixMilli()
+	}
+	live := slices.Clone(ml.ledgers)
+	last := ml.lastPositionLocked()
+	ml.mu.Unlock()
+	err := ml.updateInfo(ctx, func(in *mlInfo) error {
+		in.terminated = true
+		in.ledgers = live
+		return nil
+	})
+	if err != nil {
+		return last, err
+	}
+	return last, nil
+}
+
+// lastPositionLocked is GetLastPosition with mu held.
+func (ml *ManagedLedger) lastPositionLocked() Position {
+	if p, ok := ml.ledgers.last(); ok {
+		return p
+	}
+	return ml.beforeFirstLocked()
+}
+
+// Close flushes durable cursors, waits for pending adds, closes the
+// current ledger and records its final size in the info. Adds after Close
+// fail with ErrClosed.
+func (ml *ManagedLedger) Close(ctx context.Context) error {
+	ml.mu.Lock()
+	if ml.state == stateClosed {
+		ml.mu.Unlock()
+		return nil
+	}
+	for len(ml.pending) > 0 {
+		ml.drained.Wait()
+	}
+	prev := ml.state
+	ml.state = stateClosed
+	if ml.chWanted {
+		close(ml.addedCh)
+		ml.addedCh = make(chan struct{})
+		ml.chWanted = false
+	}
+	cur := ml.current
+	ml.current = nil
+	ops := append(ml.retry, ml.queued...)
+	ml.retry, ml.queued = nil, nil
+	cursors := ml.cursorListLocked()
+	ml.mu.Unlock()
+	for _, op := range ops {
+		op.cb(Position{}, ErrClosed)
+	}
+	ml.wg.Wait() // rollover goroutines see stateClosed and stop
+	var errs []error
+	for _, c := range cursors {
+		errs = append(errs, c.close(ctx))
+	}
+	ml.infoMu.Lock()
+	if cur != nil {
+		if err := cur.Close(ctx); err != nil {
+			errs = append(errs, err)
+		} else if prev != stateFenced {
+			ml.mu.Lock()
+			n := len(ml.ledgers)
+			ml.ledgers[n-1].Timestamp = ml.f.opts.Now().UnixMilli()
+			final := ml.ledgers[n-1]
+			ml.mu.Unlock()
+			errs = append(errs, ml.updateInfo(ctx, func(in *mlInfo) error {
+				if k := len(in.ledgers); k > 0 && in.ledgers[k-1].LedgerID == final.LedgerID {
+					in.ledgers[k-1] = final
+				}
+				return nil
+			}))
+		}
+	}
+	ml.infoMu.Unlock()
+	ml.closeReaders()
+	ml.cache.clear()
+	ml.f.forget(ml)
+	return errors.Join(errs...)
+}
+
+func (ml *ManagedLedger) closeReaders() {
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	for id, r := range ml.readers {
+		_ = r.Close()
+		delete(ml.readers, id)
+	}
+}
+
+func (ml *ManagedLedger) cursorListLocked() []*Cursor {
+	out := make([]*Cursor, 0, len(ml.cursors))
+	for _, c := range ml.cursors {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b *Cursor) int {
+		switch {
+		case a.name < b.name:
+			return -1
+		case a.name > b.name:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// tick runs the periodic work: time-based rollover, cursor flushes,
+// trimming and cache eviction behind the slowest cursor.
+func (ml *ManagedLedger) tick(ctx context.Context, now time.Time) {
+	ml.mu.Lock()
+	if ml.state == stateClosed {
+		ml.mu.Unlock()
+		return
+	}
+	if ml.state == stateReady && ml.shouldRollLocked(now) {
+		ml.startRolloverLocked()
+	}
+	cursors := ml.cursorListLocked()
+	trim := ml.cfg.TrimInterval > 0 && now.Sub(ml.lastTrim) >= ml.cfg.TrimInterval
+	if trim {
+		ml.lastTrim = now
+	}
+	end := ml.endLocked()
+	ml.mu.Unlock()
+	slowest := end
+	for _, c := range cursors {
+		if c.durable && now.Sub(c.lastPersistTime()) >= ml.cfg.CursorPersistInterval {
+			if err := c.persist(ctx); err != nil {
+				ml.log.Warn("persist cursor", "cursor", c.name, "err", err)
+			}
+		}
+		if md := c.MarkDeletePosition(); md.Less(slowest) {
+			slowest = md
+		}
+	}
+	ml.cache.evictUpTo(slowest)
+	if trim {
+		if err := ml.Trim(ctx); err != nil {
+			ml.log.Warn("trim", "err", err)
+		}
+	}
+}
