@@ -1,0 +1,244 @@
+package zktest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Jar is the ZooKeeper server jar (Debian's zookeeper package). Its manifest
+// Class-Path pulls in netty, jackson, slf4j-api and the rest.
+const Jar = "/usr/share/java/zookeeper.jar"
+
+// classpathExtra binds slf4j to log4j so the server log lands in a file.
+var classpathExtra = []string{"/usr/share/java/slf4j-log4j12.jar", "/usr/share/java/log4j-1.2.jar"}
+
+// StartTimeout bounds the wait for a server to serve.
+var StartTimeout = 60 * time.Second
+
+// Server is one running ZooKeeper. Its methods are safe for concurrent use.
+type Server struct {
+	dir  string
+	java string
+	port int
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd     // protected by mu; nil when stopped
+	done chan struct{} // protected by mu; closed when cmd has exited
+}
+
+// Start starts a server for the test and returns its "127.0.0.1:port".
+// t.Cleanup stops it.
+func Start(t testing.TB) string {
+	t.Helper()
+	return StartServer(t).Addr()
+}
+
+// StartServer starts a server for the test; t.Cleanup stops it.
+func StartServer(t testing.TB) *Server {
+	t.Helper()
+	java, err := exec.LookPath("java")
+	if err != nil {
+		t.Fatalf("zktest: java not found in PATH (%v): install default-jre-headless and zookeeper (scripts/test does)", err)
+	}
+	if _, err := os.Stat(Jar); err != nil {
+		t.Fatalf("zktest: %s missing (%v): apt-get install zookeeper (scripts/test does)", Jar, err)
+	}
+	s := &Server{dir: t.TempDir(), java: java}
+	var lastErr error
+	for range 3 { // a port picked by the kernel can be taken before Java binds it
+		if s.port, err = freePort(); err != nil {
+			t.Fatalf("zktest: %v", err)
+		}
+		if lastErr = s.start(); lastErr == nil {
+			t.Cleanup(s.Stop)
+			return s
+		}
+	}
+	t.Fatalf("zktest: %v", lastErr)
+	return nil
+}
+
+// Addr returns "127.0.0.1:port".
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// Dir is the server's directory: conf/, data/, log/zookeeper.out.
+func (s *Server) Dir() string { return s.dir }
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (s *Server) writeConfig() (string, error) {
+	conf := filepath.Join(s.dir, "conf")
+	for _, d := range []string{conf, filepath.Join(s.dir, "data"), filepath.Join(s.dir, "log")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", err
+		}
+	}
+	cfg := fmt.Sprintf(`tickTime=500
+minSessionTimeout=1000
+maxSessionTimeout=60000
+dataDir=%s
+clientPort=%d
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+admin.enableServer=false
+4lw.commands.whitelist=ruok,srvr,stat,mntr,conf
+forceSync=no
+`, filepath.Join(s.dir, "data"), s.port)
+	log4j := `log4j.rootLogger=INFO, CONSOLE
+log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
+log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
+log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{1}: %m%n
+`
+	cfgPath := filepath.Join(conf, "zoo.cfg")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(conf, "log4j.properties"), []byte(log4j), 0o644); err != nil {
+		return "", err
+	}
+	return cfgPath, nil
+}
+
+// start launches the JVM and waits for imok.
+func (s *Server) start() error {
+	cfg, err := s.writeConfig()
+	if err != nil {
+		return err
+	}
+	logPath := filepath.Join(s.dir, "log", "zookeeper.out")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cp := strings.Join(append([]string{filepath.Join(s.dir, "conf"), Jar}, classpathExtra...), ":")
+	cmd := exec.Command(s.java, "-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dzookeeper.log.dir="+filepath.Join(s.dir, "log"),
+		"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start java: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { // owned by Server: Stop waits for done
+		cmd.Wait()
+		logf.Close()
+		close(done)
+	}()
+	s.mu.Lock()
+	s.cmd, s.done = cmd, done
+	s.mu.Unlock()
+
+	deadline := time.Now().Add(StartTimeout)
+	for time.Now().Before(deadline) {
+		if Serving(s.Addr()) {
+			return nil
+		}
+		select {
+		case <-done:
+			s.mu.Lock()
+			s.cmd, s.done = nil, nil
+			s.mu.Unlock()
+			return fmt.Errorf("zookeeper on port %d exited during startup:\n%s", s.port, tail(logPath, 30))
+		case <-time.After(50 * time.Millisecond): // readiness poll interval
+		}
+	}
+	s.Stop()
+	return fmt.Errorf("zookeeper on port %d did not serve within %v (started %v ago):\n%s",
+		s.port, StartTimeout, time.Since(t0).Round(time.Millisecond), tail(logPath, 30))
+}
+
+// Stop kills the server and waits for the JVM to exit. The data directory
+// is kept, so Restart finds the same tree and sessions. Stopping a stopped
+// server does nothing.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.cmd, s.done = nil, nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Kill()
+	<-done
+}
+
+// Restart stops the server if it runs and starts it again on the same port
+// with the same data.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Stop()
+	if err := s.start(); err != nil {
+		t.Fatalf("zktest: restart: %v", err)
+	}
+}
+
+// Serving reports whether the server at addr serves requests: ruok only
+// says the process is up, srvr says "not currently serving" until the
+// database is loaded.
+func Serving(addr string) bool {
+	out, err := FourLetter(addr, "srvr")
+	return err == nil && strings.Contains(out, "Mode: ")
+}
+
+// Ruok reports whether the server at addr answers ruok with imok.
+func Ruok(addr string) bool {
+	out, err := FourLetter(addr, "ruok")
+	return err == nil && out == "imok"
+}
+
+// FourLetter sends a four-letter-word command (ruok, srvr, stat, mntr,
+// conf) and returns the reply.
+func FourLetter(addr, cmd string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte(cmd)); err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	_, err = buf.ReadFrom(c)
+	if err != nil && !errors.Is(err, net.ErrClosed) && buf.Len() == 0 {
+		return "", err
+	}
+	return buf.String(), nil
+}
+
+func tail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
