@@ -83,9 +83,8 @@ func SplitSequential(parentPrefix string) (parent, namePrefix string, err error)
 	parent, namePrefix = parentPrefix[:i], parentPrefix[i+1:]
 	if parent == "" {
 		parent = "/"
-	}
-	if err := ValidatePath(parent); err != nil {
-		return "", "", err
+	} else if err := ValidatePath(parent); err != nil || parent == "/" {
+		return "", "", fmt.Errorf("%w: bad sequential prefix %q", ErrInvalidPath, parentPrefix)
 	}
 	if namePrefix == "." || namePrefix == ".." || strings.IndexByte(namePrefix, 0) >= 0 {
 		return "", "", fmt.Errorf("%w: bad sequential prefix %q", ErrInvalidPath, parentPrefix)
