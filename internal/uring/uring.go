@@ -26,6 +26,9 @@ type uringOptions struct {
 	// fixedFile registers the descriptor (IORING_REGISTER_FILES) and
 	// addresses it as fixed file 0.
 	fixedFile bool
+	// noPin skips the runtime.Pinner and relies on the references the
+	// writer keeps (Go's heap does not move objects).
+	noPin bool
 }
 
 // reqKind is what one SQE of a group does.
@@ -53,6 +56,7 @@ type uringWriter struct {
 	f     vfs.File
 	fd    int32 // descriptor, or 0 (the fixed-file index) when fixed
 	fixed bool
+	noPin bool
 	r     *ring
 
 	// State of the outstanding group, kept from Submit to Wait so that the
@@ -75,7 +79,7 @@ func newUringWriter(f vfs.File, fd int, opts uringOptions) (*uringWriter, error)
 	if err != nil {
 		return nil, err
 	}
-	w := &uringWriter{f: f, fd: int32(fd), r: r}
+	w := &uringWriter{f: f, fd: int32(fd), r: r, noPin: opts.noPin}
 	if opts.fixedFile {
 		if err := r.registerFile(fd); err != nil {
 			r.close()
@@ -136,11 +140,13 @@ func (w *uringWriter) Submit(off int64, bufs [][]byte, sync bool) error {
 
 	// Keep the data reachable and pinned until Wait.
 	w.bufs = bufs
-	for i := range w.iovs {
-		w.pin.Pin(w.iovs[i].Base)
-	}
-	if len(w.iovs) > 0 {
-		w.pin.Pin(&w.iovs[0])
+	if !w.noPin {
+		for i := range w.iovs {
+			w.pin.Pin(w.iovs[i].Base)
+		}
+		if len(w.iovs) > 0 {
+			w.pin.Pin(&w.iovs[0])
+		}
 	}
 
 	pos := off
