@@ -2,8 +2,6 @@ package broker
 
 import (
 	"time"
-
-	"github.com/magnetar-mq/magnetar/mledger"
 )
 
 // SubType is a subscription type, with Pulsar's wire values.
@@ -35,7 +33,7 @@ func (t SubType) String() string {
 // must not call back into the subscription.
 type consumerSink interface {
 	// sendMessage queues one MESSAGE frame carrying a stored entry.
-	sendMessage(consumerID uint64, pos mledger.Position, redeliveries uint32, ackSet []int64, data []byte)
+	sendMessage(consumerID uint64, pos position, redeliveries uint32, ackSet []int64, data []byte)
 	// sendActiveChange queues ACTIVE_CONSUMER_CHANGE.
 	sendActiveChange(consumerID uint64, active bool)
 	// closeConsumer queues a broker-initiated CLOSE_CONSUMER and forgets
@@ -60,7 +58,7 @@ type consumer struct {
 	arrival    uint64 // failover tie-break
 	arrivalKey uint64 // key-shared ring salt
 	permits    int
-	pending    map[mledger.Position]*pendingEntry
+	pending    map[position]*pendingEntry
 	unackedMsg int
 	msgOut     int64
 	bytesOut   int64
@@ -73,13 +71,13 @@ func newConsumer(id uint64, name string, sink consumerSink) *consumer {
 		name:           name,
 		sink:           sink,
 		connectedSince: time.Now(),
-		pending:        make(map[mledger.Position]*pendingEntry),
+		pending:        make(map[position]*pendingEntry),
 	}
 }
 
 // pendingEntry is an entry delivered to a consumer and not yet acked.
 type pendingEntry struct {
-	pos     mledger.Position
+	pos     position
 	data    []byte
 	numMsgs int
 	key     []byte

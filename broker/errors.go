@@ -29,3 +29,8 @@ var (
 	// the connection is closed.
 	ErrSlowConsumer = errors.New("broker: outbound queue overflow")
 )
+
+var (
+	errNoEntries      = errors.New("broker: no entries")
+	errCursorNotFound = errors.New("broker: cursor not found")
+)

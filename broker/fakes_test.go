@@ -8,8 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/magnetar-mq/magnetar/mledger"
 )
 
 // fakeCursor is an in-memory cursor over a slice of entries in ledger 1.
@@ -26,7 +24,7 @@ func newFakeCursor() *fakeCursor {
 	return &fakeCursor{markDel: -1, acked: map[int64]bool{}, batch: map[int64][]int64{}}
 }
 
-func pos(e int64) mledger.Position { return mledger.Position{LedgerID: 1, EntryID: e} }
+func pos(e int64) position { return position{LedgerID: 1, EntryID: e} }
 
 func (f *fakeCursor) add(data []byte) {
 	f.mu.Lock()
@@ -34,19 +32,19 @@ func (f *fakeCursor) add(data []byte) {
 	f.mu.Unlock()
 }
 
-func (f *fakeCursor) ReadEntries(n int) ([]mledger.Entry, error) {
+func (f *fakeCursor) ReadEntries(n int) ([]ledgerEntry, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []mledger.Entry
+	var out []ledgerEntry
 	for f.read < int64(len(f.entries)) && len(out) < n {
 		if !f.acked[f.read] && f.read > f.markDel {
-			out = append(out, mledger.Entry{Pos: pos(f.read), Data: f.entries[f.read]})
+			out = append(out, ledgerEntry{Pos: pos(f.read), Data: f.entries[f.read]})
 		}
 		f.read++
 	}
 	return out, nil
 }
-func (f *fakeCursor) Ack(ps ...mledger.Position) error {
+func (f *fakeCursor) Ack(ps ...position) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, p := range ps {
@@ -58,7 +56,7 @@ func (f *fakeCursor) Ack(ps ...mledger.Position) error {
 	}
 	return nil
 }
-func (f *fakeCursor) AckBatchIndexes(p mledger.Position, set []int64, size int) (bool, error) {
+func (f *fakeCursor) AckBatchIndexes(p position, set []int64, size int) (bool, error) {
 	f.mu.Lock()
 	cur := f.batch[p.EntryID]
 	if cur == nil {
@@ -83,7 +81,7 @@ func (f *fakeCursor) AckBatchIndexes(p mledger.Position, set []int64, size int) 
 	}
 	return false, nil
 }
-func (f *fakeCursor) AckCumulative(p mledger.Position) error {
+func (f *fakeCursor) AckCumulative(p position) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if p.EntryID > f.markDel {
@@ -91,22 +89,22 @@ func (f *fakeCursor) AckCumulative(p mledger.Position) error {
 	}
 	return nil
 }
-func (f *fakeCursor) BatchAckSet(p mledger.Position) []int64 {
+func (f *fakeCursor) BatchAckSet(p position) []int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.batch[p.EntryID]
 }
-func (f *fakeCursor) MarkDelete() mledger.Position {
+func (f *fakeCursor) MarkDelete() position {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return pos(f.markDel)
 }
-func (f *fakeCursor) IsAcked(p mledger.Position) bool {
+func (f *fakeCursor) IsAcked(p position) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return p.EntryID <= f.markDel || f.acked[p.EntryID]
 }
-func (f *fakeCursor) Seek(p mledger.Position) error {
+func (f *fakeCursor) Seek(p position) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.read = p.EntryID
@@ -138,7 +136,7 @@ func fakeParse(b []byte) (entryMeta, error) {
 
 type sentMsg struct {
 	consumer    uint64
-	pos         mledger.Position
+	pos         position
 	redelivered uint32
 	ackSet      []int64
 }
@@ -156,7 +154,7 @@ func newRecSink() *recSink {
 	return &recSink{active: map[uint64]bool{}, changed: make(chan struct{}, 1)}
 }
 
-func (r *recSink) sendMessage(id uint64, p mledger.Position, red uint32, ackSet []int64, _ []byte) {
+func (r *recSink) sendMessage(id uint64, p position, red uint32, ackSet []int64, _ []byte) {
 	r.mu.Lock()
 	r.msgs = append(r.msgs, sentMsg{id, p, red, ackSet})
 	r.mu.Unlock()

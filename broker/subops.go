@@ -3,8 +3,6 @@ package broker
 import (
 	"slices"
 	"time"
-
-	"github.com/magnetar-mq/magnetar/mledger"
 )
 
 // The methods in this file run on the subscription's loop goroutine
@@ -21,7 +19,7 @@ func (s *subscription) flowLocked(c *consumer, n int) {
 
 // ackID is one acknowledged id from an ACK command.
 type ackID struct {
-	pos       mledger.Position
+	pos       position
 	ackSet    []int64 // batch-index ack: clear bits are acked indexes
 	batchSize int
 }
@@ -38,7 +36,7 @@ func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []ackID) {
 		if len(id.ackSet) > 0 {
 			// Partial ack of the last batch: everything before it is
 			// acked, plus the given indexes of it.
-			target = mledger.Position{LedgerID: id.pos.LedgerID, EntryID: id.pos.EntryID - 1}
+			target = position{LedgerID: id.pos.LedgerID, EntryID: id.pos.EntryID - 1}
 			s.ackBatchLocked(id)
 		}
 		if err := s.cur.AckCumulative(target); err != nil {
@@ -53,7 +51,7 @@ func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []ackID) {
 		s.dispatch()
 		return
 	}
-	var whole []mledger.Position
+	var whole []position
 	for _, id := range ids {
 		if len(id.ackSet) > 0 {
 			s.ackBatchLocked(id)
@@ -106,7 +104,7 @@ func (s *subscription) dropPending(pe *pendingEntry) {
 // redeliverLocked handles REDELIVER_UNACKNOWLEDGED_MESSAGES from c.
 // Shared and Key_Shared put exactly the named entries back; Exclusive and
 // Failover (and an empty list) redeliver everything c holds.
-func (s *subscription) redeliverLocked(c *consumer, ids []mledger.Position) {
+func (s *subscription) redeliverLocked(c *consumer, ids []position) {
 	if len(ids) == 0 || s.typ == SubExclusive || s.typ == SubFailover {
 		s.requeueAll(c)
 	} else {
@@ -154,7 +152,7 @@ func (s *subscription) disconnectAllLocked(keep bool) []*consumer {
 
 // seekLocked moves the cursor (by position or, with byTime, by publish
 // time), then disconnects every consumer as Pulsar does.
-func (s *subscription) seekLocked(pos mledger.Position, byTime bool, ts int64) error {
+func (s *subscription) seekLocked(pos position, byTime bool, ts int64) error {
 	var err error
 	if byTime {
 		err = s.cur.SeekTime(ts)

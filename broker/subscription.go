@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/magnetar-mq/magnetar/mledger"
 )
 
 // cursor is what a subscription needs from its managed-ledger cursor.
@@ -15,25 +13,25 @@ import (
 type cursor interface {
 	// ReadEntries returns up to max entries from the read position and
 	// advances it past them; none (and no error) when caught up.
-	ReadEntries(max int) ([]mledger.Entry, error)
+	ReadEntries(max int) ([]ledgerEntry, error)
 	// Ack acknowledges single entries.
-	Ack(pos ...mledger.Position) error
+	Ack(pos ...position) error
 	// AckBatchIndexes acknowledges the batch indexes whose bits are clear
 	// in ackSet; it reports whether the whole entry is now acknowledged.
-	AckBatchIndexes(pos mledger.Position, ackSet []int64, batchSize int) (bool, error)
+	AckBatchIndexes(pos position, ackSet []int64, batchSize int) (bool, error)
 	// AckCumulative acknowledges every entry up to and including pos.
-	AckCumulative(pos mledger.Position) error
+	AckCumulative(pos position) error
 	// BatchAckSet returns the still-unacked bits of a partially acked
 	// batch entry, or nil.
-	BatchAckSet(pos mledger.Position) []int64
+	BatchAckSet(pos position) []int64
 	// MarkDelete returns the mark-delete position.
-	MarkDelete() mledger.Position
+	MarkDelete() position
 	// IsAcked reports whether pos was acknowledged (individually or
 	// cumulatively).
-	IsAcked(pos mledger.Position) bool
+	IsAcked(pos position) bool
 	// Seek moves the read position to pos (inclusive), forgetting acks
 	// at or after pos; Earliest/Latest sentinels are accepted.
-	Seek(pos mledger.Position) error
+	Seek(pos position) error
 	// SeekTime moves the cursor to the first entry published at or after
 	// tsMillis.
 	SeekTime(tsMillis int64) error
@@ -75,12 +73,12 @@ type subscription struct {
 	sel         selector
 	consumers   []*consumer
 	arrivals    uint64
-	pending     map[mledger.Position]*pendingEntry
+	pending     map[position]*pendingEntry
 	replay      []*pendingEntry // sorted by position; to (re)deliver first
-	redelivered map[mledger.Position]uint32
+	redelivered map[position]uint32
 	delayed     []*pendingEntry // Shared/Key_Shared: held until deliverAt
 	delayTimer  *time.Timer
-	delayDue    map[mledger.Position]int64
+	delayDue    map[position]int64
 	keepEmpty   bool // a seek disconnected the consumers: keep the sub
 	closedLoop  bool
 	msgOut      int64
@@ -99,8 +97,8 @@ func newSubscription(name, topic string, typ SubType, partition int, cur cursor,
 		ops:         make(chan func(), 64),
 		notify:      make(chan struct{}, 1),
 		done:        make(chan struct{}),
-		pending:     make(map[mledger.Position]*pendingEntry),
-		redelivered: make(map[mledger.Position]uint32),
+		pending:     make(map[position]*pendingEntry),
+		redelivered: make(map[position]uint32),
 	}
 	s.sel = newSelector(typ, partition, false)
 	s.wg.Add(1)
@@ -225,21 +223,29 @@ func (s *subscription) addConsumerLocked(c *consumer, typ SubType, sticky bool) 
 	return ""
 }
 
-// failoverChanged sends ACTIVE_CONSUMER_CHANGE to every consumer when the
-// active consumer changed (and to a newly added consumer in any case),
-// and moves the previous active consumer's pending entries to the new one.
+// failoverChanged sends ACTIVE_CONSUMER_CHANGE to every consumer but the
+// newly added one (it is told after its SUCCESS, see notifyActiveLocked)
+// when the active consumer changed, and moves the previous active
+// consumer's pending entries back for the new one.
 func (s *subscription) failoverChanged(prev, now, added *consumer) {
 	if prev == now {
-		if added != nil {
-			added.sink.sendActiveChange(added.id, added == now)
-		}
 		return
 	}
 	for _, c := range s.consumers {
-		c.sink.sendActiveChange(c.id, c == now)
+		if c != added {
+			c.sink.sendActiveChange(c.id, c == now)
+		}
 	}
 	if prev != nil {
 		s.requeueAll(prev)
+	}
+}
+
+// notifyActiveLocked tells c whether it is the active consumer of a
+// Failover subscription.
+func (s *subscription) notifyActiveLocked(c *consumer) {
+	if fs, ok := s.sel.(*failoverSelector); ok && !c.closed {
+		c.sink.sendActiveChange(c.id, fs.active() == c)
 	}
 }
 
@@ -296,7 +302,7 @@ func (s *subscription) requeue(pe *pendingEntry) {
 }
 
 func (s *subscription) insertReplay(pe *pendingEntry) {
-	i, found := slices.BinarySearchFunc(s.replay, pe.pos, func(e *pendingEntry, p mledger.Position) int {
+	i, found := slices.BinarySearchFunc(s.replay, pe.pos, func(e *pendingEntry, p position) int {
 		return e.pos.Compare(p)
 	})
 	if found {
@@ -356,7 +362,7 @@ func (s *subscription) dispatch() {
 			continue
 		}
 		entries, err := s.cur.ReadEntries(s.batch)
-		if err != nil && !errors.Is(err, mledger.ErrNoEntries) {
+		if err != nil && !errors.Is(err, errNoEntries) {
 			s.log.Warn("dispatch read failed", "topic", s.topic, "sub", s.name, "err", err)
 			return
 		}
@@ -416,7 +422,7 @@ func (s *subscription) addDelayed(pe *pendingEntry, at int64) {
 // delayedAt remembers when a delayed entry becomes deliverable.
 func (s *subscription) delayedAt(pe *pendingEntry, at int64) {
 	if s.delayDue == nil {
-		s.delayDue = make(map[mledger.Position]int64)
+		s.delayDue = make(map[position]int64)
 	}
 	s.delayDue[pe.pos] = at
 }

@@ -3,8 +3,6 @@ package broker
 import (
 	"slices"
 	"testing"
-
-	"github.com/magnetar-mq/magnetar/mledger"
 )
 
 func addC(t *testing.T, s *subscription, c *consumer, typ SubType) {
@@ -122,12 +120,12 @@ func TestSubscriptionNackShared(t *testing.T) {
 	addC(t, s, a, SubShared)
 	flow(s, a, 10)
 	sink.take()
-	s.call(func() { s.redeliverLocked(a, []mledger.Position{pos(1)}) })
+	s.call(func() { s.redeliverLocked(a, []position{pos(1)}) })
 	got := sink.take()
 	if len(got) != 1 || got[0].pos != pos(1) || got[0].redelivered != 1 {
 		t.Fatalf("nack redelivery = %+v, want entry 1 with count 1", got)
 	}
-	s.call(func() { s.redeliverLocked(a, []mledger.Position{pos(1)}) })
+	s.call(func() { s.redeliverLocked(a, []position{pos(1)}) })
 	if got := sink.take(); len(got) != 1 || got[0].redelivered != 2 {
 		t.Fatalf("second nack = %+v, want count 2", got)
 	}
@@ -145,7 +143,7 @@ func TestSubscriptionExclusiveRedeliverAllInOrder(t *testing.T) {
 	flow(s, a, 2)
 	sink.take()
 	s.call(func() { s.ackLocked(a, false, []ackID{{pos: pos(0)}}) })
-	s.call(func() { s.redeliverLocked(a, []mledger.Position{pos(1)}) })
+	s.call(func() { s.redeliverLocked(a, []position{pos(1)}) })
 	flow(s, a, 10)
 	if got := positions(sink.take()); !slices.Equal(got, []int64{1, 2, 3}) {
 		t.Fatalf("after redeliver-all sent %v, want [1 2 3]", got)
@@ -167,6 +165,7 @@ func TestSubscriptionFailoverActiveChange(t *testing.T) {
 	}
 	a := newConsumer(1, "a", sink)
 	addC(t, s, a, SubFailover) // "a" sorts first: becomes active
+	s.call(func() { s.notifyActiveLocked(a) })
 	sink.mu.Lock()
 	act := map[uint64]bool{1: sink.active[1], 2: sink.active[2]}
 	sink.mu.Unlock()
@@ -232,7 +231,7 @@ func TestSubscriptionBatchIndexAckSet(t *testing.T) {
 	// Ack indexes 0 and 2 (clear bits), then nack: redelivery carries
 	// the remaining set {1,3}.
 	s.call(func() { s.ackLocked(a, false, []ackID{{pos: pos(0), ackSet: []int64{0b1010}, batchSize: 4}}) })
-	s.call(func() { s.redeliverLocked(a, []mledger.Position{pos(0)}) })
+	s.call(func() { s.redeliverLocked(a, []position{pos(0)}) })
 	got := sink.take()
 	if len(got) != 1 || !slices.Equal(got[0].ackSet, []int64{0b1010}) {
 		t.Fatalf("redelivery = %+v, want ack_set [0b1010]", got)

@@ -1,0 +1,440 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/magnetar-mq/magnetar/metadata"
+)
+
+// Broker serves the Pulsar binary protocol and the admin HTTP API over a
+// set of topics. Create it with New, then Start; Close stops it.
+//
+// All methods are safe for concurrent use.
+type Broker struct {
+	cfg     Config
+	deps    Deps
+	log     *slog.Logger
+	reg     registry
+	schemas *schemaRegistry
+
+	mu struct {
+		sync.Mutex
+		topics  map[string]*topicLoad
+		conns   map[*conn]struct{}
+		started bool
+		closed  bool
+	}
+
+	ln          net.Listener
+	httpLn      net.Listener
+	httpSrv     *http.Server
+	admin       *Router
+	serviceAddr atomic.Pointer[string]
+	httpAddr    atomic.Pointer[string]
+
+	producerSeq atomic.Uint64
+	wg          sync.WaitGroup
+	done        chan struct{}
+}
+
+// topicLoad is a topic being (or having been) loaded; done closes when t
+// or err is set.
+type topicLoad struct {
+	done chan struct{}
+	t    *topic
+	err  error
+}
+
+// New validates cfg and returns an unstarted broker.
+func New(cfg Config, deps Deps) (*Broker, error) {
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Metadata == nil {
+		return nil, fmt.Errorf("%w: Deps.Metadata is nil", ErrBadConfig)
+	}
+	if deps.OpenLedger == nil {
+		return nil, fmt.Errorf("%w: Deps.OpenLedger is nil", ErrBadConfig)
+	}
+	b := &Broker{cfg: cfg, deps: deps, log: cfg.Logger, done: make(chan struct{})}
+	b.reg = registry{store: deps.Metadata, cluster: cfg.ClusterName}
+	b.schemas = &schemaRegistry{store: deps.Metadata}
+	b.schemas.mu.cache = make(map[string][]schemaEntry)
+	b.mu.topics = make(map[string]*topicLoad)
+	b.mu.conns = make(map[*conn]struct{})
+	b.admin = newRouter()
+	b.registerAdmin(b.admin)
+	return b, nil
+}
+
+// Start bootstraps the metadata (cluster, public/default) and starts
+// listening on cfg.ServiceAddr and cfg.HTTPAddr. It returns once both
+// listeners are bound; see ServiceAddr and HTTPAddr for the actual
+// addresses.
+func (b *Broker) Start(ctx context.Context) error {
+	b.mu.Lock()
+	if b.mu.started || b.mu.closed {
+		b.mu.Unlock()
+		return fmt.Errorf("%w: already started", ErrClosed)
+	}
+	b.mu.started = true
+	b.mu.Unlock()
+	if err := b.reg.bootstrap(ctx); err != nil {
+		return err
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", b.cfg.ServiceAddr)
+	if err != nil {
+		return fmt.Errorf("broker: listen %s: %w", b.cfg.ServiceAddr, err)
+	}
+	b.ln = ln
+	sa := ln.Addr().String()
+	b.serviceAddr.Store(&sa)
+	if b.cfg.HTTPAddr != "-" {
+		hl, err := lc.Listen(ctx, "tcp", b.cfg.HTTPAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("broker: listen %s: %w", b.cfg.HTTPAddr, err)
+		}
+		b.httpLn = hl
+		ha := hl.Addr().String()
+		b.httpAddr.Store(&ha)
+		b.httpSrv = &http.Server{Handler: b.admin, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelDebug)}
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			if err := b.httpSrv.Serve(hl); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				b.log.Error("http server", "err", err)
+			}
+		}()
+	}
+	b.wg.Add(1)
+	go b.acceptLoop()
+	b.log.Info("broker started", "service", sa, "http", b.HTTPAddr())
+	return nil
+}
+
+// ServiceAddr returns the bound binary-protocol address ("" before Start).
+func (b *Broker) ServiceAddr() string {
+	if p := b.serviceAddr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// HTTPAddr returns the bound HTTP address ("" before Start or when
+// disabled).
+func (b *Broker) HTTPAddr() string {
+	if p := b.httpAddr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Router returns the admin HTTP router, so other packages' endpoints can
+// be registered before Start.
+func (b *Broker) Router() *Router { return b.admin }
+
+// serviceURL is the broker URL handed out by lookups.
+func (b *Broker) serviceURL() string {
+	_, port, _ := net.SplitHostPort(b.ServiceAddr())
+	return "pulsar://" + net.JoinHostPort(b.cfg.AdvertisedHost, port)
+}
+
+func (b *Broker) webURL() string {
+	_, port, _ := net.SplitHostPort(b.HTTPAddr())
+	return "http://" + net.JoinHostPort(b.cfg.AdvertisedHost, port)
+}
+
+func (b *Broker) acceptLoop() {
+	defer b.wg.Done()
+	for {
+		nc, err := b.ln.Accept()
+		if err != nil {
+			select {
+			case <-b.done:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			b.log.Warn("accept", "err", err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		c := newConn(b, nc)
+		b.mu.Lock()
+		if b.mu.closed {
+			b.mu.Unlock()
+			nc.Close()
+			return
+		}
+		b.mu.conns[c] = struct{}{}
+		b.wg.Add(1)
+		b.mu.Unlock()
+		go func() {
+			defer b.wg.Done()
+			c.serve()
+			b.mu.Lock()
+			delete(b.mu.conns, c)
+			b.mu.Unlock()
+		}()
+	}
+}
+
+// Close stops accepting connections, closes every connection (their
+// producers and consumers are cleaned up), closes the topics and their
+// managed ledgers (pending adds complete first) and waits for every
+// goroutine.
+func (b *Broker) Close() error {
+	b.mu.Lock()
+	if b.mu.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.mu.closed = true
+	close(b.done)
+	conns := make([]*conn, 0, len(b.mu.conns))
+	for c := range b.mu.conns {
+		conns = append(conns, c)
+	}
+	b.mu.Unlock()
+	if b.ln != nil {
+		b.ln.Close()
+	}
+	if b.httpSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = b.httpSrv.Shutdown(ctx)
+		cancel()
+	}
+	for _, c := range conns {
+		c.shutdown()
+	}
+	b.wg.Wait()
+	b.mu.Lock()
+	loads := make([]*topicLoad, 0, len(b.mu.topics))
+	for _, l := range b.mu.topics {
+		loads = append(loads, l)
+	}
+	b.mu.topics = map[string]*topicLoad{}
+	b.mu.Unlock()
+	var firstErr error
+	for _, l := range loads {
+		<-l.done
+		if l.t == nil {
+			continue
+		}
+		l.t.closeAll(false)
+		if l.t.ml != nil {
+			if err := l.t.ml.Close(); err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	b.log.Info("broker closed")
+	return firstErr
+}
+
+// topicsPath holds one node per created persistent topic:
+// /admin/topics/<tenant>/<ns>/<domain>/<local>.
+const topicsPath = "/admin/topics"
+
+func topicKey(tn topicName) string {
+	return topicsPath + "/" + tn.Tenant + "/" + tn.Namespace + "/" + tn.Domain + "/" + escapeLocal(tn.Local)
+}
+
+// getTopic returns the loaded topic tn, loading it (and creating it when
+// create is set and auto-creation allows) if needed.
+func (b *Broker) getTopic(ctx context.Context, tn topicName, create bool) (*topic, error) {
+	full := tn.String()
+	for {
+		b.mu.Lock()
+		if b.mu.closed {
+			b.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if l := b.mu.topics[full]; l != nil {
+			b.mu.Unlock()
+			select {
+			case <-l.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if l.err != nil {
+				return nil, l.err
+			}
+			if l.t.isClosed() {
+				// Unloaded meanwhile; load again.
+				b.mu.Lock()
+				if b.mu.topics[full] == l {
+					delete(b.mu.topics, full)
+				}
+				b.mu.Unlock()
+				continue
+			}
+			return l.t, nil
+		}
+		l := &topicLoad{done: make(chan struct{})}
+		b.mu.topics[full] = l
+		b.mu.Unlock()
+		l.t, l.err = b.loadTopic(ctx, tn, create)
+		if l.err != nil {
+			b.mu.Lock()
+			delete(b.mu.topics, full)
+			b.mu.Unlock()
+		}
+		close(l.done)
+		return l.t, l.err
+	}
+}
+
+// lookupTopic returns the topic if it is loaded, without loading it.
+func (b *Broker) lookupTopic(full string) *topic {
+	b.mu.Lock()
+	l := b.mu.topics[full]
+	b.mu.Unlock()
+	if l == nil {
+		return nil
+	}
+	select {
+	case <-l.done:
+		return l.t
+	default:
+		return nil
+	}
+}
+
+func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*topic, error) {
+	ok, err := b.reg.namespaceExists(ctx, tn.NamespaceName())
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: namespace %s", ErrNamespaceNotFound, tn.NamespaceName())
+	}
+	if !tn.IsPersistent() {
+		return newTopic(b, tn, nil), nil
+	}
+	exists, err := b.deps.Metadata.Exists(ctx, topicKey(tn))
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		if !create || b.cfg.DisableAutoTopicCreation {
+			return nil, fmt.Errorf("%w: %s", ErrTopicNotFound, tn)
+		}
+		if _, err := b.deps.Metadata.Put(ctx, topicKey(tn), nil, metadata.NotExists); err != nil && !errors.Is(err, metadata.ErrExists) {
+			return nil, err
+		}
+	}
+	ml, err := b.deps.OpenLedger(ctx, tn.String())
+	if err != nil {
+		return nil, fmt.Errorf("broker: open managed ledger %s: %w", tn, err)
+	}
+	t := newTopic(b, tn, ml)
+	for _, name := range ml.CursorNames() {
+		if err := t.loadSubscription(name); err != nil {
+			t.closeAll(false)
+			ml.Close()
+			return nil, fmt.Errorf("broker: load cursor %s of %s: %w", name, tn, err)
+		}
+	}
+	b.log.Debug("topic loaded", "topic", tn.String())
+	return t, nil
+}
+
+// unloadTopic closes a loaded topic: every producer and consumer gets
+// CLOSE_* and reconnects, which loads it again.
+func (b *Broker) unloadTopic(full string) bool {
+	b.mu.Lock()
+	l := b.mu.topics[full]
+	if l != nil {
+		select {
+		case <-l.done:
+			delete(b.mu.topics, full)
+		default:
+			l = nil
+		}
+	}
+	b.mu.Unlock()
+	if l == nil || l.t == nil {
+		return false
+	}
+	l.t.closeAll(true)
+	if l.t.ml != nil {
+		if err := l.t.ml.Close(); err != nil {
+			b.log.Warn("close managed ledger", "topic", full, "err", err)
+		}
+	}
+	return true
+}
+
+// topicsOfNamespace lists the topics of ns ("tenant/ns") in the given
+// domains: created persistent topics, loaded non-persistent ones and
+// every partition of partitioned topics.
+func (b *Broker) topicsOfNamespace(ctx context.Context, ns string, persistent, nonPersistent bool) ([]string, error) {
+	var out []string
+	add := func(domain string) error {
+		cs, err := b.reg.children(ctx, topicsPath+"/"+ns+"/"+domain)
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			out = append(out, domain+"://"+ns+"/"+unescapeLocal(c))
+		}
+		parts, err := b.reg.partitionedTopics(ctx, ns, domain)
+		if err != nil {
+			return err
+		}
+		for _, p := range parts {
+			tn, err := parseTopicName(p)
+			if err != nil {
+				continue
+			}
+			n, err := b.reg.partitions(ctx, tn)
+			if err != nil {
+				return err
+			}
+			for i := 0; i < n; i++ {
+				out = append(out, tn.Partition(i).String())
+			}
+		}
+		return nil
+	}
+	if persistent {
+		if err := add("persistent"); err != nil {
+			return nil, err
+		}
+	}
+	if nonPersistent {
+		if err := add("non-persistent"); err != nil {
+			return nil, err
+		}
+		prefix := "non-persistent://" + ns + "/"
+		b.mu.Lock()
+		for full := range b.mu.topics {
+			if strings.HasPrefix(full, prefix) {
+				out = append(out, full)
+			}
+		}
+		b.mu.Unlock()
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}

@@ -1,0 +1,245 @@
+package broker
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
+)
+
+// conn is one client connection. Its reader goroutine (serve) decodes
+// frames and runs the handlers in order; a writer goroutine drains the
+// outbound queue. Broker-side events (dispatch, receipts, closes) append
+// frames to the queue from any goroutine.
+type conn struct {
+	b      *Broker
+	nc     net.Conn
+	q      *outQueue
+	log    *slog.Logger
+	remote string // "/ip:port" as Pulsar prints it
+
+	// Set by CONNECT on the reader goroutine, read by others after.
+	clientVersion atomic.Pointer[string]
+	connected     bool // reader goroutine only
+
+	lastRead atomic.Int64 // unix nanos of the last byte read
+
+	mu struct {
+		sync.Mutex
+		producers map[uint64]*producer
+		consumers map[uint64]*connConsumer
+		closed    bool
+	}
+
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+}
+
+// connConsumer ties a consumer id on this connection to its subscription.
+type connConsumer struct {
+	c     *consumer
+	sub   *subscription
+	topic *topic
+}
+
+func newConn(b *Broker, nc net.Conn) *conn {
+	c := &conn{
+		b:      b,
+		nc:     nc,
+		q:      newOutQueue(b.cfg.MaxOutboundBytes),
+		remote: "/" + nc.RemoteAddr().String(),
+	}
+	c.log = b.log.With("remote", nc.RemoteAddr().String())
+	c.mu.producers = make(map[uint64]*producer)
+	c.mu.consumers = make(map[uint64]*connConsumer)
+	empty := ""
+	c.clientVersion.Store(&empty)
+	c.lastRead.Store(time.Now().UnixNano())
+	return c
+}
+
+// serve runs the connection until it fails or the broker closes it, then
+// cleans up every producer and consumer of the connection.
+func (c *conn) serve() {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		if err := c.q.run(c.nc); err != nil {
+			if errors.Is(err, ErrSlowConsumer) {
+				c.log.Warn("closing connection: outbound queue overflow")
+			}
+			c.nc.Close() // unblocks the reader
+		}
+	}()
+	err := c.readLoop()
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		c.log.Debug("connection closed", "err", err)
+	}
+	c.cleanup()
+	c.q.close()
+	c.wg.Wait()
+	c.nc.Close()
+}
+
+// shutdown closes the socket; serve then cleans up.
+func (c *conn) shutdown() {
+	c.closeOnce.Do(func() {
+		c.q.close()
+		c.nc.Close()
+	})
+}
+
+// keepAliveReader reads from the socket; on read-deadline expiry it pings
+// the peer, and gives up after IdleTimeout without input.
+type keepAliveReader struct{ c *conn }
+
+func (r keepAliveReader) Read(p []byte) (int, error) {
+	c := r.c
+	for {
+		_ = c.nc.SetReadDeadline(time.Now().Add(c.b.cfg.KeepAliveInterval))
+		n, err := c.nc.Read(p)
+		if n > 0 {
+			c.lastRead.Store(time.Now().UnixNano())
+			return n, nil
+		}
+		var ne net.Error
+		if err != nil && errors.As(err, &ne) && ne.Timeout() {
+			idle := time.Since(time.Unix(0, c.lastRead.Load()))
+			if idle >= c.b.cfg.IdleTimeout {
+				return 0, errIdle
+			}
+			c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_PING.Enum(), Ping: &pb.CommandPing{}})
+			continue
+		}
+		return n, err
+	}
+}
+
+var errIdle = errors.New("broker: connection idle timeout")
+
+func (c *conn) readLoop() error {
+	br := bufio.NewReaderSize(keepAliveReader{c}, 64<<10)
+	fr := pulsarproto.NewFrameReader(br, c.b.cfg.MaxMessageSize+pulsarproto.FramePadding)
+	for {
+		f, err := fr.Next()
+		if err != nil {
+			return err
+		}
+		if err := c.handle(f); err != nil {
+			return err
+		}
+	}
+}
+
+// sendSimple queues a payload-less command. A command missing a required
+// field is a broker bug: it is logged and not sent.
+func (c *conn) sendSimple(cmd *pb.BaseCommand) {
+	ok := c.q.push(func(dst []byte) []byte {
+		out, err := pulsarproto.AppendCommand(dst, cmd)
+		if err != nil {
+			c.log.Error("BUG: unencodable command", "type", cmd.GetType().String(), "err", err)
+			return dst
+		}
+		return out
+	})
+	if !ok {
+		c.shutdown()
+	}
+}
+
+// cleanup detaches every producer and consumer of a closed connection:
+// producer names and exclusive slots are freed, unacked entries go back
+// for redelivery.
+func (c *conn) cleanup() {
+	c.mu.Lock()
+	c.mu.closed = true
+	prods := c.mu.producers
+	cons := c.mu.consumers
+	c.mu.producers = map[uint64]*producer{}
+	c.mu.consumers = map[uint64]*connConsumer{}
+	c.mu.Unlock()
+	for _, p := range prods {
+		p.topic.removeProducer(p)
+	}
+	for _, cc := range cons {
+		cc.topic.removeConsumer(cc.sub, cc.c)
+	}
+}
+
+// --- producerSink and consumerSink ---
+
+func (c *conn) sendReceipt(producerID, seq, highest uint64, pos position) {
+	r := pulsarproto.SendReceipt{
+		ProducerID: producerID, SequenceID: seq, HighestSequenceID: highest,
+		LedgerID: uint64(pos.LedgerID), EntryID: uint64(pos.EntryID),
+	}
+	buf, ok := c.q.begin()
+	if !ok {
+		return
+	}
+	if !c.q.end(pulsarproto.AppendSendReceipt(buf, &r)) {
+		c.shutdown()
+	}
+}
+
+func (c *conn) sendSendError(producerID, seq uint64, code int32, msg string) {
+	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_SEND_ERROR.Enum(), SendError: &pb.CommandSendError{
+		ProducerId: &producerID, SequenceId: &seq, Error: pb.ServerError(code).Enum(), Message: &msg,
+	}})
+}
+
+func (c *conn) producerReady(p *producer) {
+	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER_SUCCESS.Enum(), ProducerSuccess: &pb.CommandProducerSuccess{
+		RequestId:      &p.requestID,
+		ProducerName:   &p.name,
+		LastSequenceId: ptr(p.topic.lastSequence(p.name)),
+		ProducerReady:  ptr(true),
+	}})
+}
+
+func (c *conn) closeProducer(producerID uint64) {
+	c.mu.Lock()
+	delete(c.mu.producers, producerID)
+	c.mu.Unlock()
+	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_CLOSE_PRODUCER.Enum(), CloseProducer: &pb.CommandCloseProducer{
+		ProducerId: &producerID, RequestId: ptr(uint64(0)),
+	}})
+}
+
+func (c *conn) sendMessage(consumerID uint64, pos position, redeliveries uint32, ackSet []int64, data []byte) {
+	h := pulsarproto.MessageHeader{
+		ConsumerID: consumerID, LedgerID: uint64(pos.LedgerID), EntryID: uint64(pos.EntryID),
+		Partition: -1, RedeliveryCount: redeliveries, AckSet: ackSet,
+	}
+	buf, ok := c.q.begin()
+	if !ok {
+		return
+	}
+	if !c.q.end(pulsarproto.AppendMessage(buf, &h, data)) {
+		c.shutdown()
+	}
+}
+
+func (c *conn) sendActiveChange(consumerID uint64, active bool) {
+	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_ACTIVE_CONSUMER_CHANGE.Enum(), ActiveConsumerChange: &pb.CommandActiveConsumerChange{
+		ConsumerId: &consumerID, IsActive: &active,
+	}})
+}
+
+func (c *conn) closeConsumer(consumerID uint64) {
+	c.mu.Lock()
+	delete(c.mu.consumers, consumerID)
+	c.mu.Unlock()
+	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_CLOSE_CONSUMER.Enum(), CloseConsumer: &pb.CommandCloseConsumer{
+		ConsumerId: &consumerID, RequestId: ptr(uint64(0)),
+	}})
+}
+
+func ptr[T any](v T) *T { return &v }

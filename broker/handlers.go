@@ -1,0 +1,506 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
+)
+
+// ServerError codes (pb.ServerError values) the broker reports.
+const (
+	codeUnknownError         = int32(pb.ServerError_UnknownError)
+	codeMetadataError        = int32(pb.ServerError_MetadataError)
+	codePersistenceError     = int32(pb.ServerError_PersistenceError)
+	codeConsumerBusy         = int32(pb.ServerError_ConsumerBusy)
+	codeServiceNotReady      = int32(pb.ServerError_ServiceNotReady)
+	codeChecksumError        = int32(pb.ServerError_ChecksumError)
+	codeTopicNotFound        = int32(pb.ServerError_TopicNotFound)
+	codeSubscriptionNotFound = int32(pb.ServerError_SubscriptionNotFound)
+	codeConsumerNotFound     = int32(pb.ServerError_ConsumerNotFound)
+	codeTopicTerminated      = int32(pb.ServerError_TopicTerminatedError)
+	codeProducerBusy         = int32(pb.ServerError_ProducerBusy)
+	codeInvalidTopicName     = int32(pb.ServerError_InvalidTopicName)
+	codeNotAllowed           = int32(pb.ServerError_NotAllowedError)
+	codeProducerFenced       = int32(pb.ServerError_ProducerFenced)
+)
+
+// ourProtocolVersion is the protocol version the broker speaks.
+const ourProtocolVersion = 20
+
+// serverVersion is reported in CONNECTED.
+const serverVersion = "Magnetar"
+
+// requestTimeout bounds the storage and metadata work of one request.
+const requestTimeout = 30 * time.Second
+
+// handle runs one frame. A non-nil error closes the connection.
+func (c *conn) handle(f pulsarproto.Frame) error {
+	cmd := f.Cmd
+	if !c.connected {
+		if f.Type != pb.BaseCommand_CONNECT || cmd.Connect == nil {
+			return fmt.Errorf("%w: %s before CONNECT", ErrProtocol, f.Type)
+		}
+		return c.handleConnect(cmd.Connect)
+	}
+	switch f.Type {
+	case pb.BaseCommand_SEND:
+		if cmd.Send == nil {
+			return fmt.Errorf("%w: SEND without body", ErrProtocol)
+		}
+		return c.handleSend(cmd.Send, f.Payload)
+	case pb.BaseCommand_FLOW:
+		if cmd.Flow != nil {
+			c.handleFlow(cmd.Flow)
+		}
+	case pb.BaseCommand_ACK:
+		if cmd.Ack != nil {
+			c.handleAck(cmd.Ack)
+		}
+	case pb.BaseCommand_PING:
+		c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_PONG.Enum(), Pong: &pb.CommandPong{}})
+	case pb.BaseCommand_PONG:
+	case pb.BaseCommand_LOOKUP:
+		if cmd.LookupTopic != nil {
+			c.handleLookup(cmd.LookupTopic)
+		}
+	case pb.BaseCommand_PARTITIONED_METADATA:
+		if cmd.PartitionMetadata != nil {
+			c.handlePartitionedMetadata(cmd.PartitionMetadata)
+		}
+	case pb.BaseCommand_PRODUCER:
+		if cmd.Producer != nil {
+			c.handleProducer(cmd.Producer)
+		}
+	case pb.BaseCommand_SUBSCRIBE:
+		if cmd.Subscribe != nil {
+			c.handleSubscribe(cmd.Subscribe)
+		}
+	case pb.BaseCommand_REDELIVER_UNACKNOWLEDGED_MESSAGES:
+		if cmd.RedeliverUnacknowledgedMessages != nil {
+			c.handleRedeliver(cmd.RedeliverUnacknowledgedMessages)
+		}
+	case pb.BaseCommand_SEEK:
+		if cmd.Seek != nil {
+			c.handleSeek(cmd.Seek)
+		}
+	case pb.BaseCommand_GET_LAST_MESSAGE_ID:
+		if cmd.GetLastMessageId != nil {
+			c.handleGetLastMessageID(cmd.GetLastMessageId)
+		}
+	case pb.BaseCommand_UNSUBSCRIBE:
+		if cmd.Unsubscribe != nil {
+			c.handleUnsubscribe(cmd.Unsubscribe)
+		}
+	case pb.BaseCommand_CLOSE_PRODUCER:
+		if cmd.CloseProducer != nil {
+			c.handleCloseProducer(cmd.CloseProducer)
+		}
+	case pb.BaseCommand_CLOSE_CONSUMER:
+		if cmd.CloseConsumer != nil {
+			c.handleCloseConsumer(cmd.CloseConsumer)
+		}
+	case pb.BaseCommand_GET_TOPICS_OF_NAMESPACE:
+		if cmd.GetTopicsOfNamespace != nil {
+			c.handleGetTopicsOfNamespace(cmd.GetTopicsOfNamespace)
+		}
+	case pb.BaseCommand_GET_SCHEMA:
+		if cmd.GetSchema != nil {
+			c.handleGetSchema(cmd.GetSchema)
+		}
+	case pb.BaseCommand_GET_OR_CREATE_SCHEMA:
+		if cmd.GetOrCreateSchema != nil {
+			c.handleGetOrCreateSchema(cmd.GetOrCreateSchema)
+		}
+	case pb.BaseCommand_AUTH_RESPONSE:
+		// No authentication challenges are issued; ignore.
+	case pb.BaseCommand_CONNECT:
+		return fmt.Errorf("%w: second CONNECT", ErrProtocol)
+	default:
+		return fmt.Errorf("%w: unexpected command %s", ErrProtocol, f.Type)
+	}
+	return nil
+}
+
+func (c *conn) sendError(requestID uint64, code int32, msg string) {
+	if msg == "" {
+		msg = pb.ServerError(code).String()
+	}
+	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_ERROR.Enum(), Error: &pb.CommandError{
+		RequestId: &requestID, Error: pb.ServerError(code).Enum(), Message: &msg,
+	}})
+}
+
+func (c *conn) sendSuccess(requestID uint64) {
+	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_SUCCESS.Enum(), Success: &pb.CommandSuccess{RequestId: &requestID}})
+}
+
+func (c *conn) handleConnect(m *pb.CommandConnect) error {
+	v := m.GetClientVersion()
+	c.clientVersion.Store(&v)
+	c.connected = true
+	pv := min(m.GetProtocolVersion(), ourProtocolVersion)
+	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_CONNECTED.Enum(), Connected: &pb.CommandConnected{
+		ServerVersion:   ptr(serverVersion),
+		ProtocolVersion: &pv,
+		MaxMessageSize:  ptr(int32(c.b.cfg.MaxMessageSize)),
+		FeatureFlags:    &pb.FeatureFlags{},
+	}})
+	return nil
+}
+
+func (c *conn) handleSend(m *pb.CommandSend, payload []byte) error {
+	pid := m.GetProducerId()
+	c.mu.Lock()
+	p := c.mu.producers[pid]
+	c.mu.Unlock()
+	seq := m.GetSequenceId()
+	if p == nil || !p.ready.Load() {
+		// A send racing a close of its producer: the client fails it
+		// through its send timeout. Pulsar answers nothing either.
+		return nil
+	}
+	if _, err := pulsarproto.VerifyEntry(payload); err != nil {
+		if errors.Is(err, pulsarproto.ErrChecksum) {
+			c.sendSendError(pid, seq, codeChecksumError, "Checksum failed on the broker")
+			return nil
+		}
+		return fmt.Errorf("%w: SEND payload: %w", ErrProtocol, err)
+	}
+	n := int(m.GetNumMessages())
+	if n < 1 {
+		n = 1
+	}
+	data := make([]byte, len(payload))
+	copy(data, payload)
+	p.topic.publish(p, seq, m.GetHighestSequenceId(), n, data)
+	return nil
+}
+
+func (c *conn) consumer(id uint64) *connConsumer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.consumers[id]
+}
+
+func (c *conn) handleFlow(m *pb.CommandFlow) {
+	cc := c.consumer(m.GetConsumerId())
+	if cc == nil {
+		return
+	}
+	n := int(m.GetMessagePermits())
+	cc.sub.do(func() { cc.sub.flowLocked(cc.c, n) })
+}
+
+func (c *conn) handleAck(m *pb.CommandAck) {
+	cc := c.consumer(m.GetConsumerId())
+	if cc == nil {
+		if m.RequestId != nil {
+			c.sendAckResponse(m.GetConsumerId(), m.GetRequestId(), codeConsumerNotFound, "Consumer not found")
+		}
+		return
+	}
+	ids := make([]ackID, 0, len(m.MessageId))
+	for _, id := range m.MessageId {
+		a := ackID{pos: position{int64(id.GetLedgerId()), int64(id.GetEntryId())}, batchSize: int(id.GetBatchSize())}
+		if len(id.AckSet) > 0 {
+			a.ackSet = id.AckSet
+		}
+		ids = append(ids, a)
+	}
+	cumulative := m.GetAckType() == pb.CommandAck_Cumulative
+	reqID, withResp := m.GetRequestId(), m.RequestId != nil
+	consumerID := m.GetConsumerId()
+	ok := cc.sub.do(func() {
+		cc.sub.ackLocked(cc.c, cumulative, ids)
+		if withResp {
+			c.sendAckResponse(consumerID, reqID, 0, "")
+		}
+	})
+	if !ok && withResp {
+		c.sendAckResponse(consumerID, reqID, codeConsumerNotFound, "Consumer is closed")
+	}
+}
+
+func (c *conn) sendAckResponse(consumerID, requestID uint64, code int32, msg string) {
+	r := &pb.CommandAckResponse{ConsumerId: &consumerID, RequestId: &requestID}
+	if msg != "" {
+		r.Error = pb.ServerError(code).Enum()
+		r.Message = &msg
+	}
+	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_ACK_RESPONSE.Enum(), AckResponse: r})
+}
+
+func (c *conn) handleLookup(m *pb.CommandLookupTopic) {
+	rid := m.GetRequestId()
+	resp := &pb.CommandLookupTopicResponse{RequestId: &rid}
+	tn, err := parseTopicName(m.GetTopic())
+	if err != nil {
+		resp.Response = pb.CommandLookupTopicResponse_Failed.Enum()
+		resp.Error = pb.ServerError_InvalidTopicName.Enum()
+		resp.Message = ptr(err.Error())
+	} else if ok, err := c.b.reg.namespaceExists(context.Background(), tn.NamespaceName()); err != nil || !ok {
+		resp.Response = pb.CommandLookupTopicResponse_Failed.Enum()
+		resp.Error = pb.ServerError_TopicNotFound.Enum()
+		resp.Message = ptr("Namespace does not exist: " + tn.NamespaceName())
+	} else {
+		resp.Response = pb.CommandLookupTopicResponse_Connect.Enum()
+		resp.BrokerServiceUrl = ptr(c.b.serviceURL())
+		resp.Authoritative = ptr(true)
+		resp.ProxyThroughServiceUrl = ptr(false)
+	}
+	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: resp})
+}
+
+func (c *conn) handlePartitionedMetadata(m *pb.CommandPartitionedTopicMetadata) {
+	rid := m.GetRequestId()
+	resp := &pb.CommandPartitionedTopicMetadataResponse{RequestId: &rid}
+	fail := func(code pb.ServerError, msg string) {
+		resp.Response = pb.CommandPartitionedTopicMetadataResponse_Failed.Enum()
+		resp.Error = code.Enum()
+		resp.Message = &msg
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	tn, err := parseTopicName(m.GetTopic())
+	switch {
+	case err != nil:
+		fail(pb.ServerError_InvalidTopicName, err.Error())
+	default:
+		ok, err := c.b.reg.namespaceExists(ctx, tn.NamespaceName())
+		if err != nil {
+			fail(pb.ServerError_MetadataError, err.Error())
+			break
+		}
+		if !ok {
+			fail(pb.ServerError_TopicNotFound, "Namespace does not exist: "+tn.NamespaceName())
+			break
+		}
+		n := 0
+		if !tn.IsPartition() {
+			n, err = c.b.reg.partitions(ctx, tn)
+			if err != nil {
+				fail(pb.ServerError_MetadataError, err.Error())
+				break
+			}
+		}
+		resp.Partitions = ptr(uint32(n))
+		resp.Response = pb.CommandPartitionedTopicMetadataResponse_Success.Enum()
+	}
+	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_PARTITIONED_METADATA_RESPONSE.Enum(), PartitionMetadataResponse: resp})
+}
+
+func kvMap(kvs []*pb.KeyValue) map[string]string {
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		m[kv.GetKey()] = kv.GetValue()
+	}
+	return m
+}
+
+// topicError maps a getTopic error to a ServerError.
+func topicError(err error) (int32, string) {
+	switch {
+	case errors.Is(err, ErrTopicNotFound), errors.Is(err, ErrNamespaceNotFound):
+		return codeTopicNotFound, err.Error()
+	case errors.Is(err, ErrInvalidTopicName):
+		return codeInvalidTopicName, err.Error()
+	case errors.Is(err, ErrClosed):
+		return codeServiceNotReady, err.Error()
+	}
+	return codeServiceNotReady, err.Error()
+}
+
+func (c *conn) handleProducer(m *pb.CommandProducer) {
+	rid := m.GetRequestId()
+	pid := m.GetProducerId()
+	tn, err := parseTopicName(m.GetTopic())
+	if err != nil {
+		c.sendError(rid, codeInvalidTopicName, err.Error())
+		return
+	}
+	c.mu.Lock()
+	existing := c.mu.producers[pid]
+	c.mu.Unlock()
+	if existing != nil {
+		if existing.topic.full == tn.String() {
+			// A retried PRODUCER for a producer we already hold.
+			c.producerSuccess(existing, rid, existing.ready.Load())
+			return
+		}
+		c.sendError(rid, codeProducerBusy, "producer id already in use on this connection")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	t, err := c.b.getTopic(ctx, tn, true)
+	if err != nil {
+		code, msg := topicError(err)
+		c.sendError(rid, code, msg)
+		return
+	}
+	name := m.GetProducerName()
+	if name == "" {
+		name = c.b.cfg.ClusterName + "-0-" + strconv.FormatUint(c.b.producerSeq.Add(1)-1, 10)
+	}
+	p := &producer{
+		id: pid, name: name, requestID: rid, accessMode: int32(m.GetProducerAccessMode()), epoch: m.GetEpoch(),
+		sink: c, topic: t, metadata: kvMap(m.Metadata), address: c.remote,
+		clientVersion: *c.clientVersion.Load(), connectedSince: time.Now(),
+	}
+	var schemaVersion []byte
+	if m.Schema != nil {
+		schemaVersion, err = t.getOrCreateSchema(ctx, m.Schema)
+		if err != nil {
+			c.sendError(rid, codeMetadataError, err.Error())
+			return
+		}
+	}
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.mu.producers[pid] = p
+	c.mu.Unlock()
+	wait, err := t.addProducer(p)
+	if err != nil {
+		c.mu.Lock()
+		delete(c.mu.producers, pid)
+		c.mu.Unlock()
+		var pe *errProducer
+		if errors.As(err, &pe) {
+			c.sendError(rid, pe.code, pe.msg)
+		} else {
+			c.sendError(rid, codeUnknownError, err.Error())
+		}
+		return
+	}
+	if sub := m.GetInitialSubscriptionName(); sub != "" && t.persistent() {
+		if err := t.ensureSubscription(sub); err != nil {
+			c.log.Warn("initial subscription", "topic", t.full, "sub", sub, "err", err)
+		}
+	}
+	c.producerSuccessWithSchema(p, rid, !wait, schemaVersion)
+}
+
+func (c *conn) producerSuccess(p *producer, rid uint64, ready bool) {
+	c.producerSuccessWithSchema(p, rid, ready, nil)
+}
+
+func (c *conn) producerSuccessWithSchema(p *producer, rid uint64, ready bool, schemaVersion []byte) {
+	ps := &pb.CommandProducerSuccess{
+		RequestId:      &rid,
+		ProducerName:   &p.name,
+		LastSequenceId: ptr(p.topic.lastSequence(p.name)),
+		ProducerReady:  &ready,
+	}
+	if schemaVersion != nil {
+		ps.SchemaVersion = schemaVersion
+	}
+	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER_SUCCESS.Enum(), ProducerSuccess: ps})
+}
+
+// startPosition decodes a non-durable start_message_id.
+func startPosition(id *pb.MessageIdData) position {
+	l, e := id.GetLedgerId(), id.GetEntryId()
+	switch {
+	case l == math.MaxUint64 && e == math.MaxUint64:
+		return posEarliest
+	case l == math.MaxInt64 && e == math.MaxInt64:
+		return posLatest
+	}
+	return position{int64(l), int64(e)}
+}
+
+func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
+	rid := m.GetRequestId()
+	cid := m.GetConsumerId()
+	tn, err := parseTopicName(m.GetTopic())
+	if err != nil {
+		c.sendError(rid, codeInvalidTopicName, err.Error())
+		return
+	}
+	if m.GetSubscription() == "" {
+		c.sendError(rid, codeNotAllowed, "Empty subscription name")
+		return
+	}
+	if cc := c.consumer(cid); cc != nil {
+		if cc.topic.full == tn.String() && cc.sub.name == m.GetSubscription() {
+			c.sendSuccess(rid)
+			return
+		}
+		c.sendError(rid, codeConsumerBusy, "consumer id already in use on this connection")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	t, err := c.b.getTopic(ctx, tn, m.ForceTopicCreation == nil || m.GetForceTopicCreation())
+	if err != nil {
+		code, msg := topicError(err)
+		c.sendError(rid, code, msg)
+		return
+	}
+	if m.Schema != nil {
+		if _, err := t.getOrCreateSchema(ctx, m.Schema); err != nil {
+			c.sendError(rid, codeMetadataError, err.Error())
+			return
+		}
+	}
+	co := newConsumer(cid, m.GetConsumerName(), c)
+	co.priority = int(m.GetPriorityLevel())
+	co.metadata = kvMap(m.Metadata)
+	co.address = c.remote
+	co.clientVersion = *c.clientVersion.Load()
+	req := subscribeReq{
+		sub:      m.GetSubscription(),
+		typ:      SubType(m.GetSubType()),
+		durable:  m.Durable == nil || m.GetDurable(),
+		consumer: co,
+	}
+	if m.GetInitialPosition() == pb.CommandSubscribe_Earliest {
+		req.initial = initialEarliest
+	}
+	if m.StartMessageId != nil && !req.durable {
+		sp := startPosition(m.StartMessageId)
+		req.start = &sp
+	}
+	if ks := m.KeySharedMeta; ks != nil && req.typ == SubKeyShared {
+		req.sticky = ks.GetKeySharedMode() == pb.KeySharedMode_STICKY
+		for _, r := range ks.HashRanges {
+			co.ranges = append(co.ranges, hashRange{int(r.GetStart()), int(r.GetEnd())})
+		}
+	}
+	cc := &connConsumer{c: co, topic: t}
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.mu.consumers[cid] = cc
+	c.mu.Unlock()
+	s, err := t.subscribe(req)
+	if err != nil {
+		c.mu.Lock()
+		delete(c.mu.consumers, cid)
+		c.mu.Unlock()
+		var se *errSubscribe
+		if errors.As(err, &se) {
+			c.sendError(rid, se.code, se.msg)
+		} else {
+			c.sendError(rid, codeUnknownError, err.Error())
+		}
+		return
+	}
+	c.mu.Lock()
+	cc.sub = s
+	c.mu.Unlock()
+	c.sendSuccess(rid)
+	// Failover: tell the new consumer whether it is active, after SUCCESS.
+	s.do(func() { s.notifyActiveLocked(co) })
+}

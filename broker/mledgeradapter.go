@@ -1,0 +1,196 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/magnetar-mq/magnetar/mledger"
+)
+
+// storageTimeout bounds one storage call made on behalf of a subscription
+// or request.
+const storageTimeout = 30 * time.Second
+
+// LedgerOpener returns a Deps.OpenLedger that opens topics as managed
+// ledgers of f with configuration cfg.
+func LedgerOpener(f *mledger.Factory, cfg mledger.Config) func(ctx context.Context, name string) (ManagedLedger, error) {
+	return func(ctx context.Context, name string) (ManagedLedger, error) {
+		ml, err := f.Open(ctx, name, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &mlAdapter{ml: ml}, nil
+	}
+}
+
+// mlAdapter adapts *mledger.ManagedLedger to ManagedLedger.
+type mlAdapter struct{ ml *mledger.ManagedLedger }
+
+func toPos(p mledger.Position) position { return position{p.LedgerID, p.EntryID} }
+func fromPos(p position) mledger.Position {
+	return mledger.Position{LedgerID: p.LedgerID, EntryID: p.EntryID}
+}
+func storageCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), storageTimeout)
+}
+
+func mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, mledger.ErrTerminated):
+		return errors.Join(ErrTerminated, err)
+	case errors.Is(err, mledger.ErrNoEntries):
+		return errors.Join(errNoEntries, err)
+	case errors.Is(err, mledger.ErrCursorNotFound):
+		return errors.Join(errCursorNotFound, err)
+	case errors.Is(err, mledger.ErrClosed):
+		return errors.Join(ErrClosed, err)
+	}
+	return err
+}
+
+func (a *mlAdapter) AddEntry(data []byte, numMessages int, cb func(position, error)) {
+	a.ml.AddEntry(data, int32(numMessages), func(p mledger.Position, err error) { cb(toPos(p), mapErr(err)) })
+}
+
+func (a *mlAdapter) LastConfirmed() (position, bool) {
+	p, ok := a.ml.LastConfirmed()
+	return toPos(p), ok
+}
+
+func (a *mlAdapter) ReadEntry(p position) ([]byte, error) {
+	ctx, cancel := storageCtx()
+	defer cancel()
+	e, err := a.ml.ReadEntry(ctx, fromPos(p))
+	return e.Data, mapErr(err)
+}
+
+func (a *mlAdapter) OpenCursor(name string, initial initialPosition) (cursor, error) {
+	ctx, cancel := storageCtx()
+	defer cancel()
+	ip := mledger.InitialLatest
+	if initial == initialEarliest {
+		ip = mledger.InitialEarliest
+	}
+	c, err := a.ml.OpenCursor(ctx, name, ip)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return &cursorAdapter{c: c, ml: a.ml}, nil
+}
+
+func (a *mlAdapter) NewNonDurableCursor(name string, start position) (cursor, error) {
+	c, err := a.ml.NewNonDurableCursor(name, fromPos(start))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return &cursorAdapter{c: c, ml: a.ml}, nil
+}
+
+func (a *mlAdapter) DeleteCursor(name string) error {
+	ctx, cancel := storageCtx()
+	defer cancel()
+	return mapErr(a.ml.DeleteCursor(ctx, name))
+}
+
+func (a *mlAdapter) CursorNames() []string {
+	var out []string
+	for _, c := range a.ml.Cursors() {
+		if c.IsDurable() {
+			out = append(out, c.Name())
+		}
+	}
+	return out
+}
+
+func (a *mlAdapter) Size() (entries, bytes int64) {
+	s := a.ml.Stats()
+	return s.NumberOfEntries, s.TotalSize
+}
+
+func (a *mlAdapter) Terminate() (position, error) {
+	ctx, cancel := storageCtx()
+	defer cancel()
+	p, err := a.ml.Terminate(ctx)
+	return toPos(p), mapErr(err)
+}
+
+func (a *mlAdapter) Close() error {
+	ctx, cancel := storageCtx()
+	defer cancel()
+	return mapErr(a.ml.Close(ctx))
+}
+
+// cursorAdapter adapts *mledger.Cursor to cursor.
+type cursorAdapter struct {
+	c  *mledger.Cursor
+	ml *mledger.ManagedLedger
+}
+
+func (a *cursorAdapter) ReadEntries(max int) ([]ledgerEntry, error) {
+	ctx, cancel := storageCtx()
+	defer cancel()
+	es, err := a.c.ReadEntries(ctx, max)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out := make([]ledgerEntry, len(es))
+	for i, e := range es {
+		out[i] = ledgerEntry{Pos: toPos(e.Pos), Data: e.Data}
+	}
+	return out, nil
+}
+
+func (a *cursorAdapter) Ack(ps ...position) error {
+	mp := make([]mledger.Position, len(ps))
+	for i, p := range ps {
+		mp[i] = fromPos(p)
+	}
+	return mapErr(a.c.Delete(mp...))
+}
+
+func (a *cursorAdapter) AckBatchIndexes(p position, ackSet []int64, _ int) (bool, error) {
+	set := make([]uint64, len(ackSet))
+	for i, w := range ackSet {
+		set[i] = uint64(w)
+	}
+	if err := a.c.AckBatchIndexes(fromPos(p), set); err != nil {
+		return false, mapErr(err)
+	}
+	return a.c.IsAcked(fromPos(p)), nil
+}
+
+func (a *cursorAdapter) AckCumulative(p position) error { return mapErr(a.c.MarkDelete(fromPos(p))) }
+
+func (a *cursorAdapter) BatchAckSet(p position) []int64 {
+	s := a.c.GetBatchAckSet(fromPos(p))
+	if s == nil {
+		return nil
+	}
+	out := make([]int64, len(s))
+	for i, w := range s {
+		out[i] = int64(w)
+	}
+	return out
+}
+
+func (a *cursorAdapter) MarkDelete() position    { return toPos(a.c.MarkDeletePosition()) }
+func (a *cursorAdapter) IsAcked(p position) bool { return a.c.IsAcked(fromPos(p)) }
+func (a *cursorAdapter) Seek(p position) error   { return mapErr(a.c.Reset(fromPos(p))) }
+func (a *cursorAdapter) Backlog() (int64, int64) { return a.c.Backlog() }
+func (a *cursorAdapter) Durable() bool           { return a.c.IsDurable() }
+
+func (a *cursorAdapter) SeekTime(ts int64) error {
+	ctx, cancel := storageCtx()
+	defer cancel()
+	_, err := a.c.ResetByPublishTime(ctx, ts, entryPublishTime)
+	return mapErr(err)
+}
+
+// entryPublishTime extracts publish_time from a stored entry.
+func entryPublishTime(data []byte) (int64, error) {
+	pm, err := parseEntryMeta(data)
+	return pm.publishTime, err
+}

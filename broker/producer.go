@@ -1,0 +1,114 @@
+package broker
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Producer access modes, with Pulsar's wire values.
+const (
+	accessShared               = 0
+	accessExclusive            = 1
+	accessWaitForExclusive     = 2
+	accessExclusiveWithFencing = 3
+)
+
+func accessModeName(m int32) string {
+	switch m {
+	case accessExclusive:
+		return "Exclusive"
+	case accessWaitForExclusive:
+		return "WaitForExclusive"
+	case accessExclusiveWithFencing:
+		return "ExclusiveWithFencing"
+	}
+	return "Shared"
+}
+
+// producerSink is where a producer's replies go (the connection).
+type producerSink interface {
+	sendReceipt(producerID, seq, highest uint64, pos position)
+	sendSendError(producerID, seq uint64, code int32, msg string)
+	// producerReady sends the deferred PRODUCER_SUCCESS of a
+	// WaitForExclusive producer.
+	producerReady(p *producer)
+	// closeProducer sends a broker-initiated CLOSE_PRODUCER and forgets
+	// the producer id on the connection.
+	closeProducer(producerID uint64)
+}
+
+// producer is one producer attached to a topic.
+type producer struct {
+	id             uint64
+	name           string
+	requestID      uint64
+	accessMode     int32
+	epoch          uint64
+	sink           producerSink
+	topic          *topic
+	metadata       map[string]string
+	address        string
+	clientVersion  string
+	connectedSince time.Time
+
+	ready atomic.Bool // false while a WaitForExclusive producer waits
+
+	msgIn   atomic.Int64
+	bytesIn atomic.Int64
+
+	// mu orders receipts of deduplicated sends behind in-flight adds.
+	mu struct {
+		sync.Mutex
+		inflight int
+		deferred []uint64 // sequence ids of duplicates awaiting receipt
+	}
+}
+
+// persisted is the AddEntry callback path of one send.
+func (p *producer) persisted(seq, highest uint64, pos position) {
+	p.sink.sendReceipt(p.id, seq, highest, pos)
+	p.mu.Lock()
+	p.mu.inflight--
+	var flush []uint64
+	if p.mu.inflight == 0 && len(p.mu.deferred) > 0 {
+		flush = p.mu.deferred
+		p.mu.deferred = nil
+	}
+	p.mu.Unlock()
+	for _, s := range flush {
+		p.sink.sendReceipt(p.id, s, 0, dupPosition)
+	}
+}
+
+// dupPosition is the message id Pulsar returns for a dropped duplicate.
+var dupPosition = position{LedgerID: -1, EntryID: -1}
+
+// duplicate answers a send dropped by deduplication, after any in-flight
+// sends of the same producer.
+func (p *producer) duplicate(seq uint64) {
+	p.mu.Lock()
+	if p.mu.inflight > 0 {
+		p.mu.deferred = append(p.mu.deferred, seq)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	p.sink.sendReceipt(p.id, seq, 0, dupPosition)
+}
+
+// PublisherStats is one producer's part of TopicStats.
+type PublisherStats struct {
+	ProducerID      uint64            `json:"producerId"`
+	ProducerName    string            `json:"producerName"`
+	AccessMode      string            `json:"accessMode"`
+	MsgRateIn       float64           `json:"msgRateIn"`
+	MsgThroughputIn float64           `json:"msgThroughputIn"`
+	AverageMsgSize  float64           `json:"averageMsgSize"`
+	MsgInCounter    int64             `json:"msgInCounter"`
+	BytesInCounter  int64             `json:"bytesInCounter"`
+	Address         string            `json:"address"`
+	ConnectedSince  string            `json:"connectedSince"`
+	ClientVersion   string            `json:"clientVersion"`
+	Metadata        map[string]string `json:"metadata"`
+}

@@ -1,0 +1,311 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
+)
+
+// topic is one loaded topic: its producers, subscriptions and (for
+// persistent topics) managed ledger. Lock order: topic.mu before
+// producer.mu; a subscription's loop is never called (do/call) with
+// topic.mu held, except where noted, and the loop never takes topic.mu.
+type topic struct {
+	b         *Broker
+	name      topicName
+	full      string
+	partition int
+	ml        ManagedLedger // nil for non-persistent topics
+	log       *slog.Logger
+
+	mu struct {
+		sync.Mutex
+		producers  map[string]*producer // by name
+		exclusive  *producer            // Exclusive/WaitForExclusive holder
+		waiting    []*producer          // WaitForExclusive queue
+		subs       map[string]*subscription
+		dedup      map[string]uint64 // producer name -> highest seq pushed
+		terminated bool
+		closed     bool
+	}
+	subList atomic.Pointer[[]*subscription] // copy of mu.subs for wake-ups
+
+	persistedSeq sync.Map // producer name -> uint64 highest persisted seq
+
+	// last entry cache for GET_LAST_MESSAGE_ID
+	lastPos   atomic.Pointer[lastEntry]
+	npEntryID atomic.Int64 // non-persistent message ids
+
+	msgIn    atomic.Int64
+	bytesIn  atomic.Int64
+	rates    rateTracker
+	loadedAt time.Time
+}
+
+type lastEntry struct {
+	pos     position
+	numMsgs int
+	batch   bool
+}
+
+func newTopic(b *Broker, tn topicName, ml ManagedLedger) *topic {
+	t := &topic{b: b, name: tn, full: tn.String(), partition: tn.PartitionIndex, ml: ml, log: b.log, loadedAt: time.Now()}
+	t.mu.producers = make(map[string]*producer)
+	t.mu.subs = make(map[string]*subscription)
+	t.mu.dedup = make(map[string]uint64)
+	empty := []*subscription{}
+	t.subList.Store(&empty)
+	return t
+}
+
+func (t *topic) persistent() bool { return t.ml != nil }
+
+// publishSubsLocked refreshes the lock-free subscription list.
+func (t *topic) publishSubsLocked() {
+	l := slices.Collect(maps.Values(t.mu.subs))
+	t.subList.Store(&l)
+}
+
+func (t *topic) wakeSubs() {
+	for _, s := range *t.subList.Load() {
+		s.wake()
+	}
+}
+
+// errProducer is a refusal of PRODUCER with the ServerError to report.
+type errProducer struct {
+	code int32
+	msg  string
+}
+
+func (e *errProducer) Error() string { return e.msg }
+
+// addProducer registers p under the access-mode rules. For a
+// WaitForExclusive producer that must wait, it returns wait=true: the
+// producer is queued and gets producerReady later.
+func (t *topic) addProducer(p *producer) (wait bool, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.closed {
+		return false, &errProducer{codeServiceNotReady, "topic is being unloaded"}
+	}
+	if t.mu.terminated {
+		return false, &errProducer{codeTopicTerminated, "Topic was already terminated"}
+	}
+	if _, dup := t.mu.producers[p.name]; dup {
+		return false, &errProducer{codeProducerBusy, fmt.Sprintf("Producer with name '%s' is already connected to topic", p.name)}
+	}
+	for _, w := range t.mu.waiting {
+		if w.name == p.name {
+			return false, &errProducer{codeProducerBusy, fmt.Sprintf("Producer with name '%s' is already waiting on topic", p.name)}
+		}
+	}
+	switch p.accessMode {
+	case accessShared:
+		if t.mu.exclusive != nil {
+			return false, &errProducer{codeProducerBusy, "Topic has an existing exclusive producer: " + t.mu.exclusive.name}
+		}
+	case accessExclusive:
+		if t.mu.exclusive != nil {
+			return false, &errProducer{codeProducerFenced, "Topic has an existing exclusive producer: " + t.mu.exclusive.name}
+		}
+		if len(t.mu.producers) > 0 {
+			return false, &errProducer{codeProducerBusy, "Topic has existing shared producers"}
+		}
+		t.mu.exclusive = p
+	case accessWaitForExclusive:
+		if t.mu.exclusive != nil || len(t.mu.producers) > 0 {
+			t.mu.waiting = append(t.mu.waiting, p)
+			return true, nil
+		}
+		t.mu.exclusive = p
+	case accessExclusiveWithFencing:
+		for _, o := range t.mu.producers {
+			delete(t.mu.producers, o.name)
+			o.sink.closeProducer(o.id)
+		}
+		t.mu.exclusive = p
+	default:
+		return false, &errProducer{codeNotAllowed, "unknown producer access mode"}
+	}
+	p.ready.Store(true)
+	t.mu.producers[p.name] = p
+	return false, nil
+}
+
+// removeProducer detaches p; a waiting exclusive producer may take over.
+func (t *topic) removeProducer(p *producer) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if i := slices.Index(t.mu.waiting, p); i >= 0 {
+		t.mu.waiting = slices.Delete(t.mu.waiting, i, i+1)
+		return
+	}
+	if t.mu.producers[p.name] != p {
+		return
+	}
+	delete(t.mu.producers, p.name)
+	if t.mu.exclusive == p {
+		t.mu.exclusive = nil
+	}
+	if len(t.mu.producers) == 0 && len(t.mu.waiting) > 0 {
+		w := t.mu.waiting[0]
+		t.mu.waiting = t.mu.waiting[1:]
+		t.mu.exclusive = w
+		t.mu.producers[w.name] = w
+		w.ready.Store(true)
+		w.sink.producerReady(w)
+	}
+}
+
+// lastSequence returns the highest persisted sequence id of a producer
+// name, or -1.
+func (t *topic) lastSequence(name string) int64 {
+	if v, ok := t.persistedSeq.Load(name); ok {
+		return int64(v.(uint64))
+	}
+	return -1
+}
+
+// publish stores one entry (a SEND) and answers the producer in order.
+// Sends of one producer arrive from one connection reader, so AddEntry
+// order is the producer's send order.
+func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, data []byte) {
+	if highest < seq {
+		highest = seq
+	}
+	if t.b.cfg.Deduplication {
+		t.mu.Lock()
+		last, seen := t.mu.dedup[p.name]
+		if seen && seq <= last {
+			t.mu.Unlock()
+			p.duplicate(seq)
+			return
+		}
+		t.mu.dedup[p.name] = highest
+		t.mu.Unlock()
+	}
+	p.msgIn.Add(int64(numMsgs))
+	p.bytesIn.Add(int64(len(data)))
+	t.msgIn.Add(int64(numMsgs))
+	t.bytesIn.Add(int64(len(data)))
+	if !t.persistent() {
+		id := t.npEntryID.Add(1) - 1
+		t.dispatchNonPersistent(ledgerEntry{Pos: position{LedgerID: 0, EntryID: id}, Data: data})
+		p.sink.sendReceipt(p.id, seq, highest, position{LedgerID: 0, EntryID: id})
+		return
+	}
+	p.mu.Lock()
+	p.mu.inflight++
+	p.mu.Unlock()
+	t.ml.AddEntry(data, numMsgs, func(pos position, err error) {
+		if err != nil {
+			t.publishFailed(p, seq, err)
+			return
+		}
+		batch := numMsgs > 1
+		if !batch {
+			batch = entryIsBatch(data)
+		}
+		t.lastPos.Store(&lastEntry{pos: pos, numMsgs: numMsgs, batch: batch})
+		if t.b.cfg.Deduplication {
+			t.persistedSeq.Store(p.name, highest)
+		}
+		p.persisted(seq, highest, pos)
+		t.wakeSubs()
+	})
+}
+
+func (t *topic) publishFailed(p *producer, seq uint64, err error) {
+	p.mu.Lock()
+	p.mu.inflight--
+	p.mu.Unlock()
+	if errors.Is(err, ErrTerminated) {
+		p.sink.sendSendError(p.id, seq, codeTopicTerminated, "Topic was terminated")
+		return
+	}
+	t.log.Warn("persist failed", "topic", t.full, "producer", p.name, "err", err)
+	// Any other SEND_ERROR makes the client reconnect and re-send.
+	p.sink.sendSendError(p.id, seq, codePersistenceError, err.Error())
+}
+
+// entryIsBatch reports whether a stored entry's metadata is in batch
+// format.
+func entryIsBatch(data []byte) bool {
+	m, err := parseEntryMeta(data)
+	return err == nil && m.batch
+}
+
+// parsedMeta extends entryMeta with the batch flag.
+type parsedMeta struct {
+	entryMeta
+	batch bool
+}
+
+func parseEntryMeta(data []byte) (parsedMeta, error) {
+	e, err := pulsarproto.ParseEntry(data)
+	if err != nil {
+		return parsedMeta{}, err
+	}
+	var md pulsarproto.Metadata
+	if err := pulsarproto.ParseMetadata(e.Metadata, &md); err != nil {
+		return parsedMeta{}, err
+	}
+	pm := parsedMeta{batch: md.Batch}
+	pm.numMsgs = md.NumMessages()
+	pm.key = md.RoutingKey()
+	if md.HasDeliverAtTime {
+		pm.deliverAt = md.DeliverAtTime
+	}
+	pm.publishTime = int64(md.PublishTime)
+	return pm, nil
+}
+
+// dispatchEntryMeta is the subscription's parse function.
+func dispatchEntryMeta(data []byte) (entryMeta, error) {
+	pm, err := parseEntryMeta(data)
+	return pm.entryMeta, err
+}
+
+// lastMessage returns the last entry's position and batch size for
+// GET_LAST_MESSAGE_ID; ok is false on an empty topic.
+func (t *topic) lastMessage() (pos position, batchIndex int32, ok bool) {
+	if !t.persistent() {
+		n := t.npEntryID.Load()
+		return position{LedgerID: 0, EntryID: n - 1}, -1, n > 0
+	}
+	lp, ok := t.ml.LastConfirmed()
+	if !ok {
+		return lp, -1, false
+	}
+	le := t.lastPos.Load()
+	if le == nil || le.pos != lp {
+		data, err := t.ml.ReadEntry(lp)
+		if err != nil {
+			return lp, -1, true
+		}
+		pm, err := parseEntryMeta(data)
+		if err != nil {
+			return lp, -1, true
+		}
+		le = &lastEntry{pos: lp, numMsgs: pm.numMsgs, batch: pm.batch}
+		t.lastPos.CompareAndSwap(nil, le)
+	}
+	if le.batch {
+		return lp, int32(le.numMsgs - 1), true
+	}
+	return lp, -1, true
+}
+
+func (t *topic) isClosed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mu.closed
+}

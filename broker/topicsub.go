@@ -1,0 +1,304 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+)
+
+// subscribeReq is a SUBSCRIBE as the topic needs it.
+type subscribeReq struct {
+	sub      string
+	typ      SubType
+	durable  bool
+	initial  initialPosition
+	start    *position // non-durable start id, nil: use initial
+	sticky   bool
+	consumer *consumer
+}
+
+// errSubscribe is a refusal of SUBSCRIBE with the ServerError to report.
+type errSubscribe struct {
+	code int32
+	msg  string
+}
+
+func (e *errSubscribe) Error() string { return e.msg }
+
+const refusalClosing = "subscription is being closed"
+
+// subscribe attaches req.consumer to the named subscription, creating the
+// subscription (and its cursor) if needed.
+func (t *topic) subscribe(req subscribeReq) (*subscription, error) {
+	for attempt := 0; attempt < 10; attempt++ {
+		s, err := t.getOrCreateSub(req)
+		if err != nil {
+			return nil, err
+		}
+		var refusal string
+		ok := s.call(func() { refusal = s.addConsumerLocked(req.consumer, req.typ, req.sticky) })
+		if !ok || refusal == refusalClosing {
+			continue // the subscription went away under us; retry
+		}
+		if refusal != "" {
+			return nil, &errSubscribe{codeConsumerBusy, refusal}
+		}
+		return s, nil
+	}
+	return nil, &errSubscribe{codeServiceNotReady, "subscription keeps closing"}
+}
+
+func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.closed {
+		return nil, &errSubscribe{codeServiceNotReady, "topic is being unloaded"}
+	}
+	if s := t.mu.subs[req.sub]; s != nil {
+		return s, nil
+	}
+	var cur cursor
+	var err error
+	switch {
+	case !t.persistent():
+		cur = newNPCursor()
+	case req.durable:
+		cur, err = t.ml.OpenCursor(req.sub, req.initial)
+	default:
+		start := posLatest
+		if req.initial == initialEarliest {
+			start = posEarliest
+		}
+		if req.start != nil {
+			start = *req.start
+		}
+		cur, err = t.ml.NewNonDurableCursor(req.sub, start)
+	}
+	if err != nil {
+		return nil, &errSubscribe{codeUnknownError, fmt.Sprintf("open cursor: %v", err)}
+	}
+	s := newSubscription(req.sub, t.full, req.typ, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.log)
+	t.mu.subs[req.sub] = s
+	t.publishSubsLocked()
+	return s, nil
+}
+
+// loadSubscription creates the subscription of an existing durable cursor
+// at topic load, so it shows in stats and keeps its backlog.
+func (t *topic) loadSubscription(name string) error {
+	cur, err := t.ml.OpenCursor(name, initialLatest)
+	if err != nil {
+		return err
+	}
+	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.log)
+	t.mu.Lock()
+	t.mu.subs[name] = s
+	t.publishSubsLocked()
+	t.mu.Unlock()
+	return nil
+}
+
+// removeConsumer detaches c (client close or connection loss); its
+// unacked entries go back for redelivery. A non-durable subscription left
+// without consumers is deleted.
+func (t *topic) removeConsumer(s *subscription, c *consumer) {
+	var empty, drop bool
+	s.call(func() {
+		empty = s.removeConsumerLocked(c)
+		drop = empty && !s.cur.Durable() && !s.keepEmpty
+	})
+	if drop {
+		t.dropSubIfEmpty(s)
+	}
+}
+
+// dropSubIfEmpty deletes a non-durable subscription that still has no
+// consumers.
+func (t *topic) dropSubIfEmpty(s *subscription) {
+	t.mu.Lock()
+	if t.mu.subs[s.name] != s {
+		t.mu.Unlock()
+		return
+	}
+	var still bool
+	// Called with topic.mu held: the loop never takes topic.mu, so this
+	// cannot deadlock; it makes "empty" and "removed" atomic with respect
+	// to getOrCreateSub.
+	s.call(func() {
+		still = len(s.consumers) == 0
+		if still {
+			s.closedLoop = true
+		}
+	})
+	if !still {
+		t.mu.Unlock()
+		return
+	}
+	delete(t.mu.subs, s.name)
+	t.publishSubsLocked()
+	t.mu.Unlock()
+	s.close()
+	if t.persistent() {
+		_ = t.ml.DeleteCursor(s.name)
+	}
+}
+
+// unsubscribe deletes the subscription of consumer c. Without force it
+// fails while other consumers are attached; with force it disconnects
+// them.
+func (t *topic) unsubscribe(s *subscription, c *consumer, force bool) error {
+	var err error
+	t.mu.Lock()
+	defer func() {
+		if err == nil {
+			delete(t.mu.subs, s.name)
+			t.publishSubsLocked()
+		}
+		t.mu.Unlock()
+		if err == nil {
+			s.close()
+			if t.persistent() {
+				if derr := t.ml.DeleteCursor(s.name); derr != nil && !errors.Is(derr, errCursorNotFound) {
+					t.log.Warn("delete cursor", "topic", t.full, "sub", s.name, "err", derr)
+				}
+			}
+		}
+	}()
+	ok := s.call(func() {
+		for _, o := range s.consumers {
+			if o != c && !force {
+				err = &errSubscribe{codeUnknownError, "Subscription has active connected consumers"}
+				return
+			}
+		}
+		for _, o := range s.consumers {
+			s.sel.remove(o)
+			o.closed = true
+			if o != c {
+				o.sink.closeConsumer(o.id)
+			}
+		}
+		s.consumers = nil
+		s.closedLoop = true
+	})
+	if !ok {
+		err = &errSubscribe{codeSubscriptionNotFound, "subscription already closed"}
+	}
+	return err
+}
+
+// deleteSubscription is the admin-side delete: like unsubscribe, without
+// a consumer of its own.
+func (t *topic) deleteSubscription(name string, force bool) error {
+	t.mu.Lock()
+	s := t.mu.subs[name]
+	t.mu.Unlock()
+	if s == nil {
+		if t.persistent() {
+			if err := t.ml.DeleteCursor(name); err == nil {
+				return nil
+			}
+		}
+		return &errSubscribe{codeSubscriptionNotFound, "Subscription not found"}
+	}
+	return t.unsubscribe(s, nil, force)
+}
+
+// seek handles SEEK: move the cursor, answer, then disconnect every
+// consumer of the subscription (after the answer, see the callback).
+func (t *topic) seek(s *subscription, pos position, byTime bool, ts int64, answered func(error)) {
+	ok := s.call(func() {
+		err := s.seekLocked(pos, byTime, ts)
+		answered(err)
+		if err == nil {
+			s.disconnectAllLocked(true)
+		}
+	})
+	if !ok {
+		answered(errSubClosed)
+	}
+}
+
+// dispatchNonPersistent hands an entry to every subscription of a
+// non-persistent topic; subscriptions whose consumers have no permits
+// drop it.
+func (t *topic) dispatchNonPersistent(e ledgerEntry) {
+	for _, s := range *t.subList.Load() {
+		s.do(func() {
+			if !s.anyPermits() {
+				return
+			}
+			s.cur.(*npCursor).push(e)
+			s.dispatch()
+		})
+	}
+}
+
+// closeAll disconnects every producer and consumer (unload, delete,
+// broker shutdown) and stops the subscriptions.
+func (t *topic) closeAll(notify bool) {
+	t.mu.Lock()
+	t.mu.closed = true
+	prods := make([]*producer, 0, len(t.mu.producers)+len(t.mu.waiting))
+	for _, p := range t.mu.producers {
+		prods = append(prods, p)
+	}
+	prods = append(prods, t.mu.waiting...)
+	t.mu.producers = map[string]*producer{}
+	t.mu.waiting = nil
+	t.mu.exclusive = nil
+	subs := make([]*subscription, 0, len(t.mu.subs))
+	for _, s := range t.mu.subs {
+		subs = append(subs, s)
+	}
+	t.mu.subs = map[string]*subscription{}
+	t.publishSubsLocked()
+	t.mu.Unlock()
+	for _, p := range prods {
+		if notify {
+			p.sink.closeProducer(p.id)
+		}
+	}
+	for _, s := range subs {
+		s.call(func() {
+			for _, c := range s.consumers {
+				s.sel.remove(c)
+				c.closed = true
+				if notify {
+					c.sink.closeConsumer(c.id)
+				}
+			}
+			s.consumers = nil
+			s.closedLoop = true
+		})
+		s.close()
+	}
+}
+
+// npCursor is the cursor of a non-persistent subscription: a queue of
+// entries published while some consumer had permits.
+type npCursor struct{ q []ledgerEntry }
+
+func newNPCursor() *npCursor { return &npCursor{} }
+
+func (c *npCursor) push(e ledgerEntry) { c.q = append(c.q, e) }
+func (c *npCursor) ReadEntries(max int) ([]ledgerEntry, error) {
+	n := min(max, len(c.q))
+	out := c.q[:n:n]
+	c.q = c.q[n:]
+	if len(c.q) == 0 {
+		c.q = nil
+	}
+	return out, nil
+}
+func (c *npCursor) Ack(...position) error { return nil }
+func (c *npCursor) AckBatchIndexes(position, []int64, int) (bool, error) {
+	return true, nil
+}
+func (c *npCursor) AckCumulative(position) error { return nil }
+func (c *npCursor) BatchAckSet(position) []int64 { return nil }
+func (c *npCursor) MarkDelete() position         { return position{LedgerID: 0, EntryID: -1} }
+func (c *npCursor) IsAcked(position) bool        { return false }
+func (c *npCursor) Seek(position) error          { c.q = nil; return nil }
+func (c *npCursor) SeekTime(int64) error         { c.q = nil; return nil }
+func (c *npCursor) Backlog() (int64, int64)      { return 0, 0 }
+func (c *npCursor) Durable() bool                { return false }
