@@ -53,6 +53,29 @@
 // MemFS.DiskUsage reports a 1 TiB volume minus the bytes of reachable files,
 // or fixed values after SetDiskUsage.
 //
+// # Error injection
+//
+// NewErrorFS(inner, inj) asks inj.MaybeError(op, path) before each operation
+// (Op* constants; Rename reports the old name, File methods the name the
+// file was opened with) and returns a non-nil answer as an *os.PathError
+// instead of doing the operation. Ready-made injectors, composable with
+// And (all must fire; asked in order, stopping at the first that does not)
+// and Or (first that fires):
+//
+//	Error(err, ops...)       every listed op (all ops if none)
+//	FailNth(op, n, err)      only the nth call of op
+//	FailAfter(op, n, err)    the nth call of op and all later ones
+//	PathMatch(pattern, inj)  only paths matching pattern ("*.log" matches base names)
+//	NewToggle(inj)           only between Enable and Disable (starts disabled)
+//	Randomly(p, seed, inj)   with probability p, deterministic per seed
+//	DiskFull(), IOError(ops...)  ENOSPC on allocating ops, EIO
+//
+// An injected ShortWrite(err) on OpWrite writes the first half of the buffer
+// and returns err (io.ErrShortWrite if nil): a torn write. A failed Sync,
+// Truncate or Preallocate is not performed, so over a MemFS a failed Sync
+// really loses the data at the next CrashClone. ErrorFS.SetDiskUsage
+// overrides what DiskUsage reports, to simulate a full volume.
+//
 // # Errors
 //
 // Both implementations return *os.PathError wrapping the errno Linux would
