@@ -28,9 +28,10 @@ var StartTimeout = 60 * time.Second
 
 // Server is one running ZooKeeper. Its methods are safe for concurrent use.
 type Server struct {
-	dir  string
-	java string
-	port int
+	dir    string
+	ownDir bool
+	java   string
+	port   int
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd     // protected by mu; nil when stopped
@@ -47,26 +48,59 @@ func Start(t testing.TB) string {
 // StartServer starts a server for the test; t.Cleanup stops it.
 func StartServer(t testing.TB) *Server {
 	t.Helper()
+	s, err := launch(t.TempDir())
+	if err != nil {
+		t.Fatalf("zktest: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Launch starts a server that outlives any one test, in a directory of its
+// own, for a package's tests to share (start it lazily, Close it in
+// TestMain). Prefer StartServer.
+func Launch() (*Server, error) {
+	dir, err := os.MkdirTemp("", "zktest-")
+	if err != nil {
+		return nil, fmt.Errorf("zktest: %w", err)
+	}
+	s, err := launch(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	s.ownDir = true
+	return s, nil
+}
+
+// Close stops the server and, for a Launch-ed server, removes its
+// directory.
+func (s *Server) Close() {
+	s.Stop()
+	if s.ownDir {
+		os.RemoveAll(s.dir)
+	}
+}
+
+func launch(dir string) (*Server, error) {
 	java, err := exec.LookPath("java")
 	if err != nil {
-		t.Fatalf("zktest: java not found in PATH (%v): install default-jre-headless and zookeeper (scripts/test does)", err)
+		return nil, fmt.Errorf("zktest: java not found in PATH (%v): install default-jre-headless and zookeeper (scripts/test does)", err)
 	}
 	if _, err := os.Stat(Jar); err != nil {
-		t.Fatalf("zktest: %s missing (%v): apt-get install zookeeper (scripts/test does)", Jar, err)
+		return nil, fmt.Errorf("zktest: %s missing (%v): apt-get install zookeeper (scripts/test does)", Jar, err)
 	}
-	s := &Server{dir: t.TempDir(), java: java}
+	s := &Server{dir: dir, java: java}
 	var lastErr error
 	for range 3 { // a port picked by the kernel can be taken before Java binds it
 		if s.port, err = freePort(); err != nil {
-			t.Fatalf("zktest: %v", err)
+			return nil, fmt.Errorf("zktest: %w", err)
 		}
 		if lastErr = s.start(); lastErr == nil {
-			t.Cleanup(s.Stop)
-			return s
+			return s, nil
 		}
 	}
-	t.Fatalf("zktest: %v", lastErr)
-	return nil
+	return nil, fmt.Errorf("zktest: %w", lastErr)
 }
 
 // Addr returns "127.0.0.1:port".

@@ -9,8 +9,16 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-func TestStartStopRestart(t *testing.T) {
+// TestServer runs its checks on one server: a JVM start costs seconds.
+func TestServer(t *testing.T) {
+	t0 := time.Now()
 	srv := StartServer(t)
+	t.Logf("server up in %v", time.Since(t0))
+	t.Run("ExpireSession", func(t *testing.T) { testExpireSession(t, srv) })
+	t.Run("StopRestart", func(t *testing.T) { testStopRestart(t, srv) })
+}
+
+func testStopRestart(t *testing.T, srv *Server) {
 	if !Ruok(srv.Addr()) {
 		t.Fatalf("ruok after Start: not imok")
 	}
@@ -54,10 +62,7 @@ type discard struct{}
 
 func (discard) Printf(string, ...any) {}
 
-func TestExpireSession(t *testing.T) {
-	t0 := time.Now()
-	srv := StartServer(t)
-	t.Logf("server up in %v", time.Since(t0))
+func testExpireSession(t *testing.T, srv *Server) {
 	var rec Sessions
 	conn := connect(t, srv.Addr(), &rec)
 	defer conn.Close()
@@ -74,7 +79,7 @@ func TestExpireSession(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("ExistsW(/eph) = %v, %v", ok, err)
 	}
-	t0 = time.Now()
+	t0 := time.Now()
 	srv.ExpireSession(t, sess)
 	t.Logf("ExpireSession took %v", time.Since(t0))
 	select {

@@ -7,12 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/magnetar-mq/magnetar/internal/zktest"
 	"github.com/magnetar-mq/magnetar/metadata"
 )
 
 func benchStore(b *testing.B) *Store {
-	s, err := Open("zk://"+zktest.Start(b)+"/bench", Options{SessionTimeout: 10 * time.Second})
+	s, err := Open("zk://"+sharedServer(b).Addr()+"/"+b.Name(), Options{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,8 +41,33 @@ func opener(addr string) func(t *testing.T) metadata.Store {
 	}
 }
 
+// shared is the server the tests that do not stop it share (one JVM start
+// instead of one per test); TestMain closes it.
+var shared struct {
+	once sync.Once
+	srv  *zktest.Server
+	err  error
+}
+
+func sharedServer(t testing.TB) *zktest.Server {
+	t.Helper()
+	shared.once.Do(func() { shared.srv, shared.err = zktest.Launch() })
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.srv
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.srv != nil {
+		shared.srv.Close()
+	}
+	os.Exit(code)
+}
+
 func TestConformance(t *testing.T) {
-	metadatatest.Run(t, opener(zktest.Start(t)))
+	metadatatest.Run(t, opener(sharedServer(t).Addr()))
 }
 
 func TestParseURL(t *testing.T) {
@@ -75,7 +101,8 @@ func TestParseURL(t *testing.T) {
 // node and a watch: the node must vanish (seen by another client), come back
 // on the new session, and the watch must report EventSessionExpired.
 func TestSessionExpiry(t *testing.T) {
-	srv := zktest.StartServer(t)
+	tStart := time.Now()
+	srv := sharedServer(t)
 	url := "zk://" + srv.Addr() + "/expiry"
 	var rec zktest.Sessions
 	s, err := Open(url, Options{SessionTimeout: 2 * time.Second, Dialer: rec.Dial})
@@ -112,6 +139,7 @@ func TestSessionExpiry(t *testing.T) {
 
 	old := rec.Last()
 	t0 := time.Now()
+	t.Logf("setup done after %v", time.Since(tStart).Round(time.Millisecond))
 	srv.ExpireSession(t, old)
 
 	want := func(ch chan metadata.Event, p string, typ metadata.EventType) {
@@ -154,6 +182,7 @@ func TestSessionExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	want(theirs, "/available/bookie-1", metadata.EventDeleted)
+	t.Logf("done after %v", time.Since(tStart).Round(time.Millisecond))
 }
 
 // TestServerRestart: a store survives a server restart shorter than its
