@@ -21,7 +21,9 @@
 // through one writer goroutine (group commit): it takes the first queued
 // op plus every op already waiting (up to Options.MaxBatch), applies them in
 // order in one read-write transaction and commits it with fsync (bbolt
-// NoSync=false: every acknowledged write is durable). Each op checks its
+// NoSync=false: every acknowledged write is durable). As etcd does, the
+// freelist is not written on each commit (NoFreelistSync, hashmap
+// freelist); bbolt rebuilds it by scanning the file at open. Each op checks its
 // preconditions before changing anything, so one op's ErrBadVersion does not
 // affect its neighbours in the batch; if the transaction itself fails, each
 // op is retried in a transaction of its own. After the commit the writer
