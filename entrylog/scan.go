@@ -67,7 +67,7 @@ func scan(r io.ReaderAt, path string, id uint32, size int64, fn func(Record) err
 	if _, _, _, err := DecodeHeader(hdr); err != nil {
 		return 0, fmt.Errorf("entrylog: %s off 0: %w", path, err)
 	}
-	br := bufio.NewReaderSize(io.NewSectionReader(r, HeaderSize, size-HeaderSize), 256<<10)
+	br := bufio.NewReaderSize(io.NewSectionReader(r, HeaderSize, size-HeaderSize), int(min(256<<10, max(size-HeaderSize, 16))))
 	var hb [RecordHeaderSize]byte
 	var payload []byte
 	off := int64(HeaderSize)
@@ -116,7 +116,7 @@ func tornOrCorrupt(r io.ReaderAt, path string, off, size int64) error {
 // record with a plausible header and a matching checksum.
 func findValidRecord(r io.ReaderAt, from, size int64) (int64, bool) {
 	const window = 1 << 20
-	buf := make([]byte, window+RecordHeaderSize)
+	buf := make([]byte, min(window+RecordHeaderSize, max(size-from, 0)))
 	var rec []byte
 	for base := from; base+RecordHeaderSize <= size; base += window {
 		n, _ := r.ReadAt(buf[:min(int64(len(buf)), size-base)], base)
