@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
@@ -155,13 +156,16 @@ func dropEphemerals(tx *bolt.Tx, match func(owner uint64) bool) ([]metadata.Even
 	return events, nil
 }
 
-// submit hands o to the writer and waits for its result.
-func (d *sharedDB) submit(o *op) error {
+// submit hands o to the writer and waits for its result. ctx can cancel
+// the wait for the writer, not the op once the writer has it.
+func (d *sharedDB) submit(ctx context.Context, o *op) error {
 	o.done = make(chan struct{})
 	select {
 	case d.ops <- o:
 	case <-d.quit:
 		return metadata.ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	<-o.done
 	return o.err

@@ -139,7 +139,7 @@ func (s *Store) Put(ctx context.Context, p string, value []byte, expected metada
 		return 0, fmt.Errorf("%w: %s: expected version %d", metadata.ErrBadVersion, p, expected)
 	}
 	o := &op{kind: opPut, path: p, value: value, expected: expected}
-	if err := s.db.submit(o); err != nil {
+	if err := s.db.submit(ctx, o); err != nil {
 		return 0, err
 	}
 	return o.version, nil
@@ -156,7 +156,7 @@ func (s *Store) Delete(ctx context.Context, p string, expected metadata.Version)
 	if expected < metadata.AnyVersion {
 		return fmt.Errorf("%w: %s: expected version %d", metadata.ErrBadVersion, p, expected)
 	}
-	return s.db.submit(&op{kind: opDelete, path: p, expected: expected})
+	return s.db.submit(ctx, &op{kind: opDelete, path: p, expected: expected})
 }
 
 // CreateSequential implements metadata.Store. Numbers come from a counter
@@ -174,7 +174,7 @@ func (s *Store) CreateSequential(ctx context.Context, parentPrefix string, value
 		return "", err
 	}
 	o := &op{kind: opSequential, path: parent, prefix: prefix, value: value}
-	if err := s.db.submit(o); err != nil {
+	if err := s.db.submit(ctx, o); err != nil {
 		return "", err
 	}
 	return o.created, nil
@@ -193,7 +193,7 @@ func (s *Store) PutEphemeral(ctx context.Context, p string, value []byte) error 
 	if p == "/" {
 		return fmt.Errorf("%w: / cannot be ephemeral", metadata.ErrInvalidPath)
 	}
-	return s.db.submit(&op{kind: opPutEphemeral, path: p, value: value, session: s.session})
+	return s.db.submit(ctx, &op{kind: opPutEphemeral, path: p, value: value, session: s.session})
 }
 
 // Watch implements metadata.Watcher. Every committed change is delivered,
@@ -228,7 +228,7 @@ func (s *Store) Close() error {
 	s.life.Lock()
 	s.closed.Store(true)
 	s.life.Unlock()
-	err := s.db.submit(&op{kind: opDropSession, session: s.session})
+	err := s.db.submit(context.Background(), &op{kind: opDropSession, session: s.session})
 	close(s.closing)
 	s.wg.Wait()
 	if rerr := s.db.release(); err == nil {

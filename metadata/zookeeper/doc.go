@@ -20,6 +20,8 @@
 //   - PutEphemeral is an EPHEMERAL create. The Store remembers the path and
 //     value until Delete or Close.
 //   - Children are sorted on the client (ZooKeeper returns them unordered).
+//     Without a chroot, Children("/") includes ZooKeeper's own "zookeeper"
+//     node: deployments should always use a chroot.
 //   - Errors: NoNode -> ErrNotFound, NodeExists -> ErrExists, BadVersion ->
 //     ErrBadVersion, NotEmpty -> ErrNotEmpty, NoChildrenForEphemerals ->
 //     ErrEphemeralParent, connection loss / no server / session expired ->

@@ -99,7 +99,7 @@ func Open(url string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("zookeeper: no session with %v within %v: %w", servers, opts.ConnectTimeout, metadata.ErrUnavailable)
 	}
 	if chroot != "" {
-		if err := s.makeParents(chroot + "/x"); err != nil {
+		if err := s.createPath(chroot, 0); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("zookeeper: create chroot %s: %w", chroot, s.mapErr(err, chroot))
 		}
@@ -228,20 +228,21 @@ func (s *Store) create(full string, value []byte, flags int32) (string, error) {
 		if !errors.Is(err, zk.ErrNoNode) || attempt == 3 {
 			return name, err
 		}
-		if err := s.makeParents(full); err != nil {
+		if err := s.createPath(metadata.Parent(full), len(s.chroot)); err != nil {
 			return "", err
 		}
 	}
 }
 
-// makeParents creates the missing ancestors of full below the chroot (and
-// the chroot's own ancestors when full is the chroot's child "x").
-func (s *Store) makeParents(full string) error {
-	for _, anc := range metadata.Ancestors(full) {
-		if len(anc) < len(s.chroot) {
+// createPath creates full and its missing ancestors as empty persistent
+// nodes, except the ancestors no longer than floor bytes (known to exist:
+// the chroot).
+func (s *Store) createPath(full string, floor int) error {
+	for _, p := range append(metadata.Ancestors(full), full) {
+		if len(p) <= floor || p == "/" {
 			continue
 		}
-		if _, err := s.conn.Create(anc, nil, zk.FlagPersistent, s.acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if _, err := s.conn.Create(p, nil, zk.FlagPersistent, s.acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return err
 		}
 	}

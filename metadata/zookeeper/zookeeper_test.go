@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -234,3 +235,53 @@ func TestServerRestart(t *testing.T) {
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// TestChroot: a multi-level chroot is created, and every path, including
+// CreateSequential's result, is relative to it.
+func TestChroot(t *testing.T) {
+	addr := sharedServer(t).Addr()
+	ctx := context.Background()
+	s, err := Open("zk://"+addr+"/deep/er/root", Options{})
+	if err != nil {
+		t.Fatalf("Open with a 3-level chroot: %v", err)
+	}
+	defer s.Close()
+	if _, err := s.Put(ctx, "/k", []byte("v"), metadata.NotExists); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.CreateSequential(ctx, "/q/n-", nil)
+	if err != nil || !strings.HasPrefix(p, "/q/n-") {
+		t.Fatalf("CreateSequential = %q, %v; want /q/n-<digits>", p, err)
+	}
+	if kids, err := s.Children(ctx, "/"); err != nil || strings.Join(kids, ",") != "k,q" {
+		t.Fatalf("Children(/) = %q, %v; want [k q]", kids, err)
+	}
+	root, err := Open("zk://"+addr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if v, _, err := root.Get(ctx, "/deep/er/root/k"); err != nil || string(v) != "v" {
+		t.Fatalf("Get(/deep/er/root/k) without chroot = %q, %v", v, err)
+	}
+	if ok, err := root.Exists(ctx, "/deep/er/root"+p); err != nil || !ok {
+		t.Fatalf("Exists(/deep/er/root%s) = %v, %v", p, ok, err)
+	}
+}
+
+func TestOpenUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	t0 := time.Now()
+	_, err = Open("zk://"+addr, Options{ConnectTimeout: 500 * time.Millisecond})
+	if !errors.Is(err, metadata.ErrUnavailable) {
+		t.Fatalf("Open(unreachable) = %v, want ErrUnavailable", err)
+	}
+	if d := time.Since(t0); d > 10*time.Second {
+		t.Fatalf("Open(unreachable) took %v", d)
+	}
+}
