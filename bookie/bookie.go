@@ -43,6 +43,9 @@ type Bookie struct {
 	flushBuf   []frozenEntry                    // guarded by ckptMu
 	locBuf     []uint64                         // guarded by ckptMu
 	frozenMark func() (journal.Position, error) // mark of the unreleased frozen half; ckptMu
+	// pendingMark is a journal checkpoint not yet accepted; ckptMu.
+	pendingMark    journal.Position
+	hasPendingMark bool
 	metaDirty  atomic.Bool                      // index metadata changed since the last checkpoint
 	minFree    atomic.Uint64                    // least free bytes over all dirs at the last check
 

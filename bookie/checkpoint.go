@@ -1,6 +1,7 @@
 package bookie
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -93,7 +94,17 @@ func (b *Bookie) checkpointLocked(journalCkpt bool) error {
 		if err != nil {
 			return fail("journal mark", err)
 		}
-		if err := b.j.Checkpoint(mark); err != nil {
+		b.pendingMark, b.hasPendingMark = mark, true
+	}
+	if b.hasPendingMark {
+		switch err := b.j.Checkpoint(b.pendingMark); {
+		case err == nil:
+			b.hasPendingMark = false
+		case errors.Is(err, journal.ErrMarkNotFound):
+			// The journal may publish its durable end just after running
+			// the completion that gave us the mark; the checkpoint only
+			// trims the journal, so retry it next round.
+		default:
 			return fail("journal", err)
 		}
 	}
