@@ -46,8 +46,8 @@ type Bookie struct {
 	// pendingMark is a journal checkpoint not yet accepted; ckptMu.
 	pendingMark    journal.Position
 	hasPendingMark bool
-	metaDirty  atomic.Bool                      // index metadata changed since the last checkpoint
-	minFree    atomic.Uint64                    // least free bytes over all dirs at the last check
+	metaDirty      atomic.Bool   // index metadata changed since the last checkpoint
+	minFree        atomic.Uint64 // least free bytes over all dirs at the last check
 
 	stats struct {
 		checkpoints, gcRuns atomic.Int64

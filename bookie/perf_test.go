@@ -3,8 +3,8 @@ package bookie
 import (
 	"fmt"
 	"os"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/magnetar-mq/magnetar/entrylog"
 	"github.com/magnetar-mq/magnetar/internal/uring"
