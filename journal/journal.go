@@ -80,6 +80,11 @@ func Open(opts Options) (*Journal, error) {
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
+	// The directory entry of dir itself must be durable before anything
+	// in it is acknowledged.
+	if err := fs.SyncDir(path.Dir(path.Clean(dir))); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
 	mark, err := readMark(fs, dir)
 	if err != nil {
 		return nil, err

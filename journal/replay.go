@@ -127,7 +127,7 @@ func scanFile(a *scanArgs, r *fileReader, id, expect uint64, last bool) (next ui
 	if err != nil {
 		return 0, false, fmt.Errorf("journal: %w", err)
 	}
-	*r = fileReader{f: f, size: fi.Size(), buf: r.buf}
+	*r = fileReader{f: f, size: fi.Size(), buf: r.buf[:0]}
 	corrupt := func(off int64, format string, args ...any) error {
 		return fmt.Errorf("journal: %s offset %d: %s: %w", p, off, fmt.Sprintf(format, args...), ErrCorrupt)
 	}
