@@ -3,7 +3,9 @@ package uring
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -86,14 +88,20 @@ func benchDirs(b *testing.B) []struct{ name, dir string } {
 //   - uring-nopin: the same without runtime.Pinner.
 //
 // Besides wall time per group it reports cpu-ns/op, the process CPU time
-// (user+system, all threads) per group.
+// (user+system, all threads) per group, and for the Writers submit-ns/op,
+// the part of the wall time spent inside Submit: the time the caller cannot
+// use to prepare the next group.
 func BenchmarkGroupCommit(b *testing.B) {
 	if !Available() {
 		b.Fatalf("io_uring unavailable: %v", unavailableReason())
 	}
 	for _, d := range benchDirs(b) {
 		for _, shape := range benchShapes {
-			for _, impl := range []string{"raw", "pwrite", "uring", "uring-fixed", "uring-nopin"} {
+			impls := []string{"raw", "pwrite", "uring", "uring-fixed", "uring-nopin"}
+			if os.Getenv("URING_BENCH_REVERSE") != "" { // to check for order effects
+				slices.Reverse(impls)
+			}
+			for _, impl := range impls {
 				b.Run(d.name+"/"+shape.name+"/"+impl, func(b *testing.B) {
 					f := benchFile(b, d.dir)
 					bufs, n := benchBufs(shape.count, shape.size)
@@ -115,6 +123,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 					b.SetBytes(n)
 					b.ReportAllocs()
 					cpu0 := cpuTime()
+					var inSubmit time.Duration
 					b.ResetTimer()
 					off := int64(0)
 					for range b.N {
@@ -126,9 +135,11 @@ func BenchmarkGroupCommit(b *testing.B) {
 								b.Fatal(err)
 							}
 						} else {
+							t0 := time.Now()
 							if err := w.Submit(off, bufs, true); err != nil {
 								b.Fatal(err)
 							}
+							inSubmit += time.Since(t0)
 							if err := w.Wait(); err != nil {
 								b.Fatal(err)
 							}
@@ -137,6 +148,9 @@ func BenchmarkGroupCommit(b *testing.B) {
 					}
 					b.StopTimer()
 					b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+					if w != nil {
+						b.ReportMetric(float64(inSubmit)/float64(b.N), "submit-ns/op")
+					}
 				})
 			}
 		}
