@@ -1,0 +1,114 @@
+// Package index maps (ledger, entry) to a 64-bit entry-log location and
+// keeps per-ledger metadata (exists, fenced, master key, explicit LAC).
+//
+// # Usage
+//
+//	ix, err := index.Open(index.Options{FS: vfs.NewOS(), Dir: dir})
+//	err = ix.Set(ledger, entry, loc)     // loc != 0
+//	loc, ok := ix.Get(ledger, entry)
+//	last, ok := ix.LastEntry(ledger)
+//	err = ix.UpdateMeta(ledger, func(m *index.Meta) { m.Fenced = true })
+//	err = ix.Flush()                     // checkpoint, after the entry logs are synced
+//	err = ix.Delete(ledger)              // GC
+//
+// To rebuild an index from the entry logs, open an empty directory, Set
+// every scanned record (later records of the same entry win) and Flush;
+// metadata (fence, master key, LAC) comes back from journal replay.
+//
+// # Layout
+//
+// Entry ids of a ledger are dense, so a ledger's locations form an array
+// indexed by entry id. The array is cut into pages of SlotsPerPage slots
+// (default 512 slots = 4 KiB); a ledger's page table maps page number
+// (entry / SlotsPerPage) to a physical page. Physical pages of all ledgers
+// live in a few segment files of PagesPerSegment pages each (default 16384
+// = 64 MiB), so 100k ledgers share a handful of files. Physical page p is
+// page p % PagesPerSegment of segment p / PagesPerSegment. Page tables and
+// metadata live in one metadata file.
+//
+// Files in Options.Dir, all integers little-endian:
+//
+//	00000000.seg, 00000001.seg, ...   segments, numbered densely from 0
+//	INDEX-META                        metadata file (INDEX-META.tmp while written)
+//
+// A segment file is a 4 KiB header followed by the pages:
+//
+//	+--------+------+-----------------------------------------+
+//	| offset | size | field                                   |
+//	+--------+------+-----------------------------------------+
+//	|      0 |    4 | magic "MGIX"                            |
+//	|      4 |    4 | version (1)                             |
+//	|      8 |    4 | slots per page                          |
+//	|     12 |    4 | pages per segment                       |
+//	|     16 |    4 | segment number                          |
+//	|     20 |    4 | CRC-32C (Castagnoli) of bytes [0, 20)   |
+//	|     24 | 4072 | zero                                    |
+//	|   4096 |  ... | pages: slots of uint64 location, 0=none |
+//	+--------+------+-----------------------------------------+
+//
+// The metadata file:
+//
+//	+------+----------------------------------------------------------+
+//	| size | field                                                    |
+//	+------+----------------------------------------------------------+
+//	|    4 | magic "MGIM"                                             |
+//	|    4 | version (1)                                              |
+//	|    4 | slots per page                                           |
+//	|    4 | pages per segment                                        |
+//	|    4 | segment count at the flush (informational)               |
+//	|    4 | ledger count L                                           |
+//	|    * | L ledger records, sorted by ledger id:                   |
+//	|    8 |   ledger id                                              |
+//	|    1 |   flags: bit 0 fenced, bit 1 explicit LAC present        |
+//	|    2 |   master key length k, then k bytes                      |
+//	|    4 |   explicit LAC length m, then m bytes                    |
+//	|    4 |   page-table length P, then P uint32: physical page + 1  |
+//	|      |   (0 = no page)                                          |
+//	|    4 | CRC-32C of everything before                             |
+//	+------+----------------------------------------------------------+
+//
+// The last entry of a ledger is not stored: Open finds it from the highest
+// non-zero slot of the ledger's pages.
+//
+// # Durability
+//
+// Set writes a slot (an atomic 8-byte store) in the mapped page and marks
+// the page dirty. Flush (1) snapshots the page tables and metadata if any
+// changed, (2) makes the dirty pages durable: in mmap mode one msync
+// (MS_SYNC) per segment over the span from its first to its last dirty
+// page; in heap mode WriteAt of each dirty page and one Sync per segment,
+// then (3) writes the snapshot to INDEX-META.tmp, syncs it, renames it over
+// INDEX-META and syncs the directory. Every page the snapshot references
+// was allocated before it, so its content is durable before the metadata
+// naming it. A new segment is sized, its header written and synced and the
+// directory synced before any of its pages is used.
+//
+// Pages freed by Delete are reused only after the Flush that made the
+// deletion durable, and a page is zeroed when it is reused. So after a
+// crash the durable page tables never point at another ledger's
+// locations: a Set not covered by a Flush reads back as its old value or
+// as absent, never as a wrong location. (In mmap mode the kernel may also
+// write a page back early, so a Set not yet flushed can survive; the entry
+// log verifies every record it returns against the requested ledger and
+// entry anyway.) Pages not referenced by the metadata file at Open are
+// free. Segments beyond those the metadata file knows (created before a
+// crash) are kept and their pages are free.
+//
+// # Modes
+//
+// With a file system whose files have a descriptor (vfs.Fder, the OS FS)
+// segments are mmap'd MAP_SHARED (golang.org/x/sys/unix). Otherwise (MemFS
+// in crash tests), or with Options.NoMmap, each segment is held in heap
+// memory, read at Open and written back at Flush. Both modes share the
+// code above except for how a dirty page reaches the file. Locations are
+// accessed as atomic uint64 overlays, which assumes a little-endian host.
+//
+// # Concurrency
+//
+// Ledgers are in 64 shards, each a map under an RWMutex taken only to find
+// or create a ledger. A ledger's page table is a copy-on-write slice behind
+// an atomic pointer, replaced under the ledger's mutex when a page is
+// added; the segment list is likewise copy-on-write. Get is thus lock-free
+// after the shard lookup and never waits for Set, Flush or segment
+// creation. Slots are read and written with atomic loads and stores.
+package index

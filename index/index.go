@@ -1,0 +1,461 @@
+package index
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+const shardCount = 64
+
+// Index maps (ledger, entry) to an entry-log location and keeps per-ledger
+// metadata.
+//
+// Get, LastEntry, GetMeta, Exists and Ledgers are safe concurrently with
+// each other and with Set, SetMeta, UpdateMeta, Delete and Flush. Close
+// must not run concurrently with any other method (in mmap mode it unmaps
+// the pages).
+type Index struct {
+	opts   Options
+	slots  int
+	pps    int // pages per segment
+	segs   atomic.Pointer[[]*segment]
+	shards [shardCount]shard
+
+	metaDirty atomic.Bool
+	closed    atomic.Bool
+
+	// flushMu serialises Flush and Close.
+	flushMu sync.Mutex
+
+	// mu guards page allocation.
+	mu struct {
+		sync.Mutex
+		free        []uint32 // reusable physical pages
+		pendingFree []uint32 // freed by Delete, reusable after the next Flush
+		err         error    // sticky flush or allocation error
+	}
+}
+
+type shard struct {
+	mu      sync.RWMutex
+	ledgers map[int64]*ledgerState
+}
+
+type ledgerState struct {
+	id    int64
+	pages atomic.Pointer[[]uint32] // page table: physical page + 1, 0 = hole
+	last  atomic.Int64             // highest entry set, -1 if none
+
+	mu      sync.Mutex // guards meta, deleted and page-table growth
+	meta    Meta
+	deleted bool
+}
+
+func (ix *Index) shard(ledger int64) *shard {
+	return &ix.shards[uint64(ledger)%shardCount]
+}
+
+// Open opens the index in opts.Dir, creating an empty one if there is no
+// metadata file. Pages referenced by no ledger are free for reuse.
+func Open(opts Options) (*Index, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	fs := opts.FS
+	if err := fs.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("index: %w", err)
+	}
+	if err := fs.SyncDir(filepath.Dir(filepath.Clean(opts.Dir))); err != nil {
+		return nil, fmt.Errorf("index: %w", err)
+	}
+	ix := &Index{opts: opts, slots: opts.SlotsPerPage, pps: opts.PagesPerSegment}
+	for i := range ix.shards {
+		ix.shards[i].ledgers = map[int64]*ledgerState{}
+	}
+	metaPath := filepath.Join(opts.Dir, MetaFile)
+	var ledgers []ledgerRecord
+	hasMeta := false
+	if b, err := readFile(opts, metaPath); err == nil {
+		h, ls, err := decodeMeta(b)
+		if err != nil {
+			return nil, fmt.Errorf("index: %s: %w", metaPath, err)
+		}
+		ix.slots, ix.pps, ledgers, hasMeta = int(h.SlotsPerPage), int(h.PagesPerSegment), ls, true
+		if ix.slots != opts.SlotsPerPage || ix.pps != opts.PagesPerSegment {
+			opts.Logger.Info("index: keeping the geometry the index was created with", "slots", ix.slots, "pagesPerSegment", ix.pps)
+		}
+		_ = h.Segments
+	} else if !errors.Is(err, errNotExist) {
+		return nil, err
+	}
+	segs, err := ix.openSegments()
+	if err != nil {
+		return nil, err
+	}
+	ix.segs.Store(&segs)
+	fail := func(err error) (*Index, error) {
+		for _, s := range segs {
+			s.close()
+		}
+		return nil, err
+	}
+	total := uint64(len(segs)) * uint64(ix.pps)
+	used := make([]bool, total)
+	for _, r := range ledgers {
+		for pn, p := range r.Pages {
+			if p == 0 {
+				continue
+			}
+			if uint64(p-1) >= total || used[p-1] {
+				return fail(fmt.Errorf("index: %s: ledger %d page %d -> physical page %d missing or shared: %w", metaPath, r.ID, pn, p-1, ErrCorrupt))
+			}
+			used[p-1] = true
+		}
+		sh := ix.shard(r.ID)
+		if _, dup := sh.ledgers[r.ID]; dup {
+			return fail(fmt.Errorf("index: %s: ledger %d twice: %w", metaPath, r.ID, ErrCorrupt))
+		}
+		ls := &ledgerState{id: r.ID, meta: r.Meta}
+		pages := r.Pages
+		ls.pages.Store(&pages)
+		ls.last.Store(ix.scanLast(pages))
+		sh.ledgers[r.ID] = ls
+	}
+	for p := len(used) - 1; p >= 0; p-- {
+		if !used[p] {
+			ix.mu.free = append(ix.mu.free, uint32(p))
+		}
+	}
+	if !hasMeta && len(segs) > 0 {
+		opts.Logger.Warn("index: segments without a metadata file; starting empty", "dir", opts.Dir)
+	}
+	return ix, nil
+}
+
+var errNotExist = errors.New("index: file does not exist")
+
+func readFile(opts Options, path string) ([]byte, error) {
+	if _, err := opts.FS.Stat(path); err != nil {
+		return nil, errNotExist
+	}
+	f, err := opts.FS.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("index: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("index: %w", err)
+	}
+	b := make([]byte, fi.Size())
+	if n, err := f.ReadAt(b, 0); n != len(b) && (err == nil || !errors.Is(err, io.EOF)) {
+		return nil, fmt.Errorf("index: read %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// openSegments opens segment files 0..n-1; a gap is corruption.
+func (ix *Index) openSegments() ([]*segment, error) {
+	names, err := ix.opts.FS.List(ix.opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("index: %w", err)
+	}
+	var nos []uint32
+	for _, name := range names {
+		if no, ok := parseSegmentName(name); ok {
+			nos = append(nos, no)
+		}
+	}
+	slices.Sort(nos)
+	var segs []*segment
+	for i, no := range nos {
+		if no != uint32(i) {
+			for _, s := range segs {
+				s.close()
+			}
+			return nil, fmt.Errorf("index: %s: segment %d missing: %w", ix.opts.Dir, i, ErrCorrupt)
+		}
+		s, err := openSegment(ix.opts.FS, filepath.Join(ix.opts.Dir, segmentName(no)), no, ix.slots, ix.pps, !ix.opts.NoMmap)
+		if err != nil {
+			for _, s := range segs {
+				s.close()
+			}
+			return nil, err
+		}
+		segs = append(segs, s)
+	}
+	return segs, nil
+}
+
+// scanLast finds the highest entry with a location in a page table.
+func (ix *Index) scanLast(pages []uint32) int64 {
+	for pn := len(pages) - 1; pn >= 0; pn-- {
+		if pages[pn] == 0 {
+			continue
+		}
+		seg, p := ix.page(pages[pn] - 1)
+		for sl := ix.slots - 1; sl >= 0; sl-- {
+			if seg.slot(p, sl).Load() != 0 {
+				return int64(pn)*int64(ix.slots) + int64(sl)
+			}
+		}
+	}
+	return -1
+}
+
+// page resolves a physical page to its segment and index within it.
+func (ix *Index) page(phys uint32) (*segment, int) {
+	segs := *ix.segs.Load()
+	return segs[int(phys)/ix.pps], int(phys) % ix.pps
+}
+
+func (ix *Index) lookup(ledger int64) *ledgerState {
+	sh := ix.shard(ledger)
+	sh.mu.RLock()
+	ls := sh.ledgers[ledger]
+	sh.mu.RUnlock()
+	return ls
+}
+
+func (ix *Index) getOrCreate(ledger int64) *ledgerState {
+	if ls := ix.lookup(ledger); ls != nil {
+		return ls
+	}
+	sh := ix.shard(ledger)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	ls := sh.ledgers[ledger]
+	if ls == nil {
+		ls = &ledgerState{id: ledger}
+		ls.pages.Store(new([]uint32))
+		ls.last.Store(-1)
+		sh.ledgers[ledger] = ls
+		ix.metaDirty.Store(true)
+	}
+	return ls
+}
+
+// Set records the location of (ledger, entry), creating the ledger if
+// needed. loc must not be 0. It is durable after the next Flush.
+func (ix *Index) Set(ledger, entry int64, loc uint64) error {
+	if ledger < 0 || entry < 0 || loc == 0 || entry/int64(ix.slots) >= maxPageTable {
+		return fmt.Errorf("index: Set(%d, %d, %#x): %w", ledger, entry, loc, ErrOutOfRange)
+	}
+	if ix.closed.Load() {
+		return ErrClosed
+	}
+	ls := ix.getOrCreate(ledger)
+	pn, sl := int(entry/int64(ix.slots)), int(entry%int64(ix.slots))
+	pt := *ls.pages.Load()
+	var phys uint32
+	if pn < len(pt) && pt[pn] != 0 {
+		phys = pt[pn] - 1
+	} else {
+		var err error
+		if phys, err = ix.allocPage(ls, pn); err != nil {
+			return err
+		}
+	}
+	seg, p := ix.page(phys)
+	seg.slot(p, sl).Store(loc)
+	seg.markDirty(p)
+	for {
+		last := ls.last.Load()
+		if entry <= last || ls.last.CompareAndSwap(last, entry) {
+			return nil
+		}
+	}
+}
+
+// allocPage gives page pn of ls a zeroed physical page.
+func (ix *Index) allocPage(ls *ledgerState, pn int) (uint32, error) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.deleted {
+		return 0, fmt.Errorf("index: ledger %d: %w", ls.id, ErrDeleted)
+	}
+	pt := *ls.pages.Load()
+	if pn < len(pt) && pt[pn] != 0 {
+		return pt[pn] - 1, nil
+	}
+	ix.mu.Lock()
+	phys, err := ix.takePageLocked()
+	ix.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	seg, p := ix.page(phys)
+	for sl := range ix.slots {
+		seg.slot(p, sl).Store(0)
+	}
+	seg.markDirty(p)
+	next := make([]uint32, max(len(pt), pn+1))
+	copy(next, pt)
+	next[pn] = phys + 1
+	ls.pages.Store(&next)
+	ix.metaDirty.Store(true)
+	return phys, nil
+}
+
+func (ix *Index) takePageLocked() (uint32, error) {
+	if ix.mu.err != nil {
+		return 0, ix.mu.err
+	}
+	if n := len(ix.mu.free); n > 0 {
+		p := ix.mu.free[n-1]
+		ix.mu.free = ix.mu.free[:n-1]
+		return p, nil
+	}
+	segs := *ix.segs.Load()
+	no := uint32(len(segs))
+	s, err := createSegment(ix.opts.FS, ix.opts.Dir, no, ix.slots, ix.pps, !ix.opts.NoMmap)
+	if err != nil {
+		ix.mu.err = err
+		return 0, err
+	}
+	next := append(slices.Clip(segs), s)
+	ix.segs.Store(&next)
+	ix.metaDirty.Store(true)
+	base := no * uint32(ix.pps)
+	for p := base + uint32(ix.pps) - 1; p > base; p-- {
+		ix.mu.free = append(ix.mu.free, p)
+	}
+	return base, nil
+}
+
+// Get returns the location of (ledger, entry); ok is false if it was never
+// set (or the ledger is unknown).
+func (ix *Index) Get(ledger, entry int64) (loc uint64, ok bool) {
+	ls := ix.lookup(ledger)
+	if ls == nil || entry < 0 {
+		return 0, false
+	}
+	pn, sl := entry/int64(ix.slots), int(entry%int64(ix.slots))
+	pt := *ls.pages.Load()
+	if pn >= int64(len(pt)) || pt[pn] == 0 {
+		return 0, false
+	}
+	seg, p := ix.page(pt[pn] - 1)
+	loc = seg.slot(p, sl).Load()
+	return loc, loc != 0
+}
+
+// LastEntry returns the highest entry id set for ledger (-1 if none); ok is
+// false for an unknown ledger. After a restart it is recomputed from the
+// pages.
+func (ix *Index) LastEntry(ledger int64) (last int64, ok bool) {
+	ls := ix.lookup(ledger)
+	if ls == nil {
+		return -1, false
+	}
+	return ls.last.Load(), true
+}
+
+// Exists reports whether ledger is known (has metadata or entries).
+func (ix *Index) Exists(ledger int64) bool { return ix.lookup(ledger) != nil }
+
+// GetMeta returns a copy of ledger's metadata.
+func (ix *Index) GetMeta(ledger int64) (Meta, bool) {
+	ls := ix.lookup(ledger)
+	if ls == nil {
+		return Meta{}, false
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.meta.clone(), true
+}
+
+// SetMeta replaces ledger's metadata, creating the ledger if needed.
+func (ix *Index) SetMeta(ledger int64, m Meta) error {
+	return ix.UpdateMeta(ledger, func(old *Meta) { *old = m })
+}
+
+// UpdateMeta applies fn to ledger's metadata atomically with respect to
+// other metadata updates, creating the ledger if needed. fn must not call
+// into the Index.
+func (ix *Index) UpdateMeta(ledger int64, fn func(m *Meta)) error {
+	if ledger < 0 {
+		return fmt.Errorf("index: ledger %d: %w", ledger, ErrOutOfRange)
+	}
+	if ix.closed.Load() {
+		return ErrClosed
+	}
+	ls := ix.getOrCreate(ledger)
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.deleted {
+		return fmt.Errorf("index: ledger %d: %w", ledger, ErrDeleted)
+	}
+	m := ls.meta.clone()
+	fn(&m)
+	ls.meta = m.clone()
+	ix.metaDirty.Store(true)
+	return nil
+}
+
+// Delete forgets ledger. Its pages become reusable after the next Flush
+// has made the deletion durable, so a crash never leaves the old page
+// table pointing at another ledger's entries. Deleting an unknown ledger
+// is a no-op.
+func (ix *Index) Delete(ledger int64) error {
+	if ix.closed.Load() {
+		return ErrClosed
+	}
+	sh := ix.shard(ledger)
+	sh.mu.Lock()
+	ls := sh.ledgers[ledger]
+	delete(sh.ledgers, ledger)
+	sh.mu.Unlock()
+	if ls == nil {
+		return nil
+	}
+	ls.mu.Lock()
+	ls.deleted = true
+	pt := *ls.pages.Load()
+	ls.mu.Unlock()
+	ix.mu.Lock()
+	for _, p := range pt {
+		if p != 0 {
+			ix.mu.pendingFree = append(ix.mu.pendingFree, p-1)
+		}
+	}
+	ix.mu.Unlock()
+	ix.metaDirty.Store(true)
+	return nil
+}
+
+// Ledgers returns the known ledgers, sorted.
+func (ix *Index) Ledgers() []int64 {
+	var out []int64
+	for i := range ix.shards {
+		sh := &ix.shards[i]
+		sh.mu.RLock()
+		for id := range sh.ledgers {
+			out = append(out, id)
+		}
+		sh.mu.RUnlock()
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Stats describe page usage.
+type Stats struct {
+	Ledgers, Segments, Pages, FreePages, PendingFreePages int
+}
+
+// Stats returns page usage figures.
+func (ix *Index) Stats() Stats {
+	st := Stats{Ledgers: len(ix.Ledgers()), Segments: len(*ix.segs.Load())}
+	st.Pages = st.Segments * ix.pps
+	ix.mu.Lock()
+	st.FreePages, st.PendingFreePages = len(ix.mu.free), len(ix.mu.pendingFree)
+	ix.mu.Unlock()
+	return st
+}
