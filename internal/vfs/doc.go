@@ -50,6 +50,11 @@
 // deterministic for a given rng state. Use it for torn-tail tests: a journal
 // must recover every synced record and may find any prefix of what followed.
 //
+// CrashCloneSubset(rng) models writeback in any order: an arbitrary subset
+// of each file's unsynced writes and truncates survives (applied in program
+// order, writes possibly torn), so a later append may survive without an
+// earlier one and leave zeros in between, as delayed allocation can.
+//
 // MemFS.DiskUsage reports a 1 TiB volume minus the bytes of reachable files,
 // or fixed values after SetDiskUsage.
 //

@@ -327,15 +327,25 @@ func (fs *MemFS) DiskUsage(dir string) (total, free uint64, err error) {
 // CrashClone returns a new MemFS holding exactly what the model says is
 // durable: directory entries as of each directory's last SyncDir, and for
 // every file reachable through them the content as of its last Sync.
-func (fs *MemFS) CrashClone() *MemFS { return fs.crashClone(nil) }
+func (fs *MemFS) CrashClone() *MemFS { return fs.crashClone(nil, nil) }
 
 // CrashCloneRandom is CrashClone, except that for each file a random prefix
 // of its unsynced writes and truncates (in the order they were made) also
 // survives, and the first write after that prefix may survive torn: a random
 // prefix of its bytes. Same rng state, same clone.
-func (fs *MemFS) CrashCloneRandom(rng *rand.Rand) *MemFS { return fs.crashClone(rng) }
+func (fs *MemFS) CrashCloneRandom(rng *rand.Rand) *MemFS { return fs.crashClone(rng, survivingPending) }
 
-func (fs *MemFS) crashClone(rng *rand.Rand) *MemFS {
+// CrashCloneSubset is CrashClone, except that for each file an arbitrary
+// subset of its unsynced writes and truncates survives, applied in program
+// order, and each surviving write may be torn to a random non-empty prefix.
+// This models writeback that reached the disk out of order: a later append
+// can survive while an earlier one does not, leaving zeros in between. Every
+// CrashCloneRandom outcome is also a possible CrashCloneSubset outcome.
+func (fs *MemFS) CrashCloneSubset(rng *rand.Rand) *MemFS { return fs.crashClone(rng, survivingSubset) }
+
+type survivor func(b []byte, pending []memOp, rng *rand.Rand) []byte
+
+func (fs *MemFS) crashClone(rng *rand.Rand, survive survivor) *MemFS {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	clones := map[*memNode]*memNode{}
@@ -359,8 +369,8 @@ func (fs *MemFS) crashClone(rng *rand.Rand) *MemFS {
 			n.mu.RLock()
 			c.modTime = n.modTime
 			c.data = slices.Clone(n.synced)
-			if rng != nil {
-				c.data = survivingPending(c.data, n.pending, rng)
+			if survive != nil {
+				c.data = survive(c.data, n.pending, rng)
 			}
 			n.mu.RUnlock()
 			c.synced = slices.Clone(c.data)
@@ -386,6 +396,21 @@ func survivingPending(b []byte, pending []memOp, rng *rand.Rand) []byte {
 	if k < len(pending) && pending[k].data != nil && len(pending[k].data) > 1 && rng.IntN(2) == 0 {
 		op := pending[k]
 		b = writeInto(b, op.off, op.data[:1+rng.IntN(len(op.data)-1)])
+	}
+	return b
+}
+
+// survivingSubset applies each op of pending with probability 1/2, in
+// order, tearing each applied write with probability 1/4.
+func survivingSubset(b []byte, pending []memOp, rng *rand.Rand) []byte {
+	for _, op := range pending {
+		if rng.IntN(2) == 0 {
+			continue
+		}
+		if op.data != nil && len(op.data) > 1 && rng.IntN(4) == 0 {
+			op.data = op.data[:1+rng.IntN(len(op.data)-1)]
+		}
+		b = op.apply(b)
 	}
 	return b
 }

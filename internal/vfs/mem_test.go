@@ -397,3 +397,36 @@ func TestMemFSConcurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestMemFSCrashCloneSubset(t *testing.T) {
+	m := NewMem()
+	f := mustWrite(t, m, "j", "synced|", true)
+	m.SyncDir("/")
+	appends := []string{"aaaa|", "bbbb|", "cccc|"}
+	off := int64(len("synced|"))
+	for _, a := range appends {
+		f.WriteAt([]byte(a), off)
+		off += int64(len(a))
+	}
+	// Every byte after the synced part is either the written byte or zero
+	// (a hole left by a lost earlier write); the synced part is intact.
+	full := "synced|aaaa|bbbb|cccc|"
+	holes := false
+	for seed := range uint64(300) {
+		got := readAll(t, m.CrashCloneSubset(rand.New(rand.NewPCG(seed, 2))), "j")
+		if len(got) < len("synced|") || got[:7] != "synced|" || len(got) > len(full) {
+			t.Fatalf("seed %d: %q", seed, got)
+		}
+		for i := 7; i < len(got); i++ {
+			if got[i] != full[i] && got[i] != 0 {
+				t.Fatalf("seed %d: byte %d = %q in %q, want %q or zero", seed, i, got[i], got, full[i])
+			}
+			if got[i] == 0 {
+				holes = true
+			}
+		}
+	}
+	if !holes {
+		t.Fatalf("no crash state with a hole (later write kept, earlier lost) in 300 seeds")
+	}
+}
