@@ -30,6 +30,10 @@ const (
 	codeProducerFenced       = int32(pb.ServerError_ProducerFenced)
 )
 
+// activeNotifyDelay is how long after SUBSCRIBE's SUCCESS a Failover
+// consumer is told whether it is active.
+const activeNotifyDelay = 100 * time.Millisecond
+
 // ourProtocolVersion is the protocol version the broker speaks.
 const ourProtocolVersion = 20
 
@@ -501,6 +505,10 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 	cc.sub = s
 	c.mu.Unlock()
 	c.sendSuccess(rid)
-	// Failover: tell the new consumer whether it is active, after SUCCESS.
-	s.do(func() { s.notifyActiveLocked(co) })
+	// Failover: tell the new consumer whether it is active, shortly after
+	// SUCCESS: the Go client installs the consumer's handler only once it
+	// has processed SUCCESS and drops ACTIVE_CONSUMER_CHANGE before that.
+	if req.typ == SubFailover {
+		time.AfterFunc(activeNotifyDelay, func() { s.do(func() { s.notifyActiveLocked(co) }) })
+	}
 }
