@@ -11,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/schollz/progressbar/v3"
@@ -326,8 +328,8 @@ func readEntryLogs(w io.Writer, fs vfs.FS, files []string, ledger, limit int64, 
 		return enc.Encode(map[string]any{"summary": map[string]any{"files": len(files), "ledgers": m}})
 	}
 	fmt.Fprintf(w, "%d files, %d ledgers\n", len(files), len(totals))
-	for l, t := range totals {
-		fmt.Fprintf(w, "  ledger %d: %d entries, %d bytes\n", l, t.Entries, t.Bytes)
+	for _, l := range slices.Sorted(maps.Keys(totals)) {
+		fmt.Fprintf(w, "  ledger %d: %d entries, %d bytes\n", l, totals[l].Entries, totals[l].Bytes)
 	}
 	return nil
 }
