@@ -80,21 +80,21 @@ func Open(opts Options) (*Index, error) {
 	}
 	metaPath := filepath.Join(opts.Dir, MetaFile)
 	var ledgers []ledgerRecord
-	hasMeta := false
+	metaSegs := uint32(0)
 	if b, err := readFile(opts, metaPath); err == nil {
 		h, ls, err := decodeMeta(b)
 		if err != nil {
 			return nil, fmt.Errorf("index: %s: %w", metaPath, err)
 		}
-		ix.slots, ix.pps, ledgers, hasMeta = int(h.SlotsPerPage), int(h.PagesPerSegment), ls, true
+		ix.slots, ix.pps, ledgers = int(h.SlotsPerPage), int(h.PagesPerSegment), ls
 		if ix.slots != opts.SlotsPerPage || ix.pps != opts.PagesPerSegment {
 			opts.Logger.Info("index: keeping the geometry the index was created with", "slots", ix.slots, "pagesPerSegment", ix.pps)
 		}
-		_ = h.Segments
+		metaSegs = h.Segments
 	} else if !errors.Is(err, errNotExist) {
 		return nil, err
 	}
-	segs, err := ix.openSegments()
+	segs, err := ix.openSegments(metaSegs)
 	if err != nil {
 		return nil, err
 	}
@@ -132,9 +132,6 @@ func Open(opts Options) (*Index, error) {
 			ix.mu.free = append(ix.mu.free, uint32(p))
 		}
 	}
-	if !hasMeta && len(segs) > 0 {
-		opts.Logger.Warn("index: segments without a metadata file; starting empty", "dir", opts.Dir)
-	}
 	return ix, nil
 }
 
@@ -160,8 +157,11 @@ func readFile(opts Options, path string) ([]byte, error) {
 	return b, nil
 }
 
-// openSegments opens segment files 0..n-1; a gap is corruption.
-func (ix *Index) openSegments() ([]*segment, error) {
+// openSegments opens segment files 0..n-1; a gap is corruption. Segments
+// the metadata file does not know (number >= known) hold no referenced
+// page: one that does not open cleanly (a crash while it was created) is
+// removed together with the ones after it.
+func (ix *Index) openSegments(known uint32) ([]*segment, error) {
 	names, err := ix.opts.FS.List(ix.opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("index: %w", err)
@@ -182,6 +182,18 @@ func (ix *Index) openSegments() ([]*segment, error) {
 			return nil, fmt.Errorf("index: %s: segment %d missing: %w", ix.opts.Dir, i, ErrCorrupt)
 		}
 		s, err := openSegment(ix.opts.FS, filepath.Join(ix.opts.Dir, segmentName(no)), no, ix.slots, ix.pps, !ix.opts.NoMmap)
+		if err != nil && no >= known && errors.Is(err, ErrCorrupt) {
+			ix.opts.Logger.Warn("index: removing unreferenced segments that do not open", "from", no, "err", err)
+			for _, rm := range nos[i:] {
+				if err := ix.opts.FS.Remove(filepath.Join(ix.opts.Dir, segmentName(rm))); err != nil {
+					for _, s := range segs {
+						s.close()
+					}
+					return nil, fmt.Errorf("index: %w", err)
+				}
+			}
+			break
+		}
 		if err != nil {
 			for _, s := range segs {
 				s.close()
