@@ -66,6 +66,8 @@ type ManagedLedger struct {
 	current  WriteLedger
 	closing  WriteLedger // the previous current ledger while rollover closes it
 	created  time.Time   // current ledger's creation
+	subCount int64       // entries submitted to the current ledger
+	subSize  int64       // bytes submitted to the current ledger
 	pending  []*addOp    // sent to current, awaiting callbacks, in order
 	retry    []*addOp    // failed on a broken ledger, to resend first
 	queued   []*addOp    // waiting for a ledger
@@ -227,7 +229,7 @@ func (ml *ManagedLedger) AddEntry(data []byte, numMessages int32, cb func(Positi
 	op := &addOp{data: data, msgs: numMessages, cb: cb}
 	switch ml.state {
 	case stateReady:
-		ml.submitLocked(op)
+		ml.submitOrQueueLocked([]*addOp{op})
 	case stateWriteFailed:
 		ml.queued = append(ml.queued, op)
 		ml.startRolloverLocked()
@@ -237,7 +239,25 @@ func (ml *ManagedLedger) AddEntry(data []byte, numMessages int32, cb func(Positi
 	ml.mu.Unlock()
 }
 
+// submitOrQueueLocked sends ops to the current ledger in order; once the
+// ledger is full it starts a rollover and queues the rest.
+func (ml *ManagedLedger) submitOrQueueLocked(ops []*addOp) {
+	now := ml.f.opts.Now()
+	for i, op := range ops {
+		if ml.state != stateReady {
+			ml.queued = append(ml.queued, ops[i:]...)
+			return
+		}
+		ml.submitLocked(op)
+		if ml.shouldRollLocked(now) {
+			ml.startRolloverLocked()
+		}
+	}
+}
+
 func (ml *ManagedLedger) submitLocked(op *addOp) {
+	ml.subCount++
+	ml.subSize += int64(len(op.data))
 	op.ledger = ml.current.ID()
 	ml.pending = append(ml.pending, op)
 	ml.current.AddAsync(op.data, func(id int64, err error) { ml.addComplete(op, id, err) })
@@ -296,9 +316,6 @@ func (ml *ManagedLedger) addComplete(op *addOp, entryID int64, err error) {
 		ml.addedCh = make(chan struct{})
 		ml.chWanted = false
 	}
-	if ml.state == stateReady && ml.shouldRollLocked(ml.f.opts.Now()) {
-		ml.startRolloverLocked()
-	}
 	ml.mu.Unlock()
 	op.cb(pos, nil)
 }
@@ -307,15 +324,14 @@ func (ml *ManagedLedger) shouldRollLocked(now time.Time) bool {
 	if ml.current == nil {
 		return false
 	}
-	cur := ml.ledgers[len(ml.ledgers)-1]
-	if cur.Entries == 0 {
+	if ml.subCount == 0 {
 		return false
 	}
 	age := now.Sub(ml.created)
 	if ml.cfg.MinLedgerRolloverTime > 0 && age < ml.cfg.MinLedgerRolloverTime {
 		return false
 	}
-	return cur.Entries >= ml.cfg.MaxEntriesPerLedger || cur.Size >= ml.cfg.MaxSizePerLedger ||
+	return ml.subCount >= ml.cfg.MaxEntriesPerLedger || ml.subSize >= ml.cfg.MaxSizePerLedger ||
 		age >= ml.rolloverTime
 }
 
@@ -430,10 +446,9 @@ func (ml *ManagedLedger) rollover(ctx context.Context) {
 	ml.msgSums[wl.ID()] = nil
 	ml.current = wl
 	ml.created = ml.f.opts.Now()
+	ml.subCount, ml.subSize = 0, 0
 	ml.state = stateReady
-	for _, op := range ops {
-		ml.submitLocked(op)
-	}
+	ml.submitOrQueueLocked(ops)
 	ml.mu.Unlock()
 }
 

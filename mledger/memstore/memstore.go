@@ -144,14 +144,17 @@ func (s *Store) Create(ctx context.Context) (mledger.WriteLedger, error) {
 		return nil, ErrInjected
 	}
 	s.mu.Lock()
+	hook := s.createFn
+	s.mu.Unlock()
+	if hook != nil {
+		if err := hook(); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, ErrClosed
-	}
-	if s.createFn != nil {
-		if err := s.createFn(); err != nil {
-			return nil, err
-		}
 	}
 	id := s.nextID
 	s.nextID++
