@@ -38,7 +38,10 @@ func (c *crashFS) wrap(f vfs.File, err error) (vfs.File, error) {
 	}
 	return &crashFile{f, c}, nil
 }
-func (c *crashFS) Create(name string) (vfs.File, error) { c.tick(); return c.wrap(c.MemFS.Create(name)) }
+func (c *crashFS) Create(name string) (vfs.File, error) {
+	c.tick()
+	return c.wrap(c.MemFS.Create(name))
+}
 func (c *crashFS) OpenReadWrite(name string) (vfs.File, error) {
 	return c.wrap(c.MemFS.OpenReadWrite(name))
 }
@@ -49,9 +52,12 @@ func (c *crashFS) MkdirAll(d string, p os.FileMode) error {
 	c.tick()
 	return c.MemFS.MkdirAll(d, p)
 }
-func (f *crashFile) WriteAt(p []byte, off int64) (int, error) { f.c.tick(); return f.File.WriteAt(p, off) }
-func (f *crashFile) Sync() error                              { f.c.tick(); return f.File.Sync() }
-func (f *crashFile) Truncate(n int64) error                   { f.c.tick(); return f.File.Truncate(n) }
+func (f *crashFile) WriteAt(p []byte, off int64) (int, error) {
+	f.c.tick()
+	return f.File.WriteAt(p, off)
+}
+func (f *crashFile) Sync() error            { f.c.tick(); return f.File.Sync() }
+func (f *crashFile) Truncate(n int64) error { f.c.tick(); return f.File.Truncate(n) }
 
 // model is what the test knows about the index.
 type model struct {

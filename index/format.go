@@ -67,7 +67,7 @@ func DecodeSegmentHeader(src []byte) (rest []byte, h SegmentHeader, err error) {
 	h.SlotsPerPage = binary.LittleEndian.Uint32(src[8:])
 	h.PagesPerSegment = binary.LittleEndian.Uint32(src[12:])
 	h.Segment = binary.LittleEndian.Uint32(src[16:])
-	if h.SlotsPerPage < 1 || h.SlotsPerPage > maxSlotsPerPage || h.PagesPerSegment < 1 || h.PagesPerSegment > maxPagesPerSegment {
+	if !geometryOK(int(h.SlotsPerPage), int(h.PagesPerSegment)) {
 		return src, h, fmt.Errorf("segment geometry %d slots x %d pages out of range: %w", h.SlotsPerPage, h.PagesPerSegment, ErrCorrupt)
 	}
 	return src[SegmentHeaderSize:], h, nil
@@ -182,7 +182,7 @@ func decodeMeta(src []byte) (h metaHeader, ledgers []ledgerRecord, err error) {
 	h.PagesPerSegment = binary.LittleEndian.Uint32(src[12:])
 	h.Segments = binary.LittleEndian.Uint32(src[16:])
 	h.Ledgers = binary.LittleEndian.Uint32(src[20:])
-	if h.SlotsPerPage < 1 || h.SlotsPerPage > maxSlotsPerPage || h.PagesPerSegment < 1 || h.PagesPerSegment > maxPagesPerSegment {
+	if !geometryOK(int(h.SlotsPerPage), int(h.PagesPerSegment)) {
 		return h, nil, fmt.Errorf("metadata geometry %d slots x %d pages out of range: %w", h.SlotsPerPage, h.PagesPerSegment, ErrCorrupt)
 	}
 	rest := body[metaHeaderLen:]

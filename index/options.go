@@ -14,6 +14,8 @@ const (
 	DefaultPagesPerSegment = 16384 // 64 MiB segments
 	maxSlotsPerPage        = 1 << 16
 	maxPagesPerSegment     = 1 << 20
+	// maxSegmentBytes bounds a segment's size (SlotsPerPage*8*PagesPerSegment).
+	maxSegmentBytes = 1 << 30
 	// maxPageTable bounds one ledger's page table (entry id / SlotsPerPage).
 	maxPageTable = 1 << 26
 )
@@ -64,5 +66,14 @@ func (o *Options) Validate() error {
 	if o.PagesPerSegment < 1 || o.PagesPerSegment > maxPagesPerSegment {
 		return fmt.Errorf("index: PagesPerSegment %d out of range [1, %d]", o.PagesPerSegment, maxPagesPerSegment)
 	}
+	if !geometryOK(o.SlotsPerPage, o.PagesPerSegment) {
+		return fmt.Errorf("index: segment of %d slots x %d pages exceeds %d bytes", o.SlotsPerPage, o.PagesPerSegment, maxSegmentBytes)
+	}
 	return nil
+}
+
+// geometryOK bounds the page and segment sizes.
+func geometryOK(slots, pages int) bool {
+	return slots >= 1 && slots <= maxSlotsPerPage && pages >= 1 && pages <= maxPagesPerSegment &&
+		int64(slots)*8*int64(pages) <= maxSegmentBytes
 }
