@@ -31,9 +31,13 @@ type Config struct {
 	// closed (default 2.5x KeepAliveInterval).
 	KeepAliveInterval time.Duration
 	IdleTimeout       time.Duration
-	// MaxOutboundBytes bounds a connection's unsent output; a client that
-	// stops reading is disconnected once it is exceeded (default 64 MiB).
+	// MaxOutboundBytes bounds a connection's unsent output (default 64
+	// MiB): dispatch to a connection pauses above half of it, and the
+	// connection is closed if it is exceeded anyway.
 	MaxOutboundBytes int
+	// WriteTimeout disconnects a client that accepts no bytes for this
+	// long while the broker has output for it (default 30s).
+	WriteTimeout time.Duration
 	// DisableAutoTopicCreation makes unknown topics an error instead of
 	// creating them on first use.
 	DisableAutoTopicCreation bool
@@ -71,6 +75,9 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.MaxOutboundBytes == 0 {
 		c.MaxOutboundBytes = 64 << 20
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 30 * time.Second
 	}
 	if c.DispatchBatch == 0 {
 		c.DispatchBatch = 100

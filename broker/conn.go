@@ -30,6 +30,9 @@ type conn struct {
 	connected     bool // reader goroutine only
 
 	lastRead atomic.Int64 // unix nanos of the last byte read
+	// blocked is set when a dispatcher found the outbound queue full; the
+	// writer then wakes this connection's subscriptions once it drains.
+	blocked atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -62,7 +65,44 @@ func newConn(b *Broker, nc net.Conn) *conn {
 	empty := ""
 	c.clientVersion.Store(&empty)
 	c.lastRead.Store(time.Now().UnixNano())
+	c.q.drained = c.drained
 	return c
+}
+
+// writable implements consumerSink.
+func (c *conn) writable() bool {
+	if c.q.writable() {
+		return true
+	}
+	c.blocked.Store(true)
+	return c.q.writable() // re-check: the writer may have drained meanwhile
+}
+
+// drained runs on the writer goroutine when the queue got short again.
+func (c *conn) drained() {
+	if !c.blocked.CompareAndSwap(true, false) {
+		return
+	}
+	c.mu.Lock()
+	subs := make([]*subscription, 0, len(c.mu.consumers))
+	for _, cc := range c.mu.consumers {
+		if cc.sub != nil {
+			subs = append(subs, cc.sub)
+		}
+	}
+	c.mu.Unlock()
+	for _, s := range subs {
+		s.wake()
+	}
+}
+
+// deadlineWriter writes to the socket with a write deadline: a client that
+// stops reading is disconnected after WriteTimeout.
+type deadlineWriter struct{ c *conn }
+
+func (w deadlineWriter) Write(b []byte) (int, error) {
+	_ = w.c.nc.SetWriteDeadline(time.Now().Add(w.c.b.cfg.WriteTimeout))
+	return w.c.nc.Write(b)
 }
 
 // serve runs the connection until it fails or the broker closes it, then
@@ -71,9 +111,13 @@ func (c *conn) serve() {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		if err := c.q.run(c.nc); err != nil {
-			if errors.Is(err, ErrSlowConsumer) {
+		if err := c.q.run(deadlineWriter{c}); err != nil {
+			var ne net.Error
+			switch {
+			case errors.Is(err, ErrSlowConsumer):
 				c.log.Warn("closing connection: outbound queue overflow")
+			case errors.As(err, &ne) && ne.Timeout():
+				c.log.Warn("closing connection: client stopped reading", "timeout", c.b.cfg.WriteTimeout)
 			}
 			c.nc.Close() // unblocks the reader
 		}

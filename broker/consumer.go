@@ -36,6 +36,9 @@ type consumerSink interface {
 	sendMessage(consumerID uint64, pos position, redeliveries uint32, ackSet []int64, data []byte)
 	// sendActiveChange queues ACTIVE_CONSUMER_CHANGE.
 	sendActiveChange(consumerID uint64, active bool)
+	// writable reports whether the connection can take more messages now;
+	// when it later drains it wakes the consumer's subscription.
+	writable() bool
 	// closeConsumer queues a broker-initiated CLOSE_CONSUMER and forgets
 	// the consumer id on the connection.
 	closeConsumer(consumerID uint64)
@@ -73,6 +76,12 @@ func newConsumer(id uint64, name string, sink consumerSink) *consumer {
 		connectedSince: time.Now(),
 		pending:        make(map[position]*pendingEntry),
 	}
+}
+
+// available reports whether c can be sent an entry now: it has permits
+// and its connection is not backed up.
+func (c *consumer) available() bool {
+	return c.permits > 0 && (c.sink == nil || c.sink.writable())
 }
 
 // pendingEntry is an entry delivered to a consumer and not yet acked.

@@ -164,6 +164,8 @@ func (r *recSink) sendActiveChange(id uint64, a bool) {
 	r.active[id] = a
 	r.mu.Unlock()
 }
+func (r *recSink) writable() bool { return true }
+
 func (r *recSink) closeConsumer(id uint64) {
 	r.mu.Lock()
 	r.closed = append(r.closed, id)

@@ -164,17 +164,17 @@ func (c *conn) handleSend(m *pb.CommandSend, payload []byte) error {
 	p := c.mu.producers[pid]
 	c.mu.Unlock()
 	seq := m.GetSequenceId()
-	if p == nil || !p.ready.Load() {
-		// A send racing a close of its producer: the client fails it
-		// through its send timeout. Pulsar answers nothing either.
-		return nil
-	}
 	if _, err := pulsarproto.VerifyEntry(payload); err != nil {
 		if errors.Is(err, pulsarproto.ErrChecksum) {
 			c.sendSendError(pid, seq, codeChecksumError, "Checksum failed on the broker")
 			return nil
 		}
 		return fmt.Errorf("%w: SEND payload: %w", ErrProtocol, err)
+	}
+	if p == nil || !p.ready.Load() {
+		// A send racing a close of its producer: the client fails it
+		// through its send timeout. Pulsar answers nothing either.
+		return nil
 	}
 	n := int(m.GetNumMessages())
 	if n < 1 {

@@ -3,6 +3,7 @@ package broker
 import (
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // outQueue is a connection's outbound byte queue. Producers of frames
@@ -22,10 +23,23 @@ type outQueue struct {
 	}
 	limit  int
 	signal chan struct{} // capacity 1: "buf is non-empty"
+
+	queued  atomic.Int64 // len(mu.buf)
+	writing atomic.Int64 // bytes of the Write in progress
+	// drained, if set, runs on the writer goroutine after a write that
+	// left the queue below half of soft (see writable).
+	drained func()
+	soft    int64
+}
+
+// writable reports whether the queue is below its soft limit: dispatchers
+// stop sending to a connection that is not, and resume when drained runs.
+func (q *outQueue) writable() bool {
+	return q.queued.Load()+q.writing.Load() < q.soft
 }
 
 func newOutQueue(limit int) *outQueue {
-	return &outQueue{limit: limit, signal: make(chan struct{}, 1)}
+	return &outQueue{limit: limit, soft: int64(limit / 2), signal: make(chan struct{}, 1)}
 }
 
 // begin locks the queue and returns the pending buffer to append frames
@@ -51,6 +65,7 @@ func (q *outQueue) end(buf []byte) bool {
 		buf = nil
 	}
 	q.mu.buf = buf
+	q.queued.Store(int64(len(buf)))
 	q.mu.Unlock()
 	select {
 	case q.signal <- struct{}{}:
@@ -98,6 +113,8 @@ func (q *outQueue) run(w io.Writer) error {
 			buf := q.mu.buf
 			closed, qerr := q.mu.closed, q.mu.err
 			q.mu.buf = spare[:0]
+			q.queued.Store(0)
+			q.writing.Store(int64(len(buf)))
 			q.mu.Unlock()
 			if qerr != nil {
 				return qerr
@@ -109,12 +126,17 @@ func (q *outQueue) run(w io.Writer) error {
 				spare = buf
 				break
 			}
-			if _, err := w.Write(buf); err != nil {
+			_, err := w.Write(buf)
+			q.writing.Store(0)
+			if err != nil {
 				q.mu.Lock()
 				q.mu.closed = true
 				q.mu.buf = nil
 				q.mu.Unlock()
 				return err
+			}
+			if q.drained != nil && q.queued.Load() < q.soft/2 {
+				q.drained()
 			}
 			if cap(buf) > 4<<20 {
 				buf = nil // do not pin a burst-sized buffer forever

@@ -41,7 +41,7 @@ func (s *exclusiveSelector) remove(c *consumer) {
 }
 
 func (s *exclusiveSelector) pick([]byte) *consumer {
-	if s.c != nil && s.c.permits > 0 {
+	if s.c != nil && s.c.available() {
 		return s.c
 	}
 	return nil
@@ -100,7 +100,7 @@ func (s *failoverSelector) active() *consumer {
 }
 
 func (s *failoverSelector) pick([]byte) *consumer {
-	if a := s.active(); a != nil && a.permits > 0 {
+	if a := s.active(); a != nil && a.available() {
 		return a
 	}
 	return nil
@@ -136,7 +136,7 @@ func (s *sharedSelector) pick([]byte) *consumer {
 		}
 		c := s.cs[s.next]
 		s.next++
-		if c.permits > 0 {
+		if c.available() {
 			return c
 		}
 	}
@@ -246,7 +246,7 @@ func (s *keySharedSelector) owner(key []byte) *consumer {
 }
 
 func (s *keySharedSelector) pick(key []byte) *consumer {
-	if c := s.owner(key); c != nil && c.permits > 0 {
+	if c := s.owner(key); c != nil && c.available() {
 		return c
 	}
 	return nil

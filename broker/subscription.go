@@ -313,7 +313,7 @@ func (s *subscription) insertReplay(pe *pendingEntry) {
 
 func (s *subscription) anyPermits() bool {
 	for _, c := range s.consumers {
-		if c.permits > 0 {
+		if c.available() {
 			return true
 		}
 	}
