@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/magnetar-mq/magnetar/internal/uring"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
@@ -58,6 +59,8 @@ type Journal struct {
 	off      int64 // end of the data written to f
 	prealloc int64 // f is preallocated up to here
 	bufs     [][]byte
+
+	writerKind atomic.Pointer[string] // "io_uring" or "pwrite"
 
 	markMu sync.Mutex // serializes Checkpoint; guards mark
 	mark   Position
@@ -139,11 +142,13 @@ func (j *Journal) createFile(id, baseSeq uint64) error {
 	if err := fs.SyncDir(j.opts.Dir); err != nil {
 		return fail(err)
 	}
-	w, err := newWriter(f, j.opts.WriterMode)
+	w, err := uring.NewWriter(f, j.opts.WriterMode)
 	if err != nil {
 		return fail(err)
 	}
 	j.f, j.w, j.fileID, j.off, j.prealloc = f, w, id, FileHeaderSize, j.opts.PreallocSize
+	kind := fmt.Sprint(w)
+	j.writerKind.Store(&kind)
 	return nil
 }
 
@@ -231,6 +236,10 @@ func (j *Journal) AppendFunc(rec Record, done func(Position, error)) {
 // Durable reports whether completions mean fdatasync'ed (false with
 // NoSync; results measured that way must be labelled "not durable").
 func (j *Journal) Durable() bool { return !j.opts.NoSync }
+
+// WriterKind names the durable-write path in use ("io_uring" or "pwrite"),
+// for benchmark labels and logs.
+func (j *Journal) WriterKind() string { return *j.writerKind.Load() }
 
 // Err returns the sticky failure, or nil while the journal is healthy.
 func (j *Journal) Err() error { return j.c.failure() }
