@@ -20,14 +20,32 @@ import (
 type testBroker struct {
 	*Broker
 	meta    *memMeta
+	ledgers *memstore.Store
+	mut     func(*Config)
 	factory *mledger.Factory
 	url     string
 }
 
 func startBroker(t testing.TB, mut func(*Config)) *testBroker {
 	t.Helper()
-	meta := newMemMeta()
-	f, err := mledger.NewFactory(mledger.Options{Ledgers: memstore.New(), Metadata: meta})
+	return startBrokerOn(t, mut, newMemMeta(), memstore.New())
+}
+
+// restart closes tb and starts a new broker over the same stores.
+func (tb *testBroker) restart(t testing.TB) *testBroker {
+	t.Helper()
+	if err := tb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.factory.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return startBrokerOn(t, tb.mut, tb.meta, tb.ledgers)
+}
+
+func startBrokerOn(t testing.TB, mut func(*Config), meta *memMeta, ledgers *memstore.Store) *testBroker {
+	t.Helper()
+	f, err := mledger.NewFactory(mledger.Options{Ledgers: ledgers, Metadata: meta})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +70,7 @@ func startBroker(t testing.TB, mut func(*Config)) *testBroker {
 	if err := b.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	tb := &testBroker{Broker: b, meta: meta, factory: f, url: "pulsar://" + b.ServiceAddr()}
+	tb := &testBroker{Broker: b, meta: meta, ledgers: ledgers, mut: mut, factory: f, url: "pulsar://" + b.ServiceAddr()}
 	t.Cleanup(func() {
 		if err := b.Close(); err != nil {
 			t.Errorf("broker close: %v", err)

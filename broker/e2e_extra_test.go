@@ -1,0 +1,221 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+)
+
+func TestE2ENonPersistent(t *testing.T) {
+	tb := startBroker(t, nil)
+	cl := tb.client(t)
+	topic := "non-persistent://public/default/" + newTopicName("np")
+	prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	// Nobody subscribed yet: dropped.
+	sendAsyncAll(t, prod, 3, func(i int) *pulsar.ProducerMessage { return &pulsar.ProducerMessage{Payload: []byte("lost")} })
+	cons := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	sendAsyncAll(t, prod, 5, payloadMsg)
+	for i, m := range receiveN(t, cons, 5) {
+		if got, want := string(m.Payload()), fmt.Sprintf("m-%d", i); got != want {
+			t.Fatalf("message %d = %q, want %q", i, got, want)
+		}
+		cons.Ack(m)
+	}
+}
+
+func TestE2EProducerAccessModes(t *testing.T) {
+	tb := startBroker(t, nil)
+	cl := tb.client(t)
+	topic := newTopicName("access")
+	named := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, Name: "p1"})
+	if _, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "p1"}); err == nil || !strings.Contains(err.Error(), "ProducerBusy") {
+		t.Fatalf("duplicate producer name: %v, want ProducerBusy", err)
+	}
+	if _, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, ProducerAccessMode: pulsar.ProducerAccessModeExclusive}); err == nil || !strings.Contains(err.Error(), "ProducerBusy") {
+		t.Fatalf("exclusive over shared: %v, want ProducerBusy", err)
+	}
+	named.Close()
+	ex, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, ProducerAccessMode: pulsar.ProducerAccessModeExclusive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, ProducerAccessMode: pulsar.ProducerAccessModeExclusive}); err == nil || !strings.Contains(err.Error(), "ProducerFenced") {
+		t.Fatalf("second exclusive: %v, want ProducerFenced", err)
+	}
+	if _, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic}); err == nil || !strings.Contains(err.Error(), "ProducerBusy") {
+		t.Fatalf("shared over exclusive: %v, want ProducerBusy", err)
+	}
+	// WaitForExclusive blocks until the exclusive producer leaves.
+	got := make(chan error, 1)
+	go func() {
+		w, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, ProducerAccessMode: pulsar.ProducerAccessModeWaitForExclusive})
+		if err == nil {
+			_, err = w.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("from waiter")})
+			w.Close()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("WaitForExclusive returned while the topic was held: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	ex.Close()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("WaitForExclusive: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitForExclusive producer never became ready")
+	}
+}
+
+func TestE2EBatchIndexAck(t *testing.T) {
+	tb := startBroker(t, nil)
+	cl := tb.client(t)
+	topic := newTopicName("batchidx")
+	cons := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared,
+		EnableBatchIndexAcknowledgment: true, AckWithResponse: true, NackRedeliveryDelay: 100 * time.Millisecond})
+	prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, BatchingMaxMessages: 4, BatchingMaxPublishDelay: time.Second})
+	sendAsyncAll(t, prod, 4, payloadMsg)
+	msgs := receiveN(t, cons, 4)
+	// Ack 0 and 2, nack 1 and 3: only 1 and 3 come back.
+	for i, m := range msgs {
+		if i%2 == 0 {
+			if err := cons.Ack(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cons.Nack(msgs[1])
+	cons.Nack(msgs[3])
+	var again []string
+	for _, m := range receiveN(t, cons, 2) {
+		again = append(again, string(m.Payload()))
+		cons.Ack(m)
+	}
+	slices.Sort(again)
+	if !slices.Equal(again, []string{"m-1", "m-3"}) {
+		t.Fatalf("redelivered %v, want [m-1 m-3]", again)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if m, err := cons.Receive(ctx); err == nil {
+		t.Fatalf("acked index redelivered: %q", m.Payload())
+	}
+}
+
+func TestE2ERegexConsumer(t *testing.T) {
+	tb := startBroker(t, nil)
+	cl := tb.client(t)
+	prefix := newTopicName("regex")
+	for i := 0; i < 2; i++ {
+		p := mustProducer(t, cl, pulsar.ProducerOptions{Topic: fmt.Sprintf("%s-%d", prefix, i)})
+		p.Close()
+	}
+	cons := mustConsumer(t, cl, pulsar.ConsumerOptions{TopicsPattern: "persistent://public/default/" + prefix + "-.*", SubscriptionName: "s",
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	for i := 0; i < 2; i++ {
+		p := mustProducer(t, cl, pulsar.ProducerOptions{Topic: fmt.Sprintf("%s-%d", prefix, i), DisableBatching: true})
+		sendAsyncAll(t, p, 1, payloadMsg)
+	}
+	topics := map[string]bool{}
+	for _, m := range receiveN(t, cons, 2) {
+		topics[m.Topic()] = true
+		cons.Ack(m)
+	}
+	if len(topics) != 2 {
+		t.Fatalf("regex consumer got messages from %v", topics)
+	}
+}
+
+type jsonRec struct {
+	ID   int    `json:"id"`
+	Name string `json:"name"`
+}
+
+const jsonRecSchema = `{"type":"record","name":"Rec","namespace":"test","fields":[{"name":"id","type":"int"},{"name":"name","type":"string"}]}`
+
+func TestE2ESchema(t *testing.T) {
+	tb := startBroker(t, nil)
+	cl := tb.client(t)
+	topic := newTopicName("schema")
+	cons := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Schema: pulsar.NewJSONSchema(jsonRecSchema, nil)})
+	prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, Schema: pulsar.NewJSONSchema(jsonRecSchema, nil)})
+	if _, err := prod.Send(ctxT(t), &pulsar.ProducerMessage{Value: &jsonRec{ID: 7, Name: "seven"}}); err != nil {
+		t.Fatal(err)
+	}
+	m := receiveN(t, cons, 1)[0]
+	var r jsonRec
+	if err := m.GetSchemaValue(&r); err != nil {
+		t.Fatal(err)
+	}
+	if r.ID != 7 || r.Name != "seven" {
+		t.Fatalf("decoded %+v", r)
+	}
+	if len(m.SchemaVersion()) != 8 {
+		t.Fatalf("schema version %x, want 8 bytes", m.SchemaVersion())
+	}
+	// A schema-less producer is allowed on a topic with a schema.
+	plain := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic})
+	if _, err := plain.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte(`{"id":1,"name":"x"}`)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestE2EDelayedDelivery(t *testing.T) {
+	tb := startBroker(t, nil)
+	cl := tb.client(t)
+	topic := newTopicName("delayed")
+	cons := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared})
+	prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic})
+	start := time.Now()
+	if _, err := prod.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte("later"), DeliverAfter: 300 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prod.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte("now")}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := receiveN(t, cons, 2)
+	if string(msgs[0].Payload()) != "now" || string(msgs[1].Payload()) != "later" {
+		t.Fatalf("order %q, %q", msgs[0].Payload(), msgs[1].Payload())
+	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Fatalf("delayed message delivered after %v", d)
+	}
+}
+
+func TestE2ERestartKeepsSubscriptions(t *testing.T) {
+	tb := startBroker(t, nil)
+	cl := tb.client(t)
+	topic := newTopicName("restart")
+	cons := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "durable", AckWithResponse: true})
+	prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	sendAsyncAll(t, prod, 10, payloadMsg)
+	for _, m := range receiveN(t, cons, 4) {
+		if err := cons.Ack(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons.Close()
+	prod.Close()
+	cl.Close()
+	tb2 := tb.restart(t)
+	st := getStats(t, tb2, topic)
+	if s, ok := st.Subscriptions["durable"]; !ok || s.MsgBacklog != 6 {
+		t.Fatalf("after restart subscription stats %+v (present %v), want backlog 6", s, ok)
+	}
+	cl2 := tb2.client(t)
+	cons2 := mustConsumer(t, cl2, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "durable"})
+	for i, m := range receiveN(t, cons2, 6) {
+		if got, want := string(m.Payload()), fmt.Sprintf("m-%d", i+4); got != want {
+			t.Fatalf("after restart message %d = %q, want %q", i, got, want)
+		}
+	}
+}
