@@ -183,6 +183,9 @@ func (s *Store) CreateSequential(_ context.Context, parentPrefix string, value [
 	return p, nil
 }
 
+// PutBytes returns BytesPut.
+func (s *Store) PutBytes() int64 { return s.BytesPut.Load() }
+
 // Close implements metadata.Store.
 func (s *Store) Close() error {
 	s.mu.Lock()

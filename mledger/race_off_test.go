@@ -1,0 +1,5 @@
+//go:build !race
+
+package mledger_test
+
+const raceEnabled = false
