@@ -3,6 +3,7 @@ package entrylog
 import (
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"slices"
 	"sync"
@@ -139,30 +140,53 @@ func (l *Log) AppendRead(dst []byte, loc uint64, ledger, entry int64) ([]byte, e
 			return out, err
 		}
 	}
-	var hb [RecordHeaderSize]byte
-	if err := readFull(f, hb[:], off); err != nil {
-		return dst, err
-	}
-	if isZero(hb[:]) {
-		return dst, fmt.Errorf("entrylog: %s off %d: zero record header: %w", f.path, off, f.missing())
-	}
-	h := decodeRecordHeader(hb[:])
-	if off+RecordHeaderSize+int64(h.n) > f.written.Load() {
-		return dst, fmt.Errorf("entrylog: %s off %d: record length %d past end of data: %w", f.path, off, h.n, f.missing())
-	}
+	// One pread for the header and, speculatively, the payload: into the
+	// spare capacity of dst (at least readAhead bytes).
+	const readAhead = 512
 	start := len(dst)
-	dst = slices.Grow(dst, int(h.n))[:start+int(h.n)]
-	if err := readFull(f, dst[start:], off+RecordHeaderSize); err != nil {
+	want := min(max(int64(cap(dst)-start), readAhead), f.written.Load()-off)
+	if want < RecordHeaderSize {
+		want = RecordHeaderSize
+	}
+	dst = slices.Grow(dst, int(want))[:start+int(want)]
+	buf := dst[start:]
+	if err := readFull(f, buf, off); err != nil {
 		return dst[:start], err
 	}
-	if err := checkRecord(f.path, off, hb[:], h, dst[start:], ledger, entry); err != nil {
+	if isZero(buf[:RecordHeaderSize]) {
+		return dst[:start], fmt.Errorf("entrylog: %s off %d: zero record header: %w", f.path, off, f.missing())
+	}
+	h := decodeRecordHeader(buf)
+	if off+RecordHeaderSize+int64(h.n) > f.written.Load() {
+		return dst[:start], fmt.Errorf("entrylog: %s off %d: record length %d past end of data: %w", f.path, off, h.n, f.missing())
+	}
+	// The header checksum part is computed before the payload is moved
+	// over the header.
+	c := crc32.Update(crc32.Update(0, castagnoli, buf[0:4]), castagnoli, buf[8:RecordHeaderSize])
+	n := int(h.n)
+	if RecordHeaderSize+n <= len(buf) {
+		copy(dst[start:], buf[RecordHeaderSize:RecordHeaderSize+n])
+	} else {
+		have := len(buf) - RecordHeaderSize
+		copy(dst[start:], buf[RecordHeaderSize:])
+		dst = slices.Grow(dst[:start+have], n-have)[:start+n]
+		if err := readFull(f, dst[start+have:start+n], off+int64(len(buf))); err != nil {
+			return dst[:start], err
+		}
+	}
+	dst = dst[:start+n]
+	if err := checkRecordCRC(f.path, off, h, crc32.Update(c, castagnoli, dst[start:]), ledger, entry); err != nil {
 		return dst[:start], err
 	}
 	return dst, nil
 }
 
 func checkRecord(path string, off int64, hb []byte, h recordHeader, payload []byte, ledger, entry int64) error {
-	if recordCRC(hb, payload) != h.crc {
+	return checkRecordCRC(path, off, h, recordCRC(hb, payload), ledger, entry)
+}
+
+func checkRecordCRC(path string, off int64, h recordHeader, crc uint32, ledger, entry int64) error {
+	if crc != h.crc {
 		return fmt.Errorf("entrylog: %s off %d: record checksum mismatch: %w", path, off, ErrCorrupt)
 	}
 	if h.ledger != ledger || h.entry != entry {
