@@ -3,6 +3,7 @@ package journal
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,9 +27,9 @@ func (f CompletionFunc) AppendDone(pos Position, err error) { f(pos, err) }
 // journal implements it with a file and a uring.Writer; tests implement it
 // with funcs that record what was written and control when syncs finish.
 type commitEnv struct {
-	// write starts writing g.buf durably (write, then sync unless the
+	// write starts writing g.chunks durably (write, then sync unless the
 	// journal is not durable). It is never called while an earlier write is
-	// in flight. It sets g.fileID and g.off to where g.buf goes (it may
+	// in flight. It sets g.fileID and g.off to where the group goes (it may
 	// roll to a new file first). An error means nothing is in flight.
 	write func(g *group) error
 	// wait blocks until the write started by the last successful write
@@ -36,24 +37,31 @@ type commitEnv struct {
 	wait func() error
 }
 
+// chunkSize is the size of the buffers a group's bytes are encoded into.
+// Records straddle chunks; the chunks are written with one vectored write,
+// so a group never needs to be copied to grow.
+const chunkSize = 256 << 10
+
 // group is one batch of records written with one write and one sync.
 type group struct {
-	buf      []byte       // encoded records
+	chunks   [][]byte     // encoded records, each chunk of capacity chunkSize
+	size     int          // total encoded bytes
 	comps    []Completion // one per record, nil allowed
-	ends     []uint32     // end offset in buf of each record
+	ends     []uint32     // end offset in the group of each record
 	firstSeq uint64
 	start    time.Time // when the first record joined
 	err      error     // set when the group is failed without being written
-	fileID   uint64    // where buf was written (set by commitEnv.write)
+	fileID   uint64    // where the group was written (set by commitEnv.write)
 	off      int64
 }
 
-func (g *group) reset() {
-	g.buf = g.buf[:0]
-	clear(g.comps)
-	g.comps = g.comps[:0]
-	g.ends = g.ends[:0]
-	g.err = nil
+// bytes returns the group's bytes as one slice (tests and tools).
+func (g *group) bytes() []byte {
+	b := make([]byte, 0, g.size)
+	for _, c := range g.chunks {
+		b = append(b, c...)
+	}
+	return b
 }
 
 // committerOptions are the batching knobs (see Options).
@@ -82,6 +90,7 @@ type committer struct {
 		space    sync.Cond // signalled when queued drops or the state changes
 		cur      *group
 		free     []*group
+		chunks   [][]byte // pool of empty chunks
 		nextSeq  uint64
 		queued   int64 // encoded bytes appended and not yet completed
 		err      error // sticky failure, as passed to completions
@@ -91,6 +100,9 @@ type committer struct {
 		waiters  int    // appenders blocked on space
 		curKickd bool   // cur crossed a size threshold and the writer was kicked
 	}
+
+	groups          atomic.Int64 // groups written, for benchmarks
+	maxPooledChunks int
 
 	kickC  chan struct{} // appenders -> writer, capacity 1
 	doneC  chan error    // completer -> writer: the in-flight write finished
@@ -111,6 +123,7 @@ func newCommitter(env commitEnv, opts committerOptions, nextSeq uint64, durable 
 		groupC: make(chan *group, 16),
 		closeC: make(chan struct{}),
 	}
+	c.maxPooledChunks = int(opts.maxQueued/chunkSize) + 8
 	c.mu.space.L = &c.mu.Mutex
 	c.mu.cur = &group{}
 	c.mu.nextSeq = nextSeq
@@ -168,9 +181,9 @@ func (c *committer) append(rec *Record, comp Completion) {
 		g.start = time.Now()
 		c.mu.curKickd = false
 	}
-	g.buf = appendRecord(g.buf, seq, uint32(seq-g.firstSeq), rec, pcrc)
+	c.encodeLocked(g, seq, uint32(seq-g.firstSeq), rec, pcrc)
 	g.comps = append(g.comps, comp)
-	g.ends = append(g.ends, uint32(len(g.buf)))
+	g.ends = append(g.ends, uint32(g.size))
 	c.mu.queued += size
 	if !kick && !c.mu.curKickd && c.fullLocked(g) {
 		c.mu.curKickd = true
@@ -182,9 +195,48 @@ func (c *committer) append(rec *Record, comp Completion) {
 	}
 }
 
+// encodeLocked appends rec's encoding to g: straight into the last chunk
+// when it fits, else piecewise across new chunks.
+func (c *committer) encodeLocked(g *group, seq uint64, lag uint32, rec *Record, pcrc uint32) {
+	n := RecordHeaderSize + len(rec.Payload)
+	g.size += n
+	if k := len(g.chunks) - 1; k >= 0 && cap(g.chunks[k])-len(g.chunks[k]) >= n {
+		g.chunks[k] = appendRecord(g.chunks[k], seq, lag, rec, pcrc)
+		return
+	}
+	var h [RecordHeaderSize]byte
+	putRecordHeader(h[:], seq, lag, rec, pcrc)
+	c.copyLocked(g, h[:])
+	c.copyLocked(g, rec.Payload)
+}
+
+// copyLocked appends p to g's chunks, taking new chunks as needed.
+func (c *committer) copyLocked(g *group, p []byte) {
+	for len(p) > 0 {
+		k := len(g.chunks) - 1
+		if k < 0 || len(g.chunks[k]) == cap(g.chunks[k]) {
+			g.chunks = append(g.chunks, c.chunkLocked())
+			k++
+		}
+		ch := g.chunks[k]
+		m := min(len(p), cap(ch)-len(ch))
+		g.chunks[k] = append(ch, p[:m]...)
+		p = p[m:]
+	}
+}
+
+func (c *committer) chunkLocked() []byte {
+	if n := len(c.mu.chunks); n > 0 {
+		ch := c.mu.chunks[n-1]
+		c.mu.chunks = c.mu.chunks[:n-1]
+		return ch
+	}
+	return make([]byte, 0, chunkSize)
+}
+
 // fullLocked reports whether g reached a size threshold.
 func (c *committer) fullLocked(g *group) bool {
-	return len(g.buf) >= c.opts.maxBytes || (c.opts.maxEntries > 0 && len(g.comps) >= c.opts.maxEntries)
+	return g.size >= c.opts.maxBytes || (c.opts.maxEntries > 0 && len(g.comps) >= c.opts.maxEntries)
 }
 
 // appendMarkLocked adds the internal mark record to the (empty) current
@@ -196,9 +248,9 @@ func (c *committer) appendMarkLocked() {
 	g.firstSeq = seq
 	g.start = time.Now()
 	rec := Record{Type: typeMark}
-	g.buf = appendRecord(g.buf, seq, 0, &rec, payloadCRC(nil))
+	c.encodeLocked(g, seq, 0, &rec, payloadCRC(nil))
 	g.comps = append(g.comps, nil)
-	g.ends = append(g.ends, uint32(len(g.buf)))
+	g.ends = append(g.ends, uint32(g.size))
 	c.mu.queued += RecordHeaderSize
 }
 
@@ -273,6 +325,7 @@ func (c *committer) writeLoop() {
 			}
 			wrote = true
 			inflight = true
+			c.groups.Add(1)
 			c.groupC <- g
 		}
 		if closing && !inflight {
@@ -336,15 +389,15 @@ func (c *committer) completeLoop() {
 			}
 		}
 		c.mu.Lock()
-		c.mu.queued -= int64(len(g.buf))
+		c.mu.queued -= int64(g.size)
 		if err == nil {
-			c.mu.durable = Position{FileID: g.fileID, Offset: g.off + int64(len(g.buf))}
+			c.mu.durable = Position{FileID: g.fileID, Offset: g.off + int64(g.size)}
 			c.mu.lastSeq = g.firstSeq + uint64(len(g.comps)) - 1
 		}
 		if c.mu.waiters > 0 {
 			c.mu.space.Broadcast()
 		}
-		g.reset()
+		c.resetLocked(g)
 		if len(c.mu.free) < 4 {
 			c.mu.free = append(c.mu.free, g)
 		}
@@ -385,4 +438,20 @@ func (c *committer) failure() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.mu.err
+}
+
+// resetLocked returns g's chunks to c's pool and empties g.
+func (c *committer) resetLocked(g *group) {
+	for _, ch := range g.chunks {
+		if len(c.mu.chunks) < c.maxPooledChunks {
+			c.mu.chunks = append(c.mu.chunks, ch[:0])
+		}
+	}
+	clear(g.chunks)
+	g.chunks = g.chunks[:0]
+	g.size = 0
+	clear(g.comps)
+	g.comps = g.comps[:0]
+	g.ends = g.ends[:0]
+	g.err = nil
 }

@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -33,8 +32,8 @@ func (e *testEnv) env() commitEnv {
 				}
 			}
 			g.fileID, g.off = 1, e.off
-			e.off += int64(len(g.buf))
-			e.wrote <- bytes.Clone(g.buf)
+			e.off += int64(g.size)
+			e.wrote <- g.bytes()
 			return nil
 		},
 		wait: func() error { return <-e.release },

@@ -58,7 +58,6 @@ type Journal struct {
 	fileID   uint64
 	off      int64 // end of the data written to f
 	prealloc int64 // f is preallocated up to here
-	bufs     [][]byte
 
 	writerKind atomic.Pointer[string] // "io_uring" or "pwrite"
 
@@ -96,7 +95,7 @@ func Open(opts Options) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &Journal{opts: opts, mark: mark, bufs: make([][]byte, 1)}
+	j := &Journal{opts: opts, mark: mark}
 	id := max(res.lastFileID, mark.FileID) + 1
 	nextSeq := res.nextSeq
 	if nextSeq == 0 {
@@ -174,7 +173,7 @@ func (j *Journal) closeFile() error {
 // write is commitEnv.write: roll if the group would pass MaxFileSize,
 // extend the preallocation, and submit write+sync.
 func (j *Journal) write(g *group) error {
-	n := int64(len(g.buf))
+	n := int64(g.size)
 	if j.off > FileHeaderSize && j.off+n > j.opts.MaxFileSize {
 		if err := j.closeFile(); err != nil {
 			return err
@@ -192,8 +191,7 @@ func (j *Journal) write(g *group) error {
 		j.prealloc = newEnd
 	}
 	g.fileID, g.off = j.fileID, j.off
-	j.bufs[0] = g.buf
-	if err := j.w.Submit(j.off, j.bufs, !j.opts.NoSync); err != nil {
+	if err := j.w.Submit(j.off, g.chunks, !j.opts.NoSync); err != nil {
 		return err
 	}
 	j.off += n

@@ -158,16 +158,22 @@ func payloadCRC(payload []byte) uint32 { return crc32.Update(0, castagnoli, payl
 func appendRecord(dst []byte, seq uint64, groupLag uint32, rec *Record, pcrc uint32) []byte {
 	n := len(dst)
 	dst = append(dst, make([]byte, RecordHeaderSize)...)
-	h := dst[n : n+RecordHeaderSize]
+	putRecordHeader(dst[n:n+RecordHeaderSize], seq, groupLag, rec, pcrc)
+	return append(dst, rec.Payload...)
+}
+
+// putRecordHeader encodes rec's header, checksum included, into
+// h[:RecordHeaderSize].
+func putRecordHeader(h []byte, seq uint64, groupLag uint32, rec *Record, pcrc uint32) {
+	h = h[:RecordHeaderSize]
 	binary.LittleEndian.PutUint32(h[4:8], uint32(len(rec.Payload)))
 	binary.LittleEndian.PutUint64(h[8:16], seq)
 	binary.LittleEndian.PutUint32(h[16:20], groupLag)
 	h[20] = byte(rec.Type)
-	// h[21:24] reserved, zero.
+	h[21], h[22], h[23] = 0, 0, 0
 	binary.LittleEndian.PutUint64(h[24:32], uint64(rec.LedgerID))
 	binary.LittleEndian.PutUint64(h[32:40], uint64(rec.EntryID))
 	binary.LittleEndian.PutUint32(h[0:4], crc32.Update(pcrc, castagnoli, h[4:RecordHeaderSize]))
-	return append(dst, rec.Payload...)
 }
 
 // AppendRecord appends one encoded record to dst. It is the codec used by
