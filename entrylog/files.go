@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -92,8 +93,11 @@ func (f *logFile) release() {
 	}
 	f.f.Close()
 	if f.removeOnClose.Load() {
-		// The file left the set before; a failed remove only leaks space.
-		_ = f.fs.Remove(f.path)
+		// The file left the set before; a failed remove only leaks space
+		// (and a log resurrected by a crash is compacted again).
+		if f.fs.Remove(f.path) == nil {
+			_ = f.fs.SyncDir(filepath.Dir(f.path))
+		}
 	}
 }
 
