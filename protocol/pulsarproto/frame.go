@@ -47,6 +47,8 @@ type Frame struct {
 	// when the frame has no payload. Only SEND and MESSAGE carry one. Parse
 	// it with ParseEntry or VerifyEntry.
 	Payload []byte
+	// Raw is the whole frame as received, from totalSize to the end.
+	Raw []byte
 }
 
 // ReadFrame reads one whole frame from r into buf (reallocating it if its
@@ -151,6 +153,7 @@ func (d *Decoder) Decode(src []byte) (rest []byte, f Frame, err error) {
 	}
 	f.Cmd = &d.cmd
 	f.Type = d.cmd.GetType()
+	f.Raw = src[:4+int(total)]
 	return rest, f, nil
 }
 

@@ -33,6 +33,9 @@ func TestCommandRoundTrip(t *testing.T) {
 			if len(rest) != 0 || f.Payload != nil {
 				t.Fatalf("Decode: rest %d bytes, payload %d bytes, want none", len(rest), len(f.Payload))
 			}
+			if !bytes.Equal(f.Raw, frame[6:]) {
+				t.Fatalf("Decode Raw = %x, want the input frame", f.Raw)
+			}
 			if f.Type != cmd.GetType() || !proto.Equal(f.Cmd, cmd) {
 				t.Fatalf("Decode = %v, want %v", f.Cmd, cmd)
 			}
