@@ -187,6 +187,10 @@ func decodeSnapshot(src []byte) (rest []byte, s *ackState, err error) {
 		if _, err := bm.ReadFrom(bytes.NewReader(src[:n])); err != nil {
 			return src, nil, corruptf("ledger %d bitmap: %v", id, err)
 		}
+		// ReadFrom trusts its input; invalid containers panic later.
+		if err := bm.Validate(); err != nil {
+			return src, nil, corruptf("ledger %d bitmap: %v", id, err)
+		}
 		src = src[n:]
 		if bm.IsEmpty() {
 			continue
