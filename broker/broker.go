@@ -224,7 +224,7 @@ func (b *Broker) Close() error {
 		cancel()
 	}
 	for _, c := range conns {
-		c.shutdown()
+		c.stopReading()
 	}
 	b.wg.Wait()
 	b.mu.Lock()

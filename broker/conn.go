@@ -41,6 +41,9 @@ type conn struct {
 		closed    bool
 	}
 
+	// sends counts SENDs not yet answered (receipt or error), so a closing
+	// connection flushes their answers first.
+	sends     sync.WaitGroup
 	closeOnce sync.Once
 	wg        sync.WaitGroup
 }
@@ -127,9 +130,21 @@ func (c *conn) serve() {
 		c.log.Debug("connection closed", "err", err)
 	}
 	c.cleanup()
+	c.sends.Wait()
 	c.q.close()
 	c.wg.Wait()
 	c.nc.Close()
+}
+
+// stopReading ends the reader (graceful close): serve then answers the
+// SENDs in flight, flushes the outbound queue and closes the socket.
+func (c *conn) stopReading() {
+	if tc, ok := c.nc.(*net.TCPConn); ok {
+		if tc.CloseRead() == nil {
+			return
+		}
+	}
+	c.shutdown()
 }
 
 // shutdown closes the socket; serve then cleans up.
@@ -224,6 +239,7 @@ func (c *conn) sendReceipt(producerID, seq, highest uint64, pos position) {
 		ProducerID: producerID, SequenceID: seq, HighestSequenceID: highest,
 		LedgerID: uint64(pos.LedgerID), EntryID: uint64(pos.EntryID),
 	}
+	defer c.sends.Done()
 	buf, ok := c.q.begin()
 	if !ok {
 		return
@@ -234,6 +250,7 @@ func (c *conn) sendReceipt(producerID, seq, highest uint64, pos position) {
 }
 
 func (c *conn) sendSendError(producerID, seq uint64, code int32, msg string) {
+	defer c.sends.Done()
 	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_SEND_ERROR.Enum(), SendError: &pb.CommandSendError{
 		ProducerId: &producerID, SequenceId: &seq, Error: pb.ServerError(code).Enum(), Message: &msg,
 	}})
@@ -248,12 +265,15 @@ func (c *conn) producerReady(p *producer) {
 	}})
 }
 
-func (c *conn) closeProducer(producerID uint64) {
+func (c *conn) closeProducer(p *producer) {
+	id := p.id
 	c.mu.Lock()
-	delete(c.mu.producers, producerID)
+	if c.mu.producers[id] == p {
+		delete(c.mu.producers, id)
+	}
 	c.mu.Unlock()
 	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_CLOSE_PRODUCER.Enum(), CloseProducer: &pb.CommandCloseProducer{
-		ProducerId: &producerID, RequestId: ptr(uint64(0)),
+		ProducerId: &id, RequestId: ptr(uint64(0)),
 	}})
 }
 
@@ -277,12 +297,15 @@ func (c *conn) sendActiveChange(consumerID uint64, active bool) {
 	}})
 }
 
-func (c *conn) closeConsumer(consumerID uint64) {
+func (c *conn) closeConsumer(co *consumer) {
+	id := co.id
 	c.mu.Lock()
-	delete(c.mu.consumers, consumerID)
+	if cc := c.mu.consumers[id]; cc != nil && cc.c == co {
+		delete(c.mu.consumers, id)
+	}
 	c.mu.Unlock()
 	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_CLOSE_CONSUMER.Enum(), CloseConsumer: &pb.CommandCloseConsumer{
-		ConsumerId: &consumerID, RequestId: ptr(uint64(0)),
+		ConsumerId: &id, RequestId: ptr(uint64(0)),
 	}})
 }
 

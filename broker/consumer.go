@@ -41,7 +41,7 @@ type consumerSink interface {
 	writable() bool
 	// closeConsumer queues a broker-initiated CLOSE_CONSUMER and forgets
 	// the consumer id on the connection.
-	closeConsumer(consumerID uint64)
+	closeConsumer(c *consumer)
 }
 
 // consumer is one consumer attached to a subscription. Fields below the

@@ -14,11 +14,18 @@ import (
 func TestE2ENonPersistent(t *testing.T) {
 	tb := startBroker(t, nil)
 	cl := tb.client(t)
-	topic := "non-persistent://public/default/" + newTopicName("np")
+	local := newTopicName("np")
+	topic := "non-persistent://public/default/" + local
 	prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 	// Nobody subscribed yet: dropped.
 	sendAsyncAll(t, prod, 3, func(i int) *pulsar.ProducerMessage { return &pulsar.ProducerMessage{Payload: []byte("lost")} })
 	cons := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	// Messages are dropped until the consumer's FLOW arrived.
+	waitFor(t, func() bool {
+		st := getStatsPath(t, tb, "non-persistent/public/default/"+local)
+		s := st.Subscriptions["s"]
+		return len(s.Consumers) == 1 && s.Consumers[0].AvailablePermits > 0
+	})
 	sendAsyncAll(t, prod, 5, payloadMsg)
 	for i, m := range receiveN(t, cons, 5) {
 		if got, want := string(m.Payload()), fmt.Sprintf("m-%d", i); got != want {

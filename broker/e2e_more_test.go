@@ -685,7 +685,12 @@ func TestE2EUnsubscribe(t *testing.T) {
 
 func getStats(t testing.TB, tb *testBroker, topic string) TopicStats {
 	t.Helper()
-	resp, err := http.Get("http://" + tb.HTTPAddr() + "/admin/v2/persistent/public/default/" + topic + "/stats")
+	return getStatsPath(t, tb, "persistent/public/default/"+topic)
+}
+
+func getStatsPath(t testing.TB, tb *testBroker, path string) TopicStats {
+	t.Helper()
+	resp, err := http.Get("http://" + tb.HTTPAddr() + "/admin/v2/" + path + "/stats")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -166,7 +166,8 @@ func (r *recSink) sendActiveChange(id uint64, a bool) {
 }
 func (r *recSink) writable() bool { return true }
 
-func (r *recSink) closeConsumer(id uint64) {
+func (r *recSink) closeConsumer(c *consumer) {
+	id := c.id
 	r.mu.Lock()
 	r.closed = append(r.closed, id)
 	r.mu.Unlock()

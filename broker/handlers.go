@@ -166,6 +166,7 @@ func (c *conn) handleSend(m *pb.CommandSend, payload []byte) error {
 	seq := m.GetSequenceId()
 	if _, err := pulsarproto.VerifyEntry(payload); err != nil {
 		if errors.Is(err, pulsarproto.ErrChecksum) {
+			c.sends.Add(1)
 			c.sendSendError(pid, seq, codeChecksumError, "Checksum failed on the broker")
 			return nil
 		}
@@ -182,6 +183,7 @@ func (c *conn) handleSend(m *pb.CommandSend, payload []byte) error {
 	}
 	data := make([]byte, len(payload))
 	copy(data, payload)
+	c.sends.Add(1) // answered by exactly one sendReceipt or sendSendError
 	p.topic.publish(p, seq, m.GetHighestSequenceId(), n, data)
 	return nil
 }

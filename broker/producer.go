@@ -35,7 +35,7 @@ type producerSink interface {
 	producerReady(p *producer)
 	// closeProducer sends a broker-initiated CLOSE_PRODUCER and forgets
 	// the producer id on the connection.
-	closeProducer(producerID uint64)
+	closeProducer(p *producer)
 }
 
 // producer is one producer attached to a topic.

@@ -74,12 +74,9 @@ func (t *topic) stats() TopicStats {
 	if msgs > 0 {
 		st.AverageMsgSize = float64(bytes) / float64(msgs)
 	}
+	var entries int64
 	if t.persistent() {
-		entries, size := t.ml.Size()
-		st.StorageSize = size
-		if entries > 0 {
-			_ = entries
-		}
+		entries, st.StorageSize = t.ml.Size()
 	}
 	t.mu.Lock()
 	for _, p := range t.mu.producers {
@@ -114,15 +111,19 @@ func (t *topic) stats() TopicStats {
 		if !s.call(func() { ss = s.statsLocked() }) {
 			continue
 		}
-		if t.persistent() && st.StorageSize > 0 {
-			_, total := t.ml.Size()
-			entries, _ := t.ml.Size()
-			if entries > 0 && ss.MsgBacklog > 0 {
-				// Approximate: average entry size times backlog entries.
-				be, _ := s.backlogEntries()
-				ss.BacklogSize = total / entries * be
+		if entries > 0 {
+			// Approximate: average entry size times backlog entries.
+			ss.BacklogSize = st.StorageSize / entries * ss.backlogEntries
+		}
+		ss.MsgRateOut, ss.MsgThroughputOut = s.rates.update(ss.MsgOutCounter, ss.BytesOutCounter)
+		ss.MsgRateRedeliver = 0
+		for i := range ss.Consumers {
+			if len(ss.Consumers) == 1 {
+				ss.Consumers[i].MsgRateOut, ss.Consumers[i].MsgThroughputOut = ss.MsgRateOut, ss.MsgThroughputOut
 			}
 		}
+		st.MsgRateOut += ss.MsgRateOut
+		st.MsgThroughputOut += ss.MsgThroughputOut
 		st.MsgOutCounter += ss.MsgOutCounter
 		st.BytesOutCounter += ss.BytesOutCounter
 		st.BacklogSize = max(st.BacklogSize, ss.BacklogSize)
@@ -130,12 +131,4 @@ func (t *topic) stats() TopicStats {
 		st.Subscriptions[s.name] = ss
 	}
 	return st
-}
-
-// backlogEntries returns the subscription's backlog in entries and
-// messages (for stats, off the loop: the cursor is safe for concurrent
-// reads of its counters through the loop only, so go through call).
-func (s *subscription) backlogEntries() (entries, msgs int64) {
-	s.call(func() { entries, msgs = s.cur.Backlog() })
-	return entries, msgs
 }

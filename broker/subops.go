@@ -144,7 +144,7 @@ func (s *subscription) disconnectAllLocked(keep bool) []*consumer {
 		s.sel.remove(c)
 		c.closed = true
 		s.requeueAll(c)
-		c.sink.closeConsumer(c.id)
+		c.sink.closeConsumer(c)
 	}
 	s.keepEmpty = keep
 	return cs
@@ -185,6 +185,8 @@ type SubscriptionStats struct {
 	LastAckedTimestamp    int64           `json:"lastAckedTimestamp"`
 	LastConsumedTimestamp int64           `json:"lastConsumedTimestamp"`
 	Consumers             []ConsumerStats `json:"consumers"`
+
+	backlogEntries int64
 }
 
 // ConsumerStats is one consumer's part of SubscriptionStats.
@@ -204,8 +206,8 @@ type ConsumerStats struct {
 
 func (s *subscription) statsLocked() SubscriptionStats {
 	entries, msgs := s.cur.Backlog()
-	_ = entries
 	st := SubscriptionStats{
+		backlogEntries:        entries,
 		MsgBacklog:            msgs,
 		MsgBacklogNoDelayed:   msgs,
 		IsDurable:             s.cur.Durable(),

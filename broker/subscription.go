@@ -86,6 +86,8 @@ type subscription struct {
 	redeliverN  int64
 	lastAck     int64
 	lastConsume int64
+
+	rates rateTracker // stats only; has its own lock
 }
 
 const maxReplay = 10000

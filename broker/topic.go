@@ -129,7 +129,7 @@ func (t *topic) addProducer(p *producer) (wait bool, err error) {
 	case accessExclusiveWithFencing:
 		for _, o := range t.mu.producers {
 			delete(t.mu.producers, o.name)
-			o.sink.closeProducer(o.id)
+			o.sink.closeProducer(o)
 		}
 		t.mu.exclusive = p
 	default:

@@ -174,7 +174,7 @@ func (t *topic) unsubscribe(s *subscription, c *consumer, force bool) error {
 			s.sel.remove(o)
 			o.closed = true
 			if o != c {
-				o.sink.closeConsumer(o.id)
+				o.sink.closeConsumer(o)
 			}
 		}
 		s.consumers = nil
@@ -255,7 +255,7 @@ func (t *topic) closeAll(notify bool) {
 	t.mu.Unlock()
 	for _, p := range prods {
 		if notify {
-			p.sink.closeProducer(p.id)
+			p.sink.closeProducer(p)
 		}
 	}
 	for _, s := range subs {
@@ -264,7 +264,7 @@ func (t *topic) closeAll(notify bool) {
 				s.sel.remove(c)
 				c.closed = true
 				if notify {
-					c.sink.closeConsumer(c.id)
+					c.sink.closeConsumer(c)
 				}
 			}
 			s.consumers = nil
