@@ -1,13 +1,78 @@
 package bookie
 
-import "errors"
+import (
+	"errors"
+	"path/filepath"
+
+	"github.com/magnetar-mq/magnetar/index"
+)
 
 // indexOpener opens the ledger index; tests may replace it.
-var indexOpener = func(opts *Options) (ledgerIndex, error) {
-	return nil, errors.New("bookie: index package not available yet")
-}
+var indexOpener = openLedgerIndex
 
-// openIndex opens the ledger index in the first ledger directory.
+// openIndex opens the ledger index.
 func openIndex(opts *Options) (ledgerIndex, error) { return indexOpener(opts) }
 
-func isIndexCorrupt(err error) bool { return false }
+// IndexDir is the subdirectory of the first ledger directory that holds
+// the index files.
+const IndexDir = "index"
+
+func openLedgerIndex(opts *Options) (ledgerIndex, error) {
+	ix, err := index.Open(index.Options{
+		FS:              opts.FS,
+		Dir:             filepath.Join(opts.LedgerDirs[0], IndexDir),
+		SlotsPerPage:    opts.IndexSlotsPerPage,
+		PagesPerSegment: opts.IndexPagesPerSegment,
+		Logger:          opts.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ledgerIndexAdapter{ix}, nil
+}
+
+func isIndexCorrupt(err error) bool { return errors.Is(err, index.ErrCorrupt) }
+
+// ledgerIndexAdapter adapts *index.Index to ledgerIndex. The explicit LAC
+// is stored as the journal's explicit-LAC payload (appendLAC).
+type ledgerIndexAdapter struct{ *index.Index }
+
+func (a ledgerIndexAdapter) Put(ledger, entry int64, loc uint64) error {
+	return a.Index.Set(ledger, entry, loc)
+}
+
+func (a ledgerIndexAdapter) Get(ledger, entry int64) (uint64, bool, error) {
+	loc, ok := a.Index.Get(ledger, entry)
+	return loc, ok, nil
+}
+
+func (a ledgerIndexAdapter) LastEntry(ledger int64) (int64, bool, error) {
+	last, ok := a.Index.LastEntry(ledger)
+	return last, ok && last >= 0, nil
+}
+
+func (a ledgerIndexAdapter) Meta(ledger int64) (ledgerMeta, bool, error) {
+	m, ok := a.Index.GetMeta(ledger)
+	if !ok {
+		return ledgerMeta{}, false, nil
+	}
+	lm := ledgerMeta{masterKey: m.MasterKey, fenced: m.Fenced}
+	if m.ExplicitLAC != nil {
+		_, lac, body, err := decodeLAC(m.ExplicitLAC)
+		if err != nil {
+			return lm, true, err
+		}
+		lm.hasLAC, lm.lac, lm.lacBody = true, lac, body
+	}
+	return lm, true, nil
+}
+
+func (a ledgerIndexAdapter) SetMeta(ledger int64, m ledgerMeta) error {
+	im := index.Meta{Fenced: m.fenced, MasterKey: m.masterKey}
+	if m.hasLAC {
+		im.ExplicitLAC = appendLAC(nil, m.lac, m.lacBody)
+	}
+	return a.Index.SetMeta(ledger, im)
+}
+
+func (a ledgerIndexAdapter) Ledgers() ([]int64, error) { return a.Index.Ledgers(), nil }

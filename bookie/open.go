@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 
+	"github.com/magnetar-mq/magnetar/internal/vfs"
 	"github.com/magnetar-mq/magnetar/journal"
 )
 
@@ -18,11 +20,33 @@ func Open(opts Options) (*Bookie, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	for _, d := range append([]string{opts.JournalDir}, opts.LedgerDirs...) {
+		if err := ensureDir(opts.FS, d); err != nil {
+			return nil, err
+		}
+	}
 	s, err := openStorage(&opts)
 	if err != nil {
 		return nil, err
 	}
 	return open(opts, s)
+}
+
+// ensureDir creates dir and makes it and every ancestor's entry durable
+// (a fresh bookie must not lose its directories, and so its journal, to a
+// crash).
+func ensureDir(fs vfs.FS, dir string) error {
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("bookie: %w", err)
+	}
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if err := fs.SyncDir(d); err != nil {
+			return fmt.Errorf("bookie: sync dir %s: %w", d, err)
+		}
+		if parent := filepath.Dir(d); parent == d {
+			return nil
+		}
+	}
 }
 
 // storageSet is what openStorage opens.

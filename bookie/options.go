@@ -62,6 +62,9 @@ type Options struct {
 
 	// EntryLogMaxSize rolls an entry log at this size (default 1 GiB).
 	EntryLogMaxSize int64
+	// IndexSlotsPerPage and IndexPagesPerSegment shape a new index (0: the
+	// index package's defaults, 4 KiB pages in 64 MiB segment files).
+	IndexSlotsPerPage, IndexPagesPerSegment int
 
 	// DiskUsageThreshold: above this used fraction of any journal or ledger
 	// directory's volume the bookie turns read-only (default 0.95).

@@ -1,0 +1,383 @@
+package bookie
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/magnetar-mq/magnetar/internal/vfs"
+	"github.com/magnetar-mq/magnetar/journal"
+)
+
+// sizeFor gives each entry a size derivable from its ids (1..1500 bytes).
+func sizeFor(ledger, entry int64) int {
+	return 1 + int((uint64(ledger)*2654435761+uint64(entry)*40503)%1500)
+}
+
+func entryPayload(ledger, entry int64) []byte {
+	return payloadFor(ledger, entry, sizeFor(ledger, entry))
+}
+
+// ackSet records acknowledged entries.
+type ackSet struct {
+	mu   sync.Mutex
+	acks map[key]bool
+}
+
+func (a *ackSet) add(l, e int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.acks == nil {
+		a.acks = map[key]bool{}
+	}
+	a.acks[key{l, e}] = true
+}
+
+func (a *ackSet) snapshot() map[key]bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	m := make(map[key]bool, len(a.acks))
+	for k := range a.acks {
+		m[k] = true
+	}
+	return m
+}
+
+func (a *ackSet) len() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.acks)
+}
+
+// verifyStore checks that every acked entry reads back byte for byte and
+// that every entry that reads back at all is intact.
+func verifyStore(t *testing.T, b *Bookie, acked map[key]bool, ledgers []int64) {
+	t.Helper()
+	verifyFrom(t, b, acked, ledgers, nil)
+}
+
+// verifyFrom is verifyStore with the scan for corrupt entries starting, per
+// ledger, at from[ledger] (0 when absent).
+func verifyFrom(t *testing.T, b *Bookie, acked map[key]bool, ledgers []int64, from map[int64]int64) {
+	t.Helper()
+	for k := range acked {
+		got, err := b.ReadEntry(k.ledger, k.entry)
+		if err != nil {
+			t.Fatalf("acked entry %d/%d: ReadEntry = %v", k.ledger, k.entry, err)
+		}
+		if want := entryPayload(k.ledger, k.entry); string(got) != string(want) {
+			t.Fatalf("acked entry %d/%d reads back %d bytes, want %d (different bytes)", k.ledger, k.entry, len(got), len(want))
+		}
+	}
+	for _, l := range ledgers {
+		last, err := b.LastEntry(l)
+		if errors.Is(err, ErrNoLedger) || errors.Is(err, ErrNoEntry) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("LastEntry(%d) = %v", l, err)
+		}
+		for e := from[l]; e <= last; e++ {
+			got, err := b.ReadEntry(l, e)
+			if errors.Is(err, ErrNoEntry) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("entry %d/%d (unacked or acked): ReadEntry = %v", l, e, err)
+			}
+			if want := entryPayload(l, e); string(got) != string(want) {
+				t.Fatalf("entry %d/%d reads back corrupt: %d bytes, want %d", l, e, len(got), len(want))
+			}
+		}
+	}
+}
+
+// TestCrashCloneMemFS adds entries from several goroutines while taking
+// crash clones of the in-memory FS at random points (a clone keeps only
+// what was synced, plus a random prefix of unsynced writes, maybe torn).
+// Each clone is then opened: every entry acked before the clone reads
+// back byte for byte, and nothing reads back corrupt.
+func TestCrashCloneMemFS(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { crashCloneRun(t, seed) })
+	}
+}
+
+func memOptions(fs vfs.FS) Options {
+	var logger *slog.Logger
+	if os.Getenv("CRASH_DEBUG") != "" {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return Options{
+		Logger:             logger,
+		FS:                 fs,
+		JournalDir:         "/bk/journal",
+		LedgerDirs:         []string{"/bk/ledgers"},
+		WriteCacheSize:     256 << 10, // checkpoints often
+		CheckpointInterval: 5 * time.Millisecond,
+		DiskCheckInterval:  -1,
+		GCInterval:         -1,
+		EntryLogMaxSize:    1 << 20, // several entry logs
+		JournalMaxFileSize: 1 << 20, // several journal files
+		// Small index segments: crash clones copy whole files.
+		IndexSlotsPerPage:    64,
+		IndexPagesPerSegment: 256,
+	}
+}
+
+func crashCloneRun(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 99))
+	fs := vfs.NewMem()
+	b, err := Open(memOptions(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledgers := []int64{1, 2, 3}
+	var acked ackSet
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var failed sync.Once
+	var addErr atomic.Pointer[error]
+	for _, l := range ledgers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem := make(chan struct{}, 32)
+			for e := int64(0); ; e++ {
+				select {
+				case <-stop:
+					for range cap(sem) {
+						sem <- struct{}{}
+					}
+					return
+				case sem <- struct{}{}:
+				}
+				b.AddEntry(l, e, mk, entryPayload(l, e), false, func(err error) {
+					if err != nil {
+						failed.Do(func() { addErr.Store(&err) })
+					} else {
+						acked.add(l, e)
+					}
+					<-sem
+				})
+			}
+		}()
+	}
+	type clone struct {
+		fs    *vfs.MemFS
+		acked map[key]bool
+	}
+	var clones []clone
+	for i := 0; i < 4; i++ {
+		// Wait for a random number of further acks: a random point in the
+		// run, defined by progress rather than time.
+		target := acked.len() + 50 + rng.IntN(400)
+		for acked.len() < target && addErr.Load() == nil {
+			time.Sleep(100 * time.Microsecond)
+		}
+		snap := acked.snapshot() // acked before the clone: must survive
+		clones = append(clones, clone{fs.CrashCloneRandom(rng), snap})
+	}
+	close(stop)
+	wg.Wait()
+	if p := addErr.Load(); p != nil {
+		t.Fatalf("add failed: %v", *p)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range clones {
+		if os.Getenv("CRASH_DEBUG") != "" {
+			cc := c.fs.CrashClone()
+			j, err := journal.Open(journal.Options{Dir: "/bk/journal", FS: cc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			j.Replay(journal.Position{}, func(r journal.Record, p journal.Position) error {
+				if n < 5 || r.LedgerID < 0 {
+					t.Logf("rec %v %d/%d at %v", r.Type, r.LedgerID, r.EntryID, p)
+				}
+				n++
+				return nil
+			})
+			t.Logf("clone %d: mark %v end %v, %d records from the start", i, j.LastMark(), j.End(), n)
+		}
+		b, err := Open(memOptions(c.fs))
+		if err != nil {
+			t.Fatalf("clone %d: Open = %v", i, err)
+		}
+		if os.Getenv("CRASH_DEBUG") != "" {
+			ls, _ := b.idx.Ledgers()
+			jf, _ := c.fs.List("/bk/journal")
+			lf, _ := c.fs.List("/bk/ledgers")
+			t.Logf("clone %d: %d acked; index ledgers %v; journal %v; ledgers dir %v", i, len(c.acked), ls, jf, lf)
+		}
+		verifyStore(t, b, c.acked, ledgers)
+		// The reopened bookie takes adds again.
+		if err := addSync(b, 1, 1_000_000, mk, entryPayload(1, 1_000_000), false); err != nil {
+			t.Fatalf("clone %d: add after reopen = %v", i, err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatalf("clone %d: Close = %v", i, err)
+		}
+	}
+}
+
+// The real-process crash test: the test binary re-executes itself as a
+// child (crashChildEnv names the bookie dir) that adds entries at full
+// speed and prints each acked "ledger entry" to stdout. The parent SIGKILLs
+// it after a random number of acks, reopens the dir and checks every acked
+// entry byte for byte.
+
+const crashChildEnv = "MAGNETAR_BOOKIE_CRASH_CHILD"
+
+var crashLedgers = []int64{11, 12, 13, 14}
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(crashChildEnv); dir != "" {
+		if err := crashChild(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "crash child:", err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func osOptions(dir string) Options {
+	return Options{
+		JournalDir:           dir + "/journal",
+		LedgerDirs:           []string{dir + "/ledgers"},
+		WriteCacheSize:       1 << 20,
+		CheckpointInterval:   20 * time.Millisecond,
+		DiskCheckInterval:    -1,
+		GCInterval:           -1,
+		EntryLogMaxSize:      4 << 20,
+		IndexSlotsPerPage:    64,
+		IndexPagesPerSegment: 256,
+	}
+}
+
+// crashChild runs until killed.
+func crashChild(dir string) error {
+	b, err := Open(osOptions(dir))
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriterSize(os.Stdout, 64<<10)
+	var mu sync.Mutex
+	go func() { // flush acks often; the parent only counts what it received
+		for {
+			time.Sleep(time.Millisecond)
+			mu.Lock()
+			out.Flush()
+			mu.Unlock()
+		}
+	}()
+	sem := make(chan struct{}, 64)
+	next := map[int64]int64{}
+	for _, l := range crashLedgers {
+		if last, err := b.LastEntry(l); err == nil {
+			next[l] = last + 1
+		}
+	}
+	for i := 0; ; i++ {
+		l := crashLedgers[i%len(crashLedgers)]
+		e := next[l]
+		next[l]++
+		sem <- struct{}{}
+		b.AddEntry(l, e, mk, entryPayload(l, e), false, func(err error) {
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "add failed:", err)
+				os.Exit(3)
+			}
+			mu.Lock()
+			out.WriteString(strconv.FormatInt(l, 10) + " " + strconv.FormatInt(e, 10) + "\n")
+			mu.Unlock()
+			<-sem
+		})
+	}
+}
+
+func TestCrashRealProcess(t *testing.T) {
+	iterations := 20
+	if os.Getenv("MAGNETAR_SOAK") == "1" {
+		iterations = 200
+	}
+	dir := t.TempDir()
+	if d := os.Getenv("CRASH_DIR"); d != "" {
+		dir = d
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	acked := map[key]bool{}
+	from := map[int64]int64{} // per ledger, where this iteration's entries start
+	for it := 0; it < iterations; it++ {
+		fresh := map[key]bool{}
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		started := time.Now()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		killAfter := 1 + rng.IntN(500)
+		sc := bufio.NewScanner(stdout)
+		n := 0
+		for sc.Scan() {
+			var l, e int64
+			if _, err := fmt.Sscanf(sc.Text(), "%d %d", &l, &e); err != nil {
+				t.Fatalf("iteration %d: bad child line %q", it, sc.Text())
+			}
+			acked[key{l, e}] = true
+			fresh[key{l, e}] = true
+			if n++; n == killAfter {
+				cmd.Process.Signal(syscall.SIGKILL)
+			}
+		}
+		werr := cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+			t.Fatalf("iteration %d: child ended without being killed after %d acks: %v\n%s", it, n, werr, stderr.String())
+		}
+		killed := time.Now()
+		b, err := Open(osOptions(dir))
+		if err != nil {
+			t.Fatalf("iteration %d (killed after %d acks): Open = %v", it, n, err)
+		}
+		opened := time.Now()
+		// This run's acks and entries; everything again at the end.
+		if it < iterations-1 {
+			verifyFrom(t, b, fresh, crashLedgers, from)
+		} else {
+			verifyStore(t, b, acked, crashLedgers)
+		}
+		for _, l := range crashLedgers {
+			if last, err := b.LastEntry(l); err == nil {
+				from[l] = last + 1
+			}
+		}
+		if os.Getenv("CRASH_DEBUG") != "" {
+			t.Logf("iteration %d: child ran %v, reopen %v, verify %v", it, killed.Sub(started), opened.Sub(killed), time.Since(opened))
+		}
+		if err := b.Close(); err != nil {
+			t.Fatalf("iteration %d: Close = %v", it, err)
+		}
+	}
+	t.Logf("%d kills, %d acked entries verified", iterations, len(acked))
+}
