@@ -44,15 +44,43 @@ const chunkSize = 256 << 10
 
 // group is one batch of records written with one write and one sync.
 type group struct {
-	chunks   [][]byte     // encoded records, each chunk of capacity chunkSize
-	size     int          // total encoded bytes
-	comps    []Completion // one per record, nil allowed
-	ends     []uint32     // end offset in the group of each record
+	chunks   [][]byte  // encoded records, each chunk of capacity chunkSize
+	size     int       // total encoded bytes
+	entries  [][]entry // per record, in blocks of entryBlock
+	n        int       // records in the group
 	firstSeq uint64
 	start    time.Time // when the first record joined
 	err      error     // set when the group is failed without being written
 	fileID   uint64    // where the group was written (set by commitEnv.write)
 	off      int64
+}
+
+// entryBlock is how many entries one block of group.entries holds; blocks
+// are pooled so that a large group never copies its entries to grow.
+const entryBlock = 1024
+
+// entry is one record's completion and end offset in its group.
+type entry struct {
+	comp Completion
+	end  uint32
+}
+
+// addEntryLocked records comp for the record just encoded into g.
+func (c *committer) addEntryLocked(g *group, comp Completion) {
+	k := len(g.entries) - 1
+	if k < 0 || len(g.entries[k]) == cap(g.entries[k]) {
+		var blk []entry
+		if n := len(c.mu.blocks); n > 0 {
+			blk = c.mu.blocks[n-1]
+			c.mu.blocks = c.mu.blocks[:n-1]
+		} else {
+			blk = make([]entry, 0, entryBlock)
+		}
+		g.entries = append(g.entries, blk)
+		k++
+	}
+	g.entries[k] = append(g.entries[k], entry{comp: comp, end: uint32(g.size)})
+	g.n++
 }
 
 // bytes returns the group's bytes as one slice (tests and tools).
@@ -90,7 +118,8 @@ type committer struct {
 		space    sync.Cond // signalled when queued drops or the state changes
 		cur      *group
 		free     []*group
-		chunks   [][]byte // pool of empty chunks
+		chunks   [][]byte  // pool of empty chunks
+		blocks   [][]entry // pool of empty entry blocks
 		nextSeq  uint64
 		queued   int64 // encoded bytes appended and not yet completed
 		err      error // sticky failure, as passed to completions
@@ -103,6 +132,7 @@ type committer struct {
 
 	groups          atomic.Int64 // groups written, for benchmarks
 	maxPooledChunks int
+	maxPooledBlocks int
 
 	kickC  chan struct{} // appenders -> writer, capacity 1
 	doneC  chan error    // completer -> writer: the in-flight write finished
@@ -124,6 +154,7 @@ func newCommitter(env commitEnv, opts committerOptions, nextSeq uint64, durable 
 		closeC: make(chan struct{}),
 	}
 	c.maxPooledChunks = int(opts.maxQueued/chunkSize) + 8
+	c.maxPooledBlocks = int(opts.maxQueued/RecordHeaderSize/entryBlock) + 8
 	c.mu.space.L = &c.mu.Mutex
 	c.mu.cur = &group{}
 	c.mu.nextSeq = nextSeq
@@ -162,12 +193,11 @@ func (c *committer) append(rec *Record, comp Completion) {
 		return
 	}
 	g := c.mu.cur
-	kick := len(g.comps) == 0
+	kick := g.n == 0
 	if c.mu.err != nil {
 		// Failed: queue the completion only, so errors are delivered in
 		// order after the failed group's.
-		g.comps = append(g.comps, comp)
-		g.ends = append(g.ends, 0)
+		c.addEntryLocked(g, comp)
 		c.mu.Unlock()
 		if kick {
 			c.kick()
@@ -182,8 +212,7 @@ func (c *committer) append(rec *Record, comp Completion) {
 		c.mu.curKickd = false
 	}
 	c.encodeLocked(g, seq, uint32(seq-g.firstSeq), rec, pcrc)
-	g.comps = append(g.comps, comp)
-	g.ends = append(g.ends, uint32(g.size))
+	c.addEntryLocked(g, comp)
 	c.mu.queued += size
 	if !kick && !c.mu.curKickd && c.fullLocked(g) {
 		c.mu.curKickd = true
@@ -236,7 +265,7 @@ func (c *committer) chunkLocked() []byte {
 
 // fullLocked reports whether g reached a size threshold.
 func (c *committer) fullLocked(g *group) bool {
-	return g.size >= c.opts.maxBytes || (c.opts.maxEntries > 0 && len(g.comps) >= c.opts.maxEntries)
+	return g.size >= c.opts.maxBytes || (c.opts.maxEntries > 0 && g.n >= c.opts.maxEntries)
 }
 
 // appendMarkLocked adds the internal mark record to the (empty) current
@@ -249,8 +278,7 @@ func (c *committer) appendMarkLocked() {
 	g.start = time.Now()
 	rec := Record{Type: typeMark}
 	c.encodeLocked(g, seq, 0, &rec, payloadCRC(nil))
-	g.comps = append(g.comps, nil)
-	g.ends = append(g.ends, uint32(g.size))
+	c.addEntryLocked(g, nil)
 	c.mu.queued += RecordHeaderSize
 }
 
@@ -288,7 +316,7 @@ func (c *committer) writeLoop() {
 		for !inflight {
 			c.mu.Lock()
 			g := c.mu.cur
-			if len(g.comps) == 0 {
+			if g.n == 0 {
 				if closing && !marked && failed == nil && wrote && c.opts.mark {
 					marked = true
 					c.appendMarkLocked()
@@ -330,7 +358,7 @@ func (c *committer) writeLoop() {
 		}
 		if closing && !inflight {
 			c.mu.Lock()
-			empty := len(c.mu.cur.comps) == 0
+			empty := c.mu.cur.n == 0
 			c.mu.Unlock()
 			if empty && (marked || failed != nil || !wrote || !c.opts.mark) {
 				return
@@ -376,15 +404,19 @@ func (c *committer) completeLoop() {
 			c.doneC <- err
 		}
 		if err == nil {
-			for i, comp := range g.comps {
-				if comp != nil {
-					comp.AppendDone(Position{FileID: g.fileID, Offset: g.off + int64(g.ends[i])}, nil)
+			for _, blk := range g.entries {
+				for _, e := range blk {
+					if e.comp != nil {
+						e.comp.AppendDone(Position{FileID: g.fileID, Offset: g.off + int64(e.end)}, nil)
+					}
 				}
 			}
 		} else {
-			for _, comp := range g.comps {
-				if comp != nil {
-					comp.AppendDone(Position{}, err)
+			for _, blk := range g.entries {
+				for _, e := range blk {
+					if e.comp != nil {
+						e.comp.AppendDone(Position{}, err)
+					}
 				}
 			}
 		}
@@ -392,7 +424,7 @@ func (c *committer) completeLoop() {
 		c.mu.queued -= int64(g.size)
 		if err == nil {
 			c.mu.durable = Position{FileID: g.fileID, Offset: g.off + int64(g.size)}
-			c.mu.lastSeq = g.firstSeq + uint64(len(g.comps)) - 1
+			c.mu.lastSeq = g.firstSeq + uint64(g.n) - 1
 		}
 		if c.mu.waiters > 0 {
 			c.mu.space.Broadcast()
@@ -450,8 +482,14 @@ func (c *committer) resetLocked(g *group) {
 	clear(g.chunks)
 	g.chunks = g.chunks[:0]
 	g.size = 0
-	clear(g.comps)
-	g.comps = g.comps[:0]
-	g.ends = g.ends[:0]
+	for _, blk := range g.entries {
+		clear(blk)
+		if len(c.mu.blocks) < c.maxPooledBlocks {
+			c.mu.blocks = append(c.mu.blocks, blk[:0])
+		}
+	}
+	clear(g.entries)
+	g.entries = g.entries[:0]
+	g.n = 0
 	g.err = nil
 }

@@ -116,7 +116,7 @@ func (a *acks) waitN(t *testing.T, n int) {
 
 func (a *acks) count() int { a.mu.Lock(); defer a.mu.Unlock(); return len(a.ids) }
 
-func entry(id int64) *Record {
+func testEntry(id int64) *Record {
 	return &Record{Type: Entry, LedgerID: 7, EntryID: id, Payload: []byte(fmt.Sprintf("payload-%d", id))}
 }
 
@@ -125,7 +125,7 @@ func TestCommitterPipelining(t *testing.T) {
 	c := newCommitter(e.env(), committerOptions{maxBytes: 1 << 20, maxQueued: 1 << 30, mark: true}, 1, Position{})
 	a := newAcks()
 
-	c.append(entry(1), a.comp(1))
+	c.append(testEntry(1), a.comp(1))
 	g1 := e.recvGroup()
 	if seqs, _, _ := decodeAll(t, g1); len(seqs) != 1 || seqs[0] != 1 {
 		t.Fatalf("group 1 seqs = %v, want [1]", seqs)
@@ -133,7 +133,7 @@ func TestCommitterPipelining(t *testing.T) {
 	// While group 1's sync is in flight, more appends must not be written:
 	// they collect in group 2.
 	for i := int64(2); i <= 10; i++ {
-		c.append(entry(i), a.comp(i))
+		c.append(testEntry(i), a.comp(i))
 	}
 	e.noGroup()
 	if n := a.count(); n != 0 {
@@ -200,10 +200,10 @@ func TestCommitterThresholds(t *testing.T) {
 			c := newCommitter(e.env(), tc.opts, 1, Position{})
 			a := newAcks()
 			for i := int64(1); i < int64(tc.n); i++ {
-				c.append(entry(i), a.comp(i))
+				c.append(testEntry(i), a.comp(i))
 			}
 			e.noGroup()
-			c.append(entry(int64(tc.n)), a.comp(int64(tc.n)))
+			c.append(testEntry(int64(tc.n)), a.comp(int64(tc.n)))
 			if seqs, _, _ := decodeAll(t, e.recvGroup()); len(seqs) != tc.n {
 				t.Fatalf("group has %d records, want %d", len(seqs), tc.n)
 			}
@@ -223,8 +223,8 @@ func TestCommitterMaxWait(t *testing.T) {
 	c := newCommitter(e.env(), committerOptions{maxWait: wait, maxBytes: 1 << 20, maxQueued: 1 << 30}, 1, Position{})
 	a := newAcks()
 	start := time.Now()
-	c.append(entry(1), a.comp(1))
-	c.append(entry(2), a.comp(2))
+	c.append(testEntry(1), a.comp(1))
+	c.append(testEntry(2), a.comp(2))
 	g := e.recvGroup()
 	if el := time.Since(start); el < wait {
 		t.Fatalf("group written after %v, before MaxGroupWait %v", el, wait)
@@ -243,15 +243,15 @@ func TestCommitterStickyFailure(t *testing.T) {
 	e := newTestEnv(t)
 	c := newCommitter(e.env(), committerOptions{maxBytes: 1 << 20, maxQueued: 1 << 30, mark: true}, 1, Position{})
 	a := newAcks()
-	c.append(entry(1), a.comp(1))
+	c.append(testEntry(1), a.comp(1))
 	e.recvGroup()
-	c.append(entry(2), a.comp(2))
-	c.append(entry(3), a.comp(3))
+	c.append(testEntry(2), a.comp(2))
+	c.append(testEntry(3), a.comp(3))
 	eio := errors.New("EIO")
 	e.release <- eio
 	a.waitN(t, 3)
 	// Later appends fail too, in order, and nothing more is written.
-	c.append(entry(4), a.comp(4))
+	c.append(testEntry(4), a.comp(4))
 	a.waitN(t, 4)
 	e.noGroup()
 	for i, err := range a.errs {
@@ -266,7 +266,7 @@ func TestCommitterStickyFailure(t *testing.T) {
 		t.Fatalf("close = %v, want EIO", err)
 	}
 	e.noGroup() // no mark after a failure
-	c.append(entry(5), a.comp(5))
+	c.append(testEntry(5), a.comp(5))
 	a.waitN(t, 5)
 	if !errors.Is(a.errs[4], ErrClosed) {
 		t.Fatalf("append after close: %v, want ErrClosed", a.errs[4])
@@ -279,9 +279,9 @@ func TestCommitterWriteError(t *testing.T) {
 	e.writeFn = func(*group) error { return boom }
 	c := newCommitter(e.env(), committerOptions{maxBytes: 1 << 20, maxQueued: 1 << 30}, 1, Position{})
 	a := newAcks()
-	c.append(entry(1), a.comp(1))
+	c.append(testEntry(1), a.comp(1))
 	a.waitN(t, 1)
-	c.append(entry(2), a.comp(2))
+	c.append(testEntry(2), a.comp(2))
 	a.waitN(t, 2)
 	for i, err := range a.errs {
 		if !errors.Is(err, boom) {
@@ -297,15 +297,15 @@ func TestCommitterWriteError(t *testing.T) {
 // completes.
 func TestCommitterBackpressure(t *testing.T) {
 	e := newTestEnv(t)
-	size := int64(RecordHeaderSize + len(entry(1).Payload))
+	size := int64(RecordHeaderSize + len(testEntry(1).Payload))
 	c := newCommitter(e.env(), committerOptions{maxBytes: 1 << 20, maxQueued: 2 * size}, 1, Position{})
 	a := newAcks()
-	c.append(entry(1), a.comp(1))
+	c.append(testEntry(1), a.comp(1))
 	e.recvGroup()
-	c.append(entry(2), a.comp(2))
+	c.append(testEntry(2), a.comp(2))
 	blocked := make(chan struct{})
 	go func() {
-		c.append(entry(3), a.comp(3))
+		c.append(testEntry(3), a.comp(3))
 		close(blocked)
 	}()
 	// The third append cannot proceed until group 1 completes.
@@ -347,7 +347,7 @@ func TestCommitterConcurrentOrder(t *testing.T) {
 	for w := range writers {
 		wg.Go(func() {
 			for i := range per {
-				c.append(entry(int64(w*per+i)), CompletionFunc(func(p Position, err error) {
+				c.append(testEntry(int64(w*per+i)), CompletionFunc(func(p Position, err error) {
 					mu.Lock()
 					defer mu.Unlock()
 					if err != nil || !last.Less(p) {
