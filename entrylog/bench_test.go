@@ -71,3 +71,27 @@ func BenchmarkRead(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAddSync adds batches of 1 KiB entries and syncs after each batch,
+// as a checkpoint would (preallocated file, fdatasync).
+func BenchmarkAddSync(b *testing.B) {
+	for _, batch := range []int{1, 64} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			l := benchOpen(b, vfs.NewOS(), b.TempDir())
+			defer l.Close()
+			p := make([]byte, 1024)
+			b.SetBytes(int64(batch * len(p)))
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				for j := range batch {
+					if _, err := l.Add(1, int64(i*batch+j), p); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := l.Sync(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

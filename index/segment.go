@@ -57,6 +57,11 @@ func createSegment(fs vfs.FS, dir string, no uint32, slots, pages int, useMmap b
 	hdr := AppendSegmentHeader(nil, SegmentHeader{SlotsPerPage: uint32(slots), PagesPerSegment: uint32(pages), Segment: no})
 	err = f.Truncate(size)
 	if err == nil {
+		// Reserve the blocks: a store into a mapped hole on a full disk
+		// would be SIGBUS rather than an error.
+		err = f.Preallocate(0, size)
+	}
+	if err == nil {
 		_, err = f.WriteAt(hdr, 0)
 	}
 	if err == nil {
