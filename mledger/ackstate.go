@@ -80,6 +80,19 @@ func (s *ackState) ack(p Position) bool {
 	return false
 }
 
+// ackNext is the fast path of in-order acks: if p is the entry right after
+// mark-delete, mark-delete moves to p (no bitmap is touched) and it reports
+// true.
+func (s *ackState) ackNext(p Position, t topology) bool {
+	n, ok := t.next(s.markDelete)
+	if !ok || n != p {
+		return false
+	}
+	s.markDelete = p
+	delete(s.batch, p)
+	return true
+}
+
 // ackRange acknowledges entries first..last of one ledger.
 func (s *ackState) ackRange(ledger, first, last int64) {
 	if s.markDelete.LedgerID == ledger && first <= s.markDelete.EntryID {

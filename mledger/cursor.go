@@ -353,6 +353,9 @@ func (c *Cursor) Delete(ps ...Position) error {
 				err = e
 				continue
 			}
+			if c.st.ackNext(p, ls) {
+				continue
+			}
 			if c.st.ack(p) && c.durable {
 				c.pendingAcks = append(c.pendingAcks, p)
 			}

@@ -270,6 +270,7 @@ type writer struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
 	queue    []completion
+	spare    []completion // the other buffer, reused by run
 	inflight int
 	failed   error
 	closing  bool
@@ -338,7 +339,8 @@ func (w *writer) run() {
 			return
 		}
 		q := w.queue
-		w.queue = nil
+		w.queue = w.spare[:0]
+		w.spare = nil
 		stopped := w.stopped
 		w.mu.Unlock()
 		for _, c := range q {
@@ -350,8 +352,10 @@ func (w *writer) run() {
 			}
 			c.cb(c.id, c.err)
 		}
+		clear(q)
 		w.mu.Lock()
 		w.inflight -= len(q)
+		w.spare = q[:0]
 		w.cond.Broadcast()
 		w.mu.Unlock()
 	}
