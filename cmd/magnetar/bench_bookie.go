@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -142,8 +143,11 @@ type benchResult struct {
 	P99        time.Duration `json:"p99_ns"`
 	P999       time.Duration `json:"p999_ns"`
 	AllocsOp   float64       `json:"allocs_per_op"`
-	Errors     int64         `json:"errors"`
-	Durable    bool          `json:"durable"`
+	// CPUPerOp is process CPU time (user+sys, all threads) per op: what
+	// binds on a shared 2-core machine.
+	CPUPerOp time.Duration `json:"cpu_ns_per_op"`
+	Errors   int64         `json:"errors"`
+	Durable  bool          `json:"durable"`
 }
 
 type sample struct {
@@ -151,6 +155,16 @@ type sample struct {
 	elapsed        time.Duration
 	p50, p99, p999 time.Duration
 	allocs         uint64
+	cpu            time.Duration
+}
+
+// cpuTime returns the process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // runBench measures every cell and returns the medians.
@@ -171,10 +185,11 @@ func runBench(ctx context.Context, cfg benchConfig) ([]benchResult, error) {
 	}
 	var out []benchResult
 	report := func(r benchResult) {
+		r.MBPerSec = r.OpsPerSec * float64(r.Size) / 1e6
 		out = append(out, r)
 		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "%-9s %-8s size=%-6d out=%-4d %10.0f ops/s %8.1f MB/s p50=%v p99=%v p99.9=%v allocs/op=%.1f errors=%d\n",
-				r.Kind, r.Mode, r.Size, r.Outstanding, r.OpsPerSec, r.MBPerSec, r.P50, r.P99, r.P999, r.AllocsOp, r.Errors)
+			fmt.Fprintf(cfg.Progress, "%-9s %-8s size=%-6d out=%-4d %10.0f ops/s %8.1f MB/s p50=%v p99=%v p99.9=%v allocs/op=%.1f cpu/op=%v errors=%d\n",
+				r.Kind, r.Mode, r.Size, r.Outstanding, r.OpsPerSec, r.MBPerSec, r.P50, r.P99, r.P999, r.AllocsOp, r.CPUPerOp, r.Errors)
 		}
 	}
 	for _, size := range cfg.Sizes {
@@ -245,6 +260,7 @@ func cell(ctx context.Context, cfg benchConfig, fn func(dir string) (sample, err
 		P99:       time.Duration(med(func(s sample) float64 { return float64(s.p99) })),
 		P999:      time.Duration(med(func(s sample) float64 { return float64(s.p999) })),
 		AllocsOp:  med(func(s sample) float64 { return float64(s.allocs) / float64(max(s.ops, 1)) }),
+		CPUPerOp:  time.Duration(med(func(s sample) float64 { return float64(s.cpu) / float64(max(s.ops, 1)) })),
 		Durable:   !cfg.NoSync,
 	}
 	for _, s := range ss {
@@ -314,6 +330,7 @@ func bookieRun(ctx context.Context, cfg benchConfig, dir string, mode uring.Mode
 		interval = time.Duration(float64(time.Second) / rate)
 	}
 	var ms0, ms1 runtime.MemStats
+	var cpu0 time.Duration
 	begin := time.Now()
 	warmEnd := begin.Add(cfg.Warmup)
 	end := warmEnd.Add(cfg.Duration)
@@ -324,6 +341,7 @@ func bookieRun(ctx context.Context, cfg benchConfig, dir string, mode uring.Mode
 		now := time.Now()
 		if !measured.Load() && !now.Before(warmEnd) {
 			runtime.ReadMemStats(&ms0)
+			cpu0 = cpuTime()
 			measStart = time.Now()
 			measured.Store(true)
 		}
@@ -349,12 +367,13 @@ func bookieRun(ctx context.Context, cfg benchConfig, dir string, mode uring.Mode
 	for range k { // drain: every outstanding add completes
 		<-free
 	}
+	cpu := cpuTime() - cpu0
 	runtime.ReadMemStats(&ms1)
 	if err := ctx.Err(); err != nil {
 		return sample{}, err
 	}
 	return sample{
-		ops: ops.Load(), errs: errs.Load(), elapsed: elapsed,
+		ops: ops.Load(), errs: errs.Load(), elapsed: elapsed, cpu: cpu,
 		p50: time.Duration(hist.ValueAtQuantile(50)), p99: time.Duration(hist.ValueAtQuantile(99)),
 		p999: time.Duration(hist.ValueAtQuantile(99.9)), allocs: ms1.Mallocs - ms0.Mallocs,
 	}, nil
@@ -383,11 +402,12 @@ func rawRun(ctx context.Context, cfg benchConfig, dir string, size, k int) (samp
 	warmEnd := begin.Add(cfg.Warmup)
 	end := warmEnd.Add(cfg.Duration)
 	var measStart time.Time
+	var cpu0 time.Duration
 	measured := false
 	for {
 		now := time.Now()
 		if !measured && !now.Before(warmEnd) {
-			measured, measStart = true, now
+			measured, measStart, cpu0 = true, now, cpuTime()
 		}
 		if !now.Before(end) || ctx.Err() != nil {
 			break
@@ -422,7 +442,7 @@ func rawRun(ctx context.Context, cfg benchConfig, dir string, size, k int) (samp
 	if err := ctx.Err(); err != nil {
 		return sample{}, err
 	}
-	return sample{ops: ops, elapsed: time.Since(measStart),
+	return sample{ops: ops, elapsed: time.Since(measStart), cpu: cpuTime() - cpu0,
 		p50: time.Duration(hist.ValueAtQuantile(50)), p99: time.Duration(hist.ValueAtQuantile(99)),
 		p999: time.Duration(hist.ValueAtQuantile(99.9))}, nil
 }
@@ -450,8 +470,8 @@ func printBenchTable(w io.Writer, rs []benchResult) {
 			raw[[2]int{r.Size, r.Outstanding}] = r
 		}
 	}
-	fmt.Fprintf(w, "%-9s %-8s %6s %5s %12s %9s %9s %9s %9s %8s %9s %9s\n",
-		"kind", "mode", "size", "out", "ops/s", "MB/s", "p50", "p99", "p99.9", "allocs", "MB/s/raw", "p99/raw")
+	fmt.Fprintf(w, "%-9s %-8s %6s %5s %12s %9s %9s %9s %9s %8s %9s %9s %9s\n",
+		"kind", "mode", "size", "out", "ops/s", "MB/s", "p50", "p99", "p99.9", "allocs", "cpu/op", "MB/s/raw", "p99/raw")
 	sorted := slices.Clone(rs)
 	slices.SortStableFunc(sorted, func(a, b benchResult) int {
 		return cmp.Or(cmp.Compare(a.Size, b.Size), cmp.Compare(a.Outstanding, b.Outstanding))
@@ -472,8 +492,8 @@ func printBenchTable(w io.Writer, rs []benchResult) {
 		if !r.Durable {
 			label += "*"
 		}
-		fmt.Fprintf(w, "%-9s %-8s %6d %5d %12.0f %9.1f %9v %9v %9v %8.1f %9s %9s\n",
-			label, r.Mode, r.Size, r.Outstanding, r.OpsPerSec, r.MBPerSec, roundDur(r.P50), roundDur(r.P99), roundDur(r.P999), r.AllocsOp, ratio, p99r)
+		fmt.Fprintf(w, "%-9s %-8s %6d %5d %12.0f %9.1f %9v %9v %9v %8.1f %9v %9s %9s\n",
+			label, r.Mode, r.Size, r.Outstanding, r.OpsPerSec, r.MBPerSec, roundDur(r.P50), roundDur(r.P99), roundDur(r.P999), r.AllocsOp, roundDur(r.CPUPerOp), ratio, p99r)
 	}
 	fmt.Fprintln(w, "raw: pwrite of k records' bytes + one fdatasync per group, latency per group; half-peak: paced at half the best rate, p99/raw vs raw k=1")
 	if !durable {
