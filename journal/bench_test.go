@@ -2,13 +2,13 @@ package journal
 
 import (
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/magnetar-mq/magnetar/internal/uring"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
+	"golang.org/x/sys/unix"
 )
 
 // benchCompletion counts completions without allocating per add.
@@ -67,6 +67,7 @@ func BenchmarkAppend(b *testing.B) {
 				b.ReportAllocs()
 				b.SetParallelism(16)
 				b.ResetTimer()
+				cpu0 := cpuTime()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
 						id := next.Add(1)
@@ -77,6 +78,7 @@ func BenchmarkAppend(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StopTimer()
+				b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 				if comp.done.Load() != int64(b.N) || comp.errs.Load() != 0 {
 					b.Fatalf("%d completions, %d errors, want %d, 0", comp.done.Load(), comp.errs.Load(), b.N)
 				}
@@ -107,6 +109,7 @@ func BenchmarkAppendEncode(b *testing.B) {
 			b.ReportAllocs()
 			b.SetParallelism(16)
 			b.ResetTimer()
+			cpu0 := cpuTime()
 			b.RunParallel(func(pb *testing.PB) {
 				rec := Record{Type: Entry, LedgerID: 1, Payload: payload}
 				for pb.Next() {
@@ -116,6 +119,7 @@ func BenchmarkAppendEncode(b *testing.B) {
 			if err := c.close(); err != nil {
 				b.Fatal(err)
 			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "entries/s")
 		})
 	}
@@ -146,4 +150,11 @@ func BenchmarkRecordCodec(b *testing.B) {
 	}
 }
 
-var _ sync.Locker = (*sync.Mutex)(nil)
+// cpuTime returns the process's user+system CPU time (all threads).
+func cpuTime() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

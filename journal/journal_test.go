@@ -437,6 +437,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"negative entries", func(o *Options) { o.MaxGroupEntries = -1 }},
 		{"tiny file", func(o *Options) { o.MaxFileSize = 8 }},
 		{"bad mode", func(o *Options) { o.WriterMode = 99 }},
+		{"huge queue", func(o *Options) { o.MaxQueuedBytes = 4 << 30 }},
 	} {
 		o := testOptions(vfs.NewMem())
 		tc.mod(&o)

@@ -19,6 +19,10 @@ const (
 	DefaultMaxBackups     = 5                // [journalMaxBackups]
 )
 
+// maxQueuedLimit bounds MaxQueuedBytes so that a group's offsets fit in
+// 32 bits (a group holds at most MaxQueuedBytes plus one record).
+const maxQueuedLimit = 1 << 30
+
 // Options configures a Journal. Build it with DefaultOptions, or fill it in
 // and call EnsureDefaults; Open does both EnsureDefaults and Validate.
 type Options struct {
@@ -46,7 +50,8 @@ type Options struct {
 	// Zero means no entry threshold.
 	MaxGroupEntries int
 	// MaxQueuedBytes bounds the bytes appended but not yet completed;
-	// Append blocks above it. Zero means DefaultMaxQueuedBytes.
+	// Append blocks above it. It also bounds a group's size under load.
+	// Zero means DefaultMaxQueuedBytes; at most 1 GiB.
 	MaxQueuedBytes int64
 
 	// PreallocSize is the step in which journal files are preallocated.
@@ -110,8 +115,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: MaxGroupBytes %d < 0", ErrBadOptions, o.MaxGroupBytes)
 	case o.MaxGroupEntries < 0:
 		return fmt.Errorf("%w: MaxGroupEntries %d < 0", ErrBadOptions, o.MaxGroupEntries)
-	case o.MaxQueuedBytes < 0:
-		return fmt.Errorf("%w: MaxQueuedBytes %d < 0", ErrBadOptions, o.MaxQueuedBytes)
+	case o.MaxQueuedBytes < 0 || o.MaxQueuedBytes > maxQueuedLimit:
+		return fmt.Errorf("%w: MaxQueuedBytes %d not in [0, %d]", ErrBadOptions, o.MaxQueuedBytes, maxQueuedLimit)
 	case o.PreallocSize < 0:
 		return fmt.Errorf("%w: PreallocSize %d < 0", ErrBadOptions, o.PreallocSize)
 	case o.MaxFileSize < FileHeaderSize:
