@@ -26,7 +26,7 @@ type Cursor struct {
 	durable bool
 	path    string
 
-	// persistMu serialises persistence I/O. Order: persistMu → mu → ml.mu.
+	// persistMu serialises persistence I/O. Lock order: see doc.go.
 	persistMu   sync.Mutex
 	pl          *cursorLedger // current cursor ledger; nil until the first snapshot
 	nodeVersion metadata.Version

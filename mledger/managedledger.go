@@ -54,7 +54,7 @@ type ManagedLedger struct {
 	rolloverTime time.Duration
 
 	// infoMu serialises read-modify-write cycles of the info node (and the
-	// I/O around them: rollover, trim, terminate, close). Order: infoMu → mu.
+	// I/O around them: rollover, trim, terminate, close). Lock order: see doc.go.
 	infoMu      sync.Mutex
 	info        *mlInfo // as last persisted
 	infoVersion metadata.Version
