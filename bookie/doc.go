@@ -11,6 +11,15 @@
 //	err = b.Fence(ledger, masterKey)      // durable; later normal adds get ErrFenced
 //	err = b.Close()
 //
+// # Files
+//
+//	JournalDir/                journal files (*.txn) and lastMark, package journal
+//	LedgerDirs[i]/*.log        entry logs, package entrylog (new logs round robin)
+//	LedgerDirs[0]/index/       the location index and ledger metadata, package index
+//
+// Open creates missing directories and syncs every ancestor, so a fresh
+// bookie's directories survive a crash.
+//
 // # Add path
 //
 //  1. Check read-only mode, the master key (the first add or fence of a
