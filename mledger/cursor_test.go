@@ -1,9 +1,13 @@
 package mledger_test
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -276,5 +280,69 @@ func TestDeleteCursor(t *testing.T) {
 	}
 	if n, m := len(e.store.Ledgers()), len(ml.Stats().Ledgers); n != m {
 		t.Fatalf("store has %d ledgers, managed ledger %d: cursor ledger not deleted", n, m)
+	}
+}
+
+type logCapture struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *logCapture) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logCapture) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r.Level >= slog.LevelError {
+		l.msgs = append(l.msgs, r.Message)
+	}
+	return nil
+}
+func (l *logCapture) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logCapture) WithGroup(string) slog.Handler      { return l }
+func (l *logCapture) errors() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.msgs)
+}
+
+// TestCursorStateCapLogsAndBoundsRedelivery: over CursorMaxStateBytes the
+// acks furthest from mark-delete are not persisted (logged at error level)
+// and are redelivered after a restart; the rest are recovered.
+func TestCursorStateCapLogsAndBoundsRedelivery(t *testing.T) {
+	e := newEnv(t)
+	logs := &logCapture{}
+	e.opts.Logger = slog.New(logs)
+	_ = e.f.Close()
+	e.f = e.newFactory()
+	cfg := mledger.Config{MinLedgerRolloverTime: -1, MaxEntriesPerLedger: 100, CursorMaxStateBytes: 300}
+	ml := e.open("t/cap", cfg)
+	ctx := ctxT(t)
+	c, _ := ml.OpenCursor(ctx, "s", mledger.InitialEarliest)
+	pos := addMany(t, ml, "m", 1000) // 10 ledgers
+	var acked []mledger.Position
+	for i := 1; i < len(pos); i += 2 {
+		acked = append(acked, pos[i])
+	}
+	_ = c.Delete(acked...)
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if errs := logs.errors(); len(errs) == 0 || !strings.Contains(errs[0], "exceeds CursorMaxStateBytes") {
+		t.Fatalf("no error log for the cap: %q", errs)
+	}
+	e.restart()
+	ml = e.open("t/cap", cfg)
+	c = ml.Cursor("s")
+	if !c.IsAcked(acked[0]) {
+		t.Fatal("ack nearest mark-delete lost")
+	}
+	if c.IsAcked(acked[len(acked)-1]) {
+		t.Fatal("ack beyond the cap survived: the cap did not apply")
+	}
+	// Every entry not acked before the restart is still unacked.
+	for i := 0; i < len(pos); i += 2 {
+		if c.IsAcked(pos[i]) {
+			t.Fatalf("never-acked %v is acked after restart", pos[i])
+		}
 	}
 }

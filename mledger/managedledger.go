@@ -621,11 +621,11 @@ func (ml *ManagedLedger) Close(ctx context.Context) error {
 		ml.mu.Unlock()
 		return nil
 	}
+	prev := ml.state
+	ml.state = stateClosed // new adds fail from here on
 	for len(ml.pending) > 0 {
 		ml.drained.Wait()
 	}
-	prev := ml.state
-	ml.state = stateClosed
 	if ml.chWanted {
 		close(ml.addedCh)
 		ml.addedCh = make(chan struct{})

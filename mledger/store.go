@@ -35,7 +35,8 @@ type WriteLedger interface {
 	// until cb has been called. cb receives the entry id, or an error.
 	AddAsync(data []byte, cb func(entryID int64, err error))
 	// LastAddConfirmed returns the highest entry id such that it and all
-	// before it were acknowledged; -1 if none.
+	// before it were acknowledged; -1 if none. It already includes an
+	// entry when that entry's AddAsync callback runs.
 	LastAddConfirmed() int64
 	// Read returns entries first..last inclusive (last <= LastAddConfirmed).
 	Read(ctx context.Context, first, last int64) ([][]byte, error)
