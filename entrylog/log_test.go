@@ -548,3 +548,28 @@ func TestCompactCrash(t *testing.T) {
 	}
 	checkAll(t, r, entries)
 }
+
+// TestOSFileSystem runs the write, roll, reopen and read path on the OS
+// file system (fallocate, fdatasync, real directories).
+func TestOSFileSystem(t *testing.T) {
+	dir := t.TempDir()
+	opts := func(o *Options) { o.Dirs = []string{dir + "/a", dir + "/b"} }
+	l := mustOpen(t, vfs.NewOS(), opts)
+	entries := addMany(t, l, rand.New(rand.NewPCG(11, 12)), 100, 3, map[int64]int64{})
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, l, entries)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, vfs.NewOS(), opts)
+	defer l.Close()
+	checkAll(t, l, entries)
+	for _, info := range l.Logs() {
+		n := 0
+		if err := ScanFile(vfs.NewOS(), info.Path, func(Record) error { n++; return nil }); err != nil || n == 0 {
+			t.Fatalf("ScanFile(%s) = %d records, %v", info.Path, n, err)
+		}
+	}
+}

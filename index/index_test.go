@@ -361,3 +361,45 @@ func TestConcurrentSetGetFlush(t *testing.T) {
 		}
 	})
 }
+
+// TestManyLedgersFewFiles: 100k ledgers (10k under -race) share a handful
+// of segment files.
+func TestManyLedgersFewFiles(t *testing.T) {
+	fs := vfs.NewMem()
+	n, pps := 100_000, 16384
+	if raceEnabled {
+		n, pps = 10_000, 1638
+	}
+	ix, err := Open(Options{FS: fs, Dir: "/ix", SlotsPerPage: 16, PagesPerSegment: pps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range int64(n) {
+		if err := ix.Set(l, 0, loc(l, 0, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, err := fs.List("/ix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 8 { // 7 segments + metadata file
+		t.Fatalf("%d files for %d ledgers (%v), want 8", len(names), n, names)
+	}
+	ix, err = Open(Options{FS: fs, Dir: "/ix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if got := len(ix.Ledgers()); got != n {
+		t.Fatalf("%d ledgers after reopen, want %d", got, n)
+	}
+	for l := int64(0); l < int64(n); l += 997 {
+		if got, ok := ix.Get(l, 0); !ok || got != loc(l, 0, 1) {
+			t.Fatalf("Get(%d, 0) = %#x, %v", l, got, ok)
+		}
+	}
+}
