@@ -75,8 +75,8 @@ func benchBookieCmd() *cobra.Command {
 				return err
 			}
 			cfg.Progress = os.Stderr
-			fmt.Fprintf(os.Stderr, "bench bookie in %s: sizes %v, outstanding %v, modes %v, %v per cell (+%v warmup), %d runs each (medians)\n",
-				cfg.Dir, cfg.Sizes, cfg.Outstanding, modes, cfg.Duration, cfg.Warmup, cfg.Runs)
+			fmt.Fprintf(os.Stderr, "bench bookie in %s: sizes %v, outstanding %v, modes %v, %v per cell (+%v warmup), %d runs each (medians), group wait %v\n",
+				cfg.Dir, cfg.Sizes, cfg.Outstanding, modes, cfg.Duration, cfg.Warmup, cfg.Runs, cfg.GroupWait)
 			rs, err := runBench(cmd.Context(), cfg)
 			fillMBps(rs)
 			if jsonOut {
@@ -101,6 +101,7 @@ func benchBookieCmd() *cobra.Command {
 	f.BoolVar(&cfg.Raw, "raw", true, "include the raw write+fdatasync baseline")
 	f.BoolVar(&cfg.HalfPeak, "half-peak", true, "per size, a paced run at half the best rate")
 	f.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run")
+	f.DurationVar(&cfg.GroupWait, "group-wait", 0, "journal max group wait (0: write as soon as the queue drains)")
 	f.BoolVar(&jsonOut, "json", false, "print results as JSON")
 	f.BoolVar(&keepTemp, "keep", false, "keep the temp dir")
 	return c
@@ -123,6 +124,9 @@ type benchConfig struct {
 	// Raw adds the raw-disk baseline; HalfPeak adds, per size, a paced run
 	// at half the best measured rate.
 	Raw, HalfPeak bool
+	// GroupWait is the journal's MaxGroupWait; 0 writes a group as soon
+	// as the queue drains (records still batch behind an in-flight sync).
+	GroupWait time.Duration
 	// CPUProfile, if set, profiles the whole run into this file.
 	CPUProfile string
 	// Progress receives one line per finished cell (nil: none).
@@ -280,10 +284,16 @@ type slot struct {
 // measured from each add's scheduled time (no coordinated omission).
 func bookieRun(ctx context.Context, cfg benchConfig, dir string, mode uring.Mode, size, k int, rate float64) (sample, error) {
 	b, err := bookie.Open(bookie.Options{
-		JournalDir:        filepath.Join(dir, "journal"),
-		LedgerDirs:        []string{filepath.Join(dir, "ledgers")},
-		JournalWriteMode:  mode,
-		JournalNoSync:     cfg.NoSync,
+		JournalDir:       filepath.Join(dir, "journal"),
+		LedgerDirs:       []string{filepath.Join(dir, "ledgers")},
+		JournalWriteMode: mode,
+		JournalNoSync:    cfg.NoSync,
+		JournalMaxGroupWait: func() time.Duration {
+			if cfg.GroupWait == 0 {
+				return -1 // bookie.Options: negative = no wait
+			}
+			return cfg.GroupWait
+		}(),
 		DiskCheckInterval: -1,
 		GCInterval:        -1,
 		WriteCacheSize:    256 << 20,
