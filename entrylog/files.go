@@ -229,10 +229,10 @@ func (l *Log) readBuffered(dst []byte, f *logFile, off int64, ledger, entry int6
 	if l.mu.cur != f || off < l.mu.bufOff {
 		return dst, false, nil
 	}
-	b := l.mu.buf[off-l.mu.bufOff:]
-	if len(b) < RecordHeaderSize {
-		return dst, true, fmt.Errorf("entrylog: %s off %d: %w", f.path, off, ErrNotFound)
+	if off-l.mu.bufOff+RecordHeaderSize > int64(len(l.mu.buf)) {
+		return dst, true, fmt.Errorf("entrylog: %s off %d: past end of data: %w", f.path, off, ErrCorrupt)
 	}
+	b := l.mu.buf[off-l.mu.bufOff:]
 	h := decodeRecordHeader(b)
 	if int64(h.n) > int64(len(b)-RecordHeaderSize) {
 		return dst, true, fmt.Errorf("entrylog: %s off %d: record length %d past end of data: %w", f.path, off, h.n, ErrCorrupt)

@@ -170,6 +170,11 @@ func TestReadErrors(t *testing.T) {
 
 	l = mustOpen(t, fs, nil)
 	defer l.Close()
+	locC, err := l.Add(2, 0, []byte("buffered"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	activeID, activeOff := SplitLocation(locC)
 	cases := []struct {
 		name          string
 		loc           uint64
@@ -184,6 +189,10 @@ func TestReadErrors(t *testing.T) {
 		{"in header", Location(id, 10), 1, 0, ErrCorrupt, "inside header"},
 		{"past end of sealed log", Location(id, 60000), 1, 0, ErrCorrupt, "past end"},
 		{"no such log", Location(77, 2000), 1, 0, ErrNotFound, "log 77"},
+		{"buffered", locC, 2, 0, nil, ""},
+		{"buffered wrong entry", locC, 2, 1, ErrCorrupt, "holds 2:0, want 2:1"},
+		{"past end of active log", Location(activeID, activeOff+100), 2, 0, ErrCorrupt, "past end"},
+		{"far past end of active log", Location(activeID, 1<<20), 2, 0, ErrCorrupt, "past end"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -362,13 +362,13 @@ func TestConcurrentSetGetFlush(t *testing.T) {
 	})
 }
 
-// TestManyLedgersFewFiles: 100k ledgers (10k under -race) share a handful
+// TestManyLedgersFewFiles: 100k ledgers (3k under -race) share a handful
 // of segment files.
 func TestManyLedgersFewFiles(t *testing.T) {
 	fs := vfs.NewMem()
 	n, pps := 100_000, 16384
 	if raceEnabled {
-		n, pps = 10_000, 1638
+		n, pps = 3_000, 492
 	}
 	ix, err := Open(Options{FS: fs, Dir: "/ix", SlotsPerPage: 16, PagesPerSegment: pps})
 	if err != nil {
