@@ -11,7 +11,7 @@ import (
 )
 
 func benchStore(b *testing.B) *Store {
-	s, err := Open("zk://"+sharedServer(b).Addr()+"/"+b.Name(), Options{SessionTimeout: 10 * time.Second})
+	s, err := Open("zk://"+sharedServer(b).Addr()+uniqueRoot(b), Options{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -46,7 +46,12 @@
 //
 // The Store uses its own host provider: go-zookeeper's default pauses a
 // second before every reconnect to a single-server ensemble, which would
-// also fail the requests queued meanwhile.
+// also fail the requests queued meanwhile. It also caps every socket
+// deadline the library sets at max(SessionTimeout / number of servers, 1 s),
+// and the connect handshake at a third of that: go-zookeeper would
+// otherwise wait ten times the session timeout for a connect response, and
+// a ZooKeeper server that is starting up was seen to accept a connection
+// and never answer it. A quick retry keeps the session.
 //
 // # Watches
 //

@@ -76,9 +76,12 @@ func Open(url string, opts Options) (*Store, error) {
 	if dialer == nil {
 		dialer = net.DialTimeout
 	}
+	n := time.Duration(len(servers))
+	limit := max(opts.SessionTimeout/n, time.Second)
+	handshake := max(opts.SessionTimeout/(3*n), time.Second)
 	conn, _, err := zk.Connect(servers, opts.SessionTimeout,
 		zk.WithHostProvider(&hostProvider{}),
-		zk.WithDialer(dialer),
+		zk.WithDialer(clampDialer(dialer, limit, handshake)),
 		zk.WithLogger(zkLogger{opts.Logger}),
 		zk.WithLogInfo(false),
 		zk.WithEventCallback(s.onEvent))

@@ -1,9 +1,11 @@
 package zookeeper
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -21,25 +23,31 @@ import (
 // *testing.T, one session per call.
 func opener(addr string) func(t *testing.T) metadata.Store {
 	var (
-		mu     sync.Mutex
-		roots  = map[*testing.T]string{}
-		serial atomic.Int64
+		mu    sync.Mutex
+		roots = map[*testing.T]string{}
 	)
 	return func(t *testing.T) metadata.Store {
 		mu.Lock()
 		root, ok := roots[t]
 		if !ok {
-			root = fmt.Sprintf("/t%d-%s", serial.Add(1), strings.NewReplacer("/", "_").Replace(t.Name()))
+			root = uniqueRoot(t)
 			roots[t] = root
 		}
 		mu.Unlock()
-		s, err := Open("zk://"+addr+root, Options{SessionTimeout: 4 * time.Second})
+		s, err := Open("zk://"+addr+root, Options{})
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
+}
+
+// serial makes chroots unique on the shared server across -count runs.
+var serial atomic.Int64
+
+func uniqueRoot(t testing.TB) string {
+	return fmt.Sprintf("/t%d-%s", serial.Add(1), strings.NewReplacer("/", "_").Replace(t.Name()))
 }
 
 // shared is the server the tests that do not stop it share (one JVM start
@@ -104,9 +112,9 @@ func TestParseURL(t *testing.T) {
 func TestSessionExpiry(t *testing.T) {
 	tStart := time.Now()
 	srv := sharedServer(t)
-	url := "zk://" + srv.Addr() + "/expiry"
+	url := "zk://" + srv.Addr() + uniqueRoot(t)
 	var rec zktest.Sessions
-	s, err := Open(url, Options{SessionTimeout: 2 * time.Second, Dialer: rec.Dial})
+	s, err := Open(url, Options{SessionTimeout: 4 * time.Second, Dialer: rec.Dial})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +198,14 @@ func TestSessionExpiry(t *testing.T) {
 // session timeout, keeping its session, ephemeral nodes and watches.
 func TestServerRestart(t *testing.T) {
 	srv := zktest.StartServer(t)
-	s, err := Open("zk://"+srv.Addr()+"/restart", Options{SessionTimeout: 20 * time.Second})
+	logs := &syncBuf{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("client log:\n%s", logs.String())
+		}
+	})
+	s, err := Open("zk://"+srv.Addr()+"/restart", Options{SessionTimeout: 20 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +223,9 @@ func TestServerRestart(t *testing.T) {
 	if err == nil {
 		t.Fatal("Get with the server down succeeded")
 	}
+	t0 := time.Now()
 	srv.Restart(t)
+	t.Logf("restart took %v", time.Since(t0))
 	// Requests fail with ErrUnavailable until the client has reconnected.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -241,7 +258,8 @@ func errorsIs(err, target error) bool { return errors.Is(err, target) }
 func TestChroot(t *testing.T) {
 	addr := sharedServer(t).Addr()
 	ctx := context.Background()
-	s, err := Open("zk://"+addr+"/deep/er/root", Options{})
+	chroot := uniqueRoot(t) + "/er/root"
+	s, err := Open("zk://"+addr+chroot, Options{})
 	if err != nil {
 		t.Fatalf("Open with a 3-level chroot: %v", err)
 	}
@@ -261,11 +279,11 @@ func TestChroot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	if v, _, err := root.Get(ctx, "/deep/er/root/k"); err != nil || string(v) != "v" {
-		t.Fatalf("Get(/deep/er/root/k) without chroot = %q, %v", v, err)
+	if v, _, err := root.Get(ctx, chroot+"/k"); err != nil || string(v) != "v" {
+		t.Fatalf("Get(%s/k) without chroot = %q, %v", chroot, v, err)
 	}
-	if ok, err := root.Exists(ctx, "/deep/er/root"+p); err != nil || !ok {
-		t.Fatalf("Exists(/deep/er/root%s) = %v, %v", p, ok, err)
+	if ok, err := root.Exists(ctx, chroot+p); err != nil || !ok {
+		t.Fatalf("Exists(%s%s) = %v, %v", chroot, p, ok, err)
 	}
 }
 
@@ -284,4 +302,22 @@ func TestOpenUnreachable(t *testing.T) {
 	if d := time.Since(t0); d > 10*time.Second {
 		t.Fatalf("Open(unreachable) took %v", d)
 	}
+}
+
+// syncBuf is a bytes.Buffer safe for concurrent writers.
+type syncBuf struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuf) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuf) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
