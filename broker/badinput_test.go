@@ -293,3 +293,38 @@ func TestIdleConnectionPingedThenClosed(t *testing.T) {
 		r2.ping()
 	}
 }
+
+func TestBrokerInitiatedCloseOnUnload(t *testing.T) {
+	tb := startBroker(t, nil)
+	topic := newTopicName("unload-raw")
+	r := dialRaw(t, tb, true)
+	pid := r.producer(topic)
+	r.send(&pb.BaseCommand{Type: pb.BaseCommand_SUBSCRIBE.Enum(), Subscribe: &pb.CommandSubscribe{
+		Topic: ptr(topic), Subscription: ptr("s"), SubType: pb.CommandSubscribe_Shared.Enum(),
+		ConsumerId: ptr(uint64(9)), RequestId: ptr(uint64(2)),
+	}})
+	if f := r.next(); f.Type != pb.BaseCommand_SUCCESS {
+		t.Fatalf("SUBSCRIBE answered %s", f.Type)
+	}
+	tb.UnloadTopic(topic)
+	got := map[pb.BaseCommand_Type]uint64{}
+	for len(got) < 2 {
+		f := r.next()
+		switch f.Type {
+		case pb.BaseCommand_CLOSE_PRODUCER:
+			got[f.Type] = f.Cmd.CloseProducer.GetProducerId()
+		case pb.BaseCommand_CLOSE_CONSUMER:
+			got[f.Type] = f.Cmd.CloseConsumer.GetConsumerId()
+		}
+	}
+	if got[pb.BaseCommand_CLOSE_PRODUCER] != pid || got[pb.BaseCommand_CLOSE_CONSUMER] != 9 {
+		t.Fatalf("closes %v", got)
+	}
+	// The ids are free again: re-create both on the same connection.
+	r.send(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER.Enum(), Producer: &pb.CommandProducer{
+		Topic: ptr(topic), ProducerId: ptr(pid), RequestId: ptr(uint64(3)),
+	}})
+	if f := r.next(); f.Type != pb.BaseCommand_PRODUCER_SUCCESS {
+		t.Fatalf("PRODUCER after unload answered %s", f.Type)
+	}
+}

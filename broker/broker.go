@@ -359,8 +359,18 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 	return t, nil
 }
 
-// unloadTopic closes a loaded topic: every producer and consumer gets
-// CLOSE_* and reconnects, which loads it again.
+// UnloadTopic closes a loaded topic: every producer and consumer gets
+// CLOSE_PRODUCER/CLOSE_CONSUMER and reconnects, which loads it again. It
+// reports whether the topic was loaded.
+func (b *Broker) UnloadTopic(name string) (bool, error) {
+	tn, err := parseTopicName(name)
+	if err != nil {
+		return false, err
+	}
+	return b.unloadTopic(tn.String()), nil
+}
+
+// unloadTopic is UnloadTopic by canonical name.
 func (b *Broker) unloadTopic(full string) bool {
 	b.mu.Lock()
 	l := b.mu.topics[full]

@@ -226,3 +226,79 @@ func TestE2ERestartKeepsSubscriptions(t *testing.T) {
 		}
 	}
 }
+
+func TestE2EUnloadReconnects(t *testing.T) {
+	tb := startBroker(t, nil)
+	cl := tb.client(t)
+	topic := newTopicName("unload")
+	cons := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", AckWithResponse: true})
+	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendAsyncAll(t, prod, 3, payloadMsg)
+	for _, m := range receiveN(t, cons, 3) {
+		if err := cons.Ack(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := tb.UnloadTopic(topic); err != nil || !ok {
+		t.Fatalf("UnloadTopic = %v, %v", ok, err)
+	}
+	// Producer and consumer reconnect by themselves. (Sending while the
+	// Go client's producer reconnects races inside the client, so wait.)
+	waitFor(t, func() bool {
+		st := getStats(t, tb, topic)
+		return len(st.Publishers) == 1 && len(st.Subscriptions["s"].Consumers) == 1
+	})
+	prod.Close()
+	prod = mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	sendAsyncAll(t, prod, 3, func(i int) *pulsar.ProducerMessage { return &pulsar.ProducerMessage{Payload: []byte(fmt.Sprintf("after-%d", i))} })
+	for i, m := range receiveN(t, cons, 3) {
+		if got, want := string(m.Payload()), fmt.Sprintf("after-%d", i); got != want {
+			t.Fatalf("after unload got %q, want %q", got, want)
+		}
+		cons.Ack(m)
+	}
+}
+
+func TestE2EDeadLetter(t *testing.T) {
+	tb := startBroker(t, nil)
+	cl := tb.client(t)
+	topic := newTopicName("dlq")
+	dlq := topic + "-DLQ"
+	cons := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared,
+		NackRedeliveryDelay: 50 * time.Millisecond,
+		DLQ:                 &pulsar.DLQPolicy{MaxDeliveries: 2, DeadLetterTopic: dlq}})
+	prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	sendAsyncAll(t, prod, 1, func(int) *pulsar.ProducerMessage { return &pulsar.ProducerMessage{Payload: []byte("poison")} })
+	var counts []uint32
+	for i := 0; i < 2; i++ {
+		m := receiveN(t, cons, 1)[0]
+		counts = append(counts, m.RedeliveryCount())
+		cons.Nack(m)
+	}
+	if !slices.Equal(counts, []uint32{0, 1}) {
+		t.Fatalf("redelivery counts %v, want [0 1]", counts)
+	}
+	dcons := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: dlq, SubscriptionName: "s-DLQ-reader", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if got := string(receiveN(t, dcons, 1)[0].Payload()); got != "poison" {
+		t.Fatalf("dead letter topic got %q", got)
+	}
+}
+
+func TestE2EUnsubscribeWithOtherConsumers(t *testing.T) {
+	tb := startBroker(t, nil)
+	cl := tb.client(t)
+	topic := newTopicName("unsub2")
+	a := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared})
+	mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared})
+	if err := a.Unsubscribe(); err == nil {
+		t.Fatal("unsubscribe with another consumer attached succeeded")
+	}
+	// Forced: the other consumer is disconnected (it reconnects and so
+	// creates the subscription again, as with Pulsar).
+	if err := a.UnsubscribeForce(); err != nil {
+		t.Fatalf("forced unsubscribe: %v", err)
+	}
+}

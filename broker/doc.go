@@ -1,0 +1,81 @@
+// Package broker serves the Pulsar binary protocol (for unmodified Pulsar
+// clients) and the broker's HTTP endpoints over topics stored in managed
+// ledgers.
+//
+// # Usage
+//
+//	b, err := broker.New(broker.Config{ServiceAddr: ":6650", HTTPAddr: ":8080"},
+//		broker.Deps{Metadata: store, OpenLedger: broker.LedgerOpener(factory, mledger.Config{})})
+//	err = b.Start(ctx)        // binds both listeners; b.ServiceAddr(), b.HTTPAddr()
+//	...
+//	err = b.Close()           // graceful: stop accepting, answer in-flight sends,
+//	                          // flush connections, close managed ledgers
+//
+// Other packages add HTTP endpoints with b.Router().Handle(method, pattern,
+// handler) before Start (see Router for the pattern syntax).
+//
+// # Model
+//
+//	Broker ── topics (loaded on first use; auto-created unless disabled)
+//	  topic ── producers (by name; access modes) ── subscriptions (by name)
+//	    subscription ── cursor (durable or not) ── consumers
+//	conn ── producers and consumers by client-assigned id
+//
+// A persistent topic is one managed ledger; one SEND (a Pulsar batch) is
+// one entry, stored exactly as received from the 0x0e01 magic to the end,
+// and sent to consumers unchanged. Non-persistent topics have no storage:
+// an entry goes to the subscriptions whose consumers have permits at
+// publish time and is dropped by the others.
+//
+// Metadata (tenants, namespaces, partitioned topics, created topics,
+// schemas) lives in a metadata.Store; see registry.go for the layout.
+// public/default, pulsar/system and the cluster are created at Start.
+//
+// # Goroutines and ownership
+//
+//   - Per connection: a reader (decodes frames, runs handlers in order) and
+//     a writer (drains the outbound queue, coalescing every frame queued
+//     during the previous write into one Write). Handlers never wait for
+//     storage on the SEND path: AddEntry is asynchronous and receipts are
+//     queued from its callback, in add order, so receipts of one producer
+//     are in send order.
+//   - Per subscription: one loop goroutine owns the dispatch state (the
+//     cursor, consumers, permits, pending acks, replay and delayed sets).
+//     Everything else submits closures with do (async) or call (sync) and
+//     never touches that state (style.md §4).
+//   - The accept loop and HTTP server. Close waits for all of them.
+//
+// # Dispatch
+//
+// Permits are counted in messages: an entry of an N-message batch uses N
+// (the count may go negative; dispatch stops at <= 0). A consumer whose
+// connection's outbound queue is above half of MaxOutboundBytes is treated
+// as having no permits until the writer drains it (backpressure); a client
+// that accepts nothing for WriteTimeout is disconnected. Entries go to the
+// replay set (redelivered first, in position order) when they are nacked,
+// when their consumer leaves, or when the consumer they are routed to
+// cannot take them (Key_Shared keeps per-key order this way). Redelivery
+// counts are kept per entry per subscription.
+//
+// Selection: Exclusive (one consumer), Failover (active = index
+// partition % n of consumers sorted by priority, name, arrival; told with
+// ACTIVE_CONSUMER_CHANGE), Shared (round-robin over consumers with
+// permits), Key_Shared (Murmur3 of ordering key / partition key: a
+// consistent-hash ring in AUTO_SPLIT mode, declared ranges in STICKY).
+//
+// # Locking
+//
+// Lock order: Broker.mu > topic.mu > producer.mu; conn.mu is a leaf (no
+// other lock is taken while holding it, and no topic or subscription
+// method is called with it held). The subscription loop never takes
+// topic.mu, so topic code may call a subscription (call/do) while holding
+// topic.mu. Managed-ledger callbacks take only producer.mu and the
+// outbound queue lock.
+//
+// # Deviations and limits
+//
+//   - Deduplication state (last sequence id per producer name) is kept in
+//     memory only: it does not survive a broker restart.
+//   - read_compacted is ignored (the full topic is served).
+//   - No authentication, TLS, transactions or chunk-aware dispatch.
+package broker
