@@ -1,6 +1,7 @@
 package mledger_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -41,7 +42,8 @@ func TestMillionScatteredAcksPersistCompactly(t *testing.T) {
 	e.f = e.newFactory()
 	cfg := mledger.Config{MinLedgerRolloverTime: -1, MaxEntriesPerLedger: 500_000}
 	ml := e.open("t/million", cfg)
-	ctx := ctxT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
 	c, _ := ml.OpenCursor(ctx, "s", mledger.InitialEarliest)
 	start := time.Now()
 	addN(t, ml, entries)
@@ -62,6 +64,9 @@ func TestMillionScatteredAcksPersistCompactly(t *testing.T) {
 	}
 	st := c.Stats()
 	t.Logf("%d scattered acks applied and persisted in %v: snapshot %d bytes", len(pos), time.Since(start), st.PersistedSnapshotBytes)
+	if st.CursorLedger < 0 || st.PersistedSnapshotBytes == 0 {
+		t.Fatalf("state not in a cursor ledger: %+v", st)
+	}
 	if st.IndividuallyDeletedCount != int64(len(pos)) {
 		t.Fatalf("IndividuallyDeletedCount = %d, want %d", st.IndividuallyDeletedCount, len(pos))
 	}
