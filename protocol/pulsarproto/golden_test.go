@@ -121,3 +121,11 @@ func TestGoldenMessage(t *testing.T) {
 		t.Fatalf("MESSAGE entry body differs from the SEND payload")
 	}
 }
+
+// Values the interop test's fake broker put in message.golden; they must
+// match the constants in interop/interop_test.go.
+const (
+	fakeLedger    = 7
+	fakeBrokerTS  = 1_700_000_000_999
+	fakeIndexBase = 100
+)

@@ -1,4 +1,4 @@
-package pulsarproto
+package interop_test
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,10 +20,11 @@ import (
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	"google.golang.org/protobuf/proto"
 
+	. "github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
 
-var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/*.golden from the interop test")
+var updateGolden = flag.Bool("update-golden", false, "rewrite ../testdata/*.golden from the interop test")
 
 // fakeBroker is the smallest single-topic broker that satisfies
 // pulsar-client-go for produce-then-consume, written only with this
@@ -44,6 +46,7 @@ type fakeBroker struct {
 	pubTimes []uint64
 }
 
+// These must match the constants in ../golden_test.go.
 const (
 	fakeLedger    = 7
 	fakeBrokerTS  = 1_700_000_000_999
@@ -301,7 +304,7 @@ func TestInteropGoClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CreateProducer(single): %v", err)
 	}
-	s := sent{key: "solo", props: map[string]string{"x": "y"}, value: string(testPayload(200))}
+	s := sent{key: "solo", props: map[string]string{"x": "y"}, value: strings.Repeat("0123456789", 20)}
 	if s.id, err = single.Send(ctx, &pulsar.ProducerMessage{Key: s.key, Properties: s.props, Payload: []byte(s.value)}); err != nil {
 		t.Fatalf("Send(single): %v", err)
 	}
@@ -365,7 +368,7 @@ func TestInteropGoClient(t *testing.T) {
 	}
 	if *updateGolden {
 		for name, data := range map[string][]byte{"connect.golden": b.connect, "send_batch.golden": b.sendRaw, "message.golden": b.msgRaw} {
-			if err := os.WriteFile(filepath.Join("testdata", name), data, 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join("..", "testdata", name), data, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
