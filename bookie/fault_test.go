@@ -2,8 +2,10 @@ package bookie
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -271,4 +273,97 @@ func removeAll(fs vfs.FS, dir string) error {
 		}
 	}
 	return fs.Remove(dir)
+}
+
+// TestGCConcurrentWithAddsAndReads runs GC passes while a writer adds,
+// ledgers are deleted and a reader re-reads acked entries (§14.11: reads
+// fail cleanly or succeed, never return wrong data).
+func TestGCConcurrentWithAddsAndReads(t *testing.T) {
+	mem := vfs.NewMem()
+	o := memOptions(mem)
+	o.EntryLogMaxSize = 32 << 10
+	o.CompactionThreshold = 0.9
+	o.ReadCacheSize = 1 // no read cache: every read goes to the entry log
+	o.ReadAheadEntries = -1
+	o.JournalMaxGroupWait = -1 // sync adds: no group wait
+	b, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	// Ledgers 100..109 get data and are deleted while the writer runs.
+	for l := int64(100); l < 110; l++ {
+		for e := int64(0); e < 20; e++ {
+			if err := addSync(b, l, e, mk, entryPayload(l, e), false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var acked atomic.Int64 // entries 0..acked-1 of ledger 1 are acked
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { // writer
+		defer wg.Done()
+		defer close(stop)
+		for e := int64(0); e < 300; e++ {
+			if err := addSync(b, 1, e, mk, entryPayload(1, e), false); err != nil {
+				t.Errorf("add %d: %v", e, err)
+				return
+			}
+			acked.Store(e + 1)
+			if e%20 == 19 {
+				if err := b.Checkpoint(); err != nil {
+					t.Errorf("checkpoint: %v", err)
+					return
+				}
+			}
+		}
+	}()
+	go func() { // deleter + GC
+		defer wg.Done()
+		for l := int64(100); l < 110; l++ {
+			if err := b.DeleteLedger(l); err != nil {
+				t.Errorf("delete %d: %v", l, err)
+			}
+			if err := b.GC(); err != nil {
+				t.Errorf("gc: %v", err)
+			}
+		}
+	}()
+	go func() { // reader
+		defer wg.Done()
+		rng := rand.New(rand.NewPCG(5, 6))
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n := acked.Load()
+			if n == 0 {
+				continue
+			}
+			e := rng.Int64N(n)
+			got, err := b.ReadEntry(1, e)
+			if err != nil {
+				t.Errorf("read 1/%d: %v", e, err)
+				return
+			}
+			if string(got) != string(entryPayload(1, e)) {
+				t.Errorf("read 1/%d returned wrong bytes", e)
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	if err := b.GC(); err != nil {
+		t.Fatal(err)
+	}
+	for e := int64(0); e < 300; e++ {
+		mustRead(t, b, 1, e, entryPayload(1, e))
+	}
+	if b.IsReadOnly() {
+		t.Fatalf("read-only after concurrent GC: %v", b.ReadOnlyReason())
+	}
 }
