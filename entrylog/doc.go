@@ -78,9 +78,12 @@
 // other bad header fails Open with ErrCorrupt.
 //
 // Read verifies the checksum and that the record holds the requested
-// (ledger, entry); a mismatch is ErrCorrupt with path and offset. A zeroed
-// record or one past the end of the data is ErrNotFound (never written or
-// never synced before a crash).
+// (ledger, entry); a mismatch is ErrCorrupt with path and offset. A
+// location in a log that no longer exists (compacted and removed) is
+// ErrNotFound. A zeroed record, or one past the end of the data, is
+// ErrNotFound in a log recovered without a ledgers map (its unsynced tail
+// may legitimately be gone after a crash) and ErrCorrupt in a sealed or
+// active log, where every location handed out holds a record.
 //
 // # Concurrency
 //

@@ -414,7 +414,9 @@ func (ix *Index) UpdateMeta(ledger int64, fn func(m *Meta)) error {
 // Delete forgets ledger. Its pages become reusable after the next Flush
 // has made the deletion durable, so a crash never leaves the old page
 // table pointing at another ledger's entries. Deleting an unknown ledger
-// is a no-op.
+// is a no-op. The caller must not run Set for the same ledger concurrently
+// with (or after) its Delete: a Set that raced with the deletion and then
+// stalled past the next Flush could write into a page already reused.
 func (ix *Index) Delete(ledger int64) error {
 	if ix.closed.Load() {
 		return ErrClosed
