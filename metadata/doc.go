@@ -56,8 +56,11 @@
 //
 // # Errors and retries
 //
-// ErrNotFound, ErrExists, ErrBadVersion, ErrNotEmpty, ErrInvalidPath and
-// ErrEphemeralParent describe the tree and are final for the request as
+// Values are at most MaxValueSize bytes (ErrTooLarge), whatever the
+// backend.
+//
+// ErrNotFound, ErrExists, ErrBadVersion, ErrNotEmpty, ErrInvalidPath,
+// ErrEphemeralParent and ErrTooLarge describe the tree or the request and are final for the request as
 // made. ErrUnavailable (connection loss) is retryable, with the caveat in
 // its doc comment that a write may already have been applied. ErrClosed is
 // final. A context that is already done makes an operation fail with the

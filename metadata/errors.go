@@ -18,4 +18,12 @@ var (
 	// ErrEphemeralParent: a node cannot be created under an ephemeral node
 	// (ZooKeeper's rule, kept by every backend). Final.
 	ErrEphemeralParent = errors.New("metadata: ephemeral nodes cannot have children")
+	// ErrTooLarge: a value longer than MaxValueSize. Final.
+	ErrTooLarge = errors.New("metadata: value too large")
 )
+
+// MaxValueSize is the largest value every backend accepts: ZooKeeper's
+// default jute.maxbuffer (1 MiB) less room for the rest of the request. A
+// larger one makes a ZooKeeper server drop the connection, so all backends
+// refuse it with ErrTooLarge before sending anything.
+const MaxValueSize = 1000 << 10

@@ -6,6 +6,10 @@
 //	...
 //	defer s.Close()
 //
+// bbolt does its own file I/O (pwrite, fdatasync, mmap), so this package is
+// the one storage package that does not go through internal/vfs; crash
+// tests of the metadata store need a real file system.
+//
 // # Sessions and sharing
 //
 // bbolt holds an exclusive flock on the file, so one process owns it.

@@ -2,7 +2,9 @@ package embedded
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -127,5 +129,43 @@ func TestCorruptRecord(t *testing.T) {
 	got, err := decodeRecord(appendRecord(nil, &r))
 	if err != nil || got.flags != r.flags || got.version != 7 || got.nextSeq != 9 || got.owner != 3 || string(got.value) != "v" {
 		t.Fatalf("decodeRecord(appendRecord(r)) = %+v, %v", got, err)
+	}
+}
+
+// TestBatchFailureIsolated: an op that fails the whole bbolt transaction (a
+// key over bbolt's 32 KiB limit) must not fail the ops batched with it.
+func TestBatchFailureIsolated(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "meta.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	long := "/" + strings.Repeat("k", 40<<10)
+	for round := range 5 {
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		for i := range errs {
+			wg.Go(func() {
+				p := fmt.Sprintf("/ok/r%d-%d", round, i)
+				if i == 0 {
+					p = long
+				}
+				_, errs[i] = s.Put(ctx, p, []byte("v"), metadata.NotExists)
+			})
+		}
+		wg.Wait()
+		if errs[0] == nil {
+			t.Fatalf("Put of a 40 KiB path succeeded")
+		}
+		for i, err := range errs[1:] {
+			if err != nil {
+				t.Fatalf("round %d: Put /ok/r%d-%d batched with a failing op: %v", round, round, i+1, err)
+			}
+		}
+	}
+	kids, err := s.Children(ctx, "/ok")
+	if err != nil || len(kids) != 5*7 {
+		t.Fatalf("Children(/ok) = %d names, %v; want 35", len(kids), err)
 	}
 }

@@ -138,6 +138,9 @@ func (s *Store) Put(ctx context.Context, p string, value []byte, expected metada
 	if expected < metadata.NotExists {
 		return 0, fmt.Errorf("%w: %s: expected version %d", metadata.ErrBadVersion, p, expected)
 	}
+	if len(value) > metadata.MaxValueSize {
+		return 0, fmt.Errorf("%w: %s: %d bytes", metadata.ErrTooLarge, p, len(value))
+	}
 	o := &op{kind: opPut, path: p, value: value, expected: expected}
 	if err := s.db.submit(ctx, o); err != nil {
 		return 0, err
@@ -173,6 +176,9 @@ func (s *Store) CreateSequential(ctx context.Context, parentPrefix string, value
 	if err != nil {
 		return "", err
 	}
+	if len(value) > metadata.MaxValueSize {
+		return "", fmt.Errorf("%w: %s: %d bytes", metadata.ErrTooLarge, parentPrefix, len(value))
+	}
 	o := &op{kind: opSequential, path: parent, prefix: prefix, value: value}
 	if err := s.db.submit(ctx, o); err != nil {
 		return "", err
@@ -192,6 +198,9 @@ func (s *Store) PutEphemeral(ctx context.Context, p string, value []byte) error 
 	}
 	if p == "/" {
 		return fmt.Errorf("%w: / cannot be ephemeral", metadata.ErrInvalidPath)
+	}
+	if len(value) > metadata.MaxValueSize {
+		return fmt.Errorf("%w: %s: %d bytes", metadata.ErrTooLarge, p, len(value))
 	}
 	return s.db.submit(ctx, &op{kind: opPutEphemeral, path: p, value: value, session: s.session})
 }

@@ -169,6 +169,23 @@ func testValues(t *testing.T, open Opener) {
 	if err != nil || !bytes.Equal(got, big) {
 		t.Fatalf("Get 100 KiB = %d bytes, %v; want the value written", len(got), err)
 	}
+	// Up to MaxValueSize bytes, and not one more.
+	maxVal := bytes.Repeat([]byte{'m'}, metadata.MaxValueSize)
+	if _, err := s.Put(context.Background(), "/max", maxVal, metadata.NotExists); err != nil {
+		t.Fatalf("Put of MaxValueSize bytes: %v", err)
+	}
+	if got, _, err := s.Get(context.Background(), "/max"); err != nil || !bytes.Equal(got, maxVal) {
+		t.Fatalf("Get of MaxValueSize bytes = %d bytes, %v", len(got), err)
+	}
+	_, err = s.Put(context.Background(), "/max", append(maxVal, 'x'), metadata.AnyVersion)
+	wantErr(t, "Put of MaxValueSize+1 bytes", err, metadata.ErrTooLarge)
+	_, err = s.CreateSequential(context.Background(), "/max-", append(maxVal, 'x'))
+	wantErr(t, "CreateSequential of MaxValueSize+1 bytes", err, metadata.ErrTooLarge)
+	if e, ok := s.(metadata.Ephemeraler); ok {
+		wantErr(t, "PutEphemeral of MaxValueSize+1 bytes", e.PutEphemeral(context.Background(), "/maxe", append(maxVal, 'x')), metadata.ErrTooLarge)
+	}
+	wantGet(t, s, "/max", string(maxVal), 0)
+
 	// The store must not alias the caller's buffer.
 	buf := []byte("first")
 	if _, err := s.Put(context.Background(), "/alias", buf, metadata.NotExists); err != nil {

@@ -189,6 +189,9 @@ func (s *Store) Put(ctx context.Context, p string, value []byte, expected metada
 	if err := s.check(ctx, p); err != nil {
 		return 0, err
 	}
+	if len(value) > metadata.MaxValueSize {
+		return 0, fmt.Errorf("zookeeper: %s: %w: %d bytes", p, metadata.ErrTooLarge, len(value))
+	}
 	full := s.full(p)
 	switch {
 	case expected == metadata.NotExists:
@@ -292,6 +295,9 @@ func (s *Store) CreateSequential(ctx context.Context, parentPrefix string, value
 	if err != nil {
 		return "", err
 	}
+	if len(value) > metadata.MaxValueSize {
+		return "", fmt.Errorf("zookeeper: %s: %w: %d bytes", parentPrefix, metadata.ErrTooLarge, len(value))
+	}
 	full := s.full(parent) + "/" + prefix
 	if parent == "/" {
 		full = s.chroot + "/" + prefix
@@ -316,6 +322,9 @@ func (s *Store) PutEphemeral(ctx context.Context, p string, value []byte) error 
 	}
 	if p == "/" {
 		return fmt.Errorf("%w: / cannot be ephemeral", metadata.ErrInvalidPath)
+	}
+	if len(value) > metadata.MaxValueSize {
+		return fmt.Errorf("zookeeper: %s: %w: %d bytes", p, metadata.ErrTooLarge, len(value))
 	}
 	s.ephMu.Lock()
 	defer s.ephMu.Unlock()
