@@ -8,9 +8,9 @@ import (
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 )
 
-// FuzzIndexLoad: Open over an arbitrary metadata file (with the golden
-// segments), then reads, a Set and a Flush, returns errors and never
-// panics or hangs.
+// FuzzIndexLoad: Open over an arbitrary metadata file and an arbitrary
+// first segment (with the golden second segment, if segs says so), then
+// reads, a Set and a Flush, returns errors and never panics or hangs.
 func FuzzIndexLoad(f *testing.F) {
 	files := map[string][]byte{}
 	for _, name := range goldenFiles {
@@ -20,16 +20,19 @@ func FuzzIndexLoad(f *testing.F) {
 		}
 		files[name] = b
 	}
-	meta := files[MetaFile]
-	f.Add(meta, uint8(2))
-	f.Add(meta[:40], uint8(2))
-	f.Add(reseal(append([]byte(nil), meta[:len(meta)-4]...)), uint8(0))
-	f.Fuzz(func(t *testing.T, b []byte, segs uint8) {
+	meta, seg0 := files[MetaFile], files[goldenFiles[0]]
+	f.Add(meta, seg0, true)
+	f.Add(meta[:40], seg0, true)
+	f.Add(reseal(append([]byte(nil), meta[:len(meta)-4]...)), seg0[:100], false)
+	f.Add(meta, seg0[:SegmentHeaderSize+10], true)
+	f.Fuzz(func(t *testing.T, b, s0 []byte, seg1 bool) {
 		fs := vfs.NewMem()
 		writeAll(t, fs, "/ix/"+MetaFile, b)
-		for i := range min(int(segs), 2) {
-			name := goldenFiles[i]
-			writeAll(t, fs, "/ix/"+name, files[name])
+		if len(s0) > 0 {
+			writeAll(t, fs, "/ix/"+goldenFiles[0], s0)
+		}
+		if seg1 {
+			writeAll(t, fs, "/ix/"+goldenFiles[1], files[goldenFiles[1]])
 		}
 		ix, err := Open(Options{FS: fs, Dir: "/ix"})
 		if err != nil {
