@@ -253,7 +253,9 @@ func TestE2EUnloadReconnects(t *testing.T) {
 	})
 	prod.Close()
 	prod = mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
-	sendAsyncAll(t, prod, 3, func(i int) *pulsar.ProducerMessage { return &pulsar.ProducerMessage{Payload: []byte(fmt.Sprintf("after-%d", i))} })
+	sendAsyncAll(t, prod, 3, func(i int) *pulsar.ProducerMessage {
+		return &pulsar.ProducerMessage{Payload: []byte(fmt.Sprintf("after-%d", i))}
+	})
 	for i, m := range receiveN(t, cons, 3) {
 		if got, want := string(m.Payload()), fmt.Sprintf("after-%d", i); got != want {
 			t.Fatalf("after unload got %q, want %q", got, want)
