@@ -103,8 +103,9 @@ func Open(url string, opts Options) (*Store, error) {
 	}
 	if chroot != "" {
 		if err := s.createPath(chroot, 0); err != nil {
+			err = fmt.Errorf("zookeeper: create chroot: %w", s.mapErr(err, chroot))
 			s.Close()
-			return nil, fmt.Errorf("zookeeper: create chroot %s: %w", chroot, s.mapErr(err, chroot))
+			return nil, err
 		}
 	}
 	return s, nil
