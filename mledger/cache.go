@@ -1,6 +1,7 @@
 package mledger
 
 import (
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,7 +13,15 @@ import (
 // oldest entries (insertion order, across all managed ledgers) go until the
 // size is at most watermark × budget; EvictOlderThan drops entries older
 // than the age threshold; a managed ledger drops its entries at or before
-// the slowest cursor's mark-delete position.
+// the slowest cursor's mark-delete.
+//
+// Layout: each managed ledger keeps its entries in a deque ordered by
+// position (adds complete in position order), looked up by binary search;
+// a global FIFO of (managed ledger, sequence) tokens records insertion
+// order. Because each managed ledger inserts in order, the globally oldest
+// entry is always the front of its managed ledger's deque; tokens of entries
+// already removed otherwise (mark-delete eviction, trimming) are skipped.
+// No map, and no allocation per entry beyond amortised slice growth.
 //
 // Safe for concurrent use. Its lock is a leaf: no other lock is taken while
 // it is held.
@@ -22,12 +31,18 @@ type Cache struct {
 	watermark float64
 	size      int64
 	count     int64
-	head      *cacheEntry // oldest
-	tail      *cacheEntry
+	order     []cacheToken // global insertion order; order[orderHead:] live
+	orderHead int
 
 	hits      atomic.Int64
 	misses    atomic.Int64
 	evictions atomic.Int64
+}
+
+type cacheToken struct {
+	m        *mlCache
+	seq      uint64
+	inserted int64 // unix nanos
 }
 
 // CacheStats is a snapshot of cache counters.
@@ -38,19 +53,15 @@ type CacheStats struct {
 
 type mlCache struct {
 	c       *Cache
-	entries map[Position]*cacheEntry
-	head    *cacheEntry // lowest position
-	tail    *cacheEntry
+	q       []cacheEntry // q[head:] live, ascending positions and seqs
+	head    int
+	nextSeq uint64
 }
 
 type cacheEntry struct {
-	m          *mlCache
-	pos        Position
-	data       []byte
-	inserted   int64 // unix nanos
-	prev, next *cacheEntry
-	mprev      *cacheEntry
-	mnext      *cacheEntry
+	pos  Position
+	seq  uint64
+	data []byte
 }
 
 func newCache(budget int64, watermark float64) *Cache {
@@ -65,36 +76,42 @@ func (c *Cache) Stats() CacheStats {
 		Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load()}
 }
 
-func (c *Cache) register() *mlCache {
-	return &mlCache{c: c, entries: map[Position]*cacheEntry{}}
+func (c *Cache) register() *mlCache { return &mlCache{c: c} }
+
+// popFrontLocked removes m's oldest entry.
+func (m *mlCache) popFrontLocked() {
+	e := &m.q[m.head]
+	m.c.size -= int64(len(e.data))
+	m.c.count--
+	*e = cacheEntry{}
+	m.head++
+	if m.head == len(m.q) {
+		m.q, m.head = m.q[:0], 0
+	} else if m.head >= 1024 && m.head > len(m.q)/2 {
+		n := copy(m.q, m.q[m.head:])
+		clear(m.q[n:])
+		m.q, m.head = m.q[:n], 0
+	}
 }
 
-func (c *Cache) unlinkLocked(e *cacheEntry) {
-	if e.prev != nil {
-		e.prev.next = e.next
-	} else {
-		c.head = e.next
+// popTokenLocked pops the globally oldest token, removing its entry if it
+// is still cached.
+func (c *Cache) popTokenLocked() {
+	t := c.order[c.orderHead]
+	c.order[c.orderHead] = cacheToken{}
+	c.orderHead++
+	if c.orderHead == len(c.order) {
+		c.order, c.orderHead = c.order[:0], 0
+	} else if c.orderHead >= 1024 && c.orderHead > len(c.order)/2 {
+		n := copy(c.order, c.order[c.orderHead:])
+		clear(c.order[n:])
+		c.order, c.orderHead = c.order[:n], 0
 	}
-	if e.next != nil {
-		e.next.prev = e.prev
-	} else {
-		c.tail = e.prev
+	m := t.m
+	if m.head < len(m.q) && m.q[m.head].seq == t.seq {
+		m.popFrontLocked()
+		c.evictions.Add(1)
 	}
-	m := e.m
-	if e.mprev != nil {
-		e.mprev.mnext = e.mnext
-	} else {
-		m.head = e.mnext
-	}
-	if e.mnext != nil {
-		e.mnext.mprev = e.mprev
-	} else {
-		m.tail = e.mprev
-	}
-	delete(m.entries, e.pos)
-	c.size -= int64(len(e.data))
-	c.count--
-	*e = cacheEntry{}
 }
 
 // insert adds an entry; positions of one managed ledger arrive in order.
@@ -105,42 +122,31 @@ func (m *mlCache) insert(pos Position, data []byte, now time.Time) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := m.entries[pos]; ok {
-		return
+	if n := len(m.q); n > m.head && !m.q[n-1].pos.Less(pos) {
+		return // not after the newest: already cached
 	}
-	e := &cacheEntry{m: m, pos: pos, data: data, inserted: now.UnixNano()}
-	e.prev = c.tail
-	if c.tail != nil {
-		c.tail.next = e
-	} else {
-		c.head = e
-	}
-	c.tail = e
-	e.mprev = m.tail
-	if m.tail != nil {
-		m.tail.mnext = e
-	} else {
-		m.head = e
-	}
-	m.tail = e
-	m.entries[pos] = e
+	seq := m.nextSeq
+	m.nextSeq++
+	m.q = append(m.q, cacheEntry{pos: pos, seq: seq, data: data})
+	c.order = append(c.order, cacheToken{m: m, seq: seq, inserted: now.UnixNano()})
 	c.size += int64(len(data))
 	c.count++
 	if c.size > c.budget {
 		target := int64(float64(c.budget) * c.watermark)
-		for c.size > target && c.head != nil {
-			c.unlinkLocked(c.head)
-			c.evictions.Add(1)
+		for c.size > target && c.orderHead < len(c.order) {
+			c.popTokenLocked()
 		}
 	}
 }
 
 func (m *mlCache) get(pos Position) ([]byte, bool) {
 	m.c.mu.Lock()
-	e, ok := m.entries[pos]
+	live := m.q[m.head:]
+	i := sort.Search(len(live), func(i int) bool { return !live[i].pos.Less(pos) })
 	var d []byte
+	ok := i < len(live) && live[i].pos == pos
 	if ok {
-		d = e.data
+		d = live[i].data
 	}
 	m.c.mu.Unlock()
 	if ok {
@@ -155,8 +161,8 @@ func (m *mlCache) get(pos Position) ([]byte, bool) {
 func (m *mlCache) evictUpTo(pos Position) {
 	m.c.mu.Lock()
 	defer m.c.mu.Unlock()
-	for m.head != nil && !pos.Less(m.head.pos) {
-		m.c.unlinkLocked(m.head)
+	for m.head < len(m.q) && !pos.Less(m.q[m.head].pos) {
+		m.popFrontLocked()
 		m.c.evictions.Add(1)
 	}
 }
@@ -165,21 +171,31 @@ func (m *mlCache) evictUpTo(pos Position) {
 func (m *mlCache) dropLedger(id int64) {
 	m.c.mu.Lock()
 	defer m.c.mu.Unlock()
-	for e := m.head; e != nil; {
-		n := e.mnext
-		if e.pos.LedgerID == id {
-			m.c.unlinkLocked(e)
-		}
-		e = n
+	for m.head < len(m.q) && m.q[m.head].pos.LedgerID == id {
+		m.popFrontLocked()
 	}
+	// Not at the front (rare): filter, keeping order.
+	live := m.q[m.head:]
+	k := 0
+	for _, e := range live {
+		if e.pos.LedgerID == id {
+			m.c.size -= int64(len(e.data))
+			m.c.count--
+			continue
+		}
+		live[k] = e
+		k++
+	}
+	clear(live[k:])
+	m.q = m.q[:m.head+k]
 }
 
 // clear drops every entry of this managed ledger.
 func (m *mlCache) clear() {
 	m.c.mu.Lock()
 	defer m.c.mu.Unlock()
-	for m.head != nil {
-		m.c.unlinkLocked(m.head)
+	for m.head < len(m.q) {
+		m.popFrontLocked()
 	}
 }
 
@@ -188,8 +204,7 @@ func (c *Cache) EvictOlderThan(now time.Time, age time.Duration) {
 	limit := now.Add(-age).UnixNano()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for c.head != nil && c.head.inserted < limit {
-		c.unlinkLocked(c.head)
-		c.evictions.Add(1)
+	for c.orderHead < len(c.order) && c.order[c.orderHead].inserted < limit {
+		c.popTokenLocked()
 	}
 }
