@@ -195,3 +195,52 @@ func TestOptionsValidate(t *testing.T) {
 		t.Fatalf("defaults: threshold %v lwm %v, want 0.95 / 0.90", o.DiskUsageThreshold, o.DiskUsageLWM)
 	}
 }
+
+func TestWriteCacheOutOfOrder(t *testing.T) {
+	c := newWriteCache(1 << 20)
+	order := []int64{10, 5, 5000, 11, 10, 7, 13, -0}
+	for _, e := range order {
+		if err := c.put(4, e, payloadFor(4, e, 8), 0, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.put(2, 3, payloadFor(2, 3, 8), 0, nil)
+	want := []key{{2, 3}, {4, 0}, {4, 5}, {4, 7}, {4, 10}, {4, 11}, {4, 13}, {4, 5000}}
+	for _, k := range want {
+		if v, ok := c.get(k.ledger, k.entry); !ok || !bytes.Equal(v, payloadFor(k.ledger, k.entry, 8)) {
+			t.Fatalf("get(%v) = %v", k, ok)
+		}
+	}
+	if _, ok := c.get(4, 12); ok {
+		t.Fatal("get of a gap found an entry")
+	}
+	if last, _ := c.lastEntry(4); last != 5000 {
+		t.Fatalf("lastEntry(4) = %d, want 5000", last)
+	}
+	if a, _ := c.size(); a != int64(8*len(want)) {
+		t.Fatalf("size = %d, want %d (the replaced entry counted once)", a, 8*len(want))
+	}
+	c.swap(nil)
+	got := c.frozenSorted(nil)
+	if len(got) != len(want) {
+		t.Fatalf("frozen has %d entries, want %d", len(got), len(want))
+	}
+	for i, e := range got {
+		if e.key != want[i] {
+			t.Fatalf("frozen[%d] = %v, want %v", i, e.key, want[i])
+		}
+	}
+	c.deleteLedger(4)
+	if _, ok := c.get(4, 5000); ok {
+		t.Fatal("deleted ledger's sparse entry still cached")
+	}
+	if _, f := c.size(); f != 8 {
+		t.Fatalf("frozen size after delete = %d, want 8", f)
+	}
+	// A released half is reused: runs come back empty.
+	c.release()
+	c.put(4, 100, payloadFor(4, 100, 8), 0, nil)
+	if _, ok := c.get(4, 5); ok {
+		t.Fatal("reused run kept an old entry")
+	}
+}

@@ -18,48 +18,139 @@ func compareKeys(a, b key) int {
 }
 
 // cacheHalf is one half of the write cache: an arena of chunks holding the
-// payloads and a map from key to the payload's bytes in the arena.
+// payloads, and per ledger a dense run of payloads indexed by entry id
+// (entry ids of a ledger arrive nearly in order), with a map for the rare
+// entry that does not fit its run. Both keep the flush free of sorting:
+// ledgers are sorted, runs already are.
 type cacheHalf struct {
-	chunks    [][]byte // each has cap chunkSize (bigger payloads get their own)
-	cur       int      // chunk being filled
-	entries   map[key][]byte
-	lastEntry map[int64]int64
-	bytes     int64
+	chunks  [][]byte // each has cap chunkSize (bigger payloads get their own)
+	cur     int      // chunk being filled
+	runs    map[int64]*ledgerRun
+	sparse  map[key][]byte
+	free    []*ledgerRun // reset runs for reuse
+	bytes   int64
+	entries int
 }
 
+// ledgerRun holds payloads[i] = entry first+i (nil: absent).
+type ledgerRun struct {
+	first, last int64
+	payloads    [][]byte
+	sparse      bool // some of the ledger's entries are in cacheHalf.sparse
+}
+
+// maxRunGap bounds the nil slots a put may add to a run before it goes to
+// the sparse map instead.
+const maxRunGap = 1024
+
 func newCacheHalf() *cacheHalf {
-	return &cacheHalf{entries: make(map[key][]byte), lastEntry: make(map[int64]int64)}
+	return &cacheHalf{runs: make(map[int64]*ledgerRun), sparse: make(map[key][]byte)}
+}
+
+func (h *cacheHalf) alloc(payload []byte, chunkSize int) []byte {
+	if len(payload) > chunkSize/4 {
+		return append([]byte(nil), payload...)
+	}
+	for {
+		if h.cur == len(h.chunks) {
+			h.chunks = append(h.chunks, make([]byte, 0, chunkSize))
+		}
+		c := h.chunks[h.cur]
+		if cap(c)-len(c) >= len(payload) {
+			n := len(c)
+			c = append(c, payload...)
+			h.chunks[h.cur] = c
+			return c[n : n+len(payload) : n+len(payload)]
+		}
+		h.cur++
+	}
 }
 
 func (h *cacheHalf) put(k key, payload []byte, chunkSize int) {
-	var dst []byte
-	if len(payload) > chunkSize/4 {
-		dst = make([]byte, len(payload))
-	} else {
-		for {
-			if h.cur == len(h.chunks) {
-				h.chunks = append(h.chunks, make([]byte, 0, chunkSize))
+	dst := h.alloc(payload, chunkSize)
+	r := h.runs[k.ledger]
+	if r == nil {
+		if n := len(h.free); n > 0 {
+			r, h.free = h.free[n-1], h.free[:n-1]
+		} else {
+			r = &ledgerRun{}
+		}
+		r.first, r.last = k.entry, k.entry
+		h.runs[k.ledger] = r
+	}
+	i := k.entry - r.first
+	switch {
+	case i >= 0 && i < int64(len(r.payloads)):
+		if old := r.payloads[i]; old != nil {
+			h.bytes -= int64(len(old))
+			h.entries--
+		}
+		r.payloads[i] = dst
+	case i >= int64(len(r.payloads)) && i < int64(len(r.payloads))+maxRunGap:
+		for int64(len(r.payloads)) < i {
+			r.payloads = append(r.payloads, nil)
+		}
+		r.payloads = append(r.payloads, dst)
+	default:
+		if old, ok := h.sparse[k]; ok {
+			h.bytes -= int64(len(old))
+			h.entries--
+		}
+		h.sparse[k] = dst
+		r.sparse = true
+	}
+	h.bytes += int64(len(payload))
+	h.entries++
+	r.last = max(r.last, k.entry)
+}
+
+func (h *cacheHalf) get(k key) ([]byte, bool) {
+	r := h.runs[k.ledger]
+	if r == nil {
+		return nil, false
+	}
+	if i := k.entry - r.first; i >= 0 && i < int64(len(r.payloads)) && r.payloads[i] != nil {
+		return r.payloads[i], true
+	}
+	if r.sparse {
+		v, ok := h.sparse[k]
+		return v, ok
+	}
+	return nil, false
+}
+
+func (h *cacheHalf) lastEntry(ledger int64) (int64, bool) {
+	if r := h.runs[ledger]; r != nil {
+		return r.last, true
+	}
+	return 0, false
+}
+
+// sorted appends the half's entries to dst in (ledger, entry) order.
+func (h *cacheHalf) sorted(dst []frozenEntry) []frozenEntry {
+	ledgers := make([]int64, 0, len(h.runs))
+	for l := range h.runs {
+		ledgers = append(ledgers, l)
+	}
+	slices.Sort(ledgers)
+	for _, l := range ledgers {
+		r := h.runs[l]
+		start := len(dst)
+		for i, p := range r.payloads {
+			if p != nil {
+				dst = append(dst, frozenEntry{key: key{l, r.first + int64(i)}, payload: p})
 			}
-			c := h.chunks[h.cur]
-			if cap(c)-len(c) >= len(payload) {
-				n := len(c)
-				c = append(c, payload...)
-				h.chunks[h.cur] = c
-				dst = c[n : n+len(payload) : n+len(payload)]
-				break
+		}
+		if r.sparse {
+			for k, p := range h.sparse {
+				if k.ledger == l {
+					dst = append(dst, frozenEntry{key: k, payload: p})
+				}
 			}
-			h.cur++
+			slices.SortFunc(dst[start:], func(a, b frozenEntry) int { return compareKeys(a.key, b.key) })
 		}
 	}
-	copy(dst, payload)
-	if old, ok := h.entries[k]; ok {
-		h.bytes -= int64(len(old))
-	}
-	h.entries[k] = dst
-	h.bytes += int64(len(payload))
-	if last, ok := h.lastEntry[k.ledger]; !ok || k.entry > last {
-		h.lastEntry[k.ledger] = k.entry
-	}
+	return dst
 }
 
 // reset empties the half and keeps its memory for reuse.
@@ -68,22 +159,37 @@ func (h *cacheHalf) reset() {
 		h.chunks[i] = h.chunks[i][:0]
 	}
 	h.cur = 0
-	clear(h.entries)
-	clear(h.lastEntry)
-	h.bytes = 0
+	for _, r := range h.runs {
+		clear(r.payloads)
+		r.payloads, r.sparse = r.payloads[:0], false
+		h.free = append(h.free, r)
+	}
+	clear(h.runs)
+	clear(h.sparse)
+	h.bytes, h.entries = 0, 0
 }
 
 func (h *cacheHalf) deleteLedger(ledger int64) {
-	if _, ok := h.lastEntry[ledger]; !ok {
+	r := h.runs[ledger]
+	if r == nil {
 		return
 	}
-	for k, v := range h.entries {
-		if k.ledger == ledger {
-			h.bytes -= int64(len(v))
-			delete(h.entries, k)
+	for _, p := range r.payloads {
+		if p != nil {
+			h.bytes -= int64(len(p))
+			h.entries--
 		}
 	}
-	delete(h.lastEntry, ledger)
+	if r.sparse {
+		for k, v := range h.sparse {
+			if k.ledger == ledger {
+				h.bytes -= int64(len(v))
+				h.entries--
+				delete(h.sparse, k)
+			}
+		}
+	}
+	delete(h.runs, ledger)
 }
 
 // writeCache is the double-buffered write cache. Adds go to the active half
@@ -190,11 +296,11 @@ func (c *writeCache) get(ledger, entry int64) ([]byte, bool) {
 	k := key{ledger, entry}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if v, ok := c.mu.active.entries[k]; ok {
+	if v, ok := c.mu.active.get(k); ok {
 		return slices.Clone(v), true
 	}
 	if f := c.mu.frozen; f != nil {
-		if v, ok := f.entries[k]; ok {
+		if v, ok := f.get(k); ok {
 			return slices.Clone(v), true
 		}
 	}
@@ -205,9 +311,9 @@ func (c *writeCache) get(ledger, entry int64) ([]byte, bool) {
 func (c *writeCache) lastEntry(ledger int64) (int64, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	last, ok := c.mu.active.lastEntry[ledger]
+	last, ok := c.mu.active.lastEntry(ledger)
 	if f := c.mu.frozen; f != nil {
-		if l, ok2 := f.lastEntry[ledger]; ok2 && (!ok || l > last) {
+		if l, ok2 := f.lastEntry(ledger); ok2 && (!ok || l > last) {
 			last, ok = l, true
 		}
 	}
@@ -237,7 +343,7 @@ func (c *writeCache) swap(mark func()) bool {
 	if c.mu.frozen != nil {
 		return false
 	}
-	if len(c.mu.active.entries) == 0 {
+	if c.mu.active.entries == 0 {
 		if mark != nil {
 			mark()
 		}
@@ -267,11 +373,7 @@ func (c *writeCache) frozenSorted(dst []frozenEntry) []frozenEntry {
 	if f == nil {
 		return dst
 	}
-	for k, v := range f.entries {
-		dst = append(dst, frozenEntry{key: k, payload: v})
-	}
-	slices.SortFunc(dst, func(a, b frozenEntry) int { return compareKeys(a.key, b.key) })
-	return dst
+	return f.sorted(dst)
 }
 
 type frozenEntry struct {
