@@ -446,3 +446,36 @@ func TestOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayWhileAppending: Replay during appends sees a prefix of the
+// records, each intact, and never a record that was not yet durable.
+func TestReplayWhileAppending(t *testing.T) {
+	fs := vfs.NewMem()
+	o := testOptions(fs)
+	o.MaxFileSize = 32 << 10
+	j := mustOpen(t, o)
+	defer j.Close()
+	recs := makeRecords(400, 100, 4)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < len(recs); i += 20 {
+			appendAll(t, j, recs[i:i+20])
+		}
+	}()
+	for {
+		got, pos := replayAll(t, j, Position{})
+		end := j.End()
+		sameRecords(t, got, recs[:len(got)])
+		if len(pos) > 0 && end.Less(pos[len(pos)-1]) {
+			t.Fatalf("replay returned %v, past the durable end %v seen after it", pos[len(pos)-1], end)
+		}
+		select {
+		case <-done:
+			got, _ = replayAll(t, j, Position{})
+			sameRecords(t, got, recs)
+			return
+		default:
+		}
+	}
+}
