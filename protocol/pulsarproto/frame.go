@@ -59,7 +59,8 @@ type Frame struct {
 // At a clean frame boundary with no more input it returns io.EOF. Input that
 // ends inside a frame yields an error matching both ErrTruncated and
 // io.ErrUnexpectedEOF. A totalSize above the limit yields ErrFrameTooLarge
-// before the body is read. Other read errors are returned unchanged.
+// before the body is read, and a totalSize below 4 (no room for
+// commandSize) ErrBadCommandSize. Other read errors are returned unchanged.
 func ReadFrame(r io.Reader, maxFrameSize int, buf []byte) ([]byte, error) {
 	if maxFrameSize <= 0 {
 		maxFrameSize = DefaultMaxFrameSize
@@ -77,6 +78,9 @@ func ReadFrame(r io.Reader, maxFrameSize int, buf []byte) ([]byte, error) {
 	total := binary.BigEndian.Uint32(buf)
 	if uint64(total) > uint64(maxFrameSize) {
 		return buf[:0], fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, total, maxFrameSize)
+	}
+	if total < 4 {
+		return buf[:0], fmt.Errorf("%w: totalSize %d", ErrBadCommandSize, total)
 	}
 	n := 4 + int(total)
 	if cap(buf) < n {

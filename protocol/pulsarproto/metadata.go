@@ -73,9 +73,10 @@ func (m *Metadata) RoutingKey() []byte {
 // resets first) without allocating. Wire semantics follow protobuf: the last
 // occurrence of a scalar wins, a field with an unexpected wire type is
 // ignored like an unknown field, and an unknown compression value is kept as
-// is (as the generated Go code does), so check it before decompressing. It returns
-// ErrMalformed for undecodable bytes or when a required field
-// (producer_name, sequence_id, publish_time) is missing.
+// is (as the generated Go code does), so check it before decompressing. It
+// returns ErrMalformed for undecodable bytes (including inside properties
+// and encryption keys) or when a required field (producer_name,
+// sequence_id, publish_time) is missing.
 func ParseMetadata(b []byte, m *Metadata) error {
 	*m = Metadata{NumMessagesInBatch: 1}
 	var haveName, haveSeq, havePub bool
@@ -103,9 +104,17 @@ func ParseMetadata(b []byte, m *Metadata) error {
 			switch num {
 			case 1:
 				m.ProducerName, haveName = bs, true
+			case 4:
+				if !validMessage(bs, 0) {
+					return fmt.Errorf("%w: metadata property", ErrMalformed)
+				}
 			case 6:
 				m.PartitionKey = bs
 			case 13:
+				// EncryptionKeys: its field 3 holds KeyValue messages.
+				if !validMessage(bs, 3) {
+					return fmt.Errorf("%w: metadata encryption key", ErrMalformed)
+				}
 				m.Encrypted = true
 			case 14:
 				m.Encrypted = true
@@ -160,6 +169,34 @@ func ParseMetadata(b []byte, m *Metadata) error {
 		return fmt.Errorf("%w: metadata lacks a required field", ErrMalformed)
 	}
 	return nil
+}
+
+// validMessage reports whether b is well-formed protobuf wire data. When
+// nested is non-zero, bytes fields with that number are checked as
+// messages too (one level). It checks structure only, not required fields,
+// matching what the generated code rejects in KeyValue and EncryptionKeys.
+func validMessage(b []byte, nested protowire.Number) bool {
+	for len(b) > 0 {
+		num, wt, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		if nested != 0 && num == nested && wt == protowire.BytesType {
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 || !validMessage(v, 0) {
+				return false
+			}
+			b = b[n:]
+			continue
+		}
+		n = protowire.ConsumeFieldValue(num, wt, b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
 }
 
 // SingleMetadata holds the decoded fields of one SingleMessageMetadata (the
@@ -243,6 +280,10 @@ func parseSingle(b []byte, m *SingleMetadata) error {
 		}
 		b = b[n:]
 		switch {
+		case wt == protowire.BytesType && num == 1:
+			if !validMessage(bs, 0) {
+				return fmt.Errorf("%w: single metadata property", ErrMalformed)
+			}
 		case wt == protowire.BytesType && num == 2:
 			m.PartitionKey = bs
 		case wt == protowire.BytesType && num == 7:
