@@ -10,7 +10,8 @@ import (
 // Completion receives the outcome of one Append. AppendDone is called
 // exactly once, on the journal's completion goroutine, in append order. It
 // must not block for long: it holds up every later completion (the next
-// group's wait). A bookie's per-request struct can implement it, which
+// group's wait). It must not call Append: Append may block on
+// MaxQueuedBytes, which only the completion goroutine can release. A bookie's per-request struct can implement it, which
 // avoids allocating a closure per add.
 type Completion interface {
 	AppendDone(pos Position, err error)

@@ -219,7 +219,7 @@ func TestCommitterThresholds(t *testing.T) {
 
 func TestCommitterMaxWait(t *testing.T) {
 	e := newTestEnv(t)
-	const wait = 20 * time.Millisecond
+	const wait = 100 * time.Millisecond
 	c := newCommitter(e.env(), committerOptions{maxWait: wait, maxBytes: 1 << 20, maxQueued: 1 << 30}, 1, Position{})
 	a := newAcks()
 	start := time.Now()

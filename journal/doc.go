@@ -17,9 +17,12 @@
 //
 // # Group commit
 //
-// Appenders encode their record straight into the current group's buffer
-// under one mutex (the payload CRC is computed before taking it), taking
-// the next sequence number. One writer goroutine hands a ready group to
+// Appenders encode their record straight into the current group under one
+// mutex (the payload CRC is computed before taking it), taking the next
+// sequence number. A group's bytes live in pooled 256 KiB chunks that
+// records straddle, written with one vectored write, so a group never
+// copies itself to grow; completions sit in pooled blocks likewise. Append
+// blocks while MaxQueuedBytes are appended but not completed. One writer goroutine hands a ready group to
 // commitEnv.write (uring.Writer.Submit: write + linked fdatasync) and
 // starts a new one; at most one group is in flight. A group is ready when
 // its first record waited MaxGroupWait, when it holds MaxGroupBytes or
