@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // roReason is one cause of read-only mode. The bookie is writable only
@@ -42,7 +43,9 @@ func (r roReason) String() string {
 // roState is the read-only state machine: a set of reasons, each with the
 // message that explains it.
 type roState struct {
-	mu struct {
+	// fast mirrors mu.reasons for the lock-free check on every add.
+	fast atomic.Uint32
+	mu   struct {
 		sync.Mutex
 		reasons roReason
 		msgs    map[roReason]string
@@ -59,6 +62,7 @@ func (s *roState) set(r roReason, msg string) bool {
 	isNew := s.mu.reasons&r == 0
 	s.mu.reasons |= r
 	s.mu.msgs[r] = msg
+	s.fast.Store(uint32(s.mu.reasons))
 	return isNew
 }
 
@@ -69,14 +73,11 @@ func (s *roState) clear(r roReason) bool {
 	was := s.mu.reasons&r != 0
 	s.mu.reasons &^= r
 	delete(s.mu.msgs, r)
+	s.fast.Store(uint32(s.mu.reasons))
 	return was
 }
 
-func (s *roState) reasons() roReason {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.mu.reasons
-}
+func (s *roState) reasons() roReason { return roReason(s.fast.Load()) }
 
 // err returns nil while writable, else ErrReadOnly wrapped with every
 // reason's message.
