@@ -77,6 +77,9 @@ type ManagedLedger struct {
 	addedCh  chan struct{}
 	chWanted bool
 	lastTrim time.Time
+	// emptyBase is the ledger id used in positions while no ledger exists
+	// (a terminated managed ledger whose only ledger was empty).
+	emptyBase int64
 
 	entriesAdded atomic.Int64
 	wg           sync.WaitGroup // rollover goroutines
@@ -182,6 +185,9 @@ func (ml *ManagedLedger) recover(ctx context.Context) error {
 		}
 	}
 	ml.ledgers = slices.Clone(next.ledgers)
+	if deleteEmpty >= 0 {
+		ml.emptyBase = deleteEmpty
+	}
 	ml.current = wl
 	ml.created = ml.f.opts.Now()
 	ml.lastTrim = ml.created
@@ -524,10 +530,7 @@ func (ml *ManagedLedger) beforeFirstLocked() Position {
 	if len(ml.ledgers) > 0 {
 		return Position{ml.ledgers[0].LedgerID, -1}
 	}
-	if n := len(ml.info.ledgers); n > 0 {
-		return Position{ml.info.ledgers[n-1].LedgerID + 1, -1}
-	}
-	return Position{0, -1}
+	return Position{ml.emptyBase, -1}
 }
 
 // endLocked is the mark-delete of a cursor that acked everything.
