@@ -75,6 +75,7 @@ func TestConcurrentReadWriteCompact(t *testing.T) {
 	live := func(ledger int64) bool { return ledger < 2 }
 
 	var mu sync.Mutex
+	var pubMu sync.RWMutex
 	locs := map[[2]int64]uint64{} // live entries only
 	lookup := func(k [2]int64) (uint64, bool) {
 		mu.Lock()
@@ -95,8 +96,12 @@ func TestConcurrentReadWriteCompact(t *testing.T) {
 			for i := range int64(perWriter) {
 				ledger := int64(w) + 2*(i%2)
 				p := payloadFor(ledger, i, int(i%300))
+				// Add and publish under pubMu, like a bookie's write-cache
+				// flush setting the index.
+				pubMu.RLock()
 				loc, err := l.Add(ledger, i, p)
 				if err != nil {
+					pubMu.RUnlock()
 					errc <- err
 					return
 				}
@@ -105,6 +110,7 @@ func TestConcurrentReadWriteCompact(t *testing.T) {
 					locs[[2]int64{ledger, i}] = loc
 					mu.Unlock()
 				}
+				pubMu.RUnlock()
 			}
 		}()
 	}
@@ -156,12 +162,19 @@ func TestConcurrentReadWriteCompact(t *testing.T) {
 				finished = true
 			default:
 			}
+			// Logs below the horizon hold only published entries.
+			pubMu.Lock()
+			horizon := l.ActiveLogID()
+			pubMu.Unlock()
 			us, err := l.Usage(live)
 			if err != nil {
 				errc <- err
 				return
 			}
 			for _, u := range us {
+				if u.ID >= horizon {
+					continue
+				}
 				type move struct {
 					k        [2]int64
 					old, new uint64

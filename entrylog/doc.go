@@ -19,7 +19,11 @@
 // Add creates a new log. The active log is preallocated ahead of the write
 // offset (Options.PreallocateSize) and rolled once the next record would
 // pass Options.LogSizeLimit (default 1 GiB, at most 3 GiB so that offsets
-// fit in 32 bits).
+// fit in 32 bits). While a log is active, the next one is created,
+// preallocated and made durable (header, directory entry) by a goroutine
+// the Log owns, so a roll only seals; Close deletes the unused prepared
+// log. After a crash it may remain as a log without records (usage Total
+// 0), which GC removes.
 //
 // All integers are little-endian. A file starts with a HeaderSize (1 KiB)
 // header:

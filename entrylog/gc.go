@@ -92,7 +92,8 @@ type CompactStats struct {
 // the writer lock only for its own Add, so concurrent Adds and Reads
 // proceed; the copy rate is limited by Options.CompactionRateBytes.
 //
-// The caller then makes the copies durable (Sync), updates and flushes the
+// Only compact logs whose entries have all had their first index update
+// (see ActiveLogID). The caller then makes the copies durable (Sync), updates and flushes the
 // index to the new locations, and only then calls RemoveLog(id). relocate
 // must not make a new location durable in the index before that Sync; the
 // bookie's checkpoint order (entry logs synced before the index) ensures

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/magnetar-mq/magnetar/internal/vfs"
 )
 
 // Log is a set of entry-log files in one or more directories, with one
@@ -24,6 +26,8 @@ type Log struct {
 
 	// compactMu allows one Compact at a time.
 	compactMu sync.Mutex
+	// wg tracks the goroutine preparing the next log.
+	wg sync.WaitGroup
 
 	mu struct {
 		sync.Mutex
@@ -34,7 +38,8 @@ type Log struct {
 		ledgers  map[int64]uint64 // bytes per ledger in cur
 		nextID   uint32
 		nextDir  int
-		err      error // sticky write error
+		next     chan prepared // the log being prepared, nil if none
+		err      error         // sticky write error
 		closed   bool
 	}
 }
@@ -288,7 +293,8 @@ func (l *Log) Sync() error {
 	return nil
 }
 
-// rollLocked seals the active log (if any) and creates the next one.
+// rollLocked seals the active log (if any) and makes the prepared next
+// log active, preparing the one after it in the background.
 func (l *Log) rollLocked() error {
 	if cur := l.mu.cur; cur != nil {
 		if err := l.sealLocked(cur); err != nil {
@@ -296,42 +302,103 @@ func (l *Log) rollLocked() error {
 		}
 		l.mu.cur = nil
 	}
-	id := l.mu.nextID
-	dir := l.opts.Dirs[l.mu.nextDir%len(l.opts.Dirs)]
-	path := filepath.Join(dir, FileName(id))
-	f, err := l.opts.FS.Create(path)
-	if err != nil {
-		return fmt.Errorf("entrylog: %w", err)
+	if l.mu.next == nil {
+		l.startPrepareLocked()
 	}
-	fail := func(err error) error {
-		f.Close()
-		return err
+	p := <-l.mu.next
+	l.mu.next = nil
+	if p.err != nil {
+		return p.err
 	}
-	prealloc := min(l.opts.PreallocateSize, l.opts.LogSizeLimit)
-	if prealloc > 0 {
-		if err := f.Preallocate(0, prealloc); err != nil {
-			return fail(fmt.Errorf("entrylog: preallocate %s: %w", path, err))
-		}
-	}
-	if _, err := f.WriteAt(AppendHeader(nil, Header{Version: Version}), 0); err != nil {
-		return fail(fmt.Errorf("entrylog: write header %s: %w", path, err))
-	}
-	if err := f.Sync(); err != nil {
-		return fail(fmt.Errorf("entrylog: sync %s: %w", path, err))
-	}
-	if err := l.opts.FS.SyncDir(dir); err != nil {
-		return fail(fmt.Errorf("entrylog: sync dir %s: %w", dir, err))
-	}
-	l.mu.nextID++
-	l.mu.nextDir++
-	lf := newLogFile(l.opts.FS, id, path, f, HeaderSize)
+	lf := newLogFile(l.opts.FS, p.id, p.path, p.f, HeaderSize)
 	lf.active.Store(true)
 	l.mu.cur = lf
 	l.mu.bufOff = HeaderSize
-	l.mu.prealloc = prealloc
+	l.mu.prealloc = p.prealloc
 	l.mu.ledgers = map[int64]uint64{}
-	l.swapFiles(func(s *fileSet) { s.files[id] = lf })
+	l.swapFiles(func(s *fileSet) { s.files[p.id] = lf })
+	l.startPrepareLocked()
 	return nil
+}
+
+// prepared is a created, preallocated log whose header and directory entry
+// are durable, waiting to become the active log.
+type prepared struct {
+	id       uint32
+	path     string
+	f        vfs.File
+	prealloc int64
+	err      error
+}
+
+// startPrepareLocked reserves the next log id and directory and creates
+// that log in a goroutine (owned by l, waited for by Close), so that a roll
+// does not wait for file creation and its fsyncs.
+func (l *Log) startPrepareLocked() {
+	id, dir := l.mu.nextID, l.opts.Dirs[l.mu.nextDir%len(l.opts.Dirs)]
+	l.mu.nextID++
+	l.mu.nextDir++
+	ch := make(chan prepared, 1)
+	l.mu.next = ch
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		ch <- l.prepare(id, dir)
+	}()
+}
+
+func (l *Log) prepare(id uint32, dir string) prepared {
+	p := prepared{id: id, path: filepath.Join(dir, FileName(id))}
+	f, err := l.opts.FS.Create(p.path)
+	if err != nil {
+		p.err = fmt.Errorf("entrylog: %w", err)
+		return p
+	}
+	p.prealloc = min(l.opts.PreallocateSize, l.opts.LogSizeLimit)
+	if p.prealloc > 0 {
+		if err = f.Preallocate(0, p.prealloc); err != nil {
+			err = fmt.Errorf("entrylog: preallocate %s: %w", p.path, err)
+		}
+	}
+	if err == nil {
+		if _, err = f.WriteAt(AppendHeader(nil, Header{Version: Version}), 0); err != nil {
+			err = fmt.Errorf("entrylog: write header %s: %w", p.path, err)
+		}
+	}
+	if err == nil {
+		if err = f.Sync(); err != nil {
+			err = fmt.Errorf("entrylog: sync %s: %w", p.path, err)
+		}
+	}
+	if err == nil {
+		if err = l.opts.FS.SyncDir(dir); err != nil {
+			err = fmt.Errorf("entrylog: sync dir %s: %w", dir, err)
+		}
+	}
+	if err != nil {
+		f.Close()
+		p.err = err
+		return p
+	}
+	p.f = f
+	return p
+}
+
+// dropPreparedLocked waits for the prepared log, if any, and deletes it:
+// it holds no record.
+func (l *Log) dropPreparedLocked() {
+	if l.mu.next == nil {
+		return
+	}
+	p := <-l.mu.next
+	l.mu.next = nil
+	if p.err != nil {
+		return
+	}
+	p.f.Close()
+	if l.opts.FS.Remove(p.path) == nil {
+		_ = l.opts.FS.SyncDir(filepath.Dir(p.path))
+	}
 }
 
 // sealLocked appends the ledgers map to cur, patches the header and syncs.
@@ -370,6 +437,29 @@ func sortedPairs(m map[int64]uint64) []Pair {
 	return pairs
 }
 
+// ActiveLogID returns a log id such that every log with a smaller id is
+// sealed: the id of the log receiving appends, or one past the newest log
+// if none is active.
+//
+// The bookie uses it to pick logs that are safe to compact: read it while
+// no write-cache flush is running (all index updates for entries already
+// added are done), and compact only logs with a smaller id. A log sealed
+// while a flush is still setting index locations for its entries must not
+// be compacted yet: relocating an entry before its first index update
+// would let that update overwrite the new location with the old one.
+func (l *Log) ActiveLogID() uint32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.cur != nil {
+		return l.mu.cur.id
+	}
+	ids := l.files.Load().ids
+	if len(ids) == 0 {
+		return 1
+	}
+	return ids[len(ids)-1] + 1
+}
+
 // Roll seals the active log and starts a new one at the next Add. The
 // bookie may call it, for example, before compacting so that recent data
 // becomes eligible.
@@ -403,10 +493,12 @@ func (l *Log) Close() error {
 	if cur := l.mu.cur; cur != nil && err == nil {
 		err = l.sealLocked(cur)
 	}
+	l.dropPreparedLocked()
 	l.mu.closed = true
 	l.mu.cur = nil
 	old := l.files.Swap(&fileSet{files: map[uint32]*logFile{}})
 	l.mu.Unlock()
+	l.wg.Wait()
 	for _, f := range old.files {
 		f.release()
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -297,8 +298,9 @@ func TestRecoveredLogUsageByScan(t *testing.T) {
 			want.Live += n
 		}
 	}
-	if len(us) != 1 || us[0] != want {
-		t.Fatalf("Usage = %+v, want [%+v]", us, want)
+	// A prepared (empty) next log may have survived the crash too.
+	if len(us) < 1 || us[0] != want || (len(us) == 2 && us[1].Total != 0) || len(us) > 2 {
+		t.Fatalf("Usage = %+v, want [%+v] and maybe an empty log", us, want)
 	}
 	// A location past the recovered data is missing, not corrupt.
 	if _, err := l.Read(Location(1, uint32(lo(entries[49])+100000)), 0, 0); !errors.Is(err, ErrNotFound) {
@@ -397,7 +399,7 @@ func TestCompactRelocateErrorAndCancel(t *testing.T) {
 // failFS fails WriteAt or Sync of files once armed.
 type failFS struct {
 	vfs.FS
-	failWrite, failSync bool
+	failWrite, failSync atomic.Bool
 }
 
 type failFile struct {
@@ -413,14 +415,14 @@ func (f *failFS) Create(name string) (vfs.File, error) {
 }
 
 func (f *failFile) WriteAt(p []byte, off int64) (int, error) {
-	if f.fs.failWrite {
+	if f.fs.failWrite.Load() {
 		return 0, errInjected
 	}
 	return f.File.WriteAt(p, off)
 }
 
 func (f *failFile) Sync() error {
-	if f.fs.failSync {
+	if f.fs.failSync.Load() {
 		return errInjected
 	}
 	return f.File.Sync()
@@ -435,11 +437,13 @@ func TestStickyErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ffs.failWrite, ffs.failSync = mode == "write", mode == "sync"
+			ffs.failWrite.Store(mode == "write")
+			ffs.failSync.Store(mode == "sync")
 			if err := l.Sync(); !errors.Is(err, errInjected) {
 				t.Fatalf("Sync = %v, want injected error", err)
 			}
-			ffs.failWrite, ffs.failSync = false, false
+			ffs.failWrite.Store(false)
+			ffs.failSync.Store(false)
 			if _, err := l.Add(1, 1, []byte("x")); !errors.Is(err, errInjected) {
 				t.Fatalf("Add after failure = %v, want the sticky error", err)
 			}
