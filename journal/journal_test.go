@@ -479,3 +479,30 @@ func TestReplayWhileAppending(t *testing.T) {
 		}
 	}
 }
+
+func TestReplayDir(t *testing.T) {
+	fs := vfs.NewMem()
+	j := mustOpen(t, testOptions(fs))
+	recs := makeRecords(30, 64, 8)
+	pos := appendAll(t, j, recs)
+	j.Close()
+	p, b := journalFile(t, fs, 0)
+	writeFile(t, fs, p, b[:len(b)-RecordHeaderSize-3]) // tear the close mark
+	var got []Record
+	err := ReplayDir(fs, testDir, pos[9], func(r Record, _ Position) error {
+		r.Payload = bytes.Clone(r.Payload)
+		got = append(got, r)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRecords(t, got, recs[10:])
+	if nb := readFile(t, fs, p); len(nb) != len(b)-RecordHeaderSize-3 {
+		t.Fatalf("ReplayDir changed the file: %d bytes, want %d", len(nb), len(b)-RecordHeaderSize-3)
+	}
+	stop := errors.New("stop")
+	if err := ReplayDir(fs, testDir, Position{}, func(Record, Position) error { return stop }); err != stop {
+		t.Fatalf("ReplayDir = %v, want the callback's error", err)
+	}
+}

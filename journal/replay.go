@@ -299,3 +299,16 @@ func (j *Journal) Replay(from Position, fn func(Record, Position) error) error {
 	})
 	return err
 }
+
+// ReplayDir reads the journal in dir without opening it for writing (for
+// tools such as a journal dump): like Replay, but up to the end of the
+// files, without repairing anything. A torn tail ends its file quietly;
+// corruption is an error wrapping ErrCorrupt. Do not use it on a directory
+// a Journal is writing to.
+func ReplayDir(fs vfs.FS, dir string, from Position, fn func(Record, Position) error) error {
+	_, err := scan(scanArgs{
+		fs: fs, dir: dir, from: from, fn: fn,
+		logger: slog.New(slog.DiscardHandler), strictFrom: from.FileID != 0,
+	})
+	return err
+}
