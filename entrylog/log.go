@@ -226,9 +226,13 @@ func (l *Log) flushLocked() error {
 	if len(l.mu.buf) == 0 {
 		return nil
 	}
-	err := l.writeLocked(l.mu.buf)
+	// On failure the buffer is kept: the Log is failed for writes, but the
+	// records stay readable.
+	if err := l.writeLocked(l.mu.buf); err != nil {
+		return err
+	}
 	l.mu.buf = l.mu.buf[:0]
-	return err
+	return nil
 }
 
 // writeLocked writes p at bufOff (the buffer must be empty or be p) and
