@@ -487,7 +487,7 @@ func TestReplayDir(t *testing.T) {
 	pos := appendAll(t, j, recs)
 	j.Close()
 	p, b := journalFile(t, fs, 0)
-	writeFile(t, fs, p, b[:len(b)-RecordHeaderSize-3]) // tear the close mark
+	writeFile(t, fs, p, b[:len(b)-RecordHeaderSize+3]) // tear the close mark
 	var got []Record
 	err := ReplayDir(fs, testDir, pos[9], func(r Record, _ Position) error {
 		r.Payload = bytes.Clone(r.Payload)
@@ -498,8 +498,8 @@ func TestReplayDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameRecords(t, got, recs[10:])
-	if nb := readFile(t, fs, p); len(nb) != len(b)-RecordHeaderSize-3 {
-		t.Fatalf("ReplayDir changed the file: %d bytes, want %d", len(nb), len(b)-RecordHeaderSize-3)
+	if nb := readFile(t, fs, p); len(nb) != len(b)-RecordHeaderSize+3 {
+		t.Fatalf("ReplayDir changed the file: %d bytes, want %d", len(nb), len(b)-RecordHeaderSize+3)
 	}
 	stop := errors.New("stop")
 	if err := ReplayDir(fs, testDir, Position{}, func(Record, Position) error { return stop }); err != stop {
