@@ -28,7 +28,8 @@
 // its first record waited MaxGroupWait, when it holds MaxGroupBytes or
 // MaxGroupEntries, or at once when MaxGroupWait is 0 — but never while
 // another group is in flight: records arriving during a sync join the
-// next group, which is written the moment the sync returns. That pipeline
+// next group, which is written the moment the sync returns if it is ready
+// by then (under load its first record has usually waited long enough). That pipeline
 // is where the throughput comes from: the cost of a sync is shared by
 // everything that arrived during the previous one.
 //
