@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/magnetar-mq/magnetar/metadata"
+	"github.com/magnetar-mq/magnetar/metadata/embedded"
 	"github.com/magnetar-mq/magnetar/mledger"
+	"github.com/magnetar-mq/magnetar/mledger/internal/memmeta"
 )
 
 func TestCursorAckOperations(t *testing.T) {
@@ -178,47 +182,70 @@ func TestCursorRestartRecoversExactly(t *testing.T) {
 		{"chunked-snapshots", mledger.Config{CursorSnapshotMinBytes: 1, CursorChunkSize: 64}},
 		{"cursor-ledger-rolls", mledger.Config{CursorMaxEntriesPerLedger: 2}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := tc.cfg
-			cfg.MinLedgerRolloverTime = -1
-			cfg.MaxEntriesPerLedger = 50
-			e := newEnv(t)
-			ml := e.open("t/restart", cfg)
-			ctx := ctxT(t)
-			a, _ := ml.OpenCursor(ctx, "a", mledger.InitialEarliest)
-			b, _ := ml.OpenCursor(ctx, "b", mledger.InitialEarliest)
-			pos := addMany(t, ml, "m", 400)
-			rng := rand.New(rand.NewPCG(1, 2))
-			for range 5 {
-				randomAcks(rng, a, pos, 60)
-				randomAcks(rng, b, pos, 10)
-				if err := ml.PersistAllForTest(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
-			randomAcks(rng, a, pos, 30) // flushed by Close
-			wantA, wantB := captureCursor(t, a, pos), captureCursor(t, b, pos)
-			e.restart()
-			ml = e.open("t/restart", cfg)
-			compareSnapshots(t, captureCursor(t, ml.Cursor("a"), pos), wantA)
-			compareSnapshots(t, captureCursor(t, ml.Cursor("b"), pos), wantB)
-			// And once more, after the recovered cursors re-persist.
-			randomAcks(rng, ml.Cursor("a"), pos, 20)
-			wantA = captureCursor(t, ml.Cursor("a"), pos)
-			e.restart()
-			ml = e.open("t/restart", cfg)
-			compareSnapshots(t, captureCursor(t, ml.Cursor("a"), pos), wantA)
-			// Old cursor ledgers are deleted: at most one per cursor
-			// remains, besides the managed ledger's own.
-			if n, m := len(e.store.Ledgers()), len(ml.Stats().Ledgers); n > m+2 {
-				t.Fatalf("%d ledgers in store, %d data ledgers: cursor ledgers leak", n, m)
-			}
-		})
+		for _, backend := range []string{"memmeta", "embedded"} {
+			t.Run(tc.name+"/"+backend, func(t *testing.T) {
+				testCursorRestart(t, tc.cfg, newMeta(t, backend))
+			})
+		}
 	}
 }
 
+func testCursorRestart(t *testing.T, cfg mledger.Config, meta metadata.Store) {
+	cfg.MinLedgerRolloverTime = -1
+	cfg.MaxEntriesPerLedger = 50
+	e := newEnvWith(t, meta)
+	ml := e.open("t/restart", cfg)
+	ctx := ctxT(t)
+	a, _ := ml.OpenCursor(ctx, "a", mledger.InitialEarliest)
+	b, _ := ml.OpenCursor(ctx, "b", mledger.InitialEarliest)
+	pos := addMany(t, ml, "m", 400)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 5 {
+		randomAcks(rng, a, pos, 60)
+		randomAcks(rng, b, pos, 10)
+		if err := ml.PersistAllForTest(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	randomAcks(rng, a, pos, 30) // flushed by Close
+	wantA, wantB := captureCursor(t, a, pos), captureCursor(t, b, pos)
+	e.restart()
+	ml = e.open("t/restart", cfg)
+	compareSnapshots(t, captureCursor(t, ml.Cursor("a"), pos), wantA)
+	compareSnapshots(t, captureCursor(t, ml.Cursor("b"), pos), wantB)
+	// And once more, after the recovered cursors re-persist.
+	randomAcks(rng, ml.Cursor("a"), pos, 20)
+	wantA = captureCursor(t, ml.Cursor("a"), pos)
+	e.restart()
+	ml = e.open("t/restart", cfg)
+	compareSnapshots(t, captureCursor(t, ml.Cursor("a"), pos), wantA)
+	// Old cursor ledgers are deleted: at most one per cursor
+	// remains, besides the managed ledger's own.
+	if n, m := len(e.store.Ledgers()), len(ml.Stats().Ledgers); n > m+2 {
+		t.Fatalf("%d ledgers in store, %d data ledgers: cursor ledgers leak", n, m)
+	}
+}
+
+func newMeta(t *testing.T, backend string) metadata.Store {
+	if backend == "memmeta" {
+		return memmeta.New()
+	}
+	m, err := embedded.Open(filepath.Join(t.TempDir(), "meta.db"), embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
 func TestCrashRecoversLastPersist(t *testing.T) {
-	e := newEnv(t)
+	for _, backend := range []string{"memmeta", "embedded"} {
+		t.Run(backend, func(t *testing.T) { testCrashRecoversLastPersist(t, newMeta(t, backend)) })
+	}
+}
+
+func testCrashRecoversLastPersist(t *testing.T, meta metadata.Store) {
+	e := newEnvWith(t, meta)
 	cfg := testConfig()
 	ml := e.open("t/crash", cfg)
 	ctx := ctxT(t)
