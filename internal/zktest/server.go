@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -167,17 +168,28 @@ func (s *Server) start() error {
 		"-Dzookeeper.log.dir="+filepath.Join(s.dir, "log"),
 		"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	killWithParent(cmd)
 	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
-		logf.Close()
+	// The parent-death signal fires when the thread that forked exits, so
+	// one goroutine, locked to its thread, starts the JVM and waits for it:
+	// the thread outlives the JVM. Owned by Server: Stop waits for done.
+	started := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		defer close(done)
+		defer logf.Close()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		<-done
 		return fmt.Errorf("start java: %w", err)
 	}
-	done := make(chan struct{})
-	go func() { // owned by Server: Stop waits for done
-		cmd.Wait()
-		logf.Close()
-		close(done)
-	}()
 	s.mu.Lock()
 	s.cmd, s.done = cmd, done
 	s.mu.Unlock()

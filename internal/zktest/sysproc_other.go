@@ -1,0 +1,7 @@
+//go:build !linux
+
+package zktest
+
+import "os/exec"
+
+func killWithParent(*exec.Cmd) {}
