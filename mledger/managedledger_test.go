@@ -362,3 +362,34 @@ func TestTerminateEmptyAndBacklogAfterRestart(t *testing.T) {
 		t.Fatalf("after restart backlog %d/%d, want %d/%d", be2, bm2, be, bm)
 	}
 }
+
+func TestDeleteManagedLedgerAndList(t *testing.T) {
+	e := newEnv(t)
+	cfg := mledger.Config{MinLedgerRolloverTime: -1, MaxEntriesPerLedger: 3}
+	ctx := ctxT(t)
+	keep := e.open("a/keep", cfg)
+	add(t, keep, "k", 1)
+	ml := e.open("a/gone", cfg)
+	c, _ := ml.OpenCursor(ctx, "s", mledger.InitialEarliest)
+	pos := addMany(t, ml, "m", 10)
+	_ = c.Delete(pos[4])
+	_ = c.Flush(ctx)
+	if names, err := e.f.List(ctx); err != nil || !slices.Equal(names, []string{"a/gone", "a/keep"}) {
+		t.Fatalf("List = %v, %v", names, err)
+	}
+	before := len(e.store.Ledgers())
+	if err := ml.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := e.f.List(ctx); !slices.Equal(names, []string{"a/keep"}) {
+		t.Fatalf("List after Delete = %v", names)
+	}
+	if n := len(e.store.Ledgers()); n != len(keep.Stats().Ledgers) {
+		t.Fatalf("%d ledgers left (of %d), want only a/keep's", n, before)
+	}
+	// Opening the name again starts empty.
+	ml = e.open("a/gone", cfg)
+	if ml.Cursor("s") != nil || ml.Stats().NumberOfEntries != 0 {
+		t.Fatalf("recreated managed ledger is not empty: %+v", ml.Stats())
+	}
+}
