@@ -261,6 +261,10 @@ func TestGolden(t *testing.T) {
 	if fmt.Sprint(got2) != fmt.Sprint(want2) {
 		t.Fatalf("ScanFile(golden) = %v, want %v", got2, want2)
 	}
+	h, hm, err := ReadFileInfo(rfs, "/r/00000001.log")
+	if err != nil || h.LedgerCount != 3 || len(hm) != 3 {
+		t.Fatalf("ReadFileInfo(golden) = %+v, %v, %v; want 3 ledgers", h, hm, err)
+	}
 	l, err := Open(Options{FS: rfs, Dirs: []string{"/r"}})
 	if err != nil {
 		t.Fatal(err)

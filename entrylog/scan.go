@@ -144,3 +144,32 @@ func findValidRecord(r io.ReaderAt, from, size int64) (int64, bool) {
 	}
 	return 0, false
 }
+
+// ReadFileInfo reads the header of the log at path and, if the log is
+// sealed, its ledgers map (nil otherwise). For tools; a bad header is
+// ErrCorrupt, an unreadable map is returned as an error with the header.
+func ReadFileInfo(fs vfs.FS, path string) (Header, map[int64]uint64, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return Header{}, nil, fmt.Errorf("entrylog: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return Header{}, nil, fmt.Errorf("entrylog: %w", err)
+	}
+	hdr := make([]byte, HeaderSize)
+	n, _ := f.ReadAt(hdr, 0)
+	_, h, mapValid, err := DecodeHeader(hdr[:n])
+	if err != nil {
+		return h, nil, fmt.Errorf("entrylog: %s off 0: %w", path, err)
+	}
+	if !mapValid {
+		return h, nil, nil
+	}
+	m, err := readLedgersMap(f, int64(h.MapOffset), h, fi.Size())
+	if err != nil {
+		return h, nil, fmt.Errorf("entrylog: %s off %d: ledgers map: %w", path, h.MapOffset, err)
+	}
+	return h, m, nil
+}

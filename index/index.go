@@ -358,6 +358,27 @@ func (ix *Index) Get(ledger, entry int64) (loc uint64, ok bool) {
 	return loc, loc != 0
 }
 
+// Entries calls fn for each entry of ledger with a location, in entry
+// order, until fn returns false. It sees a consistent page table but may
+// or may not see Sets running concurrently.
+func (ix *Index) Entries(ledger int64, fn func(entry int64, loc uint64) bool) {
+	ls := ix.lookup(ledger)
+	if ls == nil {
+		return
+	}
+	for pn, p := range *ls.pages.Load() {
+		if p == 0 {
+			continue
+		}
+		seg, sp := ix.page(p - 1)
+		for sl := range ix.slots {
+			if loc := seg.slot(sp, sl).Load(); loc != 0 && !fn(int64(pn)*int64(ix.slots)+int64(sl), loc) {
+				return
+			}
+		}
+	}
+}
+
 // LastEntry returns the highest entry id set for ledger (-1 if none); ok is
 // false for an unknown ledger. After a restart it is recomputed from the
 // pages.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -39,15 +40,16 @@ func modes(t *testing.T, f func(t *testing.T, fs vfs.FS, dir string)) {
 func TestSetGetReopen(t *testing.T) {
 	modes(t, func(t *testing.T, fs vfs.FS, dir string) {
 		ix := openPPS(t, fs, dir, 128)
+		want := map[[2]int64]uint64{}
 		if fs, ok := fs.(*vfs.OSFS); ok && fs != nil {
 			if err := ix.Set(1, 0, 1); err != nil {
 				t.Fatal(err)
 			}
+			want[[2]int64{1, 0}] = 1
 			if (*ix.segs.Load())[0].mmap == nil {
 				t.Fatal("OS index not mmap'd")
 			}
 		}
-		want := map[[2]int64]uint64{}
 		rng := rand.New(rand.NewPCG(1, 1))
 		for i := range 3000 {
 			l, e := int64(rng.IntN(40)), int64(rng.IntN(200))
@@ -73,6 +75,29 @@ func TestSetGetReopen(t *testing.T) {
 			}
 			if got := len(ix.Ledgers()); got != len(last) {
 				t.Fatalf("len(Ledgers()) = %d, want %d", got, len(last))
+			}
+			for l := range last {
+				var got []int64
+				ix.Entries(l, func(e int64, v uint64) bool {
+					if want[[2]int64{l, e}] != v {
+						t.Fatalf("Entries(%d) yielded %d:%#x, want %#x", l, e, v, want[[2]int64{l, e}])
+					}
+					got = append(got, e)
+					return true
+				})
+				if !slices.IsSorted(got) {
+					t.Fatalf("Entries(%d) out of order: %v", l, got)
+				}
+				for e := range int64(200) {
+					if _, ok := want[[2]int64{l, e}]; ok != slices.Contains(got, e) {
+						t.Fatalf("Entries(%d): entry %d yielded %v, want %v", l, e, !ok, ok)
+					}
+				}
+			}
+			n := 0
+			ix.Entries(1, func(int64, uint64) bool { n++; return n < 3 })
+			if n != 3 {
+				t.Fatalf("Entries did not stop when fn returned false: %d calls", n)
 			}
 			if _, ok := ix.Get(1000, 0); ok {
 				t.Fatal("Get of an unknown ledger found something")
