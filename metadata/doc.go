@@ -35,7 +35,10 @@
 // its new session and delivers EventSessionExpired to every watch. A session
 // may update its own ephemeral node by calling PutEphemeral again; another
 // session's node, or a persistent node, gives ErrExists. Delete removes an
-// ephemeral node for good (it is not re-created).
+// ephemeral node for good (it is not re-created). A process restarted
+// quickly may find the node of its previous ZooKeeper session still there
+// until that session times out: PutEphemeral gives ErrExists; watch the
+// path for EventDeleted and try again, as a restarted bookie does.
 //
 // Watcher.Watch reports changes to one path's value or existence and to its
 // list of children (not to the values of its children). Callbacks run on a

@@ -15,8 +15,9 @@
 // bbolt holds an exclusive flock on the file, so one process owns it.
 // Within that process, every Open of the same file returns a new handle
 // (a session of its own) on one shared database, writer and watch hub; the
-// last Close closes the file. A handle's ephemeral nodes are deleted when it
-// is closed. The first Open in a process deletes every ephemeral node found
+// last Close closes the file; the Options of the first Open apply to the
+// shared database. A handle's ephemeral nodes are deleted when it is
+// closed. The first Open in a process deletes every ephemeral node found
 // in the file: the sessions of a previous process are dead.
 //
 // # Writes and durability
