@@ -75,7 +75,7 @@ func (m *Metadata) EnsembleAt(e int64) Segment {
 }
 
 // Last returns the last segment.
-func (m *Metadata) Last() Segment { return m.Ensembles[len(m.Ensembles)-1] }
+func (m Metadata) Last() Segment { return m.Ensembles[len(m.Ensembles)-1] }
 
 func (m *Metadata) validate() error {
 	if m.Format != MetadataFormat {

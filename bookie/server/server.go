@@ -237,15 +237,19 @@ func (c *conn) writeLoop() {
 			return
 		}
 		c.mu.Lock()
-		buf := c.out
-		c.out = c.spare[:0]
 		closed := c.closed
+		buf := c.out
+		if len(buf) == 0 {
+			c.mu.Unlock()
+			if closed {
+				return
+			}
+			continue
+		}
+		c.out, c.spare = c.spare[:0], nil
 		c.mu.Unlock()
 		if closed {
 			return
-		}
-		if len(buf) == 0 {
-			continue
 		}
 		_, err := c.nc.Write(buf)
 		c.mu.Lock()

@@ -1,0 +1,477 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/magnetar-mq/magnetar/bookie"
+	"github.com/magnetar-mq/magnetar/bookie/server"
+	"github.com/magnetar-mq/magnetar/ledger"
+	"github.com/magnetar-mq/magnetar/metadata"
+	"github.com/magnetar-mq/magnetar/protocol/bkproto"
+)
+
+// netCluster is n bookies (in-memory storage) each served over loopback.
+type netCluster struct {
+	t       testing.TB
+	store   metadata.Store
+	bookies []*bookie.Bookie
+	servers []*server.Server
+	addrs   []string
+}
+
+func newNetCluster(t testing.TB, n int) *netCluster {
+	t.Helper()
+	nc := &netCluster{t: t, store: openStore(t)}
+	for range n {
+		b := memBookie(t)
+		s, err := server.New(b, server.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		nc.bookies = append(nc.bookies, b)
+		nc.servers = append(nc.servers, s)
+		nc.addrs = append(nc.addrs, s.Addr())
+	}
+	return nc
+}
+
+// client returns a new ledger client with its own connections.
+func (nc *netCluster) client(opts ledger.Options) (*ledger.Client, *ledger.NetResolver) {
+	nc.t.Helper()
+	res := ledger.NewNetResolver(ledger.NetOptions{RequestTimeout: 5 * time.Second})
+	nc.t.Cleanup(func() { res.Close() })
+	if opts.Bookies == nil {
+		opts.Bookies = nc.addrs
+	}
+	c, err := ledger.NewClient(nc.store, res, opts)
+	if err != nil {
+		nc.t.Fatal(err)
+	}
+	nc.t.Cleanup(func() { c.Close() })
+	return c, res
+}
+
+// kill stops the server of the bookie at addr.
+func (nc *netCluster) kill(addr string) {
+	i := slices.Index(nc.addrs, addr)
+	if i < 0 {
+		nc.t.Fatalf("no bookie %s", addr)
+	}
+	nc.servers[i].Close()
+}
+
+// restart serves bookie at addr again on the same address.
+func (nc *netCluster) restart(addr string) {
+	i := slices.Index(nc.addrs, addr)
+	s, err := server.New(nc.bookies[i], server.Options{Addr: addr})
+	if err != nil {
+		nc.t.Fatal(err)
+	}
+	nc.t.Cleanup(func() { s.Close() })
+	nc.servers[i] = s
+}
+
+var e3 = ledger.CreateOptions{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2, Password: []byte("secret")}
+
+func TestNetAddReadStriping(t *testing.T) {
+	nc := newNetCluster(t, 3)
+	c, _ := nc.client(ledger.Options{})
+	ctx := ctxT(t)
+	h, err := c.Create(ctx, e3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addN(t, h, 0, 120)
+	checkEntries(t, h, h.ID(), 0, 119)
+	ens := h.Metadata().Ensembles[0].Bookies
+	// Entry e is on positions e%3 and (e+1)%3 only.
+	for pos, addr := range ens {
+		b := nc.bookies[slices.Index(nc.addrs, addr)]
+		for e := int64(0); e < 120; e++ {
+			want := e%3 == int64(pos) || (e+1)%3 == int64(pos)
+			_, err := b.ReadEntry(h.ID(), e)
+			if got := err == nil; got != want {
+				t.Fatalf("bookie at position %d holds entry %d: %v (err %v), want %v", pos, e, got, err, want)
+			}
+		}
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c2, _ := nc.client(ledger.Options{})
+	r, err := c2.Open(ctx, h.ID())
+	if err != nil || r.LastAddConfirmed() != 119 {
+		t.Fatalf("Open = %v, %v; want LAC 119", r, err)
+	}
+	checkEntries(t, r, h.ID(), 0, 119)
+}
+
+// asyncWriter adds entries and records the acked ids in completion order.
+type asyncWriter struct {
+	mu    sync.Mutex
+	acked []int64
+	err   error
+	cond  chan struct{}
+}
+
+func (w *asyncWriter) add(h *ledger.WriteHandle, e int64) {
+	h.AddAsync(payload(h.ID(), e, 100), func(id int64, err error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if err != nil {
+			if w.err == nil {
+				w.err = err
+			}
+		} else {
+			w.acked = append(w.acked, id)
+		}
+		select {
+		case w.cond <- struct{}{}:
+		default:
+		}
+	})
+}
+
+func (w *asyncWriter) waitAcked(t testing.TB, n int) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		w.mu.Lock()
+		got, err := len(w.acked), w.err
+		w.mu.Unlock()
+		if got >= n || err != nil {
+			return
+		}
+		select {
+		case <-w.cond:
+		case <-timeout:
+			t.Fatalf("only %d of %d adds acked", got, n)
+		}
+	}
+}
+
+func (w *asyncWriter) check(t testing.TB, n int) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		t.Fatalf("add failed: %v", w.err)
+	}
+	if len(w.acked) != n {
+		t.Fatalf("%d adds acked, want %d", len(w.acked), n)
+	}
+	for i, id := range w.acked {
+		if id != int64(i) {
+			t.Fatalf("ack %d is entry %d: reordered or lost", i, id)
+		}
+	}
+}
+
+func TestNetEnsembleChange(t *testing.T) {
+	nc := newNetCluster(t, 5)
+	c, _ := nc.client(ledger.Options{})
+	ctx := ctxT(t)
+	h, err := c.Create(ctx, e3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &asyncWriter{cond: make(chan struct{}, 1)}
+	ens := h.Metadata().Ensembles[0].Bookies
+	var repl string
+	const n = 600
+	for e := range int64(n) {
+		w.add(h, e)
+		switch e {
+		case 150:
+			w.waitAcked(t, 100)
+			nc.kill(ens[1]) // first failure, adds in flight
+		case 400:
+			w.waitAcked(t, 300)
+			// Second failure: the replacement (the original ensemble's
+			// other members stay up, so every entry keeps a copy).
+			for _, b := range h.Metadata().Last().Bookies {
+				if !slices.Contains(ens, b) {
+					repl = b
+				}
+			}
+			nc.kill(repl)
+		}
+	}
+	w.waitAcked(t, n)
+	w.check(t, n)
+	m := h.Metadata()
+	if len(m.Ensembles) < 2 {
+		t.Fatalf("ensembles %+v, want at least two after two failures", m.Ensembles)
+	}
+	last := m.Last().Bookies
+	if slices.Contains(last, ens[1]) || slices.Contains(last, repl) || !slices.Contains(last, ens[0]) {
+		t.Fatalf("last ensemble %v still holds a killed bookie (killed %s %s)", last, ens[1], repl)
+	}
+	stored, _, err := c.Metadata(ctx, h.ID())
+	if err != nil || len(stored.Ensembles) != len(m.Ensembles) {
+		t.Fatalf("stored metadata ensembles %+v (err %v), handle has %+v", stored.Ensembles, err, m.Ensembles)
+	}
+	checkEntries(t, h, h.ID(), 0, n-1)
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c2, _ := nc.client(ledger.Options{})
+	r, err := c2.Open(ctx, h.ID())
+	if err != nil || r.LastAddConfirmed() != n-1 {
+		t.Fatalf("Open = %v, %v; want LAC %d", r, err, n-1)
+	}
+	checkEntries(t, r, h.ID(), 0, n-1)
+}
+
+func TestNetNotEnoughBookies(t *testing.T) {
+	nc := newNetCluster(t, 3)
+	c, _ := nc.client(ledger.Options{})
+	ctx := ctxT(t)
+	h, err := c.Create(ctx, e3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addN(t, h, 0, 10)
+	nc.kill(nc.addrs[0])
+	if _, err := h.Add(ctx, []byte("x")); !errors.Is(err, ledger.ErrNotEnoughBookies) {
+		t.Fatalf("add with no replacement: %v, want ErrNotEnoughBookies", err)
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m, _, _ := c.Metadata(ctx, h.ID())
+	if m.State != ledger.StateClosed || m.LastEntryID != 9 {
+		t.Fatalf("metadata %s at %d, want CLOSED at 9", m.State, m.LastEntryID)
+	}
+}
+
+// TestNetTwoWriters: a second client takes the ledger over by opening it
+// with recovery; the first writer is fenced for good, and both agree on
+// one sequence.
+func TestNetTwoWriters(t *testing.T) {
+	nc := newNetCluster(t, 3)
+	a, _ := nc.client(ledger.Options{})
+	b, _ := nc.client(ledger.Options{})
+	ctx := ctxT(t)
+	h, err := a.Create(ctx, e3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &asyncWriter{cond: make(chan struct{}, 1)}
+	for e := range int64(100) {
+		w.add(h, e)
+	}
+	w.waitAcked(t, 100)
+	r, err := b.Open(ctx, h.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Writer A keeps going: every add now fails with ErrFenced.
+	for e := int64(100); e < 110; e++ {
+		w.add(h, e)
+	}
+	if _, err := h.Add(ctx, []byte("after")); !errors.Is(err, ledger.ErrFenced) {
+		t.Fatalf("writer A after takeover: %v, want ErrFenced", err)
+	}
+	w.mu.Lock()
+	acked, aerr := len(w.acked), w.err
+	w.mu.Unlock()
+	if acked != 100 || !errors.Is(aerr, ledger.ErrFenced) {
+		t.Fatalf("writer A: %d acked, err %v; want 100 and ErrFenced", acked, aerr)
+	}
+	if err := h.Close(ctx); !errors.Is(err, ledger.ErrFenced) {
+		t.Fatalf("writer A Close: %v, want ErrFenced", err)
+	}
+	if r.LastAddConfirmed() != 99 {
+		t.Fatalf("recovered LAC %d, want 99", r.LastAddConfirmed())
+	}
+	checkEntries(t, r, h.ID(), 0, 99)
+	r2, err := a.Open(ctx, h.ID())
+	if err != nil || r2.LastAddConfirmed() != 99 {
+		t.Fatalf("A's view after takeover: %v, %v", r2, err)
+	}
+}
+
+// TestNetWriterDroppedMidStream abandons a writer with adds in flight (its
+// connections cut): the next opener recovers every acked entry.
+func TestNetWriterDroppedMidStream(t *testing.T) {
+	nc := newNetCluster(t, 3)
+	a, ares := nc.client(ledger.Options{})
+	ctx := ctxT(t)
+	h, err := a.Create(ctx, e3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &asyncWriter{cond: make(chan struct{}, 1)}
+	for e := range int64(400) {
+		w.add(h, e)
+		if e == 300 {
+			w.waitAcked(t, 200)
+			ares.Close() // the writer's process "dies": connections cut
+		}
+	}
+	w.mu.Lock()
+	acked := slices.Clone(w.acked)
+	w.mu.Unlock()
+	b, _ := nc.client(ledger.Options{})
+	r, err := b.Open(ctx, h.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := acked[len(acked)-1]; r.LastAddConfirmed() < last {
+		t.Fatalf("recovered up to %d, but %d was acked", r.LastAddConfirmed(), last)
+	}
+	checkEntries(t, r, h.ID(), 0, r.LastAddConfirmed())
+	t.Logf("acked %d, recovered %d entries", len(acked), r.LastAddConfirmed()+1)
+}
+
+// TestNetRecoveryTooManyDown: with two of three bookies down some write
+// set has no fence answer: Open fails and leaves the ledger IN_RECOVERY;
+// with the bookies back it completes with every entry.
+func TestNetRecoveryTooManyDown(t *testing.T) {
+	nc := newNetCluster(t, 3)
+	a, _ := nc.client(ledger.Options{})
+	ctx := ctxT(t)
+	h, err := a.Create(ctx, e3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addN(t, h, 0, 60)
+	ens := h.Metadata().Ensembles[0].Bookies
+	nc.kill(ens[0])
+	nc.kill(ens[1])
+	b, _ := nc.client(ledger.Options{ReadTimeout: 2 * time.Second})
+	if _, err := b.Open(ctx, h.ID()); !errors.Is(err, ledger.ErrRecoveryFailed) {
+		t.Fatalf("Open with 2 of 3 down: %v, want ErrRecoveryFailed", err)
+	}
+	m, _, _ := b.Metadata(ctx, h.ID())
+	if m.State != ledger.StateInRecovery {
+		t.Fatalf("state after failed recovery %s, want IN_RECOVERY", m.State)
+	}
+	nc.restart(ens[0])
+	// One down: every write set still has Qw-Qa+1 = 1 answer.
+	r, err := b.Open(ctx, h.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.LastAddConfirmed() != 59 {
+		t.Fatalf("recovered LAC %d, want 59", r.LastAddConfirmed())
+	}
+	checkEntries(t, r, h.ID(), 0, 59)
+	if _, err := h.Add(ctx, []byte("x")); !errors.Is(err, ledger.ErrFenced) {
+		t.Fatalf("old writer after recovery: %v, want ErrFenced", err)
+	}
+}
+
+// slowClient delays reads of one bookie.
+type slowClient struct {
+	ledger.BookieClient
+	delay time.Duration
+}
+
+func (s slowClient) ReadEntry(ctx context.Context, l, e int64, fence bool, key []byte) ([]byte, error) {
+	select {
+	case <-time.After(s.delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return s.BookieClient.ReadEntry(ctx, l, e, fence, key)
+}
+
+func TestSpeculativeRead(t *testing.T) {
+	nc := newNetCluster(t, 2)
+	c, res := nc.client(ledger.Options{SpeculativeReadTimeout: 20 * time.Millisecond, ReadParallelism: 1})
+	ctx := ctxT(t)
+	h, err := c.Create(ctx, ledger.CreateOptions{Ensemble: 2, WriteQuorum: 2, AckQuorum: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addN(t, h, 0, 4)
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A reader whose first replica of every entry answers after 2 s.
+	ens := h.Metadata().Ensembles[0].Bookies
+	slow := ledger.NewStaticResolver(nil)
+	for _, a := range ens {
+		bc, _ := res.Client(a)
+		slow.Set(a, slowClient{bc, 2 * time.Second})
+	}
+	fast := ledger.NewStaticResolver(nil)
+	for _, a := range ens {
+		bc, _ := res.Client(a)
+		fast.Set(a, bc)
+	}
+	// Entry 0's write set starts at position 0: make position 0 slow.
+	mixed := ledger.NewStaticResolver(nil)
+	bc0, _ := slow.Client(ens[0])
+	bc1, _ := fast.Client(ens[1])
+	mixed.Set(ens[0], bc0)
+	mixed.Set(ens[1], bc1)
+	rc, err := ledger.NewClient(nc.store, mixed, ledger.Options{SpeculativeReadTimeout: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	r, err := rc.OpenNoRecovery(ctx, h.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	checkEntries(t, r, h.ID(), 0, 0)
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("read with a slow first replica took %v; speculative read did not kick in", d)
+	}
+}
+
+// TestNetReadErrorsMapped checks the wire status codes reach the client as
+// the bkproto sentinels.
+func TestNetReadErrorsMapped(t *testing.T) {
+	nc := newNetCluster(t, 1)
+	_, res := nc.client(ledger.Options{})
+	ctx := ctxT(t)
+	bc, _ := res.Client(nc.addrs[0])
+	if _, err := bc.ReadEntry(ctx, 77, 0, false, nil); !errors.Is(err, bkproto.ErrNoLedger) {
+		t.Fatalf("read of unknown ledger: %v, want ErrNoLedger", err)
+	}
+	key := []byte("k")
+	done := make(chan error, 1)
+	bc.AddEntry(77, 0, key, []byte("entry"), false, func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bc.ReadEntry(ctx, 77, 5, false, nil); !errors.Is(err, bkproto.ErrNoEntry) {
+		t.Fatalf("read of missing entry: %v, want ErrNoEntry", err)
+	}
+	bc.AddEntry(77, 1, []byte("other"), []byte("entry"), false, func(err error) { done <- err })
+	if err := <-done; !errors.Is(err, bkproto.ErrUnauthorized) {
+		t.Fatalf("add with another key: %v, want ErrUnauthorized", err)
+	}
+	if _, err := bc.ReadEntry(ctx, 77, -1, true, key); err != nil {
+		t.Fatalf("fence read: %v", err)
+	}
+	bc.AddEntry(77, 1, key, []byte("entry"), false, func(err error) { done <- err })
+	if err := <-done; !errors.Is(err, bkproto.ErrFenced) {
+		t.Fatalf("add after fence: %v, want ErrFenced", err)
+	}
+	bc.AddEntry(77, 1, key, []byte("entry"), true, func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatalf("recovery add after fence: %v", err)
+	}
+	lac, last, err := bc.ReadLAC(ctx, 77)
+	if err != nil || lac != -1 || string(last) != "entry" {
+		t.Fatalf("ReadLAC = %d, %q, %v", lac, last, err)
+	}
+	if err := bc.WriteLAC(ctx, 77, 1, key, []byte("body")); err != nil {
+		t.Fatal(err)
+	}
+	if lac, _, _ := bc.ReadLAC(ctx, 77); lac != 1 {
+		t.Fatalf("ReadLAC after WriteLAC = %d, want 1", lac)
+	}
+}

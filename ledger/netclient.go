@@ -1,0 +1,396 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/magnetar-mq/magnetar/protocol/bkproto"
+)
+
+// NetOptions configures NetResolver.
+type NetOptions struct {
+	// DialTimeout bounds a connection attempt (default 5 s).
+	DialTimeout time.Duration
+	// RequestTimeout bounds every request without a context deadline
+	// (adds; default 10 s). A timed-out add fails with bkproto.ErrIO, which
+	// makes the writer replace the bookie.
+	RequestTimeout time.Duration
+	// Logger receives connection events (default: discard).
+	Logger *slog.Logger
+}
+
+// EnsureDefaults fills unset fields.
+func (o *NetOptions) EnsureDefaults() {
+	if o.DialTimeout == 0 {
+		o.DialTimeout = 5 * time.Second
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// NetResolver resolves a bookie id, its "host:port" address, to a network
+// client speaking bkproto. Each bookie gets one pipelined connection,
+// re-dialled on the next request after it breaks.
+//
+// Safe for concurrent use. Close closes every connection.
+type NetResolver struct {
+	opts NetOptions
+	mu   sync.Mutex
+	m    map[string]*netBookie
+	done bool
+	wg   sync.WaitGroup // connection goroutines
+}
+
+// NewNetResolver returns a resolver dialling bookies over TCP.
+func NewNetResolver(opts NetOptions) *NetResolver {
+	opts.EnsureDefaults()
+	return &NetResolver{opts: opts, m: map[string]*netBookie{}}
+}
+
+// Client implements BookieResolver.
+func (r *NetResolver) Client(id string) (BookieClient, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return nil, ErrClosed
+	}
+	b, ok := r.m[id]
+	if !ok {
+		b = &netBookie{r: r, addr: id}
+		r.m[id] = b
+	}
+	return b, nil
+}
+
+// Close closes every connection and waits for their goroutines.
+func (r *NetResolver) Close() error {
+	r.mu.Lock()
+	r.done = true
+	bs := r.m
+	r.m = map[string]*netBookie{}
+	r.mu.Unlock()
+	for _, b := range bs {
+		b.mu.Lock()
+		if b.conn != nil {
+			b.conn.fail(ErrClosed)
+		}
+		b.mu.Unlock()
+	}
+	r.wg.Wait()
+	return nil
+}
+
+// netBookie is the BookieClient of one bookie address.
+type netBookie struct {
+	r    *NetResolver
+	addr string
+	mu   sync.Mutex
+	conn *netConn
+}
+
+// get returns a healthy connection, dialling if needed.
+func (b *netBookie) get() (*netConn, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.conn != nil && !b.conn.broken() {
+		return b.conn, nil
+	}
+	nc, err := net.DialTimeout("tcp", b.addr, b.r.opts.DialTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("%w: dial %s: %w", bkproto.ErrIO, b.addr, err)
+	}
+	c := &netConn{nc: nc, pending: map[uint64]*call{}, signal: make(chan struct{}, 1), quit: make(chan struct{}), timeout: b.r.opts.RequestTimeout}
+	b.r.mu.Lock()
+	if b.r.done {
+		b.r.mu.Unlock()
+		nc.Close()
+		return nil, ErrClosed
+	}
+	b.r.wg.Add(3)
+	b.r.mu.Unlock()
+	go func() { defer b.r.wg.Done(); c.readLoop() }()
+	go func() { defer b.r.wg.Done(); c.writeLoop() }()
+	go func() { defer b.r.wg.Done(); c.timeoutLoop() }()
+	b.conn = c
+	return c, nil
+}
+
+func (b *netBookie) send(req *bkproto.Request, deadline time.Time, done func(*bkproto.Response, error)) {
+	c, err := b.get()
+	if err != nil {
+		done(nil, err)
+		return
+	}
+	c.send(req, deadline, done)
+}
+
+// AddEntry implements BookieClient.
+func (b *netBookie) AddEntry(ledgerID, entryID int64, masterKey, entry []byte, recovery bool, done func(error)) {
+	req := bkproto.Request{Op: bkproto.OpAdd, Ledger: ledgerID, Entry: entryID, MasterKey: masterKey, Payload: entry}
+	if recovery {
+		req.Flags = bkproto.FlagRecovery | bkproto.FlagHighPriority
+	}
+	b.send(&req, time.Time{}, func(r *bkproto.Response, err error) {
+		if err == nil {
+			err = r.Status.Err()
+		}
+		done(err)
+	})
+}
+
+// roundTrip sends req and waits for its answer or ctx. The response's
+// payload is copied.
+func (b *netBookie) roundTrip(ctx context.Context, req *bkproto.Request) (bkproto.Response, error) {
+	type res struct {
+		r   bkproto.Response
+		err error
+	}
+	ch := make(chan res, 1)
+	deadline, _ := ctx.Deadline()
+	b.send(req, deadline, func(r *bkproto.Response, err error) {
+		if err != nil {
+			ch <- res{err: err}
+			return
+		}
+		cp := *r
+		cp.Payload = append([]byte(nil), r.Payload...)
+		ch <- res{r: cp, err: r.Status.Err()}
+	})
+	select {
+	case x := <-ch:
+		return x.r, x.err
+	case <-ctx.Done():
+		return bkproto.Response{}, ctx.Err()
+	}
+}
+
+// ReadEntry implements BookieClient.
+func (b *netBookie) ReadEntry(ctx context.Context, ledgerID, entryID int64, fence bool, masterKey []byte) ([]byte, error) {
+	req := bkproto.Request{Op: bkproto.OpRead, Ledger: ledgerID, Entry: entryID}
+	if fence {
+		req.Flags = bkproto.FlagFence | bkproto.FlagHighPriority
+		req.MasterKey = masterKey
+	}
+	r, err := b.roundTrip(ctx, &req)
+	if err != nil {
+		return nil, err
+	}
+	return r.Payload, nil
+}
+
+// ReadLAC implements BookieClient.
+func (b *netBookie) ReadLAC(ctx context.Context, ledgerID int64) (int64, []byte, error) {
+	r, err := b.roundTrip(ctx, &bkproto.Request{Op: bkproto.OpReadLAC, Ledger: ledgerID})
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(r.Payload) == 0 {
+		r.Payload = nil
+	}
+	return r.Entry, r.Payload, nil
+}
+
+// WriteLAC implements BookieClient.
+func (b *netBookie) WriteLAC(ctx context.Context, ledgerID, lac int64, masterKey, body []byte) error {
+	_, err := b.roundTrip(ctx, &bkproto.Request{Op: bkproto.OpWriteLAC, Ledger: ledgerID, Entry: lac, MasterKey: masterKey, Payload: body})
+	return err
+}
+
+// LongPoll waits up to timeout for an entry after prevLAC: it returns the
+// bookie's LAC and, if it passed prevLAC, the framed entry prevLAC+1 (nil
+// otherwise).
+func (b *netBookie) LongPoll(ctx context.Context, ledgerID, prevLAC int64, timeout time.Duration) (int64, []byte, error) {
+	r, err := b.roundTrip(ctx, &bkproto.Request{Op: bkproto.OpLongPoll, Ledger: ledgerID, Entry: prevLAC, TimeoutMs: uint32(timeout / time.Millisecond)})
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(r.Payload) == 0 {
+		r.Payload = nil
+	}
+	return r.Entry, r.Payload, nil
+}
+
+// Auth sends an AUTH request and returns the server's reply.
+func (b *netBookie) Auth(ctx context.Context, payload []byte) ([]byte, error) {
+	r, err := b.roundTrip(ctx, &bkproto.Request{Op: bkproto.OpAuth, Payload: payload})
+	return r.Payload, err
+}
+
+// netConn is one pipelined connection: requests are encoded into out by
+// the callers and written in batches by writeLoop; readLoop matches
+// responses to calls by request id; timeoutLoop fails overdue calls.
+type netConn struct {
+	nc      net.Conn
+	timeout time.Duration
+	signal  chan struct{}
+	quit    chan struct{}
+
+	mu      sync.Mutex
+	out     []byte
+	spare   []byte
+	nextID  uint64
+	pending map[uint64]*call
+	err     error // set once broken
+}
+
+type call struct {
+	done     func(*bkproto.Response, error)
+	deadline time.Time
+}
+
+func (c *netConn) broken() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err != nil
+}
+
+func (c *netConn) send(req *bkproto.Request, deadline time.Time, done func(*bkproto.Response, error)) {
+	if deadline.IsZero() {
+		deadline = time.Now().Add(c.timeout)
+	}
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		done(nil, err)
+		return
+	}
+	c.nextID++
+	req.ReqID = c.nextID
+	var err error
+	c.out, err = bkproto.AppendRequest(c.out, req)
+	if err != nil {
+		c.mu.Unlock()
+		done(nil, fmt.Errorf("%w: %w", bkproto.ErrBadRequest, err))
+		return
+	}
+	c.pending[req.ReqID] = &call{done: done, deadline: deadline}
+	c.mu.Unlock()
+	select {
+	case c.signal <- struct{}{}:
+	default:
+	}
+}
+
+// fail breaks the connection: every pending call fails with err.
+func (c *netConn) fail(err error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = err
+	calls := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	close(c.quit)
+	c.nc.Close()
+	for _, cl := range calls {
+		cl.done(nil, err)
+	}
+}
+
+func (c *netConn) writeLoop() {
+	for {
+		select {
+		case <-c.signal:
+		case <-c.quit:
+			return
+		}
+		c.mu.Lock()
+		buf := c.out
+		if len(buf) == 0 {
+			c.mu.Unlock()
+			continue
+		}
+		c.out, c.spare = c.spare[:0], nil
+		c.mu.Unlock()
+		if _, err := c.nc.Write(buf); err != nil {
+			c.fail(fmt.Errorf("%w: write: %w", bkproto.ErrIO, err))
+			return
+		}
+		c.mu.Lock()
+		if cap(buf) <= 1<<20 {
+			c.spare = buf[:0]
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *netConn) readLoop() {
+	buf := make([]byte, 0, 64<<10)
+	for {
+		rest := buf
+		for {
+			r, resp, err := bkproto.DecodeResponse(rest)
+			if errors.Is(err, bkproto.ErrShort) {
+				break
+			}
+			if err != nil {
+				c.fail(fmt.Errorf("%w: %w", bkproto.ErrIO, err))
+				return
+			}
+			rest = r
+			c.mu.Lock()
+			cl := c.pending[resp.ReqID]
+			delete(c.pending, resp.ReqID)
+			c.mu.Unlock()
+			if cl != nil {
+				cl.done(&resp, nil)
+			}
+		}
+		n := copy(buf, rest)
+		buf = buf[:n]
+		if need, err := bkproto.FrameLen(buf); err == nil && need > cap(buf) {
+			nb := make([]byte, n, need)
+			copy(nb, buf)
+			buf = nb
+		} else if err != nil && !errors.Is(err, bkproto.ErrShort) {
+			c.fail(fmt.Errorf("%w: %w", bkproto.ErrIO, err))
+			return
+		}
+		m, err := c.nc.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			c.fail(fmt.Errorf("%w: connection lost: %w", bkproto.ErrIO, err))
+			return
+		}
+	}
+}
+
+func (c *netConn) timeoutLoop() {
+	t := time.NewTicker(min(c.timeout/4, 100*time.Millisecond) + time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.quit:
+			return
+		case now := <-t.C:
+			var late []*call
+			c.mu.Lock()
+			for id, cl := range c.pending {
+				if now.After(cl.deadline) {
+					late = append(late, cl)
+					delete(c.pending, id)
+				}
+			}
+			c.mu.Unlock()
+			for _, cl := range late {
+				cl.done(nil, fmt.Errorf("%w: request timed out", bkproto.ErrIO))
+			}
+		}
+	}
+}
