@@ -62,6 +62,12 @@
 // to the generated code, which yields the same values. MESSAGE and
 // SEND_RECEIPT encoders write the same bytes the generated code would.
 //
+// # Tests
+//
+// Besides table, golden and fuzz tests here, the test-only package
+// ./interop runs pulsar-client-go against a fake broker built on this
+// package and regenerates testdata/*.golden (-update-golden).
+//
 // # Topic names
 //
 // ParseTopicName canonicalises names as Pulsar does ("t" ->

@@ -254,8 +254,14 @@ func (d *Decoder) decodeSendFast(b []byte) bool {
 	return true
 }
 
+// MaxRetainedBuffer is the largest read buffer a FrameReader keeps between
+// frames; a buffer grown for a bigger frame is dropped on the next call, so
+// an idle connection does not pin a multi-megabyte buffer.
+const MaxRetainedBuffer = 64 << 10
+
 // FrameReader reads and decodes frames from a stream, reusing its buffer
-// and BaseCommand. It is not safe for concurrent use.
+// (up to MaxRetainedBuffer) and BaseCommand. It is not safe for concurrent
+// use.
 type FrameReader struct {
 	r   io.Reader
 	max int
@@ -285,6 +291,9 @@ func (fr *FrameReader) SetMaxFrameSize(n int) {
 // call (see Frame). Errors are those of ReadFrame and Decoder.Decode; after
 // any error other than io.EOF the stream is unusable.
 func (fr *FrameReader) Next() (Frame, error) {
+	if cap(fr.buf) > MaxRetainedBuffer {
+		fr.buf = nil
+	}
 	buf, err := ReadFrame(fr.r, fr.max, fr.buf)
 	fr.buf = buf[:0]
 	if err != nil {

@@ -319,3 +319,26 @@ func TestFrameReaderSetMaxFrameSize(t *testing.T) {
 		t.Fatalf("Next with limit 100: err = %v, want ErrFrameTooLarge", err)
 	}
 }
+
+func TestFrameReaderDropsLargeBuffer(t *testing.T) {
+	small := mustAppend(t, testSendCmd(), testEntry(t, 200))
+	big := mustAppend(t, testSendCmd(), testEntry(t, 2*MaxRetainedBuffer))
+	var stream []byte
+	for _, f := range [][]byte{small, big, small, small} {
+		stream = append(stream, f...)
+	}
+	fr := NewFrameReader(bytes.NewReader(stream), 0)
+	for i, want := range []int{200, 2 * MaxRetainedBuffer, 200, 200} {
+		f, err := fr.Next()
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		e, err := VerifyEntry(f.Payload)
+		if err != nil || len(e.Payload) != want {
+			t.Fatalf("frame %d: payload %d bytes, err %v; want %d", i, len(e.Payload), err, want)
+		}
+		if i >= 2 && cap(fr.buf) > MaxRetainedBuffer {
+			t.Fatalf("frame %d: reader kept a %d-byte buffer", i, cap(fr.buf))
+		}
+	}
+}
