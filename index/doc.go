@@ -105,10 +105,14 @@
 //
 // # Concurrency
 //
-// Ledgers are in 64 shards, each a map under an RWMutex taken only to find
-// or create a ledger. A ledger's page table is a copy-on-write slice behind
-// an atomic pointer, replaced under the ledger's mutex when a page is
-// added; the segment list is likewise copy-on-write. Get is thus lock-free
-// after the shard lookup and never waits for Set, Flush or segment
-// creation. Slots are read and written with atomic loads and stores.
+// Ledgers are in 64 shards, each a map under an RWMutex. Get takes the
+// read lock only for the map lookup; Set and UpdateMeta hold it for their
+// whole update, and Delete takes the write lock to remove a ledger, so no
+// Set can still write through a deleted ledger's page table once Delete
+// returns (its pages can then safely be reused after the next Flush). A
+// ledger's page table is a copy-on-write slice behind an atomic pointer,
+// replaced under the ledger's mutex when a page is added; the segment list
+// is likewise copy-on-write. Get is thus lock-free after the shard lookup
+// and never waits for Set, Flush or segment creation. Slots are read and
+// written with atomic loads and stores.
 package index

@@ -10,8 +10,6 @@ var (
 	ErrCorrupt = errors.New("index: corrupt")
 	// ErrClosed is returned by every method after Close.
 	ErrClosed = errors.New("index: closed")
-	// ErrDeleted is returned by Set for a ledger deleted concurrently.
-	ErrDeleted = errors.New("index: ledger deleted")
 	// ErrOutOfRange is returned by Set for a negative entry id, an entry id
 	// too large for a page table, or location 0 (reserved for "absent").
 	ErrOutOfRange = errors.New("index: entry or location out of range")

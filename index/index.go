@@ -235,22 +235,30 @@ func (ix *Index) lookup(ledger int64) *ledgerState {
 	return ls
 }
 
-func (ix *Index) getOrCreate(ledger int64) *ledgerState {
-	if ls := ix.lookup(ledger); ls != nil {
-		return ls
-	}
+// withLedger runs fn on ledger's state, creating the ledger if needed,
+// while holding its shard's read lock: Delete, which takes the write lock
+// to remove a ledger, thus never runs while fn may still write through the
+// old state.
+func (ix *Index) withLedger(ledger int64, fn func(ls *ledgerState) error) error {
 	sh := ix.shard(ledger)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	ls := sh.ledgers[ledger]
-	if ls == nil {
-		ls = &ledgerState{id: ledger}
-		ls.pages.Store(new([]uint32))
-		ls.last.Store(-1)
-		sh.ledgers[ledger] = ls
-		ix.metaDirty.Store(true)
+	for {
+		sh.mu.RLock()
+		if ls := sh.ledgers[ledger]; ls != nil {
+			err := fn(ls)
+			sh.mu.RUnlock()
+			return err
+		}
+		sh.mu.RUnlock()
+		sh.mu.Lock()
+		if sh.ledgers[ledger] == nil {
+			ls := &ledgerState{id: ledger}
+			ls.pages.Store(new([]uint32))
+			ls.last.Store(-1)
+			sh.ledgers[ledger] = ls
+			ix.metaDirty.Store(true)
+		}
+		sh.mu.Unlock()
 	}
-	return ls
 }
 
 // Set records the location of (ledger, entry), creating the ledger if
@@ -262,27 +270,28 @@ func (ix *Index) Set(ledger, entry int64, loc uint64) error {
 	if ix.closed.Load() {
 		return ErrClosed
 	}
-	ls := ix.getOrCreate(ledger)
-	pn, sl := int(entry/int64(ix.slots)), int(entry%int64(ix.slots))
-	pt := *ls.pages.Load()
-	var phys uint32
-	if pn < len(pt) && pt[pn] != 0 {
-		phys = pt[pn] - 1
-	} else {
-		var err error
-		if phys, err = ix.allocPage(ls, pn); err != nil {
-			return err
+	return ix.withLedger(ledger, func(ls *ledgerState) error {
+		pn, sl := int(entry/int64(ix.slots)), int(entry%int64(ix.slots))
+		pt := *ls.pages.Load()
+		var phys uint32
+		if pn < len(pt) && pt[pn] != 0 {
+			phys = pt[pn] - 1
+		} else {
+			var err error
+			if phys, err = ix.allocPage(ls, pn); err != nil {
+				return err
+			}
 		}
-	}
-	seg, p := ix.page(phys)
-	seg.slot(p, sl).Store(loc)
-	seg.markDirty(p)
-	for {
-		last := ls.last.Load()
-		if entry <= last || ls.last.CompareAndSwap(last, entry) {
-			return nil
+		seg, p := ix.page(phys)
+		seg.slot(p, sl).Store(loc)
+		seg.markDirty(p)
+		for {
+			last := ls.last.Load()
+			if entry <= last || ls.last.CompareAndSwap(last, entry) {
+				return nil
+			}
 		}
-	}
+	})
 }
 
 // allocPage gives page pn of ls a zeroed physical page.
@@ -290,7 +299,7 @@ func (ix *Index) allocPage(ls *ledgerState, pn int) (uint32, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.deleted {
-		return 0, fmt.Errorf("index: ledger %d: %w", ls.id, ErrDeleted)
+		panic("BUG: index: page allocation for a deleted ledger")
 	}
 	pt := *ls.pages.Load()
 	if pn < len(pt) && pt[pn] != 0 {
@@ -419,25 +428,23 @@ func (ix *Index) UpdateMeta(ledger int64, fn func(m *Meta)) error {
 	if ix.closed.Load() {
 		return ErrClosed
 	}
-	ls := ix.getOrCreate(ledger)
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if ls.deleted {
-		return fmt.Errorf("index: ledger %d: %w", ledger, ErrDeleted)
-	}
-	m := ls.meta.clone()
-	fn(&m)
-	ls.meta = m.clone()
-	ix.metaDirty.Store(true)
-	return nil
+	return ix.withLedger(ledger, func(ls *ledgerState) error {
+		ls.mu.Lock()
+		defer ls.mu.Unlock()
+		m := ls.meta.clone()
+		fn(&m)
+		ls.meta = m.clone()
+		ix.metaDirty.Store(true)
+		return nil
+	})
 }
 
 // Delete forgets ledger. Its pages become reusable after the next Flush
 // has made the deletion durable, so a crash never leaves the old page
 // table pointing at another ledger's entries. Deleting an unknown ledger
-// is a no-op. The caller must not run Set for the same ledger concurrently
-// with (or after) its Delete: a Set that raced with the deletion and then
-// stalled past the next Flush could write into a page already reused.
+// is a no-op. Set and UpdateMeta run under the ledger's shard read lock,
+// so Delete waits for those in flight; a later Set creates the ledger
+// afresh.
 func (ix *Index) Delete(ledger int64) error {
 	if ix.closed.Load() {
 		return ErrClosed

@@ -359,7 +359,7 @@ func TestConcurrentSetGetFlush(t *testing.T) {
 				}
 				l := 100 + i%5
 				for e := range int64(30) {
-					if err := ix.Set(l, e, loc(l, e, 1)); err != nil && !errors.Is(err, ErrDeleted) {
+					if err := ix.Set(l, e, loc(l, e, 1)); err != nil {
 						errc <- err
 						return
 					}
