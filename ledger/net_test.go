@@ -355,7 +355,7 @@ func TestNetRecoveryTooManyDown(t *testing.T) {
 		t.Fatalf("state after failed recovery %s, want IN_RECOVERY", m.State)
 	}
 	nc.restart(ens[0])
-	// One down: every write set still has Qw-Qa+1 = 1 answer.
+	nc.restart(ens[1])
 	r, err := b.Open(ctx, h.ID())
 	if err != nil {
 		t.Fatal(err)

@@ -320,8 +320,15 @@ func (h *WriteHandle) ensembleChangeLoop() {
 		}
 		failed := h.mu.failed
 		h.mu.failed = map[int]string{}
-		for _, b := range failed {
+		for idx, b := range failed {
 			h.mu.excluded[b] = true
+			if h.mu.ensemble[idx] != b {
+				delete(failed, idx) // reported again while being replaced
+			}
+		}
+		if len(failed) == 0 {
+			h.mu.Unlock()
+			continue
 		}
 		cur := slices.Clone(h.mu.ensemble)
 		key := h.mu.lac + 1
@@ -371,7 +378,7 @@ func (h *WriteHandle) replace(cur []string, failed map[int]string, key int64, ex
 	newEns := slices.Clone(cur)
 	repl, err := pickBookies(avail, len(failed), func(b string) bool { return excluded[b] || slices.Contains(cur, b) })
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (ensemble %v, failed %v, excluded %v)", err, cur, failed, excluded)
 	}
 	i := 0
 	for idx := range failed {
