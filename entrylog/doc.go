@@ -77,7 +77,11 @@
 // tail: a zeroed, truncated or checksum-failing record after which no valid
 // record can be found at any later offset. An invalid record followed by a
 // valid one is mid-file corruption: an error wrapping ErrCorrupt with the
-// path and offset. A log whose header is entirely zero (crash before the
+// path and offset, except in a log that was never sealed (the active log
+// at a crash) when the invalid stretch contains a whole 4 KiB-aligned
+// zero page: unsynced pages can reach the disk out of order, so a lost
+// page may precede surviving ones, and nothing from there on was covered
+// by a Sync. The scan then ends there quietly too. A log whose header is entirely zero (crash before the
 // header was synced) holds nothing durable and is removed by Open; any
 // other bad header fails Open with ErrCorrupt.
 //

@@ -64,7 +64,8 @@ func scan(r io.ReaderAt, path string, id uint32, size int64, fn func(Record) err
 		}
 		return 0, fmt.Errorf("entrylog: %s off 0: short header: %w", path, err)
 	}
-	if _, _, _, err := DecodeHeader(hdr); err != nil {
+	_, _, sealed, err := DecodeHeader(hdr)
+	if err != nil {
 		return 0, fmt.Errorf("entrylog: %s off 0: %w", path, err)
 	}
 	br := bufio.NewReaderSize(io.NewSectionReader(r, HeaderSize, size-HeaderSize), int(min(256<<10, max(size-HeaderSize, 16))))
@@ -74,14 +75,14 @@ func scan(r io.ReaderAt, path string, id uint32, size int64, fn func(Record) err
 	dataEnd := off
 	for {
 		if size-off < RecordHeaderSize {
-			return dataEnd, tornOrCorrupt(r, path, off, size)
+			return dataEnd, tornOrCorrupt(r, path, off, size, sealed)
 		}
 		if _, err := io.ReadFull(br, hb[:]); err != nil {
 			return dataEnd, fmt.Errorf("entrylog: read %s off %d: %w", path, off, err)
 		}
 		h := decodeRecordHeader(hb[:])
 		if isZero(hb[:]) || h.ledger < MapLedgerID || int64(h.n) > size-off-RecordHeaderSize {
-			return dataEnd, tornOrCorrupt(r, path, off, size)
+			return dataEnd, tornOrCorrupt(r, path, off, size, sealed)
 		}
 		if cap(payload) < int(h.n) {
 			payload = make([]byte, h.n)
@@ -91,7 +92,7 @@ func scan(r io.ReaderAt, path string, id uint32, size int64, fn func(Record) err
 			return dataEnd, fmt.Errorf("entrylog: read %s off %d: %w", path, off, err)
 		}
 		if recordCRC(hb[:], payload) != h.crc {
-			return dataEnd, tornOrCorrupt(r, path, off, size)
+			return dataEnd, tornOrCorrupt(r, path, off, size, sealed)
 		}
 		if h.ledger != MapLedgerID {
 			if err := fn(Record{Ledger: h.ledger, Entry: h.entry, Loc: Location(id, uint32(off)), Payload: payload}); err != nil {
@@ -103,13 +104,37 @@ func scan(r io.ReaderAt, path string, id uint32, size int64, fn func(Record) err
 	}
 }
 
+// lostPageSize is the granularity at which unsynced writes are lost in a
+// crash (file system block / page size).
+const lostPageSize = 4096
+
 // tornOrCorrupt decides about an invalid record at off: nil (torn tail) if
-// no valid record starts anywhere after it, ErrCorrupt otherwise.
-func tornOrCorrupt(r io.ReaderAt, path string, off, size int64) error {
-	if next, ok := findValidRecord(r, off+1, size); ok {
-		return fmt.Errorf("entrylog: %s off %d: invalid record followed by a valid one at %d: %w", path, off, next, ErrCorrupt)
+// no valid record starts anywhere after it, ErrCorrupt otherwise. In a log
+// that was never sealed (the active log at a crash) an invalid stretch
+// that contains a whole aligned zero page is also a torn tail even if
+// valid records follow: unsynced pages can reach the disk out of order, so
+// a lost page may precede surviving ones. None of those records was
+// covered by a Sync (a Sync would have written the lost page too).
+func tornOrCorrupt(r io.ReaderAt, path string, off, size int64, sealed bool) error {
+	next, ok := findValidRecord(r, off+1, size)
+	if !ok {
+		return nil
 	}
-	return nil
+	if !sealed && hasZeroPage(r, off, next) {
+		return nil
+	}
+	return fmt.Errorf("entrylog: %s off %d: invalid record followed by a valid one at %d: %w", path, off, next, ErrCorrupt)
+}
+
+// hasZeroPage reports whether [from, to) contains an aligned all-zero page.
+func hasZeroPage(r io.ReaderAt, from, to int64) bool {
+	page := make([]byte, lostPageSize)
+	for p := (from + lostPageSize - 1) / lostPageSize * lostPageSize; p+lostPageSize <= to; p += lostPageSize {
+		if n, _ := r.ReadAt(page, p); n == lostPageSize && isZero(page) {
+			return true
+		}
+	}
+	return false
 }
 
 // findValidRecord looks for the first offset in [from, size) that holds a
