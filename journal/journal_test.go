@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/magnetar-mq/magnetar/internal/vfs"
@@ -504,5 +505,63 @@ func TestReplayDir(t *testing.T) {
 	stop := errors.New("stop")
 	if err := ReplayDir(fs, testDir, Position{}, func(Record, Position) error { return stop }); err != stop {
 		t.Fatalf("ReplayDir = %v, want the callback's error", err)
+	}
+}
+
+// TestCloseWhileAppending: every completion fires exactly once, either
+// success (and then the record replays) or ErrClosed.
+func TestCloseWhileAppending(t *testing.T) {
+	fs := vfs.NewMem()
+	j := mustOpen(t, testOptions(fs))
+	const writers, per = 4, 300
+	var (
+		mu     sync.Mutex
+		ok     = map[int64]bool{}
+		closed int
+		calls  int
+	)
+	var wg sync.WaitGroup
+	started := make(chan struct{})
+	for w := range writers {
+		wg.Go(func() {
+			for i := range per {
+				if w == 0 && i == per/3 {
+					close(started)
+				}
+				id := int64(w*per + i)
+				j.AppendFunc(Record{Type: Entry, EntryID: id, Payload: []byte{byte(id)}}, func(_ Position, err error) {
+					mu.Lock()
+					defer mu.Unlock()
+					calls++
+					switch {
+					case err == nil:
+						ok[id] = true
+					case errors.Is(err, ErrClosed):
+						closed++
+					default:
+						t.Errorf("completion %d: %v", id, err)
+					}
+				})
+			}
+		})
+	}
+	<-started
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if calls != writers*per || len(ok)+closed != calls {
+		t.Fatalf("%d completions (%d ok, %d closed), want %d", calls, len(ok), closed, writers*per)
+	}
+	j = mustOpen(t, testOptions(fs.CrashClone()))
+	defer j.Close()
+	got, _ := replayAll(t, j, Position{})
+	if len(got) != len(ok) {
+		t.Fatalf("replayed %d records, %d were acknowledged", len(got), len(ok))
+	}
+	for _, r := range got {
+		if !ok[r.EntryID] {
+			t.Fatalf("replayed entry %d that was not acknowledged", r.EntryID)
+		}
 	}
 }
