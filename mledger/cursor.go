@@ -41,7 +41,11 @@ type Cursor struct {
 	needSnapshot bool
 	dirty        bool
 	lastPersist  time.Time
-	closed       bool
+	// persistedMD is the mark-delete of the last successful persist (or
+	// recovery); trimming uses it, so a crash can never revert a cursor
+	// into a deleted ledger.
+	persistedMD Position
+	closed      bool
 }
 
 func newCursor(ml *ManagedLedger, name string, durable bool, md Position) *Cursor {
@@ -52,6 +56,7 @@ func newCursor(ml *ManagedLedger, name string, durable bool, md Position) *Curso
 		path:         ml.path + "/" + escapeName(name),
 		st:           newAckState(md),
 		readPos:      Position{md.LedgerID, md.EntryID + 1},
+		persistedMD:  md,
 		pendingBatch: map[Position]struct{}{},
 		staleLedger:  -1,
 	}
@@ -542,10 +547,20 @@ func (c *Cursor) Backlog() (entries, messages int64) {
 			return
 		}
 		md := c.st.markDelete
-		entries = ls.entriesBetween(md, last) - c.st.ackedCount
+		entries = ls.entriesBetween(md, last)
+		for _, l := range c.st.ledgers {
+			// Acks in ledgers that no longer exist (a non-durable cursor
+			// behind trimming) do not count.
+			if ls.entries(l) > 0 {
+				entries -= int64(c.st.acked[l].GetCardinality())
+			}
+		}
 		messages = c.ml.messagesBetweenLocked(md, last)
 		for _, l := range c.st.ledgers {
 			bm := c.st.acked[l]
+			if ls.entries(l) == 0 {
+				continue
+			}
 			sums := c.ml.msgSums[l]
 			if int64(len(sums)) == ls.entries(l) && len(sums) > 0 {
 				it := bm.Iterator()
@@ -618,6 +633,13 @@ func (ml *ManagedLedger) avgMessagesLocked(id, k int64) int64 {
 	}
 	l := ml.ledgers[i]
 	return int64(math.Round(float64(k) * float64(l.Messages) / float64(l.Entries)))
+}
+
+// persistedMarkDelete returns the mark-delete position as last persisted.
+func (c *Cursor) persistedMarkDelete() Position {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.persistedMD
 }
 
 func (c *Cursor) lastPersistTime() time.Time {

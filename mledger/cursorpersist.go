@@ -89,14 +89,20 @@ func (c *Cursor) persist(ctx context.Context) error {
 			c.pl.deltaBytes += int64(len(rec))
 		}
 	}
+	c.mu.Lock()
 	if err != nil {
-		c.mu.Lock()
 		c.needSnapshot = true
 		c.dirty = true
-		c.mu.Unlock()
+	} else if c.persistedMD.Less(md) || c.needSnapshotWasReset(snapshot) {
+		c.persistedMD = md
 	}
+	c.mu.Unlock()
 	return err
 }
+
+// needSnapshotWasReset reports whether a successful snapshot may have
+// moved the persisted mark-delete backwards (after Reset).
+func (c *Cursor) needSnapshotWasReset(snapshot bool) bool { return snapshot }
 
 // writeSnapshot writes body into a new cursor ledger, points the cursor
 // node at it, and deletes the previous cursor ledger.
@@ -277,6 +283,7 @@ func (ml *ManagedLedger) recoverCursor(ctx context.Context, name string) (*Curso
 	st.advance(ml.ledgers)
 	ml.mu.RUnlock()
 	c.st = st
+	c.persistedMD = st.markDelete
 	c.readPos = Position{st.markDelete.LedgerID, st.markDelete.EntryID + 1}
 	c.lastPersist = ml.f.opts.Now()
 	return c, nil

@@ -134,9 +134,11 @@
 //
 // Trim (also run by the background loop every TrimInterval) deletes, oldest
 // first and stopping at the first kept ledger, each ledger that is not the
-// last one, that every durable cursor has consumed (mark-delete at or past
-// its last entry; with no durable cursor, all are consumed; non-durable
-// cursors do not hold ledgers), and that violates a retention limit: closed
+// last one, that every durable cursor has consumed (its last persisted
+// mark-delete at or past the ledger's last entry, so a crash, which reverts
+// a cursor to its persisted state, never leaves it inside a deleted ledger
+// and the redelivery bound holds; with no durable cursor, all are consumed;
+// non-durable cursors do not hold ledgers), and that violates a retention limit: closed
 // longer than RetentionTime ago, or the managed ledger without it is still
 // larger than RetentionSize (0: no retention, -1: unlimited). The info is
 // compare-and-set first, then the ledgers are deleted from the store, so a

@@ -13,7 +13,10 @@ import (
 //
 //   - the last ledger of the list (the current one) is never deleted;
 //   - a ledger not yet consumed by the slowest durable cursor is kept (with
-//     no durable cursor every ledger counts as consumed);
+//     no durable cursor every ledger counts as consumed); the mark-delete
+//     used is the one last persisted, so that a crash, which reverts a
+//     cursor to its persisted state, never leaves it inside a deleted
+//     ledger;
 //   - a consumed ledger is deleted when it violates either retention
 //     limit: closed more than RetentionTime ago (0: always; -1: never), or
 //     the managed ledger's size without it still exceeds RetentionSize
@@ -41,7 +44,7 @@ func (ml *ManagedLedger) Trim(ctx context.Context) error {
 		if !c.durable {
 			continue
 		}
-		md := c.MarkDeletePosition()
+		md := c.persistedMarkDelete()
 		if slowest == nil || md.Less(*slowest) {
 			slowest = &md
 		}

@@ -62,6 +62,16 @@ func TestTrim(t *testing.T) {
 				_ = slow.MarkDelete(pos[tc.slow])
 			}
 			_ = fast.MarkDelete(pos[tc.fast])
+			// Trimming follows the persisted mark-delete positions.
+			if err := ml.Trim(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := ledgerIDs(ml); !slices.Equal(got, before) {
+				t.Fatalf("trimmed %v before the cursors persisted", got)
+			}
+			if err := ml.PersistAllForTest(ctx); err != nil {
+				t.Fatal(err)
+			}
 			e.clock.Advance(tc.advance)
 			if err := ml.Trim(ctx); err != nil {
 				t.Fatal(err)
