@@ -168,3 +168,30 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkAppendLatency appends one 100-byte record at a time and waits
+// for its completion: ns/op is the unloaded add latency (MaxGroupWait plus
+// one write+fdatasync).
+func BenchmarkAppendLatency(b *testing.B) {
+	for _, wait := range []time.Duration{0, DefaultMaxGroupWait} {
+		b.Run(fmt.Sprintf("wait=%v", wait), func(b *testing.B) {
+			o := DefaultOptions(b.TempDir())
+			o.MaxGroupWait = wait
+			j, err := Open(o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer j.Close()
+			done := make(chan error, 1)
+			comp := CompletionFunc(func(_ Position, err error) { done <- err })
+			rec := Record{Type: Entry, LedgerID: 1, Payload: make([]byte, 100)}
+			b.ReportAllocs()
+			for b.Loop() {
+				j.Append(rec, comp)
+				if err := <-done; err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
