@@ -176,7 +176,10 @@ func (b *Bookie) writable(recovery bool) error {
 // journal record holding the entry is durable (fdatasync returned), or
 // with the reason it was refused or failed. Callbacks of successful adds
 // run in journal order. done may run on the caller's goroutine (refusals)
-// or the journal's; it must not block.
+// or the journal's completion goroutine; it must not block, and must not
+// call AddEntry, Fence or WriteLAC synchronously: those may wait for
+// write-cache or journal queue space, which only the completion goroutine
+// frees (hand such work to another goroutine).
 //
 // The first add (or fence) of a ledger sets its master key; later requests
 // with another key get ErrUnauthorized. Normal adds to a fenced ledger get

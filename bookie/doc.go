@@ -87,7 +87,9 @@
 //     MinFreeForRecoveryAdds free, so ledgers stay recoverable;
 //   - the journal failed (an fsync error is sticky): until restart;
 //   - storage reported corruption: until restart;
-//   - a checkpoint failed: until one succeeds.
+//   - a checkpoint failed: until one succeeds (entry-log write errors are
+//     sticky in package entrylog, so in practice until a restart; the data
+//     stays in the write cache and the journal meanwhile).
 //
 // # Garbage collection
 //
