@@ -91,7 +91,9 @@
 // ErrNotFound. A zeroed record, or one past the end of the data, is
 // ErrNotFound in a log recovered without a ledgers map (its unsynced tail
 // may legitimately be gone after a crash) and ErrCorrupt in a sealed or
-// active log, where every location handed out holds a record.
+// active log, where every location handed out holds a record. Likewise a
+// checksum mismatch in a recovered log is ErrNotFound when the record
+// overlaps an aligned all-zero page (lost in the crash).
 //
 // # Concurrency
 //

@@ -623,3 +623,52 @@ func TestLostPageInSealedLogIsCorrupt(t *testing.T) {
 		t.Fatalf("ScanFile(sealed log with a zeroed page) = %v, want ErrCorrupt", err)
 	}
 }
+
+// TestReadLostPage: in a recovered log, a record partly on a lost (zero)
+// page reads as missing, not corrupt; in a sealed log it is corrupt.
+func TestReadLostPage(t *testing.T) {
+	for _, sealed := range []bool{false, true} {
+		fs := vfs.NewMem()
+		l := mustOpen(t, fs, func(o *Options) { o.Dirs = []string{"/a"}; o.LogSizeLimit = 1 << 20 })
+		var e added
+		for i := int64(0); ; i++ {
+			loc, err := l.Add(1, i, payloadFor(1, i, 900))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, off := SplitLocation(loc); off < 8192 && off+924 > 8192 {
+				e = added{1, i, nil, loc} // straddles the page at 8192
+			}
+			if _, off := SplitLocation(loc); off > 16384 {
+				break
+			}
+		}
+		if sealed {
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			if err := l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			fs = fs.CrashClone()
+			l.Close()
+		}
+		if e.loc == 0 {
+			t.Fatal("no record straddles offset 8192")
+		}
+		b := readMem(t, fs, "/a/00000001.log")
+		clear(b[8192:12288])
+		writeMem(t, fs, "/a/00000001.log", b)
+		r := mustOpen(t, fs, func(o *Options) { o.Dirs = []string{"/a"} })
+		_, err := r.Read(e.loc, e.ledger, e.entry)
+		want := ErrNotFound
+		if sealed {
+			want = ErrCorrupt
+		}
+		if !errors.Is(err, want) {
+			t.Fatalf("sealed=%v: Read of a record on a lost page = %v, want %v", sealed, err, want)
+		}
+		r.Close()
+	}
+}

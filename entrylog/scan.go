@@ -126,6 +126,12 @@ func tornOrCorrupt(r io.ReaderAt, path string, off, size int64, sealed bool) err
 	return fmt.Errorf("entrylog: %s off %d: invalid record followed by a valid one at %d: %w", path, off, next, ErrCorrupt)
 }
 
+// overlapsZeroPage reports whether an aligned all-zero page overlaps
+// [from, to).
+func overlapsZeroPage(r io.ReaderAt, from, to int64) bool {
+	return hasZeroPage(r, from/lostPageSize*lostPageSize, (to+lostPageSize-1)/lostPageSize*lostPageSize)
+}
+
 // hasZeroPage reports whether [from, to) contains an aligned all-zero page.
 func hasZeroPage(r io.ReaderAt, from, to int64) bool {
 	page := make([]byte, lostPageSize)
