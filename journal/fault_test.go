@@ -171,3 +171,49 @@ func TestCheckpointFailure(t *testing.T) {
 		t.Fatalf("lastMark file = %v, %v; want %v", m, err, pos[1])
 	}
 }
+
+// TestRollFailure: a file that cannot be created on roll (disk full)
+// fails the journal; what was acknowledged before survives a reopen.
+func TestRollFailure(t *testing.T) {
+	mem := vfs.NewMem()
+	toggle := vfs.NewToggle(vfs.DiskFull())
+	o := testOptions(vfs.NewErrorFS(mem, toggle))
+	// Three groups of two 540-byte records end at 3272 bytes: the next
+	// group rolls.
+	o.MaxFileSize = 3500
+	j := mustOpen(t, o)
+	var good []Record
+	for i := range 3 {
+		r := makeRecords(2, 500, int64(i))
+		appendAll(t, j, r)
+		good = append(good, r...)
+	}
+	toggle.Enable()
+	var errs []error
+	done := make(chan struct{})
+	for i := range 20 {
+		j.AppendFunc(makeRecords(1, 500, 50)[0], func(_ Position, err error) {
+			errs = append(errs, err) // completions run on one goroutine
+			if i == 19 {
+				close(done)
+			}
+		})
+	}
+	<-done
+	for _, err := range errs {
+		if !errors.Is(err, ErrFailed) || !errors.Is(err, unix.ENOSPC) {
+			t.Fatalf("completion = %v, want ErrFailed wrapping ENOSPC", err)
+		}
+	}
+	if err := j.Close(); !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("Close = %v", err)
+	}
+	toggle.Disable()
+	if ids, _ := listFiles(mem, testDir); len(ids) != 1 {
+		t.Fatalf("files %v: the roll did not fail at creation", ids)
+	}
+	j = mustOpen(t, testOptions(mem.CrashClone()))
+	defer j.Close()
+	got, _ := replayAll(t, j, Position{})
+	sameRecords(t, got, good)
+}
