@@ -313,7 +313,7 @@ func crashChild(dir string) error {
 
 func TestCrashRealProcess(t *testing.T) {
 	iterations := 20
-	if os.Getenv("MAGNETAR_SOAK") == "1" {
+	if os.Getenv("MAGNETAR_SOAK") == "1" || os.Getenv("SOAK") == "1" { // scripts/test honours SOAK=1
 		iterations = 200
 	}
 	dir := t.TempDir()
