@@ -179,8 +179,9 @@ func (l *Log) AppendRead(dst []byte, loc uint64, ledger, entry int64) ([]byte, e
 		}
 	}
 	dst = dst[:start+n]
-	if err := checkRecordCRC(f.path, off, h, crc32.Update(c, castagnoli, dst[start:]), ledger, entry); err != nil {
-		if f.recovered && errors.Is(err, ErrCorrupt) && overlapsZeroPage(f.f, off, off+RecordHeaderSize+int64(n)) {
+	crc := crc32.Update(c, castagnoli, dst[start:])
+	if err := checkRecordCRC(f.path, off, h, crc, ledger, entry); err != nil {
+		if f.recovered && crc != h.crc && overlapsZeroPage(f.f, off, off+RecordHeaderSize+int64(n)) {
 			// Part of the record was on a page lost in the crash.
 			return dst[:start], fmt.Errorf("entrylog: %s off %d: record on a lost page: %w", f.path, off, ErrNotFound)
 		}
