@@ -93,16 +93,14 @@ func (c *Cursor) persist(ctx context.Context) error {
 	if err != nil {
 		c.needSnapshot = true
 		c.dirty = true
-	} else if c.persistedMD.Less(md) || c.needSnapshotWasReset(snapshot) {
+	} else {
+		// Persists are serialised, so md is the newest persisted one (a
+		// Reset may have moved it back; that goes out as a snapshot).
 		c.persistedMD = md
 	}
 	c.mu.Unlock()
 	return err
 }
-
-// needSnapshotWasReset reports whether a successful snapshot may have
-// moved the persisted mark-delete backwards (after Reset).
-func (c *Cursor) needSnapshotWasReset(snapshot bool) bool { return snapshot }
 
 // writeSnapshot writes body into a new cursor ledger, points the cursor
 // node at it, and deletes the previous cursor ledger.

@@ -729,6 +729,15 @@ func (ml *ManagedLedger) tick(ctx context.Context, now time.Time) {
 		}
 	}
 	ml.cache.evictUpTo(slowest)
+	// Per-entry message counts are only needed for backlogs: free them
+	// for ledgers every cursor has left behind.
+	ml.mu.Lock()
+	for id := range ml.msgSums {
+		if id < slowest.LedgerID {
+			delete(ml.msgSums, id)
+		}
+	}
+	ml.mu.Unlock()
 	if trim {
 		if err := ml.Trim(ctx); err != nil {
 			ml.log.Warn("trim", "err", err)
