@@ -204,8 +204,10 @@ func (j *Journal) wait() error { return j.w.Wait() }
 // Append queues rec and calls c.AppendDone once rec is durable (after the
 // fdatasync covering it returned; after the write alone when the journal
 // is not Durable) or has failed. Completions run in append order on one
-// goroutine. The payload is copied before Append returns. c may be nil.
-// Append blocks while more than MaxQueuedBytes are queued.
+// goroutine, except refusals (ErrInvalidType, ErrTooLarge, ErrClosed),
+// which are delivered on the caller's goroutine before Append returns.
+// The payload is copied before Append returns. c may be nil. Append blocks
+// while more than MaxQueuedBytes are queued.
 func (j *Journal) Append(rec Record, c Completion) {
 	if !rec.Type.valid() || rec.Type == typeMark {
 		if c != nil {
