@@ -109,7 +109,11 @@ func verifyFrom(t *testing.T, b *Bookie, acked map[key]bool, ledgers []int64, fr
 // Each clone is then opened: every entry acked before the clone reads
 // back byte for byte, and nothing reads back corrupt.
 func TestCrashCloneMemFS(t *testing.T) {
-	for seed := uint64(1); seed <= 3; seed++ {
+	seeds := uint64(3)
+	if os.Getenv("MAGNETAR_SOAK") == "1" || os.Getenv("SOAK") == "1" {
+		seeds = 30
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { crashCloneRun(t, seed) })
 	}
 }
@@ -320,7 +324,9 @@ func TestCrashRealProcess(t *testing.T) {
 	if d := os.Getenv("CRASH_DIR"); d != "" {
 		dir = d
 	}
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 7))
+	t.Logf("kill points from seed %d", seed)
 	acked := map[key]bool{}
 	from := map[int64]int64{} // per ledger, where this iteration's entries start
 	for it := 0; it < iterations; it++ {
