@@ -266,7 +266,9 @@ var closedCh = func() chan struct{} { ch := make(chan struct{}); close(ch); retu
 
 // WaitForEntries returns a channel that is closed once the cursor may have
 // entries to read (immediately if it has some now), so dispatchers wait
-// without polling. It is also closed when the managed ledger closes.
+// without polling. It is also closed when an add completes, when the read
+// position of any cursor is moved (Reset, Rewind, SetReadPosition) and when
+// the managed ledger closes; wake-ups may be spurious.
 func (c *Cursor) WaitForEntries() <-chan struct{} {
 	c.mu.Lock()
 	start := c.readStartLocked()
@@ -440,6 +442,7 @@ func (c *Cursor) Reset(p Position) error {
 	c.st.reset(Position{p.LedgerID, p.EntryID - 1})
 	c.readPos = p
 	c.seekGen++
+	c.wakeLocked()
 	c.pendingAcks = nil
 	clear(c.pendingBatch)
 	c.needSnapshot = true
@@ -464,6 +467,7 @@ func (c *Cursor) SetReadPosition(p Position) {
 	defer c.mu.Unlock()
 	c.readPos = p
 	c.seekGen++
+	c.wakeLocked()
 }
 
 // Rewind moves the read position back to the entry after mark-delete, so
@@ -474,6 +478,15 @@ func (c *Cursor) Rewind() {
 	md := c.st.markDelete
 	c.readPos = Position{md.LedgerID, md.EntryID + 1}
 	c.seekGen++
+	c.wakeLocked()
+}
+
+// wakeLocked wakes WaitForEntries callers after the read position moved
+// (spurious wake-ups of other cursors are harmless).
+func (c *Cursor) wakeLocked() {
+	c.ml.mu.Lock()
+	c.ml.notifyLocked()
+	c.ml.mu.Unlock()
 }
 
 // SkipEntries acknowledges the next n unacknowledged entries after

@@ -317,11 +317,7 @@ func (ml *ManagedLedger) addComplete(op *addOp, entryID int64, err error) {
 	ml.msgSums[op.ledger] = append(sums, prev+int64(op.msgs))
 	ml.entriesAdded.Add(1)
 	ml.cache.insert(pos, op.data, ml.f.opts.Now())
-	if ml.chWanted {
-		close(ml.addedCh)
-		ml.addedCh = make(chan struct{})
-		ml.chWanted = false
-	}
+	ml.notifyLocked()
 	ml.mu.Unlock()
 	op.cb(pos, nil)
 }
@@ -551,6 +547,15 @@ func (ml *ManagedLedger) IsTerminated() bool {
 	return ml.state == stateTerminated
 }
 
+// notifyLocked wakes everyone waiting in WaitForEntries.
+func (ml *ManagedLedger) notifyLocked() {
+	if ml.chWanted {
+		close(ml.addedCh)
+		ml.addedCh = make(chan struct{})
+		ml.chWanted = false
+	}
+}
+
 // waitChLocked returns a channel closed on the next completed add.
 func (ml *ManagedLedger) waitChLocked() chan struct{} {
 	ml.chWanted = true
@@ -629,11 +634,7 @@ func (ml *ManagedLedger) Close(ctx context.Context) error {
 	for len(ml.pending) > 0 {
 		ml.drained.Wait()
 	}
-	if ml.chWanted {
-		close(ml.addedCh)
-		ml.addedCh = make(chan struct{})
-		ml.chWanted = false
-	}
+	ml.notifyLocked()
 	cur := ml.current
 	ml.current = nil
 	ops := append(ml.retry, ml.queued...)

@@ -393,3 +393,24 @@ func TestDeleteManagedLedgerAndList(t *testing.T) {
 		t.Fatalf("recreated managed ledger is not empty: %+v", ml.Stats())
 	}
 }
+
+func TestWaitForEntriesWakesOnRewind(t *testing.T) {
+	e := newEnv(t)
+	ml := e.open("t/rewind", testConfig())
+	c, _ := ml.OpenCursor(ctxT(t), "s", mledger.InitialEarliest)
+	addMany(t, ml, "m", 3)
+	if got := len(readAll(t, c)); got != 3 {
+		t.Fatalf("read %d", got)
+	}
+	ch := c.WaitForEntries()
+	select {
+	case <-ch:
+		t.Fatal("closed with nothing to read")
+	default:
+	}
+	c.Rewind() // the 3 unacked entries are readable again
+	<-ch
+	if got := len(readAll(t, c)); got != 3 {
+		t.Fatalf("after Rewind read %d, want 3", got)
+	}
+}
