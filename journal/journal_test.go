@@ -361,7 +361,8 @@ func TestUnwrittenLastHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A crash right after creating file 2: empty or zero-filled.
-	for _, content := range [][]byte{nil, make([]byte, 10), make([]byte, 100)} {
+	torn := appendFileHeader(nil, fileHeader{FileID: 2, BaseSeq: 6})[:20]
+	for _, content := range [][]byte{nil, make([]byte, 10), make([]byte, 100), torn} {
 		writeFile(t, fs, path.Join(testDir, fileName(2)), content)
 		j = mustOpen(t, testOptions(fs))
 		got, _ := replayAll(t, j, Position{})

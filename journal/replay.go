@@ -138,13 +138,19 @@ func scanFile(a *scanArgs, r *fileReader, id, expect uint64, last bool) (next ui
 	}
 	_, h, herr := decodeFileHeader(hb)
 	if herr != nil {
-		// A crash between creating a file and syncing its header leaves a
-		// short or zero header and nothing else: no record in it was ever
-		// written, let alone acknowledged.
-		if last && a.repair && (len(hb) < FileHeaderSize || allZero(hb)) {
-			rest, rerr := isZeroFrom(r, 0)
-			if rerr != nil {
-				return 0, false, fmt.Errorf("journal: %s: %w", p, rerr)
+		// A crash between creating a file and syncing its header leaves at
+		// most a (possibly torn) header, or zeros: records are only
+		// written after the header is synced, so none was acknowledged.
+		if last {
+			rest := r.size <= FileHeaderSize
+			if !rest {
+				var rerr error
+				if rest, rerr = isZeroFrom(r, 0); rerr != nil {
+					return 0, false, fmt.Errorf("journal: %s: %w", p, rerr)
+				}
+			}
+			if rest && !a.repair {
+				return expect, true, nil // nothing in it; leave it alone
 			}
 			if rest {
 				a.logger.Warn("journal: removing last file with unwritten header", "path", p, "size", r.size)
@@ -157,9 +163,6 @@ func scanFile(a *scanArgs, r *fileReader, id, expect uint64, last bool) (next ui
 				}
 				return 0, true, nil
 			}
-		}
-		if last && !a.repair && len(hb) < FileHeaderSize {
-			return expect, true, nil // being created
 		}
 		return 0, false, corrupt(0, "%v", herr)
 	}
