@@ -131,10 +131,11 @@ func openStorage(opts *Options) (s storageSet, err error) {
 		}
 	}()
 	el, err := entrylog.Open(entrylog.Options{
-		FS:           opts.FS,
-		Dirs:         opts.LedgerDirs,
-		LogSizeLimit: opts.EntryLogMaxSize,
-		Logger:       opts.Logger,
+		FS:                  opts.FS,
+		Dirs:                opts.LedgerDirs,
+		LogSizeLimit:        opts.EntryLogMaxSize,
+		CompactionRateBytes: opts.CompactionRateBytes,
+		Logger:              opts.Logger,
 	})
 	if err != nil {
 		return s, fmt.Errorf("bookie: open entry logs: %w", err)

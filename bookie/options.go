@@ -88,6 +88,9 @@ type Options struct {
 	// CompactionThreshold: entry logs whose live fraction falls below it
 	// are compacted (default 0.5). Logs with no live data are deleted.
 	CompactionThreshold float64
+	// CompactionRateBytes limits compaction copying to this many payload
+	// bytes per second (default 0: unlimited).
+	CompactionRateBytes int64
 
 	// Logger receives the bookie's logs (default: discard).
 	Logger *slog.Logger
@@ -187,6 +190,9 @@ func (o *Options) Validate() error {
 	}
 	if o.DiskUsageLWM <= 0 || o.DiskUsageLWM > o.DiskUsageThreshold {
 		errs = append(errs, fmt.Errorf("DiskUsageLWM %v not in (0, DiskUsageThreshold %v]", o.DiskUsageLWM, o.DiskUsageThreshold))
+	}
+	if o.CompactionRateBytes < 0 {
+		errs = append(errs, errors.New("negative CompactionRateBytes"))
 	}
 	if o.CompactionThreshold < 0 || o.CompactionThreshold > 1 {
 		errs = append(errs, fmt.Errorf("CompactionThreshold %v not in [0, 1]", o.CompactionThreshold))

@@ -122,7 +122,8 @@ func RebuildIndex(opts Options, progress func(entries int64)) (entries int64, er
 	if err := opts.Validate(); err != nil {
 		return 0, err
 	}
-	el, err := entrylog.Open(entrylog.Options{FS: opts.FS, Dirs: opts.LedgerDirs, LogSizeLimit: opts.EntryLogMaxSize, Logger: opts.Logger})
+	el, err := entrylog.Open(entrylog.Options{FS: opts.FS, Dirs: opts.LedgerDirs, LogSizeLimit: opts.EntryLogMaxSize,
+		CompactionRateBytes: opts.CompactionRateBytes, Logger: opts.Logger})
 	if err != nil {
 		return 0, fmt.Errorf("bookie: rebuild index: %w", err)
 	}
