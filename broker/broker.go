@@ -280,7 +280,14 @@ func (b *Broker) getTopic(ctx context.Context, tn topicName, create bool) (*topi
 				return nil, l.err
 			}
 			if l.t.isClosed() {
-				// Unloaded meanwhile; load again.
+				// Being unloaded: wait until its managed ledger is closed
+				// (the factory would hand out the closing instance
+				// otherwise), then load again.
+				select {
+				case <-l.t.unloaded:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
 				b.mu.Lock()
 				if b.mu.topics[full] == l {
 					delete(b.mu.topics, full)
@@ -377,21 +384,28 @@ func (b *Broker) unloadTopic(full string) bool {
 	if l != nil {
 		select {
 		case <-l.done:
-			delete(b.mu.topics, full)
 		default:
 			l = nil
 		}
 	}
 	b.mu.Unlock()
-	if l == nil || l.t == nil {
+	if l == nil || l.t == nil || !l.t.markUnloading() {
 		return false
 	}
+	// The entry stays in the map until the ledger is closed: getTopic
+	// waits on unloaded instead of reopening a closing ledger.
 	l.t.closeAll(true)
 	if l.t.ml != nil {
 		if err := l.t.ml.Close(); err != nil {
 			b.log.Warn("close managed ledger", "topic", full, "err", err)
 		}
 	}
+	b.mu.Lock()
+	if b.mu.topics[full] == l {
+		delete(b.mu.topics, full)
+	}
+	b.mu.Unlock()
+	close(l.t.unloaded)
 	return true
 }
 

@@ -43,6 +43,9 @@ type topic struct {
 	lastPos   atomic.Pointer[lastEntry]
 	npEntryID atomic.Int64 // non-persistent message ids
 
+	unloading atomic.Bool
+	unloaded  chan struct{} // closed once an unload closed the ledger
+
 	msgIn    atomic.Int64
 	bytesIn  atomic.Int64
 	rates    rateTracker
@@ -56,7 +59,7 @@ type lastEntry struct {
 }
 
 func newTopic(b *Broker, tn topicName, ml ManagedLedger) *topic {
-	t := &topic{b: b, name: tn, full: tn.String(), partition: tn.PartitionIndex, ml: ml, log: b.log, loadedAt: time.Now()}
+	t := &topic{b: b, name: tn, full: tn.String(), partition: tn.PartitionIndex, ml: ml, log: b.log, loadedAt: time.Now(), unloaded: make(chan struct{})}
 	t.mu.producers = make(map[string]*producer)
 	t.mu.subs = make(map[string]*subscription)
 	t.mu.dedup = make(map[string]uint64)
@@ -309,3 +312,6 @@ func (t *topic) isClosed() bool {
 	defer t.mu.Unlock()
 	return t.mu.closed
 }
+
+// markUnloading claims the unload of t; false if another unload has it.
+func (t *topic) markUnloading() bool { return t.unloading.CompareAndSwap(false, true) }
