@@ -155,15 +155,20 @@ func (c *Client) Metadata(ctx context.Context, id int64) (Metadata, metadata.Ver
 
 // Delete deletes ledger id's metadata, then asks the bookies that
 // implement LedgerDeleter to drop its data (best effort; other bookies
-// reclaim it by garbage collection). ErrNoSuchLedger if absent.
+// reclaim it by garbage collection). Deleting an absent ledger is not an
+// error (as mledger.LedgerStore requires). Metadata errors are safe to
+// retry.
 func (c *Client) Delete(ctx context.Context, id int64) error {
 	m, v, err := readMetadata(ctx, c.store, id)
+	if errors.Is(err, ErrNoSuchLedger) {
+		return nil
+	}
 	if err != nil && !errors.Is(err, ErrBadMetadata) {
 		return err
 	}
 	if err := c.store.Delete(ctx, LedgerPath(id), v); err != nil {
 		if errors.Is(err, metadata.ErrNotFound) {
-			return fmt.Errorf("%w: %d", ErrNoSuchLedger, id)
+			return nil
 		}
 		return err
 	}

@@ -71,8 +71,11 @@ func TestLocalCreateAddReadClose(t *testing.T) {
 	if _, err := lc.client.Open(ctx, h.ID()); !errors.Is(err, ledger.ErrNoSuchLedger) {
 		t.Fatalf("Open(deleted) err %v, want ErrNoSuchLedger", err)
 	}
-	if err := lc.client.Delete(ctx, h.ID()); !errors.Is(err, ledger.ErrNoSuchLedger) {
-		t.Fatalf("Delete(deleted) err %v, want ErrNoSuchLedger", err)
+	if err := lc.client.Delete(ctx, h.ID()); err != nil {
+		t.Fatalf("Delete(deleted) err %v, want nil", err)
+	}
+	if _, err := lc.bookies[0].ReadEntry(h.ID(), 0); err == nil {
+		t.Fatal("in-process bookie still holds the deleted ledger's entries")
 	}
 }
 
