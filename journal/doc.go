@@ -15,6 +15,9 @@
 //	err = j.Checkpoint(pos) // after ledger storage persisted everything up to pos
 //	err = j.Close()
 //
+// Tools read a journal directory without opening it for writing with
+// ReplayDir.
+//
 // # Group commit
 //
 // Appenders encode their record straight into the current group under one
