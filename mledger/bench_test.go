@@ -36,6 +36,32 @@ func BenchmarkAddEntry(b *testing.B) {
 	}
 }
 
+// BenchmarkAddEntryBounded is AddEntry with at most 1000 adds in flight,
+// as a producer with a bounded pending queue would do.
+func BenchmarkAddEntryBounded(b *testing.B) {
+	e := newEnv(b)
+	ml := e.open("b/addb", mledger.Config{MinLedgerRolloverTime: -1})
+	data := make([]byte, 200)
+	sem := make(chan struct{}, 1000)
+	var wg sync.WaitGroup
+	cb := func(_ mledger.Position, err error) {
+		if err != nil {
+			b.Error(err)
+		}
+		<-sem
+		wg.Done()
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	wg.Add(b.N)
+	for range b.N {
+		sem <- struct{}{}
+		ml.AddEntry(data, 1, cb)
+	}
+	wg.Wait()
+}
+
 // benchCursor returns a cursor over n entries.
 func benchCursor(b *testing.B, n int) (*mledger.ManagedLedger, *mledger.Cursor, []mledger.Position) {
 	e := newEnv(b)

@@ -26,13 +26,38 @@ const (
 	stateClosed
 )
 
-// addOp is one AddEntry call.
+// addOp is one AddEntry call. addOps are pooled together with their
+// completion closure, so a steady stream of adds allocates nothing here.
 type addOp struct {
+	ml      *ManagedLedger
 	data    []byte
 	msgs    int32
 	cb      func(Position, error)
 	retries int
 	ledger  int64
+	done    func(entryID int64, err error) // calls ml.addComplete(op, ...)
+}
+
+var addOpPool sync.Pool
+
+func init() {
+	addOpPool.New = func() any {
+		op := &addOp{}
+		op.done = func(id int64, err error) { op.ml.addComplete(op, id, err) }
+		return op
+	}
+}
+
+func newAddOp(ml *ManagedLedger, data []byte, msgs int32, cb func(Position, error)) *addOp {
+	op := addOpPool.Get().(*addOp)
+	op.ml, op.data, op.msgs, op.cb, op.retries, op.ledger = ml, data, msgs, cb, 0, 0
+	return op
+}
+
+// release returns op to the pool once nothing refers to it any more.
+func (op *addOp) release() {
+	op.ml, op.data, op.cb = nil, nil, nil
+	addOpPool.Put(op)
 }
 
 // ManagedLedger is a named, unbounded log made of a chain of ledgers, with
@@ -232,7 +257,7 @@ func (ml *ManagedLedger) AddEntry(data []byte, numMessages int32, cb func(Positi
 		cb(Position{}, err)
 		return
 	}
-	op := &addOp{data: data, msgs: numMessages, cb: cb}
+	op := newAddOp(ml, data, numMessages, cb)
 	switch ml.state {
 	case stateReady:
 		ml.submitOrQueueLocked([]*addOp{op})
@@ -266,7 +291,7 @@ func (ml *ManagedLedger) submitLocked(op *addOp) {
 	ml.subSize += int64(len(op.data))
 	op.ledger = ml.current.ID()
 	ml.pending = append(ml.pending, op)
-	ml.current.AddAsync(op.data, func(id int64, err error) { ml.addComplete(op, id, err) })
+	ml.current.AddAsync(op.data, op.done)
 }
 
 func (ml *ManagedLedger) popPendingLocked(op *addOp) {
@@ -290,7 +315,9 @@ func (ml *ManagedLedger) addComplete(op *addOp, entryID int64, err error) {
 			op.retries > ml.cfg.MaxAddRetries
 		if final {
 			ml.mu.Unlock()
-			op.cb(Position{}, fmt.Errorf("%w: ledger %d: %w", ErrWriteFailed, op.ledger, err))
+			cb, ledger := op.cb, op.ledger
+			op.release()
+			cb(Position{}, fmt.Errorf("%w: ledger %d: %w", ErrWriteFailed, ledger, err))
 			return
 		}
 		ml.log.Warn("add failed; rolling over", "ledger", op.ledger, "err", err)
@@ -319,7 +346,9 @@ func (ml *ManagedLedger) addComplete(op *addOp, entryID int64, err error) {
 	ml.cache.insert(pos, op.data, ml.f.opts.Now())
 	ml.notifyLocked()
 	ml.mu.Unlock()
-	op.cb(pos, nil)
+	cb := op.cb
+	op.release()
+	cb(pos, nil)
 }
 
 func (ml *ManagedLedger) shouldRollLocked(now time.Time) bool {
