@@ -1,0 +1,134 @@
+package perf
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+)
+
+// Consume runs consumers as configured, acking every message, until
+// NumMessages arrived, Duration passed, IdleTimeout elapsed without a
+// message (after the first) or ctx is done, and returns the summary.
+//
+// Ready, if not nil, is closed once every consumer is subscribed, so a
+// caller can start producing into a "latest" subscription without losing
+// the first messages.
+func Consume(ctx context.Context, cfg ConsumeConfig, ready chan<- struct{}) (Summary, error) {
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return Summary{}, err
+	}
+	stype, _ := ParseSubscriptionType(cfg.SubscriptionType)
+	pos, _ := ParsePosition(cfg.Position)
+	if err := createPartitions(ctx, &cfg.Common); err != nil {
+		return Summary{}, err
+	}
+	client, err := newClient(&cfg.Common, 0)
+	if err != nil {
+		return Summary{}, fmt.Errorf("perf: client: %w", err)
+	}
+	defer client.Close()
+
+	var consumers []pulsar.Consumer
+	defer func() {
+		for _, c := range consumers {
+			c.Close()
+		}
+	}()
+	for _, topic := range cfg.Topics {
+		for range cfg.NumConsumers {
+			c, err := client.Subscribe(pulsar.ConsumerOptions{
+				Topic:                       topic,
+				SubscriptionName:            cfg.Subscription,
+				Type:                        stype,
+				SubscriptionInitialPosition: pos,
+				ReceiverQueueSize:           cfg.ReceiverQueueSize,
+			})
+			if err != nil {
+				return Summary{}, fmt.Errorf("perf: subscribe to %s: %w", topic, err)
+			}
+			consumers = append(consumers, c)
+		}
+	}
+	if ready != nil {
+		close(ready)
+	}
+
+	runCtx, cancel := runContext(ctx, &cfg.Common)
+	defer cancel()
+	start := time.Now()
+	st := NewStats(len(consumers), start)
+	rep := startReporter("consume", &cfg.Common, st)
+
+	var received atomic.Int64
+	var lastRecv atomic.Int64 // unix nanos of the latest message
+	var idled atomic.Bool
+	var wg sync.WaitGroup
+
+	if cfg.IdleTimeout > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(min(cfg.IdleTimeout/4, 100*time.Millisecond))
+			defer t.Stop()
+			for {
+				select {
+				case <-runCtx.Done():
+					return
+				case now := <-t.C:
+					if l := lastRecv.Load(); l != 0 && now.Sub(time.Unix(0, l)) >= cfg.IdleTimeout {
+						idled.Store(true)
+						cancel()
+						return
+					}
+				}
+			}
+		}()
+	}
+	for i, c := range consumers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sh := st.Shard(i)
+			ch := c.Chan()
+			for {
+				select {
+				case <-runCtx.Done():
+					return
+				case cm, ok := <-ch:
+					if !ok {
+						return
+					}
+					now := time.Now()
+					lat := time.Duration(-1)
+					if pt := cm.PublishTime(); !pt.IsZero() {
+						lat = max(now.Sub(pt), 0)
+					}
+					sh.Record(len(cm.Payload()), lat)
+					c.Ack(cm)
+					lastRecv.Store(now.UnixNano())
+					if cfg.NumMessages > 0 && received.Add(1) >= cfg.NumMessages {
+						cancel()
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	end := time.Now()
+	if idled.Load() {
+		end = time.Unix(0, lastRecv.Load())
+	}
+	rep.close()
+	sum := st.Summary("consume", end)
+	sum.LatencyOf = "end_to_end"
+	if sum.Messages == 0 {
+		return sum, ErrNoMessages
+	}
+	return sum, nil
+}

@@ -1,0 +1,116 @@
+package perf
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+)
+
+// Produce runs producers as configured until NumMessages were sent,
+// Duration passed or ctx is done, then flushes and closes them and
+// returns the summary. Only acknowledged sends count as messages.
+func Produce(ctx context.Context, cfg ProduceConfig) (Summary, error) {
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return Summary{}, err
+	}
+	comp, _ := ParseCompression(cfg.Compression)
+	if err := createPartitions(ctx, &cfg.Common); err != nil {
+		return Summary{}, err
+	}
+	client, err := newClient(&cfg.Common, cfg.MemoryLimit)
+	if err != nil {
+		return Summary{}, fmt.Errorf("perf: client: %w", err)
+	}
+	defer client.Close()
+
+	var producers []pulsar.Producer
+	defer func() {
+		for _, p := range producers {
+			p.Close()
+		}
+	}()
+	for _, topic := range cfg.Topics {
+		for range cfg.NumProducers {
+			p, err := client.CreateProducer(pulsar.ProducerOptions{
+				Topic:                   topic,
+				MaxPendingMessages:      cfg.MaxPending,
+				DisableBatching:         cfg.DisableBatching,
+				BatchingMaxMessages:     cfg.BatchMaxMessages,
+				BatchingMaxSize:         cfg.BatchMaxBytes,
+				BatchingMaxPublishDelay: cfg.BatchDelay,
+				CompressionType:         comp,
+				SendTimeout:             -1, // measure, never drop
+			})
+			if err != nil {
+				return Summary{}, fmt.Errorf("perf: create producer on %s: %w", topic, err)
+			}
+			producers = append(producers, p)
+		}
+	}
+
+	payload := make([]byte, cfg.Size)
+	rand.Read(payload)
+
+	runCtx, cancel := runContext(ctx, &cfg.Common)
+	defer cancel()
+	start := time.Now()
+	st := NewStats(len(producers), start)
+	rep := startReporter("produce", &cfg.Common, st)
+
+	var issued atomic.Int64
+	perProducer := cfg.Rate / float64(len(producers))
+	var wg sync.WaitGroup
+	var firstErr error
+	var errOnce sync.Once
+	for i, p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sh := st.Shard(i)
+			lim := NewLimiter(perProducer, max(1, int(perProducer/100)))
+			msg := func() *pulsar.ProducerMessage { return &pulsar.ProducerMessage{Payload: payload} }
+			for {
+				if cfg.NumMessages > 0 && issued.Add(1) > cfg.NumMessages {
+					break
+				}
+				if lim.Wait(runCtx) != nil {
+					break
+				}
+				t0 := time.Now()
+				p.SendAsync(runCtx, msg(), func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+					if err != nil {
+						// A send cut short by the end of the run is not a failure.
+						if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+							sh.Error()
+							errOnce.Do(func() { firstErr = err })
+						}
+						return
+					}
+					sh.Record(cfg.Size, time.Since(t0))
+				})
+			}
+			if err := p.FlushWithCtx(context.WithoutCancel(ctx)); err != nil {
+				errOnce.Do(func() { firstErr = err })
+			}
+		}()
+	}
+	wg.Wait()
+	end := time.Now()
+	rep.close()
+	sum := st.Summary("produce", end)
+	sum.LatencyOf = "publish"
+	if sum.Messages == 0 {
+		if firstErr != nil {
+			return sum, fmt.Errorf("perf: produce: %w", firstErr)
+		}
+		return sum, ErrNoMessages
+	}
+	return sum, nil
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/magnetar-mq/magnetar/bench/perf"
+)
+
+// perfOutput holds the flags every perf subcommand shares.
+type perfOutput struct {
+	json       bool
+	quiet      bool
+	cpuProfile string
+}
+
+func init() {
+	perfCmd := &cobra.Command{
+		Use:   "perf",
+		Short: "Load generator over the Pulsar protocol (like pulsar-perf)",
+	}
+	perfCmd.AddCommand(newPerfProduceCmd(), newPerfConsumeCmd())
+	rootCmd.AddCommand(perfCmd)
+}
+
+func addCommonFlags(fl *pflag.FlagSet, c *perf.Common, out *perfOutput) {
+	fl.StringVar(&c.ServiceURL, "service-url", "pulsar://127.0.0.1:6650", "Pulsar service URL")
+	fl.StringSliceVar(&c.Topics, "topic", []string{"perf-topic"}, "topic(s), comma-separated or repeated")
+	fl.IntVar(&c.Partitions, "partitions", 0, "create each topic as partitioned with this many partitions (needs --admin-url)")
+	fl.StringVar(&c.AdminURL, "admin-url", "", "admin HTTP URL, e.g. http://127.0.0.1:8080")
+	fl.Int64VarP(&c.NumMessages, "num-messages", "m", 0, "stop after this many messages in total (0 = no limit)")
+	fl.DurationVar(&c.Duration, "test-duration", 0, "stop after this long (0 = no limit)")
+	fl.BoolVar(&out.json, "json", false, "print the final summary as JSON on stdout")
+	fl.BoolVarP(&out.quiet, "quiet", "q", false, "no progress line on stderr")
+	fl.StringVar(&out.cpuProfile, "cpuprofile", "", "write a CPU profile of this (client) process to FILE")
+	fl.MarkHidden("cpuprofile")
+}
+
+func newPerfProduceCmd() *cobra.Command {
+	var cfg perf.ProduceConfig
+	var out perfOutput
+	cmd := &cobra.Command{
+		Use:   "produce",
+		Short: "Publish messages as fast as possible or at a fixed rate and report throughput and publish latency",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPerf(cmd, &cfg.Common, out, func(ctx context.Context) (perf.Summary, error) {
+				return perf.Produce(ctx, cfg)
+			})
+		},
+	}
+	fl := cmd.Flags()
+	addCommonFlags(fl, &cfg.Common, &out)
+	fl.Float64VarP(&cfg.Rate, "rate", "r", 0, "total messages per second over all producers (0 = max)")
+	fl.IntVarP(&cfg.Size, "size", "s", 1024, "message size in bytes")
+	fl.IntVarP(&cfg.NumProducers, "num-producers", "n", 1, "producers per topic")
+	fl.IntVar(&cfg.MaxPending, "max-pending", 1000, "max pending messages per producer")
+	fl.Int64Var(&cfg.MemoryLimit, "memory-limit", 0, "client memory limit for pending messages in bytes (0 = client default, 64 MiB)")
+	fl.BoolVar(&cfg.DisableBatching, "disable-batching", false, "send each message on its own")
+	fl.UintVar(&cfg.BatchMaxMessages, "batch-max-messages", 1000, "max messages per batch")
+	fl.UintVar(&cfg.BatchMaxBytes, "batch-max-bytes", 128<<10, "max bytes per batch")
+	fl.DurationVar(&cfg.BatchDelay, "batch-delay", 1e6, "max time a batch waits before it is sent")
+	fl.StringVar(&cfg.Compression, "compression", "none", "compression: none, lz4, zlib, zstd")
+	return cmd
+}
+
+func newPerfConsumeCmd() *cobra.Command {
+	var cfg perf.ConsumeConfig
+	var out perfOutput
+	cmd := &cobra.Command{
+		Use:   "consume",
+		Short: "Consume and ack messages and report throughput and end-to-end latency",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPerf(cmd, &cfg.Common, out, func(ctx context.Context) (perf.Summary, error) {
+				return perf.Consume(ctx, cfg, nil)
+			})
+		},
+	}
+	fl := cmd.Flags()
+	addCommonFlags(fl, &cfg.Common, &out)
+	fl.IntVarP(&cfg.NumConsumers, "num-consumers", "n", 1, "consumers per topic")
+	fl.StringVar(&cfg.Subscription, "subscription-name", "perf-sub", "subscription name")
+	fl.StringVar(&cfg.SubscriptionType, "subscription-type", "exclusive", "exclusive, shared, failover or key_shared")
+	fl.StringVar(&cfg.Position, "subscription-position", "latest", "initial position of a new subscription: latest or earliest (catch-up)")
+	fl.IntVar(&cfg.ReceiverQueueSize, "receiver-queue-size", 1000, "client receiver queue size per consumer")
+	fl.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "stop once no message arrived for this long after the first (0 = never)")
+	return cmd
+}
+
+// runPerf wires signals, progress output, the optional client CPU profile
+// and the summary printing around one run.
+func runPerf(cmd *cobra.Command, c *perf.Common, out perfOutput, run func(context.Context) (perf.Summary, error)) error {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if !out.quiet {
+		c.Progress = cmd.ErrOrStderr()
+	}
+	if out.cpuProfile != "" {
+		f, err := os.Create(out.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	sum, err := run(ctx)
+	if err != nil {
+		return err
+	}
+	return printSummary(cmd.OutOrStdout(), cmd.ErrOrStderr(), sum, out.json)
+}
+
+func printSummary(stdout, stderr io.Writer, sum perf.Summary, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		return enc.Encode(sum)
+	}
+	_, err := fmt.Fprintln(stdout, sum.String())
+	return err
+}
