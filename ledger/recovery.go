@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/magnetar-mq/magnetar/metadata"
@@ -48,13 +49,21 @@ func (c *Client) Open(ctx context.Context, id int64) (*ReadHandle, error) {
 	if err != nil {
 		return nil, err
 	}
-	lac, length, err := c.recoverForward(ctx, id, &m, key, lac) // step 4
+	first := lac + 1
+	lac, length, newEns, err := c.recoverForward(ctx, id, &m, key, lac) // step 4
 	if err != nil {
 		return nil, err
 	}
 	for { // step 5: close
 		m2 := m.clone()
 		m2.State, m2.LastEntryID, m2.Length = StateClosed, lac, length
+		if newEns != nil {
+			if last := &m2.Ensembles[len(m2.Ensembles)-1]; last.FirstEntry == first {
+				last.Bookies = newEns
+			} else {
+				m2.Ensembles = append(m2.Ensembles, Segment{FirstEntry: first, Bookies: newEns})
+			}
+		}
 		_, err := c.store.Put(ctx, LedgerPath(id), encodeMetadata(&m2), v)
 		if err == nil {
 			c.opts.Logger.Info("ledger: recovered", "ledger", id, "lastEntryId", lac, "length", length)
@@ -146,39 +155,135 @@ func (c *Client) fence(ctx context.Context, id int64, m *Metadata, key []byte) (
 }
 
 // recoverForward reads entries after lac with fencing recovery reads and
-// re-replicates each one found (recovery adds, pipelined, each complete at
-// Qa acks). It returns the last entry id and the ledger length.
-func (c *Client) recoverForward(ctx context.Context, id int64, m *Metadata, key []byte, lac int64) (int64, int64, error) {
+// re-replicates each one found with recovery adds (recoveryWrite). It
+// returns the last entry id, the ledger length, and, if a bookie had to be
+// replaced during the adds, the new last ensemble (nil otherwise).
+func (c *Client) recoverForward(ctx context.Context, id int64, m *Metadata, key []byte, lac int64) (int64, int64, []string, error) {
 	length := int64(-1)
-	var adds []*recoveryAdd
-	for e := lac + 1; ; e++ {
+	first := lac + 1
+	var frames [][]byte
+	for e := first; ; e++ {
 		frame, found, err := c.recoveryRead(ctx, id, m, key, e)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, nil, err
 		}
 		if !found {
 			break
 		}
 		h, _ := bkproto.DecodeEntryHeader(frame)
-		adds = append(adds, c.recoveryAddAsync(id, m, key, e, frame))
+		frames = append(frames, frame)
 		lac, length = e, h.Length
 	}
-	for _, a := range adds {
-		if err := a.wait(ctx); err != nil {
-			return 0, 0, err
-		}
+	newEns, err := c.recoveryWrite(ctx, id, m, key, first, frames)
+	if err != nil {
+		return 0, 0, nil, err
 	}
 	if length < 0 {
 		length = 0
 		if lac >= 0 {
 			_, h, err := c.readEntry(ctx, id, m, key, lac, false)
 			if err != nil {
-				return 0, 0, fmt.Errorf("%w: reading entry %d of ledger %d: %w", ErrRecoveryFailed, lac, id, err)
+				return 0, 0, nil, fmt.Errorf("%w: reading entry %d of ledger %d: %w", ErrRecoveryFailed, lac, id, err)
 			}
 			length = h.Length
 		}
 	}
-	return lac, length, nil
+	return lac, length, newEns, nil
+}
+
+// recoveryWrite sends the recovery adds of entries first.. (frames) to the
+// write sets of the last ensemble, all in flight at once, and waits for
+// every answer. A bookie that fails is replaced, locally, by a writable
+// bookie outside the ensemble (§5 step 4), and every entry of its
+// positions is sent to the replacement; the changed ensemble is returned
+// for the close to record, keyed at first. No replacement available, or
+// an EUA, fails the recovery.
+func (c *Client) recoveryWrite(ctx context.Context, id int64, m *Metadata, key []byte, first int64, frames [][]byte) ([]string, error) {
+	if len(frames) == 0 {
+		return nil, nil
+	}
+	ens := slices.Clone(m.Last().Bookies)
+	changed := false
+	failedBookies := map[string]bool{}
+	acked := make([]uint64, len(frames)) // bit per ensemble position
+	for round := 0; ; round++ {
+		type answer struct {
+			i, idx int
+			err    error
+		}
+		var sends int
+		ch := make(chan answer, len(frames)*m.WriteQuorum)
+		for i, f := range frames {
+			e := first + int64(i)
+			for _, idx := range writeSet(e, m.EnsembleSize, m.WriteQuorum) {
+				if acked[i]&(1<<idx) != 0 {
+					continue
+				}
+				sends++
+				b := ens[idx]
+				bc, err := c.bookies.Client(b)
+				if err != nil {
+					ch <- answer{i, idx, err}
+					continue
+				}
+				bc.AddEntry(id, e, key, f, true, func(err error) {
+					if err != nil {
+						err = fmt.Errorf("bookie %s: %w", b, err)
+					}
+					ch <- answer{i, idx, err}
+				})
+			}
+		}
+		failed := map[int]error{}
+		for range sends {
+			var a answer
+			select {
+			case a = <-ch:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if a.err == nil {
+				acked[a.i] |= 1 << a.idx
+				continue
+			}
+			if errors.Is(a.err, bkproto.ErrUnauthorized) {
+				return nil, fmt.Errorf("%w: recovery add: %w", ErrUnauthorized, a.err)
+			}
+			failed[a.idx] = a.err
+		}
+		if len(failed) == 0 {
+			break
+		}
+		avail, err := c.WritableBookies(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%w: listing bookies: %w", ErrRecoveryFailed, err)
+		}
+		for idx := range failed {
+			failedBookies[ens[idx]] = true
+		}
+		repl, err := pickBookies(avail, len(failed), func(b string) bool { return failedBookies[b] || slices.Contains(ens, b) })
+		if err != nil {
+			var errs []error
+			for _, e := range failed {
+				errs = append(errs, e)
+			}
+			return nil, fmt.Errorf("%w: recovery adds failed and no replacement: %w: %w", ErrRecoveryFailed, err, errors.Join(errs...))
+		}
+		n := 0
+		for idx := range failed {
+			c.opts.Logger.Warn("ledger: replacing bookie during recovery", "ledger", id, "bookie", ens[idx], "with", repl[n], "err", failed[idx])
+			ens[idx] = repl[n]
+			n++
+			for i := range acked {
+				acked[i] &^= 1 << idx
+			}
+		}
+		changed = true
+	}
+	if !changed {
+		return nil, nil
+	}
+	return ens, nil
 }
 
 // recoveryRead asks every bookie of entry e's write set for it with the
@@ -239,68 +344,4 @@ func (c *Client) recoveryRead(ctx context.Context, id int64, m *Metadata, key []
 	}
 	return nil, false, fmt.Errorf("%w: ledger %d entry %d: %d of %d needed no-entry answers: %w",
 		ErrRecoveryFailed, id, e, missing, need, errors.Join(errs...))
-}
-
-// recoveryAdd tracks the recovery add of one entry to its write set.
-type recoveryAdd struct {
-	mu     sync.Mutex
-	acks   int
-	fails  int
-	need   int
-	total  int
-	errs   []error
-	done   chan struct{}
-	closed bool
-}
-
-func (c *Client) recoveryAddAsync(id int64, m *Metadata, key []byte, e int64, frame []byte) *recoveryAdd {
-	seg := m.EnsembleAt(e)
-	ws := writeSet(e, m.EnsembleSize, m.WriteQuorum)
-	a := &recoveryAdd{need: m.AckQuorum, total: len(ws), done: make(chan struct{})}
-	for _, idx := range ws {
-		b := seg.Bookies[idx]
-		bc, err := c.bookies.Client(b)
-		if err != nil {
-			a.result(err)
-			continue
-		}
-		bc.AddEntry(id, e, key, frame, true, func(err error) {
-			if err != nil {
-				err = fmt.Errorf("bookie %s: %w", b, err)
-			}
-			a.result(err)
-		})
-	}
-	return a
-}
-
-func (a *recoveryAdd) result(err error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err == nil {
-		a.acks++
-	} else {
-		a.fails++
-		a.errs = append(a.errs, err)
-	}
-	if !a.closed && (a.acks >= a.need || a.total-a.fails < a.need) {
-		a.closed = true
-		close(a.done)
-	}
-}
-
-func (a *recoveryAdd) wait(ctx context.Context) error {
-	select {
-	case <-a.done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.acks >= a.need {
-		return nil
-	}
-	// TODO(ledger): replace a bookie failing during recovery adds (§5 step
-	// 4) instead of failing the recovery; the next Open retries it.
-	return fmt.Errorf("%w: recovery add reached %d of %d acks: %w", ErrRecoveryFailed, a.acks, a.need, errors.Join(a.errs...))
 }
