@@ -47,7 +47,7 @@ func (c *Cursor) persist(ctx context.Context) error {
 	defer c.persistMu.Unlock()
 	cfg := &c.ml.cfg
 	c.mu.Lock()
-	if !c.dirty {
+	if !c.dirty || c.closed {
 		c.mu.Unlock()
 		return nil
 	}
@@ -211,13 +211,13 @@ func (c *Cursor) putNode(ctx context.Context, n *cursorNode) error {
 func (c *Cursor) close(ctx context.Context) error {
 	err := c.persist(ctx)
 	c.persistMu.Lock()
+	defer c.persistMu.Unlock()
+	c.mu.Lock()
+	c.closed = true // later persists (a racing background tick) do nothing
+	c.mu.Unlock()
 	if c.pl != nil {
 		_ = c.pl.w.Close(ctx)
 	}
-	c.persistMu.Unlock()
-	c.mu.Lock()
-	c.closed = true
-	c.mu.Unlock()
 	return err
 }
 
