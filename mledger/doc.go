@@ -12,6 +12,11 @@
 //	c.Delete(es[0].Pos)                    // individual ack
 //	c.AckBatchIndexes(p, ackSet)          // batch-index ack (PIP-54)
 //	c.MarkDelete(p)                        // cumulative ack
+//	<-c.WaitForEntries()                   // dispatcher: wait, don't poll
+//	ml.Trim(ctx); ml.Terminate(ctx); ml.Delete(ctx); ml.Stats()
+//
+// The managed ledger's info node is RootPath + "/" + url.PathEscape(name);
+// cursor nodes are its children (also path-escaped).
 //
 // The managed ledger sits on two interfaces: LedgerStore (declared here;
 // implemented by the ledger client through an adapter, and by
