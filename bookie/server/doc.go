@@ -1,8 +1,57 @@
-// Package server puts a *bookie.Bookie on the network and in process.
+// Package server puts a *bookie.Bookie on the network and in process, and
+// keeps its identity in the metadata store.
 //
-// Local (local.go) is the in-process client used by standalone: it calls
-// the bookie directly and has the ledger client's BookieClient method set.
-// Server (server.go) serves the bkproto wire protocol over TCP; Register
-// (register.go) keeps the bookie's registration and cookie in the metadata
-// store. Bookie errors map to bkproto status codes with ProtoError.
+//	c, err := server.CheckCookie(ctx, store, fs, id, journalDir, ledgerDirs) // before bookie.Open
+//	b, err := bookie.Open(...)
+//	s, err := server.New(b, server.Options{Addr: ":3181"})
+//	r, err := server.Register(ctx, store, id, b, server.RegisterOptions{})
+//	...
+//	r.Close(); s.Close(); b.Close()
+//
+// # In process
+//
+// Local (local.go) calls the bookie directly, with no network hop
+// (standalone). It has the method set of ledger.BookieClient (plain types,
+// bkproto status sentinels), so it satisfies that interface without this
+// package importing ledger, which the import rules forbid (bookie/...
+// may not import ledger, nor ledger bookie); no lint rule had to change.
+// Bookie errors map to bkproto sentinels with ProtoError, the same mapping
+// the network server uses for status codes.
+//
+// # Network server
+//
+// Server (server.go) serves protocol/bkproto over TCP. Per connection a
+// reader goroutine decodes frames: adds go straight to Bookie.AddEntry
+// (which copies the payload) and are answered from its durability
+// callback, so many adds are in flight per connection and answers go out
+// in completion order, matched by request id. Other requests go to one of
+// two bounded worker pools: the high-priority pool (fence reads, recovery
+// reads, any request flagged high priority, WRITE_LAC) and the normal read
+// pool, so recovery never waits behind catch-up reads; a full queue
+// answers ETOOMANYREQUESTS. A writer goroutine per connection writes every
+// response queued since its last write in one call (coalesced writes).
+// LONG_POLL requests park in longpoll.go until the ledger's known LAC (the
+// highest piggybacked LAC of adds stored through this server, explicit
+// LACs, and what the bookie reports) passes the client's, or their
+// timeout fires. An Authenticator hook sees AUTH requests; while it says
+// Required, other requests on an unauthenticated connection get EUA. The
+// default allows everything.
+//
+// # Cookies (cookie.go)
+//
+// A cookie (format 1, JSON: bookie id, journal dir, ledger dirs, cluster
+// instance id from /ledgers/INSTANCEID) is written to a VERSION file in
+// the journal dir and every ledger dir, then to /ledgers/cookies/<id>.
+// CheckCookie, run before the bookie opens its directories, refuses
+// (ErrCookieMismatch) when a cookie is registered for the id but any
+// directory lacks an identical VERSION file (wiped or replaced disk, wrong
+// directories) or holds another bookie's, so a bookie never serves from
+// empty disks as if it had its data.
+//
+// # Registration (register.go)
+//
+// Register creates the ephemeral node /ledgers/available/<id> (JSON
+// {address, readOnly}) or /ledgers/available/readonly/<id> while the bookie
+// is read-only, and moves it when the state changes (checked every
+// CheckInterval, or on Sync). The node disappears with the store session.
 package server

@@ -253,7 +253,7 @@ func (c *conn) writeLoop() {
 		}
 		_, err := c.nc.Write(buf)
 		c.mu.Lock()
-		if cap(buf) <= 1<<20 {
+		if cap(buf) <= 16<<20 {
 			c.spare = buf[:0]
 		} else {
 			c.spare = nil
