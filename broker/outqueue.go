@@ -38,8 +38,13 @@ func (q *outQueue) writable() bool {
 	return q.queued.Load()+q.writing.Load() < q.soft
 }
 
+// maxSoftLimit caps the soft limit: a few MiB keep a fast consumer busy
+// while the buffers stay small enough to be reused rather than reallocated
+// (fresh multi-MiB allocations cost page faults on every burst).
+const maxSoftLimit = 4 << 20
+
 func newOutQueue(limit int) *outQueue {
-	return &outQueue{limit: limit, soft: int64(limit / 2), signal: make(chan struct{}, 1)}
+	return &outQueue{limit: limit, soft: int64(min(limit/2, maxSoftLimit)), signal: make(chan struct{}, 1)}
 }
 
 // begin locks the queue and returns the pending buffer to append frames
@@ -138,7 +143,7 @@ func (q *outQueue) run(w io.Writer) error {
 			if q.drained != nil && q.queued.Load() < q.soft/2 {
 				q.drained()
 			}
-			if cap(buf) > 4<<20 {
+			if cap(buf) > 4*maxSoftLimit {
 				buf = nil // do not pin a burst-sized buffer forever
 			}
 			spare = buf

@@ -182,7 +182,9 @@ func (t *topic) lastSequence(name string) int64 {
 // order is the producer's send order.
 func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, data []byte) {
 	if highest < seq {
-		highest = seq
+		// The Go client leaves highest_sequence_id unset; a batch holds
+		// sequence ids seq .. seq+numMsgs-1.
+		highest = seq + uint64(max(numMsgs, 1)) - 1
 	}
 	if t.b.cfg.Deduplication {
 		t.mu.Lock()
