@@ -367,3 +367,39 @@ func TestGCConcurrentWithAddsAndReads(t *testing.T) {
 		t.Fatalf("read-only after concurrent GC: %v", b.ReadOnlyReason())
 	}
 }
+
+// TestRestartWhileFull: a bookie reopened on a full disk starts read-only
+// (adds refused, reads served) and turns writable once space returns.
+func TestRestartWhileFull(t *testing.T) {
+	mem := vfs.NewMem()
+	b, err := Open(faultOptions(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := addSync(b, 9, 0, mk, entryPayload(9, 0), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mem.SetDiskUsage(100<<30, 1<<30) // 99% used
+	b, err = Open(faultOptions(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if !b.IsReadOnly() {
+		t.Fatal("bookie reopened on a full disk is writable")
+	}
+	if err := addSync(b, 9, 1, mk, entryPayload(9, 1), false); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("add after restart on a full disk = %v, want ErrReadOnly", err)
+	}
+	mustRead(t, b, 9, 0, entryPayload(9, 0))
+	mem.SetDiskUsage(100<<30, 50<<30)
+	if err := b.CheckDisks(); err != nil {
+		t.Fatal(err)
+	}
+	if err := addSync(b, 9, 1, mk, entryPayload(9, 1), false); err != nil {
+		t.Fatalf("add after space returned = %v", err)
+	}
+}
