@@ -25,12 +25,19 @@ func openStore(t testing.TB) metadata.Store {
 	return s
 }
 
+// benchNoSync turns off the journal's fdatasync (BENCH_NOSYNC=1).
+var benchNoSync bool
+
+// benchWriteCache is the bookies' write cache size.
+var benchWriteCache int64 = 4 << 20
+
 func bookieOptions(fs vfs.FS, dir string) bookie.Options {
 	return bookie.Options{
+		JournalNoSync:       benchNoSync,
 		FS:                  fs,
 		JournalDir:          dir + "/journal",
 		LedgerDirs:          []string{dir + "/ledgers"},
-		WriteCacheSize:      4 << 20,
+		WriteCacheSize:      benchWriteCache,
 		DiskCheckInterval:   -1,
 		GCInterval:          -1,
 		JournalMaxGroupWait: -1,

@@ -320,7 +320,7 @@ func (c *netConn) writeLoop() {
 			return
 		}
 		c.mu.Lock()
-		if cap(buf) <= 1<<20 {
+		if cap(buf) <= 16<<20 {
 			c.spare = buf[:0]
 		}
 		c.mu.Unlock()

@@ -1,0 +1,96 @@
+package ledger_test
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/magnetar-mq/magnetar/ledger"
+)
+
+// BenchmarkAdd measures pipelined add throughput and latency through the
+// whole client: E=3/Qw=2/Qa=2 over loopback TCP against E=Qw=Qa=1 over
+// loopback and in process, for 100 B and 64 KiB entries, with up to
+// `window` adds outstanding (BENCH_WINDOW, default 256). Bookies journal on the test's temp dir with
+// fdatasync (durable) unless BENCH_NOSYNC is set. Reports p50/p99 add
+// latency in µs.
+func BenchmarkAdd(b *testing.B) {
+	window := 256
+	if w, err := strconv.Atoi(os.Getenv("BENCH_WINDOW")); err == nil && w > 0 {
+		window = w
+	}
+	defer func(old int64) { benchWriteCache = old }(benchWriteCache)
+	benchWriteCache = 256 << 20
+	configs := []struct {
+		name    string
+		bookies int
+		net     bool
+		opts    ledger.CreateOptions
+	}{
+		{"E3Qw2Qa2/net", 3, true, ledger.CreateOptions{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2}},
+		{"E1/net", 1, true, ledger.CreateOptions{Ensemble: 1, WriteQuorum: 1, AckQuorum: 1}},
+		{"E1/local", 1, false, ledger.CreateOptions{Ensemble: 1, WriteQuorum: 1, AckQuorum: 1}},
+	}
+	for _, size := range []int{100, 64 << 10} {
+		for _, cfg := range configs {
+			b.Run(fmt.Sprintf("%s/size=%d", cfg.name, size), func(b *testing.B) {
+				var c *ledger.Client
+				if cfg.net {
+					nc := newNetCluster(b, cfg.bookies)
+					c, _ = nc.client(ledger.Options{})
+				} else {
+					c = newLocalCluster(b, cfg.bookies, ledger.Options{}).client
+				}
+				ctx := ctxT(b)
+				h, err := c.Create(ctx, cfg.opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				data := make([]byte, size)
+				hist := hdrhistogram.New(1, int64(10*time.Second/time.Microsecond), 3)
+				var mu sync.Mutex
+				sem := make(chan struct{}, window)
+				var failed error
+				b.SetBytes(int64(size))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					sem <- struct{}{}
+					start := time.Now()
+					h.AddAsync(data, func(_ int64, err error) {
+						mu.Lock()
+						hist.RecordValue(time.Since(start).Microseconds())
+						if err != nil && failed == nil {
+							failed = err
+						}
+						mu.Unlock()
+						<-sem
+					})
+				}
+				for range window {
+					sem <- struct{}{}
+				}
+				b.StopTimer()
+				if failed != nil {
+					b.Fatal(failed)
+				}
+				b.ReportMetric(float64(hist.ValueAtQuantile(50)), "p50-µs")
+				b.ReportMetric(float64(hist.ValueAtQuantile(99)), "p99-µs")
+				if err := h.Close(ctx); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
+	}
+}
+
+func init() {
+	if os.Getenv("BENCH_NOSYNC") != "" {
+		benchNoSync = true
+	}
+}
