@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/magnetar-mq/magnetar/autorecovery"
+	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/ledger"
+	"github.com/magnetar-mq/magnetar/metadata"
+	"github.com/magnetar-mq/magnetar/metadata/embedded"
+	"github.com/magnetar-mq/magnetar/metadata/zookeeper"
+	"github.com/magnetar-mq/magnetar/mledger"
+)
+
+// metadataFlags selects the metadata store of a cluster command.
+type metadataFlags struct {
+	url            string
+	sessionTimeout time.Duration
+}
+
+func (m *metadataFlags) register(c *cobra.Command) {
+	c.Flags().StringVar(&m.url, "metadata-url", "", "metadata store: zk://host:port[,host:port]/chroot, or embedded:/path/metadata.db (one process only)")
+	c.Flags().DurationVar(&m.sessionTimeout, "zk-session-timeout", 10*time.Second, "ZooKeeper session timeout")
+}
+
+// openMetadataURL opens the store named by url: "zk://..." (ZooKeeper) or
+// "embedded:PATH" / "file://PATH" (a bbolt file, usable by one process).
+func openMetadataURL(url string, sessionTimeout time.Duration, log *slog.Logger) (metadata.Store, error) {
+	switch {
+	case url == "":
+		return nil, errors.New("--metadata-url is required (zk://host:port/chroot or embedded:/path/metadata.db)")
+	case strings.HasPrefix(url, "zk://"):
+		s, err := zookeeper.Open(url, zookeeper.Options{SessionTimeout: sessionTimeout, Logger: log.With("component", "zookeeper")})
+		if err != nil {
+			return nil, fmt.Errorf("metadata store %s: %w", url, err)
+		}
+		return s, nil
+	}
+	p, ok := strings.CutPrefix(url, "embedded:")
+	if !ok {
+		p, ok = strings.CutPrefix(url, "file://")
+	}
+	if !ok || p == "" {
+		return nil, fmt.Errorf("--metadata-url %q: want zk://host:port/chroot or embedded:/path/metadata.db", url)
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return nil, err
+	}
+	s, err := embedded.Open(p, embedded.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("metadata store %s: %w", url, err)
+	}
+	return s, nil
+}
+
+// quorumFlags are the E/Qw/Qa of new ledgers.
+type quorumFlags struct {
+	ensemble, writeQuorum, ackQuorum int
+}
+
+func (q *quorumFlags) register(c *cobra.Command) {
+	c.Flags().IntVar(&q.ensemble, "ensemble", 3, "ensemble size E of new ledgers")
+	c.Flags().IntVar(&q.writeQuorum, "write-quorum", 2, "write quorum Qw of new ledgers")
+	c.Flags().IntVar(&q.ackQuorum, "ack-quorum", 2, "ack quorum Qa of new ledgers")
+}
+
+func (q *quorumFlags) createOptions() ledger.CreateOptions {
+	return ledger.CreateOptions{Ensemble: q.ensemble, WriteQuorum: q.writeQuorum, AckQuorum: q.ackQuorum}
+}
+
+type brokerFlags struct {
+	meta           metadataFlags
+	quorum         quorumFlags
+	serviceAddr    string
+	httpAddr       string
+	advertisedHost string
+	clusterName    string
+	maxMessageSize int
+	dedup          bool
+	autorecovery   bool
+	lostDelay      time.Duration
+	openGrace      time.Duration
+	logLevel       string
+	logFormat      string
+}
+
+func init() {
+	var f brokerFlags
+	cmd := &cobra.Command{
+		Use:   "broker",
+		Short: "Run a broker on a bookie fleet, with metadata in ZooKeeper",
+		Long: `Runs a broker whose managed ledgers are replicated ledgers on the bookies
+registered in the metadata store (--metadata-url), each new ledger with
+--ensemble/--write-quorum/--ack-quorum. The broker keeps no data of its
+own. With --autorecovery (the default) it also takes part in the auditor
+election and runs a re-replication worker.
+
+When ready it prints one line to stdout:
+  magnetar broker ready service=pulsar://HOST:PORT http=http://HOST:PORT`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBroker(cmd.Context(), f)
+		},
+	}
+	f.meta.register(cmd)
+	f.quorum.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&f.serviceAddr, "listen", ":6650", "Pulsar binary protocol listen address")
+	fl.StringVar(&f.httpAddr, "http", ":8080", "admin/lookup HTTP listen address")
+	fl.StringVar(&f.advertisedHost, "advertised-host", "localhost", "host name given to clients in lookups")
+	fl.StringVar(&f.clusterName, "cluster-name", "magnetar", "cluster name reported by the admin API")
+	fl.IntVar(&f.maxMessageSize, "max-message-size", 5<<20, "largest message (frame) accepted, in bytes")
+	fl.BoolVar(&f.dedup, "dedup", false, "drop re-sent messages by producer name and sequence id")
+	fl.BoolVar(&f.autorecovery, "autorecovery", true, "run an auditor candidate and a re-replication worker in this process")
+	fl.DurationVar(&f.lostDelay, "lost-bookie-recovery-delay", 0, "auditor: wait this long after a bookie disappears before marking its ledgers")
+	fl.DurationVar(&f.openGrace, "open-ledger-grace", 30*time.Second, "worker: wait this long before fencing an open ledger with a lost bookie in its last ensemble")
+	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	rootCmd.AddCommand(cmd)
+}
+
+// clusterNode is the metadata store, bookie resolver and ledger client a
+// cluster process (broker, autorecovery, shell tools) shares.
+type clusterNode struct {
+	store    metadata.Store
+	resolver *ledger.NetResolver
+	lc       *ledger.Client
+}
+
+func openClusterNode(mf metadataFlags, log *slog.Logger) (*clusterNode, error) {
+	store, err := openMetadataURL(mf.url, mf.sessionTimeout, log)
+	if err != nil {
+		return nil, err
+	}
+	n := &clusterNode{store: store}
+	n.resolver = ledger.NewNetResolver(ledger.NetOptions{Logger: log.With("component", "bookie-client")})
+	n.lc, err = ledger.NewClient(store, n.resolver, ledger.Options{Logger: log.With("component", "ledger")})
+	if err != nil {
+		n.close()
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *clusterNode) close() error {
+	var errs []error
+	if n.lc != nil {
+		errs = append(errs, n.lc.Close())
+	}
+	if n.resolver != nil {
+		errs = append(errs, n.resolver.Close())
+	}
+	errs = append(errs, n.store.Close())
+	return errors.Join(errs...)
+}
+
+// brokerProc is a running `magnetar broker`.
+type brokerProc struct {
+	node    *clusterNode
+	rec     *autorecovery.Service
+	factory *mledger.Factory
+	broker  *broker.Broker
+}
+
+func openBroker(ctx context.Context, f brokerFlags, log *slog.Logger) (_ *brokerProc, err error) {
+	co := f.quorum.createOptions()
+	if !(co.Ensemble >= co.WriteQuorum && co.WriteQuorum >= co.AckQuorum && co.AckQuorum >= 1) {
+		return nil, fmt.Errorf("want --ensemble >= --write-quorum >= --ack-quorum >= 1, got %d/%d/%d", co.Ensemble, co.WriteQuorum, co.AckQuorum)
+	}
+	b := &brokerProc{}
+	defer func() {
+		if err != nil {
+			b.close(log)
+		}
+	}()
+	if b.node, err = openClusterNode(f.meta, log); err != nil {
+		return nil, err
+	}
+	if f.autorecovery {
+		b.rec, err = autorecovery.Start(b.node.store, b.node.lc, b.node.resolver, autorecovery.Options{
+			LostBookieDelay: f.lostDelay,
+			OpenLedgerGrace: f.openGrace,
+			Logger:          log.With("component", "autorecovery"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("autorecovery: %w", err)
+		}
+	}
+	b.factory, err = mledger.NewFactory(mledger.Options{
+		Ledgers:  ledgerStore{c: b.node.lc, opts: co},
+		Metadata: b.node.store,
+		Logger:   log.With("component", "mledger"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("managed ledgers: %w", err)
+	}
+	b.broker, err = broker.New(broker.Config{
+		ServiceAddr:    f.serviceAddr,
+		HTTPAddr:       f.httpAddr,
+		AdvertisedHost: f.advertisedHost,
+		ClusterName:    f.clusterName,
+		MaxMessageSize: f.maxMessageSize,
+		Deduplication:  f.dedup,
+		Logger:         log.With("component", "broker"),
+	}, broker.Deps{
+		Metadata:   b.node.store,
+		OpenLedger: broker.LedgerOpener(b.factory, mledger.Config{}),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	if err := b.broker.Start(ctx); err != nil {
+		b.broker = nil
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	return b, nil
+}
+
+// close stops everything in reverse order of opening.
+func (b *brokerProc) close(log *slog.Logger) error {
+	var errs []error
+	step := func(name string, fn func() error) {
+		if err := fn(); err != nil {
+			log.Error("close", "component", name, "err", err)
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	if b.broker != nil {
+		step("broker", b.broker.Close)
+	}
+	if b.factory != nil {
+		step("managed ledgers", b.factory.Close)
+	}
+	if b.rec != nil {
+		step("autorecovery", b.rec.Close)
+	}
+	if b.node != nil {
+		step("ledger client", b.node.close)
+	}
+	return errors.Join(errs...)
+}
+
+func runBroker(ctx context.Context, f brokerFlags) error {
+	log, err := newLogger(f.logLevel, f.logFormat)
+	if err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	t0 := time.Now()
+	b, err := openBroker(ctx, f, log)
+	if err != nil {
+		return err
+	}
+	log.Info("magnetar broker ready", "service", b.broker.ServiceAddr(), "http", b.broker.HTTPAddr(),
+		"E", f.quorum.ensemble, "Qw", f.quorum.writeQuorum, "Qa", f.quorum.ackQuorum, "startup", time.Since(t0).Round(time.Millisecond))
+	fmt.Printf("magnetar broker ready service=pulsar://%s http=http://%s\n", b.broker.ServiceAddr(), b.broker.HTTPAddr())
+	<-ctx.Done()
+	log.Info("stopping")
+	return b.close(log)
+}
