@@ -121,6 +121,10 @@ func (c *conn) handle(f pulsarproto.Frame) error {
 		if cmd.GetOrCreateSchema != nil {
 			c.handleGetOrCreateSchema(cmd.GetOrCreateSchema)
 		}
+	case pb.BaseCommand_CONSUMER_STATS:
+		if cmd.ConsumerStats != nil {
+			c.sendError(cmd.ConsumerStats.GetRequestId(), codeNotAllowed, "CONSUMER_STATS is not supported; use the admin stats endpoint")
+		}
 	case pb.BaseCommand_AUTH_RESPONSE:
 		// No authentication challenges are issued; ignore.
 	case pb.BaseCommand_CONNECT:
