@@ -355,6 +355,11 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 		return nil, fmt.Errorf("broker: open managed ledger %s: %w", tn, err)
 	}
 	t := newTopic(b, tn, ml)
+	if b.cfg.Deduplication {
+		if err := t.recoverDedup(b.cfg.DedupRecoveryEntries); err != nil {
+			b.log.Warn("dedup state recovery", "topic", tn.String(), "err", err)
+		}
+	}
 	for _, name := range ml.CursorNames() {
 		if err := t.loadSubscription(name); err != nil {
 			t.closeAll(false)

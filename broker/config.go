@@ -43,6 +43,10 @@ type Config struct {
 	DisableAutoTopicCreation bool
 	// Deduplication drops re-sent messages by (producer name, sequence id).
 	Deduplication bool
+	// DedupRecoveryEntries is how many of a topic's last entries are read
+	// at load to rebuild deduplication state (default 1000); producers
+	// whose last entry is older than that start afresh.
+	DedupRecoveryEntries int
 	// DispatchBatch is the maximum number of entries one dispatcher read
 	// fetches (default 100).
 	DispatchBatch int
@@ -75,6 +79,9 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.MaxOutboundBytes == 0 {
 		c.MaxOutboundBytes = 64 << 20
+	}
+	if c.DedupRecoveryEntries == 0 {
+		c.DedupRecoveryEntries = 1000
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = 30 * time.Second

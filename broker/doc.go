@@ -75,7 +75,8 @@
 // # Deviations and limits
 //
 //   - Deduplication state (last sequence id per producer name) is kept in
-//     memory only: it does not survive a broker restart.
+//     memory and rebuilt at topic load from the last DedupRecoveryEntries
+//     entries only (Pulsar snapshots it; Magnetar does not yet).
 //   - read_compacted is ignored (the full topic is served).
 //   - No authentication, TLS, transactions or chunk-aware dispatch.
 package broker

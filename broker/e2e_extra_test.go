@@ -304,3 +304,32 @@ func TestE2EUnsubscribeWithOtherConsumers(t *testing.T) {
 		t.Fatalf("forced unsubscribe: %v", err)
 	}
 }
+
+func TestE2EDedupSurvivesRestart(t *testing.T) {
+	tb := startBroker(t, func(c *Config) { c.Deduplication = true })
+	cl := tb.client(t)
+	topic := newTopicName("dedup-restart")
+	prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, Name: "dp", BatchingMaxMessages: 3, BatchingMaxPublishDelay: time.Second})
+	sendAsyncAll(t, prod, 3, payloadMsg) // one batch, sequence ids 0..2
+	prod.Close()
+	cl.Close()
+	tb2 := tb.restart(t)
+	cl2 := tb2.client(t)
+	cons := mustConsumer(t, cl2, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	prod2 := mustProducer(t, cl2, pulsar.ProducerOptions{Topic: topic, Name: "dp", DisableBatching: true})
+	seq := int64(2)
+	if _, err := prod2.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte("dup"), SequenceID: &seq}); err != nil {
+		t.Fatal(err)
+	}
+	// Continues after last_sequence_id 2: not a duplicate.
+	if _, err := prod2.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte("new")}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range receiveN(t, cons, 4) {
+		got = append(got, string(m.Payload()))
+	}
+	if !slices.Equal(got, []string{"m-0", "m-1", "m-2", "new"}) {
+		t.Fatalf("after restart got %v", got)
+	}
+}

@@ -26,6 +26,9 @@ type ManagedLedger interface {
 	DeleteCursor(name string) error
 	// CursorNames lists the durable cursors.
 	CursorNames() []string
+	// TailEntries returns up to max of the last entries, oldest first
+	// (used to rebuild deduplication state at load).
+	TailEntries(max int) ([][]byte, error)
 	// Size returns the number of retained entries and their total bytes.
 	Size() (entries, bytes int64)
 	// Terminate refuses further adds and returns the last position.

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -103,6 +104,27 @@ func (a *mlAdapter) CursorNames() []string {
 		}
 	}
 	return out
+}
+
+func (a *mlAdapter) TailEntries(max int) ([][]byte, error) {
+	ls := a.ml.Stats().Ledgers
+	var out [][]byte
+	ctx, cancel := storageCtx()
+	defer cancel()
+	for i := len(ls) - 1; i >= 0 && len(out) < max; i-- {
+		for e := ls[i].Entries - 1; e >= 0 && len(out) < max; e-- {
+			en, err := a.ml.ReadEntry(ctx, mledger.Position{LedgerID: ls[i].LedgerID, EntryID: e})
+			if err != nil {
+				if errors.Is(err, mledger.ErrInvalidPosition) {
+					break // trimmed or not readable: stop at this ledger
+				}
+				return nil, mapErr(err)
+			}
+			out = append(out, en.Data)
+		}
+	}
+	slices.Reverse(out)
+	return out, nil
 }
 
 func (a *mlAdapter) Size() (entries, bytes int64) {

@@ -317,3 +317,31 @@ func (t *topic) isClosed() bool {
 
 // markUnloading claims the unload of t; false if another unload has it.
 func (t *topic) markUnloading() bool { return t.unloading.CompareAndSwap(false, true) }
+
+// recoverDedup rebuilds the per-producer highest sequence ids from the
+// last n entries.
+func (t *topic) recoverDedup(n int) error {
+	tail, err := t.ml.TailEntries(n)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, data := range tail {
+		e, err := pulsarproto.ParseEntry(data)
+		if err != nil {
+			continue
+		}
+		var md pulsarproto.Metadata
+		if pulsarproto.ParseMetadata(e.Metadata, &md) != nil {
+			continue
+		}
+		highest := max(md.HighestSequenceID, md.SequenceID+uint64(md.NumMessages())-1)
+		name := string(md.ProducerName)
+		if last, ok := t.mu.dedup[name]; !ok || highest > last {
+			t.mu.dedup[name] = highest
+			t.persistedSeq.Store(name, highest)
+		}
+	}
+	return nil
+}
