@@ -238,7 +238,7 @@ func TestNetNotEnoughBookies(t *testing.T) {
 		t.Fatal(err)
 	}
 	addN(t, h, 0, 10)
-	nc.kill(nc.addrs[0])
+	nc.kill(h.Metadata().Ensembles[0].Bookies[10%3]) // in entry 10's write set
 	if _, err := h.Add(ctx, []byte("x")); !errors.Is(err, ledger.ErrNotEnoughBookies) {
 		t.Fatalf("add with no replacement: %v, want ErrNotEnoughBookies", err)
 	}
