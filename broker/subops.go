@@ -47,7 +47,12 @@ func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []ackID) {
 				s.dropPending(pe)
 			}
 		}
-		s.replay = slices.DeleteFunc(s.replay, func(pe *pendingEntry) bool { return pe.pos.Compare(target) <= 0 })
+		s.setReplay(slices.DeleteFunc(s.replay, func(pe *pendingEntry) bool { return pe.pos.Compare(target) <= 0 }))
+		for pos := range s.redelivered {
+			if pos.Compare(target) <= 0 {
+				delete(s.redelivered, pos)
+			}
+		}
 		s.dispatch()
 		return
 	}
@@ -125,7 +130,7 @@ func (s *subscription) resetLocked() {
 	}
 	clear(s.pending)
 	clear(s.redelivered)
-	s.replay = nil
+	s.setReplay(nil)
 	s.delayed = nil
 	clear(s.delayDue)
 	if s.delayTimer != nil {

@@ -75,6 +75,7 @@ type subscription struct {
 	arrivals    uint64
 	pending     map[position]*pendingEntry
 	replay      []*pendingEntry // sorted by position; to (re)deliver first
+	replayBytes int             // sum of len(data) over replay
 	redelivered map[position]uint32
 	delayed     []*pendingEntry // Shared/Key_Shared: held until deliverAt
 	delayTimer  *time.Timer
@@ -90,7 +91,12 @@ type subscription struct {
 	rates rateTracker // stats only; has its own lock
 }
 
-const maxReplay = 10000
+// Key_Shared reads ahead past entries whose consumer has no permits (they
+// wait in the replay set) up to these bounds.
+const (
+	maxReplay      = 10000
+	maxReplayBytes = 64 << 20
+)
 
 func newSubscription(name, topic string, typ SubType, partition int, cur cursor, parse func([]byte) (entryMeta, error), batch int, log *slog.Logger) *subscription {
 	s := &subscription{
@@ -311,6 +317,16 @@ func (s *subscription) insertReplay(pe *pendingEntry) {
 		return
 	}
 	s.replay = slices.Insert(s.replay, i, pe)
+	s.replayBytes += len(pe.data)
+}
+
+// setReplay replaces the replay set, recounting its bytes.
+func (s *subscription) setReplay(r []*pendingEntry) {
+	s.replay = r
+	s.replayBytes = 0
+	for _, pe := range r {
+		s.replayBytes += len(pe.data)
+	}
 }
 
 func (s *subscription) anyPermits() bool {
@@ -352,12 +368,12 @@ func (s *subscription) dispatch() {
 				progressed = true
 			}
 			clear(s.replay[len(keep):])
-			s.replay = keep
+			s.setReplay(keep)
 		}
 		if !s.anyPermits() {
 			return
 		}
-		if len(s.replay) > 0 && (s.typ != SubKeyShared || len(s.replay) >= maxReplay) {
+		if len(s.replay) > 0 && (s.typ != SubKeyShared || len(s.replay) >= maxReplay || s.replayBytes >= maxReplayBytes) {
 			if !progressed {
 				return
 			}
