@@ -82,13 +82,18 @@ func (s entryLogStore) Scan(fn func(ledger, entry int64, loc uint64) error) erro
 
 // GC removes sealed logs without live data and compacts sealed logs whose
 // live ratio is below threshold: copies, Sync, relocate (index durable),
-// then RemoveLog. The active log is left alone until it rolls.
-func (s entryLogStore) GC(ctx context.Context, live func(int64) bool, threshold float64, relocate func([]relocation) error) (gcStats, error) {
+// then RemoveLog. Only logs with an id below horizon are touched: the
+// active log, and logs sealed while a checkpoint may still be setting the
+// index locations of their entries, wait for a later pass.
+func (s entryLogStore) GC(ctx context.Context, live func(int64) bool, threshold float64, horizon uint32, relocate func([]relocation) error) (gcStats, error) {
 	var st gcStats
 	usages, uerr := s.Usage(live)
 	for _, u := range usages {
 		if err := ctx.Err(); err != nil {
 			return st, err
+		}
+		if u.ID >= horizon {
+			continue
 		}
 		switch {
 		case u.Live == 0:

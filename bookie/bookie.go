@@ -46,8 +46,19 @@ type Bookie struct {
 	// pendingMark is a journal checkpoint not yet accepted; ckptMu.
 	pendingMark    journal.Position
 	hasPendingMark bool
-	metaDirty      atomic.Bool   // index metadata changed since the last checkpoint
-	minFree        atomic.Uint64 // least free bytes over all dirs at the last check
+	metaDirty      atomic.Bool // index metadata changed since the last checkpoint
+	// compactHorizon is the entry log's ActiveLogID read at the end of the
+	// last successful checkpoint (under ckptMu, so no flush was running):
+	// every entry in a log with a smaller id has had its index update. GC
+	// compacts and removes only such logs (see gc.go).
+	compactHorizon atomic.Uint32
+	gcMu           sync.Mutex // one GC pass at a time
+	// hooks are test hooks, nil in production.
+	hooks struct {
+		afterFlushSync func() // checkpoint: entry log synced, index not yet updated
+		beforeRelocate func() // GC: compaction copied and synced, index not yet repointed
+	}
+	minFree atomic.Uint64 // least free bytes over all dirs at the last check
 
 	stats struct {
 		checkpoints, gcRuns atomic.Int64

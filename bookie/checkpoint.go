@@ -48,6 +48,9 @@ func (b *Bookie) checkpointLocked(journalCkpt bool) error {
 	}
 	dirty := b.metaDirty.Swap(false)
 	if !swapped && !dirty {
+		// No flush half-done (no frozen half): logs sealed meanwhile, by
+		// compaction say, are safe to compact.
+		b.compactHorizon.Store(b.el.ActiveLogID())
 		return nil
 	}
 	fail := func(step string, err error) error {
@@ -75,6 +78,9 @@ func (b *Bookie) checkpointLocked(journalCkpt bool) error {
 		if err := b.el.Sync(); err != nil {
 			return fail("entry log sync", err)
 		}
+		if h := b.hooks.afterFlushSync; h != nil {
+			h()
+		}
 		for i, e := range b.flushBuf {
 			if err := b.idx.Put(e.ledger, e.entry, b.locBuf[i]); err != nil {
 				return fail("index put", err)
@@ -84,6 +90,9 @@ func (b *Bookie) checkpointLocked(journalCkpt bool) error {
 	if err := b.idx.Flush(); err != nil {
 		return fail("index flush", err)
 	}
+	// Every entry added to the entry log so far has its index location:
+	// logs below the active one are safe to compact from now on.
+	b.compactHorizon.Store(b.el.ActiveLogID())
 	if swapped {
 		b.wc.release()
 		b.frozenMark = nil

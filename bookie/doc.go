@@ -98,7 +98,12 @@
 // CompactionThreshold are compacted (live entries copied to the active log
 // and synced, the index repointed and flushed, then the old log removed).
 // Adds do not wait for it; a read that races a removal looks its location
-// up again.
+// up again. GC only touches logs with an id below the compaction horizon,
+// the entry log's ActiveLogID read at the end of the last checkpoint (under
+// ckptMu, no flush running): a log sealed while a checkpoint is still
+// setting the index locations of its entries is left for a later pass, so
+// compaction never relocates an entry before its first index update.
+// Relocations also take ckptMu and skip entries whose location changed.
 //
 // # Concurrency
 //

@@ -173,7 +173,7 @@ func (l *fakeEntryLog) Scan(fn func(ledger, entry int64, loc uint64) error) erro
 
 // GC "compacts" everything: live records are re-added and the old ones
 // dropped.
-func (l *fakeEntryLog) GC(_ context.Context, live func(int64) bool, threshold float64, relocate func([]relocation) error) (gcStats, error) {
+func (l *fakeEntryLog) GC(_ context.Context, live func(int64) bool, threshold float64, _ uint32, relocate func([]relocation) error) (gcStats, error) {
 	l.d.mu.Lock()
 	n := len(l.d.logs)
 	l.d.mu.Unlock()
@@ -206,6 +206,9 @@ func (l *fakeEntryLog) GC(_ context.Context, live func(int64) bool, threshold fl
 }
 
 func (l *fakeEntryLog) Close() error { return nil }
+
+// ActiveLogID: the fake has no logs to seal; its GC ignores the horizon.
+func (l *fakeEntryLog) ActiveLogID() uint32 { return ^uint32(0) }
 
 // fakeIndex is an in-memory index whose Flush copies into the disk.
 type fakeIndex struct {

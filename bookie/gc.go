@@ -14,7 +14,15 @@ func (b *Bookie) GC() error {
 	if b.closed.Load() {
 		return ErrClosed
 	}
-	st, err := b.el.GC(b.ctx, b.isLiveLedger, b.opts.CompactionThreshold, b.relocate)
+	b.gcMu.Lock()
+	defer b.gcMu.Unlock()
+	// A log sealed during a checkpoint that is still setting index
+	// locations must not be compacted: relocating an entry before its first
+	// index update would let that update point the index back at the old
+	// log, which is then removed. The horizon was read at the end of the
+	// last checkpoint, with no flush running.
+	horizon := b.compactHorizon.Load()
+	st, err := b.el.GC(b.ctx, b.isLiveLedger, b.opts.CompactionThreshold, horizon, b.relocate)
 	b.stats.gcRuns.Add(1)
 	if err != nil {
 		return b.storageErr(fmt.Errorf("bookie: gc: %w", err))
@@ -41,6 +49,9 @@ func (b *Bookie) isLiveLedger(ledger int64) bool {
 // An entry whose location changed meanwhile (re-added, deleted) is left
 // alone.
 func (b *Bookie) relocate(moves []relocation) error {
+	if h := b.hooks.beforeRelocate; h != nil {
+		h()
+	}
 	b.ckptMu.Lock()
 	defer b.ckptMu.Unlock()
 	for _, m := range moves {

@@ -47,11 +47,16 @@ type entryStore interface {
 	// Scan calls fn for every entry in every log, in file order, with its
 	// location (for index rebuild).
 	Scan(fn func(ledger, entry int64, loc uint64) error) error
-	// GC deletes logs holding no live ledger and compacts logs whose live
-	// fraction is below threshold: it re-appends their live entries, syncs
-	// them, and reports the moves through relocate (which makes the index
-	// durable) before it removes the old log.
-	GC(ctx context.Context, live func(ledger int64) bool, threshold float64, relocate func([]relocation) error) (gcStats, error)
+	// ActiveLogID returns an id such that every log with a smaller id is
+	// sealed (entrylog.Log.ActiveLogID).
+	ActiveLogID() uint32
+	// GC deletes logs with an id below horizon that hold no live ledger and
+	// compacts those whose live fraction is below threshold: it re-appends
+	// their live entries, syncs them, and reports the moves through
+	// relocate (which makes the index durable) before it removes the old
+	// log. Logs at or above horizon are left alone: a checkpoint may still
+	// be setting index locations for their entries.
+	GC(ctx context.Context, live func(ledger int64) bool, threshold float64, horizon uint32, relocate func([]relocation) error) (gcStats, error)
 	Close() error
 }
 
