@@ -129,18 +129,13 @@ func (c *Client) fence(ctx context.Context, id int64, m *Metadata, key []byte) (
 			errs = append(errs, a.err)
 		}
 	}
-	need := m.WriteQuorum - m.AckQuorum + 1
-	for start := range m.EnsembleSize {
-		n := 0
-		for _, idx := range writeSet(int64(start), m.EnsembleSize, m.WriteQuorum) {
-			if answers[idx].ok {
-				n++
-			}
-		}
-		if n < need {
-			return 0, fmt.Errorf("%w: ledger %d: write set at %d has %d fence answers, need %d: %w",
-				ErrRecoveryFailed, id, start, n, need, errors.Join(errs...))
-		}
+	ok := make([]bool, len(answers))
+	for i, a := range answers {
+		ok[i] = a.ok
+	}
+	if start, n := fenceQuorum(ok, m.WriteQuorum, m.AckQuorum); start >= 0 {
+		return 0, fmt.Errorf("%w: ledger %d: write set at %d has %d fence answers, need %d: %w",
+			ErrRecoveryFailed, id, start, n, m.WriteQuorum-m.AckQuorum+1, errors.Join(errs...))
 	}
 	lac := last.FirstEntry - 1
 	for _, a := range answers {
@@ -152,6 +147,52 @@ func (c *Client) fence(ctx context.Context, id int64, m *Metadata, key []byte) (
 		}
 	}
 	return lac, nil
+}
+
+// fenceQuorum applies §5's rule to the fence answers of an ensemble
+// (answered[i]: position i answered OK, ENOENTRY or ENOLEDGER): fencing is
+// effective once every write set has at least Qw-Qa+1 answers. It returns
+// -1 if so, else the first write set (by its start position) short of it
+// and its answer count.
+func fenceQuorum(answered []bool, wq, aq int) (start, n int) {
+	need := wq - aq + 1
+	for start := range answered {
+		n := 0
+		for _, idx := range writeSet(int64(start), len(answered), wq) {
+			if answered[idx] {
+				n++
+			}
+		}
+		if n < need {
+			return start, n
+		}
+	}
+	return -1, 0
+}
+
+// entryOutcome is recoveryRead's verdict on one entry.
+type entryOutcome int
+
+const (
+	entryUndecided entryOutcome = iota // wait for more answers
+	entryExists                        // a valid copy was found: re-replicate it
+	entryAbsent                        // Qw-Qa+1 bookies lack it: the ledger ends before it
+	entryUnknown                       // every answer is in and neither holds: fail
+)
+
+// decideEntry decides on one entry of a Qw-bookie write set from the
+// answers so far: valid copies found, "no such entry/ledger" answers, and
+// other failures.
+func decideEntry(found, missing, failed, wq, aq int) entryOutcome {
+	switch {
+	case found > 0:
+		return entryExists
+	case missing >= wq-aq+1:
+		return entryAbsent
+	case found+missing+failed >= wq:
+		return entryUnknown
+	}
+	return entryUndecided
 }
 
 // recoverForward reads entries after lac with fencing recovery reads and
@@ -311,37 +352,44 @@ func (c *Client) recoveryRead(ctx context.Context, id int64, m *Metadata, key []
 			results <- readResult{entry: v, err: err}
 		})
 	}
-	need := m.WriteQuorum - m.AckQuorum + 1
-	missing := 0
+	missing, failed := 0, 0
 	var errs []error
-	for range ws {
+	for {
 		var r readResult
 		select {
 		case r = <-results:
 		case <-rctx.Done():
 			r.err = rctx.Err()
 		}
-		if r.err == nil {
+		found := 0
+		switch {
+		case r.err == nil:
 			h, _, err := bkproto.DecodeEntry(r.entry)
 			if err == nil && h.LedgerID == id && h.EntryID == e {
-				return r.entry, true, nil
+				found = 1
+			} else {
+				failed++
+				errs = append(errs, fmt.Errorf("%w: entry %d/%d", bkproto.ErrCorrupt, h.LedgerID, h.EntryID))
 			}
-			r.err = fmt.Errorf("%w: entry %d/%d", bkproto.ErrCorrupt, h.LedgerID, h.EntryID)
-		}
-		if errors.Is(r.err, bkproto.ErrUnauthorized) {
+		case errors.Is(r.err, bkproto.ErrUnauthorized):
 			return nil, false, fmt.Errorf("%w: %w", ErrUnauthorized, r.err)
+		case errors.Is(r.err, bkproto.ErrNoEntry), errors.Is(r.err, bkproto.ErrNoLedger):
+			missing++
+		case errors.Is(r.err, context.DeadlineExceeded), errors.Is(r.err, context.Canceled):
+			errs = append(errs, r.err)
+			failed = len(ws) // the remaining answers will not come
+		default:
+			failed++
+			errs = append(errs, r.err)
 		}
-		if errors.Is(r.err, bkproto.ErrNoEntry) || errors.Is(r.err, bkproto.ErrNoLedger) {
-			if missing++; missing >= need {
-				return nil, false, nil
-			}
-			continue
-		}
-		errs = append(errs, r.err)
-		if errors.Is(r.err, context.DeadlineExceeded) || errors.Is(r.err, context.Canceled) {
-			break
+		switch decideEntry(found, missing, failed, len(ws), m.AckQuorum) {
+		case entryExists:
+			return r.entry, true, nil
+		case entryAbsent:
+			return nil, false, nil
+		case entryUnknown:
+			return nil, false, fmt.Errorf("%w: ledger %d entry %d: %d of %d needed no-entry answers: %w",
+				ErrRecoveryFailed, id, e, missing, len(ws)-m.AckQuorum+1, errors.Join(errs...))
 		}
 	}
-	return nil, false, fmt.Errorf("%w: ledger %d entry %d: %d of %d needed no-entry answers: %w",
-		ErrRecoveryFailed, id, e, missing, need, errors.Join(errs...))
 }
