@@ -14,6 +14,7 @@ import (
 // registerAdmin installs the broker's own HTTP endpoints. Other admin
 // endpoints are added through Router().Handle.
 func (b *Broker) registerAdmin(rt *Router) {
+	b.registerAdminAPI(rt)
 	rt.Handle("GET", "/admin/v2/brokers/health", func(w http.ResponseWriter, _ *http.Request, _ Params) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok")

@@ -26,6 +26,7 @@ type Broker struct {
 	log     *slog.Logger
 	reg     registry
 	schemas *schemaRegistry
+	ext     *adminExt // admin API policy state (policies.go)
 
 	mu struct {
 		sync.Mutex
@@ -343,7 +344,7 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 		return nil, err
 	}
 	if !exists {
-		if !create || b.cfg.DisableAutoTopicCreation {
+		if allow, _ := b.autoCreation(tn); !create || !allow {
 			return nil, fmt.Errorf("%w: %s", ErrTopicNotFound, tn)
 		}
 		if _, err := b.deps.Metadata.Put(ctx, topicKey(tn), nil, metadata.NotExists); err != nil && !errors.Is(err, metadata.ErrExists) {

@@ -118,4 +118,7 @@ type Deps struct {
 	// OpenLedger opens (creating if needed) the managed ledger that backs
 	// a persistent topic, named by its canonical topic name.
 	OpenLedger func(ctx context.Context, name string) (ManagedLedger, error)
+	// Bookies, if set, reports the storage nodes to the admin API and
+	// /metrics.
+	Bookies BookieInfo
 }

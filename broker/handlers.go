@@ -188,7 +188,7 @@ func (c *conn) handleSend(m *pb.CommandSend, payload []byte) error {
 	data := make([]byte, len(payload))
 	copy(data, payload)
 	c.sends.Add(1) // answered by exactly one sendReceipt or sendSendError
-	p.topic.publish(p, seq, m.GetHighestSequenceId(), n, data)
+	c.b.policyPublish(p, seq, m.GetHighestSequenceId(), n, data)
 	return nil
 }
 
@@ -298,6 +298,9 @@ func (c *conn) handlePartitionedMetadata(m *pb.CommandPartitionedTopicMetadata) 
 				fail(pb.ServerError_MetadataError, err.Error())
 				break
 			}
+			if n == 0 {
+				n = c.b.autoCreatePartitioned(ctx, tn)
+			}
 		}
 		resp.Partitions = ptr(uint32(n))
 		resp.Response = pb.CommandPartitionedTopicMetadataResponse_Success.Enum()
@@ -351,6 +354,10 @@ func (c *conn) handleProducer(m *pb.CommandProducer) {
 	t, err := c.b.getTopic(ctx, tn, true)
 	if err != nil {
 		code, msg := topicError(err)
+		c.sendError(rid, code, msg)
+		return
+	}
+	if code, msg, ok := c.b.policyCheckProducer(t); !ok {
 		c.sendError(rid, code, msg)
 		return
 	}
@@ -453,6 +460,10 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 	t, err := c.b.getTopic(ctx, tn, m.ForceTopicCreation == nil || m.GetForceTopicCreation())
 	if err != nil {
 		code, msg := topicError(err)
+		c.sendError(rid, code, msg)
+		return
+	}
+	if code, msg, ok := c.b.policyCheckConsumer(t); !ok {
 		c.sendError(rid, code, msg)
 		return
 	}

@@ -1,0 +1,146 @@
+package broker
+
+import (
+	"net/http"
+	"regexp"
+	"sort"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metricsCollector exports Pulsar's topic and subscription metric names
+// (one sample per loaded topic, labels cluster/namespace/topic) and the
+// bookies' stats from Deps.Bookies, computed at scrape time.
+type metricsCollector struct{ b *Broker }
+
+var (
+	topicLabels = []string{"cluster", "namespace", "topic"}
+	subLabels   = []string{"cluster", "namespace", "topic", "subscription"}
+
+	descTopicsCount = prometheus.NewDesc("pulsar_topics_count", "Number of loaded topics.", []string{"cluster", "namespace"}, nil)
+	topicDescs      = map[string]*prometheus.Desc{}
+	topicDescNames  = []string{
+		"pulsar_rate_in", "pulsar_rate_out", "pulsar_throughput_in", "pulsar_throughput_out",
+		"pulsar_storage_size", "pulsar_msg_backlog", "pulsar_storage_backlog_size", "pulsar_producers_count",
+		"pulsar_consumers_count", "pulsar_subscriptions_count", "pulsar_in_messages_total", "pulsar_in_bytes_total",
+		"pulsar_out_messages_total", "pulsar_out_bytes_total", "pulsar_average_msg_size",
+	}
+	subDescs     = map[string]*prometheus.Desc{}
+	subDescNames = []string{
+		"pulsar_subscription_back_log", "pulsar_subscription_msg_rate_out", "pulsar_subscription_msg_throughput_out",
+		"pulsar_subscription_unacked_messages", "pulsar_subscription_consumers_count", "pulsar_subscription_delayed",
+	}
+	descBookieStatus = prometheus.NewDesc("bookie_SERVER_STATUS", "1 when the bookie is writable, 0 when read-only.", []string{"bookie"}, nil)
+	descBookieRO     = prometheus.NewDesc("bookie_read_only", "1 when the bookie is read-only.", []string{"bookie"}, nil)
+	metricNameRe     = regexp.MustCompile(`[^a-zA-Z0-9_]`)
+)
+
+func init() {
+	for _, n := range topicDescNames {
+		topicDescs[n] = prometheus.NewDesc(n, "Pulsar topic metric "+n+".", topicLabels, nil)
+	}
+	for _, n := range subDescNames {
+		subDescs[n] = prometheus.NewDesc(n, "Pulsar subscription metric "+n+".", subLabels, nil)
+	}
+}
+
+func (mc metricsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descTopicsCount
+	for _, d := range topicDescs {
+		ch <- d
+	}
+	for _, d := range subDescs {
+		ch <- d
+	}
+	ch <- descBookieStatus
+	ch <- descBookieRO
+}
+
+func (mc metricsCollector) Collect(ch chan<- prometheus.Metric) {
+	b := mc.b
+	cluster := b.cfg.ClusterName
+	perNS := map[string]int{}
+	for _, t := range b.loadedTopics("") {
+		ns := t.name.NamespaceName()
+		perNS[ns]++
+		st := t.stats()
+		lv := []string{cluster, ns, t.full}
+		g := func(name string, v float64) {
+			ch <- prometheus.MustNewConstMetric(topicDescs[name], prometheus.GaugeValue, v, lv...)
+		}
+		c := func(name string, v float64) {
+			ch <- prometheus.MustNewConstMetric(topicDescs[name], prometheus.CounterValue, v, lv...)
+		}
+		consumers := 0
+		for _, ss := range st.Subscriptions {
+			consumers += len(ss.Consumers)
+		}
+		g("pulsar_rate_in", st.MsgRateIn)
+		g("pulsar_rate_out", st.MsgRateOut)
+		g("pulsar_throughput_in", st.MsgThroughputIn)
+		g("pulsar_throughput_out", st.MsgThroughputOut)
+		g("pulsar_storage_size", float64(st.StorageSize))
+		g("pulsar_msg_backlog", float64(st.MsgBacklog))
+		g("pulsar_storage_backlog_size", float64(st.BacklogSize))
+		g("pulsar_producers_count", float64(len(st.Publishers)))
+		g("pulsar_consumers_count", float64(consumers))
+		g("pulsar_subscriptions_count", float64(len(st.Subscriptions)))
+		g("pulsar_average_msg_size", st.AverageMsgSize)
+		c("pulsar_in_messages_total", float64(st.MsgInCounter))
+		c("pulsar_in_bytes_total", float64(st.BytesInCounter))
+		c("pulsar_out_messages_total", float64(st.MsgOutCounter))
+		c("pulsar_out_bytes_total", float64(st.BytesOutCounter))
+		for name, ss := range st.Subscriptions {
+			sl := []string{cluster, ns, t.full, name}
+			sg := func(n string, v float64) {
+				ch <- prometheus.MustNewConstMetric(subDescs[n], prometheus.GaugeValue, v, sl...)
+			}
+			sg("pulsar_subscription_back_log", float64(ss.MsgBacklog))
+			sg("pulsar_subscription_msg_rate_out", ss.MsgRateOut)
+			sg("pulsar_subscription_msg_throughput_out", ss.MsgThroughputOut)
+			sg("pulsar_subscription_unacked_messages", float64(ss.UnackedMessages))
+			sg("pulsar_subscription_consumers_count", float64(len(ss.Consumers)))
+			sg("pulsar_subscription_delayed", float64(ss.MsgDelayed))
+		}
+	}
+	for ns, n := range perNS {
+		ch <- prometheus.MustNewConstMetric(descTopicsCount, prometheus.GaugeValue, float64(n), cluster, ns)
+	}
+	if b.deps.Bookies == nil {
+		return
+	}
+	for _, bk := range b.deps.Bookies.Bookies() {
+		status, ro := 1.0, 0.0
+		if bk.ReadOnly {
+			status, ro = 0, 1
+		}
+		ch <- prometheus.MustNewConstMetric(descBookieStatus, prometheus.GaugeValue, status, bk.BookieID)
+		ch <- prometheus.MustNewConstMetric(descBookieRO, prometheus.GaugeValue, ro, bk.BookieID)
+		keys := make([]string, 0, len(bk.Stats))
+		for k := range bk.Stats {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			d := prometheus.NewDesc("bookie_"+metricNameRe.ReplaceAllString(k, "_"), "Bookie stat "+k+".", []string{"bookie"}, nil)
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, bk.Stats[k], bk.BookieID)
+		}
+	}
+}
+
+// metricsHandler serves /metrics from a per-broker registry (the
+// process-wide default registry is left alone).
+func (b *Broker) metricsHandler() HandlerFunc {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(unchecked{metricsCollector{b}})
+	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	return func(w http.ResponseWriter, r *http.Request, _ Params) { h.ServeHTTP(w, r) }
+}
+
+// unchecked makes the collector "unchecked" (its bookie descriptors are
+// dynamic): Describe sends nothing.
+type unchecked struct{ c prometheus.Collector }
+
+func (u unchecked) Describe(chan<- *prometheus.Desc)    {}
+func (u unchecked) Collect(ch chan<- prometheus.Metric) { u.c.Collect(ch) }
