@@ -10,6 +10,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/bookie"
 	"github.com/magnetar-mq/magnetar/bookie/server"
+	"github.com/magnetar-mq/magnetar/internal/vfs"
 	"github.com/magnetar-mq/magnetar/ledger"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/protocol/bkproto"
@@ -22,13 +23,24 @@ type netCluster struct {
 	bookies []*bookie.Bookie
 	servers []*server.Server
 	addrs   []string
+	fs      []*vfs.ErrorFS // per bookie: fake disk usage
 }
 
 func newNetCluster(t testing.TB, n int) *netCluster {
 	t.Helper()
 	nc := &netCluster{t: t, store: openStore(t)}
 	for range n {
-		b := memBookie(t)
+		efs := vfs.NewErrorFS(vfs.NewOS(), vfs.Never)
+		var fs vfs.FS = efs
+		if benchPlainFS {
+			fs = vfs.NewOS() // keeps io_uring journals (ErrorFS files hide the fd)
+		}
+		b, err := bookie.Open(bookieOptions(fs, t.TempDir()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		nc.fs = append(nc.fs, efs)
 		s, err := server.New(b, server.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -516,5 +528,35 @@ func TestNetReadErrorsMapped(t *testing.T) {
 	}
 	if lac, _, _ := bc.ReadLAC(ctx, 77); lac != 1 {
 		t.Fatalf("ReadLAC after WriteLAC = %d, want 1", lac)
+	}
+}
+
+// TestNetReadOnlyBookie: a bookie whose disk fills turns read-only and
+// answers EREADONLY; the writer moves its position to another bookie
+// without losing or reordering an acked entry, and reads still reach the
+// read-only bookie's copies.
+func TestNetReadOnlyBookie(t *testing.T) {
+	nc := newNetCluster(t, 4)
+	c, _ := nc.client(ledger.Options{})
+	ctx := ctxT(t)
+	h, err := c.Create(ctx, e3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addN(t, h, 0, 50)
+	ens := h.Metadata().Ensembles[0].Bookies
+	i := slices.Index(nc.addrs, ens[0])
+	nc.fs[i].SetDiskUsage(100, 1)
+	if err := nc.bookies[i].CheckDisks(); err != nil || !nc.bookies[i].IsReadOnly() {
+		t.Fatalf("bookie not read-only: %v", err)
+	}
+	addN(t, h, 50, 50)
+	m := h.Metadata()
+	if len(m.Ensembles) != 2 || slices.Contains(m.Last().Bookies, ens[0]) || m.Last().FirstEntry != 50 {
+		t.Fatalf("ensembles %+v: want a second one from entry 50 without the read-only %s", m.Ensembles, ens[0])
+	}
+	checkEntries(t, h, h.ID(), 0, 99)
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
