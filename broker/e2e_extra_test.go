@@ -193,7 +193,8 @@ func TestE2EDelayedDelivery(t *testing.T) {
 	if string(msgs[0].Payload()) != "now" || string(msgs[1].Payload()) != "later" {
 		t.Fatalf("order %q, %q", msgs[0].Payload(), msgs[1].Payload())
 	}
-	if d := time.Since(start); d < 300*time.Millisecond {
+	// deliver_at_time has millisecond resolution: allow rounding.
+	if d := time.Since(start); d < 290*time.Millisecond {
 		t.Fatalf("delayed message delivered after %v", d)
 	}
 }
