@@ -86,8 +86,9 @@ func Produce(ctx context.Context, cfg ProduceConfig) (Summary, error) {
 				t0 := time.Now()
 				p.SendAsync(runCtx, msg(), func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
 					if err != nil {
-						// A send cut short by the end of the run is not a failure.
-						if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+						// A send cut short by the end of the run (the client reports
+						// ErrContextExpired) is not a failure.
+						if runCtx.Err() == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 							sh.Error()
 							errOnce.Do(func() { firstErr = err })
 						}
@@ -106,6 +107,9 @@ func Produce(ctx context.Context, cfg ProduceConfig) (Summary, error) {
 	rep.close()
 	sum := st.Summary("produce", end)
 	sum.LatencyOf = "publish"
+	if firstErr != nil {
+		sum.FirstError = firstErr.Error()
+	}
 	if sum.Messages == 0 {
 		if firstErr != nil {
 			return sum, fmt.Errorf("perf: produce: %w", firstErr)

@@ -160,6 +160,8 @@ type Summary struct {
 	MBRate    float64 `json:"mb_per_sec"`
 	Latency   Latency `json:"latency"`
 	LatencyOf string  `json:"latency_of"` // "publish" or "end_to_end"
+	// FirstError is the first failure seen (sends that failed), if any.
+	FirstError string `json:"first_error,omitempty"`
 }
 
 // Summary returns the totals from the start to end.
@@ -208,7 +210,7 @@ func (s Summary) String() string {
 	out := fmt.Sprintf("%s summary: %d msgs, %.2f MB in %.2fs = %.0f msg/s, %.2f MB/s",
 		s.Kind, s.Messages, float64(s.Bytes)/1e6, s.Seconds, s.MsgRate, s.MBRate)
 	if s.Errors > 0 {
-		out += fmt.Sprintf(", %d errors", s.Errors)
+		out += fmt.Sprintf(", %d errors (first: %s)", s.Errors, s.FirstError)
 	}
 	if l := s.Latency; l.Samples > 0 {
 		out += fmt.Sprintf("\n%s latency: mean %s p50 %s p95 %s p99 %s p99.9 %s max %s",

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Magnetar vs NATS JetStream, 200-byte messages, durable (fsync on), client
+# and server on this machine. In one run: build magnetar, then RUNS times:
+#   magnetar standalone on a temp dir, measured with `magnetar perf`:
+#     (a) max produce msgs/s                (PRODUCE_FLAGS, DURATION)
+#     (b) tailing consume msgs/s            (consumer running while producing)
+#     (c) catch-up consume msgs/s           (the backlog (a) left, from earliest)
+#     (d) publish latency p50/p99 at LAT_FRACTION of (a)'s rate
+#   NATS JetStream 2.15.2 at its default and with sync_interval: always
+#   (bench/peer/nats.sh).
+# and print the medians as one table with ratios. Raw figures stay in OUT.
+#
+# Env: RUNS (3), DURATION (20s), LAT_DURATION (15s), LAT_FRACTION (0.5),
+#      OUT (a new /tmp dir), MAGNETAR_BIN (skip the build), SKIP_PEER=1.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+RUNS=${RUNS:-3}
+DURATION=${DURATION:-20s}
+LAT_DURATION=${LAT_DURATION:-15s}
+LAT_FRACTION=${LAT_FRACTION:-0.5}
+SIZE=200
+PRODUCE_FLAGS=${PRODUCE_FLAGS:---num-producers 2 --max-pending 10000 --batch-delay 10ms --batch-max-messages 2000 --batch-max-bytes 524288 --memory-limit 536870912}
+CONSUME_FLAGS=${CONSUME_FLAGS:---receiver-queue-size 5000}
+OUT=${OUT:-$(mktemp -d /tmp/magnetar-bench.XXXXXX)}
+mkdir -p "$OUT"
+echo "results in $OUT" >&2
+
+if [[ -z ${MAGNETAR_BIN:-} ]]; then
+  MAGNETAR_BIN="$OUT/magnetar"
+  (cd "$repo" && go build -o "$MAGNETAR_BIN" ./cmd/magnetar)
+fi
+[[ -n ${SKIP_PEER:-} ]] || "$repo/bench/peer/build.sh" >/dev/null
+
+# json FILE KEY: a top-level or latency.* field of a perf --json summary.
+json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); k=sys.argv[2]
+v=d["latency"][k[4:]] if k.startswith("lat.") else d[k]; print(round(v) if isinstance(v,float) else v)' "$1" "$2"; }
+
+standalone_pid=
+stop_standalone() {
+  [[ -n $standalone_pid ]] || return 0
+  kill -TERM "$standalone_pid" 2>/dev/null || true
+  wait "$standalone_pid" 2>/dev/null || true
+  standalone_pid=
+}
+trap stop_standalone EXIT
+
+# start_standalone DIR [flags]: sets SVC and ADMIN.
+start_standalone() {
+  local dir=$1; shift
+  "$MAGNETAR_BIN" standalone --data-dir "$dir" --listen 127.0.0.1:0 --http 127.0.0.1:0 \
+    --advertised-host 127.0.0.1 --log-level warn "$@" >"$dir.ready" 2>"$dir.log" &
+  standalone_pid=$!
+  for _ in $(seq 600); do
+    if grep -q 'magnetar standalone ready' "$dir.ready"; then
+      SVC=$(grep -o 'service=[^ ]*' "$dir.ready" | cut -d= -f2)
+      ADMIN=$(grep -o 'http=[^ ]*' "$dir.ready" | cut -d= -f2)
+      return 0
+    fi
+    kill -0 "$standalone_pid" 2>/dev/null || { cat "$dir.log" >&2; return 1; }
+    sleep 0.1
+  done
+  echo "standalone not ready" >&2; return 1
+}
+
+perf() { "$MAGNETAR_BIN" perf "$@" --service-url "$SVC" -q --json; }
+
+magnetar_once() { # $1 = run dir; prints key value lines
+  local d=$1 data="$1/data"
+  start_standalone "$data"
+  # (a) max produce; leaves the backlog for (c).
+  perf produce --topic bench-a --size $SIZE --test-duration "$DURATION" $PRODUCE_FLAGS >"$d/a.json"
+  local produced peak
+  produced=$(json "$d/a.json" messages); peak=$(json "$d/a.json" msgs_per_sec)
+  echo "mag_produce $peak"
+  echo "mag_produce_p50_us $(json "$d/a.json" lat.p50_us)"
+  echo "mag_produce_p99_us $(json "$d/a.json" lat.p99_us)"
+  # (c) catch-up: a new subscription reads the whole backlog of (a).
+  echo "mag_backlog $produced"
+  perf consume --topic bench-a --subscription-name catchup --subscription-position earliest \
+    --num-messages "$produced" --test-duration 300s $CONSUME_FLAGS >"$d/c.json"
+  echo "mag_consume_catchup $(json "$d/c.json" msgs_per_sec)"
+  # (b) tailing: the consumer is subscribed (earliest on a fresh topic, so
+  # nothing is missed) while the producer runs at max.
+  perf consume --topic bench-b --subscription-name tail --subscription-position earliest \
+    --idle-timeout 3s --test-duration 300s $CONSUME_FLAGS >"$d/b-consume.json" &
+  local cpid=$!
+  perf produce --topic bench-b --size $SIZE --test-duration "$DURATION" $PRODUCE_FLAGS >"$d/b-produce.json"
+  wait $cpid
+  echo "mag_tail_produce $(json "$d/b-produce.json" msgs_per_sec)"
+  echo "mag_consume_tail $(json "$d/b-consume.json" msgs_per_sec)"
+  echo "mag_tail_e2e_p50_us $(json "$d/b-consume.json" lat.p50_us)"
+  echo "mag_tail_e2e_p99_us $(json "$d/b-consume.json" lat.p99_us)"
+  # (d) latency at a fixed fraction of the peak.
+  local rate
+  rate=$(python3 -c "print(int($peak*$LAT_FRACTION))")
+  perf produce --topic bench-d --size $SIZE --test-duration "$LAT_DURATION" --rate "$rate" $PRODUCE_FLAGS >"$d/d.json"
+  echo "mag_fixed_rate $rate"
+  echo "mag_fixed_rate_achieved $(json "$d/d.json" msgs_per_sec)"
+  echo "mag_fixed_p50_us $(json "$d/d.json" lat.p50_us)"
+  echo "mag_fixed_p99_us $(json "$d/d.json" lat.p99_us)"
+  stop_standalone
+  echo "mag_data_bytes $(du -sb "$data" | cut -f1)"
+  rm -rf "$data"
+}
+
+for r in $(seq "$RUNS"); do
+  d="$OUT/run$r"; mkdir -p "$d"
+  {
+    echo "load_before $(cut -d' ' -f1 /proc/loadavg)"
+    magnetar_once "$d"
+    if [[ -z ${SKIP_PEER:-} ]]; then
+      "$repo/bench/peer/nats.sh" default
+      "$repo/bench/peer/nats.sh" always
+    fi
+    echo "load_after $(cut -d' ' -f1 /proc/loadavg)"
+  } | tee "$d/figures.kv" >&2
+done
+
+python3 "$repo/bench/perf/table.py" "$OUT"/run*/figures.kv
