@@ -1,0 +1,445 @@
+package broker
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsaradmin"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+)
+
+func adminClient(t testing.TB, tb *testBroker) pulsaradmin.Client {
+	t.Helper()
+	c, err := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: "http://" + tb.HTTPAddr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func mustTopic(t testing.TB, s string) utils.TopicName {
+	t.Helper()
+	tn, err := utils.GetTopicName(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *tn
+}
+
+func mustNS(t testing.TB, s string) utils.NameSpaceName {
+	t.Helper()
+	ns, err := utils.GetNamespaceName(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *ns
+}
+
+// reasonOf decodes Pulsar's {"reason": ...} error body.
+func reasonOf(t testing.TB, body string) string {
+	t.Helper()
+	var e struct {
+		Reason string `json:"reason"`
+	}
+	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Reason == "" {
+		t.Fatalf("error body %q is not {\"reason\":...}", body)
+	}
+	return e.Reason
+}
+
+func TestAdminClustersBrokersTenantsNamespaces(t *testing.T) {
+	tb := startBroker(t, nil)
+	ac := adminClient(t, tb)
+
+	cs, err := ac.Clusters().List()
+	if err != nil || !slices.Equal(cs, []string{"standalone"}) {
+		t.Fatalf("clusters %v %v", cs, err)
+	}
+	cd, err := ac.Clusters().Get("standalone")
+	if err != nil || !strings.HasPrefix(cd.BrokerServiceURL, "pulsar://") {
+		t.Fatalf("cluster get %+v %v", cd, err)
+	}
+	brokers, err := ac.Brokers().GetActiveBrokers("standalone")
+	if err != nil || len(brokers) != 1 {
+		t.Fatalf("brokers %v %v", brokers, err)
+	}
+
+	ts := ac.Tenants()
+	if err := ts.Create(utils.TenantData{Name: "acme", AdminRoles: []string{"root"}, AllowedClusters: []string{"standalone"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Create(utils.TenantData{Name: "acme", AllowedClusters: []string{"standalone"}}); err == nil || !strings.Contains(err.Error(), "409") {
+		t.Fatalf("duplicate tenant create: %v", err)
+	}
+	if err := ts.Create(utils.TenantData{Name: "bad", AllowedClusters: []string{"nowhere"}}); err == nil {
+		t.Fatal("tenant with unknown cluster accepted")
+	}
+	td, err := ts.Get("acme")
+	if err != nil || !slices.Equal(td.AdminRoles, []string{"root"}) {
+		t.Fatalf("tenant get %+v %v", td, err)
+	}
+	if err := ts.Update(utils.TenantData{Name: "acme", AdminRoles: []string{"ops"}, AllowedClusters: []string{"standalone"}}); err != nil {
+		t.Fatal(err)
+	}
+	if td, _ = ts.Get("acme"); !slices.Equal(td.AdminRoles, []string{"ops"}) {
+		t.Fatalf("tenant update not applied: %+v", td)
+	}
+	list, err := ts.List()
+	if err != nil || !slices.Contains(list, "acme") || !slices.Contains(list, "public") {
+		t.Fatalf("tenants %v %v", list, err)
+	}
+
+	ns := ac.Namespaces()
+	if err := ns.CreateNamespace("acme/ns1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.CreateNamespace("acme/ns1"); err == nil || !strings.Contains(err.Error(), "409") {
+		t.Fatalf("duplicate namespace: %v", err)
+	}
+	if err := ns.CreateNamespace("nosuch/ns1"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("namespace of unknown tenant: %v", err)
+	}
+	nss, err := ns.GetNamespaces("acme")
+	if err != nil || !slices.Equal(nss, []string{"acme/ns1"}) {
+		t.Fatalf("namespaces %v %v", nss, err)
+	}
+	pol, err := ns.GetPolicies("acme/ns1")
+	if err != nil || !slices.Equal(pol.ReplicationClusters, []string{"standalone"}) {
+		t.Fatalf("policies %+v %v", pol, err)
+	}
+	// A tenant with namespaces cannot be deleted.
+	if err := ts.Delete("acme"); err == nil || !strings.Contains(err.Error(), "409") {
+		t.Fatalf("delete non-empty tenant: %v", err)
+	}
+	// A namespace with topics needs force.
+	if code, body := httpDo(t, tb, "PUT", "/admin/v2/persistent/acme/ns1/t1", ""); code != http.StatusNoContent {
+		t.Fatalf("create topic %d %s", code, body)
+	}
+	if code, body := httpDo(t, tb, "DELETE", "/admin/v2/namespaces/acme/ns1", ""); code != http.StatusConflict {
+		t.Fatalf("delete non-empty namespace %d %s", code, body)
+	}
+	if code, body := httpDo(t, tb, "DELETE", "/admin/v2/namespaces/acme/ns1?force=true", ""); code != http.StatusNoContent {
+		t.Fatalf("force delete namespace %d %s", code, body)
+	}
+	if nss, _ = ns.GetNamespaces("acme"); len(nss) != 0 {
+		t.Fatalf("namespaces after delete %v", nss)
+	}
+	if err := ts.Delete("acme"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Get("acme"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("get deleted tenant: %v", err)
+	}
+	code, body := httpDo(t, tb, "GET", "/admin/v2/bookies/all", "")
+	if code != 200 || !strings.Contains(body, `"bookies":[]`) {
+		t.Fatalf("bookies %d %s", code, body)
+	}
+}
+
+func TestAdminErrorShapesAndTenantIsolation(t *testing.T) {
+	tb := startBroker(t, nil)
+	ac := adminClient(t, tb)
+	for _, tn := range []string{"ta", "tb"} {
+		if err := ac.Tenants().Create(utils.TenantData{Name: tn, AllowedClusters: []string{"standalone"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ac.Namespaces().CreateNamespace("ta/secret"); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := httpDo(t, tb, "PUT", "/admin/v2/persistent/ta/secret/x", ""); code != 204 {
+		t.Fatal(code)
+	}
+	// ta's namespace is invisible through tb's paths.
+	nss, err := ac.Namespaces().GetNamespaces("tb")
+	if err != nil || len(nss) != 0 {
+		t.Fatalf("tb namespaces %v %v", nss, err)
+	}
+	for _, path := range []string{
+		"/admin/v2/namespaces/tb/secret",
+		"/admin/v2/namespaces/tb/secret/topics",
+		"/admin/v2/persistent/tb/secret",
+		"/admin/v2/persistent/tb/secret/x/stats",
+		"/admin/v2/namespaces/tb/secret/retention",
+	} {
+		code, body := httpDo(t, tb, "GET", path, "")
+		if code != http.StatusNotFound {
+			t.Errorf("GET %s: %d %s", path, code, body)
+			continue
+		}
+		reasonOf(t, body)
+	}
+	// Unknown paths: 404 with a reason; known-but-unimplemented: 501.
+	cases := []struct {
+		method, path string
+		code         int
+	}{
+		{"GET", "/admin/v2/nothing/here", 404},
+		{"GET", "/admin/v3/whatever", 404},
+		{"PUT", "/admin/v2/persistent/ta/secret/x/compaction", 501},
+		{"POST", "/admin/v2/namespaces/ta/secret/permissions", 501},
+		{"PUT", "/admin/v2/clusters/other", 501},
+		{"PATCH", "/admin/v2/tenants/ta", 405},
+		{"PUT", "/admin/v2/persistent/ta/secret/x", 409},
+		{"DELETE", "/admin/v2/persistent/ta/secret/nope", 404},
+		{"POST", "/admin/v2/namespaces/ta/secret/messageTTL", 412},
+		{"POST", "/admin/v2/namespaces/ta/secret/backlogQuota", 412},
+	}
+	for _, c := range cases {
+		code, body := httpDo(t, tb, c.method, c.path, "")
+		if c.method == "POST" && strings.HasSuffix(c.path, "messageTTL") {
+			code, body = httpDo(t, tb, c.method, c.path, `"abc"`)
+		}
+		if code != c.code {
+			t.Errorf("%s %s: %d %s, want %d", c.method, c.path, code, body, c.code)
+			continue
+		}
+		reasonOf(t, body)
+	}
+}
+
+func TestAdminTopicsAndSubscriptions(t *testing.T) {
+	tb := startBroker(t, nil)
+	ac := adminClient(t, tb)
+	tp := ac.Topics()
+	np := mustTopic(t, "persistent://public/default/adm-np")
+	pt := mustTopic(t, "persistent://public/default/adm-pt")
+	if err := tp.Create(np, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Create(np, 0); err == nil || !strings.Contains(err.Error(), "409") {
+		t.Fatalf("re-create non-partitioned: %v", err)
+	}
+	if err := tp.Create(pt, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Create(pt, 2); err != nil {
+		t.Fatalf("same-count re-create must be idempotent: %v", err)
+	}
+	if err := tp.Update(pt, 3); err != nil {
+		t.Fatal(err)
+	}
+	if md, err := tp.GetMetadata(pt); err != nil || md.Partitions != 3 {
+		t.Fatalf("metadata %+v %v", md, err)
+	}
+	if err := tp.Update(pt, 2); err == nil {
+		t.Fatal("shrinking partitions accepted")
+	}
+	parts, nonParts, err := tp.List(mustNS(t, "public/default"))
+	if err != nil || !slices.Contains(parts, pt.String()) || !slices.Contains(nonParts, np.String()) {
+		t.Fatalf("list %v %v %v", parts, nonParts, err)
+	}
+
+	// Produce to the non-partitioned topic, then inspect it.
+	c := tb.client(t)
+	if err := ac.Subscriptions().Create(np, "early", utils.Earliest); err != nil {
+		t.Fatal(err)
+	}
+	if err := ac.Subscriptions().Create(np, "early", utils.Earliest); err == nil || !strings.Contains(err.Error(), "409") {
+		t.Fatalf("duplicate subscription: %v", err)
+	}
+	prod, err := c.CreateProducer(pulsar.ProducerOptions{Topic: np.String(), DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []pulsar.MessageID
+	for i := range 10 {
+		id, err := prod.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte{byte('a' + i)}, Properties: map[string]string{"idx": string(rune('0' + i))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := ac.Subscriptions().Create(np, "late", utils.Latest); err != nil {
+		t.Fatal(err)
+	}
+	subs, err := ac.Subscriptions().List(np)
+	slices.Sort(subs)
+	if err != nil || !slices.Equal(subs, []string{"early", "late"}) {
+		t.Fatalf("subscriptions %v %v", subs, err)
+	}
+	st, err := tp.GetStats(np)
+	if err != nil || st.MsgCounterIn != 10 || st.Subscriptions["early"].MsgBacklog != 10 || st.Subscriptions["late"].MsgBacklog != 0 || len(st.Publishers) != 1 {
+		t.Fatalf("stats %+v %v", st, err)
+	}
+	is, err := tp.GetInternalStats(np)
+	if err != nil || is.NumberOfEntries != 10 || len(is.Ledgers) == 0 || is.Cursors["early"].MarkDeletePosition == "" {
+		t.Fatalf("internal stats %+v %v", is, err)
+	}
+	// Message by id and peek.
+	m, err := ac.Subscriptions().GetMessageByID(np, ids[3].LedgerID(), ids[3].EntryID())
+	if err != nil || string(m.Payload) != "d" || m.Properties["idx"] != "3" {
+		t.Fatalf("message by id %+v %v", m, err)
+	}
+	peek, err := ac.Subscriptions().PeekMessages(np, "early", 2)
+	if err != nil || len(peek) != 2 || string(peek[0].Payload) != "a" || string(peek[1].Payload) != "b" {
+		t.Fatalf("peek %v %v", peek, err)
+	}
+	backlog := func(sub string) int64 {
+		t.Helper()
+		st, err := tp.GetStats(np)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Subscriptions[sub].MsgBacklog
+	}
+	// Skip, reset, skip all.
+	if err := ac.Subscriptions().SkipMessages(np, "early", 4); err != nil {
+		t.Fatal(err)
+	}
+	if n := backlog("early"); n != 6 {
+		t.Fatalf("backlog after skip 4: %d", n)
+	}
+	if peek, _ = ac.Subscriptions().PeekMessages(np, "early", 1); len(peek) != 1 || string(peek[0].Payload) != "e" {
+		t.Fatalf("peek after skip %v", peek)
+	}
+	if err := ac.Subscriptions().ResetCursorToMessageID(np, "early", utils.MessageID{LedgerID: ids[1].LedgerID(), EntryID: ids[1].EntryID(), PartitionIndex: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if n := backlog("early"); n != 9 {
+		t.Fatalf("backlog after reset to #1: %d", n)
+	}
+	if err := ac.Subscriptions().ResetCursorToTimestamp(np, "early", 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := backlog("early"); n != 10 {
+		t.Fatalf("backlog after reset to time 0: %d", n)
+	}
+	if err := ac.Subscriptions().ExpireMessages(np, "early", 3600); err != nil {
+		t.Fatal(err)
+	}
+	if n := backlog("early"); n != 10 {
+		t.Fatalf("expiring hour-old messages removed fresh ones: %d", n)
+	}
+	if err := ac.Subscriptions().ExpireMessages(np, "early", 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := backlog("early"); n != 0 {
+		t.Fatalf("backlog after expire 0s: %d", n)
+	}
+	if err := ac.Subscriptions().ResetCursorToMessageID(np, "early", utils.Earliest); err != nil {
+		t.Fatal(err)
+	}
+	if err := ac.Subscriptions().ClearBacklog(np, "early"); err != nil {
+		t.Fatal(err)
+	}
+	if n := backlog("early"); n != 0 {
+		t.Fatalf("backlog after skip_all: %d", n)
+	}
+	if err := ac.Subscriptions().Delete(np, "late"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ac.Subscriptions().Delete(np, "late"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("delete missing subscription: %v", err)
+	}
+	// A subscription with a connected consumer needs force.
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: np.String(), SubscriptionName: "busy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ac.Subscriptions().Delete(np, "busy"); err == nil || !strings.Contains(err.Error(), "412") {
+		t.Fatalf("delete busy subscription: %v", err)
+	}
+	if err := ac.Subscriptions().ForceDelete(np, "busy"); err != nil {
+		t.Fatal(err)
+	}
+	cons.Close() // or its reconnect would re-create the topic after delete
+
+	lid, err := tp.GetLastMessageID(np)
+	if err != nil || lid.LedgerID != ids[9].LedgerID() || lid.EntryID != ids[9].EntryID() {
+		t.Fatalf("last message id %+v %v", lid, err)
+	}
+	// Delete refuses a topic with a producer unless forced.
+	if code, _ := httpDo(t, tb, "DELETE", "/admin/v2/persistent/public/default/adm-np", ""); code != http.StatusPreconditionFailed {
+		t.Fatalf("delete in-use topic: %d", code)
+	}
+	// Close the producer first: the Go client races with itself when a
+	// reconnect overlaps a send (seen under -race).
+	prod.Close()
+	if err := tp.Unload(np); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := tp.GetStats(np); err != nil || st.Subscriptions["early"].MsgBacklog != 0 {
+		t.Fatalf("stats after unload (reload) %+v %v", st, err)
+	}
+	last, err := tp.Terminate(np)
+	if err != nil || last.LedgerID != ids[9].LedgerID() || last.EntryID != ids[9].EntryID() {
+		t.Fatalf("terminate %+v %v (last sent %v)", last, err, ids[9])
+	}
+	if p2, err := c.CreateProducer(pulsar.ProducerOptions{Topic: np.String()}); err == nil {
+		p2.Close()
+		t.Fatal("producer created on a terminated topic")
+	}
+	if err := tp.Delete(np, true, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tp.GetStats(np); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("stats of deleted topic: %v", err)
+	}
+
+	// Partitioned stats aggregate the partitions.
+	pp, err := c.CreateProducer(pulsar.ProducerOptions{Topic: pt.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pp.Close()
+	for i := range 6 {
+		if _, err := pp.Send(ctxT(t), &pulsar.ProducerMessage{Key: string(rune('a' + i)), Payload: []byte("p")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps, err := tp.GetPartitionedStats(pt, true)
+	if err != nil || ps.Metadata.Partitions != 3 || len(ps.Partitions) != 3 || len(ps.Publishers) != 3 {
+		t.Fatalf("partitioned stats %+v %v", ps, err)
+	}
+	var in int64
+	for _, s := range ps.Partitions {
+		in += s.MsgCounterIn
+	}
+	if in != 6 {
+		t.Fatalf("partitions hold %d messages, want 6", in)
+	}
+	if err := tp.Delete(pt, true, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAdminMetrics(t *testing.T) {
+	tb := startBroker(t, nil)
+	c := tb.client(t)
+	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://public/default/metrics-t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: "persistent://public/default/metrics-t", SubscriptionName: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	for range 3 {
+		if _, err := p.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte("hello")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, body := httpDo(t, tb, "GET", "/metrics", "")
+	if code != 200 {
+		t.Fatal(code)
+	}
+	for _, want := range []string{
+		`pulsar_in_messages_total{cluster="standalone",namespace="public/default",topic="persistent://public/default/metrics-t"} 3`,
+		`pulsar_producers_count{cluster="standalone",namespace="public/default",topic="persistent://public/default/metrics-t"} 1`,
+		`pulsar_consumers_count{cluster="standalone",namespace="public/default",topic="persistent://public/default/metrics-t"} 1`,
+		`pulsar_subscription_back_log{cluster="standalone",namespace="public/default",subscription="m",topic="persistent://public/default/metrics-t"}`,
+		`pulsar_storage_size{`, `pulsar_rate_in{`, `pulsar_msg_backlog{`, `pulsar_throughput_out{`,
+		`pulsar_topics_count{cluster="standalone",namespace="public/default"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
