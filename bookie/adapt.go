@@ -29,15 +29,15 @@ func isNotFound(err error) bool {
 // errFakeNotFoundMarker lets test fakes report a vanished location.
 var errFakeNotFoundMarker = errors.New("bookie: location not found")
 
-// barrierLedger is the ledger id of checkpoint barrier records: fence
-// records of a ledger that cannot exist, appended by Mark. Replay skips
-// them.
+// barrierLedger is the ledger id of the checkpoint barrier records older
+// bookies appended (fence records of a ledger that cannot exist). The
+// bookie now uses the journal's record-free Sync; replay still skips them.
 const barrierLedger = -1
 
 // walJournal adapts *journal.Journal to wal.
 type walJournal struct{ *journal.Journal }
 
-// markOp completes a barrier record.
+// markOp completes a barrier.
 type markOp struct {
 	ch chan struct{}
 	// Set before ch closes.
@@ -50,11 +50,11 @@ func (op *markOp) AppendDone(pos journal.Position, err error) {
 	close(op.ch)
 }
 
-// Mark appends a barrier record: every record appended earlier precedes
-// it, and its completion position is the mark.
+// Mark starts a journal Sync: it writes nothing, never blocks, and its
+// position covers every record appended earlier.
 func (w walJournal) Mark() func() (journal.Position, error) {
 	op := &markOp{ch: make(chan struct{})}
-	w.Journal.Append(journal.Record{Type: journal.Fence, LedgerID: barrierLedger, EntryID: -1}, op)
+	w.Journal.Sync(op)
 	return func() (journal.Position, error) {
 		<-op.ch
 		return op.pos, op.err

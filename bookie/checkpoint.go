@@ -110,9 +110,9 @@ func (b *Bookie) checkpointLocked(journalCkpt bool) error {
 		case err == nil:
 			b.hasPendingMark = false
 		case errors.Is(err, journal.ErrMarkNotFound):
-			// The journal may publish its durable end just after running
-			// the completion that gave us the mark; the checkpoint only
-			// trims the journal, so retry it next round.
+			// Not expected (the journal publishes its durable end before
+			// completing a Sync); the checkpoint only trims the journal, so
+			// retry it next round rather than fail.
 		default:
 			return fail("journal", err)
 		}

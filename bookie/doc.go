@@ -40,18 +40,21 @@
 // Every CheckpointInterval, or when the active half passes
 // WriteCacheSize/2, the checkpoint goroutine:
 //
-//  1. swaps the halves and, under the write-cache lock, appends a barrier
-//     record to the journal (a fence record of ledger -1, skipped by
-//     replay). Adds insert into the cache before they append to the journal,
-//     so every record before the barrier has its data in the frozen half
-//     (or in storage already) and every index metadata change before it is
-//     in the index;
+//  1. swaps the halves and, under the write-cache lock, starts a journal
+//     Sync barrier (it writes no record and never blocks; it completes with
+//     a position covering every record appended before it). Adds insert
+//     into the cache before they append to the journal, so every record
+//     before the barrier has its data in the frozen half (or in storage
+//     already) and every index metadata change before it is in the index.
+//     (Older bookies appended a fence record of ledger -1 as the barrier;
+//     replay skips such records and readjournal labels them);
 //  2. writes the frozen half sorted by (ledger, entry) into the entry log
 //     (so a ledger's entries lie contiguous and read-ahead reads
 //     sequentially), then Flush and Sync;
 //  3. sets the index locations and flushes the index;
 //  4. releases the frozen half;
-//  5. calls journal Checkpoint with the barrier's position.
+//  5. calls journal Checkpoint with the barrier's position (the journal
+//     accepts any position it has acknowledged).
 //
 // Data is durable in the entry log before the index points at it, and both
 // before the journal forgets it. When both halves are full, adds wait up

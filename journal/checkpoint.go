@@ -92,7 +92,9 @@ func writeMark(fsys vfs.FS, dir string, m Position) error {
 // completion or from Replay) is persisted elsewhere: it makes pos the
 // lastMark, then removes journal files wholly before pos except the newest
 // MaxBackups of them. A pos not after the current mark is ignored; a pos
-// past the durable end is an error.
+// past the durable end is an error wrapping ErrMarkNotFound. Every position
+// a completion or Sync reported is within the durable end by the time it
+// is reported, so Checkpoint accepts it.
 func (j *Journal) Checkpoint(pos Position) error {
 	j.markMu.Lock()
 	defer j.markMu.Unlock()

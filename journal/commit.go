@@ -93,6 +93,17 @@ func (g *group) bytes() []byte {
 	return b
 }
 
+// syncWaiter is a Sync waiting for the records up to seq to be durable.
+// Its position is the end of record seq: end bytes into seq's group, or
+// the end of that group when end is -1 (seq was the group's last record).
+// Not the group's end in general: records appended after the Sync may
+// share seq's group, and a checkpoint at the Sync must not cover them.
+type syncWaiter struct {
+	seq  uint64
+	end  int64
+	comp Completion
+}
+
 // committerOptions are the batching knobs (see Options).
 type committerOptions struct {
 	maxWait    time.Duration
@@ -126,9 +137,10 @@ type committer struct {
 		err      error // sticky failure, as passed to completions
 		closed   bool  // Close began; appends are refused
 		durable  Position
-		lastSeq  uint64 // last sequence number made durable
-		waiters  int    // appenders blocked on space
-		curKickd bool   // cur crossed a size threshold and the writer was kicked
+		lastSeq  uint64       // last sequence number made durable
+		waiters  int          // appenders blocked on space
+		syncs    []syncWaiter // Sync calls waiting for lastSeq to reach their seq, ascending
+		curKickd bool         // cur crossed a size threshold and the writer was kicked
 	}
 
 	groups          atomic.Int64 // groups written, for benchmarks
@@ -223,6 +235,39 @@ func (c *committer) append(rec *Record, comp Completion) {
 	if kick {
 		c.kick()
 	}
+}
+
+// sync calls comp once every record appended before it is durable, with
+// the position just past the last of them (as that record's completion
+// reports it), or with the sticky error. It writes nothing: it waits for the group that holds
+// the last record appended so far. When nothing is pending it completes
+// at once, on the caller's goroutine.
+func (c *committer) sync(comp Completion) {
+	c.mu.Lock()
+	var (
+		err error
+		pos Position
+	)
+	switch {
+	case c.mu.err != nil:
+		err = c.mu.err
+	case c.mu.closed:
+		err = ErrClosed
+	case c.mu.nextSeq-1 <= c.mu.lastSeq:
+		pos = c.mu.durable
+	default:
+		w := syncWaiter{seq: c.mu.nextSeq - 1, end: -1, comp: comp}
+		if g := c.mu.cur; g.n > 0 {
+			// The last record is in the open group (so is every record of
+			// it: appends after a failure cannot reach here).
+			w.end = int64(g.size)
+		}
+		c.mu.syncs = append(c.mu.syncs, w)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	comp.AppendDone(pos, err)
 }
 
 // encodeLocked appends rec's encoding to g: straight into the last chunk
@@ -392,10 +437,13 @@ func (c *committer) newGroupLocked() *group {
 }
 
 // completeLoop is the completer goroutine: for each group, in order, wait
-// for its write (unless it was failed unwritten), tell the writer, then run
-// the completions.
+// for its write (unless it was failed unwritten), tell the writer, publish
+// the new durable end, then run the completions and the Syncs the group
+// satisfied. The durable end is published first, so every position a
+// completion reports is within End() and Checkpoint accepts it.
 func (c *committer) completeLoop() {
 	defer c.wg.Done()
+	var syncs []syncWaiter
 	for g := range c.groupC {
 		err := g.err
 		if err == nil {
@@ -404,6 +452,29 @@ func (c *committer) completeLoop() {
 			}
 			c.doneC <- err
 		}
+		var durable Position
+		c.mu.Lock()
+		if err == nil {
+			c.mu.durable = Position{FileID: g.fileID, Offset: g.off + int64(g.size)}
+			c.mu.lastSeq = g.firstSeq + uint64(g.n) - 1
+			durable = c.mu.durable
+		}
+		syncs = syncs[:0]
+		if len(c.mu.syncs) > 0 {
+			// After a failure no pending Sync can succeed.
+			k := len(c.mu.syncs)
+			if err == nil {
+				k = 0
+				for k < len(c.mu.syncs) && c.mu.syncs[k].seq <= c.mu.lastSeq {
+					k++
+				}
+			}
+			syncs = append(syncs, c.mu.syncs[:k]...)
+			n := copy(c.mu.syncs, c.mu.syncs[k:])
+			clear(c.mu.syncs[n:])
+			c.mu.syncs = c.mu.syncs[:n]
+		}
+		c.mu.Unlock()
 		if err == nil {
 			for _, blk := range g.entries {
 				for _, e := range blk {
@@ -421,12 +492,16 @@ func (c *committer) completeLoop() {
 				}
 			}
 		}
+		for i, w := range syncs {
+			pos := durable
+			if err == nil && w.end >= 0 {
+				pos.Offset = g.off + w.end
+			}
+			w.comp.AppendDone(pos, err)
+			syncs[i] = syncWaiter{}
+		}
 		c.mu.Lock()
 		c.mu.queued -= int64(g.size)
-		if err == nil {
-			c.mu.durable = Position{FileID: g.fileID, Offset: g.off + int64(g.size)}
-			c.mu.lastSeq = g.firstSeq + uint64(g.n) - 1
-		}
 		if c.mu.waiters > 0 {
 			c.mu.space.Broadcast()
 		}

@@ -37,7 +37,12 @@
 // everything that arrived during the previous one.
 //
 // One completer goroutine waits for each written group (uring Wait), tells
-// the writer the slot is free, then calls the group's completions in order.
+// the writer the slot is free, publishes the new durable end (End), then
+// calls the group's completions in order, so every acknowledged position
+// is a valid Checkpoint. Sync is a barrier that writes nothing: its
+// completion runs after those of every record appended before it, with
+// the position just past the last of them (at once when nothing is
+// pending).
 // Completions therefore fire in sequence order, only after the sync
 // covering them, on one goroutine.
 //

@@ -224,6 +224,16 @@ func (j *Journal) Append(rec Record, c Completion) {
 	j.c.append(&rec, c)
 }
 
+// Sync is a barrier that writes nothing: c.AppendDone runs once every
+// record appended before Sync was called is durable, with the position
+// just past the last of them (the position that record's completion gets;
+// not past records appended after Sync, so a Checkpoint at it keeps them),
+// or with the sticky error (ErrClosed after Close began). It runs on the
+// completion goroutine after the completions of those records, or at once
+// on the caller's goroutine when nothing is pending. Sync never blocks;
+// the position it yields is a valid Checkpoint.
+func (j *Journal) Sync(c Completion) { j.c.sync(c) }
+
 // AppendFunc is Append with a function completion.
 func (j *Journal) AppendFunc(rec Record, done func(Position, error)) {
 	var c Completion
