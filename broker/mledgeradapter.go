@@ -17,6 +17,8 @@ const storageTimeout = 30 * time.Second
 // ledgers of f with configuration cfg.
 func LedgerOpener(f *mledger.Factory, cfg mledger.Config) func(ctx context.Context, name string) (ManagedLedger, error) {
 	return func(ctx context.Context, name string) (ManagedLedger, error) {
+		cfg := cfg
+		applyRetention(ctx, &cfg) // namespace retention policy (policies.go)
 		ml, err := f.Open(ctx, name, cfg)
 		if err != nil {
 			return nil, err

@@ -171,15 +171,18 @@ func (x *adminExt) updatePolicies(ctx context.Context, ns string, mutate func(*P
 func (b *Broker) registerPolicyRoutes(rt *Router) {
 	const base = "/admin/v2/namespaces/{tenant}/{ns}/"
 	rt.Handle("GET", base+"retention", b.getPolicy(func(p *Policies) any { return p.RetentionPolicies }))
-	rt.Handle("POST", base+"retention", b.setPolicy(func(p *Policies, body []byte) error {
+	rt.Handle("POST", base+"retention", b.reopenAfter(b.setPolicy(func(p *Policies, body []byte) error {
 		var r RetentionPolicies
 		if err := json.Unmarshal(body, &r); err != nil {
 			return err
 		}
+		if r.RetentionTimeInMinutes < -1 || r.RetentionSizeInMB < -1 {
+			return errors.New("retention limits must be >= -1")
+		}
 		p.RetentionPolicies = &r
 		return nil
-	}))
-	rt.Handle("DELETE", base+"retention", b.setPolicy(func(p *Policies, _ []byte) error { p.RetentionPolicies = nil; return nil }))
+	})))
+	rt.Handle("DELETE", base+"retention", b.reopenAfter(b.setPolicy(func(p *Policies, _ []byte) error { p.RetentionPolicies = nil; return nil })))
 
 	rt.Handle("GET", base+"messageTTL", b.getPolicy(func(p *Policies) any { return p.MessageTTLInSeconds }))
 	rt.Handle("POST", base+"messageTTL", b.setPolicy(intPolicy(func(p *Policies) **int { return &p.MessageTTLInSeconds })))
@@ -372,3 +375,30 @@ func (b *Broker) setPolicy(set func(*Policies, []byte) error) HandlerFunc {
 type errBadPolicy struct{ err error }
 
 func (e errBadPolicy) Error() string { return e.err.Error() }
+
+// statusWriter records the status code written through it.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.code = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// reopenAfter runs h and, when it succeeded, unloads the namespace's
+// loaded topics so that their managed ledgers reopen with the new
+// retention (clients reconnect, as after an unload).
+func (b *Broker) reopenAfter(h HandlerFunc) HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, p Params) {
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		h(sw, r, p)
+		if sw.code >= 300 {
+			return
+		}
+		for _, t := range b.loadedTopics(p["tenant"] + "/" + p["ns"]) {
+			b.unloadTopic(t.full)
+		}
+	}
+}
