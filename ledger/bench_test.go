@@ -26,8 +26,6 @@ func BenchmarkAdd(b *testing.B) {
 	}
 	defer func(old int64) { benchWriteCache = old }(benchWriteCache)
 	benchWriteCache = 256 << 20
-	benchPlainFS = true
-	defer func() { benchPlainFS = false }()
 	configs := []struct {
 		name    string
 		bookies int

@@ -28,9 +28,6 @@ func openStore(t testing.TB) metadata.Store {
 // benchNoSync turns off the journal's fdatasync (BENCH_NOSYNC=1).
 var benchNoSync bool
 
-// benchPlainFS makes newNetCluster open bookies on the plain OS FS.
-var benchPlainFS bool
-
 // benchWriteCache is the bookies' write cache size.
 var benchWriteCache int64 = 4 << 20
 

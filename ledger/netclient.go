@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/magnetar-mq/magnetar/protocol/bkproto"
@@ -21,6 +22,10 @@ type NetOptions struct {
 	// (adds; default 10 s). A timed-out add fails with bkproto.ErrIO, which
 	// makes the writer replace the bookie.
 	RequestTimeout time.Duration
+	// ConnsPerBookie is the size of each bookie's connection pool (default
+	// 1); requests are spread over the pool round-robin, each connection
+	// pipelined.
+	ConnsPerBookie int
 	// Logger receives connection events (default: discard).
 	Logger *slog.Logger
 }
@@ -33,14 +38,18 @@ func (o *NetOptions) EnsureDefaults() {
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = 10 * time.Second
 	}
+	if o.ConnsPerBookie <= 0 {
+		o.ConnsPerBookie = 1
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 }
 
 // NetResolver resolves a bookie id, its "host:port" address, to a network
-// client speaking bkproto. Each bookie gets one pipelined connection,
-// re-dialled on the next request after it breaks.
+// client speaking bkproto. Each bookie gets a pool of ConnsPerBookie
+// pipelined connections, each re-dialled on its next request after it
+// breaks.
 //
 // Safe for concurrent use. Close closes every connection.
 type NetResolver struct {
@@ -66,7 +75,7 @@ func (r *NetResolver) Client(id string) (BookieClient, error) {
 	}
 	b, ok := r.m[id]
 	if !ok {
-		b = &netBookie{r: r, addr: id}
+		b = &netBookie{r: r, addr: id, conns: make([]*netConn, r.opts.ConnsPerBookie)}
 		r.m[id] = b
 	}
 	return b, nil
@@ -81,8 +90,10 @@ func (r *NetResolver) Close() error {
 	r.mu.Unlock()
 	for _, b := range bs {
 		b.mu.Lock()
-		if b.conn != nil {
-			b.conn.fail(ErrClosed)
+		for _, c := range b.conns {
+			if c != nil {
+				c.fail(ErrClosed)
+			}
 		}
 		b.mu.Unlock()
 	}
@@ -92,18 +103,20 @@ func (r *NetResolver) Close() error {
 
 // netBookie is the BookieClient of one bookie address.
 type netBookie struct {
-	r    *NetResolver
-	addr string
-	mu   sync.Mutex
-	conn *netConn
+	r     *NetResolver
+	addr  string
+	next  atomic.Uint64
+	mu    sync.Mutex
+	conns []*netConn // the pool; nil slots are dialled on use
 }
 
-// get returns a healthy connection, dialling if needed.
+// get returns a healthy connection of the pool, dialling if needed.
 func (b *netBookie) get() (*netConn, error) {
+	slot := int(b.next.Add(1) % uint64(len(b.conns)))
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.conn != nil && !b.conn.broken() {
-		return b.conn, nil
+	if c := b.conns[slot]; c != nil && !c.broken() {
+		return c, nil
 	}
 	nc, err := net.DialTimeout("tcp", b.addr, b.r.opts.DialTimeout)
 	if err != nil {
@@ -121,7 +134,7 @@ func (b *netBookie) get() (*netConn, error) {
 	go func() { defer b.r.wg.Done(); c.readLoop() }()
 	go func() { defer b.r.wg.Done(); c.writeLoop() }()
 	go func() { defer b.r.wg.Done(); c.timeoutLoop() }()
-	b.conn = c
+	b.conns[slot] = c
 	return c, nil
 }
 
