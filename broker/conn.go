@@ -41,11 +41,13 @@ type conn struct {
 		closed    bool
 	}
 
-	// sends counts SENDs not yet answered (receipt or error), so a closing
-	// connection flushes their answers first.
-	sends     sync.WaitGroup
-	closeOnce sync.Once
-	wg        sync.WaitGroup
+	// inflightSends counts SENDs not yet answered (receipt or error), so a
+	// closing connection flushes their answers first; sendsIdle is
+	// signalled when it drops to zero.
+	inflightSends atomic.Int64
+	sendsIdle     chan struct{}
+	closeOnce     sync.Once
+	wg            sync.WaitGroup
 }
 
 // connConsumer ties a consumer id on this connection to its subscription.
@@ -61,6 +63,8 @@ func newConn(b *Broker, nc net.Conn) *conn {
 		nc:     nc,
 		q:      newOutQueue(b.cfg.MaxOutboundBytes),
 		remote: "/" + nc.RemoteAddr().String(),
+
+		sendsIdle: make(chan struct{}, 1),
 	}
 	c.log = b.log.With("remote", nc.RemoteAddr().String())
 	c.mu.producers = make(map[uint64]*producer)
@@ -130,10 +134,46 @@ func (c *conn) serve() {
 		c.log.Debug("connection closed", "err", err)
 	}
 	c.cleanup()
-	c.sends.Wait()
+	c.awaitSends(sendDrainTimeout)
 	c.q.close()
 	c.wg.Wait()
 	c.nc.Close()
+}
+
+// sendDrainTimeout bounds how long a closing connection waits for the
+// answers of its in-flight SENDs (a send held by a backlog quota may never
+// be answered).
+const sendDrainTimeout = 5 * time.Second
+
+// sendStarted counts a SEND that will be answered by exactly one
+// sendReceipt or sendSendError.
+func (c *conn) sendStarted() { c.inflightSends.Add(1) }
+
+// sendAnswered is the counterpart of sendStarted.
+func (c *conn) sendAnswered() {
+	if c.inflightSends.Add(-1) == 0 {
+		select {
+		case c.sendsIdle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// awaitSends waits until every in-flight SEND was answered, or d passed.
+func (c *conn) awaitSends(d time.Duration) {
+	if c.inflightSends.Load() <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for c.inflightSends.Load() > 0 {
+		select {
+		case <-c.sendsIdle:
+		case <-t.C:
+			c.log.Warn("closing connection with unanswered sends", "count", c.inflightSends.Load())
+			return
+		}
+	}
 }
 
 // stopReading ends the reader (graceful close): serve then answers the
@@ -239,7 +279,7 @@ func (c *conn) sendReceipt(producerID, seq, highest uint64, pos position) {
 		ProducerID: producerID, SequenceID: seq, HighestSequenceID: highest,
 		LedgerID: uint64(pos.LedgerID), EntryID: uint64(pos.EntryID),
 	}
-	defer c.sends.Done()
+	defer c.sendAnswered()
 	buf, ok := c.q.begin()
 	if !ok {
 		return
@@ -250,7 +290,7 @@ func (c *conn) sendReceipt(producerID, seq, highest uint64, pos position) {
 }
 
 func (c *conn) sendSendError(producerID, seq uint64, code int32, msg string) {
-	defer c.sends.Done()
+	defer c.sendAnswered()
 	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_SEND_ERROR.Enum(), SendError: &pb.CommandSendError{
 		ProducerId: &producerID, SequenceId: &seq, Error: pb.ServerError(code).Enum(), Message: &msg,
 	}})

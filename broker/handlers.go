@@ -170,7 +170,7 @@ func (c *conn) handleSend(m *pb.CommandSend, payload []byte) error {
 	seq := m.GetSequenceId()
 	if _, err := pulsarproto.VerifyEntry(payload); err != nil {
 		if errors.Is(err, pulsarproto.ErrChecksum) {
-			c.sends.Add(1)
+			c.sendStarted()
 			c.sendSendError(pid, seq, codeChecksumError, "Checksum failed on the broker")
 			return nil
 		}
@@ -187,7 +187,7 @@ func (c *conn) handleSend(m *pb.CommandSend, payload []byte) error {
 	}
 	data := make([]byte, len(payload))
 	copy(data, payload)
-	c.sends.Add(1) // answered by exactly one sendReceipt or sendSendError
+	c.sendStarted() // answered by exactly one sendReceipt or sendSendError
 	c.b.policyPublish(p, seq, m.GetHighestSequenceId(), n, data)
 	return nil
 }
