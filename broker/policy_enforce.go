@@ -274,7 +274,13 @@ func (b *Broker) policyPublish(p *producer, seq, highest uint64, numMsgs int, da
 			tp.held = append(tp.held, h)
 			return
 		case quotaException:
-			p.sink.sendSendError(p.id, seq, codeNotAllowed, "Cannot publish: backlog quota exceeded (ProducerBlockedQuotaExceededException)")
+			// As Pulsar: disconnect the producer; its reconnect is refused
+			// with ProducerBlockedQuotaExceededException, which makes the
+			// client fail its pending sends. The SEND is answered after
+			// the CLOSE_PRODUCER (the client ignores that answer).
+			t.removeProducer(p)
+			p.sink.closeProducer(p)
+			p.sink.sendSendError(p.id, seq, codeNotAllowed, msgQuotaException)
 			return
 		case quotaEviction:
 			x.evict(t, pol.BacklogQuotaMap["destination_storage"].LimitSize)
@@ -324,11 +330,13 @@ func (b *Broker) policyCheckProducer(t *topic) (int32, string, bool) {
 		case quotaHold:
 			return codeProducerBlockedError, "Cannot create producer on topic with backlog quota exceeded", false
 		case quotaException:
-			return codeProducerBlockedException, "Cannot create producer on topic with backlog quota exceeded", false
+			return codeProducerBlockedException, msgQuotaException, false
 		}
 	}
 	return 0, "", true
 }
+
+const msgQuotaException = "ProducerBlockedQuotaExceededException: Cannot create producer on topic with backlog quota exceeded"
 
 const (
 	codeProducerBlockedError     = int32(7)
