@@ -42,6 +42,10 @@ var (
 	// ErrBadMetadata means a metadata record that does not decode or is
 	// inconsistent. Final.
 	ErrBadMetadata = errors.New("ledger: bad metadata")
+	// ErrEntryTooLarge means an add larger than MaxEntrySize. It fails the
+	// write handle (adds complete in order, so later adds fail too); check
+	// sizes before adding.
+	ErrEntryTooLarge = errors.New("ledger: entry too large")
 	// ErrInvalidOptions means bad create options (E >= Qw >= Qa >= 1
 	// violated). Final.
 	ErrInvalidOptions = errors.New("ledger: invalid options")

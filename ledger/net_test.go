@@ -566,3 +566,33 @@ func TestNetReadOnlyBookie(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestNetLargestEntry: an entry of MaxEntrySize bytes fits in a frame and
+// reads back; one byte more fails the handle with ErrEntryTooLarge.
+func TestNetLargestEntry(t *testing.T) {
+	nc := newNetCluster(t, 1)
+	c, _ := nc.client(ledger.Options{})
+	ctx := ctxT(t)
+	h, err := c.Create(ctx, ledger.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, ledger.MaxEntrySize)
+	big[len(big)-1] = 7
+	if _, err := h.Add(ctx, big); err != nil {
+		t.Fatalf("add of MaxEntrySize bytes: %v", err)
+	}
+	got, err := h.Read(ctx, 0, 0)
+	if err != nil || len(got[0]) != len(big) || got[0][len(big)-1] != 7 {
+		t.Fatalf("read back: %d bytes, %v", len(got[0]), err)
+	}
+	if _, err := h.Add(ctx, make([]byte, ledger.MaxEntrySize+1)); !errors.Is(err, ledger.ErrEntryTooLarge) {
+		t.Fatalf("add of MaxEntrySize+1 bytes: %v, want ErrEntryTooLarge", err)
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m, _, _ := c.Metadata(ctx, h.ID()); m.LastEntryID != 0 {
+		t.Fatalf("closed at %d, want 0", m.LastEntryID)
+	}
+}

@@ -11,6 +11,11 @@ import (
 	"github.com/magnetar-mq/magnetar/protocol/bkproto"
 )
 
+// MaxEntrySize is the largest payload an add accepts: what fits in one
+// bkproto frame with the add request's fields, a 32-byte master key and
+// the entry header.
+const MaxEntrySize = bkproto.MaxFrameSize - 10 - 16 - 2 - 32 - bkproto.EntryHeaderSize
+
 // WriteHandle is a ledger opened for writing by its single writer.
 //
 // Adds are pipelined: AddAsync frames the entry, sends it to the Qw bookies
@@ -152,6 +157,13 @@ func (h *WriteHandle) AddAsync(data []byte, cb func(entryID int64, err error)) {
 			return
 		}
 		h.mu.ready = append(h.mu.ready, completion{-1, err, cb})
+		h.kickLocked()
+		h.mu.Unlock()
+		return
+	}
+	if len(data) > MaxEntrySize {
+		h.failLocked(fmt.Errorf("%w: %d bytes, max %d", ErrEntryTooLarge, len(data), MaxEntrySize))
+		h.mu.ready = append(h.mu.ready, completion{-1, h.mu.err, cb})
 		h.kickLocked()
 		h.mu.Unlock()
 		return
