@@ -150,8 +150,9 @@ func ParseLedgerPath(p string) (int64, bool) {
 	return id, err == nil
 }
 
-// masterKey derives the key bookies check from a ledger's password.
-func masterKey(password []byte) []byte {
+// MasterKey derives the key bookies check from a ledger's password:
+// SHA-256 of "magnetar-ledger\x00" followed by the password.
+func MasterKey(password []byte) []byte {
 	h := sha256.New()
 	h.Write([]byte("magnetar-ledger\x00"))
 	h.Write(password)

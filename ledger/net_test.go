@@ -596,3 +596,40 @@ func TestNetLargestEntry(t *testing.T) {
 		t.Fatalf("closed at %d, want 0", m.LastEntryID)
 	}
 }
+
+// TestNetRecoveryRestart: a recovering client died after marking the
+// ledger IN_RECOVERY and fencing two of three bookies; the next opener
+// completes recovery with every acked entry and the writer stays fenced.
+func TestNetRecoveryRestart(t *testing.T) {
+	nc := newNetCluster(t, 3)
+	a, res := nc.client(ledger.Options{})
+	ctx := ctxT(t)
+	h, err := a.Create(ctx, e3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addN(t, h, 0, 40)
+	m, v, _ := a.Metadata(ctx, h.ID())
+	m.State = ledger.StateInRecovery
+	if _, err := nc.store.Put(ctx, ledger.LedgerPath(h.ID()), mustJSON(t, m), v); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range m.Ensembles[0].Bookies[:2] {
+		bc, _ := res.Client(b)
+		if _, err := bc.ReadEntry(ctx, h.ID(), -1, true, ledger.MasterKey(e3.Password)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := nc.client(ledger.Options{})
+	r, err := b.Open(ctx, h.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.LastAddConfirmed() != 39 {
+		t.Fatalf("recovered LAC %d, want 39", r.LastAddConfirmed())
+	}
+	checkEntries(t, r, h.ID(), 0, 39)
+	if _, err := h.Add(ctx, []byte("x")); !errors.Is(err, ledger.ErrFenced) {
+		t.Fatalf("writer after recovery: %v, want ErrFenced", err)
+	}
+}

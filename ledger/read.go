@@ -60,7 +60,7 @@ func (c *Client) OpenNoRecovery(ctx context.Context, id int64) (*ReadHandle, err
 	if err != nil {
 		return nil, err
 	}
-	r := &ReadHandle{c: c, id: id, key: masterKey(m.Password), meta: m, lac: m.LastEntryID, length: m.Length}
+	r := &ReadHandle{c: c, id: id, key: MasterKey(m.Password), meta: m, lac: m.LastEntryID, length: m.Length}
 	if m.State == StateClosed {
 		return r, nil
 	}

@@ -41,7 +41,7 @@ func (c *Client) Open(ctx context.Context, id int64) (*ReadHandle, error) {
 			return nil, err
 		}
 	}
-	key := masterKey(m.Password)
+	key := MasterKey(m.Password)
 	if m.State == StateClosed {
 		return &ReadHandle{c: c, id: id, key: key, meta: m, lac: m.LastEntryID, length: m.Length}, nil
 	}

@@ -86,7 +86,7 @@ type send struct {
 
 func newWriteHandle(c *Client, id int64, m Metadata, v metadata.Version) *WriteHandle {
 	h := &WriteHandle{
-		c: c, id: id, path: LedgerPath(id), key: masterKey(m.Password),
+		c: c, id: id, path: LedgerPath(id), key: MasterKey(m.Password),
 		e: m.EnsembleSize, wq: m.WriteQuorum, aq: m.AckQuorum,
 		meta: m, version: v,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}),
