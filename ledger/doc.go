@@ -15,8 +15,10 @@
 // by a BookieResolver. The interface uses plain types and bkproto's status
 // sentinels only, so any package may implement it without importing this
 // one: bookie/server.Local calls an in-process bookie directly (standalone,
-// no network hop); NetResolver (netclient.go) speaks bkproto over TCP with
-// pipelining and timeouts.
+// no network hop); NetResolver (netclient.go) speaks bkproto over TCP: a
+// pool of pipelined connections per bookie (requests matched to answers
+// by id, writes coalesced by one writer goroutine per connection), a
+// deadline per request, re-dial after a connection breaks.
 //
 // # Metadata
 //
@@ -35,7 +37,9 @@
 // totalLength, CRC32C, payload); readers verify the digest and the ids.
 // Entry e goes to ensemble positions (e+i) mod E for i < Qw. An add
 // completes when Qa bookies of its write set acked it and every earlier
-// add completed; the LAC is piggybacked in each new entry.
+// add completed; the LAC is piggybacked in each new entry, and, with
+// Options.ExplicitLACInterval, also sent with WRITE_LAC when the writer
+// idles. Payloads are at most MaxEntrySize (one 5 MiB bkproto frame).
 //
 // # Failures
 //

@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/magnetar-mq/magnetar/ledger"
 )
@@ -172,5 +173,39 @@ func TestCreateOptionsValidation(t *testing.T) {
 	}
 	if _, err := lc.client.Create(ctx, ledger.CreateOptions{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2}); !errors.Is(err, ledger.ErrNotEnoughBookies) {
 		t.Errorf("Create(E=3) on 2 bookies: %v, want ErrNotEnoughBookies", err)
+	}
+}
+
+// TestExplicitLAC: with ExplicitLACInterval an idle writer's last entry
+// becomes visible to readers opening without recovery.
+func TestExplicitLAC(t *testing.T) {
+	lc := newLocalCluster(t, 1, ledger.Options{ExplicitLACInterval: 5 * time.Millisecond})
+	ctx := ctxT(t)
+	h, err := lc.client.Create(ctx, ledger.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e := range int64(5) {
+		if _, err := h.Add(ctx, payload(h.ID(), e, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := lc.client.OpenNoRecovery(ctx, h.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.LastAddConfirmed() == 4 {
+			checkEntries(t, r, h.ID(), 0, 4)
+			break
+		}
+		if r.LastAddConfirmed() != 3 || time.Now().After(deadline) {
+			t.Fatalf("OpenNoRecovery LAC %d, want 3 then 4", r.LastAddConfirmed())
+		}
+		time.Sleep(time.Millisecond) // polling for the writer's next WRITE_LAC
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

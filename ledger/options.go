@@ -24,6 +24,12 @@ type Options struct {
 	// ReadParallelism is how many entries one range read fetches at once
 	// (default 16).
 	ReadParallelism int
+	// ExplicitLACInterval, if positive, makes write handles send their LAC
+	// to the bookies of the current ensemble (WRITE_LAC) at this period
+	// whenever it advanced since the last time, so readers opening without
+	// recovery see the last entry even when the writer goes idle (the
+	// piggybacked LAC lags one entry). Default 0: off, as in BookKeeper.
+	ExplicitLACInterval time.Duration
 	// MetadataTimeout bounds metadata updates made in the background
 	// (ensemble changes; default 30 s).
 	MetadataTimeout time.Duration

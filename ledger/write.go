@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/protocol/bkproto"
@@ -97,7 +98,43 @@ func newWriteHandle(c *Client, id int64, m Metadata, v metadata.Version) *WriteH
 	h.mu.excluded = map[string]bool{}
 	h.wg.Add(1)
 	go h.deliverLoop()
+	if c.opts.ExplicitLACInterval > 0 {
+		h.wg.Add(1)
+		go h.explicitLACLoop(c.opts.ExplicitLACInterval)
+	}
 	return h
+}
+
+// explicitLACLoop sends the LAC to the current ensemble whenever it
+// advanced, every interval, until Close.
+func (h *WriteHandle) explicitLACLoop(interval time.Duration) {
+	defer h.wg.Done()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	sent := int64(-1)
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+		}
+		h.mu.Lock()
+		lac, ens := h.mu.lac, slices.Clone(h.mu.ensemble)
+		h.mu.Unlock()
+		if lac <= sent {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(h.c.ctx, h.c.opts.ReadTimeout)
+		for _, b := range ens {
+			if bc, err := h.c.bookies.Client(b); err == nil {
+				if err := bc.WriteLAC(ctx, h.id, lac, h.key, nil); err != nil {
+					h.c.opts.Logger.Debug("ledger: explicit LAC", "ledger", h.id, "bookie", b, "err", err)
+				}
+			}
+		}
+		cancel()
+		sent = lac
+	}
 }
 
 // ID returns the ledger id.
