@@ -526,6 +526,6 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 	// SUCCESS: the Go client installs the consumer's handler only once it
 	// has processed SUCCESS and drops ACTIVE_CONSUMER_CHANGE before that.
 	if req.typ == SubFailover {
-		time.AfterFunc(activeNotifyDelay, func() { s.do(func() { s.notifyActiveLocked(co) }) })
+		s.do(func() { s.scheduleActiveNotifyLocked(co, activeNotifyDelay) })
 	}
 }

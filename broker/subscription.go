@@ -80,6 +80,8 @@ type subscription struct {
 	delayed     []*pendingEntry // Shared/Key_Shared: held until deliverAt
 	delayTimer  *time.Timer
 	delayDue    map[position]int64
+	notifyQ     []*consumer // Failover consumers to tell their state
+	notifyTimer *time.Timer
 	keepEmpty   bool // a seek disconnected the consumers: keep the sub
 	closedLoop  bool
 	msgOut      int64
@@ -128,16 +130,24 @@ func newSelector(typ SubType, partition int, sticky bool) selector {
 
 func (s *subscription) loop() {
 	defer s.wg.Done()
-	var timerC <-chan time.Time
+	var timerC, notifyC <-chan time.Time
 	for {
+		timerC, notifyC = nil, nil
 		if s.delayTimer != nil {
 			timerC = s.delayTimer.C
-		} else {
-			timerC = nil
+		}
+		if s.notifyTimer != nil {
+			notifyC = s.notifyTimer.C
 		}
 		select {
 		case f := <-s.ops:
 			f()
+		case <-notifyC:
+			s.notifyTimer = nil
+			for _, c := range s.notifyQ {
+				s.notifyActiveLocked(c)
+			}
+			s.notifyQ = nil
 		case <-s.notify:
 			s.dispatch()
 		case <-timerC:
@@ -147,6 +157,9 @@ func (s *subscription) loop() {
 		case <-s.done:
 			if s.delayTimer != nil {
 				s.delayTimer.Stop()
+			}
+			if s.notifyTimer != nil {
+				s.notifyTimer.Stop()
 			}
 			return
 		}
@@ -246,6 +259,15 @@ func (s *subscription) failoverChanged(prev, now, added *consumer) {
 	}
 	if prev != nil {
 		s.requeueAll(prev)
+	}
+}
+
+// scheduleActiveNotifyLocked tells c after d whether it is the active
+// consumer (see activeNotifyDelay).
+func (s *subscription) scheduleActiveNotifyLocked(c *consumer, d time.Duration) {
+	s.notifyQ = append(s.notifyQ, c)
+	if s.notifyTimer == nil {
+		s.notifyTimer = time.NewTimer(d)
 	}
 }
 
