@@ -22,6 +22,10 @@ type Options struct {
 	// the check run on every change of the registered bookies (default
 	// 1 h).
 	AuditInterval time.Duration
+	// BookieCheckInterval is how often the auditor lists the registered
+	// bookies without a watch event, auditing when the set changed
+	// (default 10 s): a safety net should a watch event be missed.
+	BookieCheckInterval time.Duration
 	// OpenLedgerGrace: a ledger still OPEN with a lost bookie in its last
 	// ensemble is fenced and recovered by the worker only once it has been
 	// marked this long (default 30 s, openLedgerRereplicationGracePeriod).
@@ -55,6 +59,9 @@ func (o *Options) EnsureDefaults() {
 	if o.AuditInterval == 0 {
 		o.AuditInterval = time.Hour
 	}
+	if o.BookieCheckInterval == 0 {
+		o.BookieCheckInterval = 10 * time.Second
+	}
 	if o.OpenLedgerGrace == 0 {
 		o.OpenLedgerGrace = 30 * time.Second
 	}
@@ -81,7 +88,7 @@ func (o *Options) EnsureDefaults() {
 // Validate reports nonsensical settings.
 func (o *Options) Validate() error {
 	switch {
-	case o.LostBookieDelay < 0, o.AuditInterval <= 0, o.OpenLedgerGrace < 0, o.PollInterval <= 0:
+	case o.LostBookieDelay < 0, o.AuditInterval <= 0, o.BookieCheckInterval <= 0, o.OpenLedgerGrace < 0, o.PollInterval <= 0:
 		return fmt.Errorf("%w: LostBookieDelay %v, AuditInterval %v, OpenLedgerGrace %v, PollInterval %v",
 			ErrInvalidOptions, o.LostBookieDelay, o.AuditInterval, o.OpenLedgerGrace, o.PollInterval)
 	case o.MinBackoff <= 0 || o.MaxBackoff < o.MinBackoff:

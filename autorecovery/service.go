@@ -209,6 +209,8 @@ func (s *Service) stillLeader(ctx context.Context) bool {
 // lead runs audits until leadership is lost or the service stops.
 func (s *Service) lead() {
 	a := &auditor{s: s, firstMissing: map[string]time.Time{}}
+	var due time.Time // next audit without a change: delay or AuditInterval
+	lastReg := ""
 	for s.ctx.Err() == nil {
 		if !s.stillLeader(s.ctx) {
 			return
@@ -222,13 +224,49 @@ func (s *Service) lead() {
 		if next <= 0 || next > s.opts.AuditInterval {
 			next = s.opts.AuditInterval
 		}
-		s.wait(next, s.bookiesKick, s.electionKick)
+		due = time.Now().Add(next)
+		lastReg = a.lastReg
+		// Wait for a watch event, the due time, or a change of the
+		// registrations seen by the periodic check.
+		for s.ctx.Err() == nil {
+			d := min(time.Until(due), s.opts.BookieCheckInterval)
+			if d <= 0 || s.waitKicked(d, s.bookiesKick, s.electionKick) {
+				break
+			}
+			if reg, err := ListBookies(s.ctx, s.store); err == nil && regKey(reg) != lastReg {
+				s.opts.Logger.Info("autorecovery: bookie change found by the periodic check")
+				break
+			}
+		}
+	}
+}
+
+// regKey is a comparable summary of a registration snapshot.
+func regKey(r Bookies) string {
+	return fmt.Sprint(r.Writable, r.ReadOnly, r.Decommissioned)
+}
+
+// waitKicked waits up to d for one of two channels; true if one fired or
+// the service stopped.
+func (s *Service) waitKicked(d time.Duration, a, b chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-s.ctx.Done():
+		return true
+	case <-a:
+		return true
+	case <-b:
+		return true
+	case <-t.C:
+		return false
 	}
 }
 
 // auditor is the state of one term as auditor.
 type auditor struct {
 	s            *Service
+	lastReg      string               // regKey of the last audit's snapshot
 	firstMissing map[string]time.Time // bookie → when an audit first found it lost
 }
 
@@ -245,6 +283,7 @@ func (a *auditor) audit(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	a.lastReg = regKey(reg)
 	now := time.Now()
 	var next time.Duration
 	seen := map[string]bool{}
@@ -284,6 +323,7 @@ func (a *auditor) audit(ctx context.Context) (time.Duration, error) {
 			delete(a.firstMissing, b)
 		}
 	}
+	s.opts.Logger.Debug("autorecovery: audit", "ledgers", len(ids), "bookies", len(reg.Writable)+len(reg.ReadOnly), "lost", len(seen), "took", time.Since(now))
 	return next, nil
 }
 

@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/pulsar-client-go/pulsar"
+
 	"github.com/magnetar-mq/magnetar/autorecovery"
 	"github.com/magnetar-mq/magnetar/ledger"
+	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/protocol/bkproto"
 )
 
@@ -117,12 +120,21 @@ func TestClusterBookieKilledDuringAdds(t *testing.T) {
 		b := c.startBookie("")
 		bookies[b.id] = b
 	}
-	c.startBroker() // runs the auditor and a replication worker
+	c.startBroker("--log-level", "debug") // runs the auditor and a replication worker
 	n := c.clusterClient()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 	h, err := n.lc.Create(ctx, ledger.CreateOptions{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2, Password: []byte("pw")})
 	if err != nil {
+		t.Fatal(err)
+	}
+	var evMu sync.Mutex
+	var events []string
+	if err := n.store.(metadata.Watcher).Watch(ctx, ledger.AvailablePath, func(ev metadata.Event) {
+		evMu.Lock()
+		events = append(events, fmt.Sprintf("%s %v", time.Now().Format("15:04:05.000"), ev.Type))
+		evMu.Unlock()
+	}); err != nil {
 		t.Fatal(err)
 	}
 	w := startWriter(h)
@@ -164,7 +176,11 @@ func TestClusterBookieKilledDuringAdds(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not re-replicated after 30s: ensembles %+v, marks %v", m.Ensembles, marks)
+			reg, _ := autorecovery.ListBookies(ctx, n.store)
+			evMu.Lock()
+			t.Logf("test's watch events on %s: %v", ledger.AvailablePath, events)
+			evMu.Unlock()
+			t.Fatalf("not re-replicated after 30s: ensembles %+v, marks %v, bookies %+v; broker log:\n%s", m.Ensembles, marks, reg, c.broker.log())
 		}
 		time.Sleep(50 * time.Millisecond) // polling the metadata store
 	}
@@ -207,5 +223,123 @@ func checkReplicas(t *testing.T, n *clusterNode, id int64, m *ledger.Metadata, l
 				t.Fatalf("entry %d on %s: header %+v, err %v, payload %q", e, b, hd, err, p)
 			}
 		}
+	}
+}
+
+// A broker process (the ledger writer) is SIGKILLed while a producer
+// sends: a new broker process opens the topic, which recovers (fences and
+// closes) the dead broker's ledger, and a consumer reads every message the
+// producer had acked, in order; the recovered ledger is CLOSED.
+func TestClusterBrokerKilledMidStream(t *testing.T) {
+	c := newTestCluster(t)
+	for range 3 {
+		c.startBookie("")
+	}
+	b1 := c.startBroker("--autorecovery=false")
+	cl := b1.clientWithTimeout(t, 3*time.Second)
+	const topic = "persistent://public/default/broker-crash"
+	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, SendTimeout: 3 * time.Second, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	acked := map[int]bool{}
+	enough := make(chan struct{})
+	stop := make(chan struct{})
+	var sent sync.WaitGroup
+	sent.Add(1)
+	go func() {
+		defer sent.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			prod.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: []byte(payload(i))}, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				acked[i] = true
+				if len(acked) == 500 {
+					close(enough)
+				}
+				mu.Unlock()
+			})
+			if i%64 == 63 {
+				prod.Flush()
+			}
+		}
+	}()
+	select {
+	case <-enough:
+	case <-time.After(30 * time.Second):
+		t.Fatal("500 sends not acked within 30s")
+	}
+	b1.kill()
+	close(stop)
+	sent.Wait()
+	mu.Lock()
+	want := 0
+	for i := range acked {
+		want = max(want, i+1)
+	}
+	nAcked := len(acked)
+	mu.Unlock()
+	t.Logf("broker killed with %d sends acked (highest %d)", nAcked, want-1)
+
+	b2 := c.startBroker("--autorecovery=false")
+	cl2 := b2.client(t)
+	cons, err := cl2.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "after-crash",
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := -1
+	ctx := context.Background()
+	for seen := 0; seen < nAcked; {
+		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		m, err := cons.Receive(rctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("receive after %d of %d acked messages: %v", seen, nAcked, err)
+		}
+		var i int
+		if _, err := fmt.Sscanf(string(m.Payload()), "msg-%d", &i); err != nil {
+			t.Fatalf("payload %q", m.Payload())
+		}
+		if i <= prev {
+			t.Fatalf("message %d after %d: reordered or duplicated", i, prev)
+		}
+		for j := prev + 1; j < i; j++ {
+			if acked[j] {
+				t.Fatalf("acked message %d missing (got %d after %d)", j, i, prev)
+			}
+		}
+		if acked[i] {
+			seen++
+		}
+		prev = i
+		cons.Ack(m)
+	}
+	// Every ledger but the new broker's current one is CLOSED.
+	n := c.clusterClient()
+	ids, err := n.lc.Ledgers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := 0
+	for _, id := range ids {
+		m, _, err := n.lc.Metadata(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.State != ledger.StateClosed {
+			open++
+		}
+	}
+	if open > 2 { // the topic's and the cursor's current ledgers
+		t.Fatalf("%d ledgers not CLOSED after recovery", open)
 	}
 }

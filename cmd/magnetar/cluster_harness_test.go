@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/autorecovery"
 	"github.com/magnetar-mq/magnetar/internal/zktest"
 )
 
@@ -160,4 +161,10 @@ func (c *testCluster) checkLedgers(e, qw, qa int) {
 			}
 		}
 	}
+}
+
+func autorecoveryMarks(n *clusterNode) (map[int64]autorecovery.Mark, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return autorecovery.UnderReplicated(ctx, n.store)
 }
