@@ -10,7 +10,7 @@
 #   (bench/peer/nats.sh).
 # and print the medians as one table with ratios. Raw figures stay in OUT.
 #
-# Env: RUNS (3), DURATION (20s), LAT_DURATION (15s), LAT_FRACTION (0.5),
+# Env: PRODUCE_FLAGS, CONSUME_FLAGS, LAT_FLAGS (see below), RUNS (3), DURATION (20s), LAT_DURATION (15s), LAT_FRACTION (0.5),
 #      OUT (a new /tmp dir), MAGNETAR_BIN (skip the build), SKIP_PEER=1.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,6 +21,9 @@ LAT_FRACTION=${LAT_FRACTION:-0.5}
 SIZE=200
 PRODUCE_FLAGS=${PRODUCE_FLAGS:---num-producers 2 --max-pending 10000 --batch-delay 10ms --batch-max-messages 2000 --batch-max-bytes 524288 --memory-limit 536870912}
 CONSUME_FLAGS=${CONSUME_FLAGS:---receiver-queue-size 5000}
+# (d) uses pulsar-perf's 1 ms batch delay: at a fixed rate the delay, not
+# the server, would otherwise set the latency.
+LAT_FLAGS=${LAT_FLAGS:---num-producers 2 --max-pending 10000 --batch-delay 1ms --batch-max-messages 2000 --batch-max-bytes 524288 --memory-limit 536870912}
 OUT=${OUT:-$(mktemp -d /tmp/magnetar-bench.XXXXXX)}
 mkdir -p "$OUT"
 echo "results in $OUT" >&2
@@ -93,7 +96,7 @@ magnetar_once() { # $1 = run dir; prints key value lines
   # (d) latency at a fixed fraction of the peak.
   local rate
   rate=$(python3 -c "print(int($peak*$LAT_FRACTION))")
-  perf produce --topic bench-d --size $SIZE --test-duration "$LAT_DURATION" --rate "$rate" $PRODUCE_FLAGS >"$d/d.json"
+  perf produce --topic bench-d --size $SIZE --test-duration "$LAT_DURATION" --rate "$rate" $LAT_FLAGS >"$d/d.json"
   echo "mag_fixed_rate $rate"
   echo "mag_fixed_rate_achieved $(json "$d/d.json" msgs_per_sec)"
   echo "mag_fixed_p50_us $(json "$d/d.json" lat.p50_us)"
