@@ -68,6 +68,12 @@ type producer struct {
 // persisted is the AddEntry callback path of one send.
 func (p *producer) persisted(seq, highest uint64, pos position) {
 	p.sink.sendReceipt(p.id, seq, highest, pos)
+	p.addDone()
+}
+
+// addDone ends one in-flight add (persisted or failed) and answers the
+// duplicates that waited for it.
+func (p *producer) addDone() {
 	p.mu.Lock()
 	p.mu.inflight--
 	var flush []uint64

@@ -229,16 +229,14 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, data []by
 }
 
 func (t *topic) publishFailed(p *producer, seq uint64, err error) {
-	p.mu.Lock()
-	p.mu.inflight--
-	p.mu.Unlock()
 	if errors.Is(err, ErrTerminated) {
 		p.sink.sendSendError(p.id, seq, codeTopicTerminated, "Topic was terminated")
-		return
+	} else {
+		t.log.Warn("persist failed", "topic", t.full, "producer", p.name, "err", err)
+		// Any other SEND_ERROR makes the client reconnect and re-send.
+		p.sink.sendSendError(p.id, seq, codePersistenceError, err.Error())
 	}
-	t.log.Warn("persist failed", "topic", t.full, "producer", p.name, "err", err)
-	// Any other SEND_ERROR makes the client reconnect and re-send.
-	p.sink.sendSendError(p.id, seq, codePersistenceError, err.Error())
+	p.addDone()
 }
 
 // entryIsBatch reports whether a stored entry's metadata is in batch
