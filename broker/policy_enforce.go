@@ -17,6 +17,7 @@ const policyCheckInterval = time.Second
 
 // topicPol is the per-topic state of namespace policies.
 type topicPol struct {
+	ns    string // "tenant/namespace"
 	mu    sync.Mutex
 	held  []heldSend        // sends held by producer_request_hold, in order
 	dedup map[string]uint64 // producer name -> highest sequence id accepted
@@ -33,7 +34,7 @@ func (x *adminExt) topicState(t *topic) *topicPol {
 	if v, ok := x.topics.Load(t); ok {
 		return v.(*topicPol)
 	}
-	v, _ := x.topics.LoadOrStore(t, &topicPol{dedup: map[string]uint64{}})
+	v, _ := x.topics.LoadOrStore(t, &topicPol{ns: t.name.NamespaceName(), dedup: map[string]uint64{}})
 	return v.(*topicPol)
 }
 
@@ -253,14 +254,14 @@ func (x *adminExt) release(t *topic, pol *Policies) {
 func (b *Broker) policyPublish(p *producer, seq, highest uint64, numMsgs int, data []byte) {
 	t := p.topic
 	x := b.ext
-	pol := x.cachedPolicies(t.name.NamespaceName())
+	tp := x.topicState(t)
+	pol := x.cachedPolicies(tp.ns)
 	if pol == nil || (pol.BacklogQuotaMap == nil && (pol.DeduplicationEnabled == nil || !*pol.DeduplicationEnabled)) {
-		if v, ok := x.topics.Load(t); !ok || !v.(*topicPol).hasHeld() {
+		if !tp.hasHeld() {
 			t.publish(p, seq, highest, numMsgs, data)
 			return
 		}
 	}
-	tp := x.topicState(t)
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	h := heldSend{p: p, seq: seq, highest: highest, numMsgs: numMsgs, data: data}
