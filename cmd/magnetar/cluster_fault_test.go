@@ -184,7 +184,7 @@ func TestClusterBookieKilledDuringAdds(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // polling the metadata store
 	}
-	checkReplicas(t, n, h.ID(), &m, last)
+	checkReplicas(t, n, h.ID(), &m, last, entryPayload)
 	r, err := n.lc.Open(ctx, h.ID())
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +202,7 @@ func TestClusterBookieKilledDuringAdds(t *testing.T) {
 
 // checkReplicas reads every entry 0..last from every bookie of its write
 // set directly and checks the copy.
-func checkReplicas(t *testing.T, n *clusterNode, id int64, m *ledger.Metadata, last int64) {
+func checkReplicas(t *testing.T, n *clusterNode, id int64, m *ledger.Metadata, last int64, want func(id, e int64) []byte) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -219,7 +219,7 @@ func checkReplicas(t *testing.T, n *clusterNode, id int64, m *ledger.Metadata, l
 				t.Fatalf("entry %d on %s: %v", e, b, err)
 			}
 			hd, p, err := bkproto.DecodeEntry(frame)
-			if err != nil || hd.LedgerID != id || hd.EntryID != e || string(p) != string(entryPayload(id, e)) {
+			if err != nil || hd.LedgerID != id || hd.EntryID != e || string(p) != string(want(id, e)) {
 				t.Fatalf("entry %d on %s: header %+v, err %v, payload %q", e, b, hd, err, p)
 			}
 		}

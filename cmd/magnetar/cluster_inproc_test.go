@@ -268,7 +268,7 @@ func TestClusterBookieSessionExpiry(t *testing.T) {
 	if !slices.EqualFunc(m.Ensembles, ensembles, func(a, b ledger.Segment) bool { return slices.Equal(a.Bookies, b.Bookies) }) {
 		t.Fatalf("ensembles changed across the expiry: %+v -> %+v", ensembles, m.Ensembles)
 	}
-	checkReplicas(t, n, h.ID(), &m, 99)
+	checkReplicas(t, n, h.ID(), &m, 99, entryPayload)
 	marks, err := autorecoveryMarks(n)
 	if err != nil || len(marks) != 0 {
 		t.Fatalf("marks after the expiry: %v (%v)", marks, err)
