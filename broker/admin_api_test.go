@@ -1,15 +1,20 @@
 package broker
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+
+	"github.com/magnetar-mq/magnetar/mledger"
+	"github.com/magnetar-mq/magnetar/mledger/memstore"
 )
 
 func adminClient(t testing.TB, tb *testBroker) pulsaradmin.Client {
@@ -437,6 +442,48 @@ func TestAdminMetrics(t *testing.T) {
 		`pulsar_subscription_back_log{cluster="standalone",namespace="public/default",subscription="m",topic="persistent://public/default/metrics-t"}`,
 		`pulsar_storage_size{`, `pulsar_rate_in{`, `pulsar_msg_backlog{`, `pulsar_throughput_out{`,
 		`pulsar_topics_count{cluster="standalone",namespace="public/default"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+func TestAdminBookiesAndBookieMetrics(t *testing.T) {
+	meta := newMemMeta()
+	f, err := mledger.NewFactory(mledger.Options{Ledgers: memstore.New(), Metadata: meta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ro atomic.Bool
+	b, err := New(Config{ServiceAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", AdvertisedHost: "127.0.0.1"}, Deps{
+		Metadata: meta, OpenLedger: LedgerOpener(f, mledger.Config{}),
+		Bookies: LocalBookie{ID: "127.0.0.1:3181", ReadOnly: ro.Load, Stats: func() map[string]float64 {
+			return map[string]float64{"journal_fsync_latency_ms_avg": 1.5, "group_commit_size_avg": 12}
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close(); f.Close() })
+	tb := &testBroker{Broker: b}
+	code, body := httpDo(t, tb, "GET", "/admin/v2/bookies/all", "")
+	if code != 200 || !strings.Contains(body, `"bookieId":"127.0.0.1:3181","state":"writable"`) {
+		t.Fatalf("bookies %d %s", code, body)
+	}
+	ro.Store(true)
+	if _, body = httpDo(t, tb, "GET", "/admin/v2/bookies/all", ""); !strings.Contains(body, `"state":"read-only"`) {
+		t.Fatalf("read-only bookie listed as %s", body)
+	}
+	_, body = httpDo(t, tb, "GET", "/metrics", "")
+	for _, want := range []string{
+		`bookie_SERVER_STATUS{bookie="127.0.0.1:3181"} 0`,
+		`bookie_read_only{bookie="127.0.0.1:3181"} 1`,
+		`bookie_journal_fsync_latency_ms_avg{bookie="127.0.0.1:3181"} 1.5`,
+		`bookie_group_commit_size_avg{bookie="127.0.0.1:3181"} 12`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q", want)

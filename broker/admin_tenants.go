@@ -31,6 +31,27 @@ type BookieStatus struct {
 	Stats map[string]float64 `json:"-"`
 }
 
+// LocalBookie adapts one in-process bookie to BookieInfo (the
+// standalone's): ReadOnly reports its state, Stats (optional) its
+// numeric stats for /metrics.
+type LocalBookie struct {
+	ID       string
+	ReadOnly func() bool
+	Stats    func() map[string]float64
+}
+
+// Bookies implements BookieInfo.
+func (l LocalBookie) Bookies() []BookieStatus {
+	s := BookieStatus{BookieID: l.ID}
+	if l.ReadOnly != nil {
+		s.ReadOnly = l.ReadOnly()
+	}
+	if l.Stats != nil {
+		s.Stats = l.Stats()
+	}
+	return []BookieStatus{s}
+}
+
 // registerTenantRoutes installs clusters, brokers, bookies, tenants and
 // namespaces CRUD.
 func (b *Broker) registerTenantRoutes(rt *Router) {
