@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -633,5 +634,64 @@ func TestNetRecoveryRestart(t *testing.T) {
 	checkEntries(t, r, h.ID(), 0, 39)
 	if _, err := h.Add(ctx, []byte("x")); !errors.Is(err, ledger.ErrFenced) {
 		t.Fatalf("writer after recovery: %v, want ErrFenced", err)
+	}
+}
+
+// TestNetConcurrentAdders: several goroutines add to one handle at once;
+// callbacks run one at a time in strictly increasing entry order, and every
+// payload is stored exactly once under the id its callback reported.
+func TestNetConcurrentAdders(t *testing.T) {
+	nc := newNetCluster(t, 3)
+	c, _ := nc.client(ledger.Options{})
+	ctx := ctxT(t)
+	h, err := c.Create(ctx, e3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 4, 100
+	var mu sync.Mutex
+	var inCallback bool
+	last := int64(-1)
+	ids := map[string]int64{}
+	var wg sync.WaitGroup
+	var done sync.WaitGroup
+	done.Add(writers * each)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				p := fmt.Sprintf("writer %d add %d", w, i)
+				h.AddAsync([]byte(p), func(id int64, err error) {
+					defer done.Done()
+					mu.Lock()
+					if inCallback {
+						t.Error("callbacks overlap")
+					}
+					inCallback = true
+					if err != nil || id != last+1 {
+						t.Errorf("callback id %d err %v after %d", id, err, last)
+					}
+					last = id
+					ids[p] = id
+					inCallback = false
+					mu.Unlock()
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	done.Wait()
+	got, err := h.Read(ctx, 0, writers*each-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, id := range ids {
+		if string(got[id]) != p {
+			t.Fatalf("entry %d = %q, want %q", id, got[id], p)
+		}
+	}
+	if len(ids) != writers*each {
+		t.Fatalf("%d distinct payloads acked, want %d", len(ids), writers*each)
 	}
 }
