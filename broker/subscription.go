@@ -401,7 +401,7 @@ func (s *subscription) dispatch() {
 			}
 			continue
 		}
-		entries, err := s.cur.ReadEntries(s.batch)
+		entries, err := s.cur.ReadEntries(s.readSize())
 		if err != nil && !errors.Is(err, errNoEntries) {
 			s.log.Warn("dispatch read failed", "topic", s.topic, "sub", s.name, "err", err)
 			return
@@ -430,6 +430,26 @@ func (s *subscription) dispatch() {
 			s.deliver(c, pe)
 		}
 	}
+}
+
+// readSize is how many entries to read next: no more than the permits
+// available (every entry holds at least one message), so a consumer with
+// a small window does not make the subscription read far ahead. Key_Shared
+// reads a full batch: entries for blocked keys wait in the replay set.
+func (s *subscription) readSize() int {
+	if s.typ == SubKeyShared {
+		return s.batch
+	}
+	n := 0
+	for _, c := range s.consumers {
+		if c.available() {
+			n += c.permits
+			if n >= s.batch {
+				return s.batch
+			}
+		}
+	}
+	return max(n, 1)
 }
 
 // deliver sends pe to c and records it as pending on c.

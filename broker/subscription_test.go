@@ -271,3 +271,21 @@ func TestSubscriptionSeekDisconnects(t *testing.T) {
 		t.Fatalf("after seek sent %v, want [2 3 4]", got)
 	}
 }
+
+func TestSubscriptionReadsNoFurtherThanPermits(t *testing.T) {
+	cur := newFakeCursor()
+	for i := 0; i < 10; i++ {
+		cur.add(fakeEntry(1, ""))
+	}
+	s := testSub(t, SubExclusive, cur)
+	sink := newRecSink()
+	c := newConsumer(1, "c", sink)
+	addC(t, s, c, SubExclusive)
+	flow(s, c, 2)
+	cur.mu.Lock()
+	read := cur.read
+	cur.mu.Unlock()
+	if got := positions(sink.take()); !slices.Equal(got, []int64{0, 1}) || read != 2 {
+		t.Fatalf("sent %v, cursor read up to %d; want [0 1] and 2", got, read)
+	}
+}
