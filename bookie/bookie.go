@@ -40,7 +40,6 @@ type Bookie struct {
 
 	// ckptMu serializes checkpoints, ledger deletes and GC relocations.
 	ckptMu     sync.Mutex
-	flushBuf   []frozenEntry                    // guarded by ckptMu
 	locBuf     []uint64                         // guarded by ckptMu
 	frozenMark func() (journal.Position, error) // mark of the unreleased frozen half; ckptMu
 	// pendingMark is a journal checkpoint not yet accepted; ckptMu.

@@ -63,14 +63,17 @@ func (b *Bookie) checkpointLocked(journalCkpt bool) error {
 		return err
 	}
 	if swapped {
-		b.flushBuf = b.wc.frozenSorted(b.flushBuf[:0])
+		// Two passes over the frozen half in the same sorted order: append
+		// to the entry log (collecting locations), then, once the log is
+		// durable, set the index. No list of the entries is built.
 		b.locBuf = b.locBuf[:0]
-		for _, e := range b.flushBuf {
-			loc, err := b.el.Add(e.ledger, e.entry, e.payload)
-			if err != nil {
-				return fail("entry log add", err)
-			}
+		err := b.wc.frozenEach(func(k key, payload []byte) error {
+			loc, err := b.el.Add(k.ledger, k.entry, payload)
 			b.locBuf = append(b.locBuf, loc)
+			return err
+		})
+		if err != nil {
+			return fail("entry log add", err)
 		}
 		if err := b.el.Flush(); err != nil {
 			return fail("entry log flush", err)
@@ -81,10 +84,14 @@ func (b *Bookie) checkpointLocked(journalCkpt bool) error {
 		if h := b.hooks.afterFlushSync; h != nil {
 			h()
 		}
-		for i, e := range b.flushBuf {
-			if err := b.idx.Put(e.ledger, e.entry, b.locBuf[i]); err != nil {
-				return fail("index put", err)
-			}
+		i := 0
+		err = b.wc.frozenEach(func(k key, _ []byte) error {
+			err := b.idx.Put(k.ledger, k.entry, b.locBuf[i])
+			i++
+			return err
+		})
+		if err != nil {
+			return fail("index put", err)
 		}
 	}
 	if err := b.idx.Flush(); err != nil {
@@ -96,7 +103,6 @@ func (b *Bookie) checkpointLocked(journalCkpt bool) error {
 	if swapped {
 		b.wc.release()
 		b.frozenMark = nil
-		clear(b.flushBuf) // drop payload references
 	}
 	if journalCkpt && markWait != nil {
 		mark, err := markWait()

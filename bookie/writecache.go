@@ -126,30 +126,57 @@ func (h *cacheHalf) lastEntry(ledger int64) (int64, bool) {
 	return 0, false
 }
 
-// sorted appends the half's entries to dst in (ledger, entry) order.
-func (h *cacheHalf) sorted(dst []frozenEntry) []frozenEntry {
+// each calls fn for the half's entries in (ledger, entry) order, without
+// materialising a list of them (a half may hold millions). It stops at
+// fn's first error. The order is the same on every call while the half is
+// unchanged.
+func (h *cacheHalf) each(fn func(k key, payload []byte) error) error {
 	ledgers := make([]int64, 0, len(h.runs))
 	for l := range h.runs {
 		ledgers = append(ledgers, l)
 	}
 	slices.Sort(ledgers)
+	var merged []frozenEntry
 	for _, l := range ledgers {
 		r := h.runs[l]
-		start := len(dst)
-		for i, p := range r.payloads {
-			if p != nil {
-				dst = append(dst, frozenEntry{key: key{l, r.first + int64(i)}, payload: p})
-			}
-		}
-		if r.sparse {
-			for k, p := range h.sparse {
-				if k.ledger == l {
-					dst = append(dst, frozenEntry{key: k, payload: p})
+		if !r.sparse {
+			for i, p := range r.payloads {
+				if p != nil {
+					if err := fn(key{l, r.first + int64(i)}, p); err != nil {
+						return err
+					}
 				}
 			}
-			slices.SortFunc(dst[start:], func(a, b frozenEntry) int { return compareKeys(a.key, b.key) })
+			continue
+		}
+		// Rare: entries outside the run; merge them in order.
+		merged = merged[:0]
+		for i, p := range r.payloads {
+			if p != nil {
+				merged = append(merged, frozenEntry{key: key{l, r.first + int64(i)}, payload: p})
+			}
+		}
+		for k, p := range h.sparse {
+			if k.ledger == l {
+				merged = append(merged, frozenEntry{key: k, payload: p})
+			}
+		}
+		slices.SortFunc(merged, func(a, b frozenEntry) int { return compareKeys(a.key, b.key) })
+		for _, e := range merged {
+			if err := fn(e.key, e.payload); err != nil {
+				return err
+			}
 		}
 	}
+	return nil
+}
+
+// sorted appends the half's entries to dst in (ledger, entry) order.
+func (h *cacheHalf) sorted(dst []frozenEntry) []frozenEntry {
+	h.each(func(k key, p []byte) error {
+		dst = append(dst, frozenEntry{key: k, payload: p})
+		return nil
+	})
 	return dst
 }
 
@@ -374,6 +401,19 @@ func (c *writeCache) frozenSorted(dst []frozenEntry) []frozenEntry {
 		return dst
 	}
 	return f.sorted(dst)
+}
+
+// frozenEach calls fn for the frozen half's entries sorted by (ledger,
+// entry), in the same order on every call until release. Only the
+// checkpoint goroutine calls it, between swap and release.
+func (c *writeCache) frozenEach(fn func(k key, payload []byte) error) error {
+	c.mu.RLock()
+	f := c.mu.frozen
+	c.mu.RUnlock()
+	if f == nil {
+		return nil
+	}
+	return f.each(fn)
 }
 
 type frozenEntry struct {
