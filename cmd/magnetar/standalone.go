@@ -150,6 +150,7 @@ func openStandalone(ctx context.Context, f standaloneFlags, log *slog.Logger) (_
 	}, broker.Deps{
 		Metadata:   s.store,
 		OpenLedger: broker.LedgerOpener(s.factory, mledger.Config{}),
+		Bookies:    broker.LocalBookie{ID: standaloneBookieID, ReadOnly: s.bk.IsReadOnly},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
