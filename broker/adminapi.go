@@ -15,6 +15,7 @@ import (
 // endpoints are added through Router().Handle.
 func (b *Broker) registerAdmin(rt *Router) {
 	b.registerAdminAPI(rt)
+	b.registerSchemaRoutes(rt)
 	rt.Handle("GET", "/admin/v2/brokers/health", func(w http.ResponseWriter, _ *http.Request, _ Params) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok")

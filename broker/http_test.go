@@ -167,3 +167,44 @@ func TestAutoCreationDisabled(t *testing.T) {
 		t.Fatalf("lookup in missing namespace: %v", f.Cmd)
 	}
 }
+
+func TestHTTPSchemas(t *testing.T) {
+	tb := startBroker(t, nil)
+	base := "/admin/v2/schemas/public/default/hs/schema"
+	if code, _ := httpDo(t, tb, "GET", base, ""); code != 404 {
+		t.Fatalf("GET before any schema: %d, want 404", code)
+	}
+	code, body := httpDo(t, tb, "POST", base, `{"type":"JSON","schema":"{\"type\":\"record\"}","properties":{"k":"v"}}`)
+	if code != 200 || !strings.Contains(body, `"version":0`) {
+		t.Fatalf("POST: %d %s", code, body)
+	}
+	code, body = httpDo(t, tb, "GET", base, "")
+	var got struct {
+		Version    int               `json:"version"`
+		Type       string            `json:"type"`
+		Data       string            `json:"data"`
+		Properties map[string]string `json:"properties"`
+	}
+	json.Unmarshal([]byte(body), &got)
+	if code != 200 || got.Type != "JSON" || got.Data != `{"type":"record"}` || got.Properties["k"] != "v" {
+		t.Fatalf("GET: %d %s", code, body)
+	}
+	if code, _ := httpDo(t, tb, "GET", base+"/0", ""); code != 200 {
+		t.Fatalf("GET version 0: %d", code)
+	}
+	if code, _ := httpDo(t, tb, "GET", base+"/5", ""); code != 404 {
+		t.Fatalf("GET missing version: %d", code)
+	}
+	// The binary protocol sees the same registry.
+	r := dialRaw(t, tb, true)
+	r.send(&pb.BaseCommand{Type: pb.BaseCommand_GET_SCHEMA.Enum(), GetSchema: &pb.CommandGetSchema{RequestId: ptr(uint64(1)), Topic: ptr("hs")}})
+	if f := r.next(); f.Cmd.GetSchemaResponse.GetSchema().GetType() != pb.Schema_Json {
+		t.Fatalf("GET_SCHEMA after HTTP POST: %v", f.Cmd)
+	}
+	if code, _ := httpDo(t, tb, "DELETE", base, ""); code != 200 {
+		t.Fatalf("DELETE: %d", code)
+	}
+	if code, _ := httpDo(t, tb, "GET", base, ""); code != 404 {
+		t.Fatalf("GET after DELETE: %d", code)
+	}
+}
