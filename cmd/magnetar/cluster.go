@@ -1,0 +1,373 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// `magnetar cluster`: a local cluster for trying things out — Apache
+// ZooKeeper (Debian's zookeeper package on Java, started as
+// /work/shared/tools/zk.sh does), N `magnetar bookie` processes and one
+// `magnetar broker`, all children of this process, with their data and
+// logs under --data-dir.
+
+type clusterFlags struct {
+	dataDir        string
+	zkPort         int
+	zkJar          string
+	bookies        int
+	bookieBasePort int
+	listen         string
+	httpAddr       string
+	advertisedHost string
+	quorum         quorumFlags
+	noSync         bool
+}
+
+func init() {
+	var f clusterFlags
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Start a local cluster: ZooKeeper, bookies and a broker (Ctrl-C stops all)",
+		Long: `Starts ZooKeeper on 127.0.0.1:--zk-port (Debian's zookeeper package and
+java are needed: apt-get install zookeeper default-jre-headless), --bookies
+bookie processes on ports --bookie-base-port, +1, ... and one broker, each
+a child of this process with its data and log under --data-dir. A bookie's
+id is its address, bound to its directory by a cookie: restart the cluster
+on the same --data-dir with the same ports (0 picks free ports, for a
+one-off run).
+
+When everything serves it prints:
+  magnetar cluster ready service=pulsar://HOST:PORT http=http://HOST:PORT metadata=zk://127.0.0.1:PORT/magnetar
+SIGINT or SIGTERM stops the broker, then the bookies, then ZooKeeper.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runCluster(cmd.Context(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.dataDir, "data-dir", "./magnetar-cluster", "directory for ZooKeeper, bookie data and logs")
+	fl.IntVar(&f.zkPort, "zk-port", 2181, "ZooKeeper client port on 127.0.0.1 (0: a free port)")
+	fl.StringVar(&f.zkJar, "zk-jar", "/usr/share/java/zookeeper.jar", "ZooKeeper server jar")
+	fl.IntVar(&f.bookies, "bookies", 3, "number of bookies")
+	fl.IntVar(&f.bookieBasePort, "bookie-base-port", 3181, "port of the first bookie, the next ones follow (0: free ports)")
+	fl.StringVar(&f.listen, "listen", ":6650", "broker Pulsar protocol listen address")
+	fl.StringVar(&f.httpAddr, "http", ":8080", "broker admin/lookup HTTP listen address")
+	fl.StringVar(&f.advertisedHost, "advertised-host", "localhost", "host name the broker gives clients in lookups")
+	fl.BoolVar(&f.noSync, "journal-no-sync", false, "bookies skip fdatasync (NOT DURABLE; for quick experiments)")
+	f.quorum.register(cmd)
+	rootCmd.AddCommand(cmd)
+}
+
+// child is a process started by the cluster, killed if the cluster dies
+// (parent-death signal from a thread that outlives the child).
+type child struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+	err     error // set before done closes
+}
+
+// startChild starts argv with stdout and stderr appended to logPath, and
+// returns once it runs; env is added to this process's environment. If ready is not empty, lines of stdout starting
+// with it are sent on the returned channel.
+func startChild(name, logPath, ready string, env []string, argv ...string) (*child, <-chan string, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &child{name: name, logPath: logPath, done: make(chan struct{})}
+	c.cmd = exec.Command(argv[0], argv[1:]...)
+	if env != nil {
+		c.cmd.Env = append(os.Environ(), env...)
+	}
+	c.cmd.Stderr = logf
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	lines := make(chan string, 1)
+	var out io.ReadCloser
+	if ready != "" {
+		if out, err = c.cmd.StdoutPipe(); err != nil {
+			logf.Close()
+			return nil, nil, err
+		}
+	} else {
+		c.cmd.Stdout = logf
+	}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: Pdeathsig follows this thread
+		defer close(c.done)
+		defer logf.Close()
+		if err := c.cmd.Start(); err != nil {
+			c.err = err
+			started <- err
+			return
+		}
+		started <- nil
+		if out != nil {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				line := sc.Text()
+				fmt.Fprintln(logf, line)
+				if strings.HasPrefix(line, ready) {
+					select {
+					case lines <- line:
+					default:
+					}
+				}
+			}
+			io.Copy(logf, out)
+		}
+		c.err = c.cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		<-c.done
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return c, lines, nil
+}
+
+// waitReady waits for a ready line, the child's exit, or the timeout.
+func (c *child) waitReady(lines <-chan string, timeout time.Duration) (string, error) {
+	select {
+	case line := <-lines:
+		return line, nil
+	case <-c.done:
+		return "", fmt.Errorf("%s exited before it was ready (%v); see %s:\n%s", c.name, c.err, c.logPath, tailFile(c.logPath, 20))
+	case <-time.After(timeout):
+		return "", fmt.Errorf("%s not ready after %v; see %s", c.name, timeout, c.logPath)
+	}
+}
+
+// stop sends SIGTERM and waits up to grace before SIGKILL.
+func (c *child) stop(grace time.Duration) {
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(grace):
+		c.cmd.Process.Kill()
+		<-c.done
+	}
+}
+
+func tailFile(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func freeTCPPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startZooKeeper writes a standalone zoo.cfg under dir and starts the
+// server, returning once it answers srvr.
+func startZooKeeper(dir, jar string, port int) (*child, error) {
+	java, err := exec.LookPath("java")
+	if err != nil {
+		return nil, fmt.Errorf("java not found (%v): apt-get install default-jre-headless zookeeper", err)
+	}
+	if _, err := os.Stat(jar); err != nil {
+		return nil, fmt.Errorf("%s missing (%v): apt-get install zookeeper", jar, err)
+	}
+	conf, data := filepath.Join(dir, "conf"), filepath.Join(dir, "data")
+	for _, d := range []string{conf, data} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	cfg := fmt.Sprintf(`tickTime=500
+minSessionTimeout=1000
+maxSessionTimeout=60000
+dataDir=%s
+clientPort=%d
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+admin.enableServer=false
+4lw.commands.whitelist=ruok,srvr,stat,mntr,conf
+autopurge.snapRetainCount=3
+autopurge.purgeInterval=1
+`, data, port)
+	log4j := `log4j.rootLogger=INFO, CONSOLE
+log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
+log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
+log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{1}: %m%n
+`
+	cfgPath := filepath.Join(conf, "zoo.cfg")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(conf, "log4j.properties"), []byte(log4j), 0o644); err != nil {
+		return nil, err
+	}
+	cp := strings.Join([]string{conf, jar, "/usr/share/java/slf4j-log4j12.jar", "/usr/share/java/log4j-1.2.jar"}, ":")
+	c, _, err := startChild("zookeeper", filepath.Join(dir, "zookeeper.log"), "", nil,
+		java, "-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-Dzookeeper.log.dir="+dir,
+		"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	deadline := time.Now().Add(60 * time.Second)
+	for !zkServing(addr) {
+		select {
+		case <-c.done:
+			return nil, fmt.Errorf("zookeeper exited during startup (%v):\n%s", c.err, tailFile(c.logPath, 30))
+		case <-time.After(50 * time.Millisecond): // readiness poll
+		}
+		if time.Now().After(deadline) {
+			c.stop(5 * time.Second)
+			return nil, fmt.Errorf("zookeeper not serving on %s after 60s:\n%s", addr, tailFile(c.logPath, 30))
+		}
+	}
+	return c, nil
+}
+
+// zkServing reports whether the server answers srvr (it does once its
+// database is loaded).
+func zkServing(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := conn.Write([]byte("srvr")); err != nil {
+		return false
+	}
+	b, _ := io.ReadAll(conn)
+	return strings.Contains(string(b), "Mode:")
+}
+
+func runCluster(ctx context.Context, f clusterFlags) error {
+	if f.bookies < f.quorum.ensemble {
+		return fmt.Errorf("--bookies %d < --ensemble %d", f.bookies, f.quorum.ensemble)
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	dataDir, err := filepath.Abs(f.dataDir)
+	if err != nil {
+		return err
+	}
+	logs := filepath.Join(dataDir, "logs")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return err
+	}
+	var children []*child // in start order; stopped in reverse
+	defer func() {
+		for i := len(children) - 1; i >= 0; i-- {
+			children[i].stop(30 * time.Second)
+		}
+	}()
+	// The children re-execute this binary; under `go test` the test binary
+	// is magnetar only with MAGNETAR_MAIN_ARGS, so pass the arguments that
+	// way too (ignored by a real magnetar binary, which reads os.Args).
+	magnetar := func(name, ready string, args ...string) (string, error) {
+		c, lines, err := startMagnetarChild(self, name, filepath.Join(logs, name+".log"), ready, args)
+		if err != nil {
+			return "", err
+		}
+		children = append(children, c)
+		return c.waitReady(lines, 60*time.Second)
+	}
+
+	zkPort := f.zkPort
+	if zkPort == 0 {
+		if zkPort, err = freeTCPPort(); err != nil {
+			return err
+		}
+	}
+	t0 := time.Now()
+	zk, err := startZooKeeper(filepath.Join(dataDir, "zookeeper"), f.zkJar, zkPort)
+	if err != nil {
+		return err
+	}
+	children = append(children, zk)
+	url := fmt.Sprintf("zk://127.0.0.1:%d/magnetar", zkPort)
+	fmt.Fprintf(os.Stderr, "zookeeper serving on 127.0.0.1:%d (%v)\n", zkPort, time.Since(t0).Round(time.Millisecond))
+
+	for i := range f.bookies {
+		port := 0
+		if f.bookieBasePort != 0 {
+			port = f.bookieBasePort + i
+		}
+		args := []string{"bookie", "--metadata-url", url, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+			"--data-dir", filepath.Join(dataDir, fmt.Sprintf("bookie-%d", i))}
+		if f.noSync {
+			args = append(args, "--journal-no-sync")
+		}
+		line, err := magnetar(fmt.Sprintf("bookie-%d", i), "magnetar bookie ready", args...)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "%s\n", line)
+	}
+	line, err := magnetar("broker", "magnetar broker ready", "broker", "--metadata-url", url,
+		"--listen", f.listen, "--http", f.httpAddr, "--advertised-host", f.advertisedHost,
+		"--ensemble", strconv.Itoa(f.quorum.ensemble), "--write-quorum", strconv.Itoa(f.quorum.writeQuorum),
+		"--ack-quorum", strconv.Itoa(f.quorum.ackQuorum))
+	if err != nil {
+		return err
+	}
+	fields := map[string]string{}
+	for _, kv := range strings.Fields(line) {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			fields[k] = v
+		}
+	}
+	fmt.Printf("magnetar cluster ready service=%s http=%s metadata=%s\n", fields["service"], fields["http"], url)
+	fmt.Fprintf(os.Stderr, "logs in %s; Ctrl-C stops the cluster\n", logs)
+
+	// Run until a signal or a child's death.
+	anyDone := make(chan *child, len(children))
+	for _, c := range children {
+		go func() {
+			<-c.done
+			anyDone <- c
+		}()
+	}
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(os.Stderr, "stopping the cluster")
+		return nil
+	case c := <-anyDone:
+		return errors.New(c.name + " exited unexpectedly; see " + c.logPath)
+	}
+}
+
+// startMagnetarChild runs this binary with args as a magnetar subcommand.
+func startMagnetarChild(self, name, logPath, ready string, args []string) (*child, <-chan string, error) {
+	env := []string{"MAGNETAR_MAIN_ARGS=" + strings.Join(args, "\x1f")}
+	return startChild(name, logPath, ready, env, append([]string{self}, args...)...)
+}
