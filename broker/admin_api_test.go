@@ -408,6 +408,26 @@ func TestAdminTopicsAndSubscriptions(t *testing.T) {
 	if in != 6 {
 		t.Fatalf("partitions hold %d messages, want 6", in)
 	}
+	// Subscription operations on a partitioned topic apply to every
+	// partition.
+	if err := ac.Subscriptions().Create(pt, "all", utils.Earliest); err != nil {
+		t.Fatal(err)
+	}
+	if subs, err := ac.Subscriptions().List(pt); err != nil || !slices.Equal(subs, []string{"all"}) {
+		t.Fatalf("partitioned subscriptions %v %v", subs, err)
+	}
+	if ps, _ = tp.GetPartitionedStats(pt, false); ps.Subscriptions["all"].MsgBacklog != 6 {
+		t.Fatalf("partitioned backlog %+v", ps.Subscriptions["all"])
+	}
+	if err := ac.Subscriptions().ClearBacklog(pt, "all"); err != nil {
+		t.Fatal(err)
+	}
+	if ps, _ = tp.GetPartitionedStats(pt, false); ps.Subscriptions["all"].MsgBacklog != 0 {
+		t.Fatalf("partitioned backlog after skip_all %+v", ps.Subscriptions["all"])
+	}
+	if err := ac.Subscriptions().Delete(pt, "all"); err != nil {
+		t.Fatal(err)
+	}
 	if err := tp.Delete(pt, true, false); err != nil {
 		t.Fatal(err)
 	}

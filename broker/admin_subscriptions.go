@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"encoding/json"
 	"errors"
 	"math"
 	"net/http"
@@ -55,18 +54,14 @@ func (b *Broker) registerSubscriptionRoutes(rt *Router) {
 			writeError(w, http.StatusBadRequest, "expiry must be a non-negative integer")
 			return
 		}
-		t, ok := b.topicFor(w, r, p)
-		if !ok {
-			return
-		}
-		for _, s := range *t.subList.Load() {
-			if err := b.ext.expire(t, s, sec); err != nil {
-				internalError(w, err)
-				return
+		b.forEachTarget(w, r, p, func(t *topic) error {
+			for _, s := range *t.subList.Load() {
+				if err := b.ext.expire(t, s, sec); err != nil {
+					return err
+				}
 			}
-		}
-		b.ext.checkTopic(t)
-		w.WriteHeader(http.StatusNoContent)
+			return nil
+		})
 	})
 }
 
@@ -93,76 +88,108 @@ func resetSub(t *topic, s *subscription, pos position, byTime bool, ts int64) er
 
 type subOpFunc func(x *adminExt, t *topic, s *subscription, ca *cursorAdapter, p Params, r *http.Request) (int, error)
 
-// subOp resolves the topic and durable subscription of the path, runs op
-// and answers 204, then re-evaluates the topic's policies (a held
-// producer may resume).
-func (b *Broker) subOp(op subOpFunc) HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request, p Params) {
-		t, ok := b.topicFor(w, r, p)
-		if !ok {
-			return
+// httpError is an error with its HTTP status.
+type httpError struct {
+	code int
+	msg  string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+// forEachTarget runs fn on the path's topic, or on every partition of a
+// partitioned topic, answering 204 when all succeed.
+func (b *Broker) forEachTarget(w http.ResponseWriter, r *http.Request, p Params, fn func(t *topic) error) {
+	tn, ok := TopicFromParams(w, p)
+	if !ok || !b.nsExists(r.Context(), w, tn) {
+		return
+	}
+	targets := []topicName{tn}
+	if n, err := b.reg.partitions(r.Context(), tn); err != nil {
+		internalError(w, err)
+		return
+	} else if n > 0 {
+		targets = targets[:0]
+		for i := range n {
+			targets = append(targets, tn.Partition(i))
 		}
-		t.mu.Lock()
-		s := t.mu.subs[p["sub"]]
-		t.mu.Unlock()
-		if s == nil {
-			writeError(w, http.StatusNotFound, "Subscription not found")
-			return
-		}
-		ca, ok := s.cur.(*cursorAdapter)
-		if !ok {
-			writeError(w, http.StatusMethodNotAllowed, "operation not supported on this subscription")
-			return
-		}
-		code, err := op(b.ext, t, s, ca, p, r)
+	}
+	for _, target := range targets {
+		t, err := b.loadedOrLoad(r.Context(), target)
 		if err != nil {
-			if code == 0 {
-				code = http.StatusInternalServerError
+			topicHTTPError(w, err)
+			return
+		}
+		if err := fn(t); err != nil {
+			var he *httpError
+			if errors.As(err, &he) {
+				writeError(w, he.code, he.msg)
+			} else {
+				internalError(w, err)
 			}
-			writeError(w, code, err.Error())
 			return
 		}
 		b.ext.checkTopic(t)
-		w.WriteHeader(http.StatusNoContent)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// subOp resolves the durable subscription of the path (on every
+// partition of a partitioned topic), runs op and answers 204, then
+// re-evaluates the topic's policies (a held producer may resume).
+func (b *Broker) subOp(op subOpFunc) HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, p Params) {
+		b.forEachTarget(w, r, p, func(t *topic) error {
+			t.mu.Lock()
+			s := t.mu.subs[p["sub"]]
+			t.mu.Unlock()
+			if s == nil {
+				return &httpError{http.StatusNotFound, "Subscription not found"}
+			}
+			ca, ok := s.cur.(*cursorAdapter)
+			if !ok {
+				return &httpError{http.StatusMethodNotAllowed, "operation not supported on this subscription"}
+			}
+			code, err := op(b.ext, t, s, ca, p, r)
+			if err != nil && code != 0 {
+				return &httpError{code, err.Error()}
+			}
+			return err
+		})
 	}
 }
 
 func (b *Broker) httpCreateSubscription(w http.ResponseWriter, r *http.Request, p Params) {
-	t, ok := b.topicFor(w, r, p)
-	if !ok {
-		return
-	}
-	if !t.persistent() {
-		writeError(w, http.StatusMethodNotAllowed, "Create subscription on non-persistent topic is not supported")
-		return
-	}
 	id := messageIDJSON{LedgerID: math.MaxInt64, EntryID: math.MaxInt64}
 	if err := readJSONBody(r, &id); err != nil {
 		writeError(w, http.StatusBadRequest, "bad message id: "+err.Error())
 		return
 	}
-	name := p["sub"]
+	b.forEachTarget(w, r, p, func(t *topic) error { return createSubscription(t, p["sub"], msgIDPosition(id)) })
+}
+
+// createSubscription adds a durable subscription to t at pos (Earliest,
+// Latest or an entry to read first).
+func createSubscription(t *topic, name string, pos position) error {
+	if !t.persistent() {
+		return &httpError{http.StatusMethodNotAllowed, "Create subscription on non-persistent topic is not supported"}
+	}
 	t.mu.Lock()
 	existing := t.mu.subs[name] != nil
 	t.mu.Unlock()
 	if existing {
-		writeError(w, http.StatusConflict, "Subscription already exists for topic")
-		return
+		return &httpError{http.StatusConflict, "Subscription already exists for topic"}
 	}
-	pos := msgIDPosition(id)
 	initial := initialLatest
 	if position(mledger.Earliest) == pos {
 		initial = initialEarliest
 	}
 	cur, err := t.ml.OpenCursor(name, initial)
 	if err != nil {
-		internalError(w, err)
-		return
+		return err
 	}
 	if pos != position(mledger.Earliest) && pos != position(mledger.Latest) {
 		if err := cur.Seek(pos); err != nil {
-			writeError(w, http.StatusPreconditionFailed, "cannot position the subscription: "+err.Error())
-			return
+			return &httpError{http.StatusPreconditionFailed, "cannot position the subscription: " + err.Error()}
 		}
 	}
 	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.log)
@@ -170,33 +197,29 @@ func (b *Broker) httpCreateSubscription(w http.ResponseWriter, r *http.Request, 
 	if t.mu.subs[name] != nil {
 		t.mu.Unlock()
 		s.close()
-		writeError(w, http.StatusConflict, "Subscription already exists for topic")
-		return
+		return &httpError{http.StatusConflict, "Subscription already exists for topic"}
 	}
 	t.mu.subs[name] = s
 	t.publishSubsLocked()
 	t.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 func (b *Broker) httpDeleteSubscription(w http.ResponseWriter, r *http.Request, p Params) {
-	t, ok := b.topicFor(w, r, p)
-	if !ok {
-		return
-	}
-	err := t.deleteSubscription(p["sub"], r.URL.Query().Get("force") == "true")
-	var es *errSubscribe
-	switch {
-	case err == nil:
-		b.ext.checkTopic(t)
-		w.WriteHeader(http.StatusNoContent)
-	case errors.As(err, &es) && es.code == codeSubscriptionNotFound:
-		writeError(w, http.StatusNotFound, "Subscription not found")
-	case errors.As(err, &es):
-		writeError(w, http.StatusPreconditionFailed, es.msg)
-	default:
-		internalError(w, err)
-	}
+	force := r.URL.Query().Get("force") == "true"
+	b.forEachTarget(w, r, p, func(t *topic) error {
+		err := t.deleteSubscription(p["sub"], force)
+		var es *errSubscribe
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &es) && es.code == codeSubscriptionNotFound:
+			return &httpError{http.StatusNotFound, "Subscription not found"}
+		case errors.As(err, &es):
+			return &httpError{http.StatusPreconditionFailed, es.msg}
+		}
+		return err
+	})
 }
 
 // httpPeek returns the n-th (1-based) message of the subscription's
@@ -264,5 +287,3 @@ func nextPosition(ls []mledger.LedgerInfo, p mledger.Position) (mledger.Position
 	}
 	return mledger.Position{}, false
 }
-
-var _ = json.Marshal

@@ -240,6 +240,21 @@ func (x *adminExt) release(t *topic, pol *Policies) {
 	if len(tp.held) == 0 {
 		return
 	}
+	// Sends of producers that went away while held are dropped: their
+	// clients re-send on reconnect (answered for the connection's
+	// bookkeeping only).
+	kept := tp.held[:0]
+	for _, h := range tp.held {
+		t.mu.Lock()
+		attached := t.mu.producers[h.p.name] == h.p
+		t.mu.Unlock()
+		if attached {
+			kept = append(kept, h)
+			continue
+		}
+		h.p.sink.sendSendError(h.p.id, h.seq, codeNotAllowed, "producer closed while held by backlog quota")
+	}
+	tp.held = kept
 	if policy, over := quotaExceeded(t, pol); over && policy == quotaHold {
 		return
 	}
