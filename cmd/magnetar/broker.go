@@ -216,6 +216,7 @@ func openBroker(ctx context.Context, f brokerFlags, log *slog.Logger) (_ *broker
 	}, broker.Deps{
 		Metadata:   b.node.store,
 		OpenLedger: broker.LedgerOpener(b.factory, mledger.Config{}),
+		Bookies:    registeredBookies{b.node.store},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
@@ -272,4 +273,25 @@ func runBroker(ctx context.Context, f brokerFlags) error {
 	<-ctx.Done()
 	log.Info("stopping")
 	return b.close(log)
+}
+
+// registeredBookies reports the bookies registered in the metadata store
+// to the broker's admin API.
+type registeredBookies struct{ store metadata.Store }
+
+func (r registeredBookies) Bookies() []broker.BookieStatus {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := autorecovery.ListBookies(ctx, r.store)
+	if err != nil {
+		return nil
+	}
+	out := make([]broker.BookieStatus, 0, len(s.Writable)+len(s.ReadOnly))
+	for _, id := range s.Writable {
+		out = append(out, broker.BookieStatus{BookieID: id})
+	}
+	for _, id := range s.ReadOnly {
+		out = append(out, broker.BookieStatus{BookieID: id, ReadOnly: true})
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,6 +57,9 @@ func TestClusterBrokerProduceConsume(t *testing.T) {
 		cons.Ack(m)
 	}
 	c.checkLedgers(3, 2, 2)
+	if code, body := b.get(t, "/admin/v2/bookies/all"); code != 200 || strings.Count(string(body), "bookieId") != 3 {
+		t.Fatalf("GET /admin/v2/bookies/all: %d %s", code, body)
+	}
 	cl.Close()
 	b.stop()
 
