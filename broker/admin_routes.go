@@ -1,5 +1,39 @@
 package broker
 
+// Admin REST API (files admin_*.go, policies.go, policy_enforce.go,
+// metrics.go). Paths, bodies, status codes and JSON field names follow
+// Apache Pulsar's /admin/v2 API; errors are {"reason": "..."} with 404
+// (missing tenant/namespace/topic/subscription), 409 (exists, or a tenant
+// or namespace that is not empty), 412 (bad policy value, in use), 400
+// (malformed body), 405 (wrong method) and 501 for known Pulsar endpoints
+// Magnetar does not implement.
+//
+// State: tenants, namespaces and their policies live in the metadata store
+// (registry.go's layout; a namespace node holds its Policies JSON). The
+// broker caches each namespace's Policies (adminExt.ns), invalidated on
+// every write through the API; writes are compare-and-set on the node.
+//
+// Enforcement (policy_enforce.go), per loaded topic:
+//   - backlog quota (destination_storage): the backlog is the largest
+//     durable subscription backlog in bytes (entries x average entry
+//     size). producer_request_hold keeps SENDs in a per-topic FIFO until
+//     the backlog is under the limit (checked on every admin cursor move
+//     and every policyCheckInterval) and refuses new producers with
+//     ProducerBlockedQuotaExceededError; producer_exception disconnects the
+//     producer and refuses it with ProducerBlockedQuotaExceededException;
+//     consumer_backlog_eviction skips entries of the slowest cursor.
+//   - message TTL: every policyCheckInterval, cursors mark-delete the
+//     entries published before now-TTL.
+//   - deduplication (when the broker-wide Config.Deduplication is off): a
+//     per-topic highest sequence id per producer name; a resent id gets a
+//     receipt without being stored.
+//   - max producers/consumers per topic: PRODUCER/SUBSCRIBE refused.
+//   - auto topic creation override: partitioned auto creation happens at
+//     PARTITIONED_METADATA time; disallowed creation fails the lookup.
+//   - retention: applied when a topic's managed ledger opens (LedgerOpener
+//     reads it from the context); changing it unloads the namespace's
+//     topics so they reopen with the new limits.
+
 import (
 	"context"
 	"errors"
