@@ -313,7 +313,7 @@ func (b *Broker) httpGetNamespace(w http.ResponseWriter, r *http.Request, p Para
 }
 
 func (b *Broker) httpCreateNamespace(w http.ResponseWriter, r *http.Request, p Params) {
-	tenant, ns := p["tenant"], p["tenant"]+"/"+p["ns"]
+	ns := p["tenant"] + "/" + p["ns"]
 	if !validNamePart(p["ns"]) {
 		writeError(w, http.StatusPreconditionFailed, "Namespace name is not valid")
 		return
@@ -339,7 +339,6 @@ func (b *Broker) httpCreateNamespace(w http.ResponseWriter, r *http.Request, p P
 	case err != nil:
 		internalError(w, err)
 	default:
-		_ = tenant
 		b.ext.forget(ns)
 		w.WriteHeader(http.StatusNoContent)
 	}
