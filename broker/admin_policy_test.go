@@ -411,3 +411,48 @@ func TestPolicyRetentionKeepsAckedLedgersUntilLimit(t *testing.T) {
 		t.Fatalf("after trim: %d entries, %d bytes", s.NumberOfEntries, s.TotalSize)
 	}
 }
+
+func TestPolicyMessageAgeQuotaHold(t *testing.T) {
+	tb := startBroker(t, nil)
+	ac := adminClient(t, tb)
+	newNS(t, ac, "public/age")
+	if err := ac.Namespaces().SetBacklogQuota("public/age", utils.NewBacklogQuota(-1, 1, utils.ProducerRequestHold), utils.MessageAge); err != nil {
+		t.Fatal(err)
+	}
+	topic := "persistent://public/age/t"
+	tn := mustTopic(t, topic)
+	if err := ac.Topics().Create(tn, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := ac.Subscriptions().Create(tn, "slow", utils.Earliest); err != nil {
+		t.Fatal(err)
+	}
+	c := tb.client(t)
+	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true, SendTimeout: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte("old")}); err != nil {
+		t.Fatal(err)
+	}
+	tr := tb.lookupTopic(topic)
+	waitUntil(t, "the backlog to age past 1s", func() bool {
+		_, over := quotaExceeded(tr, tb.ext.cachedPolicies("public/age"))
+		return over
+	})
+	done := make(chan error, 1)
+	p.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: []byte("new")}, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) { done <- err })
+	waitUntil(t, "the send to be held", func() bool { return heldSends(tb, topic) == 1 })
+	if err := ac.Subscriptions().SkipMessages(tn, "slow", 1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctxT(t).Done():
+		t.Fatal("held send not released after the old message was skipped")
+	}
+}

@@ -126,9 +126,7 @@ func (x *adminExt) checkTopic(t *topic) {
 			_ = x.expire(t, s, int64(*ttl))
 		}
 	}
-	if q, ok := pol.BacklogQuotaMap["destination_storage"]; ok && q.Policy == quotaEviction && q.LimitSize > 0 {
-		x.evict(t, q.LimitSize)
-	}
+	x.applyEviction(t, pol)
 	x.release(t, pol)
 }
 
@@ -154,18 +152,65 @@ func backlogOf(t *topic) (int64, *subscription, int64) {
 	return max(worst, 0), slow, avg
 }
 
-// quotaExceeded reports the destination_storage quota policy of t when
-// its backlog is over the limit.
+// quotaExceeded reports the policy of the first backlog quota of t that
+// is exceeded: destination_storage (limitSize bytes) or message_age
+// (limitTime seconds since the oldest unacknowledged message).
 func quotaExceeded(t *topic, pol *Policies) (string, bool) {
-	if pol == nil || !t.persistent() {
+	if pol == nil || !t.persistent() || len(pol.BacklogQuotaMap) == 0 {
 		return "", false
 	}
-	q, ok := pol.BacklogQuotaMap["destination_storage"]
-	if !ok || q.LimitSize <= 0 {
-		return "", false
+	if q, ok := pol.BacklogQuotaMap["destination_storage"]; ok && q.LimitSize > 0 {
+		if bl, _, _ := backlogOf(t); bl > q.LimitSize {
+			return q.Policy, true
+		}
 	}
-	bl, _, _ := backlogOf(t)
-	return q.Policy, bl > q.LimitSize
+	if q, ok := pol.BacklogQuotaMap["message_age"]; ok && q.LimitTime > 0 {
+		if backlogAge(t) > time.Duration(q.LimitTime)*time.Second {
+			return q.Policy, true
+		}
+	}
+	return "", false
+}
+
+// backlogAge is the age of the oldest message after the slowest durable
+// cursor's mark-delete (0 without backlog).
+func backlogAge(t *topic) time.Duration {
+	var oldest int64
+	for _, s := range *t.subList.Load() {
+		ca, ok := s.cur.(*cursorAdapter)
+		if !ok || !ca.c.IsDurable() {
+			continue
+		}
+		next, ok := nextPosition(ca.ml.Stats().Ledgers, ca.c.MarkDeletePosition())
+		if !ok {
+			continue
+		}
+		data, err := t.ml.ReadEntry(toPos(next))
+		if err != nil {
+			continue
+		}
+		if pt, err := entryPublishTime(data); err == nil && pt > 0 && (oldest == 0 || pt < oldest) {
+			oldest = pt
+		}
+	}
+	if oldest == 0 {
+		return 0
+	}
+	return time.Since(time.UnixMilli(oldest))
+}
+
+// applyEviction enforces consumer_backlog_eviction quotas.
+func (x *adminExt) applyEviction(t *topic, pol *Policies) {
+	if q, ok := pol.BacklogQuotaMap["destination_storage"]; ok && q.Policy == quotaEviction && q.LimitSize > 0 {
+		x.evict(t, q.LimitSize)
+	}
+	if q, ok := pol.BacklogQuotaMap["message_age"]; ok && q.Policy == quotaEviction && q.LimitTime > 0 {
+		for _, s := range *t.subList.Load() {
+			if s.cur.Durable() {
+				_ = x.expire(t, s, q.LimitTime)
+			}
+		}
+	}
 }
 
 func (x *adminExt) evict(t *topic, limit int64) {
@@ -299,7 +344,7 @@ func (b *Broker) policyPublish(p *producer, seq, highest uint64, numMsgs int, da
 			p.sink.sendSendError(p.id, seq, codeNotAllowed, msgQuotaException)
 			return
 		case quotaEviction:
-			x.evict(t, pol.BacklogQuotaMap["destination_storage"].LimitSize)
+			x.applyEviction(t, pol)
 		}
 	}
 	x.publishLocked(tp, t, pol, h)
