@@ -14,9 +14,10 @@ package broker
 // every write through the API; writes are compare-and-set on the node.
 //
 // Enforcement (policy_enforce.go), per loaded topic:
-//   - backlog quota (destination_storage): the backlog is the largest
-//     durable subscription backlog in bytes (entries x average entry
-//     size). producer_request_hold keeps SENDs in a per-topic FIFO until
+//   - backlog quotas: destination_storage bounds the largest durable
+//     subscription backlog in bytes (entries x average entry size),
+//     message_age the age of the oldest message after the slowest
+//     mark-delete. producer_request_hold keeps SENDs in a per-topic FIFO until
 //     the backlog is under the limit (checked on every admin cursor move
 //     and every policyCheckInterval) and refuses new producers with
 //     ProducerBlockedQuotaExceededError; producer_exception disconnects the
