@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
@@ -110,6 +111,14 @@ type deadlineWriter struct{ c *conn }
 func (w deadlineWriter) Write(b []byte) (int, error) {
 	_ = w.c.nc.SetWriteDeadline(time.Now().Add(w.c.b.cfg.WriteTimeout))
 	return w.c.nc.Write(b)
+}
+
+// WriteBuffers writes every segment with one deadline, using writev on
+// TCP connections.
+func (w deadlineWriter) WriteBuffers(nb *net.Buffers) error {
+	_ = w.c.nc.SetWriteDeadline(time.Now().Add(w.c.b.cfg.WriteTimeout))
+	_, err := nb.WriteTo(w.c.nc)
+	return err
 }
 
 // serve runs the connection until it fails or the broker closes it, then
@@ -326,7 +335,18 @@ func (c *conn) sendMessage(consumerID uint64, pos position, redeliveries uint32,
 	if !ok {
 		return
 	}
-	if !c.q.end(pulsarproto.AppendMessage(buf, &h, data)) {
+	if len(data) >= refThreshold {
+		// Frame header and command for an entry of len(data) bytes, then
+		// the entry itself by reference: AppendMessage sized the frame
+		// for an empty entry, so add the entry to totalSize.
+		start := len(buf)
+		buf = pulsarproto.AppendMessage(buf, &h, nil)
+		binary.BigEndian.PutUint32(buf[start:], binary.BigEndian.Uint32(buf[start:])+uint32(len(data)))
+		buf = c.q.appendRefLocked(buf, data)
+	} else {
+		buf = pulsarproto.AppendMessage(buf, &h, data)
+	}
+	if !c.q.end(buf) {
 		c.shutdown()
 	}
 }

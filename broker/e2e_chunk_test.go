@@ -47,3 +47,25 @@ func TestE2EZeroQueueConsumer(t *testing.T) {
 		})
 	}
 }
+
+// TestE2ELargeMessages sends entries large enough to be queued to the
+// consumer by reference (writev) and checks the client verifies them.
+func TestE2ELargeMessages(t *testing.T) {
+	tb := startBroker(t, nil)
+	cl := tb.client(t)
+	topic := newTopicName("large")
+	cons := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	var want [][]byte
+	sendAsyncAll(t, prod, 20, func(i int) *pulsar.ProducerMessage {
+		p := bytes.Repeat([]byte{byte('a' + i)}, 8<<10+i*1000)
+		want = append(want, p)
+		return &pulsar.ProducerMessage{Payload: p}
+	})
+	for i, m := range receiveN(t, cons, 20) {
+		if !bytes.Equal(m.Payload(), want[i]) {
+			t.Fatalf("message %d: %d bytes differ", i, len(m.Payload()))
+		}
+		cons.Ack(m)
+	}
+}

@@ -2,14 +2,19 @@ package broker
 
 import (
 	"io"
+	"net"
 	"sync"
 	"sync/atomic"
 )
 
 // outQueue is a connection's outbound byte queue. Producers of frames
 // append encoded frames under the lock; one writer goroutine swaps the
-// pending buffer out and writes it with a single Write, so frames queued
-// while the previous write ran are coalesced into one system call.
+// pending frames out and writes them with one vectored write, so frames
+// queued while the previous write ran are coalesced into one system call.
+//
+// Large stored entries are not copied: appendRefLocked queues a reference
+// to the (immutable) entry bytes as its own segment, and the writer hands
+// the segments to writev. Small frames are copied into the buffer.
 //
 // The queue is bounded: an append that would leave more than limit bytes
 // unsent fails, and the connection owning the queue is then closed (a
@@ -17,20 +22,27 @@ import (
 type outQueue struct {
 	mu struct {
 		sync.Mutex
-		buf    []byte // pending bytes; guarded by mu
-		closed bool
-		err    error
+		buf      []byte   // pending bytes
+		segs     [][]byte // completed segments, written before buf[cut:]
+		cut      int      // start of buf's part not yet in segs
+		refBytes int      // bytes referenced (not copied) in segs
+		closed   bool
+		err      error
 	}
 	limit  int
-	signal chan struct{} // capacity 1: "buf is non-empty"
+	signal chan struct{} // capacity 1: "something is queued"
 
-	queued  atomic.Int64 // len(mu.buf)
-	writing atomic.Int64 // bytes of the Write in progress
+	queued  atomic.Int64 // bytes queued, copied or referenced
+	writing atomic.Int64 // bytes of the write in progress
 	// drained, if set, runs on the writer goroutine after a write that
 	// left the queue below half of soft (see writable).
 	drained func()
 	soft    int64
 }
+
+// refThreshold is the entry size from which entries are queued by
+// reference instead of copied.
+const refThreshold = 4 << 10
 
 // writable reports whether the queue is below its soft limit: dispatchers
 // stop sending to a connection that is not, and resume when drained runs.
@@ -59,18 +71,30 @@ func (q *outQueue) begin() (buf []byte, ok bool) {
 	return q.mu.buf, true
 }
 
+// appendRefLocked, between begin and end, queues data by reference right
+// after the bytes appended to buf so far. data must never change.
+func (q *outQueue) appendRefLocked(buf, data []byte) []byte {
+	q.mu.segs = append(q.mu.segs, buf[q.mu.cut:len(buf):len(buf)], data)
+	q.mu.cut = len(buf)
+	q.mu.refBytes += len(data)
+	return buf
+}
+
 // end stores buf as the pending buffer, unlocks and wakes the writer. It
 // returns false if the bound was exceeded: the queue is then closed and
 // the caller must close the connection.
 func (q *outQueue) end(buf []byte) bool {
-	over := len(buf) > q.limit
+	size := len(buf) + q.mu.refBytes
+	over := size > q.limit
 	if over {
 		q.mu.closed = true
 		q.mu.err = ErrSlowConsumer
 		buf = nil
+		clear(q.mu.segs)
+		q.mu.segs, q.mu.cut, q.mu.refBytes, size = nil, 0, 0, 0
 	}
 	q.mu.buf = buf
-	q.queued.Store(int64(len(buf)))
+	q.queued.Store(int64(size))
 	q.mu.Unlock()
 	select {
 	case q.signal <- struct{}{}:
@@ -101,42 +125,44 @@ func (q *outQueue) close() {
 }
 
 // pending returns the number of queued bytes.
-func (q *outQueue) pending() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.mu.buf)
-}
+func (q *outQueue) pending() int { return int(q.queued.Load()) }
 
 // run writes queued bytes to w until the queue is closed and drained, or
-// a write fails. It returns the write error or the overflow error.
+// a write fails. It returns the write error or the overflow error. A
+// net.Conn-backed w gets one writev per batch (see writeBuffers).
 func (q *outQueue) run(w io.Writer) error {
 	var spare []byte
+	var spareSegs, iov [][]byte
 	for {
 		<-q.signal
 		for {
 			q.mu.Lock()
-			buf := q.mu.buf
+			buf, segs, cut := q.mu.buf, q.mu.segs, q.mu.cut
 			closed, qerr := q.mu.closed, q.mu.err
-			q.mu.buf = spare[:0]
+			size := len(buf) + q.mu.refBytes
+			q.mu.buf, q.mu.segs, q.mu.cut, q.mu.refBytes = spare[:0], spareSegs[:0], 0, 0
 			q.queued.Store(0)
-			q.writing.Store(int64(len(buf)))
+			q.writing.Store(int64(size))
 			q.mu.Unlock()
 			if qerr != nil {
 				return qerr
 			}
-			if len(buf) == 0 {
+			if size == 0 {
 				if closed {
 					return nil
 				}
-				spare = buf
+				spare, spareSegs = buf, segs
 				break
 			}
-			_, err := w.Write(buf)
+			iov = append(append(iov[:0], segs...), buf[cut:])
+			err := writeBuffers(w, iov)
+			clear(iov)
+			clear(segs) // drop references to entries
 			q.writing.Store(0)
 			if err != nil {
 				q.mu.Lock()
 				q.mu.closed = true
-				q.mu.buf = nil
+				q.mu.buf, q.mu.segs = nil, nil
 				q.mu.Unlock()
 				return err
 			}
@@ -146,7 +172,26 @@ func (q *outQueue) run(w io.Writer) error {
 			if cap(buf) > 4*maxSoftLimit {
 				buf = nil // do not pin a burst-sized buffer forever
 			}
-			spare = buf
+			spare, spareSegs = buf, segs
 		}
 	}
+}
+
+// writeBuffers writes iov in order: with writev when w supports it (a
+// *net.TCPConn, or a writer exposing WriteBuffers), else one Write per
+// non-empty segment.
+func writeBuffers(w io.Writer, iov [][]byte) error {
+	if bw, ok := w.(interface{ WriteBuffers(*net.Buffers) error }); ok {
+		nb := net.Buffers(iov)
+		return bw.WriteBuffers(&nb)
+	}
+	for _, b := range iov {
+		if len(b) == 0 {
+			continue
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -81,3 +81,30 @@ func TestOutQueueDrainedCallback(t *testing.T) {
 		t.Fatalf("wrote %d, drained %d times, writable %v", out.Len(), drained, q.writable())
 	}
 }
+
+func TestOutQueueReferencedSegmentsKeepOrder(t *testing.T) {
+	q := newOutQueue(1 << 20)
+	big1 := bytes.Repeat([]byte("X"), refThreshold)
+	big2 := bytes.Repeat([]byte("Y"), refThreshold+1)
+	buf, _ := q.begin()
+	buf = append(buf, "h1"...)
+	buf = q.appendRefLocked(buf, big1)
+	buf = append(buf, "h2"...)
+	buf = q.appendRefLocked(buf, big2)
+	buf = append(buf, "tail"...)
+	q.end(buf)
+	if got, want := q.pending(), 2+len(big1)+2+len(big2)+4; got != want {
+		t.Fatalf("pending %d, want %d", got, want)
+	}
+	var out bytes.Buffer
+	done := make(chan error)
+	go func() { done <- q.run(&out) }()
+	q.close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want := "h1" + string(big1) + "h2" + string(big2) + "tail"
+	if out.String() != want {
+		t.Fatalf("wrote %d bytes in the wrong order", out.Len())
+	}
+}
