@@ -29,7 +29,9 @@
 // # Auditor
 //
 // It watches the registrations and the decommission requests and runs an
-// audit on every change and every AuditInterval: it reads every ledger's
+// audit on every change, every AuditInterval, and whenever its periodic
+// listing of the registrations (every BookieCheckInterval, a safety net
+// for missed watch events) differs from the last audit's: it reads every ledger's
 // metadata and marks (MarkUnderReplicated, merging with an existing mark)
 // each ledger whose ensembles hold a bookie lost for at least
 // LostBookieDelay (measured from the first audit that found it lost).

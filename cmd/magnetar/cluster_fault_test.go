@@ -110,8 +110,8 @@ func (w *writer) finish(t *testing.T) []int64 {
 
 // SIGKILL one bookie of four while a writer adds at E=3, Qw=2, Qa=2:
 // adds go on through an ensemble change, the acked ids are 0..n-1 in
-// order, every acked entry reads back, and the broker process's
-// autorecovery re-replicates the first segment so that every entry again
+// order, every acked entry reads back, and autorecovery (broker process
+// and autorecovery process) re-replicates the first segment so that every entry again
 // has Qw intact copies on live bookies.
 func TestClusterBookieKilledDuringAdds(t *testing.T) {
 	c := newTestCluster(t)
@@ -120,7 +120,11 @@ func TestClusterBookieKilledDuringAdds(t *testing.T) {
 		b := c.startBookie("")
 		bookies[b.id] = b
 	}
-	c.startBroker("--log-level", "debug") // runs the auditor and a replication worker
+	// Two autorecovery participants: the broker process and a separate
+	// `magnetar autorecovery` process; one is elected auditor, both run
+	// workers that compete for the ledger's lock.
+	c.startBroker("--log-level", "debug")
+	startMagnetar(t, "autorecovery", "magnetar autorecovery ready", "autorecovery", "--metadata-url", c.url)
 	n := c.clusterClient()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
