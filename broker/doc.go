@@ -35,10 +35,12 @@
 //
 //   - Per connection: a reader (decodes frames, runs handlers in order) and
 //     a writer (drains the outbound queue, coalescing every frame queued
-//     during the previous write into one Write). Handlers never wait for
+//     during the previous write into one writev; entries of 4 KiB and more
+//     are queued by reference, not copied). Handlers never wait for
 //     storage on the SEND path: AddEntry is asynchronous and receipts are
 //     queued from its callback, in add order, so receipts of one producer
-//     are in send order.
+//     are in send order. A closing connection first answers its in-flight
+//     SENDs (bounded wait), then flushes its queue.
 //   - Per subscription: one loop goroutine owns the dispatch state (the
 //     cursor, consumers, permits, pending acks, replay and delayed sets).
 //     Everything else submits closures with do (async) or call (sync) and
@@ -54,13 +56,16 @@
 // that accepts nothing for WriteTimeout is disconnected. Entries go to the
 // replay set (redelivered first, in position order) when they are nacked,
 // when their consumer leaves, or when the consumer they are routed to
-// cannot take them (Key_Shared keeps per-key order this way). Redelivery
-// counts are kept per entry per subscription.
+// cannot take them (Key_Shared keeps per-key order this way). Except for
+// Key_Shared, a read fetches no more entries than the consumers have
+// permits for. Redelivery counts are kept per entry per subscription.
 //
 // Selection: Exclusive (one consumer), Failover (active = index
 // partition % n of consumers sorted by priority, name, arrival; told with
-// ACTIVE_CONSUMER_CHANGE), Shared (round-robin over consumers with
-// permits), Key_Shared (Murmur3 of ordering key / partition key: a
+// ACTIVE_CONSUMER_CHANGE to every consumer when the choice changes, and to
+// a new consumer 100 ms after its SUCCESS, since the Go client drops the
+// command until it has processed SUCCESS), Shared (round-robin over
+// consumers with permits), Key_Shared (Murmur3 of ordering key / partition key: a
 // consistent-hash ring in AUTO_SPLIT mode, declared ranges in STICKY).
 //
 // # Locking
