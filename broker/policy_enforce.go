@@ -15,6 +15,10 @@ import (
 // admin changes and admin cursor moves trigger an immediate check).
 const policyCheckInterval = time.Second
 
+// policyRefreshTicks: the namespace policy cache is re-read from the
+// metadata store every this many checks.
+const policyRefreshTicks = 10
+
 // topicPol is the per-topic state of namespace policies.
 type topicPol struct {
 	ns    string // "tenant/namespace"
@@ -53,11 +57,17 @@ func (x *adminExt) ensureLoop() {
 			defer b.wg.Done()
 			tk := time.NewTicker(policyCheckInterval)
 			defer tk.Stop()
-			for {
+			for n := 1; ; n++ {
 				select {
 				case <-b.done:
 					return
 				case <-tk.C:
+					if n%policyRefreshTicks == 0 {
+						// Pick up policy writes made through other brokers.
+						x.mu.Lock()
+						clear(x.ns)
+						x.mu.Unlock()
+					}
 					x.checkAll()
 				}
 			}
