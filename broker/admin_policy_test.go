@@ -267,8 +267,8 @@ func TestPolicyDeduplicationDropsResend(t *testing.T) {
 		}
 	}
 	st, err := ac.Topics().GetStats(mustTopic(t, topic))
-	if err != nil || st.MsgCounterIn != 3 {
-		t.Fatalf("stored %d messages, want 3 (%v)", st.MsgCounterIn, err)
+	if err != nil || st.MsgCounterIn != 3 || st.DeDuplicationStatus != "Enabled" {
+		t.Fatalf("stored %d messages, want 3; dedup %q (%v)", st.MsgCounterIn, st.DeDuplicationStatus, err)
 	}
 }
 
@@ -321,6 +321,10 @@ func TestPolicyMaxProducersConsumersAndAutoCreation(t *testing.T) {
 	pp.Close()
 	if md, err := ac.Topics().GetMetadata(mustTopic(t, "persistent://public/auto/p")); err != nil || md.Partitions != 2 {
 		t.Fatalf("auto-created partitions %+v %v", md, err)
+	}
+	// The HTTP-lookup client's metadata query auto-creates too.
+	if code, body := httpDo(t, tb, "GET", "/admin/v2/persistent/public/auto/q/partitions?checkAllowAutoCreation=true", ""); code != 200 || body != "{\"partitions\":2}\n" {
+		t.Fatalf("HTTP partitions with auto creation: %d %q", code, body)
 	}
 	if err := ac.Namespaces().SetTopicAutoCreation(auto, utils.TopicAutoCreationConfig{Allow: false}); err != nil {
 		t.Fatal(err)

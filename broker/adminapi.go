@@ -113,6 +113,9 @@ func (b *Broker) httpGetPartitions(w http.ResponseWriter, r *http.Request, p Par
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
+	if n == 0 && !tn.IsPartition() && r.URL.Query().Get("checkAllowAutoCreation") == "true" {
+		n = b.autoCreatePartitioned(r.Context(), tn) // namespace override (policies.go)
+	}
 	writeJSON(w, http.StatusOK, map[string]int{"partitions": n})
 }
 

@@ -447,3 +447,9 @@ func (b *Broker) autoCreation(tn topicName) (allow bool, partitions int) {
 	}
 	return true, 0
 }
+
+// dedupEnabled reports whether t's namespace enables deduplication.
+func (x *adminExt) dedupEnabled(t *topic) bool {
+	pol := x.cachedPolicies(x.topicState(t).ns)
+	return pol != nil && pol.DeduplicationEnabled != nil && *pol.DeduplicationEnabled
+}
