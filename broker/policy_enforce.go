@@ -450,6 +450,9 @@ func (b *Broker) autoCreation(tn topicName) (allow bool, partitions int) {
 
 // dedupEnabled reports whether t's namespace enables deduplication.
 func (x *adminExt) dedupEnabled(t *topic) bool {
+	if x == nil {
+		return false
+	}
 	pol := x.cachedPolicies(x.topicState(t).ns)
 	return pol != nil && pol.DeduplicationEnabled != nil && *pol.DeduplicationEnabled
 }
