@@ -3,6 +3,7 @@ package bookie
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -242,5 +243,57 @@ func TestWriteCacheOutOfOrder(t *testing.T) {
 	c.put(4, 100, payloadFor(4, 100, 8), 0, nil)
 	if _, ok := c.get(4, 5); ok {
 		t.Fatal("reused run kept an old entry")
+	}
+}
+
+// TestCacheHalfPagedRuns: runs longer than a page, with gaps and
+// overwrites, read back, iterate in order and count bytes right, also
+// after a reset reuses the pages.
+func TestCacheHalfPagedRuns(t *testing.T) {
+	h := newCacheHalf()
+	for round := 0; round < 2; round++ {
+		want := map[key][]byte{}
+		for e := int64(0); e < 3*runPage+7; e++ {
+			if e%5 == 3 {
+				continue // gaps
+			}
+			p := []byte(fmt.Sprintf("r%d-e%d", round, e))
+			h.put(key{9, 100 + e}, p, 1<<16)
+			want[key{9, 100 + e}] = p
+		}
+		for e := int64(0); e < 3*runPage; e += 97 { // overwrite some
+			if _, ok := want[key{9, 100 + e}]; ok {
+				p := []byte(fmt.Sprintf("over-%d", e))
+				h.put(key{9, 100 + e}, p, 1<<16)
+				want[key{9, 100 + e}] = p
+			}
+		}
+		var total int64
+		for k, p := range want {
+			total += int64(len(p))
+			if got, ok := h.get(k); !ok || string(got) != string(p) {
+				t.Fatalf("round %d: get %v = %q, %v; want %q", round, k, got, ok, p)
+			}
+		}
+		if _, ok := h.get(key{9, 103}); ok {
+			t.Fatal("gap slot reads back")
+		}
+		if h.entries != len(want) || h.bytes != total {
+			t.Fatalf("round %d: %d entries %d bytes, want %d, %d", round, h.entries, h.bytes, len(want), total)
+		}
+		prev := int64(-1)
+		n := 0
+		h.each(func(k key, p []byte) error {
+			if k.entry <= prev || string(want[k]) != string(p) {
+				t.Fatalf("each: %v after %d", k, prev)
+			}
+			prev = k.entry
+			n++
+			return nil
+		})
+		if n != len(want) {
+			t.Fatalf("each yielded %d, want %d", n, len(want))
+		}
+		h.reset()
 	}
 }

@@ -32,11 +32,61 @@ type cacheHalf struct {
 	entries int
 }
 
-// ledgerRun holds payloads[i] = entry first+i (nil: absent).
+// ledgerRun holds slot i = entry first+i (nil: absent) for i < n, in
+// pages of runPage slots: a long run grows by adding pages, never by
+// copying what it holds. The first page grows like a slice (a ledger with
+// few entries costs little); later pages are allocated whole. Pages are
+// kept when the run is reset and reused.
 type ledgerRun struct {
 	first, last int64
-	payloads    [][]byte
+	n           int64
+	pages       [][][]byte
 	sparse      bool // some of the ledger's entries are in cacheHalf.sparse
+}
+
+// runPage is the number of slots per page of a ledgerRun (12 KiB).
+const runPage = 512
+
+// at returns slot i (i < n).
+func (r *ledgerRun) at(i int64) *[]byte { return &r.pages[i/runPage][i%runPage] }
+
+// push appends one slot.
+func (r *ledgerRun) push(v []byte) {
+	p := int(r.n / runPage)
+	if p == len(r.pages) {
+		var pg [][]byte
+		if p > 0 {
+			pg = make([][]byte, 0, runPage)
+		}
+		r.pages = append(r.pages, pg)
+	}
+	r.pages[p] = append(r.pages[p], v)
+	r.n++
+}
+
+// reset empties the run, keeping its pages.
+func (r *ledgerRun) reset() {
+	for k := range r.pages {
+		clear(r.pages[k])
+		r.pages[k] = r.pages[k][:0]
+	}
+	r.n, r.sparse = 0, false
+}
+
+// eachSlot calls fn for the present slots in order.
+func (r *ledgerRun) eachSlot(fn func(entry int64, p []byte) error) error {
+	e := r.first
+	for _, pg := range r.pages {
+		for _, p := range pg {
+			if p != nil {
+				if err := fn(e, p); err != nil {
+					return err
+				}
+			}
+			e++
+		}
+	}
+	return nil
 }
 
 // maxRunGap bounds the nil slots a put may add to a run before it goes to
@@ -80,17 +130,18 @@ func (h *cacheHalf) put(k key, payload []byte, chunkSize int) {
 	}
 	i := k.entry - r.first
 	switch {
-	case i >= 0 && i < int64(len(r.payloads)):
-		if old := r.payloads[i]; old != nil {
+	case i >= 0 && i < r.n:
+		slot := r.at(i)
+		if old := *slot; old != nil {
 			h.bytes -= int64(len(old))
 			h.entries--
 		}
-		r.payloads[i] = dst
-	case i >= int64(len(r.payloads)) && i < int64(len(r.payloads))+maxRunGap:
-		for int64(len(r.payloads)) < i {
-			r.payloads = append(r.payloads, nil)
+		*slot = dst
+	case i >= r.n && i < r.n+maxRunGap:
+		for r.n < i {
+			r.push(nil)
 		}
-		r.payloads = append(r.payloads, dst)
+		r.push(dst)
 	default:
 		if old, ok := h.sparse[k]; ok {
 			h.bytes -= int64(len(old))
@@ -109,8 +160,10 @@ func (h *cacheHalf) get(k key) ([]byte, bool) {
 	if r == nil {
 		return nil, false
 	}
-	if i := k.entry - r.first; i >= 0 && i < int64(len(r.payloads)) && r.payloads[i] != nil {
-		return r.payloads[i], true
+	if i := k.entry - r.first; i >= 0 && i < r.n {
+		if v := *r.at(i); v != nil {
+			return v, true
+		}
 	}
 	if r.sparse {
 		v, ok := h.sparse[k]
@@ -140,22 +193,17 @@ func (h *cacheHalf) each(fn func(k key, payload []byte) error) error {
 	for _, l := range ledgers {
 		r := h.runs[l]
 		if !r.sparse {
-			for i, p := range r.payloads {
-				if p != nil {
-					if err := fn(key{l, r.first + int64(i)}, p); err != nil {
-						return err
-					}
-				}
+			if err := r.eachSlot(func(e int64, p []byte) error { return fn(key{l, e}, p) }); err != nil {
+				return err
 			}
 			continue
 		}
 		// Rare: entries outside the run; merge them in order.
 		merged = merged[:0]
-		for i, p := range r.payloads {
-			if p != nil {
-				merged = append(merged, frozenEntry{key: key{l, r.first + int64(i)}, payload: p})
-			}
-		}
+		r.eachSlot(func(e int64, p []byte) error {
+			merged = append(merged, frozenEntry{key: key{l, e}, payload: p})
+			return nil
+		})
 		for k, p := range h.sparse {
 			if k.ledger == l {
 				merged = append(merged, frozenEntry{key: k, payload: p})
@@ -187,8 +235,7 @@ func (h *cacheHalf) reset() {
 	}
 	h.cur = 0
 	for _, r := range h.runs {
-		clear(r.payloads)
-		r.payloads, r.sparse = r.payloads[:0], false
+		r.reset()
 		h.free = append(h.free, r)
 	}
 	clear(h.runs)
@@ -201,12 +248,11 @@ func (h *cacheHalf) deleteLedger(ledger int64) {
 	if r == nil {
 		return
 	}
-	for _, p := range r.payloads {
-		if p != nil {
-			h.bytes -= int64(len(p))
-			h.entries--
-		}
-	}
+	r.eachSlot(func(_ int64, p []byte) error {
+		h.bytes -= int64(len(p))
+		h.entries--
+		return nil
+	})
 	if r.sparse {
 		for k, v := range h.sparse {
 			if k.ledger == ledger {
