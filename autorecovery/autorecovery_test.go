@@ -1,6 +1,7 @@
 package autorecovery_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/magnetar-mq/magnetar/autorecovery"
 	"github.com/magnetar-mq/magnetar/ledger"
+	"github.com/magnetar-mq/magnetar/metadata"
+	"github.com/magnetar-mq/magnetar/metadata/embedded"
 	"github.com/magnetar-mq/magnetar/protocol/bkproto"
 )
 
@@ -259,4 +262,34 @@ func TestMasterKeyMatchesLedger(t *testing.T) {
 	if err := add(autorecovery.MasterKey([]byte("pw"))); err != nil {
 		t.Fatalf("add with the derived key: %v", err)
 	}
+}
+
+// deafStore drops every watch: the auditor must still find a lost bookie
+// through its periodic registration check.
+type deafStore struct {
+	*embedded.Store
+}
+
+func (deafStore) Watch(context.Context, string, func(metadata.Event)) error { return nil }
+
+func TestPeriodicBookieCheckWithoutWatches(t *testing.T) {
+	c := newCluster(t, 4)
+	h := c.write(3, 2, 2, 20)
+	if err := h.Close(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := autorecovery.Start(deafStore{c.openStore()}, c.lc, c.res, autorecovery.Options{
+		BookieCheckInterval: 20 * time.Millisecond, PollInterval: 20 * time.Millisecond, MinBackoff: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	waitFor(t, "first audit", func() bool { return s.Stats().Audits >= 1 })
+	victim := h.Metadata().Ensembles[0].Bookies[0]
+	c.kill(victim)
+	waitFor(t, "repair without watch events", func() bool {
+		m, _, err := c.lc.Metadata(ctxT(t), h.ID())
+		return err == nil && !contains(m, victim) && len(marks(t, c.store)) == 0
+	})
+	c.checkCopies(h.ID(), 19, victim)
 }
