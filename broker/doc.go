@@ -74,8 +74,8 @@
 // other lock is taken while holding it, and no topic or subscription
 // method is called with it held). The subscription loop never takes
 // topic.mu, so topic code may call a subscription (call/do) while holding
-// topic.mu. Managed-ledger callbacks take only producer.mu and the
-// outbound queue lock.
+// topic.mu. Managed-ledger callbacks take only leaf locks (producer.mu,
+// topic.last and the outbound queue lock).
 //
 // # Deviations and limits
 //

@@ -147,12 +147,15 @@ func (a *mlAdapter) Close() error {
 	return mapErr(a.ml.Close(ctx))
 }
 
-// cursorAdapter adapts *mledger.Cursor to cursor.
+// cursorAdapter adapts *mledger.Cursor to cursor. Its only user is the
+// subscription loop, so ReadEntries reuses one result slice.
 type cursorAdapter struct {
-	c  *mledger.Cursor
-	ml *mledger.ManagedLedger
+	c   *mledger.Cursor
+	ml  *mledger.ManagedLedger
+	out []ledgerEntry
 }
 
+// ReadEntries returns a slice valid until the next call.
 func (a *cursorAdapter) ReadEntries(max int) ([]ledgerEntry, error) {
 	ctx, cancel := storageCtx()
 	defer cancel()
@@ -160,10 +163,12 @@ func (a *cursorAdapter) ReadEntries(max int) ([]ledgerEntry, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	out := make([]ledgerEntry, len(es))
-	for i, e := range es {
-		out[i] = ledgerEntry{Pos: toPos(e.Pos), Data: e.Data}
+	clear(a.out)
+	out := a.out[:0]
+	for _, e := range es {
+		out = append(out, ledgerEntry{Pos: toPos(e.Pos), Data: e.Data})
 	}
+	a.out = out
 	return out, nil
 }
 

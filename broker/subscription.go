@@ -12,7 +12,8 @@ import (
 // The subscription's loop goroutine is its only user.
 type cursor interface {
 	// ReadEntries returns up to max entries from the read position and
-	// advances it past them; none (and no error) when caught up.
+	// advances it past them; none (and no error) when caught up. The
+	// returned slice (not the entry data) is valid until the next call.
 	ReadEntries(max int) ([]ledgerEntry, error)
 	// Ack acknowledges single entries.
 	Ack(pos ...position) error

@@ -40,7 +40,11 @@ type topic struct {
 	persistedSeq sync.Map // producer name -> uint64 highest persisted seq
 
 	// last entry cache for GET_LAST_MESSAGE_ID
-	lastPos   atomic.Pointer[lastEntry]
+	last struct {
+		sync.Mutex
+		e  lastEntry
+		ok bool
+	}
 	npEntryID atomic.Int64 // non-persistent message ids
 
 	unloading atomic.Bool
@@ -219,7 +223,9 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, data []by
 		if !batch {
 			batch = entryIsBatch(data)
 		}
-		t.lastPos.Store(&lastEntry{pos: pos, numMsgs: numMsgs, batch: batch})
+		t.last.Lock()
+		t.last.e, t.last.ok = lastEntry{pos: pos, numMsgs: numMsgs, batch: batch}, true
+		t.last.Unlock()
 		if t.b.cfg.Deduplication {
 			t.persistedSeq.Store(p.name, highest)
 		}
@@ -288,8 +294,10 @@ func (t *topic) lastMessage() (pos position, batchIndex int32, ok bool) {
 	if !ok {
 		return lp, -1, false
 	}
-	le := t.lastPos.Load()
-	if le == nil || le.pos != lp {
+	t.last.Lock()
+	le, have := t.last.e, t.last.ok
+	t.last.Unlock()
+	if !have || le.pos != lp {
 		data, err := t.ml.ReadEntry(lp)
 		if err != nil {
 			return lp, -1, true
@@ -298,8 +306,12 @@ func (t *topic) lastMessage() (pos position, batchIndex int32, ok bool) {
 		if err != nil {
 			return lp, -1, true
 		}
-		le = &lastEntry{pos: lp, numMsgs: pm.numMsgs, batch: pm.batch}
-		t.lastPos.CompareAndSwap(nil, le)
+		le = lastEntry{pos: lp, numMsgs: pm.numMsgs, batch: pm.batch}
+		t.last.Lock()
+		if !t.last.ok {
+			t.last.e, t.last.ok = le, true
+		}
+		t.last.Unlock()
 	}
 	if le.batch {
 		return lp, int32(le.numMsgs - 1), true
