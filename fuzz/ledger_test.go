@@ -205,9 +205,7 @@ func (w *writerLog) wait(t testing.TB, what string) {
 // what the writer sent; every later open agrees on lastEntryId; the old
 // writer can add nothing after recovery.
 func TestLedgerCrashRecovery(t *testing.T) {
-	n := numSeeds(4, 60)
-	for s := 1; s <= n; s++ {
-		seed := uint64(s)
+	for _, seed := range seedList(4, 60) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { ledgerCrashRun(t, seed) })
 	}
 }

@@ -28,6 +28,14 @@ func (fs *lockFS) crashClone(rng *rand.Rand) *lockFS {
 	return newLockFS(fs.mem.CrashCloneRandom(rng))
 }
 
+// crashCloneSubset is crashClone where an arbitrary subset of each file's
+// unsynced writes survives (writeback reaching the disk out of order).
+func (fs *lockFS) crashCloneSubset(rng *rand.Rand) *lockFS {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return newLockFS(fs.mem.CrashCloneSubset(rng))
+}
+
 func (fs *lockFS) wrap(f vfs.File, err error) (vfs.File, error) {
 	if err != nil {
 		return nil, err

@@ -16,7 +16,23 @@ import (
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 )
 
-var flagSeeds = flag.Int("seeds", 0, "seeds per randomized test (default: a few; MAGNETAR_SOAK=1: many)")
+var (
+	flagSeeds = flag.Int("seeds", 0, "seeds per randomized test (default: a few; MAGNETAR_SOAK=1: many)")
+	flagSeed  = flag.Int("seed", 0, "run only this seed of each randomized test")
+	flagOps   = flag.Int("ops", 0, "ops per metamorphic run (default 120; MAGNETAR_SOAK=1: 400)")
+)
+
+// seedList is -seed, or 1..numSeeds(ci, soak).
+func seedList(ci, soak int) []uint64 {
+	if *flagSeed > 0 {
+		return []uint64{uint64(*flagSeed)}
+	}
+	var s []uint64
+	for i := 1; i <= numSeeds(ci, soak); i++ {
+		s = append(s, uint64(i))
+	}
+	return s
+}
 
 // numSeeds is -seeds, else many with MAGNETAR_SOAK=1, else ci.
 func numSeeds(ci, soak int) int {
@@ -611,6 +627,9 @@ func (r *metaRunner) crash(o op) {
 	r.mu.Unlock()
 	rng := rand.New(rand.NewPCG(r.seed, uint64(r.crashes)))
 	clone := r.fs.crashClone(rng)
+	if r.crashes%2 == 1 && os.Getenv("META_NOSUBSET") == "" { // every other crash: writeback out of order
+		clone = r.fs.crashCloneSubset(rng)
+	}
 	r.crashes++
 	// The old bookie goes on until closed; its late results do not count.
 	if err := r.b.Close(); err != nil {
@@ -715,13 +734,14 @@ func runMeta(t *testing.T, seed uint64, cfg metaConfig, ops []op) []string {
 // TestMetamorphicBookie runs each seed's op sequence under every
 // configuration and requires the same trace from all.
 func TestMetamorphicBookie(t *testing.T) {
-	n := numSeeds(3, 40)
 	nops := 120
 	if os.Getenv("MAGNETAR_SOAK") == "1" {
 		nops = 400
 	}
-	for s := 1; s <= n; s++ {
-		seed := uint64(s)
+	if *flagOps > 0 {
+		nops = *flagOps
+	}
+	for _, seed := range seedList(3, 40) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			ops, _ := generate(seed, nops)
 			var first []string
