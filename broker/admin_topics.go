@@ -453,6 +453,7 @@ func (b *Broker) httpTerminate(w http.ResponseWriter, r *http.Request, p Params)
 		t.removeProducer(pr)
 		pr.sink.closeProducer(pr)
 	}
+	b.ext.dropHeldOf(t, nil)
 	writeJSON(w, http.StatusOK, messageIDJSON{LedgerID: pos.LedgerID, EntryID: pos.EntryID, PartitionIndex: t.partition})
 }
 

@@ -143,6 +143,9 @@ func (c *conn) serve() {
 		c.log.Debug("connection closed", "err", err)
 	}
 	c.cleanup()
+	// Sends held by a backlog quota will not be answered: drop them so
+	// awaitSends waits only for sends in storage.
+	c.b.ext.dropHeld(func(h *heldSend) bool { return h.p.sink == producerSink(c) })
 	c.awaitSends(sendDrainTimeout)
 	c.q.close()
 	c.wg.Wait()
@@ -150,8 +153,8 @@ func (c *conn) serve() {
 }
 
 // sendDrainTimeout bounds how long a closing connection waits for the
-// answers of its in-flight SENDs (a send held by a backlog quota may never
-// be answered).
+// answers of its in-flight SENDs (sends held by a backlog quota are
+// dropped first; this bounds a storage that does not answer).
 const sendDrainTimeout = 5 * time.Second
 
 // sendStarted counts a SEND that will be answered by exactly one
@@ -304,6 +307,8 @@ func (c *conn) sendSendError(producerID, seq uint64, code int32, msg string) {
 		ProducerId: &producerID, SequenceId: &seq, Error: pb.ServerError(code).Enum(), Message: &msg,
 	}})
 }
+
+func (c *conn) sendDropped(uint64, uint64) { c.sendAnswered() }
 
 func (c *conn) producerReady(p *producer) {
 	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER_SUCCESS.Enum(), ProducerSuccess: &pb.CommandProducerSuccess{

@@ -40,7 +40,11 @@
 //     storage on the SEND path: AddEntry is asynchronous and receipts are
 //     queued from its callback, in add order, so receipts of one producer
 //     are in send order. A closing connection first answers its in-flight
-//     SENDs (bounded wait), then flushes its queue.
+//     SENDs (bounded wait), then flushes its queue. SENDs held by a
+//     producer_request_hold quota are dropped unanswered when their
+//     producer closes or is detached, or its connection closes (a
+//     SEND_ERROR would close the client's whole connection; the client
+//     re-sends them after reconnecting); they are never published.
 //   - Per subscription: one loop goroutine owns the dispatch state (the
 //     cursor, consumers, permits, pending acks, replay and delayed sets).
 //     Everything else submits closures with do (async) or call (sync) and

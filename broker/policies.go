@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/magnetar-mq/magnetar/metadata"
 )
@@ -75,7 +76,8 @@ type adminExt struct {
 	mu sync.Mutex
 	ns map[string]*Policies // cache; absent: read from the store
 
-	topics sync.Map // *topic -> *topicPol
+	topics    sync.Map     // *topic -> *topicPol
+	heldCount atomic.Int64 // held sends over all topics (skip dropHeld at 0)
 
 	loopOnce sync.Once
 }

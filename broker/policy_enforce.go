@@ -295,28 +295,75 @@ func (x *adminExt) release(t *topic, pol *Policies) {
 	if len(tp.held) == 0 {
 		return
 	}
-	// Sends of producers that went away while held are dropped: their
-	// clients re-send on reconnect (answered for the connection's
-	// bookkeeping only).
-	kept := tp.held[:0]
-	for _, h := range tp.held {
-		t.mu.Lock()
-		attached := t.mu.producers[h.p.name] == h.p
-		t.mu.Unlock()
-		if attached {
-			kept = append(kept, h)
-			continue
-		}
-		h.p.sink.sendSendError(h.p.id, h.seq, codeNotAllowed, "producer closed while held by backlog quota")
-	}
-	tp.held = kept
+	// Sends of producers that went away while held are dropped without
+	// an answer (their clients re-send on reconnect). The detach paths
+	// drop them already; this catches a producer fenced meanwhile.
+	x.filterHeldLocked(tp, func(h *heldSend) bool { return !t.attached(h.p) })
 	if policy, over := quotaExceeded(t, pol); over && policy == quotaHold {
 		return
 	}
-	for _, h := range tp.held {
+	held := tp.held
+	tp.held = nil
+	x.heldCount.Add(-int64(len(held)))
+	for _, h := range held {
 		x.publishLocked(tp, t, pol, h)
 	}
-	tp.held = nil
+}
+
+// filterHeldLocked drops (answers with sendDropped) the held sends of tp
+// that match drop; tp.mu is held.
+func (x *adminExt) filterHeldLocked(tp *topicPol, drop func(*heldSend) bool) {
+	kept := tp.held[:0]
+	for i := range tp.held {
+		h := &tp.held[i]
+		if !drop(h) {
+			kept = append(kept, *h)
+			continue
+		}
+		h.p.sink.sendDropped(h.p.id, h.seq)
+		x.heldCount.Add(-1)
+	}
+	clear(tp.held[len(kept):])
+	tp.held = kept
+}
+
+// dropHeld drops the held sends that match drop, on every topic (a
+// closing connection drops the sends of its producers this way).
+func (x *adminExt) dropHeld(drop func(*heldSend) bool) {
+	if x == nil || x.heldCount.Load() == 0 {
+		return
+	}
+	x.topics.Range(func(_, v any) bool {
+		tp := v.(*topicPol)
+		tp.mu.Lock()
+		x.filterHeldLocked(tp, drop)
+		tp.mu.Unlock()
+		return true
+	})
+}
+
+// dropHeldOf drops the held sends of t by p, or by every producer if p
+// is nil; it is called after p (or every producer) left t, without
+// topic.mu held.
+func (x *adminExt) dropHeldOf(t *topic, p *producer) {
+	if x == nil || x.heldCount.Load() == 0 {
+		return
+	}
+	v, ok := x.topics.Load(t)
+	if !ok {
+		return
+	}
+	tp := v.(*topicPol)
+	tp.mu.Lock()
+	x.filterHeldLocked(tp, func(h *heldSend) bool { return p == nil || h.p == p })
+	tp.mu.Unlock()
+}
+
+// attached reports whether p is t's producer of its name.
+func (t *topic) attached(p *producer) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mu.producers[p.name] == p
 }
 
 // policyPublish is the SEND path: it applies deduplication and backlog
@@ -336,13 +383,13 @@ func (b *Broker) policyPublish(p *producer, seq, highest uint64, numMsgs int, da
 	defer tp.mu.Unlock()
 	h := heldSend{p: p, seq: seq, highest: highest, numMsgs: numMsgs, data: data}
 	if len(tp.held) > 0 {
-		tp.held = append(tp.held, h)
+		x.holdLocked(tp, t, h)
 		return
 	}
 	if policy, over := quotaExceeded(t, pol); over {
 		switch policy {
 		case quotaHold:
-			tp.held = append(tp.held, h)
+			x.holdLocked(tp, t, h)
 			return
 		case quotaException:
 			// As Pulsar: disconnect the producer; its reconnect is refused
@@ -358,6 +405,18 @@ func (b *Broker) policyPublish(p *producer, seq, highest uint64, numMsgs int, da
 		}
 	}
 	x.publishLocked(tp, t, pol, h)
+}
+
+// holdLocked appends h to the held sends of t, unless its producer left
+// t already (its detach drop may have run before this send got here):
+// such a send is dropped. tp.mu is held.
+func (x *adminExt) holdLocked(tp *topicPol, t *topic, h heldSend) {
+	if !t.attached(h.p) {
+		h.p.sink.sendDropped(h.p.id, h.seq)
+		return
+	}
+	tp.held = append(tp.held, h)
+	x.heldCount.Add(1)
 }
 
 func (tp *topicPol) hasHeld() bool {

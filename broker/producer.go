@@ -30,6 +30,10 @@ func accessModeName(m int32) string {
 type producerSink interface {
 	sendReceipt(producerID, seq, highest uint64, pos position)
 	sendSendError(producerID, seq uint64, code int32, msg string)
+	// sendDropped ends a SEND that will never be answered (its producer
+	// went away while the send was held by a backlog quota): nothing is
+	// written, the client re-sends it after reconnecting.
+	sendDropped(producerID, seq uint64)
 	// producerReady sends the deferred PRODUCER_SUCCESS of a
 	// WaitForExclusive producer.
 	producerReady(p *producer)

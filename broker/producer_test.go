@@ -25,6 +25,9 @@ func (r *recProducerSink) sendReceipt(_, seq, _ uint64, pos position) {
 func (r *recProducerSink) sendSendError(_, seq uint64, _ int32, _ string) {
 	r.add(fmt.Sprintf("error %d", seq))
 }
+func (r *recProducerSink) sendDropped(_, seq uint64) {
+	r.add(fmt.Sprintf("dropped %d", seq))
+}
 func (r *recProducerSink) producerReady(*producer) {}
 func (r *recProducerSink) closeProducer(*producer) {}
 

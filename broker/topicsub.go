@@ -258,6 +258,7 @@ func (t *topic) closeAll(notify bool) {
 			p.sink.closeProducer(p)
 		}
 	}
+	t.b.ext.dropHeldOf(t, nil)
 	for _, s := range subs {
 		s.call(func() {
 			for _, c := range s.consumers {
