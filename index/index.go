@@ -122,7 +122,9 @@ func Open(opts Options) (*Index, error) {
 			return fail(fmt.Errorf("index: %s: ledger %d twice: %w", metaPath, r.ID, ErrCorrupt))
 		}
 		ls := &ledgerState{id: r.ID, meta: r.Meta}
-		pages := r.Pages
+		// Clipped: allocPage appends in place within capacity, which must
+		// not reach into another ledger's decoded pages.
+		pages := slices.Clip(r.Pages)
 		ls.pages.Store(&pages)
 		ls.last.Store(ix.scanLast(pages))
 		sh.ledgers[r.ID] = ls
@@ -316,8 +318,19 @@ func (ix *Index) allocPage(ls *ledgerState, pn int) (uint32, error) {
 		seg.slot(p, sl).Store(0)
 	}
 	seg.markDirty(p)
-	next := make([]uint32, max(len(pt), pn+1))
-	copy(next, pt)
+	var next []uint32
+	if pn == len(pt) && pn < cap(pt) {
+		// Append in place: readers hold headers of length <= len(pt) and
+		// never see the slot until the new header is published. (A hole
+		// below len(pt) is visible to readers, so it is copied below.)
+		next = pt[:pn+1]
+	} else {
+		// Copy with room to grow, so a long ledger does not copy its whole
+		// page table on every new page.
+		n := max(len(pt), pn+1)
+		next = make([]uint32, n, max(2*n, 8))
+		copy(next, pt)
+	}
 	next[pn] = phys + 1
 	ls.pages.Store(&next)
 	ix.metaDirty.Store(true)
