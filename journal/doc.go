@@ -12,6 +12,8 @@
 //	})
 //	j.Append(journal.Record{Type: journal.Entry, LedgerID: l, EntryID: e, Payload: p}, req)
 //	// req.AppendDone(pos, err) runs once the record is durable.
+//	j.Sync(barrier) // writes nothing; barrier.AppendDone gets the position
+//	                // just past every record appended before it
 //	err = j.Checkpoint(pos) // after ledger storage persisted everything up to pos
 //	err = j.Close()
 //
