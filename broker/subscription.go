@@ -188,7 +188,11 @@ func (s *subscription) call(f func()) bool {
 	case <-ch:
 		return true
 	case <-s.done:
-		// f may still have run; the loop drains nothing after done.
+		// The loop may have taken f just as done closed and still be
+		// running it: wait for the loop to exit, so that f either ran
+		// to completion or never will (a caller reading what f wrote
+		// must not race with it).
+		s.wg.Wait()
 		select {
 		case <-ch:
 			return true
