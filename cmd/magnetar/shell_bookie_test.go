@@ -373,3 +373,54 @@ func TestShellRebuildIndex(t *testing.T) {
 		t.Fatalf("rebuildindex error %q does not name %s and %q", errOut, corrupted, want)
 	}
 }
+
+// TestShellReadJournalOldBarrier: a journal written by an older bookie,
+// with a fence record of ledger -1 as its checkpoint barrier, still reads
+// and the barrier is labelled.
+func TestShellReadJournalOldBarrier(t *testing.T) {
+	f := newToolFixture(t)
+	j, err := journal.Open(journal.Options{Dir: f.journalDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	j.AppendFunc(journal.Record{Type: journal.Fence, LedgerID: -1, EntryID: -1}, func(_ journal.Position, err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runMagnetar(t, "shell", "readjournal", "--dir", f.journalDir, "--json", "-q")
+	if code != 0 {
+		t.Fatalf("readjournal exit %d: %s", code, errOut)
+	}
+	barriers := 0
+	for _, o := range jsonLines(t, out) {
+		if _, ok := o["summary"]; ok {
+			continue
+		}
+		var r journalRecordOut
+		b, _ := json.Marshal(o)
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Ledger == -1 {
+			barriers++
+			if r.Type != journal.Fence.String() || !strings.Contains(r.Note, "barrier") {
+				t.Fatalf("old barrier record printed as %+v", r)
+			}
+		}
+	}
+	if barriers != 1 {
+		t.Fatalf("%d barrier records listed, want 1", barriers)
+	}
+	// The bookie still opens over it.
+	b, err := bookie.Open(bookie.Options{JournalDir: f.journalDir, LedgerDirs: []string{f.ledgerDir}, GCInterval: -1, DiskCheckInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
