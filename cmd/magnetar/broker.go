@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,7 +18,6 @@ import (
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/metadata/embedded"
 	"github.com/magnetar-mq/magnetar/metadata/zookeeper"
-	"github.com/magnetar-mq/magnetar/mledger"
 )
 
 // metadataFlags selects the metadata store of a cluster command.
@@ -91,8 +88,7 @@ type brokerFlags struct {
 	autorecovery   bool
 	lostDelay      time.Duration
 	openGrace      time.Duration
-	logLevel       string
-	logFormat      string
+	run            runFlags
 }
 
 func init() {
@@ -110,7 +106,14 @@ When ready it prints one line to stdout:
   magnetar broker ready service=pulsar://HOST:PORT http=http://HOST:PORT`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runBroker(cmd.Context(), f)
+			return runServer(cmd.Context(), "broker", f.run, func(ctx context.Context, log *slog.Logger) (*serviceStack, func() error, error) {
+				b, err := openBroker(ctx, f, log)
+				if err != nil {
+					return nil, nil, err
+				}
+				log.Info("quorums", "E", f.quorum.ensemble, "Qw", f.quorum.writeQuorum, "Qa", f.quorum.ackQuorum)
+				return b.stack, func() error { return b.close(log) }, nil
+			})
 		},
 	}
 	f.meta.register(cmd)
@@ -125,8 +128,7 @@ When ready it prints one line to stdout:
 	fl.BoolVar(&f.autorecovery, "autorecovery", true, "run an auditor candidate and a re-replication worker in this process")
 	fl.DurationVar(&f.lostDelay, "lost-bookie-recovery-delay", 0, "auditor: wait this long after a bookie disappears before marking its ledgers")
 	fl.DurationVar(&f.openGrace, "open-ledger-grace", 30*time.Second, "worker: wait this long before fencing an open ledger with a lost bookie in its last ensemble")
-	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	addRunFlags(fl, &f.run)
 	rootCmd.AddCommand(cmd)
 }
 
@@ -167,10 +169,9 @@ func (n *clusterNode) close() error {
 
 // brokerProc is a running `magnetar broker`.
 type brokerProc struct {
-	node    *clusterNode
-	rec     *autorecovery.Service
-	factory *mledger.Factory
-	broker  *broker.Broker
+	node  *clusterNode
+	rec   *autorecovery.Service
+	stack *serviceStack
 }
 
 func openBroker(ctx context.Context, f brokerFlags, log *slog.Logger) (_ *brokerProc, err error) {
@@ -197,82 +198,30 @@ func openBroker(ctx context.Context, f brokerFlags, log *slog.Logger) (_ *broker
 			return nil, fmt.Errorf("autorecovery: %w", err)
 		}
 	}
-	b.factory, err = mledger.NewFactory(mledger.Options{
-		Ledgers:  ledgerStore{c: b.node.lc, opts: co},
-		Metadata: b.node.store,
-		Logger:   log.With("component", "mledger"),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("managed ledgers: %w", err)
-	}
-	b.broker, err = broker.New(broker.Config{
+	b.stack, err = openServiceStack(ctx, b.node.store, b.node.lc, co, broker.Config{
 		ServiceAddr:    f.serviceAddr,
 		HTTPAddr:       f.httpAddr,
 		AdvertisedHost: f.advertisedHost,
 		ClusterName:    f.clusterName,
 		MaxMessageSize: f.maxMessageSize,
 		Deduplication:  f.dedup,
-		Logger:         log.With("component", "broker"),
-	}, broker.Deps{
-		Metadata:   b.node.store,
-		OpenLedger: broker.LedgerOpener(b.factory, mledger.Config{}),
-		Bookies:    registeredBookies{b.node.store},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("broker: %w", err)
-	}
-	if err := b.broker.Start(ctx); err != nil {
-		b.broker = nil
-		return nil, fmt.Errorf("broker: %w", err)
-	}
-	return b, nil
+	}, registeredBookies{b.node.store}, log)
+	return b, err
 }
 
 // close stops everything in reverse order of opening.
 func (b *brokerProc) close(log *slog.Logger) error {
-	var errs []error
-	step := func(name string, fn func() error) {
-		if err := fn(); err != nil {
-			log.Error("close", "component", name, "err", err)
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-		}
-	}
-	if b.broker != nil {
-		step("broker", b.broker.Close)
-	}
-	if b.factory != nil {
-		step("managed ledgers", b.factory.Close)
+	var c closeSteps
+	if b.stack != nil {
+		b.stack.close(&c, log)
 	}
 	if b.rec != nil {
-		step("autorecovery", b.rec.Close)
+		c.run(log, "autorecovery", b.rec.Close)
 	}
 	if b.node != nil {
-		step("ledger client", b.node.close)
+		c.run(log, "ledger client", b.node.close)
 	}
-	return errors.Join(errs...)
-}
-
-func runBroker(ctx context.Context, f brokerFlags) error {
-	log, err := newLogger(f.logLevel, f.logFormat)
-	if err != nil {
-		return err
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	t0 := time.Now()
-	b, err := openBroker(ctx, f, log)
-	if err != nil {
-		return err
-	}
-	log.Info("magnetar broker ready", "service", b.broker.ServiceAddr(), "http", b.broker.HTTPAddr(),
-		"E", f.quorum.ensemble, "Qw", f.quorum.writeQuorum, "Qa", f.quorum.ackQuorum, "startup", time.Since(t0).Round(time.Millisecond))
-	fmt.Printf("magnetar broker ready service=pulsar://%s http=http://%s\n", b.broker.ServiceAddr(), b.broker.HTTPAddr())
-	<-ctx.Done()
-	log.Info("stopping")
-	return b.close(log)
+	return c.err()
 }
 
 // registeredBookies reports the bookies registered in the metadata store

@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"runtime/pprof"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,7 +17,6 @@ import (
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 	"github.com/magnetar-mq/magnetar/ledger"
 	"github.com/magnetar-mq/magnetar/metadata/embedded"
-	"github.com/magnetar-mq/magnetar/mledger"
 )
 
 // standaloneBookieID names the in-process bookie in ledger metadata.
@@ -38,9 +33,7 @@ type standaloneFlags struct {
 	dedup          bool
 	noSync         bool
 	writeMode      string
-	logLevel       string
-	logFormat      string
-	cpuProfile     string
+	run            runFlags
 }
 
 func init() {
@@ -59,7 +52,13 @@ When both are ready it prints one line to stdout:
   magnetar standalone ready service=pulsar://HOST:PORT http=http://HOST:PORT`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runStandalone(cmd.Context(), f)
+			return runServer(cmd.Context(), "standalone", f.run, func(ctx context.Context, log *slog.Logger) (*serviceStack, func() error, error) {
+				s, err := openStandalone(ctx, f, log)
+				if err != nil {
+					return nil, nil, err
+				}
+				return s.stack, func() error { return s.close(log) }, nil
+			})
 		},
 	}
 	fl := cmd.Flags()
@@ -73,19 +72,16 @@ When both are ready it prints one line to stdout:
 	fl.BoolVar(&f.dedup, "dedup", false, "drop re-sent messages by producer name and sequence id")
 	fl.BoolVar(&f.noSync, "journal-no-sync", false, "skip fdatasync in the journal (NOT DURABLE; benchmarks only)")
 	fl.StringVar(&f.writeMode, "journal-write-mode", "auto", "journal write path: auto, uring or pwrite")
-	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
-	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (stopped at shutdown)")
+	addRunFlags(fl, &f.run)
 	rootCmd.AddCommand(cmd)
 }
 
 // standalone is a running single-process deployment.
 type standalone struct {
-	store   *embedded.Store
-	bk      *bookie.Bookie
-	lc      *ledger.Client
-	factory *mledger.Factory
-	broker  *broker.Broker
+	store *embedded.Store
+	bk    *bookie.Bookie
+	lc    *ledger.Client
+	stack *serviceStack
 }
 
 func openStandalone(ctx context.Context, f standaloneFlags, log *slog.Logger) (_ *standalone, err error) {
@@ -132,99 +128,32 @@ func openStandalone(ctx context.Context, f standaloneFlags, log *slog.Logger) (_
 	if err != nil {
 		return nil, fmt.Errorf("ledger client: %w", err)
 	}
-	s.factory, err = mledger.NewFactory(mledger.Options{
-		Ledgers:  ledgerStore{c: s.lc, opts: ledger.CreateOptions{Ensemble: 1, WriteQuorum: 1, AckQuorum: 1}},
-		Metadata: s.store,
-		Logger:   log.With("component", "mledger"),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("managed ledgers: %w", err)
-	}
-	s.broker, err = broker.New(broker.Config{
-		ServiceAddr:    f.serviceAddr,
-		HTTPAddr:       f.httpAddr,
-		AdvertisedHost: f.advertisedHost,
-		MaxMessageSize: f.maxMessageSize,
-		Deduplication:  f.dedup,
-		Logger:         log.With("component", "broker"),
-	}, broker.Deps{
-		Metadata:   s.store,
-		OpenLedger: broker.LedgerOpener(s.factory, mledger.Config{}),
-		Bookies:    broker.LocalBookie{ID: standaloneBookieID, ReadOnly: s.bk.IsReadOnly},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("broker: %w", err)
-	}
-	if err := s.broker.Start(ctx); err != nil {
-		s.broker = nil
-		return nil, fmt.Errorf("broker: %w", err)
-	}
-	return s, nil
+	s.stack, err = openServiceStack(ctx, s.store, s.lc, ledger.CreateOptions{Ensemble: 1, WriteQuorum: 1, AckQuorum: 1},
+		broker.Config{
+			ServiceAddr:    f.serviceAddr,
+			HTTPAddr:       f.httpAddr,
+			AdvertisedHost: f.advertisedHost,
+			MaxMessageSize: f.maxMessageSize,
+			Deduplication:  f.dedup,
+		}, broker.LocalBookie{ID: standaloneBookieID, ReadOnly: s.bk.IsReadOnly}, log)
+	return s, err
 }
 
 // close stops everything in reverse order of opening; each step runs even
 // if an earlier one failed.
 func (s *standalone) close(log *slog.Logger) error {
-	var errs []error
-	step := func(name string, fn func() error) {
-		if err := fn(); err != nil {
-			log.Error("close", "component", name, "err", err)
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-		}
-	}
-	if s.broker != nil {
-		step("broker", s.broker.Close)
-	}
-	if s.factory != nil {
-		step("managed ledgers", s.factory.Close)
+	var c closeSteps
+	if s.stack != nil {
+		s.stack.close(&c, log)
 	}
 	if s.lc != nil {
-		step("ledger client", s.lc.Close)
+		c.run(log, "ledger client", s.lc.Close)
 	}
 	if s.bk != nil {
-		step("bookie", s.bk.Close)
+		c.run(log, "bookie", s.bk.Close)
 	}
 	if s.store != nil {
-		step("metadata store", s.store.Close)
+		c.run(log, "metadata store", s.store.Close)
 	}
-	return errors.Join(errs...)
-}
-
-func runStandalone(ctx context.Context, f standaloneFlags) error {
-	log, err := newLogger(f.logLevel, f.logFormat)
-	if err != nil {
-		return err
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if f.cpuProfile != "" {
-		pf, err := os.Create(f.cpuProfile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			pf.Close()
-			return err
-		}
-		defer func() {
-			pprof.StopCPUProfile()
-			pf.Close()
-		}()
-	}
-	t0 := time.Now()
-	s, err := openStandalone(ctx, f, log)
-	if err != nil {
-		return err
-	}
-	log.Info("magnetar standalone ready", "service", s.broker.ServiceAddr(), "http", s.broker.HTTPAddr(), "startup", time.Since(t0).Round(time.Microsecond))
-	fmt.Printf("magnetar standalone ready service=pulsar://%s http=http://%s\n", s.broker.ServiceAddr(), s.broker.HTTPAddr())
-	<-ctx.Done()
-	log.Info("stopping")
-	t1 := time.Now()
-	err = s.close(log)
-	log.Info("stopped", "took", time.Since(t1).Round(time.Millisecond))
-	return err
+	return c.err()
 }

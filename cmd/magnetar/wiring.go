@@ -2,12 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
+	"runtime/pprof"
 	"strings"
+	"syscall"
+	"time"
 
+	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/ledger"
+	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/mledger"
 )
 
@@ -53,4 +60,125 @@ func newLogger(level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// serviceStack is what `standalone` and `broker` share above the ledger
+// client: managed ledgers with the given E/Qw/Qa, and the broker serving
+// them.
+type serviceStack struct {
+	factory *mledger.Factory
+	broker  *broker.Broker
+}
+
+func openServiceStack(ctx context.Context, store metadata.Store, lc *ledger.Client, co ledger.CreateOptions,
+	cfg broker.Config, bookies broker.BookieInfo, log *slog.Logger) (_ *serviceStack, err error) {
+	s := &serviceStack{}
+	defer func() {
+		if err != nil {
+			var c closeSteps
+			s.close(&c, log)
+		}
+	}()
+	s.factory, err = mledger.NewFactory(mledger.Options{
+		Ledgers:  ledgerStore{c: lc, opts: co},
+		Metadata: store,
+		Logger:   log.With("component", "mledger"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("managed ledgers: %w", err)
+	}
+	cfg.Logger = log.With("component", "broker")
+	s.broker, err = broker.New(cfg, broker.Deps{
+		Metadata:   store,
+		OpenLedger: broker.LedgerOpener(s.factory, mledger.Config{}),
+		Bookies:    bookies,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	if err := s.broker.Start(ctx); err != nil {
+		s.broker = nil
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	return s, nil
+}
+
+// close stops the broker (answering in-flight sends), then the managed
+// ledgers (flushing cursors, closing ledgers).
+func (s *serviceStack) close(c *closeSteps, log *slog.Logger) {
+	if s.broker != nil {
+		c.run(log, "broker", s.broker.Close)
+	}
+	if s.factory != nil {
+		c.run(log, "managed ledgers", s.factory.Close)
+	}
+}
+
+// closeSteps runs shutdown steps in order; every step runs even if an
+// earlier one failed, and the errors are joined.
+type closeSteps struct{ errs []error }
+
+func (c *closeSteps) run(log *slog.Logger, name string, fn func() error) {
+	if err := fn(); err != nil {
+		log.Error("close", "component", name, "err", err)
+		c.errs = append(c.errs, fmt.Errorf("%s: %w", name, err))
+	}
+}
+
+func (c *closeSteps) err() error { return errors.Join(c.errs...) }
+
+// runFlags are the process-level flags every server subcommand shares.
+type runFlags struct {
+	logLevel, logFormat, cpuProfile string
+}
+
+// runServer is the life of a server process: logger, optional CPU
+// profile, open, one ready line on stdout (tests and scripts wait for it),
+// serve until SIGINT/SIGTERM, close.
+func runServer(ctx context.Context, role string, rf runFlags, open func(context.Context, *slog.Logger) (*serviceStack, func() error, error)) error {
+	log, err := newLogger(rf.logLevel, rf.logFormat)
+	if err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if rf.cpuProfile != "" {
+		pf, err := os.Create(rf.cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			pf.Close()
+			return err
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			pf.Close()
+		}()
+	}
+	t0 := time.Now()
+	stack, closeAll, err := open(ctx, log)
+	if err != nil {
+		return err
+	}
+	svc, web := stack.broker.ServiceAddr(), stack.broker.HTTPAddr()
+	log.Info("magnetar "+role+" ready", "service", svc, "http", web, "startup", time.Since(t0).Round(time.Microsecond))
+	fmt.Printf("magnetar %s ready service=pulsar://%s http=http://%s\n", role, svc, web)
+	<-ctx.Done()
+	log.Info("stopping")
+	t1 := time.Now()
+	err = closeAll()
+	log.Info("stopped", "took", time.Since(t1).Round(time.Millisecond))
+	return err
+}
+
+func addRunFlags(fl interface {
+	StringVar(p *string, name, value, usage string)
+}, rf *runFlags) {
+	fl.StringVar(&rf.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fl.StringVar(&rf.logFormat, "log-format", "text", "log format: text or json")
+	fl.StringVar(&rf.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (stopped at shutdown)")
 }
