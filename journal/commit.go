@@ -51,6 +51,7 @@ type group struct {
 	n        int       // records in the group
 	firstSeq uint64
 	start    time.Time // when the first record joined
+	written  time.Time // when it was handed to commitEnv.write (stats)
 	err      error     // set when the group is failed without being written
 	fileID   uint64    // where the group was written (set by commitEnv.write)
 	off      int64
@@ -144,6 +145,7 @@ type committer struct {
 	}
 
 	groups          atomic.Int64 // groups written, for benchmarks
+	stats           commitStats
 	maxPooledChunks int
 	maxPooledBlocks int
 
@@ -165,6 +167,7 @@ func newCommitter(env commitEnv, opts committerOptions, nextSeq uint64, durable 
 		doneC:  make(chan error, 1),
 		groupC: make(chan *group, 16),
 		closeC: make(chan struct{}),
+		stats:  newCommitStats(),
 	}
 	c.maxPooledChunks = int(opts.maxQueued/chunkSize) + 8
 	c.maxPooledBlocks = int(opts.maxQueued/RecordHeaderSize/entryBlock) + 8
@@ -391,6 +394,7 @@ func (c *committer) writeLoop() {
 				c.groupC <- g
 				continue
 			}
+			g.written = time.Now()
 			if err := c.env.write(g); err != nil {
 				failed = c.fail(err)
 				g.err = failed
@@ -449,6 +453,8 @@ func (c *committer) completeLoop() {
 		if err == nil {
 			if werr := c.env.wait(); werr != nil {
 				err = c.fail(werr)
+			} else {
+				c.stats.synced(g, time.Since(g.written))
 			}
 			c.doneC <- err
 		}

@@ -1,0 +1,138 @@
+package journal
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Histogram counts int64 observations (durations in nanoseconds, sizes)
+// into fixed buckets with atomics: Observe takes no lock and allocates
+// nothing, so it can sit on hot paths. The zero value is unusable; build
+// one with NewHistogram.
+type Histogram struct {
+	bounds []int64         // upper bounds (inclusive), ascending
+	counts []atomic.Uint64 // len(bounds)+1; the last is the overflow bucket
+	sum    atomic.Int64
+}
+
+// NewHistogram returns a histogram with the given ascending inclusive
+// upper bounds (an implicit +Inf bucket follows the last).
+func NewHistogram(bounds []int64) *Histogram {
+	return &Histogram{bounds: bounds, counts: make([]atomic.Uint64, len(bounds)+1)}
+}
+
+// Observe adds one observation of v.
+func (h *Histogram) Observe(v int64) {
+	i := 0
+	for i < len(h.bounds) && v > h.bounds[i] {
+		i++
+	}
+	h.counts[i].Add(1)
+	h.sum.Add(v)
+}
+
+// ObserveDuration adds one observation of d in nanoseconds.
+func (h *Histogram) ObserveDuration(d time.Duration) { h.Observe(int64(d)) }
+
+// Snapshot reads the histogram. Buckets are not read atomically together,
+// so under concurrent Observe the figures may be off by the observations
+// in flight; Count is the sum of the buckets read.
+func (h *Histogram) Snapshot() HistogramSnapshot {
+	s := HistogramSnapshot{Bounds: h.bounds, Counts: make([]uint64, len(h.counts)), Sum: h.sum.Load()}
+	for i := range h.counts {
+		s.Counts[i] = h.counts[i].Load()
+		s.Count += s.Counts[i]
+	}
+	return s
+}
+
+// HistogramSnapshot is a histogram's state at one moment.
+type HistogramSnapshot struct {
+	// Bounds are the inclusive upper bounds; Counts has one more element,
+	// the observations above the last bound. Counts are per bucket, not
+	// cumulative.
+	Bounds []int64
+	Counts []uint64
+	Count  uint64
+	Sum    int64
+}
+
+// Cumulative returns, per bound, the observations <= it (Prometheus
+// buckets), scaling bounds by scale (1e-9 turns nanoseconds into seconds).
+func (s HistogramSnapshot) Cumulative(scale float64) map[float64]uint64 {
+	m := make(map[float64]uint64, len(s.Bounds))
+	var c uint64
+	for i, b := range s.Bounds {
+		c += s.Counts[i]
+		m[float64(b)*scale] = c
+	}
+	return m
+}
+
+// LatencyBounds are the default latency bucket bounds, 50 µs to 10 s.
+var LatencyBounds = []int64{
+	int64(50 * time.Microsecond), int64(100 * time.Microsecond), int64(250 * time.Microsecond),
+	int64(500 * time.Microsecond), int64(time.Millisecond), int64(2500 * time.Microsecond),
+	int64(5 * time.Millisecond), int64(10 * time.Millisecond), int64(25 * time.Millisecond),
+	int64(50 * time.Millisecond), int64(100 * time.Millisecond), int64(250 * time.Millisecond),
+	int64(500 * time.Millisecond), int64(time.Second), int64(2500 * time.Millisecond),
+	int64(10 * time.Second),
+}
+
+// groupEntryBounds and groupByteBounds bucket group sizes.
+var (
+	groupEntryBounds = []int64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
+	groupByteBounds  = []int64{1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20}
+)
+
+// Stats are the journal's cumulative figures since Open.
+type Stats struct {
+	// Groups, Entries and Bytes count the groups written and synced
+	// successfully, the records in them and their encoded bytes (headers
+	// included).
+	Groups, Entries, Bytes uint64
+	// SyncLatency is, per group, the time from handing it to the writer
+	// (write + fdatasync submitted) to the sync returning, in nanoseconds.
+	SyncLatency HistogramSnapshot
+	// GroupEntries and GroupBytes are the group sizes in records and bytes.
+	GroupEntries, GroupBytes HistogramSnapshot
+}
+
+// commitStats is the committer's instrumentation, updated once per group
+// by the completer goroutine.
+type commitStats struct {
+	groups, entries, bytes atomic.Uint64
+	syncLatency            *Histogram
+	groupEntries           *Histogram
+	groupBytes             *Histogram
+}
+
+func newCommitStats() commitStats {
+	return commitStats{
+		syncLatency:  NewHistogram(LatencyBounds),
+		groupEntries: NewHistogram(groupEntryBounds),
+		groupBytes:   NewHistogram(groupByteBounds),
+	}
+}
+
+// synced records one group made durable.
+func (s *commitStats) synced(g *group, took time.Duration) {
+	s.groups.Add(1)
+	s.entries.Add(uint64(g.n))
+	s.bytes.Add(uint64(g.size))
+	s.syncLatency.ObserveDuration(took)
+	s.groupEntries.Observe(int64(g.n))
+	s.groupBytes.Observe(int64(g.size))
+}
+
+// Stats returns the journal's figures (see Stats). Safe at any time,
+// including after Close.
+func (j *Journal) Stats() Stats {
+	s := &j.c.stats
+	return Stats{
+		Groups: s.groups.Load(), Entries: s.entries.Load(), Bytes: s.bytes.Load(),
+		SyncLatency:  s.syncLatency.Snapshot(),
+		GroupEntries: s.groupEntries.Snapshot(),
+		GroupBytes:   s.groupBytes.Snapshot(),
+	}
+}
