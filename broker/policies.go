@@ -121,6 +121,13 @@ func (x *adminExt) policies(ctx context.Context, ns string) (*Policies, error) {
 // cachedPolicies returns the policies of ns, or nil if they cannot be
 // read (callers then apply broker defaults).
 func (x *adminExt) cachedPolicies(ns string) *Policies {
+	// Fast path (every SEND comes here): a cache hit needs no context.
+	x.mu.Lock()
+	p := x.ns[ns]
+	x.mu.Unlock()
+	if p != nil {
+		return p
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	p, err := x.policies(ctx, ns)
