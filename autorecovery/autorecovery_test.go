@@ -244,7 +244,7 @@ func TestDecommission(t *testing.T) {
 	c.checkCopies(h.ID(), 39, victim)
 }
 
-// The key autorecovery derives is the one the ledger client uses: a
+// ledger.MasterKey (which the replicator uses) is the key the client wrote with: a
 // recovery add with it to a bookie that already holds the ledger (written
 // by the client) is accepted, and one with another key is refused.
 func TestMasterKeyMatchesLedger(t *testing.T) {
@@ -256,10 +256,10 @@ func TestMasterKeyMatchesLedger(t *testing.T) {
 		c.clients[0].AddEntry(h.ID(), 1, key, frame, true, func(err error) { done <- err })
 		return <-done
 	}
-	if err := add(autorecovery.MasterKey([]byte("wrong"))); !errors.Is(err, bkproto.ErrUnauthorized) {
+	if err := add(ledger.MasterKey([]byte("wrong"))); !errors.Is(err, bkproto.ErrUnauthorized) {
 		t.Fatalf("add with another key: %v, want ErrUnauthorized", err)
 	}
-	if err := add(autorecovery.MasterKey([]byte("pw"))); err != nil {
+	if err := add(ledger.MasterKey([]byte("pw"))); err != nil {
 		t.Fatalf("add with the derived key: %v", err)
 	}
 }

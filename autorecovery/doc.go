@@ -49,8 +49,8 @@
 // the segment whose write set holds j from a surviving replica (digest and
 // ids verified; a decommissioned bookie is read last), sends it unchanged
 // as a recovery add (Window in flight, EntriesPerSecond at most), then
-// compare-and-sets position j of that segment in the ledger metadata after
-// re-checking that the segment is unchanged. Only immutable segments are
+// replaces position j of that segment with ledger.Client.ReplaceBookie,
+// which refuses if the segment changed meanwhile. Only immutable segments are
 // copied: every segment but the last of an OPEN ledger, all of a CLOSED
 // one. An OPEN (or IN_RECOVERY) ledger with a lost bookie in its last
 // ensemble is fenced and recovered (ledger.Client.Open) once it has been
@@ -64,9 +64,12 @@
 //
 // # Coupling with the ledger package
 //
-// The metadata record is rewritten as the JSON of ledger.Metadata, the
-// ledger package's format. Recovery adds carry MasterKey(password), which
-// must match the ledger client's own derivation (tested).
+// Everything about the ledger format comes from the ledger package: the
+// segment update is ledger.Client.ReplaceBookie (a CAS on the record that
+// re-reads on a version conflict and refuses a deleted ledger or a changed
+// segment), recovery adds carry ledger.MasterKey(password), and the
+// fragment's entries are those ledger.Metadata.InWriteSet assigns to the
+// position.
 //
 // # Concurrency
 //

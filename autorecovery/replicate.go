@@ -2,8 +2,6 @@ package autorecovery
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -150,29 +148,15 @@ func (r *Replicator) replaceSlot(ctx context.Context, id int64, m *ledger.Metada
 	if err != nil {
 		return n, err
 	}
-	// CAS the replacement in, re-validating against the current record.
-	for {
-		cur, v, err := r.lc.Metadata(ctx, id)
-		if err != nil {
-			return n, err
-		}
-		if i >= len(cur.Ensembles) || cur.Ensembles[i].FirstEntry != seg.FirstEntry || cur.Ensembles[i].Bookies[j] != lost {
-			return n, fmt.Errorf("autorecovery: ledger %d segment %d changed under the copy", id, seg.FirstEntry)
-		}
-		if i == len(cur.Ensembles)-1 && (cur.State != ledger.StateClosed || cur.LastEntryID != last) {
-			return n, fmt.Errorf("autorecovery: ledger %d last segment changed under the copy", id)
-		}
-		cur.Ensembles[i].Bookies[j] = target
-		if _, err := r.store.Put(ctx, ledger.LedgerPath(id), encodeMetadata(&cur), v); err != nil {
-			if errors.Is(err, metadata.ErrBadVersion) {
-				continue
-			}
-			return n, err
-		}
-		*m = cur
-		r.opts.Logger.Info("autorecovery: replaced bookie", "ledger", id, "segment", seg.FirstEntry, "lost", lost, "new", target, "entries", n)
-		return n, nil
+	// CAS the replacement in; the ledger package re-validates the segment
+	// against the current record.
+	cur, _, err := r.lc.ReplaceBookie(ctx, id, ledger.Fragment{First: seg.FirstEntry, Last: last, Pos: j}, lost, target)
+	if err != nil {
+		return n, fmt.Errorf("autorecovery: ledger %d segment %d: %w", id, seg.FirstEntry, err)
 	}
+	*m = cur
+	r.opts.Logger.Info("autorecovery: replaced bookie", "ledger", id, "segment", seg.FirstEntry, "lost", lost, "new", target, "entries", n)
+	return n, nil
 }
 
 // copyEntries reads each entry of position j from a surviving replica and
@@ -182,14 +166,14 @@ func (r *Replicator) copyEntries(ctx context.Context, id int64, m *ledger.Metada
 	if err != nil {
 		return 0, err
 	}
-	key := MasterKey(m.Password)
+	key := ledger.MasterKey(m.Password)
 	sem := make(chan struct{}, r.opts.Window)
 	var mu sync.Mutex
 	var addErr error
 	var wg sync.WaitGroup
 	copied := 0
 	for e := first; e <= last; e++ {
-		if !inWriteSet(e, j, m.EnsembleSize, m.WriteQuorum) {
+		if !m.InWriteSet(e, j) {
 			continue
 		}
 		if err := r.pace.wait(ctx); err != nil {
@@ -282,33 +266,6 @@ func (r *Replicator) readSurvivor(ctx context.Context, id int64, m *ledger.Metad
 		return nil, fmt.Errorf("%w: ledger %d entry %d (%v)", ErrEntryLost, id, e, errors.Join(errs...))
 	}
 	return nil, fmt.Errorf("autorecovery: reading ledger %d entry %d: %w", id, e, errors.Join(errs...))
-}
-
-// MasterKey derives the key bookies check on adds from a ledger's
-// password. It must equal the ledger client's derivation (ledger's
-// unexported masterKey); TestMasterKeyMatchesLedger checks it.
-func MasterKey(password []byte) []byte {
-	h := sha256.New()
-	h.Write([]byte("magnetar-ledger\x00"))
-	h.Write(password)
-	return h.Sum(nil)
-}
-
-// inWriteSet reports whether ensemble position idx stores entry e
-// (positions (e+k) mod E, k < Qw).
-func inWriteSet(e int64, idx, ensemble, wq int) bool {
-	d := (int64(idx) - e%int64(ensemble) + int64(ensemble)) % int64(ensemble)
-	return d < int64(wq)
-}
-
-// encodeMetadata writes a ledger record in the ledger package's format
-// (JSON of ledger.Metadata).
-func encodeMetadata(m *ledger.Metadata) []byte {
-	b, err := json.Marshal(m)
-	if err != nil {
-		panic("BUG: ledger metadata does not marshal: " + err.Error())
-	}
-	return b
 }
 
 // pacer spaces copies to at most rate per second (0: no limit).

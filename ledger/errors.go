@@ -46,6 +46,11 @@ var (
 	// write handle (adds complete in order, so later adds fail too); check
 	// sizes before adding.
 	ErrEntryTooLarge = errors.New("ledger: entry too large")
+	// ErrEnsembleChanged means ReplaceBookie found the segment it was to
+	// update changed (another replacement, a writer's ensemble change, a
+	// ledger not yet closed): nothing was written. Final for that copy;
+	// re-read the metadata and start over.
+	ErrEnsembleChanged = errors.New("ledger: ensemble changed")
 	// ErrInvalidOptions means bad create options (E >= Qw >= Qa >= 1
 	// violated). Final.
 	ErrInvalidOptions = errors.New("ledger: invalid options")
