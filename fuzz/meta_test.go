@@ -307,8 +307,9 @@ func masterKey(l int64) []byte { return []byte(fmt.Sprintf("key-%d", l)) }
 // ---- configurations ----
 
 type metaConfig struct {
-	name string
-	opts func(fs vfs.FS) bookie.Options
+	name      string
+	wantRolls bool // entry logs must roll
+	opts      func(fs vfs.FS) bookie.Options
 }
 
 func baseOptions(fs vfs.FS) bookie.Options {
@@ -325,13 +326,13 @@ func baseOptions(fs vfs.FS) bookie.Options {
 }
 
 var metaConfigs = []metaConfig{
-	{"wait0-bigcache", func(fs vfs.FS) bookie.Options {
+	{"wait0-bigcache", false, func(fs vfs.FS) bookie.Options {
 		o := baseOptions(fs)
 		o.JournalMaxGroupWait = -1 // flush as soon as the queue drains
 		o.WriteCacheSize = 32 << 20
 		return o
 	}},
-	{"wait1ms-smallcache-rolling-gc", func(fs vfs.FS) bookie.Options {
+	{"wait1ms-smallcache-rolling-gc", true, func(fs vfs.FS) bookie.Options {
 		o := baseOptions(fs)
 		o.JournalMaxGroupWait = time.Millisecond
 		o.WriteCacheSize = 64 << 10 // checkpoints every 32 KiB
@@ -343,7 +344,7 @@ var metaConfigs = []metaConfig{
 		o.IndexSlotsPerPage, o.IndexPagesPerSegment = 16, 32
 		return o
 	}},
-	{"groups4-twodirs-compact-all", func(fs vfs.FS) bookie.Options {
+	{"groups4-twodirs-compact-all", true, func(fs vfs.FS) bookie.Options {
 		o := baseOptions(fs)
 		o.JournalMaxGroupWait = 200 * time.Microsecond
 		o.JournalMaxGroupEntries = 4
@@ -732,6 +733,24 @@ func runMeta(t *testing.T, seed uint64, cfg metaConfig, ops []op) []string {
 	if err := r.b.Close(); err != nil {
 		t.Fatalf("seed %d config %s: Close = %v", seed, cfg.name, err)
 	}
+	// Coverage of the configuration: entry logs rolled, and removed by GC.
+	var maxID, present int
+	for _, d := range cfg.opts(r.fs).LedgerDirs {
+		names, err := r.fs.List(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			var id int
+			if _, err := fmt.Sscanf(n, "%08x.log", &id); err == nil {
+				maxID, present = max(maxID, id), present+1
+			}
+		}
+	}
+	if cfg.wantRolls && maxID < 3 {
+		t.Errorf("seed %d config %s: the newest entry log is %d: logs did not roll", seed, cfg.name, maxID)
+	}
+	t.Logf("seed %d config %s: %d crashes, entry logs up to %d, %d removed by GC", seed, cfg.name, r.crashes, maxID, maxID-present)
 	return r.trace
 }
 
