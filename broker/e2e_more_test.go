@@ -114,32 +114,12 @@ func TestE2ESharedSeveralConsumers(t *testing.T) {
 	prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 	const n = 60
 	sendAsyncAll(t, prod, n, payloadMsg)
-	got := make(chan string, n)
-	var wg sync.WaitGroup
 	counts := make([]int, len(cs))
-	for i, c := range cs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				ctx, cancel := ctxWithTimeout(500 * time.Millisecond)
-				m, err := c.Receive(ctx)
-				cancel()
-				if err != nil {
-					return
-				}
-				counts[i]++
-				c.Ack(m)
-				got <- string(m.Payload())
-			}
-		}()
-	}
-	wg.Wait()
-	close(got)
 	seen := map[string]bool{}
-	for s := range got {
-		seen[s] = true
-	}
+	receiveAcross(t, cs, n, func(i int, m pulsar.Message) {
+		counts[i]++
+		seen[string(m.Payload())] = true
+	})
 	if len(seen) != n {
 		t.Fatalf("received %d distinct messages, want %d", len(seen), n)
 	}
@@ -279,30 +259,12 @@ func TestE2EKeyShared(t *testing.T) {
 		key      string
 		seq      int
 	}
-	var mu sync.Mutex
 	var recs []rec
-	var wg sync.WaitGroup
-	for ci, c := range cs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				ctx, cancel := ctxWithTimeout(500 * time.Millisecond)
-				m, err := c.Receive(ctx)
-				cancel()
-				if err != nil {
-					return
-				}
-				var seq int
-				fmt.Sscan(string(m.Payload()), &seq)
-				mu.Lock()
-				recs = append(recs, rec{ci, m.Key(), seq})
-				mu.Unlock()
-				c.Ack(m)
-			}
-		}()
-	}
-	wg.Wait()
+	receiveAcross(t, cs, n, func(ci int, m pulsar.Message) {
+		var seq int
+		fmt.Sscan(string(m.Payload()), &seq)
+		recs = append(recs, rec{ci, m.Key(), seq})
+	})
 	if len(recs) != n {
 		t.Fatalf("received %d, want %d", len(recs), n)
 	}
@@ -452,6 +414,42 @@ func TestE2EGetLastMessageIDEmptyAndBatched(t *testing.T) {
 	}
 	if len(last) != 1 || last[0].EntryID() != ids[4].EntryID() || last[0].BatchIdx() != 4 {
 		t.Fatalf("GetLastMessageIDs = %+v, want entry %d batch index 4", last, ids[4].EntryID())
+	}
+}
+
+// receiveAcross receives and acknowledges on every consumer of cs until n
+// messages arrived in total (failing after a generous deadline); got runs
+// serialised, with the index of the receiving consumer.
+func receiveAcross(t testing.TB, cs []pulsar.Consumer, n int, got func(i int, m pulsar.Message)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	total := 0
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				m, err := c.Receive(ctx)
+				if err != nil {
+					return // done (cancelled) or deadline
+				}
+				c.Ack(m)
+				mu.Lock()
+				got(i, m)
+				total++
+				if total == n {
+					cancel()
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if total < n {
+		t.Fatalf("received %d of %d messages before the deadline", total, n)
 	}
 }
 
