@@ -61,7 +61,13 @@
 // re-arming are coalesced; a change of existence in that window is reported
 // as its own EventCreated or EventDeleted, so fn always learns the final
 // existence. After an expiry the watch re-arms on the new session and
-// reports EventSessionExpired instead of the changes it may have missed.
+// reports EventSessionExpired instead of the changes it may have missed;
+// it does so whichever it handles first, the old session's
+// EventNotWatching or the Store's new generation. A children watch whose
+// node was deleted is re-armed when the exists watch saw the node
+// re-created, even if the child watch's own NodeDeleted arrives later.
+// TestWatchNoLostChildren and TestWatchSessionExpiryWhileBusy check that a
+// callback re-listing on every event always ends on the final state.
 //
 // # Goroutines
 //

@@ -136,6 +136,11 @@ func (w *zwatch) run(ctx context.Context) {
 		case <-w.s.closing:
 			return
 		case <-genCh:
+			// A new session replaced an expired one. This watch's
+			// channels belong to the old session: their EventNotWatching
+			// may still be pending, and handling it after this would
+			// wait for yet another session. Drop them and re-arm now.
+			w.loseSession()
 		case ev := <-w.existCh:
 			w.existCh = nil
 			switch ev.Type {
@@ -160,7 +165,10 @@ func (w *zwatch) run(ctx context.Context) {
 				w.emit(metadata.EventChildren)
 				w.wantChild = true
 			case zk.EventNodeDeleted:
-				// Reported by the exists watch.
+				// Reported by the exists watch. If that one already saw
+				// the node re-created (this event was still queued when
+				// it re-armed), the new node needs a children watch.
+				w.wantChild = w.exists
 			case zk.EventNotWatching:
 				if errors.Is(ev.Err, zk.ErrClosing) {
 					return
