@@ -27,6 +27,7 @@ LAT_FLAGS=${LAT_FLAGS:---num-producers 2 --max-pending 10000 --batch-delay 1ms -
 OUT=${OUT:-$(mktemp -d /tmp/magnetar-bench.XXXXXX)}
 mkdir -p "$OUT"
 echo "results in $OUT" >&2
+echo "commit $(git -C "$repo" rev-parse --short HEAD)$(git -C "$repo" diff --quiet HEAD -- . 2>/dev/null || echo ' (+ uncommitted changes)'), $(nproc) cpus" | tee "$OUT/build.txt" >&2
 
 if [[ -z ${MAGNETAR_BIN:-} ]]; then
   MAGNETAR_BIN="$OUT/magnetar"
