@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/magnetar-mq/magnetar/journal"
 )
@@ -62,6 +63,7 @@ type Bookie struct {
 	stats struct {
 		checkpoints, gcRuns atomic.Int64
 	}
+	m metrics // see metrics.go
 }
 
 // ledgerState caches one ledger's metadata and highest entry id.
@@ -139,18 +141,21 @@ func (m *metaDone) AppendDone(_ journal.Position, err error) {
 
 // addOp completes one add.
 type addOp struct {
-	b    *Bookie
-	done func(error)
+	b     *Bookie
+	done  func(error)
+	start time.Time // AddEntry call, for the add latency histogram
 }
 
 var addOpPool = sync.Pool{New: func() any { return new(addOp) }}
 
 func (op *addOp) AppendDone(_ journal.Position, err error) {
-	b, done := op.b, op.done
+	b, done, start := op.b, op.done, op.start
 	*op = addOp{}
 	addOpPool.Put(op)
 	if err != nil {
 		b.journalFailed(err)
+	} else {
+		b.m.addLatency.ObserveDuration(time.Since(start))
 	}
 	done(err)
 }
@@ -196,12 +201,12 @@ func (b *Bookie) writable(recovery bool) error {
 // ErrFenced; recovery adds are accepted. The entry is readable as soon as
 // AddEntry returns, before it is durable.
 func (b *Bookie) AddEntry(ledger, entry int64, masterKey, payload []byte, recovery bool, done func(error)) {
-	if err := b.addEntry(ledger, entry, masterKey, payload, recovery, done); err != nil {
+	if err := b.addEntry(ledger, entry, masterKey, payload, recovery, done, time.Now()); err != nil {
 		done(err)
 	}
 }
 
-func (b *Bookie) addEntry(ledger, entry int64, masterKey, payload []byte, recovery bool, done func(error)) error {
+func (b *Bookie) addEntry(ledger, entry int64, masterKey, payload []byte, recovery bool, done func(error), start time.Time) error {
 	if ledger < 0 || entry < 0 || len(masterKey) == 0 {
 		return fmt.Errorf("%w: ledger %d entry %d, master key %d bytes", ErrBadRequest, ledger, entry, len(masterKey))
 	}
@@ -234,7 +239,7 @@ func (b *Bookie) addEntry(ledger, entry int64, masterKey, payload []byte, recove
 		st.lastEntry = entry
 	}
 	op := addOpPool.Get().(*addOp)
-	op.b, op.done = b, done
+	op.b, op.done, op.start = b, done, start
 	b.j.Append(journal.Record{Type: journal.Entry, LedgerID: ledger, EntryID: entry, Payload: payload}, op)
 	return nil
 }

@@ -36,6 +36,7 @@ func (b *Bookie) Checkpoint() error {
 // Entry-log data is durable before the index points at it, and both before
 // the journal forgets the records.
 func (b *Bookie) checkpointLocked(journalCkpt bool) error {
+	start := time.Now()
 	var markWait func() (journal.Position, error)
 	swapped := false
 	if b.wc.hasFrozen() {
@@ -127,6 +128,7 @@ func (b *Bookie) checkpointLocked(journalCkpt bool) error {
 		b.log.Info("checkpoint succeeded again, storage failure cleared")
 	}
 	b.stats.checkpoints.Add(1)
+	b.m.checkpointLatency.ObserveDuration(time.Since(start))
 	return nil
 }
 

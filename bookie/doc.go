@@ -108,6 +108,21 @@
 // compaction never relocates an entry before its first index update.
 // Relocations also take ckptMu and skip entries whose location changed.
 //
+// # Metrics
+//
+// Stats returns cumulative figures; Collector exports them for Prometheus
+// (constant descriptors, values read at scrape time): the journal's
+// bookie_journal_sync_latency_seconds, bookie_journal_group_entries and
+// bookie_journal_group_bytes histograms and groups/entries/bytes counters,
+// bookie_add_entry_latency_seconds (AddEntry call to durable callback,
+// successful adds), bookie_checkpoint_latency_seconds, write/read cache
+// hits and misses of ReadEntry, entries read from the entry log, GC runs
+// and bookie_read_only_reason{reason} (0/1 per read-only reason;
+// bookie_read_only itself is left to the embedder, the broker derives it
+// from IsReadOnly). Updates are atomics and lock-free histograms: per add
+// one clock read at AddEntry and one in the completion; per group (on the
+// journal's completer) the sync latency and sizes.
+//
 // # Concurrency
 //
 // Every exported method is safe for concurrent use. Lock order:

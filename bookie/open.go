@@ -77,6 +77,7 @@ func open(opts Options, s storageSet) (*Bookie, error) {
 		idx:     s.idx,
 		wc:      newWriteCache(opts.WriteCacheSize),
 		rc:      newReadCache(opts.ReadCacheSize),
+		m:       newMetrics(),
 		closing: make(chan struct{}),
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())

@@ -39,11 +39,15 @@ func (b *Bookie) ReadEntry(ledger, entry int64) ([]byte, error) {
 		entry = last
 	}
 	if v, ok := b.wc.get(ledger, entry); ok {
+		b.m.writeCacheHits.Add(1)
 		return v, nil
 	}
+	b.m.writeCacheMisses.Add(1)
 	if v, ok := b.rc.get(ledger, entry); ok {
+		b.m.readCacheHits.Add(1)
 		return v, nil
 	}
+	b.m.readCacheMisses.Add(1)
 	v, err := b.readStored(ledger, entry)
 	if err != nil {
 		return nil, err
@@ -76,6 +80,7 @@ func (b *Bookie) readStored(ledger, entry int64) ([]byte, error) {
 		}
 		v, err := b.el.Read(loc, ledger, entry)
 		if err == nil {
+			b.m.entryLogReads.Add(1)
 			return v, nil
 		}
 		if isNotFound(err) && attempt < 3 {
@@ -105,6 +110,7 @@ func (b *Bookie) readAhead(ledger, entry int64) {
 			}
 			return
 		}
+		b.m.entryLogReads.Add(1)
 		b.rc.put(ledger, e, v)
 		bytes += len(v)
 	}
