@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/magnetar-mq/magnetar/metadata"
 )
 
@@ -121,4 +123,7 @@ type Deps struct {
 	// Bookies, if set, reports the storage nodes to the admin API and
 	// /metrics.
 	Bookies BookieInfo
+	// Collectors are registered on /metrics as they are (e.g. an
+	// in-process bookie's (*bookie.Bookie).Collector()).
+	Collectors []prometheus.Collector
 }

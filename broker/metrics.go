@@ -134,6 +134,7 @@ func (mc metricsCollector) Collect(ch chan<- prometheus.Metric) {
 func (b *Broker) metricsHandler() HandlerFunc {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(unchecked{metricsCollector{b}})
+	reg.MustRegister(b.deps.Collectors...)
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 	return func(w http.ResponseWriter, r *http.Request, _ Params) { h.ServeHTTP(w, r) }
 }
