@@ -89,6 +89,7 @@ func Start(store metadata.Store, lc *ledger.Client, bookies ledger.BookieResolve
 	}
 	kick := func(ch chan struct{}) func(metadata.Event) {
 		return func(ev metadata.Event) {
+			s.opts.Logger.Debug("autorecovery: watch event", "path", ev.Path, "type", ev.Type)
 			notify(ch)
 			if ev.Type == metadata.EventSessionExpired {
 				notify(s.electionKick)
