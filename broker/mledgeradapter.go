@@ -153,13 +153,30 @@ type cursorAdapter struct {
 	c   *mledger.Cursor
 	ml  *mledger.ManagedLedger
 	out []ledgerEntry
+
+	// Reads share one deadline context, renewed when less than half of
+	// storageTimeout is left: a read is bounded by storageTimeout/2 ..
+	// storageTimeout without a context and timer per read (most reads
+	// are served from the cache). The last one expires on its own.
+	rctx      context.Context
+	rcancel   context.CancelFunc
+	rdeadline time.Time
+}
+
+func (a *cursorAdapter) readCtx() context.Context {
+	if now := time.Now(); a.rctx == nil || a.rdeadline.Sub(now) < storageTimeout/2 {
+		if a.rcancel != nil {
+			a.rcancel()
+		}
+		a.rdeadline = now.Add(storageTimeout)
+		a.rctx, a.rcancel = context.WithDeadline(context.Background(), a.rdeadline)
+	}
+	return a.rctx
 }
 
 // ReadEntries returns a slice valid until the next call.
 func (a *cursorAdapter) ReadEntries(max int) ([]ledgerEntry, error) {
-	ctx, cancel := storageCtx()
-	defer cancel()
-	es, err := a.c.ReadEntries(ctx, max)
+	es, err := a.c.ReadEntries(a.readCtx(), max)
 	if err != nil {
 		return nil, mapErr(err)
 	}
