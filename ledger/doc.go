@@ -26,7 +26,10 @@
 // e.g. /ledgers/00/0000/L0123; every mutation is a compare-and-set on the
 // store version. Ids come from CreateSequential under /ledgers/idgen. State
 // goes OPEN → IN_RECOVERY → CLOSED (or OPEN → CLOSED on a clean close);
-// lastEntryId and length are final once CLOSED. Writable bookies register
+// lastEntryId and length are final once CLOSED. Re-replication changes a
+// finished segment only through Client.ReplaceBookie (one position, CAS,
+// refused if the ledger is gone or the segment changed; the last segment
+// only once CLOSED). Writable bookies register
 // under /ledgers/available/<id> (AvailablePath), read-only ones under
 // /ledgers/available/readonly/<id>; placement picks at random among the
 // writable ones (or Options.Bookies when set).
