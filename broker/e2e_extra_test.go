@@ -89,7 +89,7 @@ func TestE2EBatchIndexAck(t *testing.T) {
 	topic := newTopicName("batchidx")
 	cons := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared,
 		EnableBatchIndexAcknowledgment: true, AckWithResponse: true, NackRedeliveryDelay: 100 * time.Millisecond})
-	prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, BatchingMaxMessages: 4, BatchingMaxPublishDelay: time.Second})
+	prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, BatchingMaxMessages: 4, BatchingMaxPublishDelay: time.Minute})
 	sendAsyncAll(t, prod, 4, payloadMsg)
 	msgs := receiveN(t, cons, 4)
 	// Ack 0 and 2, nack 1 and 3: only 1 and 3 come back.
@@ -310,7 +310,7 @@ func TestE2EDedupSurvivesRestart(t *testing.T) {
 	tb := startBroker(t, func(c *Config) { c.Deduplication = true })
 	cl := tb.client(t)
 	topic := newTopicName("dedup-restart")
-	prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, Name: "dp", BatchingMaxMessages: 3, BatchingMaxPublishDelay: time.Second})
+	prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, Name: "dp", BatchingMaxMessages: 3, BatchingMaxPublishDelay: time.Minute})
 	sendAsyncAll(t, prod, 3, payloadMsg) // one batch, sequence ids 0..2
 	prod.Close()
 	cl.Close()

@@ -78,7 +78,10 @@ func TestE2EBatchingCompression(t *testing.T) {
 			cons := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
 			prod := mustProducer(t, cl, pulsar.ProducerOptions{
 				Topic: topic, CompressionType: ct,
-				BatchingMaxMessages: 10, BatchingMaxPublishDelay: 50 * time.Millisecond,
+				// Batches close at 10 messages (or at sendAsyncAll's
+				// Flush), never on a timer: with a short delay a
+				// scheduling gap on a loaded machine sent message 0 alone.
+				BatchingMaxMessages: 10, BatchingMaxPublishDelay: time.Minute,
 			})
 			const n = 50
 			ids := sendAsyncAll(t, prod, n, payloadMsg)
@@ -390,7 +393,7 @@ func TestE2EGetLastMessageIDEmptyAndBatched(t *testing.T) {
 	if r.HasNext() {
 		t.Fatal("HasNext on empty topic")
 	}
-	prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, BatchingMaxMessages: 5, BatchingMaxPublishDelay: time.Second})
+	prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, BatchingMaxMessages: 5, BatchingMaxPublishDelay: time.Minute})
 	ids := sendAsyncAll(t, prod, 5, payloadMsg)
 	for i := 0; i < 5; i++ {
 		if !r.HasNext() {
