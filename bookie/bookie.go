@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/magnetar-mq/magnetar/journal"
 )
@@ -143,7 +142,7 @@ func (m *metaDone) AppendDone(_ journal.Position, err error) {
 type addOp struct {
 	b     *Bookie
 	done  func(error)
-	start time.Time // AddEntry call, for the add latency histogram
+	start int64 // journal.Nanotime at the AddEntry call (add latency)
 }
 
 var addOpPool = sync.Pool{New: func() any { return new(addOp) }}
@@ -155,7 +154,7 @@ func (op *addOp) AppendDone(_ journal.Position, err error) {
 	if err != nil {
 		b.journalFailed(err)
 	} else {
-		b.m.addLatency.ObserveDuration(time.Since(start))
+		b.m.addLatency.Observe(b.m.durableAt() - start)
 	}
 	done(err)
 }
@@ -201,12 +200,12 @@ func (b *Bookie) writable(recovery bool) error {
 // ErrFenced; recovery adds are accepted. The entry is readable as soon as
 // AddEntry returns, before it is durable.
 func (b *Bookie) AddEntry(ledger, entry int64, masterKey, payload []byte, recovery bool, done func(error)) {
-	if err := b.addEntry(ledger, entry, masterKey, payload, recovery, done, time.Now()); err != nil {
+	if err := b.addEntry(ledger, entry, masterKey, payload, recovery, done, journal.Nanotime()); err != nil {
 		done(err)
 	}
 }
 
-func (b *Bookie) addEntry(ledger, entry int64, masterKey, payload []byte, recovery bool, done func(error), start time.Time) error {
+func (b *Bookie) addEntry(ledger, entry int64, masterKey, payload []byte, recovery bool, done func(error), start int64) error {
 	if ledger < 0 || entry < 0 || len(masterKey) == 0 {
 		return fmt.Errorf("%w: ledger %d entry %d, master key %d bytes", ErrBadRequest, ledger, entry, len(masterKey))
 	}

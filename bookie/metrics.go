@@ -20,12 +20,19 @@ type metrics struct {
 	writeCacheHits    atomic.Uint64
 	writeCacheMisses  atomic.Uint64
 	entryLogReads     atomic.Uint64 // entries read from the entry log
+	// durableAt returns the journal.Nanotime at which the record being
+	// completed became durable: the journal's SyncedAt (read once per
+	// group, not per add), or the clock for other wals.
+	durableAt func() int64
 }
 
-func newMetrics() metrics {
-	return metrics{
-		addLatency:        journal.NewHistogram(journal.LatencyBounds),
-		checkpointLatency: journal.NewHistogram(journal.LatencyBounds),
+// init sets up m for a bookie over j.
+func (m *metrics) init(j wal) {
+	m.addLatency = journal.NewHistogram(journal.LatencyBounds)
+	m.checkpointLatency = journal.NewHistogram(journal.LatencyBounds)
+	m.durableAt = journal.Nanotime
+	if s, ok := j.(interface{ SyncedAt() int64 }); ok {
+		m.durableAt = s.SyncedAt
 	}
 }
 

@@ -77,9 +77,9 @@ func open(opts Options, s storageSet) (*Bookie, error) {
 		idx:     s.idx,
 		wc:      newWriteCache(opts.WriteCacheSize),
 		rc:      newReadCache(opts.ReadCacheSize),
-		m:       newMetrics(),
 		closing: make(chan struct{}),
 	}
+	b.m.init(s.j)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	n, err := b.replay()
 	if err != nil {

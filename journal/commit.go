@@ -51,7 +51,7 @@ type group struct {
 	n        int       // records in the group
 	firstSeq uint64
 	start    time.Time // when the first record joined
-	written  time.Time // when it was handed to commitEnv.write (stats)
+	written  int64     // Nanotime when it was handed to commitEnv.write (stats)
 	err      error     // set when the group is failed without being written
 	fileID   uint64    // where the group was written (set by commitEnv.write)
 	off      int64
@@ -394,7 +394,7 @@ func (c *committer) writeLoop() {
 				c.groupC <- g
 				continue
 			}
-			g.written = time.Now()
+			g.written = Nanotime()
 			if err := c.env.write(g); err != nil {
 				failed = c.fail(err)
 				g.err = failed
@@ -454,7 +454,9 @@ func (c *committer) completeLoop() {
 			if werr := c.env.wait(); werr != nil {
 				err = c.fail(werr)
 			} else {
-				c.stats.synced(g, time.Since(g.written))
+				now := Nanotime()
+				c.stats.syncedAt.Store(now)
+				c.stats.synced(g, time.Duration(now-g.written))
 			}
 			c.doneC <- err
 		}

@@ -59,3 +59,24 @@ func TestStats(t *testing.T) {
 		t.Fatalf("sync latency sum %v", time.Duration(s.SyncLatency.Sum))
 	}
 }
+
+// BenchmarkHistogramObserve is the per-add instrumentation cost of the
+// bookie: a clock read at AddEntry, one at completion, one Observe.
+func BenchmarkHistogramObserve(b *testing.B) {
+	h := NewHistogram(LatencyBounds)
+	for b.Loop() {
+		start := time.Now()
+		h.ObserveDuration(time.Since(start))
+	}
+}
+
+// BenchmarkHistogramObserveParallel observes from every P at once (shared
+// buckets: the worst case for the atomics).
+func BenchmarkHistogramObserveParallel(b *testing.B) {
+	h := NewHistogram(LatencyBounds)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			h.Observe(int64(400 * time.Microsecond))
+		}
+	})
+}
