@@ -74,12 +74,15 @@
 //
 // # Locking
 //
-// Lock order: Broker.mu > topic.mu > producer.mu; conn.mu is a leaf (no
-// other lock is taken while holding it, and no topic or subscription
-// method is called with it held). The subscription loop never takes
-// topic.mu, so topic code may call a subscription (call/do) while holding
-// topic.mu. Managed-ledger callbacks take only leaf locks (producer.mu,
-// topic.last and the outbound queue lock).
+// Lock order (docs/locking.md has the full table): topicPol.mu (held
+// sends, namespace dedup) > topic.mu > producer.mu; Broker.mu, conn.mu,
+// the outbound queue lock, topic.last and the policy cache lock are
+// leaves (nothing is taken and no topic or subscription method is called
+// while holding them). The subscription loop never takes topicPol.mu,
+// topic.mu or Broker.mu, so code holding those may call a subscription
+// (call/do). call returns only once f ran, or once the loop exited
+// without running it. Managed-ledger callbacks take only leaf locks
+// (producer.mu, topic.last and the outbound queue lock).
 //
 // # Deviations and limits
 //
