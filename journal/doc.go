@@ -62,7 +62,9 @@
 // (Histogram: fixed buckets of atomics, no lock, no allocation) of the
 // per-group sync latency (from handing the group to write+fdatasync to the
 // sync returning) and of group sizes in records and bytes. The completer
-// updates them once per group; appenders pay nothing.
+// updates them once per group; appenders pay nothing. SyncedAt is the
+// Nanotime at which the newest group's sync returned, so a Completion can
+// time its record without reading the clock.
 //
 // # Files
 //
