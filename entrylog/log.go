@@ -406,9 +406,18 @@ func (l *Log) dropPreparedLocked() {
 }
 
 // sealLocked appends the ledgers map to cur, patches the header and syncs.
+//
+// The records are synced before the map and the header are written: a
+// crash may then lose the map or the header (the log reads back as an
+// unsealed log with a torn tail), but never keep the map while losing
+// records before it, which would read back as a hole followed by a valid
+// record, i.e. as corruption.
 func (l *Log) sealLocked(cur *logFile) error {
 	if err := l.flushLocked(); err != nil {
 		return err
+	}
+	if err := cur.f.Sync(); err != nil {
+		return fmt.Errorf("entrylog: sync %s: %w", cur.path, err)
 	}
 	pairs := sortedPairs(l.mu.ledgers)
 	mapOff := l.mu.bufOff

@@ -6,8 +6,8 @@
 //
 // Everything here is test code. CI runs a few seeds of each randomized
 // test and the fuzz corpora under testdata/fuzz; more seeds run with
-// MAGNETAR_SOAK=1 or -seeds=N. Reproductions of known, unfixed bugs in
-// other packages run only with MAGNETAR_FUZZ_REPRO=1.
+// MAGNETAR_SOAK=1 or -seeds=N. Reproductions of bugs found in other
+// packages stay as regression tests (repro_test.go).
 //
 // # Metamorphic bookie test (meta_test.go)
 //
@@ -17,9 +17,9 @@
 // (journal group wait, group size, write-cache size, entry-log and journal
 // file sizes, GC and compaction settings). A crash takes a crash clone of
 // the file system (synced data plus a random prefix of unsynced writes) and
-// reopens the bookie on it (with MAGNETAR_FUZZ_REPRO=1, every other crash
-// keeps an arbitrary subset of the unsynced writes instead, which exposes
-// a known entry-log bug, see repro_test.go). Every configuration must produce the same
+// reopens the bookie on it (every other crash keeps an arbitrary subset of
+// the unsynced writes instead: out-of-order writeback, which exposed an
+// entry-log seal bug, see repro_test.go). Every configuration must produce the same
 // trace of observations for acknowledged operations, and match the model:
 // an acknowledged add reads back byte for byte, an add not acknowledged at
 // the crash reads back whole or not at all, fences and explicit LACs

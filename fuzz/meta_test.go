@@ -628,11 +628,10 @@ func (r *metaRunner) crash(o op) {
 	r.mu.Unlock()
 	rng := rand.New(rand.NewPCG(r.seed, uint64(r.crashes)))
 	clone := r.fs.crashClone(rng)
-	// With MAGNETAR_FUZZ_REPRO=1 every other crash keeps an arbitrary
-	// subset of the unsynced writes (writeback out of order). Off in CI
-	// until TestReproEntryLogSubPageHoleAfterCrash is fixed: it makes GC
-	// report false corruption after some such crashes.
-	if r.crashes%2 == 1 && reproEnabled() {
+	// Every other crash keeps an arbitrary subset of the unsynced writes
+	// (writeback out of order), which found the entry-log seal bug of
+	// TestReproEntryLogSubPageHoleAfterCrash.
+	if r.crashes%2 == 1 {
 		clone = r.fs.crashCloneSubset(rng)
 	}
 	r.crashes++
