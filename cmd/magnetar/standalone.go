@@ -135,7 +135,7 @@ func openStandalone(ctx context.Context, f standaloneFlags, log *slog.Logger) (_
 			AdvertisedHost: f.advertisedHost,
 			MaxMessageSize: f.maxMessageSize,
 			Deduplication:  f.dedup,
-		}, broker.LocalBookie{ID: standaloneBookieID, ReadOnly: s.bk.IsReadOnly}, log)
+		}, broker.LocalBookie{ID: standaloneBookieID, ReadOnly: s.bk.IsReadOnly}, log, s.bk.Collector())
 	return s, err
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
+	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -71,6 +73,19 @@ func TestStandaloneProduceConsumeRestart(t *testing.T) {
 	}
 	if bl := st.Subscriptions["sub"].MsgBacklog; bl != n/2 {
 		t.Fatalf("backlog = %d, want %d", bl, n/2)
+	}
+	// /metrics carries Pulsar's topic metrics and the in-process bookie's.
+	code, body = p.get(t, "/metrics")
+	if code != 200 {
+		t.Fatalf("metrics: HTTP %d", code)
+	}
+	for _, want := range []string{"pulsar_msg_backlog{", "bookie_journal_sync_latency_seconds_bucket{", "bookie_read_only{"} {
+		if !strings.Contains(string(body), want) {
+			t.Fatalf("/metrics lacks %q", want)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^bookie_add_entry_latency_seconds_count [1-9]`).Match(body) {
+		t.Fatalf("/metrics: no bookie add latency samples after %d sends", n)
 	}
 	c.Close()
 	p.stop()

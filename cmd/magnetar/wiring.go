@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/ledger"
 	"github.com/magnetar-mq/magnetar/metadata"
@@ -71,7 +73,7 @@ type serviceStack struct {
 }
 
 func openServiceStack(ctx context.Context, store metadata.Store, lc *ledger.Client, co ledger.CreateOptions,
-	cfg broker.Config, bookies broker.BookieInfo, log *slog.Logger) (_ *serviceStack, err error) {
+	cfg broker.Config, bookies broker.BookieInfo, log *slog.Logger, collectors ...prometheus.Collector) (_ *serviceStack, err error) {
 	s := &serviceStack{}
 	defer func() {
 		if err != nil {
@@ -92,6 +94,7 @@ func openServiceStack(ctx context.Context, store metadata.Store, lc *ledger.Clie
 		Metadata:   store,
 		OpenLedger: broker.LedgerOpener(s.factory, mledger.Config{}),
 		Bookies:    bookies,
+		Collectors: collectors,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
