@@ -15,7 +15,6 @@ import (
 // Reproductions of bugs the randomized tests found in other packages, kept
 // as regression tests (FUZZ_NOTES.md).
 
-
 // gateFS blocks the next Sync of one file name until released, so that a
 // crash clone can be taken with that file's writes still unsynced.
 type gateFS struct {
