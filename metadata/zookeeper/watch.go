@@ -167,8 +167,14 @@ func (w *zwatch) run(ctx context.Context) {
 			case zk.EventNodeDeleted:
 				// Reported by the exists watch. If that one already saw
 				// the node re-created (this event was still queued when
-				// it re-armed), the new node needs a children watch.
-				w.wantChild = w.exists
+				// it re-armed), the new node needs a children watch, and
+				// children created since the re-creation was reported
+				// would fire nothing: report a children change, delivered
+				// after the watch is armed, so fn re-lists without a gap.
+				if w.exists {
+					w.wantChild = true
+					w.emit(metadata.EventChildren)
+				}
 			case zk.EventNotWatching:
 				if errors.Is(ev.Err, zk.ErrClosing) {
 					return
