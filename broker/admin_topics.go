@@ -77,13 +77,20 @@ func (b *Broker) topicFor(w http.ResponseWriter, r *http.Request, p Params) (*to
 	return t, true
 }
 
-func (b *Broker) httpListTopics(w http.ResponseWriter, r *http.Request, p Params) {
-	d := p["domain"]
-	if d != "persistent" && d != "non-persistent" {
+// domainNsFromParams checks the {domain} path parameter and that the
+// {tenant}/{ns} namespace exists, writing the 404 otherwise.
+func (b *Broker) domainNsFromParams(w http.ResponseWriter, r *http.Request, p Params) (domain, ns string, ok bool) {
+	domain = p["domain"]
+	if domain != "persistent" && domain != "non-persistent" {
 		writeError(w, http.StatusNotFound, "Not found: "+r.URL.Path)
-		return
+		return "", "", false
 	}
-	ns, ok := b.nsFromParams(w, r, p)
+	ns, ok = b.nsFromParams(w, r, p)
+	return domain, ns, ok
+}
+
+func (b *Broker) httpListTopics(w http.ResponseWriter, r *http.Request, p Params) {
+	d, ns, ok := b.domainNsFromParams(w, r, p)
 	if !ok {
 		return
 	}
@@ -99,12 +106,7 @@ func (b *Broker) httpListTopics(w http.ResponseWriter, r *http.Request, p Params
 }
 
 func (b *Broker) httpListPartitioned(w http.ResponseWriter, r *http.Request, p Params) {
-	d := p["domain"]
-	if d != "persistent" && d != "non-persistent" {
-		writeError(w, http.StatusNotFound, "Not found: "+r.URL.Path)
-		return
-	}
-	ns, ok := b.nsFromParams(w, r, p)
+	d, ns, ok := b.domainNsFromParams(w, r, p)
 	if !ok {
 		return
 	}
