@@ -42,7 +42,7 @@ func TestE2EZeroQueueConsumer(t *testing.T) {
 			t.Fatalf("zero-queue consumer stats after receive %d: %+v", i, c)
 		}
 		cons.Ack(m)
-		waitFor(t, func() bool {
+		waitUntil(t, "no unacked messages after the chunked message is acked", func() bool {
 			return getStats(t, tb, topic).Subscriptions["s"].Consumers[0].UnackedMessages == 0
 		})
 	}

@@ -21,7 +21,7 @@ func TestE2ENonPersistent(t *testing.T) {
 	sendAsyncAll(t, prod, 3, func(i int) *pulsar.ProducerMessage { return &pulsar.ProducerMessage{Payload: []byte("lost")} })
 	cons := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
 	// Messages are dropped until the consumer's FLOW arrived.
-	waitFor(t, func() bool {
+	waitUntil(t, "the non-persistent consumer to have permits", func() bool {
 		st := getStatsPath(t, tb, "non-persistent/public/default/"+local)
 		s := st.Subscriptions["s"]
 		return len(s.Consumers) == 1 && s.Consumers[0].AvailablePermits > 0
@@ -248,7 +248,7 @@ func TestE2EUnloadReconnects(t *testing.T) {
 	}
 	// Producer and consumer reconnect by themselves. (Sending while the
 	// Go client's producer reconnects races inside the client, so wait.)
-	waitFor(t, func() bool {
+	waitUntil(t, "producer and consumer registered", func() bool {
 		st := getStats(t, tb, topic)
 		return len(st.Publishers) == 1 && len(st.Subscriptions["s"].Consumers) == 1
 	})

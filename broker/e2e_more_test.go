@@ -219,7 +219,7 @@ func TestE2EFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return la.isActive() })
+	waitUntil(t, "consumer a active", func() bool { return la.isActive() })
 	prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 	sendAsyncAll(t, prod, 10, payloadMsg)
 	for _, m := range receiveN(t, a, 10) {
@@ -235,7 +235,7 @@ func TestE2EFailover(t *testing.T) {
 	}
 	// a leaves: b takes over and gets the rest.
 	a.Close()
-	waitFor(t, func() bool { return lb.isActive() })
+	waitUntil(t, "consumer b active after a closed", func() bool { return lb.isActive() })
 	sendAsyncAll(t, prod, 5, payloadMsg)
 	for _, m := range receiveN(t, b, 5) {
 		b.Ack(m)
@@ -295,17 +295,6 @@ func TestE2EKeyShared(t *testing.T) {
 	}
 	if len(used) < 2 {
 		t.Fatalf("all keys went to one consumer")
-	}
-}
-
-func waitFor(t testing.TB, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -717,7 +706,7 @@ func TestE2EStats(t *testing.T) {
 	msgs := receiveN(t, cons, 5)
 	cons.Ack(msgs[0])
 	var st TopicStats
-	waitFor(t, func() bool {
+	waitUntil(t, "backlog 4 and 4 unacked", func() bool {
 		st = getStats(t, tb, topic)
 		s := st.Subscriptions["sub1"]
 		return s.MsgBacklog == 4 && s.UnackedMessages == 4
