@@ -1,7 +1,9 @@
 package pulsarproto
 
 import (
+	"bufio"
 	"fmt"
+	"math"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -140,6 +142,62 @@ func BenchmarkParseTopicName(b *testing.B) {
 	for b.Loop() {
 		if _, err := ParseTopicName("my-topic-partition-3"); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// loopReader serves data over and over, filling each Read up to max
+// bytes across frame boundaries, as a busy socket does.
+type loopReader struct {
+	data []byte
+	off  int
+	max  int
+}
+
+func (r *loopReader) Read(p []byte) (int, error) {
+	p = p[:min(len(p), r.max)]
+	n := 0
+	for n < len(p) {
+		k := copy(p[n:], r.data[r.off:])
+		n += k
+		r.off = (r.off + k) % len(r.data)
+	}
+	return n, nil
+}
+
+// BenchmarkFrameReaderKeep reads SEND frames of the given size through a
+// 64 KiB bufio.Reader (as the broker does) and keeps each payload, as the
+// broker keeps a SEND's entry: "copy" reads into the reused buffer (or, above
+// MaxRetainedBuffer, a fresh one) and copies the payload out, as HEAD did
+// before owned frames; "owned" reads the frame into a buffer of its own and
+// keeps the payload in place. It picks OwnedFrameThreshold.
+func BenchmarkFrameReaderKeep(b *testing.B) {
+	for _, size := range []int{1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 400 << 10} {
+		frame := AppendSend(nil, &SendHeader{ProducerID: 1, SequenceID: 42, NumMessages: 1}, testEntry(b, size))
+		for _, path := range []string{"copy", "owned"} {
+			b.Run(fmt.Sprintf("%s/size=%d", path, size), func(b *testing.B) {
+				fr := NewFrameReader(bufio.NewReaderSize(&loopReader{data: frame, max: 64 << 10}, 64<<10), 0)
+				fr.owned = math.MaxInt
+				if path == "owned" {
+					fr.owned = 0
+				}
+				var sink []byte
+				b.SetBytes(int64(len(frame)))
+				b.ReportAllocs()
+				for b.Loop() {
+					f, err := fr.Next()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if buf, off, ok := f.PayloadBuffer(); ok {
+						sink = buf[off:]
+					} else {
+						sink = make([]byte, len(f.Payload))
+						copy(sink, f.Payload)
+					}
+				}
+				_ = sink
+			})
 		}
 	}
 }

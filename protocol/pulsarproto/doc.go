@@ -43,9 +43,26 @@
 //			e, err := pulsarproto.VerifyEntry(f.Payload) // ErrChecksum -> SEND_ERROR ChecksumError
 //			var md pulsarproto.Metadata
 //			err = pulsarproto.ParseMetadata(e.Metadata, &md)
-//			store(append([]byte(nil), f.Payload...), md.NumMessages(), s.GetSequenceId())
+//			entry := f.Payload
+//			if buf, off, ok := f.PayloadBuffer(); ok {
+//				// A large frame read into its own buffer: keep it as is
+//				// (buf[:off], at least FrameHeadroom bytes, is free room).
+//				entry = buf[off:]
+//			} else {
+//				entry = append([]byte(nil), f.Payload...) // reused buffer
+//			}
+//			store(entry, md.NumMessages(), s.GetSequenceId())
 //		}
 //	}
+//
+// Frames up to OwnedFrameThreshold (64 KiB) are read into the FrameReader's
+// reused buffer and are valid until the next call. Larger frames are read
+// into a fresh buffer of their own, FrameHeadroom bytes in, straight from
+// the stream (a bufio.Reader hands over its buffered bytes, then reads the
+// rest directly while at least a buffer's worth is missing): Frame.Owned is
+// set, and Raw and Payload may be kept without copying. The limit checks
+// happen on the 4-byte totalSize, before anything of that size is
+// allocated.
 //
 // Writing:
 //
@@ -56,7 +73,8 @@
 // # Hot paths
 //
 // Decoding a SEND and encoding MESSAGE and SEND_RECEIPT do not allocate in
-// steady state (see BENCH_NOTES.md). SEND is decoded by hand with protowire
+// steady state (see BENCH_NOTES.md); reading a frame above
+// OwnedFrameThreshold allocates exactly its buffer. SEND is decoded by hand with protowire
 // into a reused pb.CommandSend whose pointer fields point into the Decoder;
 // an unusual SEND (unknown fields, message_id, duplicated fields) falls back
 // to the generated code, which yields the same values. MESSAGE and

@@ -49,6 +49,31 @@ type Frame struct {
 	Payload []byte
 	// Raw is the whole frame as received, from totalSize to the end.
 	Raw []byte
+	// Owned reports that Raw and Payload lie in a buffer a FrameReader
+	// allocated for this frame alone (frames above OwnedFrameThreshold)
+	// and never touches again: unlike Cmd they stay valid after the next
+	// call, and the caller may keep them or hand them on without copying.
+	// See PayloadBuffer.
+	Owned bool
+
+	// buf is, for an Owned frame, the whole buffer: FrameHeadroom unused
+	// bytes, then Raw (which ends at the end of buf).
+	buf []byte
+}
+
+// PayloadBuffer returns, for an Owned frame with a payload, the buffer
+// holding it and the payload's offset: buf[off:] is Payload and off >=
+// FrameHeadroom. The bytes in front of the payload (the headroom, the
+// frame header and the command) are not needed once the frame is decoded:
+// whoever the buffer is handed to may overwrite buf[:off], for example to
+// put its own header in front of the payload in place (Raw then no longer
+// reads as received). ok is false for every other frame, whose payload
+// must be copied to be kept.
+func (f *Frame) PayloadBuffer() (buf []byte, off int, ok bool) {
+	if !f.Owned || f.Payload == nil {
+		return nil, 0, false
+	}
+	return f.buf, len(f.buf) - len(f.Payload), true
 }
 
 // ReadFrame reads one whole frame from r into buf (reallocating it if its
@@ -62,6 +87,26 @@ type Frame struct {
 // before the body is read, and a totalSize below 4 (no room for
 // commandSize) ErrBadCommandSize. Other read errors are returned unchanged.
 func ReadFrame(r io.Reader, maxFrameSize int, buf []byte) ([]byte, error) {
+	buf, n, err := readFrameSize(r, maxFrameSize, buf)
+	if err != nil {
+		return buf[:0], err
+	}
+	if cap(buf) < n {
+		nb := make([]byte, n)
+		copy(nb, buf[:4])
+		buf = nb
+	}
+	buf = buf[:n]
+	if err := readFrameBody(r, buf[4:]); err != nil {
+		return buf[:0], err
+	}
+	return buf, nil
+}
+
+// readFrameSize reads the 4-byte totalSize into buf[:4] (allocating buf if
+// it has no room) and checks it against the limit; n is the size of the
+// whole frame, 4+totalSize. Errors are ReadFrame's.
+func readFrameSize(r io.Reader, maxFrameSize int, buf []byte) (_ []byte, n int, err error) {
 	if maxFrameSize <= 0 {
 		maxFrameSize = DefaultMaxFrameSize
 	}
@@ -71,31 +116,32 @@ func ReadFrame(r io.Reader, maxFrameSize int, buf []byte) ([]byte, error) {
 	buf = buf[:4]
 	if _, err := io.ReadFull(r, buf); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return buf[:0], fmt.Errorf("%w: %w", ErrTruncated, err)
+			return buf, 0, fmt.Errorf("%w: %w", ErrTruncated, err)
 		}
-		return buf[:0], err
+		return buf, 0, err
 	}
 	total := binary.BigEndian.Uint32(buf)
 	if uint64(total) > uint64(maxFrameSize) {
-		return buf[:0], fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, total, maxFrameSize)
+		return buf, 0, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, total, maxFrameSize)
 	}
 	if total < 4 {
-		return buf[:0], fmt.Errorf("%w: totalSize %d", ErrBadCommandSize, total)
+		return buf, 0, fmt.Errorf("%w: totalSize %d", ErrBadCommandSize, total)
 	}
-	n := 4 + int(total)
-	if cap(buf) < n {
-		nb := make([]byte, n)
-		copy(nb, buf[:4])
-		buf = nb
-	}
-	buf = buf[:n]
-	if _, err := io.ReadFull(r, buf[4:]); err != nil {
+	return buf, 4 + int(total), nil
+}
+
+// readFrameBody fills body, the bytes of a frame after totalSize; input
+// ending early yields ErrTruncated wrapping io.ErrUnexpectedEOF. Over a
+// bufio.Reader the buffered bytes are copied first and the rest is read
+// straight into body while at least a buffer's worth is missing.
+func readFrameBody(r io.Reader, body []byte) error {
+	if _, err := io.ReadFull(r, body); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return buf[:0], fmt.Errorf("%w: %w", ErrTruncated, io.ErrUnexpectedEOF)
+			return fmt.Errorf("%w: %w", ErrTruncated, io.ErrUnexpectedEOF)
 		}
-		return buf[:0], err
+		return err
 	}
-	return buf, nil
+	return nil
 }
 
 // Decoder decodes frames from byte slices, reusing one BaseCommand. SEND
@@ -259,14 +305,30 @@ func (d *Decoder) decodeSendFast(b []byte) bool {
 // an idle connection does not pin a multi-megabyte buffer.
 const MaxRetainedBuffer = 64 << 10
 
+// OwnedFrameThreshold is the frame size (4+totalSize) above which a
+// FrameReader reads a frame into a buffer of its own instead of its reused
+// buffer: the bytes are copied once, from the stream into memory the
+// caller may keep (Frame.Owned, Frame.PayloadBuffer). Such frames would
+// not fit the retained buffer anyway, so they cost one allocation either
+// way; smaller frames keep the allocation-free reused buffer.
+const OwnedFrameThreshold = MaxRetainedBuffer
+
+// FrameHeadroom is the number of unused bytes a FrameReader allocates in
+// front of an owned frame, so that the layers a payload is handed to can
+// put their own header in front of it without copying it (the ledger's
+// 36-byte BookKeeper entry header).
+const FrameHeadroom = 64
+
 // FrameReader reads and decodes frames from a stream, reusing its buffer
-// (up to MaxRetainedBuffer) and BaseCommand. It is not safe for concurrent
-// use.
+// (up to MaxRetainedBuffer) and BaseCommand. Frames above
+// OwnedFrameThreshold are read into a fresh buffer of their own instead
+// (see Frame.Owned). It is not safe for concurrent use.
 type FrameReader struct {
-	r   io.Reader
-	max int
-	buf []byte
-	dec Decoder
+	r     io.Reader
+	max   int
+	owned int // OwnedFrameThreshold; tests lower it
+	buf   []byte
+	dec   Decoder
 }
 
 // NewFrameReader returns a FrameReader over r (wrap sockets in a
@@ -276,7 +338,7 @@ func NewFrameReader(r io.Reader, maxFrameSize int) *FrameReader {
 	if maxFrameSize <= 0 {
 		maxFrameSize = DefaultMaxFrameSize
 	}
-	return &FrameReader{r: r, max: maxFrameSize, dec: Decoder{MaxFrameSize: maxFrameSize}}
+	return &FrameReader{r: r, max: maxFrameSize, owned: OwnedFrameThreshold, dec: Decoder{MaxFrameSize: maxFrameSize}}
 }
 
 // SetMaxFrameSize changes the frame size limit for later reads.
@@ -288,17 +350,49 @@ func (fr *FrameReader) SetMaxFrameSize(n int) {
 }
 
 // Next reads and decodes the next frame. The result is valid until the next
-// call (see Frame). Errors are those of ReadFrame and Decoder.Decode; after
-// any error other than io.EOF the stream is unusable.
+// call (see Frame), except Raw and Payload of an Owned frame. Errors are
+// those of ReadFrame and Decoder.Decode; after any error other than io.EOF
+// the stream is unusable.
 func (fr *FrameReader) Next() (Frame, error) {
 	if cap(fr.buf) > MaxRetainedBuffer {
 		fr.buf = nil
 	}
-	buf, err := ReadFrame(fr.r, fr.max, fr.buf)
+	buf, n, err := readFrameSize(fr.r, fr.max, fr.buf)
 	fr.buf = buf[:0]
 	if err != nil {
 		return Frame{}, err
 	}
+	if n > fr.owned {
+		return fr.nextOwned(buf[:4], n)
+	}
+	buf = buf[:cap(buf)]
+	if len(buf) < n {
+		nb := make([]byte, n)
+		copy(nb, buf[:4])
+		buf = nb
+	}
+	buf = buf[:n]
+	if err := readFrameBody(fr.r, buf[4:]); err != nil {
+		return Frame{}, err
+	}
+	fr.buf = buf[:0]
 	_, f, err := fr.dec.Decode(buf)
 	return f, err
+}
+
+// nextOwned reads the rest of an n-byte frame whose totalSize is hdr into
+// a buffer of its own, FrameHeadroom bytes in, and decodes it.
+func (fr *FrameReader) nextOwned(hdr []byte, n int) (Frame, error) {
+	buf := make([]byte, FrameHeadroom+n)
+	raw := buf[FrameHeadroom:]
+	copy(raw, hdr)
+	if err := readFrameBody(fr.r, raw[4:]); err != nil {
+		return Frame{}, err
+	}
+	_, f, err := fr.dec.Decode(raw)
+	if err != nil {
+		return Frame{}, err
+	}
+	f.Owned, f.buf = true, buf
+	return f, nil
 }

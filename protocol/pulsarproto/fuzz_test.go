@@ -83,6 +83,20 @@ func FuzzReadFrame(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint8) {
 		want := decodeAll(data, limit)
 		fr := NewFrameReader(&chunkReader{b: data, n: int(chunk%64) + 1}, limit)
+		if chunk&0x40 != 0 {
+			fr.owned = 16 // nearly every frame takes the owned-buffer path
+		}
+		// Payloads of owned frames, kept across later reads as a caller
+		// would; they must not change.
+		type keptPayload struct{ got, want []byte }
+		var kept []keptPayload
+		defer func() {
+			for j, k := range kept {
+				if !bytes.Equal(k.got, k.want) {
+					t.Fatalf("owned payload %d changed after later reads", j)
+				}
+			}
+		}()
 		for i := 0; ; i++ {
 			fm, err := fr.Next()
 			if err == io.EOF {
@@ -108,6 +122,17 @@ func FuzzReadFrame(f *testing.F) {
 			}
 			if !proto.Equal(fm.Cmd, w.cmd) || !bytes.Equal(fm.Payload, w.payload) || fm.Type != w.cmd.GetType() {
 				t.Fatalf("frame %d: FrameReader %v, Decoder %v", i, fm.Cmd, w.cmd)
+			}
+			if fm.Owned != (len(fm.Raw) > fr.owned) {
+				t.Fatalf("frame %d: %d bytes, Owned %v with threshold %d", i, len(fm.Raw), fm.Owned, fr.owned)
+			}
+			if buf, off, ok := fm.PayloadBuffer(); ok != (fm.Owned && fm.Payload != nil) {
+				t.Fatalf("frame %d: PayloadBuffer ok %v, Owned %v, payload %d bytes", i, ok, fm.Owned, len(fm.Payload))
+			} else if ok {
+				if off < FrameHeadroom || !bytes.Equal(buf[off:], w.payload) {
+					t.Fatalf("frame %d: PayloadBuffer offset %d does not hold the payload", i, off)
+				}
+				kept = append(kept, keptPayload{buf[off:], w.payload})
 			}
 			if fm.Type == pb.BaseCommand_SEND {
 				// The fast path must agree with the generated code.
@@ -135,6 +160,13 @@ func FuzzReadFrame(f *testing.F) {
 					walkBatch(e.Payload)
 				}
 				_ = StripBrokerEntryMetadata(fm.Payload)
+			}
+			if buf, off, ok := fm.PayloadBuffer(); ok {
+				// A taker of the buffer may overwrite what precedes the
+				// payload (the ledger writes its entry header there).
+				for j := range buf[:off] {
+					buf[j] = 0xee
+				}
 			}
 		}
 	})
