@@ -140,6 +140,12 @@ type ConsumeConfig struct {
 	// after the first one (0 = never); the summary then ends at the last
 	// message, so catch-up runs can stop when the backlog is drained.
 	IdleTimeout time.Duration
+	// AckMode is individual, cumulative or none. Empty means the mode's
+	// default: individual for Consume (pulsar-client-go); for RawConsume
+	// cumulative on exclusive and failover subscriptions, individual on
+	// shared and key_shared ones. Cumulative acks are refused on shared
+	// and key_shared subscriptions (Pulsar does not allow them).
+	AckMode string
 }
 
 // EnsureDefaults fills zero fields with the defaults.
@@ -185,6 +191,53 @@ func (c *ConsumeConfig) Validate() error {
 		return invalid("idle-timeout must be >= 0")
 	case c.Subscription == "":
 		return invalid("subscription name is empty")
+	}
+	am, err := ParseAckMode(c.AckMode)
+	if err != nil {
+		return err
+	}
+	if am == AckCumulative && (st == pulsar.Shared || st == pulsar.KeyShared) {
+		return invalid("cumulative acks are not allowed on %s subscriptions", c.SubscriptionType)
+	}
+	return nil
+}
+
+// AckMode says how a consumer acknowledges what it received.
+type AckMode int
+
+// Ack modes.
+const (
+	// AckDefault is the mode's default (see ConsumeConfig.AckMode).
+	AckDefault AckMode = iota
+	// AckIndividual acknowledges every message (pulsar-client-go) or entry
+	// (raw) by id.
+	AckIndividual
+	// AckCumulative acknowledges everything up to an id.
+	AckCumulative
+	// AckNone never acknowledges.
+	AckNone
+)
+
+// ParseAckMode maps individual, cumulative, none or "" (AckDefault).
+func ParseAckMode(s string) (AckMode, error) {
+	switch strings.ToLower(s) {
+	case "":
+		return AckDefault, nil
+	case "individual":
+		return AckIndividual, nil
+	case "cumulative":
+		return AckCumulative, nil
+	case "none":
+		return AckNone, nil
+	}
+	return 0, invalid("unknown ack mode %q (individual, cumulative, none)", s)
+}
+
+// validateRaw reports options the raw (own protocol client) mode does not
+// support.
+func (c *Common) validateRaw() error {
+	if !strings.HasPrefix(c.ServiceURL, "pulsar://") {
+		return invalid("raw mode speaks plain TCP only: service URL %q must start with pulsar://", c.ServiceURL)
 	}
 	return nil
 }

@@ -10,7 +10,13 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 )
 
-// Consume runs consumers as configured, acking every message, until
+// cumulativeAckEvery is how often Consume acks cumulatively with
+// --ack-mode cumulative: every that many messages per consumer, and the
+// last message received before the consumer closes.
+const cumulativeAckEvery = 100
+
+// Consume runs consumers as configured, acking as AckMode says
+// (individual by default: every message), until
 // NumMessages arrived, Duration passed, IdleTimeout elapsed without a
 // message (after the first) or ctx is done, and returns the summary.
 //
@@ -24,6 +30,10 @@ func Consume(ctx context.Context, cfg ConsumeConfig, ready chan<- struct{}) (Sum
 	}
 	stype, _ := ParseSubscriptionType(cfg.SubscriptionType)
 	pos, _ := ParsePosition(cfg.Position)
+	ackMode, _ := ParseAckMode(cfg.AckMode)
+	if ackMode == AckDefault {
+		ackMode = AckIndividual
+	}
 	if err := createPartitions(ctx, &cfg.Common); err != nil {
 		return Summary{}, err
 	}
@@ -95,6 +105,14 @@ func Consume(ctx context.Context, cfg ConsumeConfig, ready chan<- struct{}) (Sum
 			defer wg.Done()
 			sh := st.Shard(i)
 			ch := c.Chan()
+			// With cumulative acks: the latest message not yet covered by one.
+			var unacked pulsar.Message
+			sinceAck := 0
+			defer func() {
+				if unacked != nil {
+					c.AckCumulative(unacked)
+				}
+			}()
 			for {
 				select {
 				case <-runCtx.Done():
@@ -109,7 +127,16 @@ func Consume(ctx context.Context, cfg ConsumeConfig, ready chan<- struct{}) (Sum
 						lat = max(now.Sub(pt), 0)
 					}
 					sh.Record(len(cm.Payload()), lat)
-					c.Ack(cm)
+					switch ackMode {
+					case AckIndividual:
+						c.Ack(cm)
+					case AckCumulative:
+						unacked = cm.Message
+						if sinceAck++; sinceAck >= cumulativeAckEvery {
+							c.AckCumulative(cm.Message)
+							unacked, sinceAck = nil, 0
+						}
+					}
 					lastRecv.Store(now.UnixNano())
 					if cfg.NumMessages > 0 && received.Add(1) >= cfg.NumMessages {
 						cancel()

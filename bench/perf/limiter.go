@@ -47,6 +47,21 @@ func (l *Limiter) Wait(ctx context.Context) error {
 		return ctx.Err()
 	}
 	now := l.now()
+	if d := l.Reserve(now).Sub(now); d >= minSleep {
+		return l.sleep(ctx, d)
+	}
+	return ctx.Err()
+}
+
+// Reserve books the next operation and returns when it is due, given the
+// time now; the caller sleeps until then if it is at least minSleep away
+// (Wait does exactly that). Callers that have other work to do before the
+// operation is due (the raw producer flushing a batch whose delay expires
+// first) use it instead of Wait. An unlimited Limiter returns now.
+func (l *Limiter) Reserve(now time.Time) time.Time {
+	if l.interval == 0 {
+		return now
+	}
 	if l.next.IsZero() {
 		l.next = now
 	}
@@ -56,10 +71,7 @@ func (l *Limiter) Wait(ctx context.Context) error {
 	}
 	due := l.next
 	l.next = l.next.Add(l.interval)
-	if d := due.Sub(now); d >= minSleep {
-		return l.sleep(ctx, d)
-	}
-	return ctx.Err()
+	return due
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -58,9 +58,18 @@ func (s *Stats) Shard(i int) *Shard { return s.shards[i] }
 
 // Record counts one message of size bytes with latency lat (lat < 0: no
 // latency sample).
-func (sh *Shard) Record(size int, lat time.Duration) {
-	sh.msgs.Add(1)
-	sh.bytes.Add(int64(size))
+func (sh *Shard) Record(size int, lat time.Duration) { sh.RecordN(1, size, lat) }
+
+// RecordN counts n messages of bytes bytes in total that share one latency
+// lat (lat < 0: no latency sample): a batch acknowledged by one receipt, or
+// an entry of n messages received at once. The latency is recorded with
+// weight n, as n samples.
+func (sh *Shard) RecordN(n, bytes int, lat time.Duration) {
+	if n <= 0 {
+		return
+	}
+	sh.msgs.Add(int64(n))
+	sh.bytes.Add(int64(bytes))
 	if lat < 0 {
 		return
 	}
@@ -71,10 +80,13 @@ func (sh *Shard) Record(size int, lat time.Duration) {
 		us = histMaxUs
 	}
 	sh.mu.Lock()
-	sh.interval.RecordValue(us)
-	sh.total.RecordValue(us)
+	sh.interval.RecordValues(us, int64(n))
+	sh.total.RecordValues(us, int64(n))
 	sh.mu.Unlock()
 }
+
+// Errors counts n failed operations.
+func (sh *Shard) Errors(n int) { sh.errs.Add(int64(n)) }
 
 // Error counts one failed operation.
 func (sh *Shard) Error() { sh.errs.Add(1) }
