@@ -44,6 +44,14 @@
 // Options.ExplicitLACInterval, also sent with WRITE_LAC when the writer
 // idles. Payloads are at most MaxEntrySize (one 5 MiB bkproto frame).
 //
+// AddAsync copies the payload into a fresh frame. AddWithHeadroom(buf,
+// off, cb) takes a payload buf[off:] with at least EntryHeadroom (36) free
+// bytes in front, writes the entry header there (putEntryHeader: the same
+// bytes AppendEntry produces, digest over the same 32 header bytes and the
+// payload) and sends buf[off-EntryHeadroom:] as the frame, without copying
+// the payload; the caller hands that part of buf over for good (the broker
+// passes large SEND frames read straight into such a buffer).
+//
 // # Failures
 //
 // A bookie error on an add (other than EFENCED/EUA, which are final)

@@ -182,6 +182,32 @@ func (h *WriteHandle) Add(ctx context.Context, data []byte) (int64, error) {
 // returns. cb receives the entry id, or an error (ErrFenced, ErrClosed,
 // ErrNotEnoughBookies, bkproto.ErrUnauthorized wrapped...).
 func (h *WriteHandle) AddAsync(data []byte, cb func(entryID int64, err error)) {
+	h.add(data, nil, cb)
+}
+
+// EntryHeadroom is the room AddWithHeadroom needs in front of an entry's
+// data to frame it in place: the BookKeeper entry header.
+const EntryHeadroom = bkproto.EntryHeaderSize
+
+// AddWithHeadroom is AddAsync for data = buf[off:] without the copy: with
+// off >= EntryHeadroom the entry header is written into
+// buf[off-EntryHeadroom:off] and that part of buf is sent to the bookies
+// as the framed entry, byte for byte what AddAsync would build. buf[off:]
+// must never be modified afterwards, and buf[:off] must not be used again
+// by the caller (in particular not passed to a second add: a bookie may
+// still be reading the first frame after an add failed). With a smaller
+// off it is AddAsync(buf[off:], cb).
+func (h *WriteHandle) AddWithHeadroom(buf []byte, off int, cb func(entryID int64, err error)) {
+	if off < EntryHeadroom {
+		h.add(buf[off:], nil, cb)
+		return
+	}
+	h.add(buf[off:], buf[off-EntryHeadroom:len(buf):len(buf)], cb)
+}
+
+// add appends data; frame, if not nil, is EntryHeadroom bytes of room
+// followed by data, to frame it in place.
+func (h *WriteHandle) add(data, frame []byte, cb func(entryID int64, err error)) {
 	h.mu.Lock()
 	if h.mu.err != nil || h.mu.closing {
 		err := h.mu.err
@@ -208,8 +234,13 @@ func (h *WriteHandle) AddAsync(data []byte, cb func(entryID int64, err error)) {
 	id := h.mu.next
 	h.mu.next++
 	h.mu.length += int64(len(data))
-	frame := make([]byte, 0, bkproto.EntryHeaderSize+len(data))
-	frame = bkproto.AppendEntry(frame, bkproto.EntryHeader{LedgerID: h.id, EntryID: id, LAC: h.mu.lac, Length: h.mu.length}, data)
+	eh := bkproto.EntryHeader{LedgerID: h.id, EntryID: id, LAC: h.mu.lac, Length: h.mu.length}
+	if frame != nil {
+		putEntryHeader(frame, eh)
+	} else {
+		frame = make([]byte, 0, bkproto.EntryHeaderSize+len(data))
+		frame = bkproto.AppendEntry(frame, eh, data)
+	}
 	h.mu.pending = append(h.mu.pending, &pendingAdd{id: id, length: h.mu.length, frame: frame, cb: cb})
 	var buf [8]send
 	sends := buf[:0]
