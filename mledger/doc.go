@@ -56,6 +56,14 @@
 // next add tries again. An add is acknowledged only once the ledger store
 // acknowledged it, so no acknowledged entry is lost by a failed ledger.
 //
+// AddEntryHeadroom(buf, off, ...) adds buf[off:] and hands over the free
+// room buf[:off] too: when the current ledger is a HeadroomWriter (the
+// bookie-backed ledger, which writes its entry header there), the first
+// attempt goes through AddWithHeadroom without copying the data; a retry on
+// another ledger uses AddAsync, which copies, since the failed ledger may
+// still be reading the frame it built in the room. The entry cache and
+// readers only ever see buf[off:].
+//
 // # Entry cache
 //
 // One Cache per Factory with a byte budget shared by all managed ledgers.

@@ -29,8 +29,14 @@ const (
 // addOp is one AddEntry call. addOps are pooled together with their
 // completion closure, so a steady stream of adds allocates nothing here.
 type addOp struct {
-	ml      *ManagedLedger
-	data    []byte
+	ml   *ManagedLedger
+	data []byte
+	// buf, when not nil, holds data at offset off with free room in front,
+	// for a HeadroomWriter's first attempt; it is cleared once used (a
+	// retry on another ledger copies: the first ledger may still read the
+	// frame built in that room).
+	buf     []byte
+	off     int
 	msgs    int32
 	cb      func(Position, error)
 	retries int
@@ -51,12 +57,13 @@ func init() {
 func newAddOp(ml *ManagedLedger, data []byte, msgs int32, cb func(Position, error)) *addOp {
 	op := addOpPool.Get().(*addOp)
 	op.ml, op.data, op.msgs, op.cb, op.retries, op.ledger = ml, data, msgs, cb, 0, 0
+	op.buf, op.off = nil, 0
 	return op
 }
 
 // release returns op to the pool once nothing refers to it any more.
 func (op *addOp) release() {
-	op.ml, op.data, op.cb = nil, nil, nil
+	op.ml, op.data, op.cb, op.buf = nil, nil, nil, nil
 	addOpPool.Put(op)
 }
 
@@ -242,6 +249,19 @@ func (ml *ManagedLedger) Name() string { return ml.name }
 // failed. An add that fails on the ledger store is re-sent to a new ledger
 // (up to Config.MaxAddRetries times) before the error is reported.
 func (ml *ManagedLedger) AddEntry(data []byte, numMessages int32, cb func(Position, error)) {
+	ml.addEntry(data, nil, 0, numMessages, cb)
+}
+
+// AddEntryHeadroom is AddEntry for data = buf[off:], where buf[:off] is
+// free room the ledger store may overwrite to frame the entry in place
+// (see HeadroomWriter; at least EntryHeadroom bytes for the bookie-backed
+// store). The caller gives up buf[:off] as well as the data. The entry
+// cache and readers see only buf[off:].
+func (ml *ManagedLedger) AddEntryHeadroom(buf []byte, off int, numMessages int32, cb func(Position, error)) {
+	ml.addEntry(buf[off:], buf, off, numMessages, cb)
+}
+
+func (ml *ManagedLedger) addEntry(data, buf []byte, off int, numMessages int32, cb func(Position, error)) {
 	ml.mu.Lock()
 	var err error
 	switch ml.state {
@@ -258,6 +278,7 @@ func (ml *ManagedLedger) AddEntry(data []byte, numMessages int32, cb func(Positi
 		return
 	}
 	op := newAddOp(ml, data, numMessages, cb)
+	op.buf, op.off = buf, off
 	switch ml.state {
 	case stateReady:
 		ml.submitOrQueueLocked([]*addOp{op})
@@ -291,6 +312,12 @@ func (ml *ManagedLedger) submitLocked(op *addOp) {
 	ml.subSize += int64(len(op.data))
 	op.ledger = ml.current.ID()
 	ml.pending = append(ml.pending, op)
+	if hw, ok := ml.current.(HeadroomWriter); ok && op.buf != nil {
+		buf := op.buf
+		op.buf = nil // used up: a retry copies
+		hw.AddWithHeadroom(buf, op.off, op.done)
+		return
+	}
 	ml.current.AddAsync(op.data, op.done)
 }
 

@@ -1,6 +1,10 @@
 package mledger
 
-import "context"
+import (
+	"context"
+
+	"github.com/magnetar-mq/magnetar/protocol/bkproto"
+)
 
 // LedgerStore is what a managed ledger needs from the ledger layer: create
 // ledgers to write, open existing ones to read (with recovery) and delete
@@ -44,6 +48,24 @@ type WriteLedger interface {
 	// adds. Further adds fail.
 	Close(ctx context.Context) error
 }
+
+// HeadroomWriter is optionally implemented by a WriteLedger that can frame
+// an entry in free room in front of its data instead of copying it
+// (*ledger.WriteHandle writes the 36-byte BookKeeper entry header there).
+// The managed ledger uses it for an entry's first attempt when the entry
+// came with room (AddEntryHeadroom), AddAsync otherwise.
+type HeadroomWriter interface {
+	// AddWithHeadroom is AddAsync for data = buf[off:]; the ledger may
+	// overwrite buf[:off] and read buf until cb has been called, and the
+	// caller must not use buf[:off] again. With too little room it
+	// copies, as AddAsync.
+	AddWithHeadroom(buf []byte, off int, cb func(entryID int64, err error))
+}
+
+// EntryHeadroom is the room in front of an entry's data that
+// AddEntryHeadroom callers should leave: what the bookie-backed store needs
+// (bkproto.EntryHeaderSize, the BookKeeper entry header).
+const EntryHeadroom = bkproto.EntryHeaderSize
 
 // ReadLedger is a closed (or recovered) ledger opened for reading.
 type ReadLedger interface {
