@@ -11,8 +11,9 @@ import (
 )
 
 // cumulativeAckEvery is how often Consume acks cumulatively with
-// --ack-mode cumulative: every that many messages per consumer, and the
-// last message received before the consumer closes.
+// --ack-mode cumulative: every that many messages of each topic partition
+// a consumer reads, and the last message of each before the consumer
+// closes.
 const cumulativeAckEvery = 100
 
 // Consume runs consumers as configured, acking as AckMode says
@@ -105,12 +106,19 @@ func Consume(ctx context.Context, cfg ConsumeConfig, ready chan<- struct{}) (Sum
 			defer wg.Done()
 			sh := st.Shard(i)
 			ch := c.Chan()
-			// With cumulative acks: the latest message not yet covered by one.
-			var unacked pulsar.Message
-			sinceAck := 0
+			// With cumulative acks, per topic (a cumulative ack on a
+			// partitioned topic covers only its message's partition): the
+			// latest message not yet covered by one, and how many since.
+			type cumState struct {
+				unacked pulsar.Message
+				since   int
+			}
+			cum := map[string]*cumState{}
 			defer func() {
-				if unacked != nil {
-					c.AckCumulative(unacked)
+				for _, cs := range cum {
+					if cs.unacked != nil {
+						c.AckCumulative(cs.unacked)
+					}
 				}
 			}()
 			for {
@@ -131,10 +139,15 @@ func Consume(ctx context.Context, cfg ConsumeConfig, ready chan<- struct{}) (Sum
 					case AckIndividual:
 						c.Ack(cm)
 					case AckCumulative:
-						unacked = cm.Message
-						if sinceAck++; sinceAck >= cumulativeAckEvery {
+						cs := cum[cm.Topic()]
+						if cs == nil {
+							cs = &cumState{}
+							cum[cm.Topic()] = cs
+						}
+						cs.unacked = cm.Message
+						if cs.since++; cs.since >= cumulativeAckEvery {
 							c.AckCumulative(cm.Message)
-							unacked, sinceAck = nil, 0
+							cs.unacked, cs.since = nil, 0
 						}
 					}
 					lastRecv.Store(now.UnixNano())

@@ -111,7 +111,7 @@ acks per entry; no decompression, no reconnect, one connection per consumer.`,
 	fl := cmd.Flags()
 	addCommonFlags(fl, &cfg.Common, &out)
 	fl.BoolVar(&raw, "raw", false, "use Magnetar's lean protocol client instead of pulsar-client-go")
-	fl.StringVar(&cfg.AckMode, "ack-mode", "", "individual, cumulative or none; default: individual, or with --raw cumulative on exclusive/failover and individual on shared/key_shared subscriptions (cumulative with pulsar-client-go: every 100th message and the last)")
+	fl.StringVar(&cfg.AckMode, "ack-mode", "", "individual, cumulative or none; default: individual, or with --raw cumulative on exclusive/failover and individual on shared/key_shared subscriptions (cumulative with pulsar-client-go: every 100th message of each partition and the last)")
 	fl.IntVarP(&cfg.NumConsumers, "num-consumers", "n", 1, "consumers per topic")
 	fl.StringVar(&cfg.Subscription, "subscription-name", "perf-sub", "subscription name")
 	fl.StringVar(&cfg.SubscriptionType, "subscription-type", "exclusive", "exclusive, shared, failover or key_shared")

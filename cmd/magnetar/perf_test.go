@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -89,4 +91,105 @@ func TestPerfFlagValidation(t *testing.T) {
 	if _, _, err := runPerfCmd(t, newPerfConsumeCmd(), "--num-consumers", "2"); err == nil || !strings.Contains(err.Error(), "exclusive") {
 		t.Errorf("consume with 2 exclusive consumers: err = %v", err)
 	}
+}
+
+// subscriptionBacklog returns msgBacklog of sub on topic (a short name in
+// public/default) from the admin API, or -1 when it is not there.
+func subscriptionBacklog(t *testing.T, adminURL, topic, sub string) int64 {
+	t.Helper()
+	resp, err := http.Get(adminURL + "/admin/v2/persistent/public/default/" + topic + "/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Subscriptions map[string]struct {
+			MsgBacklog int64 `json:"msgBacklog"`
+		} `json:"subscriptions"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatalf("stats of %s: %s: %v", topic, resp.Status, err)
+	}
+	s, ok := st.Subscriptions[sub]
+	if !ok {
+		return -1
+	}
+	return s.MsgBacklog
+}
+
+// waitBacklogZero polls until every topic's sub has no backlog: acks are
+// applied asynchronously after the consumer closed.
+func waitBacklogZero(t *testing.T, adminURL, sub string, topics ...string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for _, topic := range topics {
+		for {
+			b := subscriptionBacklog(t, adminURL, topic, sub)
+			if b == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("subscription %s on %s: backlog %d, want 0 (acks lost)", sub, topic, b)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// TestPerfRawInterop checks the raw client against a real standalone and
+// against pulsar-client-go both ways: raw-produced messages read back by a
+// raw and a pulsar-client-go consumer, client-produced ones by a raw
+// consumer, each exactly N with the right payload sizes, and the acks of
+// every consumer (raw cumulative, raw individual, client cumulative)
+// leave no backlog.
+func TestPerfRawInterop(t *testing.T) {
+	p := startStandalone(t, t.TempDir(), "--log-level", "warn")
+	const n = 20_000
+	nStr := "20000"
+	svc := []string{"--service-url", p.service, "--num-messages", nStr}
+
+	run := func(cmd *cobra.Command, what string, args ...string) perf.Summary {
+		t.Helper()
+		sum, stderr, err := runPerfCmd(t, cmd, append(append([]string{}, svc...), args...)...)
+		if err != nil {
+			t.Fatalf("%s: %v\nstderr:\n%s\nstandalone log:\n%s", what, err, stderr, p.log())
+		}
+		if sum.Errors != 0 || sum.FirstError != "" {
+			t.Fatalf("%s: errors in %+v", what, sum)
+		}
+		return sum
+	}
+	check := func(what string, sum perf.Summary, kind string, size int64) {
+		t.Helper()
+		if sum.Kind != kind || sum.Messages != n || sum.Bytes != n*size || sum.Latency.Samples != n {
+			t.Fatalf("%s: summary = %+v, want %d messages of %d bytes", what, sum, n, size)
+		}
+		t.Logf("%s: %.0f msgs/s", what, sum.MsgRate)
+	}
+
+	// Raw producers on a partitioned topic (one per partition and
+	// --num-producers), read back by a raw consumer and by the client.
+	prod := run(newPerfProduceCmd(), "raw produce", "--raw", "--topic", "raw-a", "--partitions", "2", "--admin-url", p.http,
+		"--size", "200", "--num-producers", "2", "--batch-max-messages", "500", "--max-pending", "2000")
+	check("raw produce", prod, "produce", 200)
+	if prod.Latency.P50 <= 0 || prod.Latency.P99 < prod.Latency.P50 {
+		t.Fatalf("raw produce latency = %+v", prod.Latency)
+	}
+	cons := run(newPerfConsumeCmd(), "raw consume", "--raw", "--topic", "raw-a", "--subscription-name", "raw-sub",
+		"--subscription-position", "earliest", "--test-duration", "120s", "--receiver-queue-size", "2000")
+	check("raw consume of raw", cons, "consume", 200)
+	cons = run(newPerfConsumeCmd(), "client consume", "--topic", "raw-a", "--subscription-name", "go-sub",
+		"--subscription-position", "earliest", "--test-duration", "120s", "--ack-mode", "cumulative")
+	check("client consume of raw", cons, "consume", 200)
+	waitBacklogZero(t, p.http, "raw-sub", "raw-a-partition-0", "raw-a-partition-1")
+	waitBacklogZero(t, p.http, "go-sub", "raw-a-partition-0", "raw-a-partition-1")
+
+	// Client-produced batches, read by two raw consumers on a shared
+	// subscription (individual acks).
+	prod = run(newPerfProduceCmd(), "client produce", "--topic", "raw-b", "--size", "300", "--batch-max-messages", "100")
+	check("client produce", prod, "produce", 300)
+	cons = run(newPerfConsumeCmd(), "raw shared consume", "--raw", "--topic", "raw-b", "--subscription-name", "shared-sub",
+		"--subscription-type", "shared", "--num-consumers", "2", "--subscription-position", "earliest", "--test-duration", "120s")
+	check("raw consume of client", cons, "consume", 300)
+	waitBacklogZero(t, p.http, "shared-sub", "raw-b")
 }
