@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/magnetar-mq/magnetar/entrylog"
 	"github.com/magnetar-mq/magnetar/journal"
 )
 
@@ -221,6 +222,10 @@ func (b *Bookie) addEntry(ledger, entry int64, masterKey, payload []byte, recove
 	if err != nil {
 		return err
 	}
+	// One pass over the payload for both checksums (the write cache frames
+	// the entry-log record with it, the journal its record), outside the
+	// ledger's mutex.
+	pcrc := entrylog.PayloadCRC(payload)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if err := b.checkKeyLocked(st, ledger, masterKey); err != nil {
@@ -231,7 +236,7 @@ func (b *Bookie) addEntry(ledger, entry int64, masterKey, payload []byte, recove
 	}
 	// Cache first, journal second: a checkpoint mark taken under the cache
 	// lock then never covers a record whose data it does not flush.
-	if err := b.wc.put(ledger, entry, payload, b.opts.WriteCacheMaxWait, b.closing); err != nil {
+	if err := b.wc.put(ledger, entry, payload, pcrc, b.opts.WriteCacheMaxWait, b.closing); err != nil {
 		return err
 	}
 	if entry > st.lastEntry {
@@ -239,7 +244,7 @@ func (b *Bookie) addEntry(ledger, entry int64, masterKey, payload []byte, recove
 	}
 	op := addOpPool.Get().(*addOp)
 	op.b, op.done, op.start = b, done, start
-	b.j.Append(journal.Record{Type: journal.Entry, LedgerID: ledger, EntryID: entry, Payload: payload}, op)
+	b.j.AppendWithCRC(journal.Record{Type: journal.Entry, LedgerID: ledger, EntryID: entry, Payload: payload}, pcrc, op)
 	return nil
 }
 

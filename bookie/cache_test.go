@@ -6,17 +6,24 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/magnetar-mq/magnetar/entrylog"
 )
+
+// putTest is put with the payload's CRC computed here.
+func (c *writeCache) putTest(ledger, entry int64, p []byte, wait time.Duration, done <-chan struct{}) error {
+	return c.put(ledger, entry, p, entrylog.PayloadCRC(p), wait, done)
+}
 
 func TestWriteCacheSwapSortRelease(t *testing.T) {
 	c := newWriteCache(1 << 20)
 	for _, k := range []key{{3, 1}, {1, 2}, {3, 0}, {1, 1}, {2, 5}} {
-		if err := c.put(k.ledger, k.entry, payloadFor(k.ledger, k.entry, 32), 0, nil); err != nil {
+		if err := c.putTest(k.ledger, k.entry, payloadFor(k.ledger, k.entry, 32), 0, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Replace (idempotent re-add) keeps one copy.
-	if err := c.put(1, 1, payloadFor(1, 1, 32), 0, nil); err != nil {
+	if err := c.putTest(1, 1, payloadFor(1, 1, 32), 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	if a, _ := c.size(); a != 5*32 {
@@ -33,7 +40,7 @@ func TestWriteCacheSwapSortRelease(t *testing.T) {
 	if v, ok := c.get(3, 1); !ok || !bytes.Equal(v, payloadFor(3, 1, 32)) {
 		t.Fatal("frozen entry not readable")
 	}
-	if err := c.put(3, 2, payloadFor(3, 2, 32), 0, nil); err != nil {
+	if err := c.putTest(3, 2, payloadFor(3, 2, 32), 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	if last, ok := c.lastEntry(3); !ok || last != 2 {
@@ -43,6 +50,11 @@ func TestWriteCacheSwapSortRelease(t *testing.T) {
 	var keys []key
 	for _, e := range got {
 		keys = append(keys, e.key)
+		// Each entry is cached as its entry-log record.
+		rest, l, en, p, err := entrylog.DecodeRecord(e.rec)
+		if err != nil || len(rest) != 0 || l != e.ledger || en != e.entry || !bytes.Equal(p, payloadFor(l, en, 32)) {
+			t.Fatalf("frozen %v: record %d:%d (%d bytes left), %v", e.key, l, en, len(rest), err)
+		}
 	}
 	want := []key{{1, 1}, {1, 2}, {2, 5}, {3, 0}, {3, 1}}
 	if len(keys) != len(want) {
@@ -70,7 +82,7 @@ func TestWriteCacheThrottle(t *testing.T) {
 	c := newWriteCache(128 << 10) // two 64 KiB halves
 	p := make([]byte, 16<<10)
 	for i := range 4 {
-		if err := c.put(1, int64(i), p, time.Second, nil); err != nil {
+		if err := c.putTest(1, int64(i), p, time.Second, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -83,18 +95,18 @@ func TestWriteCacheThrottle(t *testing.T) {
 		t.Fatal("swap failed")
 	}
 	for i := 4; i < 8; i++ {
-		if err := c.put(1, int64(i), p, time.Second, nil); err != nil {
+		if err := c.putTest(1, int64(i), p, time.Second, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Both halves full: a bounded put times out.
-	if err := c.put(1, 8, p, 20*time.Millisecond, nil); !errors.Is(err, ErrTooManyRequests) {
+	if err := c.putTest(1, 8, p, 20*time.Millisecond, nil); !errors.Is(err, ErrTooManyRequests) {
 		t.Fatalf("put with both halves full = %v, want ErrTooManyRequests", err)
 	}
 	// A waiting put proceeds once the flush releases and the next swap
 	// makes room.
 	done := make(chan error, 1)
-	go func() { done <- c.put(1, 8, p, 0, nil) }()
+	go func() { done <- c.putTest(1, 8, p, 0, nil) }()
 	c.release()
 	if !c.swap(nil) {
 		t.Fatal("swap after release failed")
@@ -104,19 +116,19 @@ func TestWriteCacheThrottle(t *testing.T) {
 	}
 	// Closing wakes a waiter with ErrClosed.
 	for i := 9; i < 12; i++ {
-		if err := c.put(1, int64(i), p, 0, nil); err != nil {
+		if err := c.putTest(1, int64(i), p, 0, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	closing := make(chan struct{})
-	go func() { done <- c.put(1, 12, p, 0, closing) }()
+	go func() { done <- c.putTest(1, 12, p, 0, closing) }()
 	close(closing)
 	if err := <-done; !errors.Is(err, ErrClosed) {
 		t.Fatalf("put after closing = %v, want ErrClosed", err)
 	}
 	// An entry bigger than a half is accepted into an empty half.
 	c2 := newWriteCache(128 << 10)
-	if err := c2.put(1, 0, make([]byte, 100<<10), time.Millisecond, nil); err != nil {
+	if err := c2.putTest(1, 0, make([]byte, 100<<10), time.Millisecond, nil); err != nil {
 		t.Fatalf("oversized entry into an empty cache = %v", err)
 	}
 }
@@ -201,11 +213,11 @@ func TestWriteCacheOutOfOrder(t *testing.T) {
 	c := newWriteCache(1 << 20)
 	order := []int64{10, 5, 5000, 11, 10, 7, 13, -0}
 	for _, e := range order {
-		if err := c.put(4, e, payloadFor(4, e, 8), 0, nil); err != nil {
+		if err := c.putTest(4, e, payloadFor(4, e, 8), 0, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c.put(2, 3, payloadFor(2, 3, 8), 0, nil)
+	c.putTest(2, 3, payloadFor(2, 3, 8), 0, nil)
 	want := []key{{2, 3}, {4, 0}, {4, 5}, {4, 7}, {4, 10}, {4, 11}, {4, 13}, {4, 5000}}
 	for _, k := range want {
 		if v, ok := c.get(k.ledger, k.entry); !ok || !bytes.Equal(v, payloadFor(k.ledger, k.entry, 8)) {
@@ -240,7 +252,7 @@ func TestWriteCacheOutOfOrder(t *testing.T) {
 	}
 	// A released half is reused: runs come back empty.
 	c.release()
-	c.put(4, 100, payloadFor(4, 100, 8), 0, nil)
+	c.putTest(4, 100, payloadFor(4, 100, 8), 0, nil)
 	if _, ok := c.get(4, 5); ok {
 		t.Fatal("reused run kept an old entry")
 	}
@@ -258,13 +270,13 @@ func TestCacheHalfPagedRuns(t *testing.T) {
 				continue // gaps
 			}
 			p := []byte(fmt.Sprintf("r%d-e%d", round, e))
-			h.put(key{9, 100 + e}, p, 1<<16)
+			h.put(key{9, 100 + e}, p, entrylog.PayloadCRC(p), 1<<16)
 			want[key{9, 100 + e}] = p
 		}
 		for e := int64(0); e < 3*runPage; e += 97 { // overwrite some
 			if _, ok := want[key{9, 100 + e}]; ok {
 				p := []byte(fmt.Sprintf("over-%d", e))
-				h.put(key{9, 100 + e}, p, 1<<16)
+				h.put(key{9, 100 + e}, p, entrylog.PayloadCRC(p), 1<<16)
 				want[key{9, 100 + e}] = p
 			}
 		}
@@ -283,7 +295,11 @@ func TestCacheHalfPagedRuns(t *testing.T) {
 		}
 		prev := int64(-1)
 		n := 0
-		h.each(func(k key, p []byte) error {
+		h.each(func(k key, rec []byte) error {
+			_, l, e, p, err := entrylog.DecodeRecord(rec)
+			if err != nil || l != k.ledger || e != k.entry {
+				t.Fatalf("each: %v holds record %d:%d, %v", k, l, e, err)
+			}
 			if k.entry <= prev || string(want[k]) != string(p) {
 				t.Fatalf("each: %v after %d", k, prev)
 			}

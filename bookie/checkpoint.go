@@ -68,8 +68,9 @@ func (b *Bookie) checkpointLocked(journalCkpt bool) error {
 		// to the entry log (collecting locations), then, once the log is
 		// durable, set the index. No list of the entries is built.
 		b.locBuf = b.locBuf[:0]
-		err := b.wc.frozenEach(func(k key, payload []byte) error {
-			loc, err := b.el.Add(k.ledger, k.entry, payload)
+		err := b.wc.frozenEach(func(k key, rec []byte) error {
+			// The cached bytes are the entry-log record already.
+			loc, err := b.el.AddRecord(rec)
 			b.locBuf = append(b.locBuf, loc)
 			return err
 		})

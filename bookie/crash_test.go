@@ -71,6 +71,12 @@ func verifyStore(t *testing.T, b *Bookie, acked map[key]bool, ledgers []int64) {
 // ledger, at from[ledger] (0 when absent).
 func verifyFrom(t *testing.T, b *Bookie, acked map[key]bool, ledgers []int64, from map[int64]int64) {
 	t.Helper()
+	verifyWith(t, b, acked, ledgers, from, entryPayload)
+}
+
+// verifyWith is verifyFrom for entries whose payloads entryPayload gives.
+func verifyWith(t *testing.T, b *Bookie, acked map[key]bool, ledgers []int64, from map[int64]int64, entryPayload func(l, e int64) []byte) {
+	t.Helper()
 	for k := range acked {
 		got, err := b.ReadEntry(k.ledger, k.entry)
 		if err != nil {

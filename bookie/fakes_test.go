@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/entrylog"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 	"github.com/magnetar-mq/magnetar/journal"
 )
@@ -86,6 +87,16 @@ func (j *fakeJournal) Append(r journal.Record, c journal.Completion) {
 	c.AppendDone(journal.Position{}, err)
 }
 
+// AppendWithCRC checks pcrc (a wrong one would be a record the real
+// journal's replay rejects) and appends.
+func (j *fakeJournal) AppendWithCRC(r journal.Record, pcrc uint32, c journal.Completion) {
+	if want := entrylog.PayloadCRC(r.Payload); pcrc != want {
+		c.AppendDone(journal.Position{}, fmt.Errorf("fake journal: payload CRC %08x, want %08x: %w", pcrc, want, errStorageCorrupt))
+		return
+	}
+	j.Append(r, c)
+}
+
 func (j *fakeJournal) Mark() func() (journal.Position, error) {
 	j.d.mu.Lock()
 	n := len(j.d.records)
@@ -139,6 +150,15 @@ func (l *fakeEntryLog) Add(ledger, entry int64, payload []byte) (uint64, error) 
 	defer l.d.mu.Unlock()
 	l.d.logs = append(l.d.logs, fakeLogRec{key{ledger, entry}, slices.Clone(payload), true})
 	return uint64(len(l.d.logs)), nil
+}
+
+// AddRecord decodes rec, checksum included, and adds its entry.
+func (l *fakeEntryLog) AddRecord(rec []byte) (uint64, error) {
+	rest, ledger, entry, payload, err := entrylog.DecodeRecord(rec)
+	if err != nil || len(rest) != 0 {
+		return 0, fmt.Errorf("fake entry log: bad record (%d bytes left): %v: %w", len(rest), err, errStorageCorrupt)
+	}
+	return l.Add(ledger, entry, payload)
 }
 
 func (l *fakeEntryLog) Flush() error { return nil }

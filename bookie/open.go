@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/magnetar-mq/magnetar/entrylog"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 	"github.com/magnetar-mq/magnetar/journal"
 )
@@ -147,7 +148,7 @@ func (b *Bookie) apply(r journal.Record) error {
 				return err
 			}
 		}
-		if err := b.wc.put(r.LedgerID, r.EntryID, r.Payload, 0, b.closing); err != nil {
+		if err := b.wc.put(r.LedgerID, r.EntryID, r.Payload, entrylog.PayloadCRC(r.Payload), 0, b.closing); err != nil {
 			return err
 		}
 		st.lastEntry = max(st.lastEntry, r.EntryID)

@@ -19,6 +19,9 @@ type wal interface {
 	// after the record is durable, or with the journal's sticky error. It
 	// may block while the journal's queue is full.
 	Append(r journal.Record, c journal.Completion)
+	// AppendWithCRC is Append with pcrc = the CRC-32C of r.Payload
+	// (entrylog.PayloadCRC), computed once by the caller.
+	AppendWithCRC(r journal.Record, pcrc uint32, c journal.Completion)
 	// Mark starts a checkpoint mark: every record appended before Mark
 	// returns lies before the position the returned wait yields, once all
 	// of them are durable. The bookie calls it under the write-cache lock.
@@ -39,6 +42,10 @@ type entryStore interface {
 	// Add appends one entry and returns its location. The entry may sit in
 	// a buffer until Flush.
 	Add(ledger, entry int64, payload []byte) (loc uint64, err error)
+	// AddRecord is Add for an entry already framed as an entry-log record
+	// (entrylog.FrameRecord): large records are written from rec itself.
+	// rec is not referenced after it returns.
+	AddRecord(rec []byte) (loc uint64, err error)
 	// Flush writes buffered entries to the file; Sync makes them durable.
 	Flush() error
 	Sync() error

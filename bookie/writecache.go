@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/magnetar-mq/magnetar/entrylog"
 )
 
 // key names one entry.
@@ -18,12 +20,18 @@ func compareKeys(a, b key) int {
 }
 
 // cacheHalf is one half of the write cache: an arena of chunks holding the
-// payloads, and per ledger a dense run of payloads indexed by entry id
+// entries, and per ledger a dense run of entries indexed by entry id
 // (entry ids of a ledger arrive nearly in order), with a map for the rare
 // entry that does not fit its run. Both keep the flush free of sorting:
 // ledgers are sorted, runs already are.
+//
+// Each entry is stored as its entry-log record (entrylog.FrameRecord:
+// the 24-byte header, checksum included, then the payload), so that a
+// checkpoint hands the cached bytes to the entry log as they are
+// (entrylog.AddRecord) instead of framing them into another buffer. Slots
+// and the sparse map hold the records; payloadOf gives the payload.
 type cacheHalf struct {
-	chunks  [][]byte // each has cap chunkSize (bigger payloads get their own)
+	chunks  [][]byte // each has cap chunkSize (bigger records get their own)
 	cur     int      // chunk being filled
 	runs    map[int64]*ledgerRun
 	sparse  map[key][]byte
@@ -31,6 +39,9 @@ type cacheHalf struct {
 	bytes   int64
 	entries int
 }
+
+// payloadOf returns the payload of a cached record.
+func payloadOf(rec []byte) []byte { return rec[entrylog.RecordHeaderSize:] }
 
 // ledgerRun holds slot i = entry first+i (nil: absent) for i < n, in
 // pages of runPage slots: a long run grows by adding pages, never by
@@ -97,27 +108,31 @@ func newCacheHalf() *cacheHalf {
 	return &cacheHalf{runs: make(map[int64]*ledgerRun), sparse: make(map[key][]byte)}
 }
 
-func (h *cacheHalf) alloc(payload []byte, chunkSize int) []byte {
-	if len(payload) > chunkSize/4 {
-		return append([]byte(nil), payload...)
+// alloc returns n bytes of arena space (capacity n: appends cannot run
+// into the next record).
+func (h *cacheHalf) alloc(n int, chunkSize int) []byte {
+	if n > chunkSize/4 {
+		return make([]byte, n)
 	}
 	for {
 		if h.cur == len(h.chunks) {
 			h.chunks = append(h.chunks, make([]byte, 0, chunkSize))
 		}
 		c := h.chunks[h.cur]
-		if cap(c)-len(c) >= len(payload) {
-			n := len(c)
-			c = append(c, payload...)
+		if l := len(c); cap(c)-l >= n {
+			c = c[:l+n]
 			h.chunks[h.cur] = c
-			return c[n : n+len(payload) : n+len(payload)]
+			return c[l : l+n : l+n]
 		}
 		h.cur++
 	}
 }
 
-func (h *cacheHalf) put(k key, payload []byte, chunkSize int) {
-	dst := h.alloc(payload, chunkSize)
+// put stores the entry (its record framed from payload and pcrc, the
+// payload's CRC-32C) and returns the cached payload.
+func (h *cacheHalf) put(k key, payload []byte, pcrc uint32, chunkSize int) []byte {
+	dst := h.alloc(entrylog.RecordHeaderSize+len(payload), chunkSize)
+	entrylog.FrameRecord(dst, k.ledger, k.entry, payload, pcrc)
 	r := h.runs[k.ledger]
 	if r == nil {
 		if n := len(h.free); n > 0 {
@@ -133,7 +148,7 @@ func (h *cacheHalf) put(k key, payload []byte, chunkSize int) {
 	case i >= 0 && i < r.n:
 		slot := r.at(i)
 		if old := *slot; old != nil {
-			h.bytes -= int64(len(old))
+			h.bytes -= int64(len(payloadOf(old)))
 			h.entries--
 		}
 		*slot = dst
@@ -144,7 +159,7 @@ func (h *cacheHalf) put(k key, payload []byte, chunkSize int) {
 		r.push(dst)
 	default:
 		if old, ok := h.sparse[k]; ok {
-			h.bytes -= int64(len(old))
+			h.bytes -= int64(len(payloadOf(old)))
 			h.entries--
 		}
 		h.sparse[k] = dst
@@ -153,8 +168,10 @@ func (h *cacheHalf) put(k key, payload []byte, chunkSize int) {
 	h.bytes += int64(len(payload))
 	h.entries++
 	r.last = max(r.last, k.entry)
+	return payloadOf(dst)
 }
 
+// get returns the cached payload of k.
 func (h *cacheHalf) get(k key) ([]byte, bool) {
 	r := h.runs[k.ledger]
 	if r == nil {
@@ -162,12 +179,13 @@ func (h *cacheHalf) get(k key) ([]byte, bool) {
 	}
 	if i := k.entry - r.first; i >= 0 && i < r.n {
 		if v := *r.at(i); v != nil {
-			return v, true
+			return payloadOf(v), true
 		}
 	}
 	if r.sparse {
-		v, ok := h.sparse[k]
-		return v, ok
+		if v, ok := h.sparse[k]; ok {
+			return payloadOf(v), true
+		}
 	}
 	return nil, false
 }
@@ -179,11 +197,11 @@ func (h *cacheHalf) lastEntry(ledger int64) (int64, bool) {
 	return 0, false
 }
 
-// each calls fn for the half's entries in (ledger, entry) order, without
-// materialising a list of them (a half may hold millions). It stops at
-// fn's first error. The order is the same on every call while the half is
-// unchanged.
-func (h *cacheHalf) each(fn func(k key, payload []byte) error) error {
+// each calls fn for the half's entries (their records) in (ledger, entry)
+// order, without materialising a list of them (a half may hold millions).
+// It stops at fn's first error. The order is the same on every call while
+// the half is unchanged.
+func (h *cacheHalf) each(fn func(k key, rec []byte) error) error {
 	ledgers := make([]int64, 0, len(h.runs))
 	for l := range h.runs {
 		ledgers = append(ledgers, l)
@@ -201,17 +219,17 @@ func (h *cacheHalf) each(fn func(k key, payload []byte) error) error {
 		// Rare: entries outside the run; merge them in order.
 		merged = merged[:0]
 		r.eachSlot(func(e int64, p []byte) error {
-			merged = append(merged, frozenEntry{key: key{l, e}, payload: p})
+			merged = append(merged, frozenEntry{key: key{l, e}, rec: p})
 			return nil
 		})
 		for k, p := range h.sparse {
 			if k.ledger == l {
-				merged = append(merged, frozenEntry{key: k, payload: p})
+				merged = append(merged, frozenEntry{key: k, rec: p})
 			}
 		}
 		slices.SortFunc(merged, func(a, b frozenEntry) int { return compareKeys(a.key, b.key) })
 		for _, e := range merged {
-			if err := fn(e.key, e.payload); err != nil {
+			if err := fn(e.key, e.rec); err != nil {
 				return err
 			}
 		}
@@ -221,8 +239,8 @@ func (h *cacheHalf) each(fn func(k key, payload []byte) error) error {
 
 // sorted appends the half's entries to dst in (ledger, entry) order.
 func (h *cacheHalf) sorted(dst []frozenEntry) []frozenEntry {
-	h.each(func(k key, p []byte) error {
-		dst = append(dst, frozenEntry{key: k, payload: p})
+	h.each(func(k key, rec []byte) error {
+		dst = append(dst, frozenEntry{key: k, rec: rec})
 		return nil
 	})
 	return dst
@@ -248,15 +266,15 @@ func (h *cacheHalf) deleteLedger(ledger int64) {
 	if r == nil {
 		return
 	}
-	r.eachSlot(func(_ int64, p []byte) error {
-		h.bytes -= int64(len(p))
+	r.eachSlot(func(_ int64, rec []byte) error {
+		h.bytes -= int64(len(payloadOf(rec)))
 		h.entries--
 		return nil
 	})
 	if r.sparse {
 		for k, v := range h.sparse {
 			if k.ledger == ledger {
-				h.bytes -= int64(len(v))
+				h.bytes -= int64(len(payloadOf(v)))
 				h.entries--
 				delete(h.sparse, k)
 			}
@@ -293,7 +311,9 @@ type writeCache struct {
 
 func newWriteCache(totalSize int64) *writeCache {
 	half := totalSize / 2
-	chunk := 1 << 20
+	// 4 MiB chunks hold records up to 1 MiB (Pulsar batches of a few
+	// hundred KiB included) with little waste at the chunk ends.
+	chunk := 4 << 20
 	if int64(chunk) > half/4 {
 		chunk = int(max(half/4, 4096))
 	}
@@ -303,10 +323,11 @@ func newWriteCache(totalSize int64) *writeCache {
 	return c
 }
 
-// put adds (or replaces) an entry. It waits while the active half is full
-// and a flush is running, until maxWait passed (0: wait forever), done
-// closes (ErrClosed) or room appears.
-func (c *writeCache) put(ledger, entry int64, payload []byte, maxWait time.Duration, done <-chan struct{}) error {
+// put adds (or replaces) an entry; pcrc is the payload's CRC-32C
+// (entrylog.PayloadCRC). It waits while the active half is full and a
+// flush is running, until maxWait passed (0: wait forever), done closes
+// (ErrClosed) or room appears.
+func (c *writeCache) put(ledger, entry int64, payload []byte, pcrc uint32, maxWait time.Duration, done <-chan struct{}) error {
 	var (
 		timer    *time.Timer
 		deadline time.Time
@@ -320,7 +341,7 @@ func (c *writeCache) put(ledger, entry int64, payload []byte, maxWait time.Durat
 		c.mu.Lock()
 		a := c.mu.active
 		if a.bytes < c.halfSize || a.bytes == 0 {
-			a.put(key{ledger, entry}, payload, c.chunkSize)
+			a.put(key{ledger, entry}, payload, pcrc, c.chunkSize)
 			full := a.bytes >= c.halfSize
 			c.mu.Unlock()
 			if full {
@@ -366,18 +387,28 @@ func (c *writeCache) signalFlush() {
 
 // get returns a copy of the cached payload.
 func (c *writeCache) get(ledger, entry int64) ([]byte, bool) {
+	v, ok := c.appendGet(nil, ledger, entry)
+	if ok && v == nil {
+		v = []byte{}
+	}
+	return v, ok
+}
+
+// appendGet appends the cached payload to dst (the one copy a read
+// makes).
+func (c *writeCache) appendGet(dst []byte, ledger, entry int64) ([]byte, bool) {
 	k := key{ledger, entry}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if v, ok := c.mu.active.get(k); ok {
-		return slices.Clone(v), true
+		return append(dst, v...), true
 	}
 	if f := c.mu.frozen; f != nil {
 		if v, ok := f.get(k); ok {
-			return slices.Clone(v), true
+			return append(dst, v...), true
 		}
 	}
-	return nil, false
+	return dst, false
 }
 
 // lastEntry returns the highest entry id cached for ledger.
@@ -449,10 +480,11 @@ func (c *writeCache) frozenSorted(dst []frozenEntry) []frozenEntry {
 	return f.sorted(dst)
 }
 
-// frozenEach calls fn for the frozen half's entries sorted by (ledger,
-// entry), in the same order on every call until release. Only the
+// frozenEach calls fn for the frozen half's entries (their entry-log
+// records) sorted by (ledger, entry), in the same order on every call
+// until release. Only the
 // checkpoint goroutine calls it, between swap and release.
-func (c *writeCache) frozenEach(fn func(k key, payload []byte) error) error {
+func (c *writeCache) frozenEach(fn func(k key, rec []byte) error) error {
 	c.mu.RLock()
 	f := c.mu.frozen
 	c.mu.RUnlock()
@@ -464,7 +496,7 @@ func (c *writeCache) frozenEach(fn func(k key, payload []byte) error) error {
 
 type frozenEntry struct {
 	key
-	payload []byte
+	rec []byte // the entry-log record: header, then payload
 }
 
 // release drops the frozen half after its entries reached ledger storage.

@@ -190,6 +190,106 @@ func (l *Log) AppendRead(dst []byte, loc uint64, ledger, entry int64) ([]byte, e
 	return dst, nil
 }
 
+// RunRecord is one record found by ReadRun.
+type RunRecord struct {
+	Ledger, Entry int64
+	Loc           uint64
+	// Payload aliases the buffer ReadRun returns.
+	Payload []byte
+}
+
+// ReadRun reads the record at loc, which must hold (ledger, entry), and
+// the records that follow it in the same log: one read of up to the spare
+// capacity of buf (at least the first record; buf grows, with a second
+// read, only when that record does not fit). It calls fn for each whole,
+// valid record in file order, the first being (ledger, entry).
+//
+// The first record is checked as AppendRead checks it, with the same
+// errors. Later records are only opportunistic: the first one that is cut
+// off by the end of the read or of the written data, fails its checksum,
+// is a ledgers-map record, or that fn refuses (returns false) quietly ends
+// the run. Records still in the append buffer are not read ahead: a first
+// record there is copied out alone.
+//
+// It returns buf with the bytes read appended; payloads alias that part,
+// so the caller that owns buf owns them.
+func (l *Log) ReadRun(buf []byte, loc uint64, ledger, entry int64, fn func(RunRecord) bool) ([]byte, error) {
+	id, off32 := SplitLocation(loc)
+	off := int64(off32)
+	f, err := l.acquire(id)
+	if err != nil {
+		return buf, err
+	}
+	defer f.release()
+	if off < HeaderSize {
+		return buf, fmt.Errorf("entrylog: %s off %d: location inside header: %w", f.path, off, ErrCorrupt)
+	}
+	start := len(buf)
+	written := f.written.Load()
+	if off >= written {
+		out, ok, err := l.readBuffered(buf, f, off, ledger, entry)
+		if ok {
+			if err == nil {
+				fn(RunRecord{Ledger: ledger, Entry: entry, Loc: loc, Payload: out[start:]})
+			}
+			return out, err
+		}
+		written = f.written.Load()
+	}
+	want := min(max(int64(cap(buf)-start), 512), written-off)
+	want = max(want, RecordHeaderSize)
+	buf = slices.Grow(buf, int(want))[:start+int(want)] // no clearing within capacity
+	if err := readFull(f, buf[start:], off); err != nil {
+		return buf[:start], err
+	}
+	span := buf[start:]
+	if isZero(span[:RecordHeaderSize]) {
+		return buf[:start], fmt.Errorf("entrylog: %s off %d: zero record header: %w", f.path, off, f.missing())
+	}
+	h := decodeRecordHeader(span)
+	end := RecordHeaderSize + int64(h.n)
+	if off+end > written {
+		return buf[:start], fmt.Errorf("entrylog: %s off %d: record length %d past end of data: %w", f.path, off, h.n, f.missing())
+	}
+	if end > int64(len(span)) {
+		have := len(span)
+		buf = slices.Grow(buf, int(end)-have)[:start+int(end)]
+		if err := readFull(f, buf[start+have:], off+int64(have)); err != nil {
+			return buf[:start], err
+		}
+		span = buf[start:]
+	}
+	payload := span[RecordHeaderSize:end]
+	crc := recordCRC(span, payload)
+	if err := checkRecordCRC(f.path, off, h, crc, ledger, entry); err != nil {
+		if f.recovered && crc != h.crc && overlapsZeroPage(f.f, off, off+end) {
+			// Part of the record was on a page lost in the crash.
+			return buf[:start], fmt.Errorf("entrylog: %s off %d: record on a lost page: %w", f.path, off, ErrNotFound)
+		}
+		return buf[:start], err
+	}
+	if !fn(RunRecord{Ledger: ledger, Entry: entry, Loc: loc, Payload: payload}) {
+		return buf, nil
+	}
+	for pos := end; pos+RecordHeaderSize <= int64(len(span)); {
+		hb := span[pos:]
+		h := decodeRecordHeader(hb)
+		next := pos + RecordHeaderSize + int64(h.n)
+		if next > int64(len(span)) || h.ledger < 0 {
+			break
+		}
+		p := hb[RecordHeaderSize : RecordHeaderSize+int64(h.n)]
+		if recordCRC(hb, p) != h.crc {
+			break
+		}
+		if !fn(RunRecord{Ledger: h.ledger, Entry: h.entry, Loc: Location(id, uint32(off+pos)), Payload: p}) {
+			break
+		}
+		pos = next
+	}
+	return buf, nil
+}
+
 func checkRecord(path string, off int64, hb []byte, h recordHeader, payload []byte, ledger, entry int64) error {
 	return checkRecordCRC(path, off, h, recordCRC(hb, payload), ledger, entry)
 }

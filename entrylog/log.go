@@ -2,6 +2,7 @@ package entrylog
 
 import (
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/magnetar-mq/magnetar/internal/uring"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 )
 
@@ -31,8 +33,11 @@ type Log struct {
 
 	mu struct {
 		sync.Mutex
-		cur      *logFile         // active log, nil before the first Add
-		buf      []byte           // records not yet written to cur
+		cur      *logFile     // active log, nil before the first Add
+		w        uring.Writer // pwrite writer of cur
+		buf      []byte       // records not yet written to cur
+		iov      [3][]byte    // scratch for vectored writes
+		hdr      [RecordHeaderSize]byte
 		bufOff   int64            // file offset of buf[0]
 		prealloc int64            // cur is preallocated up to here
 		ledgers  map[int64]uint64 // bytes per ledger in cur
@@ -167,13 +172,47 @@ func readLedgersMap(f io.ReaderAt, off int64, h Header, size int64) (map[int64]u
 // once (from the buffer until it is written out) and durable after the
 // next Sync. A failed write makes the Log fail every later Add, Flush and
 // Sync with the same error.
+//
+// A payload too large for the append buffer is written at once, with the
+// buffered records, by one vectored write from payload itself (no copy).
 func (l *Log) Add(ledger, entry int64, payload []byte) (uint64, error) {
+	return l.add(ledger, entry, payload, nil)
+}
+
+// AddRecord appends one record already framed by FrameRecord or
+// PutRecordHeader (header and payload, back to back, in rec) and returns
+// its location, like Add. The checksum is not recomputed here (reads verify
+// it); the length and ledger id are checked. A record of at least
+// DirectWriteMin bytes, or too large for the append buffer, is written at
+// once, together with the buffered records, by one vectored write from rec
+// itself: a checkpoint writes entries from the bookie's write cache without
+// copying them. rec is not referenced after AddRecord returns.
+func (l *Log) AddRecord(rec []byte) (uint64, error) {
+	if len(rec) < RecordHeaderSize {
+		return 0, fmt.Errorf("entrylog: AddRecord of %d bytes, shorter than a record header", len(rec))
+	}
+	h := decodeRecordHeader(rec)
+	if int64(h.n) != int64(len(rec)-RecordHeaderSize) {
+		return 0, fmt.Errorf("entrylog: AddRecord: header length %d, %d payload bytes", h.n, len(rec)-RecordHeaderSize)
+	}
+	return l.add(h.ledger, h.entry, nil, rec)
+}
+
+// DirectWriteMin is the record size from which AddRecord writes the record
+// from the caller's memory instead of copying it into the append buffer.
+const DirectWriteMin = 16 << 10
+
+// add is Add (rec nil) or AddRecord (rec is the framed record).
+func (l *Log) add(ledger, entry int64, payload, rec []byte) (uint64, error) {
 	if ledger < 0 {
 		return 0, fmt.Errorf("entrylog: negative ledger id %d", ledger)
 	}
 	recLen := int64(RecordHeaderSize + len(payload))
+	if rec != nil {
+		recLen = int64(len(rec))
+	}
 	if recLen > l.opts.LogSizeLimit-HeaderSize {
-		return 0, fmt.Errorf("entrylog: %d-byte payload: %w", len(payload), ErrTooLarge)
+		return 0, fmt.Errorf("entrylog: %d-byte payload: %w", recLen-RecordHeaderSize, ErrTooLarge)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -185,21 +224,38 @@ func (l *Log) Add(ledger, entry int64, payload []byte) (uint64, error) {
 			return 0, l.failLocked(err)
 		}
 	}
-	if len(l.mu.buf)+int(recLen) > cap(l.mu.buf) {
+	direct := recLen > int64(cap(l.mu.buf)) || (rec != nil && recLen >= DirectWriteMin)
+	if !direct && len(l.mu.buf)+int(recLen) > cap(l.mu.buf) {
 		if err := l.flushLocked(); err != nil {
 			return 0, err
 		}
 	}
 	off := l.offLocked()
 	loc := Location(l.mu.cur.id, uint32(off))
-	if int(recLen) > cap(l.mu.buf) {
-		// Larger than the buffer: write it directly (the buffer is empty).
-		rec := AppendRecord(make([]byte, 0, recLen), ledger, entry, payload)
-		if err := l.writeLocked(rec); err != nil {
+	switch {
+	case !direct && rec != nil:
+		l.mu.buf = append(l.mu.buf, rec...)
+	case !direct:
+		l.mu.buf = AppendRecord(l.mu.buf, ledger, entry, payload)
+	default:
+		// The buffered records and this one, in one vectored write.
+		iov := append(l.mu.iov[:0], l.mu.buf)
+		if rec != nil {
+			iov = append(iov, rec)
+		} else {
+			h := l.mu.hdr[:]
+			binary.LittleEndian.PutUint32(h[0:], uint32(len(payload)))
+			binary.LittleEndian.PutUint64(h[8:], uint64(ledger))
+			binary.LittleEndian.PutUint64(h[16:], uint64(entry))
+			binary.LittleEndian.PutUint32(h[4:], recordCRC(h, payload))
+			iov = append(iov, h, payload)
+		}
+		err := l.writeLocked(iov)
+		clear(iov)
+		if err != nil {
 			return 0, err
 		}
-	} else {
-		l.mu.buf = AppendRecord(l.mu.buf, ledger, entry, payload)
+		l.mu.buf = l.mu.buf[:0]
 	}
 	l.mu.ledgers[ledger] += uint64(recLen)
 	return loc, nil
@@ -228,18 +284,26 @@ func (l *Log) flushLocked() error {
 	}
 	// On failure the buffer is kept: the Log is failed for writes, but the
 	// records stay readable.
-	if err := l.writeLocked(l.mu.buf); err != nil {
+	iov := append(l.mu.iov[:0], l.mu.buf)
+	err := l.writeLocked(iov)
+	clear(iov)
+	if err != nil {
 		return err
 	}
 	l.mu.buf = l.mu.buf[:0]
 	return nil
 }
 
-// writeLocked writes p at bufOff (the buffer must be empty or be p) and
-// publishes it to readers.
-func (l *Log) writeLocked(p []byte) error {
+// writeLocked writes bufs back to back at bufOff (the append buffer, if
+// among them, must be bufs[0]: bufOff is its file offset) and publishes
+// them to readers. It does not reset the append buffer.
+func (l *Log) writeLocked(bufs [][]byte) error {
 	cur := l.mu.cur
-	end := l.mu.bufOff + int64(len(p))
+	n := int64(0)
+	for _, b := range bufs {
+		n += int64(len(b))
+	}
+	end := l.mu.bufOff + n
 	if end > l.mu.prealloc && l.opts.PreallocateSize > 0 {
 		n := max(l.opts.PreallocateSize, end-l.mu.prealloc)
 		n = min(n, l.opts.LogSizeLimit-l.mu.prealloc)
@@ -250,7 +314,13 @@ func (l *Log) writeLocked(p []byte) error {
 			l.mu.prealloc += n
 		}
 	}
-	if _, err := cur.f.WriteAt(p, l.mu.bufOff); err != nil {
+	// The pwrite writer does the I/O inside Submit: pwrite(2) or
+	// pwritev(2) on a descriptor, WriteAt per buffer otherwise.
+	err := l.mu.w.Submit(l.mu.bufOff, bufs, false)
+	if err == nil {
+		err = l.mu.w.Wait()
+	}
+	if err != nil {
 		return l.failLocked(fmt.Errorf("entrylog: write %s off %d: %w", cur.path, l.mu.bufOff, err))
 	}
 	l.mu.bufOff = end
@@ -304,7 +374,7 @@ func (l *Log) rollLocked() error {
 		if err := l.sealLocked(cur); err != nil {
 			return err
 		}
-		l.mu.cur = nil
+		l.mu.cur, l.mu.w = nil, nil
 	}
 	if l.mu.next == nil {
 		l.startPrepareLocked()
@@ -316,7 +386,11 @@ func (l *Log) rollLocked() error {
 	}
 	lf := newLogFile(l.opts.FS, p.id, p.path, p.f, HeaderSize)
 	lf.active.Store(true)
-	l.mu.cur = lf
+	w, err := uring.NewWriter(p.f, uring.ModePwrite)
+	if err != nil {
+		return fmt.Errorf("entrylog: %s: %w", p.path, err)
+	}
+	l.mu.cur, l.mu.w = lf, w
 	l.mu.bufOff = HeaderSize
 	l.mu.prealloc = p.prealloc
 	l.mu.ledgers = map[int64]uint64{}
@@ -422,7 +496,7 @@ func (l *Log) sealLocked(cur *logFile) error {
 	pairs := sortedPairs(l.mu.ledgers)
 	mapOff := l.mu.bufOff
 	rec := AppendLedgersMap(nil, pairs)
-	if err := l.writeLocked(rec); err != nil {
+	if err := l.writeLocked([][]byte{rec}); err != nil {
 		return err
 	}
 	h := Header{Version: Version, MapOffset: uint64(mapOff), LedgerCount: uint32(len(pairs)), MapLength: uint32(len(rec))}
@@ -489,7 +563,7 @@ func (l *Log) Roll() error {
 	if err := l.sealLocked(cur); err != nil {
 		return l.failLocked(err)
 	}
-	l.mu.cur = nil
+	l.mu.cur, l.mu.w = nil, nil
 	return nil
 }
 
@@ -508,7 +582,7 @@ func (l *Log) Close() error {
 	}
 	l.dropPreparedLocked()
 	l.mu.closed = true
-	l.mu.cur = nil
+	l.mu.cur, l.mu.w = nil, nil
 	old := l.files.Swap(&fileSet{files: map[uint32]*logFile{}})
 	l.mu.Unlock()
 	l.wg.Wait()

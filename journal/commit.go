@@ -192,7 +192,12 @@ func (c *committer) kick() {
 // append encodes rec into the current group. comp is called once the
 // record is durable or failed. rec must already be validated.
 func (c *committer) append(rec *Record, comp Completion) {
-	pcrc := payloadCRC(rec.Payload)
+	c.appendCRC(rec, payloadCRC(rec.Payload), comp)
+}
+
+// appendCRC is append with the payload checksum (payloadCRC) computed by
+// the caller.
+func (c *committer) appendCRC(rec *Record, pcrc uint32, comp Completion) {
 	size := int64(RecordHeaderSize + len(rec.Payload))
 
 	c.mu.Lock()

@@ -209,19 +209,40 @@ func (j *Journal) wait() error { return j.w.Wait() }
 // The payload is copied before Append returns. c may be nil. Append blocks
 // while more than MaxQueuedBytes are queued.
 func (j *Journal) Append(rec Record, c Completion) {
-	if !rec.Type.valid() || rec.Type == typeMark {
-		if c != nil {
-			c.AppendDone(Position{}, fmt.Errorf("%w: %d", ErrInvalidType, rec.Type))
-		}
-		return
-	}
-	if len(rec.Payload) > MaxPayloadSize {
-		if c != nil {
-			c.AppendDone(Position{}, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(rec.Payload)))
-		}
+	if j.refuse(&rec, c) {
 		return
 	}
 	j.c.append(&rec, c)
+}
+
+// AppendWithCRC is Append for a caller that already has pcrc, the CRC-32C
+// (Castagnoli) of rec.Payload as hash/crc32.Checksum computes it: the
+// journal then does not read the payload a second time for its record
+// checksum (the bookie computes the CRC once for the journal and the entry
+// log). pcrc must have been computed over these very bytes: a wrong one
+// writes a record that replay rejects as torn or corrupt.
+func (j *Journal) AppendWithCRC(rec Record, pcrc uint32, c Completion) {
+	if j.refuse(&rec, c) {
+		return
+	}
+	j.c.appendCRC(&rec, pcrc, c)
+}
+
+// refuse completes c with the reason rec cannot be appended, if any.
+func (j *Journal) refuse(rec *Record, c Completion) bool {
+	var err error
+	switch {
+	case !rec.Type.valid() || rec.Type == typeMark:
+		err = fmt.Errorf("%w: %d", ErrInvalidType, rec.Type)
+	case len(rec.Payload) > MaxPayloadSize:
+		err = fmt.Errorf("%w: %d bytes", ErrTooLarge, len(rec.Payload))
+	default:
+		return false
+	}
+	if c != nil {
+		c.AppendDone(Position{}, err)
+	}
+	return true
 }
 
 // Sync is a barrier that writes nothing: c.AppendDone runs once every

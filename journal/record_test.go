@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"hash/crc32"
 	"os"
 	"path"
 	"testing"
@@ -153,6 +154,38 @@ func writeGolden(t *testing.T) []byte {
 	}
 	_, b := journalFile(t, fs, 0)
 	return b
+}
+
+// TestGoldenWriteWithCRC: AppendWithCRC writes the golden bytes too.
+func TestGoldenWriteWithCRC(t *testing.T) {
+	fs := vfs.NewMem()
+	o := testOptions(fs)
+	o.MaxGroupWait = time.Hour
+	o.MaxGroupEntries = 3
+	j := mustOpen(t, o)
+	recs := goldenRecords()
+	for i := 0; i < len(recs); i += 3 {
+		ch := make(chan error, 3)
+		for _, r := range recs[i : i+3] {
+			j.AppendWithCRC(r, crc32.Checksum(r.Payload, crc32.MakeTable(crc32.Castagnoli)), CompletionFunc(func(_ Position, err error) { ch <- err }))
+		}
+		for range 3 {
+			if err := <-ch; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, got := journalFile(t, fs, 0)
+	want, err := os.ReadFile(goldenPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("AppendWithCRC output (%d bytes) differs from %s (%d bytes)", len(got), goldenPath, len(want))
+	}
 }
 
 func TestGoldenWrite(t *testing.T) {
