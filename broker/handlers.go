@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -57,7 +58,7 @@ func (c *conn) handle(f pulsarproto.Frame) error {
 		if cmd.Send == nil {
 			return fmt.Errorf("%w: SEND without body", ErrProtocol)
 		}
-		return c.handleSend(cmd.Send, f.Payload)
+		return c.handleSend(cmd.Send, &f)
 	case pb.BaseCommand_FLOW:
 		if cmd.Flow != nil {
 			c.handleFlow(cmd.Flow)
@@ -162,7 +163,8 @@ func (c *conn) handleConnect(m *pb.CommandConnect) error {
 	return nil
 }
 
-func (c *conn) handleSend(m *pb.CommandSend, payload []byte) error {
+func (c *conn) handleSend(m *pb.CommandSend, f *pulsarproto.Frame) error {
+	payload := f.Payload
 	pid := m.GetProducerId()
 	c.mu.Lock()
 	p := c.mu.producers[pid]
@@ -185,11 +187,35 @@ func (c *conn) handleSend(m *pb.CommandSend, payload []byte) error {
 	if n < 1 {
 		n = 1
 	}
-	data := make([]byte, len(payload))
-	copy(data, payload)
 	c.sendStarted() // answered by exactly one sendReceipt or sendSendError
-	c.b.policyPublish(p, seq, m.GetHighestSequenceId(), n, data)
+	c.b.policyPublish(p, seq, m.GetHighestSequenceId(), n, sendEntry(f))
 	return nil
+}
+
+// entryBuf is a SEND's entry, owned by the broker from handleSend on and
+// never modified: the data is buf[off:]. buf[:off] is free room that
+// storage may overwrite to frame the entry in place (ManagedLedger.AddEntry).
+type entryBuf struct {
+	buf []byte
+	off int
+}
+
+func (e entryBuf) data() []byte { return e.buf[e.off:] }
+
+// The room of a large SEND frame must hold the ledger's entry header.
+var _ [pulsarproto.FrameHeadroom - mledger.EntryHeadroom]struct{}
+
+// sendEntry returns the payload of a SEND frame as an entry the broker
+// owns: a large frame's own buffer as is (no copy), else a copy out of the
+// frame reader's reused buffer, which the next frame overwrites. The copy
+// gets room in front too, so the ledger need not copy it again.
+func sendEntry(f *pulsarproto.Frame) entryBuf {
+	if buf, off, ok := f.PayloadBuffer(); ok {
+		return entryBuf{buf, off}
+	}
+	buf := make([]byte, mledger.EntryHeadroom+len(f.Payload))
+	copy(buf[mledger.EntryHeadroom:], f.Payload)
+	return entryBuf{buf, mledger.EntryHeadroom}
 }
 
 func (c *conn) consumer(id uint64) *connConsumer {

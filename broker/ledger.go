@@ -8,10 +8,11 @@ import ()
 //
 // Every method is safe for concurrent use.
 type ManagedLedger interface {
-	// AddEntry appends data as the next entry. cb runs once the entry is
-	// durable (or failed), in AddEntry order. data must not be modified
-	// afterwards.
-	AddEntry(data []byte, numMessages int, cb func(pos position, err error))
+	// AddEntry appends buf[off:] as the next entry. cb runs once the
+	// entry is durable (or failed), in AddEntry order. buf[off:] must not
+	// be modified afterwards; buf[:off] is free room handed over with it,
+	// which storage may overwrite to frame the entry without copying it.
+	AddEntry(buf []byte, off int, numMessages int, cb func(pos position, err error))
 	// LastConfirmed returns the position of the last durable entry; ok is
 	// false for an empty ledger, with pos then holding (currentLedger, -1).
 	LastConfirmed() (pos position, ok bool)

@@ -54,8 +54,8 @@ func mapErr(err error) error {
 	return err
 }
 
-func (a *mlAdapter) AddEntry(data []byte, numMessages int, cb func(position, error)) {
-	a.ml.AddEntry(data, int32(numMessages), func(p mledger.Position, err error) { cb(toPos(p), mapErr(err)) })
+func (a *mlAdapter) AddEntry(buf []byte, off int, numMessages int, cb func(position, error)) {
+	a.ml.AddEntryHeadroom(buf, off, int32(numMessages), func(p mledger.Position, err error) { cb(toPos(p), mapErr(err)) })
 }
 
 func (a *mlAdapter) LastConfirmed() (position, bool) {

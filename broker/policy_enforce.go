@@ -31,7 +31,7 @@ type heldSend struct {
 	p            *producer
 	seq, highest uint64
 	numMsgs      int
-	data         []byte
+	e            entryBuf
 }
 
 func (x *adminExt) topicState(t *topic) *topicPol {
@@ -368,20 +368,20 @@ func (t *topic) attached(p *producer) bool {
 
 // policyPublish is the SEND path: it applies deduplication and backlog
 // quotas of the topic's namespace, then publishes.
-func (b *Broker) policyPublish(p *producer, seq, highest uint64, numMsgs int, data []byte) {
+func (b *Broker) policyPublish(p *producer, seq, highest uint64, numMsgs int, e entryBuf) {
 	t := p.topic
 	x := b.ext
 	tp := x.topicState(t)
 	pol := x.cachedPolicies(tp.ns)
 	if pol == nil || (pol.BacklogQuotaMap == nil && (pol.DeduplicationEnabled == nil || !*pol.DeduplicationEnabled)) {
 		if !tp.hasHeld() {
-			t.publish(p, seq, highest, numMsgs, data)
+			t.publish(p, seq, highest, numMsgs, e)
 			return
 		}
 	}
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
-	h := heldSend{p: p, seq: seq, highest: highest, numMsgs: numMsgs, data: data}
+	h := heldSend{p: p, seq: seq, highest: highest, numMsgs: numMsgs, e: e}
 	if len(tp.held) > 0 {
 		x.holdLocked(tp, t, h)
 		return
@@ -437,7 +437,7 @@ func (x *adminExt) publishLocked(tp *topicPol, t *topic, pol *Policies, h heldSe
 		}
 		tp.dedup[h.p.name] = hi
 	}
-	t.publish(h.p, h.seq, h.highest, h.numMsgs, h.data)
+	t.publish(h.p, h.seq, h.highest, h.numMsgs, h.e)
 }
 
 // policyCheckProducer refuses a new producer on t when the namespace's

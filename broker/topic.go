@@ -184,7 +184,8 @@ func (t *topic) lastSequence(name string) int64 {
 // publish stores one entry (a SEND) and answers the producer in order.
 // Sends of one producer arrive from one connection reader, so AddEntry
 // order is the producer's send order.
-func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, data []byte) {
+func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e entryBuf) {
+	data := e.data()
 	if highest < seq {
 		// The Go client leaves highest_sequence_id unset; a batch holds
 		// sequence ids seq .. seq+numMsgs-1.
@@ -214,7 +215,7 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, data []by
 	p.mu.Lock()
 	p.mu.inflight++
 	p.mu.Unlock()
-	t.ml.AddEntry(data, numMsgs, func(pos position, err error) {
+	t.ml.AddEntry(e.buf, e.off, numMsgs, func(pos position, err error) {
 		if err != nil {
 			t.publishFailed(p, seq, err)
 			return
