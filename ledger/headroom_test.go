@@ -14,8 +14,12 @@ import (
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 	"github.com/magnetar-mq/magnetar/ledger"
 	"github.com/magnetar-mq/magnetar/metadata"
+	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/protocol/bkproto"
 )
+
+// The managed ledger finds AddWithHeadroom by this interface.
+var _ mledger.HeadroomWriter = (*ledger.WriteHandle)(nil)
 
 // recordingBookie acks every add at once and keeps the frames it was
 // given, by entry id, without copying them.
