@@ -1,6 +1,7 @@
 // Package perf is the load generator behind `magnetar perf produce` and
 // `magnetar perf consume`: pulsar-perf-like producers and consumers built
-// on the official Go client (github.com/apache/pulsar-client-go), with a
+// on the official Go client (github.com/apache/pulsar-client-go), or with
+// --raw on a lean protocol client of our own (see Raw mode), with a
 // rate limiter, a live one-line progress report every second and a final
 // summary that can also be printed as JSON for scripts.
 //
@@ -22,6 +23,75 @@
 //   - The rate limiter never lets the cumulative count run ahead of
 //     rate*elapsed by more than one burst (it does not "catch up" after a
 //     stall by more than that either).
+//
+// # Raw mode
+//
+// RawProduce and RawConsume (`--raw`) replace pulsar-client-go with a lean
+// client of our own on protocol/pulsarproto, so the server can be measured
+// beyond what the Go client costs per message (BENCH_NOTES.md, "What
+// binds"). It speaks the binary protocol over plain TCP: CONNECT, then per
+// topic PARTITIONED_METADATA (a partitioned topic is expanded into its
+// partitions, each served by its own producers or consumers), and per
+// producer or consumer its own connection with LOOKUP (only a Connect
+// answer is accepted, and the connection to the service URL is kept: a
+// single broker or a proxy; Redirect and Failed are errors), PRODUCER or
+// SUBSCRIBE, PING answered with PONG, CLOSE_PRODUCER / CLOSE_CONSUMER at the
+// end.
+//
+// Producer: every SEND is a batch built afresh like a real client builds
+// it: per message a SingleMessageMetadata (payload_size, sequence_id) and
+// the payload bytes (the same payload slice each time), per batch a
+// MessageMetadata (producer_name from PRODUCER_SUCCESS, sequence_id of the
+// first message, publish_time, uncompressed_size, num_messages_in_batch,
+// highest_sequence_id) and the 0x0e01 CRC32C over metadata and body;
+// SEND carries num_messages and highest_sequence_id. Sequence ids start at
+// 0 and increase by one per message. A batch closes at batch-max-messages,
+// before it would pass batch-max-bytes, when max-pending messages are
+// outstanding (it is then sent rather than left waiting), and with --rate
+// after batch-delay from its first message. --disable-batching sends each
+// message as a plain (non-batch) SEND. Receipts must come in order with the
+// batch's first sequence id (and last as highest_sequence_id, when set); a
+// receipt out of order, a SEND_ERROR or a lost connection ends that
+// producer, counts its unacknowledged messages as errors and is the
+// summary's first_error. Publish latency is from the write of a batch to
+// its receipt, recorded once per batch weighted by its message count (time
+// spent in the open batch is not included, unlike the Go client's figure).
+//
+// Consumer: SUBSCRIBE (type and initial position from the flags, durable),
+// FLOW of the receiver queue size, and a FLOW of what was received once
+// that reaches half the queue (permits counted in messages, as the client
+// does). Every MESSAGE's entry has its checksum verified and its metadata
+// decoded, and every SingleMessageMetadata of a batch is walked (messages
+// an ack_set marks as acknowledged are skipped): messages and payload
+// bytes are counted, end-to-end latency (receive time minus publish_time,
+// ms) recorded once per entry weighted by its message count. Acks are per
+// entry: --ack-mode cumulative (the default on exclusive and failover
+// subscriptions) sends one cumulative ACK for the latest entry, individual
+// (the default on shared and key_shared) one ACK listing every entry
+// received, at most 1000 ids a frame; both are sent when the socket's read
+// buffer runs dry, so at most once per read burst. none never acks.
+//
+// Not supported: compression and encryption (a compressed entry is a
+// consumer error; producers never compress), chunking, TLS and
+// authentication, schemas, keys and properties, reconnection (a broker
+// CLOSE_PRODUCER / CLOSE_CONSUMER or a dropped connection ends that
+// producer or consumer), following a lookup to another broker, and the
+// Go client's memory limit.
+//
+// Both hot paths allocate nothing per message in steady state (see
+// TestRawHotPathsDoNotAllocate and the BenchmarkRaw* benchmarks): batches
+// are built in one reused buffer with the headers written right-aligned in
+// front of the body so a batch goes out in one write; MESSAGE and
+// SEND_RECEIPT are decoded by hand (protowire) and a consumer decodes an
+// entry in place in its read buffer (which holds a whole default-size
+// frame); ACK and FLOW are encoded by hand. Other commands use the
+// generated code.
+//
+// # Ack modes of the pulsar-client-go consumer
+//
+// Consume acks every message individually by default. --ack-mode
+// cumulative acks cumulatively every 100th message of each topic
+// partition and the last one of each before closing; none never acks.
 //
 // The driver that compares Magnetar with the NATS JetStream peer is
 // run.sh in this directory; results and analysis are in BENCH_NOTES.md.

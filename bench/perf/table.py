@@ -30,6 +30,16 @@ def best(runs, *keys):
     return statistics.median(vals) if vals else None
 
 
+def med_ratio(runs, num, den, scale):
+    """Median over runs of scale*num/den, for runs that have both."""
+    vals = [scale * r[num] / r[den] for r in runs if num in r and r.get(den)]
+    return statistics.median(vals) if vals else None
+
+
+def us(v):
+    return "–" if v is None else f"{v:.2f} µs"
+
+
 def n(v):
     return "–" if v is None else f"{v:,.0f}"
 
@@ -60,6 +70,23 @@ def main():
     print(f"| publish latency p50 / p99 at {n(m('mag_fixed_rate'))} msgs/s (achieved {n(m('mag_fixed_rate_achieved'))}) | {n(m('mag_fixed_p50_us'))} / {n(m('mag_fixed_p99_us'))} µs | | async pub at max rate: {n(m('nats_default_pub_async_p50_us'))} / {n(m('nats_default_pub_async_p99_us'))} µs | | async pub: {n(m('nats_always_pub_async_p50_us'))} / {n(m('nats_always_pub_async_p99_us'))} µs | |")
     print(f"| publish latency p50 / p99 at max rate | {n(m('mag_produce_p50_us'))} / {n(m('mag_produce_p99_us'))} µs | | | | | |")
     print(f"| tailing end-to-end latency p50 / p99 (ms clock) | {n(m('mag_tail_e2e_p50_us'))} / {n(m('mag_tail_e2e_p99_us'))} µs | | | | | |")
+    raw_prod = m("mag_raw_produce")
+    if raw_prod is not None:
+        print(f"| produce msgs/s (max), raw protocol client (`perf --raw`) | {n(raw_prod)} | 1,000,000 / 250,000 | – | {ratio(raw_prod, jsd_pub)} | – | {ratio(raw_prod, jsa_pub)} |")
+        print(f"| publish latency p50 / p99 at max rate, raw client | {n(m('mag_raw_produce_p50_us'))} / {n(m('mag_raw_produce_p99_us'))} µs | | | | | |")
+        raw_cu = m("mag_raw_consume_catchup")
+        print(f"| consume msgs/s, catch-up, raw client (backlog {n(m('mag_raw_backlog'))}) | {n(raw_cu)} | 2,000,000 / 550,000 | – | {ratio(raw_cu, jsd_c)} durable, {ratio(raw_cu, jsd_o)} ordered | – | – |")
+    cpu_rows = [("produce (a), pulsar-client-go", "mag_produce", "mag_produce_msgs"),
+                ("catch-up (c), pulsar-client-go", "mag_consume_catchup", "mag_backlog"),
+                ("produce (e), raw client", "mag_raw_produce", "mag_raw_msgs"),
+                ("catch-up (f), raw client", "mag_raw_consume_catchup", "mag_raw_backlog")]
+    if any(f"{k}_client_cpu_s" in r for r in runs for _, k, _ in cpu_rows):
+        print()
+        print("| CPU per message (medians of per-run µs/msg) | client | server |")
+        print("|---|---|---|")
+        for label, key, count in cpu_rows:
+            per = lambda side: med_ratio(runs, f"{key}_{side}_cpu_s", count, 1e6)
+            print(f"| {label} | {us(per('client'))} | {us(per('server'))} |")
     print()
     print("All medians:")
     for k in sorted({k for r in runs for k in r}):

@@ -91,6 +91,24 @@ func TestPerfFlagValidation(t *testing.T) {
 	if _, _, err := runPerfCmd(t, newPerfConsumeCmd(), "--num-consumers", "2"); err == nil || !strings.Contains(err.Error(), "exclusive") {
 		t.Errorf("consume with 2 exclusive consumers: err = %v", err)
 	}
+	for _, args := range [][]string{
+		{"--raw", "--compression", "lz4"},
+		{"--raw", "--service-url", "pulsar+ssl://127.0.0.1:6651"},
+	} {
+		if _, _, err := runPerfCmd(t, newPerfProduceCmd(), args...); err == nil || !strings.Contains(err.Error(), "invalid configuration") {
+			t.Errorf("produce %v: err = %v", args, err)
+		}
+	}
+	for _, args := range [][]string{
+		{"--ack-mode", "sometimes"},
+		{"--ack-mode", "cumulative", "--subscription-type", "shared"},
+		{"--raw", "--ack-mode", "cumulative", "--subscription-type", "key_shared"},
+		{"--raw", "--service-url", "pulsar+ssl://127.0.0.1:6651"},
+	} {
+		if _, _, err := runPerfCmd(t, newPerfConsumeCmd(), args...); err == nil || !strings.Contains(err.Error(), "invalid configuration") {
+			t.Errorf("consume %v: err = %v", args, err)
+		}
+	}
 }
 
 // subscriptionBacklog returns msgBacklog of sub on topic (a short name in
