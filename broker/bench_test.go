@@ -3,13 +3,20 @@ package broker
 import (
 	"bufio"
 	"context"
+	"log/slog"
+	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-mq/magnetar/bookie"
+	"github.com/magnetar-mq/magnetar/bookie/server"
+	"github.com/magnetar-mq/magnetar/ledger"
+	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -19,17 +26,24 @@ import (
 // producer and one tailing consumer. Run with
 //
 //	go test -run '^$' -bench E2EProduceConsume -benchtime 200000x ./broker
-func BenchmarkE2EProduceConsume(b *testing.B) {
+func BenchmarkE2EProduceConsume(b *testing.B) { e2eProduceConsume(b, 128<<10) }
+
+// BenchmarkE2EProduceConsumeBatch1000 is E2EProduceConsume with batches
+// of 1000 messages (~217 KB SEND frames) instead of 128 KiB.
+func BenchmarkE2EProduceConsumeBatch1000(b *testing.B) { e2eProduceConsume(b, 256<<10) }
+
+func e2eProduceConsume(b *testing.B, maxBatchBytes uint) {
 	tb := startBroker(b, nil)
 	cl := tb.client(b)
 	topic := newTopicName("bench")
 	cons := mustConsumer(b, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", ReceiverQueueSize: 10000})
-	prod := mustProducer(b, cl, pulsar.ProducerOptions{Topic: topic, BatchingMaxMessages: 1000, BatchingMaxSize: 128 << 10,
+	prod := mustProducer(b, cl, pulsar.ProducerOptions{Topic: topic, BatchingMaxMessages: 1000, BatchingMaxSize: maxBatchBytes,
 		BatchingMaxPublishDelay: 5 * time.Millisecond, MaxPendingMessages: 20000})
 	payload := make([]byte, 200)
 	b.SetBytes(int64(len(payload)))
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := startCPU()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -59,6 +73,7 @@ func BenchmarkE2EProduceConsume(b *testing.B) {
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/produced.Seconds(), "produced-msgs/s")
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "consumed-msgs/s")
+	cpu.report(b)
 }
 
 // BenchmarkRawPublishDispatch drives the broker with pre-encoded frames
@@ -69,7 +84,73 @@ func BenchmarkE2EProduceConsume(b *testing.B) {
 //
 //	go test -run '^$' -bench RawPublishDispatch -benchtime 2000x ./broker
 func BenchmarkRawPublishDispatch(b *testing.B) {
-	tb := startBroker(b, nil)
+	rawPublishDispatch(b, startBroker(b, nil), 100)
+}
+
+// BenchmarkRawPublishDispatchBatch1000 is RawPublishDispatch with
+// 1000-message batches: ~217 KB SEND frames, above the frame reader's
+// OwnedFrameThreshold.
+func BenchmarkRawPublishDispatchBatch1000(b *testing.B) {
+	rawPublishDispatch(b, startBroker(b, nil), 1000)
+}
+
+// BenchmarkRawPublishDispatchBookieBatch1000 is RawPublishDispatchBatch1000
+// over the whole storage stack instead of the in-memory store: managed
+// ledger, ledger client, in-process bookie (journal and entry logs in a
+// temporary directory, journal without fdatasync: not durable, so that
+// the figure is CPU rather than the disk's flush latency).
+func BenchmarkRawPublishDispatchBookieBatch1000(b *testing.B) {
+	rawPublishDispatch(b, startBookieBroker(b), 1000)
+}
+
+// bookieLedgers is the managed ledger's LedgerStore over a ledger client.
+type bookieLedgers struct{ c *ledger.Client }
+
+func (s bookieLedgers) Create(ctx context.Context) (mledger.WriteLedger, error) {
+	return s.c.Create(ctx, ledger.CreateOptions{Ensemble: 1, WriteQuorum: 1, AckQuorum: 1})
+}
+
+func (s bookieLedgers) Open(ctx context.Context, id int64) (mledger.ReadLedger, error) {
+	return s.c.Open(ctx, id)
+}
+
+func (s bookieLedgers) Delete(ctx context.Context, id int64) error { return s.c.Delete(ctx, id) }
+
+// startBookieBroker starts a broker whose topics are stored on one
+// in-process bookie (no fdatasync) through the ledger client.
+func startBookieBroker(b *testing.B) *testBroker {
+	b.Helper()
+	dir := b.TempDir()
+	bk, err := bookie.Open(bookie.Options{JournalDir: dir + "/journal", LedgerDirs: []string{dir + "/ledgers"},
+		JournalNoSync: true, DiskCheckInterval: -1, GCInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { bk.Close() })
+	meta := newMemMeta()
+	lc, err := ledger.NewClient(meta, ledger.NewStaticResolver(map[string]ledger.BookieClient{"bk": server.NewLocal(bk)}), ledger.Options{Bookies: []string{"bk"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { lc.Close() })
+	f, err := mledger.NewFactory(mledger.Options{Ledgers: bookieLedgers{lc}, Metadata: meta})
+	if err != nil {
+		b.Fatal(err)
+	}
+	br, err := New(Config{ServiceAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", AdvertisedHost: "127.0.0.1", MaxMessageSize: 1 << 20,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))},
+		Deps{Metadata: meta, OpenLedger: LedgerOpener(f, mledger.Config{})})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := br.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { br.Close(); f.Close() })
+	return &testBroker{Broker: br, meta: meta, factory: f, url: "pulsar://" + br.ServiceAddr()}
+}
+
+func rawPublishDispatch(b *testing.B, tb *testBroker, batch int) {
 	topic := newTopicName("rawbench")
 	cons := dialRaw(b, tb, true)
 	cons.send(&pb.BaseCommand{Type: pb.BaseCommand_SUBSCRIBE.Enum(), Subscribe: &pb.CommandSubscribe{
@@ -83,7 +164,6 @@ func BenchmarkRawPublishDispatch(b *testing.B) {
 	prod := dialRaw(b, tb, true)
 	pid := prod.producer(topic)
 
-	const batch = 100
 	var body []byte
 	for i := 0; i < batch; i++ {
 		body = pulsarproto.AppendSingleMessage(body, mustMarshal(b, &pb.SingleMessageMetadata{PayloadSize: ptr(int32(200))}), make([]byte, 200))
@@ -91,9 +171,11 @@ func BenchmarkRawPublishDispatch(b *testing.B) {
 	md := mustMarshal(b, &pb.MessageMetadata{ProducerName: ptr("bench"), SequenceId: ptr(uint64(0)),
 		PublishTime: ptr(uint64(time.Now().UnixMilli())), NumMessagesInBatch: ptr(int32(batch))})
 	entry := pulsarproto.AppendEntry(nil, md, body)
-	frames := make([][]byte, b.N)
+	// A cycle of distinct frames (sequence ids repeat after it: there is
+	// no deduplication, and receipts are only counted).
+	frames := make([][]byte, min(b.N, 64))
 	for i := range frames {
-		frames[i] = pulsarproto.AppendSend(nil, &pulsarproto.SendHeader{ProducerID: pid, SequenceID: uint64(i * batch), NumMessages: batch}, entry)
+		frames[i] = pulsarproto.AppendSend(nil, &pulsarproto.SendHeader{ProducerID: pid, SequenceID: uint64(i * batch), NumMessages: int32(batch)}, entry)
 	}
 	// No read deadlines from the setup helpers during the measurement.
 	cons.nc.SetReadDeadline(time.Time{})
@@ -101,12 +183,13 @@ func BenchmarkRawPublishDispatch(b *testing.B) {
 	b.SetBytes(int64(len(entry)))
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := startCPU()
 	start := time.Now()
 	done := make(chan error, 2)
 	go func() {
 		w := bufio.NewWriterSize(prod.nc, 256<<10)
-		for _, f := range frames {
-			if _, err := w.Write(f); err != nil {
+		for i := 0; i < b.N; i++ {
+			if _, err := w.Write(frames[i%len(frames)]); err != nil {
 				done <- err
 				return
 			}
@@ -142,6 +225,26 @@ func BenchmarkRawPublishDispatch(b *testing.B) {
 	}
 	el := time.Since(start).Seconds()
 	b.ReportMetric(float64(b.N*batch)/el, "msgs/s")
+	cpu.report(b)
+}
+
+// cpuMeter measures the process's CPU time (user+system, every goroutine:
+// broker and benchmark clients) over a benchmark, reported as cpu-ns/op:
+// on a shared machine a steadier figure than elapsed time.
+type cpuMeter struct{ start time.Duration }
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func startCPU() cpuMeter { return cpuMeter{cpuTime()} }
+
+func (m cpuMeter) report(b *testing.B) {
+	b.ReportMetric(float64(cpuTime()-m.start)/float64(b.N), "cpu-ns/op")
 }
 
 func mustMarshal(b testing.TB, m proto.Message) []byte {

@@ -23,7 +23,13 @@
 //
 // A persistent topic is one managed ledger; one SEND (a Pulsar batch) is
 // one entry, stored exactly as received from the 0x0e01 magic to the end,
-// and sent to consumers unchanged. Non-persistent topics have no storage:
+// and sent to consumers unchanged. The entry is the broker's from the SEND
+// on and never modified: a SEND frame above pulsarproto.OwnedFrameThreshold
+// was read straight into a buffer of its own, which becomes the entry
+// as is; a smaller one is copied out of the connection's reused frame
+// buffer. Either way the entry has free room in front (entryBuf), which
+// the ledger uses to write its entry header without copying the entry
+// again (mledger.AddEntryHeadroom). Non-persistent topics have no storage:
 // an entry goes to the subscriptions whose consumers have permits at
 // publish time and is dropped by the others.
 //
