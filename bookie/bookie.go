@@ -73,6 +73,9 @@ type ledgerState struct {
 	deleted   bool
 	meta      ledgerMeta
 	lastEntry int64 // -1: none
+	// readRecord is the mean entry-log record size of the last read-cache
+	// miss's run (sizes the next miss's read; 0: none yet).
+	readRecord atomic.Int64
 }
 
 // ledgerFor returns the state of ledger, loading it from the index. With

@@ -134,24 +134,57 @@ func TestWriteCacheThrottle(t *testing.T) {
 }
 
 func TestReadCacheEviction(t *testing.T) {
-	c := newReadCache(4 * 1000) // four 1000-byte segments
-	for e := int64(0); e < 50; e++ {
-		c.put(1, e, payloadFor(1, e, 100))
+	c := newReadCache(4 * 64 << 10) // four 64 KiB segments
+	// Spans of 16 KiB (the smallest buffer) holding ten entries each:
+	// four spans per segment.
+	attachSpan := func(first int64) {
+		buf := c.takeBuf(1000)
+		if cap(buf) != minSpanBuf {
+			t.Fatalf("takeBuf(1000) has capacity %d, want %d", cap(buf), minSpanBuf)
+		}
+		var es []rcEntry
+		for e := first; e < first+10; e++ {
+			start := len(buf)
+			buf = append(buf, payloadFor(1, e, 100)...)
+			es = append(es, rcEntry{key{1, e}, buf[start:]})
+		}
+		c.attach(buf, es)
 	}
-	// Ten entries per segment: the ring holds entries 10..49.
-	if v, ok := c.get(1, 49); !ok || !bytes.Equal(v, payloadFor(1, 49, 100)) {
+	for e := int64(0); e < 200; e += 10 {
+		attachSpan(e)
+	}
+	// 16 spans fit: the ring holds entries 40..199.
+	if v, ok := c.get(1, 199); !ok || !bytes.Equal(v, payloadFor(1, 199, 100)) {
 		t.Fatal("newest entry evicted")
 	}
-	if c.has(1, 9) || !c.has(1, 10) {
+	if c.has(1, 39) || !c.has(1, 40) {
 		t.Fatal("eviction did not drop exactly the oldest segment")
 	}
+	// A copy out, appended to the caller's buffer.
+	if v, ok := c.appendGet([]byte("x"), 1, 150); !ok || !bytes.Equal(v[1:], payloadFor(1, 150, 100)) || v[0] != 'x' {
+		t.Fatal("appendGet did not append the payload")
+	}
+	// The dropped segment's buffers are reused, not reallocated.
+	c.mu.Lock()
+	free := len(c.mu.free)
+	c.mu.Unlock()
+	if free == 0 {
+		t.Fatal("no buffer kept for reuse after a segment was dropped")
+	}
 	c.deleteLedger(1)
-	if c.has(1, 49) {
+	if c.has(1, 199) {
 		t.Fatal("deleteLedger left an entry")
 	}
-	c.put(1, 0, make([]byte, 2000)) // larger than a segment: not cached
+	big := c.takeBuf(100 << 10) // larger than a segment: not cached
+	big = append(big, 1)
+	c.attach(big, []rcEntry{{key{1, 0}, big[:1]}})
 	if c.has(1, 0) {
-		t.Fatal("oversized entry cached")
+		t.Fatal("oversized buffer cached")
+	}
+	for _, n := range []int{1, minSpanBuf, minSpanBuf + 1, 100 << 10, 4 << 20, 4<<20 + 1} {
+		if got := spanCap(n); got < n || got > n+n/8+1 && n > minSpanBuf {
+			t.Fatalf("spanCap(%d) = %d", n, got)
+		}
 	}
 }
 
@@ -311,5 +344,38 @@ func TestCacheHalfPagedRuns(t *testing.T) {
 			t.Fatalf("each yielded %d, want %d", n, len(want))
 		}
 		h.reset()
+	}
+}
+
+// TestReadCacheFreeListMakesRoomForLargerBuffers: freed buffers are kept
+// up to a segment's worth; a larger buffer displaces smaller free ones
+// (the span size follows the entry sizes), so misses of the new size are
+// served without allocating.
+func TestReadCacheFreeListMakesRoomForLargerBuffers(t *testing.T) {
+	c := newReadCache(4 * 256 << 10) // 256 KiB segments
+	small := c.takeBuf(20 << 10)
+	c.putBuf(small)
+	for range 3 {
+		c.putBuf(c.takeBuf(100 << 10)) // reuses, then keeps
+	}
+	c.mu.Lock()
+	n, bytes := len(c.mu.free), c.mu.freeBytes
+	c.mu.Unlock()
+	if n != 2 || bytes != int64(cap(small))+int64(spanCap(100<<10)) {
+		t.Fatalf("free list: %d buffers, %d bytes; want the small one and one of %d", n, bytes, spanCap(100<<10))
+	}
+	// Two large buffers freed: the small one makes room for the second.
+	b1, b2 := c.takeBuf(120<<10), c.takeBuf(120<<10)
+	c.putBuf(b1)
+	c.putBuf(b2)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range c.mu.free {
+		if cap(f) < 100<<10 {
+			t.Fatalf("small buffer kept over a larger one: free caps %d bytes in %d buffers", c.mu.freeBytes, len(c.mu.free))
+		}
+	}
+	if c.mu.freeBytes > c.segCap {
+		t.Fatalf("free list holds %d bytes, more than a segment (%d)", c.mu.freeBytes, c.segCap)
 	}
 }

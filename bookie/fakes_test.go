@@ -177,6 +177,46 @@ func (l *fakeEntryLog) Read(loc uint64, ledger, entry int64) ([]byte, error) {
 	return slices.Clone(r.payload), nil
 }
 
+func (l *fakeEntryLog) AppendRead(dst []byte, loc uint64, ledger, entry int64) ([]byte, error) {
+	p, err := l.Read(loc, ledger, entry)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, p...), nil
+}
+
+// ReadRun returns the record at loc and the live records after it (the
+// fake's locations are consecutive), as long as they fit in buf's
+// capacity.
+func (l *fakeEntryLog) ReadRun(buf []byte, loc uint64, ledger, entry int64, fn func(entrylog.RunRecord) bool) ([]byte, error) {
+	p, err := l.Read(loc, ledger, entry)
+	if err != nil {
+		return buf, err
+	}
+	start := len(buf)
+	buf = append(buf, p...)
+	if !fn(entrylog.RunRecord{Ledger: ledger, Entry: entry, Loc: loc, Payload: buf[start:]}) {
+		return buf, nil
+	}
+	for next := loc + 1; ; next++ {
+		l.d.mu.Lock()
+		if next > uint64(len(l.d.logs)) || !l.d.logs[next-1].live {
+			l.d.mu.Unlock()
+			return buf, nil
+		}
+		r := l.d.logs[next-1]
+		l.d.mu.Unlock()
+		if len(buf)+len(r.payload) > cap(buf) {
+			return buf, nil
+		}
+		start := len(buf)
+		buf = append(buf, r.payload...)
+		if !fn(entrylog.RunRecord{Ledger: r.ledger, Entry: r.entry, Loc: next, Payload: buf[start:]}) {
+			return buf, nil
+		}
+	}
+}
+
 func (l *fakeEntryLog) Scan(fn func(ledger, entry int64, loc uint64) error) error {
 	l.d.mu.Lock()
 	logs := slices.Clone(l.d.logs)

@@ -61,11 +61,13 @@ func (b *Bookie) LedgerStats(ledger int64, progress func(done, total int64)) (Le
 		s.ExplicitLAC = &lac
 	}
 	shares := map[uint32]*LogShare{}
+	var buf []byte // reused for every entry read
 	for e := int64(0); e <= last; e++ {
 		if progress != nil && (e%4096 == 0 || e == last) {
 			progress(e+1, last+1)
 		}
-		if v, ok := b.wc.get(ledger, e); ok {
+		if v, ok := b.wc.appendGet(buf[:0], ledger, e); ok {
+			buf = v
 			s.add(e, len(v))
 			s.InWriteCache++
 			continue
@@ -80,10 +82,11 @@ func (b *Bookie) LedgerStats(ledger int64, progress func(done, total int64)) (Le
 			}
 			continue
 		}
-		v, err := b.readStored(ledger, e)
+		v, err := b.readStored(buf[:0], ledger, e)
 		if err != nil {
 			return s, fmt.Errorf("ledger %d entry %d at %#x: %w", ledger, e, loc, err)
 		}
+		buf = v
 		s.add(e, len(v))
 		id, _ := entrylog.SplitLocation(loc)
 		sh := shares[id]

@@ -3,6 +3,7 @@ package bookie
 import (
 	"context"
 
+	"github.com/magnetar-mq/magnetar/entrylog"
 	"github.com/magnetar-mq/magnetar/journal"
 )
 
@@ -49,8 +50,14 @@ type entryStore interface {
 	// Flush writes buffered entries to the file; Sync makes them durable.
 	Flush() error
 	Sync() error
-	// Read returns the payload at loc, checking it holds (ledger, entry).
-	Read(loc uint64, ledger, entry int64) ([]byte, error)
+	// AppendRead appends the payload at loc to dst, checking it holds
+	// (ledger, entry).
+	AppendRead(dst []byte, loc uint64, ledger, entry int64) ([]byte, error)
+	// ReadRun reads the record at loc (which must hold (ledger, entry))
+	// and the records after it into buf's spare capacity with one read,
+	// calling fn for each until it returns false (entrylog.Log.ReadRun).
+	// Payloads alias the returned buffer.
+	ReadRun(buf []byte, loc uint64, ledger, entry int64, fn func(entrylog.RunRecord) bool) ([]byte, error)
 	// Scan calls fn for every entry in every log, in file order, with its
 	// location (for index rebuild).
 	Scan(fn func(ledger, entry int64, loc uint64) error) error
