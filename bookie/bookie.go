@@ -147,12 +147,18 @@ type addOp struct {
 	b     *Bookie
 	done  func(error)
 	start int64 // journal.Nanotime at the AddEntry call (add latency)
+	// half holds the payload the journal wrote from (AppendRef); nil when
+	// the journal copied it.
+	half *cacheHalf
 }
 
 var addOpPool = sync.Pool{New: func() any { return new(addOp) }}
 
 func (op *addOp) AppendDone(_ journal.Position, err error) {
 	b, done, start := op.b, op.done, op.start
+	if op.half != nil {
+		op.half.refs.Done() // the journal no longer reads the cached payload
+	}
 	*op = addOp{}
 	addOpPool.Put(op)
 	if err != nil {
@@ -239,7 +245,12 @@ func (b *Bookie) addEntry(ledger, entry int64, masterKey, payload []byte, recove
 	}
 	// Cache first, journal second: a checkpoint mark taken under the cache
 	// lock then never covers a record whose data it does not flush.
-	if err := b.wc.put(ledger, entry, payload, pcrc, b.opts.WriteCacheMaxWait, b.closing); err != nil {
+	// A large payload is not copied a second time: the journal writes it
+	// from the write cache's copy (AppendRef), which the half keeps until
+	// the completion (addOp.AppendDone releases it).
+	ref := len(payload) >= journal.RefMinPayload
+	cached, half, err := b.wc.putRef(ledger, entry, payload, pcrc, ref, b.opts.WriteCacheMaxWait, b.closing)
+	if err != nil {
 		return err
 	}
 	if entry > st.lastEntry {
@@ -247,7 +258,14 @@ func (b *Bookie) addEntry(ledger, entry int64, masterKey, payload []byte, recove
 	}
 	op := addOpPool.Get().(*addOp)
 	op.b, op.done, op.start = b, done, start
-	b.j.AppendWithCRC(journal.Record{Type: journal.Entry, LedgerID: ledger, EntryID: entry, Payload: payload}, pcrc, op)
+	rec := journal.Record{Type: journal.Entry, LedgerID: ledger, EntryID: entry, Payload: payload}
+	if ref {
+		op.half = half
+		rec.Payload = cached
+		b.j.AppendRef(rec, pcrc, op)
+	} else {
+		b.j.AppendWithCRC(rec, pcrc, op)
+	}
 	return nil
 }
 

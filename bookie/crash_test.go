@@ -262,6 +262,19 @@ func crashCloneRun(t *testing.T, seed uint64) {
 
 const crashChildEnv = "MAGNETAR_BOOKIE_CRASH_CHILD"
 
+// crashLargeEnv makes the crash child add largePayload entries (up to
+// ~300 KiB: the journal writes them from the write cache, checkpoints with
+// vectored entry-log writes).
+const crashLargeEnv = "MAGNETAR_BOOKIE_CRASH_LARGE"
+
+// crashPayload is the payload the crash child adds for (l, e).
+func crashPayload(l, e int64) []byte {
+	if os.Getenv(crashLargeEnv) == "1" {
+		return largePayload(l, e)
+	}
+	return entryPayload(l, e)
+}
+
 var crashLedgers = []int64{11, 12, 13, 14}
 
 func TestMain(m *testing.M) {
@@ -317,7 +330,7 @@ func crashChild(dir string) error {
 		e := next[l]
 		next[l]++
 		sem <- struct{}{}
-		b.AddEntry(l, e, mk, entryPayload(l, e), false, func(err error) {
+		b.AddEntry(l, e, mk, crashPayload(l, e), false, func(err error) {
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "add failed:", err)
 				os.Exit(3)
@@ -335,6 +348,28 @@ func TestCrashRealProcess(t *testing.T) {
 	if os.Getenv("MAGNETAR_SOAK") == "1" || os.Getenv("SOAK") == "1" { // scripts/test honours SOAK=1
 		iterations = 200
 	}
+	crashRealProcess(t, iterations, 500, false)
+}
+
+// TestCrashRealProcessLarge is TestCrashRealProcess with entries of up to
+// ~300 KiB: the journal's io_uring writes read them from the write cache
+// (AppendRef) and checkpoints write them to the entry logs with vectored
+// writes from the cache.
+func TestCrashRealProcessLarge(t *testing.T) {
+	iterations := 6
+	if os.Getenv("MAGNETAR_SOAK") == "1" || os.Getenv("SOAK") == "1" {
+		iterations = 60
+	}
+	crashRealProcess(t, iterations, 150, true)
+}
+
+// crashRealProcess kills a child adding entries iterations times, after up
+// to maxAcks acks each, and checks every acked entry after each restart.
+func crashRealProcess(t *testing.T, iterations, maxAcks int, large bool) {
+	payload := entryPayload
+	if large {
+		payload = largePayload
+	}
 	dir := t.TempDir()
 	if d := os.Getenv("CRASH_DIR"); d != "" {
 		dir = d
@@ -348,6 +383,9 @@ func TestCrashRealProcess(t *testing.T) {
 		fresh := map[key]bool{}
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+		if large {
+			cmd.Env = append(cmd.Env, crashLargeEnv+"=1")
+		}
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -358,7 +396,7 @@ func TestCrashRealProcess(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		killAfter := 1 + rng.IntN(500)
+		killAfter := 1 + rng.IntN(maxAcks)
 		sc := bufio.NewScanner(stdout)
 		n := 0
 		for sc.Scan() {
@@ -384,9 +422,9 @@ func TestCrashRealProcess(t *testing.T) {
 		opened := time.Now()
 		// This run's acks and entries; everything again at the end.
 		if it < iterations-1 {
-			verifyFrom(t, b, fresh, crashLedgers, from)
+			verifyWith(t, b, fresh, crashLedgers, from, payload)
 		} else {
-			verifyStore(t, b, acked, crashLedgers)
+			verifyWith(t, b, acked, crashLedgers, nil, payload)
 		}
 		for _, l := range crashLedgers {
 			if last, err := b.LastEntry(l); err == nil {

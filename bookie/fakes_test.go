@@ -97,6 +97,11 @@ func (j *fakeJournal) AppendWithCRC(r journal.Record, pcrc uint32, c journal.Com
 	j.Append(r, c)
 }
 
+// AppendRef is AppendWithCRC (the fake copies every payload).
+func (j *fakeJournal) AppendRef(r journal.Record, pcrc uint32, c journal.Completion) {
+	j.AppendWithCRC(r, pcrc, c)
+}
+
 func (j *fakeJournal) Mark() func() (journal.Position, error) {
 	j.d.mu.Lock()
 	n := len(j.d.records)

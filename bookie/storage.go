@@ -23,6 +23,10 @@ type wal interface {
 	// AppendWithCRC is Append with pcrc = the CRC-32C of r.Payload
 	// (entrylog.PayloadCRC), computed once by the caller.
 	AppendWithCRC(r journal.Record, pcrc uint32, c journal.Completion)
+	// AppendRef is AppendWithCRC for a payload the caller keeps unmodified
+	// until c's completion ran: a large one is written from r.Payload
+	// itself instead of being copied (journal.Journal.AppendRef).
+	AppendRef(r journal.Record, pcrc uint32, c journal.Completion)
 	// Mark starts a checkpoint mark: every record appended before Mark
 	// returns lies before the position the returned wait yields, once all
 	// of them are durable. The bookie calls it under the write-cache lock.

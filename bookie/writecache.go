@@ -38,6 +38,11 @@ type cacheHalf struct {
 	free    []*ledgerRun // reset runs for reuse
 	bytes   int64
 	entries int
+	// refs counts journal records written from this half's memory
+	// (journal.AppendRef) whose completion has not run yet: release waits
+	// for them before the memory is reused. Added to only while the half
+	// is active (under writeCache.mu), so a frozen half's count only falls.
+	refs sync.WaitGroup
 }
 
 // payloadOf returns the payload of a cached record.
@@ -109,11 +114,9 @@ func newCacheHalf() *cacheHalf {
 }
 
 // alloc returns n bytes of arena space (capacity n: appends cannot run
-// into the next record).
+// into the next record). n is at most chunkSize/4 (put gives larger
+// records an allocation of their own).
 func (h *cacheHalf) alloc(n int, chunkSize int) []byte {
-	if n > chunkSize/4 {
-		return make([]byte, n)
-	}
 	for {
 		if h.cur == len(h.chunks) {
 			h.chunks = append(h.chunks, make([]byte, 0, chunkSize))
@@ -131,8 +134,14 @@ func (h *cacheHalf) alloc(n int, chunkSize int) []byte {
 // put stores the entry (its record framed from payload and pcrc, the
 // payload's CRC-32C) and returns the cached payload.
 func (h *cacheHalf) put(k key, payload []byte, pcrc uint32, chunkSize int) []byte {
-	dst := h.alloc(entrylog.RecordHeaderSize+len(payload), chunkSize)
-	entrylog.FrameRecord(dst, k.ledger, k.entry, payload, pcrc)
+	var dst []byte
+	if n := entrylog.RecordHeaderSize + len(payload); n > chunkSize/4 {
+		dst = entrylog.AppendFramed(nil, k.ledger, k.entry, payload, pcrc)
+		dst = dst[:n:n]
+	} else {
+		dst = h.alloc(n, chunkSize)
+		entrylog.FrameRecord(dst, k.ledger, k.entry, payload, pcrc)
+	}
 	r := h.runs[k.ledger]
 	if r == nil {
 		if n := len(h.free); n > 0 {
@@ -328,6 +337,15 @@ func newWriteCache(totalSize int64) *writeCache {
 // flush is running, until maxWait passed (0: wait forever), done closes
 // (ErrClosed) or room appears.
 func (c *writeCache) put(ledger, entry int64, payload []byte, pcrc uint32, maxWait time.Duration, done <-chan struct{}) error {
+	_, _, err := c.putRef(ledger, entry, payload, pcrc, false, maxWait, done)
+	return err
+}
+
+// putRef is put returning the cached payload and the half holding it. With
+// ref the half's refs count is raised: the caller hands the cached payload
+// to the journal (AppendRef) and calls half.refs.Done once the journal's
+// completion ran; until then release does not reuse the half's memory.
+func (c *writeCache) putRef(ledger, entry int64, payload []byte, pcrc uint32, ref bool, maxWait time.Duration, done <-chan struct{}) ([]byte, *cacheHalf, error) {
 	var (
 		timer    *time.Timer
 		deadline time.Time
@@ -341,13 +359,16 @@ func (c *writeCache) put(ledger, entry int64, payload []byte, pcrc uint32, maxWa
 		c.mu.Lock()
 		a := c.mu.active
 		if a.bytes < c.halfSize || a.bytes == 0 {
-			a.put(key{ledger, entry}, payload, pcrc, c.chunkSize)
+			cached := a.put(key{ledger, entry}, payload, pcrc, c.chunkSize)
+			if ref {
+				a.refs.Add(1)
+			}
 			full := a.bytes >= c.halfSize
 			c.mu.Unlock()
 			if full {
 				c.signalFlush()
 			}
-			return nil
+			return cached, a, nil
 		}
 		space := c.mu.space
 		c.mu.Unlock()
@@ -359,7 +380,7 @@ func (c *writeCache) put(ledger, entry int64, payload []byte, pcrc uint32, maxWa
 		if !deadline.IsZero() {
 			d := time.Until(deadline)
 			if d <= 0 {
-				return ErrTooManyRequests
+				return nil, nil, ErrTooManyRequests
 			}
 			if timer == nil {
 				timer = time.NewTimer(d)
@@ -371,9 +392,9 @@ func (c *writeCache) put(ledger, entry int64, payload []byte, pcrc uint32, maxWa
 		select {
 		case <-space:
 		case <-timeout:
-			return ErrTooManyRequests
+			return nil, nil, ErrTooManyRequests
 		case <-done:
-			return ErrClosed
+			return nil, nil, ErrClosed
 		}
 	}
 }
@@ -500,12 +521,20 @@ type frozenEntry struct {
 }
 
 // release drops the frozen half after its entries reached ledger storage.
+// It first waits until no journal write still reads the half's memory: an
+// add that put its entry before the swap may append its journal record
+// (AppendRef, after the checkpoint's mark) only now; its completion comes
+// with the journal's next group, which does not depend on the checkpoint.
 func (c *writeCache) release() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.mu.frozen == nil {
+	c.mu.RLock()
+	f := c.mu.frozen
+	c.mu.RUnlock()
+	if f == nil {
 		return
 	}
+	f.refs.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.mu.frozen.reset()
 	c.mu.spare, c.mu.frozen = c.mu.frozen, nil
 	close(c.mu.space)

@@ -94,10 +94,24 @@ func PayloadCRC(payload []byte) uint32 { return crc32.Update(0, castagnoli, payl
 // payloads are then not read a second time for the checksum (small ones
 // are, which is cheaper than folding the CRCs).
 func FrameRecord(dst []byte, ledger, entry int64, payload []byte, payloadCRC uint32) {
+	putHeader(dst, ledger, entry, payload, payloadCRC)
+	copy(dst[RecordHeaderSize:RecordHeaderSize+len(payload)], payload)
+}
+
+// AppendFramed appends the record FrameRecord writes to dst. Growing dst
+// copies the payload into the new array without clearing it first.
+func AppendFramed(dst []byte, ledger, entry int64, payload []byte, payloadCRC uint32) []byte {
+	var h [RecordHeaderSize]byte
+	putHeader(h[:], ledger, entry, payload, payloadCRC)
+	dst = append(dst, h[:]...)
+	return append(dst, payload...)
+}
+
+// putHeader encodes the header of the record holding payload.
+func putHeader(dst []byte, ledger, entry int64, payload []byte, payloadCRC uint32) {
 	n := len(payload)
 	if n >= combineMin {
 		PutRecordHeader(dst, ledger, entry, n, payloadCRC)
-		copy(dst[RecordHeaderSize:RecordHeaderSize+n], payload)
 		return
 	}
 	h := dst[:RecordHeaderSize]
@@ -105,5 +119,4 @@ func FrameRecord(dst []byte, ledger, entry int64, payload []byte, payloadCRC uin
 	binary.LittleEndian.PutUint64(h[8:], uint64(ledger))
 	binary.LittleEndian.PutUint64(h[16:], uint64(entry))
 	binary.LittleEndian.PutUint32(h[4:], recordCRC(h, payload))
-	copy(dst[RecordHeaderSize:RecordHeaderSize+n], payload)
 }

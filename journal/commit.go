@@ -45,16 +45,25 @@ const chunkSize = 256 << 10
 
 // group is one batch of records written with one write and one sync.
 type group struct {
-	chunks   [][]byte  // encoded records, each chunk of capacity chunkSize
-	size     int       // total encoded bytes
-	entries  [][]entry // per record, in blocks of entryBlock
-	n        int       // records in the group
-	firstSeq uint64
-	start    time.Time // when the first record joined
-	written  int64     // Nanotime when it was handed to commitEnv.write (stats)
-	err      error     // set when the group is failed without being written
-	fileID   uint64    // where the group was written (set by commitEnv.write)
-	off      int64
+	// chunks are the group's bytes in order, written with one vectored
+	// write: views into the owned chunks and, for AppendRef records,
+	// callers' payloads (capacity = length, so nothing appends into them).
+	chunks [][]byte
+	// owned are the pooled chunks (capacity chunkSize) the views point
+	// into, in order; the last one is being filled.
+	owned [][]byte
+	// lastOwned: chunks' last element is a view ending at the end of the
+	// last owned chunk's data, so encoding more extends it.
+	lastOwned bool
+	size      int       // total encoded bytes
+	entries   [][]entry // per record, in blocks of entryBlock
+	n         int       // records in the group
+	firstSeq  uint64
+	start     time.Time // when the first record joined
+	written   int64     // Nanotime when it was handed to commitEnv.write (stats)
+	err       error     // set when the group is failed without being written
+	fileID    uint64    // where the group was written (set by commitEnv.write)
+	off       int64
 }
 
 // entryBlock is how many entries one block of group.entries holds; blocks
@@ -192,12 +201,13 @@ func (c *committer) kick() {
 // append encodes rec into the current group. comp is called once the
 // record is durable or failed. rec must already be validated.
 func (c *committer) append(rec *Record, comp Completion) {
-	c.appendCRC(rec, payloadCRC(rec.Payload), comp)
+	c.appendCRC(rec, payloadCRC(rec.Payload), false, comp)
 }
 
 // appendCRC is append with the payload checksum (payloadCRC) computed by
-// the caller.
-func (c *committer) appendCRC(rec *Record, pcrc uint32, comp Completion) {
+// the caller. With ref the payload is not copied: the group's write reads
+// it from rec.Payload (see AppendRef).
+func (c *committer) appendCRC(rec *Record, pcrc uint32, ref bool, comp Completion) {
 	size := int64(RecordHeaderSize + len(rec.Payload))
 
 	c.mu.Lock()
@@ -232,7 +242,7 @@ func (c *committer) appendCRC(rec *Record, pcrc uint32, comp Completion) {
 		g.start = time.Now()
 		c.mu.curKickd = false
 	}
-	c.encodeLocked(g, seq, uint32(seq-g.firstSeq), rec, pcrc)
+	c.encodeLocked(g, seq, uint32(seq-g.firstSeq), rec, pcrc, ref)
 	c.addEntryLocked(g, comp)
 	c.mu.queued += size
 	if !kick && !c.mu.curKickd && c.fullLocked(g) {
@@ -278,13 +288,24 @@ func (c *committer) sync(comp Completion) {
 	comp.AppendDone(pos, err)
 }
 
-// encodeLocked appends rec's encoding to g: straight into the last chunk
-// when it fits, else piecewise across new chunks.
-func (c *committer) encodeLocked(g *group, seq uint64, lag uint32, rec *Record, pcrc uint32) {
+// encodeLocked appends rec's encoding to g: straight into the last owned
+// chunk when it fits, else piecewise across new chunks; with ref the
+// header only, the payload being written from rec.Payload itself.
+func (c *committer) encodeLocked(g *group, seq uint64, lag uint32, rec *Record, pcrc uint32, ref bool) {
 	n := RecordHeaderSize + len(rec.Payload)
 	g.size += n
-	if k := len(g.chunks) - 1; k >= 0 && cap(g.chunks[k])-len(g.chunks[k]) >= n {
-		g.chunks[k] = appendRecord(g.chunks[k], seq, lag, rec, pcrc)
+	if ref {
+		var h [RecordHeaderSize]byte
+		putRecordHeader(h[:], seq, lag, rec, pcrc)
+		c.copyLocked(g, h[:])
+		g.chunks = append(g.chunks, rec.Payload[:len(rec.Payload):len(rec.Payload)])
+		g.lastOwned = false
+		return
+	}
+	if k := len(g.owned) - 1; k >= 0 && cap(g.owned[k])-len(g.owned[k]) >= n {
+		start := len(g.owned[k])
+		g.owned[k] = appendRecord(g.owned[k], seq, lag, rec, pcrc)
+		c.viewLocked(g, start)
 		return
 	}
 	var h [RecordHeaderSize]byte
@@ -293,17 +314,34 @@ func (c *committer) encodeLocked(g *group, seq uint64, lag uint32, rec *Record, 
 	c.copyLocked(g, rec.Payload)
 }
 
-// copyLocked appends p to g's chunks, taking new chunks as needed.
+// viewLocked makes g.chunks cover the last owned chunk's bytes from start
+// on: by extending the last view, or with a new one after a caller's
+// payload or at a new chunk.
+func (c *committer) viewLocked(g *group, start int) {
+	ch := g.owned[len(g.owned)-1]
+	if g.lastOwned {
+		j := len(g.chunks) - 1
+		g.chunks[j] = g.chunks[j][:len(g.chunks[j])+len(ch)-start]
+		return
+	}
+	g.chunks = append(g.chunks, ch[start:])
+	g.lastOwned = true
+}
+
+// copyLocked appends p to g's owned chunks, taking new chunks as needed.
 func (c *committer) copyLocked(g *group, p []byte) {
 	for len(p) > 0 {
-		k := len(g.chunks) - 1
-		if k < 0 || len(g.chunks[k]) == cap(g.chunks[k]) {
-			g.chunks = append(g.chunks, c.chunkLocked())
+		k := len(g.owned) - 1
+		if k < 0 || len(g.owned[k]) == cap(g.owned[k]) {
+			g.owned = append(g.owned, c.chunkLocked())
+			g.lastOwned = false
 			k++
 		}
-		ch := g.chunks[k]
-		m := min(len(p), cap(ch)-len(ch))
-		g.chunks[k] = append(ch, p[:m]...)
+		ch := g.owned[k]
+		start := len(ch)
+		m := min(len(p), cap(ch)-start)
+		g.owned[k] = append(ch, p[:m]...)
+		c.viewLocked(g, start)
 		p = p[m:]
 	}
 }
@@ -331,7 +369,7 @@ func (c *committer) appendMarkLocked() {
 	g.firstSeq = seq
 	g.start = time.Now()
 	rec := Record{Type: typeMark}
-	c.encodeLocked(g, seq, 0, &rec, payloadCRC(nil))
+	c.encodeLocked(g, seq, 0, &rec, payloadCRC(nil), false)
 	c.addEntryLocked(g, nil)
 	c.mu.queued += RecordHeaderSize
 }
@@ -563,13 +601,16 @@ func (c *committer) failure() error {
 
 // resetLocked returns g's chunks to c's pool and empties g.
 func (c *committer) resetLocked(g *group) {
-	for _, ch := range g.chunks {
+	for _, ch := range g.owned {
 		if len(c.mu.chunks) < c.maxPooledChunks {
 			c.mu.chunks = append(c.mu.chunks, ch[:0])
 		}
 	}
-	clear(g.chunks)
+	clear(g.owned)
+	g.owned = g.owned[:0]
+	clear(g.chunks) // drops the references to callers' payloads too
 	g.chunks = g.chunks[:0]
+	g.lastOwned = false
 	g.size = 0
 	for _, blk := range g.entries {
 		clear(blk)

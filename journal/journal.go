@@ -225,7 +225,24 @@ func (j *Journal) AppendWithCRC(rec Record, pcrc uint32, c Completion) {
 	if j.refuse(&rec, c) {
 		return
 	}
-	j.c.appendCRC(&rec, pcrc, c)
+	j.c.appendCRC(&rec, pcrc, false, c)
+}
+
+// RefMinPayload is the payload size from which AppendRef writes a payload
+// from the caller's memory; smaller ones are copied as by Append.
+const RefMinPayload = 64 << 10
+
+// AppendRef is AppendWithCRC for a caller that keeps rec.Payload unmodified
+// until c.AppendDone has run (c must not be nil): a payload of at least
+// RefMinPayload bytes is then not copied into the group but written from
+// rec.Payload by the group's vectored write (the record header is encoded
+// as usual, the bytes on disk are the same). The bookie passes the entry's
+// copy in its write cache, which it keeps until the completion.
+func (j *Journal) AppendRef(rec Record, pcrc uint32, c Completion) {
+	if j.refuse(&rec, c) {
+		return
+	}
+	j.c.appendCRC(&rec, pcrc, len(rec.Payload) >= RefMinPayload && c != nil, c)
 }
 
 // refuse completes c with the reason rec cannot be appended, if any.
