@@ -10,6 +10,12 @@ import (
 	"github.com/magnetar-mq/magnetar/entrylog"
 )
 
+// putHalf puts p into h (chunks of 64 KiB).
+func putHalf(h *cacheHalf, k key, p []byte) {
+	hdr := entrylog.RecordHeader(k.ledger, k.entry, p, entrylog.PayloadCRC(p))
+	h.put(k, &hdr, p, 1<<16)
+}
+
 // putTest is put with the payload's CRC computed here.
 func (c *writeCache) putTest(ledger, entry int64, p []byte, wait time.Duration, done <-chan struct{}) error {
 	return c.put(ledger, entry, p, entrylog.PayloadCRC(p), wait, done)
@@ -303,13 +309,13 @@ func TestCacheHalfPagedRuns(t *testing.T) {
 				continue // gaps
 			}
 			p := []byte(fmt.Sprintf("r%d-e%d", round, e))
-			h.put(key{9, 100 + e}, p, entrylog.PayloadCRC(p), 1<<16)
+			putHalf(h, key{9, 100 + e}, p)
 			want[key{9, 100 + e}] = p
 		}
 		for e := int64(0); e < 3*runPage; e += 97 { // overwrite some
 			if _, ok := want[key{9, 100 + e}]; ok {
 				p := []byte(fmt.Sprintf("over-%d", e))
-				h.put(key{9, 100 + e}, p, entrylog.PayloadCRC(p), 1<<16)
+				putHalf(h, key{9, 100 + e}, p)
 				want[key{9, 100 + e}] = p
 			}
 		}
@@ -377,5 +383,44 @@ func TestReadCacheFreeListMakesRoomForLargerBuffers(t *testing.T) {
 	}
 	if c.mu.freeBytes > c.segCap {
 		t.Fatalf("free list holds %d bytes, more than a segment (%d)", c.mu.freeBytes, c.segCap)
+	}
+}
+
+// TestWriteCacheReleaseWaitsForJournalRefs: a half whose memory a journal
+// write still reads (putRef with ref) is not reset and reused by release
+// until the reference is dropped.
+func TestWriteCacheReleaseWaitsForJournalRefs(t *testing.T) {
+	c := newWriteCache(1 << 20)
+	p := payloadFor(1, 0, 4096)
+	cached, half, err := c.putRef(1, 0, p, entrylog.PayloadCRC(p), true, 0, nil)
+	if err != nil || !bytes.Equal(cached, p) {
+		t.Fatalf("putRef = %d bytes, %v", len(cached), err)
+	}
+	if !c.swap(nil) {
+		t.Fatal("swap failed")
+	}
+	released := make(chan struct{})
+	go func() {
+		c.release()
+		close(released)
+	}()
+	// Not released while referenced: the frozen half and the bytes the
+	// journal reads stay as they were.
+	select {
+	case <-released:
+		t.Fatal("release returned while the journal still referenced the half")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if !c.hasFrozen() || !bytes.Equal(cached, p) {
+		t.Fatal("referenced half reset")
+	}
+	half.refs.Done()
+	select {
+	case <-released:
+	case <-time.After(10 * time.Second):
+		t.Fatal("release did not return after the reference was dropped")
+	}
+	if c.hasFrozen() {
+		t.Fatal("half still frozen after release")
 	}
 }

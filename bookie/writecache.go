@@ -131,16 +131,19 @@ func (h *cacheHalf) alloc(n int, chunkSize int) []byte {
 	}
 }
 
-// put stores the entry (its record framed from payload and pcrc, the
-// payload's CRC-32C) and returns the cached payload.
-func (h *cacheHalf) put(k key, payload []byte, pcrc uint32, chunkSize int) []byte {
+// put stores the entry as its entry-log record, hdr (entrylog.RecordHeader)
+// then payload, and returns the cached payload.
+func (h *cacheHalf) put(k key, hdr *[entrylog.RecordHeaderSize]byte, payload []byte, chunkSize int) []byte {
 	var dst []byte
 	if n := entrylog.RecordHeaderSize + len(payload); n > chunkSize/4 {
-		dst = entrylog.AppendFramed(nil, k.ledger, k.entry, payload, pcrc)
+		// Growing by append copies the payload into the new array without
+		// clearing it first (make would).
+		dst = append(append([]byte(nil), hdr[:]...), payload...)
 		dst = dst[:n:n]
 	} else {
 		dst = h.alloc(n, chunkSize)
-		entrylog.FrameRecord(dst, k.ledger, k.entry, payload, pcrc)
+		copy(dst, hdr[:])
+		copy(dst[entrylog.RecordHeaderSize:], payload)
 	}
 	r := h.runs[k.ledger]
 	if r == nil {
@@ -346,6 +349,7 @@ func (c *writeCache) put(ledger, entry int64, payload []byte, pcrc uint32, maxWa
 // to the journal (AppendRef) and calls half.refs.Done once the journal's
 // completion ran; until then release does not reuse the half's memory.
 func (c *writeCache) putRef(ledger, entry int64, payload []byte, pcrc uint32, ref bool, maxWait time.Duration, done <-chan struct{}) ([]byte, *cacheHalf, error) {
+	hdr := entrylog.RecordHeader(ledger, entry, payload, pcrc) // outside the lock
 	var (
 		timer    *time.Timer
 		deadline time.Time
@@ -359,7 +363,7 @@ func (c *writeCache) putRef(ledger, entry int64, payload []byte, pcrc uint32, re
 		c.mu.Lock()
 		a := c.mu.active
 		if a.bytes < c.halfSize || a.bytes == 0 {
-			cached := a.put(key{ledger, entry}, payload, pcrc, c.chunkSize)
+			cached := a.put(key{ledger, entry}, &hdr, payload, c.chunkSize)
 			if ref {
 				a.refs.Add(1)
 			}

@@ -79,14 +79,21 @@ func PutRecordHeader(dst []byte, ledger, entry int64, n int, payloadCRC uint32) 
 	binary.LittleEndian.PutUint32(h[0:], uint32(n))
 	binary.LittleEndian.PutUint64(h[8:], uint64(ledger))
 	binary.LittleEndian.PutUint64(h[16:], uint64(entry))
-	c := crc32.Update(crc32.Update(0, castagnoli, h[0:4]), castagnoli, h[8:RecordHeaderSize])
-	binary.LittleEndian.PutUint32(h[4:], crcCombine(c, payloadCRC, n))
+	binary.LittleEndian.PutUint32(h[4:], crcCombine(headerCRC(h), payloadCRC, n))
 }
 
 // PayloadCRC is the CRC-32C (Castagnoli) of payload, what PutRecordHeader
 // and FrameRecord take (and what the journal's record checksum starts
 // from).
 func PayloadCRC(payload []byte) uint32 { return crc32.Update(0, castagnoli, payload) }
+
+// RecordHeader returns the header FrameRecord writes for (ledger, entry,
+// payload); payloadCRC as there. A caller can encode it before taking a
+// lock and copy header and payload under it.
+func RecordHeader(ledger, entry int64, payload []byte, payloadCRC uint32) (h [RecordHeaderSize]byte) {
+	putHeader(h[:], ledger, entry, payload, payloadCRC)
+	return h
+}
 
 // FrameRecord writes the record for (ledger, entry, payload), header and
 // payload, into dst[:RecordHeaderSize+len(payload)]: the bytes
@@ -98,25 +105,33 @@ func FrameRecord(dst []byte, ledger, entry int64, payload []byte, payloadCRC uin
 	copy(dst[RecordHeaderSize:RecordHeaderSize+len(payload)], payload)
 }
 
-// AppendFramed appends the record FrameRecord writes to dst. Growing dst
-// copies the payload into the new array without clearing it first.
-func AppendFramed(dst []byte, ledger, entry int64, payload []byte, payloadCRC uint32) []byte {
-	var h [RecordHeaderSize]byte
-	putHeader(h[:], ledger, entry, payload, payloadCRC)
-	dst = append(dst, h[:]...)
-	return append(dst, payload...)
-}
-
 // putHeader encodes the header of the record holding payload.
 func putHeader(dst []byte, ledger, entry int64, payload []byte, payloadCRC uint32) {
 	n := len(payload)
-	if n >= combineMin {
-		PutRecordHeader(dst, ledger, entry, n, payloadCRC)
-		return
-	}
 	h := dst[:RecordHeaderSize]
 	binary.LittleEndian.PutUint32(h[0:], uint32(n))
 	binary.LittleEndian.PutUint64(h[8:], uint64(ledger))
 	binary.LittleEndian.PutUint64(h[16:], uint64(entry))
-	binary.LittleEndian.PutUint32(h[4:], recordCRC(h, payload))
+	c := headerCRC(h)
+	if n >= combineMin {
+		c = crcCombine(c, payloadCRC, n)
+	} else {
+		c = crc32.Update(c, castagnoli, payload)
+	}
+	binary.LittleEndian.PutUint32(h[4:], c)
+}
+
+// headerCRC is the CRC-32C of a record header's length and ids (bytes
+// [0,4) and [8,24)), computed a byte at a time: hash/crc32 would make a
+// header on the caller's stack escape to the heap, an allocation per
+// record, for 20 bytes.
+func headerCRC(h []byte) uint32 {
+	c := ^uint32(0)
+	for _, b := range h[0:4] {
+		c = castagnoli[byte(c)^b] ^ c>>8
+	}
+	for _, b := range h[8:RecordHeaderSize] {
+		c = castagnoli[byte(c)^b] ^ c>>8
+	}
+	return ^c
 }

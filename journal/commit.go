@@ -294,23 +294,31 @@ func (c *committer) sync(comp Completion) {
 func (c *committer) encodeLocked(g *group, seq uint64, lag uint32, rec *Record, pcrc uint32, ref bool) {
 	n := RecordHeaderSize + len(rec.Payload)
 	g.size += n
-	if ref {
+	if !ref {
+		if k := len(g.owned) - 1; k >= 0 && cap(g.owned[k])-len(g.owned[k]) >= n {
+			start := len(g.owned[k])
+			g.owned[k] = appendRecord(g.owned[k], seq, lag, rec, pcrc)
+			c.viewLocked(g, start)
+			return
+		}
+	}
+	// The header goes into the last owned chunk when it fits there (a
+	// header on the stack would escape to the heap through the CRC).
+	if k := len(g.owned) - 1; k >= 0 && cap(g.owned[k])-len(g.owned[k]) >= RecordHeaderSize {
+		start := len(g.owned[k])
+		g.owned[k] = g.owned[k][:start+RecordHeaderSize]
+		putRecordHeader(g.owned[k][start:], seq, lag, rec, pcrc)
+		c.viewLocked(g, start)
+	} else {
 		var h [RecordHeaderSize]byte
 		putRecordHeader(h[:], seq, lag, rec, pcrc)
 		c.copyLocked(g, h[:])
+	}
+	if ref {
 		g.chunks = append(g.chunks, rec.Payload[:len(rec.Payload):len(rec.Payload)])
 		g.lastOwned = false
 		return
 	}
-	if k := len(g.owned) - 1; k >= 0 && cap(g.owned[k])-len(g.owned[k]) >= n {
-		start := len(g.owned[k])
-		g.owned[k] = appendRecord(g.owned[k], seq, lag, rec, pcrc)
-		c.viewLocked(g, start)
-		return
-	}
-	var h [RecordHeaderSize]byte
-	putRecordHeader(h[:], seq, lag, rec, pcrc)
-	c.copyLocked(g, h[:])
 	c.copyLocked(g, rec.Payload)
 }
 
