@@ -12,7 +12,7 @@ import (
 
 // putHalf puts p into h (chunks of 64 KiB).
 func putHalf(h *cacheHalf, k key, p []byte) {
-	hdr := entrylog.RecordHeader(k.ledger, k.entry, p, entrylog.PayloadCRC(p))
+	hdr := recordHeader(k.ledger, k.entry, p, entrylog.PayloadCRC(p))
 	h.put(k, &hdr, p, 1<<16)
 }
 
@@ -57,7 +57,7 @@ func TestWriteCacheSwapSortRelease(t *testing.T) {
 	for _, e := range got {
 		keys = append(keys, e.key)
 		// Each entry is cached as its entry-log record.
-		rest, l, en, p, err := entrylog.DecodeRecord(e.rec)
+		rest, l, en, p, err := entrylog.DecodeRecord(sealRecord(e.rec))
 		if err != nil || len(rest) != 0 || l != e.ledger || en != e.entry || !bytes.Equal(p, payloadFor(l, en, 32)) {
 			t.Fatalf("frozen %v: record %d:%d (%d bytes left), %v", e.key, l, en, len(rest), err)
 		}
@@ -335,7 +335,7 @@ func TestCacheHalfPagedRuns(t *testing.T) {
 		prev := int64(-1)
 		n := 0
 		h.each(func(k key, rec []byte) error {
-			_, l, e, p, err := entrylog.DecodeRecord(rec)
+			_, l, e, p, err := entrylog.DecodeRecord(sealRecord(rec))
 			if err != nil || l != k.ledger || e != k.entry {
 				t.Fatalf("each: %v holds record %d:%d, %v", k, l, e, err)
 			}

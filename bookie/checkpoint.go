@@ -69,8 +69,9 @@ func (b *Bookie) checkpointLocked(journalCkpt bool) error {
 		// durable, set the index. No list of the entries is built.
 		b.locBuf = b.locBuf[:0]
 		err := b.wc.frozenEach(func(k key, rec []byte) error {
-			// The cached bytes are the entry-log record already.
-			loc, err := b.el.AddRecord(rec)
+			// The cached bytes are the entry-log record already (small
+			// ones get their checksum here).
+			loc, err := b.el.AddRecord(sealRecord(rec))
 			b.locBuf = append(b.locBuf, loc)
 			return err
 		})

@@ -48,7 +48,8 @@ type entryStore interface {
 	// a buffer until Flush.
 	Add(ledger, entry int64, payload []byte) (loc uint64, err error)
 	// AddRecord is Add for an entry already framed as an entry-log record
-	// (entrylog.FrameRecord): large records are written from rec itself.
+	// (header with checksum, then payload): large records are written
+	// from rec itself.
 	// rec is not referenced after it returns.
 	AddRecord(rec []byte) (loc uint64, err error)
 	// Flush writes buffered entries to the file; Sync makes them durable.

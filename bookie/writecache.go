@@ -25,11 +25,15 @@ func compareKeys(a, b key) int {
 // entry that does not fit its run. Both keep the flush free of sorting:
 // ledgers are sorted, runs already are.
 //
-// Each entry is stored as its entry-log record (entrylog.FrameRecord:
-// the 24-byte header, checksum included, then the payload), so that a
-// checkpoint hands the cached bytes to the entry log as they are
-// (entrylog.AddRecord) instead of framing them into another buffer. Slots
-// and the sparse map hold the records; payloadOf gives the payload.
+// Each entry is stored as its entry-log record (the 24-byte header, then
+// the payload), so that a checkpoint hands the cached bytes to the entry
+// log as they are (entrylog.AddRecord) instead of framing them into
+// another buffer. The header's checksum is folded from the payload CRC
+// the add computed anyway (entrylog.PutRecordHeader) for payloads of at
+// least entrylog.FoldMin bytes; for smaller ones a pass over the record is
+// cheaper, and the checkpoint does it (sealRecord) before writing, off the
+// add path. Slots and the sparse map hold the records; payloadOf gives the
+// payload.
 type cacheHalf struct {
 	chunks  [][]byte // each has cap chunkSize (bigger records get their own)
 	cur     int      // chunk being filled
@@ -47,6 +51,28 @@ type cacheHalf struct {
 
 // payloadOf returns the payload of a cached record.
 func payloadOf(rec []byte) []byte { return rec[entrylog.RecordHeaderSize:] }
+
+// recordHeader encodes the header a cached record starts with: complete
+// for a payload of at least entrylog.FoldMin bytes, without the checksum
+// (sealRecord) below.
+func recordHeader(ledger, entry int64, payload []byte, pcrc uint32) (h [entrylog.RecordHeaderSize]byte) {
+	if len(payload) >= entrylog.FoldMin {
+		entrylog.PutRecordHeader(h[:], ledger, entry, len(payload), pcrc)
+	} else {
+		entrylog.PutRecordFields(h[:], ledger, entry, len(payload))
+	}
+	return h
+}
+
+// sealRecord completes a cached record for the entry log: the checksum of
+// a small one. Only the checkpoint calls it, on the frozen half, whose
+// readers only read payloads.
+func sealRecord(rec []byte) []byte {
+	if len(payloadOf(rec)) < entrylog.FoldMin {
+		entrylog.SetRecordCRC(rec)
+	}
+	return rec
+}
 
 // ledgerRun holds slot i = entry first+i (nil: absent) for i < n, in
 // pages of runPage slots: a long run grows by adding pages, never by
@@ -131,8 +157,8 @@ func (h *cacheHalf) alloc(n int, chunkSize int) []byte {
 	}
 }
 
-// put stores the entry as its entry-log record, hdr (entrylog.RecordHeader)
-// then payload, and returns the cached payload.
+// put stores the entry as its entry-log record, hdr (recordHeader) then
+// payload, and returns the cached payload.
 func (h *cacheHalf) put(k key, hdr *[entrylog.RecordHeaderSize]byte, payload []byte, chunkSize int) []byte {
 	var dst []byte
 	if n := entrylog.RecordHeaderSize + len(payload); n > chunkSize/4 {
@@ -209,8 +235,8 @@ func (h *cacheHalf) lastEntry(ledger int64) (int64, bool) {
 	return 0, false
 }
 
-// each calls fn for the half's entries (their records) in (ledger, entry)
-// order, without materialising a list of them (a half may hold millions).
+// each calls fn for the half's entries (their records, see sealRecord) in
+// (ledger, entry) order, without materialising a list of them (a half may hold millions).
 // It stops at fn's first error. The order is the same on every call while
 // the half is unchanged.
 func (h *cacheHalf) each(fn func(k key, rec []byte) error) error {
@@ -349,7 +375,7 @@ func (c *writeCache) put(ledger, entry int64, payload []byte, pcrc uint32, maxWa
 // to the journal (AppendRef) and calls half.refs.Done once the journal's
 // completion ran; until then release does not reuse the half's memory.
 func (c *writeCache) putRef(ledger, entry int64, payload []byte, pcrc uint32, ref bool, maxWait time.Duration, done <-chan struct{}) ([]byte, *cacheHalf, error) {
-	hdr := entrylog.RecordHeader(ledger, entry, payload, pcrc) // outside the lock
+	hdr := recordHeader(ledger, entry, payload, pcrc) // outside the lock
 	var (
 		timer    *time.Timer
 		deadline time.Time

@@ -64,62 +64,40 @@ func crcShift(crc uint32, n int) uint32 {
 // crcB = CRC-32C(B) and n = len(B).
 func crcCombine(crcA, crcB uint32, n int) uint32 { return crcShift(crcA, n) ^ crcB }
 
-// combineMin is the payload size from which folding a payload CRC into the
-// record checksum (a few hundred word operations) is cheaper than running
-// the CRC over the payload again.
-const combineMin = 2048
+// FoldMin is the payload size from which PutRecordHeader (folding a
+// payload CRC computed anyway into the record checksum: a few hundred word
+// operations) is cheaper than SetRecordCRC's pass over the payload.
+const FoldMin = 2048
 
 // PutRecordHeader encodes the RecordHeaderSize-byte header of a record
 // holding (ledger, entry) and a payload of n bytes whose CRC-32C
-// (Castagnoli, crc32.Checksum) is payloadCRC, into dst[:RecordHeaderSize].
-// dst[RecordHeaderSize:] is not read: a caller can copy the payload in
-// before or after. The bytes are those AppendRecord writes.
+// (PayloadCRC) is payloadCRC, into dst[:RecordHeaderSize], without reading
+// the payload. The bytes are those AppendRecord writes.
 func PutRecordHeader(dst []byte, ledger, entry int64, n int, payloadCRC uint32) {
 	h := dst[:RecordHeaderSize]
-	binary.LittleEndian.PutUint32(h[0:], uint32(n))
-	binary.LittleEndian.PutUint64(h[8:], uint64(ledger))
-	binary.LittleEndian.PutUint64(h[16:], uint64(entry))
+	PutRecordFields(h, ledger, entry, n)
 	binary.LittleEndian.PutUint32(h[4:], crcCombine(headerCRC(h), payloadCRC, n))
 }
 
-// PayloadCRC is the CRC-32C (Castagnoli) of payload, what PutRecordHeader
-// and FrameRecord take (and what the journal's record checksum starts
-// from).
-func PayloadCRC(payload []byte) uint32 { return crc32.Update(0, castagnoli, payload) }
-
-// RecordHeader returns the header FrameRecord writes for (ledger, entry,
-// payload); payloadCRC as there. A caller can encode it before taking a
-// lock and copy header and payload under it.
-func RecordHeader(ledger, entry int64, payload []byte, payloadCRC uint32) (h [RecordHeaderSize]byte) {
-	putHeader(h[:], ledger, entry, payload, payloadCRC)
-	return h
-}
-
-// FrameRecord writes the record for (ledger, entry, payload), header and
-// payload, into dst[:RecordHeaderSize+len(payload)]: the bytes
-// AppendRecord appends. payloadCRC must be PayloadCRC(payload): large
-// payloads are then not read a second time for the checksum (small ones
-// are, which is cheaper than folding the CRCs).
-func FrameRecord(dst []byte, ledger, entry int64, payload []byte, payloadCRC uint32) {
-	putHeader(dst, ledger, entry, payload, payloadCRC)
-	copy(dst[RecordHeaderSize:RecordHeaderSize+len(payload)], payload)
-}
-
-// putHeader encodes the header of the record holding payload.
-func putHeader(dst []byte, ledger, entry int64, payload []byte, payloadCRC uint32) {
-	n := len(payload)
+// PutRecordFields encodes a record header's length and ids into
+// dst[:RecordHeaderSize], leaving the checksum to SetRecordCRC.
+func PutRecordFields(dst []byte, ledger, entry int64, n int) {
 	h := dst[:RecordHeaderSize]
 	binary.LittleEndian.PutUint32(h[0:], uint32(n))
+	binary.LittleEndian.PutUint32(h[4:], 0)
 	binary.LittleEndian.PutUint64(h[8:], uint64(ledger))
 	binary.LittleEndian.PutUint64(h[16:], uint64(entry))
-	c := headerCRC(h)
-	if n >= combineMin {
-		c = crcCombine(c, payloadCRC, n)
-	} else {
-		c = crc32.Update(c, castagnoli, payload)
-	}
-	binary.LittleEndian.PutUint32(h[4:], c)
 }
+
+// SetRecordCRC computes the checksum of rec, a record (header, then
+// payload) whose length and ids are encoded, and stores it in the header.
+func SetRecordCRC(rec []byte) {
+	binary.LittleEndian.PutUint32(rec[4:], recordCRC(rec, rec[RecordHeaderSize:]))
+}
+
+// PayloadCRC is the CRC-32C (Castagnoli) of payload, what PutRecordHeader
+// takes (and what the journal's record checksum starts from).
+func PayloadCRC(payload []byte) uint32 { return crc32.Update(0, castagnoli, payload) }
 
 // headerCRC is the CRC-32C of a record header's length and ids (bytes
 // [0,4) and [8,24)), computed a byte at a time: hash/crc32 would make a

@@ -179,9 +179,9 @@ func (l *Log) Add(ledger, entry int64, payload []byte) (uint64, error) {
 	return l.add(ledger, entry, payload, nil)
 }
 
-// AddRecord appends one record already framed by FrameRecord or
-// PutRecordHeader (header and payload, back to back, in rec) and returns
-// its location, like Add. The checksum is not recomputed here (reads verify
+// AddRecord appends one record already framed (header and payload, back
+// to back, in rec; PutRecordHeader, or PutRecordFields and SetRecordCRC)
+// and returns its location, like Add. The checksum is not recomputed here (reads verify
 // it); the length and ledger id are checked. A record of at least
 // DirectWriteMin bytes, or too large for the append buffer, is written at
 // once, together with the buffered records, by one vectored write from rec

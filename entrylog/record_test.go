@@ -29,27 +29,37 @@ func TestCRCCombine(t *testing.T) {
 	}
 }
 
-// frame returns the record FrameRecord builds.
+// frame returns the record for (ledger, entry, p), its header encoded
+// by PutRecordHeader (large payloads) or PutRecordFields and SetRecordCRC.
 func frame(ledger, entry int64, p []byte) []byte {
 	rec := make([]byte, RecordHeaderSize+len(p))
-	FrameRecord(rec, ledger, entry, p, PayloadCRC(p))
+	copy(rec[RecordHeaderSize:], p)
+	if len(p) >= FoldMin {
+		PutRecordHeader(rec, ledger, entry, len(p), PayloadCRC(p))
+	} else {
+		PutRecordFields(rec, ledger, entry, len(p))
+		SetRecordCRC(rec)
+	}
 	return rec
 }
 
-func TestFrameRecordMatchesAppendRecord(t *testing.T) {
-	for _, n := range []int{0, 1, 100, combineMin - 1, combineMin, combineMin + 1, 5000, 400 << 10} {
+func TestRecordHeaderHelpersMatchAppendRecord(t *testing.T) {
+	for _, n := range []int{0, 1, 100, FoldMin - 1, FoldMin, FoldMin + 1, 5000, 400 << 10} {
 		p := payloadFor(3, int64(n), n)
 		want := AppendRecord(nil, 3, int64(n), p)
-		if got := frame(3, int64(n), p); !bytes.Equal(got, want) {
-			t.Fatalf("size %d: FrameRecord differs from AppendRecord", n)
-		}
-		if got := RecordHeader(3, int64(n), p, PayloadCRC(p)); !bytes.Equal(got[:], want[:RecordHeaderSize]) {
-			t.Fatalf("size %d: RecordHeader differs from AppendRecord", n)
-		}
 		hdr := make([]byte, RecordHeaderSize)
 		PutRecordHeader(hdr, 3, int64(n), n, PayloadCRC(p))
 		if !bytes.Equal(hdr, want[:RecordHeaderSize]) {
 			t.Fatalf("size %d: PutRecordHeader differs from AppendRecord", n)
+		}
+		rec := append(make([]byte, RecordHeaderSize), p...)
+		PutRecordFields(rec, 3, int64(n), n)
+		SetRecordCRC(rec)
+		if !bytes.Equal(rec, want) {
+			t.Fatalf("size %d: PutRecordFields+SetRecordCRC differ from AppendRecord", n)
+		}
+		if got := frame(3, int64(n), p); !bytes.Equal(got, want) {
+			t.Fatalf("size %d: frame differs from AppendRecord", n)
 		}
 		if _, l, e, got, err := DecodeRecord(want); err != nil || l != 3 || e != int64(n) || !bytes.Equal(got, p) {
 			t.Fatalf("size %d: DecodeRecord = %d:%d, %v", n, l, e, err)
