@@ -7,7 +7,8 @@
 //
 //	b, err := bookie.Open(bookie.Options{JournalDir: "/disk1/journal", LedgerDirs: []string{"/disk2/ledgers"}})
 //	b.AddEntry(ledger, entry, masterKey, payload, false, func(err error) { /* durable or failed */ })
-//	p, err := b.ReadEntry(ledger, entry)  // entry -1: the last entry stored
+//	p, err := b.ReadEntry(ledger, entry)  // entry -1: the last entry stored; p is the caller's
+//	buf, err = b.AppendReadEntry(buf[:0], ledger, entry) // the same, into a buffer the caller reuses
 //	err = b.Fence(ledger, masterKey)      // durable; later normal adds get ErrFenced
 //	err = b.Close()
 //
@@ -26,8 +27,21 @@
 //     ledger sets it, journaled as a master-key record) and fencing (normal
 //     adds to a fenced ledger fail with ErrFenced, recovery adds pass).
 //  2. Put the entry into the active write-cache half: readable at once.
+//     The payload is copied once, into the half's arena, already framed
+//     as its entry-log record (24-byte header, then payload). The
+//     payload's CRC-32C is computed once, outside the locks, and serves
+//     the journal's checksum and (folded, entrylog.PutRecordHeader) the
+//     entry-log record's; records under entrylog.FoldMin bytes get their
+//     entry-log checksum at checkpoint instead, where one pass is cheaper.
 //  3. Append an entry record to the journal. The callback runs after the
-//     fdatasync covering it, in journal order.
+//     fdatasync covering it, in journal order. A payload of at least
+//     journal.RefMinPayload (64 KiB) is not copied into the journal's
+//     group: the journal's vectored write reads the write cache's copy
+//     (journal.AppendRef). The half holding it counts such records
+//     (cacheHalf.refs) until their completions ran, and release waits
+//     for that count before the half's memory is reused: an add that put
+//     its entry before a checkpoint's swap may append its record only
+//     after the mark.
 //
 // Steps 1–3 run under the ledger's mutex, and Fence takes the same mutex
 // to set the flag and append its fence record. So every normal add that
@@ -50,7 +64,11 @@
 //     replay skips such records and readjournal labels them);
 //  2. writes the frozen half sorted by (ledger, entry) into the entry log
 //     (so a ledger's entries lie contiguous and read-ahead reads
-//     sequentially), then Flush and Sync;
+//     sequentially), then Flush and Sync. The cached records go to the
+//     entry log as they are (entrylog.AddRecord): records of at least
+//     entrylog.DirectWriteMin (16 KiB) are written straight from the
+//     write cache by vectored writes, smaller ones copied into the entry
+//     log's append buffer;
 //  3. sets the index locations and flushes the index;
 //  4. releases the frozen half;
 //  5. calls journal Checkpoint with the barrier's position (the journal
@@ -65,9 +83,22 @@
 // # Read path
 //
 // Write cache (both halves) → read cache → entry log at the index's
-// location. A read-cache miss reads the next ReadAheadEntries entries of
-// the same ledger into the read cache (a ring of segments; the oldest
-// segment is dropped whole). Entry -1 reads the highest entry id stored.
+// location. Entry -1 reads the highest entry id stored. A read copies the
+// payload once, into the caller's buffer (AppendReadEntry; ReadEntry
+// allocates it): the caller owns what it gets, the bookie keeps no
+// reference to it.
+//
+// A read-cache miss reads the entry and the records after it with one
+// entry-log read (entrylog.ReadRun) into a read-cache buffer, sized from
+// the ledger's last run (the entry and ReadAheadEntries more, at most
+// ReadAheadBytes of read-ahead and half a cache segment). The following
+// entries of the same ledger, in order, stay in that buffer as the
+// read-ahead, each only if the index still points at that record and it
+// is not cached already; the payloads alias the buffer, nothing is copied
+// into the cache. The read cache is a ring of segments owning such
+// buffers; the oldest segment is dropped whole and its buffers are reused
+// by later misses, so the read path neither allocates nor zeroes memory
+// per entry once warm.
 //
 // # Restart
 //

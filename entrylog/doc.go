@@ -5,8 +5,10 @@
 //
 //	l, err := entrylog.Open(entrylog.Options{FS: vfs.NewOS(), Dirs: dirs})
 //	loc, err := l.Add(ledger, entry, payload) // buffered
+//	loc, err = l.AddRecord(rec)               // rec framed by the caller (PutRecordHeader)
 //	err = l.Sync()                            // checkpoint: flush + fdatasync
 //	payload, err := l.Read(loc, ledger, entry)
+//	buf, err = l.ReadRun(buf, loc, ledger, entry, fn) // the record and those after it, one read
 //	usage, err := l.Usage(isLive)             // GC
 //	st, err := l.Compact(ctx, id, isLive, relocate)
 //	err = l.RemoveLog(id)                     // after relocations are durable
@@ -69,7 +71,18 @@
 // # Durability and recovery
 //
 // Add buffers (Options.WriteBufferSize); Flush writes the buffer; Sync
-// flushes and fdatasyncs the active file. Creating a log syncs its header
+// flushes and fdatasyncs the active file. A record too large for the
+// buffer, or one of at least DirectWriteMin bytes added with AddRecord, is
+// written at once from the caller's memory, after the buffered records
+// and in the same vectored write (pwritev(2) through internal/uring's
+// pwrite writer; WriteAt per buffer on file systems without descriptors),
+// so neither is copied nor needs a fresh buffer. AddRecord takes a record
+// framed by the caller (the bookie's write cache holds entries that way):
+// PutRecordHeader folds the CRC-32C of the payload, which the caller
+// computed anyway, into the record checksum (crc(A ++ B) from crc(A) and
+// crc(B), crc.go) without reading the payload again; PutRecordFields and
+// SetRecordCRC compute it in one pass, cheaper below FoldMin bytes. The
+// bytes on disk are those Add writes. Creating a log syncs its header
 // and the directory; sealing syncs the map and the patched header. So after
 // Sync returns, every entry added before is durable.
 //
@@ -86,7 +99,11 @@
 // other bad header fails Open with ErrCorrupt.
 //
 // Read verifies the checksum and that the record holds the requested
-// (ledger, entry); a mismatch is ErrCorrupt with path and offset. A
+// (ledger, entry); a mismatch is ErrCorrupt with path and offset. ReadRun
+// checks its first record the same way and reads the following records
+// in the same read, into the spare capacity of the caller's buffer (no
+// clearing: only a first record larger than that capacity grows it); a
+// later record that is cut off or fails its checksum only ends the run. A
 // location in a log that no longer exists (compacted and removed) is
 // ErrNotFound. A zeroed record, or one past the end of the data, is
 // ErrNotFound in a log recovered without a ledgers map (its unsynced tail

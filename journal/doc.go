@@ -23,10 +23,16 @@
 // # Group commit
 //
 // Appenders encode their record straight into the current group under one
-// mutex (the payload CRC is computed before taking it), taking the next
+// mutex (the payload CRC is computed before taking it, or handed in with
+// AppendWithCRC by a caller that computed it anyway), taking the next
 // sequence number. A group's bytes live in pooled 256 KiB chunks that
 // records straddle, written with one vectored write, so a group never
-// copies itself to grow; completions sit in pooled blocks likewise. Append
+// copies itself to grow; completions sit in pooled blocks likewise.
+// AppendRef puts a payload of at least RefMinPayload bytes into the
+// group's list of buffers as it is (behind its header in a chunk) instead
+// of copying it: the write reads it from the caller's memory, which the
+// caller keeps unmodified until the record's completion ran. The bytes on
+// disk are the same either way. Append
 // blocks while MaxQueuedBytes are appended but not completed. One writer goroutine hands a ready group to
 // commitEnv.write (uring.Writer.Submit: write + linked fdatasync) and
 // starts a new one; at most one group is in flight. A group is ready when
