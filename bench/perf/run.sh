@@ -29,8 +29,9 @@ CONSUME_FLAGS=${CONSUME_FLAGS:---receiver-queue-size 5000}
 # (d) uses pulsar-perf's 1 ms batch delay: at a fixed rate the delay, not
 # the server, would otherwise set the latency.
 LAT_FLAGS=${LAT_FLAGS:---num-producers 2 --max-pending 10000 --batch-delay 1ms --batch-max-messages 2000 --batch-max-bytes 524288 --memory-limit 536870912}
-# (e)/(f): the same batching as (a)/(c) for the raw client (it has no memory limit).
-RAW_PRODUCE_FLAGS=${RAW_PRODUCE_FLAGS:---num-producers 2 --max-pending 10000 --batch-delay 10ms --batch-max-messages 2000 --batch-max-bytes 524288}
+# (e)/(f): the same batching as (a)/(c) for the raw client (it has no memory limit);
+# a window of 20000 messages per producer: 10000 left the raw run latency-bound.
+RAW_PRODUCE_FLAGS=${RAW_PRODUCE_FLAGS:---num-producers 2 --max-pending 20000 --batch-delay 10ms --batch-max-messages 2000 --batch-max-bytes 524288}
 RAW_CONSUME_FLAGS=${RAW_CONSUME_FLAGS:---receiver-queue-size 5000}
 OUT=${OUT:-$(mktemp -d /tmp/magnetar-bench.XXXXXX)}
 mkdir -p "$OUT"
