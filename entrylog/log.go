@@ -181,12 +181,13 @@ func (l *Log) Add(ledger, entry int64, payload []byte) (uint64, error) {
 
 // AddRecord appends one record already framed (header and payload, back
 // to back, in rec; PutRecordHeader, or PutRecordFields and SetRecordCRC)
-// and returns its location, like Add. The checksum is not recomputed here (reads verify
-// it); the length and ledger id are checked. A record of at least
-// DirectWriteMin bytes, or too large for the append buffer, is written at
-// once, together with the buffered records, by one vectored write from rec
-// itself: a checkpoint writes entries from the bookie's write cache without
-// copying them. rec is not referenced after AddRecord returns.
+// and returns its location, like Add. The checksum is not recomputed here
+// (reads verify it); the length and ledger id are checked. A record of at
+// least DirectWriteMin bytes, or too large for the append buffer, is
+// written at once, together with the buffered records, by one vectored
+// write from rec itself: a checkpoint writes entries from the bookie's
+// write cache without copying them. rec is not referenced after AddRecord
+// returns.
 func (l *Log) AddRecord(rec []byte) (uint64, error) {
 	if len(rec) < RecordHeaderSize {
 		return 0, fmt.Errorf("entrylog: AddRecord of %d bytes, shorter than a record header", len(rec))
