@@ -64,6 +64,7 @@ func Produce(ctx context.Context, cfg ProduceConfig) (Summary, error) {
 	st := NewStats(len(producers), start)
 	rep := startReporter("produce", &cfg.Common, st)
 
+	sendCtx := context.WithoutCancel(runCtx)
 	var issued atomic.Int64
 	perProducer := cfg.Rate / float64(len(producers))
 	var wg sync.WaitGroup
@@ -86,7 +87,14 @@ func Produce(ctx context.Context, cfg ProduceConfig) (Summary, error) {
 					break
 				}
 				t0 := time.Now()
-				p.SendAsync(runCtx, msg(), func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+				// sendCtx, not runCtx: pulsar-client-go v0.19's pending-message
+				// semaphore loses a permit hand-off when the context of a
+				// SendAsync blocked on it is cancelled (Release then blocks the
+				// connection's reader goroutine on an unbuffered channel with no
+				// receiver: no receipts are read), which stalled the end-of-run flush for
+				// 60 s in about one max-rate run in three. The loop stops on
+				// runCtx instead; a send already blocked completes normally.
+				p.SendAsync(sendCtx, msg(), func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
 					if err != nil {
 						// A send cut short by the end of the run (the client reports
 						// ErrContextExpired) is not a failure.
