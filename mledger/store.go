@@ -2,8 +2,6 @@ package mledger
 
 import (
 	"context"
-
-	"github.com/magnetar-mq/magnetar/protocol/bkproto"
 )
 
 // LedgerStore is what a managed ledger needs from the ledger layer: create
@@ -64,8 +62,10 @@ type HeadroomWriter interface {
 
 // EntryHeadroom is the room in front of an entry's data that
 // AddEntryHeadroom callers should leave: what the bookie-backed store needs
-// (bkproto.EntryHeaderSize, the BookKeeper entry header).
-const EntryHeadroom = bkproto.EntryHeaderSize
+// (bkproto.EntryHeaderSize, the BookKeeper entry header; a literal so that
+// mledger stays independent of the wire protocol, checked equal by
+// the compile-time assertions in headroom_const_test.go).
+const EntryHeadroom = 36
 
 // ReadLedger is a closed (or recovered) ledger opened for reading.
 type ReadLedger interface {
