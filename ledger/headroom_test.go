@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/magnetar-mq/magnetar/bookie"
 	"github.com/magnetar-mq/magnetar/bookie/server"
@@ -45,6 +44,18 @@ func (r *recordingBookie) ReadLAC(context.Context, int64) (int64, []byte, error)
 
 func (r *recordingBookie) WriteLAC(context.Context, int64, int64, []byte, []byte) error { return nil }
 
+// oneBookieClient is a client over store placing its ledgers on bc alone
+// (as bookie "b0"), closed when the test ends.
+func oneBookieClient(t testing.TB, store metadata.Store, bc ledger.BookieClient) *ledger.Client {
+	t.Helper()
+	c, err := ledger.NewClient(store, ledger.NewStaticResolver(map[string]ledger.BookieClient{"b0": bc}), ledger.Options{Bookies: []string{"b0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // headroomBuf returns a buffer holding data after off bytes of 0xee.
 func headroomBuf(data []byte, off int) []byte {
 	buf := bytes.Repeat([]byte{0xee}, off)
@@ -58,12 +69,7 @@ func headroomBuf(data []byte, off int) []byte {
 // copy without touching the buffer; and that AddAsync is unchanged.
 func TestAddWithHeadroomFrameIdentical(t *testing.T) {
 	rec := &recordingBookie{frames: map[int64][]byte{}}
-	res := ledger.NewStaticResolver(map[string]ledger.BookieClient{"r0": rec})
-	c, err := ledger.NewClient(openStore(t), res, ledger.Options{Bookies: []string{"r0"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := oneBookieClient(t, openStore(t), rec)
 	ctx := ctxT(t)
 	h, err := c.Create(ctx, ledger.CreateOptions{Password: []byte("pw")})
 	if err != nil {
@@ -138,11 +144,7 @@ func TestAddWithHeadroomFrameIdentical(t *testing.T) {
 // AddAsync.
 func TestAddWithHeadroomTooLarge(t *testing.T) {
 	rec := &recordingBookie{frames: map[int64][]byte{}}
-	c, err := ledger.NewClient(openStore(t), ledger.NewStaticResolver(map[string]ledger.BookieClient{"r0": rec}), ledger.Options{Bookies: []string{"r0"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := oneBookieClient(t, openStore(t), rec)
 	h, err := c.Create(ctxT(t), ledger.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -240,12 +242,7 @@ func checkStored(t *testing.T, r interface {
 // every entry reads back, also through a second client.
 func TestNetAddWithHeadroomEnsembleChange(t *testing.T) {
 	nc := newNetCluster(t, 5)
-	c, _ := nc.client(ledger.Options{})
-	ctx := ctxT(t)
-	h, err := c.Create(ctx, e3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, h := nc.createE3(t)
 	w := newHeadroomWriter()
 	for e := int64(0); e < 150; e++ {
 		if e == 60 {
@@ -261,32 +258,8 @@ func TestNetAddWithHeadroomEnsembleChange(t *testing.T) {
 		t.Fatalf("%d acked, %d ensembles; want 150 and an ensemble change", len(w.acked), len(h.Metadata().Ensembles))
 	}
 	checkStored(t, h, nil, h.ID(), 149, w.acked)
-	if err := h.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	c2, _ := nc.client(ledger.Options{})
-	r, err := c2.Open(ctx, h.ID())
-	if err != nil || r.LastAddConfirmed() != 149 {
-		t.Fatalf("Open = %v, %v; want LAC 149", r, err)
-	}
+	r := nc.closeAndReopen(t, h, 149)
 	checkStored(t, r, nil, h.ID(), 149, w.acked)
-}
-
-// crashBookieOptions: an in-memory bookie that checkpoints only on Close
-// (a MemFS crash clone copies file by file, so it must not run while a
-// checkpoint moves data between files; the journal carries every entry).
-func crashBookieOptions(fs vfs.FS) bookie.Options {
-	return bookie.Options{
-		FS:                   fs,
-		JournalDir:           "/bk/journal",
-		LedgerDirs:           []string{"/bk/ledgers"},
-		WriteCacheSize:       256 << 20,
-		CheckpointInterval:   time.Hour,
-		DiskCheckInterval:    -1,
-		GCInterval:           -1,
-		IndexSlotsPerPage:    64,
-		IndexPagesPerSegment: 256,
-	}
 }
 
 // TestAddWithHeadroomCrash writes with AddWithHeadroom to an in-process
@@ -302,11 +275,7 @@ func TestAddWithHeadroomCrash(t *testing.T) {
 	}
 	t.Cleanup(func() { b.Close() })
 	store := openStore(t)
-	c, err := ledger.NewClient(store, ledger.NewStaticResolver(map[string]ledger.BookieClient{"b0": server.NewLocal(b)}), ledger.Options{Bookies: []string{"b0"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := oneBookieClient(t, store, server.NewLocal(b))
 	ctx := ctxT(t)
 	h, err := c.Create(ctx, ledger.CreateOptions{Password: []byte("pw")})
 	if err != nil {
@@ -348,10 +317,7 @@ func TestAddWithHeadroomCrash(t *testing.T) {
 		if _, err := store2.Put(ctx, ledger.LedgerPath(h.ID()), meta, metadata.NotExists); err != nil {
 			t.Fatal(err)
 		}
-		c2, err := ledger.NewClient(store2, ledger.NewStaticResolver(map[string]ledger.BookieClient{"b0": server.NewLocal(b2)}), ledger.Options{Bookies: []string{"b0"}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c2 := oneBookieClient(t, store2, server.NewLocal(b2))
 		r, err := c2.Open(ctx, h.ID())
 		if err != nil {
 			t.Fatalf("clone %d: recovery: %v", i, err)

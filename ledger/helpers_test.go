@@ -44,6 +44,23 @@ func bookieOptions(fs vfs.FS, dir string) bookie.Options {
 	}
 }
 
+// crashBookieOptions: an in-memory bookie that checkpoints only on Close
+// (a MemFS crash clone copies file by file, so it must not run while a
+// checkpoint moves data between files; the journal carries every entry).
+func crashBookieOptions(fs vfs.FS) bookie.Options {
+	return bookie.Options{
+		FS:                   fs,
+		JournalDir:           "/bk/journal",
+		LedgerDirs:           []string{"/bk/ledgers"},
+		WriteCacheSize:       256 << 20,
+		CheckpointInterval:   time.Hour,
+		DiskCheckInterval:    -1,
+		GCInterval:           -1,
+		IndexSlotsPerPage:    64,
+		IndexPagesPerSegment: 256,
+	}
+}
+
 // memBookie opens a bookie in a temporary directory. (The OS file system:
 // closing a bookie on vfs.MemFS takes seconds, its index segments being
 // large in-memory files.)

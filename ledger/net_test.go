@@ -97,14 +97,36 @@ func (nc *netCluster) restart(addr string) {
 
 var e3 = ledger.CreateOptions{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2, Password: []byte("secret")}
 
-func TestNetAddReadStriping(t *testing.T) {
-	nc := newNetCluster(t, 3)
+// createE3 creates an e3 ledger through a new client of nc.
+func (nc *netCluster) createE3(t testing.TB) (*ledger.Client, *ledger.WriteHandle) {
+	t.Helper()
 	c, _ := nc.client(ledger.Options{})
-	ctx := ctxT(t)
-	h, err := c.Create(ctx, e3)
+	h, err := c.Create(ctxT(t), e3)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, h
+}
+
+// closeAndReopen closes h and opens its ledger through a second client of
+// nc, checking that the reopened ledger's LAC is last.
+func (nc *netCluster) closeAndReopen(t testing.TB, h *ledger.WriteHandle, last int64) *ledger.ReadHandle {
+	t.Helper()
+	ctx := ctxT(t)
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c2, _ := nc.client(ledger.Options{})
+	r, err := c2.Open(ctx, h.ID())
+	if err != nil || r.LastAddConfirmed() != last {
+		t.Fatalf("Open = %v, %v; want LAC %d", r, err, last)
+	}
+	return r
+}
+
+func TestNetAddReadStriping(t *testing.T) {
+	nc := newNetCluster(t, 3)
+	_, h := nc.createE3(t)
 	addN(t, h, 0, 120)
 	checkEntries(t, h, h.ID(), 0, 119)
 	ens := h.Metadata().Ensembles[0].Bookies
@@ -119,14 +141,7 @@ func TestNetAddReadStriping(t *testing.T) {
 			}
 		}
 	}
-	if err := h.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	c2, _ := nc.client(ledger.Options{})
-	r, err := c2.Open(ctx, h.ID())
-	if err != nil || r.LastAddConfirmed() != 119 {
-		t.Fatalf("Open = %v, %v; want LAC 119", r, err)
-	}
+	r := nc.closeAndReopen(t, h, 119)
 	checkEntries(t, r, h.ID(), 0, 119)
 }
 
@@ -193,12 +208,8 @@ func (w *asyncWriter) check(t testing.TB, n int) {
 
 func TestNetEnsembleChange(t *testing.T) {
 	nc := newNetCluster(t, 5)
-	c, _ := nc.client(ledger.Options{})
+	c, h := nc.createE3(t)
 	ctx := ctxT(t)
-	h, err := c.Create(ctx, e3)
-	if err != nil {
-		t.Fatal(err)
-	}
 	w := &asyncWriter{cond: make(chan struct{}, 1)}
 	ens := h.Metadata().Ensembles[0].Bookies
 	var repl string
@@ -236,25 +247,14 @@ func TestNetEnsembleChange(t *testing.T) {
 		t.Fatalf("stored metadata ensembles %+v (err %v), handle has %+v", stored.Ensembles, err, m.Ensembles)
 	}
 	checkEntries(t, h, h.ID(), 0, n-1)
-	if err := h.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	c2, _ := nc.client(ledger.Options{})
-	r, err := c2.Open(ctx, h.ID())
-	if err != nil || r.LastAddConfirmed() != n-1 {
-		t.Fatalf("Open = %v, %v; want LAC %d", r, err, n-1)
-	}
+	r := nc.closeAndReopen(t, h, n-1)
 	checkEntries(t, r, h.ID(), 0, n-1)
 }
 
 func TestNetNotEnoughBookies(t *testing.T) {
 	nc := newNetCluster(t, 3)
-	c, _ := nc.client(ledger.Options{})
+	c, h := nc.createE3(t)
 	ctx := ctxT(t)
-	h, err := c.Create(ctx, e3)
-	if err != nil {
-		t.Fatal(err)
-	}
 	addN(t, h, 0, 10)
 	nc.kill(h.Metadata().Ensembles[0].Bookies[10%3]) // in entry 10's write set
 	if _, err := h.Add(ctx, []byte("x")); !errors.Is(err, ledger.ErrNotEnoughBookies) {
@@ -642,12 +642,8 @@ func TestNetRecoveryRestart(t *testing.T) {
 // payload is stored exactly once under the id its callback reported.
 func TestNetConcurrentAdders(t *testing.T) {
 	nc := newNetCluster(t, 3)
-	c, _ := nc.client(ledger.Options{})
+	_, h := nc.createE3(t)
 	ctx := ctxT(t)
-	h, err := c.Create(ctx, e3)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const writers, each = 4, 100
 	var mu sync.Mutex
 	var inCallback bool
