@@ -242,6 +242,18 @@ func (c *Common) validateRaw() error {
 	return nil
 }
 
+// validateRaw reports options the raw mode does not support for producing:
+// those of Common, and compression.
+func (c *ProduceConfig) validateRaw() error {
+	if err := c.Common.validateRaw(); err != nil {
+		return err
+	}
+	if c.Compression != "none" {
+		return invalid("raw mode does not compress (compression %q)", c.Compression)
+	}
+	return nil
+}
+
 // ParseCompression maps a codec name to the client's type.
 func ParseCompression(s string) (pulsar.CompressionType, error) {
 	switch strings.ToLower(s) {

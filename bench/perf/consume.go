@@ -3,8 +3,6 @@ package perf
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -25,8 +23,8 @@ const cumulativeAckEvery = 100
 // caller can start producing into a "latest" subscription without losing
 // the first messages.
 func Consume(ctx context.Context, cfg ConsumeConfig, ready chan<- struct{}) (Summary, error) {
-	cfg.EnsureDefaults()
-	if err := cfg.Validate(); err != nil {
+	topics, err := prepare(ctx, &cfg, false)
+	if err != nil {
 		return Summary{}, err
 	}
 	stype, _ := ParseSubscriptionType(cfg.SubscriptionType)
@@ -34,9 +32,6 @@ func Consume(ctx context.Context, cfg ConsumeConfig, ready chan<- struct{}) (Sum
 	ackMode, _ := ParseAckMode(cfg.AckMode)
 	if ackMode == AckDefault {
 		ackMode = AckIndividual
-	}
-	if err := createPartitions(ctx, &cfg.Common); err != nil {
-		return Summary{}, err
 	}
 	client, err := newClient(&cfg.Common, 0)
 	if err != nil {
@@ -50,7 +45,7 @@ func Consume(ctx context.Context, cfg ConsumeConfig, ready chan<- struct{}) (Sum
 			c.Close()
 		}
 	}()
-	for _, topic := range cfg.Topics {
+	for _, topic := range topics {
 		for range cfg.NumConsumers {
 			c, err := client.Subscribe(pulsar.ConsumerOptions{
 				Topic:                       topic,
@@ -69,106 +64,58 @@ func Consume(ctx context.Context, cfg ConsumeConfig, ready chan<- struct{}) (Sum
 		close(ready)
 	}
 
-	runCtx, cancel := runContext(ctx, &cfg.Common)
-	defer cancel()
-	start := time.Now()
-	st := NewStats(len(consumers), start)
-	rep := startReporter("consume", &cfg.Common, st)
-
-	var received atomic.Int64
-	var lastRecv atomic.Int64 // unix nanos of the latest message
-	var idled atomic.Bool
-	var wg sync.WaitGroup
-
-	if cfg.IdleTimeout > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t := time.NewTicker(min(cfg.IdleTimeout/4, 100*time.Millisecond))
-			defer t.Stop()
-			for {
-				select {
-				case <-runCtx.Done():
-					return
-				case now := <-t.C:
-					if l := lastRecv.Load(); l != 0 && now.Sub(time.Unix(0, l)) >= cfg.IdleTimeout {
-						idled.Store(true)
-						cancel()
-						return
-					}
+	sum := runConsumers(ctx, &cfg, len(consumers), func(runCtx context.Context, i int, sh *Shard, p *consumeProgress) {
+		c := consumers[i]
+		ch := c.Chan()
+		// With cumulative acks, per topic (a cumulative ack on a
+		// partitioned topic covers only its message's partition): the
+		// latest message not yet covered by one, and how many since.
+		type cumState struct {
+			unacked pulsar.Message
+			since   int
+		}
+		cum := map[string]*cumState{}
+		defer func() {
+			for _, cs := range cum {
+				if cs.unacked != nil {
+					c.AckCumulative(cs.unacked)
 				}
 			}
 		}()
-	}
-	for i, c := range consumers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sh := st.Shard(i)
-			ch := c.Chan()
-			// With cumulative acks, per topic (a cumulative ack on a
-			// partitioned topic covers only its message's partition): the
-			// latest message not yet covered by one, and how many since.
-			type cumState struct {
-				unacked pulsar.Message
-				since   int
-			}
-			cum := map[string]*cumState{}
-			defer func() {
-				for _, cs := range cum {
-					if cs.unacked != nil {
-						c.AckCumulative(cs.unacked)
-					}
-				}
-			}()
-			for {
-				select {
-				case <-runCtx.Done():
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case cm, ok := <-ch:
+				if !ok {
 					return
-				case cm, ok := <-ch:
-					if !ok {
-						return
+				}
+				now := time.Now()
+				lat := time.Duration(-1)
+				if pt := cm.PublishTime(); !pt.IsZero() {
+					lat = max(now.Sub(pt), 0)
+				}
+				sh.Record(len(cm.Payload()), lat)
+				switch ackMode {
+				case AckIndividual:
+					c.Ack(cm)
+				case AckCumulative:
+					cs := cum[cm.Topic()]
+					if cs == nil {
+						cs = &cumState{}
+						cum[cm.Topic()] = cs
 					}
-					now := time.Now()
-					lat := time.Duration(-1)
-					if pt := cm.PublishTime(); !pt.IsZero() {
-						lat = max(now.Sub(pt), 0)
-					}
-					sh.Record(len(cm.Payload()), lat)
-					switch ackMode {
-					case AckIndividual:
-						c.Ack(cm)
-					case AckCumulative:
-						cs := cum[cm.Topic()]
-						if cs == nil {
-							cs = &cumState{}
-							cum[cm.Topic()] = cs
-						}
-						cs.unacked = cm.Message
-						if cs.since++; cs.since >= cumulativeAckEvery {
-							c.AckCumulative(cm.Message)
-							cs.unacked, cs.since = nil, 0
-						}
-					}
-					lastRecv.Store(now.UnixNano())
-					if cfg.NumMessages > 0 && received.Add(1) >= cfg.NumMessages {
-						cancel()
-						return
+					cs.unacked = cm.Message
+					if cs.since++; cs.since >= cumulativeAckEvery {
+						c.AckCumulative(cm.Message)
+						cs.unacked, cs.since = nil, 0
 					}
 				}
+				if p.got(1, now) {
+					return
+				}
 			}
-		}()
-	}
-	wg.Wait()
-	end := time.Now()
-	if idled.Load() {
-		end = time.Unix(0, lastRecv.Load())
-	}
-	rep.close()
-	sum := st.Summary("consume", end)
-	sum.LatencyOf = "end_to_end"
-	if sum.Messages == 0 {
-		return sum, ErrNoMessages
-	}
-	return sum, nil
+		}
+	})
+	return finishRun(sum, nil, "consume")
 }

@@ -2,7 +2,6 @@ package perf
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"sync"
@@ -16,14 +15,11 @@ import (
 // Duration passed or ctx is done, then flushes and closes them and
 // returns the summary. Only acknowledged sends count as messages.
 func Produce(ctx context.Context, cfg ProduceConfig) (Summary, error) {
-	cfg.EnsureDefaults()
-	if err := cfg.Validate(); err != nil {
+	topics, err := prepare(ctx, &cfg, false)
+	if err != nil {
 		return Summary{}, err
 	}
 	comp, _ := ParseCompression(cfg.Compression)
-	if err := createPartitions(ctx, &cfg.Common); err != nil {
-		return Summary{}, err
-	}
 	client, err := newClient(&cfg.Common, cfg.MemoryLimit)
 	if err != nil {
 		return Summary{}, fmt.Errorf("perf: client: %w", err)
@@ -36,7 +32,7 @@ func Produce(ctx context.Context, cfg ProduceConfig) (Summary, error) {
 			p.Close()
 		}
 	}()
-	for _, topic := range cfg.Topics {
+	for _, topic := range topics {
 		for range cfg.NumProducers {
 			p, err := client.CreateProducer(pulsar.ProducerOptions{
 				Topic:                   topic,
@@ -55,76 +51,53 @@ func Produce(ctx context.Context, cfg ProduceConfig) (Summary, error) {
 		}
 	}
 
-	payload := make([]byte, cfg.Size)
-	rand.Read(payload)
-
+	payload := randomPayload(cfg.Size)
 	runCtx, cancel := runContext(ctx, &cfg.Common)
 	defer cancel()
-	start := time.Now()
-	st := NewStats(len(producers), start)
-	rep := startReporter("produce", &cfg.Common, st)
-
 	sendCtx := context.WithoutCancel(runCtx)
 	var issued atomic.Int64
 	perProducer := cfg.Rate / float64(len(producers))
-	var wg sync.WaitGroup
 	var firstErr error
 	var errOnce sync.Once
-	for i, p := range producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sh := st.Shard(i)
-			// A burst of 100 ms: on a loaded machine a timer wakes up late, and
-			// the slots lost to that must be made up, or the rate falls short.
-			lim := NewLimiter(perProducer, max(1, int(perProducer/10)))
-			msg := func() *pulsar.ProducerMessage { return &pulsar.ProducerMessage{Payload: payload} }
-			for {
-				if cfg.NumMessages > 0 && issued.Add(1) > cfg.NumMessages {
-					break
-				}
-				if lim.Wait(runCtx) != nil {
-					break
-				}
-				t0 := time.Now()
-				// sendCtx, not runCtx: pulsar-client-go v0.19's pending-message
-				// semaphore loses a permit hand-off when the context of a
-				// SendAsync blocked on it is cancelled (Release then blocks the
-				// connection's reader goroutine on an unbuffered channel with no
-				// receiver: no receipts are read), which stalled the end-of-run flush for
-				// 60 s in about one max-rate run in three. The loop stops on
-				// runCtx instead; a send already blocked completes normally.
-				p.SendAsync(sendCtx, msg(), func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
-					if err != nil {
-						// A send cut short by the end of the run (the client reports
-						// ErrContextExpired) is not a failure.
-						if runCtx.Err() == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-							sh.Error()
-							errOnce.Do(func() { firstErr = err })
-						}
-						return
+	st, end := runWorkers("produce", &cfg.Common, len(producers), nil, func(i int, sh *Shard) {
+		p := producers[i]
+		// A burst of 100 ms: on a loaded machine a timer wakes up late, and
+		// the slots lost to that must be made up, or the rate falls short.
+		lim := NewLimiter(perProducer, max(1, int(perProducer/10)))
+		msg := func() *pulsar.ProducerMessage { return &pulsar.ProducerMessage{Payload: payload} }
+		for {
+			if cfg.NumMessages > 0 && issued.Add(1) > cfg.NumMessages {
+				break
+			}
+			if lim.Wait(runCtx) != nil {
+				break
+			}
+			t0 := time.Now()
+			// sendCtx, not runCtx: pulsar-client-go v0.19's pending-message
+			// semaphore loses a permit hand-off when the context of a
+			// SendAsync blocked on it is cancelled (Release then blocks the
+			// connection's reader goroutine on an unbuffered channel with no
+			// receiver: no receipts are read), which stalled the end-of-run flush for
+			// 60 s in about one max-rate run in three. The loop stops on
+			// runCtx instead; a send already blocked completes normally.
+			p.SendAsync(sendCtx, msg(), func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+				if err != nil {
+					// A send cut short by the end of the run (the client reports
+					// ErrContextExpired) is not a failure.
+					if runCtx.Err() == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+						sh.Error()
+						errOnce.Do(func() { firstErr = err })
 					}
-					sh.Record(cfg.Size, time.Since(t0))
-				})
-			}
-			if err := p.FlushWithCtx(context.WithoutCancel(ctx)); err != nil {
-				errOnce.Do(func() { firstErr = err })
-			}
-		}()
-	}
-	wg.Wait()
-	end := time.Now()
-	rep.close()
+					return
+				}
+				sh.Record(cfg.Size, time.Since(t0))
+			})
+		}
+		if err := p.FlushWithCtx(context.WithoutCancel(ctx)); err != nil {
+			errOnce.Do(func() { firstErr = err })
+		}
+	})
 	sum := st.Summary("produce", end)
 	sum.LatencyOf = "publish"
-	if firstErr != nil {
-		sum.FirstError = firstErr.Error()
-	}
-	if sum.Messages == 0 {
-		if firstErr != nil {
-			return sum, fmt.Errorf("perf: produce: %w", firstErr)
-		}
-		return sum, ErrNoMessages
-	}
-	return sum, nil
+	return finishRun(sum, firstErr, "produce")
 }

@@ -7,7 +7,6 @@ import (
 	"net"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -36,11 +35,8 @@ const rawAckBatch = 1000
 // mismatch or an entry it cannot read (compressed, encrypted, malformed)
 // is counted as an error and still acknowledged.
 func RawConsume(ctx context.Context, cfg ConsumeConfig, ready chan<- struct{}) (Summary, error) {
-	cfg.EnsureDefaults()
-	if err := cfg.Validate(); err != nil {
-		return Summary{}, err
-	}
-	if err := cfg.validateRaw(); err != nil {
+	topics, err := prepare(ctx, &cfg, true)
+	if err != nil {
 		return Summary{}, err
 	}
 	stype, _ := ParseSubscriptionType(cfg.SubscriptionType)
@@ -55,13 +51,6 @@ func RawConsume(ctx context.Context, cfg ConsumeConfig, ready chan<- struct{}) (
 		if subType == pb.CommandSubscribe_Shared || subType == pb.CommandSubscribe_Key_Shared {
 			ackMode = AckIndividual
 		}
-	}
-	if err := createPartitions(ctx, &cfg.Common); err != nil {
-		return Summary{}, err
-	}
-	topics, err := resolveTopics(ctx, &cfg.Common)
-	if err != nil {
-		return Summary{}, err
 	}
 	var consumers []*rawConsumer
 	defer func() {
@@ -82,70 +71,17 @@ func RawConsume(ctx context.Context, cfg ConsumeConfig, ready chan<- struct{}) (
 		close(ready)
 	}
 
-	runCtx, cancel := runContext(ctx, &cfg.Common)
-	defer cancel()
-	start := time.Now()
-	st := NewStats(len(consumers), start)
-	rep := startReporter("consume", &cfg.Common, st)
-	shared := &rawConsumeShared{cancel: cancel, limit: cfg.NumMessages}
-	var wg sync.WaitGroup
-	if cfg.IdleTimeout > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t := time.NewTicker(min(cfg.IdleTimeout/4, 100*time.Millisecond))
-			defer t.Stop()
-			for {
-				select {
-				case <-runCtx.Done():
-					return
-				case now := <-t.C:
-					if l := shared.lastRecv.Load(); l != 0 && now.Sub(time.Unix(0, l)) >= cfg.IdleTimeout {
-						shared.idled.Store(true)
-						cancel()
-						return
-					}
-				}
-			}
-		}()
-	}
-	for i, c := range consumers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.run(runCtx, st.Shard(i), shared)
-		}()
-	}
-	wg.Wait()
-	end := time.Now()
-	if shared.idled.Load() {
-		end = time.Unix(0, shared.lastRecv.Load())
-	}
-	rep.close()
-	sum := st.Summary("consume", end)
-	sum.LatencyOf = "end_to_end"
+	sum := runConsumers(ctx, &cfg, len(consumers), func(runCtx context.Context, i int, sh *Shard, p *consumeProgress) {
+		consumers[i].run(runCtx, sh, p)
+	})
+	var firstErr error
 	for _, c := range consumers {
 		if c.err != nil {
-			sum.FirstError = c.err.Error()
+			firstErr = c.err
 			break
 		}
 	}
-	if sum.Messages == 0 {
-		if sum.FirstError != "" {
-			return sum, fmt.Errorf("perf: raw consume: %s", sum.FirstError)
-		}
-		return sum, ErrNoMessages
-	}
-	return sum, nil
-}
-
-// rawConsumeShared is what the consumers of one run share.
-type rawConsumeShared struct {
-	cancel   context.CancelFunc
-	limit    int64 // NumMessages
-	received atomic.Int64
-	lastRecv atomic.Int64 // unix nanos of the latest entry
-	idled    atomic.Bool
+	return finishRun(sum, firstErr, "raw consume")
 }
 
 // rawConsumer is one consumer on its own connection, run by one
@@ -202,7 +138,7 @@ func newRawConsumer(ctx context.Context, cfg *ConsumeConfig, topic string, subTy
 
 // run consumes until runCtx ends, then acknowledges what it received,
 // closes the consumer on the broker and the connection.
-func (c *rawConsumer) run(runCtx context.Context, sh *Shard, shared *rawConsumeShared) {
+func (c *rawConsumer) run(runCtx context.Context, sh *Shard, p *consumeProgress) {
 	unhook := context.AfterFunc(runCtx, func() {
 		c.deadMu.Lock()
 		if !c.stopping {
@@ -211,7 +147,7 @@ func (c *rawConsumer) run(runCtx context.Context, sh *Shard, shared *rawConsumeS
 		c.deadMu.Unlock()
 	})
 	defer unhook()
-	err := c.loop(runCtx, sh, shared)
+	err := c.loop(runCtx, sh, p)
 	var ne net.Error
 	if err != nil && !(runCtx.Err() != nil && errors.As(err, &ne) && ne.Timeout()) {
 		c.err = fmt.Errorf("perf: raw: consumer on %s: %w", c.topic, err)
@@ -245,7 +181,7 @@ func (c *rawConsumer) run(runCtx context.Context, sh *Shard, shared *rawConsumeS
 	}
 }
 
-func (c *rawConsumer) loop(runCtx context.Context, sh *Shard, shared *rawConsumeShared) error {
+func (c *rawConsumer) loop(runCtx context.Context, sh *Shard, p *consumeProgress) error {
 	c.out, c.scratch = appendFlow(c.out[:0], c.scratch, c.id, uint32(c.queue))
 	br := c.conn.rd.br
 	for {
@@ -265,7 +201,7 @@ func (c *rawConsumer) loop(runCtx context.Context, sh *Shard, shared *rawConsume
 		}
 		switch f.Type {
 		case pb.BaseCommand_MESSAGE:
-			if err := c.message(f, sh, shared); err != nil {
+			if err := c.message(f, sh, p); err != nil {
 				return err
 			}
 		case pb.BaseCommand_PING:
@@ -280,7 +216,7 @@ func (c *rawConsumer) loop(runCtx context.Context, sh *Shard, shared *rawConsume
 }
 
 // message handles one MESSAGE frame.
-func (c *rawConsumer) message(f *rawFrame, sh *Shard, shared *rawConsumeShared) error {
+func (c *rawConsumer) message(f *rawFrame, sh *Shard, p *consumeProgress) error {
 	w, err := c.walker.walk(f.Payload, f.AckSet)
 	now := time.Now()
 	if err != nil {
@@ -307,10 +243,7 @@ func (c *rawConsumer) message(f *rawFrame, sh *Shard, shared *rawConsumeShared) 
 	}
 	// Permits are earned back per message the entry used, delivered or
 	// skipped, and granted again once half the queue is due.
-	shared.lastRecv.Store(now.UnixNano())
-	if shared.limit > 0 && shared.received.Add(int64(w.Messages)) >= shared.limit {
-		shared.cancel()
-	}
+	p.got(int64(w.Messages), now)
 	c.permits += w.InEntry
 	if c.permits >= max(c.queue/2, 1) {
 		c.out, c.scratch = appendFlow(c.out, c.scratch, c.id, uint32(c.permits))

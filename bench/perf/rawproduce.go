@@ -2,7 +2,6 @@ package perf
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -28,20 +27,7 @@ const rawDrainTimeout = 60 * time.Second
 // connection ends that producer and is reported in the summary (Errors
 // counts the messages it had not had acknowledged).
 func RawProduce(ctx context.Context, cfg ProduceConfig) (Summary, error) {
-	cfg.EnsureDefaults()
-	if err := cfg.Validate(); err != nil {
-		return Summary{}, err
-	}
-	if err := cfg.validateRaw(); err != nil {
-		return Summary{}, err
-	}
-	if cfg.Compression != "none" {
-		return Summary{}, invalid("raw mode does not compress (compression %q)", cfg.Compression)
-	}
-	if err := createPartitions(ctx, &cfg.Common); err != nil {
-		return Summary{}, err
-	}
-	topics, err := resolveTopics(ctx, &cfg.Common)
+	topics, err := prepare(ctx, &cfg, true)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -61,26 +47,14 @@ func RawProduce(ctx context.Context, cfg ProduceConfig) (Summary, error) {
 		}
 	}
 
-	payload := make([]byte, cfg.Size)
-	rand.Read(payload)
+	payload := randomPayload(cfg.Size)
 	runCtx, cancel := runContext(ctx, &cfg.Common)
 	defer cancel()
-	start := time.Now()
-	st := NewStats(len(producers), start)
-	rep := startReporter("produce", &cfg.Common, st)
 	var issued atomic.Int64
 	perProducer := cfg.Rate / float64(len(producers))
-	var wg sync.WaitGroup
-	for i, p := range producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p.run(runCtx, ctx, st.Shard(i), payload, perProducer, &issued)
-		}()
-	}
-	wg.Wait()
-	end := time.Now()
-	rep.close()
+	st, end := runWorkers("produce", &cfg.Common, len(producers), nil, func(i int, sh *Shard) {
+		producers[i].run(runCtx, ctx, sh, payload, perProducer, &issued)
+	})
 	sum := st.Summary("produce", end)
 	sum.LatencyOf = "publish"
 	var firstErr error
@@ -90,16 +64,7 @@ func RawProduce(ctx context.Context, cfg ProduceConfig) (Summary, error) {
 			break
 		}
 	}
-	if firstErr != nil {
-		sum.FirstError = firstErr.Error()
-	}
-	if sum.Messages == 0 {
-		if firstErr != nil {
-			return sum, fmt.Errorf("perf: raw produce: %w", firstErr)
-		}
-		return sum, ErrNoMessages
-	}
-	return sum, nil
+	return finishRun(sum, firstErr, "raw produce")
 }
 
 // pendingBatch is a sent batch awaiting its receipt.

@@ -2,12 +2,14 @@ package perf
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -117,4 +119,148 @@ func runContext(ctx context.Context, c *Common) (context.Context, context.Cancel
 		return context.WithTimeout(ctx, c.Duration)
 	}
 	return context.WithCancel(ctx)
+}
+
+// runConfig is what prepare needs of ProduceConfig and ConsumeConfig.
+type runConfig interface {
+	EnsureDefaults()
+	Validate() error
+	validateRaw() error
+	common() *Common
+}
+
+func (c *Common) common() *Common { return c }
+
+// prepare readies a run of either mode: it sets cfg's defaults, validates
+// it (raw: also against what raw mode cannot do) and creates the
+// partitions of its topics. It returns the topics to attach to: raw, each
+// partitioned one expanded to its partitions (the raw client does not
+// look partitions up itself); otherwise the configured topics.
+func prepare(ctx context.Context, cfg runConfig, raw bool) ([]string, error) {
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if raw {
+		if err := cfg.validateRaw(); err != nil {
+			return nil, err
+		}
+	}
+	c := cfg.common()
+	if err := createPartitions(ctx, c); err != nil {
+		return nil, err
+	}
+	if !raw {
+		return c.Topics, nil
+	}
+	return resolveTopics(ctx, c)
+}
+
+// randomPayload is a message payload of size random bytes.
+func randomPayload(size int) []byte {
+	p := make([]byte, size)
+	rand.Read(p)
+	return p
+}
+
+// runWorkers runs work(i, shard i) for each of n workers, and beside (if
+// not nil), each on its own goroutine, with the stats and the progress
+// reporter of a kind run, until all returned. It returns the stats and
+// the time they had all returned.
+func runWorkers(kind string, c *Common, n int, beside func(), work func(i int, sh *Shard)) (*Stats, time.Time) {
+	st := NewStats(n, time.Now())
+	rep := startReporter(kind, c, st)
+	var wg sync.WaitGroup
+	if beside != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			beside()
+		}()
+	}
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work(i, st.Shard(i))
+		}()
+	}
+	wg.Wait()
+	end := time.Now()
+	rep.close()
+	return st, end
+}
+
+// consumeProgress is what the consumers of one run share.
+type consumeProgress struct {
+	cancel   context.CancelFunc // ends the run
+	limit    int64              // NumMessages
+	received atomic.Int64
+	lastRecv atomic.Int64 // unix nanos of the latest message
+	idled    atomic.Bool
+}
+
+// got counts n messages received at now, and ends the run once the
+// limit (if any) is reached: it reports whether it did.
+func (p *consumeProgress) got(n int64, now time.Time) bool {
+	p.lastRecv.Store(now.UnixNano())
+	if p.limit > 0 && p.received.Add(n) >= p.limit {
+		p.cancel()
+		return true
+	}
+	return false
+}
+
+// runConsumers runs consume(runCtx, i, shard i, progress) for each of n
+// consumers on its own goroutine until all returned; runCtx ends when
+// NumMessages arrived (as counted by progress.got), Duration passed,
+// IdleTimeout elapsed without a message (after the first) or ctx is
+// done. It returns the summary, which ends at the last message when the
+// run went idle.
+func runConsumers(ctx context.Context, cfg *ConsumeConfig, n int, consume func(runCtx context.Context, i int, sh *Shard, p *consumeProgress)) Summary {
+	runCtx, cancel := runContext(ctx, &cfg.Common)
+	defer cancel()
+	p := &consumeProgress{cancel: cancel, limit: cfg.NumMessages}
+	var watch func()
+	if cfg.IdleTimeout > 0 {
+		watch = func() {
+			t := time.NewTicker(min(cfg.IdleTimeout/4, 100*time.Millisecond))
+			defer t.Stop()
+			for {
+				select {
+				case <-runCtx.Done():
+					return
+				case now := <-t.C:
+					if l := p.lastRecv.Load(); l != 0 && now.Sub(time.Unix(0, l)) >= cfg.IdleTimeout {
+						p.idled.Store(true)
+						cancel()
+						return
+					}
+				}
+			}
+		}
+	}
+	st, end := runWorkers("consume", &cfg.Common, n, watch, func(i int, sh *Shard) { consume(runCtx, i, sh, p) })
+	if p.idled.Load() {
+		end = time.Unix(0, p.lastRecv.Load())
+	}
+	sum := st.Summary("consume", end)
+	sum.LatencyOf = "end_to_end"
+	return sum
+}
+
+// finishRun records a run's first failure (if any) in sum and returns the
+// run's error: none if a message got through, else that failure (what
+// names the mode) or ErrNoMessages.
+func finishRun(sum Summary, firstErr error, what string) (Summary, error) {
+	if firstErr != nil {
+		sum.FirstError = firstErr.Error()
+	}
+	if sum.Messages == 0 {
+		if firstErr != nil {
+			return sum, fmt.Errorf("perf: %s: %w", what, firstErr)
+		}
+		return sum, ErrNoMessages
+	}
+	return sum, nil
 }
