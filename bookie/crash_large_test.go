@@ -3,8 +3,6 @@ package bookie
 import (
 	"fmt"
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,46 +56,11 @@ func crashCloneLarge(t *testing.T, seed uint64) {
 		t.Fatal(err)
 	}
 	ledgers := []int64{1, 2}
-	var acked ackSet
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var addErr atomic.Pointer[error]
-	for _, l := range ledgers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem := make(chan struct{}, 8)
-			for e := int64(0); ; e++ {
-				select {
-				case <-stop:
-					for range cap(sem) {
-						sem <- struct{}{}
-					}
-					return
-				case sem <- struct{}{}:
-				}
-				b.AddEntry(l, e, mk, largePayload(l, e), false, func(err error) {
-					if err != nil {
-						addErr.CompareAndSwap(nil, &err)
-					} else {
-						acked.add(l, e)
-					}
-					<-sem
-				})
-			}
-		}()
-	}
-	type clone struct {
-		fs    *vfs.MemFS
-		acked map[key]bool
-	}
-	var clones []clone
+	adders := startCrashAdders(b, ledgers, 8, largePayload)
+	var clones []crashClone
 	for i := 0; i < 4; i++ {
-		target := acked.len() + 10 + rng.IntN(30)
-		for acked.len() < target && addErr.Load() == nil {
-			time.Sleep(200 * time.Microsecond)
-		}
-		snap := acked.snapshot()
+		adders.waitAcked(adders.acked.len()+10+rng.IntN(30), 200*time.Microsecond)
+		snap := adders.acked.snapshot()
 		b.ckptMu.Lock()
 		if i%2 == 0 {
 			// Right after a checkpoint of the new write path.
@@ -116,13 +79,9 @@ func crashCloneLarge(t *testing.T, seed uint64) {
 			cfs = fs.CrashCloneSubset(rng)
 		}
 		b.ckptMu.Unlock()
-		clones = append(clones, clone{cfs, snap})
+		clones = append(clones, crashClone{cfs, snap})
 	}
-	close(stop)
-	wg.Wait()
-	if p := addErr.Load(); p != nil {
-		t.Fatalf("add failed: %v", *p)
-	}
+	adders.finish(t)
 	if n := b.stats.checkpoints.Load(); n < 4 {
 		t.Fatalf("%d checkpoints ran, want several with data", n)
 	}

@@ -60,6 +60,72 @@ func (a *ackSet) len() int {
 	return len(a.acks)
 }
 
+// crashAdders adds entries 0, 1, ... to each of its ledgers from a
+// goroutine of its own, at most inflight pending per ledger, and records
+// every acknowledged one in acked.
+type crashAdders struct {
+	acked ackSet
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	err   atomic.Pointer[error] // the first failed add
+}
+
+// crashClone is a crash clone of a bookie's file system and the entries
+// acknowledged before it was taken (all must survive).
+type crashClone struct {
+	fs    *vfs.MemFS
+	acked map[key]bool
+}
+
+func startCrashAdders(b *Bookie, ledgers []int64, inflight int, payload func(l, e int64) []byte) *crashAdders {
+	a := &crashAdders{stop: make(chan struct{})}
+	for _, l := range ledgers {
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			sem := make(chan struct{}, inflight)
+			for e := int64(0); ; e++ {
+				select {
+				case <-a.stop:
+					for range cap(sem) {
+						sem <- struct{}{}
+					}
+					return
+				case sem <- struct{}{}:
+				}
+				b.AddEntry(l, e, mk, payload(l, e), false, func(err error) {
+					if err != nil {
+						a.err.CompareAndSwap(nil, &err)
+					} else {
+						a.acked.add(l, e)
+					}
+					<-sem
+				})
+			}
+		}()
+	}
+	return a
+}
+
+// waitAcked polls every pause until n entries are acknowledged in all or
+// an add failed.
+func (a *crashAdders) waitAcked(n int, pause time.Duration) {
+	for a.acked.len() < n && a.err.Load() == nil {
+		time.Sleep(pause)
+	}
+}
+
+// finish stops the adders once their pending adds completed and fails
+// the test if one failed.
+func (a *crashAdders) finish(t *testing.T) {
+	t.Helper()
+	close(a.stop)
+	a.wg.Wait()
+	if p := a.err.Load(); p != nil {
+		t.Fatalf("add failed: %v", *p)
+	}
+}
+
 // verifyStore checks that every acked entry reads back byte for byte and
 // that every entry that reads back at all is intact.
 func verifyStore(t *testing.T, b *Bookie, acked map[key]bool, ledgers []int64) {
@@ -154,49 +220,13 @@ func crashCloneRun(t *testing.T, seed uint64) {
 		t.Fatal(err)
 	}
 	ledgers := []int64{1, 2, 3}
-	var acked ackSet
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var failed sync.Once
-	var addErr atomic.Pointer[error]
-	for _, l := range ledgers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem := make(chan struct{}, 32)
-			for e := int64(0); ; e++ {
-				select {
-				case <-stop:
-					for range cap(sem) {
-						sem <- struct{}{}
-					}
-					return
-				case sem <- struct{}{}:
-				}
-				b.AddEntry(l, e, mk, entryPayload(l, e), false, func(err error) {
-					if err != nil {
-						failed.Do(func() { addErr.Store(&err) })
-					} else {
-						acked.add(l, e)
-					}
-					<-sem
-				})
-			}
-		}()
-	}
-	type clone struct {
-		fs    *vfs.MemFS
-		acked map[key]bool
-	}
-	var clones []clone
+	adders := startCrashAdders(b, ledgers, 32, entryPayload)
+	var clones []crashClone
 	for i := 0; i < 4; i++ {
 		// Wait for a random number of further acks: a random point in the
 		// run, defined by progress rather than time.
-		target := acked.len() + 50 + rng.IntN(400)
-		for acked.len() < target && addErr.Load() == nil {
-			time.Sleep(100 * time.Microsecond)
-		}
-		snap := acked.snapshot() // acked before the clone: must survive
+		adders.waitAcked(adders.acked.len()+50+rng.IntN(400), 100*time.Microsecond)
+		snap := adders.acked.snapshot() // acked before the clone: must survive
 		// MemFS clones file by file and file writes do not take the FS
 		// lock, so a clone is not one instant across files: it could copy
 		// the entry log before a checkpoint's Sync and the index after its
@@ -206,13 +236,9 @@ func crashCloneRun(t *testing.T, seed uint64) {
 		b.ckptMu.Lock()
 		cfs := fs.CrashCloneRandom(rng)
 		b.ckptMu.Unlock()
-		clones = append(clones, clone{cfs, snap})
+		clones = append(clones, crashClone{cfs, snap})
 	}
-	close(stop)
-	wg.Wait()
-	if p := addErr.Load(); p != nil {
-		t.Fatalf("add failed: %v", *p)
-	}
+	adders.finish(t)
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
