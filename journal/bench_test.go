@@ -49,49 +49,15 @@ func BenchmarkAppend(b *testing.B) {
 	for _, m := range modes {
 		for _, size := range []int{100, 1 << 10, 16 << 10, 64 << 10} {
 			b.Run(fmt.Sprintf("%s/size=%d", m.name, size), func(b *testing.B) {
-				dir := b.TempDir()
-				if base := os.Getenv("JOURNAL_BENCH_DIR"); base != "" {
-					// e.g. /dev/shm: fdatasync is free, which isolates CPU.
-					var err error
-					if dir, err = os.MkdirTemp(base, "journal-bench-"); err != nil {
-						b.Fatal(err)
-					}
-					b.Cleanup(func() { os.RemoveAll(dir) })
-				}
-				o := DefaultOptions(dir)
-				o.FS = vfs.NewOS()
-				o.WriterMode = m.mode
-				o.NoSync = m.noSync
-				o.MaxGroupWait = m.wait
-				j, err := Open(o)
-				if err != nil {
-					b.Fatal(err)
-				}
-				payload := make([]byte, size)
-				for i := range payload {
-					payload[i] = byte(i)
-				}
-				var comp benchCompletion
-				var next atomic.Int64
-				b.SetBytes(int64(size))
-				b.ReportAllocs()
-				b.SetParallelism(16)
-				b.ResetTimer()
-				cpu0 := cpuTime()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						id := next.Add(1)
-						j.Append(Record{Type: Entry, LedgerID: 1, EntryID: id, Payload: payload}, &comp)
-					}
+				j := openBenchJournal(b, func(o *Options) {
+					o.WriterMode = m.mode
+					o.NoSync = m.noSync
+					o.MaxGroupWait = m.wait
 				})
-				if err := j.Close(); err != nil {
-					b.Fatal(err)
-				}
-				b.StopTimer()
-				b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
-				if comp.done.Load() != int64(b.N) || comp.errs.Load() != 0 {
-					b.Fatalf("%d completions, %d errors, want %d, 0", comp.done.Load(), comp.errs.Load(), b.N)
-				}
+				payload := benchPayload(size)
+				runBenchAppends(b, j, size, 16, func(id int64, comp *benchCompletion) {
+					j.Append(Record{Type: Entry, LedgerID: 1, EntryID: id, Payload: payload}, comp)
+				})
 				el := b.Elapsed().Seconds()
 				b.ReportMetric(float64(b.N)/el, "entries/s")
 				if g := j.c.groups.Load(); g > 0 {
@@ -99,6 +65,66 @@ func BenchmarkAppend(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// openBenchJournal opens a journal on the OS file system, in the test's
+// temp dir or a fresh directory under $JOURNAL_BENCH_DIR (e.g. /dev/shm:
+// fdatasync is free, which isolates CPU), with set applied to its options.
+func openBenchJournal(b *testing.B, set func(o *Options)) *Journal {
+	b.Helper()
+	dir := b.TempDir()
+	if base := os.Getenv("JOURNAL_BENCH_DIR"); base != "" {
+		var err error
+		if dir, err = os.MkdirTemp(base, "journal-bench-"); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(dir) })
+	}
+	o := DefaultOptions(dir)
+	o.FS = vfs.NewOS()
+	set(&o)
+	j, err := Open(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return j
+}
+
+// benchPayload is size bytes counting up from 0.
+func benchPayload(size int) []byte {
+	payload := make([]byte, size)
+	for i := range payload {
+		payload[i] = byte(i)
+	}
+	return payload
+}
+
+// runBenchAppends times b.N records of size bytes appended to j by add
+// (given each record's entry id) from parallelism goroutines per CPU,
+// until every completion fired (Close waits for them), reports the
+// process's CPU time per record as cpu-ns/op and checks that every
+// append completed without error.
+func runBenchAppends(b *testing.B, j *Journal, size, parallelism int, add func(id int64, comp *benchCompletion)) {
+	var comp benchCompletion
+	var next atomic.Int64
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.SetParallelism(parallelism)
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			add(next.Add(1), &comp)
+		}
+	})
+	if err := j.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	if comp.done.Load() != int64(b.N) || comp.errs.Load() != 0 {
+		b.Fatalf("%d completions, %d errors, want %d, 0", comp.done.Load(), comp.errs.Load(), b.N)
 	}
 }
 
