@@ -139,16 +139,18 @@ func goldenRecords() []Record {
 
 const goldenPath = "testdata/journal-v1.golden"
 
-// writeGolden produces the golden journal file with the real writer.
-func writeGolden(t *testing.T) []byte {
+// writeGolden produces the golden journal file with the real writer,
+// the golden records added in two groups of three by appendGroup (which
+// waits for their completions).
+func writeGolden(t *testing.T, appendGroup func(j *Journal, recs []Record)) []byte {
 	fs := vfs.NewMem()
 	o := testOptions(fs)
 	o.MaxGroupWait = time.Hour
 	o.MaxGroupEntries = 3
 	j := mustOpen(t, o)
 	recs := goldenRecords()
-	appendAll(t, j, recs[:3])
-	appendAll(t, j, recs[3:])
+	appendGroup(j, recs[:3])
+	appendGroup(j, recs[3:])
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -158,27 +160,17 @@ func writeGolden(t *testing.T) []byte {
 
 // TestGoldenWriteWithCRC: AppendWithCRC writes the golden bytes too.
 func TestGoldenWriteWithCRC(t *testing.T) {
-	fs := vfs.NewMem()
-	o := testOptions(fs)
-	o.MaxGroupWait = time.Hour
-	o.MaxGroupEntries = 3
-	j := mustOpen(t, o)
-	recs := goldenRecords()
-	for i := 0; i < len(recs); i += 3 {
-		ch := make(chan error, 3)
-		for _, r := range recs[i : i+3] {
+	got := writeGolden(t, func(j *Journal, recs []Record) {
+		ch := make(chan error, len(recs))
+		for _, r := range recs {
 			j.AppendWithCRC(r, crc32.Checksum(r.Payload, crc32.MakeTable(crc32.Castagnoli)), CompletionFunc(func(_ Position, err error) { ch <- err }))
 		}
-		for range 3 {
+		for range recs {
 			if err := <-ch; err != nil {
 				t.Fatal(err)
 			}
 		}
-	}
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
-	}
-	_, got := journalFile(t, fs, 0)
+	})
 	want, err := os.ReadFile(goldenPath)
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +181,7 @@ func TestGoldenWriteWithCRC(t *testing.T) {
 }
 
 func TestGoldenWrite(t *testing.T) {
-	got := writeGolden(t)
+	got := writeGolden(t, func(j *Journal, recs []Record) { appendAll(t, j, recs) })
 	if *update {
 		if err := os.WriteFile(goldenPath, got, 0o644); err != nil {
 			t.Fatal(err)
