@@ -26,6 +26,32 @@ func reportCPU(b *testing.B, c0, u0 int64) {
 	b.ReportMetric(float64(u-u0)/float64(b.N), "user-ns/op")
 }
 
+// openBenchLog opens a log on the OS file system (page cache) in the
+// benchmark's temp dir, rolled at 1 GiB.
+func openBenchLog(b *testing.B) *Log {
+	l, err := Open(Options{FS: vfs.NewOS(), Dirs: []string{b.TempDir()}, LogSizeLimit: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
+// fillBenchLog adds n entries 0..n-1 of ledger 1 with payload p to l,
+// flushes them and returns their locations.
+func fillBenchLog(b *testing.B, l *Log, n int, p []byte) []uint64 {
+	locs := make([]uint64, n)
+	for i := range locs {
+		var err error
+		if locs[i], err = l.Add(1, int64(i), p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := l.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	return locs
+}
+
 // Large-entry benchmarks with the API the checkpoint used before AddRecord
 // (Add), kept free of newer API so that the same file runs against older
 // code for A/B comparisons.
@@ -38,10 +64,7 @@ var largeSizes = []int{64 << 10, 400 << 10}
 func BenchmarkAddLarge(b *testing.B) {
 	for _, size := range largeSizes {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
-			l, err := Open(Options{FS: vfs.NewOS(), Dirs: []string{b.TempDir()}, LogSizeLimit: 1 << 30})
-			if err != nil {
-				b.Fatal(err)
-			}
+			l := openBenchLog(b)
 			defer l.Close()
 			p := make([]byte, size)
 			b.SetBytes(int64(size))
@@ -64,22 +87,11 @@ func BenchmarkReadLarge(b *testing.B) {
 	for _, size := range largeSizes {
 		for _, reuse := range []bool{true, false} {
 			b.Run(fmt.Sprintf("size=%d/reuse=%v", size, reuse), func(b *testing.B) {
-				l, err := Open(Options{FS: vfs.NewOS(), Dirs: []string{b.TempDir()}, LogSizeLimit: 1 << 30})
-				if err != nil {
-					b.Fatal(err)
-				}
+				l := openBenchLog(b)
 				defer l.Close()
 				p := make([]byte, size)
 				n := (128 << 20) / size
-				locs := make([]uint64, n)
-				for i := range locs {
-					if locs[i], err = l.Add(1, int64(i), p); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if err := l.Flush(); err != nil {
-					b.Fatal(err)
-				}
+				locs := fillBenchLog(b, l, n, p)
 				var buf []byte
 				if reuse {
 					buf = make([]byte, 0, size)

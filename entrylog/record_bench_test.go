@@ -3,8 +3,6 @@ package entrylog
 import (
 	"fmt"
 	"testing"
-
-	"github.com/magnetar-mq/magnetar/internal/vfs"
 )
 
 // BenchmarkAddRecord is what a checkpoint does per entry since the write
@@ -17,10 +15,7 @@ import (
 func BenchmarkAddRecord(b *testing.B) {
 	for _, size := range []int{100, 1024, 16 << 10, 64 << 10, 400 << 10} {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
-			l, err := Open(Options{FS: vfs.NewOS(), Dirs: []string{b.TempDir()}, LogSizeLimit: 1 << 30})
-			if err != nil {
-				b.Fatal(err)
-			}
+			l := openBenchLog(b)
 			defer l.Close()
 			rec := make([]byte, RecordHeaderSize+size)
 			b.SetBytes(int64(size))
@@ -48,26 +43,16 @@ func BenchmarkAddRecord(b *testing.B) {
 func BenchmarkReadRun(b *testing.B) {
 	for _, size := range []int{100, 16 << 10, 400 << 10} {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
-			l, err := Open(Options{FS: vfs.NewOS(), Dirs: []string{b.TempDir()}, LogSizeLimit: 1 << 30})
-			if err != nil {
-				b.Fatal(err)
-			}
+			l := openBenchLog(b)
 			defer l.Close()
 			p := make([]byte, size)
 			n := min((128<<20)/size, 200_000)
-			locs := make([]uint64, n)
-			for i := range locs {
-				if locs[i], err = l.Add(1, int64(i), p); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := l.Flush(); err != nil {
-				b.Fatal(err)
-			}
+			locs := fillBenchLog(b, l, n, p)
 			buf := make([]byte, 0, max(4<<20, RecordHeaderSize+size))
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			next := 0
+			var err error
 			for i := 0; i < b.N; {
 				first := next
 				got := 0
