@@ -21,6 +21,7 @@ type pwriteWriter struct {
 	submitted bool
 	closed    bool
 	err       error
+	gather    []byte // scratch of writeAt
 }
 
 func newPwriteWriter(f vfs.File) *pwriteWriter {
@@ -53,16 +54,32 @@ func (w *pwriteWriter) Submit(off int64, bufs [][]byte, sync bool) error {
 	return nil
 }
 
+// writeAt writes bufs with one WriteAt, gathering them first when there
+// are several: a Submit is one pwritev(2) on a descriptor, and a file
+// system model (MemFS crash clones keep or tear whole write operations)
+// must see it as one write too, not as independent writes that a crash
+// could keep or lose separately.
 func (w *pwriteWriter) writeAt(off int64, bufs [][]byte) error {
-	for _, b := range bufs {
-		n, err := w.f.WriteAt(b, off)
-		if err != nil {
-			return err
+	if len(bufs) == 0 {
+		return nil
+	}
+	b := bufs[0]
+	if len(bufs) > 1 {
+		w.gather = w.gather[:0]
+		for _, p := range bufs {
+			w.gather = append(w.gather, p...)
 		}
-		if n < len(b) {
-			return &os.PathError{Op: "write", Path: w.f.Name(), Err: io.ErrShortWrite}
-		}
-		off += int64(n)
+		b = w.gather
+	}
+	n, err := w.f.WriteAt(b, off)
+	if len(w.gather) > 1<<20 {
+		w.gather = nil // do not keep a large scratch buffer
+	}
+	if err != nil {
+		return err
+	}
+	if n < len(b) {
+		return &os.PathError{Op: "write", Path: w.f.Name(), Err: io.ErrShortWrite}
 	}
 	return nil
 }

@@ -301,8 +301,11 @@ func TestPwriteErrorFS(t *testing.T) {
 		keep string // content of the file after the failed group
 	}{
 		{"sync EIO", vfs.FailNth(vfs.OpSync, 1, unix.EIO), unix.EIO, "abcdef"},
-		{"write ENOSPC", vfs.FailNth(vfs.OpWrite, 2, unix.ENOSPC), unix.ENOSPC, "abc"},
-		{"short write", vfs.FailNth(vfs.OpWrite, 1, vfs.ShortWrite(nil)), io.ErrShortWrite, "a"},
+		// One Submit is one write operation (as one pwritev(2) is): the
+		// buffers are gathered, so a failed write leaves none of them and
+		// a short write a prefix of their concatenation.
+		{"write ENOSPC", vfs.FailNth(vfs.OpWrite, 1, unix.ENOSPC), unix.ENOSPC, ""},
+		{"short write", vfs.FailNth(vfs.OpWrite, 1, vfs.ShortWrite(nil)), io.ErrShortWrite, "abc"},
 		{"no error", nil, nil, "abcdef"},
 	}
 	for _, tc := range tests {
