@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -52,10 +50,7 @@ func runAutorecovery(ctx context.Context, f autorecoveryFlags) error {
 	if err != nil {
 		return err
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signalContext(ctx)
 	defer stop()
 	n, err := openClusterNode(f.meta, log)
 	if err != nil {

@@ -10,10 +10,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -91,10 +89,7 @@ func runBookie(ctx context.Context, f bookieFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signalContext(ctx)
 	defer stop()
 	if f.journalDir == "" {
 		f.journalDir = filepath.Join(f.dataDir, "journal")

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -18,6 +17,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/magnetar-mq/magnetar/internal/zktest"
 )
 
 // `magnetar cluster`: a local cluster for trying things out — Apache
@@ -194,46 +195,19 @@ func startZooKeeper(dir, jar string, port int) (*child, error) {
 	if _, err := os.Stat(jar); err != nil {
 		return nil, fmt.Errorf("%s missing (%v): apt-get install zookeeper", jar, err)
 	}
-	conf, data := filepath.Join(dir, "conf"), filepath.Join(dir, "data")
-	for _, d := range []string{conf, data} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, err
-		}
-	}
-	cfg := fmt.Sprintf(`tickTime=500
-minSessionTimeout=1000
-maxSessionTimeout=60000
-dataDir=%s
-clientPort=%d
-clientPortAddress=127.0.0.1
-maxClientCnxns=0
-admin.enableServer=false
-4lw.commands.whitelist=ruok,srvr,stat,mntr,conf
-autopurge.snapRetainCount=3
-autopurge.purgeInterval=1
-`, data, port)
-	log4j := `log4j.rootLogger=INFO, CONSOLE
-log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
-log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
-log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{1}: %m%n
-`
-	cfgPath := filepath.Join(conf, "zoo.cfg")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+	// Durable (ZooKeeper's default forceSync), and a long-lived cluster
+	// purges old snapshots.
+	if _, err := zktest.WriteConfig(dir, port, "autopurge.snapRetainCount=3\nautopurge.purgeInterval=1\n"); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(conf, "log4j.properties"), []byte(log4j), 0o644); err != nil {
-		return nil, err
-	}
-	cp := strings.Join([]string{conf, jar, "/usr/share/java/slf4j-log4j12.jar", "/usr/share/java/log4j-1.2.jar"}, ":")
 	c, _, err := startChild("zookeeper", filepath.Join(dir, "zookeeper.log"), "", nil,
-		java, "-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-Dzookeeper.log.dir="+dir,
-		"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", cfgPath)
+		append([]string{java}, zktest.JavaArgs(dir, jar, dir)...)...)
 	if err != nil {
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	deadline := time.Now().Add(60 * time.Second)
-	for !zkServing(addr) {
+	for !zktest.Serving(addr) {
 		select {
 		case <-c.done:
 			return nil, fmt.Errorf("zookeeper exited during startup (%v):\n%s", c.err, tailFile(c.logPath, 30))
@@ -247,30 +221,11 @@ log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{1}: %m%
 	return c, nil
 }
 
-// zkServing reports whether the server answers srvr (it does once its
-// database is loaded).
-func zkServing(addr string) bool {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return false
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := conn.Write([]byte("srvr")); err != nil {
-		return false
-	}
-	b, _ := io.ReadAll(conn)
-	return strings.Contains(string(b), "Mode:")
-}
-
 func runCluster(ctx context.Context, f clusterFlags) error {
 	if f.bookies < f.quorum.ensemble {
 		return fmt.Errorf("--bookies %d < --ensemble %d", f.bookies, f.quorum.ensemble)
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signalContext(ctx)
 	defer stop()
 	self, err := os.Executable()
 	if err != nil {

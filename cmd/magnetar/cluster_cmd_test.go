@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/magnetar-mq/magnetar/internal/zktest"
 )
 
 // `magnetar cluster` starts ZooKeeper, three bookies and a broker as child
@@ -19,8 +21,8 @@ func TestClusterCommand(t *testing.T) {
 		"--zk-port", "0", "--bookie-base-port", "0", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
 		"--advertised-host", "127.0.0.1", "--journal-no-sync")
 	zkAddr := strings.TrimSuffix(strings.TrimPrefix(f["metadata"], "zk://"), "/magnetar")
-	if !zkServing(zkAddr) || !strings.HasPrefix(p.service, "pulsar://") {
-		t.Fatalf("ready fields %v; zookeeper serving: %v", f, zkServing(zkAddr))
+	if !zktest.Serving(zkAddr) || !strings.HasPrefix(p.service, "pulsar://") {
+		t.Fatalf("ready fields %v; zookeeper serving: %v", f, zktest.Serving(zkAddr))
 	}
 	cl := p.client(t)
 	const topic = "persistent://public/default/cluster-cmd"
@@ -60,7 +62,7 @@ func TestClusterCommand(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("cluster did not stop within 60s of SIGINT; log:\n%s", p.log())
 	}
-	if zkServing(zkAddr) {
+	if zktest.Serving(zkAddr) {
 		t.Fatal("zookeeper still serving after the cluster stopped")
 	}
 	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(p.service, "pulsar://"), time.Second); err == nil {

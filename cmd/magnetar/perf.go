@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime/pprof"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -125,10 +123,7 @@ acks per entry; no decompression, no reconnect, one connection per consumer.`,
 // and the summary printing around one run.
 func runPerf(cmd *cobra.Command, c *perf.Common, out perfOutput, run func(context.Context) (perf.Summary, error)) error {
 	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signalContext(ctx)
 	defer stop()
 	if !out.quiet {
 		c.Progress = cmd.ErrOrStderr()

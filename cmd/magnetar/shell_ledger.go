@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -240,7 +241,7 @@ func ledgerMetadataCmd() *cobra.Command {
 					for _, s := range m.Ensembles {
 						fmt.Fprintf(&b, "  from entry %d: %s\n", s.FirstEntry, strings.Join(s.Bookies, ", "))
 					}
-					for _, k := range slices.Sorted(mapsKeys(m.Custom)) {
+					for _, k := range slices.Sorted(maps.Keys(m.Custom)) {
 						fmt.Fprintf(&b, "  custom %s=%q\n", k, m.Custom[k])
 					}
 					return b.String()
@@ -250,16 +251,6 @@ func ledgerMetadataCmd() *cobra.Command {
 	}
 	f.register(c)
 	return c
-}
-
-func mapsKeys(m map[string][]byte) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 type entryOut struct {
@@ -358,13 +349,7 @@ func listUnderReplicatedCmd() *cobra.Command {
 					return err
 				}
 				out := []markOut{}
-				for _, id := range slices.Sorted(func(yield func(int64) bool) {
-					for id := range marks {
-						if !yield(id) {
-							return
-						}
-					}
-				}) {
+				for _, id := range slices.Sorted(maps.Keys(marks)) {
 					out = append(out, markOut{id, marks[id].Bookies, marks[id].SinceTime().UTC()})
 				}
 				return f.print(w, out, func() string {

@@ -135,6 +135,15 @@ type runFlags struct {
 	logLevel, logFormat, cpuProfile string
 }
 
+// signalContext is ctx (Background if nil) cancelled by SIGINT or SIGTERM:
+// how every long-running subcommand stops.
+func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+}
+
 // runServer is the life of a server process: logger, optional CPU
 // profile, open, one ready line on stdout (tests and scripts wait for it),
 // serve until SIGINT/SIGTERM, close.
@@ -143,10 +152,7 @@ func runServer(ctx context.Context, role string, rf runFlags, open func(context.
 	if err != nil {
 		return err
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signalContext(ctx)
 	defer stop()
 	if rf.cpuProfile != "" {
 		pf, err := os.Create(rf.cpuProfile)

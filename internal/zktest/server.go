@@ -120,8 +120,20 @@ func freePort() (int, error) {
 }
 
 func (s *Server) writeConfig() (string, error) {
-	conf := filepath.Join(s.dir, "conf")
-	for _, d := range []string{conf, filepath.Join(s.dir, "data"), filepath.Join(s.dir, "log")} {
+	if err := os.MkdirAll(filepath.Join(s.dir, "log"), 0o755); err != nil {
+		return "", err
+	}
+	return WriteConfig(s.dir, s.port, "forceSync=no\n")
+}
+
+// WriteConfig writes a standalone ZooKeeper configuration bound to
+// 127.0.0.1:port under dir: dir/conf/zoo.cfg (data in dir/data, plus the
+// extra zoo.cfg lines given) and dir/conf/log4j.properties (log to the
+// console). It returns the zoo.cfg path. `magnetar cluster` and Server
+// both start ZooKeeper from it.
+func WriteConfig(dir string, port int, extra string) (string, error) {
+	conf, data := filepath.Join(dir, "conf"), filepath.Join(dir, "data")
+	for _, d := range []string{conf, data} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return "", err
 		}
@@ -135,8 +147,7 @@ clientPortAddress=127.0.0.1
 maxClientCnxns=0
 admin.enableServer=false
 4lw.commands.whitelist=ruok,srvr,stat,mntr,conf
-forceSync=no
-`, filepath.Join(s.dir, "data"), s.port)
+`, data, port) + extra
 	log4j := `log4j.rootLogger=INFO, CONSOLE
 log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
 log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
@@ -152,10 +163,19 @@ log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{1}: %m%
 	return cfgPath, nil
 }
 
+// JavaArgs are the JVM arguments that run ZooKeeperServerMain from jar
+// with the configuration WriteConfig wrote under dir, logging to logDir.
+func JavaArgs(dir, jar, logDir string) []string {
+	conf := filepath.Join(dir, "conf")
+	cp := strings.Join(append([]string{conf, jar}, classpathExtra...), ":")
+	return []string{"-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dzookeeper.log.dir=" + logDir,
+		"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", filepath.Join(conf, "zoo.cfg")}
+}
+
 // start launches the JVM and waits for imok.
 func (s *Server) start() error {
-	cfg, err := s.writeConfig()
-	if err != nil {
+	if _, err := s.writeConfig(); err != nil {
 		return err
 	}
 	logPath := filepath.Join(s.dir, "log", "zookeeper.out")
@@ -163,10 +183,7 @@ func (s *Server) start() error {
 	if err != nil {
 		return err
 	}
-	cp := strings.Join(append([]string{filepath.Join(s.dir, "conf"), Jar}, classpathExtra...), ":")
-	cmd := exec.Command(s.java, "-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-		"-Dzookeeper.log.dir="+filepath.Join(s.dir, "log"),
-		"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg)
+	cmd := exec.Command(s.java, JavaArgs(s.dir, Jar, filepath.Join(s.dir, "log"))...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	killWithParent(cmd)
 	t0 := time.Now()
