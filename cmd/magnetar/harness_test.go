@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -48,53 +46,7 @@ func startStandalone(t testing.TB, dataDir string, extra ...string) *proc {
 	t.Helper()
 	args := append([]string{"standalone", "--data-dir", dataDir,
 		"--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--advertised-host", "127.0.0.1"}, extra...)
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "MAGNETAR_MAIN_ARGS="+strings.Join(args, "\x1f"))
-	logPath := filepath.Join(t.TempDir(), "standalone.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = logf
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{t: t, cmd: cmd, logPath: logPath, exited: make(chan struct{})}
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if line := sc.Text(); strings.HasPrefix(line, "magnetar standalone ready") {
-				ready <- line
-			}
-		}
-		io.Copy(io.Discard, out)
-	}()
-	go func() {
-		p.waitErr = cmd.Wait()
-		logf.Close()
-		close(p.exited)
-	}()
-	t.Cleanup(func() { p.kill() })
-	select {
-	case line := <-ready:
-		for _, f := range strings.Fields(line) {
-			if v, ok := strings.CutPrefix(f, "service="); ok {
-				p.service = v
-			}
-			if v, ok := strings.CutPrefix(f, "http="); ok {
-				p.http = v
-			}
-		}
-	case <-p.exited:
-		t.Fatalf("standalone exited before ready (%v); log:\n%s", p.waitErr, p.log())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("standalone not ready after 60s; log:\n%s", p.log())
-	}
+	p, _ := startMagnetar(t, "standalone", "magnetar standalone ready", args...)
 	return p
 }
 
