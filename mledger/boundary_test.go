@@ -22,7 +22,6 @@ func TestCursorAcksAcrossContainerBoundariesAndRestarts(t *testing.T) {
 	}
 }
 
-
 func testBoundaryAcks(t *testing.T, n int, mode string) {
 	cfg := mledger.Config{MinLedgerRolloverTime: -1, MaxEntriesPerLedger: int64(n)}
 	e := newEnv(t)
