@@ -145,7 +145,7 @@ func (c *conn) serve() {
 	c.cleanup()
 	// Sends held by a backlog quota will not be answered: drop them so
 	// awaitSends waits only for sends in storage.
-	c.b.ext.dropHeld(func(h *heldSend) bool { return h.p.sink == producerSink(c) })
+	c.b.dropHeld(func(h *heldSend) bool { return h.p.sink == producerSink(c) })
 	c.awaitSends(sendDrainTimeout)
 	c.q.close()
 	c.wg.Wait()
