@@ -10,7 +10,6 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
-
 )
 
 func TestAdminClustersBrokersTenantsNamespaces(t *testing.T) {
