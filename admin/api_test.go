@@ -232,8 +232,12 @@ func TestAdminTopicsAndSubscriptions(t *testing.T) {
 		t.Fatalf("internal stats %+v %v", is, err)
 	}
 	// Message by id and peek.
-	m, err := ac.Subscriptions().GetMessageByID(np, ids[3].LedgerID(), ids[3].EntryID())
-	if err != nil || string(m.Payload) != "d" || m.Properties["idx"] != "3" {
+	ms, err := ac.Subscriptions().GetMessagesByID(np, ids[3].LedgerID(), ids[3].EntryID())
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("messages by id %+v %v", ms, err)
+	}
+	m := ms[0]
+	if string(m.Payload) != "d" || m.Properties["idx"] != "3" {
 		t.Fatalf("message by id %+v %v", m, err)
 	}
 	peek, err := ac.Subscriptions().PeekMessages(np, "early", 2)

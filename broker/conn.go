@@ -139,7 +139,7 @@ func (c *conn) serve() {
 		}
 	}()
 	err := c.readLoop()
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+	if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) { // readLoop always returns an error
 		c.log.Debug("connection closed", "err", err)
 	}
 	c.cleanup()

@@ -55,7 +55,7 @@ func sendAsyncAll(t testing.TB, p pulsar.Producer, n int, mk func(i int) *pulsar
 			wg.Done()
 		})
 	}
-	if err := p.Flush(); err != nil {
+	if err := p.FlushWithCtx(context.Background()); err != nil {
 		t.Fatalf("flush: %v", err)
 	}
 	wg.Wait()
@@ -282,14 +282,12 @@ func TestE2EKeyShared(t *testing.T) {
 		used[r.consumer] = true
 	}
 	for _, ci := range []int{0, 1, 2} {
-		var seqs []int
 		for _, r := range recs {
 			if r.consumer == ci {
 				if l, ok := last[r.key]; ok && r.seq < l {
 					t.Fatalf("key %s out of order: %d after %d", r.key, r.seq, l)
 				}
 				last[r.key] = r.seq
-				seqs = append(seqs, r.seq)
 			}
 		}
 	}

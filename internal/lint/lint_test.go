@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -267,8 +266,7 @@ var testingImporters = map[string]string{
 // packages the binary links (internal/zkserver, not internal/zktest, for
 // `magnetar cluster`'s ZooKeeper) never import it.
 func TestBinaryDoesNotLinkTesting(t *testing.T) {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	cmd := exec.Command(goBin, "list", "-deps", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./cmd/magnetar")
+	cmd := exec.Command(goBinary(t), "list", "-deps", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./cmd/magnetar")
 	cmd.Dir = repoRoot(t)
 	out, err := cmd.Output()
 	if err != nil {
@@ -295,5 +293,32 @@ func TestBinaryDoesNotLinkTesting(t *testing.T) {
 	}
 	if found == 0 && len(testingImporters) > 0 {
 		t.Log("no known third-party importer of testing is linked any more: empty testingImporters")
+	}
+}
+
+// goBinary is the go command running the tests.
+func goBinary(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is not in PATH: %v", err)
+	}
+	return p
+}
+
+// TestStaticcheck runs staticcheck (honnef.co/go/tools, pinned in
+// go.mod through tools.go) over the module with its default checks,
+// which include unused (U1000): dead code, deprecated calls, suspicious
+// constructs. A finding that is intended carries a //lint:ignore
+// directive with the reason.
+func TestStaticcheck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("staticcheck takes about a minute; the full run (scripts/test) does it")
+	}
+	cmd := exec.Command(goBinary(t), "run", "honnef.co/go/tools/cmd/staticcheck", "./...")
+	cmd.Dir = repoRoot(t)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("staticcheck: %v\n%s", err, out)
 	}
 }
