@@ -143,13 +143,13 @@ func (c *conn) serve() {
 		}
 	}()
 	err := c.readLoop()
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+	if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) { // readLoop always returns an error
 		c.log.Debug("connection closed", "err", err)
 	}
 	c.cleanup()
 	// Sends held by a backlog quota will not be answered: drop them so
 	// awaitSends waits only for sends in storage.
-	c.b.ext.dropHeld(func(h *heldSend) bool { return h.p.sink == producerSink(c) })
+	c.b.dropHeld(func(h *heldSend) bool { return h.p.sink == producerSink(c) })
 	c.awaitSends(sendDrainTimeout)
 	c.q.close()
 	c.wg.Wait()
