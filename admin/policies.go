@@ -3,6 +3,7 @@ package admin
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -120,8 +121,8 @@ func intPolicy(field func(*policy.Policies) **int) func(*policy.Policies, []byte
 		if err != nil {
 			return errors.New("body must be an integer")
 		}
-		if n < 0 {
-			return errors.New("value must be >= 0")
+		if n < 0 || n > policy.MaxInt32Value {
+			return fmt.Errorf("value %d must be between 0 and %d", n, policy.MaxInt32Value)
 		}
 		*field(p) = &n
 		return nil

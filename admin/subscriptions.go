@@ -2,6 +2,8 @@ package admin
 
 import (
 	"errors"
+	"fmt"
+	"github.com/magnetar-mq/magnetar/policy"
 	"math"
 	"net/http"
 	"strconv"
@@ -63,8 +65,8 @@ func (a *API) registerSubscriptionRoutes(rt routeTable) {
 
 func expirySeconds(w http.ResponseWriter, p params) (int64, bool) {
 	sec, err := strconv.ParseInt(p["sec"], 10, 64)
-	if err != nil || sec < 0 {
-		writeError(w, http.StatusBadRequest, "expiry must be a non-negative integer")
+	if err != nil || sec < 0 || sec > policy.MaxInt32Value {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("expiry must be an integer between 0 and %d seconds", policy.MaxInt32Value))
 		return 0, false
 	}
 	return sec, true

@@ -182,7 +182,7 @@ func quotaExceeded(t *topic, pol *policy.Resolved) (string, bool) {
 		}
 	}
 	if q, ok := pol.BacklogQuotas[policy.QuotaMessageAge]; ok && q.LimitTime > 0 {
-		if backlogAge(t) > time.Duration(q.LimitTime)*time.Second {
+		if backlogAge(t) > q.Age() {
 			return q.Policy, true
 		}
 	}
@@ -257,7 +257,10 @@ func (t *topic) expire(s *subscription, secs int64) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	cutoff := time.Now().UnixMilli() - secs*1000
+	cutoff, some := policy.ExpiryCutoff(time.Now().UnixMilli(), secs)
+	if !some {
+		return nil
+	}
 	p, found, err := ca.ml.FindByPublishTime(ctx, cutoff, entryPublishTime)
 	if err != nil {
 		return err
@@ -523,18 +526,8 @@ func applyRetention(ctx context.Context, cfg *mledger.Config) {
 	if !ok {
 		return
 	}
-	switch {
-	case r.RetentionTimeInMinutes < 0:
-		cfg.RetentionTime = -1
-	default:
-		cfg.RetentionTime = time.Duration(r.RetentionTimeInMinutes) * time.Minute
-	}
-	switch {
-	case r.RetentionSizeInMB < 0:
-		cfg.RetentionSize = -1
-	default:
-		cfg.RetentionSize = r.RetentionSizeInMB << 20
-	}
+	cfg.RetentionTime = r.Time()
+	cfg.RetentionSize = r.Size()
 }
 
 // HeldSends reports how many SENDs a producer_request_hold backlog quota

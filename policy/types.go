@@ -3,6 +3,8 @@ package policy
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -42,10 +44,17 @@ type RetentionPolicies struct {
 	RetentionSizeInMB      int64 `json:"retentionSizeInMB"`
 }
 
-// Validate refuses limits below -1.
+// Validate refuses limits below -1, minutes above an int32 (Pulsar's
+// type) and sizes whose bytes overflow an int64.
 func (r RetentionPolicies) Validate() error {
 	if r.RetentionTimeInMinutes < -1 || r.RetentionSizeInMB < -1 {
 		return errors.New("retention limits must be >= -1")
+	}
+	if r.RetentionTimeInMinutes > MaxInt32Value {
+		return fmt.Errorf("retentionTimeInMinutes %d is above %d", r.RetentionTimeInMinutes, MaxInt32Value)
+	}
+	if r.RetentionSizeInMB > math.MaxInt64>>20 {
+		return fmt.Errorf("retentionSizeInMB %d overflows a byte count", r.RetentionSizeInMB)
 	}
 	return nil
 }
@@ -110,6 +119,12 @@ func ParseBacklogQuota(body []byte) (BacklogQuota, error) {
 	}
 	if q.LimitTime, err = num(raw.LimitTime); err != nil {
 		return q, err
+	}
+	if q.LimitSize < -1 {
+		return q, fmt.Errorf("limitSize %d must be >= -1", q.LimitSize)
+	}
+	if q.LimitTime < -1 || q.LimitTime > MaxInt32Value {
+		return q, fmt.Errorf("limitTime %d must be between -1 and %d seconds", q.LimitTime, MaxInt32Value)
 	}
 	switch raw.Policy {
 	case QuotaHold, QuotaException, QuotaEviction:
