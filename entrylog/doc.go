@@ -112,6 +112,18 @@
 // checksum mismatch in a recovered log is ErrNotFound when the record
 // overlaps an aligned all-zero page (lost in the crash).
 //
+// # Write errors
+//
+// A failed write, preallocation, roll or fsync fails every later Add,
+// Flush and Sync (sticky), except a write that found no space (ENOSPC,
+// EDQUOT; IsNoSpace): it changes nothing (offsets are not advanced, the
+// append buffer is kept, a half-written seal is rewound) and the next
+// call retries it. A failed fsync is sticky whatever its errno, as the
+// kernel may have dropped the dirty pages. Close on a full disk leaves the
+// active log unsealed, as after a crash, without failing. Near a full disk
+// preallocation shrinks to what a write needs, and a log prepared while
+// the disk was full is prepared again at the roll.
+//
 // # Concurrency
 //
 // The set of open logs is an immutable snapshot behind an atomic pointer,

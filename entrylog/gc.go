@@ -3,6 +3,7 @@ package entrylog
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 )
 
@@ -180,4 +181,26 @@ func (l *Log) RemoveLog(id uint32) error {
 	l.mu.Unlock()
 	f.release()
 	return nil
+}
+
+// ActiveUsage is Usage for the active log (ID 0 when there is none): the
+// bytes each ledger has in it so far, live or not. The bookie uses it on a
+// full disk to decide whether rolling the active log (so that GC may
+// remove or compact it) would reclaim space.
+func (l *Log) ActiveUsage(isLive func(ledger int64) bool) Usage {
+	l.mu.Lock()
+	var u Usage
+	var m map[int64]uint64
+	if l.mu.cur != nil {
+		u.ID = l.mu.cur.id
+		m = maps.Clone(l.mu.ledgers)
+	}
+	l.mu.Unlock()
+	for ledger, n := range m {
+		u.Total += n
+		if isLive(ledger) {
+			u.Live += n
+		}
+	}
+	return u
 }
