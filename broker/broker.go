@@ -44,6 +44,7 @@ type Broker struct {
 	httpAddr    atomic.Pointer[string]
 
 	producerSeq atomic.Uint64
+	rateLogs    rateLogs
 	wg          sync.WaitGroup
 	done        chan struct{}
 }
