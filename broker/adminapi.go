@@ -239,7 +239,8 @@ func (b *Broker) httpDeletePartitions(w http.ResponseWriter, r *http.Request, p 
 
 // DeleteTopic force-deletes a non-partitioned topic (or one partition):
 // producers and consumers are disconnected, then its registration is
-// removed. Stored data is left to the managed ledger's retention.
+// removed and its managed ledger deleted (cursors, ledgers, metadata), so
+// the bookies reclaim its space.
 func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 	tn, err := parseTopicName(name)
 	if err != nil {
@@ -254,8 +255,9 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 		if ok, _ := b.deps.Metadata.Exists(ctx, topicKey(tn)); !ok {
 			return ErrTopicNotFound
 		}
+		return err
 	}
-	return err
+	return b.deleteTopicStorage(ctx, tn.String())
 }
 
 func (b *Broker) httpLookup(w http.ResponseWriter, r *http.Request, p Params) {

@@ -120,6 +120,9 @@ type Deps struct {
 	// OpenLedger opens (creating if needed) the managed ledger that backs
 	// a persistent topic, named by its canonical topic name.
 	OpenLedger func(ctx context.Context, name string) (ManagedLedger, error)
+	// DeleteLedger, if set, deletes the managed ledger of a deleted topic
+	// with its ledgers (mledger.Factory.Delete); nil leaves the data.
+	DeleteLedger func(ctx context.Context, name string) error
 	// Bookies, if set, reports the storage nodes to the admin API and
 	// /metrics.
 	Bookies BookieInfo

@@ -287,16 +287,10 @@ func (ml *ManagedLedger) addEntry(data, buf []byte, off int, numMessages int32, 
 	case stateReady:
 		ml.submitOrQueueLocked([]*addOp{op})
 	case stateWriteFailed:
-		if err := ml.failed.refuseLocked(ml.f.opts.Now()); err != nil {
-			// Within the back-off: fail at once rather than try to
-			// create a ledger for every add.
-			ml.mu.Unlock()
-			op.release()
-			cb(Position{}, err)
-			return
-		}
 		ml.queued = append(ml.queued, op)
-		ml.startRolloverLocked()
+		if !ml.failed.deferLocked(ml, ml.f.opts.Now()) {
+			ml.startRolloverLocked()
+		}
 	default:
 		ml.queued = append(ml.queued, op)
 	}
@@ -502,7 +496,7 @@ func (ml *ManagedLedger) rollover(ctx context.Context) {
 		}
 		first := false
 		if err != nil {
-			first = ml.failed.failedLocked(ml.f.opts.Now(), failErr)
+			first = ml.failed.failedLocked(ml.f.opts.Now())
 		}
 		ml.mu.Unlock()
 		switch {
