@@ -140,7 +140,7 @@ func (c *conn) serve() {
 	}()
 	err := c.readLoop()
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-		c.log.Debug("connection closed", "err", err)
+		c.logClosed(err)
 	}
 	c.cleanup()
 	// Sends held by a backlog quota will not be answered: drop them so
@@ -237,14 +237,21 @@ var errIdle = errors.New("broker: connection idle timeout")
 
 func (c *conn) readLoop() error {
 	br := bufio.NewReaderSize(keepAliveReader{c}, 64<<10)
-	fr := pulsarproto.NewFrameReader(br, c.b.cfg.MaxMessageSize+pulsarproto.FramePadding)
+	fr := pulsarproto.NewFrameReader(br, min(preConnectMaxFrame, c.b.cfg.MaxMessageSize+pulsarproto.FramePadding))
+	stopTimer := c.startConnectTimer()
+	defer stopTimer()
 	for {
 		f, err := fr.Next()
 		if err != nil {
 			return err
 		}
+		wasConnected := c.connected
 		if err := c.handle(f); err != nil {
 			return err
+		}
+		if !wasConnected && c.connected { // see handshake.go
+			stopTimer()
+			fr.SetMaxFrameSize(c.b.cfg.MaxMessageSize + pulsarproto.FramePadding)
 		}
 	}
 }

@@ -179,9 +179,10 @@ func (c *conn) handleSend(m *pb.CommandSend, f *pulsarproto.Frame) error {
 		return fmt.Errorf("%w: SEND payload: %w", ErrProtocol, err)
 	}
 	if p == nil || !p.ready.Load() {
-		// A send racing a close of its producer: the client fails it
-		// through its send timeout. Pulsar answers nothing either.
-		return nil
+		// Pulsar closes the connection: the client never created that
+		// producer here, or sends before its PRODUCER was answered (or
+		// after the broker closed it); reconnecting re-creates it.
+		return fmt.Errorf("%w: SEND for producer %d, which is not ready on this connection", ErrProtocol, pid)
 	}
 	n := int(m.GetNumMessages())
 	if n < 1 {
