@@ -44,6 +44,9 @@ type Broker struct {
 	httpAddr    atomic.Pointer[string]
 
 	producerSeq atomic.Uint64
+	// producerPrefix starts generated producer names (producername.go);
+	// set by Start before the first connection.
+	producerPrefix string
 	rateLogs    rateLogs
 	wg          sync.WaitGroup
 	done        chan struct{}
@@ -93,6 +96,9 @@ func (b *Broker) Start(ctx context.Context) error {
 	b.mu.started = true
 	b.mu.Unlock()
 	if err := b.reg.bootstrap(ctx); err != nil {
+		return err
+	}
+	if err := b.initProducerNames(ctx); err != nil {
 		return err
 	}
 	var lc net.ListenConfig

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -390,7 +389,7 @@ func (c *conn) handleProducer(m *pb.CommandProducer) {
 	}
 	name := m.GetProducerName()
 	if name == "" {
-		name = c.b.cfg.ClusterName + "-0-" + strconv.FormatUint(c.b.producerSeq.Add(1)-1, 10)
+		name = c.b.newProducerName()
 	}
 	p := &producer{
 		id: pid, name: name, requestID: rid, accessMode: int32(m.GetProducerAccessMode()), epoch: m.GetEpoch(),
@@ -419,6 +418,7 @@ func (c *conn) handleProducer(m *pb.CommandProducer) {
 		c.mu.Unlock()
 		var pe *errProducer
 		if errors.As(err, &pe) {
+			c.log.Info("producer refused", "topic", t.full, "producer", name, "reason", pe.msg)
 			c.sendError(rid, pe.code, pe.msg)
 		} else {
 			c.sendError(rid, codeUnknownError, err.Error())
