@@ -321,7 +321,10 @@ func (s *subscription) requeueAll(c *consumer) {
 	c.unackedMsg = 0
 }
 
-// requeue puts pe back for redelivery, counting one more redelivery.
+// requeue puts pe back for redelivery, counting one more redelivery on
+// Shared and Key_Shared subscriptions. Exclusive and Failover keep no
+// redelivery count (their messages carry redeliveryCount 0, as in
+// Pulsar, whose single-active-consumer dispatcher tracks none).
 func (s *subscription) requeue(pe *pendingEntry) {
 	if pe.owner != nil {
 		if _, ok := pe.owner.pending[pe.pos]; ok {
@@ -331,7 +334,9 @@ func (s *subscription) requeue(pe *pendingEntry) {
 		pe.owner = nil
 	}
 	delete(s.pending, pe.pos)
-	s.redelivered[pe.pos]++
+	if s.typ == SubShared || s.typ == SubKeyShared {
+		s.redelivered[pe.pos]++
+	}
 	s.redeliverN += int64(pe.numMsgs)
 	s.insertReplay(pe)
 }

@@ -124,6 +124,12 @@
 // preallocation shrinks to what a write needs, and a log prepared while
 // the disk was full is prepared again at the roll.
 //
+// A log opened without a valid ledgers map (the process died while it was
+// active) is scanned once, when its usage is first needed (LedgerBytes,
+// GC), and then sealed in place: its records are synced, the map is
+// written at the end of its valid records and the header patched, in
+// sealLocked's order, so later opens neither scan it nor warn about it.
+//
 // # Concurrency
 //
 // The set of open logs is an immutable snapshot behind an atomic pointer,

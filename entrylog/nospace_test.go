@@ -3,7 +3,11 @@ package entrylog
 import (
 	"bytes"
 	"errors"
+	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -122,4 +126,74 @@ func TestNoSpaceCloseUnsealed(t *testing.T) {
 	l = mustOpen(t, mem, nil)
 	defer l.Close()
 	checkReads(t, l, recs)
+}
+
+// TestRecoveredLogSealedOnceScanned: a log left unsealed by a crash is
+// scanned once (warned about at open), then sealed: the next open finds
+// its ledgers map, does not warn, and every record still reads back.
+func TestRecoveredLogSealedOnceScanned(t *testing.T) {
+	mem := vfs.NewMem()
+	l := mustOpen(t, mem, func(o *Options) { o.LogSizeLimit = 1 << 20 })
+	rng := rand.New(rand.NewPCG(5, 6))
+	recs := addMany(t, l, rng, 30, 3, map[int64]int64{})
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	crashed := mem.CrashClone() // the active log was never sealed
+	l.Close()
+	var logs syncLog
+	open := func() *Log {
+		return mustOpen(t, crashed, func(o *Options) { o.LogSizeLimit = 1 << 20; o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	}
+	l = open()
+	if !strings.Contains(logs.String(), "no ledgers map") {
+		t.Fatalf("open of a crashed log did not warn:\n%s", logs.String())
+	}
+	want := map[uint32]map[int64]uint64{}
+	for _, li := range l.Logs() {
+		m, err := l.LedgerBytes(li.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[li.ID] = maps.Clone(m)
+	}
+	checkReads(t, l, recs)
+	l.Close()
+	logs.Reset()
+	l = open()
+	defer l.Close()
+	if strings.Contains(logs.String(), "no ledgers map") {
+		t.Fatalf("second open still warns:\n%s", logs.String())
+	}
+	for _, li := range l.Logs() {
+		m, err := l.LedgerBytes(li.ID)
+		if err != nil || !maps.Equal(m, want[li.ID]) {
+			t.Fatalf("log %d: ledgers map after sealing = %v, %v; want %v", li.ID, m, err, want[li.ID])
+		}
+	}
+	checkReads(t, l, recs)
+}
+
+// syncLog is a log sink safe for concurrent writes.
+type syncLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncLog) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncLog) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncLog) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Reset()
 }
