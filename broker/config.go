@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/magnetar-mq/magnetar/metadata"
+	"github.com/magnetar-mq/magnetar/policy"
 )
 
 // Config configures a Broker. The zero value plus EnsureDefaults is a
@@ -129,6 +130,10 @@ type Deps struct {
 	// DeleteLedger, if set, deletes the managed ledger of a deleted topic
 	// with its ledgers (mledger.Factory.Delete); nil leaves the data.
 	DeleteLedger func(ctx context.Context, name string) error
+	// Policies holds tenants, namespaces and their policies; nil: a store
+	// over Metadata. Share it with the admin API so that its writes reach
+	// the broker at once.
+	Policies *policy.Store
 	// Bookies, if set, reports the storage nodes to the admin API and
 	// /metrics.
 	Bookies BookieInfo
