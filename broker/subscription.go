@@ -78,6 +78,9 @@ type subscription struct {
 	replay      []*pendingEntry // sorted by position; to (re)deliver first
 	replayBytes int             // sum of len(data) over replay
 	redelivered map[position]uint32
+	// ackFailLog rate-limits the warnings for acks the cursor refused
+	// (at most one line per second per subscription, ratelog.go).
+	ackFailLog  rateLog
 	delayed     []*pendingEntry // Shared/Key_Shared: held until deliverAt
 	delayTimer  *time.Timer
 	delayDue    map[position]int64
