@@ -29,6 +29,7 @@ var errTopicNotFound = broker.ErrTopicNotFound
 func Register(rt routeTable, svc broker.Service) *API {
 	a := &API{svc: svc, pol: svc.Policies()}
 	a.registerClusterRoutes(rt)
+	a.registerBrokerRoutes(rt)
 	a.registerTenantRoutes(rt)
 	a.registerPolicyRoutes(rt)
 	a.registerTopicRoutes(rt)

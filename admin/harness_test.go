@@ -36,6 +36,7 @@ type brokerOpts struct {
 	cfg     func(*broker.Config)
 	mcfg    mledger.Config
 	bookies broker.BookieInfo
+	metaDir string // the embedded metadata store's directory (default t.TempDir())
 }
 
 func startBroker(t testing.TB, mut func(*broker.Config)) *testBroker {
@@ -45,7 +46,10 @@ func startBroker(t testing.TB, mut func(*broker.Config)) *testBroker {
 
 func startBrokerOpts(t testing.TB, o brokerOpts) *testBroker {
 	t.Helper()
-	meta, err := embedded.Open(filepath.Join(t.TempDir(), "meta"), embedded.Options{})
+	if o.metaDir == "" {
+		o.metaDir = t.TempDir()
+	}
+	meta, err := embedded.Open(filepath.Join(o.metaDir, "meta"), embedded.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func (a *API) registerPolicyRoutes(rt routeTable) {
 	for _, v := range []string{"persistence", "permissions", "replication", "antiAffinity", "schemaValidationEnforced",
 		"schemaCompatibilityStrategy", "schemaAutoUpdateCompatibilityStrategy", "maxConsumersPerSubscription",
 		"compactionThreshold", "offloadThreshold", "offloadDeletionLagMs", "dispatchRate", "subscriptionDispatchRate",
-		"publishRate", "subscribeRate", "bundles", "unload", "clearBacklog", "encryptionRequired", "subscriptionAuthMode"} {
+		"publishRate", "subscribeRate", "clearBacklog", "encryptionRequired", "subscriptionAuthMode"} {
 		for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
 			rt.Handle(m, base+v, notImplemented)
 		}

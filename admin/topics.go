@@ -257,11 +257,14 @@ func (a *API) httpPartitionedStats(w http.ResponseWriter, r *http.Request, p par
 		pn := partitionName(topic, i)
 		st, err := a.svc.TopicStats(r.Context(), pn)
 		if err != nil {
-			if errors.Is(err, broker.ErrTopicNotFound) {
-				continue // not created yet
+			if !errors.Is(err, broker.ErrTopicNotFound) {
+				internalError(w, err)
+				return
 			}
-			internalError(w, err)
-			return
+			// A partition no client created yet: listed with zero
+			// stats, as Pulsar lists every partition.
+			st = broker.TopicStats{Publishers: []broker.PublisherStats{}, Subscriptions: map[string]broker.SubscriptionStats{},
+				Replication: map[string]any{}, DeduplicationStatus: agg.DeduplicationStatus}
 		}
 		agg.DeduplicationStatus = st.DeduplicationStatus
 		agg.MsgRateIn += st.MsgRateIn

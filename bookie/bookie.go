@@ -59,6 +59,12 @@ type Bookie struct {
 		beforeRelocate func() // GC: compaction copied and synced, index not yet repointed
 	}
 	minFree atomic.Uint64 // least free bytes over all dirs at the last check
+	// diskBudget is the bytes adds may still write before the disk loop
+	// checks usage again (see diskfull.go); diskKick and gcKick wake the
+	// disk and GC loops early.
+	diskBudget atomic.Int64
+	diskKick   chan struct{}
+	gcKick     chan struct{}
 
 	stats struct {
 		checkpoints, gcRuns atomic.Int64
@@ -227,6 +233,7 @@ func (b *Bookie) addEntry(ledger, entry int64, masterKey, payload []byte, recove
 	if err := b.writable(recovery); err != nil {
 		return err
 	}
+	b.spendDiskBudget(len(payload))
 	st, err := b.ledgerFor(ledger, true)
 	if err != nil {
 		return err
@@ -467,6 +474,9 @@ func (b *Bookie) DeleteLedger(ledger int64) error {
 		return b.storageErr(err)
 	}
 	b.metaDirty.Store(true)
+	if b.ro.reasons()&(roDiskFull|roStorage) != 0 {
+		b.kickGC() // the space may be what the bookie is waiting for
+	}
 	return b.checkpointLocked(true)
 }
 

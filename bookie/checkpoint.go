@@ -148,7 +148,10 @@ func (b *Bookie) checkpointLoop() {
 		}
 		b.ckptMu.Lock()
 		if err := b.checkpointLocked(true); err != nil {
-			b.log.Warn("checkpoint failed", "err", err)
+			// The first failure of a kind was logged with the read-only
+			// switch; repeating it every interval would flood the log
+			// (of a disk that may be full).
+			b.log.Debug("checkpoint failed", "err", err)
 		}
 		b.ckptMu.Unlock()
 	}
@@ -176,12 +179,14 @@ func (b *Bookie) CheckDisks() error {
 		minFree = min(minFree, free)
 	}
 	b.minFree.Store(minFree)
+	b.setDiskBudget(usages)
 	wasFull := b.ro.reasons()&roDiskFull != 0
 	full, msg := diskFull(wasFull, usages, b.opts.DiskUsageThreshold, b.opts.DiskUsageLWM)
 	switch {
 	case full:
 		if b.ro.set(roDiskFull, msg) {
 			b.log.Warn("bookie is read-only", "reason", msg)
+			b.kickGC()
 		}
 	case wasFull:
 		b.ro.clear(roDiskFull)
@@ -199,9 +204,10 @@ func (b *Bookie) diskLoop() {
 		case <-b.closing:
 			return
 		case <-t.C:
-			if err := b.CheckDisks(); err != nil {
-				b.log.Warn("disk check failed", "err", err)
-			}
+		case <-b.diskKick:
+		}
+		if err := b.CheckDisks(); err != nil {
+			b.log.Warn("disk check failed", "err", err)
 		}
 	}
 }

@@ -122,8 +122,20 @@
 //   - the journal failed (an fsync error is sticky): until restart;
 //   - storage reported corruption: until restart;
 //   - a checkpoint failed: until one succeeds (entry-log write errors are
-//     sticky in package entrylog, so in practice until a restart; the data
-//     stays in the write cache and the journal meanwhile).
+//     sticky in package entrylog, so in practice until a restart, except
+//     ENOSPC/EDQUOT, which the next checkpoint retries; the data stays in
+//     the write cache and the journal meanwhile).
+//
+// Each switch to read-only mode is logged once, with its reason. Adds
+// spend a budget of a quarter of the headroom below DiskUsageThreshold;
+// when it is spent the disks are checked at once, not only every
+// DiskCheckInterval. While read-only for disk usage or a failed
+// checkpoint, GC runs at once and after every ledger delete, and first
+// rolls the active entry log when part of it belongs to deleted ledgers,
+// so their space is reclaimed even if that log never reaches its size
+// limit; after GC reclaimed space the disks are checked again. Open and
+// Close treat a checkpoint that found no space as read-only mode, not as
+// an error (see diskfull.go).
 //
 // # Garbage collection
 //

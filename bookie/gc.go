@@ -21,6 +21,7 @@ func (b *Bookie) GC() error {
 	// index update would let that update point the index back at the old
 	// log, which is then removed. The horizon was read at the end of the
 	// last checkpoint, with no flush running.
+	b.rollForSpace()
 	horizon := b.compactHorizon.Load()
 	st, err := b.el.GC(b.ctx, b.isLiveLedger, b.opts.CompactionThreshold, horizon, b.relocate)
 	b.stats.gcRuns.Add(1)
@@ -29,6 +30,12 @@ func (b *Bookie) GC() error {
 	}
 	if st.LogsDeleted+st.LogsCompacted > 0 {
 		b.log.Info("entry-log gc", "deleted", st.LogsDeleted, "compacted", st.LogsCompacted, "reclaimed", st.BytesReclaimed)
+		if b.ro.reasons()&roDiskFull != 0 {
+			// Writable again at once if that was enough.
+			if err := b.CheckDisks(); err != nil {
+				b.log.Warn("disk check failed", "err", err)
+			}
+		}
 	}
 	return nil
 }
@@ -78,9 +85,10 @@ func (b *Bookie) gcLoop() {
 		case <-b.closing:
 			return
 		case <-t.C:
-			if err := b.GC(); err != nil {
-				b.log.Warn("gc failed", "err", err)
-			}
+		case <-b.gcKick:
+		}
+		if err := b.GC(); err != nil {
+			b.log.Warn("gc failed", "err", err)
 		}
 	}
 }

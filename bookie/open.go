@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 
 	"github.com/magnetar-mq/magnetar/entrylog"
@@ -71,14 +72,16 @@ func (s storageSet) close() error {
 // and starts it. opts already passed EnsureDefaults and Validate.
 func open(opts Options, s storageSet) (*Bookie, error) {
 	b := &Bookie{
-		opts:    opts,
-		log:     opts.Logger,
-		j:       s.j,
-		el:      s.el,
-		idx:     s.idx,
-		wc:      newWriteCache(opts.WriteCacheSize),
-		rc:      newReadCache(opts.ReadCacheSize),
-		closing: make(chan struct{}),
+		opts:     opts,
+		log:      opts.Logger,
+		j:        s.j,
+		el:       s.el,
+		idx:      s.idx,
+		wc:       newWriteCache(opts.WriteCacheSize),
+		rc:       newReadCache(opts.ReadCacheSize),
+		closing:  make(chan struct{}),
+		diskKick: make(chan struct{}, 1),
+		gcKick:   make(chan struct{}, 1),
 	}
 	b.m.init(s.j)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
@@ -90,11 +93,12 @@ func open(opts Options, s storageSet) (*Bookie, error) {
 	}
 	b.log.Info("journal replayed", "records", n)
 	b.metaDirty.Store(true)
-	if err := b.Checkpoint(); err != nil {
+	if err := b.checkpointNoSpace(b.Checkpoint(), "open"); err != nil {
 		b.cancel()
 		s.close()
 		return nil, fmt.Errorf("bookie: checkpoint after replay: %w", err)
 	}
+	b.diskBudget.Store(math.MaxInt64) // until a check measures it (never, without DiskUsager)
 	if err := b.CheckDisks(); err != nil {
 		b.log.Warn("disk check failed", "err", err)
 	}
@@ -200,7 +204,7 @@ func (b *Bookie) Close() error {
 	var errs []error
 	if b.j.Err() == nil && b.ro.reasons()&roCorrupt == 0 {
 		b.ckptMu.Lock()
-		if err := b.checkpointLocked(true); err != nil {
+		if err := b.checkpointNoSpace(b.checkpointLocked(true), "close"); err != nil {
 			errs = append(errs, err)
 		}
 		b.ckptMu.Unlock()

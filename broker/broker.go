@@ -49,8 +49,12 @@ type Broker struct {
 	httpAddr    atomic.Pointer[string]
 
 	producerSeq atomic.Uint64
-	wg          sync.WaitGroup
-	done        chan struct{}
+	// producerPrefix starts generated producer names (producername.go);
+	// set by Start before the first connection.
+	producerPrefix string
+	rateLogs       rateLogs
+	wg             sync.WaitGroup
+	done           chan struct{}
 }
 
 // topicLoad is a topic being (or having been) loaded; done closes when t
@@ -101,6 +105,9 @@ func (b *Broker) Start(ctx context.Context) error {
 	b.mu.started = true
 	b.mu.Unlock()
 	if err := b.reg.bootstrap(ctx); err != nil {
+		return err
+	}
+	if err := b.initProducerNames(ctx); err != nil {
 		return err
 	}
 	b.unsubscribe = b.policies.Subscribe(b.policiesChanged)

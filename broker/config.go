@@ -34,6 +34,9 @@ type Config struct {
 	// closed (default 2.5x KeepAliveInterval).
 	KeepAliveInterval time.Duration
 	IdleTimeout       time.Duration
+	// ConnectTimeout closes a connection that has not completed CONNECT
+	// within it (default 10s; see handshake.go).
+	ConnectTimeout time.Duration
 	// MaxOutboundBytes bounds a connection's unsent output (default 64
 	// MiB): dispatch to a connection pauses above half of it, and the
 	// connection is closed if it is exceeded anyway.
@@ -77,6 +80,9 @@ func (c *Config) EnsureDefaults() {
 	if c.KeepAliveInterval == 0 {
 		c.KeepAliveInterval = 30 * time.Second
 	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = 10 * time.Second
+	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = c.KeepAliveInterval * 5 / 2
 	}
@@ -102,7 +108,7 @@ func (c *Config) Validate() error {
 	switch {
 	case c.MaxMessageSize < 1024:
 		return fmt.Errorf("%w: MaxMessageSize %d too small", ErrBadConfig, c.MaxMessageSize)
-	case c.KeepAliveInterval < 0 || c.IdleTimeout < 0:
+	case c.KeepAliveInterval < 0 || c.IdleTimeout < 0 || c.ConnectTimeout < 0:
 		return fmt.Errorf("%w: negative keep-alive", ErrBadConfig)
 	case c.MaxOutboundBytes < c.MaxMessageSize:
 		return fmt.Errorf("%w: MaxOutboundBytes below MaxMessageSize", ErrBadConfig)
@@ -121,6 +127,9 @@ type Deps struct {
 	// OpenLedger opens (creating if needed) the managed ledger that backs
 	// a persistent topic, named by its canonical topic name.
 	OpenLedger func(ctx context.Context, name string) (ManagedLedger, error)
+	// DeleteLedger, if set, deletes the managed ledger of a deleted topic
+	// with its ledgers (mledger.Factory.Delete); nil leaves the data.
+	DeleteLedger func(ctx context.Context, name string) error
 	// Policies holds tenants, namespaces and their policies; nil: a store
 	// over Metadata. Share it with the admin API so that its writes reach
 	// the broker at once.

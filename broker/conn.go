@@ -144,7 +144,7 @@ func (c *conn) serve() {
 	}()
 	err := c.readLoop()
 	if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) { // readLoop always returns an error
-		c.log.Debug("connection closed", "err", err)
+		c.logClosed(err)
 	}
 	c.cleanup()
 	// Sends held by a backlog quota will not be answered: drop them so
@@ -241,14 +241,21 @@ var errIdle = errors.New("broker: connection idle timeout")
 
 func (c *conn) readLoop() error {
 	br := bufio.NewReaderSize(keepAliveReader{c}, 64<<10)
-	fr := pulsarproto.NewFrameReader(br, c.b.cfg.MaxMessageSize+pulsarproto.FramePadding)
+	fr := pulsarproto.NewFrameReader(br, min(preConnectMaxFrame, c.b.cfg.MaxMessageSize+pulsarproto.FramePadding))
+	stopTimer := c.startConnectTimer()
+	defer stopTimer()
 	for {
 		f, err := fr.Next()
 		if err != nil {
 			return err
 		}
+		wasConnected := c.connected
 		if err := c.handle(f); err != nil {
 			return err
+		}
+		if !wasConnected && c.connected { // see handshake.go
+			stopTimer()
+			fr.SetMaxFrameSize(c.b.cfg.MaxMessageSize + pulsarproto.FramePadding)
 		}
 	}
 }

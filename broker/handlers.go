@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -189,9 +188,10 @@ func (c *conn) handleSend(m *pb.CommandSend, f *pulsarproto.Frame) error {
 		return fmt.Errorf("%w: SEND payload: %w", ErrProtocol, err)
 	}
 	if p == nil || !p.ready.Load() {
-		// A send racing a close of its producer: the client fails it
-		// through its send timeout. Pulsar answers nothing either.
-		return nil
+		// Pulsar closes the connection: the client never created that
+		// producer here, or sends before its PRODUCER was answered (or
+		// after the broker closed it); reconnecting re-creates it.
+		return fmt.Errorf("%w: SEND for producer %d, which is not ready on this connection", ErrProtocol, pid)
 	}
 	n := int(m.GetNumMessages())
 	if n < 1 {
@@ -399,7 +399,7 @@ func (c *conn) handleProducer(m *pb.CommandProducer) {
 	}
 	name := m.GetProducerName()
 	if name == "" {
-		name = c.b.cfg.ClusterName + "-0-" + strconv.FormatUint(c.b.producerSeq.Add(1)-1, 10)
+		name = c.b.newProducerName()
 	}
 	p := &producer{
 		id: pid, name: name, requestID: rid, accessMode: int32(m.GetProducerAccessMode()), epoch: m.GetEpoch(),
@@ -428,6 +428,7 @@ func (c *conn) handleProducer(m *pb.CommandProducer) {
 		c.mu.Unlock()
 		var pe *errProducer
 		if errors.As(err, &pe) {
+			c.log.Info("producer refused", "topic", t.full, "producer", name, "reason", pe.msg)
 			c.sendError(rid, pe.code, pe.msg)
 		} else {
 			c.sendError(rid, codeUnknownError, err.Error())

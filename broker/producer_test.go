@@ -49,7 +49,7 @@ func TestDuplicateReceiptWaitsForInflightAdds(t *testing.T) {
 	sink.out = nil
 	p.mu.inflight = 1
 	p.duplicate(8)
-	tp := &topic{log: slog.New(slog.DiscardHandler)}
+	tp := &topic{b: &Broker{}, log: slog.New(slog.DiscardHandler)}
 	tp.publishFailed(p, 7, errors.New("boom"))
 	if want := []string{"error 7", "receipt 8 -1:-1"}; !slices.Equal(sink.out, want) {
 		t.Fatalf("answers %v, want %v", sink.out, want)

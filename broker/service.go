@@ -334,7 +334,8 @@ func (b *Broker) topicExists(ctx context.Context, tn topicName) (bool, error) {
 
 // DeleteTopic deletes a non-partitioned topic (or one partition): its
 // producers and consumers are disconnected, then its registration is
-// removed. Stored data is left to the managed ledger's retention.
+// removed and its managed ledger deleted (cursors, ledgers, metadata:
+// deleteTopicStorage), so the bookies reclaim its space.
 // Without force a topic with producers or consumers is refused.
 func (b *Broker) DeleteTopic(ctx context.Context, name string, force bool) error {
 	tn, err := parseTopicName(name)
@@ -355,8 +356,9 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string, force bool) error
 		if ok, _ := b.deps.Metadata.Exists(ctx, topicKey(tn)); !ok {
 			return reason(ErrTopicNotFound, "Topic not found")
 		}
+		return err
 	}
-	return err
+	return b.deleteTopicStorage(ctx, tn.String())
 }
 
 // topicInUse reports whether t has producers or connected consumers.

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"log/slog"
 	"slices"
 	"time"
 )
@@ -49,10 +50,10 @@ func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []ackID) {
 			// Partial ack of the last batch: everything before it is
 			// acked, plus the given indexes of it.
 			target = position{LedgerID: id.pos.LedgerID, EntryID: id.pos.EntryID - 1}
-			s.ackBatchLocked(id)
+			s.ackBatchLocked(c, id)
 		}
 		if err := s.cur.AckCumulative(target); err != nil {
-			s.log.Debug("cumulative ack failed", "topic", s.topic, "sub", s.name, "pos", target, "err", err)
+			s.ackFailLog.log(s.log, slog.LevelWarn, "cumulative ack failed", "topic", s.topic, "sub", s.name, "pos", target, "remote", c.address, "err", err)
 		}
 		for pos, pe := range s.pending {
 			if pos.Compare(target) <= 0 {
@@ -71,7 +72,7 @@ func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []ackID) {
 	var whole []position
 	for _, id := range ids {
 		if len(id.ackSet) > 0 {
-			s.ackBatchLocked(id)
+			s.ackBatchLocked(c, id)
 			continue
 		}
 		whole = append(whole, id.pos)
@@ -81,7 +82,7 @@ func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []ackID) {
 	}
 	if len(whole) > 0 {
 		if err := s.cur.Ack(whole...); err != nil {
-			s.log.Debug("ack failed", "topic", s.topic, "sub", s.name, "err", err)
+			s.ackFailLog.log(s.log, slog.LevelWarn, "ack failed", "topic", s.topic, "sub", s.name, "remote", c.address, "err", err)
 		}
 	}
 	if s.typ == SubKeyShared || len(s.replay) > 0 {
@@ -89,14 +90,14 @@ func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []ackID) {
 	}
 }
 
-func (s *subscription) ackBatchLocked(id ackID) {
+func (s *subscription) ackBatchLocked(c *consumer, id ackID) {
 	size := id.batchSize
 	if pe := s.pending[id.pos]; pe != nil && size <= 0 {
 		size = pe.numMsgs
 	}
 	full, err := s.cur.AckBatchIndexes(id.pos, id.ackSet, size)
 	if err != nil {
-		s.log.Debug("batch ack failed", "topic", s.topic, "sub", s.name, "err", err)
+		s.ackFailLog.log(s.log, slog.LevelWarn, "batch ack failed", "topic", s.topic, "sub", s.name, "remote", c.address, "err", err)
 		return
 	}
 	if full {

@@ -78,6 +78,9 @@ type subscription struct {
 	replay      []*pendingEntry // sorted by position; to (re)deliver first
 	replayBytes int             // sum of len(data) over replay
 	redelivered map[position]uint32
+	// ackFailLog rate-limits the warnings for acks the cursor refused
+	// (at most one line per second per subscription, ratelog.go).
+	ackFailLog  rateLog
 	delayed     []*pendingEntry // Shared/Key_Shared: held until deliverAt
 	delayTimer  *time.Timer
 	delayDue    map[position]int64
@@ -321,7 +324,10 @@ func (s *subscription) requeueAll(c *consumer) {
 	c.unackedMsg = 0
 }
 
-// requeue puts pe back for redelivery, counting one more redelivery.
+// requeue puts pe back for redelivery, counting one more redelivery on
+// Shared and Key_Shared subscriptions. Exclusive and Failover keep no
+// redelivery count (their messages carry redeliveryCount 0, as in
+// Pulsar, whose single-active-consumer dispatcher tracks none).
 func (s *subscription) requeue(pe *pendingEntry) {
 	if pe.owner != nil {
 		if _, ok := pe.owner.pending[pe.pos]; ok {
@@ -331,7 +337,9 @@ func (s *subscription) requeue(pe *pendingEntry) {
 		pe.owner = nil
 	}
 	delete(s.pending, pe.pos)
-	s.redelivered[pe.pos]++
+	if s.typ == SubShared || s.typ == SubKeyShared {
+		s.redelivered[pe.pos]++
+	}
 	s.redeliverN += int64(pe.numMsgs)
 	s.insertReplay(pe)
 }

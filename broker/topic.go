@@ -254,7 +254,7 @@ func (t *topic) publishFailed(p *producer, seq uint64, err error) {
 	if errors.Is(err, ErrTerminated) {
 		p.sink.sendSendError(p.id, seq, codeTopicTerminated, "Topic was terminated")
 	} else {
-		t.log.Warn("persist failed", "topic", t.full, "producer", p.name, "err", err)
+		t.b.rateLogs.persist.log(t.log, slog.LevelWarn, "persist failed", "topic", t.full, "producer", p.name, "err", err)
 		// Any other SEND_ERROR makes the client reconnect and re-send.
 		p.sink.sendSendError(p.id, seq, codePersistenceError, err.Error())
 	}

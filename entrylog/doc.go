@@ -112,6 +112,24 @@
 // checksum mismatch in a recovered log is ErrNotFound when the record
 // overlaps an aligned all-zero page (lost in the crash).
 //
+// # Write errors
+//
+// A failed write, preallocation, roll or fsync fails every later Add,
+// Flush and Sync (sticky), except a write that found no space (ENOSPC,
+// EDQUOT; IsNoSpace): it changes nothing (offsets are not advanced, the
+// append buffer is kept, a half-written seal is rewound) and the next
+// call retries it. A failed fsync is sticky whatever its errno, as the
+// kernel may have dropped the dirty pages. Close on a full disk leaves the
+// active log unsealed, as after a crash, without failing. Near a full disk
+// preallocation shrinks to what a write needs, and a log prepared while
+// the disk was full is prepared again at the roll.
+//
+// A log opened without a valid ledgers map (the process died while it was
+// active) is scanned once, when its usage is first needed (LedgerBytes,
+// GC), and then sealed in place: its records are synced, the map is
+// written at the end of its valid records and the header patched, in
+// sealLocked's order, so later opens neither scan it nor warn about it.
+//
 // # Concurrency
 //
 // The set of open logs is an immutable snapshot behind an atomic pointer,

@@ -1,6 +1,9 @@
 package entrylog
 
-import "errors"
+import (
+	"errors"
+	"syscall"
+)
 
 var (
 	// ErrCorrupt marks on-disk bytes that cannot be what this package wrote:
@@ -23,3 +26,25 @@ var (
 	// currently being written.
 	ErrActiveLog = errors.New("entrylog: log is being written")
 )
+
+// IsNoSpace reports whether err is a write that found the file system full
+// (ENOSPC, or EDQUOT: over quota). Such a failure is not sticky: the Log's
+// state is unchanged and the operation may be retried once space is back.
+// A failed fsync never counts, whatever its errno: the kernel may have
+// dropped the dirty pages, so retrying it could report success for data
+// that is gone.
+func IsNoSpace(err error) bool {
+	if err == nil {
+		return false
+	}
+	var s syncError
+	if errors.As(err, &s) {
+		return false
+	}
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// syncError marks a failed fsync (see IsNoSpace).
+type syncError struct{ error }
+
+func (e syncError) Unwrap() error { return e.error }

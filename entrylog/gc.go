@@ -3,6 +3,7 @@ package entrylog
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 )
 
@@ -32,7 +33,41 @@ func (l *Log) LedgerBytes(id uint32) (map[int64]uint64, error) {
 		return nil, err
 	}
 	f.ledgers, f.dataEnd = m, end
+	if err := l.sealRecovered(f, m, end); err != nil {
+		// Only an optimisation: the next open scans it again.
+		l.opts.Logger.Warn("entrylog: sealing a scanned log failed", "path", f.path, "err", err)
+	} else {
+		l.opts.Logger.Info("entrylog: sealed a log recovered without a ledgers map", "path", f.path, "ledgers", len(m), "dataEnd", end)
+	}
 	return m, nil
+}
+
+// sealRecovered writes the ledgers map m of a log recovered without one
+// (a crash while it was active) at end, the end of its valid records, and
+// patches the header, so that later opens neither scan it nor warn about
+// it again. The order is sealLocked's: the records are synced first (a
+// process killed without a machine crash leaves them in the page cache),
+// then the map and the header are written and synced; a crash in between
+// leaves an unsealed log with a torn tail, as before.
+func (l *Log) sealRecovered(f *logFile, m map[int64]uint64, end int64) error {
+	w, err := l.opts.FS.OpenReadWrite(f.path)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if err := w.Sync(); err != nil {
+		return err
+	}
+	pairs := sortedPairs(m)
+	rec := AppendLedgersMap(nil, pairs)
+	if _, err := w.WriteAt(rec, end); err != nil {
+		return err
+	}
+	h := Header{Version: Version, MapOffset: uint64(end), LedgerCount: uint32(len(pairs)), MapLength: uint32(len(rec))}
+	if _, err := w.WriteAt(AppendHeader(nil, h), 0); err != nil {
+		return err
+	}
+	return w.Sync()
 }
 
 // Usage is the share of a sealed log still referenced by live ledgers.
@@ -180,4 +215,26 @@ func (l *Log) RemoveLog(id uint32) error {
 	l.mu.Unlock()
 	f.release()
 	return nil
+}
+
+// ActiveUsage is Usage for the active log (ID 0 when there is none): the
+// bytes each ledger has in it so far, live or not. The bookie uses it on a
+// full disk to decide whether rolling the active log (so that GC may
+// remove or compact it) would reclaim space.
+func (l *Log) ActiveUsage(isLive func(ledger int64) bool) Usage {
+	l.mu.Lock()
+	var u Usage
+	var m map[int64]uint64
+	if l.mu.cur != nil {
+		u.ID = l.mu.cur.id
+		m = maps.Clone(l.mu.ledgers)
+	}
+	l.mu.Unlock()
+	for ledger, n := range m {
+		u.Total += n
+		if isLive(ledger) {
+			u.Live += n
+		}
+	}
+	return u
 }

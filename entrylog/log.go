@@ -171,7 +171,9 @@ func readLedgersMap(f io.ReaderAt, off int64, h Header, size int64) (map[int64]u
 // Add appends one entry and returns its location. The entry is readable at
 // once (from the buffer until it is written out) and durable after the
 // next Sync. A failed write makes the Log fail every later Add, Flush and
-// Sync with the same error.
+// Sync with the same error, except a write that found no space (ENOSPC,
+// EDQUOT; IsNoSpace): that one changes nothing, and a later Add, Flush or
+// Sync retries it once space is back.
 //
 // A payload too large for the append buffer is written at once, with the
 // buffered records, by one vectored write from payload itself (no copy).
@@ -269,7 +271,13 @@ func (l *Log) checkLocked() error {
 	return l.mu.err
 }
 
+// failLocked makes err the sticky write error, unless it only says that a
+// write found no space (IsNoSpace): the state is then unchanged (offsets
+// not advanced, buffered records kept) and the write can be retried.
 func (l *Log) failLocked(err error) error {
+	if IsNoSpace(err) {
+		return err
+	}
 	if l.mu.err == nil {
 		l.mu.err = err
 	}
@@ -309,7 +317,14 @@ func (l *Log) writeLocked(bufs [][]byte) error {
 		n := max(l.opts.PreallocateSize, end-l.mu.prealloc)
 		n = min(n, l.opts.LogSizeLimit-l.mu.prealloc)
 		if n > 0 {
-			if err := cur.f.Preallocate(l.mu.prealloc, n); err != nil {
+			err := cur.f.Preallocate(l.mu.prealloc, n)
+			if IsNoSpace(err) && end-l.mu.prealloc < n {
+				// Not room for a whole step: reserve only what this
+				// write needs.
+				n = end - l.mu.prealloc
+				err = cur.f.Preallocate(l.mu.prealloc, n)
+			}
+			if err != nil {
 				return l.failLocked(fmt.Errorf("entrylog: preallocate %s: %w", cur.path, err))
 			}
 			l.mu.prealloc += n
@@ -363,7 +378,7 @@ func (l *Log) Sync() error {
 	if err := cur.f.Sync(); err != nil {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		return l.failLocked(fmt.Errorf("entrylog: sync %s: %w", cur.path, err))
+		return l.failLocked(fmt.Errorf("entrylog: sync %s: %w", cur.path, syncError{err}))
 	}
 	return nil
 }
@@ -382,6 +397,12 @@ func (l *Log) rollLocked() error {
 	}
 	p := <-l.mu.next
 	l.mu.next = nil
+	if IsNoSpace(p.err) {
+		// Prepared while the disk was full: space may be back now.
+		l.startPrepareLocked()
+		p = <-l.mu.next
+		l.mu.next = nil
+	}
 	if p.err != nil {
 		return p.err
 	}
@@ -435,7 +456,11 @@ func (l *Log) prepare(id uint32, dir string) prepared {
 	}
 	p.prealloc = min(l.opts.PreallocateSize, l.opts.LogSizeLimit)
 	if p.prealloc > 0 {
-		if err = f.Preallocate(0, p.prealloc); err != nil {
+		if err = f.Preallocate(0, p.prealloc); IsNoSpace(err) {
+			// The first write preallocates what it needs.
+			p.prealloc, err = 0, nil
+		}
+		if err != nil {
 			err = fmt.Errorf("entrylog: preallocate %s: %w", p.path, err)
 		}
 	}
@@ -446,7 +471,7 @@ func (l *Log) prepare(id uint32, dir string) prepared {
 	}
 	if err == nil {
 		if err = f.Sync(); err != nil {
-			err = fmt.Errorf("entrylog: sync %s: %w", p.path, err)
+			err = fmt.Errorf("entrylog: sync %s: %w", p.path, syncError{err})
 		}
 	}
 	if err == nil {
@@ -455,7 +480,12 @@ func (l *Log) prepare(id uint32, dir string) prepared {
 		}
 	}
 	if err != nil {
+		// The file holds no record: remove it, so that a disk that is
+		// full does not collect empty logs with every retry.
 		f.Close()
+		if l.opts.FS.Remove(p.path) == nil {
+			_ = l.opts.FS.SyncDir(dir)
+		}
 		p.err = err
 		return p
 	}
@@ -492,7 +522,7 @@ func (l *Log) sealLocked(cur *logFile) error {
 		return err
 	}
 	if err := cur.f.Sync(); err != nil {
-		return fmt.Errorf("entrylog: sync %s: %w", cur.path, err)
+		return fmt.Errorf("entrylog: sync %s: %w", cur.path, syncError{err})
 	}
 	pairs := sortedPairs(l.mu.ledgers)
 	mapOff := l.mu.bufOff
@@ -500,12 +530,19 @@ func (l *Log) sealLocked(cur *logFile) error {
 	if err := l.writeLocked([][]byte{rec}); err != nil {
 		return err
 	}
+	// A seal that fails from here on leaves the log active with its data
+	// ending at mapOff: a retry writes the map there again.
+	rewind := func() {
+		l.mu.bufOff = mapOff
+		cur.written.Store(mapOff)
+	}
 	h := Header{Version: Version, MapOffset: uint64(mapOff), LedgerCount: uint32(len(pairs)), MapLength: uint32(len(rec))}
 	if _, err := cur.f.WriteAt(AppendHeader(nil, h), 0); err != nil {
+		rewind()
 		return fmt.Errorf("entrylog: patch header %s: %w", cur.path, err)
 	}
 	if err := cur.f.Sync(); err != nil {
-		return fmt.Errorf("entrylog: sync %s: %w", cur.path, err)
+		return fmt.Errorf("entrylog: sync %s: %w", cur.path, syncError{err})
 	}
 	cur.ledgersMu.Lock()
 	cur.ledgers = l.mu.ledgers
@@ -569,8 +606,9 @@ func (l *Log) Roll() error {
 }
 
 // Close seals the active log (appends its ledgers map and syncs it) and
-// closes every file once in-flight reads finish. After a write error it
-// only closes: the active log then stays map-less, as after a crash.
+// closes every file once in-flight reads finish. After a write error, or
+// when there is no space left for the map, it only closes: the active log
+// then stays map-less, as after a crash.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.mu.closed {
@@ -580,6 +618,13 @@ func (l *Log) Close() error {
 	err := l.mu.err
 	if cur := l.mu.cur; cur != nil && err == nil {
 		err = l.sealLocked(cur)
+		if IsNoSpace(err) {
+			// Every record synced before stays durable; the log reads
+			// back as an unsealed one (scanned, then sealed, on the next
+			// open). Not a failure of Close.
+			l.opts.Logger.Warn("entrylog: no space to seal the active log at close; it will be scanned at the next open", "path", cur.path, "err", err)
+			err = nil
+		}
 	}
 	l.dropPreparedLocked()
 	l.mu.closed = true

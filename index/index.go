@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 const shardCount = 64
@@ -350,7 +351,11 @@ func (ix *Index) takePageLocked() (uint32, error) {
 	no := uint32(len(segs))
 	s, err := createSegment(ix.opts.FS, ix.opts.Dir, no, ix.slots, ix.pps, !ix.opts.NoMmap)
 	if err != nil {
-		ix.mu.err = err
+		// A segment that found no space is not sticky: nothing changed,
+		// the next page allocation tries again.
+		if !isNoSpace(err) {
+			ix.mu.err = err
+		}
 		return 0, err
 	}
 	next := append(slices.Clip(segs), s)
@@ -513,4 +518,10 @@ func (ix *Index) Stats() Stats {
 	st.FreePages, st.PendingFreePages = len(ix.mu.free), len(ix.mu.pendingFree)
 	ix.mu.Unlock()
 	return st
+}
+
+// isNoSpace reports whether err says the file system is full (ENOSPC, or
+// EDQUOT: over quota).
+func isNoSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }

@@ -75,6 +75,11 @@ func createSegment(fs vfs.FS, dir string, no uint32, slots, pages int, useMmap b
 	}
 	if err != nil {
 		f.Close()
+		// Nothing refers to the segment yet: remove it, so that a retry
+		// (after ENOSPC, see takePageLocked) starts afresh.
+		if fs.Remove(path) == nil {
+			_ = fs.SyncDir(dir)
+		}
 		return nil, fmt.Errorf("index: create %s: %w", path, err)
 	}
 	return s, nil

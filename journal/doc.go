@@ -79,7 +79,10 @@
 // a new file with the next id; a file is rolled (a new one created) when a
 // group would take it past MaxFileSize, after the previous group is
 // durable. Files are preallocated in PreallocSize steps (fallocate
-// KEEP_SIZE). A new file's header is synced, and the directory too, before
+// KEEP_SIZE); on a nearly full disk (ENOSPC, EDQUOT) only what the group
+// needs is preallocated, and a new file starts without preallocation,
+// so the journal keeps working in the last few MiB below the bookie's
+// disk-usage threshold. A new file's header is synced, and the directory too, before
 // any record is written to it.
 //
 // File header, 32 bytes, little endian:

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/magnetar-mq/magnetar/internal/uring"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
@@ -132,8 +133,14 @@ func (j *Journal) createFile(id, baseSeq uint64) error {
 	if _, err := f.WriteAt(hdr, 0); err != nil {
 		return fail(err)
 	}
-	if err := f.Preallocate(0, j.opts.PreallocSize); err != nil {
-		return fail(err)
+	prealloc := j.opts.PreallocSize
+	if err := f.Preallocate(0, prealloc); err != nil {
+		if !isNoSpace(err) {
+			return fail(err)
+		}
+		// A nearly full disk: the first write preallocates what it
+		// needs (write).
+		prealloc = 0
 	}
 	if err := f.Sync(); err != nil {
 		return fail(err)
@@ -145,7 +152,7 @@ func (j *Journal) createFile(id, baseSeq uint64) error {
 	if err != nil {
 		return fail(err)
 	}
-	j.f, j.w, j.fileID, j.off, j.prealloc = f, w, id, FileHeaderSize, j.opts.PreallocSize
+	j.f, j.w, j.fileID, j.off, j.prealloc = f, w, id, FileHeaderSize, prealloc
 	kind := fmt.Sprint(w)
 	j.writerKind.Store(&kind)
 	return nil
@@ -185,7 +192,13 @@ func (j *Journal) write(g *group) error {
 	if end := j.off + n; end > j.prealloc && j.opts.PreallocSize > 0 {
 		step := j.opts.PreallocSize
 		newEnd := (end + step - 1) / step * step
-		if err := j.f.Preallocate(j.prealloc, newEnd-j.prealloc); err != nil {
+		err := j.f.Preallocate(j.prealloc, newEnd-j.prealloc)
+		if isNoSpace(err) && newEnd > end {
+			// Not room for a whole step: reserve only this group.
+			newEnd = end
+			err = j.f.Preallocate(j.prealloc, newEnd-j.prealloc)
+		}
+		if err != nil {
 			return err
 		}
 		j.prealloc = newEnd
@@ -310,4 +323,10 @@ func (j *Journal) Close() error {
 		j.closeErr = err
 	})
 	return j.closeErr
+}
+
+// isNoSpace reports whether err says the file system is full (ENOSPC, or
+// EDQUOT: over quota).
+func isNoSpace(err error) bool {
+	return err != nil && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT))
 }

@@ -63,7 +63,11 @@ func (c *Client) goTracked(f func()) {
 // WritableBookies lists the bookies placement may choose from.
 func (c *Client) WritableBookies(ctx context.Context) ([]string, error) {
 	if c.opts.Bookies != nil {
-		return slices.Clone(c.opts.Bookies), nil
+		out := slices.Clone(c.opts.Bookies)
+		if ro := c.opts.ReadOnly; ro != nil {
+			out = slices.DeleteFunc(out, ro)
+		}
+		return out, nil
 	}
 	names, err := c.store.Children(ctx, AvailablePath)
 	if errors.Is(err, metadata.ErrNotFound) {

@@ -32,7 +32,8 @@
 // only once CLOSED). Writable bookies register
 // under /ledgers/available/<id> (AvailablePath), read-only ones under
 // /ledgers/available/readonly/<id>; placement picks at random among the
-// writable ones (or Options.Bookies when set).
+// writable ones (or Options.Bookies when set, less those
+// Options.ReadOnly reports).
 //
 // # Entries and striping
 //

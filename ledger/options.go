@@ -15,6 +15,11 @@ type Options struct {
 	// (standalone). Otherwise it lists the writable bookies registered
 	// under AvailablePath.
 	Bookies []string
+	// ReadOnly, with Bookies, reports whether a bookie of that fixed set
+	// currently refuses writes (the standalone's in-process bookie on a
+	// full disk): placement skips it, as it skips bookies registered
+	// under ReadOnlyPath, so no ledger is created on it. Nil: none is.
+	ReadOnly func(id string) bool
 	// ReadTimeout bounds one bookie read, fence or LAC request (default
 	// 10 s).
 	ReadTimeout time.Duration

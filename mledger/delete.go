@@ -18,14 +18,58 @@ func (ml *ManagedLedger) Delete(ctx context.Context) error {
 	if err := ml.Close(ctx); err != nil && !errors.Is(err, ErrFenced) {
 		ml.log.Warn("close before delete", "err", err)
 	}
-	names, err := ml.meta.Children(ctx, ml.path)
-	if err != nil && !isNotFound(err) {
+	ml.infoMu.Lock()
+	var ledgers []int64
+	for _, l := range ml.info.ledgers {
+		ledgers = append(ledgers, l.LedgerID)
+	}
+	ml.infoMu.Unlock()
+	return deleteStored(ctx, ml.meta, ml.store, ml.path, ledgers)
+}
+
+// Delete removes the managed ledger name for good, like
+// ManagedLedger.Delete, without opening it for writes when it is not open
+// in this factory: no ledger is created or recovered, so it works while
+// no bookie is writable (a full disk). A managed ledger that does not
+// exist is not an error. It must not be opened concurrently elsewhere.
+func (f *Factory) Delete(ctx context.Context, name string) error {
+	f.mu.Lock()
+	ml := f.mls[name]
+	f.mu.Unlock()
+	if ml != nil {
+		return ml.Delete(ctx)
+	}
+	path := f.opts.RootPath + "/" + escapeName(name)
+	data, _, err := f.opts.Metadata.Get(ctx, path)
+	if isNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, info, err := decodeInfo(data)
+	if err != nil {
 		return err
 	}
 	var ledgers []int64
+	for _, l := range info.ledgers {
+		ledgers = append(ledgers, l.LedgerID)
+	}
+	return deleteStored(ctx, f.opts.Metadata, f.opts.Ledgers, path, ledgers)
+}
+
+// deleteStored deletes the cursor nodes under path (with their cursor
+// ledgers), the info node at path, then ledgers. Ledgers go after the
+// info node, so a crash in between leaks ledgers but never leaves an info
+// node naming deleted ones.
+func deleteStored(ctx context.Context, meta metadata.Store, store LedgerStore, path string, ledgers []int64) error {
+	names, err := meta.Children(ctx, path)
+	if err != nil && !isNotFound(err) {
+		return err
+	}
 	for _, child := range names {
-		p := ml.path + "/" + child
-		data, _, err := ml.meta.Get(ctx, p)
+		p := path + "/" + child
+		data, _, err := meta.Get(ctx, p)
 		if err != nil && !isNotFound(err) {
 			return err
 		}
@@ -34,21 +78,16 @@ func (ml *ManagedLedger) Delete(ctx context.Context) error {
 				ledgers = append(ledgers, n.ledgerID)
 			}
 		}
-		if err := ml.meta.Delete(ctx, p, metadata.AnyVersion); err != nil && !isNotFound(err) {
+		if err := meta.Delete(ctx, p, metadata.AnyVersion); err != nil && !isNotFound(err) {
 			return fmt.Errorf("delete cursor node %s: %w", child, err)
 		}
 	}
-	ml.infoMu.Lock()
-	for _, l := range ml.info.ledgers {
-		ledgers = append(ledgers, l.LedgerID)
-	}
-	ml.infoMu.Unlock()
-	if err := ml.meta.Delete(ctx, ml.path, metadata.AnyVersion); err != nil && !isNotFound(err) {
+	if err := meta.Delete(ctx, path, metadata.AnyVersion); err != nil && !isNotFound(err) {
 		return fmt.Errorf("delete info node: %w", err)
 	}
 	var errs []error
 	for _, id := range ledgers {
-		if err := ml.store.Delete(ctx, id); err != nil {
+		if err := store.Delete(ctx, id); err != nil {
 			errs = append(errs, fmt.Errorf("delete ledger %d: %w", id, err))
 		}
 	}

@@ -53,7 +53,11 @@
 // then re-send the adds that failed (each at most MaxAddRetries times) and
 // the adds that were queued meanwhile, in their original order. If no
 // ledger can be created the queued adds fail with ErrWriteFailed and the
-// next add tries again. An add is acknowledged only once the ledger store
+// next add tries again; after a second failure in a row adds wait in the
+// queue for a back-off (0.5 s doubling to 10 s, writefail.go) and one
+// attempt serves them all, so a store without writable bookies sees no
+// storm of creation attempts (nor clients of errors and reconnections),
+// and only the first failure of a run is logged as an error. An add is acknowledged only once the ledger store
 // acknowledged it, so no acknowledged entry is lost by a failed ledger.
 //
 // AddEntryHeadroom(buf, off, ...) adds buf[off:] and hands over the free

@@ -115,6 +115,10 @@ type ManagedLedger struct {
 
 	entriesAdded atomic.Int64
 	wg           sync.WaitGroup // rollover goroutines
+
+	// failed is the back-off after rollovers that could not create a
+	// ledger (see writefail.go); mu.
+	failed writeFailure
 }
 
 func escapeName(s string) string { return url.PathEscape(s) }
@@ -284,7 +288,9 @@ func (ml *ManagedLedger) addEntry(data, buf []byte, off int, numMessages int32, 
 		ml.submitOrQueueLocked([]*addOp{op})
 	case stateWriteFailed:
 		ml.queued = append(ml.queued, op)
-		ml.startRolloverLocked()
+		if !ml.failed.deferLocked(ml, ml.f.opts.Now()) {
+			ml.startRolloverLocked()
+		}
 	default:
 		ml.queued = append(ml.queued, op)
 	}
@@ -491,9 +497,16 @@ func (ml *ManagedLedger) rollover(ctx context.Context) {
 			ml.state = stateWriteFailed
 			failErr = fmt.Errorf("%w: %w", ErrWriteFailed, err)
 		}
-		ml.mu.Unlock()
+		first := false
 		if err != nil {
-			ml.log.Error("rollover failed", "err", err)
+			first = ml.failed.failedLocked(ml.f.opts.Now())
+		}
+		ml.mu.Unlock()
+		switch {
+		case first:
+			ml.log.Error("rollover failed; adds fail until a ledger can be created", "err", err)
+		case err != nil:
+			ml.log.Debug("rollover failed again", "err", err)
 		}
 		if wl != nil && err == nil {
 			_ = wl.Close(ctx)
@@ -502,6 +515,9 @@ func (ml *ManagedLedger) rollover(ctx context.Context) {
 			op.cb(Position{}, failErr)
 		}
 		return
+	}
+	if n := ml.failed.resetLocked(); n > 0 {
+		ml.log.Info("ledger created again; adds resume", "ledger", wl.ID(), "failedRollovers", n)
 	}
 	ml.ledgers = append(ml.ledgers, LedgerInfo{LedgerID: wl.ID()})
 	ml.msgSums[wl.ID()] = nil

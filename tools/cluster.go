@@ -20,6 +20,10 @@ type Cluster struct {
 	Store    metadata.Store
 	Ledgers  *ledger.Client
 	Resolver ledger.BookieResolver
+	// Fixed lists bookies that do not register in the store (a stopped
+	// standalone's bookie, opened in-process), with their state;
+	// ListBookies reports them too.
+	Fixed BookieStates
 }
 
 // BookieState is one bookie of ListBookies.
@@ -57,6 +61,7 @@ func ListBookies(ctx context.Context, c Cluster) (BookieStates, error) {
 			out = append(out, BookieState{id, st})
 		}
 	}
+	out = append(out, c.Fixed...)
 	add(s.Writable, "writable")
 	add(s.ReadOnly, "readonly")
 	for _, id := range s.Decommissioned {

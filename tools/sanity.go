@@ -47,6 +47,11 @@ func BookieSanity(ctx context.Context, c Cluster, bookie string, entries int, p 
 			return nil, err
 		}
 		targets = s.Writable
+		for _, f := range c.Fixed {
+			if strings.HasPrefix(f.State, "writable") {
+				targets = append(targets, f.ID)
+			}
+		}
 	}
 	if len(targets) == 0 {
 		return nil, errors.New("no writable bookie registered")

@@ -36,6 +36,7 @@ type bookieFlags struct {
 	writeMode   string
 	logLevel    string
 	logFormat   string
+	bookie      bookieTuning
 }
 
 func init() {
@@ -72,6 +73,7 @@ When it is serving it prints one line to stdout:
 	fl.StringVar(&f.writeMode, "journal-write-mode", "auto", "journal write path: auto, uring or pwrite")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	addBookieTuningFlags(cmd, &f.bookie)
 	rootCmd.AddCommand(cmd)
 }
 
@@ -140,10 +142,12 @@ func runBookie(ctx context.Context, f bookieFlags) (err error) {
 		}
 		return err
 	}
-	bk, err := bookie.Open(bookie.Options{
+	bo := bookie.Options{
 		FS: vfs.Default, JournalDir: f.journalDir, LedgerDirs: f.ledgerDirs,
 		JournalNoSync: f.noSync, JournalWriteMode: mode, Logger: log.With("component", "bookie"),
-	})
+	}
+	f.bookie.apply(&bo)
+	bk, err := bookie.Open(bo)
 	if err != nil {
 		return fmt.Errorf("bookie: %w", err)
 	}

@@ -147,7 +147,7 @@ func openClusterNode(mf metadataFlags, log *slog.Logger) (*clusterNode, error) {
 	}
 	n := &clusterNode{store: store}
 	n.resolver = ledger.NewNetResolver(ledger.NetOptions{Logger: log.With("component", "bookie-client")})
-	n.lc, err = ledger.NewClient(store, n.resolver, ledger.Options{Logger: log.With("component", "ledger")})
+	n.lc, err = ledger.NewClient(store, standaloneHint{n.resolver}, ledger.Options{Logger: log.With("component", "ledger")})
 	if err != nil {
 		n.close()
 		return nil, err

@@ -4,7 +4,7 @@ package main
 // listledgers, ledgermetadata, readledger, listunderreplicated, recover,
 // decommission, bookiesanity, simpletest): flags and output around
 // package tools. Each takes --metadata-url and reaches bookies over the
-// network. --json (or -o json) prints JSON on stdout; long runs draw a
+// network, or --data-dir for a stopped standalone (shell_standalone.go). --json (or -o json) prints JSON on stdout; long runs draw a
 // progress bar on stderr (-q: none).
 
 import (
@@ -25,6 +25,7 @@ import (
 // clusterToolFlags are shared by the cluster tools.
 type clusterToolFlags struct {
 	meta    metadataFlags
+	dataDir string
 	out     outputFlags
 	timeout time.Duration
 }
@@ -32,24 +33,37 @@ type clusterToolFlags struct {
 func (f *clusterToolFlags) register(c *cobra.Command) {
 	f.meta.register(c)
 	f.out.register(c)
+	c.Flags().StringVar(&f.dataDir, "data-dir", "", "a stopped standalone's data directory (instead of --metadata-url; see shell_standalone.go)")
+	c.MarkFlagsMutuallyExclusive("metadata-url", "data-dir")
 	c.Flags().DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up after this long")
 }
 
 // run opens the cluster node, runs fn with a context bounded by --timeout
 // (and cancelled by SIGINT through cobra's context) and closes the node.
 func (f *clusterToolFlags) run(cmd *cobra.Command, fn func(ctx context.Context, c tools.Cluster, w io.Writer) error) error {
-	n, err := openClusterNode(f.meta, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return err
+	var c tools.Cluster
+	if f.dataDir != "" {
+		n, err := openStandaloneNode(f.dataDir, slog.New(slog.DiscardHandler))
+		if err != nil {
+			return err
+		}
+		defer n.close()
+		c = n.cluster()
+	} else {
+		n, err := openClusterNode(f.meta, slog.New(slog.DiscardHandler))
+		if err != nil {
+			return err
+		}
+		defer n.close()
+		c = tools.Cluster{Store: n.store, Ledgers: n.lc, Resolver: standaloneHint{n.resolver}}
 	}
-	defer n.close()
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	return fn(ctx, tools.Cluster{Store: n.store, Ledgers: n.lc, Resolver: n.resolver}, cmd.OutOrStdout())
+	return fn(ctx, c, cmd.OutOrStdout())
 }
 
 // texter is a tools result with a text form.

@@ -33,6 +33,7 @@ type standaloneFlags struct {
 	dedup          bool
 	noSync         bool
 	writeMode      string
+	bookie         bookieTuning
 	run            runFlags
 }
 
@@ -72,6 +73,7 @@ When both are ready it prints one line to stdout:
 	fl.BoolVar(&f.dedup, "dedup", false, "drop re-sent messages by producer name and sequence id")
 	fl.BoolVar(&f.noSync, "journal-no-sync", false, "skip fdatasync in the journal (NOT DURABLE; benchmarks only)")
 	fl.StringVar(&f.writeMode, "journal-write-mode", "auto", "journal write path: auto, uring or pwrite")
+	addBookieTuningFlags(cmd, &f.bookie)
 	addRunFlags(fl, &f.run)
 	rootCmd.AddCommand(cmd)
 }
@@ -108,14 +110,16 @@ func openStandalone(ctx context.Context, f standaloneFlags, log *slog.Logger) (_
 		return nil, fmt.Errorf("metadata store: %w", err)
 	}
 	t0 := time.Now()
-	s.bk, err = bookie.Open(bookie.Options{
+	bo := bookie.Options{
 		FS:               vfs.Default,
 		JournalDir:       f.journalDir,
 		LedgerDirs:       f.ledgerDirs,
 		JournalNoSync:    f.noSync,
 		JournalWriteMode: mode,
 		Logger:           log.With("component", "bookie"),
-	})
+	}
+	f.bookie.apply(&bo)
+	s.bk, err = bookie.Open(bo)
 	if err != nil {
 		return nil, fmt.Errorf("bookie: %w", err)
 	}
@@ -123,7 +127,10 @@ func openStandalone(ctx context.Context, f standaloneFlags, log *slog.Logger) (_
 	resolver := ledger.NewStaticResolver(map[string]ledger.BookieClient{standaloneBookieID: server.NewLocal(s.bk)})
 	s.lc, err = ledger.NewClient(s.store, resolver, ledger.Options{
 		Bookies: []string{standaloneBookieID},
-		Logger:  log.With("component", "ledger"),
+		// A read-only bookie (full disk) gets no new ledgers: the broker
+		// stops rolling instead of creating one per failed add.
+		ReadOnly: func(string) bool { return s.bk.IsReadOnly() },
+		Logger:   log.With("component", "ledger"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ledger client: %w", err)

@@ -92,10 +92,11 @@ func openServiceStack(ctx context.Context, store metadata.Store, lc *ledger.Clie
 	}
 	cfg.Logger = log.With("component", "broker")
 	s.broker, err = broker.New(cfg, broker.Deps{
-		Metadata:   store,
-		OpenLedger: broker.LedgerOpener(s.factory, mledger.Config{}),
-		Bookies:    bookies,
-		Collectors: collectors,
+		Metadata:     store,
+		OpenLedger:   broker.LedgerOpener(s.factory, mledger.Config{}),
+		DeleteLedger: s.factory.Delete,
+		Bookies:      bookies,
+		Collectors:   collectors,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)

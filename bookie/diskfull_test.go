@@ -1,0 +1,199 @@
+package bookie
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/magnetar-mq/magnetar/internal/vfs"
+)
+
+func logFiles(t *testing.T, fs vfs.FS, dir string) []string {
+	t.Helper()
+	names, err := fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, n := range names {
+		if strings.HasSuffix(n, ".log") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// TestDiskFullCheckpointRecovers: an ENOSPC from the entry log during a
+// checkpoint turns the bookie read-only once; when space is back the next
+// checkpoint succeeds and the bookie is writable again without a restart;
+// nothing acknowledged is lost, also across a restart.
+func TestDiskFullCheckpointRecovers(t *testing.T) {
+	mem := vfs.NewMem()
+	full := vfs.NewToggle(vfs.PathMatch("*.log", vfs.DiskFull()))
+	b, err := Open(faultOptions(vfs.NewErrorFS(mem, full)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e := int64(0); e < 50; e++ {
+		if err := addSync(b, 3, e, mk, entryPayload(3, e), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full.Enable()
+	for range 3 {
+		if err := b.Checkpoint(); !errors.Is(err, unix.ENOSPC) {
+			t.Fatalf("checkpoint on a full disk = %v, want ENOSPC", err)
+		}
+	}
+	if err := addSync(b, 3, 50, mk, entryPayload(3, 50), false); !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), "no space left") {
+		t.Fatalf("add after ENOSPC = %v, want ErrReadOnly naming the lack of space", err)
+	}
+	full.Disable()
+	if err := b.Checkpoint(); err != nil {
+		t.Fatalf("checkpoint after space came back = %v", err)
+	}
+	if b.IsReadOnly() {
+		t.Fatalf("still read-only after a good checkpoint: %v", b.ReadOnlyReason())
+	}
+	for e := int64(50); e < 60; e++ {
+		if err := addSync(b, 3, e, mk, entryPayload(3, e), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	// A graceful stop on a full disk is not an error: the journal keeps
+	// what the entry log could not take.
+	if err := addSync(b, 3, 60, mk, entryPayload(3, 60), false); err != nil {
+		t.Fatal(err)
+	}
+	full.Enable()
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close on a full disk = %v", err)
+	}
+	full.Disable()
+	b, err = Open(faultOptions(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for e := int64(0); e <= 60; e++ {
+		mustRead(t, b, 3, e, entryPayload(3, e))
+	}
+}
+
+// TestDiskFullGCReclaimsActiveLog: on a full disk, deleting a ledger whose
+// entries sit in the active entry log (which never reached its size limit)
+// frees that space: GC rolls the log and compacts it; the live ledger's
+// entries survive and the bookie becomes writable once usage drops.
+func TestDiskFullGCReclaimsActiveLog(t *testing.T) {
+	mem := vfs.NewMem()
+	fs := vfs.NewErrorFS(mem, vfs.Never)
+	o := faultOptions(fs)
+	o.EntryLogMaxSize = 1 << 30
+	b, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for e := int64(0); e < 200; e++ {
+		if err := addSync(b, 7, e, mk, entryPayload(7, e), false); err != nil {
+			t.Fatal(err)
+		}
+		if e%20 == 0 {
+			if err := addSync(b, 8, e/20, mk, entryPayload(8, e/20), false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := b.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	before := logFiles(t, mem, "/bk/ledgers")
+	// The active log (and maybe the next one, prepared empty).
+	if !slices.Contains(before, "00000001.log") {
+		t.Fatalf("entry logs before = %v, want the active log 1", before)
+	}
+	fs.SetDiskUsage(1000<<20, 30<<20) // 97% used
+	if err := b.CheckDisks(); err != nil {
+		t.Fatal(err)
+	}
+	if !b.IsReadOnly() {
+		t.Fatal("not read-only at 97%")
+	}
+	if err := b.GC(); err != nil { // nothing deleted yet: nothing to roll
+		t.Fatal(err)
+	}
+	if got := logFiles(t, mem, "/bk/ledgers"); !slices.Contains(got, "00000001.log") {
+		t.Fatalf("entry logs after GC with nothing deleted = %v, want %v", got, before)
+	}
+	if err := b.DeleteLedger(7); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.GC(); err != nil {
+		t.Fatal(err)
+	}
+	after := logFiles(t, mem, "/bk/ledgers")
+	for _, n := range after {
+		if n == "00000001.log" {
+			t.Fatalf("entry log %s of the deleted ledger still there after GC (logs %v)", n, after)
+		}
+	}
+	for e := int64(0); e < 10; e++ {
+		mustRead(t, b, 8, e, entryPayload(8, e))
+	}
+	if _, err := b.ReadEntry(7, 0); err == nil {
+		t.Fatal("deleted ledger still readable")
+	}
+	fs.SetDiskUsage(1000<<20, 500<<20)
+	if err := b.CheckDisks(); err != nil {
+		t.Fatal(err)
+	}
+	if err := addSync(b, 8, 10, mk, entryPayload(8, 10), false); err != nil {
+		t.Fatalf("add after space was reclaimed = %v", err)
+	}
+}
+
+// TestDiskBudgetChecksEarly: adds that spend the headroom below the
+// threshold trigger a disk check at once, long before the periodic one.
+func TestDiskBudgetChecksEarly(t *testing.T) {
+	mem := vfs.NewMem()
+	fs := vfs.NewErrorFS(mem, vfs.Never)
+	fs.SetDiskUsage(1000<<20, 60<<20) // 94%: 10 MiB below the threshold
+	o := faultOptions(fs)
+	o.DiskCheckInterval = time.Hour
+	b, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.IsReadOnly() {
+		t.Fatal("read-only at 94%")
+	}
+	// The volume "fills" behind the bookie's back; only a check sees it.
+	fs.SetDiskUsage(1000<<20, 10<<20)
+	payload := make([]byte, 64<<10)
+	deadline := time.Now().Add(10 * time.Second)
+	e := int64(0)
+	for !b.IsReadOnly() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not read-only after %d adds of 64 KiB (budget %d)", e, b.diskBudget.Load())
+		}
+		if e > 200 { // 200 × 128 KiB spent is 10× the budget of 2.5 MiB
+			time.Sleep(time.Millisecond) // the kicked check runs on the disk loop
+		}
+		err := addSync(b, 1, e, mk, payload, false)
+		if err != nil && !errors.Is(err, ErrReadOnly) {
+			t.Fatal(err)
+		}
+		e++
+	}
+	if e > 400 {
+		t.Fatalf("%d adds before the check: budget not enforced", e)
+	}
+}

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/magnetar-mq/magnetar/bookie"
+)
+
+// bookieTuning holds the bookie settings standalone and bookie share,
+// named after BookKeeper's keys (diskUsageThreshold,
+// diskUsageLwmThreshold, diskCheckInterval, gcWaitTime).
+type bookieTuning struct {
+	diskUsageThreshold float64
+	diskUsageLWM       float64
+	diskCheckInterval  time.Duration
+	gcWaitTime         time.Duration
+}
+
+func addBookieTuningFlags(cmd *cobra.Command, t *bookieTuning) {
+	fl := cmd.Flags()
+	fl.Float64Var(&t.diskUsageThreshold, "disk-usage-threshold", 0.95, "the bookie turns read-only when a journal or ledger disk is fuller than this fraction (diskUsageThreshold)")
+	fl.Float64Var(&t.diskUsageLWM, "disk-usage-lwm-threshold", 0.90, "a read-only bookie turns writable again once every disk is below this fraction (diskUsageLwmThreshold)")
+	fl.DurationVar(&t.diskCheckInterval, "disk-check-interval", 10*time.Second, "period of the disk usage check (diskCheckInterval); adds trigger earlier checks near the threshold")
+	fl.DurationVar(&t.gcWaitTime, "gc-wait-time", time.Minute, "period of entry-log garbage collection and compaction (gcWaitTime); on a full disk it also runs after every ledger delete")
+}
+
+// apply copies the settings into o; Options.Validate checks them.
+func (t bookieTuning) apply(o *bookie.Options) {
+	o.DiskUsageThreshold = t.diskUsageThreshold
+	o.DiskUsageLWM = t.diskUsageLWM
+	o.DiskCheckInterval = t.diskCheckInterval
+	o.GCInterval = t.gcWaitTime
+}
