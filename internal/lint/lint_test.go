@@ -31,7 +31,8 @@ var allowed = map[string][]string{
 	"autorecovery":       {"internal", "ledger", "metadata", "protocol/bkproto"},
 	"ledger":             {"internal", "protocol/bkproto", "metadata"},
 	"mledger":            {"internal", "ledger", "metadata", "mledger"},
-	"broker":             {"internal", "mledger", "ledger", "metadata", "protocol", "broker"},
+	"auth":               {"internal", "metadata"},
+	"broker":             {"internal", "mledger", "ledger", "metadata", "protocol", "broker", "auth"},
 	// The top of the graph imports anything in the project.
 	"cmd":   {""},
 	"bench": {""},
