@@ -263,12 +263,13 @@ func (b *Broker) httpLookup(w http.ResponseWriter, r *http.Request, p Params) {
 	if !ok || !b.nsExists(r.Context(), w, tn) {
 		return
 	}
+	plain, _ := b.lookupURLs()
 	writeJSON(w, http.StatusOK, map[string]string{
-		"brokerUrl":    b.serviceURL(),
-		"brokerUrlTls": "",
+		"brokerUrl":    plain,
+		"brokerUrlTls": b.ServiceURLTLS(),
 		"httpUrl":      b.webURL(),
-		"httpUrlTls":   "",
-		"nativeUrl":    b.serviceURL(),
+		"httpUrlTls":   b.WebURLTLS(),
+		"nativeUrl":    plain,
 	})
 }
 
