@@ -89,6 +89,7 @@ type brokerFlags struct {
 	lostDelay      time.Duration
 	openGrace      time.Duration
 	run            runFlags
+	sec            securityFlags
 }
 
 func init() {
@@ -129,6 +130,7 @@ When ready it prints one line to stdout:
 	fl.DurationVar(&f.lostDelay, "lost-bookie-recovery-delay", 0, "auditor: wait this long after a bookie disappears before marking its ledgers")
 	fl.DurationVar(&f.openGrace, "open-ledger-grace", 30*time.Second, "worker: wait this long before fencing an open ledger with a lost bookie in its last ensemble")
 	addRunFlags(fl, &f.run)
+	f.sec.register(fl)
 	rootCmd.AddCommand(cmd)
 }
 
@@ -198,14 +200,18 @@ func openBroker(ctx context.Context, f brokerFlags, log *slog.Logger) (_ *broker
 			return nil, fmt.Errorf("autorecovery: %w", err)
 		}
 	}
-	b.stack, err = openServiceStack(ctx, b.node.store, b.node.lc, co, broker.Config{
+	bcfg := broker.Config{
 		ServiceAddr:    f.serviceAddr,
 		HTTPAddr:       f.httpAddr,
 		AdvertisedHost: f.advertisedHost,
 		ClusterName:    f.clusterName,
 		MaxMessageSize: f.maxMessageSize,
 		Deduplication:  f.dedup,
-	}, registeredBookies{b.node.store}, log)
+	}
+	if err = f.sec.apply(&bcfg, log); err != nil {
+		return b, err
+	}
+	b.stack, err = openServiceStack(ctx, b.node.store, b.node.lc, co, bcfg, registeredBookies{b.node.store}, log)
 	return b, err
 }
 

@@ -34,6 +34,7 @@ type standaloneFlags struct {
 	noSync         bool
 	writeMode      string
 	run            runFlags
+	sec            securityFlags
 }
 
 func init() {
@@ -73,6 +74,7 @@ When both are ready it prints one line to stdout:
 	fl.BoolVar(&f.noSync, "journal-no-sync", false, "skip fdatasync in the journal (NOT DURABLE; benchmarks only)")
 	fl.StringVar(&f.writeMode, "journal-write-mode", "auto", "journal write path: auto, uring or pwrite")
 	addRunFlags(fl, &f.run)
+	f.sec.register(fl)
 	rootCmd.AddCommand(cmd)
 }
 
@@ -128,14 +130,18 @@ func openStandalone(ctx context.Context, f standaloneFlags, log *slog.Logger) (_
 	if err != nil {
 		return nil, fmt.Errorf("ledger client: %w", err)
 	}
+	bcfg := broker.Config{
+		ServiceAddr:    f.serviceAddr,
+		HTTPAddr:       f.httpAddr,
+		AdvertisedHost: f.advertisedHost,
+		MaxMessageSize: f.maxMessageSize,
+		Deduplication:  f.dedup,
+	}
+	if err := f.sec.apply(&bcfg, log); err != nil {
+		return s, err
+	}
 	s.stack, err = openServiceStack(ctx, s.store, s.lc, ledger.CreateOptions{Ensemble: 1, WriteQuorum: 1, AckQuorum: 1},
-		broker.Config{
-			ServiceAddr:    f.serviceAddr,
-			HTTPAddr:       f.httpAddr,
-			AdvertisedHost: f.advertisedHost,
-			MaxMessageSize: f.maxMessageSize,
-			Deduplication:  f.dedup,
-		}, broker.LocalBookie{ID: standaloneBookieID, ReadOnly: s.bk.IsReadOnly}, log, s.bk.Collector())
+		bcfg, broker.LocalBookie{ID: standaloneBookieID, ReadOnly: s.bk.IsReadOnly}, log, s.bk.Collector())
 	return s, err
 }
 
