@@ -119,6 +119,11 @@ func TestStandaloneSecurity(t *testing.T) {
 		}
 		return runMain(t, wantErr, all...)
 	}
+	// CVE-2022-33681..33683: the admin client verifies the server's
+	// chain and name before any credential leaves.
+	if out := runMain(t, true, "admin", "--admin-url", httpsURL, "--auth-plugin", "token", "--auth-params", "token:"+adminTok, "tenants", "list"); !strings.Contains(out, "certificate") {
+		t.Fatalf("untrusted server: %q", out)
+	}
 	if out := admin(true, "", "tenants", "list"); !strings.Contains(out, "401") {
 		t.Fatalf("no credentials: %q", out)
 	}
