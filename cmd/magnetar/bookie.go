@@ -36,6 +36,7 @@ type bookieFlags struct {
 	writeMode   string
 	logLevel    string
 	logFormat   string
+	sec         securityFlags
 }
 
 func init() {
@@ -72,6 +73,7 @@ When it is serving it prints one line to stdout:
 	fl.StringVar(&f.writeMode, "journal-write-mode", "auto", "journal write path: auto, uring or pwrite")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	f.sec.register(fl)
 	rootCmd.AddCommand(cmd)
 }
 
@@ -149,7 +151,12 @@ func runBookie(ctx context.Context, f bookieFlags) (err error) {
 	}
 	closers = append(closers, bk.Close)
 	host, _, _ := net.SplitHostPort(f.listen)
-	srv, err := server.New(bk, server.Options{Addr: net.JoinHostPort(host, fmt.Sprint(port)), Logger: log.With("component", "server")})
+	tlsCfg, authHook, err := f.sec.bookieServer(log)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(bk, server.Options{Addr: net.JoinHostPort(host, fmt.Sprint(port)), Logger: log.With("component", "server"),
+		TLS: tlsCfg, Auth: authHook})
 	if err != nil {
 		return err
 	}

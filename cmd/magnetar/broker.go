@@ -142,13 +142,17 @@ type clusterNode struct {
 	lc       *ledger.Client
 }
 
-func openClusterNode(mf metadataFlags, log *slog.Logger) (*clusterNode, error) {
+func openClusterNode(mf metadataFlags, log *slog.Logger, opts ...func(*ledger.NetOptions)) (*clusterNode, error) {
 	store, err := openMetadataURL(mf.url, mf.sessionTimeout, log)
 	if err != nil {
 		return nil, err
 	}
 	n := &clusterNode{store: store}
-	n.resolver = ledger.NewNetResolver(ledger.NetOptions{Logger: log.With("component", "bookie-client")})
+	no := ledger.NetOptions{Logger: log.With("component", "bookie-client")}
+	for _, o := range opts {
+		o(&no)
+	}
+	n.resolver = ledger.NewNetResolver(no)
 	n.lc, err = ledger.NewClient(store, n.resolver, ledger.Options{Logger: log.With("component", "ledger")})
 	if err != nil {
 		n.close()
@@ -187,7 +191,11 @@ func openBroker(ctx context.Context, f brokerFlags, log *slog.Logger) (_ *broker
 			b.close(log)
 		}
 	}()
-	if b.node, err = openClusterNode(f.meta, log); err != nil {
+	bc, err := f.sec.bookieClient(log)
+	if err != nil {
+		return nil, err
+	}
+	if b.node, err = openClusterNode(f.meta, log, bc); err != nil {
 		return nil, err
 	}
 	if f.autorecovery {

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 
 	"github.com/spf13/pflag"
 
 	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/bookie/server"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/ledger"
 )
 
 // securityFlags are the TLS, authentication and authorization settings
@@ -30,15 +33,14 @@ func (s *securityFlags) register(fl *pflag.FlagSet) {
 	}
 }
 
-// apply builds the security configuration into cfg. Without any setting
-// cfg.Security stays nil (no TLS, no authentication).
-func (s *securityFlags) apply(cfg *broker.Config, log *slog.Logger) error {
-	sc := auth.DefaultConfig()
-	set := false
+// load reads the file and the flags; set is false when neither gave
+// any setting.
+func (s *securityFlags) load(log *slog.Logger) (sc auth.Config, set bool, err error) {
+	sc = auth.DefaultConfig()
 	if s.configFile != "" {
 		unknown, err := sc.LoadFile(s.configFile)
 		if err != nil {
-			return err
+			return sc, false, err
 		}
 		if len(unknown) > 0 {
 			log.Warn("config file: settings Magnetar does not use", "file", s.configFile, "keys", unknown)
@@ -48,13 +50,20 @@ func (s *securityFlags) apply(cfg *broker.Config, log *slog.Logger) error {
 	for k, v := range s.values {
 		if s.fl.Changed(k) {
 			if err := sc.Set(k, *v); err != nil {
-				return err
+				return sc, false, err
 			}
 			set = true
 		}
 	}
-	if !set {
-		return nil
+	return sc, set, nil
+}
+
+// apply builds the security configuration into cfg. Without any setting
+// cfg.Security stays nil (no TLS, no authentication).
+func (s *securityFlags) apply(cfg *broker.Config, log *slog.Logger) error {
+	sc, set, err := s.load(log)
+	if err != nil || !set {
+		return err
 	}
 	if sc.IsSet("brokerServicePort") {
 		cfg.ServiceAddr = listenOrOff(sc.BrokerServicePort)
@@ -76,4 +85,64 @@ func listenOrOff(v string) string {
 		return "-"
 	}
 	return auth.ListenAddr(v)
+}
+
+// bookieClient returns the bookie-client options of the broker and
+// autorecovery: TLS (brokerClientTlsEnabled, brokerClientTrustCertsFilePath,
+// a tls plugin's certificate) and AUTH credentials
+// (brokerClientAuthenticationPlugin/Parameters).
+func (s *securityFlags) bookieClient(log *slog.Logger) (func(*ledger.NetOptions), error) {
+	sc, set, err := s.load(log)
+	if err != nil || !set {
+		return func(*ledger.NetOptions) {}, err
+	}
+	ca, err := auth.ParseClientAuth(sc.BrokerClientAuthenticationPlugin, sc.BrokerClientAuthenticationParameters)
+	if err != nil {
+		return nil, fmt.Errorf("brokerClientAuthenticationPlugin: %w", err)
+	}
+	var tc *tls.Config
+	if sc.BrokerClientTLSEnabled {
+		var cert, key string
+		if ca != nil && ca.Method == auth.MethodTLS {
+			cert, key = ca.CertFile, ca.KeyFile
+		}
+		if tc, err = auth.ClientTLS(sc.BrokerClientTrustCertsFilePath, cert, key, false); err != nil {
+			return nil, err
+		}
+	} else if ca != nil && ca.Method == auth.MethodTLS {
+		return nil, fmt.Errorf("brokerClientAuthenticationPlugin tls needs brokerClientTlsEnabled=true")
+	}
+	payload := auth.BookieAuthPayload(ca)
+	return func(o *ledger.NetOptions) { o.TLS, o.Auth = tc, payload }, nil
+}
+
+// bookieServer returns the bookie server's TLS listener config and auth
+// hook: TLS from the tls* settings (tlsRequireTrustedClientCertOnConnect
+// for mutual TLS), AUTH required when authenticationEnabled, allowed for
+// superUserRoles.
+func (s *securityFlags) bookieServer(log *slog.Logger) (*tls.Config, server.Authenticator, error) {
+	sc, set, err := s.load(log)
+	if err != nil || !set {
+		return nil, nil, err
+	}
+	var tc *tls.Config
+	if sc.TLSCertificateFilePath != "" {
+		st, err := auth.NewServerTLS(&sc)
+		if err != nil {
+			return nil, nil, err
+		}
+		tc = st.Config()
+	}
+	if !sc.AuthenticationEnabled {
+		return tc, nil, nil
+	}
+	sc.AuthorizationEnabled = false
+	sec, err := auth.New(sc, nil, "", log)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(sc.SuperUserRoles) == 0 {
+		return nil, nil, fmt.Errorf("bookie authentication needs superUserRoles: the roles brokers and autorecovery use")
+	}
+	return tc, &auth.BookieAuthenticator{Authn: sec.Authn, Roles: sc.SuperUserRoles, Log: log}, nil
 }
