@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -61,7 +62,7 @@ type secFixture struct {
 	claims   map[string]any // added to every token
 }
 
-func startSecure(t *testing.T, mut func(*auth.Config)) *secFixture {
+func startSecure(t testing.TB, mut func(*auth.Config)) *secFixture {
 	t.Helper()
 	dir := t.TempDir()
 	ca, err := testcert.NewCA("magnetar test CA")
@@ -546,4 +547,51 @@ func TestSecPlaintextOff(t *testing.T) {
 	if err := roundTrip(t, c, "persistent://public/default/tls-only"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// benchConnect opens a connection, completes CONNECT/CONNECTED with the
+// given credentials and closes, b.N times: connections per second.
+func benchConnect(b *testing.B, tb *testBroker, addr string, tlsCfg *tls.Config, method string, data []byte) {
+	cmd, err := pulsarproto.AppendCommand(nil, pbBaseConnect{method: method, data: string(data)}.cmd())
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	b.ResetTimer()
+	for range b.N {
+		var nc net.Conn
+		if tlsCfg != nil {
+			nc, err = tls.Dial("tcp", addr, tlsCfg)
+		} else {
+			nc, err = net.Dial("tcp", addr)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := nc.Write(cmd); err != nil {
+			b.Fatal(err)
+		}
+		n, err := nc.Read(buf)
+		if err != nil || !bytes.Contains(buf[:n], []byte("Magnetar")) {
+			b.Fatalf("no CONNECTED: %v %q", err, buf[:n])
+		}
+		nc.Close()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "conns/s")
+}
+
+// BenchmarkConnect: connection set-up rate without authentication
+// (baseline), with an HS256 token, and with a token over TLS (full
+// handshake each time), all against brokers of the same process.
+// auth.BenchmarkValidate has the per-algorithm verification cost.
+func BenchmarkConnect(b *testing.B) {
+	plain := startBroker(b, nil)
+	b.Run("none", func(b *testing.B) { benchConnect(b, plain, plain.ServiceAddr(), nil, "", nil) })
+	f := startSecure(b, nil)
+	tok := []byte(f.token(b, "token-principal", 0))
+	b.Run("token-hs256", func(b *testing.B) { benchConnect(b, f.testBroker, f.ServiceAddr(), nil, "token", tok) })
+	tc, _ := auth.ClientTLS(f.caFile, "", "", false)
+	tc.ServerName = "localhost"
+	b.Run("tls+token-hs256", func(b *testing.B) { benchConnect(b, f.testBroker, f.TLSServiceAddr(), tc, "token", tok) })
 }
