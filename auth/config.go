@@ -55,6 +55,8 @@ type Config struct {
 	BrokerClientAuthenticationParameters string
 	BrokerClientTrustCertsFilePath       string
 	BrokerClientTLSEnabled               bool
+	BrokerClientCertificateFilePath      string
+	BrokerClientKeyFilePath              string
 
 	// set records which keys were given explicitly.
 	set map[string]bool
@@ -113,6 +115,8 @@ func (c *Config) fields() []field {
 		{key: "brokerClientAuthenticationParameters", str: &c.BrokerClientAuthenticationParameters, doc: "parameters of that plugin (token:..., file:..., tlsCertFile:...,tlsKeyFile:...)"},
 		{key: "brokerClientTrustCertsFilePath", str: &c.BrokerClientTrustCertsFilePath, doc: "CA bundle that verifies bookies"},
 		{key: "brokerClientTlsEnabled", b: &c.BrokerClientTLSEnabled, doc: "use TLS towards bookies"},
+		{key: "brokerClientCertificateFilePath", str: &c.BrokerClientCertificateFilePath, doc: "client certificate presented to bookies (mutual TLS) with any plugin"},
+		{key: "brokerClientKeyFilePath", str: &c.BrokerClientKeyFilePath, doc: "key of brokerClientCertificateFilePath"},
 	}
 }
 

@@ -102,7 +102,7 @@ func (s *securityFlags) bookieClient(log *slog.Logger) (func(*ledger.NetOptions)
 	}
 	var tc *tls.Config
 	if sc.BrokerClientTLSEnabled {
-		var cert, key string
+		cert, key := sc.BrokerClientCertificateFilePath, sc.BrokerClientKeyFilePath
 		if ca != nil && ca.Method == auth.MethodTLS {
 			cert, key = ca.CertFile, ca.KeyFile
 		}
