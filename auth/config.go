@@ -129,6 +129,11 @@ func (c *Config) Keys() [][2]string {
 	return out
 }
 
+// IsBool reports whether key is a boolean setting.
+func (c *Config) IsBool(key string) bool {
+	return slices.ContainsFunc(c.fields(), func(f field) bool { return f.key == key && f.b != nil })
+}
+
 // Set assigns one setting by its Pulsar key.
 func (c *Config) Set(key, value string) error {
 	value = strings.TrimSpace(value)

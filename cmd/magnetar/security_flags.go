@@ -30,6 +30,9 @@ func (s *securityFlags) register(fl *pflag.FlagSet) {
 	var c auth.Config
 	for _, kv := range c.Keys() {
 		s.values[kv[0]] = fl.String(kv[0], "", kv[1])
+		if c.IsBool(kv[0]) {
+			fl.Lookup(kv[0]).NoOptDefVal = "true" // --authenticationEnabled alone means true
+		}
 	}
 }
 
