@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/metadata"
+	"github.com/magnetar-mq/magnetar/policy"
 )
 
 // Broker serves the Pulsar binary protocol and the admin HTTP API over a
@@ -26,8 +27,12 @@ type Broker struct {
 	log     *slog.Logger
 	reg     registry
 	schemas *schemaRegistry
-	ext     *adminExt // admin API policy state (policies.go)
-	sec     secState  // TLS, authentication, authorization (security.go)
+	sec     secState // TLS, authentication, authorization (security.go)
+	// policies holds tenants, namespaces and their policies; the broker
+	// subscribes to its changes (policy_enforce.go).
+	policies    *policy.Store
+	unsubscribe func()
+	heldCount   atomic.Int64 // held sends over all topics (skip dropHeld at 0)
 
 	mu struct {
 		sync.Mutex
@@ -70,13 +75,17 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		return nil, fmt.Errorf("%w: Deps.OpenLedger is nil", ErrBadConfig)
 	}
 	b := &Broker{cfg: cfg, deps: deps, log: cfg.Logger, done: make(chan struct{})}
-	b.reg = registry{store: deps.Metadata, cluster: cfg.ClusterName}
+	b.policies = deps.Policies
+	if b.policies == nil {
+		b.policies = policy.NewStore(deps.Metadata, cfg.ClusterName)
+	}
+	b.reg = registry{store: deps.Metadata, cluster: cfg.ClusterName, policies: b.policies}
 	b.schemas = &schemaRegistry{store: deps.Metadata}
 	b.schemas.mu.cache = make(map[string][]schemaEntry)
 	b.mu.topics = make(map[string]*topicLoad)
 	b.mu.conns = make(map[*conn]struct{})
 	b.admin = newRouter()
-	b.registerAdmin(b.admin)
+	b.registerRoutes(b.admin)
 	if err := b.initSecurity(); err != nil {
 		return nil, err
 	}
@@ -98,6 +107,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	if err := b.reg.bootstrap(ctx); err != nil {
 		return err
 	}
+	b.unsubscribe = b.policies.Subscribe(b.policiesChanged)
 	var lc net.ListenConfig
 	var sa string
 	if b.cfg.ServiceAddr != "-" {
@@ -133,6 +143,8 @@ func (b *Broker) Start(ctx context.Context) error {
 		b.wg.Add(1)
 		go b.acceptLoop(b.ln)
 	}
+	b.wg.Add(1)
+	go b.policyLoop()
 	if err := b.startSecure(ctx); err != nil {
 		b.Close()
 		return err
@@ -226,6 +238,9 @@ func (b *Broker) Close() error {
 	}
 	b.mu.closed = true
 	close(b.done)
+	if b.unsubscribe != nil {
+		b.unsubscribe()
+	}
 	conns := make([]*conn, 0, len(b.mu.conns))
 	for c := range b.mu.conns {
 		conns = append(conns, c)
@@ -352,26 +367,27 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 	if !ok {
 		return nil, fmt.Errorf("%w: namespace %s", ErrNamespaceNotFound, tn.NamespaceName())
 	}
+	pol := b.resolvePolicies(tn.NamespaceName())
 	if !tn.IsPersistent() {
-		return newTopic(b, tn, nil), nil
+		return newTopic(b, tn, nil, pol), nil
 	}
 	exists, err := b.deps.Metadata.Exists(ctx, topicKey(tn))
 	if err != nil {
 		return nil, err
 	}
 	if !exists {
-		if allow, _ := b.autoCreation(tn); !create || !allow {
+		if !create || !pol.AutoCreate {
 			return nil, fmt.Errorf("%w: %s", ErrTopicNotFound, tn)
 		}
 		if _, err := b.deps.Metadata.Put(ctx, topicKey(tn), nil, metadata.NotExists); err != nil && !errors.Is(err, metadata.ErrExists) {
 			return nil, err
 		}
 	}
-	ml, err := b.deps.OpenLedger(ctx, tn.String())
+	ml, err := b.deps.OpenLedger(withRetention(ctx, pol.Retention), tn.String())
 	if err != nil {
 		return nil, fmt.Errorf("broker: open managed ledger %s: %w", tn, err)
 	}
-	t := newTopic(b, tn, ml)
+	t := newTopic(b, tn, ml, pol)
 	if b.cfg.Deduplication {
 		if err := t.recoverDedup(b.cfg.DedupRecoveryEntries); err != nil {
 			b.log.Warn("dedup state recovery", "topic", tn.String(), "err", err)

@@ -1,13 +1,9 @@
 package broker
 
 import (
-	"context"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
@@ -63,45 +59,6 @@ func TestAdvisoryOriginalPrincipalIgnored(t *testing.T) {
 	if resp.StatusCode != 403 {
 		t.Fatalf("X-Original-Principal honoured: %d", resp.StatusCode)
 	}
-}
-
-// CVE-2021-41571: reading a message by ledger and entry id through a
-// topic the role may consume must not return another topic's data.
-func TestAdvisoryMessageByIDOtherTopic(t *testing.T) {
-	f := startSecure(t, nil)
-	secret, open := authTopic(), authTopic()
-	c := f.mustClient(t, pulsar.ClientOptions{Authentication: pulsar.NewAuthenticationToken(f.token(t, "admin", 0))})
-	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("secret")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Close()
-	p2, err := c.CreateProducer(pulsar.ProducerOptions{Topic: open})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id2, _ := p2.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("open")})
-	p2.Close()
-	local := func(s string) string { return s[strings.LastIndex(s, "/")+1:] }
-	f.adminCall(t, "POST", "/admin/v2/persistent/private/auth/"+local(open)+"/permissions/bob", `["consume"]`, 204)
-	hc := f.httpClient(t, nil)
-	bob := "Bearer " + f.token(t, "bob", 0)
-	base := f.httpsURL + "/admin/v2/persistent/private/auth/"
-	// bob reads his topic's message, and not the secret one through it.
-	if body := f.call(t, hc, "GET", fmt.Sprintf("%s%s/ledger/%d/entry/%d", base, local(open), id2.LedgerID(), id2.EntryID()), bob, "", 200); !strings.Contains(body, "open") {
-		t.Fatalf("own message %q", body)
-	}
-	if id.LedgerID() == id2.LedgerID() {
-		t.Fatal("two topics share a ledger")
-	}
-	if body := f.call(t, hc, "GET", fmt.Sprintf("%s%s/ledger/%d/entry/%d", base, local(open), id.LedgerID(), id.EntryID()), bob, "", 404); strings.Contains(body, "secret") {
-		t.Fatalf("other topic's message served: %q", body)
-	}
-	f.call(t, hc, "GET", fmt.Sprintf("%s%s/ledger/%d/entry/%d", base, local(secret), id.LedgerID(), id.EntryID()), bob, "", 403)
 }
 
 // CVE-2022-34321: no admin or lookup endpoint answers without

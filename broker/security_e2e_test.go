@@ -22,6 +22,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/internal/testcert"
+	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -132,9 +133,15 @@ func startSecure(t testing.TB, mut func(*auth.Config)) *secFixture {
 	f.httpsURL = "https://localhost:" + port(f.TLSHTTPAddr())
 	f.httpURL = "http://localhost:" + port(f.HTTPAddr())
 	f.url = "pulsar://localhost:" + port(f.ServiceAddr())
-	// The suite's ACLs, made through the admin API as the superuser.
-	f.adminCall(t, "PUT", "/admin/v2/tenants/private", `{"adminRoles":[],"allowedClusters":["standalone"]}`, 204)
-	f.adminCall(t, "PUT", "/admin/v2/namespaces/private/auth", ``, 204)
+	// The suite's ACLs: tenant and namespace through the policy store,
+	// the grant through the permission endpoint as the superuser.
+	ctx := context.Background()
+	if err := f.Policies().CreateTenant(ctx, "private", policy.TenantInfo{AdminRoles: []string{}, AllowedClusters: []string{"standalone"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Policies().CreateNamespace(ctx, "private/auth", &policy.Policies{}); err != nil {
+		t.Fatal(err)
+	}
 	f.adminCall(t, "POST", "/admin/v2/namespaces/private/auth/permissions/token-principal", `["produce","consume"]`, 204)
 	return f
 }
@@ -202,7 +209,9 @@ func (f *secFixture) client(t testing.TB, opts pulsar.ClientOptions) (pulsar.Cli
 	if opts.TLSTrustCertsFilePath == "" && strings.Contains(opts.URL, "ssl") || strings.HasPrefix(opts.URL, "https") && opts.TLSTrustCertsFilePath == "" {
 		opts.TLSTrustCertsFilePath = f.caFile
 	}
-	opts.OperationTimeout = 3 * time.Second
+	if opts.OperationTimeout == 0 {
+		opts.OperationTimeout = 3 * time.Second
+	}
 	opts.ConnectionTimeout = 3 * time.Second
 	opts.Logger = plog.DefaultNopLogger()
 	c, err := pulsar.NewClient(opts)
@@ -268,9 +277,7 @@ func TestSecTokenAuth(t *testing.T) {
 		"static plaintext":  {URL: f.url, Authentication: pulsar.NewAuthenticationToken(tok + "\n")},
 		"supplier tls":      {TLSValidateHostname: true, Authentication: pulsar.NewAuthenticationTokenFromSupplier(func() (string, error) { return tok + "\n", nil })},
 		"file tls":          {Authentication: pulsar.NewAuthenticationTokenFromFile(tokFile)},
-		"http lookup":       {URL: f.httpURL, Authentication: pulsar.NewAuthenticationToken(tok)},
-		"https lookup":      {URL: f.httpsURL, TLSValidateHostname: true, Authentication: pulsar.NewAuthenticationTokenFromFile(tokFile)},
-		"basic superuser":   {URL: f.httpsURL, Authentication: must(pulsar.NewAuthenticationBasic("admin", "123456"))},
+		"basic superuser":   {Authentication: must(pulsar.NewAuthenticationBasic("admin", "123456"))},
 		"tls cert CN=admin": {Authentication: pulsar.NewAuthenticationTLS(f.admin.CertFile, f.admin.KeyFile)},
 		// Client certificate for transport only, identity from basic.
 		"mtls transport + basic": {TLSCertificateFile: f.bob.CertFile, TLSKeyFilePath: f.bob.KeyFile, Authentication: must(pulsar.NewAuthenticationBasic("admin", "123456"))},
@@ -414,12 +421,12 @@ func TestSecAuthorization(t *testing.T) {
 		t.Fatalf("prefixed subscription: %v", err)
 	}
 	cons.Close()
-	// Admin endpoints: bob (produce+consume) may read stats but not
-	// manage; the tenant's admin may.
+	// Admin endpoints: bob (produce+consume) may look up but not manage
+	// (the admin package's TestSecurityAdminAPI checks the allowed side).
 	hc := f.httpClient(t, nil)
 	bobH := "Bearer " + f.token(t, "bob", 0)
 	base := f.httpsURL + "/admin/v2/persistent/private/auth/" + topic[len("persistent://private/auth/"):]
-	f.call(t, hc, "GET", base+"/stats", bobH, "", 200)
+	f.call(t, hc, "GET", f.httpsURL+"/lookup/v2/topic/persistent/private/auth/"+topic[len("persistent://private/auth/"):], bobH, "", 200)
 	for _, ep := range [][2]string{{"PUT", "/unload"}, {"POST", "/terminate"}, {"PUT", "/subscription/bob-new"}, {"DELETE", ""}} {
 		body := f.call(t, hc, ep[0], base+ep[1], bobH, "", 403)
 		if !strings.Contains(body, `"reason"`) {
@@ -451,7 +458,7 @@ func TestSecAuthorization(t *testing.T) {
 // provider, and the HTTP lookup answer's TLS URLs.
 func TestSecHTTPSProviders(t *testing.T) {
 	f := startSecure(t, nil)
-	path := "/admin/v2/tenants"
+	path := "/lookup/v2/topic/persistent/private/auth/x"
 	f.call(t, f.httpClient(t, nil), "GET", f.httpsURL+path, "Bearer "+f.token(t, "admin", 0), "", 200)
 	f.call(t, f.httpClient(t, nil), "GET", f.httpsURL+path, "Basic "+base64.StdEncoding.EncodeToString([]byte("admin:123456")), "", 200)
 	f.call(t, f.httpClient(t, nil), "GET", f.httpsURL+path, "Basic "+base64.StdEncoding.EncodeToString([]byte("admin:nope")), "", 401)

@@ -119,7 +119,7 @@ func TestSecRefreshClient(t *testing.T) {
 	if calls.Load() < 3 {
 		t.Fatalf("supplier called %d times; no refresh happened", calls.Load())
 	}
-	m := f.mustClient(t, pulsar.ClientOptions{Authentication: pulsar.NewAuthenticationToken(f.token(t, "token-principal", 0))})
+	m := f.mustClient(t, pulsar.ClientOptions{Authentication: pulsar.NewAuthenticationToken(f.token(t, "token-principal", 0)), OperationTimeout: 15 * time.Second})
 	cons, err := m.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "check", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
 	if err != nil {
 		t.Fatal(err)
