@@ -2,6 +2,7 @@ package auth
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -13,6 +14,10 @@ import (
 type Authenticator struct {
 	providers map[string]Provider
 	anonymous string
+	// verify checks a chain the TLS stack did not verify (set with
+	// tlsAllowInsecureConnection, where any certificate is accepted for
+	// the transport): only a chain it accepts becomes an identity.
+	verify func([]*x509.Certificate) bool
 }
 
 // NewAuthenticator returns an authenticator over providers. anonymous is
@@ -59,12 +64,21 @@ func PeerCertificates(cs *tls.ConnectionState) Credentials {
 	return Credentials{PeerCertificates: cs.PeerCertificates}
 }
 
+// peer is PeerCertificates, plus chains accepted by a.verify.
+func (a *Authenticator) peer(cs *tls.ConnectionState) Credentials {
+	c := PeerCertificates(cs)
+	if len(c.PeerCertificates) == 0 && cs != nil && len(cs.PeerCertificates) > 0 && a.verify != nil && a.verify(cs.PeerCertificates) {
+		c.PeerCertificates = cs.PeerCertificates
+	}
+	return c
+}
+
 // AuthenticateHTTP authenticates a request: "Authorization: Bearer"
 // selects token, "Basic" selects basic, otherwise a verified client
 // certificate selects tls (when enabled), otherwise anonymous. Header
 // X-Pulsar-Auth-Method-Name, if sent, must agree.
 func (a *Authenticator) AuthenticateHTTP(r *http.Request) (Identity, error) {
-	c := PeerCertificates(r.TLS)
+	c := a.peer(r.TLS)
 	c.Remote = r.RemoteAddr
 	method := ""
 	h := r.Header.Get("Authorization")

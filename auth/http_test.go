@@ -341,3 +341,111 @@ func TestServerTLSReload(t *testing.T) {
 		t.Fatal("TLS 1.1 accepted")
 	}
 }
+
+// TestEveryRuleDeniesStrangers: an authenticated role with no grant is
+// refused (403) by every rule but the open ones, and a tenant admin is
+// refused every superuser rule.
+func TestEveryRuleDeniesStrangers(t *testing.T) {
+	f := newHTTPFixture(t, "")
+	fill := strings.NewReplacer("{domain}", "persistent", "{tenant}", "acme", "{ns}", "ns", "{topic}", "x",
+		"{sub}", "s", "{rest...}", "stats", "{cluster...}", "c1", "{cluster}", "c1", "{ledger}", "1",
+		"{entry}", "0", "{n}", "1", "{sec}", "1", "{ts}", "1", "{version}", "0")
+	for _, r := range Rules {
+		path := fill.Replace(r.Pattern)
+		methods := []string{r.Method}
+		if r.Method == "*" {
+			methods = []string{"GET", "PUT", "POST", "DELETE"}
+		}
+		for _, m := range methods {
+			want := 403
+			if Classify(Rules, m, path).Access == AccessAny {
+				want = http.StatusTeapot
+			}
+			if code, _ := f.do(t, m, path, "stranger", ""); code != want {
+				t.Errorf("%s %s as a stranger: %d, want %d", m, path, code, want)
+			}
+			if want == http.StatusTeapot {
+				<-f.roles
+			}
+			if Classify(Rules, m, path).Access == AccessSuperUser {
+				if code, _ := f.do(t, m, path, "acme-admin", ""); code != 403 {
+					t.Errorf("%s %s as a tenant admin: %d, want 403", m, path, code)
+				}
+			}
+		}
+	}
+}
+
+// TestInsecureClientCertNotAnIdentity: with tlsAllowInsecureConnection a
+// client certificate from an unknown CA is accepted for the transport
+// but never becomes a role.
+func TestInsecureClientCertNotAnIdentity(t *testing.T) {
+	dir := t.TempDir()
+	ca, _ := testcert.NewCA("server CA")
+	caFile, _ := ca.WriteCA(dir, "ca.pem")
+	srv, _ := ca.Server("localhost", []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
+	srv.Write(dir, "srv")
+	good, _ := ca.Client("admin")
+	good.Write(dir, "good")
+	other, _ := testcert.NewCA("other CA")
+	bad, _ := other.Client("admin")
+	bad.Write(dir, "bad")
+	for _, insecure := range []bool{false, true} {
+		cfg := DefaultConfig()
+		cfg.TLSCertificateFilePath, cfg.TLSKeyFilePath, cfg.TLSTrustCertsFilePath = srv.CertFile, srv.KeyFile, caFile
+		cfg.TLSAllowInsecureConnection = insecure
+		st, err := NewServerTLS(&cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := NewAuthenticator("", TLSProvider{})
+		if insecure {
+			a.verify = st.VerifyClient
+		}
+		ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			id, err := a.AuthenticateHTTP(r)
+			if err != nil {
+				w.WriteHeader(401)
+				return
+			}
+			io.WriteString(w, id.Role)
+		}))
+		ts.TLS = st.Config()
+		ts.StartTLS()
+		for name, p := range map[string]*testcert.Pair{"trusted": good, "foreign": bad} {
+			tc, _ := ClientTLS(caFile, p.CertFile, p.KeyFile, false)
+			tc.ServerName = "localhost"
+			// Always send the certificate, even one the server's CA list
+			// does not cover (Go clients would otherwise send none).
+			cert := tc.Certificates[0]
+			tc.Certificates = nil
+			tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil }
+			resp, err := (&http.Client{Transport: &http.Transport{TLSClientConfig: tc}}).Get(ts.URL)
+			switch {
+			case name == "trusted":
+				if err != nil {
+					t.Fatalf("insecure=%v trusted: %v", insecure, err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if string(b) != "admin" {
+					t.Fatalf("insecure=%v trusted: role %q", insecure, b)
+				}
+			case !insecure:
+				if err == nil {
+					resp.Body.Close()
+					t.Fatalf("foreign certificate accepted without tlsAllowInsecureConnection: %d", resp.StatusCode)
+				}
+			default:
+				if err != nil {
+					t.Fatalf("insecure: foreign certificate refused at the transport: %v", err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != 401 {
+					t.Fatalf("insecure: foreign certificate became an identity (%d)", resp.StatusCode)
+				}
+			}
+		}
+		ts.Close()
+	}
+}

@@ -65,6 +65,9 @@ func New(cfg Config, store metadata.Store, cluster string, log *slog.Logger) (*S
 			return nil, err
 		}
 		s.TLS = t
+		if s.Authn != nil && cfg.TLSAllowInsecureConnection {
+			s.Authn.verify = t.VerifyClient
+		}
 	}
 	return s, nil
 }
@@ -122,7 +125,7 @@ func (s *Security) AuthenticateConnect(method string, data []byte, cs *tls.Conne
 	if !s.Enabled() {
 		return Identity{}, nil
 	}
-	c := PeerCertificates(cs)
+	c := s.Authn.peer(cs)
 	c.Data, c.Remote = data, remote
 	id, err := s.Authn.Authenticate(method, c)
 	if err != nil {

@@ -169,6 +169,21 @@ func (s *ServerTLS) current() *tls.Config {
 	return s.cfg
 }
 
+// VerifyClient verifies a client chain (leaf first) against the current
+// trust file, for client-authentication use.
+func (s *ServerTLS) VerifyClient(chain []*x509.Certificate) bool {
+	cfg := s.current()
+	if cfg.ClientCAs == nil || len(chain) == 0 {
+		return false
+	}
+	inter := x509.NewCertPool()
+	for _, c := range chain[1:] {
+		inter.AddCert(c)
+	}
+	_, err := chain[0].Verify(x509.VerifyOptions{Roots: cfg.ClientCAs, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	return err == nil
+}
+
 // LastError is the error of the last failed reload (nil after a good one).
 func (s *ServerTLS) LastError() error {
 	s.mu.Lock()
