@@ -74,8 +74,9 @@
 //
 // ServerTLS serves tlsCertificateFilePath/tlsKeyFilePath, verifies client
 // certificates against tlsTrustCertsFilePath (required with
-// tlsRequireTrustedClientCertOnConnect; not verified, and never an
-// identity, with tlsAllowInsecureConnection), TLS 1.2 minimum, and
+// tlsRequireTrustedClientCertOnConnect; with tlsAllowInsecureConnection
+// any certificate is accepted for the transport and becomes an identity
+// only if it verifies against the trust file), TLS 1.2 minimum, and
 // re-reads the files when their size or modification time changes
 // (checked at most every tlsCertRefreshCheckDurationSec at handshakes); a
 // bad new file keeps the previous material.
