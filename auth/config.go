@@ -41,6 +41,9 @@ type Config struct {
 	BrokerServicePortTls string
 	WebServicePortTls    string
 
+	// TLSEnabled is Pulsar's deprecated switch: TLS ports default to
+	// 6651 and 8443 when it is set and they are not.
+	TLSEnabled                           bool
 	TLSCertificateFilePath               string
 	TLSKeyFilePath                       string
 	TLSTrustCertsFilePath                string
@@ -103,6 +106,7 @@ func (c *Config) fields() []field {
 		{key: "webServicePort", str: &c.WebServicePort, doc: "plaintext HTTP port or address (empty: off)"},
 		{key: "brokerServicePortTls", str: &c.BrokerServicePortTls, doc: "TLS binary port or address, e.g. 6651"},
 		{key: "webServicePortTls", str: &c.WebServicePortTls, doc: "HTTPS port or address, e.g. 8443"},
+		{key: "tlsEnabled", b: &c.TLSEnabled, doc: "deprecated Pulsar switch: TLS ports default to 6651 and 8443"},
 		{key: "tlsCertificateFilePath", str: &c.TLSCertificateFilePath, doc: "server certificate chain (PEM)"},
 		{key: "tlsKeyFilePath", str: &c.TLSKeyFilePath, doc: "server private key (PEM, PKCS#8 or PKCS#1/SEC1)"},
 		{key: "tlsTrustCertsFilePath", str: &c.TLSTrustCertsFilePath, doc: "CA bundle that verifies client certificates"},

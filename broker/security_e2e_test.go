@@ -392,6 +392,11 @@ func TestSecAuthorization(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "AuthorizationError") {
 		t.Fatalf("producer without grant: %v", err)
 	}
+	// Nothing was done: the denied lookup did not auto-create the topic.
+	tn, _ := parseTopicName(topic)
+	if ok, err := f.meta.Exists(context.Background(), topicKey(tn)); ok || err != nil {
+		t.Fatalf("denied producer created the topic: %v %v", ok, err)
+	}
 	if _, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"}); err == nil {
 		t.Fatal("consumer without grant")
 	}

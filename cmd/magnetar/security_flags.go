@@ -74,6 +74,12 @@ func (s *securityFlags) apply(cfg *broker.Config, log *slog.Logger) error {
 	if sc.IsSet("webServicePort") {
 		cfg.HTTPAddr = listenOrOff(sc.WebServicePort)
 	}
+	if sc.TLSEnabled && !sc.IsSet("brokerServicePortTls") {
+		sc.BrokerServicePortTls = "6651"
+	}
+	if sc.TLSEnabled && !sc.IsSet("webServicePortTls") {
+		sc.WebServicePortTls = "8443"
+	}
 	cfg.TLSServiceAddr = auth.ListenAddr(sc.BrokerServicePortTls)
 	cfg.TLSHTTPAddr = auth.ListenAddr(sc.WebServicePortTls)
 	if cfg.ServiceAddr == "-" && cfg.TLSServiceAddr == "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/bookie"
 	"github.com/magnetar-mq/magnetar/bookie/server"
+	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/internal/testcert"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 	"github.com/magnetar-mq/magnetar/ledger"
@@ -120,5 +121,40 @@ func TestBookieSecurityWiring(t *testing.T) {
 	}
 	if _, err := secFlags(t, "--brokerClientAuthenticationPlugin", "tls", "--brokerClientAuthenticationParameters", "tlsCertFile:a,tlsKeyFile:b").bookieClient(log); err == nil {
 		t.Fatal("tls plugin without brokerClientTlsEnabled accepted")
+	}
+}
+
+// TestSecurityFlagsApply: Pulsar's listener keys map onto the broker's
+// addresses (nothing is bound here).
+func TestSecurityFlagsApply(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	cases := []struct {
+		args                     []string
+		svc, http, tlsSvc, https string
+	}{
+		{nil, ":6650", ":8080", "", ""},
+		{[]string{"--tlsEnabled"}, ":6650", ":8080", ":6651", ":8443"},
+		{[]string{"--tlsEnabled", "--brokerServicePortTls", "127.0.0.1:7000"}, ":6650", ":8080", "127.0.0.1:7000", ":8443"},
+		{[]string{"--brokerServicePort=", "--webServicePort=", "--brokerServicePortTls", "6651"}, "-", "-", ":6651", ""},
+		{[]string{"--brokerServicePort", "7650"}, ":7650", ":8080", "", ""},
+	}
+	for _, c := range cases {
+		cfg := broker.Config{ServiceAddr: ":6650", HTTPAddr: ":8080"}
+		if err := secFlags(t, c.args...).apply(&cfg, log); err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if cfg.ServiceAddr != c.svc || cfg.HTTPAddr != c.http || cfg.TLSServiceAddr != c.tlsSvc || cfg.TLSHTTPAddr != c.https {
+			t.Errorf("%v: %q %q %q %q", c.args, cfg.ServiceAddr, cfg.HTTPAddr, cfg.TLSServiceAddr, cfg.TLSHTTPAddr)
+		}
+		if (cfg.Security == nil) != (len(c.args) == 0) {
+			t.Errorf("%v: Security %v", c.args, cfg.Security)
+		}
+	}
+	cfg := broker.Config{ServiceAddr: ":6650"}
+	if err := secFlags(t, "--brokerServicePort=").apply(&cfg, log); err == nil {
+		t.Error("no binary port at all accepted")
+	}
+	if err := secFlags(t, "--authenticationEnabled=maybe").apply(&cfg, log); err == nil {
+		t.Error("bad boolean accepted")
 	}
 }
