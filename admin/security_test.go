@@ -5,16 +5,22 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/apache/pulsar-client-go/pulsaradmin"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/internal/testcert"
 )
 
 // secAdmin is a broker with the admin API, token authentication and
@@ -194,6 +200,71 @@ func TestEveryRouteHasARule(t *testing.T) {
 	for _, r := range rr.routes {
 		if m := auth.Classify(auth.Rules, r[0], fill.Replace(r[1])); m.Rule == "" {
 			t.Errorf("%s %s has no rule in auth.Rules", r[0], r[1])
+		}
+	}
+}
+
+// TestSecurityPulsarAdminHTTPS: pulsar-client-go's pulsaradmin over HTTPS
+// with each provider it has: token and TLS client certificate (it has no
+// basic provider; basic over HTTPS is in broker.TestSecHTTPSProviders);
+// a role without rights gets a 403 with a reason, bad or no credentials
+// a 401.
+func TestSecurityPulsarAdminHTTPS(t *testing.T) {
+	dir := t.TempDir()
+	ca, _ := testcert.NewCA("pulsaradmin CA")
+	caFile, _ := ca.WriteCA(dir, "ca.pem")
+	srv, _ := ca.Server("localhost", []string{"localhost"}, nil)
+	srv.Write(dir, "srv")
+	rootCert, _ := ca.Client("root")
+	rootCert.Write(dir, "root")
+	bobCert, _ := ca.Client("bob")
+	bobCert.Write(dir, "bob")
+	k, _ := auth.NewSecretKey("HS256")
+	hash, _ := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
+	htpasswd := filepath.Join(dir, "htpasswd")
+	os.WriteFile(htpasswd, []byte("root:"+string(hash)+"\n"), 0o600)
+	sc := auth.DefaultConfig()
+	sc.AuthenticationEnabled, sc.AuthorizationEnabled = true, true
+	sc.AuthenticationProviders = []string{"token", "basic", "tls"}
+	sc.TokenSecretKey = "data:;base64," + base64.StdEncoding.EncodeToString(k)
+	sc.BasicAuthConf = htpasswd
+	sc.SuperUserRoles = []string{"root"}
+	sc.TLSCertificateFilePath, sc.TLSKeyFilePath, sc.TLSTrustCertsFilePath = srv.CertFile, srv.KeyFile, caFile
+	tb := startBroker(t, func(c *broker.Config) { c.Security = &sc; c.TLSHTTPAddr = "127.0.0.1:0" })
+	_, port, _ := net.SplitHostPort(tb.TLSHTTPAddr())
+	url := "https://localhost:" + port
+	rootTok, _ := auth.CreateToken(k, auth.TokenSpec{Subject: "root"})
+	bobTok, _ := auth.CreateToken(k, auth.TokenSpec{Subject: "bob"})
+	other, _ := auth.NewSecretKey("HS256")
+	forged, _ := auth.CreateToken(other, auth.TokenSpec{Subject: "root"})
+	list := func(cfg pulsaradmin.Config) error {
+		cfg.WebServiceURL, cfg.TLSTrustCertsFilePath, cfg.TLSEnableHostnameVerification = url, caFile, true
+		c, err := pulsaradmin.NewClient(&cfg)
+		if err != nil {
+			return err
+		}
+		_, err = c.Tenants().List()
+		return err
+	}
+	for name, cfg := range map[string]pulsaradmin.Config{
+		"token": {Token: rootTok},
+		"tls":   {AuthPlugin: "tls", AuthParams: `{"tlsCertFile":"` + rootCert.CertFile + `","tlsKeyFile":"` + rootCert.KeyFile + `"}`},
+	} {
+		if err := list(cfg); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	for name, c := range map[string]struct {
+		cfg  pulsaradmin.Config
+		code string
+	}{
+		"bob token":    {pulsaradmin.Config{Token: bobTok}, "code: 403"},
+		"bob cert":     {pulsaradmin.Config{AuthPlugin: "tls", AuthParams: `{"tlsCertFile":"` + bobCert.CertFile + `","tlsKeyFile":"` + bobCert.KeyFile + `"}`}, "code: 403"},
+		"forged token": {pulsaradmin.Config{Token: forged}, "code: 401"},
+		"nothing":      {pulsaradmin.Config{}, "code: 401"},
+	} {
+		if err := list(c.cfg); err == nil || !strings.Contains(err.Error(), c.code) {
+			t.Errorf("%s: %v, want %s", name, err, c.code)
 		}
 	}
 }
