@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -175,8 +174,8 @@ func TestZeroQueueConsumerAcrossUnload(t *testing.T) {
 			}
 			defer cons.Close()
 			if unloadFirst {
-				if code, body := httpDo(t, tb, "PUT", "/admin/v2/persistent/public/default/"+strings.TrimPrefix(topic, "persistent://public/default/")+"/unload", ""); code/100 != 2 {
-					t.Fatalf("unload: %d %s", code, body)
+				if _, err := tb.UnloadTopic(topic); err != nil {
+					t.Fatalf("unload: %v", err)
 				}
 			}
 			// Receive is waiting (its permit sent) when the topic unloads.
@@ -191,8 +190,8 @@ func TestZeroQueueConsumerAcrossUnload(t *testing.T) {
 				m, err := cons.Receive(ctx)
 				first <- res{m, err}
 			}()
-			if code, body := httpDo(t, tb, "PUT", "/admin/v2/persistent/public/default/"+strings.TrimPrefix(topic, "persistent://public/default/")+"/unload", ""); code/100 != 2 {
-				t.Fatalf("unload: %d %s", code, body)
+			if _, err := tb.UnloadTopic(topic); err != nil {
+				t.Fatalf("unload: %v", err)
 			}
 			r := <-first
 			if r.err != nil {

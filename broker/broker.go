@@ -27,6 +27,7 @@ type Broker struct {
 	log     *slog.Logger
 	reg     registry
 	schemas *schemaRegistry
+	sec     secState // TLS, authentication, authorization (security.go)
 	// policies holds tenants, namespaces and their policies; the broker
 	// subscribes to its changes (policy_enforce.go).
 	policies    *policy.Store
@@ -89,6 +90,9 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	b.mu.conns = make(map[*conn]struct{})
 	b.admin = newRouter()
 	b.registerRoutes(b.admin)
+	if err := b.initSecurity(); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -112,23 +116,28 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	b.unsubscribe = b.policies.Subscribe(b.policiesChanged)
 	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", b.cfg.ServiceAddr)
-	if err != nil {
-		return fmt.Errorf("broker: listen %s: %w", b.cfg.ServiceAddr, err)
+	var sa string
+	if b.cfg.ServiceAddr != "-" {
+		ln, err := lc.Listen(ctx, "tcp", b.cfg.ServiceAddr)
+		if err != nil {
+			return fmt.Errorf("broker: listen %s: %w", b.cfg.ServiceAddr, err)
+		}
+		b.ln = ln
+		sa = ln.Addr().String()
+		b.serviceAddr.Store(&sa)
 	}
-	b.ln = ln
-	sa := ln.Addr().String()
-	b.serviceAddr.Store(&sa)
 	if b.cfg.HTTPAddr != "-" {
 		hl, err := lc.Listen(ctx, "tcp", b.cfg.HTTPAddr)
 		if err != nil {
-			ln.Close()
+			if b.ln != nil {
+				b.ln.Close()
+			}
 			return fmt.Errorf("broker: listen %s: %w", b.cfg.HTTPAddr, err)
 		}
 		b.httpLn = hl
 		ha := hl.Addr().String()
 		b.httpAddr.Store(&ha)
-		b.httpSrv = &http.Server{Handler: b.admin, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelDebug)}
+		b.httpSrv = &http.Server{Handler: b.httpHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelDebug)}
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
@@ -137,10 +146,17 @@ func (b *Broker) Start(ctx context.Context) error {
 			}
 		}()
 	}
-	b.wg.Add(2)
-	go b.acceptLoop()
+	if b.ln != nil {
+		b.wg.Add(1)
+		go b.acceptLoop(b.ln)
+	}
+	b.wg.Add(1)
 	go b.policyLoop()
-	b.log.Info("broker started", "service", sa, "http", b.HTTPAddr())
+	if err := b.startSecure(ctx); err != nil {
+		b.Close()
+		return err
+	}
+	b.log.Info("broker started", "service", sa, "http", b.HTTPAddr(), "service-tls", b.TLSServiceAddr(), "https", b.TLSHTTPAddr())
 	return nil
 }
 
@@ -176,10 +192,10 @@ func (b *Broker) webURL() string {
 	return "http://" + net.JoinHostPort(b.cfg.AdvertisedHost, port)
 }
 
-func (b *Broker) acceptLoop() {
+func (b *Broker) acceptLoop(ln net.Listener) {
 	defer b.wg.Done()
 	for {
-		nc, err := b.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			select {
 			case <-b.done:
@@ -240,6 +256,7 @@ func (b *Broker) Close() error {
 	if b.ln != nil {
 		b.ln.Close()
 	}
+	b.closeSecure()
 	if b.httpSrv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = b.httpSrv.Shutdown(ctx)

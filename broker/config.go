@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/policy"
 )
@@ -16,8 +17,15 @@ import (
 // usable single-node configuration listening on the Pulsar default ports.
 type Config struct {
 	// ServiceAddr is the binary-protocol listen address (default ":6650";
-	// "127.0.0.1:0" picks a free port).
+	// "127.0.0.1:0" picks a free port). "-" disables the plaintext port.
 	ServiceAddr string
+	// TLSServiceAddr and TLSHTTPAddr are the pulsar+ssl and https listen
+	// addresses ("" = none); they need Security's TLS settings.
+	TLSServiceAddr string
+	TLSHTTPAddr    string
+	// Security holds the TLS, authentication and authorization settings
+	// (nil: none). See package auth and security.go.
+	Security *auth.Config
 	// HTTPAddr is the admin/lookup HTTP listen address (default ":8080").
 	// "-" disables the HTTP listener.
 	HTTPAddr string

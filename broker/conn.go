@@ -29,6 +29,7 @@ type conn struct {
 	// Set by CONNECT on the reader goroutine, read by others after.
 	clientVersion atomic.Pointer[string]
 	connected     bool // reader goroutine only
+	sec           connSec
 
 	lastRead atomic.Int64 // unix nanos of the last byte read
 	// blocked is set when a dispatcher found the outbound queue full; the

@@ -62,6 +62,9 @@ func (c *conn) handle(f pulsarproto.Frame) error {
 		}
 		return c.handleConnect(cmd.Connect)
 	}
+	if c.denied(&f) {
+		return nil
+	}
 	switch f.Type {
 	case pb.BaseCommand_SEND:
 		if cmd.Send == nil {
@@ -136,7 +139,9 @@ func (c *conn) handle(f pulsarproto.Frame) error {
 			c.sendError(cmd.ConsumerStats.GetRequestId(), codeNotAllowed, "CONSUMER_STATS is not supported; use the admin stats endpoint")
 		}
 	case pb.BaseCommand_AUTH_RESPONSE:
-		// No authentication challenges are issued; ignore.
+		if cmd.AuthResponse != nil {
+			return c.handleAuthResponse(cmd.AuthResponse)
+		}
 	case pb.BaseCommand_CONNECT:
 		return fmt.Errorf("%w: second CONNECT", ErrProtocol)
 	default:
@@ -159,6 +164,9 @@ func (c *conn) sendSuccess(requestID uint64) {
 }
 
 func (c *conn) handleConnect(m *pb.CommandConnect) error {
+	if err := c.authenticate(m); err != nil {
+		return err
+	}
 	v := m.GetClientVersion()
 	c.clientVersion.Store(&v)
 	c.connected = true
@@ -296,7 +304,11 @@ func (c *conn) handleLookup(m *pb.CommandLookupTopic) {
 		resp.Message = ptr("Namespace does not exist: " + tn.NamespaceName())
 	} else {
 		resp.Response = pb.CommandLookupTopicResponse_Connect.Enum()
-		resp.BrokerServiceUrl = ptr(c.b.serviceURL())
+		plain, secure := c.b.lookupURLs()
+		resp.BrokerServiceUrl = ptr(plain)
+		if secure != "" {
+			resp.BrokerServiceUrlTls = ptr(secure)
+		}
 		resp.Authoritative = ptr(true)
 		resp.ProxyThroughServiceUrl = ptr(false)
 	}

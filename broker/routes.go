@@ -45,11 +45,12 @@ func (b *Broker) httpLookup(w http.ResponseWriter, r *http.Request, p Params) {
 		WriteError(w, http.StatusNotFound, "Namespace does not exist")
 		return
 	}
+	plain, _ := b.lookupURLs()
 	WriteJSON(w, http.StatusOK, map[string]string{
-		"brokerUrl":    b.serviceURL(),
-		"brokerUrlTls": "",
+		"brokerUrl":    plain,
+		"brokerUrlTls": b.ServiceURLTLS(),
 		"httpUrl":      b.webURL(),
-		"httpUrlTls":   "",
-		"nativeUrl":    b.serviceURL(),
+		"httpUrlTls":   b.WebURLTLS(),
+		"nativeUrl":    plain,
 	})
 }

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,14 @@ type NetOptions struct {
 	ConnsPerBookie int
 	// Logger receives connection events (default: discard).
 	Logger *slog.Logger
+	// TLS, if set, makes every bookie connection TLS; the handshake (chain
+	// and host name of the bookie address, unless ServerName is set)
+	// completes before any request or credential is sent.
+	TLS *tls.Config
+	// Auth, if set, returns the payload of an AUTH request sent first on
+	// every new connection; a refusal fails the dial with
+	// bkproto.ErrUnauthorized.
+	Auth func() ([]byte, error)
 }
 
 // EnsureDefaults fills unset fields.
@@ -122,6 +131,9 @@ func (b *netBookie) get() (*netConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: dial %s: %w", bkproto.ErrIO, b.addr, err)
 	}
+	if nc, err = b.secure(nc); err != nil {
+		return nil, err
+	}
 	c := &netConn{nc: nc, pending: map[uint64]*call{}, signal: make(chan struct{}, 1), quit: make(chan struct{}), timeout: b.r.opts.RequestTimeout}
 	b.r.mu.Lock()
 	if b.r.done {
@@ -134,8 +146,58 @@ func (b *netBookie) get() (*netConn, error) {
 	go func() { defer b.r.wg.Done(); c.readLoop() }()
 	go func() { defer b.r.wg.Done(); c.writeLoop() }()
 	go func() { defer b.r.wg.Done(); c.timeoutLoop() }()
+	if err := b.authenticate(c); err != nil {
+		c.fail(err)
+		return nil, err
+	}
 	b.conns[slot] = c
 	return c, nil
+}
+
+// secure runs the TLS handshake on a new connection when configured.
+func (b *netBookie) secure(nc net.Conn) (net.Conn, error) {
+	if b.r.opts.TLS == nil {
+		return nc, nil
+	}
+	cfg := b.r.opts.TLS.Clone()
+	if cfg.ServerName == "" {
+		host, _, err := net.SplitHostPort(b.addr)
+		if err != nil {
+			host = b.addr
+		}
+		cfg.ServerName = host
+	}
+	tc := tls.Client(nc, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), b.r.opts.DialTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("%w: TLS handshake with %s: %w", bkproto.ErrIO, b.addr, err)
+	}
+	return tc, nil
+}
+
+// authenticate sends the AUTH request on a new connection and waits for
+// its answer.
+func (b *netBookie) authenticate(c *netConn) error {
+	if b.r.opts.Auth == nil {
+		return nil
+	}
+	payload, err := b.r.opts.Auth()
+	if err != nil {
+		return fmt.Errorf("%w: bookie credentials: %w", bkproto.ErrUnauthorized, err)
+	}
+	ch := make(chan error, 1)
+	c.send(&bkproto.Request{Op: bkproto.OpAuth, Payload: payload}, time.Now().Add(b.r.opts.DialTimeout), func(r *bkproto.Response, err error) {
+		if err == nil {
+			err = r.Status.Err()
+		}
+		ch <- err
+	})
+	if err := <-ch; err != nil {
+		return fmt.Errorf("authenticating to bookie %s: %w", b.addr, err)
+	}
+	return nil
 }
 
 func (b *netBookie) send(req *bkproto.Request, deadline time.Time, done func(*bkproto.Response, error)) {

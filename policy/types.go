@@ -13,9 +13,12 @@ import (
 // /admin/policies/<tenant>/<ns> with Apache Pulsar's field names. Unset
 // (nil) fields mean "broker default".
 type Policies struct {
-	ReplicationClusters       []string                `json:"replication_clusters"`
-	Bundles                   *BundlesData            `json:"bundles,omitempty"`
-	AuthPolicies              json.RawMessage         `json:"auth_policies,omitempty"`
+	ReplicationClusters []string        `json:"replication_clusters"`
+	Bundles             *BundlesData    `json:"bundles,omitempty"`
+	AuthPolicies        json.RawMessage `json:"auth_policies,omitempty"`
+	// SubscriptionAuthMode is "None" or "Prefix"; package auth reads and
+	// writes it with AuthPolicies (kept here so policy updates keep it).
+	SubscriptionAuthMode      string                  `json:"subscription_auth_mode,omitempty"`
 	RetentionPolicies         *RetentionPolicies      `json:"retention_policies,omitempty"`
 	MessageTTLInSeconds       *int                    `json:"message_ttl_in_seconds,omitempty"`
 	BacklogQuotaMap           map[string]BacklogQuota `json:"backlog_quota_map,omitempty"`

@@ -18,6 +18,12 @@ type Common struct {
 	// kept). The client then spreads load over the partitions.
 	Partitions int
 	AdminURL   string // http://host:port, needed with Partitions
+	// AuthPlugin and AuthParams are pulsar-perf's --auth-plugin and
+	// --auth-params (pulsar-client-go's NewAuthentication); the trust file
+	// verifies pulsar+ssl:// brokers.
+	AuthPlugin, AuthParams string
+	TLSTrustCertPath       string
+	TLSAllowInsecure       bool
 	// NumMessages stops the run after this many messages in total (0 =
 	// no limit); Duration stops it after this long (0 = no limit).
 	NumMessages int64
@@ -238,6 +244,9 @@ func ParseAckMode(s string) (AckMode, error) {
 func (c *Common) validateRaw() error {
 	if !strings.HasPrefix(c.ServiceURL, "pulsar://") {
 		return invalid("raw mode speaks plain TCP only: service URL %q must start with pulsar://", c.ServiceURL)
+	}
+	if c.AuthPlugin != "" {
+		return invalid("raw mode sends no credentials: --auth-plugin needs the pulsar-client-go mode")
 	}
 	return nil
 }

@@ -14,16 +14,27 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
+
+	"github.com/magnetar-mq/magnetar/auth"
 )
 
 func newClient(c *Common, memLimit int64) (pulsar.Client, error) {
-	return pulsar.NewClient(pulsar.ClientOptions{
-		URL:               c.ServiceURL,
-		OperationTimeout:  30 * time.Second,
-		ConnectionTimeout: 10 * time.Second,
-		MemoryLimitBytes:  memLimit,
-		Logger:            plog.DefaultNopLogger(),
-	})
+	opts := pulsar.ClientOptions{
+		URL:                        c.ServiceURL,
+		OperationTimeout:           30 * time.Second,
+		ConnectionTimeout:          10 * time.Second,
+		MemoryLimitBytes:           memLimit,
+		Logger:                     plog.DefaultNopLogger(),
+		TLSTrustCertsFilePath:      c.TLSTrustCertPath,
+		TLSAllowInsecureConnection: c.TLSAllowInsecure,
+	}
+	a, err := clientAuth(c.AuthPlugin, c.AuthParams)
+	if err != nil {
+		return nil, invalid("auth plugin: %v", err)
+	}
+	opts.Authentication = a
+
+	return pulsar.NewClient(opts)
 }
 
 // adminTopicPath turns a topic name into its admin REST path
@@ -263,4 +274,26 @@ func finishRun(sum Summary, firstErr error, what string) (Summary, error) {
 		return sum, ErrNoMessages
 	}
 	return sum, nil
+}
+
+// clientAuth turns pulsar-perf style --auth-plugin/--auth-params into a
+// pulsar-client-go provider (params as in auth.ParseClientAuth); nil
+// without a plugin.
+func clientAuth(plugin, params string) (pulsar.Authentication, error) {
+	ca, err := auth.ParseClientAuth(plugin, params)
+	if err != nil || ca == nil {
+		return nil, err
+	}
+	switch ca.Method {
+	case auth.MethodTLS:
+		return pulsar.NewAuthenticationTLS(ca.CertFile, ca.KeyFile), nil
+	case auth.MethodBasic:
+		d, _ := ca.Data()
+		u, p, _ := strings.Cut(string(d), ":")
+		return pulsar.NewAuthenticationBasic(u, p)
+	}
+	return pulsar.NewAuthenticationTokenFromSupplier(func() (string, error) {
+		d, err := ca.Data()
+		return string(d), err
+	}), nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +41,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Auth is the auth hook (default AllowAll).
 	Auth Authenticator
+	// TLS, if set, makes the listener TLS from the first byte (with
+	// tls.RequireAndVerifyClientCert for mutual TLS).
+	TLS *tls.Config
 	// ReadWorkers and HighPriorityWorkers size the two worker pools (default
 	// 8 each). Fence reads, recovery reads and WRITE_LAC run on the
 	// high-priority pool, so they never wait behind normal reads.
@@ -115,6 +119,9 @@ func New(b *bookie.Bookie, opts Options) (*Server, error) {
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
+	}
+	if opts.TLS != nil {
+		ln = tls.NewListener(ln, opts.TLS)
 	}
 	s := &Server{
 		b: b, opts: opts, ln: ln,

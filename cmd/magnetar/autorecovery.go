@@ -12,6 +12,7 @@ import (
 
 type autorecoveryFlags struct {
 	meta      metadataFlags
+	sec       securityFlags
 	lostDelay time.Duration
 	openGrace time.Duration
 	rate      int
@@ -42,6 +43,7 @@ cluster named by --metadata-url (brokers do the same unless started with
 	fl.BoolVar(&f.noAuditor, "no-auditor", false, "run the worker only")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	f.sec.register(fl)
 	rootCmd.AddCommand(cmd)
 }
 
@@ -52,7 +54,11 @@ func runAutorecovery(ctx context.Context, f autorecoveryFlags) error {
 	}
 	ctx, stop := signalContext(ctx)
 	defer stop()
-	n, err := openClusterNode(f.meta, log)
+	bc, err := f.sec.bookieClient(log)
+	if err != nil {
+		return err
+	}
+	n, err := openClusterNode(f.meta, log, bc)
 	if err != nil {
 		return err
 	}

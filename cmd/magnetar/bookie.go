@@ -37,6 +37,7 @@ type bookieFlags struct {
 	logLevel    string
 	logFormat   string
 	bookie      bookieTuning
+	sec         securityFlags
 }
 
 func init() {
@@ -74,6 +75,7 @@ When it is serving it prints one line to stdout:
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	addBookieTuningFlags(cmd, &f.bookie)
+	f.sec.register(fl)
 	rootCmd.AddCommand(cmd)
 }
 
@@ -153,7 +155,12 @@ func runBookie(ctx context.Context, f bookieFlags) (err error) {
 	}
 	closers = append(closers, bk.Close)
 	host, _, _ := net.SplitHostPort(f.listen)
-	srv, err := server.New(bk, server.Options{Addr: net.JoinHostPort(host, fmt.Sprint(port)), Logger: log.With("component", "server")})
+	tlsCfg, authHook, err := f.sec.bookieServer(log)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(bk, server.Options{Addr: net.JoinHostPort(host, fmt.Sprint(port)), Logger: log.With("component", "server"),
+		TLS: tlsCfg, Auth: authHook})
 	if err != nil {
 		return err
 	}

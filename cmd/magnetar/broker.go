@@ -89,6 +89,7 @@ type brokerFlags struct {
 	lostDelay      time.Duration
 	openGrace      time.Duration
 	run            runFlags
+	sec            securityFlags
 }
 
 func init() {
@@ -129,6 +130,7 @@ When ready it prints one line to stdout:
 	fl.DurationVar(&f.lostDelay, "lost-bookie-recovery-delay", 0, "auditor: wait this long after a bookie disappears before marking its ledgers")
 	fl.DurationVar(&f.openGrace, "open-ledger-grace", 30*time.Second, "worker: wait this long before fencing an open ledger with a lost bookie in its last ensemble")
 	addRunFlags(fl, &f.run)
+	f.sec.register(fl)
 	rootCmd.AddCommand(cmd)
 }
 
@@ -140,13 +142,17 @@ type clusterNode struct {
 	lc       *ledger.Client
 }
 
-func openClusterNode(mf metadataFlags, log *slog.Logger) (*clusterNode, error) {
+func openClusterNode(mf metadataFlags, log *slog.Logger, opts ...func(*ledger.NetOptions)) (*clusterNode, error) {
 	store, err := openMetadataURL(mf.url, mf.sessionTimeout, log)
 	if err != nil {
 		return nil, err
 	}
 	n := &clusterNode{store: store}
-	n.resolver = ledger.NewNetResolver(ledger.NetOptions{Logger: log.With("component", "bookie-client")})
+	no := ledger.NetOptions{Logger: log.With("component", "bookie-client")}
+	for _, o := range opts {
+		o(&no)
+	}
+	n.resolver = ledger.NewNetResolver(no)
 	n.lc, err = ledger.NewClient(store, standaloneHint{n.resolver}, ledger.Options{Logger: log.With("component", "ledger")})
 	if err != nil {
 		n.close()
@@ -185,7 +191,11 @@ func openBroker(ctx context.Context, f brokerFlags, log *slog.Logger) (_ *broker
 			b.close(log)
 		}
 	}()
-	if b.node, err = openClusterNode(f.meta, log); err != nil {
+	bc, err := f.sec.bookieClient(log)
+	if err != nil {
+		return nil, err
+	}
+	if b.node, err = openClusterNode(f.meta, log, bc); err != nil {
 		return nil, err
 	}
 	if f.autorecovery {
@@ -198,14 +208,18 @@ func openBroker(ctx context.Context, f brokerFlags, log *slog.Logger) (_ *broker
 			return nil, fmt.Errorf("autorecovery: %w", err)
 		}
 	}
-	b.stack, err = openServiceStack(ctx, b.node.store, b.node.lc, co, broker.Config{
+	bcfg := broker.Config{
 		ServiceAddr:    f.serviceAddr,
 		HTTPAddr:       f.httpAddr,
 		AdvertisedHost: f.advertisedHost,
 		ClusterName:    f.clusterName,
 		MaxMessageSize: f.maxMessageSize,
 		Deduplication:  f.dedup,
-	}, registeredBookies{b.node.store}, log)
+	}
+	if err = f.sec.apply(&bcfg, log); err != nil {
+		return b, err
+	}
+	b.stack, err = openServiceStack(ctx, b.node.store, b.node.lc, co, bcfg, registeredBookies{b.node.store}, log)
 	return b, err
 }
 

@@ -35,6 +35,7 @@ type standaloneFlags struct {
 	writeMode      string
 	bookie         bookieTuning
 	run            runFlags
+	sec            securityFlags
 }
 
 func init() {
@@ -75,6 +76,7 @@ When both are ready it prints one line to stdout:
 	fl.StringVar(&f.writeMode, "journal-write-mode", "auto", "journal write path: auto, uring or pwrite")
 	addBookieTuningFlags(cmd, &f.bookie)
 	addRunFlags(fl, &f.run)
+	f.sec.register(fl)
 	rootCmd.AddCommand(cmd)
 }
 
@@ -135,14 +137,18 @@ func openStandalone(ctx context.Context, f standaloneFlags, log *slog.Logger) (_
 	if err != nil {
 		return nil, fmt.Errorf("ledger client: %w", err)
 	}
+	bcfg := broker.Config{
+		ServiceAddr:    f.serviceAddr,
+		HTTPAddr:       f.httpAddr,
+		AdvertisedHost: f.advertisedHost,
+		MaxMessageSize: f.maxMessageSize,
+		Deduplication:  f.dedup,
+	}
+	if err := f.sec.apply(&bcfg, log); err != nil {
+		return s, err
+	}
 	s.stack, err = openServiceStack(ctx, s.store, s.lc, ledger.CreateOptions{Ensemble: 1, WriteQuorum: 1, AckQuorum: 1},
-		broker.Config{
-			ServiceAddr:    f.serviceAddr,
-			HTTPAddr:       f.httpAddr,
-			AdvertisedHost: f.advertisedHost,
-			MaxMessageSize: f.maxMessageSize,
-			Deduplication:  f.dedup,
-		}, broker.LocalBookie{ID: standaloneBookieID, ReadOnly: s.bk.IsReadOnly}, log, s.bk.Collector())
+		bcfg, broker.LocalBookie{ID: standaloneBookieID, ReadOnly: s.bk.IsReadOnly}, log, s.bk.Collector())
 	return s, err
 }
 

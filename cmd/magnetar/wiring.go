@@ -178,7 +178,14 @@ func runServer(ctx context.Context, role string, rf runFlags, open func(context.
 	}
 	svc, web := stack.broker.ServiceAddr(), stack.broker.HTTPAddr()
 	log.Info("magnetar "+role+" ready", "service", svc, "http", web, "startup", time.Since(t0).Round(time.Microsecond))
-	fmt.Printf("magnetar %s ready service=pulsar://%s http=http://%s\n", role, svc, web)
+	extra := ""
+	if a := stack.broker.TLSServiceAddr(); a != "" {
+		extra += " service-tls=pulsar+ssl://" + a
+	}
+	if a := stack.broker.TLSHTTPAddr(); a != "" {
+		extra += " https=https://" + a
+	}
+	fmt.Printf("magnetar %s ready service=pulsar://%s http=http://%s%s\n", role, svc, web, extra)
 	<-ctx.Done()
 	log.Info("stopping")
 	t1 := time.Now()

@@ -33,9 +33,10 @@ var allowed = map[string][]string{
 	"autorecovery":       {"internal", "ledger", "metadata", "protocol/bkproto"},
 	"ledger":             {"internal", "protocol/bkproto", "metadata"},
 	"mledger":            {"internal", "ledger", "metadata", "mledger"},
+	"auth":               {"internal", "metadata"},
 	"policy":             {"internal", "metadata"},
-	"broker":             {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker"},
-	"admin":              {"internal", "broker", "policy", "protocol"},
+	"broker":             {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth"},
+	"admin":              {"internal", "broker", "policy", "protocol", "auth"},
 	// The top of the graph imports anything in the project.
 	// tools: the ops tools as a library (only cmd imports it).
 	"tools": {"internal", "ledger", "bookie", "journal", "entrylog", "index", "metadata", "autorecovery", "protocol"},

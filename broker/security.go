@@ -1,0 +1,427 @@
+package broker
+
+// Security hooks (package auth does the work): TLS listeners for the
+// binary protocol and HTTP, authentication at CONNECT, credential
+// refresh with AUTH_CHALLENGE / AUTH_RESPONSE, and per-command
+// authorization of the commands that name a topic or namespace
+// (commands on an existing producer or consumer id ride on the check
+// made when it was created).
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
+)
+
+const codeAuthorizationError = int32(pb.ServerError_AuthorizationError)
+
+// secState is the broker's security state; s is nil when Config.Security
+// is nil (no TLS, authentication or authorization).
+type secState struct {
+	s              *auth.Security
+	tlsLn          net.Listener
+	tlsHTTPLn      net.Listener
+	tlsHTTPSrv     *http.Server
+	tlsServiceAddr atomic.Pointer[string]
+	tlsHTTPAddr    atomic.Pointer[string]
+}
+
+// initSecurity builds the security layer from cfg.Security.
+func (b *Broker) initSecurity() error {
+	if b.cfg.Security == nil {
+		return nil
+	}
+	s, err := auth.New(*b.cfg.Security, b.deps.Metadata, b.cfg.ClusterName, b.log.With("component", "auth"))
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	if (b.cfg.TLSServiceAddr != "" || b.cfg.TLSHTTPAddr != "") && s.TLS == nil {
+		return fmt.Errorf("%w: TLS listeners need tlsCertificateFilePath and tlsKeyFilePath", ErrBadConfig)
+	}
+	b.sec.s = s
+	return nil
+}
+
+// Security returns the broker's security layer (nil when off).
+func (b *Broker) Security() *auth.Security { return b.sec.s }
+
+// httpHandler is the HTTP API behind the authentication/authorization
+// guard.
+func (b *Broker) httpHandler() http.Handler {
+	if b.sec.s == nil {
+		return b.admin
+	}
+	return b.sec.s.Handler(b.admin)
+}
+
+// startSecure opens the TLS listeners and the refresh loop.
+func (b *Broker) startSecure(ctx context.Context) error {
+	s := b.sec.s
+	if s == nil {
+		return nil
+	}
+	var lc net.ListenConfig
+	if b.cfg.TLSServiceAddr != "" {
+		ln, err := lc.Listen(ctx, "tcp", b.cfg.TLSServiceAddr)
+		if err != nil {
+			return fmt.Errorf("broker: listen %s: %w", b.cfg.TLSServiceAddr, err)
+		}
+		a := ln.Addr().String()
+		b.sec.tlsServiceAddr.Store(&a)
+		b.sec.tlsLn = tls.NewListener(ln, s.TLS.Config())
+		b.wg.Add(1)
+		go b.acceptLoop(b.sec.tlsLn)
+	}
+	if b.cfg.TLSHTTPAddr != "" {
+		ln, err := lc.Listen(ctx, "tcp", b.cfg.TLSHTTPAddr)
+		if err != nil {
+			return fmt.Errorf("broker: listen %s: %w", b.cfg.TLSHTTPAddr, err)
+		}
+		a := ln.Addr().String()
+		b.sec.tlsHTTPAddr.Store(&a)
+		b.sec.tlsHTTPLn = tls.NewListener(ln, s.TLS.Config())
+		b.sec.tlsHTTPSrv = &http.Server{Handler: b.httpHandler(), ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelDebug)}
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			if err := b.sec.tlsHTTPSrv.Serve(b.sec.tlsHTTPLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				b.log.Error("https server", "err", err)
+			}
+		}()
+	}
+	if s.Enabled() && s.Config.AuthenticationRefreshCheckSeconds > 0 {
+		b.wg.Add(1)
+		go b.refreshLoop(s.Config.RefreshInterval())
+	}
+	return nil
+}
+
+// closeSecure closes the TLS listeners (Close handles connections).
+func (b *Broker) closeSecure() {
+	if b.sec.tlsLn != nil {
+		b.sec.tlsLn.Close()
+	}
+	if b.sec.tlsHTTPSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = b.sec.tlsHTTPSrv.Shutdown(ctx)
+		cancel()
+	}
+}
+
+// TLSServiceAddr returns the bound TLS binary address ("" if none).
+func (b *Broker) TLSServiceAddr() string {
+	if p := b.sec.tlsServiceAddr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// TLSHTTPAddr returns the bound HTTPS address ("" if none).
+func (b *Broker) TLSHTTPAddr() string {
+	if p := b.sec.tlsHTTPAddr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// ServiceURLTLS is the pulsar+ssl:// URL handed out by lookups ("" when
+// there is no TLS listener).
+func (b *Broker) ServiceURLTLS() string {
+	a := b.TLSServiceAddr()
+	if a == "" {
+		return ""
+	}
+	_, port, _ := net.SplitHostPort(a)
+	return "pulsar+ssl://" + net.JoinHostPort(b.cfg.AdvertisedHost, port)
+}
+
+// WebURLTLS is the https:// URL handed out by lookups ("" if none).
+func (b *Broker) WebURLTLS() string {
+	a := b.TLSHTTPAddr()
+	if a == "" {
+		return ""
+	}
+	_, port, _ := net.SplitHostPort(a)
+	return "https://" + net.JoinHostPort(b.cfg.AdvertisedHost, port)
+}
+
+// lookupURLs returns the plain and TLS broker URLs for a lookup answer;
+// with the plaintext port off, the plain URL is the TLS one.
+func (b *Broker) lookupURLs() (plain, secure string) {
+	secure = b.ServiceURLTLS()
+	if b.ServiceAddr() == "" {
+		return secure, secure
+	}
+	return b.serviceURL(), secure
+}
+
+// connSec is a connection's authentication state.
+type connSec struct {
+	mu      sync.Mutex
+	id      auth.Identity
+	refresh bool // the client advertised supports_auth_refresh
+	pending bool // an AUTH_CHALLENGE is unanswered
+}
+
+func (cs *connSec) role() string {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.id.Role
+}
+
+// tlsState returns the TLS session of the connection (nil if plaintext).
+func (c *conn) tlsState() *tls.ConnectionState {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return nil
+	}
+	st := tc.ConnectionState()
+	return &st
+}
+
+// connectMethod is CONNECT's method name: auth_method_name, else the
+// deprecated enum without its "AuthMethod" prefix, lowercased.
+func connectMethod(m *pb.CommandConnect) string {
+	if m.AuthMethodName != nil {
+		return m.GetAuthMethodName()
+	}
+	if m.AuthMethod != nil {
+		return strings.ToLower(strings.TrimPrefix(m.GetAuthMethod().String(), "AuthMethod"))
+	}
+	return ""
+}
+
+// authenticate checks CONNECT's credentials. On failure the client gets
+// ERROR(request_id=-1, AuthenticationError, "Failed to authenticate")
+// (the reason is only logged) and the returned error closes the
+// connection after that frame is written.
+func (c *conn) authenticate(m *pb.CommandConnect) error {
+	s := c.b.sec.s
+	if !s.Enabled() {
+		return nil
+	}
+	id, err := s.AuthenticateConnect(connectMethod(m), m.GetAuthData(), c.tlsState(), c.remote)
+	if err != nil {
+		c.sendError(math.MaxUint64, int32(pb.ServerError_AuthenticationError), "Failed to authenticate")
+		return fmt.Errorf("broker: CONNECT: %w", err)
+	}
+	c.sec.mu.Lock()
+	c.sec.id = id
+	c.sec.refresh = m.GetFeatureFlags().GetSupportsAuthRefresh()
+	c.sec.mu.Unlock()
+	return nil
+}
+
+// refreshLoop challenges connections whose credentials expired.
+func (b *Broker) refreshLoop(every time.Duration) {
+	defer b.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.done:
+			return
+		case now := <-t.C:
+			b.mu.Lock()
+			conns := make([]*conn, 0, len(b.mu.conns))
+			for c := range b.mu.conns {
+				conns = append(conns, c)
+			}
+			b.mu.Unlock()
+			for _, c := range conns {
+				c.checkExpiry(now)
+			}
+		}
+	}
+}
+
+// checkExpiry runs one refresh step for c: an expired credential gets an
+// AUTH_CHALLENGE; one still unanswered at the next step, or a client
+// that cannot refresh, closes the connection.
+func (c *conn) checkExpiry(now time.Time) {
+	c.sec.mu.Lock()
+	id, pending, refresh := c.sec.id, c.sec.pending, c.sec.refresh
+	if id.Role == "" || !id.Expired(now) {
+		c.sec.mu.Unlock()
+		return
+	}
+	if pending || !refresh {
+		c.sec.mu.Unlock()
+		c.log.Info("closing connection: credentials expired", "role", id.Role, "challenged", pending)
+		c.shutdown()
+		return
+	}
+	c.sec.pending = true
+	c.sec.mu.Unlock()
+	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_AUTH_CHALLENGE.Enum(), AuthChallenge: &pb.CommandAuthChallenge{
+		ServerVersion:   ptr(serverVersion),
+		Challenge:       &pb.AuthData{AuthMethodName: ptr(id.Method), AuthData: []byte("PulsarAuthRefresh")},
+		ProtocolVersion: ptr(int32(ourProtocolVersion)),
+	}})
+}
+
+// handleAuthResponse re-authenticates with the client's new credentials;
+// the role may not change. A failure closes the connection.
+func (c *conn) handleAuthResponse(m *pb.CommandAuthResponse) error {
+	s := c.b.sec.s
+	if !s.Enabled() {
+		return nil
+	}
+	c.sec.mu.Lock()
+	old := c.sec.id
+	c.sec.mu.Unlock()
+	method := m.GetResponse().GetAuthMethodName()
+	if method != old.Method {
+		c.sendError(math.MaxUint64, int32(pb.ServerError_AuthenticationError), "Failed to authenticate")
+		return fmt.Errorf("broker: AUTH_RESPONSE with method %q, connection uses %q", method, old.Method)
+	}
+	id, err := s.AuthenticateConnect(method, m.GetResponse().GetAuthData(), c.tlsState(), c.remote)
+	if err == nil && id.Role != old.Role {
+		err = errors.New("principal cannot change during an authentication refresh")
+	}
+	if err == nil && id.Expired(time.Now()) {
+		err = errors.New("refreshed credentials already expired")
+	}
+	if err != nil {
+		c.sendError(math.MaxUint64, int32(pb.ServerError_AuthenticationError), "Failed to authenticate")
+		return fmt.Errorf("broker: AUTH_RESPONSE: %w", err)
+	}
+	c.sec.mu.Lock()
+	c.sec.id, c.sec.pending = id, false
+	c.sec.mu.Unlock()
+	c.log.Debug("credentials refreshed", "role", id.Role, "expires", id.Expires)
+	return nil
+}
+
+// denied authorizes a command that names a topic or namespace. When the
+// role lacks the permission it answers the command (Pulsar's error
+// shapes) and returns true; the handler must then not run.
+func (c *conn) denied(f *pulsarproto.Frame) bool {
+	s := c.b.sec.s
+	if s == nil || s.Authz == nil {
+		return false
+	}
+	role := c.sec.role()
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	topic := func(name string) (string, bool) {
+		tn, err := parseTopicName(name)
+		if err != nil {
+			return "", false // the handler reports the bad name
+		}
+		return tn.String(), true
+	}
+	errText := func(err error, deniedMsg string) string {
+		if errors.Is(err, auth.ErrAuthorization) {
+			return deniedMsg
+		}
+		return "Exception occurred while trying to authorize: " + err.Error()
+	}
+	cmd := f.Cmd
+	switch f.Type {
+	case pb.BaseCommand_LOOKUP:
+		name, ok := topic(cmd.LookupTopic.GetTopic())
+		if !ok {
+			return false
+		}
+		if err := s.CanLookup(ctx, role, name); err != nil {
+			rid := cmd.LookupTopic.GetRequestId()
+			c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: &pb.CommandLookupTopicResponse{
+				RequestId: &rid, Response: pb.CommandLookupTopicResponse_Failed.Enum(),
+				Error: pb.ServerError_AuthorizationError.Enum(), Message: ptr(errText(err, "Client is not authorized to Lookup")),
+			}})
+			c.logDenied(role, "lookup", name)
+			return true
+		}
+	case pb.BaseCommand_PARTITIONED_METADATA:
+		name, ok := topic(cmd.PartitionMetadata.GetTopic())
+		if !ok {
+			return false
+		}
+		if err := s.CanLookup(ctx, role, name); err != nil {
+			rid := cmd.PartitionMetadata.GetRequestId()
+			c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_PARTITIONED_METADATA_RESPONSE.Enum(), PartitionMetadataResponse: &pb.CommandPartitionedTopicMetadataResponse{
+				RequestId: &rid, Response: pb.CommandPartitionedTopicMetadataResponse_Failed.Enum(),
+				Error: pb.ServerError_AuthorizationError.Enum(), Message: ptr(errText(err, "Client is not authorized to Get Partition Metadata")),
+			}})
+			c.logDenied(role, "partitioned-metadata", name)
+			return true
+		}
+	case pb.BaseCommand_PRODUCER:
+		name, ok := topic(cmd.Producer.GetTopic())
+		if !ok {
+			return false
+		}
+		if err := s.CanProduce(ctx, role, name); err != nil {
+			c.sendError(cmd.Producer.GetRequestId(), codeAuthorizationError, errText(err, "Client is not authorized to Produce"))
+			c.logDenied(role, "produce", name)
+			return true
+		}
+	case pb.BaseCommand_SUBSCRIBE:
+		name, ok := topic(cmd.Subscribe.GetTopic())
+		if !ok {
+			return false
+		}
+		if err := s.CanConsume(ctx, role, name, cmd.Subscribe.GetSubscription()); err != nil {
+			msg := errText(err, "")
+			if errors.Is(err, auth.ErrAuthorization) {
+				msg = strings.TrimPrefix(err.Error(), auth.ErrAuthorization.Error()+": ")
+			}
+			c.sendError(cmd.Subscribe.GetRequestId(), codeAuthorizationError, msg)
+			c.logDenied(role, "subscribe", name)
+			return true
+		}
+	case pb.BaseCommand_GET_TOPICS_OF_NAMESPACE:
+		ns := cmd.GetTopicsOfNamespace.GetNamespace()
+		if err := s.CanListNamespace(ctx, role, ns); err != nil {
+			c.sendError(cmd.GetTopicsOfNamespace.GetRequestId(), codeAuthorizationError, errText(err, "Client is not authorized to GetTopicsOfNamespace"))
+			c.logDenied(role, "get-topics", ns)
+			return true
+		}
+	case pb.BaseCommand_GET_SCHEMA:
+		name, ok := topic(cmd.GetSchema.GetTopic())
+		if !ok {
+			return false
+		}
+		if err := s.CanLookup(ctx, role, name); err != nil {
+			rid := cmd.GetSchema.GetRequestId()
+			c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_GET_SCHEMA_RESPONSE.Enum(), GetSchemaResponse: &pb.CommandGetSchemaResponse{
+				RequestId: &rid, ErrorCode: pb.ServerError_AuthorizationError.Enum(), ErrorMessage: ptr(errText(err, "Client is not authorized to GetSchema")),
+			}})
+			c.logDenied(role, "get-schema", name)
+			return true
+		}
+	case pb.BaseCommand_GET_OR_CREATE_SCHEMA:
+		name, ok := topic(cmd.GetOrCreateSchema.GetTopic())
+		if !ok {
+			return false
+		}
+		if err := s.CanProduce(ctx, role, name); err != nil {
+			rid := cmd.GetOrCreateSchema.GetRequestId()
+			c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE.Enum(), GetOrCreateSchemaResponse: &pb.CommandGetOrCreateSchemaResponse{
+				RequestId: &rid, ErrorCode: pb.ServerError_AuthorizationError.Enum(), ErrorMessage: ptr(errText(err, "Client is not authorized to GetOrCreateSchema")),
+			}})
+			c.logDenied(role, "get-or-create-schema", name)
+			return true
+		}
+	}
+	return false
+}
+
+func (c *conn) logDenied(role, op, resource string) {
+	c.log.Info("denied", "role", role, "op", op, "resource", resource)
+}

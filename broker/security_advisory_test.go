@@ -1,0 +1,82 @@
+package broker
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
+)
+
+// Regression tests for the lessons of Apache Pulsar's security
+// advisories (docs/security.md lists them). CVE-2021-22160 (alg "none")
+// is covered by auth.TestTokenRejections and TestSecAuthenticationFailures,
+// CVE-2024-28098/29834 (management with produce/consume grants) by
+// TestSecAuthorization and auth.TestHTTPPermissionEndpoints, expired
+// credentials on live connections (CVE-2023-31007) by TestSecRefreshRaw,
+// and hostname verification (CVE-2022-33681..33683) by TestSecTLSModes.
+
+// CVE-2023-31007 / CVE-2023-30428: an original principal sent by a
+// client that is not a proxy never changes whose permissions apply.
+func TestAdvisoryOriginalPrincipalIgnored(t *testing.T) {
+	f := startSecure(t, nil)
+	r := dialRaw(t, f.testBroker, false)
+	cmd := pbBaseConnect{method: "token", data: f.token(t, "bob", 0)}.cmd()
+	cmd.Connect.OriginalPrincipal = ptr("admin")
+	cmd.Connect.OriginalAuthMethod = ptr("token")
+	cmd.Connect.OriginalAuthData = ptr(f.token(t, "admin", 0))
+	r.send(cmd)
+	if fr := r.next(); fr.Type != pb.BaseCommand_CONNECTED {
+		t.Fatalf("CONNECT: %v", fr.Cmd)
+	}
+	r.send(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER.Enum(), Producer: &pb.CommandProducer{
+		Topic: ptr(authTopic()), ProducerId: ptr(uint64(1)), RequestId: ptr(uint64(7)),
+	}})
+	fr := r.next()
+	if fr.Cmd.Error == nil || fr.Cmd.Error.GetError() != pb.ServerError_AuthorizationError || fr.Cmd.Error.GetRequestId() != 7 ||
+		fr.Cmd.Error.GetMessage() != "Client is not authorized to Produce" {
+		t.Fatalf("PRODUCER as bob with original principal admin: %v", fr.Cmd)
+	}
+	r.send(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP.Enum(), LookupTopic: &pb.CommandLookupTopic{
+		Topic: ptr(authTopic()), RequestId: ptr(uint64(8)),
+	}})
+	fr = r.next()
+	if lr := fr.Cmd.LookupTopicResponse; lr == nil || lr.GetResponse() != pb.CommandLookupTopicResponse_Failed ||
+		lr.GetError() != pb.ServerError_AuthorizationError || lr.GetMessage() != "Client is not authorized to Lookup" {
+		t.Fatalf("LOOKUP: %v", fr.Cmd)
+	}
+	// HTTP: X-Original-Principal from a non-proxy role is ignored.
+	hc := f.httpClient(t, nil)
+	req, _ := http.NewRequest("GET", f.httpsURL+"/admin/v2/tenants", nil)
+	req.Header.Set("Authorization", "Bearer "+f.token(t, "bob", 0))
+	req.Header.Set("X-Original-Principal", "admin")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 403 {
+		t.Fatalf("X-Original-Principal honoured: %d", resp.StatusCode)
+	}
+}
+
+// CVE-2022-34321: no admin or lookup endpoint answers without
+// credentials (only /metrics, as Pulsar's authenticateMetricsEndpoint
+// default, unless configured).
+func TestAdvisoryNoUnauthenticatedEndpoints(t *testing.T) {
+	f := startSecure(t, func(c *auth.Config) { c.AuthenticateMetricsEndpoint = true })
+	hc := f.httpClient(t, nil)
+	fill := strings.NewReplacer("{domain}", "persistent", "{tenant}", "private", "{ns}", "auth", "{topic}", "x",
+		"{sub}", "s", "{rest...}", "stats", "{cluster...}", "standalone", "{cluster}", "standalone", "{ledger}", "1",
+		"{entry}", "0", "{n}", "1", "{sec}", "1", "{ts}", "1", "{version}", "0")
+	paths := []string{"/metrics", "/admin/v2/persistent/private/auth/x/permissions", "/admin/v2/namespaces/private/auth/permissions"}
+	for _, r := range auth.Rules {
+		paths = append(paths, fill.Replace(r.Pattern))
+	}
+	for _, p := range paths {
+		for _, m := range []string{"GET", "PUT", "POST", "DELETE"} {
+			f.call(t, hc, m, f.httpsURL+p, "", "", 401)
+		}
+	}
+}
