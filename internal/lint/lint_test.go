@@ -31,7 +31,9 @@ var allowed = map[string][]string{
 	"autorecovery":       {"internal", "ledger", "metadata", "protocol/bkproto"},
 	"ledger":             {"internal", "protocol/bkproto", "metadata"},
 	"mledger":            {"internal", "ledger", "metadata", "mledger"},
-	"broker":             {"internal", "mledger", "ledger", "metadata", "protocol", "broker"},
+	"broker":             {"internal", "mledger", "ledger", "metadata", "protocol", "broker", "bundle", "cluster"},
+	"bundle":             {},
+	"cluster":            {"internal", "metadata", "bundle"},
 	// The top of the graph imports anything in the project.
 	"cmd":   {""},
 	"bench": {""},
