@@ -108,7 +108,12 @@ func (b *Broker) httpListBrokers(w http.ResponseWriter, r *http.Request, p Param
 		writeError(w, http.StatusNotFound, "Cluster does not exist")
 		return
 	}
-	writeJSON(w, http.StatusOK, []string{b.brokerID()})
+	ids, err := b.liveBrokers(r.Context())
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ids)
 }
 
 func (b *Broker) httpListBookies(w http.ResponseWriter, _ *http.Request, _ Params) {
@@ -326,9 +331,14 @@ func (b *Broker) httpCreateNamespace(w http.ResponseWriter, r *http.Request, p P
 	if len(pol.ReplicationClusters) == 0 {
 		pol.ReplicationClusters = []string{b.cfg.ClusterName}
 	}
-	pol.Bundles = defaultBundles()
+	bs, err := namespaceBundlesPolicy(pol.Bundles)
+	if err != nil {
+		writeError(w, http.StatusPreconditionFailed, err.Error())
+		return
+	}
+	pol.Bundles = bs
 	data, _ := json.Marshal(pol)
-	err := b.reg.createNamespace(r.Context(), ns, data)
+	err = b.reg.createNamespace(r.Context(), ns, data)
 	switch {
 	case errors.Is(err, ErrTenantNotFound):
 		writeError(w, http.StatusNotFound, "Tenant does not exist")

@@ -16,6 +16,7 @@ import (
 func (b *Broker) registerAdmin(rt *Router) {
 	b.registerAdminAPI(rt)
 	b.registerSchemaRoutes(rt)
+	b.registerClusterRoutes(rt)
 	rt.Handle("GET", "/admin/v2/brokers/health", func(w http.ResponseWriter, _ *http.Request, _ Params) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok")
@@ -261,6 +262,10 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 func (b *Broker) httpLookup(w http.ResponseWriter, r *http.Request, p Params) {
 	tn, ok := TopicFromParams(w, p)
 	if !ok || !b.nsExists(r.Context(), w, tn) {
+		return
+	}
+	if b.cluster != nil {
+		b.httpClusterLookup(w, r, tn)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/metadata"
 )
 
@@ -26,13 +27,15 @@ type Broker struct {
 	log     *slog.Logger
 	reg     registry
 	schemas *schemaRegistry
-	ext     *adminExt // admin API policy state (policies.go)
+	ext     *adminExt        // admin API policy state (policies.go)
+	cluster *cluster.Service // nil on a single node (cluster.go)
 
 	mu struct {
 		sync.Mutex
 		topics  map[string]*topicLoad
 		conns   map[*conn]struct{}
 		started bool
+		closing bool
 		closed  bool
 	}
 
@@ -120,6 +123,12 @@ func (b *Broker) Start(ctx context.Context) error {
 			}
 		}()
 	}
+	if b.cfg.Cluster != nil {
+		if err := b.startCluster(ctx); err != nil {
+			b.Close()
+			return fmt.Errorf("broker: join cluster: %w", err)
+		}
+	}
 	b.wg.Add(1)
 	go b.acceptLoop()
 	b.log.Info("broker started", "service", sa, "http", b.HTTPAddr())
@@ -205,10 +214,18 @@ func (b *Broker) acceptLoop() {
 // goroutine.
 func (b *Broker) Close() error {
 	b.mu.Lock()
-	if b.mu.closed {
+	if b.mu.closed || b.mu.closing {
 		b.mu.Unlock()
 		return nil
 	}
+	b.mu.closing = true
+	b.mu.Unlock()
+	if b.cluster != nil {
+		// Deregister, then unload every bundle gracefully while the
+		// connections still run (clients get CLOSE_PRODUCER/CONSUMER).
+		b.cluster.Close()
+	}
+	b.mu.Lock()
 	b.mu.closed = true
 	close(b.done)
 	conns := make([]*conn, 0, len(b.mu.conns))
@@ -280,6 +297,9 @@ func (b *Broker) getTopic(ctx context.Context, tn topicName, create bool) (*topi
 			if l.err != nil {
 				return nil, l.err
 			}
+			if !b.owns(l.t) && !l.t.isClosed() {
+				return nil, fmt.Errorf("%w: %s; redo the lookup", cluster.ErrNotOwned, full)
+			}
 			if l.t.isClosed() {
 				// Being unloaded: wait until its managed ledger is closed
 				// (the factory would hand out the closing instance
@@ -336,8 +356,16 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 	if !ok {
 		return nil, fmt.Errorf("%w: namespace %s", ErrNamespaceNotFound, tn.NamespaceName())
 	}
+	// Only the bundle's owner opens the managed ledger: an open by anyone
+	// else would fence the owner.
+	bundleKey, err := b.topicBundle(ctx, tn)
+	if err != nil {
+		return nil, err
+	}
 	if !tn.IsPersistent() {
-		return newTopic(b, tn, nil), nil
+		t := newTopic(b, tn, nil)
+		t.bundleKey = bundleKey
+		return t, nil
 	}
 	exists, err := b.deps.Metadata.Exists(ctx, topicKey(tn))
 	if err != nil {
@@ -356,6 +384,7 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 		return nil, fmt.Errorf("broker: open managed ledger %s: %w", tn, err)
 	}
 	t := newTopic(b, tn, ml)
+	t.bundleKey = bundleKey
 	if b.cfg.Deduplication {
 		if err := t.recoverDedup(b.cfg.DedupRecoveryEntries); err != nil {
 			b.log.Warn("dedup state recovery", "topic", tn.String(), "err", err)
@@ -399,7 +428,11 @@ func (b *Broker) unloadTopic(full string) bool {
 		return false
 	}
 	// The entry stays in the map until the ledger is closed: getTopic
-	// waits on unloaded instead of reopening a closing ledger.
+	// waits on unloaded instead of reopening a closing ledger. New sends
+	// are dropped unanswered (clients re-send them to the next owner) and
+	// the writes in flight complete and are acknowledged before the
+	// clients are told to go.
+	l.t.stopPublishing(b.unloadWait())
 	l.t.closeAll(true)
 	if l.t.ml != nil {
 		if err := l.t.ml.Close(); err != nil {

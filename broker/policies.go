@@ -36,7 +36,8 @@ type bundlesData struct {
 }
 
 func defaultBundles() *bundlesData {
-	return &bundlesData{Boundaries: []string{"0x00000000", "0xffffffff"}, NumBundles: 1}
+	b, _ := namespaceBundlesPolicy(nil)
+	return b
 }
 
 // RetentionPolicies keeps acknowledged data for a time and/or size

@@ -134,6 +134,16 @@ func (s *Service) Owns(key string) bool {
 	return o != nil && o.active && s.leaseValidFor(o.session)
 }
 
+// Holds reports whether this broker may still acknowledge writes to the
+// bundle: it holds the owner node on a live session, active or unloading
+// (an unload lets pending writes complete before it releases the node).
+func (s *Service) Holds(key string) bool {
+	s.mu.Lock()
+	o := s.mu.owned[key]
+	s.mu.Unlock()
+	return o != nil && s.leaseValidFor(o.session)
+}
+
 // TopicBundle returns the namespace and bundle of a canonical topic name,
 // reading the namespace's current boundaries.
 func (s *Service) TopicBundle(ctx context.Context, topic string) (string, bundle.Range, error) {

@@ -1,0 +1,343 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/magnetar-mq/magnetar/bundle"
+	"github.com/magnetar-mq/magnetar/cluster"
+	"github.com/magnetar-mq/magnetar/metadata"
+)
+
+// unloadWait bounds how long an unload waits for a topic's writes in
+// flight.
+func (b *Broker) unloadWait() time.Duration {
+	if c := b.cfg.Cluster; c != nil && c.UnloadTimeout > 0 {
+		return c.UnloadTimeout
+	}
+	return 30 * time.Second
+}
+
+// registerClusterRoutes installs the HTTP endpoints of a cluster: broker
+// list, leader, readiness, load report, bundles, unload and split.
+func (b *Broker) registerClusterRoutes(rt *Router) {
+	rt.Handle("GET", "/admin/v2/brokers/leaderBroker", b.httpLeaderBroker)
+	rt.Handle("GET", "/admin/v2/brokers/ready", b.httpReady)
+	rt.Handle("GET", "/admin/v2/broker-stats/load-report", b.httpLoadReport)
+	rt.Handle("GET", "/admin/v2/brokers/{cluster}/{broker}/ownedNamespaces", b.httpOwnedNamespaces)
+	rt.Handle("GET", "/admin/v2/namespaces/{tenant}/{ns}/bundles", b.httpBundles)
+	rt.Handle("PUT", "/admin/v2/namespaces/{tenant}/{ns}/{bundle}/unload", b.httpUnloadBundle)
+	rt.Handle("PUT", "/admin/v2/namespaces/{tenant}/{ns}/{bundle}/split", b.httpSplitBundle)
+	rt.Handle("PUT", "/admin/v2/namespaces/{tenant}/{ns}/unload", b.httpUnloadNamespace)
+	rt.Handle("GET", "/lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}/bundle", b.httpTopicBundle)
+}
+
+// httpClusterLookup answers /lookup/v2/topic/... : 200 with LookupData
+// when the owner is known (or taken here), 307 to the broker that decides
+// otherwise.
+func (b *Broker) httpClusterLookup(w http.ResponseWriter, r *http.Request, tn topicName) {
+	auth, _ := strconv.ParseBool(r.URL.Query().Get("authoritative"))
+	res, err := b.cluster.Lookup(r.Context(), tn.String(), auth)
+	if err != nil {
+		switch {
+		case errors.Is(err, metadata.ErrNotFound):
+			writeError(w, http.StatusNotFound, "Namespace does not exist")
+		case errors.Is(err, cluster.ErrNoBroker):
+			writeError(w, http.StatusServiceUnavailable, err.Error())
+		default:
+			writeError(w, http.StatusServiceUnavailable, err.Error())
+		}
+		return
+	}
+	if res.Redirect {
+		loc := res.Target.HTTPURL + lookupURLPath(tn) + "?authoritative=" + strconv.FormatBool(res.Authoritative)
+		http.Redirect(w, r, loc, http.StatusTemporaryRedirect)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{
+		"brokerUrl":    res.Target.NativeURL,
+		"brokerUrlTls": res.Target.NativeURLTLS,
+		"httpUrl":      res.Target.HTTPURL,
+		"httpUrlTls":   res.Target.HTTPURLTLS,
+		"nativeUrl":    res.Target.NativeURL,
+		"brokerUrlSsl": "",
+	})
+}
+
+func (b *Broker) needCluster(w http.ResponseWriter) bool {
+	if b.cluster == nil {
+		writeError(w, http.StatusPreconditionFailed, "not a clustered broker (standalone owns every bundle)")
+		return false
+	}
+	return true
+}
+
+func (b *Broker) httpLeaderBroker(w http.ResponseWriter, r *http.Request, _ Params) {
+	if b.cluster == nil {
+		writeJSON(w, http.StatusOK, cluster.LeaderInfo{BrokerID: b.brokerID(), ServiceURL: b.webURL()})
+		return
+	}
+	li, err := b.cluster.Leader(r.Context())
+	if errors.Is(err, cluster.ErrNoLeader) {
+		writeError(w, http.StatusNotFound, "Couldn't find leader broker")
+		return
+	}
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, li)
+}
+
+func (b *Broker) httpReady(w http.ResponseWriter, _ *http.Request, _ Params) {
+	b.mu.Lock()
+	ok := b.mu.started && !b.mu.closing && !b.mu.closed
+	b.mu.Unlock()
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "broker is not ready")
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = w.Write([]byte("ok"))
+}
+
+func (b *Broker) httpLoadReport(w http.ResponseWriter, _ *http.Request, _ Params) {
+	if !b.needCluster(w) {
+		return
+	}
+	writeJSON(w, http.StatusOK, b.cluster.LoadReport())
+}
+
+func (b *Broker) httpOwnedNamespaces(w http.ResponseWriter, r *http.Request, p Params) {
+	if !b.needCluster(w) {
+		return
+	}
+	if p["broker"] != b.brokerID() {
+		rep, err := b.cluster.Report(r.Context(), p["broker"])
+		if err != nil {
+			writeError(w, http.StatusNotFound, "broker not found")
+			return
+		}
+		http.Redirect(w, r, rep.WebServiceURL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+		return
+	}
+	type status struct {
+		Assignment   string `json:"broker_assignment"`
+		IsControlled bool   `json:"is_controlled"`
+		IsActive     bool   `json:"is_active"`
+	}
+	out := map[string]status{}
+	for _, k := range b.cluster.OwnedBundles() {
+		out[k] = status{Assignment: "shared", IsActive: true}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (b *Broker) httpBundles(w http.ResponseWriter, r *http.Request, p Params) {
+	ns := p["tenant"] + "/" + p["ns"]
+	if b.cluster == nil {
+		one, _ := bundle.Even(1)
+		writeJSON(w, http.StatusOK, one)
+		return
+	}
+	bs, err := b.cluster.Bundles(r.Context(), ns)
+	if errors.Is(err, metadata.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "Namespace does not exist")
+		return
+	}
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, bs)
+}
+
+// bundleParam parses {bundle} and checks that it is a current bundle of
+// the namespace (412 otherwise, 404 for an unknown namespace).
+func (b *Broker) bundleParam(w http.ResponseWriter, r *http.Request, p Params) (string, bundle.Range, bool) {
+	ns := p["tenant"] + "/" + p["ns"]
+	rg, err := bundle.ParseRange(p["bundle"])
+	if err != nil {
+		writeError(w, http.StatusPreconditionFailed, err.Error())
+		return "", rg, false
+	}
+	bs, err := b.cluster.Bundles(r.Context(), ns)
+	switch {
+	case errors.Is(err, metadata.ErrNotFound):
+		writeError(w, http.StatusNotFound, "Namespace does not exist")
+		return "", rg, false
+	case err != nil:
+		internalError(w, err)
+		return "", rg, false
+	case !bs.Has(rg):
+		writeError(w, http.StatusPreconditionFailed, "Namespace bundle "+ns+"/"+rg.String()+" does not exist")
+		return "", rg, false
+	}
+	return ns, rg, true
+}
+
+// redirectToOwner sends a bundle request to the bundle's owner (307);
+// false when this broker owns it or nobody does (unowned).
+func (b *Broker) redirectToOwner(w http.ResponseWriter, r *http.Request, ns string, rg bundle.Range) (redirected, owned bool) {
+	if b.cluster.Owns(cluster.BundleKey(ns, rg)) {
+		return false, true
+	}
+	od, ok, err := b.cluster.Owner(r.Context(), ns, rg)
+	if err != nil {
+		internalError(w, err)
+		return true, false
+	}
+	if !ok {
+		return false, false
+	}
+	u := *r.URL
+	q := u.Query()
+	q.Set("authoritative", "true")
+	u.RawQuery = q.Encode()
+	http.Redirect(w, r, od.HTTPURL+u.RequestURI(), http.StatusTemporaryRedirect)
+	return true, false
+}
+
+func (b *Broker) httpUnloadBundle(w http.ResponseWriter, r *http.Request, p Params) {
+	if !b.needCluster(w) {
+		return
+	}
+	ns, rg, ok := b.bundleParam(w, r, p)
+	if !ok {
+		return
+	}
+	redirected, owned := b.redirectToOwner(w, r, ns, rg)
+	if redirected {
+		return
+	}
+	if owned {
+		if err := b.cluster.Unload(context.WithoutCancel(r.Context()), ns, rg); err != nil && !errors.Is(err, cluster.ErrNotOwned) {
+			writeError(w, http.StatusPreconditionFailed, err.Error())
+			return
+		}
+	}
+	// Not owned by anyone: a no-op, as Pulsar's.
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (b *Broker) httpUnloadNamespace(w http.ResponseWriter, r *http.Request, p Params) {
+	if !b.needCluster(w) {
+		return
+	}
+	ns := p["tenant"] + "/" + p["ns"]
+	bs, err := b.cluster.Bundles(r.Context(), ns)
+	if errors.Is(err, metadata.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "Namespace does not exist")
+		return
+	}
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	ctx := context.WithoutCancel(r.Context())
+	for _, rg := range bs.Ranges() {
+		if err := b.cluster.UnloadBundle(ctx, ns, rg); err != nil {
+			writeError(w, http.StatusInternalServerError, "unload "+rg.String()+": "+err.Error())
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (b *Broker) httpSplitBundle(w http.ResponseWriter, r *http.Request, p Params) {
+	if !b.needCluster(w) {
+		return
+	}
+	ns, rg, ok := b.bundleParam(w, r, p)
+	if !ok {
+		return
+	}
+	redirected, owned := b.redirectToOwner(w, r, ns, rg)
+	if redirected {
+		return
+	}
+	if !owned {
+		writeError(w, http.StatusPreconditionFailed, "Namespace bundle "+ns+"/"+rg.String()+" is not owned by any broker; look one of its topics up first")
+		return
+	}
+	q := r.URL.Query()
+	unload, _ := strconv.ParseBool(q.Get("unload"))
+	algo := q.Get("splitAlgorithmName")
+	var topics []string
+	if algo == cluster.SplitTopicCount {
+		topics = b.loadedTopicsOf(cluster.BundleKey(ns, rg))
+	}
+	if _, err := b.cluster.Split(context.WithoutCancel(r.Context()), ns, rg, algo, topics, unload); err != nil {
+		writeError(w, http.StatusPreconditionFailed, "Split bundle failed due to invalid request: "+err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (b *Broker) loadedTopicsOf(key string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for full, l := range b.mu.topics {
+		select {
+		case <-l.done:
+			if l.t != nil && l.t.bundleKey == key {
+				out = append(out, full)
+			}
+		default:
+		}
+	}
+	return out
+}
+
+func (b *Broker) httpTopicBundle(w http.ResponseWriter, r *http.Request, p Params) {
+	tn, ok := TopicFromParams(w, p)
+	if !ok || !b.nsExists(r.Context(), w, tn) {
+		return
+	}
+	if b.cluster == nil {
+		one, _ := bundle.Even(1)
+		writeJSON(w, http.StatusOK, one.Ranges()[0].String())
+		return
+	}
+	_, rg, err := b.cluster.TopicBundle(r.Context(), tn.String())
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = w.Write([]byte(rg.String()))
+}
+
+// liveBrokers lists the cluster's live brokers (this one on a single
+// node).
+func (b *Broker) liveBrokers(ctx context.Context) ([]string, error) {
+	if b.cluster == nil {
+		return []string{b.brokerID()}, nil
+	}
+	return b.cluster.Brokers(ctx)
+}
+
+// namespaceBundlesPolicy completes the "bundles" of a new namespace's
+// policies: boundaries as given (validated), or numBundles even bundles,
+// or bundle.DefaultCount (4) when unset.
+func namespaceBundlesPolicy(in *bundlesData) (*bundlesData, error) {
+	var bs bundle.Bundles
+	var err error
+	if in == nil {
+		bs, err = bundle.Even(bundle.DefaultCount)
+	} else {
+		bs, err = bundle.FromData(in.Boundaries, in.NumBundles)
+	}
+	if err != nil {
+		return nil, err
+	}
+	js, _ := json.Marshal(bs)
+	out := &bundlesData{}
+	err = json.Unmarshal(js, out)
+	return out, err
+}
