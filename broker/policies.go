@@ -270,7 +270,7 @@ func (b *Broker) registerPolicyRoutes(rt *Router) {
 	for _, v := range []string{"persistence", "permissions", "replication", "antiAffinity", "schemaValidationEnforced",
 		"schemaCompatibilityStrategy", "schemaAutoUpdateCompatibilityStrategy", "maxConsumersPerSubscription",
 		"compactionThreshold", "offloadThreshold", "offloadDeletionLagMs", "dispatchRate", "subscriptionDispatchRate",
-		"publishRate", "subscribeRate", "bundles", "unload", "clearBacklog", "encryptionRequired", "subscriptionAuthMode"} {
+		"publishRate", "subscribeRate", "clearBacklog", "encryptionRequired", "subscriptionAuthMode"} {
 		for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
 			rt.Handle(m, base+v, notImplemented)
 		}
