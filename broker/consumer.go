@@ -66,6 +66,8 @@ type consumer struct {
 	msgOut     int64
 	bytesOut   int64
 	closed     bool
+	// warnedCumulative: an ignored cumulative ack was logged once.
+	warnedCumulative bool
 }
 
 func newConsumer(id uint64, name string, sink consumerSink) *consumer {

@@ -31,6 +31,18 @@ func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []ackID) {
 		if len(ids) == 0 {
 			return
 		}
+		if s.typ == SubShared || s.typ == SubKeyShared {
+			// Pulsar ignores a cumulative ack on a subscription whose
+			// messages are spread over consumers: it would ack what
+			// other consumers hold. Clients refuse it locally; a raw
+			// client gets a success answer and nothing changes.
+			if !c.warnedCumulative {
+				c.warnedCumulative = true
+				s.log.Info("cumulative ack on a shared subscription ignored",
+					"topic", s.topic, "sub", s.name, "consumer", c.id, "remote", c.address)
+			}
+			return
+		}
 		id := ids[0]
 		target := id.pos
 		if len(id.ackSet) > 0 {

@@ -13,6 +13,8 @@ type topology interface {
 	// next returns the position of the entry after p, and false when no
 	// confirmed entry follows p.
 	next(p Position) (Position, bool)
+	// entries returns the number of confirmed entries of ledger id.
+	entries(id int64) int64
 }
 
 // ackState is a cursor's acknowledgement state: everything at or before
@@ -175,12 +177,17 @@ func (s *ackState) advance(t topology) {
 			return
 		}
 		bm := s.acked[n.LedgerID]
-		if bm == nil || !bm.Contains(uint32(n.EntryID)) {
+		if bm == nil || n.EntryID > math.MaxUint32 || !bm.Contains(uint32(n.EntryID)) {
 			return
 		}
-		end := bm.NextAbsentValue(uint32(n.EntryID)) - 1
-		if end < 0 {
-			end = math.MaxUint32
+		end := runEnd(bm, uint32(n.EntryID))
+		if last := t.entries(n.LedgerID) - 1; end > last {
+			// Acks beyond the confirmed end cannot be trusted to stay
+			// acks of entries yet to be written.
+			end = last
+		}
+		if end < n.EntryID {
+			return
 		}
 		s.setMarkDelete(Position{n.LedgerID, end})
 	}

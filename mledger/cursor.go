@@ -230,12 +230,8 @@ func (c *Cursor) ReadEntries(ctx context.Context, n int) ([]Entry, error) {
 	c.withLedgers(func(ls ledgerList) {
 		p, ok := ls.ceil(start)
 		for ok && len(ps) < n {
-			if bm := c.st.acked[p.LedgerID]; bm != nil && bm.Contains(uint32(p.EntryID)) {
-				next := bm.NextAbsentValue(uint32(p.EntryID))
-				if next < 0 {
-					next = math.MaxUint32
-				}
-				last := min(next-1, ls.entries(p.LedgerID)-1)
+			if bm := c.st.acked[p.LedgerID]; bm != nil && p.EntryID <= math.MaxUint32 && bm.Contains(uint32(p.EntryID)) {
+				last := min(runEnd(bm, uint32(p.EntryID)), ls.entries(p.LedgerID)-1)
 				seen = Position{p.LedgerID, last}
 				p, ok = ls.next(seen)
 				continue

@@ -28,3 +28,11 @@ func (ml *ManagedLedger) PersistAllForTest(ctx context.Context) error {
 	}
 	return nil
 }
+
+// SetMaxLedgerEntriesForTest lowers the forced-rollover entry count until
+// the test ends.
+func SetMaxLedgerEntriesForTest(t interface{ Cleanup(func()) }, n int64) {
+	old := maxLedgerEntries
+	maxLedgerEntries = n
+	t.Cleanup(func() { maxLedgerEntries = old })
+}

@@ -385,6 +385,9 @@ func (ml *ManagedLedger) shouldRollLocked(now time.Time) bool {
 	if ml.subCount == 0 {
 		return false
 	}
+	if ml.subCount >= maxLedgerEntries {
+		return true
+	}
 	age := now.Sub(ml.created)
 	if ml.cfg.MinLedgerRolloverTime > 0 && age < ml.cfg.MinLedgerRolloverTime {
 		return false
