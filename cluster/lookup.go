@@ -36,7 +36,7 @@ func (s *Service) Lookup(ctx context.Context, topic string, authoritative bool) 
 	o := s.mu.owned[key]
 	s.mu.Unlock()
 	if o != nil {
-		if !o.active || !s.leaseValidFor(o.session) {
+		if !o.active.Load() || !s.leaseValidFor(o.session) {
 			return LookupResult{}, fmt.Errorf("%w: %s", ErrUnloading, key)
 		}
 		res.Target = s.self()

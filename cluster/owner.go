@@ -66,7 +66,7 @@ func (s *Service) acquire(ctx context.Context, ns string, r bundle.Range) (Owner
 	}
 	if o := s.mu.owned[key]; o != nil {
 		s.mu.Unlock()
-		if !o.active {
+		if !o.active.Load() {
 			return OwnerData{}, false, ErrUnloading
 		}
 		return s.self(), true, nil
@@ -113,7 +113,9 @@ func (s *Service) acquire(ctx context.Context, ns string, r bundle.Range) (Owner
 		s.releaseNode(ctx, &owned{ns: ns, r: r, session: session, value: val})
 		return OwnerData{}, false, ErrClosed
 	}
-	s.mu.owned[key] = &owned{ns: ns, r: r, session: session, value: val, active: true}
+	o := &owned{ns: ns, r: r, session: session, value: val}
+	o.active.Store(true)
+	s.mu.owned[key] = o
 	s.mu.Unlock()
 	s.log.Info("bundle acquired", "bundle", key)
 	return s.self(), true, nil
@@ -131,7 +133,7 @@ func (s *Service) Owns(key string) bool {
 	s.mu.Lock()
 	o := s.mu.owned[key]
 	s.mu.Unlock()
-	return o != nil && o.active && s.leaseValidFor(o.session)
+	return o != nil && o.active.Load() && s.leaseValidFor(o.session)
 }
 
 // Holds reports whether this broker may still acknowledge writes to the
@@ -172,7 +174,7 @@ func (s *Service) CheckTopic(ctx context.Context, topic string) (string, error) 
 	switch {
 	case o == nil || !s.leaseValidFor(o.session):
 		return "", fmt.Errorf("%w: %s (bundle %s); redo the lookup", ErrNotOwned, topic, key)
-	case !o.active:
+	case !o.active.Load():
 		return "", fmt.Errorf("%w: %s", ErrUnloading, key)
 	}
 	return key, nil
@@ -184,7 +186,7 @@ func (s *Service) OwnedBundles() []string {
 	defer s.mu.Unlock()
 	out := make([]string, 0, len(s.mu.owned))
 	for k, o := range s.mu.owned {
-		if o.active {
+		if o.active.Load() {
 			out = append(out, k)
 		}
 	}
@@ -211,14 +213,14 @@ func (s *Service) Unload(ctx context.Context, ns string, r bundle.Range) error {
 	key := BundleKey(ns, r)
 	s.mu.Lock()
 	o := s.mu.owned[key]
-	if o == nil || !o.active {
+	if o == nil || !o.active.Load() {
 		s.mu.Unlock()
 		if o != nil {
 			return ErrUnloading
 		}
 		return fmt.Errorf("%w: %s", ErrNotOwned, key)
 	}
-	o.active = false
+	o.active.Store(false)
 	s.mu.Unlock()
 	t0 := time.Now()
 	s.bundleLost(o)

@@ -133,7 +133,7 @@ type owned struct {
 	r       bundle.Range
 	session int64
 	value   []byte
-	active  bool // false once unloading or lost
+	active  atomic.Bool // false once unloading or lost
 }
 
 // Start registers the broker and starts its background work (lease
@@ -242,7 +242,7 @@ func (s *Service) dropExpired(ctx context.Context) {
 	s.mu.Lock()
 	for k, o := range s.mu.owned {
 		if !s.leaseValidFor(o.session) {
-			o.active = false
+			o.active.Store(false)
 			delete(s.mu.owned, k)
 			lost = append(lost, o)
 		}
