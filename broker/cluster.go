@@ -24,6 +24,10 @@ type ClusterConfig struct {
 	ShedThreshold  float64
 	ShedGrace      time.Duration
 	UnloadTimeout  time.Duration
+	// Automatic bundle split thresholds (cluster.Options.SplitMax*).
+	SplitMaxTopics, SplitMaxSessions   int
+	SplitMaxMsgRate, SplitMaxBytesRate float64
+	DisableAutoSplit                   bool
 }
 
 // startCluster joins the cluster once the listeners are bound (the URLs
@@ -42,7 +46,10 @@ func (b *Broker) startCluster(ctx context.Context) error {
 		ShedThreshold:  cc.ShedThreshold,
 		ShedGrace:      cc.ShedGrace,
 		UnloadTimeout:  cc.UnloadTimeout,
-		Logger:         b.log.With("component", "cluster"),
+		SplitMaxTopics: cc.SplitMaxTopics, SplitMaxSessions: cc.SplitMaxSessions,
+		SplitMaxMsgRate: cc.SplitMaxMsgRate, SplitMaxBytesRate: cc.SplitMaxBytesRate,
+		DisableAutoSplit: cc.DisableAutoSplit,
+		Logger:           b.log.With("component", "cluster"),
 	})
 	if err != nil {
 		return err

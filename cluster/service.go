@@ -46,6 +46,15 @@ type Options struct {
 	// ShedGrace: a bundle unloaded by shedding is not shed again for this
 	// long (default 30 s; Pulsar's grace period is 30 min).
 	ShedGrace time.Duration
+	// Split thresholds: the leader splits a bundle (of at least two
+	// topics) whose topics, producers+consumers, message rate (in+out,
+	// msg/s) or throughput (in+out, bytes/s) exceed these (Pulsar's
+	// loadBalancerNamespaceBundleMax*: 1000, 1000, 30000, 100 MiB/s), while
+	// the namespace has fewer than bundle.MaxCount bundles. Checked every
+	// ShedInterval; DisableAutoSplit turns it off.
+	SplitMaxTopics, SplitMaxSessions int
+	SplitMaxMsgRate, SplitMaxBytesRate float64
+	DisableAutoSplit                   bool
 	// UnloadTimeout bounds OnBundleLost during a graceful unload (default
 	// 60 s, namespaceBundleUnloadingTimeoutMs).
 	UnloadTimeout time.Duration
@@ -66,6 +75,18 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.ShedGrace == 0 {
 		o.ShedGrace = 30 * time.Second
+	}
+	if o.SplitMaxTopics == 0 {
+		o.SplitMaxTopics = 1000
+	}
+	if o.SplitMaxSessions == 0 {
+		o.SplitMaxSessions = 1000
+	}
+	if o.SplitMaxMsgRate == 0 {
+		o.SplitMaxMsgRate = 30000
+	}
+	if o.SplitMaxBytesRate == 0 {
+		o.SplitMaxBytesRate = 100 << 20
 	}
 	if o.UnloadTimeout == 0 {
 		o.UnloadTimeout = time.Minute
@@ -303,6 +324,9 @@ func (s *Service) loop(ctx context.Context) {
 			s.elect(ctx)
 		case <-shed:
 			if s.IsLeader() {
+				if !s.o.DisableAutoSplit {
+					s.autoSplit(ctx)
+				}
 				s.shed(ctx)
 			}
 		}
