@@ -17,10 +17,7 @@ func (b *Broker) registerAdmin(rt *Router) {
 	b.registerAdminAPI(rt)
 	b.registerSchemaRoutes(rt)
 	b.registerClusterRoutes(rt)
-	rt.Handle("GET", "/admin/v2/brokers/health", func(w http.ResponseWriter, _ *http.Request, _ Params) {
-		w.Header().Set("Content-Type", "text/plain")
-		_, _ = io.WriteString(w, "ok")
-	})
+	rt.Handle("GET", "/admin/v2/brokers/health", b.httpHealth)
 	rt.Handle("GET", "/metrics", func(w http.ResponseWriter, _ *http.Request, _ Params) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		b.writeMetrics(w)

@@ -29,6 +29,7 @@ type Broker struct {
 	schemas *schemaRegistry
 	ext     *adminExt        // admin API policy state (policies.go)
 	cluster *cluster.Service // nil on a single node (cluster.go)
+	health  healthState      // cluster_http.go
 
 	mu struct {
 		sync.Mutex
@@ -245,6 +246,7 @@ func (b *Broker) Close() error {
 		c.stopReading()
 	}
 	b.wg.Wait()
+	b.closeHealth()
 	b.mu.Lock()
 	loads := make([]*topicLoad, 0, len(b.mu.topics))
 	for _, l := range b.mu.topics {

@@ -146,6 +146,9 @@ func (s *Service) Holds(key string) bool {
 	return o != nil && s.leaseValidFor(o.session)
 }
 
+// SessionAlive reports whether the metadata session lease holds now.
+func (s *Service) SessionAlive() bool { return s.leaseValidFor(s.leaseSession.Load()) }
+
 // TopicBundle returns the namespace and bundle of a canonical topic name,
 // reading the namespace's current boundaries.
 func (s *Service) TopicBundle(ctx context.Context, topic string) (string, bundle.Range, error) {

@@ -307,6 +307,14 @@ func TestClusterBrokersLookupRedirect(t *testing.T) {
 	}
 	bc.checkOwners([]string{"persistent://public/fresh/t1"}, false)
 
+	// Health (a real write and read through the bookies) and readiness.
+	for _, b := range bc.brokers {
+		for _, path := range []string{"/admin/v2/brokers/health", "/admin/v2/brokers/ready"} {
+			if code, _, body := httpDo(t, "GET", b.http+path, "", true); code != 200 || string(body) != "ok" {
+				t.Fatalf("%s on %s: %d %s", path, b.http, code, body)
+			}
+		}
+	}
 	// Bundles and load reports.
 	code, _, body = httpDo(t, "GET", bc.brokers[2].http+"/admin/v2/namespaces/public/spread/bundles", "", true)
 	if code != 200 || !strings.Contains(string(body), `"numBundles":16`) {
