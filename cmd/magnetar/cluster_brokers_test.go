@@ -315,6 +315,16 @@ func TestClusterBrokersLookupRedirect(t *testing.T) {
 			}
 		}
 	}
+	// The admin CLI's cluster verbs.
+	if out := runAdmin(t, bc.brokers[0], false, "brokers", "list", "magnetar"); strings.Count(out, "127.0.0.1:") != 3 {
+		t.Fatalf("brokers list:\n%s", out)
+	}
+	if out := runAdmin(t, bc.brokers[0], false, "brokers", "leader-broker"); !strings.Contains(out, li.ServiceURL) {
+		t.Fatalf("brokers leader-broker:\n%s", out)
+	}
+	if out := runAdmin(t, bc.brokers[1], false, "broker-stats", "load-report"); !strings.Contains(out, "pulsarServiceUrl") {
+		t.Fatalf("broker-stats load-report:\n%s", out)
+	}
 	// Bundles and load reports.
 	code, _, body = httpDo(t, "GET", bc.brokers[2].http+"/admin/v2/namespaces/public/spread/bundles", "", true)
 	if code != 200 || !strings.Contains(string(body), `"numBundles":16`) {

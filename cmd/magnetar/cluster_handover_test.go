@@ -33,7 +33,10 @@ func (bc *brokerCluster) bundleOf(topic string) string {
 // first, and with deduplication nothing acked is lost or duplicated.
 func TestClusterBrokerUnloadSplitUnderLoad(t *testing.T) {
 	bc := startBrokerCluster(t, 3, 3, "--load-shedding-interval", "-1s", "--dedup")
-	bc.createNamespace("public/us", 4)
+	runAdmin(t, bc.brokers[1], false, "namespaces", "create", "public/us", "--bundles", "4")
+	if out := runAdmin(t, bc.brokers[2], false, "-o", "json", "namespaces", "bundles", "public/us"); !strings.Contains(out, `"numBundles": 4`) {
+		t.Fatalf("namespaces bundles:\n%s", out)
+	}
 	const topic = "persistent://public/us/moving"
 	cl := newClusterClient(t, bc.serviceURL())
 	// A live consumer is moved too.
@@ -85,11 +88,10 @@ func TestClusterBrokerUnloadSplitUnderLoad(t *testing.T) {
 	n := log.total()
 	waitAcked(t, log, n+200, 60*time.Second)
 
-	// Split the bundle (and unload the halves) while sending.
+	// Split the bundle (and unload the halves) while sending, through the
+	// admin CLI on any broker.
 	rng = bc.bundleOf(topic)
-	if code, _, body := httpDo(t, "PUT", bc.brokers[0].http+"/admin/v2/namespaces/public/us/"+rng+"/split?unload=true", "", true); code != 204 {
-		t.Fatalf("split %s: %d %s", rng, code, body)
-	}
+	runAdmin(t, bc.brokers[0], false, "namespaces", "split-bundle", "public/us", "--bundle", rng, "--unload")
 	code, _, body = httpDo(t, "GET", bc.brokers[2].http+"/admin/v2/namespaces/public/us/bundles", "", true)
 	bs, err := bundle.Parse(body)
 	if code != 200 || err != nil || bs.Count() != 5 {
