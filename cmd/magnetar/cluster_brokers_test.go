@@ -26,9 +26,10 @@ import (
 
 // brokerCluster is a running multi-broker cluster.
 type brokerCluster struct {
-	t       *testing.T
+	t       testing.TB
 	c       *testCluster
 	brokers []*proc
+	bookies []*bookieProc
 	store   metadata.Store
 }
 
@@ -36,13 +37,13 @@ type brokerCluster struct {
 // these tests: failover waits for it.
 const clusterSessionTimeout = 3 * time.Second
 
-func startBrokerCluster(t *testing.T, bookies, brokers int, extra ...string) *brokerCluster {
+func startBrokerCluster(t testing.TB, bookies, brokers int, extra ...string) *brokerCluster {
 	t.Helper()
 	c := newTestCluster(t)
-	for range bookies {
-		c.startBookie("")
-	}
 	bc := &brokerCluster{t: t, c: c}
+	for range bookies {
+		bc.bookies = append(bc.bookies, c.startBookie(""))
+	}
 	for range brokers {
 		bc.brokers = append(bc.brokers, bc.startBroker(extra...))
 	}

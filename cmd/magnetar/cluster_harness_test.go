@@ -24,13 +24,13 @@ import (
 
 // testCluster is a ZooKeeper server and the processes of one test.
 type testCluster struct {
-	t      *testing.T
+	t      testing.TB
 	zk     *zktest.Server
 	url    string // zk://.../chroot
 	broker *proc
 }
 
-func newTestCluster(t *testing.T) *testCluster {
+func newTestCluster(t testing.TB) *testCluster {
 	t.Helper()
 	zk := zktest.StartServer(t)
 	return &testCluster{t: t, zk: zk, url: "zk://" + zk.Addr() + "/magnetar"}
