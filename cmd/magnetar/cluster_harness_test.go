@@ -41,7 +41,15 @@ func newTestCluster(t testing.TB) *testCluster {
 // key=value fields.
 func startMagnetar(t testing.TB, name, ready string, args ...string) (*proc, map[string]string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0])
+	return startMagnetarVia(t, nil, name, ready, args...)
+}
+
+// startMagnetarVia is startMagnetar with the binary run through a command
+// prefix (e.g. "ip netns exec NS").
+func startMagnetarVia(t testing.TB, prefix []string, name, ready string, args ...string) (*proc, map[string]string) {
+	t.Helper()
+	argv := append(append([]string(nil), prefix...), os.Args[0])
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "MAGNETAR_MAIN_ARGS="+strings.Join(args, "\x1f"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	logPath := filepath.Join(t.TempDir(), name+".log")
