@@ -330,6 +330,12 @@ func (b *Broker) getTopic(ctx context.Context, tn topicName, create bool) (*topi
 			b.mu.Unlock()
 		}
 		close(l.done)
+		if l.err == nil && !b.owns(l.t) {
+			// The bundle was unloaded (or lost) while the topic loaded:
+			// the unload may have missed it, so close it here.
+			b.unloadTopic(full)
+			return nil, fmt.Errorf("%w: %s; redo the lookup", cluster.ErrNotOwned, full)
+		}
 		return l.t, l.err
 	}
 }
