@@ -195,6 +195,13 @@ const defaultBundleRate = 50
 // bundles without history), ties broken at random. A bundle placed in the
 // last 30 s goes to the same broker again while that one lives.
 func (s *Service) place(ctx context.Context, key string) (string, error) {
+	return s.placeExcluding(ctx, key, "")
+}
+
+// placeExcluding is place avoiding one broker (the one a bundle is shed
+// from), unless it is the only one; the choice replaces any recent
+// placement of the bundle.
+func (s *Service) placeExcluding(ctx context.Context, key, exclude string) (string, error) {
 	ids, err := s.Brokers(ctx)
 	if err != nil {
 		return "", err
@@ -208,6 +215,9 @@ func (s *Service) place(ctx context.Context, key string) (string, error) {
 	if len(reports) == 0 {
 		return s.o.BrokerID, nil // not registered yet: decide locally
 	}
+	if _, ok := reports[exclude]; ok && len(reports) > 1 {
+		delete(reports, exclude)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
@@ -216,7 +226,7 @@ func (s *Service) place(ctx context.Context, key string) (string, error) {
 			delete(s.mu.preallocFor, k)
 		}
 	}
-	if p, ok := s.mu.preallocFor[key]; ok {
+	if p, ok := s.mu.preallocFor[key]; ok && exclude == "" {
 		if _, live := reports[p.broker]; live {
 			return p.broker, nil
 		}
@@ -308,7 +318,10 @@ func (s *Service) shed(ctx context.Context) {
 			if err != nil {
 				continue
 			}
-			s.log.Info("shedding bundle", "bundle", c.key, "broker", id, "rate", c.rate, "brokerRate", load, "mean", mean)
+			// Choose where it goes now, away from this broker: the
+			// next lookup finds the placement.
+			dest, _ := s.placeExcluding(ctx, c.key, id)
+			s.log.Info("shedding bundle", "bundle", c.key, "broker", id, "to", dest, "rate", c.rate, "brokerRate", load, "mean", mean)
 			if err := s.UnloadBundle(ctx, ns, r); err != nil {
 				s.log.Warn("shed bundle", "bundle", c.key, "err", err)
 			}
