@@ -19,4 +19,5 @@ import (
 	_ "go.etcd.io/bbolt"
 	_ "golang.org/x/sys/unix"
 	_ "google.golang.org/protobuf/proto"
+	_ "honnef.co/go/tools/cmd/staticcheck"
 )

@@ -1,20 +1,29 @@
 package broker
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	pb "github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
+
+// rawEvent is what the test needs of a received frame (the frame reader
+// reuses its decoded command, so the reading goroutine copies it out).
+type rawEvent struct {
+	typ           pb.BaseCommand_Type
+	ledger, entry uint64
+	ackErr        bool
+}
 
 // rawSub subscribes consumer id 1 on r and returns a channel of every frame
 // the connection receives from then on (read by a goroutine that stops
 // when the connection closes).
-func (r *rawClient) rawSub(topic, sub string, typ pb.CommandSubscribe_SubType, permits uint32) <-chan pulsarproto.Frame {
+func (r *rawClient) rawSub(topic, sub string, typ pb.CommandSubscribe_SubType, permits uint32) <-chan rawEvent {
 	r.t.Helper()
 	r.send(&pb.BaseCommand{Type: pb.BaseCommand_SUBSCRIBE.Enum(), Subscribe: &pb.CommandSubscribe{
 		Topic: ptr(topic), Subscription: ptr(sub), SubType: typ.Enum(),
@@ -25,7 +34,7 @@ func (r *rawClient) rawSub(topic, sub string, typ pb.CommandSubscribe_SubType, p
 		r.t.Fatalf("SUBSCRIBE answered %s", f.Type)
 	}
 	_ = r.nc.SetReadDeadline(time.Time{})
-	ch := make(chan pulsarproto.Frame, 1024)
+	ch := make(chan rawEvent, 1024)
 	go func() {
 		defer close(ch)
 		for {
@@ -33,7 +42,15 @@ func (r *rawClient) rawSub(topic, sub string, typ pb.CommandSubscribe_SubType, p
 			if err != nil {
 				return
 			}
-			ch <- f
+			ev := rawEvent{typ: f.Type}
+			switch f.Type {
+			case pb.BaseCommand_MESSAGE:
+				ev.ledger = f.Cmd.Message.MessageId.GetLedgerId()
+				ev.entry = f.Cmd.Message.MessageId.GetEntryId()
+			case pb.BaseCommand_ACK_RESPONSE:
+				ev.ackErr = f.Cmd.AckResponse.Error != nil
+			}
+			ch <- ev
 		}
 	}()
 	if permits > 0 {
@@ -66,14 +83,14 @@ func TestCumulativeAckIgnoredOnSharedSubscriptions(t *testing.T) {
 			for len(got["a"])+len(got["b"]) < n {
 				select {
 				case f := <-fa:
-					if f.Type == pb.BaseCommand_MESSAGE {
-						ledger = f.Cmd.Message.MessageId.GetLedgerId()
-						got["a"] = append(got["a"], int64(f.Cmd.Message.MessageId.GetEntryId()))
+					if f.typ == pb.BaseCommand_MESSAGE {
+						ledger = f.ledger
+						got["a"] = append(got["a"], int64(f.entry))
 					}
 				case f := <-fb:
-					if f.Type == pb.BaseCommand_MESSAGE {
-						ledger = f.Cmd.Message.MessageId.GetLedgerId()
-						got["b"] = append(got["b"], int64(f.Cmd.Message.MessageId.GetEntryId()))
+					if f.typ == pb.BaseCommand_MESSAGE {
+						ledger = f.ledger
+						got["b"] = append(got["b"], int64(f.entry))
 					}
 				case <-timeout:
 					t.Fatalf("received %d+%d of %d", len(got["a"]), len(got["b"]), n)
@@ -89,16 +106,16 @@ func TestCumulativeAckIgnoredOnSharedSubscriptions(t *testing.T) {
 				t.Fatalf("dispatch gave every message to one consumer (%v)", got)
 			}
 			acker := map[string]*rawClient{"a": a, "b": b}[hi]
-			ackerCh := map[string]<-chan pulsarproto.Frame{"a": fa, "b": fb}[hi]
+			ackerCh := map[string]<-chan rawEvent{"a": fa, "b": fb}[hi]
 			acker.send(&pb.BaseCommand{Type: pb.BaseCommand_ACK.Enum(), Ack: &pb.CommandAck{
 				ConsumerId: ptr(uint64(1)), AckType: pb.CommandAck_Cumulative.Enum(),
 				MessageId: []*pb.MessageIdData{{LedgerId: ptr(ledger), EntryId: ptr(uint64(maxOf(got[hi])))}},
 				RequestId: ptr(uint64(77)),
 			}})
 			for f := range ackerCh {
-				if f.Type == pb.BaseCommand_ACK_RESPONSE {
-					if f.Cmd.AckResponse.Error != nil {
-						t.Fatalf("ack answered %v", f.Cmd.AckResponse)
+				if f.typ == pb.BaseCommand_ACK_RESPONSE {
+					if f.ackErr {
+						t.Fatal("cumulative ack answered with an error")
 					}
 					break
 				}
@@ -114,8 +131,8 @@ func TestCumulativeAckIgnoredOnSharedSubscriptions(t *testing.T) {
 			for len(want) > 0 {
 				select {
 				case f := <-ackerCh:
-					if f.Type == pb.BaseCommand_MESSAGE {
-						delete(want, int64(f.Cmd.Message.MessageId.GetEntryId()))
+					if f.typ == pb.BaseCommand_MESSAGE {
+						delete(want, int64(f.entry))
 					}
 				case <-timeout:
 					t.Fatalf("%d of %d messages of the departed consumer never redelivered", len(want), len(got[lo]))
@@ -131,4 +148,88 @@ func maxOf(xs []int64) int64 {
 		m = max(m, x)
 	}
 	return m
+}
+
+// A zero-queue consumer (permits one at a time) on a topic holding unacked
+// messages, with the topic unloaded while it waits: after the reconnect it
+// receives every message, in order, starting with the first.
+func TestZeroQueueConsumerAcrossUnload(t *testing.T) {
+	for _, tc := range []struct {
+		typ         pulsar.SubscriptionType
+		unloadFirst bool
+	}{{pulsar.Exclusive, false}, {pulsar.Exclusive, true}, {pulsar.Failover, true}, {pulsar.Shared, true}} {
+		typ, unloadFirst := tc.typ, tc.unloadFirst
+		t.Run(fmt.Sprint(typ, unloadFirst), func(t *testing.T) {
+			tb := startBroker(t, nil)
+			topic := "persistent://public/default/" + newTopicName("zeroq")
+			cl := tb.client(t)
+			prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+			const n = 10
+			sendAsyncAll(t, prod, n, func(i int) *pulsar.ProducerMessage {
+				return &pulsar.ProducerMessage{Payload: []byte(fmt.Sprint(i))}
+			})
+			cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: typ,
+				EnableZeroQueueConsumer: true, SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cons.Close()
+			if unloadFirst {
+				if code, body := httpDo(t, tb, "PUT", "/admin/v2/persistent/public/default/"+strings.TrimPrefix(topic, "persistent://public/default/")+"/unload", ""); code/100 != 2 {
+					t.Fatalf("unload: %d %s", code, body)
+				}
+			}
+			// Receive is waiting (its permit sent) when the topic unloads.
+			type res struct {
+				m   pulsar.Message
+				err error
+			}
+			first := make(chan res, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				m, err := cons.Receive(ctx)
+				first <- res{m, err}
+			}()
+			if code, body := httpDo(t, tb, "PUT", "/admin/v2/persistent/public/default/"+strings.TrimPrefix(topic, "persistent://public/default/")+"/unload", ""); code/100 != 2 {
+				t.Fatalf("unload: %d %s", code, body)
+			}
+			r := <-first
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			got := []string{string(r.m.Payload())}
+			if err := cons.Ack(r.m); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			for len(got) < n {
+				m, err := cons.Receive(ctx)
+				if err != nil {
+					t.Fatalf("receive after %v: %v", got, err)
+				}
+				got = append(got, string(m.Payload()))
+				if err := cons.Ack(m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			seen := map[string]bool{}
+			for _, g := range got {
+				seen[g] = true
+			}
+			for i := range n {
+				if !seen[fmt.Sprint(i)] {
+					t.Fatalf("message %d never delivered; got %v", i, got)
+				}
+			}
+			if typ != pulsar.Shared {
+				for i, g := range got {
+					if g != fmt.Sprint(i) {
+						t.Fatalf("out of order on %v: %v", typ, got)
+					}
+				}
+			}
+		})
+	}
 }

@@ -66,7 +66,7 @@ func e2eProduceConsume(b *testing.B, maxBatchBytes uint) {
 			}
 		})
 	}
-	if err := prod.Flush(); err != nil {
+	if err := prod.FlushWithCtx(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	produced := time.Since(start)

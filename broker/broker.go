@@ -15,6 +15,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/metadata"
+	"github.com/magnetar-mq/magnetar/policy"
 )
 
 // Broker serves the Pulsar binary protocol and the admin HTTP API over a
@@ -27,9 +28,13 @@ type Broker struct {
 	log     *slog.Logger
 	reg     registry
 	schemas *schemaRegistry
-	ext     *adminExt        // admin API policy state (policies.go)
 	cluster *cluster.Service // nil on a single node (cluster.go)
 	health  healthState      // cluster_http.go
+	// policies holds tenants, namespaces and their policies; the broker
+	// subscribes to its changes (policy_enforce.go).
+	policies    *policy.Store
+	unsubscribe func()
+	heldCount   atomic.Int64 // held sends over all topics (skip dropHeld at 0)
 
 	mu struct {
 		sync.Mutex
@@ -73,13 +78,17 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		return nil, fmt.Errorf("%w: Deps.OpenLedger is nil", ErrBadConfig)
 	}
 	b := &Broker{cfg: cfg, deps: deps, log: cfg.Logger, done: make(chan struct{})}
-	b.reg = registry{store: deps.Metadata, cluster: cfg.ClusterName}
+	b.policies = deps.Policies
+	if b.policies == nil {
+		b.policies = policy.NewStore(deps.Metadata, cfg.ClusterName)
+	}
+	b.reg = registry{store: deps.Metadata, cluster: cfg.ClusterName, policies: b.policies}
 	b.schemas = &schemaRegistry{store: deps.Metadata}
 	b.schemas.mu.cache = make(map[string][]schemaEntry)
 	b.mu.topics = make(map[string]*topicLoad)
 	b.mu.conns = make(map[*conn]struct{})
 	b.admin = newRouter()
-	b.registerAdmin(b.admin)
+	b.registerRoutes(b.admin)
 	return b, nil
 }
 
@@ -98,6 +107,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	if err := b.reg.bootstrap(ctx); err != nil {
 		return err
 	}
+	b.unsubscribe = b.policies.Subscribe(b.policiesChanged)
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", b.cfg.ServiceAddr)
 	if err != nil {
@@ -130,8 +140,9 @@ func (b *Broker) Start(ctx context.Context) error {
 			return fmt.Errorf("broker: join cluster: %w", err)
 		}
 	}
-	b.wg.Add(1)
+	b.wg.Add(2)
 	go b.acceptLoop()
+	go b.policyLoop()
 	b.log.Info("broker started", "service", sa, "http", b.HTTPAddr())
 	return nil
 }
@@ -229,6 +240,9 @@ func (b *Broker) Close() error {
 	b.mu.Lock()
 	b.mu.closed = true
 	close(b.done)
+	if b.unsubscribe != nil {
+		b.unsubscribe()
+	}
 	conns := make([]*conn, 0, len(b.mu.conns))
 	for c := range b.mu.conns {
 		conns = append(conns, c)
@@ -370,8 +384,9 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 	if err != nil {
 		return nil, err
 	}
+	pol := b.resolvePolicies(tn.NamespaceName())
 	if !tn.IsPersistent() {
-		t := newTopic(b, tn, nil)
+		t := newTopic(b, tn, nil, pol)
 		t.bundleKey = bundleKey
 		return t, nil
 	}
@@ -380,18 +395,18 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 		return nil, err
 	}
 	if !exists {
-		if allow, _ := b.autoCreation(tn); !create || !allow {
+		if !create || !pol.AutoCreate {
 			return nil, fmt.Errorf("%w: %s", ErrTopicNotFound, tn)
 		}
 		if _, err := b.deps.Metadata.Put(ctx, topicKey(tn), nil, metadata.NotExists); err != nil && !errors.Is(err, metadata.ErrExists) {
 			return nil, err
 		}
 	}
-	ml, err := b.deps.OpenLedger(ctx, tn.String())
+	ml, err := b.deps.OpenLedger(withRetention(ctx, pol.Retention), tn.String())
 	if err != nil {
 		return nil, fmt.Errorf("broker: open managed ledger %s: %w", tn, err)
 	}
-	t := newTopic(b, tn, ml)
+	t := newTopic(b, tn, ml, pol)
 	t.bundleKey = bundleKey
 	if b.cfg.Deduplication {
 		if err := t.recoverDedup(b.cfg.DedupRecoveryEntries); err != nil {

@@ -58,6 +58,9 @@ func (b *Broker) startCluster(ctx context.Context) error {
 	return nil
 }
 
+// brokerID is Pulsar's broker id, host:webPort.
+func (b *Broker) brokerID() string { return strings.TrimPrefix(b.webURL(), "http://") }
+
 // Cluster returns the broker's cluster membership (nil on a single node).
 func (b *Broker) Cluster() *cluster.Service { return b.cluster }
 

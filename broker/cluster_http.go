@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -33,6 +32,8 @@ func (b *Broker) unloadWait() time.Duration {
 // list, leader, readiness, load report, bundles, unload and split.
 func (b *Broker) registerClusterRoutes(rt *Router) {
 	rt.Handle("GET", "/admin/v2/brokers/leaderBroker", b.httpLeaderBroker)
+	rt.Handle("GET", "/admin/v2/brokers/health", b.httpHealth)
+	rt.Handle("GET", "/admin/v2/brokers/{cluster}", b.httpListBrokers)
 	rt.Handle("GET", "/admin/v2/brokers/ready", b.httpReady)
 	rt.Handle("GET", "/admin/v2/broker-stats/load-report", b.httpLoadReport)
 	rt.Handle("GET", "/admin/v2/brokers/{cluster}/{broker}/ownedNamespaces", b.httpOwnedNamespaces)
@@ -52,11 +53,11 @@ func (b *Broker) httpClusterLookup(w http.ResponseWriter, r *http.Request, tn to
 	if err != nil {
 		switch {
 		case errors.Is(err, metadata.ErrNotFound):
-			writeError(w, http.StatusNotFound, "Namespace does not exist")
+			WriteError(w, http.StatusNotFound, "Namespace does not exist")
 		case errors.Is(err, cluster.ErrNoBroker):
-			writeError(w, http.StatusServiceUnavailable, err.Error())
+			WriteError(w, http.StatusServiceUnavailable, err.Error())
 		default:
-			writeError(w, http.StatusServiceUnavailable, err.Error())
+			WriteError(w, http.StatusServiceUnavailable, err.Error())
 		}
 		return
 	}
@@ -65,7 +66,7 @@ func (b *Broker) httpClusterLookup(w http.ResponseWriter, r *http.Request, tn to
 		http.Redirect(w, r, loc, http.StatusTemporaryRedirect)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{
+	WriteJSON(w, http.StatusOK, map[string]string{
 		"brokerUrl":    res.Target.NativeURL,
 		"brokerUrlTls": res.Target.NativeURLTLS,
 		"httpUrl":      res.Target.HTTPURL,
@@ -77,7 +78,7 @@ func (b *Broker) httpClusterLookup(w http.ResponseWriter, r *http.Request, tn to
 
 func (b *Broker) needCluster(w http.ResponseWriter) bool {
 	if b.cluster == nil {
-		writeError(w, http.StatusPreconditionFailed, "not a clustered broker (standalone owns every bundle)")
+		WriteError(w, http.StatusPreconditionFailed, "not a clustered broker (standalone owns every bundle)")
 		return false
 	}
 	return true
@@ -85,19 +86,19 @@ func (b *Broker) needCluster(w http.ResponseWriter) bool {
 
 func (b *Broker) httpLeaderBroker(w http.ResponseWriter, r *http.Request, _ Params) {
 	if b.cluster == nil {
-		writeJSON(w, http.StatusOK, cluster.LeaderInfo{BrokerID: b.brokerID(), ServiceURL: b.webURL()})
+		WriteJSON(w, http.StatusOK, cluster.LeaderInfo{BrokerID: b.brokerID(), ServiceURL: b.webURL()})
 		return
 	}
 	li, err := b.cluster.Leader(r.Context())
 	if errors.Is(err, cluster.ErrNoLeader) {
-		writeError(w, http.StatusNotFound, "Couldn't find leader broker")
+		WriteError(w, http.StatusNotFound, "Couldn't find leader broker")
 		return
 	}
 	if err != nil {
-		internalError(w, err)
+		WriteError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, li)
+	WriteJSON(w, http.StatusOK, li)
 }
 
 func (b *Broker) httpReady(w http.ResponseWriter, _ *http.Request, _ Params) {
@@ -105,7 +106,7 @@ func (b *Broker) httpReady(w http.ResponseWriter, _ *http.Request, _ Params) {
 	ok := b.mu.started && !b.mu.closing && !b.mu.closed
 	b.mu.Unlock()
 	if !ok {
-		writeError(w, http.StatusInternalServerError, "broker is not ready")
+		WriteError(w, http.StatusInternalServerError, "broker is not ready")
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain")
@@ -116,7 +117,7 @@ func (b *Broker) httpLoadReport(w http.ResponseWriter, _ *http.Request, _ Params
 	if !b.needCluster(w) {
 		return
 	}
-	writeJSON(w, http.StatusOK, b.cluster.LoadReport())
+	WriteJSON(w, http.StatusOK, b.cluster.LoadReport())
 }
 
 func (b *Broker) httpOwnedNamespaces(w http.ResponseWriter, r *http.Request, p Params) {
@@ -126,7 +127,7 @@ func (b *Broker) httpOwnedNamespaces(w http.ResponseWriter, r *http.Request, p P
 	if p["broker"] != b.brokerID() {
 		rep, err := b.cluster.Report(r.Context(), p["broker"])
 		if err != nil {
-			writeError(w, http.StatusNotFound, "broker not found")
+			WriteError(w, http.StatusNotFound, "broker not found")
 			return
 		}
 		http.Redirect(w, r, rep.WebServiceURL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
@@ -141,26 +142,26 @@ func (b *Broker) httpOwnedNamespaces(w http.ResponseWriter, r *http.Request, p P
 	for _, k := range b.cluster.OwnedBundles() {
 		out[k] = status{Assignment: "shared", IsActive: true}
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 func (b *Broker) httpBundles(w http.ResponseWriter, r *http.Request, p Params) {
 	ns := p["tenant"] + "/" + p["ns"]
 	if b.cluster == nil {
 		one, _ := bundle.Even(1)
-		writeJSON(w, http.StatusOK, one)
+		WriteJSON(w, http.StatusOK, one)
 		return
 	}
 	bs, err := b.cluster.Bundles(r.Context(), ns)
 	if errors.Is(err, metadata.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "Namespace does not exist")
+		WriteError(w, http.StatusNotFound, "Namespace does not exist")
 		return
 	}
 	if err != nil {
-		internalError(w, err)
+		WriteError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, bs)
+	WriteJSON(w, http.StatusOK, bs)
 }
 
 // bundleParam parses {bundle} and checks that it is a current bundle of
@@ -169,19 +170,19 @@ func (b *Broker) bundleParam(w http.ResponseWriter, r *http.Request, p Params) (
 	ns := p["tenant"] + "/" + p["ns"]
 	rg, err := bundle.ParseRange(p["bundle"])
 	if err != nil {
-		writeError(w, http.StatusPreconditionFailed, err.Error())
+		WriteError(w, http.StatusPreconditionFailed, err.Error())
 		return "", rg, false
 	}
 	bs, err := b.cluster.Bundles(r.Context(), ns)
 	switch {
 	case errors.Is(err, metadata.ErrNotFound):
-		writeError(w, http.StatusNotFound, "Namespace does not exist")
+		WriteError(w, http.StatusNotFound, "Namespace does not exist")
 		return "", rg, false
 	case err != nil:
-		internalError(w, err)
+		WriteError(w, http.StatusInternalServerError, err.Error())
 		return "", rg, false
 	case !bs.Has(rg):
-		writeError(w, http.StatusPreconditionFailed, "Namespace bundle "+ns+"/"+rg.String()+" does not exist")
+		WriteError(w, http.StatusPreconditionFailed, "Namespace bundle "+ns+"/"+rg.String()+" does not exist")
 		return "", rg, false
 	}
 	return ns, rg, true
@@ -195,7 +196,7 @@ func (b *Broker) redirectToOwner(w http.ResponseWriter, r *http.Request, ns stri
 	}
 	od, ok, err := b.cluster.Owner(r.Context(), ns, rg)
 	if err != nil {
-		internalError(w, err)
+		WriteError(w, http.StatusInternalServerError, err.Error())
 		return true, false
 	}
 	if !ok {
@@ -223,7 +224,7 @@ func (b *Broker) httpUnloadBundle(w http.ResponseWriter, r *http.Request, p Para
 	}
 	if owned {
 		if err := b.cluster.Unload(context.WithoutCancel(r.Context()), ns, rg); err != nil && !errors.Is(err, cluster.ErrNotOwned) {
-			writeError(w, http.StatusPreconditionFailed, err.Error())
+			WriteError(w, http.StatusPreconditionFailed, err.Error())
 			return
 		}
 	}
@@ -238,17 +239,17 @@ func (b *Broker) httpUnloadNamespace(w http.ResponseWriter, r *http.Request, p P
 	ns := p["tenant"] + "/" + p["ns"]
 	bs, err := b.cluster.Bundles(r.Context(), ns)
 	if errors.Is(err, metadata.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "Namespace does not exist")
+		WriteError(w, http.StatusNotFound, "Namespace does not exist")
 		return
 	}
 	if err != nil {
-		internalError(w, err)
+		WriteError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 	ctx := context.WithoutCancel(r.Context())
 	for _, rg := range bs.Ranges() {
 		if err := b.cluster.UnloadBundle(ctx, ns, rg); err != nil {
-			writeError(w, http.StatusInternalServerError, "unload "+rg.String()+": "+err.Error())
+			WriteError(w, http.StatusInternalServerError, "unload "+rg.String()+": "+err.Error())
 			return
 		}
 	}
@@ -268,7 +269,7 @@ func (b *Broker) httpSplitBundle(w http.ResponseWriter, r *http.Request, p Param
 		return
 	}
 	if !owned {
-		writeError(w, http.StatusPreconditionFailed, "Namespace bundle "+ns+"/"+rg.String()+" is not owned by any broker; look one of its topics up first")
+		WriteError(w, http.StatusPreconditionFailed, "Namespace bundle "+ns+"/"+rg.String()+" is not owned by any broker; look one of its topics up first")
 		return
 	}
 	q := r.URL.Query()
@@ -279,7 +280,7 @@ func (b *Broker) httpSplitBundle(w http.ResponseWriter, r *http.Request, p Param
 		topics = b.loadedTopicsOf(cluster.BundleKey(ns, rg))
 	}
 	if _, err := b.cluster.Split(context.WithoutCancel(r.Context()), ns, rg, algo, topics, unload); err != nil {
-		writeError(w, http.StatusPreconditionFailed, "Split bundle failed due to invalid request: "+err.Error())
+		WriteError(w, http.StatusPreconditionFailed, "Split bundle failed due to invalid request: "+err.Error())
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -303,21 +304,39 @@ func (b *Broker) loadedTopicsOf(key string) []string {
 
 func (b *Broker) httpTopicBundle(w http.ResponseWriter, r *http.Request, p Params) {
 	tn, ok := TopicFromParams(w, p)
-	if !ok || !b.nsExists(r.Context(), w, tn) {
+	if !ok {
+		return
+	}
+	if exists, err := b.reg.namespaceExists(r.Context(), tn.NamespaceName()); err != nil || !exists {
+		WriteError(w, http.StatusNotFound, "Namespace does not exist")
 		return
 	}
 	if b.cluster == nil {
 		one, _ := bundle.Even(1)
-		writeJSON(w, http.StatusOK, one.Ranges()[0].String())
+		WriteJSON(w, http.StatusOK, one.Ranges()[0].String())
 		return
 	}
 	_, rg, err := b.cluster.TopicBundle(r.Context(), tn.String())
 	if err != nil {
-		internalError(w, err)
+		WriteError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain")
 	_, _ = w.Write([]byte(rg.String()))
+}
+
+// httpListBrokers is /admin/v2/brokers/{cluster}: the live brokers.
+func (b *Broker) httpListBrokers(w http.ResponseWriter, r *http.Request, p Params) {
+	if p["cluster"] != b.cfg.ClusterName {
+		WriteError(w, http.StatusNotFound, "Cluster does not exist")
+		return
+	}
+	ids, err := b.liveBrokers(r.Context())
+	if err != nil {
+		WriteError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	WriteJSON(w, http.StatusOK, ids)
 }
 
 // liveBrokers lists the cluster's live brokers (this one on a single
@@ -327,26 +346,6 @@ func (b *Broker) liveBrokers(ctx context.Context) ([]string, error) {
 		return []string{b.brokerID()}, nil
 	}
 	return b.cluster.Brokers(ctx)
-}
-
-// namespaceBundlesPolicy completes the "bundles" of a new namespace's
-// policies: boundaries as given (validated), or numBundles even bundles,
-// or bundle.DefaultCount (4) when unset.
-func namespaceBundlesPolicy(in *bundlesData) (*bundlesData, error) {
-	var bs bundle.Bundles
-	var err error
-	if in == nil {
-		bs, err = bundle.Even(bundle.DefaultCount)
-	} else {
-		bs, err = bundle.FromData(in.Boundaries, in.NumBundles)
-	}
-	if err != nil {
-		return nil, err
-	}
-	js, _ := json.Marshal(bs)
-	out := &bundlesData{}
-	err = json.Unmarshal(js, out)
-	return out, err
 }
 
 // healthState is the broker's health-check topic: a managed ledger of its
@@ -365,7 +364,7 @@ func (b *Broker) httpHealth(w http.ResponseWriter, r *http.Request, _ Params) {
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
 	if err := b.healthCheck(ctx); err != nil {
-		writeError(w, http.StatusServiceUnavailable, err.Error())
+		WriteError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain")

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/magnetar-mq/magnetar/metadata"
+	"github.com/magnetar-mq/magnetar/policy"
 )
 
 // Config configures a Broker. The zero value plus EnsureDefaults is a
@@ -124,6 +125,10 @@ type Deps struct {
 	// OpenLedger opens (creating if needed) the managed ledger that backs
 	// a persistent topic, named by its canonical topic name.
 	OpenLedger func(ctx context.Context, name string) (ManagedLedger, error)
+	// Policies holds tenants, namespaces and their policies; nil: a store
+	// over Metadata. Share it with the admin API so that its writes reach
+	// the broker at once.
+	Policies *policy.Store
 	// Bookies, if set, reports the storage nodes to the admin API and
 	// /metrics.
 	Bookies BookieInfo

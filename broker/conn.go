@@ -39,7 +39,10 @@ type conn struct {
 		sync.Mutex
 		producers map[uint64]*producer
 		consumers map[uint64]*connConsumer
-		closed    bool
+		// brokerClosed: consumer ids the broker closed (CLOSE_CONSUMER)
+		// and the client has not re-subscribed yet.
+		brokerClosed map[uint64]bool
+		closed       bool
 	}
 
 	// inflightSends counts SENDs not yet answered (receipt or error), so a
@@ -70,6 +73,7 @@ func newConn(b *Broker, nc net.Conn) *conn {
 	c.log = b.log.With("remote", nc.RemoteAddr().String())
 	c.mu.producers = make(map[uint64]*producer)
 	c.mu.consumers = make(map[uint64]*connConsumer)
+	c.mu.brokerClosed = make(map[uint64]bool)
 	empty := ""
 	c.clientVersion.Store(&empty)
 	c.lastRead.Store(time.Now().UnixNano())
@@ -139,13 +143,13 @@ func (c *conn) serve() {
 		}
 	}()
 	err := c.readLoop()
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+	if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) { // readLoop always returns an error
 		c.log.Debug("connection closed", "err", err)
 	}
 	c.cleanup()
 	// Sends held by a backlog quota will not be answered: drop them so
 	// awaitSends waits only for sends in storage.
-	c.b.ext.dropHeld(func(h *heldSend) bool { return h.p.sink == producerSink(c) })
+	c.b.dropHeld(func(h *heldSend) bool { return h.p.sink == producerSink(c) })
 	c.awaitSends(sendDrainTimeout)
 	c.q.close()
 	c.wg.Wait()
@@ -367,6 +371,11 @@ func (c *conn) closeConsumer(co *consumer) {
 	c.mu.Lock()
 	if cc := c.mu.consumers[id]; cc != nil && cc.c == co {
 		delete(c.mu.consumers, id)
+		// Bounded: ids are the client's; a client that never
+		// re-subscribes leaves at most one flag per closed consumer.
+		if len(c.mu.brokerClosed) < 10000 {
+			c.mu.brokerClosed[id] = true
+		}
 	}
 	c.mu.Unlock()
 	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_CLOSE_CONSUMER.Enum(), CloseConsumer: &pb.CommandCloseConsumer{

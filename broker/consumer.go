@@ -66,6 +66,9 @@ type consumer struct {
 	msgOut     int64
 	bytesOut   int64
 	closed     bool
+	// holdUntil, when set, is the time before which nothing is
+	// dispatched to c (reconnectGrace); set before c is subscribed.
+	holdUntil time.Time
 	// warnedCumulative: an ignored cumulative ack was logged once.
 	warnedCumulative bool
 }
@@ -83,6 +86,9 @@ func newConsumer(id uint64, name string, sink consumerSink) *consumer {
 // available reports whether c can be sent an entry now: it has permits
 // and its connection is not backed up.
 func (c *consumer) available() bool {
+	if !c.holdUntil.IsZero() && time.Now().Before(c.holdUntil) {
+		return false
+	}
 	return c.permits > 0 && (c.sink == nil || c.sink.writable())
 }
 

@@ -1,6 +1,10 @@
 // Package broker serves the Pulsar binary protocol (for unmodified Pulsar
-// clients) and the broker's HTTP endpoints over topics stored in managed
-// ledgers.
+// clients) over topics stored in managed ledgers: protocol handling,
+// topics, subscriptions, dispatch, policy enforcement on the topics it
+// owns, and the HTTP topic lookup and /metrics. The admin REST API lives
+// in package admin and reaches the broker only through Service; tenants,
+// namespaces and their policies live in package policy, whose Store the
+// broker subscribes to (each topic holds its resolved policy).
 //
 // # Usage
 //
@@ -12,7 +16,8 @@
 //	                          // flush connections, close managed ledgers
 //
 // Other packages add HTTP endpoints with b.Router().Handle(method, pattern,
-// handler) before Start (see Router for the pattern syntax).
+// handler) before Start (see Router for the pattern syntax); the binary
+// wires the admin API with admin.Register(b.Router(), b).
 //
 // # Model
 //
@@ -80,11 +85,11 @@
 //
 // # Locking
 //
-// Lock order (docs/locking.md has the full table): topicPol.mu (held
-// sends, namespace dedup) > topic.mu > producer.mu; Broker.mu, conn.mu,
+// Lock order (docs/locking.md has the full table): topic.held (held
+// sends, policy dedup) > topic.mu > producer.mu; Broker.mu, conn.mu,
 // the outbound queue lock, topic.last and the policy cache lock are
 // leaves (nothing is taken and no topic or subscription method is called
-// while holding them). The subscription loop never takes topicPol.mu,
+// while holding them). The subscription loop never takes topic.held,
 // topic.mu or Broker.mu, so code holding those may call a subscription
 // (call/do). call returns only once f ran, or once the loop exited
 // without running it. Managed-ledger callbacks take only leaf locks

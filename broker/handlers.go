@@ -35,6 +35,16 @@ const (
 // consumer is told whether it is active.
 const activeNotifyDelay = 100 * time.Millisecond
 
+// reconnectGrace is how long after SUBSCRIBE's SUCCESS nothing is
+// dispatched to a consumer that re-subscribes after the broker closed it
+// on the same connection (an unload). The Go client clears its receive
+// queue once it has processed SUCCESS, and a zero-queue consumer sends its
+// FLOW while still reconnecting: a message dispatched between SUCCESS and
+// the clear is dropped by the client and, held as pending by a live
+// consumer, never redelivered. Pulsar avoids it by accident: the topic
+// reload makes the subscribe slow and the early FLOW finds no consumer.
+const reconnectGrace = 100 * time.Millisecond
+
 // ourProtocolVersion is the protocol version the broker speaks.
 const ourProtocolVersion = 20
 
@@ -504,6 +514,12 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 		}
 	}
 	co := newConsumer(cid, m.GetConsumerName(), c)
+	c.mu.Lock()
+	if c.mu.brokerClosed[cid] {
+		delete(c.mu.brokerClosed, cid)
+		co.holdUntil = time.Now().Add(reconnectGrace)
+	}
+	c.mu.Unlock()
 	co.priority = int(m.GetPriorityLevel())
 	co.metadata = kvMap(m.Metadata)
 	co.address = c.remote
@@ -557,5 +573,8 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 	// has processed SUCCESS and drops ACTIVE_CONSUMER_CHANGE before that.
 	if req.typ == SubFailover {
 		s.do(func() { s.scheduleActiveNotifyLocked(co, activeNotifyDelay) })
+	}
+	if !co.holdUntil.IsZero() {
+		time.AfterFunc(time.Until(co.holdUntil), func() { s.do(s.dispatch) })
 	}
 }

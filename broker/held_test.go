@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
-
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -39,19 +37,8 @@ func brokerInflightSends(tb *testBroker) (n int64, conns int) {
 // never published, and a closing connection does not wait for them.
 func TestHeldSendsDroppedOnProducerAndConnectionClose(t *testing.T) {
 	tb := startBroker(t, nil)
-	ac := adminClient(t, tb)
-	newNS(t, ac, "public/held")
-	if err := ac.Namespaces().SetBacklogQuota("public/held", utils.NewBacklogQuota(1000, -1, utils.ProducerRequestHold), utils.DestinationStorage); err != nil {
-		t.Fatal(err)
-	}
 	topic := "persistent://public/held/t"
-	tn := mustTopic(t, topic)
-	if err := ac.Topics().Create(tn, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := ac.Subscriptions().Create(tn, "slow", utils.Earliest); err != nil {
-		t.Fatal(err)
-	}
+	holdQuotaTopic(t, tb, "public/held", topic, 1000)
 	payload := strings.Repeat("x", 600)
 	r := dialRaw(t, tb, true)
 	r.rawProducerID(topic, 1)
@@ -98,11 +85,11 @@ func TestHeldSendsDroppedOnProducerAndConnectionClose(t *testing.T) {
 	}
 
 	// The dropped sends were never published, even once the quota frees.
-	if err := ac.Subscriptions().ClearBacklog(tn, "slow"); err != nil {
+	if err := tb.SkipMessages(ctxT(t), topic, "slow", -1); err != nil {
 		t.Fatal(err)
 	}
-	st, err := ac.Topics().GetStats(tn)
-	if err != nil || st.MsgCounterIn != 2 {
-		t.Fatalf("stats after clear: in=%d (want 2) %v", st.MsgCounterIn, err)
+	st, err := tb.TopicStats(ctxT(t), topic)
+	if err != nil || st.MsgInCounter != 2 {
+		t.Fatalf("stats after clear: in=%d (want 2) %v", st.MsgInCounter, err)
 	}
 }

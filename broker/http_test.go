@@ -2,10 +2,8 @@ package broker
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 
@@ -28,65 +26,6 @@ func httpDo(t testing.TB, tb *testBroker, method, path, body string) (int, strin
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
-}
-
-func TestHTTPPartitionsLookupHealth(t *testing.T) {
-	tb := startBroker(t, nil)
-	base := "/admin/v2/persistent/public/default/pt/partitions"
-	if code, body := httpDo(t, tb, "GET", base, ""); code != 200 || !strings.Contains(body, `"partitions":0`) {
-		t.Fatalf("GET unknown partitions: %d %s", code, body)
-	}
-	if code, body := httpDo(t, tb, "PUT", base, `{"partitions":2,"properties":{"a":"b"}}`); code != 204 {
-		t.Fatalf("PUT object body: %d %s", code, body)
-	}
-	if code, _ := httpDo(t, tb, "PUT", base, `2`); code != 204 {
-		t.Fatalf("PUT same count again: %d, want idempotent 204", code)
-	}
-	if code, _ := httpDo(t, tb, "PUT", base, `3`); code != 409 {
-		t.Fatalf("PUT other count: %d, want 409", code)
-	}
-	if code, _ := httpDo(t, tb, "POST", base, `1`); code != 412 {
-		t.Fatalf("POST shrink: %d, want 412", code)
-	}
-	if code, _ := httpDo(t, tb, "POST", base, `4`); code != 204 {
-		t.Fatalf("POST grow: %d", code)
-	}
-	if code, body := httpDo(t, tb, "GET", base, ""); code != 200 || !strings.Contains(body, `"partitions":4`) {
-		t.Fatalf("GET partitions: %d %s", code, body)
-	}
-	code, body := httpDo(t, tb, "GET", "/admin/v2/namespaces/public/default/topics", "")
-	var topics []string
-	json.Unmarshal([]byte(body), &topics)
-	if code != 200 || !slices.Contains(topics, "persistent://public/default/pt-partition-3") {
-		t.Fatalf("namespace topics: %d %s", code, body)
-	}
-	if code, _ := httpDo(t, tb, "GET", "/admin/v2/namespaces/public/nope/topics", ""); code != 404 {
-		t.Fatalf("unknown namespace topics: %d, want 404", code)
-	}
-	if code, _ := httpDo(t, tb, "DELETE", base, ""); code != 204 {
-		t.Fatalf("DELETE: %d", code)
-	}
-	if code, _ := httpDo(t, tb, "DELETE", base, ""); code != 404 {
-		t.Fatalf("DELETE again: %d, want 404", code)
-	}
-	if code, body := httpDo(t, tb, "GET", "/admin/v2/brokers/health", ""); code != 200 || body != "ok" {
-		t.Fatalf("health: %d %q", code, body)
-	}
-	code, body = httpDo(t, tb, "GET", "/lookup/v2/topic/persistent/public/default/x", "")
-	var lk map[string]string
-	json.Unmarshal([]byte(body), &lk)
-	if code != 200 || lk["brokerUrl"] != "pulsar://"+tb.ServiceAddr() {
-		t.Fatalf("lookup: %d %s", code, body)
-	}
-	if code, _ := httpDo(t, tb, "POST", "/admin/v2/brokers/health", ""); code != 405 {
-		t.Fatalf("wrong method: %d, want 405", code)
-	}
-	if code, body := httpDo(t, tb, "GET", "/admin/v2/persistent/public/default/never-created/stats", ""); code != 404 || !strings.Contains(body, "reason") {
-		t.Fatalf("stats of unknown topic: %d %s", code, body)
-	}
-	if code, _ := httpDo(t, tb, "GET", "/metrics", ""); code != 200 {
-		t.Fatalf("metrics: %d", code)
-	}
 }
 
 func TestRouterPrefersLiteralSegments(t *testing.T) {
@@ -165,46 +104,5 @@ func TestAutoCreationDisabled(t *testing.T) {
 	f = r.next()
 	if f.Cmd.LookupTopicResponse.GetResponse() != pb.CommandLookupTopicResponse_Failed {
 		t.Fatalf("lookup in missing namespace: %v", f.Cmd)
-	}
-}
-
-func TestHTTPSchemas(t *testing.T) {
-	tb := startBroker(t, nil)
-	base := "/admin/v2/schemas/public/default/hs/schema"
-	if code, _ := httpDo(t, tb, "GET", base, ""); code != 404 {
-		t.Fatalf("GET before any schema: %d, want 404", code)
-	}
-	code, body := httpDo(t, tb, "POST", base, `{"type":"JSON","schema":"{\"type\":\"record\"}","properties":{"k":"v"}}`)
-	if code != 200 || !strings.Contains(body, `"version":0`) {
-		t.Fatalf("POST: %d %s", code, body)
-	}
-	code, body = httpDo(t, tb, "GET", base, "")
-	var got struct {
-		Version    int               `json:"version"`
-		Type       string            `json:"type"`
-		Data       string            `json:"data"`
-		Properties map[string]string `json:"properties"`
-	}
-	json.Unmarshal([]byte(body), &got)
-	if code != 200 || got.Type != "JSON" || got.Data != `{"type":"record"}` || got.Properties["k"] != "v" {
-		t.Fatalf("GET: %d %s", code, body)
-	}
-	if code, _ := httpDo(t, tb, "GET", base+"/0", ""); code != 200 {
-		t.Fatalf("GET version 0: %d", code)
-	}
-	if code, _ := httpDo(t, tb, "GET", base+"/5", ""); code != 404 {
-		t.Fatalf("GET missing version: %d", code)
-	}
-	// The binary protocol sees the same registry.
-	r := dialRaw(t, tb, true)
-	r.send(&pb.BaseCommand{Type: pb.BaseCommand_GET_SCHEMA.Enum(), GetSchema: &pb.CommandGetSchema{RequestId: ptr(uint64(1)), Topic: ptr("hs")}})
-	if f := r.next(); f.Cmd.GetSchemaResponse.GetSchema().GetType() != pb.Schema_Json {
-		t.Fatalf("GET_SCHEMA after HTTP POST: %v", f.Cmd)
-	}
-	if code, _ := httpDo(t, tb, "DELETE", base, ""); code != 200 {
-		t.Fatalf("DELETE: %d", code)
-	}
-	if code, _ := httpDo(t, tb, "GET", base, ""); code != 404 {
-		t.Fatalf("GET after DELETE: %d", code)
 	}
 }

@@ -1,6 +1,6 @@
 package broker
 
-import ()
+import "github.com/magnetar-mq/magnetar/mledger"
 
 // ManagedLedger is what a persistent topic needs from its storage: an
 // ordered, durable log of entries with named cursors. The adapter over
@@ -34,6 +34,9 @@ type ManagedLedger interface {
 	Size() (entries, bytes int64)
 	// Terminate refuses further adds and returns the last position.
 	Terminate() (position, error)
+	// Stats returns the ledger's internal statistics (ledgers, cursors)
+	// for the admin API's internal stats.
+	Stats() mledger.Stats
 	// Close releases the ledger; pending adds complete first.
 	Close() error
 }

@@ -18,7 +18,7 @@ const storageTimeout = 30 * time.Second
 func LedgerOpener(f *mledger.Factory, cfg mledger.Config) func(ctx context.Context, name string) (ManagedLedger, error) {
 	return func(ctx context.Context, name string) (ManagedLedger, error) {
 		cfg := cfg
-		applyRetention(ctx, &cfg) // namespace retention policy (policies.go)
+		applyRetention(ctx, &cfg) // the topic's retention policy (policy_enforce.go)
 		ml, err := f.Open(ctx, name, cfg)
 		if err != nil {
 			return nil, err
@@ -140,6 +140,8 @@ func (a *mlAdapter) Terminate() (position, error) {
 	p, err := a.ml.Terminate(ctx)
 	return toPos(p), mapErr(err)
 }
+
+func (a *mlAdapter) Stats() mledger.Stats { return a.ml.Stats() }
 
 func (a *mlAdapter) Close() error {
 	ctx, cancel := storageCtx()

@@ -3,29 +3,49 @@ package broker
 import (
 	"context"
 	"fmt"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/magnetar-mq/magnetar/mledger"
+	"github.com/magnetar-mq/magnetar/policy"
 )
+
+// Policy enforcement on the topics this broker owns. Each topic holds its
+// resolved policy (topic.pol, a *policy.Resolved swapped whole) and its
+// policy state (topic.held: sends held by a backlog quota, namespace
+// deduplication). The broker subscribes to the policy store: a change to
+// a namespace re-resolves its loaded topics, reopens those whose
+// retention changed (unload; clients reconnect) and re-evaluates the
+// others at once.
+//
+//   - backlog quotas: destination_storage bounds the largest durable
+//     subscription backlog in bytes (entries x average entry size),
+//     message_age the age of the oldest message after the slowest
+//     mark-delete. producer_request_hold keeps SENDs in a per-topic FIFO
+//     until the backlog is under the limit (checked on every admin cursor
+//     move and every policyCheckInterval) and refuses new producers with
+//     ProducerBlockedQuotaExceededError; producer_exception disconnects
+//     the producer and refuses it with
+//     ProducerBlockedQuotaExceededException; consumer_backlog_eviction
+//     skips entries of the slowest cursor.
+//   - message TTL: every policyCheckInterval, cursors mark-delete the
+//     entries published before now-TTL.
+//   - deduplication (when the broker-wide Config.Deduplication is off): a
+//     per-topic highest sequence id per producer name; a resent id gets a
+//     receipt without being stored.
+//   - max producers/consumers per topic: PRODUCER/SUBSCRIBE refused.
+//   - auto topic creation override: partitioned auto creation happens at
+//     PARTITIONED_METADATA time; disallowed creation fails the lookup.
+//   - retention: applied when a topic's managed ledger opens (LedgerOpener
+//     reads it from the context).
 
 // policyCheckInterval is how often TTL expiry, backlog eviction and the
 // release of held sends are evaluated (Pulsar checks every few minutes;
 // admin changes and admin cursor moves trigger an immediate check).
 const policyCheckInterval = time.Second
 
-// policyRefreshTicks: the namespace policy cache is re-read from the
-// metadata store every this many checks.
+// policyRefreshTicks: the policy cache is re-read from the metadata
+// store every this many checks (writes made through other brokers).
 const policyRefreshTicks = 10
-
-// topicPol is the per-topic state of namespace policies.
-type topicPol struct {
-	ns    string // "tenant/namespace"
-	mu    sync.Mutex
-	held  []heldSend        // sends held by producer_request_hold, in order
-	dedup map[string]uint64 // producer name -> highest sequence id accepted
-}
 
 type heldSend struct {
 	p            *producer
@@ -34,45 +54,61 @@ type heldSend struct {
 	e            entryBuf
 }
 
-func (x *adminExt) topicState(t *topic) *topicPol {
-	if v, ok := x.topics.Load(t); ok {
-		return v.(*topicPol)
-	}
-	v, _ := x.topics.LoadOrStore(t, &topicPol{ns: t.name.NamespaceName(), dedup: map[string]uint64{}})
-	return v.(*topicPol)
+func (b *Broker) policyDefaults() policy.Defaults {
+	return policy.Defaults{Deduplication: b.cfg.Deduplication, AutoTopicCreation: !b.cfg.DisableAutoTopicCreation}
 }
 
-// ensureLoop starts the periodic policy check (once, owned by the
-// broker's WaitGroup and stopped by its done channel).
-func (x *adminExt) ensureLoop() {
-	x.loopOnce.Do(func() {
-		b := x.b
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if b.mu.closed {
-			return
+// resolvePolicies returns the effective policy of topics in namespace ns;
+// broker defaults when the namespace's policies cannot be read.
+func (b *Broker) resolvePolicies(ns string) *policy.Resolved {
+	p := b.policies.Cached(ns)
+	if p == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		defer cancel()
+		var err error
+		if p, err = b.policies.Get(ctx, ns); err != nil {
+			b.log.Warn("read namespace policies", "namespace", ns, "err", err)
+			p = nil
 		}
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			tk := time.NewTicker(policyCheckInterval)
-			defer tk.Stop()
-			for n := 1; ; n++ {
-				select {
-				case <-b.done:
-					return
-				case <-tk.C:
-					if n%policyRefreshTicks == 0 {
-						// Pick up policy writes made through other brokers.
-						x.mu.Lock()
-						clear(x.ns)
-						x.mu.Unlock()
-					}
-					x.checkAll()
-				}
+	}
+	return policy.Resolve(b.policyDefaults(), p)
+}
+
+// policiesChanged is the policy store subscription: ns ("" for every
+// namespace) changed.
+func (b *Broker) policiesChanged(ns string) {
+	for _, t := range b.loadedTopics(ns) {
+		old := t.pol.Load()
+		res := b.resolvePolicies(t.name.NamespaceName())
+		t.pol.Store(res)
+		if t.persistent() && old != nil && !policy.SameRetention(old, res) {
+			// The managed ledger reopens with the new retention.
+			b.unloadTopic(t.full)
+			continue
+		}
+		b.checkTopic(t)
+	}
+}
+
+// policyLoop runs the periodic policy check until the broker closes.
+func (b *Broker) policyLoop() {
+	defer b.wg.Done()
+	tk := time.NewTicker(policyCheckInterval)
+	defer tk.Stop()
+	for n := 1; ; n++ {
+		select {
+		case <-b.done:
+			return
+		case <-tk.C:
+			if n%policyRefreshTicks == 0 {
+				b.policies.Refresh() // re-resolves and checks every topic
+				continue
 			}
-		}()
-	})
+			for _, t := range b.loadedTopics("") {
+				b.checkTopic(t)
+			}
+		}
+	}
 }
 
 // loadedTopics returns the loaded topics, optionally of one namespace.
@@ -80,13 +116,13 @@ func (b *Broker) loadedTopics(ns string) []*topic {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []*topic
-	for full, l := range b.mu.topics {
+	for _, l := range b.mu.topics {
 		select {
 		case <-l.done:
 		default:
 			continue
 		}
-		if l.t == nil || (ns != "" && !strings.Contains(full, "://"+ns+"/")) {
+		if l.t == nil || (ns != "" && l.t.name.NamespaceName() != ns) {
 			continue
 		}
 		out = append(out, l.t)
@@ -94,54 +130,25 @@ func (b *Broker) loadedTopics(ns string) []*topic {
 	return out
 }
 
-// checkAll applies TTL, backlog quotas and releases held sends on every
-// loaded topic; it also forgets the state of unloaded topics.
-func (x *adminExt) checkAll() {
-	live := map[*topic]bool{}
-	for _, t := range x.b.loadedTopics("") {
-		live[t] = true
-		x.checkTopic(t)
-	}
-	x.topics.Range(func(k, v any) bool {
-		if !live[k.(*topic)] {
-			tp := v.(*topicPol)
-			tp.mu.Lock()
-			held := len(tp.held)
-			tp.mu.Unlock()
-			if held == 0 {
-				x.topics.Delete(k)
-			}
-		}
-		return true
-	})
-}
-
-// policiesChanged re-evaluates the loaded topics of ns now.
-func (x *adminExt) policiesChanged(ns string) {
-	for _, t := range x.b.loadedTopics(ns) {
-		x.checkTopic(t)
-	}
-}
-
-func (x *adminExt) checkTopic(t *topic) {
+// checkTopic applies TTL and backlog eviction to t and releases its held
+// sends when the quota allows.
+func (b *Broker) checkTopic(t *topic) {
 	if !t.persistent() || t.isClosed() {
 		return
 	}
-	pol := x.cachedPolicies(t.name.NamespaceName())
-	if pol == nil {
-		return
-	}
-	if ttl := pol.MessageTTLInSeconds; ttl != nil && *ttl > 0 {
+	pol := t.pol.Load()
+	if ttl := pol.MessageTTLSeconds; ttl > 0 {
 		for _, s := range *t.subList.Load() {
-			_ = x.expire(t, s, int64(*ttl))
+			_ = t.expire(s, ttl)
 		}
 	}
-	x.applyEviction(t, pol)
-	x.release(t, pol)
+	t.applyEviction(pol)
+	t.release(pol)
 }
 
-// backlog returns the largest subscription backlog of t in bytes
-// (estimated from the average entry size) and that subscription.
+// backlogOf returns the largest subscription backlog of t in bytes
+// (estimated from the average entry size), that subscription and the
+// average entry size.
 func backlogOf(t *topic) (int64, *subscription, int64) {
 	entries, bytes := t.ml.Size()
 	var avg int64
@@ -165,16 +172,16 @@ func backlogOf(t *topic) (int64, *subscription, int64) {
 // quotaExceeded reports the policy of the first backlog quota of t that
 // is exceeded: destination_storage (limitSize bytes) or message_age
 // (limitTime seconds since the oldest unacknowledged message).
-func quotaExceeded(t *topic, pol *Policies) (string, bool) {
-	if pol == nil || !t.persistent() || len(pol.BacklogQuotaMap) == 0 {
+func quotaExceeded(t *topic, pol *policy.Resolved) (string, bool) {
+	if !t.persistent() || len(pol.BacklogQuotas) == 0 {
 		return "", false
 	}
-	if q, ok := pol.BacklogQuotaMap["destination_storage"]; ok && q.LimitSize > 0 {
+	if q, ok := pol.BacklogQuotas[policy.QuotaStorage]; ok && q.LimitSize > 0 {
 		if bl, _, _ := backlogOf(t); bl > q.LimitSize {
 			return q.Policy, true
 		}
 	}
-	if q, ok := pol.BacklogQuotaMap["message_age"]; ok && q.LimitTime > 0 {
+	if q, ok := pol.BacklogQuotas[policy.QuotaMessageAge]; ok && q.LimitTime > 0 {
 		if backlogAge(t) > time.Duration(q.LimitTime)*time.Second {
 			return q.Policy, true
 		}
@@ -210,20 +217,20 @@ func backlogAge(t *topic) time.Duration {
 }
 
 // applyEviction enforces consumer_backlog_eviction quotas.
-func (x *adminExt) applyEviction(t *topic, pol *Policies) {
-	if q, ok := pol.BacklogQuotaMap["destination_storage"]; ok && q.Policy == quotaEviction && q.LimitSize > 0 {
-		x.evict(t, q.LimitSize)
+func (t *topic) applyEviction(pol *policy.Resolved) {
+	if q, ok := pol.BacklogQuotas[policy.QuotaStorage]; ok && q.Policy == policy.QuotaEviction && q.LimitSize > 0 {
+		t.evict(q.LimitSize)
 	}
-	if q, ok := pol.BacklogQuotaMap["message_age"]; ok && q.Policy == quotaEviction && q.LimitTime > 0 {
+	if q, ok := pol.BacklogQuotas[policy.QuotaMessageAge]; ok && q.Policy == policy.QuotaEviction && q.LimitTime > 0 {
 		for _, s := range *t.subList.Load() {
 			if s.cur.Durable() {
-				_ = x.expire(t, s, q.LimitTime)
+				_ = t.expire(s, q.LimitTime)
 			}
 		}
 	}
 }
 
-func (x *adminExt) evict(t *topic, limit int64) {
+func (t *topic) evict(limit int64) {
 	for range 100 {
 		bl, slow, avg := backlogOf(t)
 		if bl <= limit || slow == nil || avg == 0 {
@@ -243,7 +250,7 @@ func (x *adminExt) evict(t *topic, limit int64) {
 }
 
 // expire acknowledges the messages of s published more than secs ago.
-func (x *adminExt) expire(t *topic, s *subscription, secs int64) error {
+func (t *topic) expire(s *subscription, secs int64) error {
 	ca, ok := s.cur.(*cursorAdapter)
 	if !ok {
 		return nil
@@ -288,75 +295,68 @@ func positionBefore(ml *mledger.ManagedLedger, p mledger.Position) (mledger.Posi
 
 // release publishes held sends once the backlog is under its quota (or
 // the quota went away).
-func (x *adminExt) release(t *topic, pol *Policies) {
-	tp := x.topicState(t)
-	tp.mu.Lock()
-	defer tp.mu.Unlock()
-	if len(tp.held) == 0 {
+func (t *topic) release(pol *policy.Resolved) {
+	t.held.Lock()
+	defer t.held.Unlock()
+	if len(t.held.sends) == 0 {
 		return
 	}
 	// Sends of producers that went away while held are dropped without
 	// an answer (their clients re-send on reconnect). The detach paths
 	// drop them already; this catches a producer fenced meanwhile.
-	x.filterHeldLocked(tp, func(h *heldSend) bool { return !t.attached(h.p) })
-	if policy, over := quotaExceeded(t, pol); over && policy == quotaHold {
+	t.filterHeldLocked(func(h *heldSend) bool { return !t.attached(h.p) })
+	if quota, over := quotaExceeded(t, pol); over && quota == policy.QuotaHold {
 		return
 	}
-	held := tp.held
-	tp.held = nil
-	x.heldCount.Add(-int64(len(held)))
+	held := t.held.sends
+	t.held.sends = nil
+	t.b.heldCount.Add(-int64(len(held)))
 	for _, h := range held {
-		x.publishLocked(tp, t, pol, h)
+		t.publishPolicyLocked(pol, h)
 	}
 }
 
-// filterHeldLocked drops (answers with sendDropped) the held sends of tp
-// that match drop; tp.mu is held.
-func (x *adminExt) filterHeldLocked(tp *topicPol, drop func(*heldSend) bool) {
-	kept := tp.held[:0]
-	for i := range tp.held {
-		h := &tp.held[i]
+// filterHeldLocked drops (answers with sendDropped) the held sends of t
+// that match drop; t.held is locked.
+func (t *topic) filterHeldLocked(drop func(*heldSend) bool) {
+	kept := t.held.sends[:0]
+	for i := range t.held.sends {
+		h := &t.held.sends[i]
 		if !drop(h) {
 			kept = append(kept, *h)
 			continue
 		}
 		h.p.sink.sendDropped(h.p.id, h.seq)
-		x.heldCount.Add(-1)
+		t.b.heldCount.Add(-1)
 	}
-	clear(tp.held[len(kept):])
-	tp.held = kept
+	clear(t.held.sends[len(kept):])
+	t.held.sends = kept
 }
 
-// dropHeld drops the held sends that match drop, on every topic (a
-// closing connection drops the sends of its producers this way).
-func (x *adminExt) dropHeld(drop func(*heldSend) bool) {
-	if x == nil || x.heldCount.Load() == 0 {
+// dropHeld drops the held sends that match drop, on every loaded topic
+// (a closing connection drops the sends of its producers this way; a
+// topic no longer loaded dropped its held sends when it closed).
+func (b *Broker) dropHeld(drop func(*heldSend) bool) {
+	if b.heldCount.Load() == 0 {
 		return
 	}
-	x.topics.Range(func(_, v any) bool {
-		tp := v.(*topicPol)
-		tp.mu.Lock()
-		x.filterHeldLocked(tp, drop)
-		tp.mu.Unlock()
-		return true
-	})
+	for _, t := range b.loadedTopics("") {
+		t.held.Lock()
+		t.filterHeldLocked(drop)
+		t.held.Unlock()
+	}
 }
 
 // dropHeldOf drops the held sends of t by p, or by every producer if p
 // is nil; it is called after p (or every producer) left t, without
 // topic.mu held.
-func (x *adminExt) dropHeldOf(t *topic, p *producer) {
-	if x == nil || x.heldCount.Load() == 0 {
+func (t *topic) dropHeldOf(p *producer) {
+	if t.b.heldCount.Load() == 0 {
 		return
 	}
-	v, ok := x.topics.Load(t)
-	if !ok {
-		return
-	}
-	tp := v.(*topicPol)
-	tp.mu.Lock()
-	x.filterHeldLocked(tp, func(h *heldSend) bool { return p == nil || h.p == p })
-	tp.mu.Unlock()
+	t.held.Lock()
+	t.filterHeldLocked(func(h *heldSend) bool { return p == nil || h.p == p })
+	t.held.Unlock()
 }
 
 // attached reports whether p is t's producer of its name.
@@ -367,31 +367,29 @@ func (t *topic) attached(p *producer) bool {
 }
 
 // policyPublish is the SEND path: it applies deduplication and backlog
-// quotas of the topic's namespace, then publishes.
+// quotas of the topic's policy, then publishes.
 func (b *Broker) policyPublish(p *producer, seq, highest uint64, numMsgs int, e entryBuf) {
 	t := p.topic
-	x := b.ext
-	tp := x.topicState(t)
-	pol := x.cachedPolicies(tp.ns)
-	if pol == nil || (pol.BacklogQuotaMap == nil && (pol.DeduplicationEnabled == nil || !*pol.DeduplicationEnabled)) {
-		if !tp.hasHeld() {
+	pol := t.pol.Load()
+	if pol.BacklogQuotas == nil && !(pol.Deduplication && !b.cfg.Deduplication) {
+		if !t.hasHeld() {
 			t.publish(p, seq, highest, numMsgs, e)
 			return
 		}
 	}
-	tp.mu.Lock()
-	defer tp.mu.Unlock()
+	t.held.Lock()
+	defer t.held.Unlock()
 	h := heldSend{p: p, seq: seq, highest: highest, numMsgs: numMsgs, e: e}
-	if len(tp.held) > 0 {
-		x.holdLocked(tp, t, h)
+	if len(t.held.sends) > 0 {
+		t.holdLocked(h)
 		return
 	}
-	if policy, over := quotaExceeded(t, pol); over {
-		switch policy {
-		case quotaHold:
-			x.holdLocked(tp, t, h)
+	if quota, over := quotaExceeded(t, pol); over {
+		switch quota {
+		case policy.QuotaHold:
+			t.holdLocked(h)
 			return
-		case quotaException:
+		case policy.QuotaException:
 			// As Pulsar: disconnect the producer; its reconnect is refused
 			// with ProducerBlockedQuotaExceededException, which makes the
 			// client fail its pending sends. The SEND is answered after
@@ -400,66 +398,72 @@ func (b *Broker) policyPublish(p *producer, seq, highest uint64, numMsgs int, e 
 			p.sink.closeProducer(p)
 			p.sink.sendSendError(p.id, seq, codeNotAllowed, msgQuotaException)
 			return
-		case quotaEviction:
-			x.applyEviction(t, pol)
+		case policy.QuotaEviction:
+			t.applyEviction(pol)
 		}
 	}
-	x.publishLocked(tp, t, pol, h)
+	t.publishPolicyLocked(pol, h)
 }
 
 // holdLocked appends h to the held sends of t, unless its producer left
 // t already (its detach drop may have run before this send got here):
-// such a send is dropped. tp.mu is held.
-func (x *adminExt) holdLocked(tp *topicPol, t *topic, h heldSend) {
+// such a send is dropped. t.held is locked.
+func (t *topic) holdLocked(h heldSend) {
 	if !t.attached(h.p) {
 		h.p.sink.sendDropped(h.p.id, h.seq)
 		return
 	}
-	tp.held = append(tp.held, h)
-	x.heldCount.Add(1)
+	t.held.sends = append(t.held.sends, h)
+	t.b.heldCount.Add(1)
 }
 
-func (tp *topicPol) hasHeld() bool {
-	tp.mu.Lock()
-	defer tp.mu.Unlock()
-	return len(tp.held) > 0
+func (t *topic) hasHeld() bool {
+	t.held.Lock()
+	defer t.held.Unlock()
+	return len(t.held.sends) > 0
 }
 
-func (x *adminExt) publishLocked(tp *topicPol, t *topic, pol *Policies, h heldSend) {
-	if pol != nil && pol.DeduplicationEnabled != nil && *pol.DeduplicationEnabled && !x.b.cfg.Deduplication {
+// heldCount returns the number of sends t holds.
+func (t *topic) heldCount() int {
+	t.held.Lock()
+	defer t.held.Unlock()
+	return len(t.held.sends)
+}
+
+// publishPolicyLocked publishes h after the policy's deduplication (when
+// the broker-wide one is off); t.held is locked.
+func (t *topic) publishPolicyLocked(pol *policy.Resolved, h heldSend) {
+	if pol.Deduplication && !t.b.cfg.Deduplication {
 		hi := h.highest
 		if hi < h.seq {
 			hi = h.seq + uint64(max(h.numMsgs, 1)) - 1
 		}
-		if last, seen := tp.dedup[h.p.name]; seen && h.seq <= last {
+		if last, seen := t.held.dedup[h.p.name]; seen && h.seq <= last {
 			h.p.duplicate(h.seq)
 			return
 		}
-		tp.dedup[h.p.name] = hi
+		t.held.dedup[h.p.name] = hi
 	}
 	t.publish(h.p, h.seq, h.highest, h.numMsgs, h.e)
 }
 
-// policyCheckProducer refuses a new producer on t when the namespace's
-// max-producers limit or a blocking backlog quota applies.
+// policyCheckProducer refuses a new producer on t when the max-producers
+// limit or a blocking backlog quota applies.
 func (b *Broker) policyCheckProducer(t *topic) (int32, string, bool) {
-	pol := b.ext.cachedPolicies(t.name.NamespaceName())
-	if pol == nil {
-		return 0, "", true
-	}
-	if m := pol.MaxProducersPerTopic; m != nil && *m > 0 {
+	pol := t.pol.Load()
+	if m := pol.MaxProducers; m > 0 {
 		t.mu.Lock()
 		n := len(t.mu.producers) + len(t.mu.waiting)
 		t.mu.Unlock()
-		if n >= *m {
+		if n >= m {
 			return codeProducerBusy, fmt.Sprintf("Topic '%s' reached max producers limit", t.full), false
 		}
 	}
-	if policy, over := quotaExceeded(t, pol); over {
-		switch policy {
-		case quotaHold:
+	if quota, over := quotaExceeded(t, pol); over {
+		switch quota {
+		case policy.QuotaHold:
 			return codeProducerBlockedError, "Cannot create producer on topic with backlog quota exceeded", false
-		case quotaException:
+		case policy.QuotaException:
 			return codeProducerBlockedException, msgQuotaException, false
 		}
 	}
@@ -473,18 +477,18 @@ const (
 	codeProducerBlockedException = int32(8)
 )
 
-// policyCheckConsumer refuses a new consumer on t at the namespace's
-// max-consumers limit.
+// policyCheckConsumer refuses a new consumer on t at the max-consumers
+// limit.
 func (b *Broker) policyCheckConsumer(t *topic) (int32, string, bool) {
-	pol := b.ext.cachedPolicies(t.name.NamespaceName())
-	if pol == nil || pol.MaxConsumersPerTopic == nil || *pol.MaxConsumersPerTopic <= 0 {
+	m := t.pol.Load().MaxConsumers
+	if m <= 0 {
 		return 0, "", true
 	}
 	n := 0
 	for _, s := range *t.subList.Load() {
 		s.call(func() { n += len(s.consumers) })
 	}
-	if n >= *pol.MaxConsumersPerTopic {
+	if n >= m {
 		return codeConsumerBusy, fmt.Sprintf("Topic '%s' reached max consumers limit", t.full), false
 	}
 	return 0, "", true
@@ -493,25 +497,56 @@ func (b *Broker) policyCheckConsumer(t *topic) (int32, string, bool) {
 // autoCreation returns whether tn may be auto-created and, for a
 // partitioned override, the default partition count.
 func (b *Broker) autoCreation(tn topicName) (allow bool, partitions int) {
-	pol := b.ext.cachedPolicies(tn.NamespaceName())
-	if pol == nil || pol.AutoTopicCreationOverride == nil {
-		return !b.cfg.DisableAutoTopicCreation, 0
-	}
-	a := pol.AutoTopicCreationOverride
-	if !a.Allow {
-		return false, 0
-	}
-	if a.TopicType == "partitioned" && a.DefaultNumPartitions != nil {
-		return true, *a.DefaultNumPartitions
-	}
-	return true, 0
+	pol := b.resolvePolicies(tn.NamespaceName())
+	return pol.AutoCreate, pol.AutoPartitions
 }
 
-// dedupEnabled reports whether t's namespace enables deduplication.
-func (x *adminExt) dedupEnabled(t *topic) bool {
-	if x == nil {
-		return false
+// dedupEnabled reports whether t deduplicates (broker-wide or by policy).
+func (t *topic) dedupEnabled() bool {
+	return t.b.cfg.Deduplication || t.pol.Load().Deduplication
+}
+
+type retentionKey struct{}
+
+// withRetention attaches a retention policy to ctx, for LedgerOpener.
+func withRetention(ctx context.Context, r *policy.RetentionPolicies) context.Context {
+	if r == nil {
+		return ctx
 	}
-	pol := x.cachedPolicies(x.topicState(t).ns)
-	return pol != nil && pol.DeduplicationEnabled != nil && *pol.DeduplicationEnabled
+	return context.WithValue(ctx, retentionKey{}, *r)
+}
+
+// applyRetention overrides cfg's retention with a policy carried by ctx
+// (minutes and MB; -1 unlimited, 0 none).
+func applyRetention(ctx context.Context, cfg *mledger.Config) {
+	r, ok := ctx.Value(retentionKey{}).(policy.RetentionPolicies)
+	if !ok {
+		return
+	}
+	switch {
+	case r.RetentionTimeInMinutes < 0:
+		cfg.RetentionTime = -1
+	default:
+		cfg.RetentionTime = time.Duration(r.RetentionTimeInMinutes) * time.Minute
+	}
+	switch {
+	case r.RetentionSizeInMB < 0:
+		cfg.RetentionSize = -1
+	default:
+		cfg.RetentionSize = r.RetentionSizeInMB << 20
+	}
+}
+
+// HeldSends reports how many SENDs a producer_request_hold backlog quota
+// holds on topic (0 when it is not loaded).
+func (b *Broker) HeldSends(topic string) int {
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return 0
+	}
+	t := b.lookupTopic(tn.String())
+	if t == nil {
+		return 0
+	}
+	return t.heldCount()
 }

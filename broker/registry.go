@@ -8,13 +8,14 @@ import (
 	"strings"
 
 	"github.com/magnetar-mq/magnetar/metadata"
+	"github.com/magnetar-mq/magnetar/policy"
 )
 
 // Metadata layout (all values JSON):
 //
 //	/admin/clusters/<cluster>                                {"serviceUrl":...}
-//	/admin/policies/<tenant>                                  TenantInfo
-//	/admin/policies/<tenant>/<ns>                             Policies
+//	/admin/policies/<tenant>                                  TenantInfo (package policy)
+//	/admin/policies/<tenant>/<ns>                             Policies (package policy)
 //	/admin/partitioned-topics/<tenant>/<ns>/<domain>/<topic>  {"partitions":N}
 //	/schemas/<tenant>/<ns>/<domain>/<topic>                   []SchemaInfo
 //
@@ -22,17 +23,9 @@ import (
 // path-escaped (they may not contain '/').
 const (
 	clustersPath    = "/admin/clusters"
-	policiesPath    = "/admin/policies"
 	partitionedPath = "/admin/partitioned-topics"
 	schemasPath     = "/schemas"
 )
-
-// TenantInfo is a tenant's registered configuration, as in Pulsar's REST
-// API.
-type TenantInfo struct {
-	AdminRoles      []string `json:"adminRoles"`
-	AllowedClusters []string `json:"allowedClusters"`
-}
 
 // PartitionedMetadata is the stored form of a partitioned topic.
 type PartitionedMetadata struct {
@@ -44,8 +37,9 @@ type PartitionedMetadata struct {
 // topics in the metadata store. It holds no state of its own; every call
 // goes to the store, which is safe for concurrent use.
 type registry struct {
-	store   metadata.Store
-	cluster string
+	store    metadata.Store
+	cluster  string
+	policies *policy.Store // tenants and namespaces
 }
 
 // bootstrap makes sure the cluster, tenant "public" with namespace
@@ -55,20 +49,17 @@ func (r *registry) bootstrap(ctx context.Context) error {
 		return err
 	}
 	for _, tn := range []string{"public", "pulsar"} {
-		if err := r.putIfAbsent(ctx, policiesPath+"/"+tn, TenantInfo{AdminRoles: []string{}, AllowedClusters: []string{r.cluster}}); err != nil {
-			return err
+		err := r.policies.CreateTenant(ctx, tn, policy.TenantInfo{AdminRoles: []string{}, AllowedClusters: []string{r.cluster}})
+		if err != nil && !errors.Is(err, policy.ErrExists) {
+			return fmt.Errorf("broker: bootstrap tenant %s: %w", tn, err)
 		}
 	}
 	for _, ns := range []string{"public/default", "pulsar/system"} {
-		if err := r.putIfAbsent(ctx, policiesPath+"/"+ns, defaultPolicies(r.cluster)); err != nil {
-			return err
+		if err := r.policies.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, policy.ErrExists) {
+			return fmt.Errorf("broker: bootstrap namespace %s: %w", ns, err)
 		}
 	}
 	return nil
-}
-
-func defaultPolicies(cluster string) map[string]any {
-	return map[string]any{"replication_clusters": []string{cluster}}
 }
 
 func (r *registry) putIfAbsent(ctx context.Context, path string, v any) error {
@@ -99,76 +90,9 @@ func (r *registry) children(ctx context.Context, path string) ([]string, error) 
 	return cs, err
 }
 
-func (r *registry) tenants(ctx context.Context) ([]string, error) {
-	return r.children(ctx, policiesPath)
-}
-
-func (r *registry) tenantExists(ctx context.Context, tenant string) (bool, error) {
-	if !validNamePart(tenant) {
-		return false, nil
-	}
-	return r.store.Exists(ctx, policiesPath+"/"+tenant)
-}
-
 // namespaceExists reports whether "tenant/ns" is registered.
 func (r *registry) namespaceExists(ctx context.Context, ns string) (bool, error) {
-	t, n, ok := strings.Cut(ns, "/")
-	if !ok || !validNamePart(t) || !validNamePart(n) {
-		return false, nil
-	}
-	return r.store.Exists(ctx, policiesPath+"/"+ns)
-}
-
-// namespaces lists the namespaces of tenant as "tenant/ns".
-func (r *registry) namespaces(ctx context.Context, tenant string) ([]string, error) {
-	ok, err := r.tenantExists(ctx, tenant)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, ErrTenantNotFound
-	}
-	cs, err := r.children(ctx, policiesPath+"/"+tenant)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, tenant+"/"+c)
-	}
-	return out, nil
-}
-
-func (r *registry) createTenant(ctx context.Context, tenant string, info TenantInfo) error {
-	if !validNamePart(tenant) {
-		return fmt.Errorf("%w: tenant %q", ErrInvalidTopicName, tenant)
-	}
-	b, _ := json.Marshal(info)
-	_, err := r.store.Put(ctx, policiesPath+"/"+tenant, b, metadata.NotExists)
-	if errors.Is(err, metadata.ErrExists) {
-		return ErrAlreadyExists
-	}
-	return err
-}
-
-func (r *registry) createNamespace(ctx context.Context, ns string, policies json.RawMessage) error {
-	t, n, ok := strings.Cut(ns, "/")
-	if !ok || !validNamePart(n) {
-		return fmt.Errorf("%w: namespace %q", ErrInvalidTopicName, ns)
-	}
-	if ok, err := r.tenantExists(ctx, t); err != nil {
-		return err
-	} else if !ok {
-		return ErrTenantNotFound
-	}
-	if len(policies) == 0 || string(policies) == "null" {
-		policies, _ = json.Marshal(defaultPolicies(r.cluster))
-	}
-	_, err := r.store.Put(ctx, policiesPath+"/"+ns, policies, metadata.NotExists)
-	if errors.Is(err, metadata.ErrExists) {
-		return ErrAlreadyExists
-	}
-	return err
+	return r.policies.NamespaceExists(ctx, ns)
 }
 
 func partitionedKey(tn topicName) string {
@@ -226,22 +150,6 @@ func (r *registry) partitionedTopics(ctx context.Context, ns, domain string) ([]
 		out = append(out, domain+"://"+ns+"/"+unescapeLocal(c))
 	}
 	return out, nil
-}
-
-// validNamePart reports whether s is a legal tenant or namespace name.
-func validNamePart(s string) bool {
-	if s == "" || len(s) > 255 {
-		return false
-	}
-	for _, c := range s {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '-', c == '_', c == '.', c == '=', c == ':':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 func escapeLocal(s string) string   { return strings.ReplaceAll(s, "%", "%25") }

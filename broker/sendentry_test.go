@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
-
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -116,19 +114,8 @@ func TestSendEntriesIntact(t *testing.T) {
 	})
 	t.Run("held", func(t *testing.T) {
 		tb := startBroker(t, nil)
-		ac := adminClient(t, tb)
-		newNS(t, ac, "public/intact")
-		if err := ac.Namespaces().SetBacklogQuota("public/intact", utils.NewBacklogQuota(1000, -1, utils.ProducerRequestHold), utils.DestinationStorage); err != nil {
-			t.Fatal(err)
-		}
 		topic := "persistent://public/intact/t"
-		tn := mustTopic(t, topic)
-		if err := ac.Topics().Create(tn, 0); err != nil {
-			t.Fatal(err)
-		}
-		if err := ac.Subscriptions().Create(tn, "slow", utils.Earliest); err != nil {
-			t.Fatal(err)
-		}
+		holdQuotaTopic(t, tb, "public/intact", topic, 1000)
 		p := dialRaw(t, tb, true)
 		pid := p.producer(topic)
 		// Two stored sends put the backlog over the quota: the rest is held.
@@ -137,7 +124,7 @@ func TestSendEntriesIntact(t *testing.T) {
 		p.receipts(0, len(fill))
 		p.sendAll(pid, 2, entries)
 		waitUntil(t, "every send held", func() bool { return heldSends(tb, topic) == len(entries) })
-		if err := ac.Subscriptions().ClearBacklog(tn, "slow"); err != nil {
+		if err := tb.SkipMessages(ctxT(t), topic, "slow", -1); err != nil {
 			t.Fatal(err)
 		}
 		p.receipts(2, len(entries))

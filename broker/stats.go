@@ -68,7 +68,7 @@ func (t *topic) stats() TopicStats {
 		Replication:         map[string]any{},
 		DeduplicationStatus: "Disabled",
 	}
-	if t.b.cfg.Deduplication || t.b.ext.dedupEnabled(t) {
+	if t.dedupEnabled() {
 		st.DeduplicationStatus = "Enabled"
 	}
 	if msgs > 0 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/mledger"
+	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
 
@@ -48,6 +49,18 @@ type topic struct {
 	}
 	npEntryID atomic.Int64 // non-persistent message ids
 
+	// pol is the topic's effective policy, swapped whole when its
+	// namespace's policies change (policy_enforce.go).
+	pol atomic.Pointer[policy.Resolved]
+	// held is the policy state: sends held by a producer_request_hold
+	// quota, in order, and the highest sequence id accepted per producer
+	// name under policy deduplication. Lock order: held before topic.mu.
+	held struct {
+		sync.Mutex
+		sends []heldSend
+		dedup map[string]uint64
+	}
+
 	unloading atomic.Bool
 	unloaded  chan struct{} // closed once an unload closed the ledger
 
@@ -75,11 +88,13 @@ type lastEntry struct {
 	batch   bool
 }
 
-func newTopic(b *Broker, tn topicName, ml ManagedLedger) *topic {
+func newTopic(b *Broker, tn topicName, ml ManagedLedger, pol *policy.Resolved) *topic {
 	t := &topic{b: b, name: tn, full: tn.String(), partition: tn.PartitionIndex, ml: ml, log: b.log, loadedAt: time.Now(), unloaded: make(chan struct{})}
 	t.mu.producers = make(map[string]*producer)
 	t.mu.subs = make(map[string]*subscription)
 	t.mu.dedup = make(map[string]uint64)
+	t.held.dedup = make(map[string]uint64)
+	t.pol.Store(pol)
 	empty := []*subscription{}
 	t.subList.Store(&empty)
 	return t

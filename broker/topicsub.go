@@ -258,7 +258,7 @@ func (t *topic) closeAll(notify bool) {
 			p.sink.closeProducer(p)
 		}
 	}
-	t.b.ext.dropHeldOf(t, nil)
+	t.dropHeldOf(nil)
 	for _, s := range subs {
 		s.call(func() {
 			for _, c := range s.consumers {

@@ -3,13 +3,13 @@ package entrylog
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
 
+	"github.com/magnetar-mq/magnetar/internal/crc32c"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 )
 
@@ -166,7 +166,7 @@ func (l *Log) AppendRead(dst []byte, loc uint64, ledger, entry int64) ([]byte, e
 	}
 	// The header checksum part is computed before the payload is moved
 	// over the header.
-	c := crc32.Update(crc32.Update(0, castagnoli, buf[0:4]), castagnoli, buf[8:RecordHeaderSize])
+	c := crc32c.Update(crc32c.Update(0, buf[0:4]), buf[8:RecordHeaderSize])
 	n := int(h.n)
 	if RecordHeaderSize+n <= len(buf) {
 		copy(dst[start:], buf[RecordHeaderSize:RecordHeaderSize+n])
@@ -179,7 +179,7 @@ func (l *Log) AppendRead(dst []byte, loc uint64, ledger, entry int64) ([]byte, e
 		}
 	}
 	dst = dst[:start+n]
-	crc := crc32.Update(c, castagnoli, dst[start:])
+	crc := crc32c.Update(c, dst[start:])
 	if err := checkRecordCRC(f.path, off, h, crc, ledger, entry); err != nil {
 		if f.recovered && crc != h.crc && overlapsZeroPage(f.f, off, off+RecordHeaderSize+int64(n)) {
 			// Part of the record was on a page lost in the crash.

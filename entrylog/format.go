@@ -3,9 +3,10 @@ package entrylog
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"strconv"
 	"strings"
+
+	"github.com/magnetar-mq/magnetar/internal/crc32c"
 )
 
 // Format constants. See doc.go for the layouts.
@@ -28,8 +29,6 @@ const (
 // magic opens every entry-log file.
 var magic = [4]byte{'M', 'G', 'E', 'L'}
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // Header is the decoded fixed header of an entry-log file.
 type Header struct {
 	Version uint32
@@ -50,7 +49,7 @@ func AppendHeader(dst []byte, h Header) []byte {
 	dst = binary.LittleEndian.AppendUint64(dst, h.MapOffset)
 	dst = binary.LittleEndian.AppendUint32(dst, h.LedgerCount)
 	dst = binary.LittleEndian.AppendUint32(dst, h.MapLength)
-	dst = binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:start+headerCRCOffset], castagnoli))
+	dst = binary.LittleEndian.AppendUint32(dst, crc32c.Checksum(dst[start:start+headerCRCOffset]))
 	return append(dst, make([]byte, HeaderSize-(len(dst)-start))...)
 }
 
@@ -69,7 +68,7 @@ func DecodeHeader(src []byte) (rest []byte, h Header, mapValid bool, err error) 
 	if h.Version != Version {
 		return src, h, false, fmt.Errorf("unknown version %d: %w", h.Version, ErrCorrupt)
 	}
-	if crc32.Checksum(src[:headerCRCOffset], castagnoli) != binary.LittleEndian.Uint32(src[headerCRCOffset:]) {
+	if crc32c.Checksum(src[:headerCRCOffset]) != binary.LittleEndian.Uint32(src[headerCRCOffset:]) {
 		return src[HeaderSize:], Header{Version: h.Version}, false, nil
 	}
 	h.MapOffset = binary.LittleEndian.Uint64(src[8:])
@@ -92,9 +91,9 @@ func AppendRecord(dst []byte, ledger, entry int64, payload []byte) []byte {
 
 // recordCRC is the checksum over the length, the ids and the payload.
 func recordCRC(hdr, payload []byte) uint32 {
-	c := crc32.Update(0, castagnoli, hdr[0:4])
-	c = crc32.Update(c, castagnoli, hdr[8:RecordHeaderSize])
-	return crc32.Update(c, castagnoli, payload)
+	c := crc32c.Update(0, hdr[0:4])
+	c = crc32c.Update(c, hdr[8:RecordHeaderSize])
+	return crc32c.Update(c, payload)
 }
 
 // recordHeader is a decoded record header.

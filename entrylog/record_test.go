@@ -3,31 +3,11 @@ package entrylog
 import (
 	"bytes"
 	"errors"
-	"hash/crc32"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 )
-
-func TestCRCCombine(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for _, n := range []int{0, 1, 3, 4, 7, 64, 1000, 4096, 65537, 1 << 20} {
-		a := make([]byte, rng.IntN(40))
-		b := make([]byte, n)
-		for i := range a {
-			a[i] = byte(rng.Uint32())
-		}
-		for i := range b {
-			b[i] = byte(rng.Uint32())
-		}
-		want := crc32.Checksum(append(append([]byte(nil), a...), b...), castagnoli)
-		got := crcCombine(crc32.Checksum(a, castagnoli), crc32.Checksum(b, castagnoli), n)
-		if got != want {
-			t.Fatalf("len(A)=%d len(B)=%d: combine %08x, direct %08x", len(a), n, got, want)
-		}
-	}
-}
 
 // frame returns the record for (ledger, entry, p), its header encoded
 // by PutRecordHeader (large payloads) or PutRecordFields and SetRecordCRC.

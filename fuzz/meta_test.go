@@ -365,7 +365,6 @@ type metaRunner struct {
 	t     *testing.T
 	seed  uint64
 	cfg   metaConfig
-	m     *model // the generator's final model (ledger set); updated view in gen
 	gen   *model // replayed model, op by op
 	fs    *lockFS
 	b     *bookie.Bookie

@@ -65,7 +65,6 @@ type model struct {
 	cur      map[[2]int64]uint64
 	meta     map[int64]Meta
 	metas    map[int64][]Meta // every meta ever set
-	deleted  map[int64]bool   // deleted since the last completed flush
 }
 
 type flushPoint struct {

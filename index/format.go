@@ -3,9 +3,10 @@ package index
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"strconv"
 	"strings"
+
+	"github.com/magnetar-mq/magnetar/internal/crc32c"
 )
 
 // Format constants. See doc.go for the layouts.
@@ -29,8 +30,6 @@ var (
 	metaMagic = [4]byte{'M', 'G', 'I', 'M'}
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // SegmentHeader is the decoded header of a segment file.
 type SegmentHeader struct {
 	SlotsPerPage    uint32
@@ -46,7 +45,7 @@ func AppendSegmentHeader(dst []byte, h SegmentHeader) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, h.SlotsPerPage)
 	dst = binary.LittleEndian.AppendUint32(dst, h.PagesPerSegment)
 	dst = binary.LittleEndian.AppendUint32(dst, h.Segment)
-	dst = binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:start+segHeaderCRCOffset], castagnoli))
+	dst = binary.LittleEndian.AppendUint32(dst, crc32c.Checksum(dst[start:start+segHeaderCRCOffset]))
 	return append(dst, make([]byte, SegmentHeaderSize-(len(dst)-start))...)
 }
 
@@ -61,7 +60,7 @@ func DecodeSegmentHeader(src []byte) (rest []byte, h SegmentHeader, err error) {
 	if v := binary.LittleEndian.Uint32(src[4:]); v != Version {
 		return src, h, fmt.Errorf("unknown segment version %d: %w", v, ErrCorrupt)
 	}
-	if crc32.Checksum(src[:segHeaderCRCOffset], castagnoli) != binary.LittleEndian.Uint32(src[segHeaderCRCOffset:]) {
+	if crc32c.Checksum(src[:segHeaderCRCOffset]) != binary.LittleEndian.Uint32(src[segHeaderCRCOffset:]) {
 		return src, h, fmt.Errorf("segment header checksum mismatch: %w", ErrCorrupt)
 	}
 	h.SlotsPerPage = binary.LittleEndian.Uint32(src[8:])
@@ -134,12 +133,12 @@ func appendMeta(dst []byte, h metaHeader, ledgers []ledgerRecord) []byte {
 	for _, l := range ledgers {
 		dst = appendLedgerRecord(dst, l)
 	}
-	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+	return binary.LittleEndian.AppendUint32(dst, crc32c.Checksum(dst[start:]))
 }
 
 // appendMetaCRC appends the checksum of body to it.
 func appendMetaCRC(body []byte) []byte {
-	return binary.LittleEndian.AppendUint32(body, crc32.Checksum(body, castagnoli))
+	return binary.LittleEndian.AppendUint32(body, crc32c.Checksum(body))
 }
 
 func appendLedgerRecord(dst []byte, l ledgerRecord) []byte {
@@ -175,7 +174,7 @@ func decodeMeta(src []byte) (h metaHeader, ledgers []ledgerRecord, err error) {
 	if v := binary.LittleEndian.Uint32(src[4:]); v != Version {
 		return h, nil, fmt.Errorf("unknown metadata version %d: %w", v, ErrCorrupt)
 	}
-	if crc32.Checksum(body, castagnoli) != sum {
+	if crc32c.Checksum(body) != sum {
 		return h, nil, fmt.Errorf("metadata checksum mismatch: %w", ErrCorrupt)
 	}
 	h.SlotsPerPage = binary.LittleEndian.Uint32(src[8:])

@@ -4,11 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"path"
 
+	"github.com/magnetar-mq/magnetar/internal/crc32c"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 )
 
@@ -25,14 +25,14 @@ func appendMark(dst []byte, p Position) []byte {
 	copy(b[0:4], markMagic)
 	binary.LittleEndian.PutUint64(b[4:12], p.FileID)
 	binary.LittleEndian.PutUint64(b[12:20], uint64(p.Offset))
-	binary.LittleEndian.PutUint32(b[20:24], crc32.Checksum(b[:20], castagnoli))
+	binary.LittleEndian.PutUint32(b[20:24], crc32c.Checksum(b[:20]))
 	return append(dst, b[:]...)
 }
 
 // decodeMark decodes a lastMark file.
 func decodeMark(src []byte) (rest []byte, p Position, err error) {
 	if len(src) < markSize || string(src[0:4]) != markMagic ||
-		binary.LittleEndian.Uint32(src[20:24]) != crc32.Checksum(src[:20], castagnoli) {
+		binary.LittleEndian.Uint32(src[20:24]) != crc32c.Checksum(src[:20]) {
 		return src, p, fmt.Errorf("bad lastMark: %w", ErrCorrupt)
 	}
 	p.FileID = binary.LittleEndian.Uint64(src[4:12])

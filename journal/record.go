@@ -4,7 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
+
+	"github.com/magnetar-mq/magnetar/internal/crc32c"
 )
 
 // RecordType says what a record means to the bookie.
@@ -89,8 +90,6 @@ const (
 	fileMagic = "MGJL"
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // fileHeader is the decoded file header.
 type fileHeader struct {
 	FileID  uint64
@@ -105,7 +104,7 @@ func appendFileHeader(dst []byte, h fileHeader) []byte {
 	binary.LittleEndian.PutUint64(b[8:16], h.FileID)
 	binary.LittleEndian.PutUint64(b[16:24], h.BaseSeq)
 	// b[24:28] reserved, zero.
-	binary.LittleEndian.PutUint32(b[28:32], crc32.Checksum(b[:28], castagnoli))
+	binary.LittleEndian.PutUint32(b[28:32], crc32c.Checksum(b[:28]))
 	return append(dst, b[:]...)
 }
 
@@ -118,7 +117,7 @@ func decodeFileHeader(src []byte) (rest []byte, h fileHeader, err error) {
 	if string(b[0:4]) != fileMagic {
 		return src, h, fmt.Errorf("bad magic %q: %w", b[0:4], ErrCorrupt)
 	}
-	if got, want := binary.LittleEndian.Uint32(b[28:32]), crc32.Checksum(b[:28], castagnoli); got != want {
+	if got, want := binary.LittleEndian.Uint32(b[28:32]), crc32c.Checksum(b[:28]); got != want {
 		return src, h, fmt.Errorf("file header checksum %08x, want %08x: %w", got, want, ErrCorrupt)
 	}
 	if v := binary.LittleEndian.Uint32(b[4:8]); v != FormatVersion {
@@ -150,7 +149,7 @@ func (h *recordHeader) groupFirst() uint64 { return h.Seq - uint64(h.GroupLag) }
 
 // payloadCRC starts a record checksum: CRC-32C over the payload. The
 // journal computes it outside its lock; finishRecord folds in the header.
-func payloadCRC(payload []byte) uint32 { return crc32.Update(0, castagnoli, payload) }
+func payloadCRC(payload []byte) uint32 { return crc32c.Update(0, payload) }
 
 // appendRecord appends the record (header + payload) to dst. pcrc must be
 // payloadCRC(rec.Payload). The caller guarantees len(rec.Payload) <=
@@ -173,7 +172,7 @@ func putRecordHeader(h []byte, seq uint64, groupLag uint32, rec *Record, pcrc ui
 	h[21], h[22], h[23] = 0, 0, 0
 	binary.LittleEndian.PutUint64(h[24:32], uint64(rec.LedgerID))
 	binary.LittleEndian.PutUint64(h[32:40], uint64(rec.EntryID))
-	binary.LittleEndian.PutUint32(h[0:4], crc32.Update(pcrc, castagnoli, h[4:RecordHeaderSize]))
+	binary.LittleEndian.PutUint32(h[0:4], crc32c.Update(pcrc, h[4:RecordHeaderSize]))
 }
 
 // AppendRecord appends one encoded record to dst. It is the codec used by
@@ -241,7 +240,7 @@ func decodeRecord(src []byte) (rest []byte, h recordHeader, rec Record, err erro
 		return src, h, rec, errShort
 	}
 	payload := src[RecordHeaderSize:end]
-	crc := crc32.Update(payloadCRC(payload), castagnoli, src[4:RecordHeaderSize])
+	crc := crc32c.Update(payloadCRC(payload), src[4:RecordHeaderSize])
 	if crc != h.CRC {
 		return src, h, rec, errChecksum
 	}

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"flag"
-	"hash/crc32"
 	"os"
 	"path"
 	"testing"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/internal/crc32c"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 )
 
@@ -163,7 +163,7 @@ func TestGoldenWriteWithCRC(t *testing.T) {
 	got := writeGolden(t, func(j *Journal, recs []Record) {
 		ch := make(chan error, len(recs))
 		for _, r := range recs {
-			j.AppendWithCRC(r, crc32.Checksum(r.Payload, crc32.MakeTable(crc32.Castagnoli)), CompletionFunc(func(_ Position, err error) { ch <- err }))
+			j.AppendWithCRC(r, crc32c.Checksum(r.Payload), CompletionFunc(func(_ Position, err error) { ch <- err }))
 		}
 		for range recs {
 			if err := <-ch; err != nil {

@@ -2,12 +2,10 @@ package ledger
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 
+	"github.com/magnetar-mq/magnetar/internal/crc32c"
 	"github.com/magnetar-mq/magnetar/protocol/bkproto"
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // putEntryHeader writes the header of h into frame[:bkproto.EntryHeaderSize]
 // for the payload frame[bkproto.EntryHeaderSize:], so that frame holds
@@ -19,7 +17,7 @@ func putEntryHeader(frame []byte, h bkproto.EntryHeader) {
 	binary.BigEndian.PutUint64(hdr[8:], uint64(h.EntryID))
 	binary.BigEndian.PutUint64(hdr[16:], uint64(h.LAC))
 	binary.BigEndian.PutUint64(hdr[24:], uint64(h.Length))
-	c := crc32.Update(0, castagnoli, hdr[:32])
-	c = crc32.Update(c, castagnoli, frame[bkproto.EntryHeaderSize:])
+	c := crc32c.Update(0, hdr[:32])
+	c = crc32c.Update(c, frame[bkproto.EntryHeaderSize:])
 	binary.BigEndian.PutUint32(hdr[32:], c)
 }

@@ -158,7 +158,6 @@ func (c *Client) readRange(ctx context.Context, id int64, m *Metadata, key []byt
 type readResult struct {
 	entry []byte
 	err   error
-	idx   int
 }
 
 // readEntry reads entry e from its write set: replicas in write-set order,

@@ -202,20 +202,6 @@ func (s *ackState) reset(p Position) {
 	s.ackedCount = 0
 }
 
-// clone returns a deep copy.
-func (s *ackState) clone() *ackState {
-	c := newAckState(s.markDelete)
-	for _, l := range s.ledgers {
-		c.acked[l] = s.acked[l].Clone()
-	}
-	c.ledgers = slices.Clone(s.ledgers)
-	for p, b := range s.batch {
-		c.batch[p] = slices.Clone(b)
-	}
-	c.ackedCount = s.ackedCount
-	return c
-}
-
 // batchKeys returns the batch positions in order.
 func (s *ackState) batchKeys() []Position {
 	keys := make([]Position, 0, len(s.batch))

@@ -223,9 +223,8 @@ type delta struct {
 }
 
 type batchUpdate struct {
-	Pos  Position
-	Set  []uint64
-	used bool
+	Pos Position
+	Set []uint64
 }
 
 // appendDelta encodes d:

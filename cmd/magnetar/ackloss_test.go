@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -122,5 +123,72 @@ func TestStandaloneIndividualAcksPastEntry65535(t *testing.T) {
 			t.Fatalf("mark-delete %s never reached the last entry %s", md, st.LastConfirmedEntry)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A zero-queue consumer on a topic holding unacked messages, with the
+// topic unloaded before (and while) it receives: every message arrives, in
+// order on an Exclusive subscription.
+func TestStandaloneZeroQueueConsumerAcrossUnload(t *testing.T) {
+	p := startStandalone(t, t.TempDir())
+	c := p.client(t)
+	for round, unloadWhileWaiting := range []bool{false, true, false, true} {
+		topic := fmt.Sprintf("persistent://public/default/zeroq-%d", round)
+		prod, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 10
+		for i := range n {
+			if _, err := prod.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte(fmt.Sprint(i))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Exclusive,
+			EnableZeroQueueConsumer: true, SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		unload := func() error {
+			req, _ := http.NewRequest("PUT", p.http+"/admin/v2/persistent/"+strings.TrimPrefix(topic, "persistent://")+"/unload", nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode/100 != 2 {
+				return fmt.Errorf("unload: HTTP %d", resp.StatusCode)
+			}
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		unloaded := make(chan error, 1)
+		if !unloadWhileWaiting {
+			unloaded <- unload()
+		} else {
+			go func() { unloaded <- unload() }()
+		}
+		var got []string
+		for len(got) < n {
+			m, err := cons.Receive(ctx)
+			if err != nil {
+				t.Fatalf("round %d: receive after %v: %v", round, got, err)
+			}
+			got = append(got, string(m.Payload()))
+			if err := cons.Ack(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cancel()
+		if err := <-unloaded; err != nil {
+			t.Fatal(err)
+		}
+		for i, g := range got {
+			if g != fmt.Sprint(i) {
+				t.Fatalf("round %d: received %v, want 0..9 in order", round, got)
+			}
+		}
+		cons.Close()
+		prod.Close()
 	}
 }

@@ -19,7 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/magnetar-mq/magnetar/internal/zktest"
+	"github.com/magnetar-mq/magnetar/internal/zkserver"
 )
 
 // `magnetar cluster`: a local cluster for trying things out — Apache
@@ -72,7 +72,7 @@ brokers, then the bookies, then ZooKeeper.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.dataDir, "data-dir", "./magnetar-cluster", "directory for ZooKeeper, bookie data and logs")
 	fl.IntVar(&f.zkPort, "zk-port", 2181, "ZooKeeper client port on 127.0.0.1 (0: a free port)")
-	fl.StringVar(&f.zkJar, "zk-jar", "/usr/share/java/zookeeper.jar", "ZooKeeper server jar")
+	fl.StringVar(&f.zkJar, "zk-jar", zkserver.Jar, "ZooKeeper server jar")
 	fl.IntVar(&f.bookies, "bookies", 3, "number of bookies")
 	fl.IntVar(&f.bookieBasePort, "bookie-base-port", 3181, "port of the first bookie, the next ones follow (0: free ports)")
 	fl.StringVar(&f.listen, "listen", ":6650", "broker Pulsar protocol listen address")
@@ -199,26 +199,23 @@ func freeTCPPort() (int, error) {
 // startZooKeeper writes a standalone zoo.cfg under dir and starts the
 // server, returning once it answers srvr.
 func startZooKeeper(dir, jar string, port int) (*child, error) {
-	java, err := exec.LookPath("java")
+	java, err := zkserver.Java(jar)
 	if err != nil {
-		return nil, fmt.Errorf("java not found (%v): apt-get install default-jre-headless zookeeper", err)
-	}
-	if _, err := os.Stat(jar); err != nil {
-		return nil, fmt.Errorf("%s missing (%v): apt-get install zookeeper", jar, err)
+		return nil, err
 	}
 	// Durable (ZooKeeper's default forceSync), and a long-lived cluster
 	// purges old snapshots.
-	if _, err := zktest.WriteConfig(dir, port, "autopurge.snapRetainCount=3\nautopurge.purgeInterval=1\n"); err != nil {
+	if _, err := zkserver.WriteConfig(dir, port, "autopurge.snapRetainCount=3\nautopurge.purgeInterval=1\n"); err != nil {
 		return nil, err
 	}
 	c, _, err := startChild("zookeeper", filepath.Join(dir, "zookeeper.log"), "", nil,
-		append([]string{java}, zktest.JavaArgs(dir, jar, dir)...)...)
+		append([]string{java}, zkserver.JavaArgs(dir, jar, dir)...)...)
 	if err != nil {
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	deadline := time.Now().Add(60 * time.Second)
-	for !zktest.Serving(addr) {
+	for !zkserver.Serving(addr) {
 		select {
 		case <-c.done:
 			return nil, fmt.Errorf("zookeeper exited during startup (%v):\n%s", c.err, tailFile(c.logPath, 30))

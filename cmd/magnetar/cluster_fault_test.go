@@ -274,7 +274,7 @@ func TestClusterBrokerKilledMidStream(t *testing.T) {
 				mu.Unlock()
 			})
 			if i%64 == 63 {
-				prod.Flush()
+				prod.FlushWithCtx(context.Background())
 			}
 		}
 	}()

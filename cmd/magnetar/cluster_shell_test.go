@@ -14,6 +14,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/autorecovery"
 	"github.com/magnetar-mq/magnetar/ledger"
+	"github.com/magnetar-mq/magnetar/tools"
 )
 
 // runShell runs `magnetar shell args... --metadata-url URL --json -q` as a
@@ -48,19 +49,19 @@ func TestClusterShellTools(t *testing.T) {
 		b := c.startBookie("")
 		procs[b.id] = b
 	}
-	var st simpleTestOut
+	var st tools.SimpleTestResult
 	c.runShell(&st, "simpletest", "--entries", "300", "--keep", "--ensemble", "3", "--write-quorum", "2", "--ack-quorum", "2")
 	if st.Entries != 300 || st.Deleted || len(st.Ensemble) != 3 {
 		t.Fatalf("simpletest: %+v", st)
 	}
 	id := strconv.FormatInt(st.Ledger, 10)
 
-	var bks []bookieOut
+	var bks []tools.BookieState
 	c.runShell(&bks, "listbookies")
 	if len(bks) != 5 || bks[0].State != "writable" {
 		t.Fatalf("listbookies: %+v", bks)
 	}
-	var ls []ledgerOut
+	var ls []tools.LedgerInfo
 	c.runShell(&ls, "listledgers", "--meta")
 	if len(ls) != 1 || ls[0].ID != st.Ledger || ls[0].State != "CLOSED" || *ls[0].LastEntryID != 299 || ls[0].WriteQuorum != 2 {
 		t.Fatalf("listledgers: %+v", ls)
@@ -74,9 +75,9 @@ func TestClusterShellTools(t *testing.T) {
 	}
 	c.checkReadLedger(st.Ledger, 10, 12)
 
-	var san []sanityOut
+	var san []tools.Sanity
 	c.runShell(&san, "bookiesanity")
-	if len(san) != 5 || slices.ContainsFunc(san, func(s sanityOut) bool { return !s.OK }) {
+	if len(san) != 5 || slices.ContainsFunc(san, func(s tools.Sanity) bool { return !s.OK }) {
 		t.Fatalf("bookiesanity: %+v", san)
 	}
 	n := c.clusterClient()
@@ -89,7 +90,7 @@ func TestClusterShellTools(t *testing.T) {
 	// Decommission a live bookie of the ledger: its copies move, then its
 	// cookie goes.
 	live := st.Ensemble[0]
-	var dec repairOut
+	var dec tools.Repair
 	c.runShell(&dec, "decommission", live)
 	if dec.Ledgers != 1 || len(dec.Repaired) != 1 || dec.Copied == 0 {
 		t.Fatalf("decommission: %+v", dec)
@@ -101,7 +102,7 @@ func TestClusterShellTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slices.Contains(describeLedger(st.Ledger, &m).Bookies, live) {
+	if slices.Contains(tools.DescribeLedger(st.Ledger, &m).Bookies, live) {
 		t.Fatalf("ledger still on %s: %+v", live, m.Ensembles)
 	}
 	checkReplicas(t, n, st.Ledger, &m, 299, simpleTestBody)
@@ -128,12 +129,12 @@ func TestClusterShellTools(t *testing.T) {
 	if err := autorecovery.MarkUnderReplicated(ctx, n.store, st.Ledger, []string{victim}); err != nil {
 		t.Fatal(err)
 	}
-	var marks []markOut
+	var marks []tools.Mark
 	c.runShell(&marks, "listunderreplicated")
 	if len(marks) != 1 || marks[0].Ledger != st.Ledger || !slices.Equal(marks[0].Bookies, []string{victim}) {
 		t.Fatalf("listunderreplicated: %+v", marks)
 	}
-	var rec repairOut
+	var rec tools.Repair
 	c.runShell(&rec, "recover", victim)
 	if len(rec.Repaired) != 1 || rec.Copied == 0 {
 		t.Fatalf("recover: %+v", rec)
@@ -145,7 +146,7 @@ func TestClusterShellTools(t *testing.T) {
 	if m, _, err = n.lc.Metadata(ctx, st.Ledger); err != nil {
 		t.Fatal(err)
 	}
-	if slices.Contains(describeLedger(st.Ledger, &m).Bookies, victim) {
+	if slices.Contains(tools.DescribeLedger(st.Ledger, &m).Bookies, victim) {
 		t.Fatalf("ledger still on %s: %+v", victim, m.Ensembles)
 	}
 	checkReplicas(t, n, st.Ledger, &m, 299, simpleTestBody)
@@ -167,7 +168,7 @@ func (c *testCluster) checkReadLedger(id, first, last int64) {
 	dec := json.NewDecoder(bytes.NewReader(out))
 	e := first
 	for dec.More() {
-		var o entryOut
+		var o tools.Entry
 		if err := dec.Decode(&o); err != nil {
 			c.t.Fatal(err)
 		}

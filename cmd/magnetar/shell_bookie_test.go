@@ -15,6 +15,7 @@ import (
 	"github.com/magnetar-mq/magnetar/bookie"
 	"github.com/magnetar-mq/magnetar/entrylog"
 	"github.com/magnetar-mq/magnetar/journal"
+	"github.com/magnetar-mq/magnetar/tools"
 )
 
 // runMagnetar runs the test binary as `magnetar args...` (see TestMain) and
@@ -131,7 +132,7 @@ func TestShellReadJournal(t *testing.T) {
 	objs := jsonLines(t, out)
 	got := map[toolKey]int{}
 	types := map[string]int{}
-	var sum journalSummary
+	var sum tools.JournalSummary
 	for _, o := range objs {
 		if raw, ok := o["summary"]; ok {
 			if err := json.Unmarshal(raw, &sum); err != nil {
@@ -139,7 +140,7 @@ func TestShellReadJournal(t *testing.T) {
 			}
 			continue
 		}
-		var r journalRecordOut
+		var r tools.JournalRecord
 		b, _ := json.Marshal(o)
 		if err := json.Unmarshal(b, &r); err != nil {
 			t.Fatal(err)
@@ -212,7 +213,7 @@ func TestShellReadEntryLog(t *testing.T) {
 	}
 	objs := jsonLines(t, out)
 	got := map[toolKey]int{}
-	var firstLoc entryLogRecordOut
+	var firstLoc tools.EntryLogRecord
 	type total struct{ Entries, Bytes int64 }
 	var summary struct {
 		Files   int              `json:"files"`
@@ -225,7 +226,7 @@ func TestShellReadEntryLog(t *testing.T) {
 			}
 			continue
 		}
-		var r entryLogRecordOut
+		var r tools.EntryLogRecord
 		b, _ := json.Marshal(o)
 		if err := json.Unmarshal(b, &r); err != nil {
 			t.Fatal(err)
@@ -400,7 +401,7 @@ func TestShellReadJournalOldBarrier(t *testing.T) {
 		if _, ok := o["summary"]; ok {
 			continue
 		}
-		var r journalRecordOut
+		var r tools.JournalRecord
 		b, _ := json.Marshal(o)
 		if err := json.Unmarshal(b, &r); err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/magnetar-mq/magnetar/admin"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/ledger"
 	"github.com/magnetar-mq/magnetar/metadata"
@@ -99,6 +100,7 @@ func openServiceStack(ctx context.Context, store metadata.Store, lc *ledger.Clie
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
+	admin.Register(s.broker.Router(), s.broker)
 	if err := s.broker.Start(ctx); err != nil {
 		s.broker = nil
 		return nil, fmt.Errorf("broker: %w", err)

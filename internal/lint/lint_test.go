@@ -5,7 +5,9 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,19 +33,23 @@ var allowed = map[string][]string{
 	"autorecovery":       {"internal", "ledger", "metadata", "protocol/bkproto"},
 	"ledger":             {"internal", "protocol/bkproto", "metadata"},
 	"mledger":            {"internal", "ledger", "metadata", "mledger"},
-	"broker":             {"internal", "mledger", "ledger", "metadata", "protocol", "broker", "bundle", "cluster"},
+	"policy":             {"internal", "metadata", "bundle"},
+	"broker":             {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "bundle", "cluster"},
 	"bundle":             {},
 	"cluster":            {"internal", "metadata", "bundle"},
+	"admin":              {"internal", "broker", "policy", "protocol", "bundle", "cluster"},
 	// The top of the graph imports anything in the project.
+	// tools: the ops tools as a library (only cmd imports it).
+	"tools": {"internal", "ledger", "bookie", "journal", "entrylog", "index", "metadata", "autorecovery", "protocol"},
 	"cmd":   {""},
 	"bench": {""},
 	"fuzz":  {""},
-	"tools": {""},
 }
 
-// top packages may import anything; nothing below them may import them,
-// and only cmd (the binary's subcommands, such as perf and shell) may
-// import the other top packages. Nothing imports cmd.
+// Nothing below the top packages may import them, and only cmd (the
+// binary's subcommands, such as perf and shell) may import the other top
+// packages. Nothing imports cmd. cmd, bench and fuzz may import anything;
+// tools has its own rule above.
 var top = []string{"cmd", "bench", "fuzz", "tools"}
 
 // clientOnly may appear only in tests and in the top of the graph.
@@ -225,5 +231,96 @@ func TestTypedAtomicsOnly(t *testing.T) {
 				t.Errorf("%s: uses %s...; use the typed atomics (atomic.Int64 etc.)", f.path, b)
 			}
 		}
+	}
+}
+
+// TestOneCRC32CTable: CRC-32C goes through internal/crc32c; no other
+// package builds its own table.
+func TestOneCRC32CTable(t *testing.T) {
+	for _, f := range parseTree(t, repoRoot(t)) {
+		if f.test || hasPrefixPath(f.rel, "internal/crc32c") || hasPrefixPath(f.rel, "internal/lint") {
+			continue
+		}
+		src, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(src), "crc32.Castagnoli") {
+			t.Errorf("%s: builds a CRC-32C table; use internal/crc32c", f.path)
+		}
+	}
+}
+
+// testingImporters are the packages outside the module allowed to pull
+// package testing into the magnetar binary, with the reason. athenz's
+// sia/util has a non-test file named util_test_linux.go (the _linux
+// suffix makes it a build file) that imports testing; pulsar-client-go's
+// auth package imports athenz, and `magnetar perf` (and `magnetar
+// client`) use pulsar-client-go. No project package may import testing
+// outside tests.
+var testingImporters = map[string]string{
+	"github.com/AthenZ/athenz/libs/go/sia/util": "util_test_linux.go, via pulsar-client-go/pulsar/auth",
+}
+
+// TestBinaryDoesNotLinkTesting lists the magnetar binary's dependencies
+// (go list -deps ./cmd/magnetar) and fails on any importer of package
+// testing other than the known third-party one above: the project's own
+// packages the binary links (internal/zkserver, not internal/zktest, for
+// `magnetar cluster`'s ZooKeeper) never import it.
+func TestBinaryDoesNotLinkTesting(t *testing.T) {
+	cmd := exec.Command(goBinary(t), "list", "-deps", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./cmd/magnetar")
+	cmd.Dir = repoRoot(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	found := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		pkg, imports := fields[0], fields[1:]
+		if pkg == "github.com/magnetar-mq/magnetar/internal/zktest" {
+			t.Errorf("the binary links internal/zktest")
+		}
+		if !slices.Contains(imports, "testing") {
+			continue
+		}
+		if _, ok := testingImporters[pkg]; ok {
+			found++
+			continue
+		}
+		t.Errorf("%s imports testing and is linked into the magnetar binary", pkg)
+	}
+	if found == 0 && len(testingImporters) > 0 {
+		t.Log("no known third-party importer of testing is linked any more: empty testingImporters")
+	}
+}
+
+// goBinary is the go command running the tests.
+func goBinary(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is not in PATH: %v", err)
+	}
+	return p
+}
+
+// TestStaticcheck runs staticcheck (honnef.co/go/tools, pinned in
+// go.mod through tools.go) over the module with its default checks,
+// which include unused (U1000): dead code, deprecated calls, suspicious
+// constructs. A finding that is intended carries a //lint:ignore
+// directive with the reason.
+func TestStaticcheck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("staticcheck takes about a minute; the full run (scripts/test) does it")
+	}
+	cmd := exec.Command(goBinary(t), "run", "honnef.co/go/tools/cmd/staticcheck", "./...")
+	cmd.Dir = repoRoot(t)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("staticcheck: %v\n%s", err, out)
 	}
 }

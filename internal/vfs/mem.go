@@ -407,7 +407,7 @@ func survivingSubset(b []byte, pending []memOp, rng *rand.Rand) []byte {
 		if rng.IntN(2) == 0 {
 			continue
 		}
-		if op.data != nil && len(op.data) > 1 && rng.IntN(4) == 0 {
+		if len(op.data) > 1 && rng.IntN(4) == 0 {
 			op.data = op.data[:1+rng.IntN(len(op.data)-1)]
 		}
 		b = op.apply(b)

@@ -1,7 +1,7 @@
-// Package zktest runs a real Apache ZooKeeper server for tests: Debian's
-// zookeeper package (3.8, /usr/share/java/zookeeper.jar) on Java, started
-// the way /work/shared/tools/zk.sh does it (ZooKeeperServerMain with a
-// zoo.cfg of our own, bound to 127.0.0.1, no systemd), in t.TempDir().
+// Package zktest runs a real Apache ZooKeeper server for tests
+// (internal/zkserver's Launch: Debian's zookeeper package on Java,
+// ZooKeeperServerMain with a zoo.cfg of our own bound to 127.0.0.1, no
+// systemd), in t.TempDir().
 //
 //	addr := zktest.Start(t)            // "127.0.0.1:port"; stopped by t.Cleanup
 //
@@ -12,12 +12,7 @@
 // If java or the jar is missing the test fails (never skips): scripts/test
 // installs both (apt-get install zookeeper default-jre-headless).
 //
-// Server settings: tickTime 500 ms, session timeouts allowed from 1 s to
-// 60 s, forceSync=no (tests do not survive power loss; a killed JVM loses
-// nothing, the data is in the page cache), 4-letter words ruok/srvr/stat/
-// mntr/conf, admin server off. Readiness is polled (bounded deadline) with
-// srvr, which, unlike ruok -> imok, also waits for the database to be
-// loaded.
+// Server settings and readiness: see internal/zkserver.
 //
 // # Session expiry
 //

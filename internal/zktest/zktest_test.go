@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/magnetar-mq/magnetar/internal/zkserver"
 )
 
 // TestServer runs its checks on one server: a JVM start costs seconds.
@@ -19,10 +21,10 @@ func TestServer(t *testing.T) {
 }
 
 func testStopRestart(t *testing.T, srv *Server) {
-	if !Ruok(srv.Addr()) {
+	if !zkserver.Ruok(srv.Addr()) {
 		t.Fatalf("ruok after Start: not imok")
 	}
-	out, err := FourLetter(srv.Addr(), "srvr")
+	out, err := zkserver.FourLetter(srv.Addr(), "srvr")
 	if err != nil || !strings.Contains(out, "Mode: standalone") {
 		t.Fatalf("srvr = %q, %v; want standalone mode", out, err)
 	}
@@ -33,7 +35,7 @@ func testStopRestart(t *testing.T, srv *Server) {
 	conn.Close()
 
 	srv.Stop()
-	if Ruok(srv.Addr()) {
+	if zkserver.Ruok(srv.Addr()) {
 		t.Fatalf("ruok after Stop: still imok")
 	}
 	srv.Stop() // idempotent

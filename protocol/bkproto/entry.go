@@ -3,14 +3,13 @@ package bkproto
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
+
+	"github.com/magnetar-mq/magnetar/internal/crc32c"
 )
 
 // EntryHeaderSize is the size of the entry header written by AppendEntry:
 // ledgerId, entryId, LAC, totalLength (8 bytes each) and a CRC32C (4).
 const EntryHeaderSize = 36
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // EntryHeader is the header the ledger client puts in front of each entry's
 // payload.
@@ -33,8 +32,8 @@ func AppendEntry(dst []byte, h EntryHeader, payload []byte) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, uint64(h.EntryID))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(h.LAC))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(h.Length))
-	c := crc32.Update(0, castagnoli, dst[start:])
-	c = crc32.Update(c, castagnoli, payload)
+	c := crc32c.Update(0, dst[start:])
+	c = crc32c.Update(c, payload)
 	dst = binary.BigEndian.AppendUint32(dst, c)
 	return append(dst, payload...)
 }
@@ -61,8 +60,8 @@ func DecodeEntry(src []byte) (EntryHeader, []byte, error) {
 		return h, nil, err
 	}
 	payload := src[EntryHeaderSize:]
-	c := crc32.Update(0, castagnoli, src[:32])
-	c = crc32.Update(c, castagnoli, payload)
+	c := crc32c.Update(0, src[:32])
+	c = crc32c.Update(c, payload)
 	if want := binary.BigEndian.Uint32(src[32:]); c != want {
 		return h, nil, fmt.Errorf("%w: entry %d/%d digest %08x, want %08x", ErrCorrupt, h.LedgerID, h.EntryID, c, want)
 	}

@@ -3,9 +3,10 @@ package pulsarproto
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/magnetar-mq/magnetar/internal/crc32c"
 )
 
 // Payload section magics.
@@ -18,10 +19,8 @@ const (
 	MagicBrokerEntryMetadata uint16 = 0x0e02
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // Checksum returns the CRC32C (Castagnoli) of b, the checksum Pulsar uses.
-func Checksum(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+func Checksum(b []byte) uint32 { return crc32c.Checksum(b) }
 
 // Entry is the parsed layout of a payload section (an "entry": what the
 // broker stores and passes through). All slices alias the parsed bytes.

@@ -110,7 +110,7 @@ func (c *conn) handleCloseProducer(m *pb.CommandCloseProducer) {
 	c.mu.Unlock()
 	if p != nil {
 		p.topic.removeProducer(p)
-		c.b.ext.dropHeldOf(p.topic, p)
+		p.topic.dropHeldOf(p)
 	}
 	c.sendSuccess(m.GetRequestId())
 }

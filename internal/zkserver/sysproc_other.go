@@ -1,6 +1,6 @@
 //go:build !linux
 
-package zktest
+package zkserver
 
 import "os/exec"
 

@@ -1,8 +1,7 @@
-package broker
+package admin
 
 import (
-	"context"
-	"encoding/json"
+	"github.com/magnetar-mq/magnetar/broker"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,51 +9,8 @@ import (
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
-
-	"github.com/magnetar-mq/magnetar/mledger"
-	"github.com/magnetar-mq/magnetar/mledger/memstore"
 )
-
-func adminClient(t testing.TB, tb *testBroker) pulsaradmin.Client {
-	t.Helper()
-	c, err := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: "http://" + tb.HTTPAddr()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func mustTopic(t testing.TB, s string) utils.TopicName {
-	t.Helper()
-	tn, err := utils.GetTopicName(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return *tn
-}
-
-func mustNS(t testing.TB, s string) utils.NameSpaceName {
-	t.Helper()
-	ns, err := utils.GetNamespaceName(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return *ns
-}
-
-// reasonOf decodes Pulsar's {"reason": ...} error body.
-func reasonOf(t testing.TB, body string) string {
-	t.Helper()
-	var e struct {
-		Reason string `json:"reason"`
-	}
-	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Reason == "" {
-		t.Fatalf("error body %q is not {\"reason\":...}", body)
-	}
-	return e.Reason
-}
 
 func TestAdminClustersBrokersTenantsNamespaces(t *testing.T) {
 	tb := startBroker(t, nil)
@@ -276,8 +232,12 @@ func TestAdminTopicsAndSubscriptions(t *testing.T) {
 		t.Fatalf("internal stats %+v %v", is, err)
 	}
 	// Message by id and peek.
-	m, err := ac.Subscriptions().GetMessageByID(np, ids[3].LedgerID(), ids[3].EntryID())
-	if err != nil || string(m.Payload) != "d" || m.Properties["idx"] != "3" {
+	ms, err := ac.Subscriptions().GetMessagesByID(np, ids[3].LedgerID(), ids[3].EntryID())
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("messages by id %+v %v", ms, err)
+	}
+	m := ms[0]
+	if string(m.Payload) != "d" || m.Properties["idx"] != "3" {
 		t.Fatalf("message by id %+v %v", m, err)
 	}
 	peek, err := ac.Subscriptions().PeekMessages(np, "early", 2)
@@ -470,26 +430,10 @@ func TestAdminMetrics(t *testing.T) {
 }
 
 func TestAdminBookiesAndBookieMetrics(t *testing.T) {
-	meta := newMemMeta()
-	f, err := mledger.NewFactory(mledger.Options{Ledgers: memstore.New(), Metadata: meta})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ro atomic.Bool
-	b, err := New(Config{ServiceAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", AdvertisedHost: "127.0.0.1"}, Deps{
-		Metadata: meta, OpenLedger: LedgerOpener(f, mledger.Config{}),
-		Bookies: LocalBookie{ID: "127.0.0.1:3181", ReadOnly: ro.Load, Stats: func() map[string]float64 {
-			return map[string]float64{"journal_fsync_latency_ms_avg": 1.5, "group_commit_size_avg": 12}
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close(); f.Close() })
-	tb := &testBroker{Broker: b}
+	tb := startBrokerOpts(t, brokerOpts{bookies: broker.LocalBookie{ID: "127.0.0.1:3181", ReadOnly: ro.Load, Stats: func() map[string]float64 {
+		return map[string]float64{"journal_fsync_latency_ms_avg": 1.5, "group_commit_size_avg": 12}
+	}}})
 	code, body := httpDo(t, tb, "GET", "/admin/v2/bookies/all", "")
 	if code != 200 || !strings.Contains(body, `"bookieId":"127.0.0.1:3181","state":"writable"`) {
 		t.Fatalf("bookies %d %s", code, body)

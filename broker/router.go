@@ -87,7 +87,7 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	for i, s := range raw {
 		u, err := url.PathUnescape(s)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "bad path escape")
+			WriteError(w, http.StatusBadRequest, "bad path escape")
 			return
 		}
 		path[i] = u
@@ -111,23 +111,23 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	if best == nil {
 		if methodMismatch {
-			writeError(w, http.StatusMethodNotAllowed, "Method "+req.Method+" not allowed on "+req.URL.Path)
+			WriteError(w, http.StatusMethodNotAllowed, "Method "+req.Method+" not allowed on "+req.URL.Path)
 			return
 		}
-		writeError(w, http.StatusNotFound, "Not found: "+req.URL.Path)
+		WriteError(w, http.StatusNotFound, "Not found: "+req.URL.Path)
 		return
 	}
 	best.h(w, req, bestP)
 }
 
-// writeJSON writes v as a JSON response with the given status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON writes v as a JSON response with the given status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// writeError writes Pulsar's error shape {"reason": msg}.
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]string{"reason": msg})
+// WriteError writes Pulsar's error shape {"reason": msg}.
+func WriteError(w http.ResponseWriter, status int, msg string) {
+	WriteJSON(w, status, map[string]string{"reason": msg})
 }

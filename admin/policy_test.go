@@ -1,9 +1,9 @@
-package broker
+package admin
 
 import (
 	"context"
 	"errors"
-	"log/slog"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,20 +13,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
 	"github.com/magnetar-mq/magnetar/mledger"
-	"github.com/magnetar-mq/magnetar/mledger/memstore"
 )
-
-// waitUntil polls cond (a state observation, not a timer) until it holds.
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 func newNS(t testing.TB, ac pulsaradmin.Client, ns string) {
 	t.Helper()
@@ -42,21 +29,6 @@ func subBacklog(t testing.TB, ac pulsaradmin.Client, topic, sub string) int64 {
 		t.Fatal(err)
 	}
 	return st.Subscriptions[sub].MsgBacklog
-}
-
-func heldSends(tb *testBroker, topic string) int {
-	t := tb.lookupTopic(topic)
-	if t == nil {
-		return 0
-	}
-	v, ok := tb.ext.topics.Load(t)
-	if !ok {
-		return 0
-	}
-	tp := v.(*topicPol)
-	tp.mu.Lock()
-	defer tp.mu.Unlock()
-	return len(tp.held)
 }
 
 func TestPolicyBacklogQuotaHoldResumesAfterSkip(t *testing.T) {
@@ -109,7 +81,7 @@ func TestPolicyBacklogQuotaHoldResumesAfterSkip(t *testing.T) {
 	for range held {
 		p.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: payload}, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) { done <- err })
 	}
-	waitUntil(t, "sends to be held", func() bool { return heldSends(tb, topic) == held })
+	waitUntil(t, "sends to be held", func() bool { return tb.HeldSends(topic) == held })
 	select {
 	case err := <-done:
 		t.Fatalf("a held send completed (%v) before the backlog was skipped", err)
@@ -229,7 +201,7 @@ func TestPolicyMessageTTLMovesCursor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := posStr(mledger.Position{LedgerID: last.LedgerID(), EntryID: last.EntryID()})
+	want := fmt.Sprintf("%d:%d", last.LedgerID(), last.EntryID())
 	if md := is.Cursors["s"].MarkDeletePosition; md != want {
 		t.Fatalf("mark-delete %s, want %s", md, want)
 	}
@@ -336,22 +308,8 @@ func TestPolicyMaxProducersConsumersAndAutoCreation(t *testing.T) {
 }
 
 func TestPolicyRetentionKeepsAckedLedgersUntilLimit(t *testing.T) {
-	meta, ledgers := newMemMeta(), memstore.New()
-	f, err := mledger.NewFactory(mledger.Options{Ledgers: ledgers, Metadata: meta})
-	if err != nil {
-		t.Fatal(err)
-	}
 	mcfg := mledger.Config{MaxEntriesPerLedger: 2, MinLedgerRolloverTime: -1, TrimInterval: -1, CursorPersistInterval: time.Millisecond}
-	b, err := New(Config{ServiceAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", AdvertisedHost: "127.0.0.1", Logger: slog.New(slog.DiscardHandler)},
-		Deps{Metadata: meta, OpenLedger: LedgerOpener(f, mcfg)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close(); f.Close() })
-	tb := &testBroker{Broker: b, meta: meta, ledgers: ledgers, factory: f, url: "pulsar://" + b.ServiceAddr()}
+	tb := startBrokerOpts(t, brokerOpts{mcfg: mcfg})
 	ac := adminClient(t, tb)
 	newNS(t, ac, "public/ret")
 	// Keep up to 1 MB of consumed data.
@@ -386,8 +344,11 @@ func TestPolicyRetentionKeepsAckedLedgersUntilLimit(t *testing.T) {
 			}
 		}
 	}
-	tr := tb.lookupTopic(topic)
-	ml := mlOf(tr)
+	// The factory hands out the managed ledger the topic has open.
+	ml, err := tb.factory.Open(ctxT(t), topic, mcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	consumed := func() bool {
 		md := ml.Stats().Cursors[0].MarkDelete
 		return md == ml.Stats().LastConfirmed
@@ -440,14 +401,13 @@ func TestPolicyMessageAgeQuotaHold(t *testing.T) {
 	if _, err := p.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte("old")}); err != nil {
 		t.Fatal(err)
 	}
-	tr := tb.lookupTopic(topic)
-	waitUntil(t, "the backlog to age past 1s", func() bool {
-		_, over := quotaExceeded(tr, tb.ext.cachedPolicies("public/age"))
-		return over
-	})
+	sent := time.Now()
+	// The quota is a time limit: the backlog ages past it 1 s after the
+	// send at the latest (the message was stamped before Send returned).
+	waitUntil(t, "the backlog to age past 1s", func() bool { return time.Since(sent) > 1100*time.Millisecond })
 	done := make(chan error, 1)
 	p.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: []byte("new")}, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) { done <- err })
-	waitUntil(t, "the send to be held", func() bool { return heldSends(tb, topic) == 1 })
+	waitUntil(t, "the send to be held", func() bool { return tb.HeldSends(topic) == 1 })
 	if err := ac.Subscriptions().SkipMessages(tn, "slow", 1); err != nil {
 		t.Fatal(err)
 	}

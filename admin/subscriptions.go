@@ -1,0 +1,145 @@
+package admin
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+
+	"github.com/magnetar-mq/magnetar/broker"
+)
+
+func (a *API) registerSubscriptionRoutes(rt routeTable) {
+	const sp = "/admin/v2/{domain}/{tenant}/{ns}/{topic}/subscription/{sub}"
+	rt.Handle("PUT", sp, a.httpCreateSubscription)
+	rt.Handle("DELETE", sp, a.httpDeleteSubscription)
+	rt.Handle("POST", sp+"/skip/{n}", func(w http.ResponseWriter, r *http.Request, p params) {
+		n, err := strconv.ParseInt(p["n"], 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, "skip count must be a non-negative integer")
+			return
+		}
+		a.forEachTarget(w, r, p, func(topic string) error { return a.svc.SkipMessages(r.Context(), topic, p["sub"], n) })
+	})
+	rt.Handle("POST", sp+"/skip_all", func(w http.ResponseWriter, r *http.Request, p params) {
+		a.forEachTarget(w, r, p, func(topic string) error { return a.svc.SkipMessages(r.Context(), topic, p["sub"], -1) })
+	})
+	rt.Handle("POST", sp+"/expireMessages/{sec}", func(w http.ResponseWriter, r *http.Request, p params) {
+		sec, ok := expirySeconds(w, p)
+		if !ok {
+			return
+		}
+		a.forEachTarget(w, r, p, func(topic string) error { return a.svc.ExpireMessages(r.Context(), topic, p["sub"], sec) })
+	})
+	rt.Handle("POST", "/admin/v2/{domain}/{tenant}/{ns}/{topic}/all_subscription/expireMessages/{sec}", func(w http.ResponseWriter, r *http.Request, p params) {
+		sec, ok := expirySeconds(w, p)
+		if !ok {
+			return
+		}
+		a.forEachTarget(w, r, p, func(topic string) error { return a.svc.ExpireMessages(r.Context(), topic, "", sec) })
+	})
+	rt.Handle("POST", sp+"/resetcursor/{ts}", func(w http.ResponseWriter, r *http.Request, p params) {
+		ts, err := strconv.ParseInt(p["ts"], 10, 64)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "timestamp must be an integer (ms)")
+			return
+		}
+		a.forEachTarget(w, r, p, func(topic string) error {
+			return a.svc.ResetCursor(r.Context(), topic, p["sub"], broker.MessageID{}, true, ts)
+		})
+	})
+	rt.Handle("POST", sp+"/resetcursor", func(w http.ResponseWriter, r *http.Request, p params) {
+		var id messageIDJSON
+		if err := readJSONBody(r, &id); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		a.forEachTarget(w, r, p, func(topic string) error {
+			return a.svc.ResetCursor(r.Context(), topic, p["sub"], fromJSONID(id), false, 0)
+		})
+	})
+	rt.Handle("GET", sp+"/position/{n}", a.httpPeek)
+}
+
+func expirySeconds(w http.ResponseWriter, p params) (int64, bool) {
+	sec, err := strconv.ParseInt(p["sec"], 10, 64)
+	if err != nil || sec < 0 {
+		writeError(w, http.StatusBadRequest, "expiry must be a non-negative integer")
+		return 0, false
+	}
+	return sec, true
+}
+
+// fromJSONID maps a REST MessageId to the broker's; Earliest (-1:-1) and
+// Latest (MaxInt64:MaxInt64) pass through as the broker's sentinels.
+func fromJSONID(id messageIDJSON) broker.MessageID {
+	return broker.MessageID{LedgerID: id.LedgerID, EntryID: id.EntryID, Partition: id.PartitionIndex, BatchIndex: -1}
+}
+
+// forEachTarget runs fn on the path's topic, or on every partition of a
+// partitioned topic, answering 204 when all succeed.
+func (a *API) forEachTarget(w http.ResponseWriter, r *http.Request, p params, fn func(topic string) error) {
+	topic, ok := a.topicFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	targets := []string{topic}
+	if n, err := a.svc.Partitions(r.Context(), topic); err != nil {
+		internalError(w, err)
+		return
+	} else if n > 0 {
+		targets = targets[:0]
+		for i := range n {
+			targets = append(targets, partitionName(topic, i))
+		}
+	}
+	for _, t := range targets {
+		if err := fn(t); err != nil {
+			serviceError(w, err)
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *API) httpCreateSubscription(w http.ResponseWriter, r *http.Request, p params) {
+	id := messageIDJSON{LedgerID: math.MaxInt64, EntryID: math.MaxInt64}
+	if err := readJSONBody(r, &id); err != nil {
+		writeError(w, http.StatusBadRequest, "bad message id: "+err.Error())
+		return
+	}
+	a.forEachTarget(w, r, p, func(topic string) error {
+		return a.svc.CreateSubscription(r.Context(), topic, p["sub"], fromJSONID(id))
+	})
+}
+
+func (a *API) httpDeleteSubscription(w http.ResponseWriter, r *http.Request, p params) {
+	force := r.URL.Query().Get("force") == "true"
+	a.forEachTarget(w, r, p, func(topic string) error {
+		return a.svc.DeleteSubscription(r.Context(), topic, p["sub"], force)
+	})
+}
+
+// httpPeek returns the n-th (1-based) message of the subscription's
+// backlog.
+func (a *API) httpPeek(w http.ResponseWriter, r *http.Request, p params) {
+	n, err := strconv.ParseInt(p["n"], 10, 64)
+	if err != nil || n < 1 {
+		writeError(w, http.StatusBadRequest, "position must be a positive integer")
+		return
+	}
+	topic, ok := a.topicFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	id, data, err := a.svc.PeekMessage(r.Context(), topic, p["sub"], n)
+	if errors.Is(err, broker.ErrNotAllowed) {
+		writeError(w, http.StatusMethodNotAllowed, "peek is not supported on this subscription")
+		return
+	}
+	if err != nil {
+		serviceError(w, err)
+		return
+	}
+	writeRawMessage(w, id, data)
+}

@@ -1,0 +1,247 @@
+package admin
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/magnetar-mq/magnetar/policy"
+)
+
+// registerClusterRoutes installs clusters, brokers, bookies and health.
+func (a *API) registerClusterRoutes(rt routeTable) {
+	rt.Handle("GET", "/admin/v2/brokers/health", func(w http.ResponseWriter, _ *http.Request, _ params) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, "ok")
+	})
+	rt.Handle("GET", "/admin/v2/clusters", func(w http.ResponseWriter, r *http.Request, _ params) {
+		cs, err := a.svc.Clusters(r.Context())
+		if err != nil {
+			internalError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, cs)
+	})
+	rt.Handle("GET", "/admin/v2/clusters/{cluster}", a.httpGetCluster)
+	rt.Handle("PUT", "/admin/v2/clusters/{cluster}", notImplemented)
+	rt.Handle("POST", "/admin/v2/clusters/{cluster}", notImplemented)
+	rt.Handle("DELETE", "/admin/v2/clusters/{cluster}", notImplemented)
+	rt.Handle("GET", "/admin/v2/brokers/{cluster}", a.httpListBrokers)
+	rt.Handle("GET", "/admin/v2/bookies/all", a.httpListBookies)
+}
+
+// registerTenantRoutes installs tenants and namespaces CRUD.
+func (a *API) registerTenantRoutes(rt routeTable) {
+	rt.Handle("GET", "/admin/v2/tenants", a.httpListTenants)
+	rt.Handle("GET", "/admin/v2/tenants/{tenant}", a.httpGetTenant)
+	rt.Handle("PUT", "/admin/v2/tenants/{tenant}", a.httpPutTenant(true))
+	rt.Handle("POST", "/admin/v2/tenants/{tenant}", a.httpPutTenant(false))
+	rt.Handle("DELETE", "/admin/v2/tenants/{tenant}", a.httpDeleteTenant)
+	rt.Handle("GET", "/admin/v2/namespaces/{tenant}", a.httpListNamespaces)
+	rt.Handle("GET", "/admin/v2/namespaces/{tenant}/{ns}", a.httpGetNamespace)
+	rt.Handle("PUT", "/admin/v2/namespaces/{tenant}/{ns}", a.httpCreateNamespace)
+	rt.Handle("DELETE", "/admin/v2/namespaces/{tenant}/{ns}", a.httpDeleteNamespace)
+}
+
+func (a *API) httpGetCluster(w http.ResponseWriter, r *http.Request, p params) {
+	cs, err := a.svc.Clusters(r.Context())
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	if !slices.Contains(cs, p["cluster"]) {
+		writeError(w, http.StatusNotFound, "Cluster does not exist")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"serviceUrl":       a.svc.WebURL(),
+		"brokerServiceUrl": a.svc.ServiceURL(),
+		"peerClusterNames": []string{},
+	})
+}
+
+func (a *API) httpListBrokers(w http.ResponseWriter, _ *http.Request, p params) {
+	if p["cluster"] != a.svc.ClusterName() {
+		writeError(w, http.StatusNotFound, "Cluster does not exist")
+		return
+	}
+	// A broker's id is its web service "host:port", as Pulsar lists it.
+	writeJSON(w, http.StatusOK, []string{strings.TrimPrefix(a.svc.WebURL(), "http://")})
+}
+
+func (a *API) httpListBookies(w http.ResponseWriter, _ *http.Request, _ params) {
+	type bk struct {
+		BookieID string `json:"bookieId"`
+		State    string `json:"state"`
+		ReadOnly bool   `json:"readOnly"`
+	}
+	list := a.svc.Bookies()
+	out := make([]bk, 0, len(list))
+	for _, s := range list {
+		st := "writable"
+		if s.ReadOnly {
+			st = "read-only"
+		}
+		out = append(out, bk{s.BookieID, st, s.ReadOnly})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"bookies": out})
+}
+
+func (a *API) httpListTenants(w http.ResponseWriter, r *http.Request, _ params) {
+	ts, err := a.pol.Tenants(r.Context())
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	slices.Sort(ts)
+	writeJSON(w, http.StatusOK, ts)
+}
+
+func (a *API) httpGetTenant(w http.ResponseWriter, r *http.Request, p params) {
+	ti, err := a.pol.Tenant(r.Context(), p["tenant"])
+	if err != nil {
+		serviceError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ti)
+}
+
+func (a *API) httpPutTenant(create bool) handler {
+	return func(w http.ResponseWriter, r *http.Request, p params) {
+		tenant := p["tenant"]
+		if !policy.ValidName(tenant) {
+			writeError(w, http.StatusPreconditionFailed, "Tenant name is not valid")
+			return
+		}
+		var ti policy.TenantInfo
+		if err := readJSONBody(r, &ti); err != nil {
+			writeError(w, http.StatusBadRequest, "bad tenant info: "+err.Error())
+			return
+		}
+		cs, err := a.svc.Clusters(r.Context())
+		if err != nil {
+			internalError(w, err)
+			return
+		}
+		for _, c := range ti.AllowedClusters {
+			if !slices.Contains(cs, c) {
+				writeError(w, http.StatusPreconditionFailed, "Clusters do not exist: "+c)
+				return
+			}
+		}
+		if create {
+			err = a.pol.CreateTenant(r.Context(), tenant, ti)
+			if errors.Is(err, policy.ErrExists) {
+				writeError(w, http.StatusConflict, "Tenant already exists")
+				return
+			}
+		} else {
+			err = a.pol.UpdateTenant(r.Context(), tenant, ti)
+		}
+		if err != nil {
+			serviceError(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+func (a *API) httpDeleteTenant(w http.ResponseWriter, r *http.Request, p params) {
+	err := a.pol.DeleteTenant(r.Context(), p["tenant"])
+	if errors.Is(err, policy.ErrNotEmpty) {
+		writeError(w, http.StatusConflict, "The tenant still has active namespaces")
+		return
+	}
+	if err != nil {
+		serviceError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *API) httpListNamespaces(w http.ResponseWriter, r *http.Request, p params) {
+	nss, err := a.pol.Namespaces(r.Context(), p["tenant"])
+	if err != nil {
+		serviceError(w, err)
+		return
+	}
+	slices.Sort(nss)
+	writeJSON(w, http.StatusOK, nss)
+}
+
+func (a *API) httpGetNamespace(w http.ResponseWriter, r *http.Request, p params) {
+	ns, ok := a.nsFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	pol, err := a.pol.Get(r.Context(), ns)
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, pol)
+}
+
+func (a *API) httpCreateNamespace(w http.ResponseWriter, r *http.Request, p params) {
+	ns := p["tenant"] + "/" + p["ns"]
+	if !policy.ValidName(p["ns"]) {
+		writeError(w, http.StatusPreconditionFailed, "Namespace name is not valid")
+		return
+	}
+	pol := &policy.Policies{}
+	if err := readJSONBody(r, pol); err != nil {
+		writeError(w, http.StatusBadRequest, "bad policies: "+err.Error())
+		return
+	}
+	err := a.pol.CreateNamespace(r.Context(), ns, pol)
+	switch {
+	case errors.Is(err, policy.ErrExists):
+		writeError(w, http.StatusConflict, "Namespace already exists")
+	case err != nil:
+		serviceError(w, err)
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// httpDeleteNamespace deletes a namespace without topics, or (force=true)
+// its topics first.
+func (a *API) httpDeleteNamespace(w http.ResponseWriter, r *http.Request, p params) {
+	ns, ok := a.nsFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	ctx := r.Context()
+	force := r.URL.Query().Get("force") == "true"
+	topics, err := a.svc.TopicsOfNamespace(ctx, ns, true, true)
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	if len(topics) > 0 && !force {
+		writeError(w, http.StatusConflict, "Cannot delete non empty namespace")
+		return
+	}
+	for _, tn := range topics {
+		if err := a.svc.DeleteTopic(ctx, tn, true); err != nil && !errors.Is(err, errTopicNotFound) {
+			internalError(w, err)
+			return
+		}
+	}
+	for _, domain := range []string{"persistent", "non-persistent"} {
+		parts, _ := a.svc.PartitionedTopics(ctx, ns, domain)
+		for _, pt := range parts {
+			if err := a.svc.DeletePartitionedTopic(ctx, pt); err != nil && !errors.Is(err, errTopicNotFound) {
+				internalError(w, err)
+				return
+			}
+		}
+	}
+	if err := a.pol.DeleteNamespace(ctx, ns); err != nil {
+		internalError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,449 @@
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
+)
+
+func (a *API) registerTopicRoutes(rt routeTable) {
+	const tp = "/admin/v2/{domain}/{tenant}/{ns}/{topic}"
+	rt.Handle("GET", "/admin/v2/namespaces/{tenant}/{ns}/topics", a.httpNamespaceTopics)
+	rt.Handle("GET", "/admin/v2/{domain}/{tenant}/{ns}", a.httpListTopics)
+	rt.Handle("GET", "/admin/v2/{domain}/{tenant}/{ns}/partitioned", a.httpListPartitioned)
+	rt.Handle("GET", tp+"/partitions", a.httpGetPartitions)
+	rt.Handle("PUT", tp+"/partitions", a.httpCreatePartitions)
+	rt.Handle("POST", tp+"/partitions", a.httpUpdatePartitions)
+	rt.Handle("DELETE", tp+"/partitions", a.httpDeletePartitions)
+	rt.Handle("PUT", tp, a.httpCreateTopic)
+	rt.Handle("DELETE", tp, a.httpDeleteTopic)
+	rt.Handle("GET", tp+"/stats", a.httpTopicStats)
+	rt.Handle("GET", tp+"/partitioned-stats", a.httpPartitionedStats)
+	rt.Handle("GET", tp+"/internalStats", a.httpInternalStats)
+	rt.Handle("GET", tp+"/subscriptions", a.httpListSubscriptions)
+	rt.Handle("GET", tp+"/lastMessageId", a.httpLastMessageID)
+	rt.Handle("POST", tp+"/terminate", a.httpTerminate)
+	rt.Handle("PUT", tp+"/unload", a.httpUnload)
+	rt.Handle("GET", tp+"/ledger/{ledger}/entry/{entry}", a.httpMessageByID)
+	for _, v := range []string{"compaction", "offload", "publishRate", "dispatchRate", "retention", "messageTTL",
+		"backlogQuota", "permissions", "properties", "deduplicationEnabled", "maxProducers", "maxConsumers"} {
+		for _, m := range []string{"GET", "PUT", "POST", "DELETE"} {
+			rt.Handle(m, tp+"/"+v, notImplemented)
+		}
+	}
+}
+
+// domainNsFromParams checks the {domain} path parameter and that the
+// {tenant}/{ns} namespace exists, writing the 404 otherwise.
+func (a *API) domainNsFromParams(w http.ResponseWriter, r *http.Request, p params) (domain, ns string, ok bool) {
+	domain = p["domain"]
+	if domain != "persistent" && domain != "non-persistent" {
+		writeError(w, http.StatusNotFound, "Not found: "+r.URL.Path)
+		return "", "", false
+	}
+	ns, ok = a.nsFromParams(w, r, p)
+	return domain, ns, ok
+}
+
+func (a *API) httpNamespaceTopics(w http.ResponseWriter, r *http.Request, p params) {
+	ns, ok := a.nsFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	mode := strings.ToUpper(r.URL.Query().Get("mode"))
+	pers := mode == "" || mode == "PERSISTENT" || mode == "ALL"
+	nonPers := mode == "NON_PERSISTENT" || mode == "ALL"
+	a.writeTopics(w, r, ns, pers, nonPers)
+}
+
+func (a *API) httpListTopics(w http.ResponseWriter, r *http.Request, p params) {
+	d, ns, ok := a.domainNsFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	a.writeTopics(w, r, ns, d == "persistent", d == "non-persistent")
+}
+
+func (a *API) writeTopics(w http.ResponseWriter, r *http.Request, ns string, pers, nonPers bool) {
+	ts, err := a.svc.TopicsOfNamespace(r.Context(), ns, pers, nonPers)
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	if ts == nil {
+		ts = []string{}
+	}
+	writeJSON(w, http.StatusOK, ts)
+}
+
+func (a *API) httpListPartitioned(w http.ResponseWriter, r *http.Request, p params) {
+	d, ns, ok := a.domainNsFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	ts, err := a.svc.PartitionedTopics(r.Context(), ns, d)
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ts)
+}
+
+func (a *API) httpGetPartitions(w http.ResponseWriter, r *http.Request, p params) {
+	topic, ok := a.topicFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	n, err := a.svc.Partitions(r.Context(), topic)
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	if n == 0 && r.URL.Query().Get("checkAllowAutoCreation") == "true" {
+		n = a.svc.AutoCreatePartitioned(r.Context(), topic)
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"partitions": n})
+}
+
+// parsePartitionsBody accepts a bare integer or {"partitions":N,...}.
+func parsePartitionsBody(r *http.Request) (broker.PartitionedMetadata, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		return broker.PartitionedMetadata{}, err
+	}
+	var m broker.PartitionedMetadata
+	s := strings.TrimSpace(string(body))
+	if n, err := strconv.Atoi(s); err == nil {
+		m.Partitions = n
+	} else if err := json.Unmarshal(body, &m); err != nil {
+		return m, fmt.Errorf("body must be an integer or {\"partitions\":N}: %w", err)
+	}
+	if m.Partitions <= 0 {
+		return m, errors.New("number of partitions must be more than 0")
+	}
+	return m, nil
+}
+
+func (a *API) httpCreatePartitions(w http.ResponseWriter, r *http.Request, p params) {
+	topic, ok := a.topicFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	m, err := parsePartitionsBody(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if err := a.svc.CreatePartitionedTopic(r.Context(), topic, m); err != nil {
+		serviceError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *API) httpUpdatePartitions(w http.ResponseWriter, r *http.Request, p params) {
+	topic, ok := a.topicFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	m, err := parsePartitionsBody(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if err := a.svc.UpdatePartitionedTopic(r.Context(), topic, m.Partitions); err != nil {
+		serviceError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *API) httpDeletePartitions(w http.ResponseWriter, r *http.Request, p params) {
+	topic, ok := a.topicFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	if err := a.svc.DeletePartitionedTopic(r.Context(), topic); err != nil {
+		serviceError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *API) httpCreateTopic(w http.ResponseWriter, r *http.Request, p params) {
+	topic, ok := a.topicFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	if err := a.svc.CreateTopic(r.Context(), topic); err != nil {
+		serviceError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *API) httpDeleteTopic(w http.ResponseWriter, r *http.Request, p params) {
+	topic, ok := a.topicFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	ctx := r.Context()
+	exists, err := a.svc.TopicExists(ctx, topic)
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	if !exists {
+		writeError(w, http.StatusNotFound, "Topic not found")
+		return
+	}
+	err = a.svc.DeleteTopic(ctx, topic, r.URL.Query().Get("force") == "true")
+	if err != nil && !errors.Is(err, broker.ErrTopicNotFound) {
+		serviceError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *API) httpTopicStats(w http.ResponseWriter, r *http.Request, p params) {
+	topic, ok := a.topicFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	st, err := a.svc.TopicStats(r.Context(), topic)
+	if err != nil {
+		serviceError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// PartitionedTopicStats is Pulsar's partitioned-stats JSON: the
+// aggregate TopicStats plus per-partition stats.
+type PartitionedTopicStats struct {
+	broker.TopicStats
+	Metadata   broker.PartitionedMetadata   `json:"metadata"`
+	Partitions map[string]broker.TopicStats `json:"partitions"`
+}
+
+func (a *API) httpPartitionedStats(w http.ResponseWriter, r *http.Request, p params) {
+	topic, ok := a.topicFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	n, err := a.svc.Partitions(r.Context(), topic)
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	if n == 0 {
+		writeError(w, http.StatusNotFound, "Partitioned Topic not found")
+		return
+	}
+	out := PartitionedTopicStats{Metadata: broker.PartitionedMetadata{Partitions: n}, Partitions: map[string]broker.TopicStats{}}
+	agg := &out.TopicStats
+	agg.Publishers = []broker.PublisherStats{}
+	agg.Subscriptions = map[string]broker.SubscriptionStats{}
+	agg.Replication = map[string]any{}
+	agg.DeduplicationStatus = "Disabled"
+	for i := range n {
+		pn := partitionName(topic, i)
+		st, err := a.svc.TopicStats(r.Context(), pn)
+		if err != nil {
+			if errors.Is(err, broker.ErrTopicNotFound) {
+				continue // not created yet
+			}
+			internalError(w, err)
+			return
+		}
+		agg.DeduplicationStatus = st.DeduplicationStatus
+		agg.MsgRateIn += st.MsgRateIn
+		agg.MsgRateOut += st.MsgRateOut
+		agg.MsgThroughputIn += st.MsgThroughputIn
+		agg.MsgThroughputOut += st.MsgThroughputOut
+		agg.MsgInCounter += st.MsgInCounter
+		agg.MsgOutCounter += st.MsgOutCounter
+		agg.BytesInCounter += st.BytesInCounter
+		agg.BytesOutCounter += st.BytesOutCounter
+		agg.StorageSize += st.StorageSize
+		agg.BacklogSize += st.BacklogSize
+		agg.MsgBacklog += st.MsgBacklog
+		agg.Publishers = append(agg.Publishers, st.Publishers...)
+		for name, ss := range st.Subscriptions {
+			s, seen := agg.Subscriptions[name]
+			if !seen {
+				s = ss
+				s.Consumers = append([]broker.ConsumerStats{}, ss.Consumers...)
+			} else {
+				s.MsgRateOut += ss.MsgRateOut
+				s.MsgThroughputOut += ss.MsgThroughputOut
+				s.MsgBacklog += ss.MsgBacklog
+				s.BacklogSize += ss.BacklogSize
+				s.UnackedMessages += ss.UnackedMessages
+				s.MsgOutCounter += ss.MsgOutCounter
+				s.BytesOutCounter += ss.BytesOutCounter
+				s.Consumers = append(s.Consumers, ss.Consumers...)
+			}
+			agg.Subscriptions[name] = s
+		}
+		if r.URL.Query().Get("perPartition") != "false" {
+			out.Partitions[pn] = st
+		}
+	}
+	if agg.MsgInCounter > 0 {
+		agg.AverageMsgSize = float64(agg.BytesInCounter) / float64(agg.MsgInCounter)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// partitionName is the name of partition i of topic.
+func partitionName(topic string, i int) string {
+	return topic + pulsarproto.PartitionSuffix + strconv.Itoa(i)
+}
+
+func (a *API) httpInternalStats(w http.ResponseWriter, r *http.Request, p params) {
+	topic, ok := a.topicFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	st, err := a.svc.InternalStats(r.Context(), topic)
+	if errors.Is(err, broker.ErrNotAllowed) {
+		writeError(w, http.StatusNotImplemented, err.Error())
+		return
+	}
+	if err != nil {
+		serviceError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (a *API) httpListSubscriptions(w http.ResponseWriter, r *http.Request, p params) {
+	topic, ok := a.topicFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	var names []string
+	if n, err := a.svc.Partitions(r.Context(), topic); err == nil && n > 0 {
+		seen := map[string]bool{}
+		for i := range n {
+			subs, err := a.svc.Subscriptions(r.Context(), partitionName(topic, i))
+			if err != nil {
+				continue
+			}
+			for _, s := range subs {
+				if !seen[s] {
+					seen[s] = true
+					names = append(names, s)
+				}
+			}
+		}
+	} else {
+		subs, err := a.svc.Subscriptions(r.Context(), topic)
+		if err != nil {
+			serviceError(w, err)
+			return
+		}
+		names = subs
+	}
+	if names == nil {
+		names = []string{}
+	}
+	writeJSON(w, http.StatusOK, names)
+}
+
+// messageIDJSON is Pulsar's MessageId JSON.
+type messageIDJSON struct {
+	LedgerID       int64 `json:"ledgerId"`
+	EntryID        int64 `json:"entryId"`
+	PartitionIndex int   `json:"partitionIndex"`
+	BatchIndex     *int  `json:"batchIndex,omitempty"`
+}
+
+func toJSONID(id broker.MessageID) messageIDJSON {
+	out := messageIDJSON{LedgerID: id.LedgerID, EntryID: id.EntryID, PartitionIndex: id.Partition}
+	if id.BatchIndex >= 0 {
+		v := int(id.BatchIndex)
+		out.BatchIndex = &v
+	}
+	return out
+}
+
+func (a *API) httpLastMessageID(w http.ResponseWriter, r *http.Request, p params) {
+	topic, ok := a.topicFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	id, err := a.svc.LastMessageID(r.Context(), topic)
+	if err != nil {
+		serviceError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toJSONID(id))
+}
+
+func (a *API) httpTerminate(w http.ResponseWriter, r *http.Request, p params) {
+	topic, ok := a.topicFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	id, err := a.svc.Terminate(r.Context(), topic)
+	if err != nil {
+		serviceError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toJSONID(id))
+}
+
+func (a *API) httpUnload(w http.ResponseWriter, r *http.Request, p params) {
+	topic, ok := a.topicFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	if n, _ := a.svc.Partitions(r.Context(), topic); n > 0 {
+		for i := range n {
+			_, _ = a.svc.UnloadTopic(partitionName(topic, i))
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if ok, err := a.svc.TopicExists(r.Context(), topic); err != nil {
+		internalError(w, err)
+		return
+	} else if !ok {
+		writeError(w, http.StatusNotFound, "Topic not found")
+		return
+	}
+	if _, err := a.svc.UnloadTopic(topic); err != nil {
+		serviceError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *API) httpMessageByID(w http.ResponseWriter, r *http.Request, p params) {
+	l, err1 := strconv.ParseInt(p["ledger"], 10, 64)
+	e, err2 := strconv.ParseInt(p["entry"], 10, 64)
+	if err1 != nil || err2 != nil {
+		writeError(w, http.StatusBadRequest, "ledger and entry ids must be integers")
+		return
+	}
+	topic, ok := a.topicFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	id := broker.MessageID{LedgerID: l, EntryID: e, BatchIndex: -1}
+	data, err := a.svc.ReadEntry(r.Context(), topic, id)
+	if err != nil {
+		serviceError(w, err)
+		return
+	}
+	writeRawMessage(w, id, data)
+}

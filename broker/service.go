@@ -1,0 +1,775 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/magnetar-mq/magnetar/metadata"
+	"github.com/magnetar-mq/magnetar/mledger"
+	"github.com/magnetar-mq/magnetar/policy"
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
+)
+
+// Service is what the admin REST API (package admin) needs from a
+// broker: its identity, the topics it serves and their subscriptions and
+// schemas. Topic names are anything parseTopicName accepts; a method on
+// one topic acts on a non-partitioned topic or one partition (callers fan
+// out over partitions). Errors wrap ErrTopicNotFound,
+// ErrNamespaceNotFound, ErrSubscriptionNotFound, ErrAlreadyExists,
+// ErrInvalidTopicName, ErrNotAllowed or ErrPreconditionFailed; their
+// text is the reason to give the client.
+//
+// *Broker implements Service; every method is safe for concurrent use.
+type Service interface {
+	// ClusterName is the cluster this broker belongs to.
+	ClusterName() string
+	// ServiceURL and WebURL are the advertised pulsar:// and http:// URLs.
+	ServiceURL() string
+	WebURL() string
+	// Clusters lists the registered clusters.
+	Clusters(ctx context.Context) ([]string, error)
+	// Bookies lists the storage nodes (empty without Deps.Bookies).
+	Bookies() []BookieStatus
+	// Policies is the tenant, namespace and policy store the broker
+	// enforces; writes through it apply to loaded topics at once.
+	Policies() *policy.Store
+
+	// TopicsOfNamespace lists created topics (partitions expanded) of ns
+	// ("tenant/ns") in the given domains.
+	TopicsOfNamespace(ctx context.Context, ns string, persistent, nonPersistent bool) ([]string, error)
+	// PartitionedTopics lists the partitioned topics of ns in domain.
+	PartitionedTopics(ctx context.Context, ns, domain string) ([]string, error)
+	// Partitions returns a partitioned topic's partition count (0: not
+	// partitioned).
+	Partitions(ctx context.Context, topic string) (int, error)
+	// AutoCreatePartitioned creates topic as partitioned if its
+	// namespace's auto-creation policy asks for it; it returns the
+	// partition count (0: not created).
+	AutoCreatePartitioned(ctx context.Context, topic string) int
+	CreatePartitionedTopic(ctx context.Context, topic string, m PartitionedMetadata) error
+	// UpdatePartitionedTopic raises the partition count (never lowers).
+	UpdatePartitionedTopic(ctx context.Context, topic string, partitions int) error
+	// DeletePartitionedTopic deletes every partition, the partitioned
+	// metadata and the schema.
+	DeletePartitionedTopic(ctx context.Context, topic string) error
+	// CreateTopic creates a non-partitioned topic (ErrAlreadyExists).
+	CreateTopic(ctx context.Context, topic string) error
+	// TopicExists reports whether topic is created (persistent) or loaded
+	// (non-persistent).
+	TopicExists(ctx context.Context, topic string) (bool, error)
+	// DeleteTopic deletes a topic; without force it refuses one with
+	// producers or consumers (ErrPreconditionFailed).
+	DeleteTopic(ctx context.Context, topic string, force bool) error
+	// UnloadTopic closes a loaded topic; clients reconnect.
+	UnloadTopic(topic string) (bool, error)
+	TopicStats(ctx context.Context, topic string) (TopicStats, error)
+	InternalStats(ctx context.Context, topic string) (InternalStats, error)
+	LastMessageID(ctx context.Context, topic string) (MessageID, error)
+	// Terminate refuses further publishes and returns the last message id.
+	Terminate(ctx context.Context, topic string) (MessageID, error)
+	// ReadEntry returns the stored entry (a Pulsar batch) at id.
+	ReadEntry(ctx context.Context, topic string, id MessageID) ([]byte, error)
+
+	// Subscriptions lists a topic's subscriptions.
+	Subscriptions(ctx context.Context, topic string) ([]string, error)
+	// CreateSubscription adds a durable subscription positioned at id
+	// (Earliest, Latest or the entry to read first).
+	CreateSubscription(ctx context.Context, topic, sub string, id MessageID) error
+	DeleteSubscription(ctx context.Context, topic, sub string, force bool) error
+	// SkipMessages skips n entries of the subscription's backlog (n < 0:
+	// all of it).
+	SkipMessages(ctx context.Context, topic, sub string, n int64) error
+	// ExpireMessages acknowledges the messages published more than secs
+	// ago, on sub or (sub == "") every subscription.
+	ExpireMessages(ctx context.Context, topic, sub string, secs int64) error
+	// ResetCursor moves the subscription to id (or, byTime, to the first
+	// message published at or after tsMillis) and disconnects its
+	// consumers.
+	ResetCursor(ctx context.Context, topic, sub string, id MessageID, byTime bool, tsMillis int64) error
+	// PeekMessage returns the n-th (1-based) unacknowledged entry of the
+	// subscription's backlog.
+	PeekMessage(ctx context.Context, topic, sub string, n int64) (MessageID, []byte, error)
+
+	// Schema returns version (latest if < 0) of a topic's schema.
+	Schema(ctx context.Context, topic string, version int64) (SchemaInfo, bool, error)
+	// CreateSchema registers s (or finds it) and returns its version.
+	CreateSchema(ctx context.Context, topic string, s SchemaInfo) (int64, error)
+	DeleteSchema(ctx context.Context, topic string) error
+}
+
+var _ Service = (*Broker)(nil)
+
+// MessageID identifies an entry (and a message in it). LedgerID and
+// EntryID both negative mean Earliest, both math.MaxInt64 Latest.
+type MessageID struct {
+	LedgerID, EntryID int64
+	Partition         int
+	// BatchIndex is the last message's index in a batch entry, -1 when
+	// the entry is not a batch.
+	BatchIndex int32
+}
+
+// position maps id to a cursor position, honouring the sentinels.
+func (id MessageID) position() position {
+	switch {
+	case id.LedgerID < 0 && id.EntryID < 0:
+		return position(mledger.Earliest)
+	case id.LedgerID == math.MaxInt64 && id.EntryID == math.MaxInt64:
+		return position(mledger.Latest)
+	}
+	return position{LedgerID: id.LedgerID, EntryID: id.EntryID}
+}
+
+// SchemaInfo is one schema version of a topic.
+type SchemaInfo struct {
+	// Version is the version's number (ignored by CreateSchema).
+	Version int64
+	// Type is the Pulsar schema type (pb.Schema_Type value).
+	Type       int32
+	Data       []byte
+	Properties map[string]string
+	// Timestamp is when the version was registered (Unix ms).
+	Timestamp int64
+}
+
+// ClusterName implements Service.
+func (b *Broker) ClusterName() string { return b.cfg.ClusterName }
+
+// ServiceURL implements Service.
+func (b *Broker) ServiceURL() string { return b.serviceURL() }
+
+// WebURL implements Service.
+func (b *Broker) WebURL() string { return b.webURL() }
+
+// Clusters implements Service.
+func (b *Broker) Clusters(ctx context.Context) ([]string, error) { return b.reg.clusters(ctx) }
+
+// Bookies implements Service.
+func (b *Broker) Bookies() []BookieStatus {
+	list := []BookieStatus{}
+	if b.deps.Bookies != nil {
+		list = append(list, b.deps.Bookies.Bookies()...)
+	}
+	return list
+}
+
+// Policies implements Service.
+func (b *Broker) Policies() *policy.Store { return b.policies }
+
+// TopicsOfNamespace implements Service.
+func (b *Broker) TopicsOfNamespace(ctx context.Context, ns string, persistent, nonPersistent bool) ([]string, error) {
+	return b.topicsOfNamespace(ctx, ns, persistent, nonPersistent)
+}
+
+// PartitionedTopics implements Service.
+func (b *Broker) PartitionedTopics(ctx context.Context, ns, domain string) ([]string, error) {
+	return b.reg.partitionedTopics(ctx, ns, domain)
+}
+
+// Partitions implements Service.
+func (b *Broker) Partitions(ctx context.Context, topic string) (int, error) {
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return 0, err
+	}
+	return b.reg.partitions(ctx, tn)
+}
+
+// AutoCreatePartitioned implements Service.
+func (b *Broker) AutoCreatePartitioned(ctx context.Context, topic string) int {
+	tn, err := parseTopicName(topic)
+	if err != nil || tn.IsPartition() {
+		return 0
+	}
+	return b.autoCreatePartitioned(ctx, tn)
+}
+
+// autoCreatePartitioned creates tn as a partitioned topic when its
+// namespace's auto-creation override asks for partitioned topics and tn
+// does not exist yet; it returns the partition count (0: not created).
+func (b *Broker) autoCreatePartitioned(ctx context.Context, tn topicName) int {
+	allow, n := b.autoCreation(tn)
+	if !allow || n <= 0 {
+		return 0
+	}
+	if ok, err := b.topicExists(ctx, tn); err != nil || ok {
+		return 0
+	}
+	err := b.reg.setPartitions(ctx, tn, PartitionedMetadata{Partitions: n}, true)
+	if err != nil && !errors.Is(err, ErrAlreadyExists) {
+		return 0
+	}
+	got, err := b.reg.partitions(ctx, tn)
+	if err != nil {
+		return 0
+	}
+	return got
+}
+
+// CreatePartitionedTopic registers a partitioned topic; creating an
+// existing one with the same count is a no-op, another count fails with
+// ErrAlreadyExists.
+func (b *Broker) CreatePartitionedTopic(ctx context.Context, name string, m PartitionedMetadata) error {
+	tn, err := parseTopicName(name)
+	if err != nil {
+		return err
+	}
+	if tn.IsPartition() {
+		return fmt.Errorf("%w: %s is a partition", ErrInvalidTopicName, tn)
+	}
+	if err := b.requireNamespace(ctx, tn); err != nil {
+		return err
+	}
+	err = b.reg.setPartitions(ctx, tn, m, true)
+	if errors.Is(err, ErrAlreadyExists) {
+		if n, gerr := b.reg.partitions(ctx, tn); gerr == nil && n == m.Partitions {
+			return nil
+		}
+		return reason(ErrAlreadyExists, "This topic already exists")
+	}
+	return err
+}
+
+// UpdatePartitionedTopic implements Service.
+func (b *Broker) UpdatePartitionedTopic(ctx context.Context, topic string, partitions int) error {
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return err
+	}
+	cur, err := b.reg.partitions(ctx, tn)
+	if err != nil {
+		return err
+	}
+	if cur == 0 {
+		return reason(ErrTopicNotFound, "Partitioned topic does not exist")
+	}
+	if partitions < cur {
+		return reason(ErrPreconditionFailed, "The number of partitions can only be increased")
+	}
+	return b.reg.setPartitions(ctx, tn, PartitionedMetadata{Partitions: partitions}, false)
+}
+
+// DeletePartitionedTopic implements Service.
+func (b *Broker) DeletePartitionedTopic(ctx context.Context, topic string) error {
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return err
+	}
+	n, err := b.reg.partitions(ctx, tn)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return reason(ErrTopicNotFound, "Partitioned topic does not exist")
+	}
+	for i := 0; i < n; i++ {
+		if err := b.DeleteTopic(ctx, tn.Partition(i).String(), true); err != nil && !errors.Is(err, ErrTopicNotFound) {
+			return err
+		}
+	}
+	if err := b.reg.deletePartitioned(ctx, tn); err != nil && !errors.Is(err, ErrTopicNotFound) {
+		return err
+	}
+	_ = b.schemas.delete(ctx, tn)
+	return nil
+}
+
+// requireNamespace fails with ErrNamespaceNotFound unless tn's namespace
+// exists.
+func (b *Broker) requireNamespace(ctx context.Context, tn topicName) error {
+	ok, err := b.reg.namespaceExists(ctx, tn.NamespaceName())
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return reason(ErrNamespaceNotFound, "Namespace does not exist")
+	}
+	return nil
+}
+
+// CreateTopic implements Service.
+func (b *Broker) CreateTopic(ctx context.Context, topic string) error {
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return err
+	}
+	if err := b.requireNamespace(ctx, tn); err != nil {
+		return err
+	}
+	if n, err := b.reg.partitions(ctx, tn); err != nil {
+		return err
+	} else if n > 0 {
+		return reason(ErrAlreadyExists, "This topic already exists")
+	}
+	if !tn.IsPersistent() {
+		_, err := b.getTopic(ctx, tn, true)
+		return err
+	}
+	_, err = b.deps.Metadata.Put(ctx, topicKey(tn), nil, metadata.NotExists)
+	if errors.Is(err, metadata.ErrExists) {
+		return reason(ErrAlreadyExists, "This topic already exists")
+	}
+	return err
+}
+
+// TopicExists implements Service.
+func (b *Broker) TopicExists(ctx context.Context, topic string) (bool, error) {
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return false, err
+	}
+	return b.topicExists(ctx, tn)
+}
+
+// topicExists reports whether tn is a created non-partitioned topic (or
+// partition), or a loaded non-persistent one.
+func (b *Broker) topicExists(ctx context.Context, tn topicName) (bool, error) {
+	if !tn.IsPersistent() {
+		return b.lookupTopic(tn.String()) != nil, nil
+	}
+	return b.deps.Metadata.Exists(ctx, topicKey(tn))
+}
+
+// DeleteTopic deletes a non-partitioned topic (or one partition): its
+// producers and consumers are disconnected, then its registration is
+// removed. Stored data is left to the managed ledger's retention.
+// Without force a topic with producers or consumers is refused.
+func (b *Broker) DeleteTopic(ctx context.Context, name string, force bool) error {
+	tn, err := parseTopicName(name)
+	if err != nil {
+		return err
+	}
+	if !force {
+		if t := b.lookupTopic(tn.String()); t != nil && topicInUse(t) {
+			return reason(ErrPreconditionFailed, "Topic has active producers/subscriptions")
+		}
+	}
+	b.unloadTopic(tn.String())
+	if !tn.IsPersistent() {
+		return nil
+	}
+	err = b.deps.Metadata.Delete(ctx, topicKey(tn), -1)
+	if err != nil {
+		if ok, _ := b.deps.Metadata.Exists(ctx, topicKey(tn)); !ok {
+			return reason(ErrTopicNotFound, "Topic not found")
+		}
+	}
+	return err
+}
+
+// topicInUse reports whether t has producers or connected consumers.
+func topicInUse(t *topic) bool {
+	t.mu.Lock()
+	n := len(t.mu.producers)
+	t.mu.Unlock()
+	if n > 0 {
+		return true
+	}
+	for _, s := range *t.subList.Load() {
+		s.call(func() { n += len(s.consumers) })
+	}
+	return n > 0
+}
+
+// loadedOrLoad returns the topic, loading it if it exists (never
+// creating it).
+func (b *Broker) loadedOrLoad(ctx context.Context, topic string) (*topic, error) {
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return nil, err
+	}
+	if t := b.lookupTopic(tn.String()); t != nil && !t.isClosed() {
+		return t, nil
+	}
+	t, err := b.getTopic(ctx, tn, false)
+	if errors.Is(err, ErrTopicNotFound) {
+		return nil, reason(ErrTopicNotFound, "Topic not found")
+	}
+	if errors.Is(err, ErrNamespaceNotFound) {
+		return nil, reason(ErrNamespaceNotFound, "Namespace does not exist")
+	}
+	return t, err
+}
+
+// TopicStats returns the stats of a topic, loading it if it exists.
+func (b *Broker) TopicStats(ctx context.Context, name string) (TopicStats, error) {
+	t, err := b.loadedOrLoad(ctx, name)
+	if err != nil {
+		return TopicStats{}, err
+	}
+	return t.stats(), nil
+}
+
+// InternalStats is Pulsar's PersistentTopicInternalStats (subset).
+type InternalStats struct {
+	EntriesAddedCounter  int64                          `json:"entriesAddedCounter"`
+	NumberOfEntries      int64                          `json:"numberOfEntries"`
+	TotalSize            int64                          `json:"totalSize"`
+	CurrentLedgerEntries int64                          `json:"currentLedgerEntries"`
+	CurrentLedgerSize    int64                          `json:"currentLedgerSize"`
+	LastConfirmedEntry   string                         `json:"lastConfirmedEntry"`
+	State                string                         `json:"state"`
+	Ledgers              []InternalLedgerInfo           `json:"ledgers"`
+	Cursors              map[string]InternalCursorStats `json:"cursors"`
+}
+
+// InternalLedgerInfo is one ledger of InternalStats.
+type InternalLedgerInfo struct {
+	LedgerID  int64 `json:"ledgerId"`
+	Entries   int64 `json:"entries"`
+	Size      int64 `json:"size"`
+	Timestamp int64 `json:"timestamp"`
+	Offloaded bool  `json:"offloaded"`
+}
+
+// InternalCursorStats is one cursor of InternalStats.
+type InternalCursorStats struct {
+	MarkDeletePosition                       string `json:"markDeletePosition"`
+	ReadPosition                             string `json:"readPosition"`
+	CursorLedger                             int64  `json:"cursorLedger"`
+	State                                    string `json:"state"`
+	NumberOfEntriesSinceFirstNotAckedMessage int64  `json:"numberOfEntriesSinceFirstNotAckedMessage"`
+	TotalNonContiguousDeletedMessagesRange   int64  `json:"totalNonContiguousDeletedMessagesRange"`
+	MessagesConsumedCounter                  int64  `json:"messagesConsumedCounter"`
+	Durable                                  bool   `json:"durable"`
+	BacklogMessages                          int64  `json:"backlogMessages"`
+}
+
+// InternalStats implements Service.
+func (b *Broker) InternalStats(ctx context.Context, topic string) (InternalStats, error) {
+	t, err := b.loadedOrLoad(ctx, topic)
+	if err != nil {
+		return InternalStats{}, err
+	}
+	if !t.persistent() {
+		return InternalStats{}, reason(ErrNotAllowed, "internal stats are only available for persistent topics")
+	}
+	s := t.ml.Stats()
+	out := InternalStats{
+		EntriesAddedCounter: s.EntriesAddedCounter,
+		NumberOfEntries:     s.NumberOfEntries,
+		TotalSize:           s.TotalSize,
+		LastConfirmedEntry:  toPos(s.LastConfirmed).String(),
+		State:               "LedgerOpened",
+		Ledgers:             []InternalLedgerInfo{},
+		Cursors:             map[string]InternalCursorStats{},
+	}
+	if s.Terminated {
+		out.State = "Terminated"
+	}
+	for _, l := range s.Ledgers {
+		out.Ledgers = append(out.Ledgers, InternalLedgerInfo{LedgerID: l.LedgerID, Entries: l.Entries, Size: l.Size, Timestamp: l.Timestamp})
+	}
+	if n := len(s.Ledgers); n > 0 {
+		out.CurrentLedgerEntries, out.CurrentLedgerSize = s.Ledgers[n-1].Entries, s.Ledgers[n-1].Size
+	}
+	for _, c := range s.Cursors {
+		out.Cursors[c.Name] = InternalCursorStats{
+			MarkDeletePosition:                       toPos(c.MarkDelete).String(),
+			ReadPosition:                             toPos(c.ReadPosition).String(),
+			CursorLedger:                             c.CursorLedger,
+			State:                                    "Open",
+			NumberOfEntriesSinceFirstNotAckedMessage: c.BacklogEntries,
+			TotalNonContiguousDeletedMessagesRange:   c.IndividuallyDeletedCount,
+			Durable:                                  c.Durable,
+			BacklogMessages:                          c.BacklogMessages,
+		}
+	}
+	return out, nil
+}
+
+// LastMessageID implements Service.
+func (b *Broker) LastMessageID(ctx context.Context, topic string) (MessageID, error) {
+	t, err := b.loadedOrLoad(ctx, topic)
+	if err != nil {
+		return MessageID{}, err
+	}
+	pos, bi, _ := t.lastMessage()
+	return MessageID{LedgerID: pos.LedgerID, EntryID: pos.EntryID, Partition: t.partition, BatchIndex: bi}, nil
+}
+
+// Terminate implements Service.
+func (b *Broker) Terminate(ctx context.Context, topic string) (MessageID, error) {
+	t, err := b.loadedOrLoad(ctx, topic)
+	if err != nil {
+		return MessageID{}, err
+	}
+	if !t.persistent() {
+		return MessageID{}, reason(ErrNotAllowed, "Termination of a non-persistent topic is not allowed")
+	}
+	pos, err := t.ml.Terminate()
+	if err != nil && !errors.Is(err, ErrTerminated) {
+		return MessageID{}, err
+	}
+	// Close the producers: their reconnects are refused with
+	// TopicTerminated from now on.
+	t.mu.Lock()
+	t.mu.terminated = true
+	ps := make([]*producer, 0, len(t.mu.producers))
+	for _, pr := range t.mu.producers {
+		ps = append(ps, pr)
+	}
+	t.mu.Unlock()
+	for _, pr := range ps {
+		t.removeProducer(pr)
+		pr.sink.closeProducer(pr)
+	}
+	t.dropHeldOf(nil)
+	return MessageID{LedgerID: pos.LedgerID, EntryID: pos.EntryID, Partition: t.partition, BatchIndex: -1}, nil
+}
+
+// ReadEntry implements Service.
+func (b *Broker) ReadEntry(ctx context.Context, topic string, id MessageID) ([]byte, error) {
+	t, err := b.loadedOrLoad(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	if !t.persistent() {
+		return nil, reason(ErrNotAllowed, "not supported on non-persistent topics")
+	}
+	data, err := t.ml.ReadEntry(position{LedgerID: id.LedgerID, EntryID: id.EntryID})
+	if err != nil {
+		return nil, reason(ErrTopicNotFound, "Message not found: "+err.Error())
+	}
+	return data, nil
+}
+
+// Subscriptions implements Service.
+func (b *Broker) Subscriptions(ctx context.Context, topic string) ([]string, error) {
+	t, err := b.loadedOrLoad(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{}
+	for _, s := range *t.subList.Load() {
+		names = append(names, s.name)
+	}
+	return names, nil
+}
+
+// CreateSubscription implements Service.
+func (b *Broker) CreateSubscription(ctx context.Context, topic, name string, id MessageID) error {
+	t, err := b.loadedOrLoad(ctx, topic)
+	if err != nil {
+		return err
+	}
+	defer b.checkTopic(t)
+	pos := id.position()
+	if !t.persistent() {
+		return reason(ErrNotAllowed, "Create subscription on non-persistent topic is not supported")
+	}
+	t.mu.Lock()
+	existing := t.mu.subs[name] != nil
+	t.mu.Unlock()
+	if existing {
+		return reason(ErrAlreadyExists, "Subscription already exists for topic")
+	}
+	initial := initialLatest
+	if position(mledger.Earliest) == pos {
+		initial = initialEarliest
+	}
+	cur, err := t.ml.OpenCursor(name, initial)
+	if err != nil {
+		return err
+	}
+	if pos != position(mledger.Earliest) && pos != position(mledger.Latest) {
+		if err := cur.Seek(pos); err != nil {
+			return reason(ErrPreconditionFailed, "cannot position the subscription: "+err.Error())
+		}
+	}
+	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.log)
+	t.mu.Lock()
+	if t.mu.subs[name] != nil {
+		t.mu.Unlock()
+		s.close()
+		return reason(ErrAlreadyExists, "Subscription already exists for topic")
+	}
+	t.mu.subs[name] = s
+	t.publishSubsLocked()
+	t.mu.Unlock()
+	return nil
+}
+
+// DeleteSubscription implements Service.
+func (b *Broker) DeleteSubscription(ctx context.Context, topic, sub string, force bool) error {
+	t, err := b.loadedOrLoad(ctx, topic)
+	if err != nil {
+		return err
+	}
+	defer b.checkTopic(t)
+	err = t.deleteSubscription(sub, force)
+	var es *errSubscribe
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &es) && es.code == codeSubscriptionNotFound:
+		return reason(ErrSubscriptionNotFound, "Subscription not found")
+	case errors.As(err, &es):
+		return reason(ErrPreconditionFailed, es.msg)
+	}
+	return err
+}
+
+// durableSub resolves a durable subscription of a loaded topic.
+func (b *Broker) durableSub(ctx context.Context, topic, sub string) (*topic, *subscription, *cursorAdapter, error) {
+	t, err := b.loadedOrLoad(ctx, topic)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	t.mu.Lock()
+	s := t.mu.subs[sub]
+	t.mu.Unlock()
+	if s == nil {
+		return t, nil, nil, reason(ErrSubscriptionNotFound, "Subscription not found")
+	}
+	ca, ok := s.cur.(*cursorAdapter)
+	if !ok {
+		return t, nil, nil, reason(ErrNotAllowed, "operation not supported on this subscription")
+	}
+	return t, s, ca, nil
+}
+
+// SkipMessages implements Service; the topic's policies are re-evaluated
+// after it (a held producer may resume).
+func (b *Broker) SkipMessages(ctx context.Context, topic, sub string, n int64) error {
+	t, s, ca, err := b.durableSub(ctx, topic, sub)
+	if err != nil {
+		return err
+	}
+	defer b.checkTopic(t)
+	s.call(func() {
+		if n < 0 {
+			err = ca.c.ClearBacklog()
+		} else {
+			err = ca.c.SkipEntries(n)
+		}
+	})
+	return err
+}
+
+// ExpireMessages implements Service.
+func (b *Broker) ExpireMessages(ctx context.Context, topic, sub string, secs int64) error {
+	if sub == "" {
+		t, err := b.loadedOrLoad(ctx, topic)
+		if err != nil {
+			return err
+		}
+		defer b.checkTopic(t)
+		for _, s := range *t.subList.Load() {
+			if err := t.expire(s, secs); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	t, s, _, err := b.durableSub(ctx, topic, sub)
+	if err != nil {
+		return err
+	}
+	defer b.checkTopic(t)
+	return t.expire(s, secs)
+}
+
+// ResetCursor implements Service.
+func (b *Broker) ResetCursor(ctx context.Context, topic, sub string, id MessageID, byTime bool, tsMillis int64) error {
+	t, s, _, err := b.durableSub(ctx, topic, sub)
+	if err != nil {
+		return err
+	}
+	defer b.checkTopic(t)
+	done := make(chan struct{})
+	t.seek(s, id.position(), byTime, tsMillis, func(e error) { err = e; close(done) })
+	<-done
+	return err
+}
+
+// PeekMessage implements Service.
+func (b *Broker) PeekMessage(ctx context.Context, topic, sub string, n int64) (MessageID, []byte, error) {
+	t, _, ca, err := b.durableSub(ctx, topic, sub)
+	if err != nil {
+		return MessageID{}, nil, err
+	}
+	ml := ca.ml
+	pos := ca.c.MarkDeletePosition()
+	ls := ml.Stats().Ledgers
+	// Walk forward from mark-delete over unacknowledged entries.
+	for n > 0 {
+		next, ok := nextPosition(ls, pos)
+		if !ok {
+			return MessageID{}, nil, reason(ErrTopicNotFound, "Message not found")
+		}
+		pos = next
+		if !ca.c.IsAcked(pos) {
+			n--
+		}
+	}
+	data, err := ml.ReadEntry(ctx, pos)
+	if err != nil {
+		return MessageID{}, nil, reason(ErrTopicNotFound, "Message not found: "+err.Error())
+	}
+	return MessageID{LedgerID: pos.LedgerID, EntryID: pos.EntryID, Partition: t.partition, BatchIndex: -1}, data.Data, nil
+}
+
+// nextPosition returns the entry after p among ledgers ls.
+func nextPosition(ls []mledger.LedgerInfo, p mledger.Position) (mledger.Position, bool) {
+	for _, l := range ls {
+		switch {
+		case l.LedgerID < p.LedgerID:
+			continue
+		case l.LedgerID == p.LedgerID:
+			if p.EntryID+1 < l.Entries {
+				return mledger.Position{LedgerID: l.LedgerID, EntryID: p.EntryID + 1}, true
+			}
+		default:
+			if l.Entries > 0 {
+				return mledger.Position{LedgerID: l.LedgerID, EntryID: 0}, true
+			}
+		}
+	}
+	return mledger.Position{}, false
+}
+
+// Schema implements Service.
+func (b *Broker) Schema(ctx context.Context, topic string, version int64) (SchemaInfo, bool, error) {
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return SchemaInfo{}, false, err
+	}
+	e, v, found, err := b.schemas.get(ctx, tn, version)
+	if err != nil || !found {
+		return SchemaInfo{}, false, err
+	}
+	return SchemaInfo{Version: int64(v), Type: e.Type, Data: e.Data, Properties: e.Properties, Timestamp: e.Timestamp}, true, nil
+}
+
+// CreateSchema implements Service.
+func (b *Broker) CreateSchema(ctx context.Context, topic string, si SchemaInfo) (int64, error) {
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return 0, err
+	}
+	s := &pb.Schema{Name: ptr(tn.Local), SchemaData: si.Data, Type: pb.Schema_Type(si.Type).Enum()}
+	for k, v := range si.Properties {
+		s.Properties = append(s.Properties, &pb.KeyValue{Key: ptr(k), Value: ptr(v)})
+	}
+	vb, err := b.schemas.getOrCreate(ctx, tn, s)
+	if err != nil {
+		return 0, err
+	}
+	var v uint64
+	for _, c := range vb {
+		v = v<<8 | uint64(c)
+	}
+	return int64(v), nil
+}
+
+// DeleteSchema implements Service.
+func (b *Broker) DeleteSchema(ctx context.Context, topic string) error {
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return err
+	}
+	return b.schemas.delete(ctx, tn)
+}

@@ -1,0 +1,30 @@
+// Package policy holds tenants, namespaces and their policies: the
+// Pulsar policy types (with Apache Pulsar's JSON field names), their
+// store in a metadata.Store, and their resolution into the effective
+// policy of one topic. It knows nothing about brokers: a broker
+// subscribes to a Store's changes and applies them to the topics it owns.
+//
+// # Storage
+//
+//	/admin/policies/<tenant>        TenantInfo JSON
+//	/admin/policies/<tenant>/<ns>   Policies JSON
+//
+// A namespace exists exactly when its node exists; the node's value is
+// its Policies (unset fields mean "broker default"). Writes are
+// compare-and-set on the node's version, retried on conflict.
+//
+// # Cache and notifications
+//
+// Store caches each namespace's Policies. A write through the Store
+// invalidates its entry, then calls every subscriber with the namespace
+// name, synchronously, before the write returns (so an admin request
+// answers after the broker applied the change). Writes made by other
+// processes are seen after Refresh, which drops the cache and calls the
+// subscribers with "" (the broker calls it periodically).
+//
+// # Resolution
+//
+// Resolve merges policy layers, most specific first (topic, then
+// namespace), over the broker defaults: for each field the first layer
+// that sets it wins. The result is immutable; a topic swaps it whole.
+package policy

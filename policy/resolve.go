@@ -1,0 +1,83 @@
+package policy
+
+import "maps"
+
+// Defaults are the broker-wide values a policy falls back to.
+type Defaults struct {
+	// Deduplication is the broker's brokerDeduplicationEnabled.
+	Deduplication bool
+	// AutoTopicCreation is the broker's allowAutoTopicCreation.
+	AutoTopicCreation bool
+}
+
+// Resolved is the effective policy of one topic: for every field the most
+// specific layer that sets it (topic, then namespace), else the broker
+// default. A topic holds its Resolved as a value it swaps whole; it is
+// never modified after Resolve returns it.
+type Resolved struct {
+	// MessageTTLSeconds expires messages older than this (0: never).
+	MessageTTLSeconds int64
+	// Retention overrides the managed ledger's retention (nil: broker
+	// default).
+	Retention *RetentionPolicies
+	// BacklogQuotas by quota type (QuotaStorage, QuotaMessageAge); nil:
+	// none.
+	BacklogQuotas map[string]BacklogQuota
+	// Deduplication: re-sent (producer name, sequence id) are dropped.
+	Deduplication bool
+	// MaxProducers and MaxConsumers per topic (0: unlimited).
+	MaxProducers, MaxConsumers int
+	// AutoCreate allows creating the topic on first use; AutoPartitions >
+	// 0 asks for a partitioned topic of that many partitions.
+	AutoCreate     bool
+	AutoPartitions int
+}
+
+// Resolve merges layers, most specific first (nil layers are skipped),
+// over d.
+func Resolve(d Defaults, layers ...*Policies) *Resolved {
+	r := &Resolved{Deduplication: d.Deduplication, AutoCreate: d.AutoTopicCreation}
+	var ttl, maxP, maxC, ret, quotas, dedup, auto bool
+	for _, p := range layers {
+		if p == nil {
+			continue
+		}
+		if !ttl && p.MessageTTLInSeconds != nil {
+			ttl, r.MessageTTLSeconds = true, int64(*p.MessageTTLInSeconds)
+		}
+		if !maxP && p.MaxProducersPerTopic != nil {
+			maxP, r.MaxProducers = true, *p.MaxProducersPerTopic
+		}
+		if !maxC && p.MaxConsumersPerTopic != nil {
+			maxC, r.MaxConsumers = true, *p.MaxConsumersPerTopic
+		}
+		if !ret && p.RetentionPolicies != nil {
+			rp := *p.RetentionPolicies
+			ret, r.Retention = true, &rp
+		}
+		if !quotas && len(p.BacklogQuotaMap) > 0 {
+			quotas, r.BacklogQuotas = true, maps.Clone(p.BacklogQuotaMap)
+		}
+		if !dedup && p.DeduplicationEnabled != nil {
+			dedup, r.Deduplication = true, *p.DeduplicationEnabled
+		}
+		if !auto && p.AutoTopicCreationOverride != nil {
+			a := p.AutoTopicCreationOverride
+			auto, r.AutoCreate = true, a.Allow
+			if a.Allow && a.TopicType == "partitioned" && a.DefaultNumPartitions != nil {
+				r.AutoPartitions = *a.DefaultNumPartitions
+			}
+		}
+	}
+	return r
+}
+
+// SameRetention reports whether a and b retain the same data (a change
+// requires reopening the topic's managed ledger).
+func SameRetention(a, b *Resolved) bool {
+	switch {
+	case a.Retention == nil || b.Retention == nil:
+		return a.Retention == b.Retention
+	}
+	return *a.Retention == *b.Retention
+}
