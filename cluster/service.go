@@ -52,7 +52,7 @@ type Options struct {
 	// loadBalancerNamespaceBundleMax*: 1000, 1000, 30000, 100 MiB/s), while
 	// the namespace has fewer than bundle.MaxCount bundles. Checked every
 	// ShedInterval; DisableAutoSplit turns it off.
-	SplitMaxTopics, SplitMaxSessions int
+	SplitMaxTopics, SplitMaxSessions   int
 	SplitMaxMsgRate, SplitMaxBytesRate float64
 	DisableAutoSplit                   bool
 	// UnloadTimeout bounds OnBundleLost during a graceful unload (default
