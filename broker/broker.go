@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/policy"
 )
@@ -27,7 +28,9 @@ type Broker struct {
 	log     *slog.Logger
 	reg     registry
 	schemas *schemaRegistry
-	sec     secState // TLS, authentication, authorization (security.go)
+	sec     secState         // TLS, authentication, authorization (security.go)
+	cluster *cluster.Service // nil on a single node (cluster.go)
+	health  healthState      // cluster_http.go
 	// policies holds tenants, namespaces and their policies; the broker
 	// subscribes to its changes (policy_enforce.go).
 	policies    *policy.Store
@@ -39,6 +42,7 @@ type Broker struct {
 		topics  map[string]*topicLoad
 		conns   map[*conn]struct{}
 		started bool
+		closing bool
 		closed  bool
 	}
 
@@ -146,6 +150,12 @@ func (b *Broker) Start(ctx context.Context) error {
 			}
 		}()
 	}
+	if b.cfg.Cluster != nil {
+		if err := b.startCluster(ctx); err != nil {
+			b.Close()
+			return fmt.Errorf("broker: join cluster: %w", err)
+		}
+	}
 	if b.ln != nil {
 		b.wg.Add(1)
 		go b.acceptLoop(b.ln)
@@ -239,10 +249,18 @@ func (b *Broker) acceptLoop(ln net.Listener) {
 // goroutine.
 func (b *Broker) Close() error {
 	b.mu.Lock()
-	if b.mu.closed {
+	if b.mu.closed || b.mu.closing {
 		b.mu.Unlock()
 		return nil
 	}
+	b.mu.closing = true
+	b.mu.Unlock()
+	if b.cluster != nil {
+		// Deregister, then unload every bundle gracefully while the
+		// connections still run (clients get CLOSE_PRODUCER/CONSUMER).
+		b.cluster.Close()
+	}
+	b.mu.Lock()
 	b.mu.closed = true
 	close(b.done)
 	if b.unsubscribe != nil {
@@ -266,6 +284,7 @@ func (b *Broker) Close() error {
 		c.stopReading()
 	}
 	b.wg.Wait()
+	b.closeHealth()
 	b.mu.Lock()
 	loads := make([]*topicLoad, 0, len(b.mu.topics))
 	for _, l := range b.mu.topics {
@@ -318,6 +337,9 @@ func (b *Broker) getTopic(ctx context.Context, tn topicName, create bool) (*topi
 			if l.err != nil {
 				return nil, l.err
 			}
+			if !b.owns(l.t) && !l.t.isClosed() {
+				return nil, fmt.Errorf("%w: %s; redo the lookup", cluster.ErrNotOwned, full)
+			}
 			if l.t.isClosed() {
 				// Being unloaded: wait until its managed ledger is closed
 				// (the factory would hand out the closing instance
@@ -346,6 +368,12 @@ func (b *Broker) getTopic(ctx context.Context, tn topicName, create bool) (*topi
 			b.mu.Unlock()
 		}
 		close(l.done)
+		if l.err == nil && !b.owns(l.t) {
+			// The bundle was unloaded (or lost) while the topic loaded:
+			// the unload may have missed it, so close it here.
+			b.unloadTopic(full)
+			return nil, fmt.Errorf("%w: %s; redo the lookup", cluster.ErrNotOwned, full)
+		}
 		return l.t, l.err
 	}
 }
@@ -374,9 +402,17 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 	if !ok {
 		return nil, fmt.Errorf("%w: namespace %s", ErrNamespaceNotFound, tn.NamespaceName())
 	}
+	// Only the bundle's owner opens the managed ledger: an open by anyone
+	// else would fence the owner.
+	bundleKey, err := b.topicBundle(ctx, tn)
+	if err != nil {
+		return nil, err
+	}
 	pol := b.resolvePolicies(tn.NamespaceName())
 	if !tn.IsPersistent() {
-		return newTopic(b, tn, nil, pol), nil
+		t := newTopic(b, tn, nil, pol)
+		t.bundleKey = bundleKey
+		return t, nil
 	}
 	exists, err := b.deps.Metadata.Exists(ctx, topicKey(tn))
 	if err != nil {
@@ -395,6 +431,7 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 		return nil, fmt.Errorf("broker: open managed ledger %s: %w", tn, err)
 	}
 	t := newTopic(b, tn, ml, pol)
+	t.bundleKey = bundleKey
 	if b.cfg.Deduplication {
 		if err := t.recoverDedup(b.cfg.DedupRecoveryEntries); err != nil {
 			b.log.Warn("dedup state recovery", "topic", tn.String(), "err", err)
@@ -438,7 +475,11 @@ func (b *Broker) unloadTopic(full string) bool {
 		return false
 	}
 	// The entry stays in the map until the ledger is closed: getTopic
-	// waits on unloaded instead of reopening a closing ledger.
+	// waits on unloaded instead of reopening a closing ledger. New sends
+	// are dropped unanswered (clients re-send them to the next owner) and
+	// the writes in flight complete and are acknowledged before the
+	// clients are told to go.
+	l.t.stopPublishing(b.unloadWait())
 	l.t.closeAll(true)
 	if l.t.ml != nil {
 		if err := l.t.ml.Close(); err != nil {

@@ -64,6 +64,10 @@ type Config struct {
 	// DispatchBatch is the maximum number of entries one dispatcher read
 	// fetches (default 100).
 	DispatchBatch int
+	// Cluster, when set, makes the broker one of a cluster sharing the
+	// metadata store (see ClusterConfig); nil is a single node that owns
+	// every topic.
+	Cluster *ClusterConfig
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 }

@@ -291,6 +291,10 @@ func (c *conn) sendAckResponse(consumerID, requestID uint64, code int32, msg str
 }
 
 func (c *conn) handleLookup(m *pb.CommandLookupTopic) {
+	if c.b.cluster != nil {
+		c.handleClusterLookup(m)
+		return
+	}
 	rid := m.GetRequestId()
 	resp := &pb.CommandLookupTopicResponse{RequestId: &rid}
 	tn, err := parseTopicName(m.GetTopic())

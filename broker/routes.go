@@ -10,6 +10,7 @@ import (
 // Router before Start.
 func (b *Broker) registerRoutes(rt *Router) {
 	rt.Handle("GET", "/lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}", b.httpLookup)
+	b.registerClusterRoutes(rt)
 	m := b.metricsHandler()
 	rt.Handle("GET", "/metrics", m)
 	rt.Handle("GET", "/metrics/", m)
@@ -43,6 +44,10 @@ func (b *Broker) httpLookup(w http.ResponseWriter, r *http.Request, p Params) {
 	}
 	if !exists {
 		WriteError(w, http.StatusNotFound, "Namespace does not exist")
+		return
+	}
+	if b.cluster != nil {
+		b.httpClusterLookup(w, r, tn)
 		return
 	}
 	plain, _ := b.lookupURLs()

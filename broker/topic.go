@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
@@ -62,6 +63,18 @@ type topic struct {
 
 	unloading atomic.Bool
 	unloaded  chan struct{} // closed once an unload closed the ledger
+
+	bundleKey   string      // cluster bundle key ("" on a single node)
+	fenceLogged atomic.Bool // a fenced write triggered the unload
+	// pub guards stopped against the start of an add: publish holds it
+	// shared from its check to AddEntry, so once stopPublishing set
+	// stopped under the exclusive lock, adds only ever finish.
+	pub struct {
+		sync.RWMutex
+		stopped bool
+	}
+	adds      sync.WaitGroup // persistent adds in flight
+	loadRates rateTracker    // for cluster load reports
 
 	msgIn    atomic.Int64
 	bytesIn  atomic.Int64
@@ -217,24 +230,45 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e entryBu
 		t.mu.dedup[p.name] = highest
 		t.mu.Unlock()
 	}
-	p.msgIn.Add(int64(numMsgs))
-	p.bytesIn.Add(int64(len(data)))
-	t.msgIn.Add(int64(numMsgs))
-	t.bytesIn.Add(int64(len(data)))
 	if !t.persistent() {
+		if !t.b.owns(t) {
+			p.sink.sendDropped(p.id, seq)
+			return
+		}
+		t.countIn(p, numMsgs, len(data))
 		id := t.npEntryID.Add(1) - 1
 		t.dispatchNonPersistent(ledgerEntry{Pos: position{LedgerID: 0, EntryID: id}, Data: data})
 		p.sink.sendReceipt(p.id, seq, highest, position{LedgerID: 0, EntryID: id})
 		return
 	}
+	t.pub.RLock()
+	if t.pub.stopped || !t.b.owns(t) {
+		// Unloading or no longer owned: not written, not answered; the
+		// client re-sends it to the owner it finds next.
+		t.pub.RUnlock()
+		p.sink.sendDropped(p.id, seq)
+		return
+	}
+	t.adds.Add(1)
 	p.mu.Lock()
 	p.mu.inflight++
 	p.mu.Unlock()
 	t.ml.AddEntry(e.buf, e.off, numMsgs, func(pos position, err error) {
+		defer t.adds.Done()
 		if err != nil {
 			t.publishFailed(p, seq, err)
 			return
 		}
+		if !t.b.mayAck(t) {
+			// Stored, but the ownership may have passed on (the session
+			// lease ran out): never acknowledge for a topic we may not
+			// own. The client re-sends; dedup (if on) drops the copy.
+			p.sink.sendDropped(p.id, seq)
+			p.addDone()
+			t.b.fencedByOtherOwner(t)
+			return
+		}
+		t.countIn(p, numMsgs, len(data))
 		batch := numMsgs > 1
 		if !batch {
 			batch = entryIsBatch(data)
@@ -248,11 +282,47 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e entryBu
 		p.persisted(seq, highest, pos)
 		t.wakeSubs()
 	})
+	t.pub.RUnlock()
+}
+
+// countIn counts messages in once they are stored (persistent) or
+// dispatched (non-persistent): never a message that was not.
+func (t *topic) countIn(p *producer, numMsgs, size int) {
+	p.msgIn.Add(int64(numMsgs))
+	p.bytesIn.Add(int64(size))
+	t.msgIn.Add(int64(numMsgs))
+	t.bytesIn.Add(int64(size))
+}
+
+// stopPublishing refuses new adds and waits (at most d) for the adds in
+// flight to complete and be answered.
+func (t *topic) stopPublishing(d time.Duration) {
+	t.pub.Lock()
+	t.pub.stopped = true
+	t.pub.Unlock()
+	done := make(chan struct{})
+	go func() {
+		t.adds.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		t.log.Warn("unload: writes still pending", "topic", t.full, "after", d)
+	}
 }
 
 func (t *topic) publishFailed(p *producer, seq uint64, err error) {
 	if errors.Is(err, ErrTerminated) {
 		p.sink.sendSendError(p.id, seq, codeTopicTerminated, "Topic was terminated")
+	} else if errors.Is(err, mledger.ErrFenced) {
+		// Another owner opened the ledger: final here. No SEND_ERROR
+		// (the Go client would reconnect to this broker again): the
+		// topic unloads, the client looks it up and re-sends there.
+		p.sink.sendDropped(p.id, seq)
+		t.b.fencedByOtherOwner(t)
 	} else {
 		t.b.rateLogs.persist.log(t.log, slog.LevelWarn, "persist failed", "topic", t.full, "producer", p.name, "err", err)
 		// Any other SEND_ERROR makes the client reconnect and re-send.

@@ -3,6 +3,7 @@ package metadata
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Store is a hierarchical, versioned key-value store in the style of
@@ -95,3 +96,23 @@ var (
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("metadata: store closed")
 )
+
+// Sessioner is implemented by stores whose session can expire while the
+// process lives on (ZooKeeper). Ownership built on ephemeral nodes needs it
+// to stop acting as owner before the server can expire the session and let
+// another process take over (see package cluster).
+type Sessioner interface {
+	// SessionID identifies the current session; 0 while there is none. It
+	// changes when a new session replaces an expired one.
+	SessionID() int64
+	// SessionTimeout is the session timeout asked of the server: a session
+	// the server heard from at time t lives at least until t+SessionTimeout
+	// (servers may raise it to their minimum, never lower it below the
+	// request unless the request exceeds their maximum).
+	SessionTimeout() time.Duration
+	// CreateEphemeral creates path as an ephemeral node of the current
+	// session, ErrExists if the node is there already (whoever owns it).
+	// Unlike PutEphemeral, the store never re-creates it: when the session
+	// ends the node is gone for good. Locks are built on it.
+	CreateEphemeral(ctx context.Context, path string, value []byte) error
+}

@@ -110,7 +110,7 @@ func TestStoreTenantsNamespacesAndNotifications(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, err := s.Get(ctx, "t/ns")
-	if err != nil || len(p.ReplicationClusters) != 1 || p.ReplicationClusters[0] != "c1" || p.Bundles.NumBundles != 1 {
+	if err != nil || len(p.ReplicationClusters) != 1 || p.ReplicationClusters[0] != "c1" || p.Bundles.NumBundles != 4 {
 		t.Fatalf("new namespace policies %+v %v", p, err)
 	}
 	if err := s.Update(ctx, "t/ns", func(p *Policies) error { p.MessageTTLInSeconds = ptr(7); return nil }); err != nil {

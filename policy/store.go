@@ -334,9 +334,13 @@ func (s *Store) CreateNamespace(ctx context.Context, ns string, p *Policies) err
 	if len(p.ReplicationClusters) == 0 {
 		p.ReplicationClusters = []string{s.cluster}
 	}
-	p.Bundles = DefaultBundles()
+	bs, err := NormalizeBundles(p.Bundles)
+	if err != nil {
+		return fmt.Errorf("%w: bundles: %v", ErrInvalidName, err)
+	}
+	p.Bundles = bs
 	data, _ := json.Marshal(p)
-	_, err := s.meta.Put(ctx, Path+"/"+ns, data, metadata.NotExists)
+	_, err = s.meta.Put(ctx, Path+"/"+ns, data, metadata.NotExists)
 	if errors.Is(err, metadata.ErrExists) {
 		return ErrExists
 	}

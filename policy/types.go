@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/magnetar-mq/magnetar/bundle"
 )
 
 // Policies is a namespace's policy document, stored as JSON at
@@ -37,7 +39,29 @@ type BundlesData struct {
 
 // DefaultBundles is the single full-range bundle.
 func DefaultBundles() *BundlesData {
-	return &BundlesData{Boundaries: []string{"0x00000000", "0xffffffff"}, NumBundles: 1}
+	b, _ := NormalizeBundles(nil)
+	return b
+}
+
+// NormalizeBundles completes a new namespace's "bundles": boundaries as
+// given (validated), or numBundles even bundles, or bundle.DefaultCount
+// (4, Pulsar's defaultNumberOfNamespaceBundles) when unset. A bad value
+// is ErrInvalidName's sibling: an error wrapping bundle.ErrInvalid.
+func NormalizeBundles(in *BundlesData) (*BundlesData, error) {
+	var bs bundle.Bundles
+	var err error
+	if in == nil {
+		bs, err = bundle.Even(bundle.DefaultCount)
+	} else {
+		bs, err = bundle.FromData(in.Boundaries, in.NumBundles)
+	}
+	if err != nil {
+		return nil, err
+	}
+	js, _ := json.Marshal(bs)
+	out := &BundlesData{}
+	err = json.Unmarshal(js, out)
+	return out, err
 }
 
 // RetentionPolicies keeps acknowledged data for a time and/or size

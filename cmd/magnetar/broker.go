@@ -88,6 +88,7 @@ type brokerFlags struct {
 	autorecovery   bool
 	lostDelay      time.Duration
 	openGrace      time.Duration
+	cluster        broker.ClusterConfig
 	run            runFlags
 	sec            securityFlags
 }
@@ -102,6 +103,13 @@ registered in the metadata store (--metadata-url), each new ledger with
 --ensemble/--write-quorum/--ack-quorum. The broker keeps no data of its
 own. With --autorecovery (the default) it also takes part in the auditor
 election and runs a re-replication worker.
+
+Brokers on one metadata store form a cluster: each namespace is split into
+bundles (hash ranges of topic names), each bundle is served by exactly one
+broker at a time, found through lookups (any broker answers, redirecting to
+the owner), placed on the least-loaded broker by the elected leader and moved
+off overloaded ones. A broker that loses its metadata session stops serving
+its bundles before another broker can take them.
 
 When ready it prints one line to stdout:
   magnetar broker ready service=pulsar://HOST:PORT http=http://HOST:PORT`,
@@ -128,6 +136,15 @@ When ready it prints one line to stdout:
 	fl.BoolVar(&f.dedup, "dedup", false, "drop re-sent messages by producer name and sequence id")
 	fl.BoolVar(&f.autorecovery, "autorecovery", true, "run an auditor candidate and a re-replication worker in this process")
 	fl.DurationVar(&f.lostDelay, "lost-bookie-recovery-delay", 0, "auditor: wait this long after a bookie disappears before marking its ledgers")
+	fl.DurationVar(&f.cluster.ReportInterval, "load-report-interval", 5*time.Second, "how often the broker publishes its load report")
+	fl.DurationVar(&f.cluster.ShedInterval, "load-shedding-interval", time.Minute, "how often the leader sheds load from overloaded brokers (negative: never)")
+	fl.Float64Var(&f.cluster.ShedThreshold, "load-shedding-threshold", 0.5, "a broker whose message rate exceeds the cluster mean by this fraction of it is overloaded")
+	fl.DurationVar(&f.cluster.ShedGrace, "load-shedding-grace", 30*time.Second, "a bundle shed is not shed again for this long")
+	fl.IntVar(&f.cluster.SplitMaxTopics, "bundle-split-max-topics", 1000, "the leader splits a bundle with more topics")
+	fl.IntVar(&f.cluster.SplitMaxSessions, "bundle-split-max-sessions", 1000, "the leader splits a bundle with more producers+consumers")
+	fl.Float64Var(&f.cluster.SplitMaxMsgRate, "bundle-split-max-msg-rate", 30000, "the leader splits a bundle with a higher message rate (in+out, msg/s)")
+	fl.Float64Var(&f.cluster.SplitMaxBytesRate, "bundle-split-max-bytes-rate", 100<<20, "the leader splits a bundle with a higher throughput (in+out, bytes/s)")
+	fl.BoolVar(&f.cluster.DisableAutoSplit, "disable-bundle-auto-split", false, "never split bundles automatically")
 	fl.DurationVar(&f.openGrace, "open-ledger-grace", 30*time.Second, "worker: wait this long before fencing an open ledger with a lost bookie in its last ensemble")
 	addRunFlags(fl, &f.run)
 	f.sec.register(fl)
@@ -215,6 +232,7 @@ func openBroker(ctx context.Context, f brokerFlags, log *slog.Logger) (_ *broker
 		ClusterName:    f.clusterName,
 		MaxMessageSize: f.maxMessageSize,
 		Deduplication:  f.dedup,
+		Cluster:        &f.cluster,
 	}
 	if err = f.sec.apply(&bcfg, log); err != nil {
 		return b, err

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,8 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -38,24 +39,31 @@ type clusterFlags struct {
 	advertisedHost string
 	quorum         quorumFlags
 	noSync         bool
+	brokers        int
+	restart        bool
+	sessionTimeout time.Duration
 }
 
 func init() {
 	var f clusterFlags
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Start a local cluster: ZooKeeper, bookies and a broker (Ctrl-C stops all)",
+		Short: "Start a local cluster: ZooKeeper, bookies and brokers (Ctrl-C stops all)",
 		Long: `Starts ZooKeeper on 127.0.0.1:--zk-port (Debian's zookeeper package and
 java are needed: apt-get install zookeeper default-jre-headless), --bookies
-bookie processes on ports --bookie-base-port, +1, ... and one broker, each
-a child of this process with its data and log under --data-dir. A bookie's
-id is its address, bound to its directory by a cookie: restart the cluster
-on the same --data-dir with the same ports (0 picks free ports, for a
-one-off run).
+bookie processes on ports --bookie-base-port, +1, ... and --brokers broker
+processes on the ports of --listen and --http, +1, ..., each a child of this
+process with its data and log under --data-dir. A bookie's id is its
+address, bound to its directory by a cookie: restart the cluster on the same
+--data-dir with the same ports (0 picks free ports, for a one-off run).
 
-When everything serves it prints:
-  magnetar cluster ready service=pulsar://HOST:PORT http=http://HOST:PORT metadata=zk://127.0.0.1:PORT/magnetar
-SIGINT or SIGTERM stops the broker, then the bookies, then ZooKeeper.`,
+When everything serves it prints (service lists every broker, a URL Pulsar
+clients accept as is):
+  magnetar cluster ready service=pulsar://HOST:PORT[,HOST:PORT...] http=http://HOST:PORT metadata=zk://127.0.0.1:PORT/magnetar
+A child that dies is reported on stderr and the others keep serving (that
+is what a local cluster is for: watch failover); with --restart it is
+started again on the same ports and directory. SIGINT or SIGTERM stops the
+brokers, then the bookies, then ZooKeeper.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runCluster(cmd.Context(), f)
@@ -71,6 +79,9 @@ SIGINT or SIGTERM stops the broker, then the bookies, then ZooKeeper.`,
 	fl.StringVar(&f.httpAddr, "http", ":8080", "broker admin/lookup HTTP listen address")
 	fl.StringVar(&f.advertisedHost, "advertised-host", "localhost", "host name the broker gives clients in lookups")
 	fl.BoolVar(&f.noSync, "journal-no-sync", false, "bookies skip fdatasync (NOT DURABLE; for quick experiments)")
+	fl.IntVar(&f.brokers, "brokers", 1, "number of brokers")
+	fl.BoolVar(&f.restart, "restart", false, "start a child that died again (same ports, same directory)")
+	fl.DurationVar(&f.sessionTimeout, "zk-session-timeout", 6*time.Second, "brokers' ZooKeeper session timeout: how long a dead broker's bundles stay assigned to it")
 	f.quorum.register(cmd)
 	rootCmd.AddCommand(cmd)
 }
@@ -236,22 +247,16 @@ func runCluster(ctx context.Context, f clusterFlags) error {
 	if err := os.MkdirAll(logs, 0o755); err != nil {
 		return err
 	}
-	var children []*child // in start order; stopped in reverse
-	defer func() {
-		for i := len(children) - 1; i >= 0; i-- {
-			children[i].stop(30 * time.Second)
-		}
-	}()
+	sup := &supervisor{restart: f.restart}
+	defer sup.stopAll()
 	// The children re-execute this binary; under `go test` the test binary
 	// is magnetar only with MAGNETAR_MAIN_ARGS, so pass the arguments that
 	// way too (ignored by a real magnetar binary, which reads os.Args).
 	magnetar := func(name, ready string, args ...string) (string, error) {
-		c, lines, err := startMagnetarChild(self, name, filepath.Join(logs, name+".log"), ready, args)
-		if err != nil {
-			return "", err
+		start := func() (*child, <-chan string, error) {
+			return startMagnetarChild(self, name, filepath.Join(logs, name+".log"), ready, args)
 		}
-		children = append(children, c)
-		return c.waitReady(lines, 60*time.Second)
+		return sup.add(name, start)
 	}
 
 	zkPort := f.zkPort
@@ -261,11 +266,13 @@ func runCluster(ctx context.Context, f clusterFlags) error {
 		}
 	}
 	t0 := time.Now()
-	zk, err := startZooKeeper(filepath.Join(dataDir, "zookeeper"), f.zkJar, zkPort)
-	if err != nil {
+	zkDir := filepath.Join(dataDir, "zookeeper")
+	if _, err := sup.add("zookeeper", func() (*child, <-chan string, error) {
+		c, err := startZooKeeper(zkDir, f.zkJar, zkPort)
+		return c, nil, err
+	}); err != nil {
 		return err
 	}
-	children = append(children, zk)
 	url := fmt.Sprintf("zk://127.0.0.1:%d/magnetar", zkPort)
 	fmt.Fprintf(os.Stderr, "zookeeper serving on 127.0.0.1:%d (%v)\n", zkPort, time.Since(t0).Round(time.Millisecond))
 
@@ -273,6 +280,8 @@ func runCluster(ctx context.Context, f clusterFlags) error {
 		port := 0
 		if f.bookieBasePort != 0 {
 			port = f.bookieBasePort + i
+		} else if port, err = freeTCPPort(); err != nil {
+			return err // a fixed port, so that a restart keeps the bookie id
 		}
 		args := []string{"bookie", "--metadata-url", url, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 			"--data-dir", filepath.Join(dataDir, fmt.Sprintf("bookie-%d", i))}
@@ -285,36 +294,178 @@ func runCluster(ctx context.Context, f clusterFlags) error {
 		}
 		fmt.Fprintf(os.Stderr, "%s\n", line)
 	}
-	line, err := magnetar("broker", "magnetar broker ready", "broker", "--metadata-url", url,
-		"--listen", f.listen, "--http", f.httpAddr, "--advertised-host", f.advertisedHost,
-		"--ensemble", strconv.Itoa(f.quorum.ensemble), "--write-quorum", strconv.Itoa(f.quorum.writeQuorum),
-		"--ack-quorum", strconv.Itoa(f.quorum.ackQuorum))
-	if err != nil {
-		return err
-	}
-	fields := map[string]string{}
-	for _, kv := range strings.Fields(line) {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			fields[k] = v
+	var services []string
+	var firstHTTP string
+	for i := range f.brokers {
+		listen, err := nthAddr(f.listen, i)
+		if err != nil {
+			return err
+		}
+		web, err := nthAddr(f.httpAddr, i)
+		if err != nil {
+			return err
+		}
+		name := "broker"
+		if f.brokers > 1 {
+			name = fmt.Sprintf("broker-%d", i)
+		}
+		line, err := magnetar(name, "magnetar broker ready", "broker", "--metadata-url", url,
+			"--listen", listen, "--http", web, "--advertised-host", f.advertisedHost,
+			"--zk-session-timeout", f.sessionTimeout.String(),
+			"--ensemble", strconv.Itoa(f.quorum.ensemble), "--write-quorum", strconv.Itoa(f.quorum.writeQuorum),
+			"--ack-quorum", strconv.Itoa(f.quorum.ackQuorum))
+		if err != nil {
+			return err
+		}
+		fields := map[string]string{}
+		for _, kv := range strings.Fields(line) {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				fields[k] = v
+			}
+		}
+		fmt.Fprintf(os.Stderr, "%s\n", line)
+		services = append(services, strings.TrimPrefix(fields["service"], "pulsar://"))
+		if firstHTTP == "" {
+			firstHTTP = fields["http"]
 		}
 	}
-	fmt.Printf("magnetar cluster ready service=%s http=%s metadata=%s\n", fields["service"], fields["http"], url)
+	fmt.Printf("magnetar cluster ready service=pulsar://%s http=%s metadata=%s\n", strings.Join(services, ","), firstHTTP, url)
 	fmt.Fprintf(os.Stderr, "logs in %s; Ctrl-C stops the cluster\n", logs)
+	sup.watch(ctx)
+	<-ctx.Done()
+	fmt.Fprintln(os.Stderr, "stopping the cluster")
+	return nil
+}
 
-	// Run until a signal or a child's death.
-	anyDone := make(chan *child, len(children))
-	for _, c := range children {
+// nthAddr is addr ("host:port") with port+i; a port of 0 becomes a free
+// port chosen now, so that a restarted child gets the same one.
+func nthAddr(addr string, i int) (string, error) {
+	host, ps, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("address %q: %w", addr, err)
+	}
+	port, err := strconv.Atoi(ps)
+	if err != nil {
+		return "", fmt.Errorf("address %q: %w", addr, err)
+	}
+	if port == 0 {
+		if port, err = freeTCPPort(); err != nil {
+			return "", err
+		}
+	} else {
+		port += i
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port)), nil
+}
+
+// supervisor owns the cluster's children: it reports a child that dies,
+// restarts it if asked, and stops them all in reverse start order.
+type supervisor struct {
+	restart bool
+	mu      sync.Mutex
+	procs   []*supervised // start order; protected by mu
+	stopped bool          // protected by mu
+}
+
+type supervised struct {
+	name  string
+	start func() (*child, <-chan string, error)
+	cur   *child // protected by supervisor.mu
+}
+
+// add starts a child and waits for its ready line (if it has one).
+func (s *supervisor) add(name string, start func() (*child, <-chan string, error)) (string, error) {
+	p := &supervised{name: name, start: start}
+	c, lines, err := start()
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	p.cur = c
+	s.procs = append(s.procs, p)
+	s.mu.Unlock()
+	if lines == nil {
+		return "", nil
+	}
+	return c.waitReady(lines, 60*time.Second)
+}
+
+// watch follows every child until ctx ends: a death is reported and, with
+// restart, the child is started again (after a second, then backing off
+// to 30 s while it keeps dying).
+func (s *supervisor) watch(ctx context.Context) {
+	s.mu.Lock()
+	procs := slices.Clone(s.procs)
+	s.mu.Unlock()
+	for _, p := range procs {
 		go func() {
-			<-c.done
-			anyDone <- c
+			backoff := time.Second
+			for {
+				s.mu.Lock()
+				c := p.cur
+				s.mu.Unlock()
+				select {
+				case <-ctx.Done():
+					return
+				case <-c.done:
+				}
+				s.mu.Lock()
+				stopped := s.stopped
+				s.mu.Unlock()
+				if stopped || ctx.Err() != nil {
+					return
+				}
+				fmt.Fprintf(os.Stderr, "magnetar cluster: %s exited unexpectedly (%v); see %s\n", p.name, c.err, c.logPath)
+				if !s.restart {
+					return
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(backoff):
+				}
+				started := time.Now()
+				nc, lines, err := p.start()
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "magnetar cluster: restart %s: %v\n", p.name, err)
+					backoff = min(2*backoff, 30*time.Second)
+					continue
+				}
+				s.mu.Lock()
+				if s.stopped {
+					s.mu.Unlock()
+					nc.stop(30 * time.Second)
+					return
+				}
+				p.cur = nc
+				s.mu.Unlock()
+				if lines != nil {
+					if _, err := nc.waitReady(lines, 60*time.Second); err != nil {
+						fmt.Fprintf(os.Stderr, "magnetar cluster: restart %s: %v\n", p.name, err)
+					}
+				}
+				fmt.Fprintf(os.Stderr, "magnetar cluster: %s restarted (%v)\n", p.name, time.Since(started).Round(time.Millisecond))
+				if time.Since(started) > time.Minute {
+					backoff = time.Second
+				} else {
+					backoff = min(2*backoff, 30*time.Second)
+				}
+			}
 		}()
 	}
-	select {
-	case <-ctx.Done():
-		fmt.Fprintln(os.Stderr, "stopping the cluster")
-		return nil
-	case c := <-anyDone:
-		return errors.New(c.name + " exited unexpectedly; see " + c.logPath)
+}
+
+// stopAll stops every child, last started first.
+func (s *supervisor) stopAll() {
+	s.mu.Lock()
+	s.stopped = true
+	procs := slices.Clone(s.procs)
+	s.mu.Unlock()
+	for i := len(procs) - 1; i >= 0; i-- {
+		s.mu.Lock()
+		c := procs[i].cur
+		s.mu.Unlock()
+		c.stop(30 * time.Second)
 	}
 }
 

@@ -239,7 +239,9 @@ func TestClusterBrokerKilledMidStream(t *testing.T) {
 	for range 3 {
 		c.startBookie("")
 	}
-	b1 := c.startBroker("--autorecovery=false")
+	// A short session: the dead broker's bundle ownership lasts until its
+	// ZooKeeper session expires.
+	b1 := c.startBroker("--autorecovery=false", "--zk-session-timeout", "2s")
 	cl := b1.clientWithTimeout(t, 3*time.Second)
 	const topic = "persistent://public/default/broker-crash"
 	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, SendTimeout: 3 * time.Second, DisableBatching: true})
@@ -307,10 +309,19 @@ func TestClusterBrokerKilledMidStream(t *testing.T) {
 
 	b2 := c.startBroker("--autorecovery=false")
 	cl2 := b2.client(t)
-	cons, err := cl2.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "after-crash",
-		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
-	if err != nil {
-		t.Fatal(err)
+	// Until the dead broker's session expires, lookups name it as the
+	// owner and the first subscribe attempt fails to connect: retry.
+	var cons pulsar.Consumer
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		cons, err = cl2.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "after-crash",
+			SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	prev := -1
 	for seen := 0; seen < nAcked; {

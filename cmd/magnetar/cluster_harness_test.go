@@ -24,13 +24,13 @@ import (
 
 // testCluster is a ZooKeeper server and the processes of one test.
 type testCluster struct {
-	t      *testing.T
+	t      testing.TB
 	zk     *zktest.Server
 	url    string // zk://.../chroot
 	broker *proc
 }
 
-func newTestCluster(t *testing.T) *testCluster {
+func newTestCluster(t testing.TB) *testCluster {
 	t.Helper()
 	zk := zktest.StartServer(t)
 	return &testCluster{t: t, zk: zk, url: "zk://" + zk.Addr() + "/magnetar"}
@@ -41,7 +41,15 @@ func newTestCluster(t *testing.T) *testCluster {
 // key=value fields.
 func startMagnetar(t testing.TB, name, ready string, args ...string) (*proc, map[string]string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0])
+	return startMagnetarVia(t, nil, name, ready, args...)
+}
+
+// startMagnetarVia is startMagnetar with the binary run through a command
+// prefix (e.g. "ip netns exec NS").
+func startMagnetarVia(t testing.TB, prefix []string, name, ready string, args ...string) (*proc, map[string]string) {
+	t.Helper()
+	argv := append(append([]string(nil), prefix...), os.Args[0])
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "MAGNETAR_MAIN_ARGS="+strings.Join(args, "\x1f"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	logPath := filepath.Join(t.TempDir(), name+".log")

@@ -34,9 +34,11 @@ var allowed = map[string][]string{
 	"ledger":             {"internal", "protocol/bkproto", "metadata"},
 	"mledger":            {"internal", "ledger", "metadata", "mledger"},
 	"auth":               {"internal", "metadata"},
-	"policy":             {"internal", "metadata"},
-	"broker":             {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth"},
-	"admin":              {"internal", "broker", "policy", "protocol", "auth"},
+	"policy":             {"internal", "metadata", "bundle"},
+	"broker":             {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "bundle", "cluster"},
+	"bundle":             {},
+	"cluster":            {"internal", "metadata", "bundle"},
+	"admin":              {"internal", "broker", "policy", "protocol", "auth", "bundle", "cluster"},
 	// The top of the graph imports anything in the project.
 	// tools: the ops tools as a library (only cmd imports it).
 	"tools": {"internal", "ledger", "bookie", "journal", "entrylog", "index", "metadata", "autorecovery", "protocol"},

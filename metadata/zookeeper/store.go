@@ -21,10 +21,11 @@ import (
 // Store is a metadata.Store on a ZooKeeper ensemble: one client session.
 // It is safe for concurrent use.
 type Store struct {
-	conn   *zk.Conn
-	chroot string // "" or a path every node path is prefixed with
-	log    *slog.Logger
-	acl    []zk.ACL
+	conn    *zk.Conn
+	chroot  string // "" or a path every node path is prefixed with
+	timeout time.Duration
+	log     *slog.Logger
+	acl     []zk.ACL
 
 	sessCh chan struct{} // capacity 1: a session state change to look at
 
@@ -49,6 +50,7 @@ var (
 	_ metadata.Store       = (*Store)(nil)
 	_ metadata.Ephemeraler = (*Store)(nil)
 	_ metadata.Watcher     = (*Store)(nil)
+	_ metadata.Sessioner   = (*Store)(nil)
 )
 
 // Open connects to the ensemble named by url ("zk://host:port[,...]
@@ -65,6 +67,7 @@ func Open(url string, opts Options) (*Store, error) {
 	}
 	s := &Store{
 		chroot:     chroot,
+		timeout:    opts.SessionTimeout,
 		log:        opts.Logger,
 		acl:        zk.WorldACL(zk.PermAll),
 		sessCh:     make(chan struct{}, 1),
@@ -352,6 +355,38 @@ func (s *Store) putEphemeralLocked(full string, value []byte) error {
 	}
 	_, err = s.conn.Set(full, value, st.Version)
 	return err
+}
+
+// SessionID implements metadata.Sessioner: the ZooKeeper session id, 0
+// while there is no session.
+func (s *Store) SessionID() int64 {
+	if s.conn.State() != zk.StateHasSession {
+		return 0
+	}
+	return s.conn.SessionID()
+}
+
+// SessionTimeout implements metadata.Sessioner (Options.SessionTimeout).
+func (s *Store) SessionTimeout() time.Duration { return s.timeout }
+
+// CreateEphemeral implements metadata.Sessioner: a ZooKeeper ephemeral node
+// that is not tracked, so never re-created after a session expiry.
+func (s *Store) CreateEphemeral(ctx context.Context, p string, value []byte) error {
+	s.life.RLock()
+	defer s.life.RUnlock()
+	if err := s.check(ctx, p); err != nil {
+		return err
+	}
+	if p == "/" {
+		return fmt.Errorf("%w: / cannot be ephemeral", metadata.ErrInvalidPath)
+	}
+	if len(value) > metadata.MaxValueSize {
+		return fmt.Errorf("zookeeper: %s: %w: %d bytes", p, metadata.ErrTooLarge, len(value))
+	}
+	if _, err := s.create(s.full(p), value, zk.FlagEphemeral); err != nil {
+		return s.mapErr(err, p)
+	}
+	return nil
 }
 
 // Close ends the session (the server deletes its ephemeral nodes before it
