@@ -211,7 +211,8 @@ func (b *Broker) redirectToOwner(w http.ResponseWriter, r *http.Request, ns stri
 }
 
 func (b *Broker) httpUnloadBundle(w http.ResponseWriter, r *http.Request, p Params) {
-	if !b.needCluster(w) {
+	if b.cluster == nil {
+		b.standaloneUnload(w, r, p)
 		return
 	}
 	ns, rg, ok := b.bundleParam(w, r, p)
@@ -233,7 +234,8 @@ func (b *Broker) httpUnloadBundle(w http.ResponseWriter, r *http.Request, p Para
 }
 
 func (b *Broker) httpUnloadNamespace(w http.ResponseWriter, r *http.Request, p Params) {
-	if !b.needCluster(w) {
+	if b.cluster == nil {
+		b.standaloneUnload(w, r, p)
 		return
 	}
 	ns := p["tenant"] + "/" + p["ns"]
@@ -426,4 +428,35 @@ func (b *Broker) closeHealth() {
 		b.health.ml.Close()
 		b.health.ml = nil
 	}
+}
+
+// standaloneUnload serves bundle and namespace unload on a single node:
+// the namespace has the one bundle 0x00000000_0xffffffff, and unloading it
+// unloads every loaded topic of the namespace (clients reconnect).
+func (b *Broker) standaloneUnload(w http.ResponseWriter, r *http.Request, p Params) {
+	ns := p["tenant"] + "/" + p["ns"]
+	if ok, err := b.policies.NamespaceExists(r.Context(), ns); err != nil {
+		WriteError(w, http.StatusInternalServerError, err.Error())
+		return
+	} else if !ok {
+		WriteError(w, http.StatusNotFound, "Namespace does not exist")
+		return
+	}
+	const full = "0x00000000_0xffffffff"
+	if bd, ok := p["bundle"]; ok && bd != full {
+		WriteError(w, http.StatusPreconditionFailed, "Invalid bundle range "+bd+": namespace "+ns+" has the one bundle "+full)
+		return
+	}
+	topics, err := b.TopicsOfNamespace(r.Context(), ns, true, true)
+	if err != nil {
+		WriteError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	for _, t := range topics {
+		if _, err := b.UnloadTopic(t); err != nil {
+			WriteError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
