@@ -23,8 +23,8 @@ import (
 )
 
 // `magnetar cluster`: a local cluster for trying things out — Apache
-// ZooKeeper (Debian's zookeeper package on Java, started as
-// /work/shared/tools/zk.sh does), N `magnetar bookie` processes and one
+// ZooKeeper (Debian's zookeeper package on Java, launched by
+// internal/zkserver), N `magnetar bookie` processes and one
 // `magnetar broker`, all children of this process, with their data and
 // logs under --data-dir.
 
