@@ -150,6 +150,10 @@ func (b *Broker) Start(ctx context.Context) error {
 			}
 		}()
 	}
+	if err := b.listenSecure(ctx); err != nil {
+		b.Close()
+		return err
+	}
 	if b.cfg.Cluster != nil {
 		if err := b.startCluster(ctx); err != nil {
 			b.Close()
@@ -162,10 +166,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	b.wg.Add(1)
 	go b.policyLoop()
-	if err := b.startSecure(ctx); err != nil {
-		b.Close()
-		return err
-	}
+	b.startSecure()
 	b.log.Info("broker started", "service", sa, "http", b.HTTPAddr(), "service-tls", b.TLSServiceAddr(), "https", b.TLSHTTPAddr())
 	return nil
 }

@@ -34,11 +34,14 @@ type ClusterConfig struct {
 // are known).
 func (b *Broker) startCluster(ctx context.Context) error {
 	cc := b.cfg.Cluster
+	plain, secure := b.lookupURLs()
 	svc, err := cluster.Start(ctx, cluster.Options{
 		Store:          b.deps.Metadata,
 		BrokerID:       b.brokerID(),
-		ServiceURL:     b.serviceURL(),
+		ServiceURL:     plain,
 		WebURL:         b.webURL(),
+		ServiceURLTLS:  secure,
+		WebURLTLS:      b.WebURLTLS(),
 		OnBundleLost:   b.unloadBundleTopics,
 		Stats:          b.bundleStats,
 		ReportInterval: cc.ReportInterval,

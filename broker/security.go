@@ -67,8 +67,9 @@ func (b *Broker) httpHandler() http.Handler {
 	return b.sec.s.Handler(b.admin)
 }
 
-// startSecure opens the TLS listeners and the refresh loop.
-func (b *Broker) startSecure(ctx context.Context) error {
+// listenSecure binds the TLS listeners, so that their addresses are
+// known (and advertised to the cluster) before anything is served.
+func (b *Broker) listenSecure(ctx context.Context) error {
 	s := b.sec.s
 	if s == nil {
 		return nil
@@ -82,17 +83,34 @@ func (b *Broker) startSecure(ctx context.Context) error {
 		a := ln.Addr().String()
 		b.sec.tlsServiceAddr.Store(&a)
 		b.sec.tlsLn = tls.NewListener(ln, s.TLS.Config())
-		b.wg.Add(1)
-		go b.acceptLoop(b.sec.tlsLn)
 	}
 	if b.cfg.TLSHTTPAddr != "" {
 		ln, err := lc.Listen(ctx, "tcp", b.cfg.TLSHTTPAddr)
 		if err != nil {
+			if b.sec.tlsLn != nil {
+				b.sec.tlsLn.Close()
+			}
 			return fmt.Errorf("broker: listen %s: %w", b.cfg.TLSHTTPAddr, err)
 		}
 		a := ln.Addr().String()
 		b.sec.tlsHTTPAddr.Store(&a)
 		b.sec.tlsHTTPLn = tls.NewListener(ln, s.TLS.Config())
+	}
+	return nil
+}
+
+// startSecure serves the TLS listeners bound by listenSecure and starts
+// the refresh loop.
+func (b *Broker) startSecure() {
+	s := b.sec.s
+	if s == nil {
+		return
+	}
+	if b.sec.tlsLn != nil {
+		b.wg.Add(1)
+		go b.acceptLoop(b.sec.tlsLn)
+	}
+	if b.sec.tlsHTTPLn != nil {
 		b.sec.tlsHTTPSrv = &http.Server{Handler: b.httpHandler(), ReadHeaderTimeout: 10 * time.Second,
 			ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelDebug)}
 		b.wg.Add(1)
@@ -107,13 +125,15 @@ func (b *Broker) startSecure(ctx context.Context) error {
 		b.wg.Add(1)
 		go b.refreshLoop(s.Config.RefreshInterval())
 	}
-	return nil
 }
 
 // closeSecure closes the TLS listeners (Close handles connections).
 func (b *Broker) closeSecure() {
 	if b.sec.tlsLn != nil {
 		b.sec.tlsLn.Close()
+	}
+	if b.sec.tlsHTTPSrv == nil && b.sec.tlsHTTPLn != nil {
+		b.sec.tlsHTTPLn.Close()
 	}
 	if b.sec.tlsHTTPSrv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
