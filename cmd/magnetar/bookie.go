@@ -38,7 +38,9 @@ type bookieFlags struct {
 	logFormat   string
 }
 
-func init() {
+func init() { rootCmd.AddCommand(newBookieCmd()) }
+
+func newBookieCmd() *cobra.Command {
 	var f bookieFlags
 	cmd := &cobra.Command{
 		Use:   "bookie",
@@ -58,6 +60,9 @@ When it is serving it prints one line to stdout:
   magnetar bookie ready id=ID`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyConfig(cmd, "bookie"); err != nil {
+				return err
+			}
 			return runBookie(cmd.Context(), f)
 		},
 	}
@@ -72,7 +77,8 @@ When it is serving it prints one line to stdout:
 	fl.StringVar(&f.writeMode, "journal-write-mode", "auto", "journal write path: auto, uring or pwrite")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
-	rootCmd.AddCommand(cmd)
+	addConfigFlag(cmd)
+	return cmd
 }
 
 // openBookieMetadata opens a ZooKeeper store for zk:// URLs, else an

@@ -85,13 +85,16 @@ type brokerFlags struct {
 	clusterName    string
 	maxMessageSize int
 	dedup          bool
+	svc            serviceFlags
 	autorecovery   bool
 	lostDelay      time.Duration
 	openGrace      time.Duration
 	run            runFlags
 }
 
-func init() {
+func init() { rootCmd.AddCommand(newBrokerCmd()) }
+
+func newBrokerCmd() *cobra.Command {
 	var f brokerFlags
 	cmd := &cobra.Command{
 		Use:   "broker",
@@ -106,6 +109,9 @@ When ready it prints one line to stdout:
   magnetar broker ready service=pulsar://HOST:PORT http=http://HOST:PORT`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyConfig(cmd, "broker"); err != nil {
+				return err
+			}
 			return runServer(cmd.Context(), "broker", f.run, func(ctx context.Context, log *slog.Logger) (*serviceStack, func() error, error) {
 				b, err := openBroker(ctx, f, log)
 				if err != nil {
@@ -128,8 +134,10 @@ When ready it prints one line to stdout:
 	fl.BoolVar(&f.autorecovery, "autorecovery", true, "run an auditor candidate and a re-replication worker in this process")
 	fl.DurationVar(&f.lostDelay, "lost-bookie-recovery-delay", 0, "auditor: wait this long after a bookie disappears before marking its ledgers")
 	fl.DurationVar(&f.openGrace, "open-ledger-grace", 30*time.Second, "worker: wait this long before fencing an open ledger with a lost bookie in its last ensemble")
+	f.svc.register(fl, "")
 	addRunFlags(fl, &f.run)
-	rootCmd.AddCommand(cmd)
+	addConfigFlag(cmd)
+	return cmd
 }
 
 // clusterNode is the metadata store, bookie resolver and ledger client a
@@ -199,12 +207,15 @@ func openBroker(ctx context.Context, f brokerFlags, log *slog.Logger) (_ *broker
 		}
 	}
 	b.stack, err = openServiceStack(ctx, b.node.store, b.node.lc, co, broker.Config{
-		ServiceAddr:    f.serviceAddr,
-		HTTPAddr:       f.httpAddr,
-		AdvertisedHost: f.advertisedHost,
-		ClusterName:    f.clusterName,
-		MaxMessageSize: f.maxMessageSize,
-		Deduplication:  f.dedup,
+		ServiceAddr:              f.serviceAddr,
+		HTTPAddr:                 f.httpAddr,
+		AdvertisedHost:           f.advertisedHost,
+		ClusterName:              f.clusterName,
+		MaxMessageSize:           f.maxMessageSize,
+		Deduplication:            f.dedup,
+		DisableAutoTopicCreation: !f.svc.autoTopicCreation,
+		KeepAliveInterval:        f.svc.keepAlive,
+		DispatchBatch:            f.svc.dispatchBatch,
 	}, registeredBookies{b.node.store}, log)
 	return b, err
 }

@@ -31,12 +31,15 @@ type standaloneFlags struct {
 	advertisedHost string
 	maxMessageSize int
 	dedup          bool
+	svc            serviceFlags
 	noSync         bool
 	writeMode      string
 	run            runFlags
 }
 
-func init() {
+func init() { rootCmd.AddCommand(newStandaloneCmd()) }
+
+func newStandaloneCmd() *cobra.Command {
 	var f standaloneFlags
 	cmd := &cobra.Command{
 		Use:   "standalone",
@@ -52,6 +55,9 @@ When both are ready it prints one line to stdout:
   magnetar standalone ready service=pulsar://HOST:PORT http=http://HOST:PORT`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyConfig(cmd, "standalone"); err != nil {
+				return err
+			}
 			return runServer(cmd.Context(), "standalone", f.run, func(ctx context.Context, log *slog.Logger) (*serviceStack, func() error, error) {
 				s, err := openStandalone(ctx, f, log)
 				if err != nil {
@@ -72,8 +78,10 @@ When both are ready it prints one line to stdout:
 	fl.BoolVar(&f.dedup, "dedup", false, "drop re-sent messages by producer name and sequence id")
 	fl.BoolVar(&f.noSync, "journal-no-sync", false, "skip fdatasync in the journal (NOT DURABLE; benchmarks only)")
 	fl.StringVar(&f.writeMode, "journal-write-mode", "auto", "journal write path: auto, uring or pwrite")
+	f.svc.register(fl, "standalone")
 	addRunFlags(fl, &f.run)
-	rootCmd.AddCommand(cmd)
+	addConfigFlag(cmd)
+	return cmd
 }
 
 // standalone is a running single-process deployment.
@@ -130,11 +138,15 @@ func openStandalone(ctx context.Context, f standaloneFlags, log *slog.Logger) (_
 	}
 	s.stack, err = openServiceStack(ctx, s.store, s.lc, ledger.CreateOptions{Ensemble: 1, WriteQuorum: 1, AckQuorum: 1},
 		broker.Config{
-			ServiceAddr:    f.serviceAddr,
-			HTTPAddr:       f.httpAddr,
-			AdvertisedHost: f.advertisedHost,
-			MaxMessageSize: f.maxMessageSize,
-			Deduplication:  f.dedup,
+			ServiceAddr:              f.serviceAddr,
+			HTTPAddr:                 f.httpAddr,
+			AdvertisedHost:           f.advertisedHost,
+			MaxMessageSize:           f.maxMessageSize,
+			Deduplication:            f.dedup,
+			ClusterName:              f.svc.clusterName,
+			DisableAutoTopicCreation: !f.svc.autoTopicCreation,
+			KeepAliveInterval:        f.svc.keepAlive,
+			DispatchBatch:            f.svc.dispatchBatch,
 		}, broker.LocalBookie{ID: standaloneBookieID, ReadOnly: s.bk.IsReadOnly}, log, s.bk.Collector())
 	return s, err
 }
