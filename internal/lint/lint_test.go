@@ -322,3 +322,25 @@ func TestStaticcheck(t *testing.T) {
 		t.Fatalf("staticcheck: %v\n%s", err, out)
 	}
 }
+
+// TestOneSoakSwitch: MAGNETAR_SOAK is read in internal/testenv only, and
+// only tests import that package.
+func TestOneSoakSwitch(t *testing.T) {
+	for _, f := range parseTree(t, repoRoot(t)) {
+		if hasPrefixPath(f.rel, "internal/testenv") || hasPrefixPath(f.rel, "internal/lint") {
+			continue
+		}
+		src, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{`Getenv("MAGNETAR_SOAK")`, `Getenv("SOAK")`, `LookupEnv("MAGNETAR_SOAK")`} {
+			if strings.Contains(string(src), bad) {
+				t.Errorf("%s: reads the soak switch itself; use testenv.Soak()", f.path)
+			}
+		}
+		if !f.test && slices.Contains(f.imports, module+"/internal/testenv") {
+			t.Errorf("%s: imports internal/testenv outside tests", f.path)
+		}
+	}
+}
