@@ -22,8 +22,8 @@ import (
 )
 
 // `magnetar cluster`: a local cluster for trying things out — Apache
-// ZooKeeper (Debian's zookeeper package on Java, started as
-// /work/shared/tools/zk.sh does), N `magnetar bookie` processes and one
+// ZooKeeper (Debian's zookeeper package on Java, launched as
+// internal/zkserver describes), N `magnetar bookie` processes and one
 // `magnetar broker`, all children of this process, with their data and
 // logs under --data-dir.
 
