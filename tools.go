@@ -1,6 +1,6 @@
 //go:build tools
 
-// Package tools pins the project's chosen dependencies (architecture.md) in
+// Package tools pins the project's chosen dependencies (docs/architecture.md) in
 // go.mod before every one of them has an importer.
 package tools
 

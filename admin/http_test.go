@@ -10,6 +10,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/magnetar-mq/magnetar/internal/version"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
 
@@ -98,6 +99,9 @@ func TestHTTPPartitionsLookupHealth(t *testing.T) {
 	json.Unmarshal([]byte(body), &lk)
 	if code != 200 || lk["brokerUrl"] != "pulsar://"+tb.ServiceAddr() {
 		t.Fatalf("lookup: %d %s", code, body)
+	}
+	if code, body := httpDo(t, tb, "GET", "/admin/v2/brokers/version", ""); code != 200 || body != version.Get().Version || body == "" {
+		t.Fatalf("version: %d %q", code, body)
 	}
 	if code, _ := httpDo(t, tb, "POST", "/admin/v2/brokers/health", ""); code != 405 {
 		t.Fatalf("wrong method: %d, want 405", code)

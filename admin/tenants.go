@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/magnetar-mq/magnetar/internal/version"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
@@ -15,6 +16,11 @@ func (a *API) registerClusterRoutes(rt routeTable) {
 	rt.Handle("GET", "/admin/v2/brokers/health", func(w http.ResponseWriter, _ *http.Request, _ params) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok")
+	})
+	rt.Handle("GET", "/admin/v2/brokers/version", func(w http.ResponseWriter, _ *http.Request, _ params) {
+		// Pulsar answers the bare version string.
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, version.Get().Version)
 	})
 	rt.Handle("GET", "/admin/v2/clusters", func(w http.ResponseWriter, r *http.Request, _ params) {
 		cs, err := a.svc.Clusters(r.Context())

@@ -1,5 +1,5 @@
 // Package autorecovery restores the replication of ledgers that had a copy
-// on a lost bookie (bookkeeper-design.md §12): an auditor, elected among
+// on a lost bookie (docs/replication.md section 6): an auditor, elected among
 // the candidates, marks the ledgers, and replication workers copy the
 // missing entries to other bookies and update the ensembles.
 //

@@ -52,7 +52,7 @@ type Result struct {
 	Remaining []string
 }
 
-// ReplicateLedger re-replicates ledger id (bookkeeper-design.md §12): it
+// ReplicateLedger re-replicates ledger id (docs/replication.md section 6): it
 // finds the segments holding unavailable bookies, copies the entries each
 // such bookie held from surviving replicas to a writable bookie outside the
 // segment, and CAS-updates the segment in the metadata. A ledger still OPEN

@@ -18,6 +18,8 @@ import (
 
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 	"github.com/magnetar-mq/magnetar/journal"
+
+	"github.com/magnetar-mq/magnetar/internal/testenv"
 )
 
 // sizeFor gives each entry a size derivable from its ids (1..1500 bytes).
@@ -182,7 +184,7 @@ func verifyWith(t *testing.T, b *Bookie, acked map[key]bool, ledgers []int64, fr
 // back byte for byte, and nothing reads back corrupt.
 func TestCrashCloneMemFS(t *testing.T) {
 	seeds := uint64(3)
-	if os.Getenv("MAGNETAR_SOAK") == "1" || os.Getenv("SOAK") == "1" {
+	if testenv.Soak() {
 		seeds = 30
 	}
 	for seed := uint64(1); seed <= seeds; seed++ {
@@ -371,7 +373,7 @@ func crashChild(dir string) error {
 
 func TestCrashRealProcess(t *testing.T) {
 	iterations := 20
-	if os.Getenv("MAGNETAR_SOAK") == "1" || os.Getenv("SOAK") == "1" { // scripts/test honours SOAK=1
+	if testenv.Soak() {
 		iterations = 200
 	}
 	crashRealProcess(t, iterations, 500, false)
@@ -383,7 +385,7 @@ func TestCrashRealProcess(t *testing.T) {
 // writes from the cache.
 func TestCrashRealProcessLarge(t *testing.T) {
 	iterations := 6
-	if os.Getenv("MAGNETAR_SOAK") == "1" || os.Getenv("SOAK") == "1" {
+	if testenv.Soak() {
 		iterations = 60
 	}
 	crashRealProcess(t, iterations, 150, true)

@@ -276,7 +276,7 @@ func removeAll(fs vfs.FS, dir string) error {
 }
 
 // TestGCConcurrentWithAddsAndReads runs GC passes while a writer adds,
-// ledgers are deleted and a reader re-reads acked entries (§14.11: reads
+// ledgers are deleted and a reader re-reads acked entries (docs/replication.md section 7: reads
 // fail cleanly or succeed, never return wrong data).
 func TestGCConcurrentWithAddsAndReads(t *testing.T) {
 	mem := vfs.NewMem()

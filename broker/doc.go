@@ -59,7 +59,7 @@
 //   - Per subscription: one loop goroutine owns the dispatch state (the
 //     cursor, consumers, permits, pending acks, replay and delayed sets).
 //     Everything else submits closures with do (async) or call (sync) and
-//     never touches that state (style.md §4).
+//     never touches that state (docs/architecture.md, Design rules).
 //   - The accept loop and HTTP server. Close waits for all of them.
 //
 // # Dispatch

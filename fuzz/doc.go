@@ -33,7 +33,7 @@
 // Three in-process bookies, an embedded metadata store, E=3 Qw=2 Qa=2: a
 // writer adds at random while bookie clients are switched to failing; the
 // writer is abandoned and a second client opens the ledger with recovery.
-// Checked (bookkeeper-design.md §1): every acknowledged entry is readable
+// Checked (docs/replication.md section 1): every acknowledged entry is readable
 // with its bytes, every reader agrees on lastEntryId, the old writer is
 // fenced.
 package fuzz

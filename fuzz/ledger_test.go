@@ -200,7 +200,7 @@ func (w *writerLog) wait(t testing.TB, what string) {
 // TestLedgerCrashRecovery: random adds on E=3 Qw=2 Qa=2 over six faulty
 // in-process bookies (down, acks lost, crash and restart), then the writer
 // is abandoned (adds maybe still in flight) and a second client recovers
-// the ledger. Invariants (bookkeeper-design.md §1): every acked entry is
+// the ledger. Invariants (docs/replication.md section 1): every acked entry is
 // readable with its bytes; entries up to the recovered LAC read back as
 // what the writer sent; every later open agrees on lastEntryId; the old
 // writer can add nothing after recovery.

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/magnetar-mq/magnetar/bookie"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
+
+	"github.com/magnetar-mq/magnetar/internal/testenv"
 )
 
 var (
@@ -39,7 +40,7 @@ func numSeeds(ci, soak int) int {
 	if *flagSeeds > 0 {
 		return *flagSeeds
 	}
-	if os.Getenv("MAGNETAR_SOAK") == "1" {
+	if testenv.Soak() {
 		return soak
 	}
 	return ci
@@ -756,7 +757,7 @@ func runMeta(t *testing.T, seed uint64, cfg metaConfig, ops []op) []string {
 // configuration and requires the same trace from all.
 func TestMetamorphicBookie(t *testing.T) {
 	nops := 120
-	if os.Getenv("MAGNETAR_SOAK") == "1" {
+	if testenv.Soak() {
 		nops = 400
 	}
 	if *flagOps > 0 {

@@ -1,6 +1,6 @@
 // Package ledger is the ledger client: it creates, writes, opens (with
 // fencing recovery) and deletes replicated ledgers stored on bookies, with
-// their metadata in a metadata.Store (bookkeeper-design.md §2–§5).
+// their metadata in a metadata.Store (docs/replication.md sections 2–5).
 //
 //	c, _ := ledger.NewClient(store, resolver, ledger.Options{})
 //	h, _ := c.Create(ctx, ledger.CreateOptions{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2, Password: pw})
@@ -66,7 +66,7 @@
 //
 // # Recovery (Open)
 //
-// Exactly §5: mark IN_RECOVERY, fence-read entry -1 on the last ensemble
+// Exactly docs/replication.md section 5: mark IN_RECOVERY, fence-read entry -1 on the last ensemble
 // and require Qw-Qa+1 answers in every write set, read forward from the
 // highest LAC with fencing recovery reads (an entry exists if any copy
 // verifies; the ledger ends where Qw-Qa+1 bookies of the write set have

@@ -352,7 +352,7 @@ func TestNetWriterDroppedMidStream(t *testing.T) {
 // TestNetRecoveryTooManyDown: with two of three bookies of the ensemble
 // down some write set has no fence answer: Open fails and leaves the
 // ledger IN_RECOVERY. With one of them back, recovery succeeds, replacing
-// the still-dead bookie for its recovery adds (§5 step 4), with every
+// the still-dead bookie for its recovery adds (docs/replication.md section 5 step 4), with every
 // entry.
 func TestNetRecoveryTooManyDown(t *testing.T) {
 	nc := newNetCluster(t, 4)

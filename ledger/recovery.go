@@ -12,7 +12,7 @@ import (
 )
 
 // Open opens ledger id for reading, running recovery if it is not CLOSED
-// (bookkeeper-design.md §5): mark IN_RECOVERY, fence the last ensemble
+// (docs/replication.md section 5): mark IN_RECOVERY, fence the last ensemble
 // (fence-read of entry -1, enough answers in every write set), read forward
 // from the highest LAC found and re-replicate every entry that exists,
 // then close the ledger at the last one. The writer, if alive, gets
@@ -149,7 +149,7 @@ func (c *Client) fence(ctx context.Context, id int64, m *Metadata, key []byte) (
 	return lac, nil
 }
 
-// fenceQuorum applies §5's rule to the fence answers of an ensemble
+// fenceQuorum applies docs/replication.md section 5's rule to the fence answers of an ensemble
 // (answered[i]: position i answered OK, ENOENTRY or ENOLEDGER): fencing is
 // effective once every write set has at least Qw-Qa+1 answers. It returns
 // -1 if so, else the first write set (by its start position) short of it
@@ -235,7 +235,7 @@ func (c *Client) recoverForward(ctx context.Context, id int64, m *Metadata, key 
 // recoveryWrite sends the recovery adds of entries first.. (frames) to the
 // write sets of the last ensemble, all in flight at once, and waits for
 // every answer. A bookie that fails is replaced, locally, by a writable
-// bookie outside the ensemble (§5 step 4), and every entry of its
+// bookie outside the ensemble (docs/replication.md section 5 step 4), and every entry of its
 // positions is sent to the replacement; the changed ensemble is returned
 // for the close to record, keyed at first. No replacement available, or
 // an EUA, fails the recovery.

@@ -387,7 +387,7 @@ func (h *WriteHandle) deliver() {
 	}
 }
 
-// ensembleChangeLoop replaces failed bookies until none is left (§4).
+// ensembleChangeLoop replaces failed bookies until none is left (docs/replication.md section 4).
 func (h *WriteHandle) ensembleChangeLoop() {
 	defer h.wg.Done()
 	for {

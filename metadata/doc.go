@@ -16,7 +16,7 @@
 //
 // Writes are compare-and-set on the version (see Store.Put): callers read,
 // decide, and write with the version they read; on ErrBadVersion they
-// re-read, re-validate and retry (bookkeeper-design.md §3). Put with
+// re-read, re-validate and retry (docs/replication.md section 3). Put with
 // AnyVersion or NotExists and CreateSequential create missing parents as
 // empty persistent nodes; a CAS Put never creates anything. Delete refuses a
 // node with children (ErrNotEmpty). Nodes may not be created under an

@@ -17,7 +17,7 @@ import (
 )
 
 // Cookie binds a bookie's identity to its directories and cluster
-// (bookkeeper-design.md §10). It is kept in a VERSION file in the journal
+// (docs/storage-format.md, Cookies). It is kept in a VERSION file in the journal
 // dir and every ledger dir, and at /ledgers/cookies/<bookieId>.
 type Cookie struct {
 	Format     int      `json:"format"` // CookieFormat

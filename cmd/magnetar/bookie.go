@@ -40,7 +40,9 @@ type bookieFlags struct {
 	sec         securityFlags
 }
 
-func init() {
+func init() { rootCmd.AddCommand(newBookieCmd()) }
+
+func newBookieCmd() *cobra.Command {
 	var f bookieFlags
 	cmd := &cobra.Command{
 		Use:   "bookie",
@@ -60,6 +62,9 @@ When it is serving it prints one line to stdout:
   magnetar bookie ready id=ID`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyConfig(cmd, "bookie"); err != nil {
+				return err
+			}
 			return runBookie(cmd.Context(), f)
 		},
 	}
@@ -76,7 +81,8 @@ When it is serving it prints one line to stdout:
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	addBookieTuningFlags(cmd, &f.bookie)
 	f.sec.register(fl)
-	rootCmd.AddCommand(cmd)
+	addConfigFlag(cmd)
+	return cmd
 }
 
 // openBookieMetadata opens a ZooKeeper store for zk:// URLs, else an

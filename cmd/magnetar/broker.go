@@ -85,6 +85,7 @@ type brokerFlags struct {
 	clusterName    string
 	maxMessageSize int
 	dedup          bool
+	svc            serviceFlags
 	autorecovery   bool
 	lostDelay      time.Duration
 	openGrace      time.Duration
@@ -93,7 +94,9 @@ type brokerFlags struct {
 	sec            securityFlags
 }
 
-func init() {
+func init() { rootCmd.AddCommand(newBrokerCmd()) }
+
+func newBrokerCmd() *cobra.Command {
 	var f brokerFlags
 	cmd := &cobra.Command{
 		Use:   "broker",
@@ -115,6 +118,9 @@ When ready it prints one line to stdout:
   magnetar broker ready service=pulsar://HOST:PORT http=http://HOST:PORT`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyConfig(cmd, "broker"); err != nil {
+				return err
+			}
 			return runServer(cmd.Context(), "broker", f.run, func(ctx context.Context, log *slog.Logger) (*serviceStack, func() error, error) {
 				b, err := openBroker(ctx, f, log)
 				if err != nil {
@@ -146,9 +152,11 @@ When ready it prints one line to stdout:
 	fl.Float64Var(&f.cluster.SplitMaxBytesRate, "bundle-split-max-bytes-rate", 100<<20, "the leader splits a bundle with a higher throughput (in+out, bytes/s)")
 	fl.BoolVar(&f.cluster.DisableAutoSplit, "disable-bundle-auto-split", false, "never split bundles automatically")
 	fl.DurationVar(&f.openGrace, "open-ledger-grace", 30*time.Second, "worker: wait this long before fencing an open ledger with a lost bookie in its last ensemble")
+	f.svc.register(fl, "")
 	addRunFlags(fl, &f.run)
 	f.sec.register(fl)
-	rootCmd.AddCommand(cmd)
+	addConfigFlag(cmd)
+	return cmd
 }
 
 // clusterNode is the metadata store, bookie resolver and ledger client a
@@ -226,13 +234,16 @@ func openBroker(ctx context.Context, f brokerFlags, log *slog.Logger) (_ *broker
 		}
 	}
 	bcfg := broker.Config{
-		ServiceAddr:    f.serviceAddr,
-		HTTPAddr:       f.httpAddr,
-		AdvertisedHost: f.advertisedHost,
-		ClusterName:    f.clusterName,
-		MaxMessageSize: f.maxMessageSize,
-		Deduplication:  f.dedup,
-		Cluster:        &f.cluster,
+		ServiceAddr:              f.serviceAddr,
+		HTTPAddr:                 f.httpAddr,
+		AdvertisedHost:           f.advertisedHost,
+		ClusterName:              f.clusterName,
+		MaxMessageSize:           f.maxMessageSize,
+		Deduplication:            f.dedup,
+		DisableAutoTopicCreation: !f.svc.autoTopicCreation,
+		KeepAliveInterval:        f.svc.keepAlive,
+		DispatchBatch:            f.svc.dispatchBatch,
+		Cluster:                  &f.cluster,
 	}
 	if err = f.sec.apply(&bcfg, log); err != nil {
 		return b, err

@@ -10,23 +10,43 @@ import (
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/bookie/server"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/internal/conf"
 	"github.com/magnetar-mq/magnetar/ledger"
 )
 
 // securityFlags are the TLS, authentication and authorization settings
-// of `standalone` and `broker`: a Pulsar-style properties file (--config,
-// broker.conf key names) and one flag per key under the same name
-// (--tlsCertificateFilePath=...), flags winning over the file.
+// of `standalone`, `broker` and `bookie`: one flag per Pulsar key under
+// the same name (--tlsCertificateFilePath=...). The role's --config file
+// and PULSAR_PREFIX_ variables set them through the role's schema
+// (securityKeys), flags winning over both.
 type securityFlags struct {
-	configFile string
-	values     map[string]*string
-	fl         *pflag.FlagSet
+	values map[string]*string
+	fl     *pflag.FlagSet
+}
+
+// securityKeys maps every security key to the flag of the same name,
+// except those the role's schema already maps (brokerServicePort,
+// webServicePort are the listen addresses).
+func securityKeys(have []conf.Key) []conf.Key {
+	taken := map[string]bool{}
+	for _, k := range have {
+		for _, n := range k.Names {
+			taken[n] = true
+		}
+	}
+	var c auth.Config
+	var out []conf.Key
+	for _, kv := range c.Keys() {
+		if !taken[kv[0]] {
+			out = append(out, conf.Key{Names: []string{kv[0]}, Flag: kv[0], Doc: kv[1]})
+		}
+	}
+	return out
 }
 
 func (s *securityFlags) register(fl *pflag.FlagSet) {
 	s.fl = fl
 	s.values = map[string]*string{}
-	fl.StringVar(&s.configFile, "config", "", "properties file (key=value, Pulsar broker.conf names) with the security settings; other keys are ignored with a warning")
 	var c auth.Config
 	for _, kv := range c.Keys() {
 		s.values[kv[0]] = fl.String(kv[0], "", kv[1])
@@ -40,16 +60,6 @@ func (s *securityFlags) register(fl *pflag.FlagSet) {
 // any setting.
 func (s *securityFlags) load(log *slog.Logger) (sc auth.Config, set bool, err error) {
 	sc = auth.DefaultConfig()
-	if s.configFile != "" {
-		unknown, err := sc.LoadFile(s.configFile)
-		if err != nil {
-			return sc, false, err
-		}
-		if len(unknown) > 0 {
-			log.Warn("config file: settings Magnetar does not use", "file", s.configFile, "keys", unknown)
-		}
-		set = true
-	}
 	for k, v := range s.values {
 		if s.fl.Changed(k) {
 			if err := sc.Set(k, *v); err != nil {

@@ -108,15 +108,14 @@ func TestBookieSecurityWiring(t *testing.T) {
 		t.Fatal("no AUTH accepted")
 	}
 	// A tls plugin cannot also carry a token; use the token plugin over
-	// TLS with a client certificate from a config file.
-	conf := filepath.Join(dir, "broker.conf")
-	os.WriteFile(conf, []byte("brokerClientTlsEnabled=true\nbrokerClientTrustCertsFilePath="+caFile+"\n"), 0o600)
-	if err := write("--config", conf, "--brokerClientAuthenticationPlugin", "token", "--brokerClientAuthenticationParameters", "file://"+tokFile); err == nil {
+	// TLS with a client certificate.
+	tlsOn := []string{"--brokerClientTlsEnabled=true", "--brokerClientTrustCertsFilePath", caFile}
+	if err := write(append(tlsOn, "--brokerClientAuthenticationPlugin", "token", "--brokerClientAuthenticationParameters", "file://"+tokFile)...); err == nil {
 		t.Fatal("token without client certificate accepted by a mutual-TLS bookie")
 	}
 	// Client certificate for the transport, token for AUTH: accepted.
-	if err := write("--config", conf, "--brokerClientCertificateFilePath", cl.CertFile, "--brokerClientKeyFilePath", cl.KeyFile,
-		"--brokerClientAuthenticationPlugin", "token", "--brokerClientAuthenticationParameters", "file://"+tokFile); err != nil {
+	if err := write(append(tlsOn, "--brokerClientCertificateFilePath", cl.CertFile, "--brokerClientKeyFilePath", cl.KeyFile,
+		"--brokerClientAuthenticationPlugin", "token", "--brokerClientAuthenticationParameters", "file://"+tokFile)...); err != nil {
 		t.Fatalf("mutual TLS + token: %v", err)
 	}
 	if _, err := secFlags(t, "--brokerClientAuthenticationPlugin", "tls", "--brokerClientAuthenticationParameters", "tlsCertFile:a,tlsKeyFile:b").bookieClient(log); err == nil {

@@ -1,7 +1,7 @@
 package main
 
-import "os"
+import "github.com/magnetar-mq/magnetar/internal/testenv"
 
 // soak reports whether the long iterations were asked for
-// (MAGNETAR_SOAK=1 scripts/test).
-func soak() bool { return os.Getenv("MAGNETAR_SOAK") == "1" }
+// (scripts/test soak).
+func soak() bool { return testenv.Soak() }

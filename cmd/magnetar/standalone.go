@@ -31,6 +31,7 @@ type standaloneFlags struct {
 	advertisedHost string
 	maxMessageSize int
 	dedup          bool
+	svc            serviceFlags
 	noSync         bool
 	writeMode      string
 	bookie         bookieTuning
@@ -38,7 +39,9 @@ type standaloneFlags struct {
 	sec            securityFlags
 }
 
-func init() {
+func init() { rootCmd.AddCommand(newStandaloneCmd()) }
+
+func newStandaloneCmd() *cobra.Command {
 	var f standaloneFlags
 	cmd := &cobra.Command{
 		Use:   "standalone",
@@ -54,6 +57,9 @@ When both are ready it prints one line to stdout:
   magnetar standalone ready service=pulsar://HOST:PORT http=http://HOST:PORT`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyConfig(cmd, "standalone"); err != nil {
+				return err
+			}
 			return runServer(cmd.Context(), "standalone", f.run, func(ctx context.Context, log *slog.Logger) (*serviceStack, func() error, error) {
 				s, err := openStandalone(ctx, f, log)
 				if err != nil {
@@ -75,9 +81,11 @@ When both are ready it prints one line to stdout:
 	fl.BoolVar(&f.noSync, "journal-no-sync", false, "skip fdatasync in the journal (NOT DURABLE; benchmarks only)")
 	fl.StringVar(&f.writeMode, "journal-write-mode", "auto", "journal write path: auto, uring or pwrite")
 	addBookieTuningFlags(cmd, &f.bookie)
+	f.svc.register(fl, "standalone")
 	addRunFlags(fl, &f.run)
 	f.sec.register(fl)
-	rootCmd.AddCommand(cmd)
+	addConfigFlag(cmd)
+	return cmd
 }
 
 // standalone is a running single-process deployment.
@@ -138,11 +146,15 @@ func openStandalone(ctx context.Context, f standaloneFlags, log *slog.Logger) (_
 		return nil, fmt.Errorf("ledger client: %w", err)
 	}
 	bcfg := broker.Config{
-		ServiceAddr:    f.serviceAddr,
-		HTTPAddr:       f.httpAddr,
-		AdvertisedHost: f.advertisedHost,
-		MaxMessageSize: f.maxMessageSize,
-		Deduplication:  f.dedup,
+		ServiceAddr:              f.serviceAddr,
+		HTTPAddr:                 f.httpAddr,
+		AdvertisedHost:           f.advertisedHost,
+		MaxMessageSize:           f.maxMessageSize,
+		Deduplication:            f.dedup,
+		ClusterName:              f.svc.clusterName,
+		DisableAutoTopicCreation: !f.svc.autoTopicCreation,
+		KeepAliveInterval:        f.svc.keepAlive,
+		DispatchBatch:            f.svc.dispatchBatch,
 	}
 	if err := f.sec.apply(&bcfg, log); err != nil {
 		return s, err

@@ -139,7 +139,7 @@ func parseTree(t *testing.T, root string) []goFile {
 	return files
 }
 
-// TestImportDirection enforces architecture.md's package graph on every
+// TestImportDirection enforces docs/architecture.md's package graph on every
 // non-test file.
 func TestImportDirection(t *testing.T) {
 	root := repoRoot(t)
@@ -190,7 +190,7 @@ func TestImportDirection(t *testing.T) {
 }
 
 // TestStorageEnginePackagesIndependent: journal, entrylog and index never
-// import each other (style.md §10).
+// import each other (docs/architecture.md, Package graph).
 func TestStorageEnginePackagesIndependent(t *testing.T) {
 	engine := []string{"journal", "entrylog", "index"}
 	for _, f := range parseTree(t, repoRoot(t)) {
@@ -323,5 +323,71 @@ func TestStaticcheck(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("staticcheck: %v\n%s", err, out)
+	}
+}
+
+// TestOneSoakSwitch: MAGNETAR_SOAK is read in internal/testenv only, and
+// only tests import that package.
+func TestOneSoakSwitch(t *testing.T) {
+	for _, f := range parseTree(t, repoRoot(t)) {
+		if hasPrefixPath(f.rel, "internal/testenv") || hasPrefixPath(f.rel, "internal/lint") {
+			continue
+		}
+		src, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{`Getenv("MAGNETAR_SOAK")`, `Getenv("SOAK")`, `LookupEnv("MAGNETAR_SOAK")`} {
+			if strings.Contains(string(src), bad) {
+				t.Errorf("%s: reads the soak switch itself; use testenv.Soak()", f.path)
+			}
+		}
+		if !f.test && slices.Contains(f.imports, module+"/internal/testenv") {
+			t.Errorf("%s: imports internal/testenv outside tests", f.path)
+		}
+	}
+}
+
+// TestDocsInRepo: comments and notes cite the repository's own docs/, no
+// design document outside it and no machine path.
+func TestDocsInRepo(t *testing.T) {
+	root := repoRoot(t)
+	bad := []string{"/work/", "../shared", "bookkeeper-design.md", "pulsar-protocol.md", "pulsar-cluster.md",
+		"pulsar-security.md", "pulsar-georep", "style.md", "environment.md"}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "build" || name == "bin") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, ".md") && !strings.HasSuffix(name, ".conf") {
+			return nil
+		}
+		if rel, _ := filepath.Rel(root, path); rel == filepath.Join("internal", "lint", "lint_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, b := range bad {
+			if strings.Contains(string(src), b) {
+				t.Errorf("%s: cites %q; cite docs/ in this repository", path, b)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"architecture.md", "replication.md", "protocol.md", "storage-format.md", "benchmark-machine.md", "locking.md"} {
+		if _, err := os.Stat(filepath.Join(root, "docs", f)); err != nil {
+			t.Errorf("docs/%s: %v", f, err)
+		}
 	}
 }

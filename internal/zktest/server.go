@@ -17,9 +17,11 @@ func Start(t testing.TB) string {
 	return StartServer(t).Addr()
 }
 
-// StartServer starts a server for the test; t.Cleanup stops it.
+// StartServer starts a server for the test; t.Cleanup stops it. Under
+// -short (scripts/test unit: no Java) the test is skipped.
 func StartServer(t testing.TB) *Server {
 	t.Helper()
+	SkipIfShort(t)
 	s, err := zkserver.Launch(t.TempDir())
 	if err != nil {
 		t.Fatalf("zktest: %v", err)
@@ -50,3 +52,12 @@ func (s *Server) Restart(t testing.TB) {
 
 // Serving reports whether the server at addr serves requests.
 func Serving(addr string) bool { return zkserver.Serving(addr) }
+
+// SkipIfShort skips t under -short: ZooKeeper needs Java, which the unit
+// tier (scripts/test unit) does without.
+func SkipIfShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs ZooKeeper on Java; not in -short (scripts/test unit)")
+	}
+}

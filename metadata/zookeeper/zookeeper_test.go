@@ -60,6 +60,7 @@ var shared struct {
 
 func sharedServer(t testing.TB) *zktest.Server {
 	t.Helper()
+	zktest.SkipIfShort(t)
 	shared.once.Do(func() { shared.srv, shared.err = zktest.Launch() })
 	if shared.err != nil {
 		t.Fatal(shared.err)

@@ -52,7 +52,7 @@ var (
 // Status is a response status code.
 type Status uint8
 
-// Status codes (bookkeeper-design.md §6).
+// Status codes (docs/protocol.md).
 const (
 	EOK Status = iota
 	ENOENTRY

@@ -1,0 +1,335 @@
+package main
+
+// Configuration files: --config FILE for standalone, broker and bookie,
+// reading Pulsar's conf/standalone.conf, conf/broker.conf and
+// BookKeeper's conf/bookkeeper.conf with Pulsar's key names, with
+// PULSAR_PREFIX_<key> and MAGNETAR_<FLAG> environment overrides; flags
+// win (internal/conf has the rules). `magnetar config dump ROLE [flags]`
+// prints the effective configuration.
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/magnetar-mq/magnetar/internal/conf"
+)
+
+// serviceFlags are the broker settings standalone and broker share beyond
+// listen addresses and message size.
+type serviceFlags struct {
+	clusterName       string
+	autoTopicCreation bool
+	keepAlive         time.Duration
+	dispatchBatch     int
+}
+
+// register adds the flags; cluster is the --cluster-name default, ""
+// when the command registers --cluster-name itself.
+func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
+	if cluster != "" {
+		fl.StringVar(&s.clusterName, "cluster-name", cluster, "cluster name reported by the admin API")
+	}
+	fl.BoolVar(&s.autoTopicCreation, "allow-auto-topic-creation", true, "create topics on first use by a producer or consumer")
+	fl.DurationVar(&s.keepAlive, "keep-alive-interval", 30*time.Second, "ping idle clients this often; close them after 2.5 intervals of silence")
+	fl.IntVar(&s.dispatchBatch, "dispatch-batch", 100, "most entries one dispatcher read fetches")
+}
+
+func addConfigFlag(c *cobra.Command) {
+	c.Flags().String("config", "", "configuration file with Pulsar's keys (conf/"+confFile[c.Name()]+"); flags and MAGNETAR_*/PULSAR_PREFIX_* variables override it")
+}
+
+// confFile is the shipped configuration file of each role.
+var confFile = map[string]string{"standalone": "standalone.conf", "broker": "broker.conf", "bookie": "bookkeeper.conf"}
+
+// applyConfig loads --config (if given) and the environment into cmd's
+// flags (role's schema), reporting unknown keys on stderr (one line).
+func applyConfig(cmd *cobra.Command, role string) error {
+	_, err := loadConfig(cmd, role, cmd.ErrOrStderr())
+	return err
+}
+
+func loadConfig(cmd *cobra.Command, role string, warn io.Writer) (conf.Result, error) {
+	path, _ := cmd.Flags().GetString("config")
+	var file *conf.File
+	if path != "" {
+		var err error
+		if file, err = conf.ReadFile(path); err != nil {
+			return conf.Result{}, fmt.Errorf("--config: %w", err)
+		}
+	}
+	res, err := schemas[role].Apply(cmd.Flags(), file, os.Environ(), "config")
+	if err != nil {
+		return res, fmt.Errorf("configuration: %w", err)
+	}
+	if len(res.Unknown) > 0 {
+		// One report for all of them, at start.
+		fmt.Fprintf(warn, "magnetar %s: ignoring %d configuration keys Magnetar does not support: %s\n",
+			role, len(res.Unknown), strings.Join(res.Unknown, ", "))
+	}
+	return res, nil
+}
+
+// hostPort builds an address from an optional host key and port key
+// (vals[0], vals[1]) over the flag's current host:port.
+func hostPort(vals []string, cur string) (string, error) {
+	host, port, err := net.SplitHostPort(cur)
+	if err != nil {
+		return "", err
+	}
+	if vals[0] != "" {
+		host = vals[0]
+	}
+	if vals[1] != "" {
+		n, err := strconv.Atoi(vals[1])
+		if err != nil || n < 0 || n > 65535 {
+			return "", fmt.Errorf("port %q: want 0..65535", vals[1])
+		}
+		port = vals[1]
+	}
+	if host == "0.0.0.0" {
+		host = ""
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// seconds turns a whole number of seconds into a duration flag value.
+func seconds(vals []string, _ string) (string, error) {
+	n, err := strconv.ParseInt(vals[0], 10, 64)
+	if err != nil || n < 0 {
+		return "", fmt.Errorf("%q: want a non-negative number of seconds", vals[0])
+	}
+	return strconv.FormatInt(n, 10) + "s", nil
+}
+
+// minutes turns whole minutes into a duration flag value.
+func minutes(vals []string, _ string) (string, error) {
+	n, err := strconv.ParseInt(vals[0], 10, 64)
+	if err != nil || n < 0 || n > 1<<20 {
+		return "", fmt.Errorf("%q: want a number of minutes in 0..%d", vals[0], 1<<20)
+	}
+	return strconv.FormatInt(n, 10) + "m", nil
+}
+
+// mbytes turns megabytes into a byte count.
+func mbytes(vals []string, _ string) (string, error) {
+	n, err := strconv.ParseInt(vals[0], 10, 64)
+	if err != nil || n < 0 || n > 1<<40 {
+		return "", fmt.Errorf("%q: want a number of megabytes in 0..%d", vals[0], int64(1)<<40)
+	}
+	return strconv.FormatInt(n<<20, 10), nil
+}
+
+// millis turns milliseconds into a duration flag value.
+func millis(vals []string, _ string) (string, error) {
+	n, err := strconv.ParseInt(vals[0], 10, 64)
+	if err != nil || n <= 0 {
+		return "", fmt.Errorf("%q: want a positive number of milliseconds", vals[0])
+	}
+	return strconv.FormatInt(n, 10) + "ms", nil
+}
+
+// pulsarMetadataURL maps metadataStoreUrl (zk:host:port/chroot, or
+// zk://...) or zookeeperServers (host:port,host:port) to --metadata-url.
+func pulsarMetadataURL(vals []string, _ string) (string, error) {
+	if u := vals[0]; u != "" {
+		switch {
+		case strings.HasPrefix(u, "zk://"):
+			return u, nil
+		case strings.HasPrefix(u, "zk:"):
+			return "zk://" + strings.TrimPrefix(u, "zk:"), nil
+		}
+		return "", fmt.Errorf("metadataStoreUrl %q: Magnetar supports ZooKeeper (zk:host:port[/chroot])", u)
+	}
+	return "zk://" + vals[1], nil
+}
+
+// bookkeeperMetadataURL maps metadataServiceUri
+// (zk+hierarchical://host:port/chroot/ledgers) or zkServers with
+// zkLedgersRootPath to --metadata-url: Magnetar keeps bookies under
+// <chroot>/ledgers, so the ledgers root must end in /ledgers.
+func bookkeeperMetadataURL(vals []string, _ string) (string, error) {
+	hosts, root := vals[1], vals[2]
+	if u := vals[0]; u != "" {
+		scheme, rest, ok := strings.Cut(u, "://")
+		if !ok || !strings.HasPrefix(scheme, "zk") {
+			return "", fmt.Errorf("metadataServiceUri %q: want zk+hierarchical://host:port/ledgers", u)
+		}
+		hosts, root, _ = strings.Cut(rest, "/")
+		root = "/" + root
+		hosts = strings.ReplaceAll(hosts, ";", ",")
+	}
+	if root == "" || root == "/" {
+		root = "/ledgers"
+	}
+	chroot, ok := strings.CutSuffix(root, "/ledgers")
+	if !ok {
+		return "", fmt.Errorf("ledgers root %q: Magnetar keeps bookies under <chroot>/ledgers", root)
+	}
+	if hosts == "" {
+		return "", fmt.Errorf("no ZooKeeper servers given")
+	}
+	return "zk://" + hosts + chroot, nil
+}
+
+// firstDir takes a one-element directory list (Magnetar has one journal).
+func firstDir(vals []string, _ string) (string, error) {
+	v := vals[0]
+	if v == "" {
+		v = vals[1]
+	}
+	if strings.Contains(v, ",") {
+		return "", fmt.Errorf("%q: Magnetar takes one journal directory", v)
+	}
+	return v, nil
+}
+
+func not(vals []string, _ string) (string, error) {
+	b, err := strconv.ParseBool(vals[0])
+	if err != nil {
+		return "", err
+	}
+	return strconv.FormatBool(!b), nil
+}
+
+// bookieAdvertised is advertisedAddress with the bookie port.
+func bookieAdvertised(vals []string, cur string) (string, error) {
+	if vals[0] == "" {
+		return cur, nil
+	}
+	port := vals[1]
+	if port == "" {
+		port = "3181"
+	}
+	return net.JoinHostPort(vals[0], port), nil
+}
+
+// brokerKeys are the keys standalone.conf and broker.conf share.
+var brokerKeys = []conf.Key{
+	{Names: []string{"bindAddress", "brokerServicePort"}, Flag: "listen", Convert: hostPort, Doc: "binary protocol address"},
+	{Names: []string{"bindAddress", "webServicePort"}, Flag: "http", Convert: hostPort, Doc: "admin/lookup HTTP address"},
+	{Names: []string{"advertisedAddress"}, Flag: "advertised-host", Doc: "host given to clients in lookups"},
+	{Names: []string{"clusterName"}, Flag: "cluster-name"},
+	{Names: []string{"maxMessageSize"}, Flag: "max-message-size", Doc: "bytes"},
+	{Names: []string{"brokerDeduplicationEnabled"}, Flag: "dedup"},
+	{Names: []string{"allowAutoTopicCreation"}, Flag: "allow-auto-topic-creation"},
+	{Names: []string{"keepAliveIntervalSeconds"}, Flag: "keep-alive-interval", Convert: seconds},
+	{Names: []string{"dispatcherMaxReadBatchSize"}, Flag: "dispatch-batch"},
+}
+
+var brokerFixed = []conf.Fixed{
+	{Name: "allowAutoTopicCreationType", Value: "non-partitioned", Why: "partitioned auto-creation is the namespace policy autoTopicCreation in Magnetar"},
+	{Name: "allowAutoSubscriptionCreation", Value: "true", Why: "subscriptions are always created on first use"},
+	{Name: "subscriptionKeySharedEnable", Value: "true", Why: "Key_Shared subscriptions are always available"},
+}
+
+// brokerIgnored: Pulsar keys whose behaviour Magnetar has built in.
+var brokerIgnored = []string{
+	"acknowledgmentAtBatchIndexLevelEnabled",    // batch-index acks are always honoured
+	"subscriptionKeySharedUseConsistentHashing", // AUTO_SPLIT always uses a consistent-hash ring
+	"brokerDeduplicationEntriesInterval",        // dedup state is rebuilt from the log tail
+	"managedLedgerDefaultMarkDeleteRateLimit",   // mark-deletes are batched by the cursor
+	"clientLibraryVersionCheckEnabled",          // every client version is accepted
+	"brokerDeleteInactiveTopicsEnabled",         // topics are never deleted for inactivity
+	"loadBalancerEnabled",                       // a cluster's load manager always runs
+}
+
+// schemas are the keys of each role's file.
+var schemas = map[string]*conf.Schema{
+	"standalone": {
+		Keys: brokerKeys,
+		Fixed: append([]conf.Fixed{
+			{Name: "managedLedgerDefaultEnsembleSize", Value: "1", Why: "the standalone has one bookie"},
+			{Name: "managedLedgerDefaultWriteQuorum", Value: "1", Why: "the standalone has one bookie"},
+			{Name: "managedLedgerDefaultAckQuorum", Value: "1", Why: "the standalone has one bookie"},
+		}, brokerFixed...),
+		Ignored: append([]string{"metadataStoreUrl", "zookeeperServers", "configurationStoreServers"}, brokerIgnored...),
+	},
+	"broker": {
+		Keys: append(append([]conf.Key{}, brokerKeys...),
+			conf.Key{Names: []string{"metadataStoreUrl", "zookeeperServers"}, Flag: "metadata-url", Convert: pulsarMetadataURL},
+			conf.Key{Names: []string{"metadataStoreSessionTimeoutMillis"}, Flag: "zk-session-timeout", Convert: millis},
+			conf.Key{Names: []string{"zooKeeperSessionTimeoutMillis"}, Flag: "zk-session-timeout", Convert: millis},
+			conf.Key{Names: []string{"managedLedgerDefaultEnsembleSize"}, Flag: "ensemble"},
+			conf.Key{Names: []string{"managedLedgerDefaultWriteQuorum"}, Flag: "write-quorum"},
+			conf.Key{Names: []string{"managedLedgerDefaultAckQuorum"}, Flag: "ack-quorum"},
+			conf.Key{Names: []string{"loadBalancerSheddingIntervalMinutes"}, Flag: "load-shedding-interval", Convert: minutes},
+			conf.Key{Names: []string{"loadBalancerSheddingGracePeriodMinutes"}, Flag: "load-shedding-grace", Convert: minutes},
+			conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxTopics"}, Flag: "bundle-split-max-topics"},
+			conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxSessions"}, Flag: "bundle-split-max-sessions"},
+			conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxMsgRate"}, Flag: "bundle-split-max-msg-rate"},
+			conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxBandwidthMbytes"}, Flag: "bundle-split-max-bytes-rate", Convert: mbytes},
+			conf.Key{Names: []string{"loadBalancerAutoBundleSplitEnabled"}, Flag: "disable-bundle-auto-split", Convert: not},
+		),
+		Fixed:   brokerFixed,
+		Ignored: append([]string{"configurationStoreServers", "configurationMetadataStoreUrl"}, brokerIgnored...),
+	},
+	"bookie": {
+		Keys: []conf.Key{
+			{Names: []string{"bookiePort"}, Flag: "listen", Convert: func(v []string, cur string) (string, error) {
+				return hostPort([]string{"", v[0]}, cur)
+			}},
+			{Names: []string{"advertisedAddress", "bookiePort"}, Flag: "advertised-address", Convert: bookieAdvertised},
+			{Names: []string{"journalDirectories", "journalDirectory"}, Flag: "journal-dir", Convert: firstDir},
+			{Names: []string{"ledgerDirectories"}, Flag: "ledger-dirs"},
+			{Names: []string{"metadataServiceUri", "zkServers", "zkLedgersRootPath"}, Flag: "metadata-url", Convert: bookkeeperMetadataURL},
+			{Names: []string{"journalSyncData"}, Flag: "journal-no-sync", Convert: not},
+		},
+		Ignored: []string{"httpServerEnabled", "journalAdaptiveGroupWrites", "journalMaxGroupWaitMSec"},
+	},
+}
+
+func init() {
+	for _, s := range schemas {
+		s.Keys = append(s.Keys, securityKeys(s.Keys)...)
+	}
+	configCmd := &cobra.Command{
+		Use:   "config",
+		Short: "Configuration files (Pulsar's key names)",
+	}
+	dump := &cobra.Command{
+		Use:   "dump standalone|broker|bookie [--config FILE] [flags of that command]",
+		Short: "Print the effective configuration of a server command and where each value comes from",
+		Long: `Applies the role's --config file, the environment (PULSAR_PREFIX_<key>,
+MAGNETAR_<FLAG>) and the flags given, as the command itself would, and
+prints every setting as flag=value with its origin. Nothing is started.`,
+		Args:               cobra.MinimumNArgs(1),
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			role := args[0]
+			if _, ok := schemas[role]; !ok {
+				return fmt.Errorf("config dump %q: want standalone, broker or bookie", role)
+			}
+			target, _, err := rootCmd.Find([]string{role})
+			if err != nil {
+				return err
+			}
+			target.Flags().Init(role, pflag.ContinueOnError)
+			if err := target.ParseFlags(args[1:]); err != nil {
+				return err
+			}
+			res, err := loadConfig(target, role, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "# magnetar %s: effective configuration\n", role)
+			for _, s := range res.Sources {
+				if s.Flag == "config" || s.Flag == "help" {
+					continue
+				}
+				fmt.Fprintf(w, "%s=%s\t# %s\n", s.Flag, s.Value, s.Origin)
+			}
+			return nil
+		},
+	}
+	configCmd.AddCommand(dump)
+	rootCmd.AddCommand(configCmd)
+}

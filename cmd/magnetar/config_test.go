@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/magnetar-mq/magnetar/internal/conf"
+)
+
+// roleCmd returns a fresh command of role with its flags parsed from args.
+func roleCmd(t *testing.T, role string, args ...string) *cobra.Command {
+	t.Helper()
+	c := map[string]func() *cobra.Command{"standalone": newStandaloneCmd, "broker": newBrokerCmd, "bookie": newBookieCmd}[role]()
+	if err := c.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func writeConf(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "test.conf")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func flagValue(t *testing.T, c *cobra.Command, name string) string {
+	t.Helper()
+	f := c.Flags().Lookup(name)
+	if f == nil {
+		t.Fatalf("no flag --%s", name)
+	}
+	return f.Value.String()
+}
+
+// keyCase: setting key to value (alone in a file) makes flag want.
+type keyCase struct{ key, value, flag, want string }
+
+var keyCases = map[string][]keyCase{
+	"standalone": {
+		{"bindAddress", "127.0.0.2", "listen", "127.0.0.2:6650"},
+		{"brokerServicePort", "16650", "listen", ":16650"},
+		{"webServicePort", "18080", "http", ":18080"},
+		{"advertisedAddress", "mq.example", "advertised-host", "mq.example"},
+		{"clusterName", "c9", "cluster-name", "c9"},
+		{"maxMessageSize", "1048576", "max-message-size", "1048576"},
+		{"brokerDeduplicationEnabled", "true", "dedup", "true"},
+		{"allowAutoTopicCreation", "false", "allow-auto-topic-creation", "false"},
+		{"allowAutoTopicCreationType", "non-partitioned", "", ""},
+		{"allowAutoSubscriptionCreation", "true", "", ""},
+		{"subscriptionKeySharedEnable", "true", "", ""},
+		{"keepAliveIntervalSeconds", "7", "keep-alive-interval", "7s"},
+		{"dispatcherMaxReadBatchSize", "42", "dispatch-batch", "42"},
+		{"managedLedgerDefaultEnsembleSize", "1", "", ""},
+		{"managedLedgerDefaultWriteQuorum", "1", "", ""},
+		{"managedLedgerDefaultAckQuorum", "1", "", ""},
+	},
+	"broker": {
+		{"metadataStoreUrl", "zk:zk1:2181,zk2:2181/mag", "metadata-url", "zk://zk1:2181,zk2:2181/mag"},
+		{"metadataStoreSessionTimeoutMillis", "4500", "zk-session-timeout", "4.5s"},
+		{"bindAddress", "127.0.0.2", "http", "127.0.0.2:8080"},
+		{"brokerServicePort", "16650", "listen", ":16650"},
+		{"webServicePort", "18080", "http", ":18080"},
+		{"advertisedAddress", "mq.example", "advertised-host", "mq.example"},
+		{"clusterName", "c9", "cluster-name", "c9"},
+		{"maxMessageSize", "2147483647", "max-message-size", "2147483647"},
+		{"brokerDeduplicationEnabled", "true", "dedup", "true"},
+		{"allowAutoTopicCreation", "false", "allow-auto-topic-creation", "false"},
+		{"allowAutoTopicCreationType", "non-partitioned", "", ""},
+		{"allowAutoSubscriptionCreation", "true", "", ""},
+		{"subscriptionKeySharedEnable", "true", "", ""},
+		{"keepAliveIntervalSeconds", "7", "keep-alive-interval", "7s"},
+		{"dispatcherMaxReadBatchSize", "42", "dispatch-batch", "42"},
+		{"managedLedgerDefaultEnsembleSize", "5", "ensemble", "5"},
+		{"managedLedgerDefaultWriteQuorum", "4", "write-quorum", "4"},
+		{"managedLedgerDefaultAckQuorum", "3", "ack-quorum", "3"},
+	},
+	"bookie": {
+		{"bookiePort", "13181", "listen", ":13181"},
+		{"advertisedAddress", "bk1.example", "advertised-address", "bk1.example:3181"},
+		{"metadataServiceUri", "zk+hierarchical://zk1:2181;zk2:2181/mag/ledgers", "metadata-url", "zk://zk1:2181,zk2:2181/mag"},
+		{"journalDirectories", "/j", "journal-dir", "/j"},
+		{"ledgerDirectories", "/l1,/l2", "ledger-dirs", "[/l1,/l2]"},
+		{"journalSyncData", "false", "journal-no-sync", "true"},
+	},
+}
+
+// TestConfigShippedKeysTakeEffect: every key of each shipped file is in
+// the table above and takes effect on its flag; the shipped files load
+// without unknown keys and hold the flags' defaults.
+func TestConfigShippedKeysTakeEffect(t *testing.T) {
+	for role, file := range confFile {
+		t.Run(role, func(t *testing.T) {
+			shipped, err := conf.ReadFile(filepath.Join("..", "..", "conf", file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tested []string
+			for _, kc := range keyCases[role] {
+				tested = append(tested, kc.key)
+			}
+			for _, k := range shipped.Keys() {
+				if v, _ := shipped.Get(k); v != "" && !slices.Contains(tested, k) {
+					t.Errorf("%s: shipped key %s has no test case", file, k)
+				}
+			}
+			// The shipped file changes nothing but the defaults it restates.
+			c := roleCmd(t, role, "--config", filepath.Join("..", "..", "conf", file))
+			var warn bytes.Buffer
+			res, err := loadConfig(c, role, &warn)
+			if err != nil || len(res.Unknown) > 0 || warn.Len() > 0 {
+				t.Fatalf("shipped %s: %v, unknown %v %s", file, err, res.Unknown, warn.String())
+			}
+			fresh := roleCmd(t, role)
+			for _, s := range res.Sources {
+				switch s.Flag {
+				case "metadata-url", "config":
+					continue // required / not a setting
+				case "journal-dir", "ledger-dirs":
+					continue // default derived from --data-dir; the file states the result
+				}
+				if def := flagValue(t, fresh, s.Flag); s.Value != def {
+					t.Errorf("shipped %s sets --%s=%s, default %s", file, s.Flag, s.Value, def)
+				}
+			}
+			for _, kc := range keyCases[role] {
+				c := roleCmd(t, role, "--config", writeConf(t, kc.key+"="+kc.value+"\n"))
+				if _, err := loadConfig(c, role, io.Discard); err != nil {
+					t.Errorf("%s=%s: %v", kc.key, kc.value, err)
+					continue
+				}
+				if kc.flag == "" {
+					continue // a fixed key at its only value
+				}
+				if got := flagValue(t, c, kc.flag); got != kc.want {
+					t.Errorf("%s=%s: --%s=%s, want %s", kc.key, kc.value, kc.flag, got, kc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestConfigPrecedence: flag > MAGNETAR_<FLAG> > PULSAR_PREFIX_<key> >
+// file > default.
+func TestConfigPrecedence(t *testing.T) {
+	path := writeConf(t, "maxMessageSize=1000000\nclusterName=from-file\nkeepAliveIntervalSeconds=5\n")
+	t.Setenv("PULSAR_PREFIX_maxMessageSize", "2000000")
+	t.Setenv("PULSAR_PREFIX_clusterName", "from-pulsar-env")
+	t.Setenv("MAGNETAR_MAX_MESSAGE_SIZE", "3000000")
+	t.Setenv("MAGNETAR_DATA_DIR", "/from/env")
+	c := roleCmd(t, "standalone", "--config", path, "--max-message-size", "4000000")
+	res, err := loadConfig(c, "standalone", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for flag, want := range map[string]string{
+		"max-message-size":    "4000000",         // command line
+		"cluster-name":        "from-pulsar-env", // PULSAR_PREFIX_ over the file
+		"keep-alive-interval": "5s",              // the file
+		"data-dir":            "/from/env",       // MAGNETAR_ for a Magnetar-only flag
+		"dispatch-batch":      "100",             // default
+	} {
+		if got := flagValue(t, c, flag); got != want {
+			t.Errorf("--%s=%s, want %s", flag, got, want)
+		}
+	}
+	origins := map[string]string{}
+	for _, s := range res.Sources {
+		origins[s.Flag] = s.Origin
+	}
+	if origins["max-message-size"] != "command line" || origins["cluster-name"] != "PULSAR_PREFIX_clusterName (clusterName)" ||
+		!strings.HasPrefix(origins["keep-alive-interval"], path+":3") || origins["data-dir"] != "MAGNETAR_DATA_DIR" {
+		t.Errorf("origins %v", origins)
+	}
+	// Without the flag, MAGNETAR_ beats PULSAR_PREFIX_.
+	c = roleCmd(t, "standalone", "--config", path)
+	if _, err := loadConfig(c, "standalone", io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if got := flagValue(t, c, "max-message-size"); got != "3000000" {
+		t.Errorf("max-message-size %s, want MAGNETAR_'s 3000000", got)
+	}
+}
+
+// TestConfigBadValues: a bad value is an error naming the key and where
+// it came from; unknown keys are reported in one line, not fatal.
+func TestConfigBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		role, body string
+		want       []string
+	}{
+		{"standalone", "# c\n\nmaxMessageSize=lots\n", []string{"test.conf:3", "maxMessageSize", `"lots"`}},
+		{"standalone", "maxMessageSize=9223372036854775808\n", []string{"test.conf:1", "maxMessageSize", "out of range"}},
+		{"standalone", "brokerServicePort=65536\n", []string{"test.conf:1", "brokerServicePort", "65535"}},
+		{"standalone", "keepAliveIntervalSeconds=-1\n", []string{"keepAliveIntervalSeconds", "non-negative"}},
+		{"standalone", "allowAutoTopicCreationType=partitioned\n", []string{"test.conf:1", "allowAutoTopicCreationType=partitioned", "not supported"}},
+		{"standalone", "managedLedgerDefaultEnsembleSize=3\n", []string{"managedLedgerDefaultEnsembleSize", "one bookie"}},
+		{"broker", "metadataStoreUrl=etcd:h:2379\n", []string{"metadataStoreUrl", "ZooKeeper"}},
+		{"bookie", "journalDirectories=/a,/b\n", []string{"journalDirectories", "one journal"}},
+		{"bookie", "metadataServiceUri=zk+hierarchical://h:2181/other\n", []string{"metadataServiceUri", "/ledgers"}},
+		{"bookie", "not a key value line\n", []string{"test.conf:1", "not key=value"}},
+	} {
+		c := roleCmd(t, tc.role, "--config", writeConf(t, tc.body))
+		_, err := loadConfig(c, tc.role, io.Discard)
+		if err == nil {
+			t.Errorf("%s %q: accepted", tc.role, tc.body)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s %q: error %q lacks %q", tc.role, tc.body, err, w)
+			}
+		}
+	}
+	t.Setenv("PULSAR_PREFIX_dispatcherMaxReadBatchSize", "x")
+	c := roleCmd(t, "standalone")
+	if _, err := loadConfig(c, "standalone", io.Discard); err == nil || !strings.Contains(err.Error(), "PULSAR_PREFIX_dispatcherMaxReadBatchSize") {
+		t.Errorf("bad environment value: %v", err)
+	}
+	t.Setenv("PULSAR_PREFIX_dispatcherMaxReadBatchSize", "")
+
+	var warn bytes.Buffer
+	c = roleCmd(t, "standalone", "--config", writeConf(t, "tlsEnabled=true\nfooBar=1\nmaxMessageSize=1048576\n"))
+	res, err := loadConfig(c, "standalone", &warn)
+	// Security keys (tlsEnabled) are known: they set the flag of the same name.
+	if err != nil || !slices.Equal(res.Unknown, []string{"fooBar"}) || strings.Count(warn.String(), "\n") != 1 ||
+		!strings.Contains(warn.String(), "fooBar") || flagValue(t, c, "max-message-size") != "1048576" ||
+		flagValue(t, c, "tlsEnabled") != "true" {
+		t.Errorf("unknown keys: %v %v %q", res.Unknown, err, warn.String())
+	}
+}
+
+// TestConfigDump runs `magnetar config dump` in process.
+func TestConfigDump(t *testing.T) {
+	path := writeConf(t, "maxMessageSize=1048576\n")
+	var out bytes.Buffer
+	rootCmd.SetOut(&out)
+	rootCmd.SetArgs([]string{"config", "dump", "standalone", "--config", path, "--cluster-name", "dumped"})
+	t.Cleanup(func() { rootCmd.SetOut(nil); rootCmd.SetArgs(nil) })
+	if err := rootCmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"max-message-size=1048576\t# " + path + ":1 (maxMessageSize)", "cluster-name=dumped\t# command line", "data-dir=./data\t# default"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("dump lacks %q:\n%s", want, out.String())
+		}
+	}
+}
