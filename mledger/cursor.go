@@ -124,6 +124,7 @@ func (ml *ManagedLedger) NewNonDurableCursor(name string, start Position) (*Curs
 	case Latest:
 		md = ml.endLocked()
 	default:
+		start = ml.clampStartLocked(start)
 		md = Position{start.LedgerID, start.EntryID - 1}
 		if start.EntryID < 0 {
 			md.EntryID = -1
@@ -430,6 +431,8 @@ func (c *Cursor) Reset(p Position) error {
 	case Latest:
 		md := c.ml.endLocked()
 		p = Position{md.LedgerID, md.EntryID + 1}
+	default:
+		p = c.ml.clampStartLocked(p)
 	}
 	c.ml.mu.RUnlock()
 	if p.EntryID < 0 {

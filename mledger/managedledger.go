@@ -604,6 +604,19 @@ func (ml *ManagedLedger) beforeFirstLocked() Position {
 	return Position{ml.emptyBase, -1}
 }
 
+// clampStartLocked limits a requested first position (seek, reset, a
+// reader's start) to the entry after the last one: a position beyond the
+// end — later in the current ledger, in a ledger that does not exist yet,
+// MaxInt64 — would otherwise count entries written later as acknowledged.
+func (ml *ManagedLedger) clampStartLocked(p Position) Position {
+	end := ml.endLocked()
+	limit := Position{end.LedgerID, end.EntryID + 1}
+	if limit.Less(p) {
+		return limit
+	}
+	return p
+}
+
 // endLocked is the mark-delete of a cursor that acked everything.
 func (ml *ManagedLedger) endLocked() Position {
 	if p, ok := ml.ledgers.last(); ok {
