@@ -21,11 +21,15 @@ func TestResetBeyondEndLosesNothingWrittenLater(t *testing.T) {
 		name string
 		at   func(last mledger.Position) mledger.Position
 	}{
-		{"later-in-ledger", func(l mledger.Position) mledger.Position { return mledger.Position{LedgerID: l.LedgerID, EntryID: l.EntryID + 5} }},
+		{"later-in-ledger", func(l mledger.Position) mledger.Position {
+			return mledger.Position{LedgerID: l.LedgerID, EntryID: l.EntryID + 5}
+		}},
 		{"entry-maxint64", func(l mledger.Position) mledger.Position {
 			return mledger.Position{LedgerID: l.LedgerID, EntryID: math.MaxInt64}
 		}},
-		{"future-ledger", func(l mledger.Position) mledger.Position { return mledger.Position{LedgerID: l.LedgerID + 1000, EntryID: 0} }},
+		{"future-ledger", func(l mledger.Position) mledger.Position {
+			return mledger.Position{LedgerID: l.LedgerID + 1000, EntryID: 0}
+		}},
 		{"ledger-maxint64", func(l mledger.Position) mledger.Position {
 			return mledger.Position{LedgerID: math.MaxInt64, EntryID: 3}
 		}},
