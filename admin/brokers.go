@@ -4,8 +4,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-
-	"github.com/magnetar-mq/magnetar/broker"
 )
 
 // Broker-level routes pulsar-admin's "brokers" commands use, and the
@@ -18,11 +16,6 @@ import (
 const fullBundle = "0x00000000_0xffffffff"
 
 func (a *API) registerBrokerRoutes(rt routeTable) {
-	// Pulsar answers the bare version string.
-	rt.Handle("GET", "/admin/v2/brokers/version", func(w http.ResponseWriter, _ *http.Request, _ params) {
-		w.Header().Set("Content-Type", "text/plain")
-		_, _ = io.WriteString(w, broker.ServerVersion)
-	})
 	rt.Handle("GET", "/admin/v2/brokers/ready", func(w http.ResponseWriter, _ *http.Request, _ params) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok")
