@@ -61,10 +61,14 @@ func (b *Broker) Security() *auth.Security { return b.sec.s }
 // httpHandler is the HTTP API behind the authentication/authorization
 // guard.
 func (b *Broker) httpHandler() http.Handler {
-	if b.sec.s == nil {
-		return b.admin
+	h := http.Handler(b.admin)
+	if b.cfg.Cluster != nil {
+		h = b.ownerRedirect(h)
 	}
-	return b.sec.s.Handler(b.admin)
+	if b.sec.s == nil {
+		return h
+	}
+	return b.sec.s.Handler(h)
 }
 
 // listenSecure binds the TLS listeners, so that their addresses are

@@ -286,6 +286,32 @@ func TestClusterBrokersLookupRedirect(t *testing.T) {
 	if len(distinct) < 2 {
 		t.Fatalf("all %d partitions on one broker: %v", parts, owners)
 	}
+	// Topic admin calls on a broker that does not own the topic answer
+	// 307 to the owner, as Pulsar's; followed, they reach its stats.
+	for _, tp := range topics[:4] {
+		owner := bc.byService(owners[tp])
+		path := "/admin/v2/" + strings.Replace(tp, "://", "/", 1) + "/stats"
+		for _, b := range bc.brokers {
+			if b == owner {
+				continue
+			}
+			code, hdr, body := httpDo(t, "GET", b.http+path, "", false)
+			if code != 307 || !strings.HasPrefix(hdr.Get("Location"), owner.http+path) {
+				t.Fatalf("stats of %s on non-owner %s: %d %q %s, want 307 to %s", tp, b.http, code, hdr.Get("Location"), body, owner.http)
+			}
+			code, _, body = httpDo(t, "GET", b.http+path, "", true)
+			if code != 200 || !strings.Contains(string(body), `"subscriptions"`) {
+				t.Fatalf("stats of %s through %s: %d %s", tp, b.http, code, body)
+			}
+		}
+	}
+	// The partitioned topic's own calls are answered by any broker.
+	for _, b := range bc.brokers {
+		code, _, body := httpDo(t, "GET", b.http+"/admin/v2/persistent/public/spread/orders/partitions", "", false)
+		if code != 200 || !strings.Contains(string(body), fmt.Sprintf(`"partitions":%d`, parts)) {
+			t.Fatalf("partitions on %s: %d %s", b.http, code, body)
+		}
+	}
 
 	// An unowned bundle: a follower redirects to the leader
 	// (non-authoritative), which places the bundle and redirects to the
