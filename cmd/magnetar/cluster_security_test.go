@@ -64,7 +64,7 @@ func TestClusterSecure(t *testing.T) {
 		"--brokerClientCertificateFilePath", cl.CertFile, "--brokerClientKeyFilePath", cl.KeyFile,
 		"--brokerClientAuthenticationPlugin", "org.apache.pulsar.client.impl.auth.AuthenticationToken",
 		"--brokerClientAuthenticationParameters", "file://" + brokerTok}, common...)
-	_, f1 := startMagnetar(t, "broker", "magnetar broker ready", append([]string{"broker", "--metadata-url", c.url,
+	p1, f1 := startMagnetar(t, "broker", "magnetar broker ready", append([]string{"broker", "--metadata-url", c.url,
 		"--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--advertised-host", "127.0.0.1"}, good...)...)
 	produce := func(url string) error {
 		cli, err := pulsar.NewClient(pulsar.ClientOptions{URL: url, TLSTrustCertsFilePath: caFile, OperationTimeout: 10 * time.Second,
@@ -87,7 +87,10 @@ func TestClusterSecure(t *testing.T) {
 		t.Fatalf("secure broker: %v", err)
 	}
 	// Same cluster, no bookie credentials: TLS to the bookie but no
-	// client certificate and no token.
+	// client certificate and no token. The first broker stops (releasing
+	// its bundles) so that this one owns the topic instead of
+	// redirecting the client to the broker that has credentials.
+	p1.stop()
 	bad := append([]string{"--brokerClientTlsEnabled", "--brokerClientTrustCertsFilePath", caFile}, common...)
 	_, f2 := startMagnetar(t, "broker2", "magnetar broker ready", append([]string{"broker", "--metadata-url", c.url,
 		"--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--advertised-host", "127.0.0.1"}, bad...)...)
