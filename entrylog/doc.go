@@ -39,7 +39,9 @@
 //	|     16 |    4 | ledger count in the map                      |
 //	|     20 |    4 | ledgers-map length in bytes                  |
 //	|     24 |    4 | CRC-32C (Castagnoli) of bytes [0, 24)        |
-//	|     28 |  996 | zero                                         |
+//	|     28 |    8 | synced end (0: unknown)                      |
+//	|     36 |    4 | CRC-32C of bytes [28, 36)                    |
+//	|     40 |  984 | zero                                         |
 //	+--------+------+----------------------------------------------+
 //
 // Records follow the header back to back:
@@ -86,15 +88,26 @@
 // and the directory; sealing syncs the map and the patched header. So after
 // Sync returns, every entry added before is durable.
 //
+// After each Sync of the active log, the offset it synced up to is written
+// into the header's synced-end field (its own CRC, outside the map's). That
+// write is not synced itself: it becomes durable with the next Sync or the
+// seal (which records the map offset), so the durable value never exceeds
+// what was synced; a torn or zero field means unknown. Files written
+// before the field existed read as unknown.
+//
 // A scan (ScanFile, Scan, usage of map-less logs) stops quietly at a torn
 // tail: a zeroed, truncated or checksum-failing record after which no valid
 // record can be found at any later offset. An invalid record followed by a
 // valid one is mid-file corruption: an error wrapping ErrCorrupt with the
 // path and offset, except in a log that was never sealed (the active log
-// at a crash) when the invalid stretch contains a whole 4 KiB-aligned
-// zero page: unsynced pages can reach the disk out of order, so a lost
-// page may precede surviving ones, and nothing from there on was covered
-// by a Sync. The scan then ends there quietly too. A log whose header is entirely zero (crash before the
+// at a crash), where unsynced pages can reach the disk out of order (a
+// lost page, or the lost rewrite of a page's end, before surviving ones).
+// There an invalid stretch that starts at or after the synced end is a
+// torn tail: nothing from there on was covered by a Sync, so the journal
+// still holds it. One that starts before the synced end is corruption
+// (those bytes were fsynced). With the synced end unknown (a crash before
+// the log's first Sync) the stretch is a torn tail when it contains a
+// whole 4 KiB-aligned zero page. The scan then ends there quietly too. A log whose header is entirely zero (crash before the
 // header was synced) holds nothing durable and is removed by Open; any
 // other bad header fails Open with ErrCorrupt.
 //

@@ -61,6 +61,11 @@ type logFile struct {
 	ledgersMu sync.Mutex
 	ledgers   map[int64]uint64 // nil: unknown, scan to compute
 	dataEnd   int64            // end of records (map offset) when ledgers is set
+
+	// syncedMu orders the header writes of the synced end (Sync) and of
+	// the seal; syncedEnd is the largest synced end written.
+	syncedMu  sync.Mutex
+	syncedEnd int64
 }
 
 func newLogFile(fs vfs.FS, id uint32, path string, f vfs.File, written int64) *logFile {

@@ -24,6 +24,10 @@ const (
 	mapPairsPerRecord = 4096
 	mapPairSize       = 16
 	headerCRCOffset   = 24
+	// syncedEndOffset is where a log's synced end (uint64) and its own
+	// CRC-32C (uint32) are kept in the header, outside the map's CRC.
+	syncedEndOffset = 28
+	syncedEndSize   = 12
 )
 
 // magic opens every entry-log file.
@@ -39,6 +43,10 @@ type Header struct {
 	LedgerCount uint32
 	// MapLength is the total size of the ledgers-map records.
 	MapLength uint32
+	// SyncedEnd is an offset up to which every record was fsynced, as
+	// recorded at the log's last Sync (0: unknown). Records before it
+	// are never torn by a crash.
+	SyncedEnd uint64
 }
 
 // AppendHeader appends the HeaderSize-byte encoding of h to dst.
@@ -50,7 +58,26 @@ func AppendHeader(dst []byte, h Header) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, h.LedgerCount)
 	dst = binary.LittleEndian.AppendUint32(dst, h.MapLength)
 	dst = binary.LittleEndian.AppendUint32(dst, crc32c.Checksum(dst[start:start+headerCRCOffset]))
+	if h.SyncedEnd != 0 {
+		dst = appendSyncedEnd(dst, h.SyncedEnd)
+	}
 	return append(dst, make([]byte, HeaderSize-(len(dst)-start))...)
+}
+
+// appendSyncedEnd appends the syncedEndSize-byte synced-end field.
+func appendSyncedEnd(dst []byte, end uint64) []byte {
+	dst = binary.LittleEndian.AppendUint64(dst, end)
+	return binary.LittleEndian.AppendUint32(dst, crc32c.Checksum(dst[len(dst)-8:]))
+}
+
+// decodeSyncedEnd reads the synced-end field of a header; a zero or torn
+// field (checksum mismatch) is 0, unknown.
+func decodeSyncedEnd(hdr []byte) uint64 {
+	f := hdr[syncedEndOffset : syncedEndOffset+syncedEndSize]
+	if crc32c.Checksum(f[:8]) != binary.LittleEndian.Uint32(f[8:]) {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(f)
 }
 
 // DecodeHeader decodes a file header. A bad magic or an unknown version is
@@ -68,8 +95,9 @@ func DecodeHeader(src []byte) (rest []byte, h Header, mapValid bool, err error) 
 	if h.Version != Version {
 		return src, h, false, fmt.Errorf("unknown version %d: %w", h.Version, ErrCorrupt)
 	}
+	h.SyncedEnd = decodeSyncedEnd(src)
 	if crc32c.Checksum(src[:headerCRCOffset]) != binary.LittleEndian.Uint32(src[headerCRCOffset:]) {
-		return src[HeaderSize:], Header{Version: h.Version}, false, nil
+		return src[HeaderSize:], Header{Version: h.Version, SyncedEnd: h.SyncedEnd}, false, nil
 	}
 	h.MapOffset = binary.LittleEndian.Uint64(src[8:])
 	h.LedgerCount = binary.LittleEndian.Uint32(src[16:])

@@ -373,6 +373,7 @@ func (l *Log) Sync() error {
 		l.mu.Unlock()
 		return nil
 	}
+	end := l.mu.bufOff
 	l.mu.Unlock()
 	defer cur.release()
 	if err := cur.f.Sync(); err != nil {
@@ -380,7 +381,24 @@ func (l *Log) Sync() error {
 		defer l.mu.Unlock()
 		return l.failLocked(fmt.Errorf("entrylog: sync %s: %w", cur.path, syncError{err}))
 	}
+	cur.recordSyncedEnd(end)
 	return nil
+}
+
+// recordSyncedEnd writes end, up to which the file was just fsynced, into
+// the header's synced-end field, for a scan after a crash to tell a torn
+// unsynced tail from corruption. The write becomes durable with the next
+// Sync or the seal, so the durable value never exceeds what was synced.
+// It is advisory: a failed write is ignored (the scan then falls back to
+// an earlier value or to the zero-page rule).
+func (f *logFile) recordSyncedEnd(end int64) {
+	f.syncedMu.Lock()
+	defer f.syncedMu.Unlock()
+	if end <= f.syncedEnd || !f.active.Load() {
+		return
+	}
+	f.syncedEnd = end
+	_, _ = f.f.WriteAt(appendSyncedEnd(nil, uint64(end)), syncedEndOffset)
 }
 
 // rollLocked seals the active log (if any) and makes the prepared next
@@ -536,8 +554,12 @@ func (l *Log) sealLocked(cur *logFile) error {
 		l.mu.bufOff = mapOff
 		cur.written.Store(mapOff)
 	}
-	h := Header{Version: Version, MapOffset: uint64(mapOff), LedgerCount: uint32(len(pairs)), MapLength: uint32(len(rec))}
-	if _, err := cur.f.WriteAt(AppendHeader(nil, h), 0); err != nil {
+	h := Header{Version: Version, MapOffset: uint64(mapOff), LedgerCount: uint32(len(pairs)), MapLength: uint32(len(rec)), SyncedEnd: uint64(mapOff)}
+	cur.syncedMu.Lock()
+	cur.syncedEnd = mapOff
+	_, err := cur.f.WriteAt(AppendHeader(nil, h), 0)
+	cur.syncedMu.Unlock()
+	if err != nil {
 		rewind()
 		return fmt.Errorf("entrylog: patch header %s: %w", cur.path, err)
 	}

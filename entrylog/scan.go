@@ -64,10 +64,11 @@ func scan(r io.ReaderAt, path string, id uint32, size int64, fn func(Record) err
 		}
 		return 0, fmt.Errorf("entrylog: %s off 0: short header: %w", path, err)
 	}
-	_, _, sealed, err := DecodeHeader(hdr)
+	_, h, sealed, err := DecodeHeader(hdr)
 	if err != nil {
 		return 0, fmt.Errorf("entrylog: %s off 0: %w", path, err)
 	}
+	synced := int64(h.SyncedEnd)
 	br := bufio.NewReaderSize(io.NewSectionReader(r, HeaderSize, size-HeaderSize), int(min(256<<10, max(size-HeaderSize, 16))))
 	var hb [RecordHeaderSize]byte
 	var payload []byte
@@ -75,14 +76,14 @@ func scan(r io.ReaderAt, path string, id uint32, size int64, fn func(Record) err
 	dataEnd := off
 	for {
 		if size-off < RecordHeaderSize {
-			return dataEnd, tornOrCorrupt(r, path, off, size, sealed)
+			return dataEnd, tornOrCorrupt(r, path, off, size, sealed, synced)
 		}
 		if _, err := io.ReadFull(br, hb[:]); err != nil {
 			return dataEnd, fmt.Errorf("entrylog: read %s off %d: %w", path, off, err)
 		}
 		h := decodeRecordHeader(hb[:])
 		if isZero(hb[:]) || h.ledger < MapLedgerID || int64(h.n) > size-off-RecordHeaderSize {
-			return dataEnd, tornOrCorrupt(r, path, off, size, sealed)
+			return dataEnd, tornOrCorrupt(r, path, off, size, sealed, synced)
 		}
 		if cap(payload) < int(h.n) {
 			payload = make([]byte, h.n)
@@ -92,7 +93,7 @@ func scan(r io.ReaderAt, path string, id uint32, size int64, fn func(Record) err
 			return dataEnd, fmt.Errorf("entrylog: read %s off %d: %w", path, off, err)
 		}
 		if recordCRC(hb[:], payload) != h.crc {
-			return dataEnd, tornOrCorrupt(r, path, off, size, sealed)
+			return dataEnd, tornOrCorrupt(r, path, off, size, sealed, synced)
 		}
 		if h.ledger != MapLedgerID {
 			if err := fn(Record{Ledger: h.ledger, Entry: h.entry, Loc: Location(id, uint32(off)), Payload: payload}); err != nil {
@@ -110,18 +111,27 @@ const lostPageSize = 4096
 
 // tornOrCorrupt decides about an invalid record at off: nil (torn tail) if
 // no valid record starts anywhere after it, ErrCorrupt otherwise. In a log
-// that was never sealed (the active log at a crash) an invalid stretch
-// that contains a whole aligned zero page is also a torn tail even if
-// valid records follow: unsynced pages can reach the disk out of order, so
-// a lost page may precede surviving ones. None of those records was
-// covered by a Sync (a Sync would have written the lost page too).
-func tornOrCorrupt(r io.ReaderAt, path string, off, size int64, sealed bool) error {
+// that was never sealed (the active log at a crash) unsynced pages can
+// reach the disk out of order, so a lost page (or the lost rewrite of a
+// page's end) may precede surviving ones. There, when the header records
+// the log's synced end, an invalid stretch from that end on is a torn
+// tail even if valid records follow (none of them was covered by a Sync,
+// so the journal still holds them) and one before it is corruption (those
+// bytes were fsynced). Without a synced end (a crash before the log's
+// first Sync) the stretch counts as torn when it contains a whole aligned
+// zero page.
+func tornOrCorrupt(r io.ReaderAt, path string, off, size int64, sealed bool, synced int64) error {
 	next, ok := findValidRecord(r, off+1, size)
 	if !ok {
 		return nil
 	}
-	if !sealed && hasZeroPage(r, off, next) {
-		return nil
+	if !sealed {
+		if synced > 0 && off >= synced {
+			return nil
+		}
+		if synced == 0 && hasZeroPage(r, off, next) {
+			return nil
+		}
 	}
 	return fmt.Errorf("entrylog: %s off %d: invalid record followed by a valid one at %d: %w", path, off, next, ErrCorrupt)
 }

@@ -343,6 +343,18 @@ func (fs *MemFS) CrashCloneRandom(rng *rand.Rand) *MemFS { return fs.crashClone(
 // CrashCloneRandom outcome is also a possible CrashCloneSubset outcome.
 func (fs *MemFS) CrashCloneSubset(rng *rand.Rand) *MemFS { return fs.crashClone(rng, survivingSubset) }
 
+// CrashCloneAll is CrashClone, except that every unsynced write and
+// truncate of a file survives (the crash came after writeback): tests then
+// damage the clone's files to model a particular loss.
+func (fs *MemFS) CrashCloneAll() *MemFS {
+	return fs.crashClone(nil, func(b []byte, pending []memOp, _ *rand.Rand) []byte {
+		for _, op := range pending {
+			b = op.apply(b)
+		}
+		return b
+	})
+}
+
 type survivor func(b []byte, pending []memOp, rng *rand.Rand) []byte
 
 func (fs *MemFS) crashClone(rng *rand.Rand, survive survivor) *MemFS {
