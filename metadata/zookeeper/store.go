@@ -321,6 +321,20 @@ func (s *Store) CreateSequential(ctx context.Context, parentPrefix string, value
 func (s *Store) PutEphemeral(ctx context.Context, p string, value []byte) error {
 	s.life.RLock()
 	defer s.life.RUnlock()
+	if err := s.checkEphemeral(ctx, p, value); err != nil {
+		return err
+	}
+	s.ephMu.Lock()
+	defer s.ephMu.Unlock()
+	if err := s.putEphemeralLocked(s.full(p), value); err != nil {
+		return s.mapErr(err, p)
+	}
+	s.ephemerals[p] = bytes.Clone(value)
+	return nil
+}
+
+// checkEphemeral validates an ephemeral node's path and value.
+func (s *Store) checkEphemeral(ctx context.Context, p string, value []byte) error {
 	if err := s.check(ctx, p); err != nil {
 		return err
 	}
@@ -330,12 +344,6 @@ func (s *Store) PutEphemeral(ctx context.Context, p string, value []byte) error 
 	if len(value) > metadata.MaxValueSize {
 		return fmt.Errorf("zookeeper: %s: %w: %d bytes", p, metadata.ErrTooLarge, len(value))
 	}
-	s.ephMu.Lock()
-	defer s.ephMu.Unlock()
-	if err := s.putEphemeralLocked(s.full(p), value); err != nil {
-		return s.mapErr(err, p)
-	}
-	s.ephemerals[p] = bytes.Clone(value)
 	return nil
 }
 
@@ -374,14 +382,8 @@ func (s *Store) SessionTimeout() time.Duration { return s.timeout }
 func (s *Store) CreateEphemeral(ctx context.Context, p string, value []byte) error {
 	s.life.RLock()
 	defer s.life.RUnlock()
-	if err := s.check(ctx, p); err != nil {
+	if err := s.checkEphemeral(ctx, p, value); err != nil {
 		return err
-	}
-	if p == "/" {
-		return fmt.Errorf("%w: / cannot be ephemeral", metadata.ErrInvalidPath)
-	}
-	if len(value) > metadata.MaxValueSize {
-		return fmt.Errorf("zookeeper: %s: %w: %d bytes", p, metadata.ErrTooLarge, len(value))
 	}
 	if _, err := s.create(s.full(p), value, zk.FlagEphemeral); err != nil {
 		return s.mapErr(err, p)
