@@ -43,6 +43,13 @@ func (a *API) registerPolicyRoutes(rt routeTable) {
 	rt.Handle("POST", base+"maxConsumersPerTopic", a.setPolicy(intPolicy(func(p *policy.Policies) **int { return &p.MaxConsumersPerTopic })))
 	rt.Handle("DELETE", base+"maxConsumersPerTopic", a.setPolicy(func(p *policy.Policies, _ []byte) error { p.MaxConsumersPerTopic = nil; return nil }))
 
+	rt.Handle("GET", base+"maxUnackedMessagesPerConsumer", a.getPolicy(func(p *policy.Policies) any { return p.MaxUnackedMessagesPerConsumer }))
+	rt.Handle("POST", base+"maxUnackedMessagesPerConsumer", a.setPolicy(intPolicy(func(p *policy.Policies) **int { return &p.MaxUnackedMessagesPerConsumer })))
+	rt.Handle("DELETE", base+"maxUnackedMessagesPerConsumer", a.setPolicy(func(p *policy.Policies, _ []byte) error { p.MaxUnackedMessagesPerConsumer = nil; return nil }))
+	rt.Handle("GET", base+"maxUnackedMessagesPerSubscription", a.getPolicy(func(p *policy.Policies) any { return p.MaxUnackedMessagesPerSubscription }))
+	rt.Handle("POST", base+"maxUnackedMessagesPerSubscription", a.setPolicy(intPolicy(func(p *policy.Policies) **int { return &p.MaxUnackedMessagesPerSubscription })))
+	rt.Handle("DELETE", base+"maxUnackedMessagesPerSubscription", a.setPolicy(func(p *policy.Policies, _ []byte) error { p.MaxUnackedMessagesPerSubscription = nil; return nil }))
+
 	rt.Handle("GET", base+"deduplication", a.getPolicy(func(p *policy.Policies) any { return p.DeduplicationEnabled }))
 	rt.Handle("POST", base+"deduplication", a.setPolicy(func(p *policy.Policies, body []byte) error {
 		v, err := strconv.ParseBool(strings.Trim(strings.TrimSpace(string(body)), `"`))

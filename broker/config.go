@@ -64,6 +64,19 @@ type Config struct {
 	// DispatchBatch is the maximum number of entries one dispatcher read
 	// fetches (default 100).
 	DispatchBatch int
+	// MaxUnackedPerConsumer is Pulsar's maxUnackedMessagesPerConsumer:
+	// dispatch to a Shared or Key_Shared consumer holding that many
+	// unacknowledged messages stops until acks bring it to half (default
+	// 50,000; negative: unlimited). MaxUnackedPerSubscription is the same
+	// for a whole subscription (default 200,000; negative: unlimited).
+	// Namespace policies override both.
+	MaxUnackedPerConsumer     int
+	MaxUnackedPerSubscription int
+	// MaxPartitionsPerTopic is Pulsar's
+	// maxNumPartitionsPerPartitionedTopic: creating or growing a
+	// partitioned topic beyond it is refused (default 10,000; negative:
+	// only the int32 range applies).
+	MaxPartitionsPerTopic int
 	// Cluster, when set, makes the broker one of a cluster sharing the
 	// metadata store (see ClusterConfig); nil is a single node that owns
 	// every topic.
@@ -71,6 +84,14 @@ type Config struct {
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 }
+
+// Defaults of the limits (Pulsar's, except MaxPartitionsPerTopic, which
+// Pulsar leaves unlimited: see docs/limits.md).
+const (
+	DefaultMaxUnackedPerConsumer     = 50000
+	DefaultMaxUnackedPerSubscription = 200000
+	DefaultMaxPartitionsPerTopic     = 10000
+)
 
 // EnsureDefaults fills unset fields with their defaults.
 func (c *Config) EnsureDefaults() {
@@ -109,6 +130,15 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.DispatchBatch == 0 {
 		c.DispatchBatch = 100
+	}
+	if c.MaxUnackedPerConsumer == 0 {
+		c.MaxUnackedPerConsumer = DefaultMaxUnackedPerConsumer
+	}
+	if c.MaxUnackedPerSubscription == 0 {
+		c.MaxUnackedPerSubscription = DefaultMaxUnackedPerSubscription
+	}
+	if c.MaxPartitionsPerTopic == 0 {
+		c.MaxPartitionsPerTopic = DefaultMaxPartitionsPerTopic
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -63,9 +63,12 @@ type consumer struct {
 	permits    int
 	pending    map[position]*pendingEntry
 	unackedMsg int
-	msgOut     int64
-	bytesOut   int64
-	closed     bool
+	// blocked: Shared/Key_Shared dispatch to c stopped because unackedMsg
+	// reached maxUnackedMessagesPerConsumer (until at most half of it).
+	blocked  bool
+	msgOut   int64
+	bytesOut int64
+	closed   bool
 	// holdUntil, when set, is the time before which nothing is
 	// dispatched to c (reconnectGrace); set before c is subscribed.
 	holdUntil time.Time
@@ -86,13 +89,18 @@ func newConsumer(id uint64, name string, sink consumerSink) *consumer {
 // available reports whether c can be sent an entry now: it has permits
 // and its connection is not backed up.
 func (c *consumer) available() bool {
-	if !c.holdUntil.IsZero() && time.Now().Before(c.holdUntil) {
+	if c.blocked || !c.holdUntil.IsZero() && time.Now().Before(c.holdUntil) {
 		return false
 	}
 	return c.permits > 0 && (c.sink == nil || c.sink.writable())
 }
 
-// pendingEntry is an entry delivered to a consumer and not yet acked.
+// pendingEntry is an entry delivered to a consumer and not yet acked,
+// or one waiting in the replay or delayed set. It holds the entry's
+// position and what dispatch needs, not its bytes: data is set only
+// between a read and the send (and kept by entries read ahead into the
+// replay set, and on non-persistent topics, which cannot re-read).
+// Redeliveries re-read the bytes from the managed ledger.
 type pendingEntry struct {
 	pos     position
 	data    []byte

@@ -45,7 +45,16 @@ func (tb *testBroker) restart(t testing.TB) *testBroker {
 
 func startBrokerOn(t testing.TB, mut func(*Config), meta *memMeta, ledgers *memstore.Store) *testBroker {
 	t.Helper()
-	f, err := mledger.NewFactory(mledger.Options{Ledgers: ledgers, Metadata: meta})
+	tb := startBrokerStore(t, mut, meta, ledgers, 0)
+	tb.ledgers = ledgers
+	return tb
+}
+
+// startBrokerStore starts a broker whose managed ledgers live in store,
+// with an entry cache of cacheSize bytes (0: the default).
+func startBrokerStore(t testing.TB, mut func(*Config), meta *memMeta, store mledger.LedgerStore, cacheSize int64) *testBroker {
+	t.Helper()
+	f, err := mledger.NewFactory(mledger.Options{Ledgers: store, Metadata: meta, CacheSize: cacheSize})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +79,7 @@ func startBrokerOn(t testing.TB, mut func(*Config), meta *memMeta, ledgers *mems
 	if err := b.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	tb := &testBroker{Broker: b, meta: meta, ledgers: ledgers, mut: mut, factory: f, url: "pulsar://" + b.ServiceAddr()}
+	tb := &testBroker{Broker: b, meta: meta, mut: mut, factory: f, url: "pulsar://" + b.ServiceAddr()}
 	t.Cleanup(func() {
 		if err := b.Close(); err != nil {
 			t.Errorf("broker close: %v", err)

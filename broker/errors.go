@@ -46,6 +46,8 @@ var (
 var (
 	errNoEntries      = errors.New("broker: no entries")
 	errCursorNotFound = errors.New("broker: cursor not found")
+	// errEntryGone: a position to re-read is no longer stored.
+	errEntryGone = errors.New("broker: entry no longer stored")
 )
 
 // reasonError is an error of kind (one of the errors above) whose text is

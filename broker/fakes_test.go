@@ -18,6 +18,7 @@ type fakeCursor struct {
 	markDel int64 // last cumulatively acked id, -1 if none
 	acked   map[int64]bool
 	batch   map[int64][]int64
+	reads   int // ReadAt calls
 }
 
 func newFakeCursor() *fakeCursor {
@@ -120,6 +121,19 @@ func (f *fakeCursor) Backlog() (int64, int64) {
 	return n, n
 }
 func (f *fakeCursor) Durable() bool { return true }
+func (f *fakeCursor) ReadAt(ps []position) ([][]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads++
+	out := make([][]byte, len(ps))
+	for i, p := range ps {
+		if p.EntryID < 0 || p.EntryID >= int64(len(f.entries)) || f.entries[p.EntryID] == nil {
+			return nil, errEntryGone
+		}
+		out[i] = f.entries[p.EntryID]
+	}
+	return out, nil
+}
 
 // fakeMeta encodes test entries as [numMsgs u32][key...].
 func fakeEntry(n int, key string) []byte {
@@ -139,6 +153,7 @@ type sentMsg struct {
 	pos         position
 	redelivered uint32
 	ackSet      []int64
+	data        []byte
 }
 
 // recSink records what a subscription sends.
@@ -154,9 +169,9 @@ func newRecSink() *recSink {
 	return &recSink{active: map[uint64]bool{}, changed: make(chan struct{}, 1)}
 }
 
-func (r *recSink) sendMessage(id uint64, p position, red uint32, ackSet []int64, _ []byte) {
+func (r *recSink) sendMessage(id uint64, p position, red uint32, ackSet []int64, data []byte) {
 	r.mu.Lock()
-	r.msgs = append(r.msgs, sentMsg{id, p, red, ackSet})
+	r.msgs = append(r.msgs, sentMsg{id, p, red, ackSet, data})
 	r.mu.Unlock()
 }
 func (r *recSink) sendActiveChange(id uint64, a bool) {
@@ -183,7 +198,7 @@ func (r *recSink) take() []sentMsg {
 
 func testSub(t *testing.T, typ SubType, cur cursor) *subscription {
 	t.Helper()
-	s := newSubscription("sub", "persistent://public/default/t", typ, 0, cur, fakeParse, 10, slog.New(slog.DiscardHandler))
+	s := newSubscription("sub", "persistent://public/default/t", typ, 0, cur, fakeParse, 10, nil, slog.New(slog.DiscardHandler))
 	t.Cleanup(s.close)
 	return s
 }

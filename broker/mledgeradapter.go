@@ -50,6 +50,8 @@ func mapErr(err error) error {
 		return errors.Join(errCursorNotFound, err)
 	case errors.Is(err, mledger.ErrClosed):
 		return errors.Join(ErrClosed, err)
+	case errors.Is(err, mledger.ErrInvalidPosition):
+		return errors.Join(errEntryGone, err)
 	}
 	return err
 }
@@ -188,6 +190,23 @@ func (a *cursorAdapter) ReadEntries(max int) ([]ledgerEntry, error) {
 		out = append(out, ledgerEntry{Pos: toPos(e.Pos), Data: e.Data})
 	}
 	a.out = out
+	return out, nil
+}
+
+// ReadAt re-reads entries for redelivery (through the entry cache).
+func (a *cursorAdapter) ReadAt(ps []position) ([][]byte, error) {
+	mp := make([]mledger.Position, len(ps))
+	for i, p := range ps {
+		mp[i] = fromPos(p)
+	}
+	es, err := a.ml.ReadPositions(a.readCtx(), mp)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out := make([][]byte, len(es))
+	for i, e := range es {
+		out[i] = e.Data
+	}
 	return out, nil
 }
 

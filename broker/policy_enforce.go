@@ -55,7 +55,8 @@ type heldSend struct {
 }
 
 func (b *Broker) policyDefaults() policy.Defaults {
-	return policy.Defaults{Deduplication: b.cfg.Deduplication, AutoTopicCreation: !b.cfg.DisableAutoTopicCreation}
+	return policy.Defaults{Deduplication: b.cfg.Deduplication, AutoTopicCreation: !b.cfg.DisableAutoTopicCreation,
+		MaxUnackedPerConsumer: max(b.cfg.MaxUnackedPerConsumer, 0), MaxUnackedPerSubscription: max(b.cfg.MaxUnackedPerSubscription, 0)}
 }
 
 // resolvePolicies returns the effective policy of topics in namespace ns;
@@ -85,6 +86,15 @@ func (b *Broker) policiesChanged(ns string) {
 			// The managed ledger reopens with the new retention.
 			b.unloadTopic(t.full)
 			continue
+		}
+		if old == nil || old.MaxUnackedPerConsumer != res.MaxUnackedPerConsumer || old.MaxUnackedPerSubscription != res.MaxUnackedPerSubscription {
+			for _, s := range *t.subList.Load() {
+				s.do(func() {
+					if s.refreshBlocked() {
+						s.dispatch()
+					}
+				})
+			}
 		}
 		b.checkTopic(t)
 	}

@@ -581,7 +581,7 @@ func (b *Broker) CreateSubscription(ctx context.Context, topic, name string, id 
 			return reason(ErrPreconditionFailed, "cannot position the subscription: "+err.Error())
 		}
 	}
-	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.log)
+	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.unackedLimits, t.log)
 	t.mu.Lock()
 	if t.mu.subs[name] != nil {
 		t.mu.Unlock()

@@ -61,6 +61,7 @@ func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []ackID) {
 			}
 		}
 		s.setReplay(slices.DeleteFunc(s.replay, func(pe *pendingEntry) bool { return pe.pos.Compare(target) <= 0 }))
+		s.refreshBlocked()
 		for pos := range s.redelivered {
 			if pos.Compare(target) <= 0 {
 				delete(s.redelivered, pos)
@@ -85,7 +86,7 @@ func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []ackID) {
 			s.ackFailLog.log(s.log, slog.LevelWarn, "ack failed", "topic", s.topic, "sub", s.name, "remote", c.address, "err", err)
 		}
 	}
-	if s.typ == SubKeyShared || len(s.replay) > 0 {
+	if unblocked := s.refreshBlocked(); unblocked || s.typ == SubKeyShared || len(s.replay) > 0 {
 		s.dispatch()
 	}
 }
@@ -112,7 +113,7 @@ func (s *subscription) dropPending(pe *pendingEntry) {
 	if o := pe.owner; o != nil {
 		if _, ok := o.pending[pe.pos]; ok {
 			delete(o.pending, pe.pos)
-			o.unackedMsg -= pe.numMsgs
+			s.addUnacked(o, -pe.numMsgs)
 		}
 	}
 	delete(s.pending, pe.pos)
@@ -132,6 +133,7 @@ func (s *subscription) redeliverLocked(c *consumer, ids []position) {
 			}
 		}
 	}
+	s.refreshBlocked()
 	s.dispatch()
 }
 
@@ -141,6 +143,8 @@ func (s *subscription) resetLocked() {
 		clear(c.pending)
 		c.unackedMsg = 0
 	}
+	s.unacked = 0
+	s.refreshBlocked()
 	clear(s.pending)
 	clear(s.redelivered)
 	s.setReplay(nil)
@@ -186,55 +190,62 @@ func (s *subscription) seekLocked(pos position, byTime bool, ts int64) error {
 
 // SubscriptionStats is one subscription's part of TopicStats.
 type SubscriptionStats struct {
-	MsgRateOut            float64         `json:"msgRateOut"`
-	MsgThroughputOut      float64         `json:"msgThroughputOut"`
-	MsgRateRedeliver      float64         `json:"msgRateRedeliver"`
-	MsgBacklog            int64           `json:"msgBacklog"`
-	BacklogSize           int64           `json:"backlogSize"`
-	MsgBacklogNoDelayed   int64           `json:"msgBacklogNoDelayed"`
-	UnackedMessages       int64           `json:"unackedMessages"`
-	MsgDelayed            int64           `json:"msgDelayed"`
-	IsDurable             bool            `json:"isDurable"`
-	IsReplicated          bool            `json:"isReplicated"`
-	Type                  string          `json:"type"`
-	ActiveConsumerName    string          `json:"activeConsumerName,omitempty"`
-	MsgOutCounter         int64           `json:"msgOutCounter"`
-	BytesOutCounter       int64           `json:"bytesOutCounter"`
-	LastAckedTimestamp    int64           `json:"lastAckedTimestamp"`
-	LastConsumedTimestamp int64           `json:"lastConsumedTimestamp"`
-	Consumers             []ConsumerStats `json:"consumers"`
+	MsgRateOut          float64 `json:"msgRateOut"`
+	MsgThroughputOut    float64 `json:"msgThroughputOut"`
+	MsgRateRedeliver    float64 `json:"msgRateRedeliver"`
+	MsgBacklog          int64   `json:"msgBacklog"`
+	BacklogSize         int64   `json:"backlogSize"`
+	MsgBacklogNoDelayed int64   `json:"msgBacklogNoDelayed"`
+	UnackedMessages     int64   `json:"unackedMessages"`
+	// BlockedSubscriptionOnUnackedMsgs: dispatch stopped at
+	// maxUnackedMessagesPerSubscription.
+	BlockedSubscriptionOnUnackedMsgs bool            `json:"blockedSubscriptionOnUnackedMsgs"`
+	MsgDelayed                       int64           `json:"msgDelayed"`
+	IsDurable                        bool            `json:"isDurable"`
+	IsReplicated                     bool            `json:"isReplicated"`
+	Type                             string          `json:"type"`
+	ActiveConsumerName               string          `json:"activeConsumerName,omitempty"`
+	MsgOutCounter                    int64           `json:"msgOutCounter"`
+	BytesOutCounter                  int64           `json:"bytesOutCounter"`
+	LastAckedTimestamp               int64           `json:"lastAckedTimestamp"`
+	LastConsumedTimestamp            int64           `json:"lastConsumedTimestamp"`
+	Consumers                        []ConsumerStats `json:"consumers"`
 
 	backlogEntries int64
 }
 
 // ConsumerStats is one consumer's part of SubscriptionStats.
 type ConsumerStats struct {
-	ConsumerName     string            `json:"consumerName"`
-	AvailablePermits int64             `json:"availablePermits"`
-	UnackedMessages  int64             `json:"unackedMessages"`
-	MsgRateOut       float64           `json:"msgRateOut"`
-	MsgThroughputOut float64           `json:"msgThroughputOut"`
-	MsgOutCounter    int64             `json:"msgOutCounter"`
-	BytesOutCounter  int64             `json:"bytesOutCounter"`
-	Address          string            `json:"address"`
-	ConnectedSince   string            `json:"connectedSince"`
-	ClientVersion    string            `json:"clientVersion"`
-	Metadata         map[string]string `json:"metadata"`
+	ConsumerName     string `json:"consumerName"`
+	AvailablePermits int64  `json:"availablePermits"`
+	UnackedMessages  int64  `json:"unackedMessages"`
+	// BlockedConsumerOnUnackedMsgs: dispatch to the consumer stopped at
+	// maxUnackedMessagesPerConsumer.
+	BlockedConsumerOnUnackedMsgs bool              `json:"blockedConsumerOnUnackedMsgs"`
+	MsgRateOut                   float64           `json:"msgRateOut"`
+	MsgThroughputOut             float64           `json:"msgThroughputOut"`
+	MsgOutCounter                int64             `json:"msgOutCounter"`
+	BytesOutCounter              int64             `json:"bytesOutCounter"`
+	Address                      string            `json:"address"`
+	ConnectedSince               string            `json:"connectedSince"`
+	ClientVersion                string            `json:"clientVersion"`
+	Metadata                     map[string]string `json:"metadata"`
 }
 
 func (s *subscription) statsLocked() SubscriptionStats {
 	entries, msgs := s.cur.Backlog()
 	st := SubscriptionStats{
-		backlogEntries:        entries,
-		MsgBacklog:            msgs,
-		MsgBacklogNoDelayed:   msgs,
-		IsDurable:             s.cur.Durable(),
-		Type:                  s.typ.String(),
-		MsgOutCounter:         s.msgOut,
-		BytesOutCounter:       s.bytesOut,
-		LastAckedTimestamp:    s.lastAck,
-		LastConsumedTimestamp: s.lastConsume,
-		Consumers:             []ConsumerStats{},
+		backlogEntries:                   entries,
+		MsgBacklog:                       msgs,
+		MsgBacklogNoDelayed:              msgs,
+		IsDurable:                        s.cur.Durable(),
+		Type:                             s.typ.String(),
+		MsgOutCounter:                    s.msgOut,
+		BytesOutCounter:                  s.bytesOut,
+		LastAckedTimestamp:               s.lastAck,
+		LastConsumedTimestamp:            s.lastConsume,
+		Consumers:                        []ConsumerStats{},
+		BlockedSubscriptionOnUnackedMsgs: s.blocked,
 	}
 	for _, pe := range s.delayed {
 		st.MsgDelayed += int64(pe.numMsgs)
@@ -253,15 +264,16 @@ func (s *subscription) statsLocked() SubscriptionStats {
 			md = map[string]string{}
 		}
 		st.Consumers = append(st.Consumers, ConsumerStats{
-			ConsumerName:     c.name,
-			AvailablePermits: int64(max(c.permits, 0)),
-			UnackedMessages:  int64(c.unackedMsg),
-			MsgOutCounter:    c.msgOut,
-			BytesOutCounter:  c.bytesOut,
-			Address:          c.address,
-			ConnectedSince:   c.connectedSince.UTC().Format(time.RFC3339Nano),
-			ClientVersion:    c.clientVersion,
-			Metadata:         md,
+			ConsumerName:                 c.name,
+			AvailablePermits:             int64(max(c.permits, 0)),
+			UnackedMessages:              int64(c.unackedMsg),
+			BlockedConsumerOnUnackedMsgs: c.blocked,
+			MsgOutCounter:                c.msgOut,
+			BytesOutCounter:              c.bytesOut,
+			Address:                      c.address,
+			ConnectedSince:               c.connectedSince.UTC().Format(time.RFC3339Nano),
+			ClientVersion:                c.clientVersion,
+			Metadata:                     md,
 		})
 	}
 	return st

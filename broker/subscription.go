@@ -40,6 +40,11 @@ type cursor interface {
 	Backlog() (entries, messages int64)
 	// Durable reports whether the cursor persists.
 	Durable() bool
+	// ReadAt re-reads the entries at ps (ascending) from storage, for
+	// redelivery: pending entries keep positions, not payloads. An error
+	// matching errEntryGone means some position is no longer stored
+	// (trimmed or deleted); the caller re-reads one by one to find it.
+	ReadAt(ps []position) ([][]byte, error)
 }
 
 // entryMeta is what dispatch needs from an entry's MessageMetadata.
@@ -63,6 +68,12 @@ type subscription struct {
 	parse     func([]byte) (entryMeta, error)
 	batch     int
 	log       *slog.Logger
+	// limits returns the topic's maxUnackedMessagesPerConsumer and
+	// ...PerSubscription (0: unlimited); nil: none.
+	limits func() (perConsumer, perSub int)
+	// keepData: the cursor has no storage to re-read from (a
+	// non-persistent topic), so pending entries keep their bytes.
+	keepData bool
 
 	ops    chan func()
 	notify chan struct{} // cap 1: new entries were persisted
@@ -77,6 +88,12 @@ type subscription struct {
 	pending     map[position]*pendingEntry
 	replay      []*pendingEntry // sorted by position; to (re)deliver first
 	replayBytes int             // sum of len(data) over replay
+	unacked     int             // sum of unackedMsg over consumers
+	// blocked: Shared/Key_Shared dispatch is stopped because unacked
+	// reached the per-subscription limit (until it is at most half).
+	blocked bool
+	// readFailLog rate-limits warnings for failed redelivery reads.
+	readFailLog rateLog
 	redelivered map[position]uint32
 	// ackFailLog rate-limits the warnings for acks the cursor refused
 	// (at most one line per second per subscription, ratelog.go).
@@ -104,10 +121,11 @@ const (
 	maxReplayBytes = 64 << 20
 )
 
-func newSubscription(name, topic string, typ SubType, partition int, cur cursor, parse func([]byte) (entryMeta, error), batch int, log *slog.Logger) *subscription {
+func newSubscription(name, topic string, typ SubType, partition int, cur cursor, parse func([]byte) (entryMeta, error), batch int, limits func() (int, int), log *slog.Logger) *subscription {
+	_, np := cur.(*npCursor)
 	s := &subscription{
 		name: name, topic: topic, typ: typ, partition: partition, cur: cur,
-		parse: parse, batch: batch, log: log,
+		parse: parse, batch: batch, log: log, limits: limits, keepData: np,
 		ops:         make(chan func(), 64),
 		notify:      make(chan struct{}, 1),
 		done:        make(chan struct{}),
@@ -303,6 +321,7 @@ func (s *subscription) removeConsumerLocked(c *consumer) bool {
 	s.sel.remove(c)
 	c.closed = true
 	s.requeueAll(c)
+	s.refreshBlocked()
 	if isFailover {
 		now := fs.active()
 		if now != prevActive {
@@ -321,6 +340,7 @@ func (s *subscription) requeueAll(c *consumer) {
 		s.requeue(pe)
 		delete(c.pending, pos)
 	}
+	s.unacked -= c.unackedMsg
 	c.unackedMsg = 0
 }
 
@@ -332,7 +352,7 @@ func (s *subscription) requeue(pe *pendingEntry) {
 	if pe.owner != nil {
 		if _, ok := pe.owner.pending[pe.pos]; ok {
 			delete(pe.owner.pending, pe.pos)
-			pe.owner.unackedMsg -= pe.numMsgs
+			s.addUnacked(pe.owner, -pe.numMsgs)
 		}
 		pe.owner = nil
 	}
@@ -365,6 +385,9 @@ func (s *subscription) setReplay(r []*pendingEntry) {
 }
 
 func (s *subscription) anyPermits() bool {
+	if s.blocked {
+		return false
+	}
 	for _, c := range s.consumers {
 		if c.available() {
 			return true
@@ -373,37 +396,22 @@ func (s *subscription) anyPermits() bool {
 	return false
 }
 
+// pick chooses the consumer for an entry with key; nil when none can
+// take it (or the subscription is blocked on unacked messages).
+func (s *subscription) pick(key []byte) *consumer {
+	if s.blocked {
+		return nil
+	}
+	return s.sel.pick(key)
+}
+
 // dispatch delivers as much as permits allow: the replay set first (in
 // position order), then new entries from the cursor.
 func (s *subscription) dispatch() {
 	for s.anyPermits() {
 		progressed := false
 		if len(s.replay) > 0 {
-			keep := s.replay[:0]
-			for i, pe := range s.replay {
-				if !s.anyPermits() {
-					keep = append(keep, s.replay[i:]...)
-					break
-				}
-				if s.cur.IsAcked(pe.pos) {
-					delete(s.redelivered, pe.pos)
-					progressed = true
-					continue
-				}
-				c := s.sel.pick(pe.key)
-				if c == nil {
-					keep = append(keep, pe)
-					if s.typ != SubKeyShared {
-						keep = append(keep, s.replay[i+1:]...)
-						break
-					}
-					continue
-				}
-				s.deliver(c, pe)
-				progressed = true
-			}
-			clear(s.replay[len(keep):])
-			s.setReplay(keep)
+			progressed = s.replayPass()
 		}
 		if !s.anyPermits() {
 			return
@@ -430,48 +438,224 @@ func (s *subscription) dispatch() {
 				// the client validate (it acks with validation_error).
 				m = entryMeta{numMsgs: 1}
 			}
-			pe := &pendingEntry{pos: e.Pos, data: e.Data, numMsgs: max(m.numMsgs, 1), key: m.key}
+			pe := &pendingEntry{pos: e.Pos, data: e.Data, numMsgs: max(m.numMsgs, 1)}
+			if len(m.key) > 0 {
+				// A copy: the parsed key points into the entry's bytes,
+				// which the pending entry must not keep alive.
+				pe.key = append([]byte(nil), m.key...)
+			}
 			if m.deliverAt > now && (s.typ == SubShared || s.typ == SubKeyShared) {
 				s.addDelayed(pe, m.deliverAt)
 				continue
 			}
-			c := s.sel.pick(pe.key)
+			c := s.pick(pe.key)
 			if c == nil || len(s.replay) > 0 && s.typ != SubKeyShared {
 				s.insertReplay(pe)
 				continue
 			}
-			s.deliver(c, pe)
+			s.assign(c, pe)
+			s.send(pe)
 		}
 	}
+}
+
+// replayPass assigns replay entries (in position order) to consumers, up
+// to one read batch, re-reads the bytes of those that have none from
+// storage in one call, and sends them. It reports whether anything was
+// delivered or dropped.
+func (s *subscription) replayPass() bool {
+	progressed := false
+	var batch []*pendingEntry
+	keep := s.replay[:0]
+	for i, pe := range s.replay {
+		if len(batch) >= s.batch || !s.anyPermits() {
+			keep = append(keep, s.replay[i:]...)
+			break
+		}
+		if s.cur.IsAcked(pe.pos) {
+			delete(s.redelivered, pe.pos)
+			progressed = true
+			continue
+		}
+		c := s.pick(pe.key)
+		if c == nil {
+			keep = append(keep, pe)
+			if s.typ != SubKeyShared {
+				keep = append(keep, s.replay[i+1:]...)
+				break
+			}
+			continue
+		}
+		s.assign(c, pe)
+		batch = append(batch, pe)
+	}
+	clear(s.replay[len(keep):])
+	s.setReplay(keep)
+	if len(batch) == 0 {
+		return progressed
+	}
+	sent := s.load(batch)
+	for _, pe := range batch {
+		if pe.data != nil {
+			s.send(pe)
+		}
+	}
+	return progressed || sent > 0
+}
+
+// load fills in the bytes of the assigned entries in batch that have
+// none, from storage. Entries no longer stored are forgotten (their
+// assignment undone); on any other read error the entries without bytes
+// go back to the replay set for a later pass. It returns how many entries
+// of batch have their bytes.
+func (s *subscription) load(batch []*pendingEntry) int {
+	var missing []*pendingEntry
+	for _, pe := range batch {
+		if pe.data == nil {
+			missing = append(missing, pe)
+		}
+	}
+	if len(missing) == 0 {
+		return len(batch)
+	}
+	ps := make([]position, len(missing))
+	for i, pe := range missing {
+		ps[i] = pe.pos
+	}
+	data, err := s.cur.ReadAt(ps)
+	if err == nil && len(data) == len(missing) {
+		for i, pe := range missing {
+			pe.data = data[i]
+		}
+		return len(batch)
+	}
+	n := len(batch) - len(missing)
+	if errors.Is(err, errEntryGone) {
+		for _, pe := range missing {
+			d, err := s.cur.ReadAt([]position{pe.pos})
+			switch {
+			case err == nil && len(d) == 1:
+				pe.data = d[0]
+				n++
+			case errors.Is(err, errEntryGone):
+				s.unassign(pe)
+				delete(s.redelivered, pe.pos)
+			default:
+				s.unassign(pe)
+				s.insertReplay(pe)
+			}
+		}
+		return n
+	}
+	s.readFailLog.log(s.log, slog.LevelWarn, "redelivery read failed", "topic", s.topic, "sub", s.name, "entries", len(missing), "err", err)
+	for _, pe := range missing {
+		s.unassign(pe)
+		s.insertReplay(pe)
+	}
+	return n
 }
 
 // readSize is how many entries to read next: no more than the permits
 // available (every entry holds at least one message), so a consumer with
-// a small window does not make the subscription read far ahead. Key_Shared
-// reads a full batch: entries for blocked keys wait in the replay set.
+// a small window does not make the subscription read far ahead, and no
+// more than the unacked limits leave room for. Key_Shared reads a full
+// batch: entries for blocked keys wait in the replay set.
 func (s *subscription) readSize() int {
 	if s.typ == SubKeyShared {
 		return s.batch
 	}
+	perC, perS := s.unackedLimits()
 	n := 0
 	for _, c := range s.consumers {
 		if c.available() {
-			n += c.permits
+			p := c.permits
+			if perC > 0 {
+				p = min(p, perC-c.unackedMsg)
+			}
+			n += max(p, 0)
 			if n >= s.batch {
-				return s.batch
+				n = s.batch
+				break
 			}
 		}
+	}
+	if perS > 0 {
+		n = min(n, perS-s.unacked)
 	}
 	return max(n, 1)
 }
 
-// deliver sends pe to c and records it as pending on c.
-func (s *subscription) deliver(c *consumer, pe *pendingEntry) {
+// unackedLimits returns the limits that apply to this subscription now:
+// only Shared and Key_Shared block on unacked messages (as in Pulsar).
+func (s *subscription) unackedLimits() (perConsumer, perSub int) {
+	if s.limits == nil || (s.typ != SubShared && s.typ != SubKeyShared) {
+		return 0, 0
+	}
+	return s.limits()
+}
+
+// addUnacked changes c's unacked message count and the subscription's.
+func (s *subscription) addUnacked(c *consumer, n int) {
+	c.unackedMsg += n
+	s.unacked += n
+}
+
+// refreshBlocked unblocks consumers and the subscription whose unacked
+// count fell to half of their limit or below (or whose limit was lifted),
+// as Pulsar does. It reports whether anything was unblocked.
+func (s *subscription) refreshBlocked() bool {
+	perC, perS := s.unackedLimits()
+	changed := false
+	for _, c := range s.consumers {
+		if c.blocked && (perC <= 0 || c.unackedMsg <= perC/2) {
+			c.blocked = false
+			changed = true
+		}
+	}
+	if s.blocked && (perS <= 0 || s.unacked <= perS/2) {
+		s.blocked = false
+		changed = true
+	}
+	return changed
+}
+
+// assign records pe as pending on c (permits, unacked counts, blocking);
+// send then delivers it.
+func (s *subscription) assign(c *consumer, pe *pendingEntry) {
 	pe.owner = c
 	c.pending[pe.pos] = pe
 	s.pending[pe.pos] = pe
 	c.permits -= pe.numMsgs
-	c.unackedMsg += pe.numMsgs
+	s.addUnacked(c, pe.numMsgs)
+	if perC, perS := s.unackedLimits(); perC > 0 || perS > 0 {
+		if perC > 0 && c.unackedMsg >= perC {
+			c.blocked = true
+		}
+		if perS > 0 && s.unacked >= perS {
+			s.blocked = true
+		}
+	}
+}
+
+// unassign undoes assign for an entry that was not sent.
+func (s *subscription) unassign(pe *pendingEntry) {
+	c := pe.owner
+	if c == nil {
+		return
+	}
+	pe.owner = nil
+	delete(c.pending, pe.pos)
+	delete(s.pending, pe.pos)
+	c.permits += pe.numMsgs
+	s.addUnacked(c, -pe.numMsgs)
+	s.refreshBlocked()
+}
+
+// send sends an assigned entry (with its bytes) to its consumer, then
+// drops the bytes unless the cursor cannot re-read them: a pending entry
+// holds its position only.
+func (s *subscription) send(pe *pendingEntry) {
+	c := pe.owner
 	c.msgOut += int64(pe.numMsgs)
 	c.bytesOut += int64(len(pe.data))
 	s.msgOut += int64(pe.numMsgs)
@@ -482,10 +666,15 @@ func (s *subscription) deliver(c *consumer, pe *pendingEntry) {
 		ackSet = s.cur.BatchAckSet(pe.pos)
 	}
 	c.sink.sendMessage(c.id, pe.pos, s.redelivered[pe.pos], ackSet, pe.data)
+	if !s.keepData {
+		pe.data = nil
+	}
 }
 
 func (s *subscription) addDelayed(pe *pendingEntry, at int64) {
-	pe.key = append(pe.key[:0:0], pe.key...)
+	if !s.keepData {
+		pe.data = nil // re-read when due
+	}
 	s.delayed = append(s.delayed, pe)
 	slices.SortStableFunc(s.delayed, func(a, b *pendingEntry) int { return a.pos.Compare(b.pos) })
 	s.delayedAt(pe, at)

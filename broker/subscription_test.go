@@ -289,3 +289,55 @@ func TestSubscriptionReadsNoFurtherThanPermits(t *testing.T) {
 		t.Fatalf("sent %v, cursor read up to %d; want [0 1] and 2", got, read)
 	}
 }
+
+// TestSubscriptionPendingKeepsPositions: delivered entries keep no bytes;
+// a redelivery re-reads them from the cursor's storage in one read, and
+// an entry no longer stored is dropped instead of blocking the others.
+func TestSubscriptionPendingKeepsPositions(t *testing.T) {
+	cur := newFakeCursor()
+	for i := 0; i < 5; i++ {
+		cur.add(fakeEntry(1, "k"))
+	}
+	s := testSub(t, SubShared, cur)
+	sink := newRecSink()
+	a := newConsumer(1, "a", sink)
+	addC(t, s, a, SubShared)
+	flow(s, a, 10)
+	if got := positions(sink.take()); !slices.Equal(got, []int64{0, 1, 2, 3, 4}) {
+		t.Fatalf("sent %v", got)
+	}
+	s.call(func() {
+		for pos, pe := range a.pending {
+			if pe.data != nil {
+				t.Errorf("pending %v keeps %d bytes", pos, len(pe.data))
+			}
+		}
+	})
+	cur.mu.Lock()
+	cur.entries[2] = nil // trimmed from storage
+	reads := cur.reads
+	cur.mu.Unlock()
+	b := newConsumer(2, "b", sink)
+	addC(t, s, b, SubShared)
+	s.call(func() { s.removeConsumerLocked(a) })
+	flow(s, b, 10)
+	got := sink.take()
+	if p := positions(got); !slices.Equal(p, []int64{0, 1, 3, 4}) {
+		t.Fatalf("redelivered %v, want [0 1 3 4]", p)
+	}
+	for _, m := range got {
+		if m.consumer != 2 || m.redelivered != 1 || len(m.data) != 5 {
+			t.Fatalf("redelivery %+v", m)
+		}
+	}
+	cur.mu.Lock()
+	if cur.reads <= reads {
+		t.Fatal("redelivery did not re-read")
+	}
+	cur.mu.Unlock()
+	var unacked int
+	s.call(func() { unacked = b.unackedMsg + s.unacked })
+	if unacked != 8 {
+		t.Fatalf("consumer+subscription unacked %d, want 4+4", unacked)
+	}
+}

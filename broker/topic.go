@@ -102,6 +102,15 @@ func newTopic(b *Broker, tn topicName, ml ManagedLedger, pol *policy.Resolved) *
 
 func (t *topic) persistent() bool { return t.ml != nil }
 
+// unackedLimits returns the topic's maxUnackedMessagesPerConsumer and
+// ...PerSubscription (0: unlimited) for its subscriptions.
+func (t *topic) unackedLimits() (perConsumer, perSub int) {
+	if p := t.pol.Load(); p != nil {
+		return p.MaxUnackedPerConsumer, p.MaxUnackedPerSubscription
+	}
+	return 0, 0
+}
+
 // publishSubsLocked refreshes the lock-free subscription list.
 func (t *topic) publishSubsLocked() {
 	l := slices.Collect(maps.Values(t.mu.subs))

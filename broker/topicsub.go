@@ -76,7 +76,7 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 	if err != nil {
 		return nil, &errSubscribe{codeUnknownError, fmt.Sprintf("open cursor: %v", err)}
 	}
-	s := newSubscription(req.sub, t.full, req.typ, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.log)
+	s := newSubscription(req.sub, t.full, req.typ, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.unackedLimits, t.log)
 	t.mu.subs[req.sub] = s
 	t.publishSubsLocked()
 	return s, nil
@@ -89,7 +89,7 @@ func (t *topic) loadSubscription(name string) error {
 	if err != nil {
 		return err
 	}
-	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.log)
+	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.unackedLimits, t.log)
 	t.mu.Lock()
 	t.mu.subs[name] = s
 	t.publishSubsLocked()
@@ -303,3 +303,7 @@ func (c *npCursor) Seek(position) error          { c.q = nil; return nil }
 func (c *npCursor) SeekTime(int64) error         { c.q = nil; return nil }
 func (c *npCursor) Backlog() (int64, int64)      { return 0, 0 }
 func (c *npCursor) Durable() bool                { return false }
+
+// ReadAt: a non-persistent topic stores nothing (its pending entries keep
+// their bytes instead).
+func (c *npCursor) ReadAt(ps []position) ([][]byte, error) { return nil, errEntryGone }

@@ -112,6 +112,25 @@ func (ml *ManagedLedger) ReadEntry(ctx context.Context, p Position) (Entry, erro
 	return es[0], nil
 }
 
+// ReadPositions reads the entries at ps (ascending, each confirmed and
+// retained), from the entry cache where possible and otherwise from the
+// ledgers, in as few reads as consecutive runs allow. A position that is
+// not (or no longer) in the ledger fails the whole call with
+// ErrInvalidPosition; callers re-reading positions they hold (a
+// dispatcher's redeliveries) drop those and retry with the rest.
+func (ml *ManagedLedger) ReadPositions(ctx context.Context, ps []Position) ([]Entry, error) {
+	ml.mu.RLock()
+	for _, p := range ps {
+		i := ml.ledgers.find(p.LedgerID)
+		if !(i < len(ml.ledgers) && ml.ledgers[i].LedgerID == p.LedgerID && p.EntryID >= 0 && p.EntryID < ml.ledgers[i].Entries) {
+			ml.mu.RUnlock()
+			return nil, fmt.Errorf("read %s: %w", p, ErrInvalidPosition)
+		}
+	}
+	ml.mu.RUnlock()
+	return ml.readPositions(ctx, ps)
+}
+
 // FindByPublishTime returns the position of the first entry whose publish
 // time (extracted by publishTime from the entry bytes) is >= t, by binary
 // search over all entries (publish times are assumed non-decreasing, as

@@ -8,6 +8,10 @@ type Defaults struct {
 	Deduplication bool
 	// AutoTopicCreation is the broker's allowAutoTopicCreation.
 	AutoTopicCreation bool
+	// MaxUnackedPerConsumer and MaxUnackedPerSubscription are the
+	// broker's maxUnackedMessagesPerConsumer / ...PerSubscription (0:
+	// unlimited).
+	MaxUnackedPerConsumer, MaxUnackedPerSubscription int
 }
 
 // Resolved is the effective policy of one topic: for every field the most
@@ -31,13 +35,19 @@ type Resolved struct {
 	// 0 asks for a partitioned topic of that many partitions.
 	AutoCreate     bool
 	AutoPartitions int
+	// MaxUnackedPerConsumer and MaxUnackedPerSubscription stop dispatch
+	// on Shared and Key_Shared subscriptions to a consumer (subscription)
+	// holding that many unacknowledged messages, until acks bring it to
+	// half (0: unlimited).
+	MaxUnackedPerConsumer, MaxUnackedPerSubscription int
 }
 
 // Resolve merges layers, most specific first (nil layers are skipped),
 // over d.
 func Resolve(d Defaults, layers ...*Policies) *Resolved {
-	r := &Resolved{Deduplication: d.Deduplication, AutoCreate: d.AutoTopicCreation}
-	var ttl, maxP, maxC, ret, quotas, dedup, auto bool
+	r := &Resolved{Deduplication: d.Deduplication, AutoCreate: d.AutoTopicCreation,
+		MaxUnackedPerConsumer: d.MaxUnackedPerConsumer, MaxUnackedPerSubscription: d.MaxUnackedPerSubscription}
+	var ttl, maxP, maxC, ret, quotas, dedup, auto, unC, unS bool
 	for _, p := range layers {
 		if p == nil {
 			continue
@@ -50,6 +60,12 @@ func Resolve(d Defaults, layers ...*Policies) *Resolved {
 		}
 		if !maxC && p.MaxConsumersPerTopic != nil {
 			maxC, r.MaxConsumers = true, *p.MaxConsumersPerTopic
+		}
+		if !unC && p.MaxUnackedMessagesPerConsumer != nil {
+			unC, r.MaxUnackedPerConsumer = true, *p.MaxUnackedMessagesPerConsumer
+		}
+		if !unS && p.MaxUnackedMessagesPerSubscription != nil {
+			unS, r.MaxUnackedPerSubscription = true, *p.MaxUnackedMessagesPerSubscription
 		}
 		if !ret && p.RetentionPolicies != nil {
 			rp := *p.RetentionPolicies

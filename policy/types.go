@@ -20,14 +20,18 @@ type Policies struct {
 	AuthPolicies        json.RawMessage `json:"auth_policies,omitempty"`
 	// SubscriptionAuthMode is "None" or "Prefix"; package auth reads and
 	// writes it with AuthPolicies (kept here so policy updates keep it).
-	SubscriptionAuthMode      string                  `json:"subscription_auth_mode,omitempty"`
-	RetentionPolicies         *RetentionPolicies      `json:"retention_policies,omitempty"`
-	MessageTTLInSeconds       *int                    `json:"message_ttl_in_seconds,omitempty"`
-	BacklogQuotaMap           map[string]BacklogQuota `json:"backlog_quota_map,omitempty"`
-	DeduplicationEnabled      *bool                   `json:"deduplicationEnabled,omitempty"`
-	MaxProducersPerTopic      *int                    `json:"max_producers_per_topic,omitempty"`
-	MaxConsumersPerTopic      *int                    `json:"max_consumers_per_topic,omitempty"`
-	AutoTopicCreationOverride *AutoTopicCreation      `json:"autoTopicCreationOverride,omitempty"`
+	SubscriptionAuthMode string                  `json:"subscription_auth_mode,omitempty"`
+	RetentionPolicies    *RetentionPolicies      `json:"retention_policies,omitempty"`
+	MessageTTLInSeconds  *int                    `json:"message_ttl_in_seconds,omitempty"`
+	BacklogQuotaMap      map[string]BacklogQuota `json:"backlog_quota_map,omitempty"`
+	DeduplicationEnabled *bool                   `json:"deduplicationEnabled,omitempty"`
+	MaxProducersPerTopic *int                    `json:"max_producers_per_topic,omitempty"`
+	MaxConsumersPerTopic *int                    `json:"max_consumers_per_topic,omitempty"`
+	// MaxUnackedMessagesPerConsumer / ...PerSubscription override the
+	// broker's limits (0: unlimited).
+	MaxUnackedMessagesPerConsumer     *int               `json:"max_unacked_messages_per_consumer,omitempty"`
+	MaxUnackedMessagesPerSubscription *int               `json:"max_unacked_messages_per_subscription,omitempty"`
+	AutoTopicCreationOverride         *AutoTopicCreation `json:"autoTopicCreationOverride,omitempty"`
 }
 
 // BundlesData is a namespace's bundle split (Magnetar keeps one bundle

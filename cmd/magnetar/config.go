@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/internal/conf"
 )
 
@@ -29,6 +30,27 @@ type serviceFlags struct {
 	autoTopicCreation bool
 	keepAlive         time.Duration
 	dispatchBatch     int
+	maxUnackedC       int
+	maxUnackedS       int
+	maxPartitions     int
+}
+
+// apply copies the settings shared by standalone and broker into c (a
+// limit of 0 is Pulsar's "unlimited", a negative value in Config).
+func (s *serviceFlags) apply(c *broker.Config) {
+	c.ClusterName = s.clusterName
+	c.DisableAutoTopicCreation = !s.autoTopicCreation
+	c.KeepAliveInterval = s.keepAlive
+	c.DispatchBatch = s.dispatchBatch
+	unlimited := func(n int) int {
+		if n <= 0 {
+			return -1
+		}
+		return n
+	}
+	c.MaxUnackedPerConsumer = unlimited(s.maxUnackedC)
+	c.MaxUnackedPerSubscription = unlimited(s.maxUnackedS)
+	c.MaxPartitionsPerTopic = unlimited(s.maxPartitions)
 }
 
 // register adds the flags; cluster is the --cluster-name default, ""
@@ -40,6 +62,9 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.BoolVar(&s.autoTopicCreation, "allow-auto-topic-creation", true, "create topics on first use by a producer or consumer")
 	fl.DurationVar(&s.keepAlive, "keep-alive-interval", 30*time.Second, "ping idle clients this often; close them after 2.5 intervals of silence")
 	fl.IntVar(&s.dispatchBatch, "dispatch-batch", 100, "most entries one dispatcher read fetches")
+	fl.IntVar(&s.maxUnackedC, "max-unacked-messages-per-consumer", broker.DefaultMaxUnackedPerConsumer, "Shared/Key_Shared: stop dispatching to a consumer holding this many unacked messages until half are acked (0: unlimited)")
+	fl.IntVar(&s.maxUnackedS, "max-unacked-messages-per-subscription", broker.DefaultMaxUnackedPerSubscription, "Shared/Key_Shared: the same for a whole subscription (0: unlimited)")
+	fl.IntVar(&s.maxPartitions, "max-partitions-per-topic", broker.DefaultMaxPartitionsPerTopic, "most partitions a partitioned topic may have (0: up to 2^31-1)")
 }
 
 func addConfigFlag(c *cobra.Command) {
@@ -222,6 +247,9 @@ var brokerKeys = []conf.Key{
 	{Names: []string{"allowAutoTopicCreation"}, Flag: "allow-auto-topic-creation"},
 	{Names: []string{"keepAliveIntervalSeconds"}, Flag: "keep-alive-interval", Convert: seconds},
 	{Names: []string{"dispatcherMaxReadBatchSize"}, Flag: "dispatch-batch"},
+	{Names: []string{"maxUnackedMessagesPerConsumer"}, Flag: "max-unacked-messages-per-consumer"},
+	{Names: []string{"maxUnackedMessagesPerSubscription"}, Flag: "max-unacked-messages-per-subscription"},
+	{Names: []string{"maxNumPartitionsPerPartitionedTopic"}, Flag: "max-partitions-per-topic"},
 }
 
 var brokerFixed = []conf.Fixed{

@@ -23,7 +23,7 @@ func TestStandaloneFromClientTestsConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startStandalone(t, t.TempDir(), "--config", cfg)
-	if log := p.log(); !strings.Contains(log, "ignoring 5 configuration keys") || !strings.Contains(log, "replicationConnectionsPerBroker") {
+	if log := p.log(); !strings.Contains(log, "ignoring 4 configuration keys") || !strings.Contains(log, "replicationConnectionsPerBroker") {
 		t.Fatalf("unknown keys not reported once:\n%s", log)
 	}
 	c := p.client(t)

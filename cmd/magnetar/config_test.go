@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/internal/conf"
 )
 
@@ -60,6 +61,9 @@ var keyCases = map[string][]keyCase{
 		{"subscriptionKeySharedEnable", "true", "", ""},
 		{"keepAliveIntervalSeconds", "7", "keep-alive-interval", "7s"},
 		{"dispatcherMaxReadBatchSize", "42", "dispatch-batch", "42"},
+		{"maxUnackedMessagesPerConsumer", "10", "max-unacked-messages-per-consumer", "10"},
+		{"maxUnackedMessagesPerSubscription", "0", "max-unacked-messages-per-subscription", "0"},
+		{"maxNumPartitionsPerPartitionedTopic", "64", "max-partitions-per-topic", "64"},
 		{"managedLedgerDefaultEnsembleSize", "1", "", ""},
 		{"managedLedgerDefaultWriteQuorum", "1", "", ""},
 		{"managedLedgerDefaultAckQuorum", "1", "", ""},
@@ -80,6 +84,9 @@ var keyCases = map[string][]keyCase{
 		{"subscriptionKeySharedEnable", "true", "", ""},
 		{"keepAliveIntervalSeconds", "7", "keep-alive-interval", "7s"},
 		{"dispatcherMaxReadBatchSize", "42", "dispatch-batch", "42"},
+		{"maxUnackedMessagesPerConsumer", "10", "max-unacked-messages-per-consumer", "10"},
+		{"maxUnackedMessagesPerSubscription", "0", "max-unacked-messages-per-subscription", "0"},
+		{"maxNumPartitionsPerPartitionedTopic", "64", "max-partitions-per-topic", "64"},
 		{"managedLedgerDefaultEnsembleSize", "5", "ensemble", "5"},
 		{"managedLedgerDefaultWriteQuorum", "4", "write-quorum", "4"},
 		{"managedLedgerDefaultAckQuorum", "3", "ack-quorum", "3"},
@@ -253,5 +260,20 @@ func TestConfigDump(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("dump lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestServiceFlagsLimits: Pulsar's 0 ("unlimited") for the unacked and
+// partition limits becomes the broker's negative "unlimited"; other
+// values pass through.
+func TestServiceFlagsLimits(t *testing.T) {
+	var c broker.Config
+	(&serviceFlags{maxUnackedC: 0, maxUnackedS: 7, maxPartitions: 0}).apply(&c)
+	if c.MaxUnackedPerConsumer != -1 || c.MaxUnackedPerSubscription != 7 || c.MaxPartitionsPerTopic != -1 {
+		t.Fatalf("limits %d %d %d", c.MaxUnackedPerConsumer, c.MaxUnackedPerSubscription, c.MaxPartitionsPerTopic)
+	}
+	c.EnsureDefaults()
+	if c.MaxUnackedPerConsumer != -1 || c.MaxPartitionsPerTopic != -1 {
+		t.Fatal("EnsureDefaults replaced an explicit unlimited")
 	}
 }

@@ -1,0 +1,100 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+)
+
+// TestUnackedLimitEndpoints: the namespace endpoints for
+// maxUnackedMessagesPerConsumer / ...PerSubscription set, read and remove
+// the policy, refuse values outside 0..2^31-1, and a Shared consumer over
+// the limit shows blockedConsumerOnUnackedMsgs in the topic stats.
+func TestUnackedLimitEndpoints(t *testing.T) {
+	tb := startBroker(t, nil)
+	if code, body := httpDo(t, tb, "PUT", "/admin/v2/namespaces/public/unacked", ""); code/100 != 2 {
+		t.Fatalf("create namespace: %d %s", code, body)
+	}
+	for _, ep := range []string{"maxUnackedMessagesPerConsumer", "maxUnackedMessagesPerSubscription"} {
+		path := "/admin/v2/namespaces/public/unacked/" + ep
+		if code, body := httpDo(t, tb, "GET", path, ""); code != 200 || strings.TrimSpace(body) != "null" {
+			t.Fatalf("GET %s unset: %d %q", ep, code, body)
+		}
+		for _, bad := range []string{"-1", "2147483648", "x", ""} {
+			if code, body := httpDo(t, tb, "POST", path, bad); code != 412 && code != 400 {
+				t.Fatalf("POST %s %q: %d %s", ep, bad, code, body)
+			}
+		}
+		if code, body := httpDo(t, tb, "POST", path, "7"); code/100 != 2 {
+			t.Fatalf("POST %s: %d %s", ep, code, body)
+		}
+		if code, body := httpDo(t, tb, "GET", path, ""); code != 200 || strings.TrimSpace(body) != "7" {
+			t.Fatalf("GET %s: %d %q", ep, code, body)
+		}
+		if code, body := httpDo(t, tb, "DELETE", path, ""); code/100 != 2 {
+			t.Fatalf("DELETE %s: %d %s", ep, code, body)
+		}
+		if code, body := httpDo(t, tb, "GET", path, ""); code != 200 || strings.TrimSpace(body) != "null" {
+			t.Fatalf("GET %s after DELETE: %d %q", ep, code, body)
+		}
+	}
+	if code, body := httpDo(t, tb, "POST", "/admin/v2/namespaces/public/unacked/maxUnackedMessagesPerConsumer", "5"); code/100 != 2 {
+		t.Fatalf("set limit: %d %s", code, body)
+	}
+	c := tb.client(t)
+	topic := "persistent://public/unacked/t"
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := 0; i < 20; i++ {
+		if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("m")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	receiveN(t, cons, 5)
+	var st struct {
+		Subscriptions map[string]struct {
+			UnackedMessages                  int  `json:"unackedMessages"`
+			BlockedSubscriptionOnUnackedMsgs bool `json:"blockedSubscriptionOnUnackedMsgs"`
+			Consumers                        []struct {
+				UnackedMessages              int  `json:"unackedMessages"`
+				BlockedConsumerOnUnackedMsgs bool `json:"blockedConsumerOnUnackedMsgs"`
+			} `json:"consumers"`
+		} `json:"subscriptions"`
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, body := httpDo(t, tb, "GET", "/admin/v2/persistent/public/unacked/t/stats", "")
+		if code != 200 {
+			t.Fatalf("stats: %d %s", code, body)
+		}
+		if !strings.Contains(body, `"blockedSubscriptionOnUnackedMsgs":false`) {
+			t.Fatalf("stats lack blockedSubscriptionOnUnackedMsgs: %s", body)
+		}
+		if err := json.Unmarshal([]byte(body), &st); err != nil {
+			t.Fatal(err)
+		}
+		s := st.Subscriptions["s"]
+		if len(s.Consumers) == 1 && s.Consumers[0].BlockedConsumerOnUnackedMsgs {
+			if s.Consumers[0].UnackedMessages != 5 || s.UnackedMessages != 5 {
+				t.Fatalf("blocked with %d unacked (subscription %d), want 5", s.Consumers[0].UnackedMessages, s.UnackedMessages)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("consumer not reported blocked: %s", body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
