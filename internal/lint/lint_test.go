@@ -33,6 +33,7 @@ var allowed = map[string][]string{
 	"autorecovery":       {"internal", "ledger", "metadata", "protocol/bkproto"},
 	"ledger":             {"internal", "protocol/bkproto", "metadata"},
 	"mledger":            {"internal", "ledger", "metadata", "mledger"},
+	"offload":            {"internal"},
 	"auth":               {"internal", "metadata"},
 	"policy":             {"internal", "metadata", "bundle"},
 	"broker":             {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "bundle", "cluster"},
