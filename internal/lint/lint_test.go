@@ -32,7 +32,7 @@ var allowed = map[string][]string{
 	"bookie/server":      {"internal", "bookie", "protocol/bkproto", "metadata"},
 	"autorecovery":       {"internal", "ledger", "metadata", "protocol/bkproto"},
 	"ledger":             {"internal", "protocol/bkproto", "metadata"},
-	"mledger":            {"internal", "ledger", "metadata", "mledger"},
+	"mledger":            {"internal", "ledger", "metadata", "mledger", "offload"},
 	"offload":            {"internal"},
 	"auth":               {"internal", "metadata"},
 	"policy":             {"internal", "metadata", "bundle"},
