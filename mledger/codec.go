@@ -417,6 +417,9 @@ type LedgerInfo struct {
 	Messages int64
 	// Timestamp is the close time (unix ms); 0 while the ledger is open.
 	Timestamp int64
+	// Offload is the ledger's offload state (nil: never offloaded). The
+	// pointee is never modified: a change replaces the pointer.
+	Offload *OffloadContext
 }
 
 // mlInfo is the value of the managed ledger's metadata node.
@@ -434,6 +437,15 @@ func appendInfo(dst []byte, in *mlInfo) []byte {
 	if in.terminated {
 		flags |= 1
 	}
+	nOff := 0
+	for _, l := range in.ledgers {
+		if l.Offload != nil {
+			nOff++
+		}
+	}
+	if nOff > 0 {
+		flags |= infoFlagOffload
+	}
 	dst = append(dst, formatVersion, flags)
 	dst = binary.AppendUvarint(dst, uint64(len(in.ledgers)))
 	prev := int64(0)
@@ -445,6 +457,9 @@ func appendInfo(dst []byte, in *mlInfo) []byte {
 		dst = binary.AppendUvarint(dst, uint64(l.Messages))
 		dst = binary.AppendVarint(dst, l.Timestamp)
 	}
+	if nOff > 0 {
+		dst = appendOffloadSection(dst, in.ledgers, nOff)
+	}
 	return dst
 }
 
@@ -452,7 +467,8 @@ func decodeInfo(src []byte) (rest []byte, in *mlInfo, err error) {
 	if len(src) < 2 || src[0] != formatVersion {
 		return src, nil, corruptf("managed ledger info version")
 	}
-	in = &mlInfo{terminated: src[1]&1 != 0}
+	flags := src[1]
+	in = &mlInfo{terminated: flags&1 != 0}
 	src, n, err := readUvarint(src[2:])
 	if err != nil {
 		return src, nil, err
@@ -487,6 +503,11 @@ func decodeInfo(src []byte) (rest []byte, in *mlInfo, err error) {
 		prev = l.LedgerID
 		l.Entries, l.Size, l.Messages = int64(e), int64(s), int64(m)
 		in.ledgers = append(in.ledgers, l)
+	}
+	if flags&infoFlagOffload != 0 {
+		if src, err = decodeOffloadSection(src, in.ledgers); err != nil {
+			return src, nil, err
+		}
 	}
 	return src, in, nil
 }

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/magnetar-mq/magnetar/offload"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite golden files in testdata/golden")
@@ -185,5 +188,37 @@ func TestSnapshotCapDropsFarAcks(t *testing.T) {
 	}
 	if !got.isAcked(Position{1, 1}) || got.isAcked(Position{5, 99999}) {
 		t.Fatal("cap did not keep the acks nearest mark-delete")
+	}
+}
+
+func TestInfoOffloadSectionRoundTrip(t *testing.T) {
+	in := &mlInfo{ledgers: []LedgerInfo{
+		{LedgerID: 3, Entries: 10, Size: 100, Messages: 10, Timestamp: 5},
+		{LedgerID: 7, Entries: 1, Size: 1, Messages: 1, Timestamp: 6, Offload: &OffloadContext{
+			UID: offload.NewUID(), Complete: true, BookkeeperDeleted: true, Timestamp: math.MaxInt64,
+			Driver: "aws-s3", DriverMetadata: map[string]string{"bucket": "b", "region": ""}}},
+		{LedgerID: math.MaxInt64, Offload: &OffloadContext{UID: offload.NewUID()}},
+	}}
+	b := appendInfo(nil, in)
+	if b[1]&infoFlagOffload == 0 {
+		t.Fatal("flag not set")
+	}
+	_, out, err := decodeInfo(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Fatalf("round trip:\n%+v\n%+v", in.ledgers[1].Offload, out.ledgers[1].Offload)
+	}
+	// Truncations are errors, never panics.
+	for i := 2; i < len(b); i++ {
+		if _, _, err := decodeInfo(b[:i]); err == nil {
+			t.Fatalf("truncated to %d bytes: decoded", i)
+		}
+	}
+	// Without offload contexts the bytes are exactly version 1's.
+	plain := &mlInfo{ledgers: in.ledgers[:1]}
+	if bb := appendInfo(nil, plain); bb[1] != 0 {
+		t.Fatal("offload flag set without contexts")
 	}
 }

@@ -34,6 +34,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now returns the current time; default time.Now.
 	Now func() time.Time
+	// Offloader reads and deletes offloaded ledgers of managed ledgers
+	// whose Config names none (the broker's configured offloader); nil:
+	// none.
+	Offloader Offloader
 }
 
 // EnsureDefaults fills zero fields with defaults.
@@ -124,6 +128,9 @@ type Config struct {
 	// MaxAddRetries is how often one add is re-sent to a new ledger after
 	// a write error; default 3.
 	MaxAddRetries int
+	// Offload is the tiered-storage policy (zero: no automatic offload;
+	// see OffloadPolicy).
+	Offload OffloadPolicy
 }
 
 // EnsureDefaults fills zero fields with defaults.

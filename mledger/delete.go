@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 
 	"github.com/magnetar-mq/magnetar/metadata"
@@ -23,7 +24,14 @@ func (ml *ManagedLedger) Delete(ctx context.Context) error {
 	for _, l := range ml.info.ledgers {
 		ledgers = append(ledgers, l.LedgerID)
 	}
+	infos := slices.Clone(ml.info.ledgers)
 	ml.infoMu.Unlock()
+	// Offloaded objects go first: if the object store cannot delete
+	// them the managed ledger stays (and the delete can be retried)
+	// rather than orphaning them.
+	if err := deleteOffloaded(ctx, ml.offloader(), infos); err != nil {
+		return err
+	}
 	return deleteStored(ctx, ml.meta, ml.store, ml.path, ledgers)
 }
 
@@ -54,6 +62,9 @@ func (f *Factory) Delete(ctx context.Context, name string) error {
 	var ledgers []int64
 	for _, l := range info.ledgers {
 		ledgers = append(ledgers, l.LedgerID)
+	}
+	if err := deleteOffloaded(ctx, f.opts.Offloader, info.ledgers); err != nil {
+		return err
 	}
 	return deleteStored(ctx, f.opts.Metadata, f.opts.Ledgers, path, ledgers)
 }

@@ -161,11 +161,55 @@
 // compare-and-set first, then the ledgers are deleted from the store, so a
 // crash in between leaks ledgers but never drops listed ones.
 //
+// # Tiered storage (offload.go)
+//
+// A closed, non-empty ledger can be copied to an object store (package
+// offload) and then read from there; the ledger stays in the list, only
+// its LedgerInfo.Offload changes. One offload runs per managed ledger
+// at a time (ErrOffloadInProgress). Manual: Offload/StartOffload(upTo)
+// take every closed, non-empty, not yet offloaded ledger before upTo's
+// ledger. Automatic (each tick, with Config.Offload.Offloader set):
+// walking from the newest ledger and summing sizes, a ledger is due when
+// the sum exceeds ThresholdBytes or it was closed ThresholdSeconds ago;
+// after a failed run the next automatic one waits 1 s doubling to 1 min.
+//
+// Per ledger, two phases with the info compare-and-set between them:
+// (1) objects of an earlier, incomplete attempt (uid recorded, complete
+// false) are deleted; if that fails the attempt stops and the old uid
+// stays recorded; (2) a fresh uid is recorded, complete = false, before
+// any object is written; (3) the offloader writes and verifies data and
+// index; (4) complete = true with the completion time is recorded only if
+// the recorded uid is still ours (else the objects are removed:
+// ErrOffloadConflict); (5) the cached read handle is dropped. A crash
+// anywhere leaves either no uid, an incomplete uid (reads stay on the
+// bookies; the next attempt or trimming deletes its objects) or a
+// complete offload. Reads then open the offloaded copy (unless
+// BookkeeperFirst and the bookie copy still exists); a failed open is not
+// cached, so the next read retries. Trim first deletes bookie copies
+// whose DeletionLag has passed since completion: bookkeeperDeleted is
+// recorded, then the ledger is deleted from the store (a crash leaks a
+// bookie ledger, never a reference). Trimming a ledger and deleting the
+// managed ledger delete its objects too (Delete fails, keeping the
+// managed ledger, when they cannot be deleted).
+//
+// The info node records offload contexts after the ledger list, flagged
+// by bit 1 of the flags byte (absent when no ledger has one, so such an
+// info is byte-identical to version 1):
+//
+//	uvarint n, n × (varint ledgerId, 16 bytes uid, byte flags (bit 0
+//	complete, bit 1 bookkeeperDeleted), varint completedMs, string driver,
+//	uvarint nProps, nProps × (string key, string value))
+//
+// An older Magnetar ignores the section and would drop it on its next
+// info write (downgrade after offloading loses the references).
+//
 // # Locking
 //
 // Lock order, outermost first:
 //
 //	Cursor.persistMu → ManagedLedger.infoMu → Cursor.mu → ManagedLedger.mu → Cache.mu
+//
+// ManagedLedger.off.mu (offload state) is a leaf, like Cache.mu.
 //
 // ManagedLedger.infoMu serialises info read-modify-write cycles and the I/O
 // around them (rollover, trim, terminate, close). ManagedLedger.mu guards the

@@ -31,4 +31,14 @@ var (
 	// was exhausted). The entry was not persisted; retrying is safe but may
 	// produce a duplicate if the store had partially written it.
 	ErrWriteFailed = errors.New("mledger: add failed")
+	// ErrOffloadInProgress: an offload of this managed ledger is already
+	// running (Pulsar's "Offload already running"). Retry once it ended.
+	ErrOffloadInProgress = errors.New("mledger: offload already running")
+	// ErrNoOffloader: an offload or a read of offloaded data needs an
+	// offloader and none is configured. Final until one is configured.
+	ErrNoOffloader = errors.New("mledger: no offloader configured")
+	// ErrOffloadConflict: the ledger changed while it was offloaded
+	// (trimmed, or another attempt took it over); this attempt's objects
+	// were removed. Not retried for that ledger.
+	ErrOffloadConflict = errors.New("mledger: offload conflict")
 )

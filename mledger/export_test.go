@@ -15,6 +15,7 @@ func (ml *ManagedLedger) CrashForTest() {
 		op.cb(Position{}, ErrClosed)
 	}
 	ml.wg.Wait()
+	ml.stopOffload()
 	ml.cache.clear()
 	ml.f.forget(ml)
 }

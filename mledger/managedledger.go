@@ -119,6 +119,9 @@ type ManagedLedger struct {
 	// failed is the back-off after rollovers that could not create a
 	// ledger (see writefail.go); mu.
 	failed writeFailure
+
+	// off is the tiered-storage state (offload.go); its own leaf lock.
+	off offloadState
 }
 
 func escapeName(s string) string { return url.PathEscape(s) }
@@ -139,6 +142,7 @@ func openManagedLedger(ctx context.Context, f *Factory, name string, cfg Config)
 		addedCh: make(chan struct{}),
 	}
 	ml.drained = sync.NewCond(&ml.mu)
+	ml.off.policy = cfg.Offload
 	ml.rolloverTime = cfg.MaxLedgerRolloverTime + time.Duration(rand.Float64()*0.05*float64(cfg.MaxLedgerRolloverTime))
 	if err := ml.recover(ctx); err != nil {
 		ml.closeReaders()
@@ -733,6 +737,7 @@ func (ml *ManagedLedger) Close(ctx context.Context) error {
 		op.cb(Position{}, ErrClosed)
 	}
 	ml.wg.Wait() // rollover goroutines see stateClosed and stop
+	ml.stopOffload()
 	var errs []error
 	for _, c := range cursors {
 		errs = append(errs, c.close(ctx))
@@ -832,4 +837,5 @@ func (ml *ManagedLedger) tick(ctx context.Context, now time.Time) {
 			ml.log.Warn("trim", "err", err)
 		}
 	}
+	ml.maybeOffload(now)
 }

@@ -27,9 +27,22 @@ func (ml *ManagedLedger) handle(ctx context.Context, id int64) (entryReader, err
 		ml.mu.RUnlock()
 		return r, nil
 	}
+	var oc *OffloadContext
+	if i := ml.ledgers.find(id); i < len(ml.ledgers) && ml.ledgers[i].LedgerID == id {
+		oc = ml.ledgers[i].Offload
+	}
 	ml.mu.RUnlock()
-	r, err := ml.store.Open(ctx, id)
-	if err != nil {
+	var r ReadLedger
+	var err error
+	if oc != nil && oc.Complete && (oc.BookkeeperDeleted || !ml.offloadPolicy().BookkeeperFirst) {
+		o := ml.offloader()
+		if o == nil {
+			return nil, fmt.Errorf("read offloaded ledger %d: %w", id, ErrNoOffloader)
+		}
+		if r, err = o.Open(ctx, id, oc.UID, oc.DriverMetadata); err != nil {
+			return nil, fmt.Errorf("read offloaded ledger %d: %w", id, err)
+		}
+	} else if r, err = ml.store.Open(ctx, id); err != nil {
 		return nil, fmt.Errorf("open ledger %d: %w", id, err)
 	}
 	ml.mu.Lock()

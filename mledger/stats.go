@@ -9,10 +9,16 @@ type Stats struct {
 	EntriesAddedCounter int64
 	NumberOfEntries     int64
 	TotalSize           int64
-	LastConfirmed       Position
-	Terminated          bool
-	Ledgers             []LedgerInfo
-	Cursors             []CursorStats
+	// OffloadedSize is the size of the ledgers whose offload completed;
+	// BookieSize what the bookies still hold (TotalSize minus the
+	// offloaded ledgers whose bookie copy was deleted).
+	OffloadedSize int64
+	BookieSize    int64
+	Offload       OffloadStatus
+	LastConfirmed Position
+	Terminated    bool
+	Ledgers       []LedgerInfo
+	Cursors       []CursorStats
 }
 
 // CursorStats describes one cursor.
@@ -45,7 +51,14 @@ func (ml *ManagedLedger) Stats() Stats {
 	for _, l := range s.Ledgers {
 		s.NumberOfEntries += l.Entries
 		s.TotalSize += l.Size
+		if l.Offload != nil && l.Offload.Complete {
+			s.OffloadedSize += l.Size
+		}
+		if l.Offload == nil || !l.Offload.BookkeeperDeleted {
+			s.BookieSize += l.Size
+		}
 	}
+	s.Offload = ml.OffloadStatus()
 	for _, c := range cursors {
 		s.Cursors = append(s.Cursors, c.Stats())
 	}

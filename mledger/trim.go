@@ -33,6 +33,11 @@ func (ml *ManagedLedger) Trim(ctx context.Context) error {
 		ml.mu.RUnlock()
 		return ErrClosed
 	}
+	ml.mu.RUnlock()
+	if err := ml.deleteBookieCopiesLocked(ctx, ml.f.opts.Now()); err != nil {
+		return err
+	}
+	ml.mu.RLock()
 	ls := slices.Clone(ml.ledgers)
 	cursors := ml.cursorListLocked()
 	ml.mu.RUnlock()
@@ -55,6 +60,7 @@ func (ml *ManagedLedger) Trim(ctx context.Context) error {
 	}
 	now := ml.f.opts.Now()
 	var victims []int64
+	var offloaded []LedgerInfo
 	var deleted int64
 	for _, l := range ls[:len(ls)-1] {
 		if slowest != nil && slowest.LedgerID <= l.LedgerID &&
@@ -68,6 +74,9 @@ func (ml *ManagedLedger) Trim(ctx context.Context) error {
 			break
 		}
 		victims = append(victims, l.LedgerID)
+		if l.Offload != nil {
+			offloaded = append(offloaded, l)
+		}
 		deleted += l.Size
 	}
 	if len(victims) == 0 {
@@ -86,6 +95,9 @@ func (ml *ManagedLedger) Trim(ctx context.Context) error {
 	ml.mu.Lock()
 	ml.removeLedgersLocked(victims)
 	ml.mu.Unlock()
+	if err := deleteOffloaded(ctx, ml.offloader(), offloaded); err != nil {
+		ml.log.Warn("delete offloaded objects of trimmed ledgers (leaked)", "err", err)
+	}
 	for _, id := range victims {
 		if err := ml.store.Delete(ctx, id); err != nil {
 			ml.log.Warn("delete trimmed ledger (leaked)", "ledger", id, "err", err)
