@@ -1,6 +1,9 @@
 package policy
 
-import "maps"
+import (
+	"maps"
+	"slices"
+)
 
 // Defaults are the broker-wide values a policy falls back to.
 type Defaults struct {
@@ -31,16 +34,22 @@ type Resolved struct {
 	// 0 asks for a partitioned topic of that many partitions.
 	AutoCreate     bool
 	AutoPartitions int
+	// ReplicationClusters are the clusters the topic's messages go to
+	// (the local one included); nil: only the local cluster.
+	ReplicationClusters []string
 }
 
 // Resolve merges layers, most specific first (nil layers are skipped),
 // over d.
 func Resolve(d Defaults, layers ...*Policies) *Resolved {
 	r := &Resolved{Deduplication: d.Deduplication, AutoCreate: d.AutoTopicCreation}
-	var ttl, maxP, maxC, ret, quotas, dedup, auto bool
+	var ttl, maxP, maxC, ret, quotas, dedup, auto, repl bool
 	for _, p := range layers {
 		if p == nil {
 			continue
+		}
+		if !repl && p.ReplicationClusters != nil {
+			repl, r.ReplicationClusters = true, slices.Clone(p.ReplicationClusters)
 		}
 		if !ttl && p.MessageTTLInSeconds != nil {
 			ttl, r.MessageTTLSeconds = true, int64(*p.MessageTTLInSeconds)

@@ -29,6 +29,9 @@ type serviceFlags struct {
 	autoTopicCreation bool
 	keepAlive         time.Duration
 	dispatchBatch     int
+	// configURL is the configuration store shared by the clusters of a
+	// geo-replicated instance ("" = the cluster's own store).
+	configURL string
 }
 
 // register adds the flags; cluster is the --cluster-name default, ""
@@ -40,6 +43,7 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.BoolVar(&s.autoTopicCreation, "allow-auto-topic-creation", true, "create topics on first use by a producer or consumer")
 	fl.DurationVar(&s.keepAlive, "keep-alive-interval", 30*time.Second, "ping idle clients this often; close them after 2.5 intervals of silence")
 	fl.IntVar(&s.dispatchBatch, "dispatch-batch", 100, "most entries one dispatcher read fetches")
+	fl.StringVar(&s.configURL, "configuration-metadata-url", "", "configuration store shared by geo-replicated clusters (clusters, tenants, policies): zk://host:port[,host:port]/chroot; default: this cluster's own metadata store")
 }
 
 func addConfigFlag(c *cobra.Command) {
@@ -217,6 +221,7 @@ var brokerKeys = []conf.Key{
 	{Names: []string{"bindAddress", "webServicePort"}, Flag: "http", Convert: hostPort, Doc: "admin/lookup HTTP address"},
 	{Names: []string{"advertisedAddress"}, Flag: "advertised-host", Doc: "host given to clients in lookups"},
 	{Names: []string{"clusterName"}, Flag: "cluster-name"},
+	{Names: []string{"configurationMetadataStoreUrl", "configurationStoreServers"}, Flag: "configuration-metadata-url", Convert: pulsarMetadataURL, Doc: "shared configuration store (geo-replication)"},
 	{Names: []string{"maxMessageSize"}, Flag: "max-message-size", Doc: "bytes"},
 	{Names: []string{"brokerDeduplicationEnabled"}, Flag: "dedup"},
 	{Names: []string{"allowAutoTopicCreation"}, Flag: "allow-auto-topic-creation"},
@@ -250,7 +255,7 @@ var schemas = map[string]*conf.Schema{
 			{Name: "managedLedgerDefaultWriteQuorum", Value: "1", Why: "the standalone has one bookie"},
 			{Name: "managedLedgerDefaultAckQuorum", Value: "1", Why: "the standalone has one bookie"},
 		}, brokerFixed...),
-		Ignored: append([]string{"metadataStoreUrl", "zookeeperServers", "configurationStoreServers"}, brokerIgnored...),
+		Ignored: append([]string{"metadataStoreUrl", "zookeeperServers"}, brokerIgnored...),
 	},
 	"broker": {
 		Keys: append(append([]conf.Key{}, brokerKeys...),
@@ -269,7 +274,7 @@ var schemas = map[string]*conf.Schema{
 			conf.Key{Names: []string{"loadBalancerAutoBundleSplitEnabled"}, Flag: "disable-bundle-auto-split", Convert: not},
 		),
 		Fixed:   brokerFixed,
-		Ignored: append([]string{"configurationStoreServers", "configurationMetadataStoreUrl"}, brokerIgnored...),
+		Ignored: brokerIgnored,
 	},
 	"bookie": {
 		Keys: []conf.Key{
