@@ -417,7 +417,7 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 	if err != nil {
 		return nil, err
 	}
-	pol := b.resolvePolicies(tn.NamespaceName())
+	pol := b.resolveTopicPolicies(tn)
 	if !tn.IsPersistent() {
 		t := newTopic(b, tn, nil, pol)
 		t.bundleKey = bundleKey
@@ -446,13 +446,21 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 			b.log.Warn("dedup state recovery", "topic", tn.String(), "err", err)
 		}
 	}
-	for _, name := range ml.CursorNames() {
+	names := ml.CursorNames()
+	var replCursors []string
+	for _, name := range names {
+		if strings.HasPrefix(name, ReplicatorPrefix+".") {
+			replCursors = append(replCursors, name)
+			continue
+		}
 		if err := t.loadSubscription(name); err != nil {
 			t.closeAll(false)
 			ml.Close()
 			return nil, fmt.Errorf("broker: load cursor %s of %s: %w", name, tn, err)
 		}
 	}
+	t.dropStaleReplicatorCursors(replCursors)
+	t.checkReplication()
 	b.log.Debug("topic loaded", "topic", tn.String())
 	return t, nil
 }
