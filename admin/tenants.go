@@ -30,10 +30,7 @@ func (a *API) registerClusterRoutes(rt routeTable) {
 		}
 		writeJSON(w, http.StatusOK, cs)
 	})
-	rt.Handle("GET", "/admin/v2/clusters/{cluster}", a.httpGetCluster)
-	rt.Handle("PUT", "/admin/v2/clusters/{cluster}", notImplemented)
-	rt.Handle("POST", "/admin/v2/clusters/{cluster}", notImplemented)
-	rt.Handle("DELETE", "/admin/v2/clusters/{cluster}", notImplemented)
+	a.registerReplicationRoutes(rt)
 	rt.Handle("GET", "/admin/v2/brokers/{cluster}", a.httpListBrokers)
 	rt.Handle("GET", "/admin/v2/bookies/all", a.httpListBookies)
 }
@@ -49,23 +46,6 @@ func (a *API) registerTenantRoutes(rt routeTable) {
 	rt.Handle("GET", "/admin/v2/namespaces/{tenant}/{ns}", a.httpGetNamespace)
 	rt.Handle("PUT", "/admin/v2/namespaces/{tenant}/{ns}", a.httpCreateNamespace)
 	rt.Handle("DELETE", "/admin/v2/namespaces/{tenant}/{ns}", a.httpDeleteNamespace)
-}
-
-func (a *API) httpGetCluster(w http.ResponseWriter, r *http.Request, p params) {
-	cs, err := a.svc.Clusters(r.Context())
-	if err != nil {
-		internalError(w, err)
-		return
-	}
-	if !slices.Contains(cs, p["cluster"]) {
-		writeError(w, http.StatusNotFound, "Cluster does not exist")
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"serviceUrl":       a.svc.WebURL(),
-		"brokerServiceUrl": a.svc.ServiceURL(),
-		"peerClusterNames": []string{},
-	})
 }
 
 func (a *API) httpListBrokers(w http.ResponseWriter, _ *http.Request, p params) {
@@ -200,6 +180,14 @@ func (a *API) httpCreateNamespace(w http.ResponseWriter, r *http.Request, p para
 	if err := readJSONBody(r, pol); err != nil {
 		writeError(w, http.StatusBadRequest, "bad policies: "+err.Error())
 		return
+	}
+	if len(pol.ReplicationClusters) > 0 {
+		list, err := a.checkReplicationClusters(r.Context(), p["tenant"], "namespace ["+ns+"]", pol.ReplicationClusters)
+		if err != nil {
+			writeReplicationError(w, err)
+			return
+		}
+		pol.ReplicationClusters = list
 	}
 	err := a.pol.CreateNamespace(r.Context(), ns, pol)
 	switch {

@@ -251,7 +251,7 @@ func (a *API) httpPartitionedStats(w http.ResponseWriter, r *http.Request, p par
 	agg := &out.TopicStats
 	agg.Publishers = []broker.PublisherStats{}
 	agg.Subscriptions = map[string]broker.SubscriptionStats{}
-	agg.Replication = map[string]any{}
+	agg.Replication = map[string]broker.ReplicatorStats{}
 	agg.DeduplicationStatus = "Disabled"
 	for i := range n {
 		pn := partitionName(topic, i)
@@ -264,7 +264,7 @@ func (a *API) httpPartitionedStats(w http.ResponseWriter, r *http.Request, p par
 			// A partition no client created yet: listed with zero
 			// stats, as Pulsar lists every partition.
 			st = broker.TopicStats{Publishers: []broker.PublisherStats{}, Subscriptions: map[string]broker.SubscriptionStats{},
-				Replication: map[string]any{}, DeduplicationStatus: agg.DeduplicationStatus}
+				Replication: map[string]broker.ReplicatorStats{}, DeduplicationStatus: agg.DeduplicationStatus}
 		}
 		agg.DeduplicationStatus = st.DeduplicationStatus
 		agg.MsgRateIn += st.MsgRateIn
@@ -279,6 +279,28 @@ func (a *API) httpPartitionedStats(w http.ResponseWriter, r *http.Request, p par
 		agg.BacklogSize += st.BacklogSize
 		agg.MsgBacklog += st.MsgBacklog
 		agg.Publishers = append(agg.Publishers, st.Publishers...)
+		for c, rs := range st.Replication {
+			a := agg.Replication[c]
+			a.MsgRateIn += rs.MsgRateIn
+			a.MsgThroughputIn += rs.MsgThroughputIn
+			a.MsgRateOut += rs.MsgRateOut
+			a.MsgThroughputOut += rs.MsgThroughputOut
+			a.MsgRateExpired += rs.MsgRateExpired
+			a.ReplicationBacklog += rs.ReplicationBacklog
+			a.MsgInCount += rs.MsgInCount
+			a.BytesInCount += rs.BytesInCount
+			a.MsgOutCount += rs.MsgOutCount
+			a.BytesOutCount += rs.BytesOutCount
+			a.ReplicationDelayInSeconds = max(a.ReplicationDelayInSeconds, rs.ReplicationDelayInSeconds)
+			a.Connected = rs.Connected && (a.Connected || a.OutboundConnection == "")
+			if rs.OutboundConnection != "" {
+				a.OutboundConnection, a.OutboundConnectedSince = rs.OutboundConnection, rs.OutboundConnectedSince
+			}
+			if rs.InboundConnection != "" {
+				a.InboundConnection, a.InboundConnectedSince = rs.InboundConnection, rs.InboundConnectedSince
+			}
+			agg.Replication[c] = a
+		}
 		for name, ss := range st.Subscriptions {
 			s, seen := agg.Subscriptions[name]
 			if !seen {

@@ -83,11 +83,15 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		return nil, fmt.Errorf("%w: Deps.OpenLedger is nil", ErrBadConfig)
 	}
 	b := &Broker{cfg: cfg, deps: deps, log: cfg.Logger, done: make(chan struct{})}
+	if deps.ConfigStore == nil {
+		deps.ConfigStore = deps.Metadata
+	}
+	b.deps = deps
 	b.policies = deps.Policies
 	if b.policies == nil {
-		b.policies = policy.NewStore(deps.Metadata, cfg.ClusterName)
+		b.policies = policy.NewStore(deps.ConfigStore, cfg.ClusterName)
 	}
-	b.reg = registry{store: deps.Metadata, cluster: cfg.ClusterName, policies: b.policies}
+	b.reg = registry{store: deps.Metadata, config: deps.ConfigStore, cluster: cfg.ClusterName, policies: b.policies}
 	b.schemas = &schemaRegistry{store: deps.Metadata}
 	b.schemas.mu.cache = make(map[string][]schemaEntry)
 	b.mu.topics = make(map[string]*topicLoad)
@@ -151,6 +155,10 @@ func (b *Broker) Start(ctx context.Context) error {
 		}()
 	}
 	if err := b.listenSecure(ctx); err != nil {
+		b.Close()
+		return err
+	}
+	if err := b.registerCluster(ctx); err != nil {
 		b.Close()
 		return err
 	}
@@ -409,7 +417,7 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 	if err != nil {
 		return nil, err
 	}
-	pol := b.resolvePolicies(tn.NamespaceName())
+	pol := b.resolveTopicPolicies(tn)
 	if !tn.IsPersistent() {
 		t := newTopic(b, tn, nil, pol)
 		t.bundleKey = bundleKey
@@ -438,13 +446,21 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 			b.log.Warn("dedup state recovery", "topic", tn.String(), "err", err)
 		}
 	}
-	for _, name := range ml.CursorNames() {
+	names := ml.CursorNames()
+	var replCursors []string
+	for _, name := range names {
+		if strings.HasPrefix(name, ReplicatorPrefix+".") {
+			replCursors = append(replCursors, name)
+			continue
+		}
 		if err := t.loadSubscription(name); err != nil {
 			t.closeAll(false)
 			ml.Close()
 			return nil, fmt.Errorf("broker: load cursor %s of %s: %w", name, tn, err)
 		}
 	}
+	t.dropStaleReplicatorCursors(replCursors)
+	t.checkReplication()
 	b.log.Debug("topic loaded", "topic", tn.String())
 	return t, nil
 }

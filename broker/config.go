@@ -172,6 +172,10 @@ type Deps struct {
 	// DeleteLedger, if set, deletes the managed ledger of a deleted topic
 	// with its ledgers (mledger.Factory.Delete); nil leaves the data.
 	DeleteLedger func(ctx context.Context, name string) error
+	// ConfigStore is the configuration store shared by the clusters of
+	// an instance: clusters, tenants, namespace and topic policies and
+	// partitioned-topic metadata (registry.go). nil: Metadata.
+	ConfigStore metadata.Store
 	// Policies holds tenants, namespaces and their policies; nil: a store
 	// over Metadata. Share it with the admin API so that its writes reach
 	// the broker at once.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -418,7 +419,7 @@ func (c *conn) handleProducer(m *pb.CommandProducer) {
 		name = c.b.newProducerName()
 	}
 	p := &producer{
-		id: pid, name: name, requestID: rid, accessMode: int32(m.GetProducerAccessMode()), epoch: m.GetEpoch(),
+		id: pid, name: name, remote: remoteOfProducer(name), requestID: rid, accessMode: int32(m.GetProducerAccessMode()), epoch: m.GetEpoch(),
 		sink: c, topic: t, metadata: kvMap(m.Metadata), address: c.remote,
 		clientVersion: *c.clientVersion.Load(), connectedSince: time.Now(),
 	}
@@ -498,6 +499,10 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 	}
 	if m.GetSubscription() == "" {
 		c.sendError(rid, codeNotAllowed, "Empty subscription name")
+		return
+	}
+	if strings.HasPrefix(m.GetSubscription(), ReplicatorPrefix+".") {
+		c.sendError(rid, codeNotAllowed, "Subscription name "+m.GetSubscription()+" is reserved for replication (prefix "+ReplicatorPrefix+")")
 		return
 	}
 	if cc := c.consumer(cid); cc != nil {

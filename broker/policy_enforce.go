@@ -75,12 +75,39 @@ func (b *Broker) resolvePolicies(ns string) *policy.Resolved {
 	return policy.Resolve(b.policyDefaults(), p)
 }
 
+// resolveTopicPolicies returns the effective policy of topic tn: its
+// topic-level overrides (kept under a partition's parent name) over its
+// namespace's policies.
+func (b *Broker) resolveTopicPolicies(tn topicName) *policy.Resolved {
+	ns := tn.NamespaceName()
+	p := b.policies.Cached(ns)
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	if p == nil {
+		var err error
+		if p, err = b.policies.Get(ctx, ns); err != nil {
+			b.log.Warn("read namespace policies", "namespace", ns, "err", err)
+			p = nil
+		}
+	}
+	parent := tn
+	if tn.IsPartition() {
+		parent = tn.Parent()
+	}
+	tp, err := b.policies.TopicPolicies(ctx, parent.String())
+	if err != nil {
+		b.log.Warn("read topic policies", "topic", parent.String(), "err", err)
+		tp = nil
+	}
+	return policy.Resolve(b.policyDefaults(), tp, p)
+}
+
 // policiesChanged is the policy store subscription: ns ("" for every
 // namespace) changed.
 func (b *Broker) policiesChanged(ns string) {
 	for _, t := range b.loadedTopics(ns) {
 		old := t.pol.Load()
-		res := b.resolvePolicies(t.name.NamespaceName())
+		res := b.resolveTopicPolicies(t.name)
 		t.pol.Store(res)
 		if t.persistent() && old != nil && !policy.SameRetention(old, res) {
 			// The managed ledger reopens with the new retention.
@@ -97,6 +124,7 @@ func (b *Broker) policiesChanged(ns string) {
 			}
 		}
 		b.checkTopic(t)
+		t.checkReplication()
 	}
 }
 
@@ -451,11 +479,12 @@ func (t *topic) publishPolicyLocked(pol *policy.Resolved, h heldSend) {
 		if hi < h.seq {
 			hi = h.seq + uint64(max(h.numMsgs, 1)) - 1
 		}
-		if last, seen := t.held.dedup[h.p.name]; seen && h.seq <= last {
+		key := h.p.dedupKey(h.e)
+		if last, seen := t.held.dedup[key]; seen && h.seq <= last {
 			h.p.duplicate(h.seq)
 			return
 		}
-		t.held.dedup[h.p.name] = hi
+		t.held.dedup[key] = hi
 	}
 	t.publish(h.p, h.seq, h.highest, h.numMsgs, h.e)
 }

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
 
 // Producer access modes, with Pulsar's wire values.
@@ -44,8 +46,12 @@ type producerSink interface {
 
 // producer is one producer attached to a topic.
 type producer struct {
-	id             uint64
-	name           string
+	id   uint64
+	name string
+	// remote is the cluster a replicator producer replicates from ("":
+	// an ordinary producer). Deduplication of its sends uses the
+	// original producer name stored in each entry.
+	remote         string
 	requestID      uint64
 	accessMode     int32
 	epoch          uint64
@@ -67,6 +73,25 @@ type producer struct {
 		inflight int
 		deferred []uint64 // sequence ids of duplicates awaiting receipt
 	}
+}
+
+// dedupKey is the name deduplication tracks a send under: the
+// producer's, or for a replicator producer the original producer's name
+// in the entry's metadata (so a resend after a replicator restart is
+// recognised whatever connection carried it first).
+func (p *producer) dedupKey(e entryBuf) string {
+	if p.remote == "" {
+		return p.name
+	}
+	pe, err := pulsarproto.ParseEntry(e.data())
+	if err != nil {
+		return p.name
+	}
+	var md pulsarproto.Metadata
+	if pulsarproto.ParseMetadata(pe.Metadata, &md) != nil || len(md.ProducerName) == 0 {
+		return p.name
+	}
+	return string(md.ProducerName)
 }
 
 // persisted is the AddEntry callback path of one send.

@@ -11,18 +11,24 @@ import (
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
-// Metadata layout (all values JSON):
+// Metadata layout (all values JSON). In the configuration store, shared
+// by every cluster of an instance (Deps.ConfigStore; the cluster's own
+// store when there is no separate one):
 //
-//	/admin/clusters/<cluster>                                {"serviceUrl":...}
+//	/admin/clusters/<cluster>                                 ClusterData (package policy)
 //	/admin/policies/<tenant>                                  TenantInfo (package policy)
 //	/admin/policies/<tenant>/<ns>                             Policies (package policy)
+//	/admin/topic-policies/<tenant>/<ns>/<domain>/<topic>      Policies (topic overrides)
 //	/admin/partitioned-topics/<tenant>/<ns>/<domain>/<topic>  {"partitions":N}
+//
+// In the cluster's own metadata store:
+//
 //	/schemas/<tenant>/<ns>/<domain>/<topic>                   []SchemaInfo
+//	/managed-ledgers/...                                      created topics (see topicKey)
 //
 // Domain is "persistent" or "non-persistent"; local topic names are
 // path-escaped (they may not contain '/').
 const (
-	clustersPath    = "/admin/clusters"
 	partitionedPath = "/admin/partitioned-topics"
 	schemasPath     = "/schemas"
 )
@@ -37,7 +43,8 @@ type PartitionedMetadata struct {
 // topics in the metadata store. It holds no state of its own; every call
 // goes to the store, which is safe for concurrent use.
 type registry struct {
-	store    metadata.Store
+	store    metadata.Store // the cluster's own store
+	config   metadata.Store // the configuration store (may be store)
 	cluster  string
 	policies *policy.Store // tenants and namespaces
 }
@@ -45,9 +52,6 @@ type registry struct {
 // bootstrap makes sure the cluster, tenant "public" with namespace
 // "public/default", and tenant "pulsar" with "pulsar/system" exist.
 func (r *registry) bootstrap(ctx context.Context) error {
-	if err := r.putIfAbsent(ctx, clustersPath+"/"+r.cluster, map[string]string{"serviceUrl": ""}); err != nil {
-		return err
-	}
 	for _, tn := range []string{"public", "pulsar"} {
 		err := r.policies.CreateTenant(ctx, tn, policy.TenantInfo{AdminRoles: []string{}, AllowedClusters: []string{r.cluster}})
 		if err != nil && !errors.Is(err, policy.ErrExists) {
@@ -62,25 +66,17 @@ func (r *registry) bootstrap(ctx context.Context) error {
 	return nil
 }
 
-func (r *registry) putIfAbsent(ctx context.Context, path string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = r.store.Put(ctx, path, b, metadata.NotExists)
-	if err != nil && !errors.Is(err, metadata.ErrExists) {
-		return fmt.Errorf("broker: bootstrap %s: %w", path, err)
-	}
-	return nil
-}
-
 // Clusters lists the registered clusters.
 func (r *registry) clusters(ctx context.Context) ([]string, error) {
-	return r.children(ctx, clustersPath)
+	return r.policies.Clusters(ctx)
 }
 
 func (r *registry) children(ctx context.Context, path string) ([]string, error) {
-	cs, err := r.store.Children(ctx, path)
+	return childrenOf(ctx, r.store, path)
+}
+
+func childrenOf(ctx context.Context, store metadata.Store, path string) ([]string, error) {
+	cs, err := store.Children(ctx, path)
 	if errors.Is(err, metadata.ErrNotFound) {
 		return []string{}, nil
 	}
@@ -102,7 +98,7 @@ func partitionedKey(tn topicName) string {
 // partitions returns the partition count of a partitioned topic, or 0 if
 // tn is not partitioned.
 func (r *registry) partitions(ctx context.Context, tn topicName) (int, error) {
-	b, _, err := r.store.Get(ctx, partitionedKey(tn))
+	b, _, err := r.config.Get(ctx, partitionedKey(tn))
 	if errors.Is(err, metadata.ErrNotFound) {
 		return 0, nil
 	}
@@ -124,7 +120,7 @@ func (r *registry) setPartitions(ctx context.Context, tn topicName, m Partitione
 	if create {
 		expected = metadata.NotExists
 	}
-	_, err := r.store.Put(ctx, partitionedKey(tn), b, expected)
+	_, err := r.config.Put(ctx, partitionedKey(tn), b, expected)
 	if errors.Is(err, metadata.ErrExists) {
 		return ErrAlreadyExists
 	}
@@ -132,7 +128,7 @@ func (r *registry) setPartitions(ctx context.Context, tn topicName, m Partitione
 }
 
 func (r *registry) deletePartitioned(ctx context.Context, tn topicName) error {
-	err := r.store.Delete(ctx, partitionedKey(tn), metadata.AnyVersion)
+	err := r.config.Delete(ctx, partitionedKey(tn), metadata.AnyVersion)
 	if errors.Is(err, metadata.ErrNotFound) {
 		return ErrTopicNotFound
 	}
@@ -141,7 +137,7 @@ func (r *registry) deletePartitioned(ctx context.Context, tn topicName) error {
 
 // partitionedTopics lists the partitioned parents of namespace ns in domain.
 func (r *registry) partitionedTopics(ctx context.Context, ns, domain string) ([]string, error) {
-	cs, err := r.children(ctx, partitionedPath+"/"+ns+"/"+domain)
+	cs, err := childrenOf(ctx, r.config, partitionedPath+"/"+ns+"/"+domain)
 	if err != nil {
 		return nil, err
 	}
@@ -154,3 +150,21 @@ func (r *registry) partitionedTopics(ctx context.Context, ns, domain string) ([]
 
 func escapeLocal(s string) string   { return strings.ReplaceAll(s, "%", "%25") }
 func unescapeLocal(s string) string { return strings.ReplaceAll(s, "%25", "%") }
+
+// registerCluster registers the local cluster in the configuration store
+// with this broker's URLs, unless it is registered with URLs already
+// (policy.Store.EnsureCluster): the first broker of a cluster to start
+// publishes where the other clusters' replicators connect.
+func (b *Broker) registerCluster(ctx context.Context) error {
+	cd := policy.ClusterData{ServiceURLTLS: b.WebURLTLS(), BrokerServiceURLTLS: b.ServiceURLTLS()}
+	if b.HTTPAddr() != "" {
+		cd.ServiceURL = b.webURL()
+	}
+	if b.ServiceAddr() != "" {
+		cd.BrokerServiceURL = b.serviceURL()
+	}
+	if err := b.policies.EnsureCluster(ctx, b.cfg.ClusterName, cd); err != nil {
+		return fmt.Errorf("broker: register cluster %s: %w", b.cfg.ClusterName, err)
+	}
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -558,6 +559,9 @@ func (b *Broker) CreateSubscription(ctx context.Context, topic, name string, id 
 		return err
 	}
 	defer b.checkTopic(t)
+	if strings.HasPrefix(name, ReplicatorPrefix+".") {
+		return reason(ErrPreconditionFailed, "Subscription name "+name+" is reserved for replication")
+	}
 	pos := id.position()
 	if !t.persistent() {
 		return reason(ErrNotAllowed, "Create subscription on non-persistent topic is not supported")

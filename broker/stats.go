@@ -50,7 +50,7 @@ type TopicStats struct {
 	MsgBacklog          int64                        `json:"msgBacklog"`
 	Publishers          []PublisherStats             `json:"publishers"`
 	Subscriptions       map[string]SubscriptionStats `json:"subscriptions"`
-	Replication         map[string]any               `json:"replication"`
+	Replication         map[string]ReplicatorStats   `json:"replication"`
 	DeduplicationStatus string                       `json:"deduplicationStatus"`
 }
 
@@ -65,7 +65,7 @@ func (t *topic) stats() TopicStats {
 		BytesInCounter:      bytes,
 		Publishers:          []PublisherStats{},
 		Subscriptions:       map[string]SubscriptionStats{},
-		Replication:         map[string]any{},
+		Replication:         map[string]ReplicatorStats{},
 		DeduplicationStatus: "Disabled",
 	}
 	if t.dedupEnabled() {
@@ -106,6 +106,12 @@ func (t *topic) stats() TopicStats {
 		subs = append(subs, s)
 	}
 	t.mu.Unlock()
+	st.Replication = t.replicationStats(st.Publishers)
+	for _, rs := range st.Replication {
+		// Pulsar's topic-level output includes the replicators'.
+		st.MsgRateOut += rs.MsgRateOut
+		st.MsgThroughputOut += rs.MsgThroughputOut
+	}
 	for _, s := range subs {
 		var ss SubscriptionStats
 		if !s.call(func() { ss = s.statsLocked() }) {

@@ -61,6 +61,16 @@ type topic struct {
 		dedup map[string]uint64
 	}
 
+	// repl holds the replicators (replicator.go), by remote cluster;
+	// replList is a lock-free copy for wake-ups and stats.
+	repl struct {
+		sync.Mutex
+		m      map[string]*replicator
+		closed bool
+	}
+	replList atomic.Pointer[[]*replicator]
+	replIn   sync.Map // remote cluster -> *rateTracker of inbound replication
+
 	unloading atomic.Bool
 	unloaded  chan struct{} // closed once an unload closed the ledger
 
@@ -94,6 +104,7 @@ func newTopic(b *Broker, tn topicName, ml ManagedLedger, pol *policy.Resolved) *
 	t.mu.subs = make(map[string]*subscription)
 	t.mu.dedup = make(map[string]uint64)
 	t.held.dedup = make(map[string]uint64)
+	t.repl.m = make(map[string]*replicator)
 	t.pol.Store(pol)
 	empty := []*subscription{}
 	t.subList.Store(&empty)
@@ -228,15 +239,17 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e entryBu
 		// sequence ids seq .. seq+numMsgs-1.
 		highest = seq + uint64(max(numMsgs, 1)) - 1
 	}
+	key := p.name
 	if t.b.cfg.Deduplication {
+		key = p.dedupKey(e)
 		t.mu.Lock()
-		last, seen := t.mu.dedup[p.name]
+		last, seen := t.mu.dedup[key]
 		if seen && seq <= last {
 			t.mu.Unlock()
 			p.duplicate(seq)
 			return
 		}
-		t.mu.dedup[p.name] = highest
+		t.mu.dedup[key] = highest
 		t.mu.Unlock()
 	}
 	if !t.persistent() {
@@ -286,10 +299,11 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e entryBu
 		t.last.e, t.last.ok = lastEntry{pos: pos, numMsgs: numMsgs, batch: batch}, true
 		t.last.Unlock()
 		if t.b.cfg.Deduplication {
-			t.persistedSeq.Store(p.name, highest)
+			t.persistedSeq.Store(key, highest)
 		}
 		p.persisted(seq, highest, pos)
 		t.wakeSubs()
+		t.wakeReplicators()
 	})
 	t.pub.RUnlock()
 }

@@ -19,3 +19,7 @@ func parseTopicName(s string) (topicName, error) {
 	}
 	return tn, nil
 }
+
+// ParseTopicName canonicalises a topic name as the broker does (for
+// packages that key data by topic, such as topic-level policies).
+func ParseTopicName(s string) (pulsarproto.TopicName, error) { return parseTopicName(s) }

@@ -236,6 +236,7 @@ func (t *topic) dispatchNonPersistent(e ledgerEntry) {
 // closeAll disconnects every producer and consumer (unload, delete,
 // broker shutdown) and stops the subscriptions.
 func (t *topic) closeAll(notify bool) {
+	t.stopReplicators()
 	t.mu.Lock()
 	t.mu.closed = true
 	prods := make([]*producer, 0, len(t.mu.producers)+len(t.mu.waiting))

@@ -1,6 +1,9 @@
 package policy
 
-import "maps"
+import (
+	"maps"
+	"slices"
+)
 
 // Defaults are the broker-wide values a policy falls back to.
 type Defaults struct {
@@ -40,6 +43,9 @@ type Resolved struct {
 	// holding that many unacknowledged messages, until acks bring it to
 	// half (0: unlimited).
 	MaxUnackedPerConsumer, MaxUnackedPerSubscription int
+	// ReplicationClusters are the clusters the topic's messages go to
+	// (the local one included); nil: only the local cluster.
+	ReplicationClusters []string
 }
 
 // Resolve merges layers, most specific first (nil layers are skipped),
@@ -47,10 +53,13 @@ type Resolved struct {
 func Resolve(d Defaults, layers ...*Policies) *Resolved {
 	r := &Resolved{Deduplication: d.Deduplication, AutoCreate: d.AutoTopicCreation,
 		MaxUnackedPerConsumer: d.MaxUnackedPerConsumer, MaxUnackedPerSubscription: d.MaxUnackedPerSubscription}
-	var ttl, maxP, maxC, ret, quotas, dedup, auto, unC, unS bool
+	var ttl, maxP, maxC, ret, quotas, dedup, auto, unC, unS, repl bool
 	for _, p := range layers {
 		if p == nil {
 			continue
+		}
+		if !repl && p.ReplicationClusters != nil {
+			repl, r.ReplicationClusters = true, slices.Clone(p.ReplicationClusters)
 		}
 		if !ttl && p.MessageTTLInSeconds != nil {
 			ttl, r.MessageTTLSeconds = true, int64(*p.MessageTTLInSeconds)

@@ -43,9 +43,10 @@ type Store struct {
 
 	mu struct {
 		sync.Mutex
-		cache map[string]*Policies
-		subs  map[int]func(ns string)
-		next  int
+		cache      map[string]*Policies
+		topicCache map[string]*Policies // topic-policy node -> override (nil: none)
+		subs       map[int]func(ns string)
+		next       int
 	}
 }
 
@@ -54,6 +55,7 @@ type Store struct {
 func NewStore(meta metadata.Store, cluster string) *Store {
 	s := &Store{meta: meta, cluster: cluster}
 	s.mu.cache = make(map[string]*Policies)
+	s.mu.topicCache = make(map[string]*Policies)
 	s.mu.subs = make(map[int]func(string))
 	return s
 }
@@ -93,6 +95,7 @@ func (s *Store) notify(ns string) {
 func (s *Store) Refresh() {
 	s.mu.Lock()
 	clear(s.mu.cache)
+	clear(s.mu.topicCache)
 	s.mu.Unlock()
 	s.notify("")
 }

@@ -33,6 +33,9 @@ type serviceFlags struct {
 	maxUnackedC       int
 	maxUnackedS       int
 	maxPartitions     int
+	// configURL is the configuration store shared by the clusters of a
+	// geo-replicated instance ("" = the cluster's own store).
+	configURL string
 }
 
 // apply copies the settings shared by standalone and broker into c (a
@@ -65,6 +68,7 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.IntVar(&s.maxUnackedC, "max-unacked-messages-per-consumer", broker.DefaultMaxUnackedPerConsumer, "Shared/Key_Shared: stop dispatching to a consumer holding this many unacked messages until half are acked (0: unlimited)")
 	fl.IntVar(&s.maxUnackedS, "max-unacked-messages-per-subscription", broker.DefaultMaxUnackedPerSubscription, "Shared/Key_Shared: the same for a whole subscription (0: unlimited)")
 	fl.IntVar(&s.maxPartitions, "max-partitions-per-topic", broker.DefaultMaxPartitionsPerTopic, "most partitions a partitioned topic may have (0: up to 2^31-1)")
+	fl.StringVar(&s.configURL, "configuration-metadata-url", "", "configuration store shared by geo-replicated clusters (clusters, tenants, policies): zk://host:port[,host:port]/chroot; default: this cluster's own metadata store")
 }
 
 func addConfigFlag(c *cobra.Command) {
@@ -242,6 +246,7 @@ var brokerKeys = []conf.Key{
 	{Names: []string{"bindAddress", "webServicePort"}, Flag: "http", Convert: hostPort, Doc: "admin/lookup HTTP address"},
 	{Names: []string{"advertisedAddress"}, Flag: "advertised-host", Doc: "host given to clients in lookups"},
 	{Names: []string{"clusterName"}, Flag: "cluster-name"},
+	{Names: []string{"configurationMetadataStoreUrl", "configurationStoreServers"}, Flag: "configuration-metadata-url", Convert: pulsarMetadataURL, Doc: "shared configuration store (geo-replication)"},
 	{Names: []string{"maxMessageSize"}, Flag: "max-message-size", Doc: "bytes"},
 	{Names: []string{"brokerDeduplicationEnabled"}, Flag: "dedup"},
 	{Names: []string{"allowAutoTopicCreation"}, Flag: "allow-auto-topic-creation"},
@@ -278,7 +283,7 @@ var schemas = map[string]*conf.Schema{
 			{Name: "managedLedgerDefaultWriteQuorum", Value: "1", Why: "the standalone has one bookie"},
 			{Name: "managedLedgerDefaultAckQuorum", Value: "1", Why: "the standalone has one bookie"},
 		}, brokerFixed...),
-		Ignored: append([]string{"metadataStoreUrl", "zookeeperServers", "configurationStoreServers"}, brokerIgnored...),
+		Ignored: append([]string{"metadataStoreUrl", "zookeeperServers"}, brokerIgnored...),
 	},
 	"broker": {
 		Keys: append(append([]conf.Key{}, brokerKeys...),
@@ -297,7 +302,7 @@ var schemas = map[string]*conf.Schema{
 			conf.Key{Names: []string{"loadBalancerAutoBundleSplitEnabled"}, Flag: "disable-bundle-auto-split", Convert: not},
 		),
 		Fixed:   brokerFixed,
-		Ignored: append([]string{"configurationStoreServers", "configurationMetadataStoreUrl"}, brokerIgnored...),
+		Ignored: brokerIgnored,
 	},
 	"bookie": {
 		Keys: []conf.Key{

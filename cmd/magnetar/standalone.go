@@ -156,7 +156,7 @@ func openStandalone(ctx context.Context, f standaloneFlags, log *slog.Logger) (_
 	if err := f.sec.apply(&bcfg, log); err != nil {
 		return s, err
 	}
-	s.stack, err = openServiceStack(ctx, s.store, s.lc, ledger.CreateOptions{Ensemble: 1, WriteQuorum: 1, AckQuorum: 1},
+	s.stack, err = openServiceStack(ctx, s.store, f.svc.configURL, s.lc, ledger.CreateOptions{Ensemble: 1, WriteQuorum: 1, AckQuorum: 1},
 		bcfg, broker.LocalBookie{ID: standaloneBookieID, ReadOnly: s.bk.IsReadOnly}, log, s.bk.Collector())
 	return s, err
 }

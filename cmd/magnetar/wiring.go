@@ -71,9 +71,13 @@ func newLogger(level, format string) (*slog.Logger, error) {
 type serviceStack struct {
 	factory *mledger.Factory
 	broker  *broker.Broker
+	config  metadata.Store // a separate configuration store, or nil
 }
 
-func openServiceStack(ctx context.Context, store metadata.Store, lc *ledger.Client, co ledger.CreateOptions,
+// openServiceStack opens the managed ledgers and the broker over store;
+// configURL names a configuration store shared with other clusters ("":
+// store itself).
+func openServiceStack(ctx context.Context, store metadata.Store, configURL string, lc *ledger.Client, co ledger.CreateOptions,
 	cfg broker.Config, bookies broker.BookieInfo, log *slog.Logger, collectors ...prometheus.Collector) (_ *serviceStack, err error) {
 	s := &serviceStack{}
 	defer func() {
@@ -82,6 +86,11 @@ func openServiceStack(ctx context.Context, store metadata.Store, lc *ledger.Clie
 			s.close(&c, log)
 		}
 	}()
+	if configURL != "" {
+		if s.config, err = openMetadataURL(configURL, 10*time.Second, log.With("component", "config-store")); err != nil {
+			return nil, fmt.Errorf("configuration store: %w", err)
+		}
+	}
 	s.factory, err = mledger.NewFactory(mledger.Options{
 		Ledgers:  ledgerStore{c: lc, opts: co},
 		Metadata: store,
@@ -93,6 +102,7 @@ func openServiceStack(ctx context.Context, store metadata.Store, lc *ledger.Clie
 	cfg.Logger = log.With("component", "broker")
 	s.broker, err = broker.New(cfg, broker.Deps{
 		Metadata:     store,
+		ConfigStore:  s.config,
 		OpenLedger:   broker.LedgerOpener(s.factory, mledger.Config{}),
 		DeleteLedger: s.factory.Delete,
 		Bookies:      bookies,
@@ -117,6 +127,9 @@ func (s *serviceStack) close(c *closeSteps, log *slog.Logger) {
 	}
 	if s.factory != nil {
 		c.run(log, "managed ledgers", s.factory.Close)
+	}
+	if s.config != nil {
+		c.run(log, "configuration store", s.config.Close)
 	}
 }
 

@@ -1,0 +1,144 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/magnetar-mq/magnetar/mledger"
+	"github.com/magnetar-mq/magnetar/mledger/memstore"
+	"github.com/magnetar-mq/magnetar/policy"
+)
+
+// startGeoBroker starts a broker of cluster name whose configuration
+// store is config (shared with the other clusters of the test).
+func startGeoBroker(t testing.TB, name string, config *memMeta, mut func(*Config)) *testBroker {
+	t.Helper()
+	meta, ledgers := newMemMeta(), memstore.New()
+	f, err := mledger.NewFactory(mledger.Options{Ledgers: ledgers, Metadata: meta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	level := slog.LevelWarn
+	if os.Getenv("BROKER_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	cfg := Config{ServiceAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", AdvertisedHost: "127.0.0.1", ClusterName: name,
+		MaxMessageSize: 1 << 20, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("cluster", name)}
+	if mut != nil {
+		mut(&cfg)
+	}
+	b, err := New(cfg, Deps{Metadata: meta, ConfigStore: config, OpenLedger: LedgerOpener(f, mledger.Config{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		b.Close()
+		f.Close()
+	})
+	return &testBroker{Broker: b, meta: meta, ledgers: ledgers, factory: f, url: "pulsar://" + b.ServiceAddr()}
+}
+
+// geoNamespace creates tenant geo allowing clusters and namespace ns
+// replicating to them, through a's policy store.
+func geoNamespace(t testing.TB, a *testBroker, ns string, clusters ...string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := a.policies.CreateTenant(ctx, "geo", policy.TenantInfo{AllowedClusters: clusters}); err != nil && err != policy.ErrExists {
+		t.Fatal(err)
+	}
+	if err := a.policies.CreateNamespace(ctx, "geo/"+ns, &policy.Policies{ReplicationClusters: clusters}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReplicationActiveActiveInProcess: messages produced in either
+// cluster arrive once in the other, in order, and nothing loops back.
+func TestReplicationActiveActiveInProcess(t *testing.T) {
+	config := newMemMeta()
+	a := startGeoBroker(t, "ca", config, nil)
+	b := startGeoBroker(t, "cb", config, nil)
+	geoNamespace(t, a, "aa", "ca", "cb")
+	topic := "persistent://geo/aa/" + newTopicName("t")
+	ca, cb := a.client(t), b.client(t)
+	subA, err := ca.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subB, err := cb.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, err := ca.CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "pa"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, err := cb.CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "pb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	for i := range n {
+		pa.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "a-%d", i)}, nil)
+		pb.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "b-%d", i)}, nil)
+	}
+	// Only to ca: stays out of cb.
+	pa.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: []byte("a-local"), ReplicationClusters: []string{"ca"}}, nil)
+	if err := pa.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	check := func(c pulsar.Consumer, total int, wantLocal bool) {
+		t.Helper()
+		next := map[byte]int{}
+		local := false
+		for range total {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			m, err := c.Receive(ctx)
+			cancel()
+			if err != nil {
+				t.Fatalf("received %v: %v", next, err)
+			}
+			p := string(m.Payload())
+			if p == "a-local" {
+				local = true
+				c.Ack(m)
+				continue
+			}
+			var want int
+			if _, err := fmt.Sscanf(p[2:], "%d", &want); err != nil || want != next[p[0]] {
+				t.Fatalf("got %q, want %c-%d", p, p[0], next[p[0]])
+			}
+			next[p[0]]++
+			c.Ack(m)
+		}
+		if local != wantLocal {
+			t.Fatalf("a-local received = %v", local)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		if m, err := c.Receive(ctx); err == nil {
+			t.Fatalf("extra message %q (looping?)", m.Payload())
+		}
+	}
+	check(subA, 2*n+1, true)
+	check(subB, 2*n, false)
+	waitUntil(t, "replication stats", func() bool {
+		st, err := a.TopicStats(context.Background(), topic)
+		if err != nil {
+			return false
+		}
+		rs, ok := st.Replication["cb"]
+		return ok && rs.Connected && rs.ReplicationBacklog == 0 && rs.MsgOutCount == n && rs.MsgInCount == n && st.MsgInCounter == 2*n+1
+	})
+}
