@@ -234,17 +234,15 @@ func openBroker(ctx context.Context, f brokerFlags, log *slog.Logger) (_ *broker
 		}
 	}
 	bcfg := broker.Config{
-		ServiceAddr:              f.serviceAddr,
-		HTTPAddr:                 f.httpAddr,
-		AdvertisedHost:           f.advertisedHost,
-		ClusterName:              f.clusterName,
-		MaxMessageSize:           f.maxMessageSize,
-		Deduplication:            f.dedup,
-		DisableAutoTopicCreation: !f.svc.autoTopicCreation,
-		KeepAliveInterval:        f.svc.keepAlive,
-		DispatchBatch:            f.svc.dispatchBatch,
-		Cluster:                  &f.cluster,
+		ServiceAddr:    f.serviceAddr,
+		HTTPAddr:       f.httpAddr,
+		AdvertisedHost: f.advertisedHost,
+		ClusterName:    f.clusterName,
+		MaxMessageSize: f.maxMessageSize,
+		Deduplication:  f.dedup,
+		Cluster:        &f.cluster,
 	}
+	f.svc.apply(&bcfg)
 	if err = f.sec.apply(&bcfg, log); err != nil {
 		return b, err
 	}

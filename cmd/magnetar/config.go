@@ -9,6 +9,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/magnetar-mq/magnetar/broker"
 	"io"
 	"net"
 	"os"
@@ -29,6 +30,17 @@ type serviceFlags struct {
 	autoTopicCreation bool
 	keepAlive         time.Duration
 	dispatchBatch     int
+	entryMeta         []string
+	exposeEntryMeta   bool
+}
+
+// apply copies the flags into a broker configuration.
+func (s *serviceFlags) apply(c *broker.Config) {
+	c.DisableAutoTopicCreation = !s.autoTopicCreation
+	c.KeepAliveInterval = s.keepAlive
+	c.DispatchBatch = s.dispatchBatch
+	c.BrokerEntryMetadataInterceptors = s.entryMeta
+	c.ExposeBrokerEntryMetadata = s.exposeEntryMeta
 }
 
 // register adds the flags; cluster is the --cluster-name default, ""
@@ -40,6 +52,9 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.BoolVar(&s.autoTopicCreation, "allow-auto-topic-creation", true, "create topics on first use by a producer or consumer")
 	fl.DurationVar(&s.keepAlive, "keep-alive-interval", 30*time.Second, "ping idle clients this often; close them after 2.5 intervals of silence")
 	fl.IntVar(&s.dispatchBatch, "dispatch-batch", 100, "most entries one dispatcher read fetches")
+	fl.StringSliceVar(&s.entryMeta, "broker-entry-metadata-interceptors", nil,
+		"broker entry metadata stored with every entry, by Pulsar class name ("+broker.InterceptorBrokerTimestamp+", "+broker.InterceptorIndex+")")
+	fl.BoolVar(&s.exposeEntryMeta, "expose-broker-entry-metadata", false, "send broker entry metadata to clients that support it")
 }
 
 func addConfigFlag(c *cobra.Command) {
@@ -222,6 +237,8 @@ var brokerKeys = []conf.Key{
 	{Names: []string{"allowAutoTopicCreation"}, Flag: "allow-auto-topic-creation"},
 	{Names: []string{"keepAliveIntervalSeconds"}, Flag: "keep-alive-interval", Convert: seconds},
 	{Names: []string{"dispatcherMaxReadBatchSize"}, Flag: "dispatch-batch"},
+	{Names: []string{"brokerEntryMetadataInterceptors"}, Flag: "broker-entry-metadata-interceptors"},
+	{Names: []string{"exposingBrokerEntryMetadataToClientEnabled"}, Flag: "expose-broker-entry-metadata"},
 }
 
 var brokerFixed = []conf.Fixed{

@@ -146,16 +146,14 @@ func openStandalone(ctx context.Context, f standaloneFlags, log *slog.Logger) (_
 		return nil, fmt.Errorf("ledger client: %w", err)
 	}
 	bcfg := broker.Config{
-		ServiceAddr:              f.serviceAddr,
-		HTTPAddr:                 f.httpAddr,
-		AdvertisedHost:           f.advertisedHost,
-		MaxMessageSize:           f.maxMessageSize,
-		Deduplication:            f.dedup,
-		ClusterName:              f.svc.clusterName,
-		DisableAutoTopicCreation: !f.svc.autoTopicCreation,
-		KeepAliveInterval:        f.svc.keepAlive,
-		DispatchBatch:            f.svc.dispatchBatch,
+		ServiceAddr:    f.serviceAddr,
+		HTTPAddr:       f.httpAddr,
+		AdvertisedHost: f.advertisedHost,
+		MaxMessageSize: f.maxMessageSize,
+		Deduplication:  f.dedup,
+		ClusterName:    f.svc.clusterName,
 	}
+	f.svc.apply(&bcfg)
 	if err := f.sec.apply(&bcfg, log); err != nil {
 		return s, err
 	}
