@@ -143,6 +143,7 @@ func (s *subscription) resetLocked() {
 	}
 	clear(s.pending)
 	clear(s.redelivered)
+	clear(s.chunkOwner)
 	s.setReplay(nil)
 	s.delayed = nil
 	clear(s.delayDue)

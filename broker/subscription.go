@@ -48,6 +48,7 @@ type entryMeta struct {
 	key         []byte
 	deliverAt   int64
 	publishTime int64
+	chunk       chunkInfo
 }
 
 // subscription is one subscription of a topic. All its dispatch state
@@ -84,6 +85,10 @@ type subscription struct {
 	delayed     []*pendingEntry // Shared/Key_Shared: held until deliverAt
 	delayTimer  *time.Timer
 	delayDue    map[position]int64
+	// chunkOwner: Shared/Key_Shared, the consumer that got the first
+	// chunk of a chunked message (by uuid) and so gets all the others
+	// (chunk.go).
+	chunkOwner  map[string]*consumer
 	notifyQ     []*consumer // Failover consumers to tell their state
 	notifyTimer *time.Timer
 	keepEmpty   bool // a seek disconnected the consumers: keep the sub
@@ -302,6 +307,7 @@ func (s *subscription) removeConsumerLocked(c *consumer) bool {
 	s.consumers = slices.Delete(s.consumers, i, i+1)
 	s.sel.remove(c)
 	c.closed = true
+	s.forgetChunksOf(c)
 	s.requeueAll(c)
 	if isFailover {
 		now := fs.active()
@@ -390,7 +396,7 @@ func (s *subscription) dispatch() {
 					progressed = true
 					continue
 				}
-				c := s.sel.pick(pe.key)
+				c := s.pickFor(pe)
 				if c == nil {
 					keep = append(keep, pe)
 					if s.typ != SubKeyShared {
@@ -430,12 +436,12 @@ func (s *subscription) dispatch() {
 				// the client validate (it acks with validation_error).
 				m = entryMeta{numMsgs: 1}
 			}
-			pe := &pendingEntry{pos: e.Pos, data: e.Data, numMsgs: max(m.numMsgs, 1), key: m.key}
+			pe := &pendingEntry{pos: e.Pos, data: e.Data, numMsgs: max(m.numMsgs, 1), key: m.key, chunk: m.chunk}
 			if m.deliverAt > now && (s.typ == SubShared || s.typ == SubKeyShared) {
 				s.addDelayed(pe, m.deliverAt)
 				continue
 			}
-			c := s.sel.pick(pe.key)
+			c := s.pickFor(pe)
 			if c == nil || len(s.replay) > 0 && s.typ != SubKeyShared {
 				s.insertReplay(pe)
 				continue
@@ -467,6 +473,7 @@ func (s *subscription) readSize() int {
 
 // deliver sends pe to c and records it as pending on c.
 func (s *subscription) deliver(c *consumer, pe *pendingEntry) {
+	s.noteChunk(c, pe)
 	pe.owner = c
 	c.pending[pe.pos] = pe
 	s.pending[pe.pos] = pe

@@ -374,6 +374,9 @@ func parseEntryMeta(data []byte) (parsedMeta, error) {
 		pm.deliverAt = md.DeliverAtTime
 	}
 	pm.publishTime = int64(md.PublishTime)
+	if md.NumChunksFromMsg > 1 {
+		pm.chunk = chunkInfo{uuid: string(md.UUID), id: md.ChunkID, num: md.NumChunksFromMsg}
+	}
 	return pm, nil
 }
 
