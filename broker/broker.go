@@ -23,14 +23,16 @@ import (
 //
 // All methods are safe for concurrent use.
 type Broker struct {
-	cfg     Config
-	deps    Deps
-	log     *slog.Logger
-	reg     registry
-	schemas *schemaRegistry
-	sec     secState         // TLS, authentication, authorization (security.go)
-	cluster *cluster.Service // nil on a single node (cluster.go)
-	health  healthState      // cluster_http.go
+	cfg Config
+	// entryMeta is the parsed Config.BrokerEntryMetadataInterceptors.
+	entryMeta entryMetaConfig
+	deps      Deps
+	log       *slog.Logger
+	reg       registry
+	schemas   *schemaRegistry
+	sec       secState         // TLS, authentication, authorization (security.go)
+	cluster   *cluster.Service // nil on a single node (cluster.go)
+	health    healthState      // cluster_http.go
 	// policies holds tenants, namespaces and their policies; the broker
 	// subscribes to its changes (policy_enforce.go).
 	policies    *policy.Store
@@ -82,11 +84,14 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	if deps.OpenLedger == nil {
 		return nil, fmt.Errorf("%w: Deps.OpenLedger is nil", ErrBadConfig)
 	}
-	b := &Broker{cfg: cfg, deps: deps, log: cfg.Logger, done: make(chan struct{})}
+	em, err := parseInterceptors(cfg.BrokerEntryMetadataInterceptors)
+	if err != nil {
+		return nil, err
+	}
 	if deps.ConfigStore == nil {
 		deps.ConfigStore = deps.Metadata
 	}
-	b.deps = deps
+	b := &Broker{cfg: cfg, deps: deps, log: cfg.Logger, done: make(chan struct{}), entryMeta: em}
 	b.policies = deps.Policies
 	if b.policies == nil {
 		b.policies = policy.NewStore(deps.ConfigStore, cfg.ClusterName)
@@ -441,6 +446,12 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 	}
 	t := newTopic(b, tn, ml, pol)
 	t.bundleKey = bundleKey
+	if b.entryMeta.index {
+		if err := t.recoverEntryIndex(); err != nil {
+			ml.Close()
+			return nil, fmt.Errorf("broker: recover the message index of %s: %w", tn, err)
+		}
+	}
 	if b.cfg.Deduplication {
 		if err := t.recoverDedup(b.cfg.DedupRecoveryEntries); err != nil {
 			b.log.Warn("dedup state recovery", "topic", tn.String(), "err", err)

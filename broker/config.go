@@ -81,6 +81,15 @@ type Config struct {
 	// metadata store (see ClusterConfig); nil is a single node that owns
 	// every topic.
 	Cluster *ClusterConfig
+	// BrokerEntryMetadataInterceptors (Pulsar's brokerEntryMetadataInterceptors)
+	// names the broker entry metadata to store in front of every entry:
+	// InterceptorBrokerTimestamp and/or InterceptorIndex (entrymeta.go).
+	BrokerEntryMetadataInterceptors []string
+	// ExposeBrokerEntryMetadata (Pulsar's
+	// exposingBrokerEntryMetadataToClientEnabled) sends it to consumers
+	// whose client announced supports_broker_entry_metadata; otherwise it
+	// is stripped on dispatch.
+	ExposeBrokerEntryMetadata bool
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 }

@@ -29,7 +29,9 @@ type conn struct {
 	// Set by CONNECT on the reader goroutine, read by others after.
 	clientVersion atomic.Pointer[string]
 	connected     bool // reader goroutine only
-	sec           connSec
+	// bemSupported: the client announced supports_broker_entry_metadata.
+	bemSupported atomic.Bool
+	sec          connSec
 
 	lastRead atomic.Int64 // unix nanos of the last byte read
 	// blocked is set when a dispatcher found the outbound queue full; the
@@ -348,6 +350,7 @@ func (c *conn) sendMessage(consumerID uint64, pos position, redeliveries uint32,
 		ConsumerID: consumerID, LedgerID: uint64(pos.LedgerID), EntryID: uint64(pos.EntryID),
 		Partition: -1, RedeliveryCount: redeliveries, AckSet: ackSet,
 	}
+	data = c.clientEntry(data)
 	buf, ok := c.q.begin()
 	if !ok {
 		return

@@ -107,4 +107,5 @@ type pendingEntry struct {
 	numMsgs int
 	key     []byte
 	owner   *consumer
+	chunk   chunkInfo // zero unless the entry is one chunk of a larger message
 }

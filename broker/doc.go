@@ -101,5 +101,6 @@
 //     memory and rebuilt at topic load from the last DedupRecoveryEntries
 //     entries only (Pulsar snapshots it; Magnetar does not yet).
 //   - read_compacted is ignored (the full topic is served).
-//   - No authentication, TLS, transactions or chunk-aware dispatch.
+//   - No transactions. Chunked messages are kept whole per consumer on
+//     Shared and Key_Shared subscriptions (chunk.go, docs/chunking.md).
 package broker

@@ -170,6 +170,7 @@ func (c *conn) handleConnect(m *pb.CommandConnect) error {
 	}
 	v := m.GetClientVersion()
 	c.clientVersion.Store(&v)
+	c.bemSupported.Store(m.GetFeatureFlags().GetSupportsBrokerEntryMetadata())
 	c.connected = true
 	pv := min(m.GetProtocolVersion(), ourProtocolVersion)
 	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_CONNECTED.Enum(), Connected: &pb.CommandConnected{
@@ -207,7 +208,7 @@ func (c *conn) handleSend(m *pb.CommandSend, f *pulsarproto.Frame) error {
 		n = 1
 	}
 	c.sendStarted() // answered by exactly one sendReceipt or sendSendError
-	c.b.policyPublish(p, seq, m.GetHighestSequenceId(), n, sendEntry(f))
+	c.b.policyPublish(p, seq, m.GetHighestSequenceId(), n, stripClientEntryMeta(sendEntry(f)))
 	return nil
 }
 

@@ -147,6 +147,7 @@ func (s *subscription) resetLocked() {
 	s.refreshBlocked()
 	clear(s.pending)
 	clear(s.redelivered)
+	clear(s.chunkOwner)
 	s.setReplay(nil)
 	s.delayed = nil
 	clear(s.delayDue)

@@ -53,6 +53,7 @@ type entryMeta struct {
 	key         []byte
 	deliverAt   int64
 	publishTime int64
+	chunk       chunkInfo
 }
 
 // subscription is one subscription of a topic. All its dispatch state
@@ -101,6 +102,10 @@ type subscription struct {
 	delayed     []*pendingEntry // Shared/Key_Shared: held until deliverAt
 	delayTimer  *time.Timer
 	delayDue    map[position]int64
+	// chunkOwner: Shared/Key_Shared, the consumer that got the first
+	// chunk of a chunked message (by uuid) and so gets all the others
+	// (chunk.go).
+	chunkOwner  map[string]*consumer
 	notifyQ     []*consumer // Failover consumers to tell their state
 	notifyTimer *time.Timer
 	keepEmpty   bool // a seek disconnected the consumers: keep the sub
@@ -320,6 +325,7 @@ func (s *subscription) removeConsumerLocked(c *consumer) bool {
 	s.consumers = slices.Delete(s.consumers, i, i+1)
 	s.sel.remove(c)
 	c.closed = true
+	s.forgetChunksOf(c)
 	s.requeueAll(c)
 	s.refreshBlocked()
 	if isFailover {
@@ -438,7 +444,7 @@ func (s *subscription) dispatch() {
 				// the client validate (it acks with validation_error).
 				m = entryMeta{numMsgs: 1}
 			}
-			pe := &pendingEntry{pos: e.Pos, data: e.Data, numMsgs: max(m.numMsgs, 1)}
+			pe := &pendingEntry{pos: e.Pos, data: e.Data, numMsgs: max(m.numMsgs, 1), chunk: m.chunk}
 			if len(m.key) > 0 {
 				// A copy: the parsed key points into the entry's bytes,
 				// which the pending entry must not keep alive.
@@ -448,7 +454,7 @@ func (s *subscription) dispatch() {
 				s.addDelayed(pe, m.deliverAt)
 				continue
 			}
-			c := s.pick(pe.key)
+			c := s.pickFor(pe)
 			if c == nil || len(s.replay) > 0 && s.typ != SubKeyShared {
 				s.insertReplay(pe)
 				continue
@@ -477,7 +483,7 @@ func (s *subscription) replayPass() bool {
 			progressed = true
 			continue
 		}
-		c := s.pick(pe.key)
+		c := s.pickFor(pe)
 		if c == nil {
 			keep = append(keep, pe)
 			if s.typ != SubKeyShared {
@@ -622,6 +628,7 @@ func (s *subscription) refreshBlocked() bool {
 // assign records pe as pending on c (permits, unacked counts, blocking);
 // send then delivers it.
 func (s *subscription) assign(c *consumer, pe *pendingEntry) {
+	s.noteChunk(c, pe)
 	pe.owner = c
 	c.pending[pe.pos] = pe
 	s.pending[pe.pos] = pe

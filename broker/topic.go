@@ -86,6 +86,14 @@ type topic struct {
 	adds      sync.WaitGroup // persistent adds in flight
 	loadRates rateTracker    // for cluster load reports
 
+	// bem serialises broker entry metadata stamping with AddEntry, so
+	// message indexes follow storage order; next is the index of the
+	// next message.
+	bem struct {
+		sync.Mutex
+		next int64
+	}
+
 	msgIn    atomic.Int64
 	bytesIn  atomic.Int64
 	rates    rateTracker
@@ -275,6 +283,12 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e entryBu
 	p.mu.Lock()
 	p.mu.inflight++
 	p.mu.Unlock()
+	if t.b.entryMeta.on() {
+		t.bem.Lock()
+		defer t.bem.Unlock()
+		e = t.withEntryMeta(e, numMsgs)
+		data = e.data()
+	}
 	t.ml.AddEntry(e.buf, e.off, numMsgs, func(pos position, err error) {
 		defer t.adds.Done()
 		if err != nil {
@@ -383,6 +397,9 @@ func parseEntryMeta(data []byte) (parsedMeta, error) {
 		pm.deliverAt = md.DeliverAtTime
 	}
 	pm.publishTime = int64(md.PublishTime)
+	if md.NumChunksFromMsg > 1 {
+		pm.chunk = chunkInfo{uuid: string(md.UUID), id: md.ChunkID, num: md.NumChunksFromMsg}
+	}
 	return pm, nil
 }
 

@@ -35,7 +35,9 @@ type serviceFlags struct {
 	maxPartitions     int
 	// configURL is the configuration store shared by the clusters of a
 	// geo-replicated instance ("" = the cluster's own store).
-	configURL string
+	configURL       string
+	entryMeta       []string
+	exposeEntryMeta bool
 }
 
 // apply copies the settings shared by standalone and broker into c (a
@@ -54,6 +56,8 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.MaxUnackedPerConsumer = unlimited(s.maxUnackedC)
 	c.MaxUnackedPerSubscription = unlimited(s.maxUnackedS)
 	c.MaxPartitionsPerTopic = unlimited(s.maxPartitions)
+	c.BrokerEntryMetadataInterceptors = s.entryMeta
+	c.ExposeBrokerEntryMetadata = s.exposeEntryMeta
 }
 
 // register adds the flags; cluster is the --cluster-name default, ""
@@ -69,6 +73,9 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.IntVar(&s.maxUnackedS, "max-unacked-messages-per-subscription", broker.DefaultMaxUnackedPerSubscription, "Shared/Key_Shared: the same for a whole subscription (0: unlimited)")
 	fl.IntVar(&s.maxPartitions, "max-partitions-per-topic", broker.DefaultMaxPartitionsPerTopic, "most partitions a partitioned topic may have (0: up to 2^31-1)")
 	fl.StringVar(&s.configURL, "configuration-metadata-url", "", "configuration store shared by geo-replicated clusters (clusters, tenants, policies): zk://host:port[,host:port]/chroot; default: this cluster's own metadata store")
+	fl.StringSliceVar(&s.entryMeta, "broker-entry-metadata-interceptors", nil,
+		"broker entry metadata stored with every entry, by Pulsar class name ("+broker.InterceptorBrokerTimestamp+", "+broker.InterceptorIndex+")")
+	fl.BoolVar(&s.exposeEntryMeta, "expose-broker-entry-metadata", false, "send broker entry metadata to clients that support it")
 }
 
 func addConfigFlag(c *cobra.Command) {
@@ -255,6 +262,8 @@ var brokerKeys = []conf.Key{
 	{Names: []string{"maxUnackedMessagesPerConsumer"}, Flag: "max-unacked-messages-per-consumer"},
 	{Names: []string{"maxUnackedMessagesPerSubscription"}, Flag: "max-unacked-messages-per-subscription"},
 	{Names: []string{"maxNumPartitionsPerPartitionedTopic"}, Flag: "max-partitions-per-topic"},
+	{Names: []string{"brokerEntryMetadataInterceptors"}, Flag: "broker-entry-metadata-interceptors"},
+	{Names: []string{"exposingBrokerEntryMetadataToClientEnabled"}, Flag: "expose-broker-entry-metadata"},
 }
 
 var brokerFixed = []conf.Fixed{
