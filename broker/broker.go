@@ -409,7 +409,7 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 	if err != nil {
 		return nil, err
 	}
-	pol := b.resolvePolicies(tn.NamespaceName())
+	pol := b.resolvePolicies(tn)
 	if !tn.IsPersistent() {
 		t := newTopic(b, tn, nil, pol)
 		t.bundleKey = bundleKey

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
+	"strings"
 	"time"
 
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -207,7 +209,30 @@ func (c *conn) handleSend(m *pb.CommandSend, f *pulsarproto.Frame) error {
 	}
 	c.sendStarted() // answered by exactly one sendReceipt or sendSendError
 	c.b.policyPublish(p, seq, m.GetHighestSequenceId(), n, sendEntry(f))
+	if d := p.topic.publishThrottle(n, len(payload)); d > 0 {
+		c.pauseReads(d)
+	}
 	return nil
+}
+
+// remoteHost returns the host of a "/host:port" remote address.
+func remoteHost(remote string) string {
+	if h, _, err := net.SplitHostPort(strings.TrimPrefix(remote, "/")); err == nil {
+		return h
+	}
+	return remote
+}
+
+// pauseReads stops reading the connection for d (publish rate limit):
+// the reader goroutine waits, so TCP pushes back on every producer of
+// the connection, as Pulsar's disabled auto-read does.
+func (c *conn) pauseReads(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.b.done:
+	}
 }
 
 // entryBuf is a SEND's entry, owned by the broker from handleSend on and
@@ -518,6 +543,10 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 	}
 	if code, msg, ok := c.b.policyCheckConsumer(t); !ok {
 		c.sendError(rid, code, msg)
+		return
+	}
+	if !t.subRates.allow(m.GetConsumerName() + "@" + remoteHost(c.remote)) {
+		c.sendError(rid, int32(pb.ServerError_TooManyRequests), "Subscribe limited by subscribe rate limit per consumer.")
 		return
 	}
 	if m.Schema != nil {

@@ -25,6 +25,9 @@ import (
 type Service interface {
 	// ClusterName is the cluster this broker belongs to.
 	ClusterName() string
+	// PolicyDefaults are the broker-wide policy values (the last layer
+	// of a topic's applied policies).
+	PolicyDefaults() policy.Defaults
 	// ServiceURL and WebURL are the advertised pulsar:// and http:// URLs.
 	ServiceURL() string
 	WebURL() string
@@ -157,6 +160,19 @@ func (b *Broker) Bookies() []BookieStatus {
 
 // Policies implements Service.
 func (b *Broker) Policies() *policy.Store { return b.policies }
+
+// TopicPolicyKey returns the policy.Store key of a topic's topic-level
+// policies (a partition's are its partitioned topic's).
+func TopicPolicyKey(name string) (string, error) {
+	tn, err := parseTopicName(name)
+	if err != nil {
+		return "", err
+	}
+	return topicPolicyKey(tn), nil
+}
+
+// PolicyDefaults implements Service.
+func (b *Broker) PolicyDefaults() policy.Defaults { return b.policyDefaults() }
 
 // TopicsOfNamespace implements Service.
 func (b *Broker) TopicsOfNamespace(ctx context.Context, ns string, persistent, nonPersistent bool) ([]string, error) {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -95,6 +96,11 @@ type subscription struct {
 	lastConsume int64
 
 	rates rateTracker // stats only; has its own lock
+
+	// limits are the dispatch rate limiters (ratelimit.go), set by the
+	// topic; throttled is set by the loop while a timer will wake it.
+	limits    atomic.Pointer[subLimits]
+	throttled bool
 }
 
 // Key_Shared reads ahead past entries whose consumer has no permits (they
@@ -377,11 +383,14 @@ func (s *subscription) anyPermits() bool {
 // position order), then new entries from the cursor.
 func (s *subscription) dispatch() {
 	for s.anyPermits() {
+		if s.throttle() {
+			return
+		}
 		progressed := false
 		if len(s.replay) > 0 {
 			keep := s.replay[:0]
 			for i, pe := range s.replay {
-				if !s.anyPermits() {
+				if !s.anyPermits() || s.throttle() {
 					keep = append(keep, s.replay[i:]...)
 					break
 				}
@@ -405,7 +414,7 @@ func (s *subscription) dispatch() {
 			clear(s.replay[len(keep):])
 			s.setReplay(keep)
 		}
-		if !s.anyPermits() {
+		if !s.anyPermits() || s.throttle() {
 			return
 		}
 		if len(s.replay) > 0 && (s.typ != SubKeyShared || len(s.replay) >= maxReplay || s.replayBytes >= maxReplayBytes) {
@@ -414,7 +423,7 @@ func (s *subscription) dispatch() {
 			}
 			continue
 		}
-		entries, err := s.cur.ReadEntries(s.readSize())
+		entries, err := s.cur.ReadEntries(s.limitRead(s.readSize()))
 		if err != nil && !errors.Is(err, errNoEntries) {
 			s.log.Warn("dispatch read failed", "topic", s.topic, "sub", s.name, "err", err)
 			return
@@ -477,6 +486,11 @@ func (s *subscription) deliver(c *consumer, pe *pendingEntry) {
 	s.msgOut += int64(pe.numMsgs)
 	s.bytesOut += int64(len(pe.data))
 	s.lastConsume = time.Now().UnixMilli()
+	if l := s.limits.Load(); l != nil {
+		now := time.Now()
+		l.topic.limiter().take(now, pe.numMsgs, len(pe.data))
+		l.sub.limiter().take(now, pe.numMsgs, len(pe.data))
+	}
 	var ackSet []int64
 	if pe.numMsgs > 1 {
 		ackSet = s.cur.BatchAckSet(pe.pos)
@@ -531,4 +545,39 @@ func (s *subscription) releaseDelayed() {
 	}
 	s.delayed = keep
 	s.armDelay()
+}
+
+// throttle reports whether the dispatch rate limits stop dispatch now;
+// if so a timer wakes the loop when they allow more.
+func (s *subscription) throttle() bool {
+	l := s.limits.Load()
+	if l == nil || (l.topic == nil && l.sub == nil) {
+		return false
+	}
+	now := time.Now()
+	d := max(l.topic.limiter().wait(now), l.sub.limiter().wait(now))
+	if d <= 0 {
+		return false
+	}
+	if !s.throttled {
+		s.throttled = true
+		time.AfterFunc(d, func() {
+			s.do(func() {
+				s.throttled = false
+				s.dispatch()
+			})
+		})
+	}
+	return true
+}
+
+// limitRead caps a read at what the message rate limits allow now.
+func (s *subscription) limitRead(n int) int {
+	l := s.limits.Load()
+	if l == nil {
+		return n
+	}
+	now := time.Now()
+	b := min(l.topic.limiter().budget(now), l.sub.limiter().budget(now))
+	return max(min(n, b), 1)
 }

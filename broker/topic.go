@@ -80,6 +80,13 @@ type topic struct {
 	bytesIn  atomic.Int64
 	rates    rateTracker
 	loadedAt time.Time
+
+	// Rate limits (ratelimit.go): limits is swapped whole under
+	// limitsMu (which is taken after topic.mu, never before it).
+	limitsMu       sync.Mutex
+	limits         atomic.Pointer[topicLimits]
+	subRates       subscribeLimiter
+	publishLimited atomic.Int64 // SENDs that paused their connection
 }
 
 type lastEntry struct {
@@ -97,6 +104,7 @@ func newTopic(b *Broker, tn topicName, ml ManagedLedger, pol *policy.Resolved) *
 	t.pol.Store(pol)
 	empty := []*subscription{}
 	t.subList.Store(&empty)
+	t.applyLimits(pol)
 	return t
 }
 

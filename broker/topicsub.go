@@ -79,6 +79,7 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 	s := newSubscription(req.sub, t.full, req.typ, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.log)
 	t.mu.subs[req.sub] = s
 	t.publishSubsLocked()
+	t.applySubLimits(s)
 	return s, nil
 }
 
@@ -93,6 +94,7 @@ func (t *topic) loadSubscription(name string) error {
 	t.mu.Lock()
 	t.mu.subs[name] = s
 	t.publishSubsLocked()
+	t.applySubLimits(s)
 	t.mu.Unlock()
 	return nil
 }

@@ -8,6 +8,22 @@ type Defaults struct {
 	Deduplication bool
 	// AutoTopicCreation is the broker's allowAutoTopicCreation.
 	AutoTopicCreation bool
+	// Cluster selects the per-cluster rate values of a namespace.
+	Cluster string
+	// PublishRate is maxPublishRatePerTopicInMessages/InBytes.
+	PublishRate PublishRate
+	// DispatchRate is dispatchThrottlingRatePerTopicInMsg/InByte,
+	// SubscriptionDispatchRate dispatchThrottlingRatePerSubscriptionInMsg/
+	// InByte.
+	DispatchRate, SubscriptionDispatchRate DispatchRate
+	// SubscribeRate is subscribeThrottlingRatePerConsumer and
+	// subscribeRatePeriodPerConsumerInSecond.
+	SubscribeRate SubscribeRate
+	// InactiveTopic is brokerDeleteInactiveTopicsEnabled, ...Mode and
+	// ...MaxInactiveDurationSeconds.
+	InactiveTopic InactiveTopicPolicies
+	// SubscriptionExpirationMinutes is subscriptionExpirationTimeMinutes.
+	SubscriptionExpirationMinutes int
 }
 
 // Resolved is the effective policy of one topic: for every field the most
@@ -31,13 +47,24 @@ type Resolved struct {
 	// 0 asks for a partitioned topic of that many partitions.
 	AutoCreate     bool
 	AutoPartitions int
+	// Rate limits (zero fields: unlimited).
+	PublishRate              PublishRate
+	DispatchRate             DispatchRate
+	SubscriptionDispatchRate DispatchRate
+	SubscribeRate            SubscribeRate
+	// InactiveTopic says when the topic is deleted for inactivity.
+	InactiveTopic InactiveTopicPolicies
+	// SubscriptionExpirationMinutes expires idle subscriptions (0: never).
+	SubscriptionExpirationMinutes int
 }
 
 // Resolve merges layers, most specific first (nil layers are skipped),
 // over d.
 func Resolve(d Defaults, layers ...*Policies) *Resolved {
-	r := &Resolved{Deduplication: d.Deduplication, AutoCreate: d.AutoTopicCreation}
-	var ttl, maxP, maxC, ret, quotas, dedup, auto bool
+	r := &Resolved{Deduplication: d.Deduplication, AutoCreate: d.AutoTopicCreation,
+		PublishRate: d.PublishRate, DispatchRate: d.DispatchRate, SubscriptionDispatchRate: d.SubscriptionDispatchRate,
+		SubscribeRate: d.SubscribeRate, InactiveTopic: d.InactiveTopic, SubscriptionExpirationMinutes: d.SubscriptionExpirationMinutes}
+	var ttl, maxP, maxC, ret, quotas, dedup, auto, pub, disp, subDisp, subRate, inactive, subExp bool
 	for _, p := range layers {
 		if p == nil {
 			continue
@@ -60,6 +87,24 @@ func Resolve(d Defaults, layers ...*Policies) *Resolved {
 		}
 		if !dedup && p.DeduplicationEnabled != nil {
 			dedup, r.Deduplication = true, *p.DeduplicationEnabled
+		}
+		if v, ok := clusterValue(p.PublishMaxMessageRate, d.Cluster); ok && !pub {
+			pub, r.PublishRate = true, v
+		}
+		if v, ok := clusterValue(p.TopicDispatchRate, d.Cluster); ok && !disp {
+			disp, r.DispatchRate = true, v
+		}
+		if v, ok := clusterValue(p.SubscriptionDispatchRate, d.Cluster); ok && !subDisp {
+			subDisp, r.SubscriptionDispatchRate = true, v
+		}
+		if v, ok := clusterValue(p.ClusterSubscribeRate, d.Cluster); ok && !subRate {
+			subRate, r.SubscribeRate = true, v
+		}
+		if !inactive && p.InactiveTopicPolicies != nil {
+			inactive, r.InactiveTopic = true, *p.InactiveTopicPolicies
+		}
+		if !subExp && p.SubscriptionExpirationTimeMinutes != nil {
+			subExp, r.SubscriptionExpirationMinutes = true, *p.SubscriptionExpirationTimeMinutes
 		}
 		if !auto && p.AutoTopicCreationOverride != nil {
 			a := p.AutoTopicCreationOverride

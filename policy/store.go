@@ -43,7 +43,8 @@ type Store struct {
 
 	mu struct {
 		sync.Mutex
-		cache map[string]*Policies
+		cache  map[string]*Policies
+		topics map[string]*TopicPolicies // by TopicKey; nil: none
 		subs  map[int]func(ns string)
 		next  int
 	}
@@ -54,6 +55,7 @@ type Store struct {
 func NewStore(meta metadata.Store, cluster string) *Store {
 	s := &Store{meta: meta, cluster: cluster}
 	s.mu.cache = make(map[string]*Policies)
+	s.mu.topics = make(map[string]*TopicPolicies)
 	s.mu.subs = make(map[int]func(string))
 	return s
 }
@@ -93,6 +95,7 @@ func (s *Store) notify(ns string) {
 func (s *Store) Refresh() {
 	s.mu.Lock()
 	clear(s.mu.cache)
+	clear(s.mu.topics)
 	s.mu.Unlock()
 	s.notify("")
 }
