@@ -138,7 +138,7 @@ func (c *conn) handle(f pulsarproto.Frame) error {
 		}
 	case pb.BaseCommand_CONSUMER_STATS:
 		if cmd.ConsumerStats != nil {
-			c.sendError(cmd.ConsumerStats.GetRequestId(), codeNotAllowed, "CONSUMER_STATS is not supported; use the admin stats endpoint")
+			c.handleConsumerStats(cmd.ConsumerStats)
 		}
 	case pb.BaseCommand_AUTH_RESPONSE:
 		if cmd.AuthResponse != nil {
@@ -581,6 +581,7 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 	}
 	if ks := m.KeySharedMeta; ks != nil && req.typ == SubKeyShared {
 		req.sticky = ks.GetKeySharedMode() == pb.KeySharedMode_STICKY
+		co.outOfOrder = ks.GetAllowOutOfOrderDelivery()
 		for _, r := range ks.HashRanges {
 			co.ranges = append(co.ranges, hashRange{int(r.GetStart()), int(r.GetEnd())})
 		}

@@ -303,6 +303,13 @@ func (t *topic) expire(s *subscription, secs int64) error {
 		return err
 	}
 	s.call(func() {
+		_, before := s.cur.Backlog()
+		defer func() {
+			if _, after := s.cur.Backlog(); after < before {
+				s.expiredN.Add(before - after)
+				s.lastExpire.Store(time.Now().UnixMilli())
+			}
+		}()
 		if !found {
 			err = ca.c.ClearBacklog()
 			return

@@ -288,6 +288,9 @@ func (b *Broker) DeletePartitionedTopic(ctx context.Context, topic string) error
 	if err := b.reg.deletePartitioned(ctx, tn); err != nil && !errors.Is(err, ErrTopicNotFound) {
 		return err
 	}
+	if err := b.policies.DeleteTopic(ctx, topicPolicyKey(tn)); err != nil {
+		b.log.Warn("delete topic policies", "topic", tn.String(), "err", err)
+	}
 	_ = b.schemas.delete(ctx, tn)
 	return nil
 }
@@ -364,6 +367,11 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string, force bool) error
 		}
 	}
 	b.unloadTopic(tn.String())
+	if !tn.IsPartition() {
+		if err := b.policies.DeleteTopic(ctx, topicPolicyKey(tn)); err != nil {
+			b.log.Warn("delete topic policies", "topic", tn.String(), "err", err)
+		}
+	}
 	if !tn.IsPersistent() {
 		return nil
 	}
@@ -598,6 +606,7 @@ func (b *Broker) CreateSubscription(ctx context.Context, topic, name string, id 
 		}
 	}
 	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.log)
+	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
 	t.mu.Lock()
 	if t.mu.subs[name] != nil {
 		t.mu.Unlock()

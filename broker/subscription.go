@@ -95,12 +95,28 @@ type subscription struct {
 	lastAck     int64
 	lastConsume int64
 
-	rates rateTracker // stats only; has its own lock
+	ackedN      int64        // messages acknowledged
+	expiredN    atomic.Int64 // messages expired by TTL
+	lastExpire  atomic.Int64 // unix ms of the last TTL expiry
+	lastFlow    int64        // unix ms of the last FLOW
+	lastMarkDel int64        // unix ms the mark-delete last moved
+	win         rateWindow   // stats.go; has its own lock
 
 	// limits are the dispatch rate limiters (ratelimit.go), set by the
 	// topic; throttled is set by the loop while a timer will wake it.
 	limits    atomic.Pointer[subLimits]
 	throttled bool
+
+	// consistentHashing selects the Key_Shared ring (set before the
+	// first consumer is added). lastRead is the last entry the cursor
+	// returned (haveRead: any), the read position a Key_Shared consumer
+	// joining now is restricted to (see keyshared.go).
+	consistentHashing bool
+	// created and lastDetach (unix ms) date the subscription's activity
+	// for subscription expiry (inactive.go).
+	created, lastDetach int64
+	lastRead            position
+	haveRead            bool
 }
 
 // Key_Shared reads ahead past entries whose consumer has no permits (they
@@ -119,21 +135,22 @@ func newSubscription(name, topic string, typ SubType, partition int, cur cursor,
 		done:        make(chan struct{}),
 		pending:     make(map[position]*pendingEntry),
 		redelivered: make(map[position]uint32),
+		created:     time.Now().UnixMilli(),
 	}
-	s.sel = newSelector(typ, partition, false)
+	s.sel = newSelector(typ, partition, false, false)
 	s.wg.Add(1)
 	go s.loop()
 	return s
 }
 
-func newSelector(typ SubType, partition int, sticky bool) selector {
+func newSelector(typ SubType, partition int, sticky, consistent bool) selector {
 	switch typ {
 	case SubShared:
 		return &sharedSelector{}
 	case SubFailover:
 		return &failoverSelector{partition: max(partition, 0)}
 	case SubKeyShared:
-		return &keySharedSelector{sticky: sticky}
+		return &keySharedSelector{sticky: sticky, consistent: consistent}
 	}
 	return &exclusiveSelector{}
 }
@@ -239,7 +256,7 @@ func (s *subscription) addConsumerLocked(c *consumer, typ SubType, sticky bool) 
 	}
 	if len(s.consumers) == 0 && (typ != s.typ || s.typ == SubKeyShared) {
 		s.typ = typ
-		s.sel = newSelector(typ, s.partition, sticky)
+		s.sel = newSelector(typ, s.partition, sticky, s.consistentHashing)
 	}
 	var prevActive *consumer
 	if fs, ok := s.sel.(*failoverSelector); ok {
@@ -251,6 +268,8 @@ func (s *subscription) addConsumerLocked(c *consumer, typ SubType, sticky bool) 
 		return r
 	}
 	s.consumers = append(s.consumers, c)
+	s.lastDetach = time.Now().UnixMilli() // attach counts as activity
+	s.noteJoinLocked(c)
 	s.keepEmpty = false
 	if fs, ok := s.sel.(*failoverSelector); ok {
 		s.failoverChanged(prevActive, fs.active(), c)
@@ -306,6 +325,7 @@ func (s *subscription) removeConsumerLocked(c *consumer) bool {
 		prevActive = fs.active()
 	}
 	s.consumers = slices.Delete(s.consumers, i, i+1)
+	s.lastDetach = time.Now().UnixMilli()
 	s.sel.remove(c)
 	c.closed = true
 	s.requeueAll(c)
@@ -336,6 +356,7 @@ func (s *subscription) requeueAll(c *consumer) {
 // Pulsar, whose single-active-consumer dispatcher tracks none).
 func (s *subscription) requeue(pe *pendingEntry) {
 	if pe.owner != nil {
+		pe.owner.redeliverN += int64(pe.numMsgs)
 		if _, ok := pe.owner.pending[pe.pos]; ok {
 			delete(pe.owner.pending, pe.pos)
 			pe.owner.unackedMsg -= pe.numMsgs
@@ -382,6 +403,7 @@ func (s *subscription) anyPermits() bool {
 // dispatch delivers as much as permits allow: the replay set first (in
 // position order), then new entries from the cursor.
 func (s *subscription) dispatch() {
+	s.releaseJoined()
 	for s.anyPermits() {
 		if s.throttle() {
 			return
@@ -399,7 +421,7 @@ func (s *subscription) dispatch() {
 					progressed = true
 					continue
 				}
-				c := s.sel.pick(pe.key)
+				c := s.pickFor(pe)
 				if c == nil {
 					keep = append(keep, pe)
 					if s.typ != SubKeyShared {
@@ -431,6 +453,7 @@ func (s *subscription) dispatch() {
 		if len(entries) == 0 {
 			return
 		}
+		s.lastRead, s.haveRead = entries[len(entries)-1].Pos, true
 		now := time.Now().UnixMilli()
 		for _, e := range entries {
 			m, err := s.parse(e.Data)
@@ -444,7 +467,7 @@ func (s *subscription) dispatch() {
 				s.addDelayed(pe, m.deliverAt)
 				continue
 			}
-			c := s.sel.pick(pe.key)
+			c := s.pickFor(pe)
 			if c == nil || len(s.replay) > 0 && s.typ != SubKeyShared {
 				s.insertReplay(pe)
 				continue
@@ -483,6 +506,8 @@ func (s *subscription) deliver(c *consumer, pe *pendingEntry) {
 	c.unackedMsg += pe.numMsgs
 	c.msgOut += int64(pe.numMsgs)
 	c.bytesOut += int64(len(pe.data))
+	c.entriesOut++
+	c.lastSent = time.Now().UnixMilli()
 	s.msgOut += int64(pe.numMsgs)
 	s.bytesOut += int64(len(pe.data))
 	s.lastConsume = time.Now().UnixMilli()

@@ -77,6 +77,7 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 		return nil, &errSubscribe{codeUnknownError, fmt.Sprintf("open cursor: %v", err)}
 	}
 	s := newSubscription(req.sub, t.full, req.typ, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.log)
+	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
 	t.mu.subs[req.sub] = s
 	t.publishSubsLocked()
 	t.applySubLimits(s)
@@ -91,6 +92,7 @@ func (t *topic) loadSubscription(name string) error {
 		return err
 	}
 	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.log)
+	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
 	t.mu.Lock()
 	t.mu.subs[name] = s
 	t.publishSubsLocked()

@@ -45,8 +45,8 @@ type Store struct {
 		sync.Mutex
 		cache  map[string]*Policies
 		topics map[string]*TopicPolicies // by TopicKey; nil: none
-		subs  map[int]func(ns string)
-		next  int
+		subs   map[int]func(ns string)
+		next   int
 	}
 }
 
