@@ -245,6 +245,7 @@ func openBroker(ctx context.Context, f brokerFlags, log *slog.Logger) (_ *broker
 		DispatchBatch:            f.svc.dispatchBatch,
 		Cluster:                  &f.cluster,
 	}
+	f.svc.apply(&bcfg)
 	if err = f.sec.apply(&bcfg, log); err != nil {
 		return b, err
 	}

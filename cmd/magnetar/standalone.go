@@ -156,6 +156,7 @@ func openStandalone(ctx context.Context, f standaloneFlags, log *slog.Logger) (_
 		KeepAliveInterval:        f.svc.keepAlive,
 		DispatchBatch:            f.svc.dispatchBatch,
 	}
+	f.svc.apply(&bcfg)
 	if err := f.sec.apply(&bcfg, log); err != nil {
 		return s, err
 	}
