@@ -800,3 +800,17 @@ func (b *Broker) DeleteSchema(ctx context.Context, topic string) error {
 	}
 	return b.schemas.delete(ctx, tn)
 }
+
+// AppliedPolicies returns the policy a loaded topic enforces now (nil
+// when the topic is not loaded here).
+func (b *Broker) AppliedPolicies(topic string) *policy.Resolved {
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return nil
+	}
+	t := b.lookupTopic(tn.String())
+	if t == nil {
+		return nil
+	}
+	return t.pol.Load()
+}
