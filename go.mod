@@ -20,6 +20,7 @@ require (
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/crypto v0.57.0
 	golang.org/x/sys v0.50.0
+	golang.org/x/time v0.10.0
 	google.golang.org/protobuf v1.36.12
 	honnef.co/go/tools v0.8.2
 )

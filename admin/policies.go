@@ -18,6 +18,7 @@ import (
 // (a retention change reopens their managed ledgers).
 func (a *API) registerPolicyRoutes(rt routeTable) {
 	const base = "/admin/v2/namespaces/{tenant}/{ns}/"
+	a.registerRatePolicyRoutes(rt)
 	rt.Handle("GET", base+"retention", a.getPolicy(func(p *policy.Policies) any { return p.RetentionPolicies }))
 	rt.Handle("POST", base+"retention", a.setPolicy(func(p *policy.Policies, body []byte) error {
 		var r policy.RetentionPolicies
@@ -107,8 +108,7 @@ func (a *API) registerPolicyRoutes(rt routeTable) {
 	})
 	for _, v := range []string{"persistence", "permissions", "antiAffinity", "schemaValidationEnforced",
 		"schemaCompatibilityStrategy", "schemaAutoUpdateCompatibilityStrategy", "maxConsumersPerSubscription",
-		"compactionThreshold", "offloadThreshold", "offloadDeletionLagMs", "dispatchRate", "subscriptionDispatchRate",
-		"publishRate", "subscribeRate", "clearBacklog", "encryptionRequired", "subscriptionAuthMode"} {
+		"compactionThreshold", "offloadThreshold", "offloadDeletionLagMs", "clearBacklog", "encryptionRequired", "subscriptionAuthMode"} {
 		for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
 			rt.Handle(m, base+v, notImplemented)
 		}

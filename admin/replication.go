@@ -286,13 +286,13 @@ func (a *API) httpGetTopicReplication(w http.ResponseWriter, r *http.Request, p 
 	if !ok {
 		return
 	}
-	tp, err := a.pol.TopicPolicies(r.Context(), name)
+	rc, err := a.pol.TopicReplicationClusters(r.Context(), name)
 	if err != nil {
 		serviceError(w, err)
 		return
 	}
-	if tp != nil && tp.ReplicationClusters != nil {
-		writeJSON(w, http.StatusOK, tp.ReplicationClusters)
+	if rc != nil {
+		writeJSON(w, http.StatusOK, rc)
 		return
 	}
 	if r.URL.Query().Get("applied") != "true" {

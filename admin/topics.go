@@ -32,8 +32,8 @@ func (a *API) registerTopicRoutes(rt routeTable) {
 	rt.Handle("POST", tp+"/terminate", a.httpTerminate)
 	rt.Handle("PUT", tp+"/unload", a.httpUnload)
 	rt.Handle("GET", tp+"/ledger/{ledger}/entry/{entry}", a.httpMessageByID)
-	for _, v := range []string{"compaction", "offload", "publishRate", "dispatchRate", "retention", "messageTTL",
-		"backlogQuota", "permissions", "properties", "deduplicationEnabled", "maxProducers", "maxConsumers"} {
+	a.registerTopicPolicyRoutes(rt)
+	for _, v := range []string{"compaction", "offload", "permissions", "properties"} {
 		for _, m := range []string{"GET", "PUT", "POST", "DELETE"} {
 			rt.Handle(m, tp+"/"+v, notImplemented)
 		}

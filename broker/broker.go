@@ -179,6 +179,10 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	b.wg.Add(1)
 	go b.policyLoop()
+	b.wg.Add(1)
+	go b.statsLoop()
+	b.wg.Add(1)
+	go b.inactivityLoop()
 	b.startSecure()
 	b.log.Info("broker started", "service", sa, "http", b.HTTPAddr(), "service-tls", b.TLSServiceAddr(), "https", b.TLSHTTPAddr())
 	return nil
@@ -422,7 +426,7 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 	if err != nil {
 		return nil, err
 	}
-	pol := b.resolveTopicPolicies(tn)
+	pol := b.resolvePolicies(tn)
 	if !tn.IsPersistent() {
 		t := newTopic(b, tn, nil, pol)
 		t.bundleKey = bundleKey

@@ -18,8 +18,8 @@ type chunkInfo struct {
 
 func (ci chunkInfo) isChunk() bool { return ci.num > 1 }
 
-// pickFor chooses the consumer for pe: pick's choice (none while the
-// subscription is blocked on unacked messages), except that a chunk after
+// pickFor chooses the consumer for pe: pickJoined's choice (none while
+// the subscription is blocked on unacked messages), except that a chunk after
 // the first goes to the consumer holding the first one while it is
 // attached, whatever its permits or unacked count (a chunked message is
 // one message to the client; waiting could stall it behind messages that
@@ -30,7 +30,7 @@ func (s *subscription) pickFor(pe *pendingEntry) *consumer {
 			return c
 		}
 	}
-	return s.pick(pe.key)
+	return s.pickJoined(pe)
 }
 
 // noteChunk records which consumer a chunk went to: the first chunk

@@ -77,6 +77,46 @@ type Config struct {
 	// partitioned topic beyond it is refused (default 10,000; negative:
 	// only the int32 range applies).
 	MaxPartitionsPerTopic int
+	// Rate limit defaults for topics whose policies set none (0:
+	// unlimited), with Pulsar's broker.conf meaning:
+	// maxPublishRatePerTopicInMessages/InBytes (per second),
+	// dispatchThrottlingRatePerTopicInMsg/InByte,
+	// dispatchThrottlingRatePerSubscriptionInMsg/InByte (per second),
+	// subscribeThrottlingRatePerConsumer per
+	// subscribeRatePeriodPerConsumerInSecond (default 30).
+	MaxPublishRatePerTopicInMessages            int
+	MaxPublishRatePerTopicInBytes               int64
+	DispatchThrottlingRatePerTopicInMsg         int
+	DispatchThrottlingRatePerTopicInByte        int64
+	DispatchThrottlingRatePerSubscriptionInMsg  int
+	DispatchThrottlingRatePerSubscriptionInByte int64
+	SubscribeThrottlingRatePerConsumer          int
+	SubscribeRatePeriodPerConsumerInSecond      int
+	// DisableDeleteInactiveTopics is !brokerDeleteInactiveTopicsEnabled:
+	// by default a topic without producers, consumers and (in the
+	// default mode) subscriptions is deleted after
+	// DeleteInactiveTopicsMaxInactiveDuration (default: the frequency).
+	// The check runs every DeleteInactiveTopicsFrequency (default 60s,
+	// brokerDeleteInactiveTopicsFrequencySeconds).
+	// DeleteInactiveTopicsMode is brokerDeleteInactiveTopicsMode
+	// (policy.DeleteWhenNoSubscriptions by default).
+	DisableDeleteInactiveTopics             bool
+	DeleteInactiveTopicsFrequency           time.Duration
+	DeleteInactiveTopicsMode                string
+	DeleteInactiveTopicsMaxInactiveDuration time.Duration
+	// SubscriptionExpirationTimeMinutes deletes subscriptions without
+	// consumers idle this long (0: never), checked every
+	// SubscriptionExpiryCheckInterval (default 5m).
+	SubscriptionExpirationTimeMinutes int
+	SubscriptionExpiryCheckInterval   time.Duration
+	// StatsUpdateInterval is how often the rates of topics, producers,
+	// subscriptions and consumers are recomputed over the last window
+	// (Pulsar's statsUpdateFrequencyInSecs; default 5s here, 60s there).
+	StatsUpdateInterval time.Duration
+	// KeySharedUseConsistentHashing selects the consistent-hash ring for
+	// Key_Shared AUTO_SPLIT subscriptions instead of splitting hash
+	// ranges (subscriptionKeySharedUseConsistentHashing, default false).
+	KeySharedUseConsistentHashing bool
 	// Cluster, when set, makes the broker one of a cluster sharing the
 	// metadata store (see ClusterConfig); nil is a single node that owns
 	// every topic.
@@ -149,6 +189,24 @@ func (c *Config) EnsureDefaults() {
 	if c.MaxPartitionsPerTopic == 0 {
 		c.MaxPartitionsPerTopic = DefaultMaxPartitionsPerTopic
 	}
+	if c.SubscribeRatePeriodPerConsumerInSecond == 0 {
+		c.SubscribeRatePeriodPerConsumerInSecond = 30
+	}
+	if c.DeleteInactiveTopicsFrequency == 0 {
+		c.DeleteInactiveTopicsFrequency = 60 * time.Second
+	}
+	if c.DeleteInactiveTopicsMaxInactiveDuration == 0 {
+		c.DeleteInactiveTopicsMaxInactiveDuration = c.DeleteInactiveTopicsFrequency
+	}
+	if c.DeleteInactiveTopicsMode == "" {
+		c.DeleteInactiveTopicsMode = "delete_when_no_subscriptions"
+	}
+	if c.SubscriptionExpiryCheckInterval == 0 {
+		c.SubscriptionExpiryCheckInterval = 5 * time.Minute
+	}
+	if c.StatsUpdateInterval == 0 {
+		c.StatsUpdateInterval = 5 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -165,6 +223,16 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: MaxOutboundBytes below MaxMessageSize", ErrBadConfig)
 	case c.DispatchBatch < 1:
 		return fmt.Errorf("%w: DispatchBatch < 1", ErrBadConfig)
+	case c.MaxPublishRatePerTopicInMessages < 0 || c.MaxPublishRatePerTopicInBytes < 0 ||
+		c.DispatchThrottlingRatePerTopicInMsg < 0 || c.DispatchThrottlingRatePerTopicInByte < 0 ||
+		c.DispatchThrottlingRatePerSubscriptionInMsg < 0 || c.DispatchThrottlingRatePerSubscriptionInByte < 0 ||
+		c.SubscribeThrottlingRatePerConsumer < 0 || c.SubscribeRatePeriodPerConsumerInSecond < 0:
+		return fmt.Errorf("%w: negative rate limit", ErrBadConfig)
+	case c.DeleteInactiveTopicsMode != "delete_when_no_subscriptions" && c.DeleteInactiveTopicsMode != "delete_when_subscriptions_caught_up":
+		return fmt.Errorf("%w: brokerDeleteInactiveTopicsMode %q", ErrBadConfig, c.DeleteInactiveTopicsMode)
+	case c.DeleteInactiveTopicsFrequency < 0 || c.SubscriptionExpiryCheckInterval < 0 || c.StatsUpdateInterval < 0 ||
+		c.DeleteInactiveTopicsMaxInactiveDuration < 0 || c.SubscriptionExpirationTimeMinutes < 0:
+		return fmt.Errorf("%w: negative interval", ErrBadConfig)
 	}
 	return nil
 }

@@ -65,10 +65,24 @@ type consumer struct {
 	unackedMsg int
 	// blocked: Shared/Key_Shared dispatch to c stopped because unackedMsg
 	// reached maxUnackedMessagesPerConsumer (until at most half of it).
-	blocked  bool
-	msgOut   int64
-	bytesOut int64
-	closed   bool
+	blocked    bool
+	msgOut     int64
+	bytesOut   int64
+	redeliverN int64
+	ackedN     int64
+	entriesOut int64
+	// recentJoin: a Key_Shared consumer that joined after entries were
+	// read gets only entries up to maxPos until the mark-delete reaches
+	// maxPos (keyshared.go).
+	recentJoin bool
+	maxPos     position
+	// outOfOrder is KeySharedMeta.allowOutOfOrderDelivery.
+	outOfOrder bool
+	lastAck    int64      // unix ms
+	lastSent   int64      // unix ms
+	lastFlow   int64      // unix ms
+	win        rateWindow // stats.go
+	closed     bool
 	// holdUntil, when set, is the time before which nothing is
 	// dispatched to c (reconnectGrace); set before c is subscribed.
 	holdUntil time.Time

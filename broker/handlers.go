@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"strings"
 	"time"
 
@@ -137,7 +138,7 @@ func (c *conn) handle(f pulsarproto.Frame) error {
 		}
 	case pb.BaseCommand_CONSUMER_STATS:
 		if cmd.ConsumerStats != nil {
-			c.sendError(cmd.ConsumerStats.GetRequestId(), codeNotAllowed, "CONSUMER_STATS is not supported; use the admin stats endpoint")
+			c.handleConsumerStats(cmd.ConsumerStats)
 		}
 	case pb.BaseCommand_AUTH_RESPONSE:
 		if cmd.AuthResponse != nil {
@@ -209,7 +210,30 @@ func (c *conn) handleSend(m *pb.CommandSend, f *pulsarproto.Frame) error {
 	}
 	c.sendStarted() // answered by exactly one sendReceipt or sendSendError
 	c.b.policyPublish(p, seq, m.GetHighestSequenceId(), n, stripClientEntryMeta(sendEntry(f)))
+	if d := p.topic.publishThrottle(n, len(payload)); d > 0 {
+		c.pauseReads(d)
+	}
 	return nil
+}
+
+// remoteHost returns the host of a "/host:port" remote address.
+func remoteHost(remote string) string {
+	if h, _, err := net.SplitHostPort(strings.TrimPrefix(remote, "/")); err == nil {
+		return h
+	}
+	return remote
+}
+
+// pauseReads stops reading the connection for d (publish rate limit):
+// the reader goroutine waits, so TCP pushes back on every producer of
+// the connection, as Pulsar's disabled auto-read does.
+func (c *conn) pauseReads(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.b.done:
+	}
 }
 
 // entryBuf is a SEND's entry, owned by the broker from handleSend on and
@@ -526,6 +550,10 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 		c.sendError(rid, code, msg)
 		return
 	}
+	if !t.subRates.allow(m.GetConsumerName() + "@" + remoteHost(c.remote)) {
+		c.sendError(rid, int32(pb.ServerError_TooManyRequests), "Subscribe limited by subscribe rate limit per consumer.")
+		return
+	}
 	if m.Schema != nil {
 		if _, err := t.getOrCreateSchema(ctx, m.Schema); err != nil {
 			c.sendError(rid, codeMetadataError, err.Error())
@@ -558,6 +586,7 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 	}
 	if ks := m.KeySharedMeta; ks != nil && req.typ == SubKeyShared {
 		req.sticky = ks.GetKeySharedMode() == pb.KeySharedMode_STICKY
+		co.outOfOrder = ks.GetAllowOutOfOrderDelivery()
 		for _, r := range ks.HashRanges {
 			co.ranges = append(co.ranges, hashRange{int(r.GetStart()), int(r.GetEnd())})
 		}

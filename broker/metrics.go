@@ -1,11 +1,15 @@
 package broker
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"regexp"
 	"sort"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -31,6 +35,14 @@ var (
 		"pulsar_subscription_back_log", "pulsar_subscription_msg_rate_out", "pulsar_subscription_msg_throughput_out",
 		"pulsar_subscription_unacked_messages", "pulsar_subscription_consumers_count", "pulsar_subscription_delayed",
 	}
+	brokerDescs     = map[string]*prometheus.Desc{}
+	brokerDescNames = []string{
+		"pulsar_broker_topics_count", "pulsar_broker_subscriptions_count", "pulsar_broker_producers_count",
+		"pulsar_broker_consumers_count", "pulsar_broker_rate_in", "pulsar_broker_rate_out",
+		"pulsar_broker_throughput_in", "pulsar_broker_throughput_out", "pulsar_broker_storage_size",
+		"pulsar_broker_msg_backlog", "pulsar_broker_in_messages_total", "pulsar_broker_out_messages_total",
+		"pulsar_broker_publish_rate_limit_times",
+	}
 	descBookieStatus = prometheus.NewDesc("bookie_SERVER_STATUS", "1 when the bookie is writable, 0 when read-only.", []string{"bookie"}, nil)
 	descBookieRO     = prometheus.NewDesc("bookie_read_only", "1 when the bookie is read-only.", []string{"bookie"}, nil)
 	metricNameRe     = regexp.MustCompile(`[^a-zA-Z0-9_]`)
@@ -43,6 +55,9 @@ func init() {
 	for _, n := range subDescNames {
 		subDescs[n] = prometheus.NewDesc(n, "Pulsar subscription metric "+n+".", subLabels, nil)
 	}
+	for _, n := range brokerDescNames {
+		brokerDescs[n] = prometheus.NewDesc(n, "Pulsar broker metric "+n+" (all loaded topics).", []string{"cluster"}, nil)
+	}
 }
 
 func (mc metricsCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -53,6 +68,9 @@ func (mc metricsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range subDescs {
 		ch <- d
 	}
+	for _, d := range brokerDescs {
+		ch <- d
+	}
 	ch <- descBookieStatus
 	ch <- descBookieRO
 }
@@ -60,11 +78,19 @@ func (mc metricsCollector) Describe(ch chan<- *prometheus.Desc) {
 func (mc metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	b := mc.b
 	cluster := b.cfg.ClusterName
-	perNS := map[string]int{}
+	perNS := b.namespacesForMetrics()
+	tot := map[string]float64{}
+	defer func() {
+		for _, n := range brokerDescNames {
+			ch <- prometheus.MustNewConstMetric(brokerDescs[n], prometheus.GaugeValue, tot[n], cluster)
+		}
+	}()
 	for _, t := range b.loadedTopics("") {
 		ns := t.name.NamespaceName()
 		perNS[ns]++
 		st := t.stats()
+		tot["pulsar_broker_topics_count"]++
+		tot["pulsar_broker_publish_rate_limit_times"] += float64(st.PublishRateLimitedTimes)
 		lv := []string{cluster, ns, t.full}
 		g := func(name string, v float64) {
 			ch <- prometheus.MustNewConstMetric(topicDescs[name], prometheus.GaugeValue, v, lv...)
@@ -75,6 +101,21 @@ func (mc metricsCollector) Collect(ch chan<- prometheus.Metric) {
 		consumers := 0
 		for _, ss := range st.Subscriptions {
 			consumers += len(ss.Consumers)
+		}
+		for n, v := range map[string]float64{
+			"pulsar_broker_subscriptions_count": float64(len(st.Subscriptions)),
+			"pulsar_broker_producers_count":     float64(len(st.Publishers)),
+			"pulsar_broker_consumers_count":     float64(consumers),
+			"pulsar_broker_rate_in":             st.MsgRateIn,
+			"pulsar_broker_rate_out":            st.MsgRateOut,
+			"pulsar_broker_throughput_in":       st.MsgThroughputIn,
+			"pulsar_broker_throughput_out":      st.MsgThroughputOut,
+			"pulsar_broker_storage_size":        float64(st.StorageSize),
+			"pulsar_broker_msg_backlog":         float64(st.MsgBacklog),
+			"pulsar_broker_in_messages_total":   float64(st.MsgInCounter),
+			"pulsar_broker_out_messages_total":  float64(st.MsgOutCounter),
+		} {
+			tot[n] += v
 		}
 		g("pulsar_rate_in", st.MsgRateIn)
 		g("pulsar_rate_out", st.MsgRateOut)
@@ -107,6 +148,34 @@ func (mc metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	for ns, n := range perNS {
 		ch <- prometheus.MustNewConstMetric(descTopicsCount, prometheus.GaugeValue, float64(n), cluster, ns)
 	}
+	mc.collectBookies(ch)
+}
+
+// namespacesForMetrics returns every registered namespace with a zero
+// count, so pulsar_topics_count has a sample per namespace even with no
+// topic loaded.
+func (b *Broker) namespacesForMetrics() map[string]int {
+	out := map[string]int{}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tenants, err := b.policies.Tenants(ctx)
+	if err != nil {
+		return out
+	}
+	for _, t := range tenants {
+		nss, err := b.policies.Namespaces(ctx, t)
+		if err != nil {
+			continue
+		}
+		for _, ns := range nss {
+			out[ns] = 0
+		}
+	}
+	return out
+}
+
+func (mc metricsCollector) collectBookies(ch chan<- prometheus.Metric) {
+	b := mc.b
 	if b.deps.Bookies == nil {
 		return
 	}
@@ -135,6 +204,16 @@ func (b *Broker) metricsHandler() HandlerFunc {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(unchecked{metricsCollector{b}})
 	reg.MustRegister(b.deps.Collectors...)
+	// The Go runtime and process collectors, as every Prometheus
+	// exporter has (skipped if Deps.Collectors brought them already).
+	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				b.log.Warn("register metrics collector", "err", err)
+			}
+		}
+	}
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 	return func(w http.ResponseWriter, r *http.Request, _ Params) { h.ServeHTTP(w, r) }
 }

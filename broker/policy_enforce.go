@@ -55,34 +55,43 @@ type heldSend struct {
 }
 
 func (b *Broker) policyDefaults() policy.Defaults {
-	return policy.Defaults{Deduplication: b.cfg.Deduplication, AutoTopicCreation: !b.cfg.DisableAutoTopicCreation,
-		MaxUnackedPerConsumer: max(b.cfg.MaxUnackedPerConsumer, 0), MaxUnackedPerSubscription: max(b.cfg.MaxUnackedPerSubscription, 0)}
-}
-
-// resolvePolicies returns the effective policy of topics in namespace ns;
-// broker defaults when the namespace's policies cannot be read.
-func (b *Broker) resolvePolicies(ns string) *policy.Resolved {
-	p := b.policies.Cached(ns)
-	if p == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-		defer cancel()
-		var err error
-		if p, err = b.policies.Get(ctx, ns); err != nil {
-			b.log.Warn("read namespace policies", "namespace", ns, "err", err)
-			p = nil
-		}
+	c := &b.cfg
+	return policy.Defaults{
+		Deduplication:     c.Deduplication,
+		AutoTopicCreation: !c.DisableAutoTopicCreation,
+		Cluster:           c.ClusterName,
+		PublishRate: policy.PublishRate{PublishThrottlingRateInMsg: c.MaxPublishRatePerTopicInMessages,
+			PublishThrottlingRateInByte: c.MaxPublishRatePerTopicInBytes},
+		DispatchRate: policy.DispatchRate{DispatchThrottlingRateInMsg: c.DispatchThrottlingRatePerTopicInMsg,
+			DispatchThrottlingRateInByte: c.DispatchThrottlingRatePerTopicInByte, RatePeriodInSecond: 1},
+		SubscriptionDispatchRate: policy.DispatchRate{DispatchThrottlingRateInMsg: c.DispatchThrottlingRatePerSubscriptionInMsg,
+			DispatchThrottlingRateInByte: c.DispatchThrottlingRatePerSubscriptionInByte, RatePeriodInSecond: 1},
+		SubscribeRate: policy.SubscribeRate{SubscribeThrottlingRatePerConsumer: c.SubscribeThrottlingRatePerConsumer,
+			RatePeriodInSecond: c.SubscribeRatePeriodPerConsumerInSecond},
+		InactiveTopic: policy.InactiveTopicPolicies{DeleteWhileInactive: !c.DisableDeleteInactiveTopics,
+			InactiveTopicDeleteMode:    c.DeleteInactiveTopicsMode,
+			MaxInactiveDurationSeconds: int(c.DeleteInactiveTopicsMaxInactiveDuration / time.Second)},
+		SubscriptionExpirationMinutes: c.SubscriptionExpirationTimeMinutes,
+		MaxUnackedPerConsumer:         max(c.MaxUnackedPerConsumer, 0),
+		MaxUnackedPerSubscription:     max(c.MaxUnackedPerSubscription, 0),
 	}
-	return policy.Resolve(b.policyDefaults(), p)
 }
 
-// resolveTopicPolicies returns the effective policy of topic tn: its
-// topic-level overrides (kept under a partition's parent name) over its
-// namespace's policies.
-func (b *Broker) resolveTopicPolicies(tn topicName) *policy.Resolved {
+// topicPolicyKey is the policy.Store key of tn's topic-level policies
+// (a partition uses its partitioned topic's).
+func topicPolicyKey(tn topicName) string {
+	p := tn.Parent()
+	return policy.TopicKey(p.Domain, p.Tenant, p.Namespace, escapeLocal(p.Local))
+}
+
+// resolvePolicies returns the effective policy of topic tn: its
+// topic-level policies over its namespace's over the broker defaults (a
+// layer that cannot be read is skipped, with a warning).
+func (b *Broker) resolvePolicies(tn topicName) *policy.Resolved {
 	ns := tn.NamespaceName()
-	p := b.policies.Cached(ns)
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
+	p := b.policies.Cached(ns)
 	if p == nil {
 		var err error
 		if p, err = b.policies.Get(ctx, ns); err != nil {
@@ -90,16 +99,16 @@ func (b *Broker) resolveTopicPolicies(tn topicName) *policy.Resolved {
 			p = nil
 		}
 	}
-	parent := tn
-	if tn.IsPartition() {
-		parent = tn.Parent()
+	key := topicPolicyKey(tn)
+	tp, ok := b.policies.CachedTopic(key)
+	if !ok {
+		var err error
+		if tp, err = b.policies.GetTopic(ctx, key); err != nil {
+			b.log.Warn("read topic policies", "topic", tn.String(), "err", err)
+			tp = nil
+		}
 	}
-	tp, err := b.policies.TopicPolicies(ctx, parent.String())
-	if err != nil {
-		b.log.Warn("read topic policies", "topic", parent.String(), "err", err)
-		tp = nil
-	}
-	return policy.Resolve(b.policyDefaults(), tp, p)
+	return policy.Resolve(b.policyDefaults(), tp.Layer(b.cfg.ClusterName), p)
 }
 
 // policiesChanged is the policy store subscription: ns ("" for every
@@ -107,8 +116,9 @@ func (b *Broker) resolveTopicPolicies(tn topicName) *policy.Resolved {
 func (b *Broker) policiesChanged(ns string) {
 	for _, t := range b.loadedTopics(ns) {
 		old := t.pol.Load()
-		res := b.resolveTopicPolicies(t.name)
+		res := b.resolvePolicies(t.name)
 		t.pol.Store(res)
+		t.applyLimits(res)
 		if t.persistent() && old != nil && !policy.SameRetention(old, res) {
 			// The managed ledger reopens with the new retention.
 			b.unloadTopic(t.full)
@@ -144,6 +154,7 @@ func (b *Broker) policyLoop() {
 			}
 			for _, t := range b.loadedTopics("") {
 				b.checkTopic(t)
+				t.subRates.prune()
 			}
 		}
 	}
@@ -304,6 +315,13 @@ func (t *topic) expire(s *subscription, secs int64) error {
 		return err
 	}
 	s.call(func() {
+		_, before := s.cur.Backlog()
+		defer func() {
+			if _, after := s.cur.Backlog(); after < before {
+				s.expiredN.Add(before - after)
+				s.lastExpire.Store(time.Now().UnixMilli())
+			}
+		}()
 		if !found {
 			err = ca.c.ClearBacklog()
 			return
@@ -539,7 +557,7 @@ func (b *Broker) policyCheckConsumer(t *topic) (int32, string, bool) {
 // autoCreation returns whether tn may be auto-created and, for a
 // partitioned override, the default partition count.
 func (b *Broker) autoCreation(tn topicName) (allow bool, partitions int) {
-	pol := b.resolvePolicies(tn.NamespaceName())
+	pol := b.resolvePolicies(tn)
 	return pol.AutoCreate, pol.AutoPartitions
 }
 

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 )
@@ -148,14 +149,31 @@ func (s *sharedSelector) list() []*consumer { return s.cs }
 // hashRange is an inclusive range of Key_Shared slots.
 type hashRange struct{ start, end int }
 
-// keySharedSelector routes every key to one consumer. In auto-split mode
-// each consumer owns pointsPerConsumer points on a consistent-hash ring;
-// in sticky mode consumers declare their slot ranges, which must not
-// overlap.
+// keySharedSelector routes every key to one consumer, by the key's slot
+// (murmur3 % keySlots) in one of three modes:
+//
+//   - auto-split (Pulsar's default, subscriptionKeySharedUseConsistentHashing
+//     false): the slots are cut into one contiguous range per consumer.
+//     The first consumer owns [0, 65535]; a new consumer takes the lower
+//     half of the largest range (the first of equal ones); a leaving
+//     consumer's range goes to the consumer of the next range (the last
+//     range goes to the previous one).
+//   - consistent hashing: each consumer owns pointsPerConsumer points on
+//     a hash ring; a key belongs to the first point at or after its hash.
+//   - sticky: consumers declare their slot ranges, which must not
+//     overlap; a key in no range is not delivered.
 type keySharedSelector struct {
-	sticky bool
-	cs     []*consumer
-	ring   []ringPoint // auto-split: sorted by hash
+	sticky     bool
+	consistent bool
+	cs         []*consumer
+	ring       []ringPoint  // consistent: sorted by hash
+	splits     []splitRange // auto-split: sorted by end
+}
+
+// splitRange is the auto-split range (previous end, end] of c.
+type splitRange struct {
+	end int
+	c   *consumer
 }
 
 type ringPoint struct {
@@ -169,6 +187,11 @@ func (s *keySharedSelector) add(c *consumer) string {
 	if s.sticky {
 		if len(c.ranges) == 0 {
 			return "Key_Shared sticky consumer declared no hash ranges"
+		}
+		for _, r := range c.ranges {
+			if r.start < 0 || r.end >= keySlots || r.start > r.end {
+				return fmt.Sprintf("Key_Shared hash range [%d, %d] is not within [0, %d]", r.start, r.end, keySlots-1)
+			}
 		}
 		for _, o := range s.cs {
 			for _, a := range o.ranges {
@@ -184,6 +207,13 @@ func (s *keySharedSelector) add(c *consumer) string {
 	}
 	if len(s.cs) > 0 && len(c.ranges) > 0 {
 		return "Key_Shared mode mismatch"
+	}
+	if !s.consistent {
+		if r := s.split(c); r != "" {
+			return r
+		}
+		s.cs = append(s.cs, c)
+		return ""
 	}
 	s.cs = append(s.cs, c)
 	var b []byte
@@ -206,11 +236,65 @@ func (s *keySharedSelector) add(c *consumer) string {
 	return ""
 }
 
+// split gives c the lower half of the largest auto-split range.
+func (s *keySharedSelector) split(c *consumer) string {
+	if len(s.splits) == 0 {
+		s.splits = []splitRange{{keySlots - 1, c}}
+		return ""
+	}
+	best, bestSize, start := -1, 0, 0
+	for i, r := range s.splits {
+		if size := r.end - start + 1; size > bestSize {
+			best, bestSize = i, size
+		}
+		start = r.end + 1
+	}
+	if bestSize < 2 {
+		return "No more hash range to split for a new consumer"
+	}
+	lo := 0
+	if best > 0 {
+		lo = s.splits[best-1].end + 1
+	}
+	mid := lo + (s.splits[best].end-lo)/2
+	s.splits = slices.Insert(s.splits, best, splitRange{mid, c})
+	return ""
+}
+
+// rangesOf returns the slot ranges c owns ("[start, end]"), for stats.
+func (s *keySharedSelector) rangesOf(c *consumer) []string {
+	var out []string
+	if s.sticky {
+		for _, r := range c.ranges {
+			out = append(out, fmt.Sprintf("[%d, %d]", r.start, r.end))
+		}
+		return out
+	}
+	start := 0
+	for _, r := range s.splits {
+		if r.c == c {
+			out = append(out, fmt.Sprintf("[%d, %d]", start, r.end))
+		}
+		start = r.end + 1
+	}
+	return out
+}
+
 func (s *keySharedSelector) remove(c *consumer) {
 	if i := slices.Index(s.cs, c); i >= 0 {
 		s.cs = slices.Delete(s.cs, i, i+1)
 	}
 	s.ring = slices.DeleteFunc(s.ring, func(p ringPoint) bool { return p.c == c })
+	if i := slices.IndexFunc(s.splits, func(r splitRange) bool { return r.c == c }); i >= 0 {
+		if i == len(s.splits)-1 && i > 0 {
+			// The last range goes to the previous consumer.
+			s.splits[i].c = s.splits[i-1].c
+			s.splits = slices.Delete(s.splits, i-1, i)
+		} else {
+			// Its range goes to the consumer of the next range.
+			s.splits = slices.Delete(s.splits, i, i+1)
+		}
+	}
 }
 
 // owner returns the consumer owning key regardless of permits.
@@ -228,6 +312,14 @@ func (s *keySharedSelector) owner(key []byte) *consumer {
 			}
 		}
 		return nil
+	}
+	if !s.consistent {
+		slot := keySlot(key)
+		i, _ := slices.BinarySearchFunc(s.splits, slot, func(r splitRange, slot int) int { return r.end - slot })
+		if i == len(s.splits) {
+			return nil
+		}
+		return s.splits[i].c
 	}
 	h := murmur3(key)
 	i, _ := slices.BinarySearchFunc(s.ring, h, func(p ringPoint, h uint32) int {

@@ -85,8 +85,8 @@ func TestSharedSelectorRoundRobin(t *testing.T) {
 	}
 }
 
-func TestKeySharedAutoSplitStable(t *testing.T) {
-	s := &keySharedSelector{}
+func TestKeySharedConsistentStable(t *testing.T) {
+	s := &keySharedSelector{consistent: true}
 	cs := []*consumer{mkConsumer(1, "a", 100), mkConsumer(2, "b", 100), mkConsumer(3, "c", 100)}
 	for _, c := range cs {
 		if r := s.add(c); r != "" {

@@ -26,6 +26,9 @@ import (
 type Service interface {
 	// ClusterName is the cluster this broker belongs to.
 	ClusterName() string
+	// PolicyDefaults are the broker-wide policy values (the last layer
+	// of a topic's applied policies).
+	PolicyDefaults() policy.Defaults
 	// ServiceURL and WebURL are the advertised pulsar:// and http:// URLs.
 	ServiceURL() string
 	WebURL() string
@@ -159,6 +162,19 @@ func (b *Broker) Bookies() []BookieStatus {
 // Policies implements Service.
 func (b *Broker) Policies() *policy.Store { return b.policies }
 
+// TopicPolicyKey returns the policy.Store key of a topic's topic-level
+// policies (a partition's are its partitioned topic's).
+func TopicPolicyKey(name string) (string, error) {
+	tn, err := parseTopicName(name)
+	if err != nil {
+		return "", err
+	}
+	return topicPolicyKey(tn), nil
+}
+
+// PolicyDefaults implements Service.
+func (b *Broker) PolicyDefaults() policy.Defaults { return b.policyDefaults() }
+
 // TopicsOfNamespace implements Service.
 func (b *Broker) TopicsOfNamespace(ctx context.Context, ns string, persistent, nonPersistent bool) ([]string, error) {
 	return b.topicsOfNamespace(ctx, ns, persistent, nonPersistent)
@@ -273,6 +289,9 @@ func (b *Broker) DeletePartitionedTopic(ctx context.Context, topic string) error
 	if err := b.reg.deletePartitioned(ctx, tn); err != nil && !errors.Is(err, ErrTopicNotFound) {
 		return err
 	}
+	if err := b.policies.DeleteTopic(ctx, topicPolicyKey(tn)); err != nil {
+		b.log.Warn("delete topic policies", "topic", tn.String(), "err", err)
+	}
 	_ = b.schemas.delete(ctx, tn)
 	return nil
 }
@@ -349,6 +368,11 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string, force bool) error
 		}
 	}
 	b.unloadTopic(tn.String())
+	if !tn.IsPartition() {
+		if err := b.policies.DeleteTopic(ctx, topicPolicyKey(tn)); err != nil {
+			b.log.Warn("delete topic policies", "topic", tn.String(), "err", err)
+		}
+	}
 	if !tn.IsPersistent() {
 		return nil
 	}
@@ -586,6 +610,7 @@ func (b *Broker) CreateSubscription(ctx context.Context, topic, name string, id 
 		}
 	}
 	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.unackedLimits, t.log)
+	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
 	t.mu.Lock()
 	if t.mu.subs[name] != nil {
 		t.mu.Unlock()
@@ -778,4 +803,18 @@ func (b *Broker) DeleteSchema(ctx context.Context, topic string) error {
 		return err
 	}
 	return b.schemas.delete(ctx, tn)
+}
+
+// AppliedPolicies returns the policy a loaded topic enforces now (nil
+// when the topic is not loaded here).
+func (b *Broker) AppliedPolicies(topic string) *policy.Resolved {
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return nil
+	}
+	t := b.lookupTopic(tn.String())
+	if t == nil {
+		return nil
+	}
+	return t.pol.Load()
 }

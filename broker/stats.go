@@ -1,12 +1,15 @@
 package broker
 
 import (
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/magnetar-mq/magnetar/policy"
 )
 
 // rateTracker turns counters into per-second rates, measured between
-// successive stats calls at least a second apart.
+// successive calls at least a second apart (cluster load reports).
 type rateTracker struct {
 	mu       sync.Mutex
 	at       time.Time
@@ -33,40 +36,176 @@ func (r *rateTracker) update(msgs, bytes int64) (msgRate, byteRate float64) {
 	return r.msgRate, r.byteRate
 }
 
-// TopicStats is Pulsar's TopicStats JSON shape (the subset Magnetar
-// fills). Counters are JSON integers, rates floats.
+// Stats as Pulsar computes them: counters are cumulative (messages in
+// count only stored messages, see topic.countIn); rates are the counters'
+// increase over the last fixed window divided by its length, recomputed
+// for every loaded topic, producer, subscription and consumer by one
+// timer every Config.StatsUpdateInterval (Pulsar's
+// statsUpdateFrequencyInSecs). A stats call reads the last window's rates:
+// every caller sees the same values until the next tick, and the first
+// window of a new topic or client reads 0.
+
+// Indexes of the counters a rateWindow follows.
+const (
+	winMsgs = iota
+	winBytes
+	winRedeliver
+	winAcks
+	winExpired
+	winCount
+)
+
+// rateWindow holds the rates of the last window.
+type rateWindow struct {
+	mu    sync.Mutex
+	at    time.Time
+	last  [winCount]int64
+	rates [winCount]float64
+}
+
+// roll closes the window at now with the counters' current values.
+func (w *rateWindow) roll(now time.Time, counters ...int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.at.IsZero() {
+		if dt := now.Sub(w.at).Seconds(); dt > 0 {
+			for i, v := range counters {
+				w.rates[i] = float64(v-w.last[i]) / dt
+			}
+		}
+	}
+	w.at = now
+	copy(w.last[:], counters)
+}
+
+// get returns the last window's rates.
+func (w *rateWindow) get() [winCount]float64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rates
+}
+
+// statsLoop rolls the rate windows of every loaded topic until the
+// broker closes.
+func (b *Broker) statsLoop() {
+	defer b.wg.Done()
+	tk := time.NewTicker(b.cfg.StatsUpdateInterval)
+	defer tk.Stop()
+	for {
+		select {
+		case <-b.done:
+			return
+		case now := <-tk.C:
+			for _, t := range b.loadedTopics("") {
+				t.rollStats(now)
+			}
+		}
+	}
+}
+
+// rollStats closes the rate windows of t, its producers, subscriptions
+// and consumers.
+func (t *topic) rollStats(now time.Time) {
+	t.inWin.roll(now, t.msgIn.Load(), t.bytesIn.Load())
+	t.mu.Lock()
+	ps := make([]*producer, 0, len(t.mu.producers))
+	for _, p := range t.mu.producers {
+		ps = append(ps, p)
+	}
+	t.mu.Unlock()
+	for _, p := range ps {
+		p.win.roll(now, p.msgIn.Load(), p.bytesIn.Load())
+	}
+	for _, s := range *t.subList.Load() {
+		s.call(func() { s.rollLocked(now) })
+	}
+	r := t.inWin.get()
+	t.relativeDispatch(r[winMsgs], r[winBytes])
+}
+
+// rollLocked closes the rate windows of s and its consumers.
+func (s *subscription) rollLocked(now time.Time) {
+	s.win.roll(now, s.msgOut, s.bytesOut, s.redeliverN, s.ackedN, s.expiredN.Load())
+	for _, c := range s.consumers {
+		c.win.roll(now, c.msgOut, c.bytesOut, c.redeliverN, c.ackedN)
+	}
+}
+
+// CompactionStats is the compaction part of TopicStats.
+type CompactionStats struct {
+	LastCompactionRemovedEventCount   int64 `json:"lastCompactionRemovedEventCount"`
+	LastCompactionSucceedTimestamp    int64 `json:"lastCompactionSucceedTimestamp"`
+	LastCompactionFailedTimestamp     int64 `json:"lastCompactionFailedTimestamp"`
+	LastCompactionDurationTimeInMills int64 `json:"lastCompactionDurationTimeInMills"`
+}
+
+// TopicStats is Pulsar's TopicStats JSON shape. Counters are JSON
+// integers, rates floats. Fields of features Magnetar does not have
+// (offload, transactions) are present with their idle values.
 type TopicStats struct {
-	MsgRateIn           float64                      `json:"msgRateIn"`
-	MsgThroughputIn     float64                      `json:"msgThroughputIn"`
-	MsgRateOut          float64                      `json:"msgRateOut"`
-	MsgThroughputOut    float64                      `json:"msgThroughputOut"`
-	MsgInCounter        int64                        `json:"msgInCounter"`
-	BytesInCounter      int64                        `json:"bytesInCounter"`
-	MsgOutCounter       int64                        `json:"msgOutCounter"`
-	BytesOutCounter     int64                        `json:"bytesOutCounter"`
-	AverageMsgSize      float64                      `json:"averageMsgSize"`
-	StorageSize         int64                        `json:"storageSize"`
-	BacklogSize         int64                        `json:"backlogSize"`
-	MsgBacklog          int64                        `json:"msgBacklog"`
-	Publishers          []PublisherStats             `json:"publishers"`
-	Subscriptions       map[string]SubscriptionStats `json:"subscriptions"`
-	Replication         map[string]ReplicatorStats   `json:"replication"`
-	DeduplicationStatus string                       `json:"deduplicationStatus"`
+	MsgRateIn                                        float64                      `json:"msgRateIn"`
+	MsgThroughputIn                                  float64                      `json:"msgThroughputIn"`
+	MsgRateOut                                       float64                      `json:"msgRateOut"`
+	MsgThroughputOut                                 float64                      `json:"msgThroughputOut"`
+	MsgInCounter                                     int64                        `json:"msgInCounter"`
+	BytesInCounter                                   int64                        `json:"bytesInCounter"`
+	MsgOutCounter                                    int64                        `json:"msgOutCounter"`
+	BytesOutCounter                                  int64                        `json:"bytesOutCounter"`
+	AverageMsgSize                                   float64                      `json:"averageMsgSize"`
+	MsgChunkPublished                                bool                         `json:"msgChunkPublished"`
+	StorageSize                                      int64                        `json:"storageSize"`
+	BacklogSize                                      int64                        `json:"backlogSize"`
+	MsgBacklog                                       int64                        `json:"msgBacklog"`
+	BacklogQuotaLimitSize                            int64                        `json:"backlogQuotaLimitSize"`
+	BacklogQuotaLimitTime                            int64                        `json:"backlogQuotaLimitTime"`
+	OldestBacklogMessageAgeSeconds                   int64                        `json:"oldestBacklogMessageAgeSeconds"`
+	OldestBacklogMessageSubscriptionName             string                       `json:"oldestBacklogMessageSubscriptionName,omitempty"`
+	PublishRateLimitedTimes                          int64                        `json:"publishRateLimitedTimes"`
+	EarliestMsgPublishTimeInBacklogs                 int64                        `json:"earliestMsgPublishTimeInBacklogs"`
+	OffloadedStorageSize                             int64                        `json:"offloadedStorageSize"`
+	LastOffloadLedgerID                              int64                        `json:"lastOffloadLedgerId"`
+	LastOffloadSuccessTimeStamp                      int64                        `json:"lastOffloadSuccessTimeStamp"`
+	LastOffloadFailureTimeStamp                      int64                        `json:"lastOffloadFailureTimeStamp"`
+	OngoingTxnCount                                  int64                        `json:"ongoingTxnCount"`
+	AbortedTxnCount                                  int64                        `json:"abortedTxnCount"`
+	CommittedTxnCount                                int64                        `json:"committedTxnCount"`
+	Publishers                                       []PublisherStats             `json:"publishers"`
+	WaitingPublishers                                int                          `json:"waitingPublishers"`
+	Subscriptions                                    map[string]SubscriptionStats `json:"subscriptions"`
+	Replication                                      map[string]ReplicatorStats   `json:"replication"`
+	DeduplicationStatus                              string                       `json:"deduplicationStatus"`
+	NonContiguousDeletedMessagesRanges               int                          `json:"nonContiguousDeletedMessagesRanges"`
+	NonContiguousDeletedMessagesRangesSerializedSize int                          `json:"nonContiguousDeletedMessagesRangesSerializedSize"`
+	DelayedMessageIndexSizeInBytes                   int64                        `json:"delayedMessageIndexSizeInBytes"`
+	Compaction                                       CompactionStats              `json:"compaction"`
+	OwnerBroker                                      string                       `json:"ownerBroker"`
 }
 
 // stats collects the topic's TopicStats.
 func (t *topic) stats() TopicStats {
 	msgs, bytes := t.msgIn.Load(), t.bytesIn.Load()
-	rate, tput := t.rates.update(msgs, bytes)
+	in := t.inWin.get()
+	pol := t.pol.Load()
 	st := TopicStats{
-		MsgRateIn:           rate,
-		MsgThroughputIn:     tput,
-		MsgInCounter:        msgs,
-		BytesInCounter:      bytes,
-		Publishers:          []PublisherStats{},
-		Subscriptions:       map[string]SubscriptionStats{},
-		Replication:         map[string]ReplicatorStats{},
-		DeduplicationStatus: "Disabled",
+		MsgRateIn:               in[winMsgs],
+		MsgThroughputIn:         in[winBytes],
+		MsgInCounter:            msgs,
+		BytesInCounter:          bytes,
+		Publishers:              []PublisherStats{},
+		Subscriptions:           map[string]SubscriptionStats{},
+		Replication:             map[string]ReplicatorStats{},
+		DeduplicationStatus:     "Disabled",
+		PublishRateLimitedTimes: t.publishLimited.Load(),
+		BacklogQuotaLimitSize:   -1,
+		BacklogQuotaLimitTime:   -1,
+		LastOffloadLedgerID:     -1,
+		OwnerBroker:             strings.TrimPrefix(t.b.webURL(), "http://"),
+	}
+	if q, ok := pol.BacklogQuotas[policy.QuotaStorage]; ok {
+		st.BacklogQuotaLimitSize = q.LimitSize
+	}
+	if q, ok := pol.BacklogQuotas[policy.QuotaMessageAge]; ok {
+		st.BacklogQuotaLimitTime = q.LimitTime
 	}
 	if t.dedupEnabled() {
 		st.DeduplicationStatus = "Enabled"
@@ -79,22 +218,26 @@ func (t *topic) stats() TopicStats {
 		entries, st.StorageSize = t.ml.Size()
 	}
 	t.mu.Lock()
+	st.WaitingPublishers = len(t.mu.waiting)
 	for _, p := range t.mu.producers {
 		md := p.metadata
 		if md == nil {
 			md = map[string]string{}
 		}
 		pm, pb := p.msgIn.Load(), p.bytesIn.Load()
+		r := p.win.get()
 		ps := PublisherStats{
-			ProducerID:     p.id,
-			ProducerName:   p.name,
-			AccessMode:     accessModeName(p.accessMode),
-			MsgInCounter:   pm,
-			BytesInCounter: pb,
-			Address:        p.address,
-			ConnectedSince: p.connectedSince.UTC().Format(time.RFC3339Nano),
-			ClientVersion:  p.clientVersion,
-			Metadata:       md,
+			ProducerID:      p.id,
+			ProducerName:    p.name,
+			AccessMode:      accessModeName(p.accessMode),
+			MsgRateIn:       r[winMsgs],
+			MsgThroughputIn: r[winBytes],
+			MsgInCounter:    pm,
+			BytesInCounter:  pb,
+			Address:         p.address,
+			ConnectedSince:  p.connectedSince.UTC().Format(time.RFC3339Nano),
+			ClientVersion:   p.clientVersion,
+			Metadata:        md,
 		}
 		if pm > 0 {
 			ps.AverageMsgSize = float64(pb) / float64(pm)
@@ -112,6 +255,7 @@ func (t *topic) stats() TopicStats {
 		st.MsgRateOut += rs.MsgRateOut
 		st.MsgThroughputOut += rs.MsgThroughputOut
 	}
+	now := time.Now().UnixMilli()
 	for _, s := range subs {
 		var ss SubscriptionStats
 		if !s.call(func() { ss = s.statsLocked() }) {
@@ -121,11 +265,14 @@ func (t *topic) stats() TopicStats {
 			// Approximate: average entry size times backlog entries.
 			ss.BacklogSize = st.StorageSize / entries * ss.backlogEntries
 		}
-		ss.MsgRateOut, ss.MsgThroughputOut = s.rates.update(ss.MsgOutCounter, ss.BytesOutCounter)
-		ss.MsgRateRedeliver = 0
-		for i := range ss.Consumers {
-			if len(ss.Consumers) == 1 {
-				ss.Consumers[i].MsgRateOut, ss.Consumers[i].MsgThroughputOut = ss.MsgRateOut, ss.MsgThroughputOut
+		if ss.MsgBacklog > 0 {
+			if pt := earliestInBacklog(t, s); pt > 0 {
+				ss.EarliestMsgPublishTimeInBacklog = pt
+				if st.EarliestMsgPublishTimeInBacklogs == 0 || pt < st.EarliestMsgPublishTimeInBacklogs {
+					st.EarliestMsgPublishTimeInBacklogs = pt
+					st.OldestBacklogMessageSubscriptionName = s.name
+					st.OldestBacklogMessageAgeSeconds = max(now-pt, 0) / 1000
+				}
 			}
 		}
 		st.MsgRateOut += ss.MsgRateOut
@@ -137,4 +284,26 @@ func (t *topic) stats() TopicStats {
 		st.Subscriptions[s.name] = ss
 	}
 	return st
+}
+
+// earliestInBacklog returns the publish time (unix ms) of the first
+// unacknowledged message of s, 0 when unknown.
+func earliestInBacklog(t *topic, s *subscription) int64 {
+	ca, ok := s.cur.(*cursorAdapter)
+	if !ok || !t.persistent() {
+		return 0
+	}
+	next, ok := nextPosition(ca.ml.Stats().Ledgers, ca.c.MarkDeletePosition())
+	if !ok {
+		return 0
+	}
+	data, err := t.ml.ReadEntry(toPos(next))
+	if err != nil {
+		return 0
+	}
+	pt, err := entryPublishTime(data)
+	if err != nil {
+		return 0
+	}
+	return pt
 }

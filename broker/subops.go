@@ -15,6 +15,8 @@ func (s *subscription) flowLocked(c *consumer, n int) {
 		return
 	}
 	c.permits += n
+	c.lastFlow = time.Now().UnixMilli()
+	s.lastFlow = c.lastFlow
 	s.dispatch()
 }
 
@@ -28,6 +30,7 @@ type ackID struct {
 // ackLocked applies an individual or cumulative ack from c.
 func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []ackID) {
 	s.lastAck = time.Now().UnixMilli()
+	c.lastAck = s.lastAck
 	if cumulative {
 		if len(ids) == 0 {
 			return
@@ -110,7 +113,9 @@ func (s *subscription) ackBatchLocked(c *consumer, id ackID) {
 
 // dropPending forgets an acknowledged pending entry.
 func (s *subscription) dropPending(pe *pendingEntry) {
+	s.ackedN += int64(pe.numMsgs)
 	if o := pe.owner; o != nil {
+		o.ackedN += int64(pe.numMsgs)
 		if _, ok := o.pending[pe.pos]; ok {
 			delete(o.pending, pe.pos)
 			s.addUnacked(o, -pe.numMsgs)
@@ -142,9 +147,11 @@ func (s *subscription) resetLocked() {
 	for _, c := range s.consumers {
 		clear(c.pending)
 		c.unackedMsg = 0
+		c.recentJoin = false
 	}
 	s.unacked = 0
 	s.refreshBlocked()
+	s.haveRead = false
 	clear(s.pending)
 	clear(s.redelivered)
 	clear(s.chunkOwner)
@@ -212,42 +219,85 @@ type SubscriptionStats struct {
 	LastConsumedTimestamp            int64           `json:"lastConsumedTimestamp"`
 	Consumers                        []ConsumerStats `json:"consumers"`
 
+	MessageAckRate                                   float64           `json:"messageAckRate"`
+	ChunkedMessageRate                               float64           `json:"chunkedMessageRate"`
+	EarliestMsgPublishTimeInBacklog                  int64             `json:"earliestMsgPublishTimeInBacklog"`
+	MsgRateExpired                                   float64           `json:"msgRateExpired"`
+	TotalMsgExpired                                  int64             `json:"totalMsgExpired"`
+	LastExpireTimestamp                              int64             `json:"lastExpireTimestamp"`
+	LastConsumedFlowTimestamp                        int64             `json:"lastConsumedFlowTimestamp"`
+	LastMarkDeleteAdvancedTimestamp                  int64             `json:"lastMarkDeleteAdvancedTimestamp"`
+	AllowOutOfOrderDelivery                          bool              `json:"allowOutOfOrderDelivery"`
+	KeySharedMode                                    string            `json:"keySharedMode,omitempty"`
+	ConsumersAfterMarkDeletePosition                 map[string]string `json:"consumersAfterMarkDeletePosition"`
+	NonContiguousDeletedMessagesRanges               int               `json:"nonContiguousDeletedMessagesRanges"`
+	NonContiguousDeletedMessagesRangesSerializedSize int               `json:"nonContiguousDeletedMessagesRangesSerializedSize"`
+	DelayedMessageIndexSizeInBytes                   int64             `json:"delayedMessageIndexSizeInBytes"`
+	SubscriptionProperties                           map[string]string `json:"subscriptionProperties"`
+	IsReplicatedSubscription                         bool              `json:"replicated"`
+
 	backlogEntries int64
 }
 
 // ConsumerStats is one consumer's part of SubscriptionStats.
 type ConsumerStats struct {
-	ConsumerName     string `json:"consumerName"`
-	AvailablePermits int64  `json:"availablePermits"`
-	UnackedMessages  int64  `json:"unackedMessages"`
-	// BlockedConsumerOnUnackedMsgs: dispatch to the consumer stopped at
-	// maxUnackedMessagesPerConsumer.
-	BlockedConsumerOnUnackedMsgs bool              `json:"blockedConsumerOnUnackedMsgs"`
-	MsgRateOut                   float64           `json:"msgRateOut"`
-	MsgThroughputOut             float64           `json:"msgThroughputOut"`
-	MsgOutCounter                int64             `json:"msgOutCounter"`
-	BytesOutCounter              int64             `json:"bytesOutCounter"`
-	Address                      string            `json:"address"`
-	ConnectedSince               string            `json:"connectedSince"`
-	ClientVersion                string            `json:"clientVersion"`
-	Metadata                     map[string]string `json:"metadata"`
+	ConsumerName     string            `json:"consumerName"`
+	AvailablePermits int64             `json:"availablePermits"`
+	UnackedMessages  int64             `json:"unackedMessages"`
+	MsgRateOut       float64           `json:"msgRateOut"`
+	MsgThroughputOut float64           `json:"msgThroughputOut"`
+	MsgOutCounter    int64             `json:"msgOutCounter"`
+	BytesOutCounter  int64             `json:"bytesOutCounter"`
+	Address          string            `json:"address"`
+	ConnectedSince   string            `json:"connectedSince"`
+	ClientVersion    string            `json:"clientVersion"`
+	Metadata         map[string]string `json:"metadata"`
+
+	MsgRateRedeliver             float64  `json:"msgRateRedeliver"`
+	MessageAckRate               float64  `json:"messageAckRate"`
+	ChunkedMessageRate           float64  `json:"chunkedMessageRate"`
+	AvgMessagesPerEntry          int      `json:"avgMessagesPerEntry"`
+	BlockedConsumerOnUnackedMsgs bool     `json:"blockedConsumerOnUnackedMsgs"`
+	ReadPositionWhenJoining      string   `json:"readPositionWhenJoining,omitempty"`
+	LastAckedTimestamp           int64    `json:"lastAckedTimestamp"`
+	LastConsumedTimestamp        int64    `json:"lastConsumedTimestamp"`
+	LastConsumedFlowTimestamp    int64    `json:"lastConsumedFlowTimestamp"`
+	KeyHashRanges                []string `json:"keyHashRanges,omitempty"`
 }
 
 func (s *subscription) statsLocked() SubscriptionStats {
 	entries, msgs := s.cur.Backlog()
 	st := SubscriptionStats{
-		backlogEntries:                   entries,
-		MsgBacklog:                       msgs,
-		MsgBacklogNoDelayed:              msgs,
-		IsDurable:                        s.cur.Durable(),
-		Type:                             s.typ.String(),
-		MsgOutCounter:                    s.msgOut,
-		BytesOutCounter:                  s.bytesOut,
-		LastAckedTimestamp:               s.lastAck,
-		LastConsumedTimestamp:            s.lastConsume,
-		Consumers:                        []ConsumerStats{},
+		backlogEntries:        entries,
+		MsgBacklog:            msgs,
+		MsgBacklogNoDelayed:   msgs,
+		IsDurable:             s.cur.Durable(),
+		Type:                  s.typ.String(),
+		MsgOutCounter:         s.msgOut,
+		BytesOutCounter:       s.bytesOut,
+		LastAckedTimestamp:    s.lastAck,
+		LastConsumedTimestamp: s.lastConsume,
+		Consumers:             []ConsumerStats{},
+
+		TotalMsgExpired:                  s.expiredN.Load(),
+		LastExpireTimestamp:              s.lastExpire.Load(),
+		LastConsumedFlowTimestamp:        s.lastFlow,
+		LastMarkDeleteAdvancedTimestamp:  s.lastAck,
+		ConsumersAfterMarkDeletePosition: map[string]string{},
+		SubscriptionProperties:           map[string]string{},
 		BlockedSubscriptionOnUnackedMsgs: s.blocked,
 	}
+	if ks, ok := s.sel.(*keySharedSelector); ok && s.typ == SubKeyShared {
+		switch {
+		case ks.sticky:
+			st.KeySharedMode = "STICKY"
+		default:
+			st.KeySharedMode = "AUTO_SPLIT"
+		}
+	}
+	r := s.win.get()
+	st.MsgRateOut, st.MsgThroughputOut = r[winMsgs], r[winBytes]
+	st.MsgRateRedeliver, st.MessageAckRate, st.MsgRateExpired = r[winRedeliver], r[winAcks], r[winExpired]
 	for _, pe := range s.delayed {
 		st.MsgDelayed += int64(pe.numMsgs)
 	}
@@ -264,7 +314,18 @@ func (s *subscription) statsLocked() SubscriptionStats {
 		if md == nil {
 			md = map[string]string{}
 		}
+		cr := c.win.get()
 		st.Consumers = append(st.Consumers, ConsumerStats{
+			MsgRateOut:                   cr[winMsgs],
+			MsgThroughputOut:             cr[winBytes],
+			MsgRateRedeliver:             cr[winRedeliver],
+			MessageAckRate:               cr[winAcks],
+			AvgMessagesPerEntry:          c.avgPerEntry(),
+			LastAckedTimestamp:           c.lastAck,
+			LastConsumedTimestamp:        c.lastSent,
+			LastConsumedFlowTimestamp:    c.lastFlow,
+			ReadPositionWhenJoining:      c.joinPosString(),
+			KeyHashRanges:                s.keyHashRanges(c),
 			ConsumerName:                 c.name,
 			AvailablePermits:             int64(max(c.permits, 0)),
 			UnackedMessages:              int64(c.unackedMsg),

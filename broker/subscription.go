@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -69,9 +70,9 @@ type subscription struct {
 	parse     func([]byte) (entryMeta, error)
 	batch     int
 	log       *slog.Logger
-	// limits returns the topic's maxUnackedMessagesPerConsumer and
+	// unackedFn returns the topic's maxUnackedMessagesPerConsumer and
 	// ...PerSubscription (0: unlimited); nil: none.
-	limits func() (perConsumer, perSub int)
+	unackedFn func() (perConsumer, perSub int)
 	// keepData: the cursor has no storage to re-read from (a
 	// non-persistent topic), so pending entries keep their bytes.
 	keepData bool
@@ -98,10 +99,10 @@ type subscription struct {
 	redelivered map[position]uint32
 	// ackFailLog rate-limits the warnings for acks the cursor refused
 	// (at most one line per second per subscription, ratelog.go).
-	ackFailLog  rateLog
-	delayed     []*pendingEntry // Shared/Key_Shared: held until deliverAt
-	delayTimer  *time.Timer
-	delayDue    map[position]int64
+	ackFailLog rateLog
+	delayed    []*pendingEntry // Shared/Key_Shared: held until deliverAt
+	delayTimer *time.Timer
+	delayDue   map[position]int64
 	// chunkOwner: Shared/Key_Shared, the consumer that got the first
 	// chunk of a chunked message (by uuid) and so gets all the others
 	// (chunk.go).
@@ -116,7 +117,28 @@ type subscription struct {
 	lastAck     int64
 	lastConsume int64
 
-	rates rateTracker // stats only; has its own lock
+	ackedN      int64        // messages acknowledged
+	expiredN    atomic.Int64 // messages expired by TTL
+	lastExpire  atomic.Int64 // unix ms of the last TTL expiry
+	lastFlow    int64        // unix ms of the last FLOW
+	lastMarkDel int64        // unix ms the mark-delete last moved
+	win         rateWindow   // stats.go; has its own lock
+
+	// limits are the dispatch rate limiters (ratelimit.go), set by the
+	// topic; throttled is set by the loop while a timer will wake it.
+	limits    atomic.Pointer[subLimits]
+	throttled bool
+
+	// consistentHashing selects the Key_Shared ring (set before the
+	// first consumer is added). lastRead is the last entry the cursor
+	// returned (haveRead: any), the read position a Key_Shared consumer
+	// joining now is restricted to (see keyshared.go).
+	consistentHashing bool
+	// created and lastDetach (unix ms) date the subscription's activity
+	// for subscription expiry (inactive.go).
+	created, lastDetach int64
+	lastRead            position
+	haveRead            bool
 }
 
 // Key_Shared reads ahead past entries whose consumer has no permits (they
@@ -126,31 +148,32 @@ const (
 	maxReplayBytes = 64 << 20
 )
 
-func newSubscription(name, topic string, typ SubType, partition int, cur cursor, parse func([]byte) (entryMeta, error), batch int, limits func() (int, int), log *slog.Logger) *subscription {
+func newSubscription(name, topic string, typ SubType, partition int, cur cursor, parse func([]byte) (entryMeta, error), batch int, unackedFn func() (int, int), log *slog.Logger) *subscription {
 	_, np := cur.(*npCursor)
 	s := &subscription{
 		name: name, topic: topic, typ: typ, partition: partition, cur: cur,
-		parse: parse, batch: batch, log: log, limits: limits, keepData: np,
+		parse: parse, batch: batch, log: log, unackedFn: unackedFn, keepData: np,
 		ops:         make(chan func(), 64),
 		notify:      make(chan struct{}, 1),
 		done:        make(chan struct{}),
 		pending:     make(map[position]*pendingEntry),
 		redelivered: make(map[position]uint32),
+		created:     time.Now().UnixMilli(),
 	}
-	s.sel = newSelector(typ, partition, false)
+	s.sel = newSelector(typ, partition, false, false)
 	s.wg.Add(1)
 	go s.loop()
 	return s
 }
 
-func newSelector(typ SubType, partition int, sticky bool) selector {
+func newSelector(typ SubType, partition int, sticky, consistent bool) selector {
 	switch typ {
 	case SubShared:
 		return &sharedSelector{}
 	case SubFailover:
 		return &failoverSelector{partition: max(partition, 0)}
 	case SubKeyShared:
-		return &keySharedSelector{sticky: sticky}
+		return &keySharedSelector{sticky: sticky, consistent: consistent}
 	}
 	return &exclusiveSelector{}
 }
@@ -256,7 +279,7 @@ func (s *subscription) addConsumerLocked(c *consumer, typ SubType, sticky bool) 
 	}
 	if len(s.consumers) == 0 && (typ != s.typ || s.typ == SubKeyShared) {
 		s.typ = typ
-		s.sel = newSelector(typ, s.partition, sticky)
+		s.sel = newSelector(typ, s.partition, sticky, s.consistentHashing)
 	}
 	var prevActive *consumer
 	if fs, ok := s.sel.(*failoverSelector); ok {
@@ -268,6 +291,8 @@ func (s *subscription) addConsumerLocked(c *consumer, typ SubType, sticky bool) 
 		return r
 	}
 	s.consumers = append(s.consumers, c)
+	s.lastDetach = time.Now().UnixMilli() // attach counts as activity
+	s.noteJoinLocked(c)
 	s.keepEmpty = false
 	if fs, ok := s.sel.(*failoverSelector); ok {
 		s.failoverChanged(prevActive, fs.active(), c)
@@ -323,6 +348,7 @@ func (s *subscription) removeConsumerLocked(c *consumer) bool {
 		prevActive = fs.active()
 	}
 	s.consumers = slices.Delete(s.consumers, i, i+1)
+	s.lastDetach = time.Now().UnixMilli()
 	s.sel.remove(c)
 	c.closed = true
 	s.forgetChunksOf(c)
@@ -356,6 +382,7 @@ func (s *subscription) requeueAll(c *consumer) {
 // Pulsar, whose single-active-consumer dispatcher tracks none).
 func (s *subscription) requeue(pe *pendingEntry) {
 	if pe.owner != nil {
+		pe.owner.redeliverN += int64(pe.numMsgs)
 		if _, ok := pe.owner.pending[pe.pos]; ok {
 			delete(pe.owner.pending, pe.pos)
 			s.addUnacked(pe.owner, -pe.numMsgs)
@@ -414,12 +441,25 @@ func (s *subscription) pick(key []byte) *consumer {
 // dispatch delivers as much as permits allow: the replay set first (in
 // position order), then new entries from the cursor.
 func (s *subscription) dispatch() {
+	s.releaseJoined()
 	for s.anyPermits() {
+		if s.throttle() {
+			return
+		}
 		progressed := false
 		if len(s.replay) > 0 {
-			progressed = s.replayPass()
+			var full bool
+			progressed, full = s.replayPass()
+			if full {
+				// The batch filled up: finish the replay set before new
+				// entries (Key_Shared keeps per-key order this way).
+				if progressed {
+					continue
+				}
+				return
+			}
 		}
-		if !s.anyPermits() {
+		if !s.anyPermits() || s.throttle() {
 			return
 		}
 		if len(s.replay) > 0 && (s.typ != SubKeyShared || len(s.replay) >= maxReplay || s.replayBytes >= maxReplayBytes) {
@@ -428,7 +468,7 @@ func (s *subscription) dispatch() {
 			}
 			continue
 		}
-		entries, err := s.cur.ReadEntries(s.readSize())
+		entries, err := s.cur.ReadEntries(s.limitRead(s.readSize()))
 		if err != nil && !errors.Is(err, errNoEntries) {
 			s.log.Warn("dispatch read failed", "topic", s.topic, "sub", s.name, "err", err)
 			return
@@ -436,6 +476,7 @@ func (s *subscription) dispatch() {
 		if len(entries) == 0 {
 			return
 		}
+		s.lastRead, s.haveRead = entries[len(entries)-1].Pos, true
 		now := time.Now().UnixMilli()
 		for _, e := range entries {
 			m, err := s.parse(e.Data)
@@ -468,13 +509,16 @@ func (s *subscription) dispatch() {
 // replayPass assigns replay entries (in position order) to consumers, up
 // to one read batch, re-reads the bytes of those that have none from
 // storage in one call, and sends them. It reports whether anything was
-// delivered or dropped.
-func (s *subscription) replayPass() bool {
-	progressed := false
+// delivered or dropped, and whether it stopped because the batch was
+// full (more of the replay set may be deliverable now).
+func (s *subscription) replayPass() (progressed, full bool) {
 	var batch []*pendingEntry
 	keep := s.replay[:0]
 	for i, pe := range s.replay {
-		if len(batch) >= s.batch || !s.anyPermits() {
+		if len(batch) >= s.batch {
+			full = true
+		}
+		if full || !s.anyPermits() || s.throttle() {
 			keep = append(keep, s.replay[i:]...)
 			break
 		}
@@ -498,7 +542,7 @@ func (s *subscription) replayPass() bool {
 	clear(s.replay[len(keep):])
 	s.setReplay(keep)
 	if len(batch) == 0 {
-		return progressed
+		return progressed, full
 	}
 	sent := s.load(batch)
 	for _, pe := range batch {
@@ -506,7 +550,7 @@ func (s *subscription) replayPass() bool {
 			s.send(pe)
 		}
 	}
-	return progressed || sent > 0
+	return progressed || sent > 0, full
 }
 
 // load fills in the bytes of the assigned entries in batch that have
@@ -594,10 +638,10 @@ func (s *subscription) readSize() int {
 // unackedLimits returns the limits that apply to this subscription now:
 // only Shared and Key_Shared block on unacked messages (as in Pulsar).
 func (s *subscription) unackedLimits() (perConsumer, perSub int) {
-	if s.limits == nil || (s.typ != SubShared && s.typ != SubKeyShared) {
+	if s.unackedFn == nil || (s.typ != SubShared && s.typ != SubKeyShared) {
 		return 0, 0
 	}
-	return s.limits()
+	return s.unackedFn()
 }
 
 // addUnacked changes c's unacked message count and the subscription's.
@@ -665,9 +709,16 @@ func (s *subscription) send(pe *pendingEntry) {
 	c := pe.owner
 	c.msgOut += int64(pe.numMsgs)
 	c.bytesOut += int64(len(pe.data))
+	c.entriesOut++
+	c.lastSent = time.Now().UnixMilli()
 	s.msgOut += int64(pe.numMsgs)
 	s.bytesOut += int64(len(pe.data))
 	s.lastConsume = time.Now().UnixMilli()
+	if l := s.limits.Load(); l != nil {
+		now := time.Now()
+		l.topic.limiter().take(now, pe.numMsgs, len(pe.data))
+		l.sub.limiter().take(now, pe.numMsgs, len(pe.data))
+	}
 	var ackSet []int64
 	if pe.numMsgs > 1 {
 		ackSet = s.cur.BatchAckSet(pe.pos)
@@ -727,4 +778,39 @@ func (s *subscription) releaseDelayed() {
 	}
 	s.delayed = keep
 	s.armDelay()
+}
+
+// throttle reports whether the dispatch rate limits stop dispatch now;
+// if so a timer wakes the loop when they allow more.
+func (s *subscription) throttle() bool {
+	l := s.limits.Load()
+	if l == nil || (l.topic == nil && l.sub == nil) {
+		return false
+	}
+	now := time.Now()
+	d := max(l.topic.limiter().wait(now), l.sub.limiter().wait(now))
+	if d <= 0 {
+		return false
+	}
+	if !s.throttled {
+		s.throttled = true
+		time.AfterFunc(d, func() {
+			s.do(func() {
+				s.throttled = false
+				s.dispatch()
+			})
+		})
+	}
+	return true
+}
+
+// limitRead caps a read at what the message rate limits allow now.
+func (s *subscription) limitRead(n int) int {
+	l := s.limits.Load()
+	if l == nil {
+		return n
+	}
+	now := time.Now()
+	b := min(l.topic.limiter().budget(now), l.sub.limiter().budget(now))
+	return max(min(n, b), 1)
 }

@@ -96,8 +96,18 @@ type topic struct {
 
 	msgIn    atomic.Int64
 	bytesIn  atomic.Int64
-	rates    rateTracker
+	inWin    rateWindow // stats.go
 	loadedAt time.Time
+
+	// Rate limits (ratelimit.go): limits is swapped whole under
+	// limitsMu (which is taken after topic.mu, never before it).
+	limitsMu       sync.Mutex
+	limits         atomic.Pointer[topicLimits]
+	subRates       subscribeLimiter
+	publishLimited atomic.Int64 // SENDs that paused their connection
+	// lastActive (unix ns) is when the inactivity check last found the
+	// topic active, or its load (inactive.go).
+	lastActive atomic.Int64
 }
 
 type lastEntry struct {
@@ -116,6 +126,8 @@ func newTopic(b *Broker, tn topicName, ml ManagedLedger, pol *policy.Resolved) *
 	t.pol.Store(pol)
 	empty := []*subscription{}
 	t.subList.Store(&empty)
+	t.applyLimits(pol)
+	t.lastActive.Store(time.Now().UnixNano())
 	return t
 }
 

@@ -77,8 +77,10 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 		return nil, &errSubscribe{codeUnknownError, fmt.Sprintf("open cursor: %v", err)}
 	}
 	s := newSubscription(req.sub, t.full, req.typ, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.unackedLimits, t.log)
+	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
 	t.mu.subs[req.sub] = s
 	t.publishSubsLocked()
+	t.applySubLimits(s)
 	return s, nil
 }
 
@@ -90,9 +92,11 @@ func (t *topic) loadSubscription(name string) error {
 		return err
 	}
 	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.unackedLimits, t.log)
+	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
 	t.mu.Lock()
 	t.mu.subs[name] = s
 	t.publishSubsLocked()
+	t.applySubLimits(s)
 	t.mu.Unlock()
 	return nil
 }

@@ -15,6 +15,22 @@ type Defaults struct {
 	// broker's maxUnackedMessagesPerConsumer / ...PerSubscription (0:
 	// unlimited).
 	MaxUnackedPerConsumer, MaxUnackedPerSubscription int
+	// Cluster selects the per-cluster rate values of a namespace.
+	Cluster string
+	// PublishRate is maxPublishRatePerTopicInMessages/InBytes.
+	PublishRate PublishRate
+	// DispatchRate is dispatchThrottlingRatePerTopicInMsg/InByte,
+	// SubscriptionDispatchRate dispatchThrottlingRatePerSubscriptionInMsg/
+	// InByte.
+	DispatchRate, SubscriptionDispatchRate DispatchRate
+	// SubscribeRate is subscribeThrottlingRatePerConsumer and
+	// subscribeRatePeriodPerConsumerInSecond.
+	SubscribeRate SubscribeRate
+	// InactiveTopic is brokerDeleteInactiveTopicsEnabled, ...Mode and
+	// ...MaxInactiveDurationSeconds.
+	InactiveTopic InactiveTopicPolicies
+	// SubscriptionExpirationMinutes is subscriptionExpirationTimeMinutes.
+	SubscriptionExpirationMinutes int
 }
 
 // Resolved is the effective policy of one topic: for every field the most
@@ -46,14 +62,25 @@ type Resolved struct {
 	// ReplicationClusters are the clusters the topic's messages go to
 	// (the local one included); nil: only the local cluster.
 	ReplicationClusters []string
+	// Rate limits (zero fields: unlimited).
+	PublishRate              PublishRate
+	DispatchRate             DispatchRate
+	SubscriptionDispatchRate DispatchRate
+	SubscribeRate            SubscribeRate
+	// InactiveTopic says when the topic is deleted for inactivity.
+	InactiveTopic InactiveTopicPolicies
+	// SubscriptionExpirationMinutes expires idle subscriptions (0: never).
+	SubscriptionExpirationMinutes int
 }
 
 // Resolve merges layers, most specific first (nil layers are skipped),
 // over d.
 func Resolve(d Defaults, layers ...*Policies) *Resolved {
 	r := &Resolved{Deduplication: d.Deduplication, AutoCreate: d.AutoTopicCreation,
-		MaxUnackedPerConsumer: d.MaxUnackedPerConsumer, MaxUnackedPerSubscription: d.MaxUnackedPerSubscription}
-	var ttl, maxP, maxC, ret, quotas, dedup, auto, unC, unS, repl bool
+		MaxUnackedPerConsumer: d.MaxUnackedPerConsumer, MaxUnackedPerSubscription: d.MaxUnackedPerSubscription,
+		PublishRate: d.PublishRate, DispatchRate: d.DispatchRate, SubscriptionDispatchRate: d.SubscriptionDispatchRate,
+		SubscribeRate: d.SubscribeRate, InactiveTopic: d.InactiveTopic, SubscriptionExpirationMinutes: d.SubscriptionExpirationMinutes}
+	var ttl, maxP, maxC, ret, quotas, dedup, auto, unC, unS, repl, pub, disp, subDisp, subRate, inactive, subExp bool
 	for _, p := range layers {
 		if p == nil {
 			continue
@@ -85,6 +112,24 @@ func Resolve(d Defaults, layers ...*Policies) *Resolved {
 		}
 		if !dedup && p.DeduplicationEnabled != nil {
 			dedup, r.Deduplication = true, *p.DeduplicationEnabled
+		}
+		if v, ok := clusterValue(p.PublishMaxMessageRate, d.Cluster); ok && !pub {
+			pub, r.PublishRate = true, v
+		}
+		if v, ok := clusterValue(p.TopicDispatchRate, d.Cluster); ok && !disp {
+			disp, r.DispatchRate = true, v
+		}
+		if v, ok := clusterValue(p.SubscriptionDispatchRate, d.Cluster); ok && !subDisp {
+			subDisp, r.SubscriptionDispatchRate = true, v
+		}
+		if v, ok := clusterValue(p.ClusterSubscribeRate, d.Cluster); ok && !subRate {
+			subRate, r.SubscribeRate = true, v
+		}
+		if !inactive && p.InactiveTopicPolicies != nil {
+			inactive, r.InactiveTopic = true, *p.InactiveTopicPolicies
+		}
+		if !subExp && p.SubscriptionExpirationTimeMinutes != nil {
+			subExp, r.SubscriptionExpirationMinutes = true, *p.SubscriptionExpirationTimeMinutes
 		}
 		if !auto && p.AutoTopicCreationOverride != nil {
 			a := p.AutoTopicCreationOverride

@@ -43,10 +43,10 @@ type Store struct {
 
 	mu struct {
 		sync.Mutex
-		cache      map[string]*Policies
-		topicCache map[string]*Policies // topic-policy node -> override (nil: none)
-		subs       map[int]func(ns string)
-		next       int
+		cache  map[string]*Policies
+		topics map[string]*TopicPolicies // by TopicKey; nil: none
+		subs   map[int]func(ns string)
+		next   int
 	}
 }
 
@@ -55,7 +55,7 @@ type Store struct {
 func NewStore(meta metadata.Store, cluster string) *Store {
 	s := &Store{meta: meta, cluster: cluster}
 	s.mu.cache = make(map[string]*Policies)
-	s.mu.topicCache = make(map[string]*Policies)
+	s.mu.topics = make(map[string]*TopicPolicies)
 	s.mu.subs = make(map[int]func(string))
 	return s
 }
@@ -95,7 +95,7 @@ func (s *Store) notify(ns string) {
 func (s *Store) Refresh() {
 	s.mu.Lock()
 	clear(s.mu.cache)
-	clear(s.mu.topicCache)
+	clear(s.mu.topics)
 	s.mu.Unlock()
 	s.notify("")
 }

@@ -32,6 +32,16 @@ type Policies struct {
 	MaxUnackedMessagesPerConsumer     *int               `json:"max_unacked_messages_per_consumer,omitempty"`
 	MaxUnackedMessagesPerSubscription *int               `json:"max_unacked_messages_per_subscription,omitempty"`
 	AutoTopicCreationOverride         *AutoTopicCreation `json:"autoTopicCreationOverride,omitempty"`
+	// Rates by cluster name (Pulsar keeps one value per cluster; the
+	// broker reads its own cluster's).
+	PublishMaxMessageRate    map[string]PublishRate   `json:"publishMaxMessageRate,omitempty"`
+	TopicDispatchRate        map[string]DispatchRate  `json:"topicDispatchRate,omitempty"`
+	SubscriptionDispatchRate map[string]DispatchRate  `json:"subscriptionDispatchRate,omitempty"`
+	ClusterSubscribeRate     map[string]SubscribeRate `json:"clusterSubscribeRate,omitempty"`
+	InactiveTopicPolicies    *InactiveTopicPolicies   `json:"inactive_topic_policies,omitempty"`
+	// SubscriptionExpirationTimeMinutes deletes subscriptions without
+	// consumers that were inactive this long (0: never).
+	SubscriptionExpirationTimeMinutes *int `json:"subscription_expiration_time_minutes,omitempty"`
 }
 
 // BundlesData is a namespace's bundle split (Magnetar keeps one bundle

@@ -39,8 +39,11 @@ func init() {
 	pf := adminCmd.PersistentFlags()
 	pf.StringVar(&adminOpts.url, "admin-url", "http://localhost:8080", "admin REST API base URL")
 	pf.StringVarP(&adminOpts.output, "output", "o", "table", "output format: table or json")
+	ns, topics := adminNamespacesCmd(), adminTopicsCmd()
+	ns.AddCommand(namespacePolicyCmds()...)
+	topics.AddCommand(topicPolicyCmds()...)
 	adminCmd.AddCommand(adminClustersCmd(), adminBrokersCmd(), adminBookiesCmd(), adminTenantsCmd(),
-		adminNamespacesCmd(), adminTopicsCmd(), adminSubscriptionsCmd())
+		ns, topics, adminSubscriptionsCmd(), noun("topicPolicies", "Topic-level policies (as under topics)", topicPolicyCmds()...))
 	rootCmd.AddCommand(adminCmd)
 }
 

@@ -38,6 +38,16 @@ type serviceFlags struct {
 	configURL       string
 	entryMeta       []string
 	exposeEntryMeta bool
+
+	// Rate limit defaults, inactivity, stats and Key_Shared settings
+	// (broker.Config fields of the same meaning).
+	pubRateMsgs, dispTopicMsgs, dispSubMsgs, subscribeRate, subscribePeriod int
+	pubRateBytes, dispTopicBytes, dispSubBytes                              int64
+	deleteInactive                                                          bool
+	inactiveFreq, inactiveMax, subExpiryCheck, statsInterval                time.Duration
+	inactiveMode                                                            string
+	subExpiryMinutes                                                        int
+	consistentHashing                                                       bool
 }
 
 // apply copies the settings shared by standalone and broker into c (a
@@ -58,6 +68,22 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.MaxPartitionsPerTopic = unlimited(s.maxPartitions)
 	c.BrokerEntryMetadataInterceptors = s.entryMeta
 	c.ExposeBrokerEntryMetadata = s.exposeEntryMeta
+	c.MaxPublishRatePerTopicInMessages = s.pubRateMsgs
+	c.MaxPublishRatePerTopicInBytes = s.pubRateBytes
+	c.DispatchThrottlingRatePerTopicInMsg = s.dispTopicMsgs
+	c.DispatchThrottlingRatePerTopicInByte = s.dispTopicBytes
+	c.DispatchThrottlingRatePerSubscriptionInMsg = s.dispSubMsgs
+	c.DispatchThrottlingRatePerSubscriptionInByte = s.dispSubBytes
+	c.SubscribeThrottlingRatePerConsumer = s.subscribeRate
+	c.SubscribeRatePeriodPerConsumerInSecond = s.subscribePeriod
+	c.DisableDeleteInactiveTopics = !s.deleteInactive
+	c.DeleteInactiveTopicsFrequency = s.inactiveFreq
+	c.DeleteInactiveTopicsMaxInactiveDuration = s.inactiveMax
+	c.DeleteInactiveTopicsMode = s.inactiveMode
+	c.SubscriptionExpirationTimeMinutes = s.subExpiryMinutes
+	c.SubscriptionExpiryCheckInterval = s.subExpiryCheck
+	c.StatsUpdateInterval = s.statsInterval
+	c.KeySharedUseConsistentHashing = s.consistentHashing
 }
 
 // register adds the flags; cluster is the --cluster-name default, ""
@@ -76,6 +102,22 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.StringSliceVar(&s.entryMeta, "broker-entry-metadata-interceptors", nil,
 		"broker entry metadata stored with every entry, by Pulsar class name ("+broker.InterceptorBrokerTimestamp+", "+broker.InterceptorIndex+")")
 	fl.BoolVar(&s.exposeEntryMeta, "expose-broker-entry-metadata", false, "send broker entry metadata to clients that support it")
+	fl.IntVar(&s.pubRateMsgs, "max-publish-rate-msgs", 0, "default publish rate limit per topic, messages/s (0: none)")
+	fl.Int64Var(&s.pubRateBytes, "max-publish-rate-bytes", 0, "default publish rate limit per topic, bytes/s (0: none)")
+	fl.IntVar(&s.dispTopicMsgs, "dispatch-rate-topic-msgs", 0, "default dispatch rate limit per topic, messages/s (0: none)")
+	fl.Int64Var(&s.dispTopicBytes, "dispatch-rate-topic-bytes", 0, "default dispatch rate limit per topic, bytes/s (0: none)")
+	fl.IntVar(&s.dispSubMsgs, "dispatch-rate-subscription-msgs", 0, "default dispatch rate limit per subscription, messages/s (0: none)")
+	fl.Int64Var(&s.dispSubBytes, "dispatch-rate-subscription-bytes", 0, "default dispatch rate limit per subscription, bytes/s (0: none)")
+	fl.IntVar(&s.subscribeRate, "subscribe-rate-per-consumer", 0, "default subscribes per consumer per period (0: none)")
+	fl.IntVar(&s.subscribePeriod, "subscribe-rate-period", 30, "subscribe rate period in seconds")
+	fl.BoolVar(&s.deleteInactive, "delete-inactive-topics", true, "delete topics without producers, consumers and subscriptions")
+	fl.DurationVar(&s.inactiveFreq, "delete-inactive-topics-frequency", 60*time.Second, "how often inactive topics are looked for")
+	fl.DurationVar(&s.inactiveMax, "delete-inactive-topics-max-inactive", 0, "inactivity before deletion (0: the frequency)")
+	fl.StringVar(&s.inactiveMode, "delete-inactive-topics-mode", "delete_when_no_subscriptions", "delete_when_no_subscriptions or delete_when_subscriptions_caught_up")
+	fl.IntVar(&s.subExpiryMinutes, "subscription-expiration-minutes", 0, "delete subscriptions idle without consumers this long (0: never)")
+	fl.DurationVar(&s.subExpiryCheck, "subscription-expiry-check-interval", 5*time.Minute, "how often expired subscriptions are looked for")
+	fl.DurationVar(&s.statsInterval, "stats-interval", 5*time.Second, "window of the stats rates")
+	fl.BoolVar(&s.consistentHashing, "key-shared-consistent-hashing", false, "Key_Shared AUTO_SPLIT uses a consistent-hash ring instead of splitting hash ranges")
 }
 
 func addConfigFlag(c *cobra.Command) {
@@ -264,6 +306,22 @@ var brokerKeys = []conf.Key{
 	{Names: []string{"maxNumPartitionsPerPartitionedTopic"}, Flag: "max-partitions-per-topic"},
 	{Names: []string{"brokerEntryMetadataInterceptors"}, Flag: "broker-entry-metadata-interceptors"},
 	{Names: []string{"exposingBrokerEntryMetadataToClientEnabled"}, Flag: "expose-broker-entry-metadata"},
+	{Names: []string{"maxPublishRatePerTopicInMessages"}, Flag: "max-publish-rate-msgs"},
+	{Names: []string{"maxPublishRatePerTopicInBytes"}, Flag: "max-publish-rate-bytes"},
+	{Names: []string{"dispatchThrottlingRatePerTopicInMsg"}, Flag: "dispatch-rate-topic-msgs"},
+	{Names: []string{"dispatchThrottlingRatePerTopicInByte"}, Flag: "dispatch-rate-topic-bytes"},
+	{Names: []string{"dispatchThrottlingRatePerSubscriptionInMsg"}, Flag: "dispatch-rate-subscription-msgs"},
+	{Names: []string{"dispatchThrottlingRatePerSubscriptionInByte"}, Flag: "dispatch-rate-subscription-bytes"},
+	{Names: []string{"subscribeThrottlingRatePerConsumer"}, Flag: "subscribe-rate-per-consumer"},
+	{Names: []string{"subscribeRatePeriodPerConsumerInSecond"}, Flag: "subscribe-rate-period"},
+	{Names: []string{"brokerDeleteInactiveTopicsEnabled"}, Flag: "delete-inactive-topics"},
+	{Names: []string{"brokerDeleteInactiveTopicsFrequencySeconds"}, Flag: "delete-inactive-topics-frequency", Convert: seconds},
+	{Names: []string{"brokerDeleteInactiveTopicsMaxInactiveDurationSeconds"}, Flag: "delete-inactive-topics-max-inactive", Convert: seconds},
+	{Names: []string{"brokerDeleteInactiveTopicsMode"}, Flag: "delete-inactive-topics-mode"},
+	{Names: []string{"subscriptionExpirationTimeMinutes"}, Flag: "subscription-expiration-minutes"},
+	{Names: []string{"subscriptionExpiryCheckIntervalInMinutes"}, Flag: "subscription-expiry-check-interval", Convert: minutes},
+	{Names: []string{"statsUpdateFrequencyInSecs"}, Flag: "stats-interval", Convert: seconds},
+	{Names: []string{"subscriptionKeySharedUseConsistentHashing"}, Flag: "key-shared-consistent-hashing"},
 }
 
 var brokerFixed = []conf.Fixed{
@@ -274,13 +332,11 @@ var brokerFixed = []conf.Fixed{
 
 // brokerIgnored: Pulsar keys whose behaviour Magnetar has built in.
 var brokerIgnored = []string{
-	"acknowledgmentAtBatchIndexLevelEnabled",    // batch-index acks are always honoured
-	"subscriptionKeySharedUseConsistentHashing", // AUTO_SPLIT always uses a consistent-hash ring
-	"brokerDeduplicationEntriesInterval",        // dedup state is rebuilt from the log tail
-	"managedLedgerDefaultMarkDeleteRateLimit",   // mark-deletes are batched by the cursor
-	"clientLibraryVersionCheckEnabled",          // every client version is accepted
-	"brokerDeleteInactiveTopicsEnabled",         // topics are never deleted for inactivity
-	"loadBalancerEnabled",                       // a cluster's load manager always runs
+	"acknowledgmentAtBatchIndexLevelEnabled",  // batch-index acks are always honoured
+	"brokerDeduplicationEntriesInterval",      // dedup state is rebuilt from the log tail
+	"managedLedgerDefaultMarkDeleteRateLimit", // mark-deletes are batched by the cursor
+	"clientLibraryVersionCheckEnabled",        // every client version is accepted
+	"loadBalancerEnabled",                     // a cluster's load manager always runs
 }
 
 // schemas are the keys of each role's file.
