@@ -70,6 +70,9 @@ func (a *API) registerPolicyRoutes(rt routeTable) {
 		if err := at.Normalize(); err != nil {
 			return err
 		}
+		if limit := a.svc.MaxPartitionsPerTopic(); limit > 0 && at.DefaultNumPartitions != nil && *at.DefaultNumPartitions > limit {
+			return fmt.Errorf("defaultNumPartitions %d is above maxNumPartitionsPerPartitionedTopic %d", *at.DefaultNumPartitions, limit)
+		}
 		p.AutoTopicCreationOverride = &at
 		return nil
 	}))
