@@ -62,9 +62,9 @@ func (b *Broker) Security() *auth.Security { return b.sec.s }
 // guard.
 func (b *Broker) httpHandler() http.Handler {
 	if b.sec.s == nil {
-		return b.admin
+		return limitBody(b.admin)
 	}
-	return b.sec.s.Handler(b.admin)
+	return limitBody(b.sec.s.Handler(b.admin))
 }
 
 // listenSecure binds the TLS listeners, so that their addresses are

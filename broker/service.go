@@ -9,6 +9,7 @@ import (
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/policy"
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
 
@@ -587,6 +588,9 @@ func (b *Broker) Subscriptions(ctx context.Context, topic string) ([]string, err
 
 // CreateSubscription implements Service.
 func (b *Broker) CreateSubscription(ctx context.Context, topic, name string, id MessageID) error {
+	if err := pulsarproto.CheckSubscriptionName(name); err != nil {
+		return reason(ErrPreconditionFailed, err.Error())
+	}
 	t, err := b.loadedOrLoad(ctx, topic)
 	if err != nil {
 		return err
