@@ -35,6 +35,9 @@ type Broker struct {
 	// subscribes to its changes (policy_enforce.go).
 	policies    *policy.Store
 	unsubscribe func()
+	// connBytesIn counts the bytes read from client connections
+	// (magnetar_connection_in_bytes_total).
+	connBytesIn atomic.Int64
 	heldCount   atomic.Int64 // held sends over all topics (skip dropHeld at 0)
 
 	mu struct {
