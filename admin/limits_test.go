@@ -124,6 +124,9 @@ func TestPartitionLimits(t *testing.T) {
 		{"0", 412, "more than 0"},
 		{"abc", 400, "integer"},
 		{"1.5", 400, "integer"},
+		{"NaN", 400, "integer"},
+		{`"12"`, 400, "integer"},
+		{"1e3", 400, "integer"},
 		{`{"partitions":null}`, 400, "integer"},
 		{"", 400, "integer"},
 	} {

@@ -116,36 +116,41 @@ func (a *API) httpGetPartitions(w http.ResponseWriter, r *http.Request, p params
 // parsePartitionsBody accepts a bare integer or {"partitions":N,...}. A
 // body that is neither is a 400; a count outside 1..2^31-1 (however
 // large) is a 412, as Pulsar answers counts it refuses.
-func parsePartitionsBody(r *http.Request) (broker.PartitionedMetadata, int, error) {
+func parsePartitionsBody(r *http.Request) (m broker.PartitionedMetadata, code int, reason string) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		return broker.PartitionedMetadata{}, http.StatusBadRequest, err
+		return m, http.StatusBadRequest, err.Error()
 	}
-	var m broker.PartitionedMetadata
 	var raw struct {
 		Partitions json.Number       `json:"partitions"`
 		Properties map[string]string `json:"properties"`
 	}
 	num := json.Number(strings.TrimSpace(string(body)))
-	if _, err := num.Float64(); err != nil {
+	if !isNumber(string(num)) {
 		dec := json.NewDecoder(strings.NewReader(string(body)))
 		dec.UseNumber()
 		if err := dec.Decode(&raw); err != nil || raw.Partitions == "" {
-			return m, http.StatusBadRequest, errors.New("body must be an integer or {\"partitions\":N}")
+			return m, http.StatusBadRequest, `body must be an integer or {"partitions":N}`
 		}
 		num, m.Properties = raw.Partitions, raw.Properties
 	}
 	n, err := strconv.ParseInt(string(num), 10, 64)
 	switch {
-	case err != nil && strings.ContainsAny(string(num), ".eE"):
-		return m, http.StatusBadRequest, fmt.Errorf("number of partitions %s is not an integer", num)
+	case !isNumber(string(num)) || strings.ContainsAny(string(num), ".eE"):
+		return m, http.StatusBadRequest, fmt.Sprintf("number of partitions %s is not an integer", num)
 	case err != nil || n > math.MaxInt32:
-		return m, http.StatusPreconditionFailed, fmt.Errorf("Number of partitions %s is outside 1..%d", num, math.MaxInt32)
+		return m, http.StatusPreconditionFailed, fmt.Sprintf("Number of partitions %s is outside 1..%d", num, math.MaxInt32)
 	case n <= 0:
-		return m, http.StatusPreconditionFailed, errors.New("Number of partitions should be more than 0")
+		return m, http.StatusPreconditionFailed, "Number of partitions should be more than 0"
 	}
 	m.Partitions = int(n)
-	return m, 0, nil
+	return m, 0, ""
+}
+
+// isNumber reports whether s is a JSON number (not a quoted one).
+func isNumber(s string) bool {
+	var v json.Number
+	return s != "" && (s[0] == '-' || s[0] >= '0' && s[0] <= '9') && json.Unmarshal([]byte(s), &v) == nil
 }
 
 func (a *API) httpCreatePartitions(w http.ResponseWriter, r *http.Request, p params) {
@@ -153,9 +158,9 @@ func (a *API) httpCreatePartitions(w http.ResponseWriter, r *http.Request, p par
 	if !ok {
 		return
 	}
-	m, code, err := parsePartitionsBody(r)
-	if err != nil {
-		writeError(w, code, err.Error())
+	m, code, why := parsePartitionsBody(r)
+	if why != "" {
+		writeError(w, code, why)
 		return
 	}
 	if err := a.svc.CreatePartitionedTopic(r.Context(), topic, m); err != nil {
@@ -170,9 +175,9 @@ func (a *API) httpUpdatePartitions(w http.ResponseWriter, r *http.Request, p par
 	if !ok {
 		return
 	}
-	m, code, err := parsePartitionsBody(r)
-	if err != nil {
-		writeError(w, code, err.Error())
+	m, code, why := parsePartitionsBody(r)
+	if why != "" {
+		writeError(w, code, why)
 		return
 	}
 	if err := a.svc.UpdatePartitionedTopic(r.Context(), topic, m.Partitions); err != nil {
