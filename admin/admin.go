@@ -94,7 +94,7 @@ func serviceError(w http.ResponseWriter, err error) {
 // readJSONBody decodes an optional JSON body into v; an empty body or
 // "null" leaves v unchanged.
 func readJSONBody(r *http.Request, v any) error {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	body, err := io.ReadAll(r.Body) // bounded by the broker's body limit
 	if err != nil {
 		return err
 	}
@@ -103,6 +103,27 @@ func readJSONBody(r *http.Request, v any) error {
 		return nil
 	}
 	return json.Unmarshal(body, v)
+}
+
+// decodeRequired decodes a JSON body that must hold a value: an empty
+// body or "null" is refused (a lenient decode would store the zero
+// value), as is anything that is not JSON of v's shape.
+func decodeRequired(body []byte, v any) error {
+	s := strings.TrimSpace(string(body))
+	if s == "" || s == "null" {
+		return errors.New("the request body must hold a value (use DELETE to remove a policy)")
+	}
+	return json.Unmarshal(body, v)
+}
+
+// readRequiredJSON reads and decodes a body that must hold a value (see
+// decodeRequired).
+func readRequiredJSON(r *http.Request, v any) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	return decodeRequired(body, v)
 }
 
 // nsFromParams returns "tenant/ns", writing 404 when it is not registered.

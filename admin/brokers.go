@@ -59,7 +59,7 @@ func (a *API) httpUnloadNamespace(w http.ResponseWriter, r *http.Request, p para
 	}
 	topics, err := a.svc.TopicsOfNamespace(r.Context(), ns, true, true)
 	if err != nil {
-		internalError(w, err)
+		serviceError(w, err)
 		return
 	}
 	for _, t := range topics {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/magnetar-mq/magnetar/broker"
 )
 
 // TestUnackedLimitEndpoints: the namespace endpoints for
@@ -96,5 +98,69 @@ func TestUnackedLimitEndpoints(t *testing.T) {
 			t.Fatalf("consumer not reported blocked: %s", body)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPartitionLimits: partition counts above
+// maxNumPartitionsPerPartitionedTopic, outside int32 or not positive are
+// refused with 412 and Pulsar's reason and create nothing; a body that
+// is no count at all is a 400; growing within the limit works.
+func TestPartitionLimits(t *testing.T) {
+	tb := startBroker(t, func(c *broker.Config) { c.MaxPartitionsPerTopic = 64 })
+	const path = "/admin/v2/persistent/public/default/parts/partitions"
+	for _, tc := range []struct {
+		body string
+		code int
+		want string
+	}{
+		{"65", 412, "Number of partitions should be less than or equal to 64"},
+		{"10000000", 412, "less than or equal to 64"},
+		{"2147483647", 412, "less than or equal to 64"},
+		{"2147483648", 412, "outside 1..2147483647"},
+		{"9223372036854775807", 412, "outside 1..2147483647"},
+		{"99999999999999999999999", 412, "outside 1..2147483647"},
+		{`{"partitions":2147483648}`, 412, "outside"},
+		{"-5", 412, "more than 0"},
+		{"0", 412, "more than 0"},
+		{"abc", 400, "integer"},
+		{"1.5", 400, "integer"},
+		{"NaN", 400, "integer"},
+		{`"12"`, 400, "integer"},
+		{"1e3", 400, "integer"},
+		{`{"partitions":null}`, 400, "integer"},
+		{"", 400, "integer"},
+	} {
+		code, body := httpDo(t, tb, "PUT", path, tc.body)
+		if code != tc.code || !strings.Contains(body, tc.want) {
+			t.Errorf("PUT partitions %q: %d %s; want %d %q", tc.body, code, body, tc.code, tc.want)
+		}
+	}
+	if code, body := httpDo(t, tb, "GET", path, ""); code != 200 || !strings.Contains(body, `"partitions":0`) {
+		t.Fatalf("refused creations left %d %s", code, body)
+	}
+	if code, body := httpDo(t, tb, "PUT", path, "4"); code/100 != 2 {
+		t.Fatalf("create 4: %d %s", code, body)
+	}
+	for _, tc := range []struct {
+		body, want string
+	}{
+		{"65", "Desired partitions 65 can't be greater than the maximum partitions per topic 64."},
+		{"2147483648", "outside"},
+		{"-1", "more than 0"},
+	} {
+		if code, body := httpDo(t, tb, "POST", path, tc.body); code != 412 || !strings.Contains(body, tc.want) {
+			t.Errorf("POST partitions %q: %d %s; want 412 %q", tc.body, code, body, tc.want)
+		}
+	}
+	if code, body := httpDo(t, tb, "POST", path, "64"); code/100 != 2 {
+		t.Fatalf("grow to the limit: %d %s", code, body)
+	}
+	code, body := httpDo(t, tb, "GET", "/admin/v2/namespaces/public/default/topics", "")
+	if code != 200 || strings.Count(body, "parts-partition-") != 64 {
+		t.Fatalf("listing: %d, %d partitions", code, strings.Count(body, "parts-partition-"))
+	}
+	if code, body := httpDo(t, tb, "POST", "/admin/v2/namespaces/public/default/autoTopicCreation",
+		`{"allowAutoTopicCreation":true,"topicType":"partitioned","defaultNumPartitions":65}`); code != 412 {
+		t.Fatalf("auto-creation above the limit: %d %s", code, body)
 	}
 }

@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +21,7 @@ func (a *API) registerPolicyRoutes(rt routeTable) {
 	rt.Handle("GET", base+"retention", a.getPolicy(func(p *policy.Policies) any { return p.RetentionPolicies }))
 	rt.Handle("POST", base+"retention", a.setPolicy(func(p *policy.Policies, body []byte) error {
 		var r policy.RetentionPolicies
-		if err := json.Unmarshal(body, &r); err != nil {
+		if err := decodeRequired(body, &r); err != nil {
 			return err
 		}
 		if err := r.Validate(); err != nil {
@@ -65,11 +64,14 @@ func (a *API) registerPolicyRoutes(rt routeTable) {
 	rt.Handle("GET", base+"autoTopicCreation", a.getPolicy(func(p *policy.Policies) any { return p.AutoTopicCreationOverride }))
 	rt.Handle("POST", base+"autoTopicCreation", a.setPolicy(func(p *policy.Policies, body []byte) error {
 		var at policy.AutoTopicCreation
-		if err := json.Unmarshal(body, &at); err != nil {
+		if err := decodeRequired(body, &at); err != nil {
 			return err
 		}
 		if err := at.Normalize(); err != nil {
 			return err
+		}
+		if limit := a.svc.MaxPartitionsPerTopic(); limit > 0 && at.DefaultNumPartitions != nil && *at.DefaultNumPartitions > limit {
+			return fmt.Errorf("defaultNumPartitions %d is above maxNumPartitionsPerPartitionedTopic %d", *at.DefaultNumPartitions, limit)
 		}
 		p.AutoTopicCreationOverride = &at
 		return nil
@@ -83,7 +85,10 @@ func (a *API) registerPolicyRoutes(rt routeTable) {
 		return p.BacklogQuotaMap
 	}))
 	rt.Handle("POST", base+"backlogQuota", func(w http.ResponseWriter, r *http.Request, prm params) {
-		typ := quotaType(r)
+		typ, ok := quotaType(w, r)
+		if !ok {
+			return
+		}
 		a.setPolicy(func(p *policy.Policies, body []byte) error {
 			q, err := policy.ParseBacklogQuota(body)
 			if err != nil {
@@ -97,7 +102,10 @@ func (a *API) registerPolicyRoutes(rt routeTable) {
 		})(w, r, prm)
 	})
 	rt.Handle("DELETE", base+"backlogQuota", func(w http.ResponseWriter, r *http.Request, prm params) {
-		typ := quotaType(r)
+		typ, ok := quotaType(w, r)
+		if !ok {
+			return
+		}
 		a.setPolicy(func(p *policy.Policies, _ []byte) error {
 			delete(p.BacklogQuotaMap, typ)
 			if len(p.BacklogQuotaMap) == 0 {
@@ -115,11 +123,28 @@ func (a *API) registerPolicyRoutes(rt routeTable) {
 	}
 }
 
-func quotaType(r *http.Request) string {
-	if t := r.URL.Query().Get("backlogQuotaType"); t != "" {
-		return t
+// quotaType returns the request's backlogQuotaType (default
+// destination_storage), writing a 412 for one Pulsar does not know.
+func quotaType(w http.ResponseWriter, r *http.Request) (string, bool) {
+	t, err := quotaTypeOf(r)
+	if err != nil {
+		writeError(w, http.StatusPreconditionFailed, err.Error())
+		return "", false
 	}
-	return policy.QuotaStorage
+	return t, true
+}
+
+// quotaTypeOf reads the backlogQuotaType query parameter (default
+// destination_storage).
+func quotaTypeOf(r *http.Request) (string, error) {
+	switch t := r.URL.Query().Get("backlogQuotaType"); t {
+	case "":
+		return policy.QuotaStorage, nil
+	case policy.QuotaStorage, policy.QuotaMessageAge:
+		return t, nil
+	default:
+		return "", fmt.Errorf("Invalid backlogQuotaType %.100q: must be %s or %s", t, policy.QuotaStorage, policy.QuotaMessageAge)
+	}
 }
 
 func intPolicy(field func(*policy.Policies) **int) func(*policy.Policies, []byte) error {
@@ -157,7 +182,7 @@ func (a *API) setPolicy(set func(*policy.Policies, []byte) error) handler {
 		if !ok {
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		body, err := io.ReadAll(r.Body) // bounded by the broker's body limit
 		if err != nil {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return

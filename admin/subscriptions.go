@@ -51,11 +51,20 @@ func (a *API) registerSubscriptionRoutes(rt routeTable) {
 		})
 	})
 	rt.Handle("POST", sp+"/resetcursor", func(w http.ResponseWriter, r *http.Request, p params) {
-		var id messageIDJSON
-		if err := readJSONBody(r, &id); err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
+		var raw struct {
+			LedgerID       *int64 `json:"ledgerId"`
+			EntryID        *int64 `json:"entryId"`
+			PartitionIndex int    `json:"partitionIndex"`
+		}
+		if err := readRequiredJSON(r, &raw); err != nil {
+			writeError(w, http.StatusBadRequest, "the body must be a message id {\"ledgerId\":L,\"entryId\":E}: "+err.Error())
 			return
 		}
+		if raw.LedgerID == nil || raw.EntryID == nil {
+			writeError(w, http.StatusBadRequest, "the message id needs ledgerId and entryId")
+			return
+		}
+		id := messageIDJSON{LedgerID: *raw.LedgerID, EntryID: *raw.EntryID, PartitionIndex: raw.PartitionIndex}
 		a.forEachTarget(w, r, p, func(topic string) error {
 			return a.svc.ResetCursor(r.Context(), topic, p["sub"], fromJSONID(id), false, 0)
 		})

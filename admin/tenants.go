@@ -211,7 +211,7 @@ func (a *API) httpDeleteNamespace(w http.ResponseWriter, r *http.Request, p para
 	force := r.URL.Query().Get("force") == "true"
 	topics, err := a.svc.TopicsOfNamespace(ctx, ns, true, true)
 	if err != nil {
-		internalError(w, err)
+		serviceError(w, err)
 		return
 	}
 	if len(topics) > 0 && !force {

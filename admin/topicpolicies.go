@@ -121,6 +121,10 @@ func topicPolicies() []topicPolicy {
 		{
 			name: "backlogQuota",
 			set: func(tp *policy.TopicPolicies, r *http.Request, body []byte) error {
+				qt, err := quotaTypeOf(r)
+				if err != nil {
+					return err
+				}
 				q, err := policy.ParseBacklogQuota(body)
 				if err != nil {
 					return err
@@ -128,11 +132,13 @@ func topicPolicies() []topicPolicy {
 				if tp.BacklogQuotaMap == nil {
 					tp.BacklogQuotaMap = map[string]policy.BacklogQuota{}
 				}
-				tp.BacklogQuotaMap[quotaType(r)] = q
+				tp.BacklogQuotaMap[qt] = q
 				return nil
 			},
 			clear: func(tp *policy.TopicPolicies, r *http.Request) {
-				delete(tp.BacklogQuotaMap, quotaType(r))
+				if qt, err := quotaTypeOf(r); err == nil {
+					delete(tp.BacklogQuotaMap, qt)
+				}
 				if len(tp.BacklogQuotaMap) == 0 {
 					tp.BacklogQuotaMap = nil
 				}

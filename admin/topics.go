@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -74,7 +75,7 @@ func (a *API) httpListTopics(w http.ResponseWriter, r *http.Request, p params) {
 func (a *API) writeTopics(w http.ResponseWriter, r *http.Request, ns string, pers, nonPers bool) {
 	ts, err := a.svc.TopicsOfNamespace(r.Context(), ns, pers, nonPers)
 	if err != nil {
-		internalError(w, err)
+		serviceError(w, err)
 		return
 	}
 	if ts == nil {
@@ -112,23 +113,44 @@ func (a *API) httpGetPartitions(w http.ResponseWriter, r *http.Request, p params
 	writeJSON(w, http.StatusOK, map[string]int{"partitions": n})
 }
 
-// parsePartitionsBody accepts a bare integer or {"partitions":N,...}.
-func parsePartitionsBody(r *http.Request) (broker.PartitionedMetadata, error) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+// parsePartitionsBody accepts a bare integer or {"partitions":N,...}. A
+// body that is neither is a 400; a count outside 1..2^31-1 (however
+// large) is a 412, as Pulsar answers counts it refuses.
+func parsePartitionsBody(r *http.Request) (m broker.PartitionedMetadata, code int, reason string) {
+	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		return broker.PartitionedMetadata{}, err
+		return m, http.StatusBadRequest, err.Error()
 	}
-	var m broker.PartitionedMetadata
-	s := strings.TrimSpace(string(body))
-	if n, err := strconv.Atoi(s); err == nil {
-		m.Partitions = n
-	} else if err := json.Unmarshal(body, &m); err != nil {
-		return m, fmt.Errorf("body must be an integer or {\"partitions\":N}: %w", err)
+	var raw struct {
+		Partitions json.Number       `json:"partitions"`
+		Properties map[string]string `json:"properties"`
 	}
-	if m.Partitions <= 0 {
-		return m, errors.New("number of partitions must be more than 0")
+	num := json.Number(strings.TrimSpace(string(body)))
+	if !isNumber(string(num)) {
+		dec := json.NewDecoder(strings.NewReader(string(body)))
+		dec.UseNumber()
+		if err := dec.Decode(&raw); err != nil || raw.Partitions == "" {
+			return m, http.StatusBadRequest, `body must be an integer or {"partitions":N}`
+		}
+		num, m.Properties = raw.Partitions, raw.Properties
 	}
-	return m, nil
+	n, err := strconv.ParseInt(string(num), 10, 64)
+	switch {
+	case !isNumber(string(num)) || strings.ContainsAny(string(num), ".eE"):
+		return m, http.StatusBadRequest, fmt.Sprintf("number of partitions %s is not an integer", num)
+	case err != nil || n > math.MaxInt32:
+		return m, http.StatusPreconditionFailed, fmt.Sprintf("Number of partitions %s is outside 1..%d", num, math.MaxInt32)
+	case n <= 0:
+		return m, http.StatusPreconditionFailed, "Number of partitions should be more than 0"
+	}
+	m.Partitions = int(n)
+	return m, 0, ""
+}
+
+// isNumber reports whether s is a JSON number (not a quoted one).
+func isNumber(s string) bool {
+	var v json.Number
+	return s != "" && (s[0] == '-' || s[0] >= '0' && s[0] <= '9') && json.Unmarshal([]byte(s), &v) == nil
 }
 
 func (a *API) httpCreatePartitions(w http.ResponseWriter, r *http.Request, p params) {
@@ -136,9 +158,9 @@ func (a *API) httpCreatePartitions(w http.ResponseWriter, r *http.Request, p par
 	if !ok {
 		return
 	}
-	m, err := parsePartitionsBody(r)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+	m, code, why := parsePartitionsBody(r)
+	if why != "" {
+		writeError(w, code, why)
 		return
 	}
 	if err := a.svc.CreatePartitionedTopic(r.Context(), topic, m); err != nil {
@@ -153,9 +175,9 @@ func (a *API) httpUpdatePartitions(w http.ResponseWriter, r *http.Request, p par
 	if !ok {
 		return
 	}
-	m, err := parsePartitionsBody(r)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+	m, code, why := parsePartitionsBody(r)
+	if why != "" {
+		writeError(w, code, why)
 		return
 	}
 	if err := a.svc.UpdatePartitionedTopic(r.Context(), topic, m.Partitions); err != nil {
@@ -233,6 +255,12 @@ type PartitionedTopicStats struct {
 	Partitions map[string]broker.TopicStats `json:"partitions"`
 }
 
+// maxStatsPartitions bounds partitioned-stats: a topic with more
+// partitions (possible only if created before the broker had a limit) is
+// refused rather than collected. Collection also stops when the request
+// is cancelled.
+const maxStatsPartitions = 1 << 20
+
 func (a *API) httpPartitionedStats(w http.ResponseWriter, r *http.Request, p params) {
 	topic, ok := a.topicFromParams(w, r, p)
 	if !ok {
@@ -247,6 +275,10 @@ func (a *API) httpPartitionedStats(w http.ResponseWriter, r *http.Request, p par
 		writeError(w, http.StatusNotFound, "Partitioned Topic not found")
 		return
 	}
+	if n > maxStatsPartitions {
+		writeError(w, http.StatusPreconditionFailed, fmt.Sprintf("%d partitions are too many to collect stats for (at most %d)", n, maxStatsPartitions))
+		return
+	}
 	out := PartitionedTopicStats{Metadata: broker.PartitionedMetadata{Partitions: n}, Partitions: map[string]broker.TopicStats{}}
 	agg := &out.TopicStats
 	agg.Publishers = []broker.PublisherStats{}
@@ -254,6 +286,9 @@ func (a *API) httpPartitionedStats(w http.ResponseWriter, r *http.Request, p par
 	agg.Replication = map[string]broker.ReplicatorStats{}
 	agg.DeduplicationStatus = "Disabled"
 	for i := range n {
+		if r.Context().Err() != nil {
+			return // the client went away: stop collecting
+		}
 		pn := partitionName(topic, i)
 		st, err := a.svc.TopicStats(r.Context(), pn)
 		if err != nil {

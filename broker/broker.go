@@ -37,6 +37,9 @@ type Broker struct {
 	// subscribes to its changes (policy_enforce.go).
 	policies    *policy.Store
 	unsubscribe func()
+	// connBytesIn counts the bytes read from client connections
+	// (magnetar_connection_in_bytes_total).
+	connBytesIn atomic.Int64
 	heldCount   atomic.Int64 // held sends over all topics (skip dropHeld at 0)
 
 	mu struct {
@@ -530,6 +533,13 @@ func (b *Broker) unloadTopic(full string) bool {
 // topicsOfNamespace lists the topics of ns ("tenant/ns") in the given
 // domains: created persistent topics, loaded non-persistent ones and
 // every partition of partitioned topics.
+// maxListedTopics bounds a namespace's topic listing (partitions
+// included): beyond it the listing is refused instead of building a
+// response of unbounded size. Partition counts are bounded by
+// Config.MaxPartitionsPerTopic; this guards against partitioned topics
+// created before a limit was set.
+const maxListedTopics = 1 << 20
+
 func (b *Broker) topicsOfNamespace(ctx context.Context, ns string, persistent, nonPersistent bool) ([]string, error) {
 	var out []string
 	add := func(domain string) error {
@@ -553,7 +563,13 @@ func (b *Broker) topicsOfNamespace(ctx context.Context, ns string, persistent, n
 			if err != nil {
 				return err
 			}
+			if len(out)+n > maxListedTopics {
+				return reason(ErrPreconditionFailed, fmt.Sprintf("namespace %s has more than %d topics to list", ns, maxListedTopics))
+			}
 			for i := 0; i < n; i++ {
+				if i%4096 == 0 && ctx.Err() != nil {
+					return ctx.Err() // the request went away
+				}
 				out = append(out, tn.Partition(i).String())
 			}
 		}

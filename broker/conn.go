@@ -224,6 +224,7 @@ func (r keepAliveReader) Read(p []byte) (int, error) {
 		_ = c.nc.SetReadDeadline(time.Now().Add(c.b.cfg.KeepAliveInterval))
 		n, err := c.nc.Read(p)
 		if n > 0 {
+			c.b.connBytesIn.Add(int64(n))
 			c.lastRead.Store(time.Now().UnixNano())
 			return n, nil
 		}

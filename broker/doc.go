@@ -75,6 +75,13 @@
 // Key_Shared, a read fetches no more entries than the consumers have
 // permits for. Redelivery counts are kept per entry per subscription.
 //
+// Pending (delivered, unacked) and delayed entries keep their position,
+// message count and key, not their bytes; redeliveries re-read them from
+// the managed ledger, one read per dispatch batch (cursor.ReadAt).
+// Shared and Key_Shared dispatch stops for a consumer (subscription)
+// holding MaxUnackedPerConsumer (...PerSubscription) unacked messages
+// and resumes at half (docs/limits.md).
+//
 // Selection: Exclusive (one consumer), Failover (active = index
 // partition % n of consumers sorted by priority, name, arrival; told with
 // ACTIVE_CONSUMER_CHANGE to every consumer when the choice changes, and to

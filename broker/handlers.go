@@ -530,6 +530,10 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 		c.sendError(rid, codeNotAllowed, "Subscription name "+m.GetSubscription()+" is reserved for replication (prefix "+ReplicatorPrefix+")")
 		return
 	}
+	if err := pulsarproto.CheckSubscriptionName(m.GetSubscription()); err != nil {
+		c.sendError(rid, codeNotAllowed, err.Error())
+		return
+	}
 	if cc := c.consumer(cid); cc != nil {
 		if cc.topic.full == tn.String() && cc.sub.name == m.GetSubscription() {
 			c.sendSuccess(rid)

@@ -45,6 +45,7 @@ var (
 	}
 	descBookieStatus = prometheus.NewDesc("bookie_SERVER_STATUS", "1 when the bookie is writable, 0 when read-only.", []string{"bookie"}, nil)
 	descBookieRO     = prometheus.NewDesc("bookie_read_only", "1 when the bookie is read-only.", []string{"bookie"}, nil)
+	descConnBytesIn  = prometheus.NewDesc("magnetar_connection_in_bytes_total", "Bytes read from client connections (binary protocol).", nil, nil)
 	metricNameRe     = regexp.MustCompile(`[^a-zA-Z0-9_]`)
 )
 
@@ -73,11 +74,13 @@ func (mc metricsCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	ch <- descBookieStatus
 	ch <- descBookieRO
+	ch <- descConnBytesIn
 }
 
 func (mc metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	b := mc.b
 	cluster := b.cfg.ClusterName
+	ch <- prometheus.MustNewConstMetric(descConnBytesIn, prometheus.CounterValue, float64(b.connBytesIn.Load()))
 	perNS := b.namespacesForMetrics()
 	tot := map[string]float64{}
 	defer func() {

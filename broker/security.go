@@ -65,10 +65,10 @@ func (b *Broker) httpHandler() http.Handler {
 	if b.cfg.Cluster != nil {
 		h = b.ownerRedirect(h)
 	}
-	if b.sec.s == nil {
-		return h
+	if b.sec.s != nil {
+		h = b.sec.s.Handler(h)
 	}
-	return b.sec.s.Handler(h)
+	return limitBody(h)
 }
 
 // listenSecure binds the TLS listeners, so that their addresses are

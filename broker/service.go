@@ -10,6 +10,7 @@ import (
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/policy"
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
 
@@ -39,6 +40,9 @@ type Service interface {
 	// Policies is the tenant, namespace and policy store the broker
 	// enforces; writes through it apply to loaded topics at once.
 	Policies() *policy.Store
+	// MaxPartitionsPerTopic is the broker's
+	// maxNumPartitionsPerPartitionedTopic (0: only the int32 range).
+	MaxPartitionsPerTopic() int
 
 	// TopicsOfNamespace lists created topics (partitions expanded) of ns
 	// ("tenant/ns") in the given domains.
@@ -175,6 +179,27 @@ func TopicPolicyKey(name string) (string, error) {
 // PolicyDefaults implements Service.
 func (b *Broker) PolicyDefaults() policy.Defaults { return b.policyDefaults() }
 
+// MaxPartitionsPerTopic implements Service.
+func (b *Broker) MaxPartitionsPerTopic() int { return max(b.cfg.MaxPartitionsPerTopic, 0) }
+
+// checkPartitions refuses a partition count outside 1..the broker's
+// limit (1..2^31-1 without one) with ErrPreconditionFailed and Pulsar's
+// wording (for an update, "Desired partitions ...").
+func (b *Broker) checkPartitions(n int, update bool) error {
+	limit := b.MaxPartitionsPerTopic()
+	switch {
+	case n <= 0:
+		return reason(ErrPreconditionFailed, "Number of partitions should be more than 0")
+	case n > math.MaxInt32:
+		return reason(ErrPreconditionFailed, fmt.Sprintf("Number of partitions %d is above %d", n, math.MaxInt32))
+	case limit > 0 && n > limit && update:
+		return reason(ErrPreconditionFailed, fmt.Sprintf("Desired partitions %d can't be greater than the maximum partitions per topic %d.", n, limit))
+	case limit > 0 && n > limit:
+		return reason(ErrPreconditionFailed, fmt.Sprintf("Number of partitions should be less than or equal to %d", limit))
+	}
+	return nil
+}
+
 // TopicsOfNamespace implements Service.
 func (b *Broker) TopicsOfNamespace(ctx context.Context, ns string, persistent, nonPersistent bool) ([]string, error) {
 	return b.topicsOfNamespace(ctx, ns, persistent, nonPersistent)
@@ -211,6 +236,10 @@ func (b *Broker) autoCreatePartitioned(ctx context.Context, tn topicName) int {
 	if !allow || n <= 0 {
 		return 0
 	}
+	if err := b.checkPartitions(n, false); err != nil {
+		b.log.Info("partitioned auto-creation refused", "topic", tn.String(), "err", err)
+		return 0
+	}
 	if ok, err := b.topicExists(ctx, tn); err != nil || ok {
 		return 0
 	}
@@ -236,6 +265,9 @@ func (b *Broker) CreatePartitionedTopic(ctx context.Context, name string, m Part
 	if tn.IsPartition() {
 		return fmt.Errorf("%w: %s is a partition", ErrInvalidTopicName, tn)
 	}
+	if err := b.checkPartitions(m.Partitions, false); err != nil {
+		return err
+	}
 	if err := b.requireNamespace(ctx, tn); err != nil {
 		return err
 	}
@@ -253,6 +285,9 @@ func (b *Broker) CreatePartitionedTopic(ctx context.Context, name string, m Part
 func (b *Broker) UpdatePartitionedTopic(ctx context.Context, topic string, partitions int) error {
 	tn, err := parseTopicName(topic)
 	if err != nil {
+		return err
+	}
+	if err := b.checkPartitions(partitions, true); err != nil {
 		return err
 	}
 	cur, err := b.reg.partitions(ctx, tn)
@@ -578,6 +613,9 @@ func (b *Broker) Subscriptions(ctx context.Context, topic string) ([]string, err
 
 // CreateSubscription implements Service.
 func (b *Broker) CreateSubscription(ctx context.Context, topic, name string, id MessageID) error {
+	if err := pulsarproto.CheckSubscriptionName(name); err != nil {
+		return reason(ErrPreconditionFailed, err.Error())
+	}
 	t, err := b.loadedOrLoad(ctx, topic)
 	if err != nil {
 		return err

@@ -544,29 +544,30 @@ func (s *subscription) replayPass() (progressed, full bool) {
 	if len(batch) == 0 {
 		return progressed, full
 	}
-	sent := s.load(batch)
+	loaded, dropped := s.load(batch)
 	for _, pe := range batch {
 		if pe.data != nil {
 			s.send(pe)
 		}
 	}
-	return progressed || sent > 0, full
+	return progressed || loaded > 0 || dropped > 0, full
 }
 
 // load fills in the bytes of the assigned entries in batch that have
 // none, from storage. Entries no longer stored are forgotten (their
 // assignment undone); on any other read error the entries without bytes
 // go back to the replay set for a later pass. It returns how many entries
-// of batch have their bytes.
-func (s *subscription) load(batch []*pendingEntry) int {
+// of batch have their bytes and how many were forgotten.
+func (s *subscription) load(batch []*pendingEntry) (loaded, dropped int) {
 	var missing []*pendingEntry
 	for _, pe := range batch {
 		if pe.data == nil {
 			missing = append(missing, pe)
 		}
 	}
+	loaded = len(batch) - len(missing)
 	if len(missing) == 0 {
-		return len(batch)
+		return loaded, 0
 	}
 	ps := make([]position, len(missing))
 	for i, pe := range missing {
@@ -577,32 +578,32 @@ func (s *subscription) load(batch []*pendingEntry) int {
 		for i, pe := range missing {
 			pe.data = data[i]
 		}
-		return len(batch)
+		return len(batch), 0
 	}
-	n := len(batch) - len(missing)
 	if errors.Is(err, errEntryGone) {
 		for _, pe := range missing {
 			d, err := s.cur.ReadAt([]position{pe.pos})
 			switch {
 			case err == nil && len(d) == 1:
 				pe.data = d[0]
-				n++
+				loaded++
 			case errors.Is(err, errEntryGone):
 				s.unassign(pe)
 				delete(s.redelivered, pe.pos)
+				dropped++
 			default:
 				s.unassign(pe)
 				s.insertReplay(pe)
 			}
 		}
-		return n
+		return loaded, dropped
 	}
 	s.readFailLog.log(s.log, slog.LevelWarn, "redelivery read failed", "topic", s.topic, "sub", s.name, "entries", len(missing), "err", err)
 	for _, pe := range missing {
 		s.unassign(pe)
 		s.insertReplay(pe)
 	}
-	return n
+	return loaded, 0
 }
 
 // readSize is how many entries to read next: no more than the permits

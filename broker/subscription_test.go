@@ -341,3 +341,33 @@ func TestSubscriptionPendingKeepsPositions(t *testing.T) {
 		t.Fatalf("consumer+subscription unacked %d, want 4+4", unacked)
 	}
 }
+
+// TestSubscriptionRedeliverySkipsGoneBatches: a whole dispatch batch of
+// redeliveries no longer stored does not stall the rest.
+func TestSubscriptionRedeliverySkipsGoneBatches(t *testing.T) {
+	cur := newFakeCursor()
+	for i := 0; i < 25; i++ {
+		cur.add(fakeEntry(1, ""))
+	}
+	s := testSub(t, SubShared, cur) // dispatch batch 10
+	sink := newRecSink()
+	a := newConsumer(1, "a", sink)
+	addC(t, s, a, SubShared)
+	flow(s, a, 100)
+	if got := len(sink.take()); got != 25 {
+		t.Fatalf("sent %d", got)
+	}
+	cur.mu.Lock()
+	for i := 0; i < 15; i++ {
+		cur.entries[i] = nil
+	}
+	cur.mu.Unlock()
+	b := newConsumer(2, "b", sink)
+	addC(t, s, b, SubShared)
+	s.call(func() { s.removeConsumerLocked(a) })
+	flow(s, b, 100)
+	want := []int64{15, 16, 17, 18, 19, 20, 21, 22, 23, 24}
+	if got := positions(sink.take()); !slices.Equal(got, want) {
+		t.Fatalf("redelivered %v, want %v", got, want)
+	}
+}

@@ -292,3 +292,31 @@ func TestUnackedMemoryBounded(t *testing.T) {
 	}
 	waitUntil(t, "backlog drained", func() bool { return subStats(t, tb, topic, "s").MsgBacklog == 0 })
 }
+
+// TestUnackedDefaultLimit: with the broker defaults, a Shared consumer
+// that never acks stops at exactly 50,000 messages.
+func TestUnackedDefaultLimit(t *testing.T) {
+	tb := startBroker(t, nil)
+	c := tb.client(t)
+	topic := "persistent://public/default/" + newTopicName("unacked-default")
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	produceN(t, c, topic, DefaultMaxUnackedPerConsumer+100, 8)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := 0; i < DefaultMaxUnackedPerConsumer; i++ {
+		if _, err := cons.Receive(ctx); err != nil {
+			t.Fatalf("received %d: %v", i, err)
+		}
+	}
+	waitUntil(t, "consumer blocked", func() bool {
+		s := subStats(t, tb, topic, "s")
+		return len(s.Consumers) == 1 && s.Consumers[0].BlockedConsumerOnUnackedMsgs
+	})
+	if st := subStats(t, tb, topic, "s"); st.MsgOutCounter != DefaultMaxUnackedPerConsumer || st.MsgBacklog != DefaultMaxUnackedPerConsumer+100 {
+		t.Fatalf("delivered %d (backlog %d), want %d", st.MsgOutCounter, st.MsgBacklog, DefaultMaxUnackedPerConsumer)
+	}
+}

@@ -208,7 +208,7 @@ type TenantInfo struct {
 
 // ValidName reports whether s is a legal tenant or namespace name.
 func ValidName(s string) bool {
-	if s == "" || len(s) > 255 {
+	if s == "" || len(s) > 255 || s == "." || s == ".." {
 		return false
 	}
 	for _, c := range s {

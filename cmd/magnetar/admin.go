@@ -461,6 +461,14 @@ func adminNamespacesCmd() *cobra.Command {
 	})
 	setMaxP.Flags().IntVar(&maxN, "max-producers-per-topic", 0, "limit (0: unlimited)")
 	setMaxC.Flags().IntVar(&maxN, "max-consumers-per-topic", 0, "limit (0: unlimited)")
+	setUnackC := nsCmd("set-max-unacked-messages-per-consumer <tenant/namespace>", "Set the unacked messages limit per Shared/Key_Shared consumer", func(p string, _ []string) error {
+		return a.write("POST", p+"/maxUnackedMessagesPerConsumer", maxN)
+	})
+	setUnackS := nsCmd("set-max-unacked-messages-per-subscription <tenant/namespace>", "Set the unacked messages limit per Shared/Key_Shared subscription", func(p string, _ []string) error {
+		return a.write("POST", p+"/maxUnackedMessagesPerSubscription", maxN)
+	})
+	setUnackC.Flags().IntVarP(&maxN, "max-unacked-messages-per-consumer", "c", 0, "limit (0: unlimited)")
+	setUnackS.Flags().IntVarP(&maxN, "max-unacked-messages-per-subscription", "c", 0, "limit (0: unlimited)")
 
 	var autoEnable, autoDisable bool
 	var autoType string
@@ -501,6 +509,10 @@ func adminNamespacesCmd() *cobra.Command {
 		setDedup,
 		setMaxP, getter("get-max-producers-per-topic", "Get the producers limit", "/maxProducersPerTopic"),
 		setMaxC, getter("get-max-consumers-per-topic", "Get the consumers limit", "/maxConsumersPerTopic"),
+		setUnackC, getter("get-max-unacked-messages-per-consumer", "Get the unacked messages limit per consumer", "/maxUnackedMessagesPerConsumer"),
+		remover("remove-max-unacked-messages-per-consumer", "Remove the unacked messages limit per consumer", "/maxUnackedMessagesPerConsumer"),
+		setUnackS, getter("get-max-unacked-messages-per-subscription", "Get the unacked messages limit per subscription", "/maxUnackedMessagesPerSubscription"),
+		remover("remove-max-unacked-messages-per-subscription", "Remove the unacked messages limit per subscription", "/maxUnackedMessagesPerSubscription"),
 		setAuto, getter("get-auto-topic-creation", "Get the auto topic creation override", "/autoTopicCreation"),
 		remover("remove-auto-topic-creation", "Remove the auto topic creation override", "/autoTopicCreation"),
 	)

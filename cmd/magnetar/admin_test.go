@@ -71,6 +71,15 @@ func TestAdminCLIAgainstStandalone(t *testing.T) {
 	}
 	runAdmin(t, p, false, "namespaces", "set-deduplication", "cli/ns", "--enable")
 	runAdmin(t, p, false, "namespaces", "set-max-producers-per-topic", "cli/ns", "--max-producers-per-topic", "5")
+	runAdmin(t, p, false, "namespaces", "set-max-unacked-messages-per-consumer", "cli/ns", "-c", "1000")
+	runAdmin(t, p, false, "namespaces", "set-max-unacked-messages-per-subscription", "cli/ns", "-c", "4000")
+	if out := runAdmin(t, p, false, "namespaces", "get-max-unacked-messages-per-consumer", "cli/ns"); strings.TrimSpace(out) != "1000" {
+		t.Fatalf("max unacked per consumer: %q", out)
+	}
+	runAdmin(t, p, false, "namespaces", "remove-max-unacked-messages-per-subscription", "cli/ns")
+	if out := runAdmin(t, p, false, "namespaces", "get-max-unacked-messages-per-subscription", "cli/ns"); strings.TrimSpace(out) != "(none)" {
+		t.Fatalf("max unacked per subscription after remove: %q", out)
+	}
 	runAdmin(t, p, false, "namespaces", "set-auto-topic-creation", "cli/ns", "--enable", "--type", "partitioned", "-n", "2")
 	if out := runAdmin(t, p, false, "namespaces", "policies", "cli/ns"); !strings.Contains(out, "max_producers_per_topic") || !strings.Contains(out, "autoTopicCreationOverride.defaultNumPartitions") {
 		t.Fatalf("policies:\n%s", out)

@@ -91,14 +91,45 @@ func ReadFrame(r io.Reader, maxFrameSize int, buf []byte) ([]byte, error) {
 	if err != nil {
 		return buf[:0], err
 	}
-	if cap(buf) < n {
-		nb := make([]byte, n)
-		copy(nb, buf[:4])
-		buf = nb
+	if cap(buf) >= n {
+		buf = buf[:n]
+		if err := readFrameBody(r, buf[4:]); err != nil {
+			return buf[:0], err
+		}
+		return buf, nil
 	}
-	buf = buf[:n]
-	if err := readFrameBody(r, buf[4:]); err != nil {
+	nb := make([]byte, 4, min(n, FrameChunk))
+	copy(nb, buf[:4])
+	nb, err = readGrowing(r, nb, n)
+	if err != nil {
 		return buf[:0], err
+	}
+	return nb, nil
+}
+
+// FrameChunk is the first allocation for the body of a frame larger than
+// the reader's buffer. The buffer then doubles as bytes arrive (up to
+// the announced size), so a peer that announces a large frame and sends
+// little of it costs little memory, whatever size it announced.
+const FrameChunk = 64 << 10
+
+// readGrowing appends bytes from r to buf until it is total bytes long,
+// growing it by doubling only when it is full. Errors are readFrameBody's.
+func readGrowing(r io.Reader, buf []byte, total int) ([]byte, error) {
+	for len(buf) < total {
+		if len(buf) == cap(buf) {
+			nb := make([]byte, len(buf), min(total, max(2*cap(buf), FrameChunk)))
+			copy(nb, buf)
+			buf = nb
+		}
+		k, err := io.ReadFull(r, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+k]
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return buf, fmt.Errorf("%w: %w", ErrTruncated, io.ErrUnexpectedEOF)
+			}
+			return buf, err
+		}
 	}
 	return buf, nil
 }
@@ -382,13 +413,17 @@ func (fr *FrameReader) Next() (Frame, error) {
 
 // nextOwned reads the rest of an n-byte frame whose totalSize is hdr into
 // a buffer of its own, FrameHeadroom bytes in, and decodes it.
+//
+// The buffer is allocated as the bytes arrive (readGrowing), not at the
+// announced size.
 func (fr *FrameReader) nextOwned(hdr []byte, n int) (Frame, error) {
-	buf := make([]byte, FrameHeadroom+n)
-	raw := buf[FrameHeadroom:]
-	copy(raw, hdr)
-	if err := readFrameBody(fr.r, raw[4:]); err != nil {
+	buf := make([]byte, FrameHeadroom+4, min(FrameHeadroom+n, FrameHeadroom+FrameChunk))
+	copy(buf[FrameHeadroom:], hdr)
+	buf, err := readGrowing(fr.r, buf, FrameHeadroom+n)
+	if err != nil {
 		return Frame{}, err
 	}
+	raw := buf[FrameHeadroom:]
 	_, f, err := fr.dec.Decode(raw)
 	if err != nil {
 		return Frame{}, err

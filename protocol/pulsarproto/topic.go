@@ -4,6 +4,17 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+)
+
+// Name limits (Magnetar's; Pulsar states none, and names this long or
+// with these characters fail in its metadata store instead).
+const (
+	// MaxNamePartLen bounds a tenant or namespace name, in bytes.
+	MaxNamePartLen = 255
+	// MaxLocalNameLen bounds a topic's local name (partition suffix
+	// included) and a subscription name, in bytes.
+	MaxLocalNameLen = 1024
 )
 
 // Topic domains.
@@ -71,10 +82,10 @@ func ParseTopicName(s string) (TopicName, error) {
 	}
 	t := TopicName{Domain: domain, Tenant: parts[0], Namespace: parts[1], Local: parts[2]}
 	if !validNamePart(t.Tenant) || !validNamePart(t.Namespace) {
-		return TopicName{}, fmt.Errorf("%w: %q: bad tenant or namespace", ErrBadTopicName, s)
+		return TopicName{}, fmt.Errorf("%w: %.300q: bad tenant or namespace (1..%d of [-=:.A-Za-z0-9_], not \".\" or \"..\")", ErrBadTopicName, s, MaxNamePartLen)
 	}
-	if strings.TrimSpace(t.Local) == "" {
-		return TopicName{}, fmt.Errorf("%w: %q: empty local name", ErrBadTopicName, s)
+	if err := checkLocalName(t.Local); err != nil {
+		return TopicName{}, fmt.Errorf("%w: %.300q: topic %v", ErrBadTopicName, s, err)
 	}
 	t.PartitionIndex = partitionIndex(t.Local)
 	t.full = domain + "://" + rest
@@ -90,10 +101,10 @@ func ParseNamespace(s string) (tenant, namespace string, err error) {
 	return tenant, namespace, nil
 }
 
-// validNamePart reports whether s is a non-empty tenant or namespace name
-// made of [-=:.A-Za-z0-9_].
+// validNamePart reports whether s is a tenant or namespace name: 1 to
+// MaxNamePartLen bytes of [-=:.A-Za-z0-9_], other than "." and "..".
 func validNamePart(s string) bool {
-	if s == "" {
+	if s == "" || len(s) > MaxNamePartLen || s == "." || s == ".." {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -106,6 +117,38 @@ func validNamePart(s string) bool {
 		}
 	}
 	return true
+}
+
+// checkLocalName validates a topic's local name or a subscription name:
+// not blank, at most MaxLocalNameLen bytes of valid UTF-8 without control
+// characters, and not "." or ".." (names that become paths in the
+// metadata store).
+func checkLocalName(s string) error {
+	switch {
+	case strings.TrimSpace(s) == "":
+		return fmt.Errorf("name is empty")
+	case len(s) > MaxLocalNameLen:
+		return fmt.Errorf("name is %d bytes long, over the limit of %d", len(s), MaxLocalNameLen)
+	case s == "." || s == "..":
+		return fmt.Errorf("name %q is not allowed", s)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("name is not valid UTF-8")
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return fmt.Errorf("name contains the control character %U", r)
+		}
+	}
+	return nil
+}
+
+// CheckSubscriptionName reports why s cannot be a subscription name (the
+// rules of a topic's local name), or nil.
+func CheckSubscriptionName(s string) error {
+	if err := checkLocalName(s); err != nil {
+		return fmt.Errorf("invalid subscription name: %w", err)
+	}
+	return nil
 }
 
 // partitionIndex returns N when local ends in "-partition-N" with N a
