@@ -100,7 +100,7 @@ func (a *API) registerPolicyRoutes(rt routeTable) {
 	})
 	for _, v := range []string{"persistence", "permissions", "replication", "antiAffinity", "schemaValidationEnforced",
 		"schemaCompatibilityStrategy", "schemaAutoUpdateCompatibilityStrategy", "maxConsumersPerSubscription",
-		"compactionThreshold", "offloadThreshold", "offloadDeletionLagMs", "dispatchRate", "subscriptionDispatchRate",
+		"compactionThreshold", "dispatchRate", "subscriptionDispatchRate",
 		"publishRate", "subscribeRate", "clearBacklog", "encryptionRequired", "subscriptionAuthMode"} {
 		for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
 			rt.Handle(m, base+v, notImplemented)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/metadata"
+	"github.com/magnetar-mq/magnetar/offload"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
@@ -35,6 +36,7 @@ type Broker struct {
 	// subscribes to its changes (policy_enforce.go).
 	policies    *policy.Store
 	unsubscribe func()
+	offloaders  offloaders   // one per distinct offload connection setting (offload.go)
 	heldCount   atomic.Int64 // held sends over all topics (skip dropHeld at 0)
 
 	mu struct {
@@ -86,6 +88,13 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	b.policies = deps.Policies
 	if b.policies == nil {
 		b.policies = policy.NewStore(deps.Metadata, cfg.ClusterName)
+	}
+	b.offloaders = offloaders{m: deps.OffloadMetrics, by: map[string]*offload.Offloader{}}
+	if b.offloaders.m == nil {
+		b.offloaders.m = offload.NewMetrics()
+	}
+	if deps.Offloader != nil && cfg.Offload != nil {
+		b.offloaders.by[propsKey(cfg.Offload.Properties)] = deps.Offloader
 	}
 	b.reg = registry{store: deps.Metadata, cluster: cfg.ClusterName, policies: b.policies}
 	b.schemas = &schemaRegistry{store: deps.Metadata}
@@ -433,6 +442,7 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 	}
 	t := newTopic(b, tn, ml, pol)
 	t.bundleKey = bundleKey
+	b.applyOffload(t)
 	if b.cfg.Deduplication {
 		if err := t.recoverDedup(b.cfg.DedupRecoveryEntries); err != nil {
 			b.log.Warn("dedup state recovery", "topic", tn.String(), "err", err)

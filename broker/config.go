@@ -10,6 +10,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/metadata"
+	"github.com/magnetar-mq/magnetar/offload"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
@@ -68,6 +69,9 @@ type Config struct {
 	// metadata store (see ClusterConfig); nil is a single node that owns
 	// every topic.
 	Cluster *ClusterConfig
+	// Offload holds the broker-wide tiered-storage settings (nil:
+	// DefaultOffload, no driver).
+	Offload *OffloadDefaults
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -149,6 +153,13 @@ type Deps struct {
 	// Bookies, if set, reports the storage nodes to the admin API and
 	// /metrics.
 	Bookies BookieInfo
+	// Offloader is the broker's configured offloader (from
+	// Config.Offload), shared with the managed-ledger factory that reads
+	// offloaded ledgers; nil: created on first use.
+	Offloader *offload.Offloader
+	// OffloadMetrics count every offloader's work (registered on
+	// /metrics); nil: new ones.
+	OffloadMetrics *offload.Metrics
 	// Collectors are registered on /metrics as they are (e.g. an
 	// in-process bookie's (*bookie.Bookie).Collector()).
 	Collectors []prometheus.Collector

@@ -135,6 +135,7 @@ func (b *Broker) metricsHandler() HandlerFunc {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(unchecked{metricsCollector{b}})
 	reg.MustRegister(b.deps.Collectors...)
+	reg.MustRegister(b.offloaders.m.Collectors()...)
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 	return func(w http.ResponseWriter, r *http.Request, _ Params) { h.ServeHTTP(w, r) }
 }

@@ -86,6 +86,7 @@ func (b *Broker) policiesChanged(ns string) {
 			b.unloadTopic(t.full)
 			continue
 		}
+		b.applyOffload(t)
 		b.checkTopic(t)
 	}
 }

@@ -36,22 +36,28 @@ func (r *rateTracker) update(msgs, bytes int64) (msgRate, byteRate float64) {
 // TopicStats is Pulsar's TopicStats JSON shape (the subset Magnetar
 // fills). Counters are JSON integers, rates floats.
 type TopicStats struct {
-	MsgRateIn           float64                      `json:"msgRateIn"`
-	MsgThroughputIn     float64                      `json:"msgThroughputIn"`
-	MsgRateOut          float64                      `json:"msgRateOut"`
-	MsgThroughputOut    float64                      `json:"msgThroughputOut"`
-	MsgInCounter        int64                        `json:"msgInCounter"`
-	BytesInCounter      int64                        `json:"bytesInCounter"`
-	MsgOutCounter       int64                        `json:"msgOutCounter"`
-	BytesOutCounter     int64                        `json:"bytesOutCounter"`
-	AverageMsgSize      float64                      `json:"averageMsgSize"`
-	StorageSize         int64                        `json:"storageSize"`
-	BacklogSize         int64                        `json:"backlogSize"`
-	MsgBacklog          int64                        `json:"msgBacklog"`
-	Publishers          []PublisherStats             `json:"publishers"`
-	Subscriptions       map[string]SubscriptionStats `json:"subscriptions"`
-	Replication         map[string]any               `json:"replication"`
-	DeduplicationStatus string                       `json:"deduplicationStatus"`
+	MsgRateIn        float64 `json:"msgRateIn"`
+	MsgThroughputIn  float64 `json:"msgThroughputIn"`
+	MsgRateOut       float64 `json:"msgRateOut"`
+	MsgThroughputOut float64 `json:"msgThroughputOut"`
+	MsgInCounter     int64   `json:"msgInCounter"`
+	BytesInCounter   int64   `json:"bytesInCounter"`
+	MsgOutCounter    int64   `json:"msgOutCounter"`
+	BytesOutCounter  int64   `json:"bytesOutCounter"`
+	AverageMsgSize   float64 `json:"averageMsgSize"`
+	StorageSize      int64   `json:"storageSize"`
+	// OffloadedStorageSize is the part of StorageSize in completed
+	// offloads; the Last* fields are unix ms (0: never).
+	OffloadedStorageSize        int64                        `json:"offloadedStorageSize"`
+	LastOffloadLedgerID         int64                        `json:"lastOffloadLedgerId"`
+	LastOffloadSuccessTimeStamp int64                        `json:"lastOffloadSuccessTimeStamp"`
+	LastOffloadFailureTimeStamp int64                        `json:"lastOffloadFailureTimeStamp"`
+	BacklogSize                 int64                        `json:"backlogSize"`
+	MsgBacklog                  int64                        `json:"msgBacklog"`
+	Publishers                  []PublisherStats             `json:"publishers"`
+	Subscriptions               map[string]SubscriptionStats `json:"subscriptions"`
+	Replication                 map[string]any               `json:"replication"`
+	DeduplicationStatus         string                       `json:"deduplicationStatus"`
 }
 
 // stats collects the topic's TopicStats.
@@ -77,6 +83,13 @@ func (t *topic) stats() TopicStats {
 	var entries int64
 	if t.persistent() {
 		entries, st.StorageSize = t.ml.Size()
+		if _, ok := t.ml.(offloadable); ok {
+			ms := t.ml.Stats()
+			st.OffloadedStorageSize = ms.OffloadedSize
+			st.LastOffloadLedgerID = ms.Offload.LastOffloadLedgerID
+			st.LastOffloadSuccessTimeStamp = ms.Offload.LastOffloadSuccessMillis
+			st.LastOffloadFailureTimeStamp = ms.Offload.LastOffloadFailureMillis
+		}
 	}
 	t.mu.Lock()
 	for _, p := range t.mu.producers {

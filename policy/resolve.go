@@ -31,13 +31,17 @@ type Resolved struct {
 	// 0 asks for a partitioned topic of that many partitions.
 	AutoCreate     bool
 	AutoPartitions int
+	// Offload is the most specific offload policy with the older
+	// separate fields folded into its unset thresholds and lag (nil:
+	// broker defaults).
+	Offload *OffloadPolicies
 }
 
 // Resolve merges layers, most specific first (nil layers are skipped),
 // over d.
 func Resolve(d Defaults, layers ...*Policies) *Resolved {
 	r := &Resolved{Deduplication: d.Deduplication, AutoCreate: d.AutoTopicCreation}
-	var ttl, maxP, maxC, ret, quotas, dedup, auto bool
+	var ttl, maxP, maxC, ret, quotas, dedup, auto, off bool
 	for _, p := range layers {
 		if p == nil {
 			continue
@@ -61,6 +65,9 @@ func Resolve(d Defaults, layers ...*Policies) *Resolved {
 		if !dedup && p.DeduplicationEnabled != nil {
 			dedup, r.Deduplication = true, *p.DeduplicationEnabled
 		}
+		if !off && (p.OffloadPolicies != nil || p.OffloadThreshold != nil || p.OffloadThresholdInSeconds != nil || p.OffloadDeletionLagMs != nil) {
+			off, r.Offload = true, foldOffload(p)
+		}
 		if !auto && p.AutoTopicCreationOverride != nil {
 			a := p.AutoTopicCreationOverride
 			auto, r.AutoCreate = true, a.Allow
@@ -80,4 +87,26 @@ func SameRetention(a, b *Resolved) bool {
 		return a.Retention == b.Retention
 	}
 	return *a.Retention == *b.Retention
+}
+
+// foldOffload copies p's offload policies, filling unset thresholds and
+// lag from the older separate fields.
+func foldOffload(p *Policies) *OffloadPolicies {
+	o := &OffloadPolicies{}
+	if p.OffloadPolicies != nil {
+		*o = *p.OffloadPolicies
+	}
+	if o.ThresholdBytes() == nil && p.OffloadThreshold != nil {
+		v := *p.OffloadThreshold
+		o.ManagedLedgerOffloadThresholdInBytes = &v
+	}
+	if o.ManagedLedgerOffloadThresholdInSeconds == nil && p.OffloadThresholdInSeconds != nil {
+		v := *p.OffloadThresholdInSeconds
+		o.ManagedLedgerOffloadThresholdInSeconds = &v
+	}
+	if o.ManagedLedgerOffloadDeletionLagInMillis == nil && p.OffloadDeletionLagMs != nil {
+		v := *p.OffloadDeletionLagMs
+		o.ManagedLedgerOffloadDeletionLagInMillis = &v
+	}
+	return o
 }

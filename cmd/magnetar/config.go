@@ -29,6 +29,7 @@ type serviceFlags struct {
 	autoTopicCreation bool
 	keepAlive         time.Duration
 	dispatchBatch     int
+	storage           storageFlags
 }
 
 // register adds the flags; cluster is the --cluster-name default, ""
@@ -40,6 +41,7 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.BoolVar(&s.autoTopicCreation, "allow-auto-topic-creation", true, "create topics on first use by a producer or consumer")
 	fl.DurationVar(&s.keepAlive, "keep-alive-interval", 30*time.Second, "ping idle clients this often; close them after 2.5 intervals of silence")
 	fl.IntVar(&s.dispatchBatch, "dispatch-batch", 100, "most entries one dispatcher read fetches")
+	s.storage.register(fl)
 }
 
 func addConfigFlag(c *cobra.Command) {
@@ -212,7 +214,7 @@ func bookieAdvertised(vals []string, cur string) (string, error) {
 }
 
 // brokerKeys are the keys standalone.conf and broker.conf share.
-var brokerKeys = []conf.Key{
+var brokerKeys = append([]conf.Key{
 	{Names: []string{"bindAddress", "brokerServicePort"}, Flag: "listen", Convert: hostPort, Doc: "binary protocol address"},
 	{Names: []string{"bindAddress", "webServicePort"}, Flag: "http", Convert: hostPort, Doc: "admin/lookup HTTP address"},
 	{Names: []string{"advertisedAddress"}, Flag: "advertised-host", Doc: "host given to clients in lookups"},
@@ -222,7 +224,7 @@ var brokerKeys = []conf.Key{
 	{Names: []string{"allowAutoTopicCreation"}, Flag: "allow-auto-topic-creation"},
 	{Names: []string{"keepAliveIntervalSeconds"}, Flag: "keep-alive-interval", Convert: seconds},
 	{Names: []string{"dispatcherMaxReadBatchSize"}, Flag: "dispatch-batch"},
-}
+}, storageKeys...)
 
 var brokerFixed = []conf.Fixed{
 	{Name: "allowAutoTopicCreationType", Value: "non-partitioned", Why: "partitioned auto-creation is the namespace policy autoTopicCreation in Magnetar"},
