@@ -186,3 +186,13 @@ func (b *Broker) TopicOffloadStatus(ctx context.Context, topic string) (OffloadS
 	return OffloadStatus{Status: s.State, LastError: s.LastError,
 		FirstUnoffloadedMessage: MessageID{LedgerID: s.FirstUnoffloaded.LedgerID, EntryID: s.FirstUnoffloaded.EntryID, Partition: -1, BatchIndex: -1}}, nil
 }
+
+// readError maps a failed admin read of one entry: an unreachable object
+// store (or a missing offloader) is a server-side failure with its cause,
+// anything else "Message not found".
+func readError(err error) error {
+	if errors.Is(err, offload.ErrStoreUnavailable) || errors.Is(err, mledger.ErrNoOffloader) {
+		return fmt.Errorf("reading offloaded data: %w", err)
+	}
+	return reason(ErrTopicNotFound, "Message not found: "+err.Error())
+}

@@ -551,7 +551,7 @@ func (b *Broker) ReadEntry(ctx context.Context, topic string, id MessageID) ([]b
 	}
 	data, err := t.ml.ReadEntry(position{LedgerID: id.LedgerID, EntryID: id.EntryID})
 	if err != nil {
-		return nil, reason(ErrTopicNotFound, "Message not found: "+err.Error())
+		return nil, readError(err)
 	}
 	return data, nil
 }
@@ -727,7 +727,7 @@ func (b *Broker) PeekMessage(ctx context.Context, topic, sub string, n int64) (M
 	}
 	data, err := ml.ReadEntry(ctx, pos)
 	if err != nil {
-		return MessageID{}, nil, reason(ErrTopicNotFound, "Message not found: "+err.Error())
+		return MessageID{}, nil, readError(err)
 	}
 	return MessageID{LedgerID: pos.LedgerID, EntryID: pos.EntryID, Partition: t.partition, BatchIndex: -1}, data.Data, nil
 }
