@@ -451,3 +451,49 @@ func TestOffloadE2EStoreDown(t *testing.T) {
 	c.Close()
 	p.stop()
 }
+
+// TestAdminCLIOffload: the tiered-storage commands of `magnetar admin`
+// against a standalone without a broker-wide driver: the namespace
+// policy names a directory, `topics offload -s 0` offloads every closed
+// ledger, offload-status waits for it.
+func TestAdminCLIOffload(t *testing.T) {
+	p := startStandalone(t, t.TempDir(), rolloverFlags...)
+	tier := filepath.Join(t.TempDir(), "tier")
+	out := runAdmin(t, p, true, "namespaces", "set-offload-policies", "public/default", "-d", "azureblob")
+	if !strings.Contains(out, "412") || !strings.Contains(out, "not supported") {
+		t.Fatalf("bad driver: %s", out)
+	}
+	runAdmin(t, p, false, "namespaces", "set-offload-policies", "public/default", "-d", "filesystem",
+		"--fs-uri", "file://"+tier, "-t", "-1", "--offloadAfterElapsed", "2h")
+	out = runAdmin(t, p, false, "-o", "json", "namespaces", "get-offload-policies", "public/default")
+	if !strings.Contains(out, `"managedLedgerOffloadDeletionLagInMillis": 7200000`) || !strings.Contains(out, tier) {
+		t.Fatalf("get-offload-policies: %s", out)
+	}
+	const topic = "persistent://public/default/cli-offload"
+	c := p.client(t)
+	produce(t, c, topic, randomPayloads(120, 5))
+	c.Close()
+	out = runAdmin(t, p, false, "topics", "offload", "-s", "0", topic)
+	if !strings.Contains(out, "Offload triggered") {
+		t.Fatalf("offload: %s", out)
+	}
+	out = runAdmin(t, p, false, "topics", "offload-status", "-w", topic)
+	if !strings.Contains(out, "Offload was a success") {
+		t.Fatalf("offload-status: %s", out)
+	}
+	st := statsOf(t, p, "cli-offload")
+	for i, l := range st.Ledgers {
+		if l.Offloaded != (i < 2) {
+			t.Fatalf("ledger %d offloaded=%v: %+v", i, l.Offloaded, st)
+		}
+	}
+	out = runAdmin(t, p, false, "topics", "offload", "-s", "1G", topic)
+	if !strings.Contains(out, "Nothing to offload") {
+		t.Fatalf("offload -s 1G: %s", out)
+	}
+	runAdmin(t, p, false, "namespaces", "remove-offload-policies", "public/default")
+	if out := runAdmin(t, p, false, "-o", "json", "namespaces", "get-offload-policies", "public/default"); strings.TrimSpace(out) != "null" {
+		t.Fatalf("after remove: %q", out)
+	}
+	p.stop()
+}
