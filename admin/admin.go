@@ -32,6 +32,7 @@ func Register(rt routeTable, svc broker.Service) *API {
 	a.registerBrokerRoutes(rt)
 	a.registerTenantRoutes(rt)
 	a.registerPolicyRoutes(rt)
+	a.registerOffloadRoutes(rt)
 	a.registerTopicRoutes(rt)
 	a.registerSubscriptionRoutes(rt)
 	a.registerSchemaRoutes(rt)

@@ -116,7 +116,7 @@ func (a *API) registerPolicyRoutes(rt routeTable) {
 	})
 	for _, v := range []string{"persistence", "permissions", "antiAffinity", "schemaValidationEnforced",
 		"schemaCompatibilityStrategy", "schemaAutoUpdateCompatibilityStrategy", "maxConsumersPerSubscription",
-		"compactionThreshold", "offloadThreshold", "offloadDeletionLagMs", "clearBacklog", "encryptionRequired", "subscriptionAuthMode"} {
+		"compactionThreshold", "clearBacklog", "encryptionRequired", "subscriptionAuthMode"} {
 		for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
 			rt.Handle(m, base+v, notImplemented)
 		}

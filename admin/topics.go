@@ -34,7 +34,7 @@ func (a *API) registerTopicRoutes(rt routeTable) {
 	rt.Handle("PUT", tp+"/unload", a.httpUnload)
 	rt.Handle("GET", tp+"/ledger/{ledger}/entry/{entry}", a.httpMessageByID)
 	a.registerTopicPolicyRoutes(rt)
-	for _, v := range []string{"compaction", "offload", "permissions", "properties"} {
+	for _, v := range []string{"compaction", "permissions", "properties"} {
 		for _, m := range []string{"GET", "PUT", "POST", "DELETE"} {
 			rt.Handle(m, tp+"/"+v, notImplemented)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/metadata"
+	"github.com/magnetar-mq/magnetar/offload"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
@@ -40,6 +41,7 @@ type Broker struct {
 	// connBytesIn counts the bytes read from client connections
 	// (magnetar_connection_in_bytes_total).
 	connBytesIn atomic.Int64
+	offloaders  offloaders   // one per distinct offload connection setting (offload.go)
 	heldCount   atomic.Int64 // held sends over all topics (skip dropHeld at 0)
 
 	mu struct {
@@ -98,6 +100,13 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	b.policies = deps.Policies
 	if b.policies == nil {
 		b.policies = policy.NewStore(deps.ConfigStore, cfg.ClusterName)
+	}
+	b.offloaders = offloaders{m: deps.OffloadMetrics, by: map[string]*offload.Offloader{}}
+	if b.offloaders.m == nil {
+		b.offloaders.m = offload.NewMetrics()
+	}
+	if deps.Offloader != nil && cfg.Offload != nil {
+		b.offloaders.by[propsKey(cfg.Offload.Properties)] = deps.Offloader
 	}
 	b.reg = registry{store: deps.Metadata, config: deps.ConfigStore, cluster: cfg.ClusterName, policies: b.policies}
 	b.schemas = &schemaRegistry{store: deps.Metadata}
@@ -459,6 +468,7 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 			return nil, fmt.Errorf("broker: recover the message index of %s: %w", tn, err)
 		}
 	}
+	b.applyOffload(t)
 	if b.cfg.Deduplication {
 		if err := t.recoverDedup(b.cfg.DedupRecoveryEntries); err != nil {
 			b.log.Warn("dedup state recovery", "topic", tn.String(), "err", err)

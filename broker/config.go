@@ -10,6 +10,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/metadata"
+	"github.com/magnetar-mq/magnetar/offload"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
@@ -130,6 +131,9 @@ type Config struct {
 	// whose client announced supports_broker_entry_metadata; otherwise it
 	// is stripped on dispatch.
 	ExposeBrokerEntryMetadata bool
+	// Offload holds the broker-wide tiered-storage settings (nil:
+	// DefaultOffload, no driver).
+	Offload *OffloadDefaults
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -260,6 +264,13 @@ type Deps struct {
 	// Bookies, if set, reports the storage nodes to the admin API and
 	// /metrics.
 	Bookies BookieInfo
+	// Offloader is the broker's configured offloader (from
+	// Config.Offload), shared with the managed-ledger factory that reads
+	// offloaded ledgers; nil: created on first use.
+	Offloader *offload.Offloader
+	// OffloadMetrics count every offloader's work (registered on
+	// /metrics); nil: new ones.
+	OffloadMetrics *offload.Metrics
 	// Collectors are registered on /metrics as they are (e.g. an
 	// in-process bookie's (*bookie.Bookie).Collector()).
 	Collectors []prometheus.Collector

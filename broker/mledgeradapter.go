@@ -145,6 +145,10 @@ func (a *mlAdapter) Terminate() (position, error) {
 
 func (a *mlAdapter) Stats() mledger.Stats { return a.ml.Stats() }
 
+func (a *mlAdapter) SetOffloadPolicy(p mledger.OffloadPolicy) { a.ml.SetOffloadPolicy(p) }
+func (a *mlAdapter) StartOffload(p mledger.Position) error    { return a.ml.StartOffload(p) }
+func (a *mlAdapter) OffloadStatus() mledger.OffloadStatus     { return a.ml.OffloadStatus() }
+
 func (a *mlAdapter) Close() error {
 	ctx, cancel := storageCtx()
 	defer cancel()

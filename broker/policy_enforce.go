@@ -133,6 +133,7 @@ func (b *Broker) policiesChanged(ns string) {
 				})
 			}
 		}
+		b.applyOffload(t)
 		b.checkTopic(t)
 		t.checkReplication()
 	}

@@ -79,6 +79,11 @@ type Service interface {
 	Terminate(ctx context.Context, topic string) (MessageID, error)
 	// ReadEntry returns the stored entry (a Pulsar batch) at id.
 	ReadEntry(ctx context.Context, topic string, id MessageID) ([]byte, error)
+	// OffloadTopic starts offloading the closed ledgers before id's
+	// ledger (ErrAlreadyExists while an offload runs).
+	OffloadTopic(ctx context.Context, topic string, id MessageID) error
+	// TopicOffloadStatus reports the last offload of topic.
+	TopicOffloadStatus(ctx context.Context, topic string) (OffloadStatus, error)
 
 	// Subscriptions lists a topic's subscriptions.
 	Subscriptions(ctx context.Context, topic string) ([]string, error)
@@ -466,9 +471,13 @@ func (b *Broker) TopicStats(ctx context.Context, name string) (TopicStats, error
 
 // InternalStats is Pulsar's PersistentTopicInternalStats (subset).
 type InternalStats struct {
-	EntriesAddedCounter  int64                          `json:"entriesAddedCounter"`
-	NumberOfEntries      int64                          `json:"numberOfEntries"`
-	TotalSize            int64                          `json:"totalSize"`
+	EntriesAddedCounter int64 `json:"entriesAddedCounter"`
+	NumberOfEntries     int64 `json:"numberOfEntries"`
+	TotalSize           int64 `json:"totalSize"`
+	// OffloadedSize and BookieSize split TotalSize (Magnetar): bytes in
+	// completed offloads, bytes still on the bookies.
+	OffloadedSize        int64                          `json:"offloadedSize"`
+	BookieSize           int64                          `json:"bookieSize"`
 	CurrentLedgerEntries int64                          `json:"currentLedgerEntries"`
 	CurrentLedgerSize    int64                          `json:"currentLedgerSize"`
 	LastConfirmedEntry   string                         `json:"lastConfirmedEntry"`
@@ -484,6 +493,11 @@ type InternalLedgerInfo struct {
 	Size      int64 `json:"size"`
 	Timestamp int64 `json:"timestamp"`
 	Offloaded bool  `json:"offloaded"`
+	// UnderReplicated is Pulsar's field (always false here).
+	UnderReplicated bool `json:"underReplicated"`
+	// BookkeeperDeleted (Magnetar): the bookie copy of the offloaded
+	// ledger is gone.
+	BookkeeperDeleted bool `json:"bookkeeperDeleted"`
 }
 
 // InternalCursorStats is one cursor of InternalStats.
@@ -513,6 +527,8 @@ func (b *Broker) InternalStats(ctx context.Context, topic string) (InternalStats
 		EntriesAddedCounter: s.EntriesAddedCounter,
 		NumberOfEntries:     s.NumberOfEntries,
 		TotalSize:           s.TotalSize,
+		OffloadedSize:       s.OffloadedSize,
+		BookieSize:          s.BookieSize,
 		LastConfirmedEntry:  toPos(s.LastConfirmed).String(),
 		State:               "LedgerOpened",
 		Ledgers:             []InternalLedgerInfo{},
@@ -522,7 +538,9 @@ func (b *Broker) InternalStats(ctx context.Context, topic string) (InternalStats
 		out.State = "Terminated"
 	}
 	for _, l := range s.Ledgers {
-		out.Ledgers = append(out.Ledgers, InternalLedgerInfo{LedgerID: l.LedgerID, Entries: l.Entries, Size: l.Size, Timestamp: l.Timestamp})
+		out.Ledgers = append(out.Ledgers, InternalLedgerInfo{LedgerID: l.LedgerID, Entries: l.Entries, Size: l.Size, Timestamp: l.Timestamp,
+			Offloaded: l.Offload != nil && l.Offload.Complete, UnderReplicated: false,
+			BookkeeperDeleted: l.Offload != nil && l.Offload.BookkeeperDeleted})
 	}
 	if n := len(s.Ledgers); n > 0 {
 		out.CurrentLedgerEntries, out.CurrentLedgerSize = s.Ledgers[n-1].Entries, s.Ledgers[n-1].Size
@@ -593,7 +611,7 @@ func (b *Broker) ReadEntry(ctx context.Context, topic string, id MessageID) ([]b
 	}
 	data, err := t.ml.ReadEntry(position{LedgerID: id.LedgerID, EntryID: id.EntryID})
 	if err != nil {
-		return nil, reason(ErrTopicNotFound, "Message not found: "+err.Error())
+		return nil, readError(err)
 	}
 	return data, nil
 }
@@ -776,7 +794,7 @@ func (b *Broker) PeekMessage(ctx context.Context, topic, sub string, n int64) (M
 	}
 	data, err := ml.ReadEntry(ctx, pos)
 	if err != nil {
-		return MessageID{}, nil, reason(ErrTopicNotFound, "Message not found: "+err.Error())
+		return MessageID{}, nil, readError(err)
 	}
 	return MessageID{LedgerID: pos.LedgerID, EntryID: pos.EntryID, Partition: t.partition, BatchIndex: -1}, data.Data, nil
 }

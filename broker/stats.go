@@ -216,6 +216,13 @@ func (t *topic) stats() TopicStats {
 	var entries int64
 	if t.persistent() {
 		entries, st.StorageSize = t.ml.Size()
+		if _, ok := t.ml.(offloadable); ok {
+			ms := t.ml.Stats()
+			st.OffloadedStorageSize = ms.OffloadedSize
+			st.LastOffloadLedgerID = ms.Offload.LastOffloadLedgerID
+			st.LastOffloadSuccessTimeStamp = ms.Offload.LastOffloadSuccessMillis
+			st.LastOffloadFailureTimeStamp = ms.Offload.LastOffloadFailureMillis
+		}
 	}
 	t.mu.Lock()
 	st.WaitingPublishers = len(t.mu.waiting)

@@ -284,3 +284,17 @@ func (o *Offloader) PutRaw(ctx context.Context, key string, data []byte) error {
 func (o *Offloader) RemoveRaw(ctx context.Context, key string) error {
 	return o.store.remove(ctx, key)
 }
+
+// PendingUploads lists the keys (starting with prefix) of unfinished
+// multipart uploads; always empty for the filesystem driver.
+func (o *Offloader) PendingUploads(ctx context.Context, prefix string) ([]string, error) {
+	if o.s3 == nil {
+		return nil, nil
+	}
+	ups, err := o.s3.pendingUploads(ctx, prefix)
+	var keys []string
+	for _, u := range ups {
+		keys = append(keys, u[0])
+	}
+	return keys, err
+}

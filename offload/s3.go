@@ -159,7 +159,31 @@ func (s *s3Store) size(ctx context.Context, key string) (int64, error) {
 	return info.Size, nil
 }
 
+// pendingUploads lists the unfinished multipart uploads of keys starting
+// with prefix (key and upload id).
+func (s *s3Store) pendingUploads(ctx context.Context, prefix string) ([][2]string, error) {
+	res, err := s.core.ListMultipartUploads(ctx, s.bucket, prefix, "", "", "", 1000)
+	if err != nil {
+		return nil, s3Err("list uploads", prefix, err)
+	}
+	var out [][2]string
+	for _, u := range res.Uploads {
+		out = append(out, [2]string{u.Key, u.UploadID})
+	}
+	return out, nil
+}
+
 func (s *s3Store) remove(ctx context.Context, key string) error {
+	// An upload interrupted by a crash holds parts (and storage) without
+	// being an object: abort it too (best effort; a store without the
+	// listing call just keeps them until its own expiry).
+	if ups, err := s.pendingUploads(ctx, key); err == nil {
+		for _, u := range ups {
+			if u[0] == key {
+				_ = s.core.AbortMultipartUpload(ctx, s.bucket, key, u[1])
+			}
+		}
+	}
 	err := s.core.RemoveObject(ctx, s.bucket, key, minio.RemoveObjectOptions{})
 	if err = s3Err("delete", key, err); errors.Is(err, ErrNotFound) {
 		return nil

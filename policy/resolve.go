@@ -71,6 +71,10 @@ type Resolved struct {
 	InactiveTopic InactiveTopicPolicies
 	// SubscriptionExpirationMinutes expires idle subscriptions (0: never).
 	SubscriptionExpirationMinutes int
+	// Offload is the most specific offload policy with the older
+	// separate fields folded into its unset thresholds and lag (nil:
+	// broker defaults).
+	Offload *OffloadPolicies
 }
 
 // Resolve merges layers, most specific first (nil layers are skipped),
@@ -80,7 +84,7 @@ func Resolve(d Defaults, layers ...*Policies) *Resolved {
 		MaxUnackedPerConsumer: d.MaxUnackedPerConsumer, MaxUnackedPerSubscription: d.MaxUnackedPerSubscription,
 		PublishRate: d.PublishRate, DispatchRate: d.DispatchRate, SubscriptionDispatchRate: d.SubscriptionDispatchRate,
 		SubscribeRate: d.SubscribeRate, InactiveTopic: d.InactiveTopic, SubscriptionExpirationMinutes: d.SubscriptionExpirationMinutes}
-	var ttl, maxP, maxC, ret, quotas, dedup, auto, unC, unS, repl, pub, disp, subDisp, subRate, inactive, subExp bool
+	var ttl, maxP, maxC, ret, quotas, dedup, auto, unC, unS, repl, pub, disp, subDisp, subRate, inactive, subExp, off bool
 	for _, p := range layers {
 		if p == nil {
 			continue
@@ -131,6 +135,9 @@ func Resolve(d Defaults, layers ...*Policies) *Resolved {
 		if !subExp && p.SubscriptionExpirationTimeMinutes != nil {
 			subExp, r.SubscriptionExpirationMinutes = true, *p.SubscriptionExpirationTimeMinutes
 		}
+		if !off && (p.OffloadPolicies != nil || p.OffloadThreshold != nil || p.OffloadThresholdInSeconds != nil || p.OffloadDeletionLagMs != nil) {
+			off, r.Offload = true, foldOffload(p)
+		}
 		if !auto && p.AutoTopicCreationOverride != nil {
 			a := p.AutoTopicCreationOverride
 			auto, r.AutoCreate = true, a.Allow
@@ -150,4 +157,26 @@ func SameRetention(a, b *Resolved) bool {
 		return a.Retention == b.Retention
 	}
 	return *a.Retention == *b.Retention
+}
+
+// foldOffload copies p's offload policies, filling unset thresholds and
+// lag from the older separate fields.
+func foldOffload(p *Policies) *OffloadPolicies {
+	o := &OffloadPolicies{}
+	if p.OffloadPolicies != nil {
+		*o = *p.OffloadPolicies
+	}
+	if o.ThresholdBytes() == nil && p.OffloadThreshold != nil {
+		v := *p.OffloadThreshold
+		o.ManagedLedgerOffloadThresholdInBytes = &v
+	}
+	if o.ManagedLedgerOffloadThresholdInSeconds == nil && p.OffloadThresholdInSeconds != nil {
+		v := *p.OffloadThresholdInSeconds
+		o.ManagedLedgerOffloadThresholdInSeconds = &v
+	}
+	if o.ManagedLedgerOffloadDeletionLagInMillis == nil && p.OffloadDeletionLagMs != nil {
+		v := *p.OffloadDeletionLagMs
+		o.ManagedLedgerOffloadDeletionLagInMillis = &v
+	}
+	return o
 }

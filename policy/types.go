@@ -42,6 +42,13 @@ type Policies struct {
 	// SubscriptionExpirationTimeMinutes deletes subscriptions without
 	// consumers that were inactive this long (0: never).
 	SubscriptionExpirationTimeMinutes *int `json:"subscription_expiration_time_minutes,omitempty"`
+	// Tiered storage: the offload policies and Pulsar's older separate
+	// fields (bytes, seconds, milliseconds; -1 disables a threshold, a
+	// negative lag never deletes the bookie copy).
+	OffloadPolicies           *OffloadPolicies `json:"offload_policies,omitempty"`
+	OffloadThreshold          *int64           `json:"offload_threshold,omitempty"`
+	OffloadThresholdInSeconds *int64           `json:"offload_threshold_in_seconds,omitempty"`
+	OffloadDeletionLagMs      *int64           `json:"offload_deletion_lag_ms,omitempty"`
 }
 
 // BundlesData is a namespace's bundle split (Magnetar keeps one bundle

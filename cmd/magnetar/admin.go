@@ -494,7 +494,7 @@ func adminNamespacesCmd() *cobra.Command {
 	remover := func(use, short, suffix string) *cobra.Command {
 		return nsCmd(use+" <tenant/namespace>", short, func(p string, _ []string) error { return a.write("DELETE", p+suffix, nil) })
 	}
-	return noun("namespaces", "Namespaces and their policies",
+	cmds := []*cobra.Command{
 		leaf("list <tenant>", "List the namespaces of a tenant", 1, func(s []string) error {
 			return a.get("/admin/v2/namespaces/"+url.PathEscape(s[0]), "NAMESPACE")
 		}),
@@ -515,7 +515,8 @@ func adminNamespacesCmd() *cobra.Command {
 		remover("remove-max-unacked-messages-per-subscription", "Remove the unacked messages limit per subscription", "/maxUnackedMessagesPerSubscription"),
 		setAuto, getter("get-auto-topic-creation", "Get the auto topic creation override", "/autoTopicCreation"),
 		remover("remove-auto-topic-creation", "Remove the auto topic creation override", "/autoTopicCreation"),
-	)
+	}
+	return noun("namespaces", "Namespaces and their policies", append(cmds, adminNamespaceOffloadCmds(nsCmd)...)...)
 }
 
 // topicPath canonicalises a topic name as pulsar-admin does ("t" is
@@ -690,7 +691,7 @@ func adminTopicsCmd() *cobra.Command {
 			}
 			return a.get("/lookup/v2/topic/"+p, "")
 		}}
-	return noun("topics", "Topics", cmds...)
+	return noun("topics", "Topics", append(cmds, adminTopicOffloadCmds()...)...)
 }
 
 func adminSubscriptionsCmd() *cobra.Command {

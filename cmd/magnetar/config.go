@@ -48,6 +48,7 @@ type serviceFlags struct {
 	inactiveMode                                                            string
 	subExpiryMinutes                                                        int
 	consistentHashing                                                       bool
+	storage                                                                 storageFlags
 }
 
 // apply copies the settings shared by standalone and broker into c (a
@@ -118,6 +119,7 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.DurationVar(&s.subExpiryCheck, "subscription-expiry-check-interval", 5*time.Minute, "how often expired subscriptions are looked for")
 	fl.DurationVar(&s.statsInterval, "stats-interval", 5*time.Second, "window of the stats rates")
 	fl.BoolVar(&s.consistentHashing, "key-shared-consistent-hashing", false, "Key_Shared AUTO_SPLIT uses a consistent-hash ring instead of splitting hash ranges")
+	s.storage.register(fl)
 }
 
 func addConfigFlag(c *cobra.Command) {
@@ -290,7 +292,7 @@ func bookieAdvertised(vals []string, cur string) (string, error) {
 }
 
 // brokerKeys are the keys standalone.conf and broker.conf share.
-var brokerKeys = []conf.Key{
+var brokerKeys = append([]conf.Key{
 	{Names: []string{"bindAddress", "brokerServicePort"}, Flag: "listen", Convert: hostPort, Doc: "binary protocol address"},
 	{Names: []string{"bindAddress", "webServicePort"}, Flag: "http", Convert: hostPort, Doc: "admin/lookup HTTP address"},
 	{Names: []string{"advertisedAddress"}, Flag: "advertised-host", Doc: "host given to clients in lookups"},
@@ -322,7 +324,7 @@ var brokerKeys = []conf.Key{
 	{Names: []string{"subscriptionExpiryCheckIntervalInMinutes"}, Flag: "subscription-expiry-check-interval", Convert: minutes},
 	{Names: []string{"statsUpdateFrequencyInSecs"}, Flag: "stats-interval", Convert: seconds},
 	{Names: []string{"subscriptionKeySharedUseConsistentHashing"}, Flag: "key-shared-consistent-hashing"},
-}
+}, storageKeys...)
 
 var brokerFixed = []conf.Fixed{
 	{Name: "allowAutoTopicCreationType", Value: "non-partitioned", Why: "partitioned auto-creation is the namespace policy autoTopicCreation in Magnetar"},

@@ -19,6 +19,7 @@ import (
 	"github.com/magnetar-mq/magnetar/ledger"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/mledger"
+	"github.com/magnetar-mq/magnetar/offload"
 )
 
 // ledgerStore adapts the ledger client to the managed ledger's LedgerStore:
@@ -78,7 +79,7 @@ type serviceStack struct {
 // configURL names a configuration store shared with other clusters ("":
 // store itself).
 func openServiceStack(ctx context.Context, store metadata.Store, configURL string, lc *ledger.Client, co ledger.CreateOptions,
-	cfg broker.Config, bookies broker.BookieInfo, log *slog.Logger, collectors ...prometheus.Collector) (_ *serviceStack, err error) {
+	cfg broker.Config, sf *storageFlags, bookies broker.BookieInfo, log *slog.Logger, collectors ...prometheus.Collector) (_ *serviceStack, err error) {
 	s := &serviceStack{}
 	defer func() {
 		if err != nil {
@@ -91,22 +92,42 @@ func openServiceStack(ctx context.Context, store metadata.Store, configURL strin
 			return nil, fmt.Errorf("configuration store: %w", err)
 		}
 	}
+	if cfg.Offload, err = sf.offloadDefaults(); err != nil {
+		return nil, fmt.Errorf("tiered storage: %w", err)
+	}
+	offMetrics := offload.NewMetrics()
+	var off *offload.Offloader
+	var mlOff mledger.Offloader
+	if drv := cfg.Offload.Properties["managedLedgerOffloadDriver"]; drv != "" {
+		oc, err := offload.FromProperties(cfg.Offload.Properties)
+		if err == nil {
+			off, err = offload.New(oc, offMetrics)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("tiered storage: %w", err)
+		}
+		mlOff = mledger.NewOffloader(off)
+		log.Info("tiered storage", "driver", drv, "bucket", oc.Bucket, "endpoint", oc.ServiceEndpoint, "directory", oc.Directory)
+	}
 	s.factory, err = mledger.NewFactory(mledger.Options{
-		Ledgers:  ledgerStore{c: lc, opts: co},
-		Metadata: store,
-		Logger:   log.With("component", "mledger"),
+		Ledgers:   ledgerStore{c: lc, opts: co},
+		Metadata:  store,
+		Logger:    log.With("component", "mledger"),
+		Offloader: mlOff,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("managed ledgers: %w", err)
 	}
 	cfg.Logger = log.With("component", "broker")
 	s.broker, err = broker.New(cfg, broker.Deps{
-		Metadata:     store,
-		ConfigStore:  s.config,
-		OpenLedger:   broker.LedgerOpener(s.factory, mledger.Config{}),
-		DeleteLedger: s.factory.Delete,
-		Bookies:      bookies,
-		Collectors:   collectors,
+		Metadata:       store,
+		ConfigStore:    s.config,
+		OpenLedger:     broker.LedgerOpener(s.factory, sf.mlConfig()),
+		DeleteLedger:   s.factory.Delete,
+		Bookies:        bookies,
+		Collectors:     collectors,
+		Offloader:      off,
+		OffloadMetrics: offMetrics,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)

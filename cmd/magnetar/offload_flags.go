@@ -1,0 +1,124 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/internal/conf"
+	"github.com/magnetar-mq/magnetar/mledger"
+	"github.com/magnetar-mq/magnetar/offload"
+	"github.com/magnetar-mq/magnetar/policy"
+)
+
+// storageFlags are the managed-ledger and tiered-storage settings
+// standalone and broker share (Pulsar's managedLedger* and offload keys).
+type storageFlags struct {
+	maxEntries                    int64
+	minRollover, maxRollover      time.Duration
+	driver, bucket, region, endpt string
+	credID, credSecret            string
+	maxBlock, readBuf             int64
+	fsURI, fsProfile              string
+	thresholdBytes, thresholdSecs int64
+	deletionLagMs                 int64
+	readPriority                  string
+}
+
+func (s *storageFlags) register(fl *pflag.FlagSet) {
+	fl.Int64Var(&s.maxEntries, "max-entries-per-ledger", 50000, "roll a topic's ledger after this many entries")
+	fl.DurationVar(&s.minRollover, "min-ledger-rollover-time", 10*time.Minute, "no size or count rollover before a ledger is this old (negative: none)")
+	fl.DurationVar(&s.maxRollover, "max-ledger-rollover-time", 4*time.Hour, "roll a non-empty ledger this long after its creation")
+	fl.StringVar(&s.driver, "offload-driver", "", "tiered storage driver: S3, aws-s3 or filesystem (empty: none)")
+	fl.StringVar(&s.bucket, "offload-bucket", "", "S3 bucket of offloaded ledgers")
+	fl.StringVar(&s.region, "offload-region", "", "S3 region")
+	fl.StringVar(&s.endpt, "offload-service-endpoint", "", "S3 endpoint URL (http:// for plain HTTP; path-style addressing)")
+	fl.StringVar(&s.credID, "offload-credential-id", "", "S3 access key (default: AWS_ACCESS_KEY_ID)")
+	fl.StringVar(&s.credSecret, "offload-credential-secret", "", "S3 secret key (default: AWS_SECRET_ACCESS_KEY)")
+	fl.Int64Var(&s.maxBlock, "offload-max-block-size", offload.DefaultMaxBlockSize, "bytes per data block (multipart part), at least 5 MiB")
+	fl.Int64Var(&s.readBuf, "offload-read-buffer-size", offload.DefaultReadBufferSize, "read-ahead bytes per offloaded ledger read handle")
+	fl.StringVar(&s.fsURI, "offload-fs-uri", "", "filesystem driver directory (file:///dir or a path)")
+	fl.StringVar(&s.fsProfile, "offload-fs-profile", "", "filesystem driver profile file (fs.defaultFS=file:///dir)")
+	fl.Int64Var(&s.thresholdBytes, "offload-threshold-bytes", -1, "offload closed ledgers once a topic holds more than this many bytes after them (-1: off)")
+	fl.Int64Var(&s.thresholdSecs, "offload-threshold-seconds", -1, "offload closed ledgers this long after they closed (-1: off)")
+	fl.Int64Var(&s.deletionLagMs, "offload-deletion-lag-ms", 4*3600*1000, "delete the bookie copy this long after an offload completed (negative: never)")
+	fl.StringVar(&s.readPriority, "offload-read-priority", policy.ReadTieredFirst, "read offloaded ledgers from tiered-storage-first or bookkeeper-first")
+}
+
+// storageKeys map Pulsar's configuration keys to the storage flags.
+var storageKeys = []conf.Key{
+	{Names: []string{"managedLedgerMaxEntriesPerLedger"}, Flag: "max-entries-per-ledger"},
+	{Names: []string{"managedLedgerMinLedgerRolloverTimeMinutes"}, Flag: "min-ledger-rollover-time", Convert: minutes},
+	{Names: []string{"managedLedgerMaxLedgerRolloverTimeMinutes"}, Flag: "max-ledger-rollover-time", Convert: minutes},
+	{Names: []string{"managedLedgerOffloadDriver"}, Flag: "offload-driver"},
+	{Names: []string{"s3ManagedLedgerOffloadCredentialId"}, Flag: "offload-credential-id"},
+	{Names: []string{"s3ManagedLedgerOffloadCredentialSecret"}, Flag: "offload-credential-secret"},
+	{Names: []string{"s3ManagedLedgerOffloadBucket", "managedLedgerOffloadBucket"}, Flag: "offload-bucket", Convert: firstSet},
+	{Names: []string{"s3ManagedLedgerOffloadRegion", "managedLedgerOffloadRegion"}, Flag: "offload-region", Convert: firstSet},
+	{Names: []string{"s3ManagedLedgerOffloadServiceEndpoint", "managedLedgerOffloadServiceEndpoint"}, Flag: "offload-service-endpoint", Convert: firstSet},
+	{Names: []string{"s3ManagedLedgerOffloadMaxBlockSizeInBytes", "managedLedgerOffloadMaxBlockSizeInBytes"}, Flag: "offload-max-block-size", Convert: firstSet},
+	{Names: []string{"s3ManagedLedgerOffloadReadBufferSizeInBytes", "managedLedgerOffloadReadBufferSizeInBytes"}, Flag: "offload-read-buffer-size", Convert: firstSet},
+	{Names: []string{"managedLedgerOffloadThresholdInBytes", "managedLedgerOffloadAutoTriggerSizeThresholdBytes"}, Flag: "offload-threshold-bytes", Convert: firstSet},
+	{Names: []string{"fileSystemURI"}, Flag: "offload-fs-uri"},
+	{Names: []string{"fileSystemProfilePath"}, Flag: "offload-fs-profile"},
+	{Names: []string{"managedLedgerOffloadThresholdInSeconds"}, Flag: "offload-threshold-seconds"},
+	{Names: []string{"managedLedgerOffloadDeletionLagMs"}, Flag: "offload-deletion-lag-ms"},
+	{Names: []string{"managedLedgerDataReadPriority"}, Flag: "offload-read-priority"},
+}
+
+// mlConfig is the managed-ledger configuration the flags ask for.
+func (s *storageFlags) mlConfig() mledger.Config {
+	return mledger.Config{MaxEntriesPerLedger: s.maxEntries, MinLedgerRolloverTime: s.minRollover, MaxLedgerRolloverTime: s.maxRollover}
+}
+
+// offloadDefaults are the broker-wide offload settings the flags ask for,
+// validated.
+func (s *storageFlags) offloadDefaults() (*broker.OffloadDefaults, error) {
+	props := map[string]string{
+		"managedLedgerOffloadDriver":                  s.driver,
+		"s3ManagedLedgerOffloadBucket":                s.bucket,
+		"s3ManagedLedgerOffloadRegion":                s.region,
+		"s3ManagedLedgerOffloadServiceEndpoint":       s.endpt,
+		"s3ManagedLedgerOffloadCredentialId":          s.credID,
+		"s3ManagedLedgerOffloadCredentialSecret":      s.credSecret,
+		"s3ManagedLedgerOffloadMaxBlockSizeInBytes":   fmt.Sprint(s.maxBlock),
+		"s3ManagedLedgerOffloadReadBufferSizeInBytes": fmt.Sprint(s.readBuf),
+		"fileSystemURI":                               s.fsURI,
+		"fileSystemProfilePath":                       s.fsProfile,
+	}
+	for k, v := range props {
+		if v == "" {
+			delete(props, k)
+		}
+	}
+	if _, err := offload.FromProperties(props); err != nil {
+		return nil, err
+	}
+	switch s.readPriority {
+	case policy.ReadTieredFirst, policy.ReadBookkeeperFirst:
+	default:
+		return nil, fmt.Errorf("--offload-read-priority %q: want %s or %s", s.readPriority, policy.ReadTieredFirst, policy.ReadBookkeeperFirst)
+	}
+	if s.thresholdBytes < -1 || s.thresholdSecs < -1 {
+		return nil, fmt.Errorf("offload thresholds must be >= -1")
+	}
+	if s.maxEntries < 1 {
+		return nil, fmt.Errorf("--max-entries-per-ledger must be positive")
+	}
+	return &broker.OffloadDefaults{Properties: props, ThresholdBytes: s.thresholdBytes, ThresholdSeconds: s.thresholdSecs,
+		DeletionLagMs: s.deletionLagMs, ReadPriority: strings.ToLower(s.readPriority)}, nil
+}
+
+// firstSet is the first key with a value (the s3* name before the
+// driver-neutral one, as Pulsar looks them up).
+func firstSet(vals []string, cur string) (string, error) {
+	for _, v := range vals {
+		if v != "" {
+			return v, nil
+		}
+	}
+	return cur, nil
+}
