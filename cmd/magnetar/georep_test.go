@@ -99,7 +99,6 @@ func TestGeoReplicationActiveActive(t *testing.T) {
 	produce(t, pSel, "toB", 0, 1, func(m *pulsar.ProducerMessage) { m.ReplicationClusters = []string{"cb"} })
 	produce(t, pSel, "local", 0, 1, func(m *pulsar.ProducerMessage) { m.DisableReplication = true })
 	wg.Wait()
-	want := map[string]int{"pa1": n, "pa2": n, "pb1": n, "pb2": n}
 	oa := consumeOrdered(t, consA, 60*time.Second, map[string]int{"pa1": n, "pa2": n, "pb1": n, "pb2": n, "onlyA": 1, "toB": 1, "local": 1})
 	ob := consumeOrdered(t, consB, 60*time.Second, map[string]int{"pa1": n, "pa2": n, "pb1": n, "pb2": n, "toB": 1})
 	if oa.dups != 0 || ob.dups != 0 {
@@ -111,7 +110,6 @@ func TestGeoReplicationActiveActive(t *testing.T) {
 	if ob.next["onlyA"] != 0 || ob.next["local"] != 0 {
 		t.Fatalf("cb got messages not meant for it: %v", ob.next)
 	}
-	_ = want
 	waitFor(t, 10*time.Second, "replication stats", func() bool {
 		ra, rb := a.replStats(topic)["cb"], b.replStats(topic)["ca"]
 		return ra.Connected && rb.Connected && ra.ReplicationBacklog == 0 && rb.ReplicationBacklog == 0 &&
@@ -133,7 +131,9 @@ func TestGeoReplicationActiveActive(t *testing.T) {
 	pt := "persistent://geo/aa/parted"
 	consP := subscribeEarliest(t, cb, pt, "s")
 	pp, err := ca.CreateProducer(pulsar.ProducerOptions{Topic: pt, Name: "pp", SendTimeout: -1,
-		MessageRouter: func(m *pulsar.ProducerMessage, _ pulsar.TopicMetadata) int { return int(m.Payload[len(m.Payload)-1]) % 3 }})
+		MessageRouter: func(m *pulsar.ProducerMessage, _ pulsar.TopicMetadata) int {
+			return int(m.Payload[len(m.Payload)-1]) % 3
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,9 @@ func TestGeoReplicationRemoteDown(t *testing.T) {
 	cbClient.Close()
 	p := newProducer(t, ca, topic, "p")
 	produce(t, p, "p", 0, 500, nil)
-	waitFor(t, 10*time.Second, "first batch replicated", func() bool { return a.replStats(topic)["cb"].ReplicationBacklog == 0 && a.replStats(topic)["cb"].MsgOutCount == 500 })
+	waitFor(t, 10*time.Second, "first batch replicated", func() bool {
+		return a.replStats(topic)["cb"].ReplicationBacklog == 0 && a.replStats(topic)["cb"].MsgOutCount == 500
+	})
 
 	b.stop()
 	// Local traffic keeps flowing while the remote is down.
