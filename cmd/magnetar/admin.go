@@ -235,15 +235,6 @@ func noun(use, short string, cmds ...*cobra.Command) *cobra.Command {
 	return c
 }
 
-func adminClustersCmd() *cobra.Command {
-	a := adminOpts
-	return noun("clusters", "Clusters",
-		leaf("list", "List clusters", 0, func([]string) error { return a.get("/admin/v2/clusters", "CLUSTER") }),
-		leaf("get <cluster>", "Get a cluster's configuration", 1, func(s []string) error {
-			return a.get("/admin/v2/clusters/"+url.PathEscape(s[0]), "")
-		}))
-}
-
 func adminBrokersCmd() *cobra.Command {
 	a := adminOpts
 	return noun("brokers", "Brokers",
@@ -500,6 +491,7 @@ func adminNamespacesCmd() *cobra.Command {
 		setMaxC, getter("get-max-consumers-per-topic", "Get the consumers limit", "/maxConsumersPerTopic"),
 		setAuto, getter("get-auto-topic-creation", "Get the auto topic creation override", "/autoTopicCreation"),
 		remover("remove-auto-topic-creation", "Remove the auto topic creation override", "/autoTopicCreation"),
+		nsSetClustersCmd(nsCmd), getter("get-clusters", "Get the replication clusters", "/replication"),
 	)
 }
 
@@ -675,6 +667,7 @@ func adminTopicsCmd() *cobra.Command {
 			}
 			return a.get("/lookup/v2/topic/"+p, "")
 		}}
+	cmds = append(cmds, topicReplicationCmds()...)
 	return noun("topics", "Topics", cmds...)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -292,4 +293,45 @@ func TestGeoReplicationRemoveCluster(t *testing.T) {
 	})
 	produce(t, p, "r", 0, 10, nil)
 	expectNothing(t, consB, 2*time.Second)
+}
+
+// TestGeoAdminCLI: `magnetar admin clusters ...`, `namespaces
+// set-clusters|get-clusters` and the topic replication commands against
+// two clusters sharing a configuration store.
+func TestGeoAdminCLI(t *testing.T) {
+	a, b := startGeoPair(t, "cli")
+	if out := runAdmin(t, b.proc, false, "clusters", "list"); !strings.Contains(out, "ca") || !strings.Contains(out, "cb") {
+		t.Fatalf("clusters list on cb: %s", out)
+	}
+	runAdmin(t, a.proc, false, "clusters", "create", "cc", "--url", "http://cc.example:8080", "--broker-url", "pulsar://cc.example:6650")
+	if out := runAdmin(t, b.proc, false, "clusters", "get", "cc"); !strings.Contains(out, "pulsar://cc.example:6650") {
+		t.Fatalf("clusters get cc on cb: %s", out)
+	}
+	if out := runAdmin(t, a.proc, true, "clusters", "create", "cx", "--broker-url", "http://wrong:1"); !strings.Contains(out, "Illegal") {
+		t.Fatalf("bad URL: %s", out)
+	}
+	runAdmin(t, a.proc, false, "tenants", "update", "geo", "--allowed-clusters", "ca,cb,cc")
+	runAdmin(t, a.proc, false, "namespaces", "set-clusters", "geo/cli", "--clusters", "ca,cc")
+	if out := runAdmin(t, b.proc, false, "namespaces", "get-clusters", "geo/cli"); !strings.Contains(out, "cc") || strings.Contains(out, "cb") {
+		t.Fatalf("get-clusters on cb: %s", out)
+	}
+	if out := runAdmin(t, a.proc, true, "namespaces", "set-clusters", "geo/cli", "--clusters", "ca,nope"); !strings.Contains(out, "Invalid cluster id") {
+		t.Fatalf("unknown cluster: %s", out)
+	}
+	if out := runAdmin(t, a.proc, true, "clusters", "delete", "cc"); !strings.Contains(out, "replicates") {
+		t.Fatalf("delete in-use cluster: %s", out)
+	}
+	runAdmin(t, a.proc, false, "topics", "set-replication-clusters", "persistent://geo/cli/t", "--clusters", "ca")
+	if out := runAdmin(t, a.proc, false, "topics", "get-replication-clusters", "persistent://geo/cli/t"); !strings.Contains(out, "ca") || strings.Contains(out, "cc") {
+		t.Fatalf("topic override: %s", out)
+	}
+	runAdmin(t, a.proc, false, "topics", "remove-replication-clusters", "persistent://geo/cli/t")
+	if out := runAdmin(t, a.proc, false, "topics", "get-replication-clusters", "--applied", "persistent://geo/cli/t"); !strings.Contains(out, "cc") {
+		t.Fatalf("applied after removal: %s", out)
+	}
+	runAdmin(t, a.proc, false, "namespaces", "set-clusters", "geo/cli", "--clusters", "ca,cb")
+	runAdmin(t, a.proc, false, "clusters", "delete", "cc")
+	if out := runAdmin(t, a.proc, false, "clusters", "list"); strings.Contains(out, "cc") {
+		t.Fatalf("cc still listed: %s", out)
+	}
 }
