@@ -123,6 +123,9 @@ func (b *Broker) policyLoop() {
 	defer b.wg.Done()
 	tk := time.NewTicker(policyCheckInterval)
 	defer tk.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	b.loadReplicatedTopics(ctx)
+	cancel()
 	for n := 1; ; n++ {
 		select {
 		case <-b.done:
@@ -130,6 +133,9 @@ func (b *Broker) policyLoop() {
 		case <-tk.C:
 			if n%policyRefreshTicks == 0 {
 				b.policies.Refresh() // re-resolves and checks every topic
+				ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+				b.loadReplicatedTopics(ctx)
+				cancel()
 				continue
 			}
 			for _, t := range b.loadedTopics("") {

@@ -3,8 +3,11 @@ package broker
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,4 +144,15 @@ func TestReplicationActiveActiveInProcess(t *testing.T) {
 		rs, ok := st.Replication["cb"]
 		return ok && rs.Connected && rs.ReplicationBacklog == 0 && rs.MsgOutCount == n && rs.MsgInCount == n && st.MsgInCounter == 2*n+1
 	})
+	resp, err := http.Get("http://" + a.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, m := range []string{"pulsar_replication_backlog", "pulsar_replication_connected_count", "pulsar_replication_rate_out"} {
+		if !strings.Contains(string(body), m+`{cluster="ca",namespace="geo/aa",remote_cluster="cb",topic="`+topic+`"}`) {
+			t.Fatalf("metric %s missing from /metrics", m)
+		}
+	}
 }

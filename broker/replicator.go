@@ -534,3 +534,44 @@ func (t *topic) replicationStats(pubs []PublisherStats) map[string]ReplicatorSta
 	}
 	return out
 }
+
+// loadReplicatedTopics loads the persistent topics of the namespaces
+// replicated from this cluster, so that their replicators run (and
+// drain a backlog left by a restart) without waiting for a client to
+// touch them, as a Pulsar broker loads a replicated namespace's topics
+// when it takes the bundle. Only a single-node broker does it: in a
+// cluster the bundle owners load their topics on lookup.
+func (b *Broker) loadReplicatedTopics(ctx context.Context) {
+	if b.cluster != nil {
+		return
+	}
+	tenants, err := b.policies.Tenants(ctx)
+	if err != nil {
+		return
+	}
+	for _, tenant := range tenants {
+		nss, err := b.policies.Namespaces(ctx, tenant)
+		if err != nil {
+			continue
+		}
+		for _, ns := range nss {
+			p, err := b.policies.Get(ctx, ns)
+			if err != nil || len(p.ReplicationClusters) < 2 || !slices.Contains(p.ReplicationClusters, b.cfg.ClusterName) {
+				continue
+			}
+			topics, err := b.topicsOfNamespace(ctx, ns, true, false)
+			if err != nil {
+				continue
+			}
+			for _, name := range topics {
+				tn, err := parseTopicName(name)
+				if err != nil || b.lookupTopic(tn.String()) != nil {
+					continue
+				}
+				if _, err := b.getTopic(ctx, tn, false); err != nil && !errors.Is(err, ErrTopicNotFound) {
+					b.log.Debug("load replicated topic", "topic", name, "err", err)
+				}
+			}
+		}
+	}
+}

@@ -169,7 +169,7 @@ func TestGeoReplicationActiveActive(t *testing.T) {
 func TestGeoReplicationRemoteDown(t *testing.T) {
 	a, b := startGeoPair(t, "down")
 	topic := "persistent://geo/down/t"
-	ca := a.client(t)
+	ca := a.clientWithTimeout(t, 10*time.Second)
 	consA := subscribeEarliest(t, ca, topic, "s")
 	// Create cb's subscription while it runs.
 	cbClient := b.clientWithTimeout(t, 10*time.Second)
@@ -199,6 +199,14 @@ func TestGeoReplicationRemoteDown(t *testing.T) {
 		return !rs.Connected && rs.ReplicationBacklog > 0
 	})
 
+	// Restart ca with no client attached: it loads the replicated topic
+	// by itself, and the unsent entries survived on the replicator's
+	// cursor.
+	p.Close()
+	consA.Close()
+	ca.Close()
+	a.stop()
+	a.start()
 	b.start()
 	consB := subscribeEarliest(t, b.client(t), topic, "s")
 	ob := consumeOrdered(t, consB, 90*time.Second, map[string]int{"p": 3500})
