@@ -476,6 +476,10 @@ func (t *topic) publishPolicyLocked(pol *policy.Resolved, h heldSend) {
 			hi = h.seq + uint64(max(h.numMsgs, 1)) - 1
 		}
 		key := h.p.dedupKey(h.e)
+		if key == "" {
+			t.publish(h.p, h.seq, h.highest, h.numMsgs, h.e)
+			return
+		}
 		if last, seen := t.held.dedup[key]; seen && h.seq <= last {
 			h.p.duplicate(h.seq)
 			return

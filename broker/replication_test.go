@@ -156,3 +156,77 @@ func TestReplicationActiveActiveInProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicatedSubscriptionInProcess: a replicated subscription acked in
+// ca is carried to cb through snapshot markers; a consumer of the same
+// subscription in cb starts after the acked point and never sees a
+// marker.
+func TestReplicatedSubscriptionInProcess(t *testing.T) {
+	config := newMemMeta()
+	a := startGeoBroker(t, "ca", config, nil)
+	b := startGeoBroker(t, "cb", config, nil)
+	geoNamespace(t, a, "rs", "ca", "cb")
+	topic := "persistent://geo/rs/" + newTopicName("t")
+	ca, cb := a.client(t), b.client(t)
+	consA, err := ca.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "rs", ReplicateSubscriptionState: true,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ca.CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "p", DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(prefix string, n int) {
+		for i := range n {
+			if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "%s-%d", prefix, i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	send("first", 50)
+	for range 50 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		m, err := consA.Receive(ctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := consA.Ack(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The acked position reaches cb: its copy of the subscription is
+	// created there past the first batch.
+	waitUntil(t, "subscription carried to cb", func() bool {
+		st, err := b.TopicStats(context.Background(), topic)
+		if err != nil {
+			return false
+		}
+		// Later markers may count as backlog; the first batch must not.
+		ss, ok := st.Subscriptions["rs"]
+		return ok && ss.MsgBacklog < 50
+	})
+	send("second", 20)
+	consB, err := cb.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "rs", ReplicateSubscriptionState: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		m, err := consB.Receive(ctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("second-%d", i); string(m.Payload()) != want {
+			t.Fatalf("cb got %q, want %q (it should start after what ca acked)", m.Payload(), want)
+		}
+		consB.Ack(m)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	if m, err := consB.Receive(ctx); err == nil {
+		t.Fatalf("extra message in cb: %q", m.Payload())
+	}
+}

@@ -66,6 +66,7 @@ func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []ackID) {
 				delete(s.redelivered, pos)
 			}
 		}
+		s.afterMarkDeleteLocked()
 		s.dispatch()
 		return
 	}
@@ -84,6 +85,7 @@ func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []ackID) {
 		if err := s.cur.Ack(whole...); err != nil {
 			s.ackFailLog.log(s.log, slog.LevelWarn, "ack failed", "topic", s.topic, "sub", s.name, "remote", c.address, "err", err)
 		}
+		s.afterMarkDeleteLocked()
 	}
 	if s.typ == SubKeyShared || len(s.replay) > 0 {
 		s.dispatch()

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -44,6 +45,7 @@ type cursor interface {
 
 // entryMeta is what dispatch needs from an entry's MessageMetadata.
 type entryMeta struct {
+	marker      int32 // marker_type; 0: a data entry
 	numMsgs     int
 	key         []byte
 	deliverAt   int64
@@ -95,6 +97,16 @@ type subscription struct {
 	lastConsume int64
 
 	rates rateTracker // stats only; has its own lock
+
+	// Replicated subscriptions (replsub.go): replicated is set by a
+	// SUBSCRIBE with replicate_subscription_state or by an UPDATE from
+	// another cluster; snapshots (loop-owned) are the SNAPSHOT markers
+	// passed; publishMarker and lastConfirmed reach the topic (nil on
+	// non-persistent topics).
+	replicated    atomic.Bool
+	snapshots     []snapshotEntry
+	publishMarker func(typ int32, replicateTo []string, payload []byte)
+	lastConfirmed func() (position, bool)
 }
 
 // Key_Shared reads ahead past entries whose consumer has no permits (they
@@ -429,6 +441,12 @@ func (s *subscription) dispatch() {
 				// Corrupt metadata: deliver as a single message and let
 				// the client validate (it acks with validation_error).
 				m = entryMeta{numMsgs: 1}
+			}
+			if m.marker != 0 {
+				// Server-only: acknowledged, never delivered.
+				s.onMarkerLocked(e, m.marker)
+				s.afterMarkDeleteLocked()
+				continue
 			}
 			pe := &pendingEntry{pos: e.Pos, data: e.Data, numMsgs: max(m.numMsgs, 1), key: m.key}
 			if m.deliverAt > now && (s.typ == SubShared || s.typ == SubKeyShared) {
