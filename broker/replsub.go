@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -494,4 +495,26 @@ func (t *topic) attachSub(s *subscription) {
 	}
 	s.publishMarker = t.publishMarker
 	s.lastConfirmed = t.ml.LastConfirmed
+}
+
+// SetReplicatedSubscription implements Service.
+func (b *Broker) SetReplicatedSubscription(ctx context.Context, topic, sub string, replicated bool) error {
+	t, err := b.loadedOrLoad(ctx, topic)
+	if err != nil {
+		return err
+	}
+	if !t.persistent() {
+		return reason(ErrNotAllowed, "Replicated subscriptions need a persistent topic")
+	}
+	t.mu.Lock()
+	s := t.mu.subs[sub]
+	t.mu.Unlock()
+	if s == nil {
+		return reason(ErrSubscriptionNotFound, "Subscription not found")
+	}
+	if !s.cur.Durable() {
+		return reason(ErrPreconditionFailed, "A non-durable subscription cannot be replicated")
+	}
+	s.replicated.Store(replicated)
+	return nil
 }

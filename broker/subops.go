@@ -231,6 +231,7 @@ func (s *subscription) statsLocked() SubscriptionStats {
 		MsgBacklog:            msgs,
 		MsgBacklogNoDelayed:   msgs,
 		IsDurable:             s.cur.Durable(),
+		IsReplicated:          s.replicated.Load(),
 		Type:                  s.typ.String(),
 		MsgOutCounter:         s.msgOut,
 		BytesOutCounter:       s.bytesOut,
