@@ -95,10 +95,10 @@ func TestReplicationActiveActiveInProcess(t *testing.T) {
 	}
 	// Only to ca: stays out of cb.
 	pa.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: []byte("a-local"), ReplicationClusters: []string{"ca"}}, nil)
-	if err := pa.Flush(); err != nil {
+	if err := pa.FlushWithCtx(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := pb.Flush(); err != nil {
+	if err := pb.FlushWithCtx(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	check := func(c pulsar.Consumer, total int, wantLocal bool) {

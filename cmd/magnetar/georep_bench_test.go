@@ -40,7 +40,7 @@ func geoThroughput(b *testing.B, prod pulsar.Producer, cons pulsar.Consumer) flo
 				}
 			})
 		}
-		prod.Flush()
+		prod.FlushWithCtx(context.Background())
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

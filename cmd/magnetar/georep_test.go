@@ -316,7 +316,7 @@ func TestGeoAdminCLI(t *testing.T) {
 	if out := runAdmin(t, b.proc, false, "clusters", "get", "cc"); !strings.Contains(out, "pulsar://cc.example:6650") {
 		t.Fatalf("clusters get cc on cb: %s", out)
 	}
-	if out := runAdmin(t, a.proc, true, "clusters", "create", "cx", "--broker-url", "http://wrong:1"); !strings.Contains(out, "Illegal") {
+	if out := runAdmin(t, a.proc, true, "clusters", "create", "cx", "--broker-url", "http://wrong:1"); !strings.Contains(out, "illegal") {
 		t.Fatalf("bad URL: %s", out)
 	}
 	runAdmin(t, a.proc, false, "tenants", "update", "geo", "--allowed-clusters", "ca,cb,cc")
