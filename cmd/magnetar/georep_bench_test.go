@@ -83,25 +83,33 @@ func BenchmarkGeoReplication(b *testing.B) {
 		b.ReportMetric(local, "local-msgs/s")
 		b.ReportMetric(repl, "repl-msgs/s")
 
-		// Lag at a fixed rate: publish time in ca to receipt in cb.
+		// Lag at a fixed rate: publish time in ca to receipt in cb, and
+		// (baseline, same messages) to receipt by a consumer in ca.
 		lagP, lagC := pair(ca, cb, "persistent://geo/bench/lag")
+		localC, err := ca.Subscribe(pulsar.ConsumerOptions{Topic: "persistent://geo/bench/lag", SubscriptionName: "local", ReceiverQueueSize: 1000})
+		if err != nil {
+			b.Fatal(err)
+		}
 		n := int(geoBenchLagTime.Seconds()) * geoBenchRate
-		lags := make([]time.Duration, 0, n)
-		done := make(chan struct{})
-		go func() {
+		measure := func(c pulsar.Consumer, out *[]time.Duration, done chan<- struct{}) {
 			defer close(done)
 			ctx, cancel := context.WithTimeout(context.Background(), geoBenchLagTime+time.Minute)
 			defer cancel()
 			for range n {
-				m, err := lagC.Receive(ctx)
+				m, err := c.Receive(ctx)
 				if err != nil {
 					b.Errorf("lag phase: %v", err)
 					return
 				}
-				lags = append(lags, time.Since(m.PublishTime()))
-				lagC.AckID(m.ID())
+				*out = append(*out, time.Since(m.PublishTime()))
+				c.AckID(m.ID())
 			}
-		}()
+		}
+		lags := make([]time.Duration, 0, n)
+		localLags := make([]time.Duration, 0, n)
+		done, localDone := make(chan struct{}), make(chan struct{})
+		go measure(lagC, &lags, done)
+		go measure(localC, &localLags, localDone)
 		tick := time.NewTicker(time.Second / geoBenchRate)
 		payload := make([]byte, geoBenchSize)
 		for range n {
@@ -110,11 +118,20 @@ func BenchmarkGeoReplication(b *testing.B) {
 		}
 		tick.Stop()
 		<-done
-		slices.Sort(lags)
-		pct := func(p float64) time.Duration { return lags[int(float64(len(lags)-1)*p)] }
-		b.Logf("replication lag at %d msgs/s for %v (%d msgs): p50 %v p99 %v max %v",
-			geoBenchRate, geoBenchLagTime, len(lags), pct(0.50).Round(time.Microsecond*100), pct(0.99).Round(time.Microsecond*100), lags[len(lags)-1].Round(time.Millisecond))
-		b.ReportMetric(float64(pct(0.50).Microseconds())/1000, "lag-p50-ms")
-		b.ReportMetric(float64(pct(0.99).Microseconds())/1000, "lag-p99-ms")
+		<-localDone
+		if len(lags) == 0 || len(localLags) == 0 {
+			b.Fatal("no lag samples")
+		}
+		pct := func(l []time.Duration, p float64) time.Duration {
+			slices.Sort(l)
+			return l[int(float64(len(l)-1)*p)].Round(100 * time.Microsecond)
+		}
+		b.Logf("lag at %d msgs/s for %v (%d msgs), publish in ca to receive: in cb p50 %v p99 %v max %v; in ca (baseline) p50 %v p99 %v max %v",
+			geoBenchRate, geoBenchLagTime, len(lags), pct(lags, 0.5), pct(lags, 0.99), pct(lags, 1),
+			pct(localLags, 0.5), pct(localLags, 0.99), pct(localLags, 1))
+		b.ReportMetric(float64(pct(lags, 0.50).Microseconds())/1000, "lag-p50-ms")
+		b.ReportMetric(float64(pct(lags, 0.99).Microseconds())/1000, "lag-p99-ms")
+		b.ReportMetric(float64(pct(localLags, 0.50).Microseconds())/1000, "local-lag-p50-ms")
+		b.ReportMetric(float64(pct(localLags, 0.99).Microseconds())/1000, "local-lag-p99-ms")
 	}
 }
