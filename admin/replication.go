@@ -108,10 +108,10 @@ func (a *API) checkPeers(ctx context.Context, name string, peers []string) error
 	}
 	for _, pc := range peers {
 		if pc == name {
-			return fmt.Errorf("Cluster %s cannot be its own peer", name)
+			return fmt.Errorf("cluster %s cannot be its own peer", name)
 		}
 		if !slices.Contains(cs, pc) {
-			return fmt.Errorf("Peer cluster %s does not exist", pc)
+			return fmt.Errorf("peer cluster %s does not exist", pc)
 		}
 	}
 	return nil

@@ -166,3 +166,44 @@ func containsAll(body string, words ...string) bool {
 	}
 	return true
 }
+
+// TestReplicatedSubscriptionStatus: create a subscription replicated,
+// toggle it, and the errors.
+func TestReplicatedSubscriptionStatus(t *testing.T) {
+	tb := startBroker(t, nil)
+	base := "/admin/v2/persistent/public/default/rsub"
+	if code, body := httpDo(t, tb, "PUT", base, ""); code != http.StatusNoContent {
+		t.Fatalf("create topic: %d %s", code, body)
+	}
+	if code, body := httpDo(t, tb, "PUT", base+"/subscription/s?replicated=true", ""); code != http.StatusNoContent {
+		t.Fatalf("create subscription: %d %s", code, body)
+	}
+	replicated := func() bool {
+		t.Helper()
+		code, body := httpDo(t, tb, "GET", base+"/stats", "")
+		var st struct {
+			Subscriptions map[string]struct {
+				IsReplicated bool `json:"isReplicated"`
+			} `json:"subscriptions"`
+		}
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &st) != nil {
+			t.Fatalf("stats: %d %s", code, body)
+		}
+		return st.Subscriptions["s"].IsReplicated
+	}
+	if !replicated() {
+		t.Fatal("created with replicated=true but not replicated")
+	}
+	if code, body := httpDo(t, tb, "POST", base+"/subscription/s/replicatedSubscriptionStatus", "false"); code != http.StatusNoContent || replicated() {
+		t.Fatalf("turn off: %d %s", code, body)
+	}
+	if code, _ := httpDo(t, tb, "POST", base+"/subscription/s/replicatedSubscriptionStatus", "maybe"); code != http.StatusBadRequest {
+		t.Fatalf("bad body: %d", code)
+	}
+	if code, _ := httpDo(t, tb, "POST", base+"/subscription/nope/replicatedSubscriptionStatus", "true"); code != http.StatusNotFound {
+		t.Fatalf("missing subscription: %d", code)
+	}
+	if code, _ := httpDo(t, tb, "PUT", base+"/subscription/pulsar.repl.x", ""); code != http.StatusPreconditionFailed {
+		t.Fatalf("reserved subscription name: %d", code)
+	}
+}

@@ -15,6 +15,16 @@ func (a *API) registerSubscriptionRoutes(rt routeTable) {
 	const sp = "/admin/v2/{domain}/{tenant}/{ns}/{topic}/subscription/{sub}"
 	rt.Handle("PUT", sp, a.httpCreateSubscription)
 	rt.Handle("DELETE", sp, a.httpDeleteSubscription)
+	rt.Handle("POST", sp+"/replicatedSubscriptionStatus", func(w http.ResponseWriter, r *http.Request, p params) {
+		var on *bool
+		if err := readJSONBody(r, &on); err != nil || on == nil {
+			writeError(w, http.StatusBadRequest, "body must be true or false")
+			return
+		}
+		a.forEachTarget(w, r, p, func(topic string) error {
+			return a.svc.SetReplicatedSubscription(r.Context(), topic, p["sub"], *on)
+		})
+	})
 	rt.Handle("POST", sp+"/skip/{n}", func(w http.ResponseWriter, r *http.Request, p params) {
 		n, err := strconv.ParseInt(p["n"], 10, 64)
 		if err != nil || n < 0 {
@@ -119,8 +129,12 @@ func (a *API) httpCreateSubscription(w http.ResponseWriter, r *http.Request, p p
 		writeError(w, http.StatusBadRequest, "bad message id: "+err.Error())
 		return
 	}
+	replicated := r.URL.Query().Get("replicated") == "true"
 	a.forEachTarget(w, r, p, func(topic string) error {
-		return a.svc.CreateSubscription(r.Context(), topic, p["sub"], fromJSONID(id))
+		if err := a.svc.CreateSubscription(r.Context(), topic, p["sub"], fromJSONID(id)); err != nil || !replicated {
+			return err
+		}
+		return a.svc.SetReplicatedSubscription(r.Context(), topic, p["sub"], true)
 	})
 }
 

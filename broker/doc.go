@@ -60,7 +60,25 @@
 //     cursor, consumers, permits, pending acks, replay and delayed sets).
 //     Everything else submits closures with do (async) or call (sync) and
 //     never touches that state (docs/architecture.md, Design rules).
+//   - Per replicator (topic or partition, remote cluster): one loop that
+//     owns its cursor reads, its pending queue and its connection to the
+//     remote (replicator.go, replclient.go; the connection has a reader
+//     goroutine of its own). Per replicated topic, one snapshot
+//     controller for replicated subscriptions (replsub.go). Both stop
+//     with the topic.
 //   - The accept loop and HTTP server. Close waits for all of them.
+//
+// # Geo-replication
+//
+// docs/geo-replication.md has the model. The configuration store
+// (Deps.ConfigStore) holds clusters, tenants, policies and partitioned
+// metadata; a topic's effective replication clusters come from its
+// resolved policy. Replicators read the ledger through durable cursors
+// named pulsar.repl.<remote> (never loaded as subscriptions) and publish
+// on the remote with a producer named pulsar.repl.<local>--><remote>; a
+// broker deduplicates such a producer's sends by the original producer
+// name in the entry. Marker entries (marker_type) are never dispatched
+// to consumers.
 //
 // # Dispatch
 //
@@ -93,7 +111,11 @@
 // # Locking
 //
 // Lock order (docs/locking.md has the full table): topic.held (held
-// sends, policy dedup) > topic.mu > producer.mu; Broker.mu, conn.mu,
+// sends, policy dedup) > topic.mu > producer.mu; topic.repl (the
+// replicators) is never taken under another topic lock: under it the
+// broker opens and deletes cursors and waits for replicator loops to
+// stop, and those loops never take topic.repl (they read topic.replList
+// and topic.replCtl) but may take topic.mu. Broker.mu, conn.mu,
 // the outbound queue lock, topic.last and the policy cache lock are
 // leaves (nothing is taken and no topic or subscription method is called
 // while holding them). The subscription loop never takes topic.held,

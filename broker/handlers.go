@@ -580,6 +580,8 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 		typ:      SubType(m.GetSubType()),
 		durable:  m.Durable == nil || m.GetDurable(),
 		consumer: co,
+		// As Pulsar: only durable subscriptions replicate their state.
+		replicated: m.GetReplicateSubscriptionState() && (m.Durable == nil || m.GetDurable()),
 	}
 	if m.GetInitialPosition() == pb.CommandSubscribe_Earliest {
 		req.initial = initialEarliest

@@ -43,6 +43,15 @@ var (
 		"pulsar_broker_msg_backlog", "pulsar_broker_in_messages_total", "pulsar_broker_out_messages_total",
 		"pulsar_broker_publish_rate_limit_times",
 	}
+	// Pulsar's per-topic replication metrics, labelled with the remote
+	// cluster.
+	replLabels    = []string{"cluster", "namespace", "topic", "remote_cluster"}
+	replDescs     = map[string]*prometheus.Desc{}
+	replDescNames = []string{
+		"pulsar_replication_rate_in", "pulsar_replication_rate_out", "pulsar_replication_throughput_in",
+		"pulsar_replication_throughput_out", "pulsar_replication_backlog", "pulsar_replication_connected_count",
+		"pulsar_replication_delay_in_seconds",
+	}
 	descBookieStatus = prometheus.NewDesc("bookie_SERVER_STATUS", "1 when the bookie is writable, 0 when read-only.", []string{"bookie"}, nil)
 	descBookieRO     = prometheus.NewDesc("bookie_read_only", "1 when the bookie is read-only.", []string{"bookie"}, nil)
 	descConnBytesIn  = prometheus.NewDesc("magnetar_connection_in_bytes_total", "Bytes read from client connections (binary protocol).", nil, nil)
@@ -52,6 +61,9 @@ var (
 func init() {
 	for _, n := range topicDescNames {
 		topicDescs[n] = prometheus.NewDesc(n, "Pulsar topic metric "+n+".", topicLabels, nil)
+	}
+	for _, n := range replDescNames {
+		replDescs[n] = prometheus.NewDesc(n, "Pulsar replication metric "+n+".", replLabels, nil)
 	}
 	for _, n := range subDescNames {
 		subDescs[n] = prometheus.NewDesc(n, "Pulsar subscription metric "+n+".", subLabels, nil)
@@ -64,6 +76,9 @@ func init() {
 func (mc metricsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descTopicsCount
 	for _, d := range topicDescs {
+		ch <- d
+	}
+	for _, d := range replDescs {
 		ch <- d
 	}
 	for _, d := range subDescs {
@@ -146,6 +161,23 @@ func (mc metricsCollector) Collect(ch chan<- prometheus.Metric) {
 			sg("pulsar_subscription_unacked_messages", float64(ss.UnackedMessages))
 			sg("pulsar_subscription_consumers_count", float64(len(ss.Consumers)))
 			sg("pulsar_subscription_delayed", float64(ss.MsgDelayed))
+		}
+		for remote, rs := range st.Replication {
+			rl := []string{cluster, ns, t.full, remote}
+			rg := func(n string, v float64) {
+				ch <- prometheus.MustNewConstMetric(replDescs[n], prometheus.GaugeValue, v, rl...)
+			}
+			connected := 0.0
+			if rs.Connected {
+				connected = 1
+			}
+			rg("pulsar_replication_rate_in", rs.MsgRateIn)
+			rg("pulsar_replication_rate_out", rs.MsgRateOut)
+			rg("pulsar_replication_throughput_in", rs.MsgThroughputIn)
+			rg("pulsar_replication_throughput_out", rs.MsgThroughputOut)
+			rg("pulsar_replication_backlog", float64(rs.ReplicationBacklog))
+			rg("pulsar_replication_connected_count", connected)
+			rg("pulsar_replication_delay_in_seconds", float64(rs.ReplicationDelayInSeconds))
 		}
 	}
 	for ns, n := range perNS {

@@ -144,6 +144,9 @@ func (b *Broker) policyLoop() {
 	defer b.wg.Done()
 	tk := time.NewTicker(policyCheckInterval)
 	defer tk.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	b.loadReplicatedTopics(ctx)
+	cancel()
 	for n := 1; ; n++ {
 		select {
 		case <-b.done:
@@ -151,6 +154,9 @@ func (b *Broker) policyLoop() {
 		case <-tk.C:
 			if n%policyRefreshTicks == 0 {
 				b.policies.Refresh() // re-resolves and checks every topic
+				ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+				b.loadReplicatedTopics(ctx)
+				cancel()
 				continue
 			}
 			for _, t := range b.loadedTopics("") {
@@ -499,6 +505,10 @@ func (t *topic) publishPolicyLocked(pol *policy.Resolved, h heldSend) {
 			hi = h.seq + uint64(max(h.numMsgs, 1)) - 1
 		}
 		key := h.p.dedupKey(h.e)
+		if key == "" {
+			t.publish(h.p, h.seq, h.highest, h.numMsgs, h.e)
+			return
+		}
 		if last, seen := t.held.dedup[key]; seen && h.seq <= last {
 			h.p.duplicate(h.seq)
 			return

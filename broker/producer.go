@@ -92,6 +92,9 @@ func (p *producer) dedupKey(e entryBuf) string {
 	if pulsarproto.ParseMetadata(pe.Metadata, &md) != nil || len(md.ProducerName) == 0 {
 		return p.name
 	}
+	if md.HasMarkerType {
+		return "" // markers skip deduplication
+	}
 	return string(md.ProducerName)
 }
 

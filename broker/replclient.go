@@ -40,7 +40,6 @@ type replProducer struct {
 type replReceipt struct {
 	seq uint64
 	pos position
-	err error // SEND_ERROR
 }
 
 // replProtocolVersion is the protocol version the replicator announces.
@@ -98,12 +97,12 @@ func dialReplProducer(ctx context.Context, serviceURL, topic, name string, auth 
 		if err != nil {
 			return nil, err
 		}
-		next, authoritative, err := p.lookup(ctx, topic)
+		next, err := p.lookup(ctx, topic)
 		if err != nil {
 			p.close(err)
 			return nil, err
 		}
-		if next == "" || next == addr || authoritative && next == "" {
+		if next == "" {
 			if err := p.createProducer(ctx, topic, name); err != nil {
 				p.close(err)
 				return nil, err
@@ -159,32 +158,32 @@ func replConnect(ctx context.Context, addr string, auth replAuth, maxFrame int) 
 }
 
 // lookup asks where topic is served: "" when here.
-func (p *replProducer) lookup(_ context.Context, topic string) (next string, authoritative bool, err error) {
+func (p *replProducer) lookup(_ context.Context, topic string) (next string, err error) {
 	rid := uint64(1)
 	if err := p.write(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP.Enum(), LookupTopic: &pb.CommandLookupTopic{
 		Topic: ptr(topic), RequestId: &rid, Authoritative: ptr(false)}}); err != nil {
-		return "", false, err
+		return "", err
 	}
 	for {
 		f, err := p.fr.Next()
 		if err != nil {
-			return "", false, err
+			return "", err
 		}
 		switch f.Type {
 		case pb.BaseCommand_LOOKUP_RESPONSE:
 			r := f.Cmd.GetLookupTopicResponse()
 			switch r.GetResponse() {
 			case pb.CommandLookupTopicResponse_Failed:
-				return "", false, fmt.Errorf("replication: lookup %s on %s: %s %s", topic, p.addr, r.GetError(), r.GetMessage())
+				return "", fmt.Errorf("replication: lookup %s on %s: %s %s", topic, p.addr, r.GetError(), r.GetMessage())
 			case pb.CommandLookupTopicResponse_Redirect, pb.CommandLookupTopicResponse_Connect:
 				h, err := hostOf(r.GetBrokerServiceUrl())
 				if err != nil {
-					return "", false, err
+					return "", err
 				}
 				if r.GetProxyThroughServiceUrl() || h == p.addr {
-					return "", r.GetAuthoritative(), nil
+					return "", nil
 				}
-				return h, r.GetAuthoritative(), nil
+				return h, nil
 			}
 		case pb.BaseCommand_PING:
 			_ = p.write(&pb.BaseCommand{Type: pb.BaseCommand_PONG.Enum(), Pong: &pb.CommandPong{}})

@@ -3,8 +3,11 @@ package broker
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,10 +95,10 @@ func TestReplicationActiveActiveInProcess(t *testing.T) {
 	}
 	// Only to ca: stays out of cb.
 	pa.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: []byte("a-local"), ReplicationClusters: []string{"ca"}}, nil)
-	if err := pa.Flush(); err != nil {
+	if err := pa.FlushWithCtx(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := pb.Flush(); err != nil {
+	if err := pb.FlushWithCtx(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	check := func(c pulsar.Consumer, total int, wantLocal bool) {
@@ -141,4 +144,89 @@ func TestReplicationActiveActiveInProcess(t *testing.T) {
 		rs, ok := st.Replication["cb"]
 		return ok && rs.Connected && rs.ReplicationBacklog == 0 && rs.MsgOutCount == n && rs.MsgInCount == n && st.MsgInCounter == 2*n+1
 	})
+	resp, err := http.Get("http://" + a.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, m := range []string{"pulsar_replication_backlog", "pulsar_replication_connected_count", "pulsar_replication_rate_out"} {
+		if !strings.Contains(string(body), m+`{cluster="ca",namespace="geo/aa",remote_cluster="cb",topic="`+topic+`"}`) {
+			t.Fatalf("metric %s missing from /metrics", m)
+		}
+	}
+}
+
+// TestReplicatedSubscriptionInProcess: a replicated subscription acked in
+// ca is carried to cb through snapshot markers; a consumer of the same
+// subscription in cb starts after the acked point and never sees a
+// marker.
+func TestReplicatedSubscriptionInProcess(t *testing.T) {
+	config := newMemMeta()
+	a := startGeoBroker(t, "ca", config, nil)
+	b := startGeoBroker(t, "cb", config, nil)
+	geoNamespace(t, a, "rs", "ca", "cb")
+	topic := "persistent://geo/rs/" + newTopicName("t")
+	ca, cb := a.client(t), b.client(t)
+	consA, err := ca.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "rs", ReplicateSubscriptionState: true,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ca.CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "p", DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(prefix string, n int) {
+		for i := range n {
+			if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "%s-%d", prefix, i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	send("first", 50)
+	for range 50 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		m, err := consA.Receive(ctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := consA.Ack(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The acked position reaches cb: its copy of the subscription is
+	// created there past the first batch.
+	waitUntil(t, "subscription carried to cb", func() bool {
+		st, err := b.TopicStats(context.Background(), topic)
+		if err != nil {
+			return false
+		}
+		// Later markers may count as backlog; the first batch must not.
+		ss, ok := st.Subscriptions["rs"]
+		return ok && ss.MsgBacklog < 50
+	})
+	send("second", 20)
+	consB, err := cb.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "rs", ReplicateSubscriptionState: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		m, err := consB.Receive(ctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("second-%d", i); string(m.Payload()) != want {
+			t.Fatalf("cb got %q, want %q (it should start after what ca acked)", m.Payload(), want)
+		}
+		consB.Ack(m)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	if m, err := consB.Receive(ctx); err == nil {
+		t.Fatalf("extra message in cb: %q", m.Payload())
+	}
 }

@@ -327,14 +327,19 @@ func (r *replicator) prepare(e ledgerEntry) *replItem {
 		r.log.Warn("replicator: bad metadata skipped", "pos", e.Pos, "err", err)
 		return it
 	}
+	if md.MarkerType != nil {
+		switch mt := md.GetMarkerType(); {
+		case mt < markerSnapshotRequest || mt > markerUpdate:
+			return it // transaction markers never leave their cluster
+		case md.GetReplicatedFrom() == r.remote:
+			r.handleReplMarker(mt, pe.Payload, e.Pos)
+		}
+	}
 	if md.ReplicatedFrom != nil {
 		return it
 	}
 	if len(md.ReplicateTo) > 0 && !slices.Contains(md.ReplicateTo, r.remote) {
 		return it
-	}
-	if md.MarkerType != nil {
-		return it // markers never leave their cluster (no replicated subscriptions yet)
 	}
 	md.ReplicatedFrom = proto.String(r.t.b.cfg.ClusterName)
 	meta, err := proto.Marshal(&md)
@@ -352,6 +357,7 @@ func (r *replicator) prepare(e ledgerEntry) *replItem {
 	if md.NumChunksFromMsg != nil && md.GetNumChunksFromMsg() > 1 {
 		it.hdr.IsChunk = true
 	}
+	it.hdr.Marker = md.MarkerType != nil
 	it.msgs = n
 	it.publish = int64(md.GetPublishTime())
 	it.done = false
@@ -461,6 +467,15 @@ func (t *topic) checkReplication() {
 		go r.run()
 		t.log.Info("replicator started", "topic", t.full, "remote", c)
 	}
+	switch {
+	case len(t.repl.m) > 0 && t.repl.ctl == nil:
+		t.repl.ctl = newReplSubController(t)
+		t.replCtl.Store(t.repl.ctl)
+	case len(t.repl.m) == 0 && t.repl.ctl != nil:
+		t.replCtl.Store(nil)
+		t.repl.ctl.close()
+		t.repl.ctl = nil
+	}
 }
 
 // dropStaleReplicatorCursors deletes, at load, the replicator cursors of
@@ -495,7 +510,13 @@ func (t *topic) stopReplicators() {
 	}
 	clear(t.repl.m)
 	t.publishReplLocked()
+	ctl := t.repl.ctl
+	t.repl.ctl = nil
+	t.replCtl.Store(nil)
 	t.repl.Unlock()
+	if ctl != nil {
+		ctl.close()
+	}
 	for _, r := range rs {
 		r.stop()
 	}
@@ -533,4 +554,45 @@ func (t *topic) replicationStats(pubs []PublisherStats) map[string]ReplicatorSta
 		out[from] = st
 	}
 	return out
+}
+
+// loadReplicatedTopics loads the persistent topics of the namespaces
+// replicated from this cluster, so that their replicators run (and
+// drain a backlog left by a restart) without waiting for a client to
+// touch them, as a Pulsar broker loads a replicated namespace's topics
+// when it takes the bundle. Only a single-node broker does it: in a
+// cluster the bundle owners load their topics on lookup.
+func (b *Broker) loadReplicatedTopics(ctx context.Context) {
+	if b.cluster != nil {
+		return
+	}
+	tenants, err := b.policies.Tenants(ctx)
+	if err != nil {
+		return
+	}
+	for _, tenant := range tenants {
+		nss, err := b.policies.Namespaces(ctx, tenant)
+		if err != nil {
+			continue
+		}
+		for _, ns := range nss {
+			p, err := b.policies.Get(ctx, ns)
+			if err != nil || len(p.ReplicationClusters) < 2 || !slices.Contains(p.ReplicationClusters, b.cfg.ClusterName) {
+				continue
+			}
+			topics, err := b.topicsOfNamespace(ctx, ns, true, false)
+			if err != nil {
+				continue
+			}
+			for _, name := range topics {
+				tn, err := parseTopicName(name)
+				if err != nil || b.lookupTopic(tn.String()) != nil {
+					continue
+				}
+				if _, err := b.getTopic(ctx, tn, false); err != nil && !errors.Is(err, ErrTopicNotFound) {
+					b.log.Debug("load replicated topic", "topic", name, "err", err)
+				}
+			}
+		}
+	}
 }

@@ -90,6 +90,9 @@ type Service interface {
 	// CreateSubscription adds a durable subscription positioned at id
 	// (Earliest, Latest or the entry to read first).
 	CreateSubscription(ctx context.Context, topic, sub string, id MessageID) error
+	// SetReplicatedSubscription turns a durable subscription's
+	// replicated state on or off (docs/geo-replication.md).
+	SetReplicatedSubscription(ctx context.Context, topic, sub string, replicated bool) error
 	DeleteSubscription(ctx context.Context, topic, sub string, force bool) error
 	// SkipMessages skips n entries of the subscription's backlog (n < 0:
 	// all of it).

@@ -70,6 +70,7 @@ func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []ackID) {
 				delete(s.redelivered, pos)
 			}
 		}
+		s.afterMarkDeleteLocked()
 		s.dispatch()
 		return
 	}
@@ -88,6 +89,7 @@ func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []ackID) {
 		if err := s.cur.Ack(whole...); err != nil {
 			s.ackFailLog.log(s.log, slog.LevelWarn, "ack failed", "topic", s.topic, "sub", s.name, "remote", c.address, "err", err)
 		}
+		s.afterMarkDeleteLocked()
 	}
 	if unblocked := s.refreshBlocked(); unblocked || s.typ == SubKeyShared || len(s.replay) > 0 {
 		s.dispatch()
@@ -272,6 +274,7 @@ func (s *subscription) statsLocked() SubscriptionStats {
 		MsgBacklog:            msgs,
 		MsgBacklogNoDelayed:   msgs,
 		IsDurable:             s.cur.Durable(),
+		IsReplicated:          s.replicated.Load(),
 		Type:                  s.typ.String(),
 		MsgOutCounter:         s.msgOut,
 		BytesOutCounter:       s.bytesOut,

@@ -50,6 +50,7 @@ type cursor interface {
 
 // entryMeta is what dispatch needs from an entry's MessageMetadata.
 type entryMeta struct {
+	marker      int32 // marker_type; 0: a data entry
 	numMsgs     int
 	key         []byte
 	deliverAt   int64
@@ -139,6 +140,16 @@ type subscription struct {
 	created, lastDetach int64
 	lastRead            position
 	haveRead            bool
+
+	// Replicated subscriptions (replsub.go): replicated is set by a
+	// SUBSCRIBE with replicate_subscription_state or by an UPDATE from
+	// another cluster; snapshots (loop-owned) are the SNAPSHOT markers
+	// passed; publishMarker and lastConfirmed reach the topic (nil on
+	// non-persistent topics).
+	replicated    atomic.Bool
+	snapshots     []snapshotEntry
+	publishMarker func(typ int32, replicateTo []string, payload []byte)
+	lastConfirmed func() (position, bool)
 }
 
 // Key_Shared reads ahead past entries whose consumer has no permits (they
@@ -484,6 +495,12 @@ func (s *subscription) dispatch() {
 				// Corrupt metadata: deliver as a single message and let
 				// the client validate (it acks with validation_error).
 				m = entryMeta{numMsgs: 1}
+			}
+			if m.marker != 0 {
+				// Server-only: acknowledged, never delivered.
+				s.onMarkerLocked(e, m.marker)
+				s.afterMarkDeleteLocked()
+				continue
 			}
 			pe := &pendingEntry{pos: e.Pos, data: e.Data, numMsgs: max(m.numMsgs, 1), chunk: m.chunk}
 			if len(m.key) > 0 {

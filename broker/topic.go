@@ -66,9 +66,11 @@ type topic struct {
 	repl struct {
 		sync.Mutex
 		m      map[string]*replicator
+		ctl    *replSubController // while replicators run
 		closed bool
 	}
 	replList atomic.Pointer[[]*replicator]
+	replCtl  atomic.Pointer[replSubController]
 	replIn   sync.Map // remote cluster -> *rateTracker of inbound replication
 
 	unloading atomic.Bool
@@ -95,6 +97,7 @@ type topic struct {
 	}
 
 	msgIn    atomic.Int64
+	dataIn   atomic.Int64 // entries stored but markers (replsub.go)
 	bytesIn  atomic.Int64
 	inWin    rateWindow // stats.go
 	loadedAt time.Time
@@ -260,8 +263,10 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e entryBu
 		highest = seq + uint64(max(numMsgs, 1)) - 1
 	}
 	key := p.name
-	if t.b.cfg.Deduplication {
-		key = p.dedupKey(e)
+	if t.b.cfg.Deduplication || p.remote != "" {
+		key = p.dedupKey(e) // "" for a replicated marker
+	}
+	if t.b.cfg.Deduplication && key != "" {
 		t.mu.Lock()
 		last, seen := t.mu.dedup[key]
 		if seen && seq <= last {
@@ -317,6 +322,9 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e entryBu
 			return
 		}
 		t.countIn(p, numMsgs, len(data))
+		if key != "" {
+			t.dataIn.Add(1)
+		}
 		batch := numMsgs > 1
 		if !batch {
 			batch = entryIsBatch(data)
@@ -324,7 +332,7 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e entryBu
 		t.last.Lock()
 		t.last.e, t.last.ok = lastEntry{pos: pos, numMsgs: numMsgs, batch: batch}, true
 		t.last.Unlock()
-		if t.b.cfg.Deduplication {
+		if t.b.cfg.Deduplication && key != "" {
 			t.persistedSeq.Store(key, highest)
 		}
 		p.persisted(seq, highest, pos)
@@ -403,6 +411,9 @@ func parseEntryMeta(data []byte) (parsedMeta, error) {
 		return parsedMeta{}, err
 	}
 	pm := parsedMeta{batch: md.Batch}
+	if md.HasMarkerType {
+		pm.marker = max(md.MarkerType, 1)
+	}
 	pm.numMsgs = md.NumMessages()
 	pm.key = md.RoutingKey()
 	if md.HasDeliverAtTime {

@@ -14,6 +14,8 @@ type subscribeReq struct {
 	start    *position // non-durable start id, nil: use initial
 	sticky   bool
 	consumer *consumer
+	// replicated: replicate_subscription_state (replsub.go).
+	replicated bool
 }
 
 // errSubscribe is a refusal of SUBSCRIBE with the ServerError to report.
@@ -33,6 +35,9 @@ func (t *topic) subscribe(req subscribeReq) (*subscription, error) {
 		s, err := t.getOrCreateSub(req)
 		if err != nil {
 			return nil, err
+		}
+		if req.replicated && t.persistent() {
+			s.replicated.Store(true)
 		}
 		var refusal string
 		ok := s.call(func() { refusal = s.addConsumerLocked(req.consumer, req.typ, req.sticky) })
@@ -78,6 +83,7 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 	}
 	s := newSubscription(req.sub, t.full, req.typ, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.unackedLimits, t.log)
 	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
+	t.attachSub(s)
 	t.mu.subs[req.sub] = s
 	t.publishSubsLocked()
 	t.applySubLimits(s)
@@ -93,6 +99,7 @@ func (t *topic) loadSubscription(name string) error {
 	}
 	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.unackedLimits, t.log)
 	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
+	t.attachSub(s)
 	t.mu.Lock()
 	t.mu.subs[name] = s
 	t.publishSubsLocked()

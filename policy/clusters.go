@@ -67,13 +67,13 @@ func (c *ClusterData) Validate() error {
 		}
 		scheme, rest, ok := strings.Cut(v, "://")
 		if !ok || rest == "" || !slices.Contains(schemes, scheme) {
-			return fmt.Errorf("Illegal %s %q, example: %s://pulsar.example.com", field, v, schemes[0])
+			return fmt.Errorf("illegal %s %q, example: %s://pulsar.example.com", field, v, schemes[0])
 		}
 		// Multi-host URLs (pulsar://h1:6650,h2:6650) list hosts after
 		// the first without a scheme.
 		for _, h := range strings.Split(rest, ",") {
 			if _, err := url.Parse(scheme + "://" + strings.TrimSpace(h)); err != nil || strings.TrimSpace(h) == "" {
-				return fmt.Errorf("Illegal %s %q", field, v)
+				return fmt.Errorf("illegal %s %q", field, v)
 			}
 		}
 		return nil

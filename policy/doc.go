@@ -6,8 +6,15 @@
 //
 // # Storage
 //
+//	/admin/clusters/<cluster>       ClusterData JSON (clusters.go)
 //	/admin/policies/<tenant>        TenantInfo JSON
 //	/admin/policies/<tenant>/<ns>   Policies JSON
+//	/admin/topic-policies/<tenant>/<ns>/<domain>/<topic>  Policies JSON
+//	                                (topic overrides; replication_clusters)
+//
+// The store is the configuration store of an instance: with
+// geo-replication, every cluster's brokers use the same one
+// (docs/geo-replication.md).
 //
 // A namespace exists exactly when its node exists; the node's value is
 // its Policies (unset fields mean "broker default"). Writes are

@@ -238,15 +238,6 @@ func noun(use, short string, cmds ...*cobra.Command) *cobra.Command {
 	return c
 }
 
-func adminClustersCmd() *cobra.Command {
-	a := adminOpts
-	return noun("clusters", "Clusters",
-		leaf("list", "List clusters", 0, func([]string) error { return a.get("/admin/v2/clusters", "CLUSTER") }),
-		leaf("get <cluster>", "Get a cluster's configuration", 1, func(s []string) error {
-			return a.get("/admin/v2/clusters/"+url.PathEscape(s[0]), "")
-		}))
-}
-
 func adminBrokersCmd() *cobra.Command {
 	a := adminOpts
 	return noun("brokers", "Brokers",
@@ -515,6 +506,7 @@ func adminNamespacesCmd() *cobra.Command {
 		remover("remove-max-unacked-messages-per-subscription", "Remove the unacked messages limit per subscription", "/maxUnackedMessagesPerSubscription"),
 		setAuto, getter("get-auto-topic-creation", "Get the auto topic creation override", "/autoTopicCreation"),
 		remover("remove-auto-topic-creation", "Remove the auto topic creation override", "/autoTopicCreation"),
+		nsSetClustersCmd(nsCmd), getter("get-clusters", "Get the replication clusters", "/replication"),
 	}
 	return noun("namespaces", "Namespaces and their policies", append(cmds, adminNamespaceOffloadCmds(nsCmd)...)...)
 }
@@ -691,6 +683,7 @@ func adminTopicsCmd() *cobra.Command {
 			}
 			return a.get("/lookup/v2/topic/"+p, "")
 		}}
+	cmds = append(cmds, topicReplicationCmds()...)
 	return noun("topics", "Topics", append(cmds, adminTopicOffloadCmds()...)...)
 }
 
