@@ -98,9 +98,9 @@ func (a *API) registerPolicyRoutes(rt routeTable) {
 			return nil
 		})(w, r, prm)
 	})
-	for _, v := range []string{"persistence", "permissions", "replication", "antiAffinity", "schemaValidationEnforced",
-		"schemaCompatibilityStrategy", "schemaAutoUpdateCompatibilityStrategy", "maxConsumersPerSubscription",
-		"compactionThreshold", "offloadThreshold", "offloadDeletionLagMs", "dispatchRate", "subscriptionDispatchRate",
+	a.registerMessagingPolicyRoutes(rt)
+	for _, v := range []string{"persistence", "permissions", "replication", "antiAffinity", "maxConsumersPerSubscription",
+		"offloadThreshold", "offloadDeletionLagMs", "dispatchRate", "subscriptionDispatchRate",
 		"publishRate", "subscribeRate", "clearBacklog", "encryptionRequired", "subscriptionAuthMode"} {
 		for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
 			rt.Handle(m, base+v, notImplemented)

@@ -32,7 +32,7 @@ func (a *API) registerTopicRoutes(rt routeTable) {
 	rt.Handle("POST", tp+"/terminate", a.httpTerminate)
 	rt.Handle("PUT", tp+"/unload", a.httpUnload)
 	rt.Handle("GET", tp+"/ledger/{ledger}/entry/{entry}", a.httpMessageByID)
-	for _, v := range []string{"compaction", "offload", "publishRate", "dispatchRate", "retention", "messageTTL",
+	for _, v := range []string{"offload", "publishRate", "dispatchRate", "retention", "messageTTL",
 		"backlogQuota", "permissions", "properties", "deduplicationEnabled", "maxProducers", "maxConsumers"} {
 		for _, m := range []string{"GET", "PUT", "POST", "DELETE"} {
 			rt.Handle(m, tp+"/"+v, notImplemented)

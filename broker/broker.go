@@ -94,8 +94,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		b.policies = policy.NewStore(deps.Metadata, cfg.ClusterName)
 	}
 	b.reg = registry{store: deps.Metadata, cluster: cfg.ClusterName, policies: b.policies}
-	b.schemas = &schemaRegistry{store: deps.Metadata}
-	b.schemas.mu.cache = make(map[string][]schemaEntry)
+	b.schemas = &schemaRegistry{store: deps.Metadata, b: b}
 	b.mu.topics = make(map[string]*topicLoad)
 	b.mu.conns = make(map[*conn]struct{})
 	b.admin = newRouter()

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"github.com/magnetar-mq/magnetar/schema"
 	"log/slog"
 	"time"
 
@@ -77,6 +78,14 @@ type Config struct {
 	// whose client announced supports_broker_entry_metadata; otherwise it
 	// is stripped on dispatch.
 	ExposeBrokerEntryMetadata bool
+	// SchemaCompatibilityStrategy is the broker default (Pulsar's
+	// schemaCompatibilityStrategy; default FULL) under namespace and topic
+	// policies; names as in package schema.
+	SchemaCompatibilityStrategy string
+	// SchemaValidationEnforced (isSchemaValidationEnforced) refuses
+	// producers without a schema on topics with one, unless the namespace
+	// says otherwise.
+	SchemaValidationEnforced bool
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -116,6 +125,9 @@ func (c *Config) EnsureDefaults() {
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = 30 * time.Second
 	}
+	if c.SchemaCompatibilityStrategy == "" {
+		c.SchemaCompatibilityStrategy = "FULL"
+	}
 	if c.DispatchBatch == 0 {
 		c.DispatchBatch = 100
 	}
@@ -135,6 +147,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: MaxOutboundBytes below MaxMessageSize", ErrBadConfig)
 	case c.DispatchBatch < 1:
 		return fmt.Errorf("%w: DispatchBatch < 1", ErrBadConfig)
+	case badStrategy(c.SchemaCompatibilityStrategy):
+		return fmt.Errorf("%w: unknown SchemaCompatibilityStrategy %q", ErrBadConfig, c.SchemaCompatibilityStrategy)
 	}
 	return nil
 }
@@ -161,4 +175,9 @@ type Deps struct {
 	// Collectors are registered on /metrics as they are (e.g. an
 	// in-process bookie's (*bookie.Bookie).Collector()).
 	Collectors []prometheus.Collector
+}
+
+func badStrategy(s string) bool {
+	_, err := schema.ParseStrategy(s)
+	return err != nil
 }

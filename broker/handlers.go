@@ -423,13 +423,10 @@ func (c *conn) handleProducer(m *pb.CommandProducer) {
 		sink: c, topic: t, metadata: kvMap(m.Metadata), address: c.remote,
 		clientVersion: *c.clientVersion.Load(), connectedSince: time.Now(),
 	}
-	var schemaVersion []byte
-	if m.Schema != nil {
-		schemaVersion, err = t.getOrCreateSchema(ctx, m.Schema)
-		if err != nil {
-			c.sendError(rid, codeMetadataError, err.Error())
-			return
-		}
+	schemaVersion, code, err := t.attachSchema(ctx, m.Schema, schemaProducer)
+	if err != nil {
+		c.sendError(rid, code, err.Error())
+		return
 	}
 	c.mu.Lock()
 	if c.mu.closed {
@@ -521,11 +518,9 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 		c.sendError(rid, code, msg)
 		return
 	}
-	if m.Schema != nil {
-		if _, err := t.getOrCreateSchema(ctx, m.Schema); err != nil {
-			c.sendError(rid, codeMetadataError, err.Error())
-			return
-		}
+	if _, code, err := t.attachSchema(ctx, m.Schema, schemaConsumer); err != nil {
+		c.sendError(rid, code, err.Error())
+		return
 	}
 	co := newConsumer(cid, m.GetConsumerName(), c)
 	c.mu.Lock()

@@ -81,10 +81,10 @@ type subscription struct {
 	redelivered map[position]uint32
 	// ackFailLog rate-limits the warnings for acks the cursor refused
 	// (at most one line per second per subscription, ratelog.go).
-	ackFailLog  rateLog
-	delayed     []*pendingEntry // Shared/Key_Shared: held until deliverAt
-	delayTimer  *time.Timer
-	delayDue    map[position]int64
+	ackFailLog rateLog
+	delayed    []*pendingEntry // Shared/Key_Shared: held until deliverAt
+	delayTimer *time.Timer
+	delayDue   map[position]int64
 	// chunkOwner: Shared/Key_Shared, the consumer that got the first
 	// chunk of a chunked message (by uuid) and so gets all the others
 	// (chunk.go).

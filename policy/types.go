@@ -28,6 +28,9 @@ type Policies struct {
 	MaxProducersPerTopic      *int                    `json:"max_producers_per_topic,omitempty"`
 	MaxConsumersPerTopic      *int                    `json:"max_consumers_per_topic,omitempty"`
 	AutoTopicCreationOverride *AutoTopicCreation      `json:"autoTopicCreationOverride,omitempty"`
+	// Schema and compaction policies (messaging.go), flattened into the
+	// document under Pulsar's names.
+	MessagingPolicies
 }
 
 // BundlesData is a namespace's bundle split (Magnetar keeps one bundle

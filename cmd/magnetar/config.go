@@ -32,6 +32,8 @@ type serviceFlags struct {
 	dispatchBatch     int
 	entryMeta         []string
 	exposeEntryMeta   bool
+	schemaStrategy    string
+	schemaEnforced    bool
 }
 
 // apply copies the flags into a broker configuration.
@@ -41,6 +43,8 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.DispatchBatch = s.dispatchBatch
 	c.BrokerEntryMetadataInterceptors = s.entryMeta
 	c.ExposeBrokerEntryMetadata = s.exposeEntryMeta
+	c.SchemaCompatibilityStrategy = s.schemaStrategy
+	c.SchemaValidationEnforced = s.schemaEnforced
 }
 
 // register adds the flags; cluster is the --cluster-name default, ""
@@ -55,6 +59,8 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.StringSliceVar(&s.entryMeta, "broker-entry-metadata-interceptors", nil,
 		"broker entry metadata stored with every entry, by Pulsar class name ("+broker.InterceptorBrokerTimestamp+", "+broker.InterceptorIndex+")")
 	fl.BoolVar(&s.exposeEntryMeta, "expose-broker-entry-metadata", false, "send broker entry metadata to clients that support it")
+	fl.StringVar(&s.schemaStrategy, "schema-compatibility-strategy", "FULL", "default schema compatibility strategy under namespace and topic policies")
+	fl.BoolVar(&s.schemaEnforced, "schema-validation-enforced", false, "refuse producers without a schema on topics that have one (namespace policy overrides)")
 }
 
 func addConfigFlag(c *cobra.Command) {
@@ -239,6 +245,8 @@ var brokerKeys = []conf.Key{
 	{Names: []string{"dispatcherMaxReadBatchSize"}, Flag: "dispatch-batch"},
 	{Names: []string{"brokerEntryMetadataInterceptors"}, Flag: "broker-entry-metadata-interceptors"},
 	{Names: []string{"exposingBrokerEntryMetadataToClientEnabled"}, Flag: "expose-broker-entry-metadata"},
+	{Names: []string{"schemaCompatibilityStrategy"}, Flag: "schema-compatibility-strategy"},
+	{Names: []string{"isSchemaValidationEnforced"}, Flag: "schema-validation-enforced"},
 }
 
 var brokerFixed = []conf.Fixed{
