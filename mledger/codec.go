@@ -424,15 +424,23 @@ type LedgerInfo struct {
 //	byte version, byte flags (bit 0: terminated), uvarint nLedgers,
 //	nLedgers × (varint id delta, uvarint entries, uvarint size,
 //	            uvarint messages, varint timestamp)
+//
+// With flags bit 1 (compaction, compaction.go) it is followed by
+//
+//	varint compactedLedger, position horizon, varint pendingLedger
 type mlInfo struct {
 	terminated bool
 	ledgers    []LedgerInfo
+	compaction *Compaction
 }
 
 func appendInfo(dst []byte, in *mlInfo) []byte {
 	var flags byte
 	if in.terminated {
 		flags |= 1
+	}
+	if in.compaction != nil {
+		flags |= 2
 	}
 	dst = append(dst, formatVersion, flags)
 	dst = binary.AppendUvarint(dst, uint64(len(in.ledgers)))
@@ -445,6 +453,12 @@ func appendInfo(dst []byte, in *mlInfo) []byte {
 		dst = binary.AppendUvarint(dst, uint64(l.Messages))
 		dst = binary.AppendVarint(dst, l.Timestamp)
 	}
+	if c := in.compaction; c != nil {
+		dst = binary.AppendVarint(dst, c.Ledger)
+		dst = binary.AppendVarint(dst, c.Horizon.LedgerID)
+		dst = binary.AppendVarint(dst, c.Horizon.EntryID)
+		dst = binary.AppendVarint(dst, c.Pending)
+	}
 	return dst
 }
 
@@ -453,6 +467,7 @@ func decodeInfo(src []byte) (rest []byte, in *mlInfo, err error) {
 		return src, nil, corruptf("managed ledger info version")
 	}
 	in = &mlInfo{terminated: src[1]&1 != 0}
+	src0flags := src[1]
 	src, n, err := readUvarint(src[2:])
 	if err != nil {
 		return src, nil, err
@@ -487,6 +502,15 @@ func decodeInfo(src []byte) (rest []byte, in *mlInfo, err error) {
 		prev = l.LedgerID
 		l.Entries, l.Size, l.Messages = int64(e), int64(s), int64(m)
 		in.ledgers = append(in.ledgers, l)
+	}
+	if src0flags&2 != 0 {
+		c := &Compaction{}
+		for _, f := range []*int64{&c.Ledger, &c.Horizon.LedgerID, &c.Horizon.EntryID, &c.Pending} {
+			if src, *f, err = readVarint(src); err != nil {
+				return src, nil, err
+			}
+		}
+		in.compaction = c
 	}
 	return src, in, nil
 }

@@ -23,6 +23,7 @@ func (ml *ManagedLedger) Delete(ctx context.Context) error {
 	for _, l := range ml.info.ledgers {
 		ledgers = append(ledgers, l.LedgerID)
 	}
+	ledgers = append(ledgers, ml.info.compaction.ledgerIDs()...)
 	ml.infoMu.Unlock()
 	return deleteStored(ctx, ml.meta, ml.store, ml.path, ledgers)
 }
@@ -55,6 +56,7 @@ func (f *Factory) Delete(ctx context.Context, name string) error {
 	for _, l := range info.ledgers {
 		ledgers = append(ledgers, l.LedgerID)
 	}
+	ledgers = append(ledgers, info.compaction.ledgerIDs()...)
 	return deleteStored(ctx, f.opts.Metadata, f.opts.Ledgers, path, ledgers)
 }
 
