@@ -32,6 +32,8 @@ func (a *API) registerTopicRoutes(rt routeTable) {
 	rt.Handle("POST", tp+"/terminate", a.httpTerminate)
 	rt.Handle("PUT", tp+"/unload", a.httpUnload)
 	rt.Handle("GET", tp+"/ledger/{ledger}/entry/{entry}", a.httpMessageByID)
+	rt.Handle("PUT", tp+"/compaction", a.httpCompact)
+	rt.Handle("GET", tp+"/compaction", a.httpCompactionStatus)
 	for _, v := range []string{"offload", "publishRate", "dispatchRate", "retention", "messageTTL",
 		"backlogQuota", "permissions", "properties", "deduplicationEnabled", "maxProducers", "maxConsumers"} {
 		for _, m := range []string{"GET", "PUT", "POST", "DELETE"} {
@@ -449,4 +451,31 @@ func (a *API) httpMessageByID(w http.ResponseWriter, r *http.Request, p params) 
 		return
 	}
 	writeRawMessage(w, id, data)
+}
+
+// httpCompact starts compacting the topic (204; 409 while one runs).
+func (a *API) httpCompact(w http.ResponseWriter, r *http.Request, p params) {
+	tn, ok := broker.TopicFromParams(w, p)
+	if !ok {
+		return
+	}
+	if err := a.svc.Compact(r.Context(), tn.String()); err != nil {
+		serviceError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// httpCompactionStatus answers Pulsar's LongRunningProcessStatus.
+func (a *API) httpCompactionStatus(w http.ResponseWriter, r *http.Request, p params) {
+	tn, ok := broker.TopicFromParams(w, p)
+	if !ok {
+		return
+	}
+	st, lastErr, err := a.svc.CompactionStatus(r.Context(), tn.String())
+	if err != nil {
+		serviceError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": st, "lastError": lastErr})
 }

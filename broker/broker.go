@@ -171,6 +171,8 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	b.wg.Add(1)
 	go b.policyLoop()
+	b.wg.Add(1)
+	go b.compactionLoop()
 	b.startSecure()
 	b.log.Info("broker started", "service", sa, "http", b.HTTPAddr(), "service-tls", b.TLSServiceAddr(), "https", b.TLSHTTPAddr())
 	return nil

@@ -86,6 +86,10 @@ type Config struct {
 	// producers without a schema on topics with one, unless the namespace
 	// says otherwise.
 	SchemaValidationEnforced bool
+	// CompactionMonitorInterval is how often topics are checked against
+	// their namespace's compaction_threshold (Pulsar's
+	// brokerServiceCompactionMonitorIntervalInSeconds; default 60s).
+	CompactionMonitorInterval time.Duration
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -124,6 +128,9 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = 30 * time.Second
+	}
+	if c.CompactionMonitorInterval <= 0 {
+		c.CompactionMonitorInterval = time.Minute
 	}
 	if c.SchemaCompatibilityStrategy == "" {
 		c.SchemaCompatibilityStrategy = "FULL"

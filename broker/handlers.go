@@ -539,6 +539,13 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 		durable:  m.Durable == nil || m.GetDurable(),
 		consumer: co,
 	}
+	if m.GetReadCompacted() {
+		if !t.persistent() || (req.typ != SubExclusive && req.typ != SubFailover) {
+			c.sendError(rid, codeNotAllowed, "Read compacted can only be used with exclusive or failover persistent subscriptions")
+			return
+		}
+		req.readCompacted = true
+	}
 	if m.GetInitialPosition() == pb.CommandSubscribe_Earliest {
 		req.initial = initialEarliest
 	}

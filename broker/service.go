@@ -92,6 +92,12 @@ type Service interface {
 	PeekMessage(ctx context.Context, topic, sub string, n int64) (MessageID, []byte, error)
 
 	SchemaService // schema_service.go
+
+	// Compact starts compacting a topic (ErrAlreadyExists while one runs).
+	Compact(ctx context.Context, topic string) error
+	// CompactionStatus reports the last compaction: NOT_RUN, RUNNING,
+	// SUCCESS or ERROR, with the error.
+	CompactionStatus(ctx context.Context, topic string) (status, lastError string, err error)
 }
 
 var _ Service = (*Broker)(nil)

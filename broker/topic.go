@@ -84,6 +84,8 @@ type topic struct {
 		next int64
 	}
 
+	cstate compactionState // compaction.go
+
 	msgIn    atomic.Int64
 	bytesIn  atomic.Int64
 	rates    rateTracker

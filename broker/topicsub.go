@@ -14,6 +14,9 @@ type subscribeReq struct {
 	start    *position // non-durable start id, nil: use initial
 	sticky   bool
 	consumer *consumer
+	// readCompacted: read the compacted view, then the tail
+	// (compactedcursor.go).
+	readCompacted bool
 }
 
 // errSubscribe is a refusal of SUBSCRIBE with the ServerError to report.
@@ -54,6 +57,17 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 		return nil, &errSubscribe{codeServiceNotReady, "topic is being unloaded"}
 	}
 	if s := t.mu.subs[req.sub]; s != nil {
+		if req.readCompacted && t.persistent() {
+			// A durable subscription loaded at topic load (or created
+			// without read_compacted) switches while it has no consumer.
+			s.call(func() {
+				if ca, ok := s.cur.(*cursorAdapter); ok && len(s.consumers) == 0 {
+					if cl, ok := t.ml.(compactableLedger); ok {
+						s.cur = newCompactedCursor(ca, cl)
+					}
+				}
+			})
+		}
 		return s, nil
 	}
 	var cur cursor
@@ -75,6 +89,11 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 	}
 	if err != nil {
 		return nil, &errSubscribe{codeUnknownError, fmt.Sprintf("open cursor: %v", err)}
+	}
+	if ca, ok := cur.(*cursorAdapter); ok && req.readCompacted {
+		if cl, ok := t.ml.(compactableLedger); ok {
+			cur = newCompactedCursor(ca, cl)
+		}
 	}
 	s := newSubscription(req.sub, t.full, req.typ, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.log)
 	t.mu.subs[req.sub] = s
