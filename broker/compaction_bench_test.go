@@ -23,7 +23,7 @@ func BenchmarkCompaction(b *testing.B) {
 		for j := 0; j < 200_000; j++ {
 			p.SendAsync(context.Background(), &pulsar.ProducerMessage{Key: fmt.Sprintf("k%d", j%1000), Payload: pl}, nil)
 		}
-		if err := p.Flush(); err != nil {
+		if err := p.FlushWithCtx(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 		p.Close()

@@ -85,7 +85,7 @@ func produceRounds(t *testing.T, cl pulsar.Client, topic string, rounds, keys in
 	delete(want, "k3")
 	send(&pulsar.ProducerMessage{Payload: []byte("no key")})
 	wg.Wait()
-	if err := p.Flush(); err != nil {
+	if err := p.FlushWithCtx(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return want
