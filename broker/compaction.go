@@ -438,8 +438,40 @@ func (b *Broker) compactionLoop() {
 	}
 }
 
-// Compact implements Service: start compacting topic.
+// partitionsOf returns the partitions of a partitioned topic name, or
+// nil for any other name.
+func (b *Broker) partitionsOf(ctx context.Context, topic string) ([]string, error) {
+	tn, err := parseTopicName(topic)
+	if err != nil || tn.IsPartition() {
+		return nil, err
+	}
+	n, err := b.reg.partitions(ctx, tn)
+	if err != nil || n <= 0 {
+		return nil, err
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = tn.Partition(i).String()
+	}
+	return out, nil
+}
+
+// Compact implements Service: start compacting topic (every partition
+// of a partitioned topic).
 func (b *Broker) Compact(ctx context.Context, topic string) error {
+	parts, err := b.partitionsOf(ctx, topic)
+	if err != nil {
+		return err
+	}
+	if parts != nil {
+		var errs []error
+		for _, p := range parts {
+			if err := b.Compact(ctx, p); err != nil && !errors.Is(err, ErrAlreadyExists) {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	}
 	t, err := b.loadedOrLoad(ctx, topic)
 	if err != nil {
 		return err
@@ -453,8 +485,37 @@ func (b *Broker) Compact(ctx context.Context, topic string) error {
 	return nil
 }
 
-// CompactionStatus implements Service.
+// CompactionStatus implements Service. For a partitioned topic: RUNNING
+// while any partition runs, else ERROR if any failed, SUCCESS if all
+// succeeded, NOT_RUN otherwise.
 func (b *Broker) CompactionStatus(ctx context.Context, topic string) (status, lastError string, err error) {
+	parts, err := b.partitionsOf(ctx, topic)
+	if err != nil {
+		return "", "", err
+	}
+	if parts != nil {
+		rank := map[string]int{CompactionNotRun: 0, CompactionSuccess: 1, CompactionError: 2, CompactionRunning: 3}
+		status, success := CompactionNotRun, 0
+		for _, p := range parts {
+			s, e, err := b.CompactionStatus(ctx, p)
+			if err != nil {
+				return "", "", err
+			}
+			if s == CompactionSuccess {
+				success++
+			}
+			if rank[s] > rank[status] {
+				status = s
+			}
+			if s == CompactionError && lastError == "" {
+				lastError = p + ": " + e
+			}
+		}
+		if status == CompactionSuccess && success != len(parts) {
+			status = CompactionNotRun // some partitions never compacted
+		}
+		return status, lastError, nil
+	}
 	t, err := b.loadedOrLoad(ctx, topic)
 	if err != nil {
 		return "", "", err

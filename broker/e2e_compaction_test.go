@@ -300,3 +300,37 @@ func startUnmanaged(t *testing.T, meta *memMeta, ledgers *memstore.Store) *testB
 	}
 	return &testBroker{Broker: b, meta: meta, ledgers: ledgers, factory: f, url: "pulsar://" + b.ServiceAddr()}
 }
+
+// TestE2ECompactionPartitioned: compaction of a partitioned topic
+// compacts every partition; a TableView over it sees the table.
+func TestE2ECompactionPartitioned(t *testing.T) {
+	tb := startBroker(t, nil)
+	cl := tb.client(t)
+	topic := "persistent://public/default/" + newTopicName("parted")
+	if err := tb.CreatePartitionedTopic(ctxT(t), topic, PartitionedMetadata{Partitions: 3}); err != nil {
+		t.Fatal(err)
+	}
+	want := produceRounds(t, cl, topic, 4, 12)
+	if err := tb.Compact(ctxT(t), topic); err != nil {
+		t.Fatal(err)
+	}
+	waitCompacted(t, tb.Broker, topic)
+	for i := 0; i < 3; i++ {
+		if st, _, _ := tb.CompactionStatus(ctxT(t), fmt.Sprintf("%s-partition-%d", topic, i)); st != CompactionSuccess {
+			t.Fatalf("partition %d: %s", i, st)
+		}
+	}
+	tv, err := cl.CreateTableView(pulsar.TableViewOptions{Topic: topic, Schema: pulsar.NewStringSchema(nil), SchemaValueType: reflect.TypeOf((*string)(nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tv.Close()
+	got := map[string]string{}
+	for _, k := range tv.Keys() {
+		got[k] = *tv.Get(k).(*string)
+	}
+	delete(got, "")
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("table view %v, want %v", got, want)
+	}
+}
