@@ -120,7 +120,7 @@ func TestHTTPSchemas(t *testing.T) {
 	if code, _ := httpDo(t, tb, "GET", base, ""); code != 404 {
 		t.Fatalf("GET before any schema: %d, want 404", code)
 	}
-	code, body := httpDo(t, tb, "POST", base, `{"type":"JSON","schema":"{\"type\":\"record\"}","properties":{"k":"v"}}`)
+	code, body := httpDo(t, tb, "POST", base, `{"type":"JSON","schema":"{\"type\":\"record\",\"name\":\"R\",\"fields\":[]}","properties":{"k":"v"}}`)
 	if code != 200 || !strings.Contains(body, `"version":0`) {
 		t.Fatalf("POST: %d %s", code, body)
 	}
@@ -132,7 +132,7 @@ func TestHTTPSchemas(t *testing.T) {
 		Properties map[string]string `json:"properties"`
 	}
 	json.Unmarshal([]byte(body), &got)
-	if code != 200 || got.Type != "JSON" || got.Data != `{"type":"record"}` || got.Properties["k"] != "v" {
+	if code != 200 || got.Type != "JSON" || got.Data != `{"type":"record","name":"R","fields":[]}` || got.Properties["k"] != "v" {
 		t.Fatalf("GET: %d %s", code, body)
 	}
 	if code, _ := httpDo(t, tb, "GET", base+"/0", ""); code != 200 {

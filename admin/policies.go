@@ -114,9 +114,9 @@ func (a *API) registerPolicyRoutes(rt routeTable) {
 			return nil
 		})(w, r, prm)
 	})
-	for _, v := range []string{"persistence", "permissions", "antiAffinity", "schemaValidationEnforced",
-		"schemaCompatibilityStrategy", "schemaAutoUpdateCompatibilityStrategy", "maxConsumersPerSubscription",
-		"compactionThreshold", "clearBacklog", "encryptionRequired", "subscriptionAuthMode"} {
+	a.registerMessagingPolicyRoutes(rt)
+	for _, v := range []string{"persistence", "permissions", "antiAffinity", "maxConsumersPerSubscription",
+		"clearBacklog", "encryptionRequired", "subscriptionAuthMode"} {
 		for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
 			rt.Handle(m, base+v, notImplemented)
 		}

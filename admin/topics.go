@@ -34,7 +34,9 @@ func (a *API) registerTopicRoutes(rt routeTable) {
 	rt.Handle("PUT", tp+"/unload", a.httpUnload)
 	rt.Handle("GET", tp+"/ledger/{ledger}/entry/{entry}", a.httpMessageByID)
 	a.registerTopicPolicyRoutes(rt)
-	for _, v := range []string{"compaction", "permissions", "properties"} {
+	rt.Handle("PUT", tp+"/compaction", a.httpCompact)
+	rt.Handle("GET", tp+"/compaction", a.httpCompactionStatus)
+	for _, v := range []string{"permissions", "properties"} {
 		for _, m := range []string{"GET", "PUT", "POST", "DELETE"} {
 			rt.Handle(m, tp+"/"+v, notImplemented)
 		}
@@ -506,4 +508,31 @@ func (a *API) httpMessageByID(w http.ResponseWriter, r *http.Request, p params) 
 		return
 	}
 	writeRawMessage(w, id, data)
+}
+
+// httpCompact starts compacting the topic (204; 409 while one runs).
+func (a *API) httpCompact(w http.ResponseWriter, r *http.Request, p params) {
+	tn, ok := broker.TopicFromParams(w, p)
+	if !ok {
+		return
+	}
+	if err := a.svc.Compact(r.Context(), tn.String()); err != nil {
+		serviceError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// httpCompactionStatus answers Pulsar's LongRunningProcessStatus.
+func (a *API) httpCompactionStatus(w http.ResponseWriter, r *http.Request, p params) {
+	tn, ok := broker.TopicFromParams(w, p)
+	if !ok {
+		return
+	}
+	st, lastErr, err := a.svc.CompactionStatus(r.Context(), tn.String())
+	if err != nil {
+		serviceError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": st, "lastError": lastErr})
 }

@@ -109,8 +109,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		b.offloaders.by[propsKey(cfg.Offload.Properties)] = deps.Offloader
 	}
 	b.reg = registry{store: deps.Metadata, config: deps.ConfigStore, cluster: cfg.ClusterName, policies: b.policies}
-	b.schemas = &schemaRegistry{store: deps.Metadata}
-	b.schemas.mu.cache = make(map[string][]schemaEntry)
+	b.schemas = &schemaRegistry{store: deps.Metadata, b: b}
 	b.mu.topics = make(map[string]*topicLoad)
 	b.mu.conns = make(map[*conn]struct{})
 	b.admin = newRouter()
@@ -195,6 +194,8 @@ func (b *Broker) Start(ctx context.Context) error {
 	go b.statsLoop()
 	b.wg.Add(1)
 	go b.inactivityLoop()
+	b.wg.Add(1)
+	go b.compactionLoop()
 	b.startSecure()
 	b.log.Info("broker started", "service", sa, "http", b.HTTPAddr(), "service-tls", b.TLSServiceAddr(), "https", b.TLSHTTPAddr())
 	return nil

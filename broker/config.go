@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"github.com/magnetar-mq/magnetar/schema"
 	"log/slog"
 	"time"
 
@@ -134,6 +135,18 @@ type Config struct {
 	// Offload holds the broker-wide tiered-storage settings (nil:
 	// DefaultOffload, no driver).
 	Offload *OffloadDefaults
+	// SchemaCompatibilityStrategy is the broker default (Pulsar's
+	// schemaCompatibilityStrategy; default FULL) under namespace and topic
+	// policies; names as in package schema.
+	SchemaCompatibilityStrategy string
+	// SchemaValidationEnforced (isSchemaValidationEnforced) refuses
+	// producers without a schema on topics with one, unless the namespace
+	// says otherwise.
+	SchemaValidationEnforced bool
+	// CompactionMonitorInterval is how often topics are checked against
+	// their namespace's compaction_threshold (Pulsar's
+	// brokerServiceCompactionMonitorIntervalInSeconds; default 60s).
+	CompactionMonitorInterval time.Duration
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -180,6 +193,12 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = 30 * time.Second
+	}
+	if c.CompactionMonitorInterval <= 0 {
+		c.CompactionMonitorInterval = time.Minute
+	}
+	if c.SchemaCompatibilityStrategy == "" {
+		c.SchemaCompatibilityStrategy = "FULL"
 	}
 	if c.DispatchBatch == 0 {
 		c.DispatchBatch = 100
@@ -237,6 +256,8 @@ func (c *Config) Validate() error {
 	case c.DeleteInactiveTopicsFrequency < 0 || c.SubscriptionExpiryCheckInterval < 0 || c.StatsUpdateInterval < 0 ||
 		c.DeleteInactiveTopicsMaxInactiveDuration < 0 || c.SubscriptionExpirationTimeMinutes < 0:
 		return fmt.Errorf("%w: negative interval", ErrBadConfig)
+	case badStrategy(c.SchemaCompatibilityStrategy):
+		return fmt.Errorf("%w: unknown SchemaCompatibilityStrategy %q", ErrBadConfig, c.SchemaCompatibilityStrategy)
 	}
 	return nil
 }
@@ -274,4 +295,9 @@ type Deps struct {
 	// Collectors are registered on /metrics as they are (e.g. an
 	// in-process bookie's (*bookie.Bookie).Collector()).
 	Collectors []prometheus.Collector
+}
+
+func badStrategy(s string) bool {
+	_, err := schema.ParseStrategy(s)
+	return err != nil
 }

@@ -129,7 +129,9 @@
 //   - Deduplication state (last sequence id per producer name) is kept in
 //     memory and rebuilt at topic load from the last DedupRecoveryEntries
 //     entries only (Pulsar snapshots it; Magnetar does not yet).
-//   - read_compacted is ignored (the full topic is served).
+//   - Topic compaction and read_compacted: compaction.go,
+//     compactedcursor.go, docs/compaction.md. Schemas: schema.go and
+//     package schema, docs/schema.md.
 //   - No transactions. Chunked messages are kept whole per consumer on
 //     Shared and Key_Shared subscriptions (chunk.go, docs/chunking.md).
 package broker

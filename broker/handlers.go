@@ -448,13 +448,10 @@ func (c *conn) handleProducer(m *pb.CommandProducer) {
 		sink: c, topic: t, metadata: kvMap(m.Metadata), address: c.remote,
 		clientVersion: *c.clientVersion.Load(), connectedSince: time.Now(),
 	}
-	var schemaVersion []byte
-	if m.Schema != nil {
-		schemaVersion, err = t.getOrCreateSchema(ctx, m.Schema)
-		if err != nil {
-			c.sendError(rid, codeMetadataError, err.Error())
-			return
-		}
+	schemaVersion, code, err := t.attachSchema(ctx, m.Schema, schemaProducer)
+	if err != nil {
+		c.sendError(rid, code, err.Error())
+		return
 	}
 	c.mu.Lock()
 	if c.mu.closed {
@@ -558,11 +555,9 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 		c.sendError(rid, int32(pb.ServerError_TooManyRequests), "Subscribe limited by subscribe rate limit per consumer.")
 		return
 	}
-	if m.Schema != nil {
-		if _, err := t.getOrCreateSchema(ctx, m.Schema); err != nil {
-			c.sendError(rid, codeMetadataError, err.Error())
-			return
-		}
+	if _, code, err := t.attachSchema(ctx, m.Schema, schemaConsumer); err != nil {
+		c.sendError(rid, code, err.Error())
+		return
 	}
 	co := newConsumer(cid, m.GetConsumerName(), c)
 	c.mu.Lock()
@@ -582,6 +577,13 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 		consumer: co,
 		// As Pulsar: only durable subscriptions replicate their state.
 		replicated: m.GetReplicateSubscriptionState() && (m.Durable == nil || m.GetDurable()),
+	}
+	if m.GetReadCompacted() {
+		if !t.persistent() || (req.typ != SubExclusive && req.typ != SubFailover) {
+			c.sendError(rid, codeNotAllowed, "Read compacted can only be used with exclusive or failover persistent subscriptions")
+			return
+		}
+		req.readCompacted = true
 	}
 	if m.GetInitialPosition() == pb.CommandSubscribe_Earliest {
 		req.initial = initialEarliest

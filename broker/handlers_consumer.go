@@ -59,16 +59,28 @@ func (c *conn) handleGetLastMessageID(m *pb.CommandGetLastMessageId) {
 	if !ok {
 		last.EntryId = ptr(uint64(math.MaxUint64)) // -1: no message
 	}
+	var md position
+	var compacted *compactedCursor
+	if !cc.sub.call(func() { md = cc.sub.cur.MarkDelete(); compacted, _ = cc.sub.cur.(*compactedCursor) }) {
+		c.sendError(rid, codeConsumerNotFound, "Consumer is closed")
+		return
+	}
+	if compacted != nil && ok {
+		// read_compacted: when the last entry is compacted away, the
+		// last message the reader can get is the compacted ledger's last.
+		if cp, cbi, cok, applies := compacted.lastCompacted(pos); applies {
+			batchIndex = cbi
+			last = &pb.MessageIdData{LedgerId: ptr(uint64(cp.LedgerID)), EntryId: ptr(uint64(cp.EntryID))}
+			if !cok {
+				last.EntryId = ptr(uint64(math.MaxUint64))
+			}
+		}
+	}
 	if t.partition >= 0 {
 		last.Partition = ptr(int32(t.partition))
 	}
 	if batchIndex >= 0 {
 		last.BatchIndex = &batchIndex
-	}
-	var md position
-	if !cc.sub.call(func() { md = cc.sub.cur.MarkDelete() }) {
-		c.sendError(rid, codeConsumerNotFound, "Consumer is closed")
-		return
 	}
 	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_GET_LAST_MESSAGE_ID_RESPONSE.Enum(), GetLastMessageIdResponse: &pb.CommandGetLastMessageIdResponse{
 		RequestId:                  &rid,

@@ -611,3 +611,18 @@ func (b *Broker) HeldSends(topic string) int {
 	}
 	return t.heldCount()
 }
+
+// namespacePolicies returns ns's policy document (cached), nil if it
+// cannot be read.
+func (b *Broker) namespacePolicies(ns string) *policy.Policies {
+	if p := b.policies.Cached(ns); p != nil {
+		return p
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	p, err := b.policies.Get(ctx, ns)
+	if err != nil {
+		return nil
+	}
+	return p
+}

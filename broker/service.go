@@ -11,7 +11,6 @@ import (
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
-	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
 
 // Service is what the admin REST API (package admin) needs from a
@@ -108,11 +107,13 @@ type Service interface {
 	// subscription's backlog.
 	PeekMessage(ctx context.Context, topic, sub string, n int64) (MessageID, []byte, error)
 
-	// Schema returns version (latest if < 0) of a topic's schema.
-	Schema(ctx context.Context, topic string, version int64) (SchemaInfo, bool, error)
-	// CreateSchema registers s (or finds it) and returns its version.
-	CreateSchema(ctx context.Context, topic string, s SchemaInfo) (int64, error)
-	DeleteSchema(ctx context.Context, topic string) error
+	SchemaService // schema_service.go
+
+	// Compact starts compacting a topic (ErrAlreadyExists while one runs).
+	Compact(ctx context.Context, topic string) error
+	// CompactionStatus reports the last compaction: NOT_RUN, RUNNING,
+	// SUCCESS or ERROR, with the error.
+	CompactionStatus(ctx context.Context, topic string) (status, lastError string, err error)
 }
 
 var _ Service = (*Broker)(nil)
@@ -136,18 +137,6 @@ func (id MessageID) position() position {
 		return position(mledger.Latest)
 	}
 	return position{LedgerID: id.LedgerID, EntryID: id.EntryID}
-}
-
-// SchemaInfo is one schema version of a topic.
-type SchemaInfo struct {
-	// Version is the version's number (ignored by CreateSchema).
-	Version int64
-	// Type is the Pulsar schema type (pb.Schema_Type value).
-	Type       int32
-	Data       []byte
-	Properties map[string]string
-	// Timestamp is when the version was registered (Unix ms).
-	Timestamp int64
 }
 
 // ClusterName implements Service.
@@ -819,49 +808,6 @@ func nextPosition(ls []mledger.LedgerInfo, p mledger.Position) (mledger.Position
 		}
 	}
 	return mledger.Position{}, false
-}
-
-// Schema implements Service.
-func (b *Broker) Schema(ctx context.Context, topic string, version int64) (SchemaInfo, bool, error) {
-	tn, err := parseTopicName(topic)
-	if err != nil {
-		return SchemaInfo{}, false, err
-	}
-	e, v, found, err := b.schemas.get(ctx, tn, version)
-	if err != nil || !found {
-		return SchemaInfo{}, false, err
-	}
-	return SchemaInfo{Version: int64(v), Type: e.Type, Data: e.Data, Properties: e.Properties, Timestamp: e.Timestamp}, true, nil
-}
-
-// CreateSchema implements Service.
-func (b *Broker) CreateSchema(ctx context.Context, topic string, si SchemaInfo) (int64, error) {
-	tn, err := parseTopicName(topic)
-	if err != nil {
-		return 0, err
-	}
-	s := &pb.Schema{Name: ptr(tn.Local), SchemaData: si.Data, Type: pb.Schema_Type(si.Type).Enum()}
-	for k, v := range si.Properties {
-		s.Properties = append(s.Properties, &pb.KeyValue{Key: ptr(k), Value: ptr(v)})
-	}
-	vb, err := b.schemas.getOrCreate(ctx, tn, s)
-	if err != nil {
-		return 0, err
-	}
-	var v uint64
-	for _, c := range vb {
-		v = v<<8 | uint64(c)
-	}
-	return int64(v), nil
-}
-
-// DeleteSchema implements Service.
-func (b *Broker) DeleteSchema(ctx context.Context, topic string) error {
-	tn, err := parseTopicName(topic)
-	if err != nil {
-		return err
-	}
-	return b.schemas.delete(ctx, tn)
 }
 
 // AppliedPolicies returns the policy a loaded topic enforces now (nil

@@ -96,6 +96,8 @@ type topic struct {
 		next int64
 	}
 
+	cstate compactionState // compaction.go
+
 	msgIn    atomic.Int64
 	dataIn   atomic.Int64 // entries stored but markers (replsub.go)
 	bytesIn  atomic.Int64

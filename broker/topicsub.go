@@ -16,6 +16,9 @@ type subscribeReq struct {
 	consumer *consumer
 	// replicated: replicate_subscription_state (replsub.go).
 	replicated bool
+	// readCompacted: read the compacted view, then the tail
+	// (compactedcursor.go).
+	readCompacted bool
 }
 
 // errSubscribe is a refusal of SUBSCRIBE with the ServerError to report.
@@ -59,6 +62,17 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 		return nil, &errSubscribe{codeServiceNotReady, "topic is being unloaded"}
 	}
 	if s := t.mu.subs[req.sub]; s != nil {
+		if req.readCompacted && t.persistent() {
+			// A durable subscription loaded at topic load (or created
+			// without read_compacted) switches while it has no consumer.
+			s.call(func() {
+				if ca, ok := s.cur.(*cursorAdapter); ok && len(s.consumers) == 0 {
+					if cl, ok := t.ml.(compactableLedger); ok {
+						s.cur = newCompactedCursor(ca, cl)
+					}
+				}
+			})
+		}
 		return s, nil
 	}
 	var cur cursor
@@ -80,6 +94,11 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 	}
 	if err != nil {
 		return nil, &errSubscribe{codeUnknownError, fmt.Sprintf("open cursor: %v", err)}
+	}
+	if ca, ok := cur.(*cursorAdapter); ok && req.readCompacted {
+		if cl, ok := t.ml.(compactableLedger); ok {
+			cur = newCompactedCursor(ca, cl)
+		}
 	}
 	s := newSubscription(req.sub, t.full, req.typ, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.unackedLimits, t.log)
 	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing

@@ -427,9 +427,14 @@ type LedgerInfo struct {
 //	byte version, byte flags (bit 0: terminated), uvarint nLedgers,
 //	nLedgers × (varint id delta, uvarint entries, uvarint size,
 //	            uvarint messages, varint timestamp)
+//
+// With flags bit 1 (compaction, compaction.go) it is followed by
+//
+//	varint compactedLedger, position horizon, varint pendingLedger
 type mlInfo struct {
 	terminated bool
 	ledgers    []LedgerInfo
+	compaction *Compaction
 }
 
 func appendInfo(dst []byte, in *mlInfo) []byte {
@@ -446,6 +451,9 @@ func appendInfo(dst []byte, in *mlInfo) []byte {
 	if nOff > 0 {
 		flags |= infoFlagOffload
 	}
+	if in.compaction != nil {
+		flags |= infoFlagCompaction
+	}
 	dst = append(dst, formatVersion, flags)
 	dst = binary.AppendUvarint(dst, uint64(len(in.ledgers)))
 	prev := int64(0)
@@ -459,6 +467,12 @@ func appendInfo(dst []byte, in *mlInfo) []byte {
 	}
 	if nOff > 0 {
 		dst = appendOffloadSection(dst, in.ledgers, nOff)
+	}
+	if c := in.compaction; c != nil {
+		dst = binary.AppendVarint(dst, c.Ledger)
+		dst = binary.AppendVarint(dst, c.Horizon.LedgerID)
+		dst = binary.AppendVarint(dst, c.Horizon.EntryID)
+		dst = binary.AppendVarint(dst, c.Pending)
 	}
 	return dst
 }
@@ -508,6 +522,15 @@ func decodeInfo(src []byte) (rest []byte, in *mlInfo, err error) {
 		if src, err = decodeOffloadSection(src, in.ledgers); err != nil {
 			return src, nil, err
 		}
+	}
+	if flags&infoFlagCompaction != 0 {
+		c := &Compaction{}
+		for _, f := range []*int64{&c.Ledger, &c.Horizon.LedgerID, &c.Horizon.EntryID, &c.Pending} {
+			if src, *f, err = readVarint(src); err != nil {
+				return src, nil, err
+			}
+		}
+		in.compaction = c
 	}
 	return src, in, nil
 }

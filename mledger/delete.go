@@ -25,6 +25,7 @@ func (ml *ManagedLedger) Delete(ctx context.Context) error {
 		ledgers = append(ledgers, l.LedgerID)
 	}
 	infos := slices.Clone(ml.info.ledgers)
+	ledgers = append(ledgers, ml.info.compaction.ledgerIDs()...)
 	ml.infoMu.Unlock()
 	// Offloaded objects go first: if the object store cannot delete
 	// them the managed ledger stays (and the delete can be retried)
@@ -66,6 +67,7 @@ func (f *Factory) Delete(ctx context.Context, name string) error {
 	if err := deleteOffloaded(ctx, f.opts.Offloader, info.ledgers); err != nil {
 		return err
 	}
+	ledgers = append(ledgers, info.compaction.ledgerIDs()...)
 	return deleteStored(ctx, f.opts.Metadata, f.opts.Ledgers, path, ledgers)
 }
 

@@ -127,9 +127,11 @@
 // zig-zag (encoding/binary.AppendVarint), uvarint is unsigned LEB128, a
 // position is varint ledger, varint entry.
 //
-//	info node:      1 | flags(bit0 terminated) | uvarint n |
+//	info node:      1 | flags(bit0 terminated, bit1 compaction) | uvarint n |
 //	                n × (varint ledgerId-prev | uvarint entries |
 //	                     uvarint size | uvarint messages | varint closeTimeMs)
+//	                [bit1: varint compactedLedger | position horizon |
+//	                       varint pendingLedger]  (compaction.go)
 //	cursor node:    1 | varint cursorLedgerId (-1 none) | markDelete |
 //	                uvarint len | inline snapshot (only without cursor ledger)
 //	cursor ledger entry:

@@ -242,7 +242,12 @@ func (ml *ManagedLedger) recover(ctx context.Context) error {
 }
 
 func (in *mlInfo) clone() *mlInfo {
-	return &mlInfo{terminated: in.terminated, ledgers: slices.Clone(in.ledgers)}
+	out := &mlInfo{terminated: in.terminated, ledgers: slices.Clone(in.ledgers)}
+	if in.compaction != nil {
+		c := *in.compaction
+		out.compaction = &c
+	}
+	return out
 }
 
 // Name returns the managed ledger's name.

@@ -11,6 +11,10 @@ import (
 // infoFlagOffload marks an info node followed by the offload section.
 const infoFlagOffload = 2
 
+// infoFlagCompaction marks an info node followed by the compaction
+// section (after the offload section when both are present).
+const infoFlagCompaction = 4
+
 // OffloadContext is one ledger's offload state, recorded in the managed
 // ledger's info (Pulsar's OffloadContext).
 type OffloadContext struct {

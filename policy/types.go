@@ -49,6 +49,9 @@ type Policies struct {
 	OffloadThreshold          *int64           `json:"offload_threshold,omitempty"`
 	OffloadThresholdInSeconds *int64           `json:"offload_threshold_in_seconds,omitempty"`
 	OffloadDeletionLagMs      *int64           `json:"offload_deletion_lag_ms,omitempty"`
+	// Schema and compaction policies (messaging.go), flattened into the
+	// document under Pulsar's names.
+	MessagingPolicies
 }
 
 // BundlesData is a namespace's bundle split (Magnetar keeps one bundle

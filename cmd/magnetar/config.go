@@ -49,6 +49,8 @@ type serviceFlags struct {
 	subExpiryMinutes                                                        int
 	consistentHashing                                                       bool
 	storage                                                                 storageFlags
+	schemaStrategy                                                          string
+	schemaEnforced                                                          bool
 }
 
 // apply copies the settings shared by standalone and broker into c (a
@@ -85,6 +87,8 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.SubscriptionExpiryCheckInterval = s.subExpiryCheck
 	c.StatsUpdateInterval = s.statsInterval
 	c.KeySharedUseConsistentHashing = s.consistentHashing
+	c.SchemaCompatibilityStrategy = s.schemaStrategy
+	c.SchemaValidationEnforced = s.schemaEnforced
 }
 
 // register adds the flags; cluster is the --cluster-name default, ""
@@ -120,6 +124,8 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.DurationVar(&s.statsInterval, "stats-interval", 5*time.Second, "window of the stats rates")
 	fl.BoolVar(&s.consistentHashing, "key-shared-consistent-hashing", false, "Key_Shared AUTO_SPLIT uses a consistent-hash ring instead of splitting hash ranges")
 	s.storage.register(fl)
+	fl.StringVar(&s.schemaStrategy, "schema-compatibility-strategy", "FULL", "default schema compatibility strategy under namespace and topic policies")
+	fl.BoolVar(&s.schemaEnforced, "schema-validation-enforced", false, "refuse producers without a schema on topics that have one (namespace policy overrides)")
 }
 
 func addConfigFlag(c *cobra.Command) {
@@ -324,6 +330,8 @@ var brokerKeys = append([]conf.Key{
 	{Names: []string{"subscriptionExpiryCheckIntervalInMinutes"}, Flag: "subscription-expiry-check-interval", Convert: minutes},
 	{Names: []string{"statsUpdateFrequencyInSecs"}, Flag: "stats-interval", Convert: seconds},
 	{Names: []string{"subscriptionKeySharedUseConsistentHashing"}, Flag: "key-shared-consistent-hashing"},
+	{Names: []string{"schemaCompatibilityStrategy"}, Flag: "schema-compatibility-strategy"},
+	{Names: []string{"isSchemaValidationEnforced"}, Flag: "schema-validation-enforced"},
 }, storageKeys...)
 
 var brokerFixed = []conf.Fixed{

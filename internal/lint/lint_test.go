@@ -36,10 +36,11 @@ var allowed = map[string][]string{
 	"offload":            {"internal"},
 	"auth":               {"internal", "metadata"},
 	"policy":             {"internal", "metadata", "bundle"},
-	"broker":             {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "bundle", "cluster", "offload"},
+	"broker":             {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "bundle", "cluster", "offload", "schema"},
 	"bundle":             {},
 	"cluster":            {"internal", "metadata", "bundle"},
-	"admin":              {"internal", "broker", "policy", "protocol", "auth", "bundle", "cluster"},
+	"admin":              {"internal", "broker", "policy", "protocol", "auth", "bundle", "cluster", "schema"},
+	"schema":             {},
 	// The top of the graph imports anything in the project.
 	// tools: the ops tools as a library (only cmd imports it).
 	"tools": {"internal", "ledger", "bookie", "journal", "entrylog", "index", "metadata", "autorecovery", "protocol"},
