@@ -8,6 +8,11 @@
 //
 //	/admin/policies/<tenant>        TenantInfo JSON
 //	/admin/policies/<tenant>/<ns>   Policies JSON
+//	/admin/topic-policies/<tenant>/<ns>/<domain>/<local>   TopicPolicies JSON
+//
+// A topic-policies document exists only while it sets something (an
+// emptied document is deleted); a partition uses its partitioned topic's.
+// Rates in a namespace document are maps by cluster name, as in Pulsar.
 //
 // A namespace exists exactly when its node exists; the node's value is
 // its Policies (unset fields mean "broker default"). Writes are
@@ -26,5 +31,7 @@
 //
 // Resolve merges policy layers, most specific first (topic, then
 // namespace), over the broker defaults: for each field the first layer
-// that sets it wins. The result is immutable; a topic swaps it whole.
+// that sets it wins. A TopicPolicies becomes a layer with Layer(cluster).
+// The result is immutable; a topic swaps it whole. Writes to a topic's
+// policies notify the subscribers with the topic's namespace.
 package policy
