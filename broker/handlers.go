@@ -447,6 +447,7 @@ func (c *conn) handleProducer(m *pb.CommandProducer) {
 		sink: c, topic: t, metadata: kvMap(m.Metadata), address: c.remote,
 		clientVersion: *c.clientVersion.Load(), connectedSince: time.Now(),
 	}
+	p.win.roll(p.connectedSince, 0, 0) // the first window starts now
 	var schemaVersion []byte
 	if m.Schema != nil {
 		schemaVersion, err = t.getOrCreateSchema(ctx, m.Schema)

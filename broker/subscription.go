@@ -137,6 +137,7 @@ func newSubscription(name, topic string, typ SubType, partition int, cur cursor,
 		redelivered: make(map[position]uint32),
 		created:     time.Now().UnixMilli(),
 	}
+	s.win.roll(time.Now(), 0, 0, 0, 0, 0) // the first window starts now
 	s.sel = newSelector(typ, partition, false, false)
 	s.wg.Add(1)
 	go s.loop()
