@@ -216,3 +216,36 @@ func TestTopicPoliciesOverrideNamespace(t *testing.T) {
 		t.Fatalf("refused value changed maxConsumers to %d", r.MaxConsumers)
 	}
 }
+
+// TestTopicPoliciesPartitioned: policies set on a partitioned topic apply
+// to every partition (and may be read through a partition's name).
+func TestTopicPoliciesPartitioned(t *testing.T) {
+	t.Parallel()
+	tb := startBroker(t, nil)
+	topic := "persistent://public/default/" + uniqueName("part")
+	base := "/admin/v2/persistent/" + strings.TrimPrefix(topic, "persistent://")
+	mustHTTP(t, tb, "PUT", base+"/partitions", "2", http.StatusNoContent)
+	mustHTTP(t, tb, "POST", base+"/maxConsumers", "3", http.StatusNoContent)
+	cl := tb.client(t)
+	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := 0; i < 2; i++ {
+		pn := topic + "-partition-" + string(rune('0'+i))
+		if r := tb.AppliedPolicies(pn); r == nil || r.MaxConsumers != 3 {
+			t.Fatalf("partition %d enforces %+v, want maxConsumers 3", i, r)
+		}
+	}
+	if out := mustHTTP(t, tb, "GET", base+"-partition-1/maxConsumers", "", http.StatusOK); strings.TrimSpace(out) != "3" {
+		t.Fatalf("through a partition's name: %s", out)
+	}
+	// Deleting the partitioned topic deletes its policies.
+	p.Close()
+	mustHTTP(t, tb, "DELETE", base+"/partitions?force=true", "", http.StatusNoContent)
+	mustHTTP(t, tb, "PUT", base+"/partitions", "2", http.StatusNoContent)
+	if out := mustHTTP(t, tb, "GET", base+"/maxConsumers", "", http.StatusOK); strings.TrimSpace(out) != "null" {
+		t.Fatalf("a re-created topic inherited the deleted one's policies: %s", out)
+	}
+}
