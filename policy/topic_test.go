@@ -9,7 +9,7 @@ import (
 
 func TestResolveTopicLayerAndRates(t *testing.T) {
 	d := Defaults{Cluster: "c1", PublishRate: PublishRate{PublishThrottlingRateInMsg: 10},
-		InactiveTopic: InactiveTopicPolicies{DeleteWhileInactive: true, MaxInactiveDurationSeconds: 60, InactiveTopicDeleteMode: DeleteWhenNoSubscriptions},
+		InactiveTopic:                 InactiveTopicPolicies{DeleteWhileInactive: true, MaxInactiveDurationSeconds: 60, InactiveTopicDeleteMode: DeleteWhenNoSubscriptions},
 		SubscriptionExpirationMinutes: 7}
 	ns := &Policies{
 		PublishMaxMessageRate: map[string]PublishRate{"c1": {PublishThrottlingRateInMsg: 100}, "other": {PublishThrottlingRateInMsg: 5}},
