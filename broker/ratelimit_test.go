@@ -60,8 +60,12 @@ func TestSubscribeLimiterPerIdentity(t *testing.T) {
 		t.Fatal("unconfigured limiter refused")
 	}
 	l.configure(policy.SubscribeRate{SubscribeThrottlingRatePerConsumer: 2, RatePeriodInSecond: 3600})
-	if !l.allow("a") || !l.allow("a") || l.allow("a") {
-		t.Fatal("want two subscribes of a per period, then a refusal")
+	var got []bool
+	for range 3 {
+		got = append(got, l.allow("a"))
+	}
+	if !got[0] || !got[1] || got[2] {
+		t.Fatalf("subscribes of a: %v, want two allowed per period, then a refusal", got)
 	}
 	if !l.allow("b") {
 		t.Fatal("b is limited by a's subscribes")

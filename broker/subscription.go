@@ -95,12 +95,11 @@ type subscription struct {
 	lastAck     int64
 	lastConsume int64
 
-	ackedN      int64        // messages acknowledged
-	expiredN    atomic.Int64 // messages expired by TTL
-	lastExpire  atomic.Int64 // unix ms of the last TTL expiry
-	lastFlow    int64        // unix ms of the last FLOW
-	lastMarkDel int64        // unix ms the mark-delete last moved
-	win         rateWindow   // stats.go; has its own lock
+	ackedN     int64        // messages acknowledged
+	expiredN   atomic.Int64 // messages expired by TTL
+	lastExpire atomic.Int64 // unix ms of the last TTL expiry
+	lastFlow   int64        // unix ms of the last FLOW
+	win        rateWindow   // stats.go; has its own lock
 
 	// limits are the dispatch rate limiters (ratelimit.go), set by the
 	// topic; throttled is set by the loop while a timer will wake it.
