@@ -14,12 +14,12 @@ import (
 
 const inactiveCheck = 300 * time.Millisecond
 
-// TestInactiveTopicDeletion: with the namespace's inactive_topic_policies
+// TestE2EInactiveTopicDeletion: with the namespace's inactive_topic_policies
 // a topic left without producers, consumers and subscriptions is deleted;
 // one with a subscription is kept (delete_when_no_subscriptions). A
 // topic-level policy in delete_when_subscriptions_caught_up mode deletes
 // a topic whose subscription caught up and keeps one with a backlog.
-func TestInactiveTopicDeletion(t *testing.T) {
+func TestE2EInactiveTopicDeletion(t *testing.T) {
 	t.Parallel()
 	tb := startBroker(t, func(c *broker.Config) { c.DeleteInactiveTopicsFrequency = inactiveCheck })
 	cl := tb.client(t)
@@ -88,11 +88,14 @@ func TestInactiveTopicDeletion(t *testing.T) {
 	}
 }
 
-// TestSubscriptionExpiry: subscription_expiration_time_minutes deletes a
+// TestE2ESubscriptionExpiry: subscription_expiration_time_minutes deletes a
 // durable subscription left without consumers for that long (Pulsar's
 // unit is minutes: this test takes a little over one), and keeps one
 // with a consumer.
-func TestSubscriptionExpiry(t *testing.T) {
+func TestE2ESubscriptionExpiry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 10 s (or one-minute) measurement: not in the -short tier")
+	}
 	t.Parallel()
 	tb := startBroker(t, func(c *broker.Config) {
 		c.DisableDeleteInactiveTopics = true

@@ -15,10 +15,10 @@ import (
 	"github.com/magnetar-mq/magnetar/broker"
 )
 
-// TestStatsRates: a producer paced at a known rate and a consumer keeping
+// TestE2EStatsRates: a producer paced at a known rate and a consumer keeping
 // up; after two stats windows every rate of the topic's stats (topic,
 // publisher, subscription, consumer, in and out) is within 20 % of it.
-func TestStatsRates(t *testing.T) {
+func TestE2EStatsRates(t *testing.T) {
 	t.Parallel()
 	tb := startBroker(t, func(c *broker.Config) { c.StatsUpdateInterval = 2 * time.Second })
 	cl := tb.client(t)
@@ -92,10 +92,10 @@ func TestStatsRates(t *testing.T) {
 	}
 }
 
-// TestStatsCountersStoredOnly: messages the broker did not store
+// TestE2EStatsCountersStoredOnly: messages the broker did not store
 // (deduplicated re-sends, sends to a terminated topic) are not counted;
 // msgInCounter equals the messages stored and read back.
-func TestStatsCountersStoredOnly(t *testing.T) {
+func TestE2EStatsCountersStoredOnly(t *testing.T) {
 	t.Parallel()
 	tb := startBroker(t, nil)
 	cl := tb.client(t)
@@ -154,10 +154,10 @@ func TestStatsCountersStoredOnly(t *testing.T) {
 	}
 }
 
-// TestMetricsWithoutClients: a broker nobody used yet exports Pulsar's
+// TestE2EMetricsWithoutClients: a broker nobody used yet exports Pulsar's
 // broker-level series, the per-namespace topic count and the Go and
 // process collectors.
-func TestMetricsWithoutClients(t *testing.T) {
+func TestE2EMetricsWithoutClients(t *testing.T) {
 	t.Parallel()
 	tb := startBroker(t, nil)
 	resp, err := http.Get("http://" + tb.HTTPAddr() + "/metrics")

@@ -67,11 +67,11 @@ func (r *restartable) restart(t *testing.T) *testBroker {
 	return r.start(t)
 }
 
-// TestTopicPoliciesOverrideNamespace sets every policy on a namespace and
+// TestE2ETopicPoliciesOverrideNamespace sets every policy on a namespace and
 // a different value on one topic: the topic's value is what GET
 // ?applied=true reports and what the broker enforces, before and after a
 // restart; removing the topic's value falls back to the namespace's.
-func TestTopicPoliciesOverrideNamespace(t *testing.T) {
+func TestE2ETopicPoliciesOverrideNamespace(t *testing.T) {
 	t.Parallel()
 	r := &restartable{dir: t.TempDir(), ledgers: memstore.New()}
 	tb := r.start(t)
@@ -217,9 +217,9 @@ func TestTopicPoliciesOverrideNamespace(t *testing.T) {
 	}
 }
 
-// TestTopicPoliciesPartitioned: policies set on a partitioned topic apply
+// TestE2ETopicPoliciesPartitioned: policies set on a partitioned topic apply
 // to every partition (and may be read through a partition's name).
-func TestTopicPoliciesPartitioned(t *testing.T) {
+func TestE2ETopicPoliciesPartitioned(t *testing.T) {
 	t.Parallel()
 	tb := startBroker(t, nil)
 	topic := "persistent://public/default/" + uniqueName("part")

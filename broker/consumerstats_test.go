@@ -6,9 +6,9 @@ import (
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
 
-// TestConsumerStatsCommand: CONSUMER_STATS is answered with the
+// TestE2EConsumerStatsCommand: CONSUMER_STATS is answered with the
 // consumer's stats; an unknown consumer id gets ConsumerNotFound.
-func TestConsumerStatsCommand(t *testing.T) {
+func TestE2EConsumerStatsCommand(t *testing.T) {
 	tb := startBroker(t, nil)
 	r := dialRaw(t, tb, true)
 	topic := newTopicName("cstats")
