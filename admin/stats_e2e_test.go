@@ -196,3 +196,47 @@ func TestE2EMetricsWithoutClients(t *testing.T) {
 		}
 	}
 }
+
+// TestE2EStatsEarliestInBacklog: earliestMsgPublishTimeInBacklogs is the
+// publish time of the oldest unacknowledged message, and moves when it is
+// acknowledged.
+func TestE2EStatsEarliestInBacklog(t *testing.T) {
+	t.Parallel()
+	tb := startBroker(t, nil)
+	cl := tb.client(t)
+	topic := "persistent://public/default/" + uniqueName("earliest")
+	c, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := 0; i < 3; i++ {
+		if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms := receiveN(t, c, 3)
+	st, err := tb.TopicStats(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := ms[0].PublishTime().UnixMilli()
+	if st.EarliestMsgPublishTimeInBacklogs != first || st.Subscriptions["s"].EarliestMsgPublishTimeInBacklog != first ||
+		st.OldestBacklogMessageSubscriptionName != "s" {
+		t.Fatalf("earliest %d / sub %d / %q, want %d of s", st.EarliestMsgPublishTimeInBacklogs,
+			st.Subscriptions["s"].EarliestMsgPublishTimeInBacklog, st.OldestBacklogMessageSubscriptionName, first)
+	}
+	if err := c.AckCumulative(ms[0]); err != nil {
+		t.Fatal(err)
+	}
+	want := ms[1].PublishTime().UnixMilli()
+	waitUntil(t, "the earliest publish time to move to the second message", func() bool {
+		st, err := tb.TopicStats(context.Background(), topic)
+		return err == nil && st.EarliestMsgPublishTimeInBacklogs == want
+	})
+}
