@@ -596,6 +596,17 @@ func (s *subscription) throttle() bool {
 	return true
 }
 
+// rateLimitedNow reports whether a dispatch rate limit allows no message
+// now (without arming a timer).
+func (s *subscription) rateLimitedNow() bool {
+	l := s.limits.Load()
+	if l == nil {
+		return false
+	}
+	now := time.Now()
+	return l.topic.limiter().wait(now) > 0 || l.sub.limiter().wait(now) > 0
+}
+
 // limitRead caps a read at what the message rate limits allow now.
 func (s *subscription) limitRead(n int) int {
 	l := s.limits.Load()
