@@ -189,3 +189,37 @@ func TestE2EKeySharedAutoSplitThreeKeys(t *testing.T) {
 		t.Fatalf("a consumer received nothing: %v", counts)
 	}
 }
+
+// TestE2EKeySharedStickyRanges: consumers declaring sticky hash ranges
+// in their KeySharedMeta get exactly the keys of their ranges; a consumer
+// whose range overlaps another's is refused.
+func TestE2EKeySharedStickyRanges(t *testing.T) {
+	tb := startBroker(t, nil)
+	cl := tb.client(t)
+	topic := newTopicName("sticky")
+	sticky := func(lo, hi int) *pulsar.KeySharedPolicy {
+		p, err := pulsar.NewKeySharedPolicySticky([]int{lo, hi})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	low := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.KeyShared, KeySharedPolicy: sticky(0, 32767)})
+	high := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.KeyShared, KeySharedPolicy: sticky(32768, 65535)})
+	if c, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.KeyShared,
+		KeySharedPolicy: sticky(30000, 40000)}); err == nil {
+		c.Close()
+		t.Fatal("a consumer with an overlapping sticky range was accepted")
+	}
+	keys := append(keysIn(3, 0, 32767), keysIn(3, 32768, 65535)...)
+	p := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	sendAsyncAll(t, p, len(keys)*4, func(i int) *pulsar.ProducerMessage {
+		return &pulsar.ProducerMessage{Key: keys[i%len(keys)], Payload: []byte("x")}
+	})
+	receiveAcross(t, []pulsar.Consumer{low, high}, len(keys)*4, func(i int, m pulsar.Message) {
+		slot := keySlot([]byte(m.Key()))
+		if (i == 0) != (slot <= 32767) {
+			t.Errorf("key %s (slot %d) went to consumer %d", m.Key(), slot, i)
+		}
+	})
+}
