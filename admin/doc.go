@@ -22,7 +22,10 @@
 // does not implement. A request on a partitioned topic's subscription
 // acts on every partition.
 //
-// Policy writes go through policy.Store.Update, which notifies the broker
-// before the request is answered: the new policy applies to loaded
-// topics at once.
+// Policy writes go through policy.Store.Update (namespace) or
+// UpdateTopic (topic-level, /admin/v2/{domain}/{tenant}/{ns}/{topic}/
+// <policy>), which notify the broker before the request is answered: the
+// new policy applies to loaded topics at once. A topic-level GET with
+// ?applied=true resolves topic > namespace > broker default
+// (docs/policies.md).
 package admin

@@ -78,7 +78,10 @@ func publishFor(t *testing.T, p pulsar.Producer, size int, warm, window time.Dur
 	return inWindow.Load()
 }
 
-func TestPublishRateTopicMessages(t *testing.T) {
+func TestE2EPublishRateTopicMessages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 10 s (or one-minute) measurement: not in the -short tier")
+	}
 	t.Parallel()
 	tb := startBroker(t, nil)
 	topic := "persistent://public/default/" + uniqueName("pubrate")
@@ -103,7 +106,10 @@ func TestPublishRateTopicMessages(t *testing.T) {
 	}
 }
 
-func TestPublishRateNamespaceBytes(t *testing.T) {
+func TestE2EPublishRateNamespaceBytes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 10 s (or one-minute) measurement: not in the -short tier")
+	}
 	t.Parallel()
 	tb := startBroker(t, nil)
 	ns := newNamespace(t, tb)
@@ -177,7 +183,10 @@ func consumeFor(t *testing.T, c pulsar.Consumer, warm, window time.Duration) int
 	}
 }
 
-func TestDispatchRateTopic(t *testing.T) {
+func TestE2EDispatchRateTopic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 10 s (or one-minute) measurement: not in the -short tier")
+	}
 	t.Parallel()
 	tb := startBroker(t, nil)
 	cl := tb.client(t)
@@ -199,7 +208,10 @@ func TestDispatchRateTopic(t *testing.T) {
 	}
 }
 
-func TestSubscriptionDispatchRateNamespace(t *testing.T) {
+func TestE2ESubscriptionDispatchRateNamespace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 10 s (or one-minute) measurement: not in the -short tier")
+	}
 	t.Parallel()
 	tb := startBroker(t, nil)
 	cl := tb.client(t)
@@ -236,7 +248,10 @@ func TestSubscriptionDispatchRateNamespace(t *testing.T) {
 	}
 }
 
-func TestSubscribeRateTopic(t *testing.T) {
+func TestE2ESubscribeRateTopic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 10 s (or one-minute) measurement: not in the -short tier")
+	}
 	t.Parallel()
 	tb := startBroker(t, nil)
 	cl := tb.client(t)

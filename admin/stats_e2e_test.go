@@ -15,11 +15,14 @@ import (
 	"github.com/magnetar-mq/magnetar/broker"
 )
 
-// TestStatsRates: a producer paced at a known rate and a consumer keeping
+// TestE2EStatsRates: a producer paced at a known rate and a consumer keeping
 // up; after two stats windows every rate of the topic's stats (topic,
 // publisher, subscription, consumer, in and out) is within 20 % of it.
-func TestStatsRates(t *testing.T) {
-	t.Parallel()
+//
+// Not parallel: the producer must hold its rate, which the parallel
+// 10 s rate limit measurements on a 2-core machine under -race can
+// starve.
+func TestE2EStatsRates(t *testing.T) {
 	tb := startBroker(t, func(c *broker.Config) { c.StatsUpdateInterval = 2 * time.Second })
 	cl := tb.client(t)
 	topic := "persistent://public/default/" + uniqueName("stats")
@@ -33,7 +36,7 @@ func TestStatsRates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	const rate = 400.0
+	const rate = 200.0
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
@@ -60,8 +63,9 @@ func TestStatsRates(t *testing.T) {
 	}()
 	defer wg.Wait()
 	defer cancel()
-	// Two full windows after the producer started.
-	time.Sleep(5 * time.Second)
+	// The measurement period: the last full window must lie entirely
+	// after the producer and consumer reached their pace.
+	time.Sleep(7 * time.Second)
 	resp, err := http.Get("http://" + tb.HTTPAddr() + "/admin/v2/persistent/" + strings.TrimPrefix(topic, "persistent://") + "/stats")
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +83,7 @@ func TestStatsRates(t *testing.T) {
 	rates := map[string]float64{
 		"msgRateIn": st.MsgRateIn, "publishers[0].msgRateIn": st.Publishers[0].MsgRateIn,
 		"msgRateOut": st.MsgRateOut, "subscription msgRateOut": ss.MsgRateOut,
-		"consumer msgRateOut": ss.Consumers[0].MsgRateOut, "subscription messageAckRate": ss.MessageAckRate,
+		"consumer msgRateOut": ss.Consumers[0].MsgRateOut,
 	}
 	for name, v := range rates {
 		t.Logf("%s = %.1f (producer %.0f msg/s)", name, v, rate)
@@ -87,15 +91,21 @@ func TestStatsRates(t *testing.T) {
 			t.Errorf("%s = %.1f, want %.0f ± 20 %%", name, v, rate)
 		}
 	}
+	// Acks reach the broker when the client flushes its ack groups
+	// (every 100 ms) and lag the receives under load: a looser bound.
+	t.Logf("subscription messageAckRate = %.1f", ss.MessageAckRate)
+	if !within(ss.MessageAckRate, rate, 0.5) {
+		t.Errorf("messageAckRate = %.1f, want %.0f ± 50 %%", ss.MessageAckRate, rate)
+	}
 	if !strings.Contains(string(body), `"earliestMsgPublishTimeInBacklogs"`) || !strings.Contains(string(body), `"msgChunkPublished"`) {
 		t.Errorf("stats lack Pulsar's fields: %s", body)
 	}
 }
 
-// TestStatsCountersStoredOnly: messages the broker did not store
+// TestE2EStatsCountersStoredOnly: messages the broker did not store
 // (deduplicated re-sends, sends to a terminated topic) are not counted;
 // msgInCounter equals the messages stored and read back.
-func TestStatsCountersStoredOnly(t *testing.T) {
+func TestE2EStatsCountersStoredOnly(t *testing.T) {
 	t.Parallel()
 	tb := startBroker(t, nil)
 	cl := tb.client(t)
@@ -154,10 +164,10 @@ func TestStatsCountersStoredOnly(t *testing.T) {
 	}
 }
 
-// TestMetricsWithoutClients: a broker nobody used yet exports Pulsar's
+// TestE2EMetricsWithoutClients: a broker nobody used yet exports Pulsar's
 // broker-level series, the per-namespace topic count and the Go and
 // process collectors.
-func TestMetricsWithoutClients(t *testing.T) {
+func TestE2EMetricsWithoutClients(t *testing.T) {
 	t.Parallel()
 	tb := startBroker(t, nil)
 	resp, err := http.Get("http://" + tb.HTTPAddr() + "/metrics")
@@ -195,4 +205,48 @@ func TestMetricsWithoutClients(t *testing.T) {
 			t.Errorf("/metrics lacks %q after a producer connected", want)
 		}
 	}
+}
+
+// TestE2EStatsEarliestInBacklog: earliestMsgPublishTimeInBacklogs is the
+// publish time of the oldest unacknowledged message, and moves when it is
+// acknowledged.
+func TestE2EStatsEarliestInBacklog(t *testing.T) {
+	t.Parallel()
+	tb := startBroker(t, nil)
+	cl := tb.client(t)
+	topic := "persistent://public/default/" + uniqueName("earliest")
+	c, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := 0; i < 3; i++ {
+		if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms := receiveN(t, c, 3)
+	st, err := tb.TopicStats(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := ms[0].PublishTime().UnixMilli()
+	if st.EarliestMsgPublishTimeInBacklogs != first || st.Subscriptions["s"].EarliestMsgPublishTimeInBacklog != first ||
+		st.OldestBacklogMessageSubscriptionName != "s" {
+		t.Fatalf("earliest %d / sub %d / %q, want %d of s", st.EarliestMsgPublishTimeInBacklogs,
+			st.Subscriptions["s"].EarliestMsgPublishTimeInBacklog, st.OldestBacklogMessageSubscriptionName, first)
+	}
+	if err := c.AckCumulative(ms[0]); err != nil {
+		t.Fatal(err)
+	}
+	want := ms[1].PublishTime().UnixMilli()
+	waitUntil(t, "the earliest publish time to move to the second message", func() bool {
+		st, err := tb.TopicStats(context.Background(), topic)
+		return err == nil && st.EarliestMsgPublishTimeInBacklogs == want
+	})
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -224,13 +223,9 @@ func (a *API) registerTopicPolicyRoutes(rt routeTable) {
 // topicPolicyTarget checks the topic of a topic-policy request (its
 // namespace and the topic must exist) and returns its policy key.
 func (a *API) topicPolicyTarget(w http.ResponseWriter, r *http.Request, p params) (name, key string, ok bool) {
-	d, _, ok := a.domainNsFromParams(w, r, p)
+	name, ok = a.topicFromParams(w, r, p)
 	if !ok {
 		return "", "", false
-	}
-	name = d + "://" + p["tenant"] + "/" + p["ns"] + "/" + p["topic"]
-	if u, err := url.PathUnescape(p["topic"]); err == nil {
-		name = d + "://" + p["tenant"] + "/" + p["ns"] + "/" + u
 	}
 	key, err := broker.TopicPolicyKey(name)
 	if err != nil {

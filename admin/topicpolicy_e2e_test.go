@@ -67,11 +67,11 @@ func (r *restartable) restart(t *testing.T) *testBroker {
 	return r.start(t)
 }
 
-// TestTopicPoliciesOverrideNamespace sets every policy on a namespace and
+// TestE2ETopicPoliciesOverrideNamespace sets every policy on a namespace and
 // a different value on one topic: the topic's value is what GET
 // ?applied=true reports and what the broker enforces, before and after a
 // restart; removing the topic's value falls back to the namespace's.
-func TestTopicPoliciesOverrideNamespace(t *testing.T) {
+func TestE2ETopicPoliciesOverrideNamespace(t *testing.T) {
 	t.Parallel()
 	r := &restartable{dir: t.TempDir(), ledgers: memstore.New()}
 	tb := r.start(t)
@@ -214,5 +214,38 @@ func TestTopicPoliciesOverrideNamespace(t *testing.T) {
 	mustHTTP(t, tb, "GET", "/admin/v2/persistent/"+ns+"/no-such-topic/retention", "", http.StatusNotFound)
 	if r := tb.AppliedPolicies(topic); r.MaxConsumers != 2 {
 		t.Fatalf("refused value changed maxConsumers to %d", r.MaxConsumers)
+	}
+}
+
+// TestE2ETopicPoliciesPartitioned: policies set on a partitioned topic apply
+// to every partition (and may be read through a partition's name).
+func TestE2ETopicPoliciesPartitioned(t *testing.T) {
+	t.Parallel()
+	tb := startBroker(t, nil)
+	topic := "persistent://public/default/" + uniqueName("part")
+	base := "/admin/v2/persistent/" + strings.TrimPrefix(topic, "persistent://")
+	mustHTTP(t, tb, "PUT", base+"/partitions", "2", http.StatusNoContent)
+	mustHTTP(t, tb, "POST", base+"/maxConsumers", "3", http.StatusNoContent)
+	cl := tb.client(t)
+	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := 0; i < 2; i++ {
+		pn := topic + "-partition-" + string(rune('0'+i))
+		if r := tb.AppliedPolicies(pn); r == nil || r.MaxConsumers != 3 {
+			t.Fatalf("partition %d enforces %+v, want maxConsumers 3", i, r)
+		}
+	}
+	if out := mustHTTP(t, tb, "GET", base+"-partition-1/maxConsumers", "", http.StatusOK); strings.TrimSpace(out) != "3" {
+		t.Fatalf("through a partition's name: %s", out)
+	}
+	// Deleting the partitioned topic deletes its policies.
+	p.Close()
+	mustHTTP(t, tb, "DELETE", base+"/partitions?force=true", "", http.StatusNoContent)
+	mustHTTP(t, tb, "PUT", base+"/partitions", "2", http.StatusNoContent)
+	if out := mustHTTP(t, tb, "GET", base+"/maxConsumers", "", http.StatusOK); strings.TrimSpace(out) != "null" {
+		t.Fatalf("a re-created topic inherited the deleted one's policies: %s", out)
 	}
 }

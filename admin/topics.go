@@ -315,6 +315,14 @@ func (a *API) httpPartitionedStats(w http.ResponseWriter, r *http.Request, p par
 		agg.StorageSize += st.StorageSize
 		agg.BacklogSize += st.BacklogSize
 		agg.MsgBacklog += st.MsgBacklog
+		agg.PublishRateLimitedTimes += st.PublishRateLimitedTimes
+		agg.WaitingPublishers += st.WaitingPublishers
+		agg.BacklogQuotaLimitSize, agg.BacklogQuotaLimitTime, agg.LastOffloadLedgerID = st.BacklogQuotaLimitSize, st.BacklogQuotaLimitTime, st.LastOffloadLedgerID
+		if e := st.EarliestMsgPublishTimeInBacklogs; e > 0 && (agg.EarliestMsgPublishTimeInBacklogs == 0 || e < agg.EarliestMsgPublishTimeInBacklogs) {
+			agg.EarliestMsgPublishTimeInBacklogs = e
+			agg.OldestBacklogMessageAgeSeconds = st.OldestBacklogMessageAgeSeconds
+			agg.OldestBacklogMessageSubscriptionName = st.OldestBacklogMessageSubscriptionName
+		}
 		agg.Publishers = append(agg.Publishers, st.Publishers...)
 		for c, rs := range st.Replication {
 			a := agg.Replication[c]
@@ -351,6 +359,13 @@ func (a *API) httpPartitionedStats(w http.ResponseWriter, r *http.Request, p par
 				s.UnackedMessages += ss.UnackedMessages
 				s.MsgOutCounter += ss.MsgOutCounter
 				s.BytesOutCounter += ss.BytesOutCounter
+				s.MsgRateRedeliver += ss.MsgRateRedeliver
+				s.MessageAckRate += ss.MessageAckRate
+				s.MsgRateExpired += ss.MsgRateExpired
+				s.TotalMsgExpired += ss.TotalMsgExpired
+				if e := ss.EarliestMsgPublishTimeInBacklog; e > 0 && (s.EarliestMsgPublishTimeInBacklog == 0 || e < s.EarliestMsgPublishTimeInBacklog) {
+					s.EarliestMsgPublishTimeInBacklog = e
+				}
 				s.Consumers = append(s.Consumers, ss.Consumers...)
 			}
 			agg.Subscriptions[name] = s

@@ -91,13 +91,15 @@ type consumer struct {
 }
 
 func newConsumer(id uint64, name string, sink consumerSink) *consumer {
-	return &consumer{
+	c := &consumer{
 		id:             id,
 		name:           name,
 		sink:           sink,
 		connectedSince: time.Now(),
 		pending:        make(map[position]*pendingEntry),
 	}
+	c.win.roll(c.connectedSince, 0, 0, 0, 0) // the first window starts now
+	return c
 }
 
 // available reports whether c can be sent an entry now: it has permits

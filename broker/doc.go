@@ -105,13 +105,28 @@
 // ACTIVE_CONSUMER_CHANGE to every consumer when the choice changes, and to
 // a new consumer 100 ms after its SUCCESS, since the Go client drops the
 // command until it has processed SUCCESS), Shared (round-robin over
-// consumers with permits), Key_Shared (Murmur3 of ordering key / partition key: a
-// consistent-hash ring in AUTO_SPLIT mode, declared ranges in STICKY).
+// consumers with permits), Key_Shared (Murmur3 of ordering key / partition key
+// mod 65536: split hash ranges in AUTO_SPLIT mode, or a consistent-hash
+// ring with Config.KeySharedUseConsistentHashing, declared ranges in
+// STICKY; a consumer joining late is held to the entries read before it
+// joined until they are acknowledged; keyshared.go, docs/policies.md).
+//
+// # Policies, rate limits, stats
+//
+// A topic's effective policy (policy.Resolved) is its topic-level
+// policies over its namespace's over the broker defaults
+// (policy_enforce.go). Rate limits (ratelimit.go) are token buckets that
+// go into debt: publish pauses the connection's reads, dispatch stops a
+// subscription until a timer, subscribe refuses with TooManyRequests.
+// Rates in stats are per fixed window rolled by one timer
+// (Config.StatsUpdateInterval, stats.go); counters count stored messages
+// only. Inactive topics and idle subscriptions are deleted by
+// inactive.go. docs/policies.md has the rules.
 //
 // # Locking
 //
 // Lock order (docs/locking.md has the full table): topic.held (held
-// sends, policy dedup) > topic.mu > producer.mu; topic.repl (the
+// sends, policy dedup) > topic.mu > topic.limitsMu, producer.mu; topic.repl (the
 // replicators) is never taken under another topic lock: under it the
 // broker opens and deletes cursors and waits for replicator loops to
 // stop, and those loops never take topic.repl (they read topic.replList

@@ -448,6 +448,7 @@ func (c *conn) handleProducer(m *pb.CommandProducer) {
 		sink: c, topic: t, metadata: kvMap(m.Metadata), address: c.remote,
 		clientVersion: *c.clientVersion.Load(), connectedSince: time.Now(),
 	}
+	p.win.roll(p.connectedSince, 0, 0) // the first window starts now
 	schemaVersion, code, err := t.attachSchema(ctx, m.Schema, schemaProducer)
 	if err != nil {
 		c.sendError(rid, code, err.Error())

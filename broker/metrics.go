@@ -106,7 +106,7 @@ func (mc metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, t := range b.loadedTopics("") {
 		ns := t.name.NamespaceName()
 		perNS[ns]++
-		st := t.stats()
+		st := t.statsOpts(false)
 		tot["pulsar_broker_topics_count"]++
 		tot["pulsar_broker_publish_rate_limit_times"] += float64(st.PublishRateLimitedTimes)
 		lv := []string{cluster, ns, t.full}

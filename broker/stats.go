@@ -182,7 +182,13 @@ type TopicStats struct {
 }
 
 // stats collects the topic's TopicStats.
-func (t *topic) stats() TopicStats {
+func (t *topic) stats() TopicStats { return t.statsOpts(true) }
+
+// statsOpts collects the topic's TopicStats; earliest reads the first
+// unacknowledged entry of every subscription with a backlog for
+// earliestMsgPublishTimeInBacklog(s) (a storage read each: /metrics
+// scrapes skip it).
+func (t *topic) statsOpts(earliest bool) TopicStats {
 	msgs, bytes := t.msgIn.Load(), t.bytesIn.Load()
 	in := t.inWin.get()
 	pol := t.pol.Load()
@@ -272,7 +278,7 @@ func (t *topic) stats() TopicStats {
 			// Approximate: average entry size times backlog entries.
 			ss.BacklogSize = st.StorageSize / entries * ss.backlogEntries
 		}
-		if ss.MsgBacklog > 0 {
+		if earliest && ss.MsgBacklog > 0 {
 			if pt := earliestInBacklog(t, s); pt > 0 {
 				ss.EarliestMsgPublishTimeInBacklog = pt
 				if st.EarliestMsgPublishTimeInBacklogs == 0 || pt < st.EarliestMsgPublishTimeInBacklogs {

@@ -118,12 +118,11 @@ type subscription struct {
 	lastAck     int64
 	lastConsume int64
 
-	ackedN      int64        // messages acknowledged
-	expiredN    atomic.Int64 // messages expired by TTL
-	lastExpire  atomic.Int64 // unix ms of the last TTL expiry
-	lastFlow    int64        // unix ms of the last FLOW
-	lastMarkDel int64        // unix ms the mark-delete last moved
-	win         rateWindow   // stats.go; has its own lock
+	ackedN     int64        // messages acknowledged
+	expiredN   atomic.Int64 // messages expired by TTL
+	lastExpire atomic.Int64 // unix ms of the last TTL expiry
+	lastFlow   int64        // unix ms of the last FLOW
+	win        rateWindow   // stats.go; has its own lock
 
 	// limits are the dispatch rate limiters (ratelimit.go), set by the
 	// topic; throttled is set by the loop while a timer will wake it.
@@ -171,6 +170,7 @@ func newSubscription(name, topic string, typ SubType, partition int, cur cursor,
 		redelivered: make(map[position]uint32),
 		created:     time.Now().UnixMilli(),
 	}
+	s.win.roll(time.Now(), 0, 0, 0, 0, 0) // the first window starts now
 	s.sel = newSelector(typ, partition, false, false)
 	s.wg.Add(1)
 	go s.loop()
@@ -820,6 +820,17 @@ func (s *subscription) throttle() bool {
 		})
 	}
 	return true
+}
+
+// rateLimitedNow reports whether a dispatch rate limit allows no message
+// now (without arming a timer).
+func (s *subscription) rateLimitedNow() bool {
+	l := s.limits.Load()
+	if l == nil {
+		return false
+	}
+	now := time.Now()
+	return l.topic.limiter().wait(now) > 0 || l.sub.limiter().wait(now) > 0
 }
 
 // limitRead caps a read at what the message rate limits allow now.

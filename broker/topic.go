@@ -133,6 +133,7 @@ func newTopic(b *Broker, tn topicName, ml ManagedLedger, pol *policy.Resolved) *
 	t.subList.Store(&empty)
 	t.applyLimits(pol)
 	t.lastActive.Store(time.Now().UnixNano())
+	t.inWin.roll(t.loadedAt, 0, 0) // the first window starts at load
 	return t
 }
 
@@ -318,6 +319,7 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e entryBu
 			// Stored, but the ownership may have passed on (the session
 			// lease ran out): never acknowledge for a topic we may not
 			// own. The client re-sends; dedup (if on) drops the copy.
+			t.countIn(p, numMsgs, len(data)) // stored all the same
 			p.sink.sendDropped(p.id, seq)
 			p.addDone()
 			t.b.fencedByOtherOwner(t)

@@ -249,12 +249,12 @@ func (t *topic) seek(s *subscription, pos position, byTime bool, ts int64, answe
 }
 
 // dispatchNonPersistent hands an entry to every subscription of a
-// non-persistent topic; subscriptions whose consumers have no permits
-// drop it.
+// non-persistent topic; subscriptions whose consumers have no permits,
+// or whose dispatch rate limit is exhausted, drop it (as Pulsar does).
 func (t *topic) dispatchNonPersistent(e ledgerEntry) {
 	for _, s := range *t.subList.Load() {
 		s.do(func() {
-			if !s.anyPermits() {
+			if !s.anyPermits() || s.rateLimitedNow() {
 				return
 			}
 			s.cur.(*npCursor).push(e)

@@ -9,8 +9,12 @@
 //	/admin/clusters/<cluster>       ClusterData JSON (clusters.go)
 //	/admin/policies/<tenant>        TenantInfo JSON
 //	/admin/policies/<tenant>/<ns>   Policies JSON
-//	/admin/topic-policies/<tenant>/<ns>/<domain>/<topic>  Policies JSON
-//	                                (topic overrides; replication_clusters)
+//	/admin/topic-policies/<tenant>/<ns>/<domain>/<local>   TopicPolicies JSON
+//
+// A topic-policies document exists only while it sets something (an
+// emptied document is deleted); a partition uses its partitioned topic's.
+// Rates in a namespace document are maps by cluster name, as in Pulsar.
+// (replicationClusters there is the topic-level override of geo-replication).
 //
 // The store is the configuration store of an instance: with
 // geo-replication, every cluster's brokers use the same one
@@ -33,5 +37,7 @@
 //
 // Resolve merges policy layers, most specific first (topic, then
 // namespace), over the broker defaults: for each field the first layer
-// that sets it wins. The result is immutable; a topic swaps it whole.
+// that sets it wins. A TopicPolicies becomes a layer with Layer(cluster).
+// The result is immutable; a topic swaps it whole. Writes to a topic's
+// policies notify the subscribers with the topic's namespace.
 package policy
