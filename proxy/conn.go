@@ -166,12 +166,14 @@ func (c *clientConn) serveLookups(fr *pulsarproto.FrameReader, m *pb.CommandConn
 	}
 	fr.SetMaxFrameSize(p.cfg.MaxMessageSize + pulsarproto.FramePadding)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	var wg sync.WaitGroup
+	defer func() {
+		cancel() // requests in flight end now: their client is gone
+		wg.Wait()
+	}()
 	var lastRead atomic.Int64
 	lastRead.Store(time.Now().UnixNano())
 	go c.keepAlive(ctx, &lastRead)
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	for {
 		_ = c.nc.SetReadDeadline(time.Now().Add(p.cfg.KeepAlive * 5 / 2))
 		f, err := fr.Next()
