@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/internal/testcert"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -113,6 +114,13 @@ func TestProxyTokenAuth(t *testing.T) {
 	if err := os.WriteFile(proxyTokFile, []byte(proxyTok+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	certCA, err := testcert.NewCA("proxy test CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile, _ := certCA.WriteCA(dir, "ca.pem")
+	srv, _ := certCA.Server("server", []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
+	srv.Write(dir, "server")
 	c := newTestCluster(t)
 	bc := &brokerCluster{t: t, c: c}
 	for range 2 {
@@ -121,7 +129,8 @@ func TestProxyTokenAuth(t *testing.T) {
 	for range 2 {
 		bc.brokers = append(bc.brokers, bc.startBroker("--load-shedding-interval", "-1s", "--ensemble", "2", "--write-quorum", "2", "--ack-quorum", "2",
 			"--authenticationEnabled", "--authenticationProviders", "token", "--tokenSecretKey", "file://"+key,
-			"--authorizationEnabled", "--superUserRoles", "admin,proxy", "--proxyRoles", "proxy"))
+			"--authorizationEnabled", "--superUserRoles", "admin,proxy", "--proxyRoles", "proxy",
+			"--brokerServicePortTls", "127.0.0.1:0", "--tlsCertificateFilePath", srv.CertFile, "--tlsKeyFilePath", srv.KeyFile))
 	}
 	bc.store = c.clusterClient().store
 	deadline := time.Now().Add(30 * time.Second)
@@ -237,6 +246,35 @@ func TestProxyTokenAuth(t *testing.T) {
 	if code, body := authHTTP(t, "GET", px.http+lookup, "", "", nil); code != 401 {
 		t.Fatalf("anonymous HTTP through the proxy: %d %s", code, body)
 	}
+	// TLS end to end: clients over pulsar+ssl to a second proxy, which
+	// talks TLS to the brokers' TLS ports.
+	_, tf := startMagnetar(t, "proxy-tls", "magnetar proxy ready", "proxy", "--metadata-url", c.url, "--listen", "", "--http", "127.0.0.1:0",
+		"--listen-tls", "127.0.0.1:0", "--tlsCertificateFilePath", srv.CertFile, "--tlsKeyFilePath", srv.KeyFile,
+		"--authenticationEnabled", "--authenticationProviders", "token", "--tokenSecretKey", "file://"+key,
+		"--brokerClientAuthenticationPlugin", "token", "--brokerClientAuthenticationParameters", "file://"+proxyTokFile,
+		"--tls-enabled-with-broker", "--brokerClientTrustCertsFilePath", caFile)
+	if tf["service-tls"] == "" {
+		t.Fatalf("TLS proxy ready line: %v", tf)
+	}
+	tcl, err := pulsar.NewClient(pulsar.ClientOptions{URL: tf["service-tls"], TLSTrustCertsFilePath: caFile, OperationTimeout: 10 * time.Second,
+		ConnectionTimeout: 5 * time.Second, Authentication: pulsar.NewAuthenticationToken(alice), Logger: plog.DefaultNopLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tcl.Close)
+	for _, tp := range []string{"persistent://public/sec/t0", "persistent://public/sec/t1", "persistent://public/sec/t2"} {
+		roundTrip(t, tcl, tp, 5)
+	}
+	tb, err := pulsar.NewClient(pulsar.ClientOptions{URL: tf["service-tls"], TLSTrustCertsFilePath: caFile, OperationTimeout: 10 * time.Second,
+		ConnectionTimeout: 5 * time.Second, Authentication: pulsar.NewAuthenticationToken(bob), Logger: plog.DefaultNopLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tb.Close)
+	if _, err := tb.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://public/sec/t0"}); err == nil || !strings.Contains(err.Error(), "AuthorizationError") {
+		t.Fatalf("bob's producer through the TLS proxy: %v, want AuthorizationError", err)
+	}
+
 	// Stats are for superusers.
 	if code, _ := authHTTP(t, "GET", px.http+"/proxy-stats/connections", alice, "", nil); code != 403 {
 		t.Fatalf("alice reading /proxy-stats: %d", code)
