@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -126,11 +127,14 @@ func TestProxyTokenAuth(t *testing.T) {
 	for range 2 {
 		bc.bookies = append(bc.bookies, c.startBookie(""))
 	}
-	for range 2 {
-		bc.brokers = append(bc.brokers, bc.startBroker("--load-shedding-interval", "-1s", "--ensemble", "2", "--write-quorum", "2", "--ack-quorum", "2",
+	for i := range 2 {
+		// The second broker re-authenticates the credentials the
+		// proxies forward (authenticateOriginalAuthData).
+		extra := []string{"--authenticateOriginalAuthData=" + strconv.FormatBool(i == 1)}
+		bc.brokers = append(bc.brokers, bc.startBroker(append(extra, "--load-shedding-interval", "-1s", "--ensemble", "2", "--write-quorum", "2", "--ack-quorum", "2",
 			"--authenticationEnabled", "--authenticationProviders", "token", "--tokenSecretKey", "file://"+key,
 			"--authorizationEnabled", "--superUserRoles", "admin,proxy", "--proxyRoles", "proxy",
-			"--brokerServicePortTls", "127.0.0.1:0", "--tlsCertificateFilePath", srv.CertFile, "--tlsKeyFilePath", srv.KeyFile))
+			"--brokerServicePortTls", "127.0.0.1:0", "--tlsCertificateFilePath", srv.CertFile, "--tlsKeyFilePath", srv.KeyFile)...))
 	}
 	bc.store = c.clusterClient().store
 	deadline := time.Now().Add(30 * time.Second)
@@ -152,7 +156,8 @@ func TestProxyTokenAuth(t *testing.T) {
 	}
 	px := bc.startProxy("proxy", "--metadata-url", c.url,
 		"--authenticationEnabled", "--authenticationProviders", "token", "--tokenSecretKey", "file://"+key, "--superUserRoles", "admin",
-		"--brokerClientAuthenticationPlugin", "token", "--brokerClientAuthenticationParameters", "file://"+proxyTokFile)
+		"--brokerClientAuthenticationPlugin", "token", "--brokerClientAuthenticationParameters", "file://"+proxyTokFile,
+		"--forward-authorization-credentials")
 	client := func(tk string) pulsar.Client {
 		o := pulsar.ClientOptions{URL: px.service, OperationTimeout: 10 * time.Second, ConnectionTimeout: 5 * time.Second, Logger: plog.DefaultNopLogger()}
 		if tk != "" {
@@ -218,6 +223,23 @@ func TestProxyTokenAuth(t *testing.T) {
 	if r := rawConnect(t, brokerAddr, m); r.GetType() != pb.BaseCommand_CONNECTED {
 		t.Fatalf("proxy role naming alice: %v", r)
 	}
+	// authenticateOriginalAuthData: the forwarded credentials must be
+	// valid and yield the original principal.
+	broker2 := strings.TrimPrefix(bc.brokers[1].service, "pulsar://")
+	withData := func(principal, data string) *pb.CommandConnect {
+		m := tokenConnect(proxyTok)
+		m.OriginalPrincipal, m.OriginalAuthMethod, m.OriginalAuthData = proto.String(principal), proto.String("token"), proto.String(data)
+		return m
+	}
+	if r := rawConnect(t, broker2, withData("alice", alice)); r.GetType() != pb.BaseCommand_CONNECTED {
+		t.Fatalf("proxy forwarding alice's token for alice: %v", r)
+	}
+	wantErr("proxy forwarding bob's token for alice", rawConnect(t, broker2, withData("alice", bob)), pb.ServerError_AuthorizationError)
+	wantErr("proxy forwarding garbage for alice", rawConnect(t, broker2, withData("alice", "not-a-token")), pb.ServerError_AuthorizationError)
+	m = tokenConnect(proxyTok)
+	m.OriginalPrincipal = proto.String("alice")
+	wantErr("proxy naming alice without her credentials", rawConnect(t, broker2, m), pb.ServerError_AuthorizationError)
+
 	// A relay to something that is not a broker.
 	m = tokenConnect(alice)
 	m.ProxyToBrokerUrl = proto.String(c.zk.Addr())
@@ -252,7 +274,7 @@ func TestProxyTokenAuth(t *testing.T) {
 		"--listen-tls", "127.0.0.1:0", "--tlsCertificateFilePath", srv.CertFile, "--tlsKeyFilePath", srv.KeyFile,
 		"--authenticationEnabled", "--authenticationProviders", "token", "--tokenSecretKey", "file://"+key,
 		"--brokerClientAuthenticationPlugin", "token", "--brokerClientAuthenticationParameters", "file://"+proxyTokFile,
-		"--tls-enabled-with-broker", "--brokerClientTrustCertsFilePath", caFile)
+		"--tls-enabled-with-broker", "--brokerClientTrustCertsFilePath", caFile, "--forward-authorization-credentials")
 	if tf["service-tls"] == "" {
 		t.Fatalf("TLS proxy ready line: %v", tf)
 	}
