@@ -132,6 +132,40 @@ func TestProxyTopicsOnSeveralBrokers(t *testing.T) {
 	if code != 200 || !strings.Contains(string(body), bc.owner(topics[0])) {
 		t.Fatalf("HTTP lookup through the proxy: %d %s (owner %s)", code, body, bc.owner(topics[0]))
 	}
+	// A partitioned topic created through the proxy (HTTP PUT with a
+	// body), used through it (partitioned metadata forwarded), and a
+	// regex subscription (topics of namespace forwarded).
+	code, _, body = httpDo(t, "PUT", px.http+"/admin/v2/persistent/public/px/parted/partitions", "4", false)
+	if code != 204 {
+		t.Fatalf("create partitioned topic through the proxy: %d %s", code, body)
+	}
+	roundTrip(t, cl, "persistent://public/px/parted", 40)
+	rx, err := cl.Subscribe(pulsar.ConsumerOptions{TopicsPattern: "persistent://public/px/t[0-7]", SubscriptionName: "rt",
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatalf("regex subscription through the proxy: %v", err)
+	}
+	// Every t* topic holds 20 messages acked by "rt" already; a new
+	// one on t3 must arrive.
+	p3, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topics[3]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p3.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("via-regex")}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	m, err := rx.Receive(ctx)
+	cancel()
+	if err != nil || string(m.Payload()) != "via-regex" {
+		t.Fatalf("regex consumer: %v %v", m, err)
+	}
+	rx.Close()
+	p3.Close()
+	if v := metricValue(t, px.http, "pulsar_proxy_partitions_metadata_requests"); v < 1 {
+		t.Fatalf("partitioned-metadata requests = %v", v)
+	}
+
 	// Stats and metrics.
 	if v := metricValue(t, px.http, "pulsar_proxy_lookup_requests"); v < float64(len(topics)) {
 		t.Fatalf("lookups = %v, want >= %d", v, len(topics))
