@@ -254,7 +254,8 @@ func TestProxyBrokerSIGKILL(t *testing.T) {
 }
 
 // Proxies behind one client URL list; one is SIGKILLed while clients
-// produce: they move to the others, nothing acked is lost.
+// produce: they move to the others, nothing acked is lost; restarted on
+// its address, it serves everything back.
 //
 // Three proxies, not two: pulsar-client-go (v0.19) takes one host from
 // its round-robin list for the lookup and the next one as the physical
@@ -303,6 +304,10 @@ func TestProxySIGKILLOneOfSeveral(t *testing.T) {
 			relays += metricValue(t, p.http, "magnetar_proxy_active_relays")
 		}
 	}
-	dups := checkDelivered(t, cl, topic, "check", log)
-	t.Logf("%d acked, %d duplicates; %v relays on the surviving proxies", log.total(), dups, relays)
+	// A proxy keeps nothing a restart loses: the killed one, restarted on
+	// its address, serves a client that knows only it.
+	addr := strings.TrimPrefix(ps[victim].service, "pulsar://")
+	again := bc.startProxy("proxy-restarted", "--metadata-url", bc.c.url, "--listen", addr)
+	dups := checkDelivered(t, newClusterClient(t, again.service), topic, "check", log)
+	t.Logf("%d acked, %d duplicates (read through the restarted proxy); %v relays on the surviving proxies", log.total(), dups, relays)
 }
