@@ -48,10 +48,12 @@
 // # HTTP
 //
 // /admin/... and /lookup/... are forwarded: the caller is authenticated
-// at the proxy, its Authorization and any X-Original-Principal header are
-// dropped, the proxy's credentials and X-Original-Principal = the
-// caller's role are set, and redirects (307) are followed inside the
-// proxy (at most 10), re-setting those headers. Topic calls
+// at the proxy, any X-Original-Principal header it sent is dropped and,
+// when the proxy authenticates or has broker credentials, so is its
+// Authorization: the proxy's credentials and X-Original-Principal = the
+// caller's role are set instead (a proxy with neither passes the
+// caller's Authorization through). Redirects (307) are followed inside
+// the proxy (at most 10), re-setting those headers. Topic calls
 // (/admin/v2/{persistent|non-persistent}/{tenant}/{ns}/{topic}/...) go
 // to the topic's owner, found by a lookup as the caller; other calls to
 // any broker (the next one when a broker cannot be reached). Bodies are

@@ -156,8 +156,14 @@ func (p *Proxy) forwardHTTP(w http.ResponseWriter, r *http.Request) {
 		for k, vs := range r.Header {
 			req.Header[k] = append([]string(nil), vs...)
 		}
+		clientAuthz := req.Header.Get("Authorization")
 		for _, h := range hopHeaders {
 			req.Header.Del(h)
+		}
+		if !p.cfg.Security.Enabled() && authz == "" && clientAuthz != "" {
+			// Neither authenticating nor holding credentials, the
+			// proxy passes the caller's own credentials through.
+			req.Header.Set("Authorization", clientAuthz)
 		}
 		setAuth(req.Header)
 		if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {

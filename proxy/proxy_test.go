@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -243,5 +245,58 @@ func TestLookupRedirectAndRelay(t *testing.T) {
 	_, _, r = dialProxy(t, p, &pb.CommandConnect{OriginalPrincipal: proto.String("admin")})
 	if r.GetType() != pb.BaseCommand_ERROR || r.GetError().GetError() != pb.ServerError_AuthorizationError {
 		t.Fatalf("client with original principal: %v", r)
+	}
+}
+
+// HTTP forwarding follows a broker's 307 inside the proxy, resends the
+// body, drops a forged X-Original-Principal and passes the caller's
+// Authorization through when the proxy neither authenticates nor has
+// credentials of its own.
+func TestHTTPForwardFollowsRedirects(t *testing.T) {
+	type seen struct{ method, uri, body, authz, orig string }
+	got := make(chan seen, 1)
+	b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got <- seen{r.Method, r.URL.RequestURI(), string(body), r.Header.Get("Authorization"), r.Header.Get("X-Original-Principal")}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer b.Close()
+	a := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, b.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	defer a.Close()
+	fb := startFakeBroker(t)
+	p, err := Start(context.Background(), Config{ServiceAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
+		BrokerServiceURL: fb.url(), BrokerWebServiceURL: a.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	req, _ := http.NewRequest("PUT", "http://"+p.HTTPAddr()+"/admin/v2/namespaces/t/ns?x=1", strings.NewReader(`{"k":1}`))
+	req.Header.Set("Authorization", "Bearer abc")
+	req.Header.Set("X-Original-Principal", "admin")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	s := <-got
+	if s != (seen{"PUT", "/admin/v2/namespaces/t/ns?x=1", `{"k":1}`, "Bearer abc", ""}) {
+		t.Fatalf("broker saw %+v", s)
+	}
+	// /metrics and /status.html are the proxy's own.
+	for _, path := range []string{"/metrics", "/status.html", "/proxy-stats"} {
+		r, err := http.Get("http://" + p.HTTPAddr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode != 200 {
+			t.Fatalf("%s: %d", path, r.StatusCode)
+		}
 	}
 }
