@@ -24,6 +24,10 @@ type Config struct {
 	SuperUserRoles                      []string
 	AuthorizationAllowWildcardsMatching bool
 
+	// Proxies acting for clients (see proxy.go).
+	ProxyRoles                   []string
+	AuthenticateOriginalAuthData bool
+
 	TokenSecretKey               string
 	TokenPublicKey               string
 	TokenPublicAlg               string
@@ -94,6 +98,8 @@ func (c *Config) fields() []field {
 		{key: "authorizationEnabled", b: &c.AuthorizationEnabled, doc: "check every operation against grants"},
 		{key: "superUserRoles", ls: &c.SuperUserRoles, doc: "comma list of roles allowed everything"},
 		{key: "authorizationAllowWildcardsMatching", b: &c.AuthorizationAllowWildcardsMatching, doc: "granted roles with a leading or trailing * match by suffix or prefix"},
+		{key: "proxyRoles", ls: &c.ProxyRoles, doc: "comma list of roles that may act for a client (send an original principal)"},
+		{key: "authenticateOriginalAuthData", b: &c.AuthenticateOriginalAuthData, doc: "re-authenticate the client credentials a proxy forwards; the original principal must match them"},
 		{key: "tokenSecretKey", str: &c.TokenSecretKey, doc: "HMAC key: data:;base64,..., file:///path, a path, or base64"},
 		{key: "tokenPublicKey", str: &c.TokenPublicKey, doc: "public key (X.509 DER or PEM) for RS*/ES* tokens, same forms"},
 		{key: "tokenPublicAlg", str: &c.TokenPublicAlg, doc: "key family of tokenPublicKey (informational; the key type decides)"},

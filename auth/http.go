@@ -54,16 +54,34 @@ func (s *Security) Handler(next http.Handler) http.Handler {
 				return
 			}
 		}
-		r = r.WithContext(WithRole(r.Context(), id.Role))
+		original := r.Header.Get(HeaderOriginalPrincipal)
+		if err == nil && !open {
+			if perr := s.CheckOriginalPrincipal(id.Role, original, true); perr != nil {
+				s.Log.Warn("HTTP original principal refused", "remote", r.RemoteAddr, "role", id.Role, "err", perr)
+				msg := "Invalid combination of Original principal cannot be empty if the request is via proxy."
+				if original != "" {
+					msg = "Original principal is not allowed for role " + id.Role
+				}
+				writeReason(w, http.StatusUnauthorized, msg)
+				return
+			}
+		}
+		effective := id.Role
+		if original != "" && s.IsProxyRole(id.Role) {
+			effective = original
+		}
+		r = r.WithContext(WithRole(r.Context(), effective))
 		if s.Authz != nil && !open {
-			if err := s.authorizeHTTP(r, id.Role); err != nil {
-				if errors.Is(err, ErrAuthorization) {
-					s.Log.Info("HTTP request denied", "role", id.Role, "method", r.Method, "path", path)
-					writeReason(w, http.StatusForbidden, strings.TrimPrefix(err.Error(), ErrAuthorization.Error()+": "))
+			for _, role := range AuthorizedRoles(id.Role, effective) {
+				if err := s.authorizeHTTP(r, role); err != nil {
+					if errors.Is(err, ErrAuthorization) {
+						s.Log.Info("HTTP request denied", "role", role, "via", id.Role, "method", r.Method, "path", path)
+						writeReason(w, http.StatusForbidden, strings.TrimPrefix(err.Error(), ErrAuthorization.Error()+": "))
+						return
+					}
+					writeReason(w, http.StatusInternalServerError, "authorization check failed: "+err.Error())
 					return
 				}
-				writeReason(w, http.StatusInternalServerError, "authorization check failed: "+err.Error())
-				return
 			}
 		}
 		if s.servePermissions(w, r) {

@@ -195,16 +195,21 @@ func (b *Broker) lookupURLs() (plain, secure string) {
 
 // connSec is a connection's authentication state.
 type connSec struct {
-	mu      sync.Mutex
-	id      auth.Identity
-	refresh bool // the client advertised supports_auth_refresh
-	pending bool // an AUTH_CHALLENGE is unanswered
+	mu sync.Mutex
+	id auth.Identity
+	// original is the client a proxy role acts for ("" when the
+	// connection is not proxied).
+	original string
+	refresh  bool // the client advertised supports_auth_refresh
+	pending  bool // an AUTH_CHALLENGE is unanswered
 }
 
-func (cs *connSec) role() string {
+// roles returns the roles a command is authorized for: the original
+// principal (when proxied) and the connection's role.
+func (cs *connSec) roles() []string {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	return cs.id.Role
+	return auth.AuthorizedRoles(cs.id.Role, cs.original)
 }
 
 // tlsState returns the TLS session of the connection (nil if plaintext).
@@ -243,11 +248,40 @@ func (c *conn) authenticate(m *pb.CommandConnect) error {
 		c.sendError(math.MaxUint64, int32(pb.ServerError_AuthenticationError), "Failed to authenticate")
 		return fmt.Errorf("broker: CONNECT: %w", err)
 	}
+	original, err := c.originalPrincipal(s, id, m)
+	if err != nil {
+		c.sendError(math.MaxUint64, codeAuthorizationError, "Invalid roles.")
+		return fmt.Errorf("broker: CONNECT: %w", err)
+	}
 	c.sec.mu.Lock()
 	c.sec.id = id
+	c.sec.original = original
 	c.sec.refresh = m.GetFeatureFlags().GetSupportsAuthRefresh()
 	c.sec.mu.Unlock()
 	return nil
+}
+
+// originalPrincipal validates CONNECT.original_principal against the
+// authenticated role (auth/proxyroles.go): only a proxy role may name
+// one, and must. With authenticateOriginalAuthData the forwarded
+// credentials are authenticated too and must yield that principal.
+func (c *conn) originalPrincipal(s *auth.Security, id auth.Identity, m *pb.CommandConnect) (string, error) {
+	original := m.GetOriginalPrincipal()
+	if err := s.CheckOriginalPrincipal(id.Role, original, false); err != nil {
+		c.log.Warn("CONNECT refused", "role", id.Role, "original_principal", original, "err", err)
+		return "", err
+	}
+	if original == "" || !s.Config.AuthenticateOriginalAuthData {
+		return original, nil
+	}
+	oid, err := s.AuthenticateConnect(m.GetOriginalAuthMethod(), []byte(m.GetOriginalAuthData()), nil, c.remote)
+	if err != nil {
+		return "", fmt.Errorf("original auth data: %w", err)
+	}
+	if oid.Role != original {
+		return "", fmt.Errorf("%w: original auth data is for %q, original principal %q", auth.ErrInvalidRoles, oid.Role, original)
+	}
+	return original, nil
 }
 
 // refreshLoop challenges connections whose credentials expired.
@@ -339,9 +373,19 @@ func (c *conn) denied(f *pulsarproto.Frame) bool {
 	if s == nil || s.Authz == nil {
 		return false
 	}
-	role := c.sec.role()
+	roles := c.sec.roles()
+	role := roles[0]
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
+	// all runs check for every role; the first denial wins.
+	all := func(check func(role string) error) error {
+		for _, r := range roles {
+			if err := check(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	topic := func(name string) (string, bool) {
 		tn, err := parseTopicName(name)
 		if err != nil {
@@ -362,7 +406,7 @@ func (c *conn) denied(f *pulsarproto.Frame) bool {
 		if !ok {
 			return false
 		}
-		if err := s.CanLookup(ctx, role, name); err != nil {
+		if err := all(func(role string) error { return s.CanLookup(ctx, role, name) }); err != nil {
 			rid := cmd.LookupTopic.GetRequestId()
 			c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: &pb.CommandLookupTopicResponse{
 				RequestId: &rid, Response: pb.CommandLookupTopicResponse_Failed.Enum(),
@@ -376,7 +420,7 @@ func (c *conn) denied(f *pulsarproto.Frame) bool {
 		if !ok {
 			return false
 		}
-		if err := s.CanLookup(ctx, role, name); err != nil {
+		if err := all(func(role string) error { return s.CanLookup(ctx, role, name) }); err != nil {
 			rid := cmd.PartitionMetadata.GetRequestId()
 			c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_PARTITIONED_METADATA_RESPONSE.Enum(), PartitionMetadataResponse: &pb.CommandPartitionedTopicMetadataResponse{
 				RequestId: &rid, Response: pb.CommandPartitionedTopicMetadataResponse_Failed.Enum(),
@@ -390,7 +434,7 @@ func (c *conn) denied(f *pulsarproto.Frame) bool {
 		if !ok {
 			return false
 		}
-		if err := s.CanProduce(ctx, role, name); err != nil {
+		if err := all(func(role string) error { return s.CanProduce(ctx, role, name) }); err != nil {
 			c.sendError(cmd.Producer.GetRequestId(), codeAuthorizationError, errText(err, "Client is not authorized to Produce"))
 			c.logDenied(role, "produce", name)
 			return true
@@ -400,7 +444,7 @@ func (c *conn) denied(f *pulsarproto.Frame) bool {
 		if !ok {
 			return false
 		}
-		if err := s.CanConsume(ctx, role, name, cmd.Subscribe.GetSubscription()); err != nil {
+		if err := all(func(role string) error { return s.CanConsume(ctx, role, name, cmd.Subscribe.GetSubscription()) }); err != nil {
 			msg := errText(err, "")
 			if errors.Is(err, auth.ErrAuthorization) {
 				msg = strings.TrimPrefix(err.Error(), auth.ErrAuthorization.Error()+": ")
@@ -411,7 +455,7 @@ func (c *conn) denied(f *pulsarproto.Frame) bool {
 		}
 	case pb.BaseCommand_GET_TOPICS_OF_NAMESPACE:
 		ns := cmd.GetTopicsOfNamespace.GetNamespace()
-		if err := s.CanListNamespace(ctx, role, ns); err != nil {
+		if err := all(func(role string) error { return s.CanListNamespace(ctx, role, ns) }); err != nil {
 			c.sendError(cmd.GetTopicsOfNamespace.GetRequestId(), codeAuthorizationError, errText(err, "Client is not authorized to GetTopicsOfNamespace"))
 			c.logDenied(role, "get-topics", ns)
 			return true
@@ -421,7 +465,7 @@ func (c *conn) denied(f *pulsarproto.Frame) bool {
 		if !ok {
 			return false
 		}
-		if err := s.CanLookup(ctx, role, name); err != nil {
+		if err := all(func(role string) error { return s.CanLookup(ctx, role, name) }); err != nil {
 			rid := cmd.GetSchema.GetRequestId()
 			c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_GET_SCHEMA_RESPONSE.Enum(), GetSchemaResponse: &pb.CommandGetSchemaResponse{
 				RequestId: &rid, ErrorCode: pb.ServerError_AuthorizationError.Enum(), ErrorMessage: ptr(errText(err, "Client is not authorized to GetSchema")),
@@ -434,7 +478,7 @@ func (c *conn) denied(f *pulsarproto.Frame) bool {
 		if !ok {
 			return false
 		}
-		if err := s.CanProduce(ctx, role, name); err != nil {
+		if err := all(func(role string) error { return s.CanProduce(ctx, role, name) }); err != nil {
 			rid := cmd.GetOrCreateSchema.GetRequestId()
 			c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE.Enum(), GetOrCreateSchemaResponse: &pb.CommandGetOrCreateSchemaResponse{
 				RequestId: &rid, ErrorCode: pb.ServerError_AuthorizationError.Enum(), ErrorMessage: ptr(errText(err, "Client is not authorized to GetOrCreateSchema")),

@@ -403,7 +403,7 @@ func init() {
 		Short: "Configuration files (Pulsar's key names)",
 	}
 	dump := &cobra.Command{
-		Use:   "dump standalone|broker|bookie [--config FILE] [flags of that command]",
+		Use:   "dump standalone|broker|bookie|proxy [--config FILE] [flags of that command]",
 		Short: "Print the effective configuration of a server command and where each value comes from",
 		Long: `Applies the role's --config file, the environment (PULSAR_PREFIX_<key>,
 MAGNETAR_<FLAG>) and the flags given, as the command itself would, and
@@ -413,7 +413,7 @@ prints every setting as flag=value with its origin. Nothing is started.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			role := args[0]
 			if _, ok := schemas[role]; !ok {
-				return fmt.Errorf("config dump %q: want standalone, broker or bookie", role)
+				return fmt.Errorf("config dump %q: want standalone, broker, bookie or proxy", role)
 			}
 			target, _, err := rootCmd.Find([]string{role})
 			if err != nil {

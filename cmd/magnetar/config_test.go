@@ -18,7 +18,7 @@ import (
 // roleCmd returns a fresh command of role with its flags parsed from args.
 func roleCmd(t *testing.T, role string, args ...string) *cobra.Command {
 	t.Helper()
-	c := map[string]func() *cobra.Command{"standalone": newStandaloneCmd, "broker": newBrokerCmd, "bookie": newBookieCmd}[role]()
+	c := map[string]func() *cobra.Command{"standalone": newStandaloneCmd, "broker": newBrokerCmd, "bookie": newBookieCmd, "proxy": newProxyCmd}[role]()
 	if err := c.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +47,27 @@ func flagValue(t *testing.T, c *cobra.Command, name string) string {
 type keyCase struct{ key, value, flag, want string }
 
 var keyCases = map[string][]keyCase{
+	"proxy": {
+		{"metadataStoreUrl", "zk:zk1:2181/px", "metadata-url", "zk://zk1:2181/px"},
+		{"metadataStoreSessionTimeoutMillis", "4000", "zk-session-timeout", "4s"},
+		{"bindAddress", "127.0.0.3", "listen", "127.0.0.3:6650"},
+		{"servicePort", "16650", "listen", ":16650"},
+		{"webServicePort", "18080", "http", ":18080"},
+		{"servicePortTls", "6651", "listen-tls", ":6651"},
+		{"webServicePortTls", "8443", "http-tls", ":8443"},
+		{"brokerServiceURL", "pulsar://b1:6650,b2:6650", "broker-service-url", "pulsar://b1:6650,b2:6650"},
+		{"brokerServiceURLTLS", "pulsar+ssl://b1:6651", "broker-service-url-tls", "pulsar+ssl://b1:6651"},
+		{"brokerWebServiceURL", "http://b1:8080", "broker-web-service-url", "http://b1:8080"},
+		{"brokerWebServiceURLTLS", "https://b1:8443", "broker-web-service-url-tls", "https://b1:8443"},
+		{"maxConcurrentLookupRequests", "7", "max-concurrent-lookups", "7"},
+		{"maxConcurrentInboundConnections", "9", "max-connections", "9"},
+		{"keepAliveIntervalSeconds", "5", "keep-alive-interval", "5s"},
+		{"maxMessageSize", "1048576", "max-message-size", "1048576"},
+		{"forwardAuthorizationCredentials", "true", "forward-authorization-credentials", "true"},
+		{"tlsEnabledWithBroker", "true", "tls-enabled-with-broker", "true"},
+		{"authenticationEnabled", "true", "authenticationEnabled", "true"},
+		{"brokerClientAuthenticationPlugin", "token", "brokerClientAuthenticationPlugin", "token"},
+	},
 	"standalone": {
 		{"bindAddress", "127.0.0.2", "listen", "127.0.0.2:6650"},
 		{"brokerServicePort", "16650", "listen", ":16650"},
