@@ -58,6 +58,7 @@ type Broker struct {
 	// set by Start before the first connection.
 	producerPrefix string
 	rateLogs       rateLogs
+	history        history // history.go
 	wg             sync.WaitGroup
 	done           chan struct{}
 }
@@ -166,6 +167,8 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	b.wg.Add(1)
 	go b.policyLoop()
+	b.wg.Add(1)
+	go b.historyLoop()
 	b.startSecure()
 	b.log.Info("broker started", "service", sa, "http", b.HTTPAddr(), "service-tls", b.TLSServiceAddr(), "https", b.TLSHTTPAddr())
 	return nil

@@ -81,6 +81,12 @@ type Config struct {
 	// metadata store (see ClusterConfig); nil is a single node that owns
 	// every topic.
 	Cluster *ClusterConfig
+	// HistoryInterval is how often the history sampler records every
+	// loaded topic's rates, backlog and storage size (history.go; default
+	// 5s). HistoryLength samples are kept per topic (default 180, 15
+	// minutes at the default interval).
+	HistoryInterval time.Duration
+	HistoryLength   int
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -100,6 +106,15 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.HTTPAddr == "" {
 		c.HTTPAddr = ":8080"
+	}
+	if c.HistoryInterval <= 0 {
+		c.HistoryInterval = DefaultHistoryInterval
+	}
+	if c.HistoryLength <= 0 {
+		c.HistoryLength = int(DefaultHistoryWindow / c.HistoryInterval)
+		if c.HistoryLength < 2 {
+			c.HistoryLength = 2
+		}
 	}
 	if c.AdvertisedHost == "" {
 		c.AdvertisedHost = "localhost"
