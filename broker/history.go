@@ -178,3 +178,17 @@ func (b *Broker) TopicHistory(topic string) []Sample {
 
 // HistoryInterval is the sampler's interval.
 func (b *Broker) HistoryInterval() time.Duration { return b.cfg.HistoryInterval }
+
+// LoadedTopicStats returns the stats of topic (or one partition) if this
+// broker has it loaded; unlike TopicStats it never loads it.
+func (b *Broker) LoadedTopicStats(topic string) (TopicStats, bool) {
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return TopicStats{}, false
+	}
+	t := b.lookupTopic(tn.String())
+	if t == nil || t.isClosed() {
+		return TopicStats{}, false
+	}
+	return t.stats(), true
+}

@@ -33,6 +33,8 @@ type serviceFlags struct {
 	maxUnackedC       int
 	maxUnackedS       int
 	maxPartitions     int
+	console           bool
+	historyInterval   time.Duration
 }
 
 // apply copies the settings shared by standalone and broker into c (a
@@ -51,6 +53,7 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.MaxUnackedPerConsumer = unlimited(s.maxUnackedC)
 	c.MaxUnackedPerSubscription = unlimited(s.maxUnackedS)
 	c.MaxPartitionsPerTopic = unlimited(s.maxPartitions)
+	c.HistoryInterval = s.historyInterval
 }
 
 // register adds the flags; cluster is the --cluster-name default, ""
@@ -65,6 +68,8 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.IntVar(&s.maxUnackedC, "max-unacked-messages-per-consumer", broker.DefaultMaxUnackedPerConsumer, "Shared/Key_Shared: stop dispatching to a consumer holding this many unacked messages until half are acked (0: unlimited)")
 	fl.IntVar(&s.maxUnackedS, "max-unacked-messages-per-subscription", broker.DefaultMaxUnackedPerSubscription, "Shared/Key_Shared: the same for a whole subscription (0: unlimited)")
 	fl.IntVar(&s.maxPartitions, "max-partitions-per-topic", broker.DefaultMaxPartitionsPerTopic, "most partitions a partitioned topic may have (0: up to 2^31-1)")
+	fl.BoolVar(&s.console, "console", true, "serve the web console under /console on the HTTP port (--console=false turns it off)")
+	fl.DurationVar(&s.historyInterval, "console-sample-interval", broker.DefaultHistoryInterval, "how often topic rates, backlog and storage size are sampled for the console's charts (15 minutes are kept)")
 }
 
 func addConfigFlag(c *cobra.Command) {
@@ -250,6 +255,8 @@ var brokerKeys = []conf.Key{
 	{Names: []string{"maxUnackedMessagesPerConsumer"}, Flag: "max-unacked-messages-per-consumer"},
 	{Names: []string{"maxUnackedMessagesPerSubscription"}, Flag: "max-unacked-messages-per-subscription"},
 	{Names: []string{"maxNumPartitionsPerPartitionedTopic"}, Flag: "max-partitions-per-topic"},
+	{Names: []string{"consoleEnabled"}, Flag: "console", Doc: "Magnetar's web console under /console"},
+	{Names: []string{"consoleSampleIntervalSeconds"}, Flag: "console-sample-interval", Convert: seconds},
 }
 
 var brokerFixed = []conf.Fixed{

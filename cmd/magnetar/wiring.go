@@ -16,6 +16,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/admin"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/console"
 	"github.com/magnetar-mq/magnetar/ledger"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -74,7 +75,7 @@ type serviceStack struct {
 }
 
 func openServiceStack(ctx context.Context, store metadata.Store, lc *ledger.Client, co ledger.CreateOptions,
-	cfg broker.Config, bookies broker.BookieInfo, log *slog.Logger, collectors ...prometheus.Collector) (_ *serviceStack, err error) {
+	cfg broker.Config, withConsole bool, bookies broker.BookieInfo, log *slog.Logger, collectors ...prometheus.Collector) (_ *serviceStack, err error) {
 	s := &serviceStack{}
 	defer func() {
 		if err != nil {
@@ -102,6 +103,11 @@ func openServiceStack(ctx context.Context, store metadata.Store, lc *ledger.Clie
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	admin.Register(s.broker.Router(), s.broker)
+	if withConsole {
+		if _, err := console.Register(s.broker.Router(), s.broker, log.With("component", "console")); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.broker.Start(ctx); err != nil {
 		s.broker = nil
 		return nil, fmt.Errorf("broker: %w", err)

@@ -40,6 +40,7 @@ var allowed = map[string][]string{
 	"bundle":             {},
 	"cluster":            {"internal", "metadata", "bundle"},
 	"admin":              {"internal", "broker", "policy", "protocol", "auth", "bundle", "cluster"},
+	"console":            {"internal", "broker", "policy", "bundle", "cluster"},
 	// The top of the graph imports anything in the project.
 	// tools: the ops tools as a library (only cmd imports it).
 	"tools": {"internal", "ledger", "bookie", "journal", "entrylog", "index", "metadata", "autorecovery", "protocol"},
