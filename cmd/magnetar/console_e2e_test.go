@@ -170,12 +170,10 @@ func TestConsoleE2E(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer prod.Close()
 	pprod, err := c.CreateProducer(pulsar.ProducerOptions{Topic: parted})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pprod.Close()
 	// Traffic until the sampler has seen it: a rate needs two samples
 	// around some sends, so keep sending until the history shows one.
 	var n int64
@@ -257,8 +255,10 @@ func TestConsoleE2E(t *testing.T) {
 		t.Fatalf("backlog %d before confirming, want %d", got, n)
 	}
 	do(t, ctx, "cancel", chromedp.Click(chromedp.ID("confirm-cancel")), chromedp.WaitNotVisible(chromedp.ID("confirm")))
-	if result := textOf(t, ctx, "#action-result"); !strings.Contains(result, "cancelled") {
-		t.Fatalf("after cancel the page says %q", result)
+	// The dialog's close event is queued: wait for the page to report.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("action-result").dataset.state === "cancelled"`,
+		chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("after cancel: %v (page says %q)", err, textOf(t, ctx, "#action-result"))
 	}
 	if got := subBacklog(t, p, "public/default/console-t", "audit"); got != n {
 		t.Fatalf("cancel changed the backlog to %d", got)
@@ -313,6 +313,9 @@ func TestConsoleE2E(t *testing.T) {
 	if state != "writable" || !strings.Contains(bookieRow, "%") || !strings.Contains(bookieRow, " ms") {
 		t.Fatalf("bookie row %q (state %q): want writable with disk usage and journal sync latency", bookieRow, state)
 	}
+	prod.Close()
+	pprod.Close()
+	c.Close()
 	p.stop()
 }
 
