@@ -73,7 +73,7 @@ func TestConsoleSecurityE2E(t *testing.T) {
 		{"GET", "/console/bookies", bobTok, 403},
 		{"GET", "/console/tenants/public", bobTok, 403},
 		{"GET", "/console/namespaces/public/default", bobTok, 403}, // listing needs consume
-		{"GET", page, bobTok, 200},                                  // produce may look the topic up
+		{"GET", page, bobTok, 200},                                 // produce may look the topic up
 		{"GET", page + "/history", bobTok, 200},
 		{"GET", page, carolTok, 403},
 		{"GET", "/console/static/console.js", carolTok, 200},
