@@ -84,6 +84,15 @@ var Rules = []Rule{
 	{"GET", "/admin/v2/schemas/{tenant}/{ns}/{topic}/schema/{version}", AccessTopicLookup},
 	{"*", "/admin/v2/schemas/{tenant}/{ns}/{topic}/{rest...}", AccessTenantAdmin},
 	{"GET", "/lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}", AccessTopicLookup},
+	// The web console (package console): each page needs what the admin
+	// calls behind it need; its actions are admin API calls made by the
+	// page's script. The overview, bookies and brokers pages, and any
+	// other console path, are superuser pages (deny by default).
+	{"GET", "/console/static/{file}", AccessAny},
+	{"GET", "/console/tenants/{tenant}", AccessTenantAdmin},
+	{"GET", "/console/namespaces/{tenant}/{ns}", AccessNamespaceConsume},
+	{"GET", "/console/topics/{domain}/{tenant}/{ns}/{topic}", AccessTopicLookup},
+	{"GET", "/console/topics/{domain}/{tenant}/{ns}/{topic}/history", AccessTopicLookup},
 	{"GET", "/lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}/{rest...}", AccessTopicLookup},
 }
 

@@ -65,6 +65,7 @@ type Broker struct {
 	// set by Start before the first connection.
 	producerPrefix string
 	rateLogs       rateLogs
+	history        history // history.go
 	wg             sync.WaitGroup
 	done           chan struct{}
 }
@@ -196,6 +197,8 @@ func (b *Broker) Start(ctx context.Context) error {
 	go b.inactivityLoop()
 	b.wg.Add(1)
 	go b.compactionLoop()
+	b.wg.Add(1)
+	go b.historyLoop()
 	b.startSecure()
 	b.log.Info("broker started", "service", sa, "http", b.HTTPAddr(), "service-tls", b.TLSServiceAddr(), "https", b.TLSHTTPAddr())
 	return nil

@@ -147,6 +147,12 @@ type Config struct {
 	// their namespace's compaction_threshold (Pulsar's
 	// brokerServiceCompactionMonitorIntervalInSeconds; default 60s).
 	CompactionMonitorInterval time.Duration
+	// HistoryInterval is how often the history sampler records every
+	// loaded topic's rates, backlog and storage size (history.go; default
+	// 5s). HistoryLength samples are kept per topic (default 180, 15
+	// minutes at the default interval).
+	HistoryInterval time.Duration
+	HistoryLength   int
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -166,6 +172,15 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.HTTPAddr == "" {
 		c.HTTPAddr = ":8080"
+	}
+	if c.HistoryInterval <= 0 {
+		c.HistoryInterval = DefaultHistoryInterval
+	}
+	if c.HistoryLength <= 0 {
+		c.HistoryLength = int(DefaultHistoryWindow / c.HistoryInterval)
+		if c.HistoryLength < 2 {
+			c.HistoryLength = 2
+		}
 	}
 	if c.AdvertisedHost == "" {
 		c.AdvertisedHost = "localhost"

@@ -42,9 +42,9 @@ func init() {
 		}),
 		owned)
 	adminCmd.AddCommand(noun("broker-stats", "Broker statistics",
-		leaf("load-report", "Show the broker's load report", 0, func([]string) error {
+		watchable(leaf("load-report", "Show the broker's load report", 0, func([]string) error {
 			return a.get("/admin/v2/broker-stats/load-report", "")
-		})))
+		}))))
 
 	ns := sub("namespaces")
 	nsArg := func(use, short string, run func(p string) error) *cobra.Command {

@@ -305,6 +305,31 @@ func TestClusterBrokersLookupRedirect(t *testing.T) {
 			}
 		}
 	}
+	// The console follows ownership too: a topic page on a non-owner
+	// redirects to the owner's console, which shows the topic; the
+	// brokers page lists every broker and the bundles' owners.
+	for _, tp := range topics[:2] {
+		owner := bc.byService(owners[tp])
+		page := "/console/topics/" + strings.Replace(tp, "://", "/", 1)
+		for _, b := range bc.brokers {
+			code, hdr, body := httpDo(t, "GET", b.http+page, "", false)
+			switch {
+			case b == owner && (code != 200 || !strings.Contains(string(body), tp)):
+				t.Fatalf("console of %s on its owner: %d %.300s", tp, code, body)
+			case b != owner && (code != 307 || hdr.Get("Location") != owner.http+page):
+				t.Fatalf("console of %s on non-owner %s: %d %q, want 307 to %s", tp, b.http, code, hdr.Get("Location"), owner.http+page)
+			}
+		}
+	}
+	code, _, body := httpDo(t, "GET", bc.brokers[0].http+"/console/brokers", "", true)
+	if code != 200 || strings.Count(string(body), "<tr data-broker=") != len(bc.brokers) || !strings.Contains(string(body), `id="bundles"`) {
+		t.Fatalf("console brokers page: %d %.2000s", code, body)
+	}
+	for o := range distinct {
+		if !strings.Contains(string(body), "<td>"+bc.byService(o).http+"</td>") {
+			t.Fatalf("bundle owner %s not on the console's brokers page", bc.byService(o).http)
+		}
+	}
 	// The partitioned topic's own calls are answered by any broker.
 	for _, b := range bc.brokers {
 		code, _, body := httpDo(t, "GET", b.http+"/admin/v2/persistent/public/spread/orders/partitions", "", false)
@@ -317,7 +342,7 @@ func TestClusterBrokersLookupRedirect(t *testing.T) {
 	// (non-authoritative), which places the bundle and redirects to the
 	// chosen broker (authoritative), which takes it.
 	bc.createNamespace("public/fresh", 4)
-	code, _, body := httpDo(t, "GET", bc.brokers[0].http+"/admin/v2/brokers/leaderBroker", "", true)
+	code, _, body = httpDo(t, "GET", bc.brokers[0].http+"/admin/v2/brokers/leaderBroker", "", true)
 	var li struct {
 		ServiceURL string `json:"serviceUrl"`
 	}

@@ -51,6 +51,8 @@ type serviceFlags struct {
 	storage                                                                 storageFlags
 	schemaStrategy                                                          string
 	schemaEnforced                                                          bool
+	console                                                                 bool
+	historyInterval                                                         time.Duration
 }
 
 // apply copies the settings shared by standalone and broker into c (a
@@ -89,6 +91,7 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.KeySharedUseConsistentHashing = s.consistentHashing
 	c.SchemaCompatibilityStrategy = s.schemaStrategy
 	c.SchemaValidationEnforced = s.schemaEnforced
+	c.HistoryInterval = s.historyInterval
 }
 
 // register adds the flags; cluster is the --cluster-name default, ""
@@ -126,6 +129,8 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	s.storage.register(fl)
 	fl.StringVar(&s.schemaStrategy, "schema-compatibility-strategy", "FULL", "default schema compatibility strategy under namespace and topic policies")
 	fl.BoolVar(&s.schemaEnforced, "schema-validation-enforced", false, "refuse producers without a schema on topics that have one (namespace policy overrides)")
+	fl.BoolVar(&s.console, "console", true, "serve the web console under /console on the HTTP port (--console=false turns it off)")
+	fl.DurationVar(&s.historyInterval, "console-sample-interval", broker.DefaultHistoryInterval, "how often topic rates, backlog and storage size are sampled for the console's charts (15 minutes are kept)")
 }
 
 func addConfigFlag(c *cobra.Command) {
@@ -332,6 +337,8 @@ var brokerKeys = append([]conf.Key{
 	{Names: []string{"subscriptionKeySharedUseConsistentHashing"}, Flag: "key-shared-consistent-hashing"},
 	{Names: []string{"schemaCompatibilityStrategy"}, Flag: "schema-compatibility-strategy"},
 	{Names: []string{"isSchemaValidationEnforced"}, Flag: "schema-validation-enforced"},
+	{Names: []string{"consoleEnabled"}, Flag: "console", Doc: "Magnetar's web console under /console"},
+	{Names: []string{"consoleSampleIntervalSeconds"}, Flag: "console-sample-interval", Convert: seconds},
 }, storageKeys...)
 
 var brokerFixed = []conf.Fixed{

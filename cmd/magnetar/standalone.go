@@ -157,7 +157,7 @@ func openStandalone(ctx context.Context, f standaloneFlags, log *slog.Logger) (_
 		return s, err
 	}
 	s.stack, err = openServiceStack(ctx, s.store, f.svc.configURL, s.lc, ledger.CreateOptions{Ensemble: 1, WriteQuorum: 1, AckQuorum: 1},
-		bcfg, &f.svc.storage, broker.LocalBookie{ID: standaloneBookieID, ReadOnly: s.bk.IsReadOnly}, log, s.bk.Collector())
+		bcfg, &f.svc.storage, f.svc.console, broker.LocalBookie{ID: standaloneBookieID, ReadOnly: s.bk.IsReadOnly, Stats: s.bookieStats(&f)}, log, s.bk.Collector())
 	return s, err
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/admin"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/console"
 	"github.com/magnetar-mq/magnetar/ledger"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -79,7 +80,7 @@ type serviceStack struct {
 // configURL names a configuration store shared with other clusters ("":
 // store itself).
 func openServiceStack(ctx context.Context, store metadata.Store, configURL string, lc *ledger.Client, co ledger.CreateOptions,
-	cfg broker.Config, sf *storageFlags, bookies broker.BookieInfo, log *slog.Logger, collectors ...prometheus.Collector) (_ *serviceStack, err error) {
+	cfg broker.Config, sf *storageFlags, withConsole bool, bookies broker.BookieInfo, log *slog.Logger, collectors ...prometheus.Collector) (_ *serviceStack, err error) {
 	s := &serviceStack{}
 	defer func() {
 		if err != nil {
@@ -133,6 +134,11 @@ func openServiceStack(ctx context.Context, store metadata.Store, configURL strin
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	admin.Register(s.broker.Router(), s.broker)
+	if withConsole {
+		if _, err := console.Register(s.broker.Router(), s.broker, log.With("component", "console")); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.broker.Start(ctx); err != nil {
 		s.broker = nil
 		return nil, fmt.Errorf("broker: %w", err)

@@ -42,6 +42,7 @@ var allowed = map[string][]string{
 	"admin":              {"internal", "broker", "policy", "protocol", "auth", "bundle", "cluster", "schema"},
 	"schema":             {},
 	"proxy":              {"internal", "metadata", "protocol", "auth", "cluster"},
+	"console":            {"internal", "broker", "policy", "bundle", "cluster"},
 	// The top of the graph imports anything in the project.
 	// tools: the ops tools as a library (only cmd imports it).
 	"tools": {"internal", "ledger", "bookie", "journal", "entrylog", "index", "metadata", "autorecovery", "protocol"},

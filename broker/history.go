@@ -1,0 +1,194 @@
+package broker
+
+import (
+	"sync"
+	"time"
+)
+
+// Defaults of the history sampler (Config.HistoryInterval and
+// HistoryLength): a sample every 5 s, 15 minutes kept.
+const (
+	DefaultHistoryInterval = 5 * time.Second
+	DefaultHistoryWindow   = 15 * time.Minute
+)
+
+// Sample is one point of a topic's history: the rates over the interval
+// that ended at At, and the backlog and storage size at At.
+type Sample struct {
+	// At is when the sample was taken (Unix milliseconds). Every topic
+	// sampled on one tick shares the tick's At, so the histories of a
+	// partitioned topic's partitions line up.
+	At int64 `json:"at"`
+	// MsgRateIn and MsgRateOut are messages per second,
+	// MsgThroughputIn/Out bytes per second, since the previous sample.
+	MsgRateIn        float64 `json:"msgRateIn"`
+	MsgRateOut       float64 `json:"msgRateOut"`
+	MsgThroughputIn  float64 `json:"msgThroughputIn"`
+	MsgThroughputOut float64 `json:"msgThroughputOut"`
+	// MsgBacklog is the sum of the subscriptions' backlogs (messages);
+	// StorageSize the topic's stored bytes.
+	MsgBacklog  int64 `json:"msgBacklog"`
+	StorageSize int64 `json:"storageSize"`
+}
+
+// history keeps a ring of samples per loaded topic. A topic that is no
+// longer loaded on a tick loses its history.
+type history struct {
+	mu    sync.Mutex
+	rings map[string]*ring
+}
+
+// ring is a fixed-capacity circular buffer of samples plus the counters
+// of the last sample (to turn counters into rates).
+type ring struct {
+	buf  []Sample
+	next int // where the next sample goes
+	n    int // samples held (≤ len(buf))
+
+	lastAt                   int64
+	lastMsgIn, lastBytesIn   int64
+	lastMsgOut, lastBytesOut int64
+	primed                   bool
+}
+
+func (r *ring) push(s Sample) {
+	r.buf[r.next] = s
+	r.next = (r.next + 1) % len(r.buf)
+	if r.n < len(r.buf) {
+		r.n++
+	}
+}
+
+// samples returns the held samples, oldest first.
+func (r *ring) samples() []Sample {
+	out := make([]Sample, 0, r.n)
+	start := (r.next - r.n + len(r.buf)) % len(r.buf)
+	for i := 0; i < r.n; i++ {
+		out = append(out, r.buf[(start+i)%len(r.buf)])
+	}
+	return out
+}
+
+// counters are what one tick reads of a topic.
+type counters struct {
+	msgIn, bytesIn, msgOut, bytesOut int64
+	backlog, storage                 int64
+}
+
+// record adds the sample of one topic taken at now (Unix ms). The first
+// call for a topic only primes the counters: a rate needs two readings.
+func (h *history) record(name string, capacity int, now int64, c counters) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.rings == nil {
+		h.rings = map[string]*ring{}
+	}
+	r := h.rings[name]
+	if r == nil || len(r.buf) != capacity {
+		r = &ring{buf: make([]Sample, capacity)}
+		h.rings[name] = r
+	}
+	if r.primed && now > r.lastAt {
+		dt := float64(now-r.lastAt) / 1000
+		rate := func(cur, last int64) float64 {
+			if cur < last { // counter restarted (topic reloaded)
+				return 0
+			}
+			return float64(cur-last) / dt
+		}
+		r.push(Sample{
+			At:               now,
+			MsgRateIn:        rate(c.msgIn, r.lastMsgIn),
+			MsgRateOut:       rate(c.msgOut, r.lastMsgOut),
+			MsgThroughputIn:  rate(c.bytesIn, r.lastBytesIn),
+			MsgThroughputOut: rate(c.bytesOut, r.lastBytesOut),
+			MsgBacklog:       c.backlog,
+			StorageSize:      c.storage,
+		})
+	}
+	r.primed = true
+	r.lastAt = now
+	r.lastMsgIn, r.lastBytesIn, r.lastMsgOut, r.lastBytesOut = c.msgIn, c.bytesIn, c.msgOut, c.bytesOut
+}
+
+// retain drops the rings of topics not in keep.
+func (h *history) retain(keep map[string]bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for name := range h.rings {
+		if !keep[name] {
+			delete(h.rings, name)
+		}
+	}
+}
+
+func (h *history) get(name string) []Sample {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r := h.rings[name]; r != nil {
+		return r.samples()
+	}
+	return nil
+}
+
+// historyLoop samples every loaded topic each HistoryInterval until the
+// broker closes.
+func (b *Broker) historyLoop() {
+	defer b.wg.Done()
+	tk := time.NewTicker(b.cfg.HistoryInterval)
+	defer tk.Stop()
+	for {
+		select {
+		case <-b.done:
+			return
+		case now := <-tk.C:
+			b.sampleHistory(now.UnixMilli())
+		}
+	}
+}
+
+// sampleHistory records one sample of every loaded topic at now.
+func (b *Broker) sampleHistory(now int64) {
+	keep := map[string]bool{}
+	for _, t := range b.loadedTopics("") {
+		if t.isClosed() {
+			continue
+		}
+		st := t.stats()
+		keep[t.full] = true
+		b.history.record(t.full, b.cfg.HistoryLength, now, counters{
+			msgIn: st.MsgInCounter, bytesIn: st.BytesInCounter,
+			msgOut: st.MsgOutCounter, bytesOut: st.BytesOutCounter,
+			backlog: st.MsgBacklog, storage: st.StorageSize,
+		})
+	}
+	b.history.retain(keep)
+}
+
+// TopicHistory returns the sampled history of a loaded topic (or one
+// partition), oldest first, covering at most the last HistoryLength
+// intervals; nil when the topic is not loaded or not sampled yet.
+func (b *Broker) TopicHistory(topic string) []Sample {
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return nil
+	}
+	return b.history.get(tn.String())
+}
+
+// HistoryInterval is the sampler's interval.
+func (b *Broker) HistoryInterval() time.Duration { return b.cfg.HistoryInterval }
+
+// LoadedTopicStats returns the stats of topic (or one partition) if this
+// broker has it loaded; unlike TopicStats it never loads it.
+func (b *Broker) LoadedTopicStats(topic string) (TopicStats, bool) {
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return TopicStats{}, false
+	}
+	t := b.lookupTopic(tn.String())
+	if t == nil || t.isClosed() {
+		return TopicStats{}, false
+	}
+	return t.stats(), true
+}

@@ -1,0 +1,165 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/cluster"
+	"github.com/magnetar-mq/magnetar/policy"
+)
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// Source is what the console reads: the admin Service plus the broker's
+// sampled history, its loaded-only stats and (when clustered) the
+// cluster. *broker.Broker implements it.
+type Source interface {
+	broker.Service
+	TopicHistory(topic string) []broker.Sample
+	HistoryInterval() time.Duration
+	LoadedTopicStats(topic string) (broker.TopicStats, bool)
+	Cluster() *cluster.Service
+}
+
+var _ Source = (*broker.Broker)(nil)
+
+// routeTable is where the console registers its routes (*broker.Router).
+type routeTable interface {
+	Handle(method, pattern string, h broker.HandlerFunc)
+}
+
+// Console serves the pages. It holds no state of its own beyond the
+// parsed templates: every page is built from Source on each request.
+type Console struct {
+	src   Source
+	pages map[string]*template.Template
+	log   *slog.Logger
+}
+
+// Prefix is where the console is served.
+const Prefix = "/console"
+
+// pageNames are the templates under templates/, each rendered inside
+// layout.html.
+var pageNames = []string{"overview", "tenant", "namespace", "topic", "bookies", "brokers", "error"}
+
+// Register installs the console's routes on rt (before the broker
+// starts). log may be nil.
+func Register(rt routeTable, src Source, log *slog.Logger) (*Console, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Console{src: src, pages: map[string]*template.Template{}, log: log}
+	for _, n := range pageNames {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+n+".html")
+		if err != nil {
+			return nil, fmt.Errorf("console: template %s: %w", n, err)
+		}
+		c.pages[n] = t
+	}
+	rt.Handle("GET", Prefix, c.overview)
+	rt.Handle("GET", Prefix+"/tenants/{tenant}", c.tenant)
+	rt.Handle("GET", Prefix+"/namespaces/{tenant}/{ns}", c.namespace)
+	rt.Handle("GET", Prefix+"/topics/{domain}/{tenant}/{ns}/{topic}", c.topic)
+	rt.Handle("GET", Prefix+"/topics/{domain}/{tenant}/{ns}/{topic}/history", c.history)
+	rt.Handle("GET", Prefix+"/bookies", c.bookies)
+	rt.Handle("GET", Prefix+"/brokers", c.brokers)
+	rt.Handle("GET", Prefix+"/static/{file}", c.static)
+	rt.Handle("GET", Prefix+"/{rest...}", func(w http.ResponseWriter, r *http.Request, _ broker.Params) {
+		c.errorPage(w, r, http.StatusNotFound, "No such console page: "+r.URL.Path)
+	})
+	return c, nil
+}
+
+// page is what every template gets: the layout's fields and the page's
+// own data.
+type page struct {
+	Title   string
+	Cluster string
+	Crumbs  []crumb
+	Status  int
+	Message string
+	Data    any
+}
+
+type crumb struct{ Name, Href string }
+
+// render executes a page into a buffer first, so a template error gives
+// a clean 500 instead of half a page.
+func (c *Console) render(w http.ResponseWriter, status int, name string, p page) {
+	p.Cluster = c.src.ClusterName()
+	var buf bytes.Buffer
+	if err := c.pages[name].Execute(&buf, p); err != nil {
+		c.log.Error("console template", "page", name, "err", err)
+		http.Error(w, "console: cannot render page", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// errorPage renders the error page with status.
+func (c *Console) errorPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	c.render(w, status, "error", page{Title: http.StatusText(status), Status: status, Message: msg,
+		Crumbs: []crumb{{"Overview", Prefix}}})
+}
+
+// fail maps a Service or policy error to its error page: not-found
+// errors are 404, bad names 400, anything else 500.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
+	c.errorPage(w, r, statusOf(err), err.Error())
+}
+
+func statusOf(err error) int {
+	var bad *policy.BadValueError
+	switch {
+	case errors.Is(err, broker.ErrTopicNotFound), errors.Is(err, broker.ErrNamespaceNotFound),
+		errors.Is(err, broker.ErrSubscriptionNotFound),
+		errors.Is(err, policy.ErrNamespaceNotFound), errors.Is(err, policy.ErrTenantNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, broker.ErrInvalidTopicName), errors.Is(err, policy.ErrInvalidName), errors.As(err, &bad):
+		return http.StatusBadRequest
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// static serves the embedded stylesheet and script.
+func (c *Console) static(w http.ResponseWriter, r *http.Request, p broker.Params) {
+	name := p["file"]
+	data, err := fs.ReadFile(assets, "static/"+name)
+	if err != nil || strings.Contains(name, "/") {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	switch path.Ext(name) {
+	case ".css":
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	case ".js":
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+	default:
+		w.Header().Set("Content-Type", "application/octet-stream")
+	}
+	w.Header().Set("Cache-Control", "max-age=300")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(data)
+}
