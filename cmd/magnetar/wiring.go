@@ -16,6 +16,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/admin"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/functions"
 	"github.com/magnetar-mq/magnetar/ledger"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -71,11 +72,15 @@ func newLogger(level, format string) (*slog.Logger, error) {
 type serviceStack struct {
 	factory *mledger.Factory
 	broker  *broker.Broker
+	fw      *functions.Worker // nil without an in-process function worker
 }
 
 func openServiceStack(ctx context.Context, store metadata.Store, lc *ledger.Client, co ledger.CreateOptions,
-	cfg broker.Config, bookies broker.BookieInfo, log *slog.Logger, collectors ...prometheus.Collector) (_ *serviceStack, err error) {
+	cfg broker.Config, bookies broker.BookieInfo, fw *functions.Worker, log *slog.Logger, collectors ...prometheus.Collector) (_ *serviceStack, err error) {
 	s := &serviceStack{}
+	if fw != nil {
+		collectors = append(collectors, fw.Collector())
+	}
 	defer func() {
 		if err != nil {
 			var c closeSteps
@@ -102,9 +107,18 @@ func openServiceStack(ctx context.Context, store metadata.Store, lc *ledger.Clie
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	admin.Register(s.broker.Router(), s.broker)
+	if fw != nil {
+		fw.Register(s.broker.Router())
+	}
 	if err := s.broker.Start(ctx); err != nil {
 		s.broker = nil
 		return nil, fmt.Errorf("broker: %w", err)
+	}
+	if fw != nil {
+		if err := fw.Start(ctx, "pulsar://"+s.broker.ServiceAddr(), "http://"+s.broker.HTTPAddr()); err != nil {
+			return nil, fmt.Errorf("function worker: %w", err)
+		}
+		s.fw = fw
 	}
 	return s, nil
 }
@@ -112,6 +126,9 @@ func openServiceStack(ctx context.Context, store metadata.Store, lc *ledger.Clie
 // close stops the broker (answering in-flight sends), then the managed
 // ledgers (flushing cursors, closing ledgers).
 func (s *serviceStack) close(c *closeSteps, log *slog.Logger) {
+	if s.fw != nil {
+		c.run(log, "function worker", s.fw.Close)
+	}
 	if s.broker != nil {
 		c.run(log, "broker", s.broker.Close)
 	}
