@@ -37,20 +37,38 @@ func subscribeOut(t testing.TB, c pulsar.Client, topic string) pulsar.Consumer {
 
 func produceAll(t testing.TB, c pulsar.Client, topic string, payloads []string) {
 	t.Helper()
-	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic})
-	if err != nil {
+	if err := produceErr(c, topic, payloads); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// produceErr sends payloads unbatched (one entry each, so Shared
+// dispatch and redelivery work per message).
+func produceErr(c pulsar.Client, topic string, payloads []string) error {
+	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		return err
+	}
 	defer p.Close()
+	errc := make(chan error, 1)
 	for _, s := range payloads {
 		p.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: []byte(s)}, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
 			if err != nil {
-				t.Errorf("send: %v", err)
+				select {
+				case errc <- err:
+				default:
+				}
 			}
 		})
 	}
 	if err := p.FlushWithCtx(context.Background()); err != nil {
-		t.Fatal(err)
+		return err
+	}
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return nil
 	}
 }
 

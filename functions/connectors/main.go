@@ -1,10 +1,8 @@
 package connectors
 
 import (
-	"context"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/magnetar-mq/magnetar/functions/sdk"
 )
@@ -58,22 +56,4 @@ func num(cfg map[string]any, k string, def int) (int, error) {
 		return n, nil
 	}
 	return 0, fmt.Errorf("configs.%s %v: want an integer", k, v)
-}
-
-// retry calls fn until it succeeds or ctx ends, backing off.
-func retry(ctx context.Context, in *sdk.Instance, what string, fn func() error) error {
-	d := 100 * time.Millisecond
-	for {
-		err := fn()
-		if err == nil {
-			return nil
-		}
-		in.SystemError(fmt.Errorf("%s: %w", what, err))
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(d):
-		}
-		d = min(2*d, 5*time.Second)
-	}
 }

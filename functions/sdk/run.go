@@ -39,6 +39,10 @@ func (in *Instance) Subscribe() (pulsar.Consumer, error) {
 		SubscriptionInitialPosition: pulsar.SubscriptionPositionLatest}
 	if s.SubscriptionType == "Failover" {
 		opts.Type = pulsar.Failover
+	} else if s.Parallelism > 1 {
+		// A small prefetch lets the broker spread a Shared subscription's
+		// backlog over the instances instead of filling the first one.
+		opts.ReceiverQueueSize = 20
 	}
 	if s.SubscriptionPosition == "Earliest" {
 		opts.SubscriptionInitialPosition = pulsar.SubscriptionPositionEarliest

@@ -3,7 +3,8 @@
 // selects its behaviour:
 //
 //	wordcount  counts each word of the input in state; outputs the words
-//	exclaim    outputs input + userConfig "suffix" (default "!")
+//	exclaim    outputs input + userConfig "suffix" (default "!"), after
+//	           userConfig "sleepMs" milliseconds
 //	fail       fails every input containing "bad", passes the others
 package main
 
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/magnetar-mq/magnetar/functions/sdk"
 )
@@ -45,6 +47,9 @@ func main() {
 			out := string(in) + suffix
 			if version != "1" {
 				out = fmt.Sprintf("v%s:%s", version, out)
+			}
+			if ms, ok := ctx.UserConfigValue("sleepMs").(float64); ok {
+				time.Sleep(time.Duration(ms) * time.Millisecond)
 			}
 			if ctx.UserConfigValue("tagInstance") == true {
 				ctx.Publish(ctx.OutputTopic()+"-instances", []byte(strconv.Itoa(ctx.InstanceID())), "")
