@@ -217,7 +217,7 @@ func (w *Worker) handlePutState(c *call) {
 		return
 	}
 	st.Key = key
-	if _, _, err := w.st.get(c.ctx, KindFunction, c.tenant, c.ns, c.name); err != nil {
+	if err := w.exists(c); err != nil {
 		c.fail(err)
 		return
 	}
@@ -227,6 +227,18 @@ func (w *Worker) handlePutState(c *call) {
 		return
 	}
 	broker.WriteJSON(c.w, http.StatusOK, out)
+}
+
+// exists checks that a function, source or sink named by c is deployed
+// (state is shared by the three kinds of one name).
+func (w *Worker) exists(c *call) error {
+	var err error
+	for _, k := range []Kind{KindFunction, KindSource, KindSink} {
+		if _, _, err = w.st.get(c.ctx, k, c.tenant, c.ns, c.name); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // handleIncr adds the decimal body (or ?delta=) to a counter.
@@ -239,6 +251,10 @@ func (w *Worker) handleIncr(c *call) {
 	d, err := strconv.ParseInt(ds, 10, 64)
 	if err != nil {
 		c.fail(badf("counter delta %q: %v", ds, err))
+		return
+	}
+	if err := w.exists(c); err != nil {
+		c.fail(err)
 		return
 	}
 	n, err := w.st.incrCounter(c.ctx, c.tenant, c.ns, c.name, c.key, d)

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/apache/pulsar-client-go/pulsar"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -185,4 +187,14 @@ func fnPackagePath(t testing.TB, dataDir, bin string) string {
 	}
 	sum := sha256.Sum256(b)
 	return filepath.Join(dataDir, "functions", "packages", hex.EncodeToString(sum[:]))
+}
+
+func readerEarliest(topic string) pulsar.ReaderOptions {
+	return pulsar.ReaderOptions{Topic: topic, StartMessageID: pulsar.EarliestMessageID()}
+}
+
+func ctxTimeout(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
 }
