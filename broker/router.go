@@ -38,6 +38,10 @@ type Params map[string]string
 
 func newRouter() *Router { return &Router{} }
 
+// NewRouter returns an empty router, for servers other than the broker
+// (the function worker) that serve the same REST conventions.
+func NewRouter() *Router { return newRouter() }
+
 // Handle registers h for method and pattern.
 func (rt *Router) Handle(method, pattern string, h HandlerFunc) {
 	segs := strings.Split(strings.Trim(pattern, "/"), "/")

@@ -247,7 +247,7 @@ func openBroker(ctx context.Context, f brokerFlags, log *slog.Logger) (_ *broker
 	if err = f.sec.apply(&bcfg, log); err != nil {
 		return b, err
 	}
-	b.stack, err = openServiceStack(ctx, b.node.store, f.svc.configURL, b.node.lc, co, bcfg, &f.svc.storage, f.svc.console, registeredBookies{b.node.store}, log)
+	b.stack, err = openServiceStack(ctx, b.node.store, f.svc.configURL, b.node.lc, co, bcfg, &f.svc.storage, f.svc.console, registeredBookies{b.node.store}, nil, log)
 	return b, err
 }
 

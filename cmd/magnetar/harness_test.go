@@ -26,7 +26,9 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	cleanupFnBuilds()
+	os.Exit(code)
 }
 
 // proc is a magnetar subprocess started by a test.

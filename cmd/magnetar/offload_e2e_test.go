@@ -113,7 +113,7 @@ func randomPayloads(n int, seed uint64) [][]byte {
 	return out
 }
 
-func produceAll(t testing.TB, c pulsar.Client, topic string, ps [][]byte) {
+func offloadProduce(t testing.TB, c pulsar.Client, topic string, ps [][]byte) {
 	t.Helper()
 	pr, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 	if err != nil {
@@ -239,7 +239,7 @@ func TestOffloadE2E(t *testing.T) {
 			const topic = "persistent://public/default/tiered"
 			msgs := randomPayloads(260, 1)
 			c := p.client(t)
-			produceAll(t, c, topic, msgs)
+			offloadProduce(t, c, topic, msgs)
 			s := offloadAll(t, p, topic)
 			if s.Status != utils.SUCCESS {
 				t.Fatalf("offload status %+v", s)
@@ -293,7 +293,7 @@ func TestOffloadE2E(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				produceAll(t, c, topic, more)
+				offloadProduce(t, c, topic, more)
 			}()
 			tail := consumeAll(t, c, topic, "catchup", msgs, len(more))
 			wg.Wait()
@@ -346,7 +346,7 @@ func TestOffloadE2EKilledMidOffload(t *testing.T) {
 	const topic = "persistent://public/default/killed"
 	msgs := randomPayloads(160, 3)
 	c := p.client(t)
-	produceAll(t, c, topic, msgs)
+	offloadProduce(t, c, topic, msgs)
 	fs.holdParts.Store(true)
 	ac := adminOf(t, p)
 	tn, _ := utils.GetTopicName(topic)
@@ -422,7 +422,7 @@ func TestOffloadE2EStoreDown(t *testing.T) {
 	const topic = "persistent://public/default/down"
 	msgs := randomPayloads(120, 4)
 	c := p.client(t)
-	produceAll(t, c, topic, msgs)
+	offloadProduce(t, c, topic, msgs)
 	if s := offloadAll(t, p, topic); s.Status != utils.SUCCESS {
 		t.Fatalf("offload %+v", s)
 	}
@@ -471,7 +471,7 @@ func TestAdminCLIOffload(t *testing.T) {
 	}
 	const topic = "persistent://public/default/cli-offload"
 	c := p.client(t)
-	produceAll(t, c, topic, randomPayloads(120, 5))
+	offloadProduce(t, c, topic, randomPayloads(120, 5))
 	c.Close()
 	out = runAdmin(t, p, false, "topics", "offload", "-s", "0", topic)
 	if !strings.Contains(out, "Offload triggered") {

@@ -13,6 +13,7 @@ import (
 	"github.com/magnetar-mq/magnetar/bookie"
 	"github.com/magnetar-mq/magnetar/bookie/server"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/functions"
 	"github.com/magnetar-mq/magnetar/internal/uring"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 	"github.com/magnetar-mq/magnetar/ledger"
@@ -32,6 +33,7 @@ type standaloneFlags struct {
 	maxMessageSize int
 	dedup          bool
 	svc            serviceFlags
+	noFunctions    bool
 	noSync         bool
 	writeMode      string
 	bookie         bookieTuning
@@ -80,6 +82,7 @@ When both are ready it prints one line to stdout:
 	fl.BoolVar(&f.dedup, "dedup", false, "drop re-sent messages by producer name and sequence id")
 	fl.BoolVar(&f.noSync, "journal-no-sync", false, "skip fdatasync in the journal (NOT DURABLE; benchmarks only)")
 	fl.StringVar(&f.writeMode, "journal-write-mode", "auto", "journal write path: auto, uring or pwrite")
+	fl.BoolVar(&f.noFunctions, "no-functions-worker", false, "do not run the in-process function worker (/admin/v3/functions, sources, sinks)")
 	addBookieTuningFlags(cmd, &f.bookie)
 	f.svc.register(fl, "standalone")
 	addRunFlags(fl, &f.run)
@@ -156,8 +159,14 @@ func openStandalone(ctx context.Context, f standaloneFlags, log *slog.Logger) (_
 	if err := f.sec.apply(&bcfg, log); err != nil {
 		return s, err
 	}
+	var fw *functions.Worker
+	if !f.noFunctions {
+		if fw, err = newFunctionWorker(s.store, "standalone", filepath.Join(f.dataDir, "functions"), log); err != nil {
+			return s, err
+		}
+	}
 	s.stack, err = openServiceStack(ctx, s.store, f.svc.configURL, s.lc, ledger.CreateOptions{Ensemble: 1, WriteQuorum: 1, AckQuorum: 1},
-		bcfg, &f.svc.storage, f.svc.console, broker.LocalBookie{ID: standaloneBookieID, ReadOnly: s.bk.IsReadOnly, Stats: s.bookieStats(&f)}, log, s.bk.Collector())
+		bcfg, &f.svc.storage, f.svc.console, broker.LocalBookie{ID: standaloneBookieID, ReadOnly: s.bk.IsReadOnly, Stats: s.bookieStats(&f)}, fw, log, s.bk.Collector())
 	return s, err
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/magnetar-mq/magnetar/admin"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/console"
+	"github.com/magnetar-mq/magnetar/functions"
 	"github.com/magnetar-mq/magnetar/ledger"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -73,15 +74,19 @@ func newLogger(level, format string) (*slog.Logger, error) {
 type serviceStack struct {
 	factory *mledger.Factory
 	broker  *broker.Broker
-	config  metadata.Store // a separate configuration store, or nil
+	config  metadata.Store    // a separate configuration store, or nil
+	fw      *functions.Worker // nil without an in-process function worker
 }
 
 // openServiceStack opens the managed ledgers and the broker over store;
 // configURL names a configuration store shared with other clusters ("":
 // store itself).
 func openServiceStack(ctx context.Context, store metadata.Store, configURL string, lc *ledger.Client, co ledger.CreateOptions,
-	cfg broker.Config, sf *storageFlags, withConsole bool, bookies broker.BookieInfo, log *slog.Logger, collectors ...prometheus.Collector) (_ *serviceStack, err error) {
+	cfg broker.Config, sf *storageFlags, withConsole bool, bookies broker.BookieInfo, fw *functions.Worker, log *slog.Logger, collectors ...prometheus.Collector) (_ *serviceStack, err error) {
 	s := &serviceStack{}
+	if fw != nil {
+		collectors = append(collectors, fw.Collector())
+	}
 	defer func() {
 		if err != nil {
 			var c closeSteps
@@ -139,9 +144,18 @@ func openServiceStack(ctx context.Context, store metadata.Store, configURL strin
 			return nil, err
 		}
 	}
+	if fw != nil {
+		fw.Register(s.broker.Router())
+	}
 	if err := s.broker.Start(ctx); err != nil {
 		s.broker = nil
 		return nil, fmt.Errorf("broker: %w", err)
+	}
+	if fw != nil {
+		if err := fw.Start(ctx, "pulsar://"+s.broker.ServiceAddr(), "http://"+s.broker.HTTPAddr()); err != nil {
+			return nil, fmt.Errorf("function worker: %w", err)
+		}
+		s.fw = fw
 	}
 	return s, nil
 }
@@ -149,6 +163,9 @@ func openServiceStack(ctx context.Context, store metadata.Store, configURL strin
 // close stops the broker (answering in-flight sends), then the managed
 // ledgers (flushing cursors, closing ledgers).
 func (s *serviceStack) close(c *closeSteps, log *slog.Logger) {
+	if s.fw != nil {
+		c.run(log, "function worker", s.fw.Close)
+	}
 	if s.broker != nil {
 		c.run(log, "broker", s.broker.Close)
 	}
