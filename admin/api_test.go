@@ -141,7 +141,7 @@ func TestAdminErrorShapesAndTenantIsolation(t *testing.T) {
 	}{
 		{"GET", "/admin/v2/nothing/here", 404},
 		{"GET", "/admin/v3/whatever", 404},
-		{"PUT", "/admin/v2/persistent/ta/secret/x/offload", 501},
+		{"PUT", "/admin/v2/persistent/ta/secret/x/properties", 501},
 		{"POST", "/admin/v2/namespaces/ta/secret/permissions", 501},
 		{"PUT", "/admin/v2/clusters/other", 400}, // no ClusterData body
 		{"PATCH", "/admin/v2/tenants/ta", 405},

@@ -18,7 +18,9 @@ import (
 // and hostname verification (CVE-2022-33681..33683) by TestSecTLSModes.
 
 // CVE-2023-31007 / CVE-2023-30428: an original principal sent by a
-// client that is not a proxy never changes whose permissions apply.
+// client that is not a proxy (proxyRoles) never changes whose permissions
+// apply: Magnetar refuses such a CONNECT outright ("Invalid roles."),
+// and X-Original-Principal from a non-proxy role is not honoured.
 func TestAdvisoryOriginalPrincipalIgnored(t *testing.T) {
 	f := startSecure(t, nil)
 	r := dialRaw(t, f.testBroker, false)
@@ -27,26 +29,11 @@ func TestAdvisoryOriginalPrincipalIgnored(t *testing.T) {
 	cmd.Connect.OriginalAuthMethod = ptr("token")
 	cmd.Connect.OriginalAuthData = ptr(f.token(t, "admin", 0))
 	r.send(cmd)
-	if fr := r.next(); fr.Type != pb.BaseCommand_CONNECTED {
-		t.Fatalf("CONNECT: %v", fr.Cmd)
-	}
-	r.send(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER.Enum(), Producer: &pb.CommandProducer{
-		Topic: ptr(authTopic()), ProducerId: ptr(uint64(1)), RequestId: ptr(uint64(7)),
-	}})
 	fr := r.next()
-	if fr.Cmd.Error == nil || fr.Cmd.Error.GetError() != pb.ServerError_AuthorizationError || fr.Cmd.Error.GetRequestId() != 7 ||
-		fr.Cmd.Error.GetMessage() != "Client is not authorized to Produce" {
-		t.Fatalf("PRODUCER as bob with original principal admin: %v", fr.Cmd)
+	if fr.Type != pb.BaseCommand_ERROR || fr.Cmd.Error.GetError() != pb.ServerError_AuthorizationError {
+		t.Fatalf("CONNECT as bob naming original principal admin: %v, want AuthorizationError", fr.Cmd)
 	}
-	r.send(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP.Enum(), LookupTopic: &pb.CommandLookupTopic{
-		Topic: ptr(authTopic()), RequestId: ptr(uint64(8)),
-	}})
-	fr = r.next()
-	if lr := fr.Cmd.LookupTopicResponse; lr == nil || lr.GetResponse() != pb.CommandLookupTopicResponse_Failed ||
-		lr.GetError() != pb.ServerError_AuthorizationError || lr.GetMessage() != "Client is not authorized to Lookup" {
-		t.Fatalf("LOOKUP: %v", fr.Cmd)
-	}
-	// HTTP: X-Original-Principal from a non-proxy role is ignored.
+	// HTTP: X-Original-Principal from a non-proxy role is not honoured.
 	hc := f.httpClient(t, nil)
 	req, _ := http.NewRequest("GET", f.httpsURL+"/admin/v2/tenants", nil)
 	req.Header.Set("Authorization", "Bearer "+f.token(t, "bob", 0))
@@ -56,7 +43,7 @@ func TestAdvisoryOriginalPrincipalIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 403 {
+	if resp.StatusCode != 401 && resp.StatusCode != 403 {
 		t.Fatalf("X-Original-Principal honoured: %d", resp.StatusCode)
 	}
 }

@@ -240,7 +240,7 @@ func TestUnackedMemoryBounded(t *testing.T) {
 	produceN(t, c, topic, n, size)
 	before := heapAlloc()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	for i := 0; i < n; i++ {
 		if _, err := cons.Receive(ctx); err != nil {
@@ -305,7 +305,7 @@ func TestUnackedDefaultLimit(t *testing.T) {
 	}
 	defer cons.Close()
 	produceN(t, c, topic, DefaultMaxUnackedPerConsumer+100, 8)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	for i := 0; i < DefaultMaxUnackedPerConsumer; i++ {
 		if _, err := cons.Receive(ctx); err != nil {
