@@ -143,6 +143,7 @@ func quotaTypeOf(r *http.Request) (string, error) {
 	case policy.QuotaStorage, policy.QuotaMessageAge:
 		return t, nil
 	default:
+		//lint:ignore ST1005 Pulsar's capitalised wording, shown to admin clients
 		return "", fmt.Errorf("Invalid backlogQuotaType %.100q: must be %s or %s", t, policy.QuotaStorage, policy.QuotaMessageAge)
 	}
 }
