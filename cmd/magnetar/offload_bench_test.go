@@ -51,7 +51,7 @@ func BenchmarkCatchUpRead(b *testing.B) {
 					}
 				})
 			}
-			if err := pr.Flush(); err != nil {
+			if err := pr.FlushWithCtx(context.Background()); err != nil {
 				b.Fatal(err)
 			}
 			select {
