@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -392,4 +393,73 @@ func TestOffloadAutomaticThreshold(t *testing.T) {
 	}
 	_ = pos
 	checkAll(t, ml, 35)
+}
+
+// TestOffloadConcurrentReads: reads and adds keep going while ledgers are
+// offloaded (read handles switch under them) and the bookie copies are
+// deleted; every read returns the right bytes.
+func TestOffloadConcurrentReads(t *testing.T) {
+	e := newOffEnv(t)
+	ctx := ctxT(t)
+	ml := e.open("t", offCfg(0))
+	if _, err := ml.OpenCursor(ctx, "hold", mledger.InitialEarliest); err != nil {
+		t.Fatal(err)
+	}
+	pos := addMany(t, ml, "e", 60)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; ; i = (i + 7) % len(pos) {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				en, err := ml.ReadEntry(ctx, pos[i])
+				if err != nil || string(en.Data) != fmt.Sprintf("e-%d", i) {
+					errs <- fmt.Errorf("read %d: %q %v", i, en.Data, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			add(t, ml, fmt.Sprintf("x-%d", i), 1)
+		}
+	}()
+	if _, err := ml.Offload(ctx, pos[59]); err != nil {
+		t.Fatal(err)
+	}
+	if err := ml.Trim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	for _, l := range ml.Stats().Ledgers[:5] {
+		if l.Offload == nil || !l.Offload.BookkeeperDeleted {
+			t.Fatalf("ledger %d: %+v", l.LedgerID, l.Offload)
+		}
+	}
+	for i, p := range pos {
+		if en, err := ml.ReadEntry(ctx, p); err != nil || string(en.Data) != fmt.Sprintf("e-%d", i) {
+			t.Fatalf("read %d after: %q %v", i, en.Data, err)
+		}
+	}
 }

@@ -19,6 +19,7 @@ import (
 type storageFlags struct {
 	maxEntries                    int64
 	minRollover, maxRollover      time.Duration
+	trimInterval                  time.Duration
 	driver, bucket, region, endpt string
 	credID, credSecret            string
 	maxBlock, readBuf             int64
@@ -32,6 +33,7 @@ func (s *storageFlags) register(fl *pflag.FlagSet) {
 	fl.Int64Var(&s.maxEntries, "max-entries-per-ledger", 50000, "roll a topic's ledger after this many entries")
 	fl.DurationVar(&s.minRollover, "min-ledger-rollover-time", 10*time.Minute, "no size or count rollover before a ledger is this old (negative: none)")
 	fl.DurationVar(&s.maxRollover, "max-ledger-rollover-time", 4*time.Hour, "roll a non-empty ledger this long after its creation")
+	fl.DurationVar(&s.trimInterval, "retention-check-interval", 2*time.Minute, "how often topics trim consumed ledgers (retention) and delete bookie copies of offloaded ones")
 	fl.StringVar(&s.driver, "offload-driver", "", "tiered storage driver: S3, aws-s3 or filesystem (empty: none)")
 	fl.StringVar(&s.bucket, "offload-bucket", "", "S3 bucket of offloaded ledgers")
 	fl.StringVar(&s.region, "offload-region", "", "S3 region")
@@ -53,6 +55,7 @@ var storageKeys = []conf.Key{
 	{Names: []string{"managedLedgerMaxEntriesPerLedger"}, Flag: "max-entries-per-ledger"},
 	{Names: []string{"managedLedgerMinLedgerRolloverTimeMinutes"}, Flag: "min-ledger-rollover-time", Convert: minutes},
 	{Names: []string{"managedLedgerMaxLedgerRolloverTimeMinutes"}, Flag: "max-ledger-rollover-time", Convert: minutes},
+	{Names: []string{"retentionCheckIntervalInSeconds"}, Flag: "retention-check-interval", Convert: seconds},
 	{Names: []string{"managedLedgerOffloadDriver"}, Flag: "offload-driver"},
 	{Names: []string{"s3ManagedLedgerOffloadCredentialId"}, Flag: "offload-credential-id"},
 	{Names: []string{"s3ManagedLedgerOffloadCredentialSecret"}, Flag: "offload-credential-secret"},
@@ -71,7 +74,8 @@ var storageKeys = []conf.Key{
 
 // mlConfig is the managed-ledger configuration the flags ask for.
 func (s *storageFlags) mlConfig() mledger.Config {
-	return mledger.Config{MaxEntriesPerLedger: s.maxEntries, MinLedgerRolloverTime: s.minRollover, MaxLedgerRolloverTime: s.maxRollover}
+	return mledger.Config{MaxEntriesPerLedger: s.maxEntries, MinLedgerRolloverTime: s.minRollover, MaxLedgerRolloverTime: s.maxRollover,
+		TrimInterval: s.trimInterval}
 }
 
 // offloadDefaults are the broker-wide offload settings the flags ask for,
