@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -113,10 +114,40 @@ func TestStandaloneCompactionSIGKILL(t *testing.T) {
 	if kv, _ := readTable(cl); !reflect.DeepEqual(kv, want) {
 		t.Fatalf("table after the crash differs: %d keys, want %d", len(kv), len(want))
 	}
+	pendingAfterCrash := internalCompaction(t, p)
+	if pendingAfterCrash.Pending != nil {
+		t.Logf("killed while writing the compacted ledger: ledger %d pending", *pendingAfterCrash.Pending)
+	} else {
+		t.Logf("killed before the compacted ledger was created (pass 1) or after the switch")
+	}
 	compact(p)
 	waitSuccess(p)
 	kv, n := readTable(cl)
 	if !reflect.DeepEqual(kv, want) || n != len(want) {
 		t.Fatalf("after recompaction: %d messages, %d keys; want %d", n, len(kv), len(want))
 	}
+	st := internalCompaction(t, p)
+	if st.Pending != nil || st.Compacted == nil || st.Compacted.Entries == 0 ||
+		(pendingAfterCrash.Pending != nil && st.Compacted.LedgerID == *pendingAfterCrash.Pending) {
+		t.Fatalf("compaction state after recompaction: %+v", st)
+	}
+}
+
+type compactionInternals struct {
+	Compacted *struct {
+		LedgerID int64 `json:"ledgerId"`
+		Entries  int64 `json:"entries"`
+	} `json:"compactedLedger"`
+	Horizon string `json:"compactionHorizon"`
+	Pending *int64 `json:"pendingCompactionLedger"`
+}
+
+func internalCompaction(t *testing.T, p *proc) compactionInternals {
+	t.Helper()
+	code, body := p.get(t, "/admin/v2/persistent/public/default/kill-compact/internalStats")
+	var st compactionInternals
+	if err := json.Unmarshal(body, &st); code != 200 || err != nil {
+		t.Fatalf("internal stats: %d %s %v", code, body, err)
+	}
+	return st
 }
