@@ -523,3 +523,25 @@ func (b *Broker) CompactionStatus(ctx context.Context, topic string) (status, la
 	s, e := t.compactionStatus()
 	return s, e, nil
 }
+
+// compactionStats fills the compaction fields of internal stats.
+func (t *topic) compactionStats(ctx context.Context, out *InternalStats) {
+	cl, ok := t.ml.(compactableLedger)
+	if !ok {
+		return
+	}
+	st, has := cl.compactionState()
+	if st.Pending >= 0 {
+		out.PendingCompactionLedger = &st.Pending
+	}
+	if !has {
+		return
+	}
+	out.CompactionHorizon = toPos(st.Horizon).String()
+	li := &InternalLedgerInfo{LedgerID: st.Ledger}
+	if r, _, err := cl.openCompacted(ctx); err == nil {
+		li.Entries, li.Size = r.LastAddConfirmed()+1, r.Length()
+		r.Close()
+	}
+	out.CompactedLedger = li
+}

@@ -334,3 +334,42 @@ func TestE2ECompactionPartitioned(t *testing.T) {
 		t.Fatalf("table view %v, want %v", got, want)
 	}
 }
+
+// TestE2ECompactionCursorNotExpired: message TTL and backlog quotas
+// leave the __compaction cursor alone (its data is not yet compacted).
+func TestE2ECompactionCursorNotExpired(t *testing.T) {
+	tb := startBroker(t, nil)
+	cl := tb.client(t)
+	topic := newTopicName("ttlcompact")
+	produceRounds(t, cl, topic, 1, 3)
+	if err := tb.Compact(ctxT(t), topic); err != nil {
+		t.Fatal(err)
+	}
+	waitCompacted(t, tb.Broker, topic)
+	produceRounds(t, cl, topic, 1, 3) // after the horizon
+	tp, err := tb.loadedOrLoad(ctxT(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s *subscription
+	for _, x := range *tp.subList.Load() {
+		if x.name == compactionSub {
+			s = x
+		}
+	}
+	if s == nil {
+		t.Fatal("no __compaction subscription")
+	}
+	var before, after int64
+	s.call(func() { before, _ = s.cur.Backlog() })
+	if err := tp.expire(s, 0); err != nil {
+		t.Fatal(err)
+	}
+	s.call(func() { after, _ = s.cur.Backlog() })
+	if before == 0 || after != before {
+		t.Fatalf("__compaction backlog %d -> %d after expiry, want it kept", before, after)
+	}
+	if _, slow, _ := backlogOf(tp); slow == s {
+		t.Fatal("__compaction counted as the slowest subscription")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/magnetar-mq/magnetar/policy"
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
 
 const (
@@ -192,5 +193,32 @@ func TestE2ESchemaNamespacePolicies(t *testing.T) {
 	}
 	if si, ok, err := tb.Schema(ctx, t2, -1); err != nil || !ok || si.Version != 2 || si.Type != 1 {
 		t.Fatalf("latest after delete and re-register: %+v %v %v", si, ok, err)
+	}
+}
+
+// TestE2ESchemaJSONAndProtobufNative: JSON schemas follow the Avro rules;
+// PROTOBUF_NATIVE versions must keep their root message type.
+func TestE2ESchemaJSONAndProtobufNative(t *testing.T) {
+	tb := startBroker(t, nil)
+	cl := tb.client(t)
+	jt := newTopicName("schema-json")
+	if err := tryProducer(t, cl, jt, pulsar.NewJSONSchema(avroV1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tryProducer(t, cl, jt, pulsar.NewJSONSchema(avroV2, nil)); err != nil {
+		t.Fatalf("compatible JSON: %v", err)
+	}
+	if err := tryProducer(t, cl, jt, pulsar.NewJSONSchema(avroV3, nil)); !isIncompatible(err) {
+		t.Fatalf("incompatible JSON under FULL: %v", err)
+	}
+	pt := newTopicName("schema-pbn")
+	if err := tryProducer(t, cl, pt, pulsar.NewProtoNativeSchemaWithMessage(&pb.MessageIdData{}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tryProducer(t, cl, pt, pulsar.NewProtoNativeSchemaWithMessage(&pb.MessageIdData{}, nil)); err != nil {
+		t.Fatalf("same PROTOBUF_NATIVE: %v", err)
+	}
+	if err := tryProducer(t, cl, pt, pulsar.NewProtoNativeSchemaWithMessage(&pb.KeyValue{}, nil)); !isIncompatible(err) {
+		t.Fatalf("PROTOBUF_NATIVE with another root message: %v", err)
 	}
 }

@@ -214,8 +214,8 @@ func backlogOf(t *topic) (int64, *subscription, int64) {
 	var worst int64 = -1
 	var slow *subscription
 	for _, s := range *t.subList.Load() {
-		if !s.cur.Durable() {
-			continue
+		if !s.cur.Durable() || s.name == compactionSub {
+			continue // the compactor's cursor is not a consumer's backlog
 		}
 		e, _ := s.cur.Backlog()
 		if e*avg > worst {
@@ -251,7 +251,7 @@ func backlogAge(t *topic) time.Duration {
 	var oldest int64
 	for _, s := range *t.subList.Load() {
 		ca, ok := s.cur.(*cursorAdapter)
-		if !ok || !ca.c.IsDurable() {
+		if !ok || !ca.c.IsDurable() || s.name == compactionSub {
 			continue
 		}
 		next, ok := nextPosition(ca.ml.Stats().Ledgers, ca.c.MarkDeletePosition())
@@ -308,7 +308,9 @@ func (t *topic) evict(limit int64) {
 // expire acknowledges the messages of s published more than secs ago.
 func (t *topic) expire(s *subscription, secs int64) error {
 	ca, ok := s.cur.(*cursorAdapter)
-	if !ok {
+	if !ok || s.name == compactionSub {
+		// Expiring the compactor's cursor would let data not yet
+		// compacted be trimmed.
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)

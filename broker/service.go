@@ -476,6 +476,10 @@ type InternalStats struct {
 	State                string                         `json:"state"`
 	Ledgers              []InternalLedgerInfo           `json:"ledgers"`
 	Cursors              map[string]InternalCursorStats `json:"cursors"`
+	// Compaction state (compaction.go); absent if never compacted.
+	CompactedLedger         *InternalLedgerInfo `json:"compactedLedger,omitempty"`
+	CompactionHorizon       string              `json:"compactionHorizon,omitempty"`
+	PendingCompactionLedger *int64              `json:"pendingCompactionLedger,omitempty"`
 }
 
 // InternalLedgerInfo is one ledger of InternalStats.
@@ -549,6 +553,7 @@ func (b *Broker) InternalStats(ctx context.Context, topic string) (InternalStats
 			BacklogMessages:                          c.BacklogMessages,
 		}
 	}
+	t.compactionStats(ctx, &out)
 	return out, nil
 }
 

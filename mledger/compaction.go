@@ -46,13 +46,13 @@ func (c *Compaction) ledgerIDs() []int64 {
 // committed or began since this one began.
 var ErrCompactionConflict = errors.New("mledger: concurrent compaction")
 
-// CompactionState returns the compaction state; ok is false if the
-// managed ledger was never compacted.
+// CompactionState returns the compaction state; ok is false if no
+// compaction was ever committed (Pending may still be set).
 func (ml *ManagedLedger) CompactionState() (Compaction, bool) {
 	ml.infoMu.Lock()
 	defer ml.infoMu.Unlock()
-	if c := ml.info.compaction; c != nil && c.Ledger >= 0 {
-		return *c, true
+	if c := ml.info.compaction; c != nil {
+		return *c, c.Ledger >= 0
 	}
 	return Compaction{Ledger: -1, Pending: -1}, false
 }
