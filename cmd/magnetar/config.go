@@ -54,6 +54,9 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.MaxUnackedPerSubscription = unlimited(s.maxUnackedS)
 	c.MaxPartitionsPerTopic = unlimited(s.maxPartitions)
 	c.HistoryInterval = s.historyInterval
+	if !s.console {
+		c.HistoryInterval = -1 // nothing shows the samples
+	}
 }
 
 // register adds the flags; cluster is the --cluster-name default, ""
@@ -69,7 +72,7 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.IntVar(&s.maxUnackedS, "max-unacked-messages-per-subscription", broker.DefaultMaxUnackedPerSubscription, "Shared/Key_Shared: the same for a whole subscription (0: unlimited)")
 	fl.IntVar(&s.maxPartitions, "max-partitions-per-topic", broker.DefaultMaxPartitionsPerTopic, "most partitions a partitioned topic may have (0: up to 2^31-1)")
 	fl.BoolVar(&s.console, "console", true, "serve the web console under /console on the HTTP port (--console=false turns it off)")
-	fl.DurationVar(&s.historyInterval, "console-sample-interval", broker.DefaultHistoryInterval, "how often topic rates, backlog and storage size are sampled for the console's charts (15 minutes are kept)")
+	fl.DurationVar(&s.historyInterval, "console-sample-interval", broker.DefaultHistoryInterval, "how often topic rates, backlog and storage size are sampled for the console's charts (at least 1s; 15 minutes are kept, up to 900 samples)")
 }
 
 func addConfigFlag(c *cobra.Command) {
