@@ -149,8 +149,10 @@ type Config struct {
 	CompactionMonitorInterval time.Duration
 	// HistoryInterval is how often the history sampler records every
 	// loaded topic's rates, backlog and storage size (history.go; default
-	// 5s). HistoryLength samples are kept per topic (default 180, 15
-	// minutes at the default interval).
+	// 5s, at least MinHistoryInterval; negative: no sampler).
+	// HistoryLength samples are kept per topic (default: 15 minutes'
+	// worth, at most MaxHistoryLength); a sample is 56 bytes, so the
+	// default costs about 10 KiB per loaded topic.
 	HistoryInterval time.Duration
 	HistoryLength   int
 	// Logger receives structured logs; nil discards them.
@@ -173,14 +175,11 @@ func (c *Config) EnsureDefaults() {
 	if c.HTTPAddr == "" {
 		c.HTTPAddr = ":8080"
 	}
-	if c.HistoryInterval <= 0 {
+	if c.HistoryInterval == 0 {
 		c.HistoryInterval = DefaultHistoryInterval
 	}
-	if c.HistoryLength <= 0 {
-		c.HistoryLength = int(DefaultHistoryWindow / c.HistoryInterval)
-		if c.HistoryLength < 2 {
-			c.HistoryLength = 2
-		}
+	if c.HistoryLength <= 0 && c.HistoryInterval > 0 {
+		c.HistoryLength = min(max(int(DefaultHistoryWindow/c.HistoryInterval), 2), MaxHistoryLength)
 	}
 	if c.AdvertisedHost == "" {
 		c.AdvertisedHost = "localhost"
@@ -253,6 +252,10 @@ func (c *Config) EnsureDefaults() {
 // Validate reports a configuration that cannot work.
 func (c *Config) Validate() error {
 	switch {
+	case c.HistoryInterval > 0 && c.HistoryInterval < MinHistoryInterval:
+		return fmt.Errorf("%w: history sample interval %s below %s", ErrBadConfig, c.HistoryInterval, MinHistoryInterval)
+	case c.HistoryLength > MaxHistoryLength:
+		return fmt.Errorf("%w: history length %d above %d", ErrBadConfig, c.HistoryLength, MaxHistoryLength)
 	case c.MaxMessageSize < 1024:
 		return fmt.Errorf("%w: MaxMessageSize %d too small", ErrBadConfig, c.MaxMessageSize)
 	case c.KeepAliveInterval < 0 || c.IdleTimeout < 0 || c.ConnectTimeout < 0:

@@ -10,6 +10,10 @@ import (
 const (
 	DefaultHistoryInterval = 5 * time.Second
 	DefaultHistoryWindow   = 15 * time.Minute
+	// MinHistoryInterval bounds the sampler's cost (one stats pass over
+	// every loaded topic per interval); MaxHistoryLength its memory.
+	MinHistoryInterval = time.Second
+	MaxHistoryLength   = 900
 )
 
 // Sample is one point of a topic's history: the rates over the interval
@@ -132,9 +136,12 @@ func (h *history) get(name string) []Sample {
 }
 
 // historyLoop samples every loaded topic each HistoryInterval until the
-// broker closes.
+// broker closes (not at all with a negative interval).
 func (b *Broker) historyLoop() {
 	defer b.wg.Done()
+	if b.cfg.HistoryInterval < 0 {
+		return
+	}
 	tk := time.NewTicker(b.cfg.HistoryInterval)
 	defer tk.Stop()
 	for {

@@ -19,13 +19,12 @@ type tenantRow struct {
 }
 
 type overviewData struct {
-	Tenants          []tenantRow
-	Bookies          []bookieRow
-	Writable, RO     int
-	WebURL, Service  string
-	Clustered        bool
-	HistoryInterval  string
-	HistoryWindowMin int
+	Tenants         []tenantRow
+	Bookies         []bookieRow
+	Writable, RO    int
+	WebURL, Service string
+	Clustered       bool
+	HistoryInterval string
 }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, _ broker.Params) {

@@ -92,6 +92,9 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.SchemaCompatibilityStrategy = s.schemaStrategy
 	c.SchemaValidationEnforced = s.schemaEnforced
 	c.HistoryInterval = s.historyInterval
+	if !s.console {
+		c.HistoryInterval = -1 // nothing shows the samples
+	}
 }
 
 // register adds the flags; cluster is the --cluster-name default, ""
@@ -130,7 +133,7 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.StringVar(&s.schemaStrategy, "schema-compatibility-strategy", "FULL", "default schema compatibility strategy under namespace and topic policies")
 	fl.BoolVar(&s.schemaEnforced, "schema-validation-enforced", false, "refuse producers without a schema on topics that have one (namespace policy overrides)")
 	fl.BoolVar(&s.console, "console", true, "serve the web console under /console on the HTTP port (--console=false turns it off)")
-	fl.DurationVar(&s.historyInterval, "console-sample-interval", broker.DefaultHistoryInterval, "how often topic rates, backlog and storage size are sampled for the console's charts (15 minutes are kept)")
+	fl.DurationVar(&s.historyInterval, "console-sample-interval", broker.DefaultHistoryInterval, "how often topic rates, backlog and storage size are sampled for the console's charts (at least 1s; 15 minutes are kept, up to 900 samples)")
 }
 
 func addConfigFlag(c *cobra.Command) {

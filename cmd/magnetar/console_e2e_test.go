@@ -174,6 +174,7 @@ func TestConsoleE2E(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	// Traffic until the sampler has seen it: a rate needs two samples
 	// around some sends, so keep sending until the history shows one.
 	var n int64
@@ -243,6 +244,17 @@ func TestConsoleE2E(t *testing.T) {
 		t.Fatalf("charts not refreshed by the script: %v", err)
 	}
 
+	// Peek changes nothing and needs no confirmation: the backlog's
+	// first messages appear on the page.
+	do(t, ctx, "peek", chromedp.Click(chromedp.CSS(`#subscriptions tr[data-sub="audit"] button[data-action="peek"]`)),
+		chromedp.WaitVisible(chromedp.ID("peek-output")))
+	if out := textOf(t, ctx, "#peek-output"); !strings.Contains(out, payload(0)) || !strings.Contains(out, "#3") {
+		t.Fatalf("peek shows %q, want the first three messages from %s", out, payload(0))
+	}
+	if got := subBacklog(t, p, "public/default/console-t", "audit"); got != n {
+		t.Fatalf("peek changed the backlog to %d", got)
+	}
+
 	// Skip all needs its confirmation: Cancel leaves the backlog alone.
 	skipAll := chromedp.CSS(`#subscriptions tr[data-sub="audit"] button[data-action="skip_all"]`)
 	do(t, ctx, "click skip all", chromedp.Click(skipAll), chromedp.WaitVisible(chromedp.ID("confirm")))
@@ -272,6 +284,40 @@ func TestConsoleE2E(t *testing.T) {
 	if got := subBacklog(t, p, "public/default/console-t", "audit"); got != 0 {
 		t.Fatalf("backlog %d after confirmed skip all, want 0", got)
 	}
+
+	// Reset cursor to a time before the first send (chosen in the row's
+	// date-time field, in the browser's time zone): the backlog is back.
+	do(t, ctx, "topic page again", chromedp.Navigate(p.http+"/console/topics/persistent/public/default/console-t"), chromedp.WaitVisible(chromedp.ID("subscriptions")))
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(() => {
+		const d = new Date(%d), pad = v => String(v).padStart(2, "0");
+		const el = document.querySelector('#subscriptions tr[data-sub="audit"] .reset-time');
+		el.value = d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + "T" + pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds());
+		return el.value !== "";
+	})()`, start.Add(-2*time.Second).UnixMilli()))); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, "reset cursor", chromedp.Click(chromedp.CSS(`#subscriptions tr[data-sub="audit"] button[data-action="reset"]`)),
+		chromedp.WaitVisible(chromedp.ID("confirm")))
+	if got := subBacklog(t, p, "public/default/console-t", "audit"); got != 0 {
+		t.Fatalf("reset moved the cursor before its confirmation: backlog %d", got)
+	}
+	do(t, ctx, "confirm reset", chromedp.Click(chromedp.ID("confirm-ok")))
+	consoleWaitFor(t, "the backlog back after the reset", 20*time.Second, func() bool {
+		return subBacklog(t, p, "public/default/console-t", "audit") == n
+	})
+	// Delete, confirmed: the subscription is gone.
+	do(t, ctx, "topic page again", chromedp.Navigate(p.http+"/console/topics/persistent/public/default/console-t"), chromedp.WaitVisible(chromedp.ID("subscriptions")))
+	do(t, ctx, "delete", chromedp.Click(chromedp.CSS(`#subscriptions tr[data-sub="audit"] button[data-action="delete"]`)),
+		chromedp.WaitVisible(chromedp.ID("confirm")))
+	if text := textOf(t, ctx, "#confirm-text"); !strings.Contains(text, "audit") || !strings.Contains(text, strconv.FormatInt(n, 10)) {
+		t.Fatalf("delete confirmation says %q: want the subscription and its backlog", text)
+	}
+	do(t, ctx, "confirm delete", chromedp.Click(chromedp.ID("confirm-ok")))
+	consoleWaitFor(t, "the subscription deleted", 20*time.Second, func() bool {
+		st := topicStatsJSON(t, p, "public/default/console-t")
+		_, ok := st["subscriptions"].(map[string]any)["audit"]
+		return !ok
+	})
 
 	// Partitioned topic: one page over its partitions.
 	do(t, ctx, "partitioned topic page", chromedp.Navigate(p.http+"/console/topics/persistent/public/default/console-p"), chromedp.WaitVisible(chromedp.ID("partitions")))

@@ -510,7 +510,7 @@ func TestOffloadE2ESeek(t *testing.T) {
 	const topic = "persistent://public/default/seek"
 	msgs := randomPayloads(160, 6)
 	c := p.client(t)
-	produce(t, c, topic, msgs)
+	offloadProduce(t, c, topic, msgs)
 	if s := offloadAll(t, p, topic); s.Status != utils.SUCCESS {
 		t.Fatalf("offload %+v", s)
 	}
@@ -606,7 +606,7 @@ func TestOffloadE2EDeletionLagAndRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs := randomPayloads(160, 7)
-	produce(t, c, topic, msgs)
+	offloadProduce(t, c, topic, msgs)
 	start := time.Now()
 	if s := offloadAll(t, p, topic); s.Status != utils.SUCCESS {
 		t.Fatalf("offload %+v", s)

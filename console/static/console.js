@@ -93,7 +93,10 @@
       return fetch(path + "/position/" + n).then(function (r) {
         if (!r.ok) return reasonOf(r).then(function (reason) { if (n === 1) parts.push("HTTP " + r.status + " " + reason); });
         return r.text().then(function (body) {
-          parts.push("#" + n + " id " + (r.headers.get("X-Pulsar-Message-ID") || "?") + ":\n" + body.slice(0, 2000));
+          // Binary framing (a batch's per-message header) shows as dots.
+          var shown = body.slice(0, 2000).replace(/[\u0000-\u0008\u000b-\u001f\u007f\ufffd]/g, "\u00b7");
+          var batch = r.headers.get("X-Pulsar-num-batch-message");
+          parts.push("#" + n + " id " + (r.headers.get("X-Pulsar-Message-ID") || "?") + (batch ? " (batch of " + batch + ")" : "") + ":\n" + shown);
           return one(n + 1);
         });
       });
