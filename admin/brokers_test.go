@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/magnetar-mq/magnetar/internal/version"
 )
 
 // TestBrokerRoutes: version, ready, leaderBroker and the (empty) dynamic
@@ -15,7 +17,7 @@ import (
 func TestBrokerRoutes(t *testing.T) {
 	tb := startBroker(t, nil)
 	ac := adminClient(t, tb)
-	if code, body := httpDo(t, tb, "GET", "/admin/v2/brokers/version", ""); code != http.StatusOK || body != "Magnetar" {
+	if code, body := httpDo(t, tb, "GET", "/admin/v2/brokers/version", ""); code != http.StatusOK || body != version.Get().Version {
 		t.Fatalf("version: %d %q", code, body)
 	}
 	if code, body := httpDo(t, tb, "GET", "/admin/v2/brokers/ready", ""); code != http.StatusOK || body != "ok" {
