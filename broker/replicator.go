@@ -36,6 +36,9 @@ const (
 	// replQueueSize bounds the entries sent and not yet acknowledged
 	// (replicationProducerQueueSize).
 	replQueueSize = 1000
+	// replMaxPendingBytes bounds the bytes of those entries (they are
+	// held in memory until acknowledged).
+	replMaxPendingBytes = 64 << 20
 	// replReadBatch is the most entries one cursor read fetches.
 	replReadBatch = 100
 	// replBackoffMin and replBackoffMax bound the reconnect delay.
@@ -218,7 +221,7 @@ func (r *replicator) replicate(p *replProducer, pending []*replItem) ([]*replIte
 	}
 	for {
 		// Read while the queue has room.
-		for len(pending) < replQueueSize {
+		for len(pending) < replQueueSize && pendingBytes(pending) < replMaxPendingBytes {
 			es, err := r.cur.ReadEntries(min(replReadBatch, replQueueSize-len(pending)))
 			if err != nil {
 				if errors.Is(err, ErrClosed) {
@@ -262,6 +265,15 @@ func (r *replicator) replicate(p *replProducer, pending []*replItem) ([]*replIte
 			}
 		}
 	}
+}
+
+// pendingBytes is the size of the entries held for sending.
+func pendingBytes(pending []*replItem) int {
+	n := 0
+	for _, it := range pending {
+		n += len(it.entry)
+	}
+	return n
 }
 
 // receipt marks the oldest sent item done; receipts come in send order.
