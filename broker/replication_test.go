@@ -337,3 +337,68 @@ func TestReplicationRetentionKeepsUnsent(t *testing.T) {
 		return err == nil && is.NumberOfEntries < n
 	})
 }
+
+// TestReplicationMessageTTL: entries older than the topic's message TTL
+// when the replicator reaches them are not sent, and are counted as
+// expired.
+func TestReplicationMessageTTL(t *testing.T) {
+	config := newMemMeta()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrB := ln.Addr().String()
+	ln.Close()
+	a := startGeoBroker(t, "ca", config, nil)
+	ctx := context.Background()
+	if err := a.policies.CreateCluster(ctx, "cb", policy.ClusterData{BrokerServiceURL: "pulsar://" + addrB}); err != nil {
+		t.Fatal(err)
+	}
+	geoNamespace(t, a, "ttl", "ca", "cb")
+	if err := a.policies.Update(ctx, "geo/ttl", func(p *policy.Policies) error {
+		ttl := 1
+		p.MessageTTLInSeconds = &ttl
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	topic := "persistent://geo/ttl/" + newTopicName("t")
+	p, err := a.client(t).CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "old-%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The TTL is a matter of time: let the first messages age past it.
+	time.Sleep(1100 * time.Millisecond)
+	for i := range 5 {
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "new-%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := startGeoBroker(t, "cb", config, func(c *Config) { c.ServiceAddr = addrB })
+	cons, err := b.client(t).Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		m, err := cons.Receive(rctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("new-%d", i); string(m.Payload()) != want {
+			t.Fatalf("cb got %q, want %q", m.Payload(), want)
+		}
+		cons.Ack(m)
+	}
+	waitUntil(t, "expired counted", func() bool {
+		st, err := a.TopicStats(ctx, topic)
+		rs := st.Replication["cb"]
+		return err == nil && rs.MsgExpiredCount == 10 && rs.MsgOutCount == 5 && rs.ReplicationBacklog == 0
+	})
+}

@@ -85,9 +85,11 @@ type replicator struct {
 	connectedSince atomic.Pointer[string]
 	outbound       atomic.Pointer[string]
 	msgOut         atomic.Int64
+	msgExpired     atomic.Int64
 	bytesOut       atomic.Int64
 	oldestPending  atomic.Int64 // publish time (ms) of the oldest entry sent and unacknowledged; 0: none
 	rates          rateTracker
+	expiredRate    rateTracker
 }
 
 // replItem is one entry read and not yet acknowledged on the cursor.
@@ -353,6 +355,13 @@ func (r *replicator) prepare(e ledgerEntry) *replItem {
 	if len(md.ReplicateTo) > 0 && !slices.Contains(md.ReplicateTo, r.remote) {
 		return it
 	}
+	if ttl := r.t.pol.Load().MessageTTLSeconds; ttl > 0 && md.MarkerType == nil &&
+		int64(md.GetPublishTime()) < time.Now().UnixMilli()-ttl*1000 {
+		// Expired under the topic's message TTL: not sent (as Pulsar).
+		n := max(int64(md.GetNumMessagesInBatch()), 1)
+		r.msgExpired.Add(n)
+		return it
+	}
 	md.ReplicatedFrom = proto.String(r.t.b.cfg.ClusterName)
 	meta, err := proto.Marshal(&md)
 	if err != nil {
@@ -406,8 +415,10 @@ func (r *replicator) stats() ReplicatorStats {
 		ReplicationBacklog: entries,
 		Connected:          r.connected.Load(),
 		MsgOutCount:        r.msgOut.Load(),
+		MsgExpiredCount:    r.msgExpired.Load(),
 		BytesOutCount:      r.bytesOut.Load(),
 	}
+	st.MsgRateExpired, _ = r.expiredRate.update(st.MsgExpiredCount, 0)
 	if st.Connected {
 		st.OutboundConnection = *r.outbound.Load()
 		st.OutboundConnectedSince = *r.connectedSince.Load()
