@@ -53,6 +53,11 @@ type Broker struct {
 	serviceAddr atomic.Pointer[string]
 	httpAddr    atomic.Pointer[string]
 
+	// life ends when the broker closes (watches on the configuration
+	// store run under it).
+	life       context.Context
+	lifeCancel context.CancelFunc
+
 	producerSeq atomic.Uint64
 	// producerPrefix starts generated producer names (producername.go);
 	// set by Start before the first connection.
@@ -83,6 +88,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		return nil, fmt.Errorf("%w: Deps.OpenLedger is nil", ErrBadConfig)
 	}
 	b := &Broker{cfg: cfg, deps: deps, log: cfg.Logger, done: make(chan struct{})}
+	b.life, b.lifeCancel = context.WithCancel(context.Background())
 	if deps.ConfigStore == nil {
 		deps.ConfigStore = deps.Metadata
 	}
@@ -272,6 +278,7 @@ func (b *Broker) Close() error {
 	b.mu.Lock()
 	b.mu.closed = true
 	close(b.done)
+	b.lifeCancel()
 	if b.unsubscribe != nil {
 		b.unsubscribe()
 	}

@@ -458,6 +458,18 @@ func (t *topic) checkReplication() {
 	if !t.persistent() {
 		return
 	}
+	// Policy writes made in other clusters apply at once (ZooKeeper
+	// configuration store), not at the next refresh: watch the namespace,
+	// and the topic's override while replication is on.
+	ctx := t.b.lifeCtx()
+	t.b.policies.WatchNamespace(ctx, t.name.NamespaceName())
+	if len(t.pol.Load().ReplicationClusters) > 1 {
+		parent := t.name
+		if parent.IsPartition() {
+			parent = parent.Parent()
+		}
+		t.b.policies.WatchTopic(ctx, parent.String())
+	}
 	want := t.wantedReplication()
 	t.repl.Lock()
 	defer t.repl.Unlock()
@@ -619,3 +631,6 @@ func (b *Broker) loadReplicatedTopics(ctx context.Context) {
 		}
 	}
 }
+
+// lifeCtx is a context that ends when the broker closes.
+func (b *Broker) lifeCtx() context.Context { return b.life }

@@ -312,6 +312,12 @@ func TestGeoReplicationRemoveCluster(t *testing.T) {
 		rs := a.replStats(topic)["cb"]
 		return !rs.Connected && rs.OutboundConnection == "" && !slices.Contains(a.cursors(topic), "pulsar.repl.cb")
 	})
+	// cb sees the change through its watch on the shared store (well
+	// before its 10 s policy refresh) and removes its replicator too.
+	waitFor(t, 5*time.Second, "cb's replicator removed", func() bool {
+		rs := b.replStats(topic)["ca"]
+		return !rs.Connected && rs.OutboundConnection == "" && !slices.Contains(b.cursors(topic), "pulsar.repl.ca")
+	})
 	produce(t, p, "p", 100, 100, nil)
 	expectNothing(t, consB, 2*time.Second)
 	// Back on: a fresh cursor starts at the end, so only new messages go.
