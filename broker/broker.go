@@ -60,6 +60,11 @@ type Broker struct {
 	serviceAddr atomic.Pointer[string]
 	httpAddr    atomic.Pointer[string]
 
+	// life ends when the broker closes (watches on the configuration
+	// store run under it).
+	life       context.Context
+	lifeCancel context.CancelFunc
+
 	producerSeq atomic.Uint64
 	// producerPrefix starts generated producer names (producername.go);
 	// set by Start before the first connection.
@@ -98,6 +103,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		deps.ConfigStore = deps.Metadata
 	}
 	b := &Broker{cfg: cfg, deps: deps, log: cfg.Logger, done: make(chan struct{}), entryMeta: em}
+	b.life, b.lifeCancel = context.WithCancel(context.Background())
 	b.policies = deps.Policies
 	if b.policies == nil {
 		b.policies = policy.NewStore(deps.ConfigStore, cfg.ClusterName)
@@ -297,6 +303,7 @@ func (b *Broker) Close() error {
 	b.mu.Lock()
 	b.mu.closed = true
 	close(b.done)
+	b.lifeCancel()
 	if b.unsubscribe != nil {
 		b.unsubscribe()
 	}

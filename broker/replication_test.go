@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -22,6 +23,11 @@ import (
 // store is config (shared with the other clusters of the test).
 func startGeoBroker(t testing.TB, name string, config *memMeta, mut func(*Config)) *testBroker {
 	t.Helper()
+	return startGeoBrokerML(t, name, config, mut, mledger.Config{})
+}
+
+func startGeoBrokerML(t testing.TB, name string, config *memMeta, mut func(*Config), mlc mledger.Config) *testBroker {
+	t.Helper()
 	meta, ledgers := newMemMeta(), memstore.New()
 	f, err := mledger.NewFactory(mledger.Options{Ledgers: ledgers, Metadata: meta})
 	if err != nil {
@@ -36,7 +42,7 @@ func startGeoBroker(t testing.TB, name string, config *memMeta, mut func(*Config
 	if mut != nil {
 		mut(&cfg)
 	}
-	b, err := New(cfg, Deps{Metadata: meta, ConfigStore: config, OpenLedger: LedgerOpener(f, mledger.Config{})})
+	b, err := New(cfg, Deps{Metadata: meta, ConfigStore: config, OpenLedger: LedgerOpener(f, mlc)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,4 +235,170 @@ func TestReplicatedSubscriptionInProcess(t *testing.T) {
 	if m, err := consB.Receive(ctx); err == nil {
 		t.Fatalf("extra message in cb: %q", m.Payload())
 	}
+}
+
+// TestReplicationRetentionKeepsUnsent: with retention 0 and small
+// ledgers, entries every local subscription consumed stay stored while
+// the remote is down (the replicator's cursor holds them), and all of
+// them reach the remote once it starts.
+func TestReplicationRetentionKeepsUnsent(t *testing.T) {
+	config := newMemMeta()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrB := ln.Addr().String()
+	ln.Close()
+	a := startGeoBrokerML(t, "ca", config, nil, mledger.Config{MaxEntriesPerLedger: 10, MinLedgerRolloverTime: -1, TrimInterval: -1})
+	ctx := context.Background()
+	if err := a.policies.CreateCluster(ctx, "cb", policy.ClusterData{BrokerServiceURL: "pulsar://" + addrB}); err != nil {
+		t.Fatal(err)
+	}
+	geoNamespace(t, a, "ret", "ca", "cb")
+	topic := "persistent://geo/ret/" + newTopicName("t")
+	ca := a.client(t)
+	cons, err := ca.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ca.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 100
+	for i := range n {
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "m-%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range n {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		m, err := cons.Receive(rctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cons.Ack(m)
+	}
+	waitUntil(t, "local subscription caught up, replicator backlog kept", func() bool {
+		st, err := a.TopicStats(ctx, topic)
+		if err != nil {
+			return false
+		}
+		rs := st.Replication["cb"]
+		return st.Subscriptions["s"].MsgBacklog == 0 && rs.ReplicationBacklog == n && !rs.Connected
+	})
+	// Trim now (not waiting for the background loop): the subscription
+	// consumed everything, only the replicator's cursor holds the data.
+	ml := a.lookupTopic(topic).ml.(*mlAdapter).ml
+	if err := ml.Cursor("s").Flush(ctx); err != nil { // persist the subscription's acks
+		t.Fatal(err)
+	}
+	if md := ml.Cursor("s").MarkDeletePosition(); md.EntryID < 0 || md.LedgerID == 0 {
+		t.Fatalf("subscription mark-delete %v", md)
+	}
+	if err := ml.Trim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	is, err := a.InternalStats(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(is.Ledgers) < 2 || is.NumberOfEntries < n {
+		t.Fatalf("ledgers %d, entries %d: want several ledgers still holding all %d entries", len(is.Ledgers), is.NumberOfEntries, n)
+	}
+	b := startGeoBroker(t, "cb", config, func(c *Config) { c.ServiceAddr = addrB })
+	consB, err := b.client(t).Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		m, err := consB.Receive(rctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("cb: %d of %d: %v", i, n, err)
+		}
+		if want := fmt.Sprintf("m-%d", i); string(m.Payload()) != want {
+			t.Fatalf("cb got %q, want %q", m.Payload(), want)
+		}
+		consB.Ack(m)
+	}
+	waitUntil(t, "replication backlog drained", func() bool {
+		st, err := a.TopicStats(ctx, topic)
+		return err == nil && st.Replication["cb"].ReplicationBacklog == 0
+	})
+	// Control: once sent, the same trim deletes the consumed ledgers.
+	waitUntil(t, "consumed ledgers trimmed", func() bool {
+		if err := a.lookupTopic(topic).ml.(*mlAdapter).ml.Trim(ctx); err != nil {
+			return false
+		}
+		is, err := a.InternalStats(ctx, topic)
+		return err == nil && is.NumberOfEntries < n
+	})
+}
+
+// TestReplicationMessageTTL: entries older than the topic's message TTL
+// when the replicator reaches them are not sent, and are counted as
+// expired.
+func TestReplicationMessageTTL(t *testing.T) {
+	config := newMemMeta()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrB := ln.Addr().String()
+	ln.Close()
+	a := startGeoBroker(t, "ca", config, nil)
+	ctx := context.Background()
+	if err := a.policies.CreateCluster(ctx, "cb", policy.ClusterData{BrokerServiceURL: "pulsar://" + addrB}); err != nil {
+		t.Fatal(err)
+	}
+	geoNamespace(t, a, "ttl", "ca", "cb")
+	if err := a.policies.Update(ctx, "geo/ttl", func(p *policy.Policies) error {
+		ttl := 1
+		p.MessageTTLInSeconds = &ttl
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	topic := "persistent://geo/ttl/" + newTopicName("t")
+	p, err := a.client(t).CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "old-%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The TTL is a matter of time: let the first messages age past it.
+	time.Sleep(1100 * time.Millisecond)
+	for i := range 5 {
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "new-%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := startGeoBroker(t, "cb", config, func(c *Config) { c.ServiceAddr = addrB })
+	cons, err := b.client(t).Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		m, err := cons.Receive(rctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("new-%d", i); string(m.Payload()) != want {
+			t.Fatalf("cb got %q, want %q", m.Payload(), want)
+		}
+		cons.Ack(m)
+	}
+	waitUntil(t, "expired counted", func() bool {
+		st, err := a.TopicStats(ctx, topic)
+		rs := st.Replication["cb"]
+		return err == nil && rs.MsgExpiredCount == 10 && rs.MsgOutCount == 5 && rs.ReplicationBacklog == 0
+	})
 }

@@ -36,6 +36,9 @@ const (
 	// replQueueSize bounds the entries sent and not yet acknowledged
 	// (replicationProducerQueueSize).
 	replQueueSize = 1000
+	// replMaxPendingBytes bounds the bytes of those entries (they are
+	// held in memory until acknowledged).
+	replMaxPendingBytes = 64 << 20
 	// replReadBatch is the most entries one cursor read fetches.
 	replReadBatch = 100
 	// replBackoffMin and replBackoffMax bound the reconnect delay.
@@ -82,9 +85,11 @@ type replicator struct {
 	connectedSince atomic.Pointer[string]
 	outbound       atomic.Pointer[string]
 	msgOut         atomic.Int64
+	msgExpired     atomic.Int64
 	bytesOut       atomic.Int64
 	oldestPending  atomic.Int64 // publish time (ms) of the oldest entry sent and unacknowledged; 0: none
 	rates          rateTracker
+	expiredRate    rateTracker
 }
 
 // replItem is one entry read and not yet acknowledged on the cursor.
@@ -218,7 +223,7 @@ func (r *replicator) replicate(p *replProducer, pending []*replItem) ([]*replIte
 	}
 	for {
 		// Read while the queue has room.
-		for len(pending) < replQueueSize {
+		for len(pending) < replQueueSize && pendingBytes(pending) < replMaxPendingBytes {
 			es, err := r.cur.ReadEntries(min(replReadBatch, replQueueSize-len(pending)))
 			if err != nil {
 				if errors.Is(err, ErrClosed) {
@@ -262,6 +267,15 @@ func (r *replicator) replicate(p *replProducer, pending []*replItem) ([]*replIte
 			}
 		}
 	}
+}
+
+// pendingBytes is the size of the entries held for sending.
+func pendingBytes(pending []*replItem) int {
+	n := 0
+	for _, it := range pending {
+		n += len(it.entry)
+	}
+	return n
 }
 
 // receipt marks the oldest sent item done; receipts come in send order.
@@ -341,6 +355,13 @@ func (r *replicator) prepare(e ledgerEntry) *replItem {
 	if len(md.ReplicateTo) > 0 && !slices.Contains(md.ReplicateTo, r.remote) {
 		return it
 	}
+	if ttl := r.t.pol.Load().MessageTTLSeconds; ttl > 0 && md.MarkerType == nil &&
+		int64(md.GetPublishTime()) < time.Now().UnixMilli()-ttl*1000 {
+		// Expired under the topic's message TTL: not sent (as Pulsar).
+		n := max(int64(md.GetNumMessagesInBatch()), 1)
+		r.msgExpired.Add(n)
+		return it
+	}
 	md.ReplicatedFrom = proto.String(r.t.b.cfg.ClusterName)
 	meta, err := proto.Marshal(&md)
 	if err != nil {
@@ -394,8 +415,10 @@ func (r *replicator) stats() ReplicatorStats {
 		ReplicationBacklog: entries,
 		Connected:          r.connected.Load(),
 		MsgOutCount:        r.msgOut.Load(),
+		MsgExpiredCount:    r.msgExpired.Load(),
 		BytesOutCount:      r.bytesOut.Load(),
 	}
+	st.MsgRateExpired, _ = r.expiredRate.update(st.MsgExpiredCount, 0)
 	if st.Connected {
 		st.OutboundConnection = *r.outbound.Load()
 		st.OutboundConnectedSince = *r.connectedSince.Load()
@@ -434,6 +457,18 @@ func (t *topic) wantedReplication() []string {
 func (t *topic) checkReplication() {
 	if !t.persistent() {
 		return
+	}
+	// Policy writes made in other clusters apply at once (ZooKeeper
+	// configuration store), not at the next refresh: watch the namespace,
+	// and the topic's override while replication is on.
+	ctx := t.b.lifeCtx()
+	t.b.policies.WatchNamespace(ctx, t.name.NamespaceName())
+	if len(t.pol.Load().ReplicationClusters) > 1 {
+		parent := t.name
+		if parent.IsPartition() {
+			parent = parent.Parent()
+		}
+		t.b.policies.WatchTopic(ctx, parent.String())
 	}
 	want := t.wantedReplication()
 	t.repl.Lock()
@@ -596,3 +631,6 @@ func (b *Broker) loadReplicatedTopics(ctx context.Context) {
 		}
 	}
 }
+
+// lifeCtx is a context that ends when the broker closes.
+func (b *Broker) lifeCtx() context.Context { return b.life }

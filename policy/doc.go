@@ -31,7 +31,9 @@
 // name, synchronously, before the write returns (so an admin request
 // answers after the broker applied the change). Writes made by other
 // processes are seen after Refresh, which drops the cache and calls the
-// subscribers with "" (the broker calls it periodically).
+// subscribers with "" (the broker calls it periodically), or at once for
+// the namespaces and topics watched with WatchNamespace / WatchTopic
+// when the metadata store supports watches (watch.go).
 //
 // # Resolution
 //

@@ -40,6 +40,7 @@ func (e *BadValueError) Unwrap() error { return e.Err }
 type Store struct {
 	meta    metadata.Store
 	cluster string
+	watched watchSet // WatchNamespace / WatchTopic (watch.go)
 
 	mu struct {
 		sync.Mutex

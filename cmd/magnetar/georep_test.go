@@ -163,12 +163,15 @@ func TestGeoReplicationActiveActive(t *testing.T) {
 	}
 }
 
-// TestGeoReplicationRemoteDown: with cb stopped, producing in ca goes on
-// (local consumers unaffected), the replication backlog grows and the
-// replicator reports disconnected; once cb is back everything arrives in
+// TestGeoReplicationRemoteDown: cb is stopped while ca is under load;
+// producing in ca goes on (local consumers unaffected), the replication
+// backlog grows and the replicator reports disconnected; ca is restarted
+// with no client; once cb is back everything arrives, once, in
 // per-producer order.
 func TestGeoReplicationRemoteDown(t *testing.T) {
-	a, b := startGeoPair(t, "down")
+	// Deduplication makes the replicator's resends after cb's stop
+	// harmless (without it they may arrive twice).
+	a, b := startGeoPair(t, "down", "--dedup")
 	topic := "persistent://geo/down/t"
 	ca := a.clientWithTimeout(t, 10*time.Second)
 	consA := subscribeEarliest(t, ca, topic, "s")
@@ -183,11 +186,35 @@ func TestGeoReplicationRemoteDown(t *testing.T) {
 		return a.replStats(topic)["cb"].ReplicationBacklog == 0 && a.replStats(topic)["cb"].MsgOutCount == 500
 	})
 
-	b.stop()
-	// Local traffic keeps flowing while the remote is down.
+	// Stop cb while ca is under load; local traffic keeps flowing.
 	start := time.Now()
-	produce(t, p, "p", 500, 3000, nil)
-	if d := time.Since(start); d > 20*time.Second {
+	var mu sync.Mutex
+	var sendErr error
+	var wg sync.WaitGroup
+	wg.Add(3000)
+	go func() {
+		for i := 500; i < 3500; i++ {
+			p.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "p:%d", i)},
+				func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+					if err != nil {
+						mu.Lock()
+						sendErr = err
+						mu.Unlock()
+					}
+					wg.Done()
+				})
+			if i%50 == 0 {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}()
+	waitFor(t, 30*time.Second, "replication under way", func() bool { return a.replStats(topic)["cb"].MsgOutCount > 700 })
+	b.stop()
+	wg.Wait()
+	if sendErr != nil {
+		t.Fatal(sendErr)
+	}
+	if d := time.Since(start); d > 30*time.Second {
 		t.Fatalf("local produce took %v with the remote down", d)
 	}
 	o := consumeOrdered(t, consA, 30*time.Second, map[string]int{"p": 3500})
@@ -284,6 +311,12 @@ func TestGeoReplicationRemoveCluster(t *testing.T) {
 	waitFor(t, 5*time.Second, "replicator removed", func() bool {
 		rs := a.replStats(topic)["cb"]
 		return !rs.Connected && rs.OutboundConnection == "" && !slices.Contains(a.cursors(topic), "pulsar.repl.cb")
+	})
+	// cb sees the change through its watch on the shared store (well
+	// before its 10 s policy refresh) and removes its replicator too.
+	waitFor(t, 5*time.Second, "cb's replicator removed", func() bool {
+		rs := b.replStats(topic)["ca"]
+		return !rs.Connected && rs.OutboundConnection == "" && !slices.Contains(b.cursors(topic), "pulsar.repl.ca")
 	})
 	produce(t, p, "p", 100, 100, nil)
 	expectNothing(t, consB, 2*time.Second)
