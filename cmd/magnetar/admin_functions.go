@@ -26,19 +26,19 @@ func init() {
 // fnFlags are the flags of create/update and of the naming of one
 // deployment.
 type fnFlags struct {
-	tenant, namespace, name, fqfn string
-	configFile                    string
-	inputs, topicsPattern, output string
+	tenant, namespace, name, fqfn  string
+	configFile                     string
+	inputs, topicsPattern, output  string
 	logTopic, dlq, subName, subPos string
-	guarantees                    string
-	parallelism, retries          int
-	userConfig                    string
-	goBin, archive, typ           string
-	ram, disk                     int64
-	cpu                           float64
-	instance                      int
-	key, state, triggerValue      string
-	topic                         string
+	guarantees                     string
+	parallelism, retries           int
+	userConfig                     string
+	goBin, archive, typ            string
+	ram, disk                      int64
+	cpu                            float64
+	instance                       int
+	key, state, triggerValue       string
+	topic                          string
 }
 
 func (f *fnFlags) nameFlags(c *cobra.Command) {
@@ -396,7 +396,9 @@ func adminFnCmd(kind string) *cobra.Command {
 				return fmt.Errorf("--state needs a key")
 			}
 			return a.raw(http.MethodPost, p+"/state/"+url.PathEscape(key), "application/json", strings.NewReader(f.state))
-		}, func(c *cobra.Command, f *fnFlags) { c.Flags().StringVarP(&f.state, "state", "s", "", `FunctionState JSON, e.g. {"key":"k","stringValue":"v"}`) })
+		}, func(c *cobra.Command, f *fnFlags) {
+			c.Flags().StringVarP(&f.state, "state", "s", "", `FunctionState JSON, e.g. {"key":"k","stringValue":"v"}`)
+		})
 	}
 	return root
 }
