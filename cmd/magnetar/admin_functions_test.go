@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestFunctionsAdminCLI drives `magnetar admin functions|sources|sinks`
@@ -15,7 +16,8 @@ func TestFunctionsAdminCLI(t *testing.T) {
 		t.Skip("end-to-end")
 	}
 	bin := buildFnProg(t, "1")
-	p := startStandalone(t, t.TempDir())
+	dataDir := t.TempDir()
+	p := startStandalone(t, dataDir)
 	out := runAdmin(t, p, false, "functions", "create", "--name", "cli", "--inputs", "cli-in", "--output", "cli-out",
 		"--go", bin, "--user-config", `{"mode":"wordcount"}`)
 	if !strings.Contains(out, "Created functions/public/default/cli") {
@@ -45,6 +47,24 @@ func TestFunctionsAdminCLI(t *testing.T) {
 	waitRunning(t, p, "functions", "cli", 1)
 	if out := runAdmin(t, p, false, "functions", "status", "--name", "cli"); !strings.Contains(out, `"numRunning": 1`) {
 		t.Fatalf("status: %s", out)
+	}
+	// restart replaces the instance process.
+	exe := fnPackagePath(t, dataDir, bin)
+	before := instancePids(t, exe)
+	if len(before) != 1 {
+		t.Fatalf("want one instance process, got %v", before)
+	}
+	runAdmin(t, p, false, "functions", "restart", "--name", "cli")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		now := instancePids(t, exe)
+		if len(now) == 1 && now[0] != before[0] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("instance not restarted: before %v, now %v", before, now)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	runAdmin(t, p, false, "functions", "update", "--name", "cli", "--user-config", `{"suffix":"?"}`)
 	if out := runAdmin(t, p, false, "functions", "get", "--name", "cli"); !strings.Contains(out, `"suffix": "?"`) {
