@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -264,6 +265,56 @@ func TestFunctionsE2EFileSource(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(in, "*.txt")); len(left) != 0 {
 		t.Fatalf("files not moved to .processed: %v", left)
+	}
+	p.stop()
+}
+
+// TestFunctionsE2EWebhookSource: the builtin HTTP source turns each POST
+// body into a message, answering 200 once it is persisted.
+func TestFunctionsE2EWebhookSource(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	p := startStandalone(t, t.TempDir())
+	cfg := map[string]any{"topicName": "hook-out", "archive": "builtin://http", "configs": map[string]any{"path": "/events"}}
+	if code, b := fnUpload(t, p, http.MethodPost, "sources", "hook", cfg, "", ""); code != http.StatusNoContent {
+		t.Fatalf("create source: %d %s", code, b)
+	}
+	waitRunning(t, p, "sources", "hook", 1)
+	var addr string
+	deadline := time.Now().Add(30 * time.Second)
+	for addr == "" {
+		code, b := p.get(t, "/admin/v3/functions/public/default/hook/state/http-address%2F0")
+		if code == http.StatusOK {
+			var st struct {
+				ByteValue []byte `json:"byteValue"`
+			}
+			if err := json.Unmarshal(b, &st); err != nil {
+				t.Fatal(err)
+			}
+			addr = string(st.ByteValue)
+		} else if time.Now().After(deadline) {
+			t.Fatalf("webhook address never published: %d %s", code, b)
+		} else {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	c := p.client(t)
+	out := subscribeOut(t, c, "persistent://public/default/hook-out")
+	for i := 0; i < 20; i++ {
+		code, b := fnHTTP(t, http.MethodPost, "http://"+addr+"/events", "text/plain", []byte(fmt.Sprintf("event-%d", i)))
+		if code != http.StatusOK {
+			t.Fatalf("POST %d: %d %s", i, code, b)
+		}
+	}
+	if code, _ := fnHTTP(t, http.MethodGet, "http://"+addr+"/events", "", nil); code != http.StatusMethodNotAllowed {
+		t.Fatalf("GET on the webhook: %d", code)
+	}
+	seen := receiveUntil(t, out, 30*time.Second, func(s map[string]int) bool { return len(s) == 20 })
+	for k, v := range seen {
+		if v != 1 {
+			t.Fatalf("%s seen %d times", k, v)
+		}
 	}
 	p.stop()
 }
