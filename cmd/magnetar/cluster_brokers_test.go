@@ -1,15 +1,21 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -428,34 +434,98 @@ func bodyOf(name string, i int) []byte {
 
 // runProducers sends from each producer until stop closes, one message at
 // a time (so per-producer order is the send order), recording acks.
-func runProducers(t *testing.T, cl pulsar.Client, topic string, names []string, stop <-chan struct{}, log *ackedLog) *sync.WaitGroup {
+func runProducers(t *testing.T, url string, topic string, names []string, stop <-chan struct{}, log *ackedLog) *sync.WaitGroup {
+	// The producers run in a child process (this test binary, see
+	// runChildProducer): pulsar-client-go v0.19 races with itself when a
+	// send meets a reconnect (producer_partition.go grabCnx), which the
+	// race detector would report in this process while bundles move. The
+	// child prints each acknowledged body; a failed send is a test error.
 	var wg sync.WaitGroup
 	for _, name := range names {
-		prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: name, DisableBatching: true,
-			SendTimeout: 60 * time.Second, MaxPendingMessages: 64})
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), childProducerEnv+"="+strings.Join([]string{url, topic, name}, "\x1f"))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		out, err := cmd.StdoutPipe()
 		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer prod.Close()
-			for i := 0; ; i++ {
+			stopped := make(chan struct{})
+			go func() {
 				select {
 				case <-stop:
-					return
-				default:
+					cmd.Process.Signal(syscall.SIGTERM)
+				case <-stopped:
 				}
-				body := bodyOf(name, i)
-				if _, err := prod.Send(context.Background(), &pulsar.ProducerMessage{Payload: body}); err != nil {
-					t.Errorf("producer %s send %d: %v", name, i, err)
-					return
+			}()
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				line := sc.Text()
+				if h, ok := strings.CutPrefix(line, "ACK "); ok {
+					body, err := hex.DecodeString(h)
+					if err != nil {
+						t.Errorf("producer %s: bad line %q", name, line)
+						continue
+					}
+					log.add(name, string(body))
+				} else if msg, ok := strings.CutPrefix(line, "ERR "); ok {
+					t.Errorf("producer %s: %s", name, msg)
 				}
-				log.add(name, string(body))
 			}
+			close(stopped)
+			cmd.Wait()
 		}()
 	}
 	return &wg
+}
+
+// childProducerEnv makes the test binary a producer child:
+// "serviceURL\x1ftopic\x1fname".
+const childProducerEnv = "MAGNETAR_TEST_CHILD_PRODUCER"
+
+// runChildProducer sends bodyOf(name, i) for i = 0, 1, ... until SIGTERM,
+// printing "ACK body" after each acknowledgement ("ERR ..." on failure).
+func runChildProducer(spec string) int {
+	f := strings.Split(spec, "\x1f")
+	cl, err := pulsar.NewClient(pulsar.ClientOptions{URL: f[0], OperationTimeout: 60 * time.Second,
+		ConnectionTimeout: 5 * time.Second, KeepAliveInterval: 2 * time.Second, Logger: plog.DefaultNopLogger()})
+	if err != nil {
+		fmt.Println("ERR", err)
+		return 1
+	}
+	defer cl.Close()
+	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: f[1], Name: f[2], DisableBatching: true,
+		SendTimeout: 60 * time.Second, MaxPendingMessages: 64})
+	if err != nil {
+		fmt.Println("ERR", err)
+		return 1
+	}
+	defer prod.Close()
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	w := bufio.NewWriter(os.Stdout)
+	defer w.Flush()
+	for i := 0; ; i++ {
+		select {
+		case <-term:
+			return 0
+		default:
+		}
+		body := bodyOf(f[2], i)
+		if _, err := prod.Send(context.Background(), &pulsar.ProducerMessage{Payload: body}); err != nil {
+			fmt.Fprintln(w, "ERR send", i, err)
+			return 1
+		}
+		fmt.Fprintln(w, "ACK "+hex.EncodeToString(body))
+		w.Flush()
+	}
 }
 
 // checkDelivered reads the topic from the start and asserts that every
@@ -555,7 +625,7 @@ func TestClusterBrokerFailoverSIGKILL(t *testing.T) {
 	cl := newClusterClient(t, bc.serviceURL())
 	log := &ackedLog{acked: map[string][]string{}}
 	stop := make(chan struct{})
-	wg := runProducers(t, cl, topic, []string{"pa", "pb"}, stop, log)
+	wg := runProducers(t, bc.serviceURL(), topic, []string{"pa", "pb"}, stop, log)
 	waitAcked(t, log, 300, 60*time.Second)
 	owner := bc.owner(topic)
 	victim := bc.byService(owner)

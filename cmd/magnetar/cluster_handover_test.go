@@ -67,7 +67,7 @@ func TestClusterBrokerUnloadSplitUnderLoad(t *testing.T) {
 	}()
 	log := &ackedLog{acked: map[string][]string{}}
 	stop := make(chan struct{})
-	wg := runProducers(t, cl, topic, []string{"ua", "ub"}, stop, log)
+	wg := runProducers(t, bc.serviceURL(), topic, []string{"ua", "ub"}, stop, log)
 	waitAcked(t, log, 200, 60*time.Second)
 
 	// Unload through a broker that does not own the bundle: 307 to the
@@ -148,7 +148,7 @@ func TestClusterBrokerSIGSTOPSessionLoss(t *testing.T) {
 	cl := newClusterClient(t, bc.serviceURL())
 	log := &ackedLog{acked: map[string][]string{}}
 	stop := make(chan struct{})
-	wg := runProducers(t, cl, topic, []string{"sa", "sb"}, stop, log)
+	wg := runProducers(t, bc.serviceURL(), topic, []string{"sa", "sb"}, stop, log)
 	waitAcked(t, log, 200, 60*time.Second)
 	owner := bc.owner(topic)
 	victim := bc.byService(owner)

@@ -154,7 +154,7 @@ func TestClusterBrokerNetworkPartition(t *testing.T) {
 	cl := newClusterClient(t, bc.brokers[1].service)
 	log := &ackedLog{acked: map[string][]string{}}
 	stop := make(chan struct{})
-	wg := runProducers(t, cl, topic, []string{"na", "nb"}, stop, log)
+	wg := runProducers(t, bc.brokers[1].service, topic, []string{"na", "nb"}, stop, log)
 	waitAcked(t, log, 200, 60*time.Second)
 	if o := bc.owner(topic); o != cutBroker.service {
 		t.Fatalf("owner %s, want the namespaced broker %s", o, cutBroker.service)

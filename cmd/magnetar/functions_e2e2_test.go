@@ -192,9 +192,18 @@ func TestFunctionsE2EParallelUpdateDeadLetter(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("dead-letter topic got %v", got)
 	}
-	s := getStatus(t, p, "functions", dl)
-	if s.Instances[0].Status.NumUserExc < 2 {
-		t.Fatalf("want the failure retried (>= 2 user exceptions), status %+v", s)
+	// The instance reports its counters to the worker periodically: poll
+	// the status until they arrive.
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		s := getStatus(t, p, "functions", dl)
+		if len(s.Instances) == 1 && s.Instances[0].Status.NumUserExc >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("want the failure retried (>= 2 user exceptions), status %+v", s)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	p.stop()
 }

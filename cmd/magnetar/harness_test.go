@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
+	if spec, ok := os.LookupEnv(childProducerEnv); ok {
+		os.Exit(runChildProducer(spec))
+	}
 	code := m.Run()
 	cleanupFnBuilds()
 	os.Exit(code)

@@ -233,7 +233,7 @@ func TestProxyBrokerSIGKILL(t *testing.T) {
 	cl := newClusterClient(t, px.service)
 	log := &ackedLog{acked: map[string][]string{}}
 	stop := make(chan struct{})
-	wg := runProducers(t, cl, topic, []string{"pa", "pb"}, stop, log)
+	wg := runProducers(t, px.service, topic, []string{"pa", "pb"}, stop, log)
 	waitAcked(t, log, 200, 60*time.Second)
 	owner := bc.owner(topic)
 	bc.byService(owner).kill()
@@ -272,11 +272,10 @@ func TestProxySIGKILLOneOfSeveral(t *testing.T) {
 		ps = append(ps, p)
 		hosts = append(hosts, strings.TrimPrefix(p.service, "pulsar://"))
 	}
-	cl := newClusterClient(t, "pulsar://"+strings.Join(hosts, ","))
 	const topic = "persistent://public/pp/moving"
 	log := &ackedLog{acked: map[string][]string{}}
 	stop := make(chan struct{})
-	wg := runProducers(t, cl, topic, []string{"qa", "qb", "qc", "qd"}, stop, log)
+	wg := runProducers(t, "pulsar://"+strings.Join(hosts, ","), topic, []string{"qa", "qb", "qc", "qd"}, stop, log)
 	waitAcked(t, log, 200, 60*time.Second)
 	// Kill the proxy carrying the most relays.
 	victim, most := 0, -1.0
