@@ -480,9 +480,15 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 		}
 	}
 	b.applyOffload(t)
-	if b.cfg.Deduplication {
+	if b.cfg.Deduplication || pol.Deduplication {
 		if err := t.recoverDedup(b.cfg.DedupRecoveryEntries); err != nil {
 			b.log.Warn("dedup state recovery", "topic", tn.String(), "err", err)
+		}
+		if !b.cfg.Deduplication {
+			// Deduplication by namespace or topic policy checks the
+			// held-path state: seed it with what was recovered, so that a
+			// re-send after a restart or a move is still dropped.
+			t.seedPolicyDedup()
 		}
 	}
 	names := ml.CursorNames()

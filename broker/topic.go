@@ -481,6 +481,21 @@ func (t *topic) isClosed() bool {
 // markUnloading claims the unload of t; false if another unload has it.
 func (t *topic) markUnloading() bool { return t.unloading.CompareAndSwap(false, true) }
 
+// seedPolicyDedup copies the recovered sequence ids into the state that
+// policy deduplication checks (t.held.dedup).
+func (t *topic) seedPolicyDedup() {
+	t.mu.Lock()
+	seqs := maps.Clone(t.mu.dedup)
+	t.mu.Unlock()
+	t.held.Lock()
+	defer t.held.Unlock()
+	for k, v := range seqs {
+		if last, ok := t.held.dedup[k]; !ok || v > last {
+			t.held.dedup[k] = v
+		}
+	}
+}
+
 // recoverDedup rebuilds the per-producer highest sequence ids from the
 // last n entries.
 func (t *topic) recoverDedup(n int) error {
