@@ -316,25 +316,7 @@ func TestE2EDedupSurvivesRestart(t *testing.T) {
 	sendAsyncAll(t, prod, 3, payloadMsg) // one batch, sequence ids 0..2
 	prod.Close()
 	cl.Close()
-	tb2 := tb.restart(t)
-	cl2 := tb2.client(t)
-	cons := mustConsumer(t, cl2, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
-	prod2 := mustProducer(t, cl2, pulsar.ProducerOptions{Topic: topic, Name: "dp", DisableBatching: true})
-	seq := int64(2)
-	if _, err := prod2.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte("dup"), SequenceID: &seq}); err != nil {
-		t.Fatal(err)
-	}
-	// Continues after last_sequence_id 2: not a duplicate.
-	if _, err := prod2.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte("new")}); err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, m := range receiveN(t, cons, 4) {
-		got = append(got, string(m.Payload()))
-	}
-	if !slices.Equal(got, []string{"m-0", "m-1", "m-2", "new"}) {
-		t.Fatalf("after restart got %v", got)
-	}
+	checkDedupAfterRestart(t, tb, topic, "dp")
 }
 
 // Deduplication enabled by namespace policy (not the broker setting)
@@ -359,10 +341,18 @@ func TestE2EPolicyDedupSurvivesRestart(t *testing.T) {
 	}
 	prod.Close()
 	cl.Close()
+	checkDedupAfterRestart(t, tb, topic, "pd")
+}
+
+// checkDedupAfterRestart restarts tb; producer name then re-sends
+// sequence id 2 (dropped as a duplicate) and a new message: the topic
+// holds m-0..m-2 and "new".
+func checkDedupAfterRestart(t *testing.T, tb *testBroker, topic, name string) {
+	t.Helper()
 	tb2 := tb.restart(t)
 	cl2 := tb2.client(t)
 	cons := mustConsumer(t, cl2, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
-	prod2 := mustProducer(t, cl2, pulsar.ProducerOptions{Topic: topic, Name: "pd", DisableBatching: true})
+	prod2 := mustProducer(t, cl2, pulsar.ProducerOptions{Topic: topic, Name: name, DisableBatching: true})
 	seq := int64(2)
 	if _, err := prod2.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte("dup"), SequenceID: &seq}); err != nil {
 		t.Fatal(err)
