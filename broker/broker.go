@@ -201,6 +201,10 @@ func (b *Broker) Start(ctx context.Context) error {
 	go b.statsLoop()
 	b.wg.Add(1)
 	go b.inactivityLoop()
+	if b.cfg.IdleTopicUnloadTime > 0 {
+		b.wg.Add(1)
+		go b.idleUnloadLoop()
+	}
 	b.wg.Add(1)
 	go b.compactionLoop()
 	b.wg.Add(1)

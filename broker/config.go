@@ -155,6 +155,15 @@ type Config struct {
 	// default costs about 10 KiB per loaded topic.
 	HistoryInterval time.Duration
 	HistoryLength   int
+	// IdleTopicUnloadTime unloads a persistent topic from memory once it
+	// has had no producer, connected consumer, replicator or compaction
+	// for this long; the next use loads it again (idleunload.go). Zero or
+	// negative: never (the magnetar key topicUnloadIdleSeconds).
+	IdleTopicUnloadTime time.Duration
+	// HideTopicLevelMetrics is !exposeTopicLevelMetricsInPrometheus:
+	// /metrics then has no per-topic or per-subscription series, only
+	// their sums per namespace (metrics.go).
+	HideTopicLevelMetrics bool
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 }

@@ -15,7 +15,11 @@ import (
 
 // metricsCollector exports Pulsar's topic and subscription metric names
 // (one sample per loaded topic, labels cluster/namespace/topic) and the
-// bookies' stats from Deps.Bookies, computed at scrape time.
+// bookies' stats from Deps.Bookies, computed at scrape time. With
+// Config.HideTopicLevelMetrics (exposeTopicLevelMetricsInPrometheus=false)
+// the topic metrics are summed per namespace instead, as Pulsar does:
+// the same names, labels cluster/namespace only, and no subscription or
+// replication series (nsmetrics.go).
 type metricsCollector struct{ b *Broker }
 
 var (
@@ -103,10 +107,25 @@ func (mc metricsCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(brokerDescs[n], prometheus.GaugeValue, tot[n], cluster)
 		}
 	}()
+	hide := b.cfg.HideTopicLevelMetrics
+	nsSums := map[string]*nsMetrics{}
+	defer func() {
+		for ns, m := range nsSums {
+			m.emit(ch, cluster, ns)
+		}
+	}()
 	for _, t := range b.loadedTopics("") {
 		ns := t.name.NamespaceName()
 		perNS[ns]++
 		st := t.statsOpts(false)
+		if hide {
+			m := nsSums[ns]
+			if m == nil {
+				m = &nsMetrics{}
+				nsSums[ns] = m
+			}
+			m.add(&st)
+		}
 		tot["pulsar_broker_topics_count"]++
 		tot["pulsar_broker_publish_rate_limit_times"] += float64(st.PublishRateLimitedTimes)
 		lv := []string{cluster, ns, t.full}
@@ -134,6 +153,9 @@ func (mc metricsCollector) Collect(ch chan<- prometheus.Metric) {
 			"pulsar_broker_out_messages_total":  float64(st.MsgOutCounter),
 		} {
 			tot[n] += v
+		}
+		if hide {
+			continue
 		}
 		g("pulsar_rate_in", st.MsgRateIn)
 		g("pulsar_rate_out", st.MsgRateOut)

@@ -113,6 +113,9 @@ type topic struct {
 	// lastActive (unix ns) is when the inactivity check last found the
 	// topic active, or its load (inactive.go).
 	lastActive atomic.Int64
+	// lastUsed (unix ns) is when the topic was last found in use, for
+	// the idle unloader (idleunload.go).
+	lastUsed atomic.Int64
 }
 
 type lastEntry struct {
@@ -133,6 +136,7 @@ func newTopic(b *Broker, tn topicName, ml ManagedLedger, pol *policy.Resolved) *
 	t.subList.Store(&empty)
 	t.applyLimits(pol)
 	t.lastActive.Store(time.Now().UnixNano())
+	t.touch()
 	t.inWin.roll(t.loadedAt, 0, 0) // the first window starts at load
 	return t
 }
@@ -223,6 +227,7 @@ func (t *topic) addProducer(p *producer) (wait bool, err error) {
 
 // removeProducer detaches p; a waiting exclusive producer may take over.
 func (t *topic) removeProducer(p *producer) {
+	t.touch()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if i := slices.Index(t.mu.waiting, p); i >= 0 {

@@ -131,6 +131,7 @@ func (t *topic) loadSubscription(name string) error {
 // unacked entries go back for redelivery. A non-durable subscription left
 // without consumers is deleted.
 func (t *topic) removeConsumer(s *subscription, c *consumer) {
+	t.touch()
 	var empty, drop bool
 	s.call(func() {
 		empty = s.removeConsumerLocked(c)

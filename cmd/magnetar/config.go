@@ -53,6 +53,8 @@ type serviceFlags struct {
 	schemaEnforced                                                          bool
 	console                                                                 bool
 	historyInterval                                                         time.Duration
+	idleUnload                                                              time.Duration
+	topicMetrics                                                            bool
 }
 
 // apply copies the settings shared by standalone and broker into c (a
@@ -92,6 +94,8 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.SchemaCompatibilityStrategy = s.schemaStrategy
 	c.SchemaValidationEnforced = s.schemaEnforced
 	c.HistoryInterval = s.historyInterval
+	c.IdleTopicUnloadTime = s.idleUnload
+	c.HideTopicLevelMetrics = !s.topicMetrics
 	if !s.console {
 		c.HistoryInterval = -1 // nothing shows the samples
 	}
@@ -133,6 +137,8 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.StringVar(&s.schemaStrategy, "schema-compatibility-strategy", "FULL", "default schema compatibility strategy under namespace and topic policies")
 	fl.BoolVar(&s.schemaEnforced, "schema-validation-enforced", false, "refuse producers without a schema on topics that have one (namespace policy overrides)")
 	fl.BoolVar(&s.console, "console", true, "serve the web console under /console on the HTTP port (--console=false turns it off)")
+	fl.DurationVar(&s.idleUnload, "topic-unload-idle", 5*time.Minute, "unload a persistent topic from memory after this long without producers, connected consumers, replicators or compaction; the next use reloads it (0: never)")
+	fl.BoolVar(&s.topicMetrics, "expose-topic-level-metrics", true, "per-topic and per-subscription series on /metrics (false: sums per namespace only)")
 	fl.DurationVar(&s.historyInterval, "console-sample-interval", broker.DefaultHistoryInterval, "how often topic rates, backlog and storage size are sampled for the console's charts (at least 1s; 15 minutes are kept, up to 900 samples)")
 }
 
@@ -342,6 +348,8 @@ var brokerKeys = append([]conf.Key{
 	{Names: []string{"isSchemaValidationEnforced"}, Flag: "schema-validation-enforced"},
 	{Names: []string{"consoleEnabled"}, Flag: "console", Doc: "Magnetar's web console under /console"},
 	{Names: []string{"consoleSampleIntervalSeconds"}, Flag: "console-sample-interval", Convert: seconds},
+	{Names: []string{"exposeTopicLevelMetricsInPrometheus"}, Flag: "expose-topic-level-metrics"},
+	{Names: []string{"topicUnloadIdleSeconds"}, Flag: "topic-unload-idle", Convert: seconds, Doc: "Magnetar's own key: unload idle topics from memory"},
 }, storageKeys...)
 
 var brokerFixed = []conf.Fixed{

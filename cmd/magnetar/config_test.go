@@ -78,6 +78,8 @@ var serviceKeyCases = []keyCase{
 	{"statsUpdateFrequencyInSecs", "60", "stats-interval", "1m0s"},
 	{"consoleEnabled", "false", "console", "false"},
 	{"consoleSampleIntervalSeconds", "2", "console-sample-interval", "2s"},
+	{"exposeTopicLevelMetricsInPrometheus", "false", "expose-topic-level-metrics", "false"},
+	{"topicUnloadIdleSeconds", "45", "topic-unload-idle", "45s"},
 	{"managedLedgerMaxEntriesPerLedger", "1000", "max-entries-per-ledger", "1000"},
 	{"managedLedgerMinLedgerRolloverTimeMinutes", "2", "min-ledger-rollover-time", "2m0s"},
 	{"managedLedgerMaxLedgerRolloverTimeMinutes", "90", "max-ledger-rollover-time", "1h30m0s"},

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -192,7 +193,7 @@ func (c *closeSteps) err() error { return errors.Join(c.errs...) }
 
 // runFlags are the process-level flags every server subcommand shares.
 type runFlags struct {
-	logLevel, logFormat, cpuProfile string
+	logLevel, logFormat, cpuProfile, memProfile string
 }
 
 // signalContext is ctx (Background if nil) cancelled by SIGINT or SIGTERM:
@@ -245,6 +246,11 @@ func runServer(ctx context.Context, role string, rf runFlags, open func(context.
 	fmt.Printf("magnetar %s ready service=pulsar://%s http=http://%s%s\n", role, svc, web, extra)
 	<-ctx.Done()
 	log.Info("stopping")
+	if rf.memProfile != "" {
+		if err := writeHeapProfile(rf.memProfile); err != nil {
+			log.Warn("heap profile not written", "err", err)
+		}
+	}
 	t1 := time.Now()
 	err = closeAll()
 	log.Info("stopped", "took", time.Since(t1).Round(time.Millisecond))
@@ -257,4 +263,19 @@ func addRunFlags(fl interface {
 	fl.StringVar(&rf.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&rf.logFormat, "log-format", "text", "log format: text or json")
 	fl.StringVar(&rf.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (stopped at shutdown)")
+	fl.StringVar(&rf.memProfile, "memprofile", "", "on SIGINT/SIGTERM, before anything closes, write a heap profile (after a GC) to this file")
+}
+
+// writeHeapProfile writes the in-use heap, after a GC, to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

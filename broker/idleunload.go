@@ -1,0 +1,110 @@
+package broker
+
+import (
+	"time"
+)
+
+// Idle topic unloading (Config.IdleTopicUnloadTime, the magnetar key
+// topicUnloadIdleSeconds). Unlike inactive topic deletion
+// (inactive.go) this deletes nothing: a persistent topic that has had
+// no producer, no connected consumer, no replicator, no compaction and
+// no held send for the idle time is unloaded like an admin unload (its
+// cursors are flushed and its managed ledger closed), and is loaded
+// again by the next lookup, producer, subscription or admin call.
+// Messages, cursors (mark-delete and individual acks, persisted by the
+// managed ledger's close) and deduplication state (rebuilt from the log
+// tail on load) survive. A loaded topic holds a subscription loop
+// goroutine per subscription and a write handle per managed ledger;
+// an unloaded one holds nothing in memory, which is what lets a broker
+// keep a million idle topics.
+//
+// One ticker walks the loaded topics (every IdleTopicUnloadTime/4,
+// between 1 s and 1 min); idleness is measured from the last time a
+// check, a load, or a producer or consumer detaching found the topic in
+// use.
+
+// idleCheckInterval is how often the idle unloader looks at the topics.
+func (c *Config) idleCheckInterval() time.Duration {
+	return min(max(c.IdleTopicUnloadTime/4, time.Second), time.Minute)
+}
+
+// touch records that t is in use now.
+func (t *topic) touch() { t.lastUsed.Store(time.Now().UnixNano()) }
+
+// idleUnloadable reports whether nothing but idleness keeps t loaded.
+func (t *topic) idleUnloadable() bool {
+	if !t.persistent() || t.isClosed() || !t.b.owns(t) {
+		return false
+	}
+	t.repl.Lock()
+	repl := len(t.repl.m) > 0 || t.repl.ctl != nil
+	t.repl.Unlock()
+	if repl {
+		return false
+	}
+	t.held.Lock()
+	held := len(t.held.sends) > 0
+	t.held.Unlock()
+	if held {
+		return false
+	}
+	t.cstate.Lock()
+	compacting := t.cstate.status == CompactionRunning
+	t.cstate.Unlock()
+	if compacting {
+		return false
+	}
+	t.mu.Lock()
+	busy := len(t.mu.producers) > 0 || len(t.mu.waiting) > 0
+	t.mu.Unlock()
+	return !busy && !topicInUse(t)
+}
+
+// unloadIdleTopics unloads the topics idle for IdleTopicUnloadTime at
+// now; it returns how many it unloaded.
+func (b *Broker) unloadIdleTopics(now time.Time) int {
+	limit := b.cfg.IdleTopicUnloadTime
+	n := 0
+	for _, t := range b.loadedTopics("") {
+		if b.isClosing() {
+			return n
+		}
+		if now.Sub(time.Unix(0, t.lastUsed.Load())) < limit {
+			continue
+		}
+		if !t.idleUnloadable() {
+			t.lastUsed.Store(now.UnixNano())
+			continue
+		}
+		if b.unloadTopic(t.full) {
+			n++
+			b.log.Debug("unloaded idle topic", "topic", t.full)
+		}
+	}
+	return n
+}
+
+// idleUnloadLoop runs unloadIdleTopics until the broker closes.
+func (b *Broker) idleUnloadLoop() {
+	defer b.wg.Done()
+	tk := time.NewTicker(b.cfg.idleCheckInterval())
+	defer tk.Stop()
+	for {
+		select {
+		case <-b.done:
+			return
+		case now := <-tk.C:
+			b.unloadIdleTopics(now)
+		}
+	}
+}
+
+// isClosing reports whether Close has begun.
+func (b *Broker) isClosing() bool {
+	select {
+	case <-b.done:
+		return true
+	default:
+		return false
+	}
+}
