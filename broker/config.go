@@ -151,8 +151,9 @@ type Config struct {
 	// loaded topic's rates, backlog and storage size (history.go; default
 	// 5s, at least MinHistoryInterval; negative: no sampler).
 	// HistoryLength samples are kept per topic (default: 15 minutes'
-	// worth, at most MaxHistoryLength); a sample is 56 bytes, so the
-	// default costs about 10 KiB per loaded topic.
+	// worth, at most MaxHistoryLength); a sample is 56 bytes, but an
+	// idle stretch is kept as one run (history.go), so an idle topic
+	// costs about 100 bytes.
 	HistoryInterval time.Duration
 	HistoryLength   int
 	// IdleTopicUnloadTime unloads a persistent topic from memory once it

@@ -42,12 +42,17 @@ type history struct {
 	rings map[string]*ring
 }
 
-// ring is a fixed-capacity circular buffer of samples plus the counters
-// of the last sample (to turn counters into rates).
+// ring holds a topic's last samples (at most capacity) as runs: a run
+// is one sample or a stretch of identical idle samples (no traffic, the
+// same backlog and storage size) taken at regular ticks, kept as its
+// first sample, the time of its last one and its length. An idle topic
+// costs one run instead of capacity samples; samples() expands the runs
+// (an idle stretch's times are spread evenly between its first and last
+// sample, which are exact). It also keeps the counters of the last
+// reading (to turn counters into rates).
 type ring struct {
-	buf  []Sample
-	next int // where the next sample goes
-	n    int // samples held (≤ len(buf))
+	runs []run
+	n    int // samples held (the sum of the runs' lengths)
 
 	lastAt                   int64
 	lastMsgIn, lastBytesIn   int64
@@ -55,20 +60,72 @@ type ring struct {
 	primed                   bool
 }
 
-func (r *ring) push(s Sample) {
-	r.buf[r.next] = s
-	r.next = (r.next + 1) % len(r.buf)
-	if r.n < len(r.buf) {
-		r.n++
+type run struct {
+	first  Sample
+	lastAt int64
+	n      int
+}
+
+// idle reports whether s shows no traffic.
+func (s *Sample) idle() bool {
+	return s.MsgRateIn == 0 && s.MsgRateOut == 0 && s.MsgThroughputIn == 0 && s.MsgThroughputOut == 0
+}
+
+// at returns the time of the run's i-th sample.
+func (r *run) at(i int) int64 {
+	if i == 0 || r.n < 2 {
+		return r.first.At
+	}
+	if i == r.n-1 {
+		return r.lastAt
+	}
+	return r.first.At + (r.lastAt-r.first.At)*int64(i)/int64(r.n-1)
+}
+
+func (r *ring) push(s Sample, capacity int) {
+	if k := len(r.runs); k > 0 {
+		last := &r.runs[k-1]
+		if s.idle() && last.first.idle() && s.MsgBacklog == last.first.MsgBacklog && s.StorageSize == last.first.StorageSize {
+			last.lastAt = s.At
+			last.n++
+			r.n++
+			r.trim(capacity)
+			return
+		}
+	}
+	r.runs = append(r.runs, run{first: s, lastAt: s.At, n: 1})
+	r.n++
+	r.trim(capacity)
+}
+
+// trim drops the oldest samples beyond capacity.
+func (r *ring) trim(capacity int) {
+	drop := 0
+	for r.n > capacity {
+		f := &r.runs[drop]
+		if f.n > 1 {
+			f.first.At = f.at(1)
+			f.n--
+		} else {
+			drop++
+		}
+		r.n--
+	}
+	if drop > 0 {
+		r.runs = append(r.runs[:0], r.runs[drop:]...)
 	}
 }
 
 // samples returns the held samples, oldest first.
 func (r *ring) samples() []Sample {
 	out := make([]Sample, 0, r.n)
-	start := (r.next - r.n + len(r.buf)) % len(r.buf)
-	for i := 0; i < r.n; i++ {
-		out = append(out, r.buf[(start+i)%len(r.buf)])
+	for i := range r.runs {
+		ru := &r.runs[i]
+		for j := 0; j < ru.n; j++ {
+			s := ru.first
+			s.At = ru.at(j)
+			out = append(out, s)
+		}
 	}
 	return out
 }
@@ -88,8 +145,8 @@ func (h *history) record(name string, capacity int, now int64, c counters) {
 		h.rings = map[string]*ring{}
 	}
 	r := h.rings[name]
-	if r == nil || len(r.buf) != capacity {
-		r = &ring{buf: make([]Sample, capacity)}
+	if r == nil {
+		r = &ring{}
 		h.rings[name] = r
 	}
 	if r.primed && now > r.lastAt {
@@ -108,7 +165,7 @@ func (h *history) record(name string, capacity int, now int64, c counters) {
 			MsgThroughputOut: rate(c.bytesOut, r.lastBytesOut),
 			MsgBacklog:       c.backlog,
 			StorageSize:      c.storage,
-		})
+		}, capacity)
 	}
 	r.primed = true
 	r.lastAt = now

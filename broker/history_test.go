@@ -77,3 +77,42 @@ func TestHistoryConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryIdleRuns: identical idle samples are one run, expanded on
+// read with their times; traffic starts a new run; trimming drops the
+// oldest samples across runs.
+func TestHistoryIdleRuns(t *testing.T) {
+	var h history
+	h.record("t", 5, 0, counters{backlog: 7, storage: 70})
+	for i := int64(1); i <= 10; i++ {
+		h.record("t", 5, i*5000, counters{backlog: 7, storage: 70})
+	}
+	if r := h.rings["t"]; len(r.runs) != 1 || r.n != 5 {
+		t.Fatalf("idle topic: %d runs, %d samples; want 1 run of 5", len(r.runs), r.n)
+	}
+	got := h.get("t")
+	for i, s := range got {
+		if want := int64(30000 + i*5000); s.At != want || s.MsgBacklog != 7 || s.StorageSize != 70 || !s.idle() {
+			t.Errorf("sample %d = %+v, want idle at %d", i, s, want)
+		}
+	}
+	// Traffic (one message in 5 s), then idle again with a new backlog.
+	h.record("t", 5, 55000, counters{msgIn: 1, backlog: 8, storage: 80})
+	h.record("t", 5, 60000, counters{msgIn: 1, backlog: 8, storage: 80})
+	h.record("t", 5, 65000, counters{msgIn: 1, backlog: 8, storage: 80})
+	got = h.get("t")
+	wantAt := []int64{45000, 50000, 55000, 60000, 65000}
+	wantRate := []float64{0, 0, 0.2, 0, 0}
+	wantBacklog := []int64{7, 7, 8, 8, 8}
+	if len(got) != 5 {
+		t.Fatalf("%d samples, want 5", len(got))
+	}
+	for i, s := range got {
+		if s.At != wantAt[i] || s.MsgRateIn != wantRate[i] || s.MsgBacklog != wantBacklog[i] {
+			t.Errorf("sample %d = %+v, want at %d rate %v backlog %d", i, s, wantAt[i], wantRate[i], wantBacklog[i])
+		}
+	}
+	if r := h.rings["t"]; len(r.runs) != 3 {
+		t.Errorf("%d runs, want 3 (idle, traffic, idle)", len(r.runs))
+	}
+}
