@@ -83,6 +83,15 @@ type subscription struct {
 	done   chan struct{}
 	wg     sync.WaitGroup
 	once   sync.Once
+	// run says who owns the loop state: nobody (on false: the
+	// subscription is idle and holds no goroutine), the loop goroutine,
+	// or a call running its function inline (see claim). closed: close
+	// began, nothing starts any more. running mirrors on for wake.
+	run struct {
+		sync.Mutex
+		on, closed bool
+	}
+	running atomic.Bool
 
 	// owned by the loop
 	sel         selector
@@ -172,9 +181,71 @@ func newSubscription(name, topic string, typ SubType, partition int, cur cursor,
 	}
 	s.win.roll(time.Now(), 0, 0, 0, 0, 0) // the first window starts now
 	s.sel = newSelector(typ, partition, false, false)
+	return s // the loop starts on the first do, call or consumer
+}
+
+// A subscription without consumers, timers or queued work holds no
+// goroutine: its loop exits when idle and do starts it again; call
+// runs its function inline while the loop is stopped. Ownership of the
+// loop state passes through run's mutex (happens-before for the state).
+
+// idleLocked reports whether the loop has nothing to wait for (loop
+// state; the caller owns it).
+func (s *subscription) idleLocked() bool {
+	return len(s.consumers) == 0 && s.delayTimer == nil && s.notifyTimer == nil && !s.throttled
+}
+
+// dropReadCtx releases the cursor's shared read deadline (and its
+// timer) while the subscription sleeps.
+func (s *subscription) dropReadCtx() {
+	if a, ok := s.cur.(*cursorAdapter); ok && a.rcancel != nil {
+		a.rcancel()
+		a.rctx, a.rcancel = nil, nil
+	}
+}
+
+// start starts the loop goroutine unless someone owns the state.
+func (s *subscription) start() {
+	s.run.Lock()
+	defer s.run.Unlock()
+	if s.run.on || s.run.closed {
+		return
+	}
+	s.run.on = true
+	s.running.Store(true)
 	s.wg.Add(1)
 	go s.loop()
-	return s
+}
+
+// release gives up ownership of the loop state (held by a loop about to
+// exit, or an inline call): if work is queued or the subscription is not
+// idle, a loop goroutine takes over instead. It reports whether the
+// state was released.
+func (s *subscription) release(fromLoop bool) bool {
+	s.run.Lock()
+	defer s.run.Unlock()
+	if !s.run.closed && (len(s.ops) > 0 || len(s.notify) > 0 || !s.idleLocked()) {
+		if !fromLoop {
+			s.wg.Add(1)
+			go s.loop()
+		}
+		return false
+	}
+	s.run.on = false
+	s.running.Store(false)
+	return true
+}
+
+// claim takes the loop state for an inline call when nobody owns it.
+func (s *subscription) claim() bool {
+	s.run.Lock()
+	defer s.run.Unlock()
+	if s.run.on || s.run.closed {
+		return false
+	}
+	s.run.on = true
+	s.running.Store(true)
+	return true
 }
 
 func newSelector(typ SubType, partition int, sticky, consistent bool) selector {
@@ -193,6 +264,12 @@ func (s *subscription) loop() {
 	defer s.wg.Done()
 	var timerC, notifyC <-chan time.Time
 	for {
+		if s.idleLocked() {
+			s.dropReadCtx()
+			if s.release(true) {
+				return
+			}
+		}
 		timerC, notifyC = nil, nil
 		if s.delayTimer != nil {
 			timerC = s.delayTimer.C
@@ -216,6 +293,7 @@ func (s *subscription) loop() {
 			s.releaseDelayed()
 			s.dispatch()
 		case <-s.done:
+			s.dropReadCtx()
 			if s.delayTimer != nil {
 				s.delayTimer.Stop()
 			}
@@ -232,6 +310,7 @@ func (s *subscription) loop() {
 func (s *subscription) do(f func()) bool {
 	select {
 	case s.ops <- f:
+		s.start()
 		return true
 	case <-s.done:
 		return false
@@ -240,6 +319,12 @@ func (s *subscription) do(f func()) bool {
 
 // call runs f on the loop goroutine and waits for it.
 func (s *subscription) call(f func()) bool {
+	if s.claim() {
+		// Idle: run f here, as the loop would, then hand over.
+		f()
+		s.release(false)
+		return true
+	}
 	ch := make(chan struct{})
 	if !s.do(func() { f(); close(ch) }) {
 		return false
@@ -264,6 +349,9 @@ func (s *subscription) call(f func()) bool {
 
 // wake tells the loop that new entries are available. Never blocks.
 func (s *subscription) wake() {
+	if !s.running.Load() {
+		return // no consumer: nothing to dispatch to (idleLocked)
+	}
 	select {
 	case s.notify <- struct{}{}:
 	default:
@@ -273,6 +361,9 @@ func (s *subscription) wake() {
 // close stops the loop. It does not touch consumers: callers disconnect
 // them first.
 func (s *subscription) close() {
+	s.run.Lock()
+	s.run.closed = true
+	s.run.Unlock()
 	s.once.Do(func() { close(s.done) })
 	s.wg.Wait()
 }
