@@ -123,6 +123,20 @@
 // only. Inactive topics and idle subscriptions are deleted by
 // inactive.go. docs/policies.md has the rules.
 //
+// # Many topics
+//
+// A subscription's loop goroutine runs only while it has consumers,
+// timers or queued work: idle, it exits, do starts it again and call runs
+// its function inline (the caller owns the loop state meanwhile; the
+// handover goes through subscription.run, a leaf lock), so an idle
+// subscription holds no goroutine. Persistent topics idle (no producer,
+// connected consumer, replicator, compaction or held send) for
+// Config.IdleTopicUnloadTime are unloaded and reloaded on the next use
+// with nothing lost (idleunload.go). The console history keeps an idle
+// stretch as one run (history.go). With HideTopicLevelMetrics, /metrics
+// sums topic metrics per namespace (nsmetrics.go). docs/scale.md has the
+// per-topic memory accounting.
+//
 // # Locking
 //
 // Lock order (docs/locking.md has the full table): topic.held (held
@@ -131,8 +145,8 @@
 // broker opens and deletes cursors and waits for replicator loops to
 // stop, and those loops never take topic.repl (they read topic.replList
 // and topic.replCtl) but may take topic.mu. Broker.mu, conn.mu,
-// the outbound queue lock, topic.last and the policy cache lock are
-// leaves (nothing is taken and no topic or subscription method is called
+// the outbound queue lock, topic.last, subscription.run and the policy
+// cache lock are leaves (nothing is taken and no topic or subscription method is called
 // while holding them). The subscription loop never takes topic.held,
 // topic.mu or Broker.mu, so code holding those may call a subscription
 // (call/do). call returns only once f ran, or once the loop exited

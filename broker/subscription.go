@@ -172,12 +172,12 @@ func newSubscription(name, topic string, typ SubType, partition int, cur cursor,
 	s := &subscription{
 		name: name, topic: topic, typ: typ, partition: partition, cur: cur,
 		parse: parse, batch: batch, log: log, unackedFn: unackedFn, keepData: np,
-		ops:         make(chan func(), 64),
-		notify:      make(chan struct{}, 1),
-		done:        make(chan struct{}),
-		pending:     make(map[position]*pendingEntry),
-		redelivered: make(map[position]uint32),
-		created:     time.Now().UnixMilli(),
+		ops:     make(chan func(), 16),
+		notify:  make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		created: time.Now().UnixMilli(),
+		// pending and redelivered are made on first use: most
+		// subscriptions of a broker with many topics are idle.
 	}
 	s.win.roll(time.Now(), 0, 0, 0, 0, 0) // the first window starts now
 	s.sel = newSelector(typ, partition, false, false)
@@ -493,6 +493,9 @@ func (s *subscription) requeue(pe *pendingEntry) {
 	}
 	delete(s.pending, pe.pos)
 	if s.typ == SubShared || s.typ == SubKeyShared {
+		if s.redelivered == nil {
+			s.redelivered = make(map[position]uint32)
+		}
 		s.redelivered[pe.pos]++
 	}
 	s.redeliverN += int64(pe.numMsgs)
@@ -784,6 +787,9 @@ func (s *subscription) assign(c *consumer, pe *pendingEntry) {
 	s.noteChunk(c, pe)
 	pe.owner = c
 	c.pending[pe.pos] = pe
+	if s.pending == nil {
+		s.pending = make(map[position]*pendingEntry)
+	}
 	s.pending[pe.pos] = pe
 	c.permits -= pe.numMsgs
 	s.addUnacked(c, pe.numMsgs)
