@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -77,7 +78,7 @@ func createScaleTopics(t *testing.T, url, prefix string, n, conns int) {
 	t.Helper()
 	cls := make([]pulsar.Client, conns)
 	for i := range cls {
-		c, err := pulsar.NewClient(pulsar.ClientOptions{URL: url, OperationTimeout: 30 * time.Second, Logger: plog.DefaultNopLogger()})
+		c, err := pulsar.NewClient(pulsar.ClientOptions{URL: url, OperationTimeout: time.Minute, Logger: plog.DefaultNopLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +108,9 @@ func createScaleTopics(t *testing.T, url, prefix string, n, conns int) {
 					errs <- err
 					return
 				}
-				_, err = p.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte("one")})
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				_, err = p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("one")})
+				cancel()
 				p.Close()
 				if err != nil {
 					errs <- err
