@@ -337,19 +337,36 @@ func (b *Broker) Close() error {
 	}
 	b.mu.topics = map[string]*topicLoad{}
 	b.mu.Unlock()
-	var firstErr error
+	// Closed idleUnloadParallel at a time: each ledger close is a
+	// metadata write, and concurrent writes share a commit.
+	var (
+		errMu    sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	sem := make(chan struct{}, idleUnloadParallel)
 	for _, l := range loads {
-		<-l.done
-		if l.t == nil {
-			continue
-		}
-		l.t.closeAll(false)
-		if l.t.ml != nil {
-			if err := l.t.ml.Close(); err != nil && firstErr == nil {
-				firstErr = err
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			<-l.done
+			if l.t == nil {
+				return
 			}
-		}
+			l.t.closeAll(false)
+			if l.t.ml != nil {
+				if err := l.t.ml.Close(); err != nil {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					errMu.Unlock()
+				}
+			}
+		}()
 	}
+	wg.Wait()
 	b.log.Info("broker closed")
 	return firstErr
 }

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -60,28 +62,41 @@ func (t *topic) idleUnloadable() bool {
 	return !busy && !topicInUse(t)
 }
 
+// idleUnloadParallel bounds the unloads in flight: each closes a ledger
+// (a metadata write), and concurrent writes share a commit.
+const idleUnloadParallel = 64
+
 // unloadIdleTopics unloads the topics idle for IdleTopicUnloadTime at
-// now; it returns how many it unloaded.
+// now, up to idleUnloadParallel at a time; it returns how many it
+// unloaded.
 func (b *Broker) unloadIdleTopics(now time.Time) int {
 	limit := b.cfg.IdleTopicUnloadTime
-	n := 0
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, idleUnloadParallel)
 	for _, t := range b.loadedTopics("") {
 		if b.isClosing() {
-			return n
+			break
 		}
 		if now.Sub(time.Unix(0, t.lastUsed.Load())) < limit {
 			continue
 		}
-		if !t.idleUnloadable() {
-			t.lastUsed.Store(now.UnixNano())
-			continue
-		}
-		if b.unloadTopic(t.full) {
-			n++
-			b.log.Debug("unloaded idle topic", "topic", t.full)
-		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if !t.idleUnloadable() {
+				t.lastUsed.Store(now.UnixNano())
+				return
+			}
+			if b.unloadTopic(t.full) {
+				n.Add(1)
+				b.log.Debug("unloaded idle topic", "topic", t.full)
+			}
+		}()
 	}
-	return n
+	wg.Wait()
+	return int(n.Load())
 }
 
 // idleUnloadLoop runs unloadIdleTopics until the broker closes.
