@@ -36,13 +36,16 @@ var allowed = map[string][]string{
 	"offload":            {"internal"},
 	"auth":               {"internal", "metadata"},
 	"policy":             {"internal", "metadata", "bundle"},
-	"broker":             {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "bundle", "cluster", "offload", "schema"},
+	"broker":             {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "bundle", "cluster", "offload", "schema", "txn"},
 	"bundle":             {},
 	"cluster":            {"internal", "metadata", "bundle"},
-	"admin":              {"internal", "broker", "policy", "protocol", "auth", "bundle", "cluster", "schema"},
+	"admin":              {"internal", "broker", "policy", "protocol", "auth", "bundle", "cluster", "schema", "txn"},
 	"schema":             {},
-	"proxy":              {"internal", "metadata", "protocol", "auth", "cluster"},
-	"console":            {"internal", "broker", "policy", "bundle", "cluster"},
+	// txn: the transaction id and participant interface; txn/... the
+	// coordinator (its log is a managed ledger).
+	"txn":     {"internal", "mledger", "metadata", "protocol", "txn"},
+	"proxy":   {"internal", "metadata", "protocol", "auth", "cluster"},
+	"console": {"internal", "broker", "policy", "bundle", "cluster"},
 	// functions: the function worker (REST on the broker's router, state
 	// and assignments in the metadata store). functions/sdk is linked into
 	// user programs and imports nothing of the project; the builtin
