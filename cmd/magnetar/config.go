@@ -41,18 +41,18 @@ type serviceFlags struct {
 
 	// Rate limit defaults, inactivity, stats and Key_Shared settings
 	// (broker.Config fields of the same meaning).
-	pubRateMsgs, dispTopicMsgs, dispSubMsgs, subscribeRate, subscribePeriod int
-	pubRateBytes, dispTopicBytes, dispSubBytes                              int64
-	deleteInactive                                                          bool
-	inactiveFreq, inactiveMax, subExpiryCheck, statsInterval                time.Duration
-	inactiveMode                                                            string
-	subExpiryMinutes                                                        int
-	consistentHashing                                                       bool
-	storage                                                                 storageFlags
-	schemaStrategy                                                          string
-	schemaEnforced                                                          bool
-	console                                                                 bool
-	historyInterval                                                         time.Duration
+	pubRateMsgs, dispTopicMsgs, dispSubMsgs, dispReplMsgs, subscribeRate, subscribePeriod int
+	pubRateBytes, dispTopicBytes, dispSubBytes, dispReplBytes                             int64
+	deleteInactive                                                                        bool
+	inactiveFreq, inactiveMax, subExpiryCheck, statsInterval                              time.Duration
+	inactiveMode                                                                          string
+	subExpiryMinutes                                                                      int
+	consistentHashing                                                                     bool
+	storage                                                                               storageFlags
+	schemaStrategy                                                                        string
+	schemaEnforced                                                                        bool
+	console                                                                               bool
+	historyInterval                                                                       time.Duration
 }
 
 // apply copies the settings shared by standalone and broker into c (a
@@ -79,6 +79,8 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.DispatchThrottlingRatePerTopicInByte = s.dispTopicBytes
 	c.DispatchThrottlingRatePerSubscriptionInMsg = s.dispSubMsgs
 	c.DispatchThrottlingRatePerSubscriptionInByte = s.dispSubBytes
+	c.DispatchThrottlingRatePerReplicatorInMsg = s.dispReplMsgs
+	c.DispatchThrottlingRatePerReplicatorInByte = s.dispReplBytes
 	c.SubscribeThrottlingRatePerConsumer = s.subscribeRate
 	c.SubscribeRatePeriodPerConsumerInSecond = s.subscribePeriod
 	c.DisableDeleteInactiveTopics = !s.deleteInactive
@@ -119,6 +121,8 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.Int64Var(&s.dispTopicBytes, "dispatch-rate-topic-bytes", 0, "default dispatch rate limit per topic, bytes/s (0: none)")
 	fl.IntVar(&s.dispSubMsgs, "dispatch-rate-subscription-msgs", 0, "default dispatch rate limit per subscription, messages/s (0: none)")
 	fl.Int64Var(&s.dispSubBytes, "dispatch-rate-subscription-bytes", 0, "default dispatch rate limit per subscription, bytes/s (0: none)")
+	fl.IntVar(&s.dispReplMsgs, "dispatch-rate-replicator-msgs", 0, "default rate limit per geo-replicator, messages/s (0: none)")
+	fl.Int64Var(&s.dispReplBytes, "dispatch-rate-replicator-bytes", 0, "default rate limit per geo-replicator, bytes/s (0: none)")
 	fl.IntVar(&s.subscribeRate, "subscribe-rate-per-consumer", 0, "default subscribes per consumer per period (0: none)")
 	fl.IntVar(&s.subscribePeriod, "subscribe-rate-period", 30, "subscribe rate period in seconds")
 	fl.BoolVar(&s.deleteInactive, "delete-inactive-topics", true, "delete topics without producers, consumers and subscriptions")
@@ -328,6 +332,8 @@ var brokerKeys = append([]conf.Key{
 	{Names: []string{"dispatchThrottlingRatePerTopicInByte"}, Flag: "dispatch-rate-topic-bytes"},
 	{Names: []string{"dispatchThrottlingRatePerSubscriptionInMsg"}, Flag: "dispatch-rate-subscription-msgs"},
 	{Names: []string{"dispatchThrottlingRatePerSubscriptionInByte"}, Flag: "dispatch-rate-subscription-bytes"},
+	{Names: []string{"dispatchThrottlingRatePerReplicatorInMsg"}, Flag: "dispatch-rate-replicator-msgs"},
+	{Names: []string{"dispatchThrottlingRatePerReplicatorInByte"}, Flag: "dispatch-rate-replicator-bytes"},
 	{Names: []string{"subscribeThrottlingRatePerConsumer"}, Flag: "subscribe-rate-per-consumer"},
 	{Names: []string{"subscribeRatePeriodPerConsumerInSecond"}, Flag: "subscribe-rate-period"},
 	{Names: []string{"brokerDeleteInactiveTopicsEnabled"}, Flag: "delete-inactive-topics"},

@@ -67,6 +67,8 @@ var serviceKeyCases = []keyCase{
 	{"dispatchThrottlingRatePerTopicInByte", "12", "dispatch-rate-topic-bytes", "12"},
 	{"dispatchThrottlingRatePerSubscriptionInMsg", "13", "dispatch-rate-subscription-msgs", "13"},
 	{"dispatchThrottlingRatePerSubscriptionInByte", "14", "dispatch-rate-subscription-bytes", "14"},
+	{"dispatchThrottlingRatePerReplicatorInMsg", "17", "dispatch-rate-replicator-msgs", "17"},
+	{"dispatchThrottlingRatePerReplicatorInByte", "18", "dispatch-rate-replicator-bytes", "18"},
 	{"subscribeThrottlingRatePerConsumer", "3", "subscribe-rate-per-consumer", "3"},
 	{"subscribeRatePeriodPerConsumerInSecond", "9", "subscribe-rate-period", "9"},
 	{"brokerDeleteInactiveTopicsEnabled", "false", "delete-inactive-topics", "false"},
