@@ -75,3 +75,66 @@ func TestReplicatorDispatchRate(t *testing.T) {
 	}
 	t.Logf("replicated at %.1f msg/s (limit %d), stats %+v", got, rate, st.Replication["cb"])
 }
+
+// TestReplicatedSubscriptionFlagSurvivesReload: the replicated flag is
+// kept with the cursor. After the topic is unloaded and loaded again, a
+// consumer that does not ask for replication still has its acks carried
+// to the other cluster.
+func TestReplicatedSubscriptionFlagSurvivesReload(t *testing.T) {
+	config := newMemMeta()
+	a := startGeoBroker(t, "ca", config, nil)
+	b := startGeoBroker(t, "cb", config, nil)
+	geoNamespace(t, a, "rsr", "ca", "cb")
+	topic := "persistent://geo/rsr/" + newTopicName("t")
+	ctx := context.Background()
+	ca := a.client(t)
+	first, err := ca.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "rs", ReplicateSubscriptionState: true,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	if _, err := a.UnloadTopic(topic); err != nil {
+		t.Fatal(err)
+	}
+	p, err := ca.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := a.TopicStats(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Subscriptions["rs"].IsReplicated {
+		t.Fatal("the reloaded subscription lost its replicated flag")
+	}
+	const n = 30
+	for i := range n {
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "m-%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain, err := ca.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "rs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		m, err := plain.Receive(rctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := plain.Ack(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "acks carried to cb", func() bool {
+		st, err := b.TopicStats(ctx, topic)
+		if err != nil {
+			return false
+		}
+		ss, ok := st.Subscriptions["rs"]
+		return ok && ss.MsgBacklog < n
+	})
+}

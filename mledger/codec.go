@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -368,11 +369,16 @@ func appendDeltaRecord(dst []byte, d *delta) []byte {
 // cursorNode is the value of a cursor's metadata node.
 //
 //	byte version, varint cursorLedgerID (-1: none), markDelete,
-//	uvarint len, inline snapshot (used only without a cursor ledger)
+//	uvarint len, inline snapshot (used only without a cursor ledger),
+//	[uvarint nProps, nProps × (uvarint len, key, uvarint len, value)]
+//
+// The properties section is optional (absent in nodes written before it
+// existed, and when there are none).
 type cursorNode struct {
 	ledgerID   int64
 	markDelete Position
 	inline     []byte
+	props      map[string]string
 }
 
 func appendCursorNode(dst []byte, n *cursorNode) []byte {
@@ -380,7 +386,32 @@ func appendCursorNode(dst []byte, n *cursorNode) []byte {
 	dst = binary.AppendVarint(dst, n.ledgerID)
 	dst = appendPosition(dst, n.markDelete)
 	dst = binary.AppendUvarint(dst, uint64(len(n.inline)))
-	return append(dst, n.inline...)
+	dst = append(dst, n.inline...)
+	if len(n.props) == 0 {
+		return dst
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(n.props)))
+	for _, k := range slices.Sorted(maps.Keys(n.props)) {
+		dst = appendString(dst, k)
+		dst = appendString(dst, n.props[k])
+	}
+	return dst
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func readString(src []byte) ([]byte, string, error) {
+	src, l, err := readUvarint(src)
+	if err != nil {
+		return src, "", err
+	}
+	if l > uint64(len(src)) {
+		return src, "", corruptf("string of %d bytes in %d", l, len(src))
+	}
+	return src[l:], string(src[:l]), nil
 }
 
 func decodeCursorNode(src []byte) (rest []byte, n *cursorNode, err error) {
@@ -405,7 +436,29 @@ func decodeCursorNode(src []byte) (rest []byte, n *cursorNode, err error) {
 	if l > 0 {
 		n.inline = slices.Clone(src[:l])
 	}
-	return src[l:], n, nil
+	src = src[l:]
+	if len(src) == 0 {
+		return src, n, nil
+	}
+	src, np, err := readUvarint(src)
+	if err != nil {
+		return src, nil, err
+	}
+	if np > uint64(len(src))/2 {
+		return src, nil, corruptf("%d cursor properties in %d bytes", np, len(src))
+	}
+	n.props = make(map[string]string, np)
+	for range np {
+		var k, v string
+		if src, k, err = readString(src); err != nil {
+			return src, nil, err
+		}
+		if src, v, err = readString(src); err != nil {
+			return src, nil, err
+		}
+		n.props[k] = v
+	}
+	return src, n, nil
 }
 
 // LedgerInfo describes one ledger of a managed ledger.

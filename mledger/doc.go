@@ -134,6 +134,9 @@
 //	                       varint pendingLedger]  (compaction.go)
 //	cursor node:    1 | varint cursorLedgerId (-1 none) | markDelete |
 //	                uvarint len | inline snapshot (only without cursor ledger)
+//	                [uvarint nProps | nProps × (uvarint len | key |
+//	                 uvarint len | value)]  (cursor properties, sorted by
+//	                 key; absent when there are none)
 //	cursor ledger entry:
 //	  snapshot chunk  1 | 1 | uvarint index | byte last | chunk bytes
 //	  delta           1 | 2 | delta
