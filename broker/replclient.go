@@ -3,6 +3,7 @@ package broker
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -23,6 +26,7 @@ import (
 type replProducer struct {
 	conn     net.Conn
 	addr     string
+	tls      bool // redirects go to brokerServiceUrlTls
 	since    time.Time
 	receipts chan replReceipt
 	done     chan struct{}
@@ -64,18 +68,71 @@ func replAuthFrom(plugin, params string) (replAuth, error) {
 		return replAuth{}, nil
 	}
 	lp := strings.ToLower(plugin)
-	if strings.HasSuffix(lp, "authenticationtoken") || lp == "token" {
+	switch {
+	case strings.HasSuffix(lp, "authenticationtoken") || lp == "token":
 		tok := strings.TrimPrefix(params, "token:")
 		return replAuth{method: "token", data: []byte(tok)}, nil
+	case strings.HasSuffix(lp, "authenticationtls") || lp == "tls":
+		// The identity is the TLS client certificate.
+		return replAuth{method: "tls"}, nil
 	}
-	return replAuth{}, fmt.Errorf("replication: authentication plugin %q is not supported (only token)", plugin)
+	return replAuth{}, fmt.Errorf("replication: authentication plugin %q is not supported (token or tls)", plugin)
 }
 
-// hostOf returns the first host:port of a pulsar:// service URL.
+// replTarget is how a replicator reaches a remote cluster: the service
+// URL, TLS (nil: plaintext) and the CONNECT authentication.
+type replTarget struct {
+	url  string
+	tls  *tls.Config
+	auth replAuth
+}
+
+// replTargetOf reads the remote cluster's ClusterData as Pulsar's
+// replicator does: with brokerClientTlsEnabled it dials
+// brokerServiceUrlTls, trusting brokerClientTrustCertsFilePath (the
+// system roots when empty; nothing checked with
+// tlsAllowInsecureConnection) and presenting
+// brokerClientCertificateFilePath / brokerClientKeyFilePath when set;
+// otherwise brokerServiceUrl in plaintext.
+func replTargetOf(name string, cd policy.ClusterData) (replTarget, error) {
+	a, err := replAuthFrom(cd.AuthenticationPlugin, cd.AuthenticationParameters)
+	if err != nil {
+		return replTarget{}, err
+	}
+	if !cd.BrokerClientTLSEnabled {
+		if cd.BrokerServiceURL == "" {
+			return replTarget{}, errors.New("replication: cluster " + name + " has no brokerServiceUrl (and brokerClientTlsEnabled is false)")
+		}
+		if a.method == "tls" {
+			return replTarget{}, errors.New("replication: cluster " + name + ": TLS authentication needs brokerClientTlsEnabled")
+		}
+		return replTarget{url: cd.BrokerServiceURL, auth: a}, nil
+	}
+	if cd.BrokerClientTLSEnabledWithKeyStore {
+		return replTarget{}, errors.New("replication: cluster " + name + ": key stores are not supported; give brokerClientTrustCertsFilePath and PEM files")
+	}
+	if cd.BrokerServiceURLTLS == "" {
+		return replTarget{}, errors.New("replication: cluster " + name + " has brokerClientTlsEnabled but no brokerServiceUrlTls")
+	}
+	tc, err := auth.ClientTLS(cd.BrokerClientTrustCertsFilePath, cd.BrokerClientCertificateFilePath, cd.BrokerClientKeyFilePath, cd.TLSAllowInsecureConnection)
+	if err != nil {
+		return replTarget{}, fmt.Errorf("replication: cluster %s: %w", name, err)
+	}
+	if a.method == "tls" && len(tc.Certificates) == 0 {
+		return replTarget{}, errors.New("replication: cluster " + name + ": TLS authentication needs brokerClientCertificateFilePath and brokerClientKeyFilePath")
+	}
+	return replTarget{url: cd.BrokerServiceURLTLS, tls: tc, auth: a}, nil
+}
+
+// hostOf returns the first host:port of a pulsar:// or pulsar+ssl://
+// service URL.
 func hostOf(serviceURL string) (string, error) {
 	rest, ok := strings.CutPrefix(serviceURL, "pulsar://")
 	if !ok {
-		return "", fmt.Errorf("replication: broker service URL %q is not pulsar://", serviceURL)
+		rest, ok = strings.CutPrefix(serviceURL, "pulsar+ssl://")
+	}
+	if !ok {
+		return "", fmt.Errorf("replication: broker service URL %q is not pulsar:// or pulsar+ssl://", serviceURL)
 	}
 	host, _, _ := strings.Cut(rest, ",")
 	host = strings.TrimSuffix(host, "/")
@@ -87,13 +144,13 @@ func hostOf(serviceURL string) (string, error) {
 
 // dialReplProducer connects to the cluster at serviceURL, looks topic up
 // (following redirects) and creates producer name on it.
-func dialReplProducer(ctx context.Context, serviceURL, topic, name string, auth replAuth, maxFrame int) (*replProducer, error) {
-	addr, err := hostOf(serviceURL)
+func dialReplProducer(ctx context.Context, to replTarget, topic, name string, maxFrame int) (*replProducer, error) {
+	addr, err := hostOf(to.url)
 	if err != nil {
 		return nil, err
 	}
 	for range replMaxLookupRedirects {
-		p, err := replConnect(ctx, addr, auth, maxFrame)
+		p, err := replConnect(ctx, addr, to, maxFrame)
 		if err != nil {
 			return nil, err
 		}
@@ -116,14 +173,24 @@ func dialReplProducer(ctx context.Context, serviceURL, topic, name string, auth 
 	return nil, fmt.Errorf("replication: lookup of %s: too many redirects", topic)
 }
 
-// replConnect dials addr and completes CONNECT.
-func replConnect(ctx context.Context, addr string, auth replAuth, maxFrame int) (*replProducer, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+// replConnect dials addr (over TLS when to says so) and completes
+// CONNECT.
+func replConnect(ctx context.Context, addr string, to replTarget, maxFrame int) (*replProducer, error) {
+	var conn net.Conn
+	var err error
+	if to.tls != nil {
+		// The server name is addr's host unless verification is off.
+		d := tls.Dialer{Config: to.tls}
+		conn, err = d.DialContext(ctx, "tcp", addr)
+	} else {
+		var d net.Dialer
+		conn, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return nil, err
 	}
-	p := &replProducer{conn: conn, addr: addr, since: time.Now(), w: bufio.NewWriterSize(conn, 64<<10),
+	auth := to.auth
+	p := &replProducer{conn: conn, addr: addr, tls: to.tls != nil, since: time.Now(), w: bufio.NewWriterSize(conn, 64<<10),
 		receipts: make(chan replReceipt, 1024), done: make(chan struct{})}
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
@@ -176,7 +243,11 @@ func (p *replProducer) lookup(_ context.Context, topic string) (next string, err
 			case pb.CommandLookupTopicResponse_Failed:
 				return "", fmt.Errorf("replication: lookup %s on %s: %s %s", topic, p.addr, r.GetError(), r.GetMessage())
 			case pb.CommandLookupTopicResponse_Redirect, pb.CommandLookupTopicResponse_Connect:
-				h, err := hostOf(r.GetBrokerServiceUrl())
+				u := r.GetBrokerServiceUrl()
+				if p.tls {
+					u = r.GetBrokerServiceUrlTls()
+				}
+				h, err := hostOf(u)
 				if err != nil {
 					return "", err
 				}

@@ -185,15 +185,11 @@ func (r *replicator) connect() (*replProducer, error) {
 	if err != nil {
 		return nil, err
 	}
-	url := cd.BrokerServiceURL
-	if url == "" {
-		return nil, errors.New("replication: cluster " + r.remote + " has no brokerServiceUrl")
-	}
-	auth, err := replAuthFrom(cd.AuthenticationPlugin, cd.AuthenticationParameters)
+	to, err := replTargetOf(r.remote, cd)
 	if err != nil {
 		return nil, err
 	}
-	return dialReplProducer(ctx, url, r.t.full, replProducerName(r.t.b.cfg.ClusterName, r.remote), auth, r.t.b.cfg.MaxMessageSize+64<<10)
+	return dialReplProducer(ctx, to, r.t.full, replProducerName(r.t.b.cfg.ClusterName, r.remote), r.t.b.cfg.MaxMessageSize+64<<10)
 }
 
 // replicate runs one connection: it re-sends what was pending, then
