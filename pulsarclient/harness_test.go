@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/metadata/embedded"
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -40,9 +39,17 @@ func startBroker(t testing.TB, mut func(*broker.Config)) *testBroker {
 
 func startOn(t testing.TB, mut func(*broker.Config), meta *embedded.Store, ledgers *memstore.Store, addr string) *testBroker {
 	t.Helper()
-	f, err := mledger.NewFactory(mledger.Options{Ledgers: ledgers, Metadata: meta})
+	tb, err := tryStart(t, mut, meta, ledgers, addr)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return tb
+}
+
+func tryStart(t testing.TB, mut func(*broker.Config), meta *embedded.Store, ledgers *memstore.Store, addr string) (*testBroker, error) {
+	f, err := mledger.NewFactory(mledger.Options{Ledgers: ledgers, Metadata: meta})
+	if err != nil {
+		return nil, err
 	}
 	level := slog.LevelWarn
 	if os.Getenv("BROKER_DEBUG") != "" {
@@ -60,17 +67,19 @@ func startOn(t testing.TB, mut func(*broker.Config), meta *embedded.Store, ledge
 	}
 	b, err := broker.New(cfg, broker.Deps{Metadata: meta, OpenLedger: broker.LedgerOpener(f, mledger.Config{})})
 	if err != nil {
-		t.Fatal(err)
+		f.Close()
+		return nil, err
 	}
 	if err := b.Start(context.Background()); err != nil {
-		t.Fatal(err)
+		b.Close()
+		f.Close()
+		return nil, err
 	}
 	tb := &testBroker{Broker: b, meta: meta, ledgers: ledgers, factory: f, mut: mut, url: "pulsar://" + b.ServiceAddr()}
 	t.Cleanup(func() { tb.stop() })
-	return tb
+	return tb, nil
 }
 
-var stopped atomic.Int64
 
 func (tb *testBroker) stop() {
 	if tb.Broker == nil {
@@ -82,29 +91,23 @@ func (tb *testBroker) stop() {
 }
 
 // restart stops the broker and starts a new one on the same address over
-// the same stores.
+// the same stores (retrying while the port is still held).
 func (tb *testBroker) restart(t testing.TB) *testBroker {
 	t.Helper()
 	addr := tb.ServiceAddr()
 	tb.stop()
-	var nb *testBroker
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		func() {
-			defer func() {
-				if r := recover(); r != nil && time.Now().After(deadline) {
-					panic(r)
-				}
-			}()
-			nb = startOn(t, tb.mut, tb.meta, tb.ledgers, addr)
-		}()
-		if nb != nil {
+		nb, err := tryStart(t, tb.mut, tb.meta, tb.ledgers, addr)
+		if err == nil {
 			return nb
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("restart on %s: %v", addr, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-
 func (tb *testBroker) client(t testing.TB, mut func(*ClientOptions)) *Client {
 	t.Helper()
 	o := ClientOptions{URL: tb.url, OperationTimeout: 10 * time.Second, ConnectionTimeout: 5 * time.Second}
@@ -131,4 +134,3 @@ func ctxT(t testing.TB) context.Context {
 	return ctx
 }
 
-var _ = auth.DefaultConfig

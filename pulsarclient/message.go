@@ -29,9 +29,9 @@ func LatestMessageID() MessageID {
 	return MessageID{Ledger: math.MaxInt64, Entry: math.MaxInt64, BatchIndex: -1, Partition: -1}
 }
 
-func (id MessageID) LedgerID() int64  { return id.Ledger }
-func (id MessageID) EntryID() int64   { return id.Entry }
-func (id MessageID) BatchIdx() int32  { return id.BatchIndex }
+func (id MessageID) LedgerID() int64     { return id.Ledger }
+func (id MessageID) EntryID() int64      { return id.Entry }
+func (id MessageID) BatchIdx() int32     { return id.BatchIndex }
 func (id MessageID) PartitionIdx() int32 { return id.Partition }
 
 // String formats as pulsar-client-go does: ledger:entry:partition[:batch].
@@ -88,8 +88,8 @@ type Message struct {
 	redelivery   uint32
 	sequenceID   int64
 
-	owner  *partitionConsumer // nil for messages not from a consumer
-	tracker *batchTracker      // nil unless batched
+	owner    *partitionConsumer // nil for messages not from a consumer
+	tracker  *batchTracker      // nil unless batched
 	chunkIDs []MessageID        // every chunk's id for a chunked message
 }
 

@@ -54,19 +54,20 @@ type partitionConsumer struct {
 	partition int32
 	id        uint64
 	signal    chan struct{}
+	closeOnce sync.Once
 	stop      chan struct{}
 	done      chan struct{}
 
-	mu       sync.Mutex // guards the fields below
-	cnx      *conn
-	closed   bool
-	queue    []queued
-	free     int // permits used by messages already handed out or dropped
-	started  bool
-	last     *MessageID // last message handed out (readers restart after it)
-	acks     []*pb.MessageIdData
-	nacks    map[MessageID]time.Time // entry -> redeliver at
-	chunks   map[string]*chunkBuf
+	mu      sync.Mutex // guards the fields below
+	cnx     *conn
+	closed  bool
+	queue   []queued
+	free    int // permits used by messages already handed out or dropped
+	started bool
+	last    *MessageID // last message handed out (readers restart after it)
+	acks    []*pb.MessageIdData
+	nacks   map[MessageID]time.Time // entry -> redeliver at
+	chunks  map[string]*chunkBuf
 }
 
 func newPartitionConsumer(ctx context.Context, c *Consumer, topic string) (*partitionConsumer, error) {
@@ -130,8 +131,6 @@ func (pc *partitionConsumer) subscribe(ctx context.Context) (*conn, error) {
 		pc.mu.Lock()
 		if pc.last != nil {
 			start = *pc.last
-		} else if o.inclusive && start.Entry > 0 && start != LatestMessageID() {
-			start.Entry--
 		}
 		pc.mu.Unlock()
 		cs.StartMessageId = &pb.MessageIdData{LedgerId: proto.Uint64(uint64(start.Ledger)), EntryId: proto.Uint64(uint64(start.Entry))}
@@ -235,7 +234,11 @@ func (pc *partitionConsumer) decode(cmd *pb.CommandMessage, payload []byte) (_ [
 		body = append([]byte(nil), body...)
 	}
 	if md.NumMessagesInBatch == nil {
-		return []*Message{pc.newMessage(&md, nil, base, body, cmd.GetRedeliveryCount())}, weight, nil
+		out := []*Message{pc.newMessage(&md, nil, base, body, cmd.GetRedeliveryCount())}
+		if pc.c.opts.nonDurable {
+			out = pc.skipBeforeStart(out)
+		}
+		return out, weight, nil
 	}
 	n := int(md.GetNumMessagesInBatch())
 	tr := &batchTracker{acked: make([]bool, n), left: n}
@@ -270,34 +273,57 @@ func (pc *partitionConsumer) decode(cmd *pb.CommandMessage, payload []byte) (_ [
 		m.tracker = tr
 		out = append(out, m)
 	}
-	if pc.c.opts.nonDurable && pc.c.opts.startID != nil {
+	if pc.c.opts.nonDurable {
 		out = pc.skipBeforeStart(out)
 	}
 	return out, weight, nil
 }
 
-// skipBeforeStart drops the messages of the start entry a reader must not
-// see (those before the start batch index, and the start itself unless
-// inclusive).
+// skipBeforeStart drops what a reader must not see: the broker starts a
+// non-durable subscription at the start entry itself, so messages before
+// the start id, and the start itself unless inclusive, are discarded here
+// (after a reconnect the start is the last message handed out).
 func (pc *partitionConsumer) skipBeforeStart(msgs []*Message) []*Message {
-	s := *pc.c.opts.startID
+	s, inclusive := *pc.c.opts.startID, pc.c.opts.inclusive
 	pc.mu.Lock()
 	if pc.last != nil {
-		s = *pc.last
+		s, inclusive = *pc.last, false
 	}
 	pc.mu.Unlock()
-	if s.BatchIndex < 0 {
+	if s == EarliestMessageID() || s == LatestMessageID() {
 		return msgs
 	}
 	out := msgs[:0]
 	for _, m := range msgs {
-		if m.id.sameEntry(MessageID{Ledger: s.Ledger, Entry: s.Entry, Partition: m.id.Partition}) &&
-			(m.id.BatchIndex < s.BatchIndex || (m.id.BatchIndex == s.BatchIndex && !pc.c.opts.inclusive)) {
+		c := compareIDs(m.id, s)
+		if c < 0 || (c == 0 && !inclusive) {
 			continue
 		}
 		out = append(out, m)
 	}
 	return out
+}
+
+// compareIDs orders ids by ledger, entry and batch index (a non-batched
+// id, index -1, sorts before the messages of its entry).
+func compareIDs(a, b MessageID) int {
+	switch {
+	case a.Ledger != b.Ledger:
+		return cmpInt(a.Ledger, b.Ledger)
+	case a.Entry != b.Entry:
+		return cmpInt(a.Entry, b.Entry)
+	}
+	return cmpInt(int64(a.BatchIndex), int64(b.BatchIndex))
+}
+
+func cmpInt(a, b int64) int {
+	if a < b {
+		return -1
+	}
+	if a > b {
+		return 1
+	}
+	return 0
 }
 
 // chunkLocked adds a chunk; it returns the whole payload after the last.
@@ -590,17 +616,13 @@ func (pc *partitionConsumer) connectionClosed(c *conn) {
 }
 
 func (pc *partitionConsumer) close() {
+	pc.closeOnce.Do(func() { close(pc.stop) })
+	<-pc.done // the pump may still ack (dead letters)
 	pc.mu.Lock()
-	if pc.closed {
-		pc.mu.Unlock()
-		return
-	}
 	pc.flushAcksLocked()
 	pc.closed = true
 	c := pc.cnx
 	pc.mu.Unlock()
-	close(pc.stop)
-	<-pc.done
 	if c != nil {
 		rid := pc.cl.id()
 		c.request(context.Background(), rid, &pb.BaseCommand{Type: pb.BaseCommand_CLOSE_CONSUMER.Enum(),

@@ -49,6 +49,7 @@ var allowed = map[string][]string{
 	// connectors are SDK programs.
 	"functions":            {"internal", "metadata", "broker", "functions"},
 	"functions/sdk":        {},
+	"pulsarclient":         {"protocol"},
 	"functions/connectors": {"functions/sdk"},
 	// The top of the graph imports anything in the project.
 	// tools: the ops tools as a library (only cmd imports it).
