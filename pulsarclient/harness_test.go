@@ -80,7 +80,6 @@ func tryStart(t testing.TB, mut func(*broker.Config), meta *embedded.Store, ledg
 	return tb, nil
 }
 
-
 func (tb *testBroker) stop() {
 	if tb.Broker == nil {
 		return
@@ -133,4 +132,3 @@ func ctxT(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
-

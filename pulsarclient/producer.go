@@ -459,6 +459,9 @@ func (pp *partitionProducer) sendOneLocked(pm *pendingMsg) {
 }
 
 func (pp *partitionProducer) compressLocked(md *pb.MessageMetadata, payload []byte) ([]byte, error) {
+	// uncompressed_size is always set, as Pulsar clients do (some read a
+	// reassembled chunked message only when it is present).
+	md.UncompressedSize = proto.Uint32(uint32(len(payload)))
 	c := pp.p.opts.CompressionType.pb()
 	if c == pb.CompressionType_NONE {
 		return payload, nil
@@ -468,7 +471,6 @@ func (pp *partitionProducer) compressLocked(md *pb.MessageMetadata, payload []by
 		return nil, err
 	}
 	md.Compression = c.Enum()
-	md.UncompressedSize = proto.Uint32(uint32(len(payload)))
 	return out, nil
 }
 
