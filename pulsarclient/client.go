@@ -38,6 +38,10 @@ type ClientOptions struct {
 	OperationTimeout time.Duration
 	// ConnectionTimeout bounds dial and handshake; default 10s.
 	ConnectionTimeout time.Duration
+	// MemoryLimitBytes bounds the payload bytes of all producers' sends
+	// awaiting a receipt; a send beyond it blocks (one send always
+	// passes). 0 means 64 MiB, negative no limit.
+	MemoryLimitBytes int64
 }
 
 // Client is a connection pool to a Pulsar service. It is safe for
@@ -46,6 +50,7 @@ type Client struct {
 	opts    ClientOptions
 	service serviceURL
 	nextID  atomic.Uint64 // request, producer and consumer ids
+	mem     memLimit
 
 	mu      sync.Mutex // guards the fields below
 	closed  bool
@@ -64,30 +69,34 @@ type dialCall struct {
 }
 
 type serviceURL struct {
-	tls   bool
+	tls   bool // pulsar+ssl:// (binary connections use TLS)
+	http  bool // http:// or https://: lookups over HTTP (httplookup.go)
+	https bool
 	hosts []string
 	raw   string
 }
 
 func parseServiceURL(s string) (serviceURL, error) {
 	var u serviceURL
-	rest, ok := strings.CutPrefix(s, "pulsar://")
-	if !ok {
-		rest, ok = strings.CutPrefix(s, "pulsar+ssl://")
-		u.tls = true
+	var rest string
+	var ok bool
+	for _, sc := range []struct {
+		prefix           string
+		tls, http, https bool
+	}{{"pulsar://", false, false, false}, {"pulsar+ssl://", true, false, false}, {"http://", false, true, false}, {"https://", true, true, true}} {
+		if rest, ok = strings.CutPrefix(s, sc.prefix); ok {
+			u.tls, u.http, u.https = sc.tls, sc.http, sc.https
+			break
+		}
 	}
 	if !ok {
-		return u, fmt.Errorf("%w: %q (want pulsar://host:port or pulsar+ssl://host:port)", ErrInvalidURL, s)
+		return u, fmt.Errorf("%w: %q (want pulsar://, pulsar+ssl://, http:// or https://host:port)", ErrInvalidURL, s)
 	}
 	rest = strings.TrimRight(rest, "/")
 	for _, h := range strings.Split(rest, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			if !strings.Contains(h, ":") {
-				if u.tls {
-					h += ":6651"
-				} else {
-					h += ":6650"
-				}
+				h += map[[2]bool]string{{false, false}: ":6650", {true, false}: ":6651", {false, true}: ":8080", {true, true}: ":8443"}[[2]bool{u.tls, u.http}]
 			}
 			u.hosts = append(u.hosts, h)
 		}
@@ -111,11 +120,14 @@ func NewClient(opts ClientOptions) (*Client, error) {
 	if opts.ConnectionTimeout <= 0 {
 		opts.ConnectionTimeout = 10 * time.Second
 	}
+	if opts.MemoryLimitBytes == 0 {
+		opts.MemoryLimitBytes = 64 << 20
+	}
 	if _, ok := opts.Authentication.(*tlsAuth); ok && !u.tls {
 		return nil, fmt.Errorf("%w: TLS authentication needs a pulsar+ssl:// URL", ErrInvalidURL)
 	}
 	return &Client{opts: opts, service: u, conns: map[string]*conn{}, dialing: map[string]*dialCall{},
-		closers: map[closer]struct{}{}}, nil
+		closers: map[closer]struct{}{}, mem: memLimit{limit: opts.MemoryLimitBytes, changed: make(chan struct{})}}, nil
 }
 
 func (cl *Client) id() uint64 { return cl.nextID.Add(1) }
@@ -187,6 +199,9 @@ func (cl *Client) serviceConn(ctx context.Context) (*conn, error) {
 // lookup finds the broker serving topic, following redirects, and
 // returns a connection to it.
 func (cl *Client) lookup(ctx context.Context, topic string) (*conn, error) {
+	if cl.service.http {
+		return cl.httpLookup(ctx, topic)
+	}
 	c, err := cl.serviceConn(ctx)
 	if err != nil {
 		return nil, err
@@ -233,7 +248,13 @@ func (cl *Client) lookup(ctx context.Context, topic string) (*conn, error) {
 func (cl *Client) partitions(ctx context.Context, topic string) (int, error) {
 	var n int
 	err := cl.retry(ctx, func() error {
-		c, err := cl.serviceConn(ctx)
+		var c *conn
+		var err error
+		if cl.service.http {
+			c, err = cl.httpLookup(ctx, topic) // any broker answers; ask the one found
+		} else {
+			c, err = cl.serviceConn(ctx)
+		}
 		if err != nil {
 			return err
 		}
@@ -282,6 +303,9 @@ func (cl *Client) TopicPartitions(ctx context.Context, topic string) ([]string, 
 
 // topicsOfNamespace lists the persistent topics (partitions) of ns.
 func (cl *Client) topicsOfNamespace(ctx context.Context, ns string) ([]string, error) {
+	if cl.service.http {
+		return cl.httpTopicsOfNamespace(ctx, ns)
+	}
 	var out []string
 	err := cl.retry(ctx, func() error {
 		c, err := cl.serviceConn(ctx)
@@ -363,4 +387,48 @@ func (cl *Client) Close() {
 	for _, c := range conns {
 		c.close(ErrClosed)
 	}
+}
+
+// memLimit is a byte budget shared by a client's producers.
+type memLimit struct {
+	limit   int64 // <= 0: none
+	mu      sync.Mutex
+	used    int64
+	changed chan struct{} // closed and replaced on every release
+}
+
+// acquire takes n bytes, waiting for room (a single oversized request
+// passes when nothing else is held).
+func (m *memLimit) acquire(ctx context.Context, n int64, stop <-chan struct{}) error {
+	if m.limit <= 0 {
+		return nil
+	}
+	for {
+		m.mu.Lock()
+		if m.used == 0 || m.used+n <= m.limit {
+			m.used += n
+			m.mu.Unlock()
+			return nil
+		}
+		ch := m.changed
+		m.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-stop:
+			return ErrClosed
+		}
+	}
+}
+
+func (m *memLimit) release(n int64) {
+	if m.limit <= 0 || n == 0 {
+		return
+	}
+	m.mu.Lock()
+	m.used -= n
+	close(m.changed)
+	m.changed = make(chan struct{})
+	m.mu.Unlock()
 }

@@ -56,3 +56,32 @@ func TestRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPServiceURL: with an http:// service URL topics are looked up
+// over HTTP and the messages flow over the broker's binary port.
+func TestHTTPServiceURL(t *testing.T) {
+	tb := startBroker(t, nil)
+	cl := tb.client(t, func(o *ClientOptions) { o.URL = "http://" + tb.HTTPAddr() })
+	ctx := ctxT(t)
+	topic := newTopic("http")
+	cons, err := cl.Subscribe(ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	p, err := cl.CreateProducer(ProducerOptions{Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Send(ctx, &ProducerMessage{Payload: []byte("via http lookup")}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := cons.Receive(ctx)
+	if err != nil || string(m.Payload()) != "via http lookup" {
+		t.Fatalf("%v %v", m, err)
+	}
+	if _, err := NewClient(ClientOptions{URL: "ftp://x"}); err == nil {
+		t.Fatal("ftp:// accepted")
+	}
+}

@@ -364,11 +364,16 @@ func (pp *partitionProducer) sendAsync(ctx context.Context, msg *ProducerMessage
 		cb(MessageID{}, msg, ErrClosed)
 		return
 	}
+	if err := pp.cl.mem.acquire(ctx, int64(len(payload)), pp.stop); err != nil {
+		<-pp.sem
+		cb(MessageID{}, msg, err)
+		return
+	}
 	pm := &pendingMsg{msg: msg, payload: payload, cb: cb}
 	pp.mu.Lock()
 	if pp.closed {
 		pp.mu.Unlock()
-		<-pp.sem
+		pp.done(pm)
 		cb(MessageID{}, msg, ErrClosed)
 		return
 	}
@@ -423,7 +428,7 @@ func (pp *partitionProducer) sendOneLocked(pm *pendingMsg) {
 	}
 	payload, err := pp.compressLocked(md, pm.payload)
 	if err != nil {
-		<-pp.sem
+		pp.done(pm)
 		pm.cb(MessageID{}, pm.msg, err)
 		return
 	}
@@ -503,7 +508,7 @@ func (pp *partitionProducer) flushBatchLocked() {
 	payload, err := pp.compressLocked(md, body)
 	if err != nil {
 		for _, pm := range msgs {
-			<-pp.sem
+			pp.done(pm)
 			pm.cb(MessageID{}, pm.msg, err)
 		}
 		return
@@ -528,10 +533,16 @@ func (pp *partitionProducer) queueLocked(md *pb.MessageMetadata, payload []byte,
 	}
 }
 
+// done returns pm's pending slot and memory.
+func (pp *partitionProducer) done(pm *pendingMsg) {
+	<-pp.sem
+	pp.cl.mem.release(int64(len(pm.payload)))
+}
+
 // complete answers the messages of ps (under no lock).
 func (pp *partitionProducer) complete(ps *pendingSend, id MessageID, err error) {
 	for i, pm := range ps.msgs {
-		<-pp.sem
+		pp.done(pm)
 		mid := id
 		mid.Partition = pp.partition
 		if len(ps.msgs) > 1 || ps.highest != ps.seq || !pp.p.opts.DisableBatching {
