@@ -394,7 +394,8 @@ type memLimit struct {
 	limit   int64 // <= 0: none
 	mu      sync.Mutex
 	used    int64
-	changed chan struct{} // closed and replaced on every release
+	waiters int
+	changed chan struct{} // closed and replaced on a release while someone waits
 }
 
 // acquire takes n bytes, waiting for room (a single oversized request
@@ -411,13 +412,21 @@ func (m *memLimit) acquire(ctx context.Context, n int64, stop <-chan struct{}) e
 			return nil
 		}
 		ch := m.changed
+		m.waiters++
 		m.mu.Unlock()
+		var err error
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return ctx.Err()
+			err = ctx.Err()
 		case <-stop:
-			return ErrClosed
+			err = ErrClosed
+		}
+		m.mu.Lock()
+		m.waiters--
+		m.mu.Unlock()
+		if err != nil {
+			return err
 		}
 	}
 }
@@ -428,7 +437,9 @@ func (m *memLimit) release(n int64) {
 	}
 	m.mu.Lock()
 	m.used -= n
-	close(m.changed)
-	m.changed = make(chan struct{})
+	if m.waiters > 0 {
+		close(m.changed)
+		m.changed = make(chan struct{})
+	}
 	m.mu.Unlock()
 }

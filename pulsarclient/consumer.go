@@ -104,7 +104,10 @@ func (cl *Client) Subscribe(opts ConsumerOptions) (*Consumer, error) {
 	if opts.DLQ != nil && opts.DLQ.MaxDeliveries == 0 {
 		return nil, errors.New("pulsarclient: subscribe: DLQ.MaxDeliveries must be > 0")
 	}
-	c := &Consumer{cl: cl, opts: opts, ch: make(chan ConsumerMessage), stop: make(chan struct{}),
+	// The channel holds up to a receiver queue's worth: handing messages
+	// over one by one through an unbuffered channel costs a goroutine
+	// switch per message.
+	c := &Consumer{cl: cl, opts: opts, ch: make(chan ConsumerMessage, min(opts.ReceiverQueueSize, 1000)), stop: make(chan struct{}),
 		parts: map[string]*partitionConsumer{}, dlq: map[string]*Producer{}}
 	ctx := context.Background()
 	var topics []string

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
@@ -486,18 +487,15 @@ func (pp *partitionProducer) flushBatchLocked() {
 	}
 	msgs := pp.batch
 	pp.batch, pp.batchBytes = nil, 0
-	var body []byte
+	size := 0
 	for _, pm := range msgs {
-		smm := &pb.SingleMessageMetadata{PayloadSize: proto.Int32(int32(len(pm.payload))), SequenceId: proto.Uint64(pm.seq),
-			Properties: kvs(pm.msg.Properties)}
-		if pm.msg.Key != "" {
-			smm.PartitionKey = proto.String(pm.msg.Key)
-		}
-		if !pm.msg.EventTime.IsZero() {
-			smm.EventTime = proto.Uint64(uint64(pm.msg.EventTime.UnixMilli()))
-		}
-		b, _ := proto.Marshal(smm)
-		body = pulsarproto.AppendSingleMessage(body, b, pm.payload)
+		size += 32 + len(pm.payload) + len(pm.msg.Key)
+	}
+	body := make([]byte, 0, size)
+	var smm []byte
+	for _, pm := range msgs {
+		smm = appendSingleMetadata(smm[:0], pm)
+		body = pulsarproto.AppendSingleMessage(body, smm, pm.payload)
 	}
 	first, last := msgs[0].seq, msgs[len(msgs)-1].seq
 	md := pp.baseMetadata(first)
@@ -541,8 +539,13 @@ func (pp *partitionProducer) done(pm *pendingMsg) {
 
 // complete answers the messages of ps (under no lock).
 func (pp *partitionProducer) complete(ps *pendingSend, id MessageID, err error) {
+	var bytes int64
+	for _, pm := range ps.msgs {
+		bytes += int64(len(pm.payload))
+	}
+	pp.cl.mem.release(bytes)
 	for i, pm := range ps.msgs {
-		pp.done(pm)
+		<-pp.sem
 		mid := id
 		mid.Partition = pp.partition
 		if len(ps.msgs) > 1 || ps.highest != ps.seq || !pp.p.opts.DisableBatching {
@@ -716,4 +719,31 @@ func (pp *partitionProducer) close() {
 	for _, ps := range pending {
 		pp.complete(ps, MessageID{}, ErrClosed)
 	}
+}
+
+// appendSingleMetadata encodes pm's SingleMessageMetadata by hand (the hot
+// path of batching): properties (1), partition_key (2), payload_size (3),
+// event_time (5), sequence_id (8).
+func appendSingleMetadata(dst []byte, pm *pendingMsg) []byte {
+	for k, v := range pm.msg.Properties {
+		kvLen := protowire.SizeTag(1) + protowire.SizeBytes(len(k)) + protowire.SizeTag(2) + protowire.SizeBytes(len(v))
+		dst = protowire.AppendTag(dst, 1, protowire.BytesType)
+		dst = protowire.AppendVarint(dst, uint64(kvLen))
+		dst = protowire.AppendTag(dst, 1, protowire.BytesType)
+		dst = protowire.AppendString(dst, k)
+		dst = protowire.AppendTag(dst, 2, protowire.BytesType)
+		dst = protowire.AppendString(dst, v)
+	}
+	if pm.msg.Key != "" {
+		dst = protowire.AppendTag(dst, 2, protowire.BytesType)
+		dst = protowire.AppendString(dst, pm.msg.Key)
+	}
+	dst = protowire.AppendTag(dst, 3, protowire.VarintType)
+	dst = protowire.AppendVarint(dst, uint64(int64(int32(len(pm.payload)))))
+	if !pm.msg.EventTime.IsZero() {
+		dst = protowire.AppendTag(dst, 5, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, uint64(pm.msg.EventTime.UnixMilli()))
+	}
+	dst = protowire.AppendTag(dst, 8, protowire.VarintType)
+	return protowire.AppendVarint(dst, pm.seq)
 }
