@@ -41,7 +41,6 @@ func decompress(c pb.CompressionType, payload []byte, size int) ([]byte, error) 
 	case pb.CompressionType_ZLIB:
 		var r io.ReadCloser
 		if r, err = zlib.NewReader(bytes.NewReader(payload)); err == nil {
-			out = make([]byte, 0, size)
 			var b bytes.Buffer
 			b.Grow(size)
 			_, err = io.Copy(&b, io.LimitReader(r, int64(size)+1))

@@ -77,7 +77,7 @@ func TestInteropWithPulsarClientGo(t *testing.T) {
 				for _, pl := range payloads {
 					gp.SendAsync(ctx, &pulsar.ProducerMessage{Payload: pl}, nil)
 				}
-				if err := gp.Flush(); err != nil {
+				if err := gp.FlushWithCtx(ctx); err != nil {
 					t.Fatal(err)
 				}
 				for _, src := range []string{"ours", "pulsar-client-go"} {
