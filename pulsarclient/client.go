@@ -169,15 +169,19 @@ func (cl *Client) getConn(ctx context.Context, logical, physical string) (*conn,
 	d.c, d.err = cl.dialConn(ctx, key, logical, physical)
 	cl.mu.Lock()
 	delete(cl.dialing, key)
+	var late *conn // dialed after Close: closed below, outside the lock (close takes it)
 	if d.err == nil {
 		if cl.closed {
-			d.c.close(ErrClosed)
+			late = d.c
 			d.c, d.err = nil, ErrClosed
 		} else {
 			cl.conns[key] = d.c
 		}
 	}
 	cl.mu.Unlock()
+	if late != nil {
+		late.close(ErrClosed)
+	}
 	close(d.done)
 	return d.c, d.err
 }

@@ -340,3 +340,62 @@ func randomBytes(n int) []byte {
 	}
 	return b
 }
+
+// TestKeyShared: on a Key_Shared subscription each key goes to one of the
+// two consumers only, both get keys, and together they get every message.
+// (Batches are routed by their entry, so Key_Shared producers send
+// unbatched here, as Pulsar clients need key-based batching for it.)
+func TestKeyShared(t *testing.T) {
+	tb := startBroker(t, nil)
+	cl := tb.client(t, nil)
+	ctx := ctxT(t)
+	topic := newTopic("keyshared")
+	var cs []*Consumer
+	for range 2 {
+		c, err := cl.Subscribe(ConsumerOptions{Topic: topic, SubscriptionName: "ks", Type: KeyShared})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		cs = append(cs, c)
+	}
+	p, err := cl.CreateProducer(ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const n = 200
+	for i := range n {
+		p.SendAsync(ctx, &ProducerMessage{Payload: fmt.Appendf(nil, "%d", i), Key: fmt.Sprint("key-", i%20)}, nil)
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	owner := map[string]int{}
+	got := 0
+	for got < n {
+		var m *Message
+		var who int
+		select {
+		case cm := <-cs[0].Chan():
+			m, who = cm.Message, 0
+		case cm := <-cs[1].Chan():
+			m, who = cm.Message, 1
+		case <-ctx.Done():
+			t.Fatalf("after %d of %d messages: %v", got, n, ctx.Err())
+		}
+		if o, ok := owner[m.Key()]; ok && o != who {
+			t.Fatalf("key %s went to consumers %d and %d", m.Key(), o, who)
+		}
+		owner[m.Key()] = who
+		cs[who].Ack(m)
+		got++
+	}
+	per := [2]int{}
+	for _, o := range owner {
+		per[o]++
+	}
+	if per[0] == 0 || per[1] == 0 {
+		t.Fatalf("keys per consumer %v: the subscription did not spread", per)
+	}
+}

@@ -317,7 +317,8 @@ func (pp *partitionProducer) connect(ctx context.Context) (*conn, int64, error) 
 	resp, err := c.request(ctx, rid, &pb.BaseCommand{Type: pb.BaseCommand_PRODUCER.Enum(), Producer: cp})
 	if err != nil {
 		c.removeProducer(pp.id)
-		if errors.As(err, new(*ServerError)) && (err.(*ServerError).Code == pb.ServerError_ProducerBusy) && name != "" && pp.p.opts.Name == "" {
+		var se *ServerError
+		if errors.As(err, &se) && se.Code == pb.ServerError_ProducerBusy && name != "" && pp.p.opts.Name == "" {
 			err = fmt.Errorf("%w (reconnecting)", ErrConnectionClosed) // the old instance is still being removed
 		}
 		return nil, 0, err
