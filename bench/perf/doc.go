@@ -1,7 +1,8 @@
 // Package perf is the load generator behind `magnetar perf produce` and
 // `magnetar perf consume`: pulsar-perf-like producers and consumers built
-// on the official Go client (github.com/apache/pulsar-client-go), or with
-// --raw on a lean protocol client of our own (see Raw mode), with a
+// on Magnetar's full protocol client (package pulsarclient: batching,
+// compression, TLS, authentication, lookup redirects, reconnects), or with
+// --raw on a lean single-purpose protocol client (see Raw mode), with a
 // rate limiter, a live one-line progress report every second and a final
 // summary that can also be printed as JSON for scripts.
 //
@@ -26,10 +27,11 @@
 //
 // # Raw mode
 //
-// RawProduce and RawConsume (`--raw`) replace pulsar-client-go with a lean
-// client of our own on protocol/pulsarproto, so the server can be measured
-// beyond what the Go client costs per message (BENCH_NOTES.md, "What
-// binds"). It speaks the binary protocol over plain TCP: CONNECT, then per
+// RawProduce and RawConsume (`--raw`) replace pulsarclient with a lean
+// client on protocol/pulsarproto, so the server can be measured beyond
+// what a general client costs per message (BENCH_NOTES.md, "What binds";
+// those notes measured the default mode when it was pulsar-client-go).
+// It speaks the binary protocol over plain TCP: CONNECT, then per
 // topic PARTITIONED_METADATA (a partitioned topic is expanded into its
 // partitions, each served by its own producers or consumers), and per
 // producer or consumer its own connection with LOOKUP (only a Connect
@@ -87,7 +89,7 @@
 // frame); ACK and FLOW are encoded by hand. Other commands use the
 // generated code.
 //
-// # Ack modes of the pulsar-client-go consumer
+// # Ack modes of the default consumer
 //
 // Consume acks every message individually by default. --ack-mode
 // cumulative acks cumulatively every 100th message of each topic

@@ -12,19 +12,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
-
 	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
-func newClient(c *Common, memLimit int64) (pulsar.Client, error) {
-	opts := pulsar.ClientOptions{
+func newClient(c *Common, memLimit int64) (*pulsarclient.Client, error) {
+	opts := pulsarclient.ClientOptions{
 		URL:                        c.ServiceURL,
 		OperationTimeout:           30 * time.Second,
 		ConnectionTimeout:          10 * time.Second,
 		MemoryLimitBytes:           memLimit,
-		Logger:                     plog.DefaultNopLogger(),
 		TLSTrustCertsFilePath:      c.TLSTrustCertPath,
 		TLSAllowInsecureConnection: c.TLSAllowInsecure,
 	}
@@ -34,7 +31,7 @@ func newClient(c *Common, memLimit int64) (pulsar.Client, error) {
 	}
 	opts.Authentication = a
 
-	return pulsar.NewClient(opts)
+	return pulsarclient.NewClient(opts)
 }
 
 // adminTopicPath turns a topic name into its admin REST path
@@ -277,22 +274,22 @@ func finishRun(sum Summary, firstErr error, what string) (Summary, error) {
 }
 
 // clientAuth turns pulsar-perf style --auth-plugin/--auth-params into a
-// pulsar-client-go provider (params as in auth.ParseClientAuth); nil
+// pulsarclient provider (params as in auth.ParseClientAuth); nil
 // without a plugin.
-func clientAuth(plugin, params string) (pulsar.Authentication, error) {
+func clientAuth(plugin, params string) (pulsarclient.Authentication, error) {
 	ca, err := auth.ParseClientAuth(plugin, params)
 	if err != nil || ca == nil {
 		return nil, err
 	}
 	switch ca.Method {
 	case auth.MethodTLS:
-		return pulsar.NewAuthenticationTLS(ca.CertFile, ca.KeyFile), nil
+		return pulsarclient.NewAuthenticationTLS(ca.CertFile, ca.KeyFile), nil
 	case auth.MethodBasic:
 		d, _ := ca.Data()
 		u, p, _ := strings.Cut(string(d), ":")
-		return pulsar.NewAuthenticationBasic(u, p)
+		return pulsarclient.NewAuthenticationBasic(u, p)
 	}
-	return pulsar.NewAuthenticationTokenFromSupplier(func() (string, error) {
+	return pulsarclient.NewAuthenticationTokenFromSupplier(func() (string, error) {
 		d, err := ca.Data()
 		return string(d), err
 	}), nil

@@ -56,8 +56,8 @@ func newPerfProduceCmd() *cobra.Command {
 		Short: "Publish messages as fast as possible or at a fixed rate and report throughput and publish latency",
 		Long: `Publish messages as fast as possible or at a fixed rate and report throughput and publish latency.
 
-By default the producers are pulsar-client-go's. With --raw they are Magnetar's
-own lean protocol client (bench/perf doc): every SEND a freshly built,
+By default the producers are Magnetar's protocol client (pulsarclient). With
+--raw they are a lean single-purpose protocol client (bench/perf doc): every SEND a freshly built,
 checksummed batch, pipelined up to --max-pending messages; no compression,
 no reconnect, one connection per producer. --memory-limit and --compression
 do not apply to --raw.`,
@@ -73,7 +73,7 @@ do not apply to --raw.`,
 	}
 	fl := cmd.Flags()
 	addCommonFlags(fl, &cfg.Common, &out)
-	fl.BoolVar(&raw, "raw", false, "use Magnetar's lean protocol client instead of pulsar-client-go")
+	fl.BoolVar(&raw, "raw", false, "use the lean raw protocol client instead of the full one (pulsarclient)")
 	fl.Float64VarP(&cfg.Rate, "rate", "r", 0, "total messages per second over all producers (0 = max)")
 	fl.IntVarP(&cfg.Size, "size", "s", 1024, "message size in bytes")
 	fl.IntVarP(&cfg.NumProducers, "num-producers", "n", 1, "producers per topic")
@@ -96,8 +96,8 @@ func newPerfConsumeCmd() *cobra.Command {
 		Short: "Consume and ack messages and report throughput and end-to-end latency",
 		Long: `Consume and ack messages and report throughput and end-to-end latency.
 
-By default the consumers are pulsar-client-go's. With --raw they are Magnetar's
-own lean protocol client (bench/perf doc): every entry's checksum verified and
+By default the consumers are Magnetar's protocol client (pulsarclient). With
+--raw they are a lean single-purpose protocol client (bench/perf doc): every entry's checksum verified and
 every message of a batch walked, permits refilled at half the receiver queue,
 acks per entry; no decompression, no reconnect, one connection per consumer.`,
 		Args: cobra.NoArgs,
@@ -112,8 +112,8 @@ acks per entry; no decompression, no reconnect, one connection per consumer.`,
 	}
 	fl := cmd.Flags()
 	addCommonFlags(fl, &cfg.Common, &out)
-	fl.BoolVar(&raw, "raw", false, "use Magnetar's lean protocol client instead of pulsar-client-go")
-	fl.StringVar(&cfg.AckMode, "ack-mode", "", "individual, cumulative or none; default: individual, or with --raw cumulative on exclusive/failover and individual on shared/key_shared subscriptions (cumulative with pulsar-client-go: every 100th message of each partition and the last)")
+	fl.BoolVar(&raw, "raw", false, "use the lean raw protocol client instead of the full one (pulsarclient)")
+	fl.StringVar(&cfg.AckMode, "ack-mode", "", "individual, cumulative or none; default: individual, or with --raw cumulative on exclusive/failover and individual on shared/key_shared subscriptions (cumulative without --raw: every 100th message of each partition and the last)")
 	fl.IntVarP(&cfg.NumConsumers, "num-consumers", "n", 1, "consumers per topic")
 	fl.StringVar(&cfg.Subscription, "subscription-name", "perf-sub", "subscription name")
 	fl.StringVar(&cfg.SubscriptionType, "subscription-type", "exclusive", "exclusive, shared, failover or key_shared")
