@@ -160,6 +160,8 @@ func openStorage(opts *Options) (s storageSet, err error) {
 		MaxGroupEntries: opts.JournalMaxGroupEntries,
 		MaxFileSize:     opts.JournalMaxFileSize,
 		NoSync:          opts.JournalNoSync,
+		DirectIO:        opts.JournalDirectIO,
+		Alignment:       opts.JournalAlignment,
 	})
 	if err != nil {
 		return s, fmt.Errorf("bookie: open journal: %w", err)

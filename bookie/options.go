@@ -40,6 +40,12 @@ type Options struct {
 	JournalNoSync bool
 	// JournalWriteMode picks io_uring or pwrite+fdatasync (default auto).
 	JournalWriteMode uring.Mode
+	// JournalDirectIO writes the journal with O_DIRECT in aligned, padded
+	// groups (journal.Options.DirectIO), so it does not share the page
+	// cache with entry-log writeback; JournalAlignment is the alignment
+	// (default 4096; BookKeeper's journalAlignmentSize).
+	JournalDirectIO  bool
+	JournalAlignment int
 
 	// WriteCacheSize is the total size of the two write-cache halves
 	// (default 64 MiB). A checkpoint starts early when the active half

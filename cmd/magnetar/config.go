@@ -399,6 +399,8 @@ var schemas = map[string]*conf.Schema{
 			{Names: []string{"ledgerDirectories"}, Flag: "ledger-dirs"},
 			{Names: []string{"metadataServiceUri", "zkServers", "zkLedgersRootPath"}, Flag: "metadata-url", Convert: bookkeeperMetadataURL},
 			{Names: []string{"journalSyncData"}, Flag: "journal-no-sync", Convert: not},
+			{Names: []string{"journalDirectIO"}, Flag: "journal-direct-io"},
+			{Names: []string{"journalAlignmentSize"}, Flag: "journal-alignment-size"},
 		},
 		Ignored: []string{"httpServerEnabled", "journalAdaptiveGroupWrites", "journalMaxGroupWaitMSec"},
 	},

@@ -148,6 +148,8 @@ var keyCases = map[string][]keyCase{
 		{"journalDirectories", "/j", "journal-dir", "/j"},
 		{"ledgerDirectories", "/l1,/l2", "ledger-dirs", "[/l1,/l2]"},
 		{"journalSyncData", "false", "journal-no-sync", "true"},
+		{"journalDirectIO", "true", "journal-direct-io", "true"},
+		{"journalAlignmentSize", "512", "journal-alignment-size", "512"},
 	},
 }
 
