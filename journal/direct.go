@@ -7,6 +7,14 @@ import (
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 )
 
+// A DirectIO journal file is also sized ahead: the preallocated range is
+// made part of the file (Truncate up to the preallocation end, reading as
+// zeros) so that group writes land inside the file's size. An O_DIRECT
+// write past the size is an extending write, which ext4 runs with
+// journaled size updates per write; inside the size only the unwritten
+// extents are converted. Replay reads the zeros past the last record as a
+// torn tail, as it does the padding.
+
 // DefaultAlignment is the write alignment of a DirectIO journal when
 // Options.Alignment is zero: the page size, which is a multiple of the
 // logical block size of every common device.

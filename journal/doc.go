@@ -132,7 +132,8 @@
 // replay truncates (see below) after a crash. Positions stay logical
 // (just past a record), so checkpoints and replay do not change. When a
 // file is left (roll, Close) it is truncated to its last record and
-// synced, so only a crash leaves padding. The header is still written
+// synced, so only a crash leaves padding. A DirectIO file's size is also
+// extended to its preallocation (zeros), so that writes do not extend it. The header is still written
 // and synced through the ordinary descriptor at file creation.
 //
 // # Checkpoints

@@ -143,6 +143,13 @@ func (j *Journal) createFile(id, baseSeq uint64) error {
 		// needs (write).
 		prealloc = 0
 	}
+	if j.opts.DirectIO && prealloc > 0 {
+		// Direct writes past the size take the slow, metadata-heavy
+		// extending path; see direct.go.
+		if err := f.Truncate(prealloc); err != nil {
+			return fail(err)
+		}
+	}
 	if err := f.Sync(); err != nil {
 		return fail(err)
 	}
@@ -236,6 +243,11 @@ func (j *Journal) write(g *group) error {
 		}
 		if err != nil {
 			return err
+		}
+		if j.direct != nil {
+			if err := j.f.Truncate(newEnd); err != nil {
+				return err
+			}
 		}
 		j.prealloc = newEnd
 	}
