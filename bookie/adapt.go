@@ -140,6 +140,7 @@ func openStorage(opts *Options) (s storageSet, err error) {
 		Dirs:                opts.LedgerDirs,
 		LogSizeLimit:        opts.EntryLogMaxSize,
 		CompactionRateBytes: opts.CompactionRateBytes,
+		FlushBytes:          opts.EntryLogFlushBytes,
 		Logger:              opts.Logger,
 	})
 	if err != nil {

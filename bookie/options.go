@@ -68,6 +68,10 @@ type Options struct {
 
 	// EntryLogMaxSize rolls an entry log at this size (default 1 GiB).
 	EntryLogMaxSize int64
+	// EntryLogFlushBytes paces checkpoint writeback of the entry log in
+	// steps of this many bytes (entrylog.Options.FlushBytes; BookKeeper's
+	// flushEntrylogBytes). 0: no pacing.
+	EntryLogFlushBytes int64
 	// IndexSlotsPerPage and IndexPagesPerSegment shape a new index (0: the
 	// index package's defaults, 4 KiB pages in 64 MiB segment files).
 	IndexSlotsPerPage, IndexPagesPerSegment int
@@ -196,6 +200,9 @@ func (o *Options) Validate() error {
 	}
 	if o.DiskUsageLWM <= 0 || o.DiskUsageLWM > o.DiskUsageThreshold {
 		errs = append(errs, fmt.Errorf("DiskUsageLWM %v not in (0, DiskUsageThreshold %v]", o.DiskUsageLWM, o.DiskUsageThreshold))
+	}
+	if o.EntryLogFlushBytes < 0 {
+		errs = append(errs, errors.New("negative EntryLogFlushBytes"))
 	}
 	if o.CompactionRateBytes < 0 {
 		errs = append(errs, errors.New("negative CompactionRateBytes"))

@@ -92,6 +92,7 @@ func benchBookieCmd() *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&cfg.Dir, "dir", "", "directory to write in (default: a new temp dir, removed after)")
 	f.StringVar(&cfg.LedgerDir, "ledger-dir", "", "put the bookies' ledger dirs (entry logs, index) under this directory instead of --dir, e.g. on another device; the journal and the raw baseline stay in --dir")
+	f.Int64Var(&cfg.FlushBytes, "flush-entrylog-bytes", 0, "pace entry-log writeback in steps of this many bytes (flushEntrylogBytes; 0 = off)")
 	f.BoolVar(&cfg.DirectIO, "direct-io", false, "write the journal with O_DIRECT in aligned groups (journalDirectIO)")
 	f.IntSliceVar(&cfg.Sizes, "sizes", []int{100, 1024, 16384, 65536}, "entry sizes in bytes")
 	f.IntSliceVar(&cfg.Outstanding, "outstanding", []int{1, 16, 256, 4096, 16384}, "outstanding adds")
@@ -117,7 +118,9 @@ type benchConfig struct {
 	// LedgerDir, if set, holds the bookies' ledger dirs (a second device).
 	LedgerDir string
 	// DirectIO runs the journal with O_DIRECT.
-	DirectIO    bool
+	DirectIO bool
+	// FlushBytes is the bookie's EntryLogFlushBytes.
+	FlushBytes  int64
 	Sizes       []int
 	Outstanding []int
 	Modes       []uring.Mode
@@ -300,11 +303,12 @@ func bookieRun(ctx context.Context, cfg benchConfig, dir string, mode uring.Mode
 		ledgerDir = filepath.Join(cfg.LedgerDir, filepath.Base(dir), "ledgers")
 	}
 	b, err := bookie.Open(bookie.Options{
-		JournalDir:       filepath.Join(dir, "journal"),
-		LedgerDirs:       []string{ledgerDir},
-		JournalWriteMode: mode,
-		JournalDirectIO:  cfg.DirectIO,
-		JournalNoSync:    cfg.NoSync,
+		JournalDir:         filepath.Join(dir, "journal"),
+		LedgerDirs:         []string{ledgerDir},
+		JournalWriteMode:   mode,
+		JournalDirectIO:    cfg.DirectIO,
+		EntryLogFlushBytes: cfg.FlushBytes,
+		JournalNoSync:      cfg.NoSync,
 		JournalMaxGroupWait: func() time.Duration {
 			if cfg.GroupWait == 0 {
 				return -1 // bookie.Options: negative = no wait

@@ -18,6 +18,7 @@ type bookieTuning struct {
 	gcWaitTime         time.Duration
 	journalDirectIO    bool
 	journalAlignment   int
+	entryLogFlushBytes int64
 }
 
 func addBookieTuningFlags(cmd *cobra.Command, t *bookieTuning) {
@@ -27,6 +28,7 @@ func addBookieTuningFlags(cmd *cobra.Command, t *bookieTuning) {
 	fl.DurationVar(&t.diskCheckInterval, "disk-check-interval", 10*time.Second, "period of the disk usage check (diskCheckInterval); adds trigger earlier checks near the threshold")
 	fl.BoolVar(&t.journalDirectIO, "journal-direct-io", false, "write the journal with O_DIRECT in aligned groups, bypassing the page cache (journalDirectIO)")
 	fl.IntVar(&t.journalAlignment, "journal-alignment-size", 4096, "alignment of O_DIRECT journal writes in bytes, a power of two from 512 (journalAlignmentSize)")
+	fl.Int64Var(&t.entryLogFlushBytes, "flush-entrylog-bytes", 0, "pace entry-log writeback during checkpoints in steps of this many bytes, 0 = off (flushEntrylogBytes)")
 	fl.DurationVar(&t.gcWaitTime, "gc-wait-time", time.Minute, "period of entry-log garbage collection and compaction (gcWaitTime); on a full disk it also runs after every ledger delete")
 }
 
@@ -38,4 +40,5 @@ func (t bookieTuning) apply(o *bookie.Options) {
 	o.GCInterval = t.gcWaitTime
 	o.JournalDirectIO = t.journalDirectIO
 	o.JournalAlignment = t.journalAlignment
+	o.EntryLogFlushBytes = t.entryLogFlushBytes
 }

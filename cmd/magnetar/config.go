@@ -401,6 +401,7 @@ var schemas = map[string]*conf.Schema{
 			{Names: []string{"journalSyncData"}, Flag: "journal-no-sync", Convert: not},
 			{Names: []string{"journalDirectIO"}, Flag: "journal-direct-io"},
 			{Names: []string{"journalAlignmentSize"}, Flag: "journal-alignment-size"},
+			{Names: []string{"flushEntrylogBytes"}, Flag: "flush-entrylog-bytes"},
 		},
 		Ignored: []string{"httpServerEnabled", "journalAdaptiveGroupWrites", "journalMaxGroupWaitMSec"},
 	},

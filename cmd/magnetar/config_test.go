@@ -150,6 +150,7 @@ var keyCases = map[string][]keyCase{
 		{"journalSyncData", "false", "journal-no-sync", "true"},
 		{"journalDirectIO", "true", "journal-direct-io", "true"},
 		{"journalAlignmentSize", "512", "journal-alignment-size", "512"},
+		{"flushEntrylogBytes", "4194304", "flush-entrylog-bytes", "4194304"},
 	},
 }
 
