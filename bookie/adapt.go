@@ -140,6 +140,7 @@ func openStorage(opts *Options) (s storageSet, err error) {
 		Dirs:                opts.LedgerDirs,
 		LogSizeLimit:        opts.EntryLogMaxSize,
 		CompactionRateBytes: opts.CompactionRateBytes,
+		FlushBytes:          opts.EntryLogFlushBytes,
 		Logger:              opts.Logger,
 	})
 	if err != nil {
@@ -160,6 +161,8 @@ func openStorage(opts *Options) (s storageSet, err error) {
 		MaxGroupEntries: opts.JournalMaxGroupEntries,
 		MaxFileSize:     opts.JournalMaxFileSize,
 		NoSync:          opts.JournalNoSync,
+		DirectIO:        opts.JournalDirectIO,
+		Alignment:       opts.JournalAlignment,
 	})
 	if err != nil {
 		return s, fmt.Errorf("bookie: open journal: %w", err)

@@ -40,6 +40,12 @@ type Options struct {
 	JournalNoSync bool
 	// JournalWriteMode picks io_uring or pwrite+fdatasync (default auto).
 	JournalWriteMode uring.Mode
+	// JournalDirectIO writes the journal with O_DIRECT in aligned, padded
+	// groups (journal.Options.DirectIO), so it does not share the page
+	// cache with entry-log writeback; JournalAlignment is the alignment
+	// (default 4096; BookKeeper's journalAlignmentSize).
+	JournalDirectIO  bool
+	JournalAlignment int
 
 	// WriteCacheSize is the total size of the two write-cache halves
 	// (default 64 MiB). A checkpoint starts early when the active half
@@ -62,6 +68,10 @@ type Options struct {
 
 	// EntryLogMaxSize rolls an entry log at this size (default 1 GiB).
 	EntryLogMaxSize int64
+	// EntryLogFlushBytes paces checkpoint writeback of the entry log in
+	// steps of this many bytes (entrylog.Options.FlushBytes; BookKeeper's
+	// flushEntrylogBytes). 0: no pacing.
+	EntryLogFlushBytes int64
 	// IndexSlotsPerPage and IndexPagesPerSegment shape a new index (0: the
 	// index package's defaults, 4 KiB pages in 64 MiB segment files).
 	IndexSlotsPerPage, IndexPagesPerSegment int
@@ -190,6 +200,9 @@ func (o *Options) Validate() error {
 	}
 	if o.DiskUsageLWM <= 0 || o.DiskUsageLWM > o.DiskUsageThreshold {
 		errs = append(errs, fmt.Errorf("DiskUsageLWM %v not in (0, DiskUsageThreshold %v]", o.DiskUsageLWM, o.DiskUsageThreshold))
+	}
+	if o.EntryLogFlushBytes < 0 {
+		errs = append(errs, errors.New("negative EntryLogFlushBytes"))
 	}
 	if o.CompactionRateBytes < 0 {
 		errs = append(errs, errors.New("negative CompactionRateBytes"))

@@ -150,6 +150,9 @@ var keyCases = map[string][]keyCase{
 		{"journalDirectories", "/j", "journal-dir", "/j"},
 		{"ledgerDirectories", "/l1,/l2", "ledger-dirs", "[/l1,/l2]"},
 		{"journalSyncData", "false", "journal-no-sync", "true"},
+		{"journalDirectIO", "true", "journal-direct-io", "true"},
+		{"journalAlignmentSize", "512", "journal-alignment-size", "512"},
+		{"flushEntrylogBytes", "4194304", "flush-entrylog-bytes", "4194304"},
 	},
 }
 
