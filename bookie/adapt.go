@@ -150,7 +150,17 @@ func openStorage(opts *Options) (s storageSet, err error) {
 	if err != nil {
 		return s, fmt.Errorf("bookie: open index: %w", err)
 	}
-	j, err := journal.Open(journal.Options{
+	j, err := journal.Open(journalOptions(opts))
+	if err != nil {
+		return s, fmt.Errorf("bookie: open journal: %w", err)
+	}
+	s.j = walJournal{j}
+	return s, nil
+}
+
+// journalOptions are the journal's options for a bookie's.
+func journalOptions(opts *Options) journal.Options {
+	return journal.Options{
 		Dir:             opts.JournalDir,
 		FS:              opts.FS,
 		WriterMode:      opts.JournalWriteMode,
@@ -160,10 +170,5 @@ func openStorage(opts *Options) (s storageSet, err error) {
 		MaxGroupEntries: opts.JournalMaxGroupEntries,
 		MaxFileSize:     opts.JournalMaxFileSize,
 		NoSync:          opts.JournalNoSync,
-	})
-	if err != nil {
-		return s, fmt.Errorf("bookie: open journal: %w", err)
 	}
-	s.j = walJournal{j}
-	return s, nil
 }
