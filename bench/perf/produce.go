@@ -64,7 +64,12 @@ func Produce(ctx context.Context, cfg ProduceConfig) (Summary, error) {
 		// A burst of 100 ms: on a loaded machine a timer wakes up late, and
 		// the slots lost to that must be made up, or the rate falls short.
 		lim := NewLimiter(perProducer, max(1, int(perProducer/10)))
-		msg := func() *pulsar.ProducerMessage { return &pulsar.ProducerMessage{Payload: payload} }
+		msg := func(t time.Time) *pulsar.ProducerMessage {
+			if cfg.PayloadTimestamp {
+				return &pulsar.ProducerMessage{Payload: stampPayload(payload, t)}
+			}
+			return &pulsar.ProducerMessage{Payload: payload}
+		}
 		for {
 			if cfg.NumMessages > 0 && issued.Add(1) > cfg.NumMessages {
 				break
@@ -80,7 +85,7 @@ func Produce(ctx context.Context, cfg ProduceConfig) (Summary, error) {
 			// receiver: no receipts are read), which stalled the end-of-run flush for
 			// 60 s in about one max-rate run in three. The loop stops on
 			// runCtx instead; a send already blocked completes normally.
-			p.SendAsync(sendCtx, msg(), func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+			p.SendAsync(sendCtx, msg(t0), func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
 				if err != nil {
 					// A send cut short by the end of the run (the client reports
 					// ErrContextExpired) is not a failure.
