@@ -11,13 +11,14 @@ import (
 // bookieTuning holds the bookie settings standalone and bookie share,
 // named after BookKeeper's keys (diskUsageThreshold,
 // diskUsageLwmThreshold, diskCheckInterval, gcWaitTime,
-// journalMaxGroupWaitMSec).
+// journalMaxGroupWaitMSec, flushInterval).
 type bookieTuning struct {
 	diskUsageThreshold float64
 	diskUsageLWM       float64
 	diskCheckInterval  time.Duration
 	gcWaitTime         time.Duration
 	groupWait          time.Duration
+	flushInterval      time.Duration
 }
 
 func addBookieTuningFlags(cmd *cobra.Command, t *bookieTuning) {
@@ -26,6 +27,7 @@ func addBookieTuningFlags(cmd *cobra.Command, t *bookieTuning) {
 	fl.Float64Var(&t.diskUsageLWM, "disk-usage-lwm-threshold", 0.90, "a read-only bookie turns writable again once every disk is below this fraction (diskUsageLwmThreshold)")
 	fl.DurationVar(&t.diskCheckInterval, "disk-check-interval", 10*time.Second, "period of the disk usage check (diskCheckInterval); adds trigger earlier checks near the threshold")
 	fl.DurationVar(&t.gcWaitTime, "gc-wait-time", time.Minute, "period of entry-log garbage collection and compaction (gcWaitTime); on a full disk it also runs after every ledger delete")
+	fl.DurationVar(&t.flushInterval, "flush-interval", time.Second, "period of the checkpoint that moves the write cache to the entry logs and index and trims the journal (flushInterval); a full write-cache half starts one earlier")
 	fl.DurationVar(&t.groupWait, "journal-max-group-wait", 0, "longest an add waits for company before its journal group is written and synced (journalMaxGroupWaitMSec); 0 writes a group as soon as the previous one is durable, so groups grow with the load without adding latency at low rates")
 }
 
@@ -36,4 +38,5 @@ func (t bookieTuning) apply(o *bookie.Options) {
 	o.DiskCheckInterval = t.diskCheckInterval
 	o.GCInterval = t.gcWaitTime
 	o.JournalMaxGroupWait = t.groupWait
+	o.CheckpointInterval = t.flushInterval
 }

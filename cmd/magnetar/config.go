@@ -410,6 +410,7 @@ var schemas = map[string]*conf.Schema{
 			{Names: []string{"metadataServiceUri", "zkServers", "zkLedgersRootPath"}, Flag: "metadata-url", Convert: bookkeeperMetadataURL},
 			{Names: []string{"journalSyncData"}, Flag: "journal-no-sync", Convert: not},
 			{Names: []string{"journalMaxGroupWaitMSec"}, Flag: "journal-max-group-wait", Convert: millisOrZero},
+			{Names: []string{"flushInterval"}, Flag: "flush-interval", Convert: millis},
 		},
 		Ignored: []string{"httpServerEnabled", "journalAdaptiveGroupWrites"},
 	},
