@@ -151,7 +151,17 @@ func openStorage(opts *Options) (s storageSet, err error) {
 	if err != nil {
 		return s, fmt.Errorf("bookie: open index: %w", err)
 	}
-	j, err := journal.Open(journal.Options{
+	j, err := journal.Open(journalOptions(opts))
+	if err != nil {
+		return s, fmt.Errorf("bookie: open journal: %w", err)
+	}
+	s.j = walJournal{j}
+	return s, nil
+}
+
+// journalOptions are the journal's options for a bookie's.
+func journalOptions(opts *Options) journal.Options {
+	return journal.Options{
 		Dir:             opts.JournalDir,
 		FS:              opts.FS,
 		WriterMode:      opts.JournalWriteMode,
@@ -163,10 +173,5 @@ func openStorage(opts *Options) (s storageSet, err error) {
 		NoSync:          opts.JournalNoSync,
 		DirectIO:        opts.JournalDirectIO,
 		Alignment:       opts.JournalAlignment,
-	})
-	if err != nil {
-		return s, fmt.Errorf("bookie: open journal: %w", err)
 	}
-	s.j = walJournal{j}
-	return s, nil
 }

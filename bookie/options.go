@@ -24,8 +24,11 @@ type Options struct {
 	LedgerDirs []string
 
 	// JournalMaxGroupWait bounds how long an add waits for company before
-	// its group is written and synced (default 1 ms). Negative: flush as
-	// soon as the queue drains.
+	// its group is written and synced. Zero (the default) and negative
+	// mean no wait: a group is written as soon as the previous one is
+	// durable, and adds that arrive during a sync form the next group, so
+	// groups grow with the load by themselves (journal doc, "Group
+	// commit"). A fixed wait only adds latency at low rates.
 	JournalMaxGroupWait time.Duration
 	// JournalMaxGroupBytes flushes a group once this many bytes are
 	// buffered (default 512 KiB).
@@ -110,9 +113,6 @@ type Options struct {
 func (o *Options) EnsureDefaults() {
 	if o.FS == nil {
 		o.FS = vfs.NewOS()
-	}
-	if o.JournalMaxGroupWait == 0 {
-		o.JournalMaxGroupWait = time.Millisecond
 	}
 	if o.JournalMaxGroupBytes == 0 {
 		o.JournalMaxGroupBytes = 512 << 10

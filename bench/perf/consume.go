@@ -92,7 +92,9 @@ func Consume(ctx context.Context, cfg ConsumeConfig, ready chan<- struct{}) (Sum
 				}
 				now := time.Now()
 				lat := time.Duration(-1)
-				if pt := cm.PublishTime(); !pt.IsZero() {
+				if cfg.PayloadTimestamp {
+					lat = stampLatency(cm.Payload(), now)
+				} else if pt := cm.PublishTime(); !pt.IsZero() {
 					lat = max(now.Sub(pt), 0)
 				}
 				sh.Record(len(cm.Payload()), lat)

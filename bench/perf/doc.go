@@ -95,6 +95,19 @@
 // cumulative acks cumulatively every 100th message of each topic
 // partition and the last one of each before closing; none never acks.
 //
+// # Latency windows and payload timestamps
+//
+// --window D (Common.Window) also reports every D of the run as its own
+// latency distribution (Summary.Windows: start, length, samples,
+// p50/p99/p999/max in µs), for targets stated per window. A last window
+// shorter than D/2 is dropped. Off, the hot path records nothing more.
+// produce --payload-timestamp writes each message's send time (Unix ns,
+// big-endian) into the first 8 payload bytes, and consume
+// --payload-timestamp measures end-to-end latency from it in µs instead of
+// from the metadata's millisecond publish time (which the Go client sets
+// when a batch is created); producer and consumer must share a clock. Not
+// in raw mode. bench/latency/run.sh uses both.
+//
 // The driver that compares Magnetar with the NATS JetStream peer is
 // run.sh in this directory; results and analysis are in BENCH_NOTES.md.
 package perf

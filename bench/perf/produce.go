@@ -64,7 +64,12 @@ func Produce(ctx context.Context, cfg ProduceConfig) (Summary, error) {
 		// A burst of 100 ms: on a loaded machine a timer wakes up late, and
 		// the slots lost to that must be made up, or the rate falls short.
 		lim := NewLimiter(perProducer, max(1, int(perProducer/10)))
-		msg := func() *pulsarclient.ProducerMessage { return &pulsarclient.ProducerMessage{Payload: payload} }
+		msg := func(t time.Time) *pulsarclient.ProducerMessage {
+			if cfg.PayloadTimestamp {
+				return &pulsarclient.ProducerMessage{Payload: stampPayload(payload, t)}
+			}
+			return &pulsarclient.ProducerMessage{Payload: payload}
+		}
 		for {
 			if cfg.NumMessages > 0 && issued.Add(1) > cfg.NumMessages {
 				break
@@ -76,7 +81,7 @@ func Produce(ctx context.Context, cfg ProduceConfig) (Summary, error) {
 			// sendCtx, not runCtx: a send already blocked on the pending
 			// limit when the run ends completes normally (and is counted)
 			// instead of failing; the loop itself stops on runCtx.
-			p.SendAsync(sendCtx, msg(), func(_ pulsarclient.MessageID, _ *pulsarclient.ProducerMessage, err error) {
+			p.SendAsync(sendCtx, msg(t0), func(_ pulsarclient.MessageID, _ *pulsarclient.ProducerMessage, err error) {
 				if err != nil {
 					// A send cut short by the end of the run is not a failure.
 					if runCtx.Err() == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {

@@ -178,6 +178,7 @@ func randomPayload(size int) []byte {
 func runWorkers(kind string, c *Common, n int, beside func(), work func(i int, sh *Shard)) (*Stats, time.Time) {
 	st := NewStats(n, time.Now())
 	rep := startReporter(kind, c, st)
+	win := startWindows(st, c.Window)
 	var wg sync.WaitGroup
 	if beside != nil {
 		wg.Add(1)
@@ -196,6 +197,7 @@ func runWorkers(kind string, c *Common, n int, beside func(), work func(i int, s
 	wg.Wait()
 	end := time.Now()
 	rep.close()
+	st.windows = win.finish(end)
 	return st, end
 }
 

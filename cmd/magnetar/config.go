@@ -10,6 +10,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -234,6 +235,15 @@ func millis(vals []string, _ string) (string, error) {
 	return strconv.FormatInt(n, 10) + "ms", nil
 }
 
+// millisOrZero turns milliseconds (0 allowed) into a duration flag value.
+func millisOrZero(vals []string, _ string) (string, error) {
+	n, err := strconv.ParseInt(vals[0], 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/int64(time.Millisecond) {
+		return "", fmt.Errorf("%q: want a number of milliseconds >= 0", vals[0])
+	}
+	return strconv.FormatInt(n, 10) + "ms", nil
+}
+
 // pulsarMetadataURL maps metadataStoreUrl (zk:host:port/chroot, or
 // zk://...) or zookeeperServers (host:port,host:port) to --metadata-url.
 func pulsarMetadataURL(vals []string, _ string) (string, error) {
@@ -408,8 +418,10 @@ var schemas = map[string]*conf.Schema{
 			{Names: []string{"journalDirectIO"}, Flag: "journal-direct-io"},
 			{Names: []string{"journalAlignmentSize"}, Flag: "journal-alignment-size"},
 			{Names: []string{"flushEntrylogBytes"}, Flag: "flush-entrylog-bytes"},
+			{Names: []string{"journalMaxGroupWaitMSec"}, Flag: "journal-max-group-wait", Convert: millisOrZero},
+			{Names: []string{"flushInterval"}, Flag: "flush-interval", Convert: millis},
 		},
-		Ignored: []string{"httpServerEnabled", "journalAdaptiveGroupWrites", "journalMaxGroupWaitMSec"},
+		Ignored: []string{"httpServerEnabled", "journalAdaptiveGroupWrites"},
 	},
 }
 

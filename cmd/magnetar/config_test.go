@@ -153,6 +153,8 @@ var keyCases = map[string][]keyCase{
 		{"journalDirectIO", "true", "journal-direct-io", "true"},
 		{"journalAlignmentSize", "512", "journal-alignment-size", "512"},
 		{"flushEntrylogBytes", "4194304", "flush-entrylog-bytes", "4194304"},
+		{"journalMaxGroupWaitMSec", "2", "journal-max-group-wait", "2ms"},
+		{"flushInterval", "10000", "flush-interval", "10s"},
 	},
 }
 
@@ -269,6 +271,9 @@ func TestConfigBadValues(t *testing.T) {
 		{"broker", "metadataStoreUrl=etcd:h:2379\n", []string{"metadataStoreUrl", "ZooKeeper"}},
 		{"bookie", "journalDirectories=/a,/b\n", []string{"journalDirectories", "one journal"}},
 		{"bookie", "metadataServiceUri=zk+hierarchical://h:2181/other\n", []string{"metadataServiceUri", "/ledgers"}},
+		{"bookie", "flushInterval=0\n", []string{"flushInterval", "positive"}},
+		{"bookie", "journalMaxGroupWaitMSec=-1\n", []string{"journalMaxGroupWaitMSec", ">= 0"}},
+		{"bookie", "journalMaxGroupWaitMSec=9223372036854775807\n", []string{"journalMaxGroupWaitMSec", ">= 0"}},
 		{"bookie", "not a key value line\n", []string{"test.conf:1", "not key=value"}},
 	} {
 		c := roleCmd(t, tc.role, "--config", writeConf(t, tc.body))

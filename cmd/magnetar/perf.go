@@ -37,6 +37,7 @@ func addCommonFlags(fl *pflag.FlagSet, c *perf.Common, out *perfOutput) {
 	fl.StringVar(&c.AdminURL, "admin-url", "", "admin HTTP URL, e.g. http://127.0.0.1:8080")
 	fl.Int64VarP(&c.NumMessages, "num-messages", "m", 0, "stop after this many messages in total (0 = no limit)")
 	fl.DurationVar(&c.Duration, "test-duration", 0, "stop after this long (0 = no limit)")
+	fl.DurationVar(&c.Window, "window", 0, "also report latency percentiles per window of this length (JSON: windows; 0 = none)")
 	fl.StringVar(&c.AuthPlugin, "auth-plugin", "", "authentication plugin: token, tls, basic (or Pulsar's class names)")
 	fl.StringVar(&c.AuthParams, "auth-params", "", "plugin parameters, e.g. token:<jwt>, file:///path, tlsCertFile:..,tlsKeyFile:..")
 	fl.StringVar(&c.TLSTrustCertPath, "tls-trust-cert-path", "", "CA bundle that verifies a pulsar+ssl:// broker")
@@ -84,6 +85,7 @@ do not apply to --raw.`,
 	fl.UintVar(&cfg.BatchMaxBytes, "batch-max-bytes", 128<<10, "max bytes per batch")
 	fl.DurationVar(&cfg.BatchDelay, "batch-delay", 1e6, "max time a batch waits before it is sent")
 	fl.StringVar(&cfg.Compression, "compression", "none", "compression: none, lz4, zlib, zstd")
+	fl.BoolVar(&cfg.PayloadTimestamp, "payload-timestamp", false, "write each message's send time into its first 8 payload bytes (for consume --payload-timestamp)")
 	return cmd
 }
 
@@ -120,6 +122,7 @@ acks per entry; no decompression, no reconnect, one connection per consumer.`,
 	fl.StringVar(&cfg.Position, "subscription-position", "latest", "initial position of a new subscription: latest or earliest (catch-up)")
 	fl.IntVar(&cfg.ReceiverQueueSize, "receiver-queue-size", 1000, "client receiver queue size per consumer")
 	fl.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "stop once no message arrived for this long after the first (0 = never)")
+	fl.BoolVar(&cfg.PayloadTimestamp, "payload-timestamp", false, "end-to-end latency from the send time produce --payload-timestamp wrote into the payload (µs) instead of the publish time (ms)")
 	return cmd
 }
 
