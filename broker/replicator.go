@@ -190,7 +190,7 @@ func (r *replicator) connect() (*replProducer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return dialReplProducer(ctx, url, r.t.full, replProducerName(r.t.b.cfg.ClusterName, r.remote), auth, r.t.b.cfg.MaxMessageSize+64<<10)
+	return dialReplProducer(ctx, url, r.t.full, replProducerName(r.t.b.cfg.ClusterName, r.remote), auth)
 }
 
 // replicate runs one connection: it re-sends what was pending, then
