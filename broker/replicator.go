@@ -189,7 +189,7 @@ func (r *replicator) connect() (*replProducer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return dialReplProducer(ctx, to, r.t.full, replProducerName(r.t.b.cfg.ClusterName, r.remote), r.t.b.cfg.MaxMessageSize+64<<10)
+	return dialReplProducer(ctx, to, r.t.full, replProducerName(r.t.b.cfg.ClusterName, r.remote))
 }
 
 // replicate runs one connection: it re-sends what was pending, then

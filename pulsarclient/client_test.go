@@ -1,7 +1,8 @@
-package pulsarclient
+package pulsarclient_test
 
 import (
 	"fmt"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 	"testing"
 	"time"
 )
@@ -15,20 +16,20 @@ func TestRoundTrip(t *testing.T) {
 		t.Run(fmt.Sprintf("batching=%v", batching), func(t *testing.T) {
 			ctx := ctxT(t)
 			topic := newTopic("rt")
-			cons, err := cl.Subscribe(ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: SubscriptionPositionEarliest})
+			cons, err := cl.Subscribe(pulsarclient.ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: pulsarclient.SubscriptionPositionEarliest})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer cons.Close()
-			p, err := cl.CreateProducer(ProducerOptions{Topic: topic, DisableBatching: !batching, Name: "rt-producer"})
+			p, err := cl.CreateProducer(pulsarclient.ProducerOptions{Topic: topic, DisableBatching: !batching, Name: "rt-producer"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer p.Close()
 			et := time.UnixMilli(1_700_000_000_123)
-			var ids []MessageID
+			var ids []pulsarclient.MessageID
 			for i := range 20 {
-				id, err := p.Send(ctx, &ProducerMessage{Payload: fmt.Appendf(nil, "m%d", i), Key: fmt.Sprint("k", i%3),
+				id, err := p.Send(ctx, &pulsarclient.ProducerMessage{Payload: fmt.Appendf(nil, "m%d", i), Key: fmt.Sprint("k", i%3),
 					Properties: map[string]string{"i": fmt.Sprint(i)}, EventTime: et})
 				if err != nil {
 					t.Fatal(err)
@@ -61,27 +62,27 @@ func TestRoundTrip(t *testing.T) {
 // over HTTP and the messages flow over the broker's binary port.
 func TestHTTPServiceURL(t *testing.T) {
 	tb := startBroker(t, nil)
-	cl := tb.client(t, func(o *ClientOptions) { o.URL = "http://" + tb.HTTPAddr() })
+	cl := tb.client(t, func(o *pulsarclient.ClientOptions) { o.URL = "http://" + tb.HTTPAddr() })
 	ctx := ctxT(t)
 	topic := newTopic("http")
-	cons, err := cl.Subscribe(ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	cons, err := cl.Subscribe(pulsarclient.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cons.Close()
-	p, err := cl.CreateProducer(ProducerOptions{Topic: topic})
+	p, err := cl.CreateProducer(pulsarclient.ProducerOptions{Topic: topic})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if _, err := p.Send(ctx, &ProducerMessage{Payload: []byte("via http lookup")}); err != nil {
+	if _, err := p.Send(ctx, &pulsarclient.ProducerMessage{Payload: []byte("via http lookup")}); err != nil {
 		t.Fatal(err)
 	}
 	m, err := cons.Receive(ctx)
 	if err != nil || string(m.Payload()) != "via http lookup" {
 		t.Fatalf("%v %v", m, err)
 	}
-	if _, err := NewClient(ClientOptions{URL: "ftp://x"}); err == nil {
+	if _, err := pulsarclient.NewClient(pulsarclient.ClientOptions{URL: "ftp://x"}); err == nil {
 		t.Fatal("ftp:// accepted")
 	}
 }

@@ -73,3 +73,16 @@ func TestCodecBadInput(t *testing.T) {
 		t.Errorf("snappy: %v", err)
 	}
 }
+
+// randomBytes is n deterministic pseudo-random bytes (xorshift).
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	x := uint64(88172645463325252)
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[i] = byte(x)
+	}
+	return b
+}

@@ -4,6 +4,9 @@
 // neither pulsar-client-go nor package testing. End-to-end tests keep
 // using pulsar-client-go as the independent client.
 //
+// The broker's geo-replicator sends its stored entries to remote clusters
+// through an EntryProducer (pre-built entries, one SEND each, no resend).
+//
 // It is built on protocol/pulsarproto (framing, entries, batch records,
 // topic names); docs/client.md describes the protocol facts it relies on.
 //

@@ -1,9 +1,10 @@
-package pulsarclient
+package pulsarclient_test
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 	"sync"
 	"testing"
 	"time"
@@ -19,23 +20,23 @@ func TestBatchingAsync(t *testing.T) {
 	cl := tb.client(t, nil)
 	ctx := ctxT(t)
 	topic := newTopic("batch")
-	cons, err := cl.Subscribe(ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	cons, err := cl.Subscribe(pulsarclient.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cons.Close()
-	p, err := cl.CreateProducer(ProducerOptions{Topic: topic, BatchingMaxPublishDelay: time.Hour, BatchingMaxMessages: 10})
+	p, err := cl.CreateProducer(pulsarclient.ProducerOptions{Topic: topic, BatchingMaxPublishDelay: time.Hour, BatchingMaxMessages: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	const n = 95
 	var mu sync.Mutex
-	ids := make([]MessageID, n)
+	ids := make([]pulsarclient.MessageID, n)
 	var wg sync.WaitGroup
 	wg.Add(n)
 	for i := range n {
-		p.SendAsync(ctx, &ProducerMessage{Payload: fmt.Appendf(nil, "%d", i)}, func(id MessageID, _ *ProducerMessage, err error) {
+		p.SendAsync(ctx, &pulsarclient.ProducerMessage{Payload: fmt.Appendf(nil, "%d", i)}, func(id pulsarclient.MessageID, _ *pulsarclient.ProducerMessage, err error) {
 			defer wg.Done()
 			if err != nil {
 				t.Error(err)
@@ -53,7 +54,7 @@ func TestBatchingAsync(t *testing.T) {
 		if id.BatchIndex != int32(i%10) || (i < 90 && id.BatchSize != 10) || (i >= 90 && id.BatchSize != 5) {
 			t.Fatalf("message %d id %+v: want batch index %d", i, id, i%10)
 		}
-		if i%10 != 0 && !id.sameEntry(ids[i-1]) {
+		if i%10 != 0 && (id.Ledger != ids[i-1].Ledger || id.Entry != ids[i-1].Entry) {
 			t.Fatalf("message %d in entry %v, message %d in %v", i, id, i-1, ids[i-1])
 		}
 	}
@@ -74,24 +75,24 @@ func TestBatchingAsync(t *testing.T) {
 func TestCompressionCodecs(t *testing.T) {
 	tb := startBroker(t, nil)
 	cl := tb.client(t, nil)
-	payloads := [][]byte{bytes.Repeat([]byte("magnetar "), 5000), randomBytes(70000), {}, []byte("x")}
-	for _, codec := range []CompressionType{NoCompression, LZ4, ZLib, ZSTD} {
+	payloads := [][]byte{bytes.Repeat([]byte("magnetar "), 5000), pulsarclient.RandomBytes(70000), {}, []byte("x")}
+	for _, codec := range []pulsarclient.CompressionType{pulsarclient.NoCompression, pulsarclient.LZ4, pulsarclient.ZLib, pulsarclient.ZSTD} {
 		for _, batching := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%d-batching=%v", codec, batching), func(t *testing.T) {
 				ctx := ctxT(t)
 				topic := newTopic("codec")
-				cons, err := cl.Subscribe(ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+				cons, err := cl.Subscribe(pulsarclient.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer cons.Close()
-				p, err := cl.CreateProducer(ProducerOptions{Topic: topic, CompressionType: codec, DisableBatching: !batching})
+				p, err := cl.CreateProducer(pulsarclient.ProducerOptions{Topic: topic, CompressionType: codec, DisableBatching: !batching})
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer p.Close()
 				for _, pl := range payloads {
-					p.SendAsync(ctx, &ProducerMessage{Payload: pl}, func(_ MessageID, _ *ProducerMessage, err error) {
+					p.SendAsync(ctx, &pulsarclient.ProducerMessage{Payload: pl}, func(_ pulsarclient.MessageID, _ *pulsarclient.ProducerMessage, err error) {
 						if err != nil {
 							t.Error(err)
 						}
@@ -124,12 +125,12 @@ func TestPartitionedTopic(t *testing.T) {
 	if err := tb.CreatePartitionedTopic(ctx, topic, broker.PartitionedMetadata{Partitions: 3}); err != nil {
 		t.Fatal(err)
 	}
-	cons, err := cl.Subscribe(ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: Shared})
+	cons, err := cl.Subscribe(pulsarclient.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsarclient.Shared})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cons.Close()
-	p, err := cl.CreateProducer(ProducerOptions{Topic: topic, DisableBatching: true})
+	p, err := cl.CreateProducer(pulsarclient.ProducerOptions{Topic: topic, DisableBatching: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestPartitionedTopic(t *testing.T) {
 		if i%2 == 0 {
 			key = fmt.Sprint("key", i%6)
 		}
-		id, err := p.Send(ctx, &ProducerMessage{Payload: fmt.Appendf(nil, "%d", i), Key: key})
+		id, err := p.Send(ctx, &pulsarclient.ProducerMessage{Payload: fmt.Appendf(nil, "%d", i), Key: key})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,17 +185,17 @@ func TestNackRedelivery(t *testing.T) {
 	cl := tb.client(t, nil)
 	ctx := ctxT(t)
 	topic := newTopic("nack")
-	for _, st := range []SubscriptionType{Shared, Exclusive} {
-		cons, err := cl.Subscribe(ConsumerOptions{Topic: topic, SubscriptionName: fmt.Sprint("s", st), Type: st,
+	for _, st := range []pulsarclient.SubscriptionType{pulsarclient.Shared, pulsarclient.Exclusive} {
+		cons, err := cl.Subscribe(pulsarclient.ConsumerOptions{Topic: topic, SubscriptionName: fmt.Sprint("s", st), Type: st,
 			NackRedeliveryDelay: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := cl.CreateProducer(ProducerOptions{Topic: topic})
+		p, err := cl.CreateProducer(pulsarclient.ProducerOptions{Topic: topic})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Send(ctx, &ProducerMessage{Payload: []byte("again")}); err != nil {
+		if _, err := p.Send(ctx, &pulsarclient.ProducerMessage{Payload: []byte("again")}); err != nil {
 			t.Fatal(err)
 		}
 		p.Close()
@@ -207,7 +208,7 @@ func TestNackRedelivery(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if string(m2.Payload()) != "again" || m2.ID() != m.ID() || (st == Shared && m2.RedeliveryCount() != 1) {
+		if string(m2.Payload()) != "again" || m2.ID() != m.ID() || (st == pulsarclient.Shared && m2.RedeliveryCount() != 1) {
 			t.Fatalf("%v: redelivered %q id %v (first %v) count %d", st, m2.Payload(), m2.ID(), m.ID(), m2.RedeliveryCount())
 		}
 		cons.Ack(m2)
@@ -224,22 +225,22 @@ func TestDeadLetter(t *testing.T) {
 	ctx := ctxT(t)
 	topic := newTopic("dlq")
 	dlqTopic := topic + "-sub-DLQ"
-	dlq, err := cl.Subscribe(ConsumerOptions{Topic: dlqTopic, SubscriptionName: "d"})
+	dlq, err := cl.Subscribe(pulsarclient.ConsumerOptions{Topic: dlqTopic, SubscriptionName: "d"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dlq.Close()
-	cons, err := cl.Subscribe(ConsumerOptions{Topic: topic, SubscriptionName: "sub", Type: Shared,
-		NackRedeliveryDelay: 50 * time.Millisecond, DLQ: &DLQPolicy{MaxDeliveries: 3}})
+	cons, err := cl.Subscribe(pulsarclient.ConsumerOptions{Topic: topic, SubscriptionName: "sub", Type: pulsarclient.Shared,
+		NackRedeliveryDelay: 50 * time.Millisecond, DLQ: &pulsarclient.DLQPolicy{MaxDeliveries: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := cl.CreateProducer(ProducerOptions{Topic: topic})
+	p, err := cl.CreateProducer(pulsarclient.ProducerOptions{Topic: topic})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	id, err := p.Send(ctx, &ProducerMessage{Payload: []byte("poison"), Key: "k", Properties: map[string]string{"a": "b"}})
+	id, err := p.Send(ctx, &pulsarclient.ProducerMessage{Payload: []byte("poison"), Key: "k", Properties: map[string]string{"a": "b"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +264,7 @@ func TestDeadLetter(t *testing.T) {
 	}
 	// Acknowledged on the input: a new consumer gets nothing.
 	cons.Close()
-	cons2, err := cl.Subscribe(ConsumerOptions{Topic: topic, SubscriptionName: "sub", Type: Shared})
+	cons2, err := cl.Subscribe(pulsarclient.ConsumerOptions{Topic: topic, SubscriptionName: "sub", Type: pulsarclient.Shared})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,22 +283,22 @@ func TestReader(t *testing.T) {
 	cl := tb.client(t, nil)
 	ctx := ctxT(t)
 	topic := newTopic("reader")
-	p, err := cl.CreateProducer(ProducerOptions{Topic: topic, DisableBatching: true})
+	p, err := cl.CreateProducer(pulsarclient.ProducerOptions{Topic: topic, DisableBatching: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	var ids []MessageID
+	var ids []pulsarclient.MessageID
 	for i := range 5 {
-		id, err := p.Send(ctx, &ProducerMessage{Payload: fmt.Appendf(nil, "%d", i)})
+		id, err := p.Send(ctx, &pulsarclient.ProducerMessage{Payload: fmt.Appendf(nil, "%d", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)
 	}
-	read := func(start MessageID, inclusive bool, want ...string) {
+	read := func(start pulsarclient.MessageID, inclusive bool, want ...string) {
 		t.Helper()
-		r, err := cl.CreateReader(ReaderOptions{Topic: topic, StartMessageID: start, StartMessageIDInclusive: inclusive})
+		r, err := cl.CreateReader(pulsarclient.ReaderOptions{Topic: topic, StartMessageID: start, StartMessageIDInclusive: inclusive})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -312,33 +313,21 @@ func TestReader(t *testing.T) {
 			}
 		}
 	}
-	read(EarliestMessageID(), false, "0", "1", "2", "3", "4")
+	read(pulsarclient.EarliestMessageID(), false, "0", "1", "2", "3", "4")
 	read(ids[2], false, "3", "4")
 	read(ids[2], true, "2", "3", "4")
-	r, err := cl.CreateReader(ReaderOptions{Topic: topic, StartMessageID: LatestMessageID()})
+	r, err := cl.CreateReader(pulsarclient.ReaderOptions{Topic: topic, StartMessageID: pulsarclient.LatestMessageID()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if _, err := p.Send(ctx, &ProducerMessage{Payload: []byte("new")}); err != nil {
+	if _, err := p.Send(ctx, &pulsarclient.ProducerMessage{Payload: []byte("new")}); err != nil {
 		t.Fatal(err)
 	}
 	m, err := r.Next(ctx)
 	if err != nil || string(m.Payload()) != "new" {
 		t.Fatalf("latest reader: %v %v", m, err)
 	}
-}
-
-func randomBytes(n int) []byte {
-	b := make([]byte, n)
-	x := uint64(88172645463325252)
-	for i := range b {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		b[i] = byte(x)
-	}
-	return b
 }
 
 // TestKeyShared: on a Key_Shared subscription each key goes to one of the
@@ -350,23 +339,23 @@ func TestKeyShared(t *testing.T) {
 	cl := tb.client(t, nil)
 	ctx := ctxT(t)
 	topic := newTopic("keyshared")
-	var cs []*Consumer
+	var cs []*pulsarclient.Consumer
 	for range 2 {
-		c, err := cl.Subscribe(ConsumerOptions{Topic: topic, SubscriptionName: "ks", Type: KeyShared})
+		c, err := cl.Subscribe(pulsarclient.ConsumerOptions{Topic: topic, SubscriptionName: "ks", Type: pulsarclient.KeyShared})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
 		cs = append(cs, c)
 	}
-	p, err := cl.CreateProducer(ProducerOptions{Topic: topic, DisableBatching: true})
+	p, err := cl.CreateProducer(pulsarclient.ProducerOptions{Topic: topic, DisableBatching: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	const n = 200
 	for i := range n {
-		p.SendAsync(ctx, &ProducerMessage{Payload: fmt.Appendf(nil, "%d", i), Key: fmt.Sprint("key-", i%20)}, nil)
+		p.SendAsync(ctx, &pulsarclient.ProducerMessage{Payload: fmt.Appendf(nil, "%d", i), Key: fmt.Sprint("key-", i%20)}, nil)
 	}
 	if err := p.Flush(); err != nil {
 		t.Fatal(err)
@@ -374,7 +363,7 @@ func TestKeyShared(t *testing.T) {
 	owner := map[string]int{}
 	got := 0
 	for got < n {
-		var m *Message
+		var m *pulsarclient.Message
 		var who int
 		select {
 		case cm := <-cs[0].Chan():

@@ -1,8 +1,9 @@
-package pulsarclient
+package pulsarclient_test
 
 import (
 	"context"
 	"fmt"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -107,13 +108,13 @@ func (tb *testBroker) restart(t testing.TB) *testBroker {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-func (tb *testBroker) client(t testing.TB, mut func(*ClientOptions)) *Client {
+func (tb *testBroker) client(t testing.TB, mut func(*pulsarclient.ClientOptions)) *pulsarclient.Client {
 	t.Helper()
-	o := ClientOptions{URL: tb.url, OperationTimeout: 10 * time.Second, ConnectionTimeout: 5 * time.Second}
+	o := pulsarclient.ClientOptions{URL: tb.url, OperationTimeout: 10 * time.Second, ConnectionTimeout: 5 * time.Second}
 	if mut != nil {
 		mut(&o)
 	}
-	c, err := NewClient(o)
+	c, err := pulsarclient.NewClient(o)
 	if err != nil {
 		t.Fatal(err)
 	}

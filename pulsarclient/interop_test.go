@@ -1,9 +1,10 @@
-package pulsarclient
+package pulsarclient_test
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 	"strings"
 	"testing"
 	"time"
@@ -29,8 +30,8 @@ func TestInteropWithPulsarClientGo(t *testing.T) {
 	tb := startBroker(t, nil)
 	cl := tb.client(t, nil)
 	gc := goClient(t, tb.url)
-	payloads := [][]byte{bytes.Repeat([]byte("interop "), 3000), randomBytes(20000), []byte("s")}
-	codecs := map[CompressionType]pulsar.CompressionType{NoCompression: pulsar.NoCompression, LZ4: pulsar.LZ4, ZLib: pulsar.ZLib, ZSTD: pulsar.ZSTD}
+	payloads := [][]byte{bytes.Repeat([]byte("interop "), 3000), pulsarclient.RandomBytes(20000), []byte("s")}
+	codecs := map[pulsarclient.CompressionType]pulsar.CompressionType{pulsarclient.NoCompression: pulsar.NoCompression, pulsarclient.LZ4: pulsar.LZ4, pulsarclient.ZLib: pulsar.ZLib, pulsarclient.ZSTD: pulsar.ZSTD}
 	for ours, theirs := range codecs {
 		for _, batching := range []bool{false, true} {
 			t.Run(fmt.Sprintf("codec%d-batching=%v", ours, batching), func(t *testing.T) {
@@ -41,18 +42,18 @@ func TestInteropWithPulsarClientGo(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer gcons.Close()
-				cons, err := cl.Subscribe(ConsumerOptions{Topic: topic, SubscriptionName: "ours"})
+				cons, err := cl.Subscribe(pulsarclient.ConsumerOptions{Topic: topic, SubscriptionName: "ours"})
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer cons.Close()
-				p, err := cl.CreateProducer(ProducerOptions{Topic: topic, CompressionType: ours, DisableBatching: !batching})
+				p, err := cl.CreateProducer(pulsarclient.ProducerOptions{Topic: topic, CompressionType: ours, DisableBatching: !batching})
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer p.Close()
 				for i, pl := range payloads {
-					p.SendAsync(ctx, &ProducerMessage{Payload: pl, Key: fmt.Sprint("k", i), Properties: map[string]string{"i": fmt.Sprint(i)}}, nil)
+					p.SendAsync(ctx, &pulsarclient.ProducerMessage{Payload: pl, Key: fmt.Sprint("k", i), Properties: map[string]string{"i": fmt.Sprint(i)}}, nil)
 				}
 				if err := p.Flush(); err != nil {
 					t.Fatal(err)
@@ -66,7 +67,7 @@ func TestInteropWithPulsarClientGo(t *testing.T) {
 						t.Fatalf("pulsar-client-go got message %d: %d bytes key %q props %v", i, len(m.Payload()), m.Key(), m.Properties())
 					}
 				}
-				if ours == ZSTD {
+				if ours == pulsarclient.ZSTD {
 					return // this client decodes only stored zstd frames (doc.go)
 				}
 				gp, err := gc.CreateProducer(pulsar.ProducerOptions{Topic: topic, CompressionType: theirs, DisableBatching: !batching})
@@ -105,16 +106,16 @@ func TestChunking(t *testing.T) {
 	gc := goClient(t, tb.url)
 	ctx := ctxT(t)
 	topic := newTopic("chunk")
-	big := randomBytes(3<<20 + 17)
-	p, err := cl.CreateProducer(ProducerOptions{Topic: topic, DisableBatching: true})
+	big := pulsarclient.RandomBytes(3<<20 + 17)
+	p, err := cl.CreateProducer(pulsarclient.ProducerOptions{Topic: topic, DisableBatching: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Send(ctx, &ProducerMessage{Payload: big}); err == nil || !strings.Contains(err.Error(), "too large") {
+	if _, err := p.Send(ctx, &pulsarclient.ProducerMessage{Payload: big}); err == nil || !strings.Contains(err.Error(), "too large") {
 		t.Fatalf("oversized send without chunking: %v", err)
 	}
 	p.Close()
-	cons, err := cl.Subscribe(ConsumerOptions{Topic: topic, SubscriptionName: "ours"})
+	cons, err := cl.Subscribe(pulsarclient.ConsumerOptions{Topic: topic, SubscriptionName: "ours"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,15 +125,15 @@ func TestChunking(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gcons.Close()
-	p, err = cl.CreateProducer(ProducerOptions{Topic: topic, EnableChunking: true})
+	p, err = cl.CreateProducer(pulsarclient.ProducerOptions{Topic: topic, EnableChunking: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if _, err := p.Send(ctx, &ProducerMessage{Payload: big, Key: "big"}); err != nil {
+	if _, err := p.Send(ctx, &pulsarclient.ProducerMessage{Payload: big, Key: "big"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Send(ctx, &ProducerMessage{Payload: []byte("small")}); err != nil {
+	if _, err := p.Send(ctx, &pulsarclient.ProducerMessage{Payload: []byte("small")}); err != nil {
 		t.Fatal(err)
 	}
 	m, err := cons.Receive(ctx)
@@ -160,16 +161,16 @@ func TestCumulativeAckAndPattern(t *testing.T) {
 	cl := tb.client(t, nil)
 	ctx := ctxT(t)
 	topic := newTopic("cum")
-	cons, err := cl.Subscribe(ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: Failover})
+	cons, err := cl.Subscribe(pulsarclient.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsarclient.Failover})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := cl.CreateProducer(ProducerOptions{Topic: topic, DisableBatching: true})
+	p, err := cl.CreateProducer(pulsarclient.ProducerOptions{Topic: topic, DisableBatching: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 10 {
-		if _, err := p.Send(ctx, &ProducerMessage{Payload: fmt.Appendf(nil, "%d", i)}); err != nil {
+		if _, err := p.Send(ctx, &pulsarclient.ProducerMessage{Payload: fmt.Appendf(nil, "%d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -185,7 +186,7 @@ func TestCumulativeAckAndPattern(t *testing.T) {
 		}
 	}
 	cons.Close()
-	cons, err = cl.Subscribe(ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: Failover})
+	cons, err = cl.Subscribe(pulsarclient.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsarclient.Failover})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,18 +196,18 @@ func TestCumulativeAckAndPattern(t *testing.T) {
 	}
 
 	prefix := fmt.Sprintf("pat%d-", time.Now().UnixNano()%1e6)
-	pc, err := cl.Subscribe(ConsumerOptions{TopicsPattern: "persistent://public/default/" + prefix + ".*", SubscriptionName: "s",
-		AutoDiscoveryPeriod: 100 * time.Millisecond, SubscriptionInitialPosition: SubscriptionPositionEarliest})
+	pc, err := cl.Subscribe(pulsarclient.ConsumerOptions{TopicsPattern: "persistent://public/default/" + prefix + ".*", SubscriptionName: "s",
+		AutoDiscoveryPeriod: 100 * time.Millisecond, SubscriptionInitialPosition: pulsarclient.SubscriptionPositionEarliest})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	p2, err := cl.CreateProducer(ProducerOptions{Topic: "persistent://public/default/" + prefix + "late"})
+	p2, err := cl.CreateProducer(pulsarclient.ProducerOptions{Topic: "persistent://public/default/" + prefix + "late"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p2.Close()
-	if _, err := p2.Send(ctx, &ProducerMessage{Payload: []byte("found")}); err != nil {
+	if _, err := p2.Send(ctx, &pulsarclient.ProducerMessage{Payload: []byte("found")}); err != nil {
 		t.Fatal(err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)

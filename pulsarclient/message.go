@@ -55,11 +55,6 @@ func (id MessageID) data() *pb.MessageIdData {
 
 func ptr[T any](v T) *T { return &v }
 
-// sameEntry reports whether a and b are in the same entry.
-func (id MessageID) sameEntry(b MessageID) bool {
-	return id.Ledger == b.Ledger && id.Entry == b.Entry && id.Partition == b.Partition
-}
-
 // ProducerMessage is one message to send.
 type ProducerMessage struct {
 	Payload []byte

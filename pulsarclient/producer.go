@@ -173,9 +173,9 @@ func (p *Producer) Send(ctx context.Context, msg *ProducerMessage) (MessageID, e
 		err error
 	}
 	ch := make(chan result, 1)
-	p.SendAsync(ctx, msg, func(id MessageID, _ *ProducerMessage, err error) { ch <- result{id, err} })
 	pp := p.pick(msg)
-	pp.flush()
+	pp.sendAsync(ctx, msg, func(id MessageID, _ *ProducerMessage, err error) { ch <- result{id, err} })
+	pp.flush() // a synchronous send does not wait for the batching delay
 	select {
 	case r := <-ch:
 		return r.id, r.err
@@ -431,7 +431,7 @@ func (pp *partitionProducer) sendOneLocked(pm *pendingMsg) {
 	payload, err := pp.compressLocked(md, pm.payload)
 	if err != nil {
 		pp.done(pm)
-		pm.cb(MessageID{}, pm.msg, err)
+		go pm.cb(MessageID{}, pm.msg, err) // not under pp.mu
 		return
 	}
 	maxMsg := pulsarproto.DefaultMaxMessageSize
@@ -508,7 +508,7 @@ func (pp *partitionProducer) flushBatchLocked() {
 	if err != nil {
 		for _, pm := range msgs {
 			pp.done(pm)
-			pm.cb(MessageID{}, pm.msg, err)
+			go pm.cb(MessageID{}, pm.msg, err) // not under pp.mu
 		}
 		return
 	}

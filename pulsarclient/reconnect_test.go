@@ -1,9 +1,10 @@
-package pulsarclient
+package pulsarclient_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 	"math"
 	"sync"
 	"testing"
@@ -19,12 +20,12 @@ func TestReconnectAfterRestart(t *testing.T) {
 	cl := tb.client(t, nil)
 	ctx := ctxT(t)
 	topic := newTopic("restart")
-	cons, err := cl.Subscribe(ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: SubscriptionPositionEarliest})
+	cons, err := cl.Subscribe(pulsarclient.ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: pulsarclient.SubscriptionPositionEarliest})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cons.Close()
-	p, err := cl.CreateProducer(ProducerOptions{Topic: topic, BatchingMaxPublishDelay: 2 * time.Millisecond})
+	p, err := cl.CreateProducer(pulsarclient.ProducerOptions{Topic: topic, BatchingMaxPublishDelay: 2 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestReconnectAfterRestart(t *testing.T) {
 	var failed int
 	send := func(i int) {
 		pl := fmt.Sprint(i)
-		p.SendAsync(ctx, &ProducerMessage{Payload: []byte(pl)}, func(_ MessageID, _ *ProducerMessage, err error) {
+		p.SendAsync(ctx, &pulsarclient.ProducerMessage{Payload: []byte(pl)}, func(_ pulsarclient.MessageID, _ *pulsarclient.ProducerMessage, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -102,22 +103,22 @@ func TestSendTimeout(t *testing.T) {
 	tb := startBroker(t, nil)
 	cl := tb.client(t, nil)
 	ctx := ctxT(t)
-	p, err := cl.CreateProducer(ProducerOptions{Topic: newTopic("timeout"), SendTimeout: 300 * time.Millisecond})
+	p, err := cl.CreateProducer(pulsarclient.ProducerOptions{Topic: newTopic("timeout"), SendTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tb.stop()
 	start := time.Now()
 	var calls int
-	_, err = p.Send(ctx, &ProducerMessage{Payload: []byte("lost")})
-	if !errors.Is(err, ErrSendTimeout) {
+	_, err = p.Send(ctx, &pulsarclient.ProducerMessage{Payload: []byte("lost")})
+	if !errors.Is(err, pulsarclient.ErrSendTimeout) {
 		t.Fatalf("send with the broker down: %v", err)
 	}
 	if el := time.Since(start); el < 300*time.Millisecond || el > 10*time.Second {
 		t.Fatalf("timed out after %v", el)
 	}
 	done := make(chan struct{})
-	p.SendAsync(ctx, &ProducerMessage{Payload: []byte("closed")}, func(_ MessageID, _ *ProducerMessage, err error) {
+	p.SendAsync(ctx, &pulsarclient.ProducerMessage{Payload: []byte("closed")}, func(_ pulsarclient.MessageID, _ *pulsarclient.ProducerMessage, err error) {
 		calls++
 		if err == nil {
 			t.Error("send succeeded without a broker")
@@ -129,7 +130,7 @@ func TestSendTimeout(t *testing.T) {
 	if calls != 1 {
 		t.Fatalf("callback ran %d times", calls)
 	}
-	if _, err := p.Send(ctx, &ProducerMessage{Payload: []byte("after close")}); !errors.Is(err, ErrClosed) {
+	if _, err := p.Send(ctx, &pulsarclient.ProducerMessage{Payload: []byte("after close")}); !errors.Is(err, pulsarclient.ErrClosed) {
 		t.Fatalf("send after close: %v", err)
 	}
 }
@@ -141,19 +142,19 @@ func TestExplicitSequenceIDs(t *testing.T) {
 	cl := tb.client(t, nil)
 	ctx := ctxT(t)
 	topic := newTopic("seq")
-	cons, err := cl.Subscribe(ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	cons, err := cl.Subscribe(pulsarclient.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cons.Close()
-	p, err := cl.CreateProducer(ProducerOptions{Topic: topic, DisableBatching: true})
+	p, err := cl.CreateProducer(pulsarclient.ProducerOptions{Topic: topic, DisableBatching: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	for _, seq := range []int64{0, 1 << 31, math.MaxInt64 - 1, math.MaxInt64} {
 		s := seq
-		if _, err := p.Send(ctx, &ProducerMessage{Payload: []byte("x"), SequenceID: &s}); err != nil {
+		if _, err := p.Send(ctx, &pulsarclient.ProducerMessage{Payload: []byte("x"), SequenceID: &s}); err != nil {
 			t.Fatal(err)
 		}
 		m, err := cons.Receive(ctx)

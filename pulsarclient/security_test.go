@@ -1,7 +1,8 @@
-package pulsarclient
+package pulsarclient_test
 
 import (
 	"errors"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 	"net"
 	"os"
 	"path/filepath"
@@ -103,26 +104,26 @@ func (sb *secBroker) token(t *testing.T, role string) string {
 }
 
 // roundTrip produces and consumes one message with opts.
-func roundTrip(t *testing.T, tb *testBroker, opts ClientOptions) error {
+func roundTrip(t *testing.T, tb *testBroker, opts pulsarclient.ClientOptions) error {
 	t.Helper()
-	cl, err := NewClient(opts)
+	cl, err := pulsarclient.NewClient(opts)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	ctx := ctxT(t)
 	topic := newTopic("sec")
-	cons, err := cl.Subscribe(ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	cons, err := cl.Subscribe(pulsarclient.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
 	if err != nil {
 		return err
 	}
 	defer cons.Close()
-	p, err := cl.CreateProducer(ProducerOptions{Topic: topic})
+	p, err := cl.CreateProducer(pulsarclient.ProducerOptions{Topic: topic})
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	if _, err := p.Send(ctx, &ProducerMessage{Payload: []byte("secret")}); err != nil {
+	if _, err := p.Send(ctx, &pulsarclient.ProducerMessage{Payload: []byte("secret")}); err != nil {
 		return err
 	}
 	m, err := cons.Receive(ctx)
@@ -145,21 +146,21 @@ func TestTLSAndAuth(t *testing.T) {
 	if err := os.WriteFile(tokFile, []byte(sb.token(t, "admin")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	basic, err := NewAuthenticationBasic("admin", "123456")
+	basic, err := pulsarclient.NewAuthenticationBasic("admin", "123456")
 	if err != nil {
 		t.Fatal(err)
 	}
 	supplied := 0
-	good := map[string]ClientOptions{
-		"token":                 {URL: sb.tlsURL, TLSTrustCertsFilePath: sb.caFile, Authentication: NewAuthenticationToken(sb.token(t, "admin"))},
-		"token over plain":      {URL: sb.url, Authentication: NewAuthenticationToken(sb.token(t, "admin"))},
-		"token file":            {URL: sb.tlsURL, TLSTrustCertsFilePath: sb.caFile, Authentication: NewAuthenticationTokenFromFile(tokFile)},
-		"token supplier":        {URL: sb.tlsURL, TLSTrustCertsFilePath: sb.caFile, Authentication: NewAuthenticationTokenFromSupplier(func() (string, error) { supplied++; return sb.token(t, "admin"), nil })},
-		"tls cert":              {URL: sb.tlsURL, TLSTrustCertsFilePath: sb.caFile, Authentication: NewAuthenticationTLS(sb.admin.CertFile, sb.admin.KeyFile)},
+	good := map[string]pulsarclient.ClientOptions{
+		"token":                 {URL: sb.tlsURL, TLSTrustCertsFilePath: sb.caFile, Authentication: pulsarclient.NewAuthenticationToken(sb.token(t, "admin"))},
+		"token over plain":      {URL: sb.url, Authentication: pulsarclient.NewAuthenticationToken(sb.token(t, "admin"))},
+		"token file":            {URL: sb.tlsURL, TLSTrustCertsFilePath: sb.caFile, Authentication: pulsarclient.NewAuthenticationTokenFromFile(tokFile)},
+		"token supplier":        {URL: sb.tlsURL, TLSTrustCertsFilePath: sb.caFile, Authentication: pulsarclient.NewAuthenticationTokenFromSupplier(func() (string, error) { supplied++; return sb.token(t, "admin"), nil })},
+		"tls cert":              {URL: sb.tlsURL, TLSTrustCertsFilePath: sb.caFile, Authentication: pulsarclient.NewAuthenticationTLS(sb.admin.CertFile, sb.admin.KeyFile)},
 		"basic":                 {URL: sb.tlsURL, TLSTrustCertsFilePath: sb.caFile, Authentication: basic},
-		"hostname verified":     {URL: sb.tlsURL, TLSTrustCertsFilePath: sb.caFile, TLSValidateHostname: true, Authentication: NewAuthenticationToken(sb.token(t, "admin"))},
-		"ip without hostname":   {URL: sb.tlsIPURL, TLSTrustCertsFilePath: sb.caFile, Authentication: NewAuthenticationToken(sb.token(t, "admin"))},
-		"insecure without a CA": {URL: sb.tlsURL, TLSAllowInsecureConnection: true, Authentication: NewAuthenticationToken(sb.token(t, "admin"))},
+		"hostname verified":     {URL: sb.tlsURL, TLSTrustCertsFilePath: sb.caFile, TLSValidateHostname: true, Authentication: pulsarclient.NewAuthenticationToken(sb.token(t, "admin"))},
+		"ip without hostname":   {URL: sb.tlsIPURL, TLSTrustCertsFilePath: sb.caFile, Authentication: pulsarclient.NewAuthenticationToken(sb.token(t, "admin"))},
+		"insecure without a CA": {URL: sb.tlsURL, TLSAllowInsecureConnection: true, Authentication: pulsarclient.NewAuthenticationToken(sb.token(t, "admin"))},
 	}
 	for name, o := range good {
 		o.OperationTimeout = 5e9
@@ -173,19 +174,19 @@ func TestTLSAndAuth(t *testing.T) {
 	other, _ := auth.NewSecretKey("HS256")
 	badTok, _ := auth.CreateToken(other, auth.TokenSpec{Subject: "admin"})
 	bad := map[string]struct {
-		o    ClientOptions
+		o    pulsarclient.ClientOptions
 		code pb.ServerError // -1: any error
 	}{
-		"wrong key":         {ClientOptions{URL: sb.tlsURL, TLSTrustCertsFilePath: sb.caFile, Authentication: NewAuthenticationToken(badTok)}, pb.ServerError_AuthenticationError},
-		"unauthorised role": {ClientOptions{URL: sb.tlsURL, TLSTrustCertsFilePath: sb.caFile, Authentication: NewAuthenticationTLS(sb.bob.CertFile, sb.bob.KeyFile)}, pb.ServerError_AuthorizationError},
-		"no auth":           {ClientOptions{URL: sb.tlsURL, TLSTrustCertsFilePath: sb.caFile}, -1},
-		"unknown CA":        {ClientOptions{URL: sb.tlsURL, Authentication: NewAuthenticationToken(sb.token(t, "admin"))}, -1},
-		"hostname mismatch": {ClientOptions{URL: sb.tlsIPURL, TLSTrustCertsFilePath: sb.caFile, TLSValidateHostname: true, Authentication: NewAuthenticationToken(sb.token(t, "admin"))}, -1},
+		"wrong key":         {pulsarclient.ClientOptions{URL: sb.tlsURL, TLSTrustCertsFilePath: sb.caFile, Authentication: pulsarclient.NewAuthenticationToken(badTok)}, pb.ServerError_AuthenticationError},
+		"unauthorised role": {pulsarclient.ClientOptions{URL: sb.tlsURL, TLSTrustCertsFilePath: sb.caFile, Authentication: pulsarclient.NewAuthenticationTLS(sb.bob.CertFile, sb.bob.KeyFile)}, pb.ServerError_AuthorizationError},
+		"no auth":           {pulsarclient.ClientOptions{URL: sb.tlsURL, TLSTrustCertsFilePath: sb.caFile}, -1},
+		"unknown CA":        {pulsarclient.ClientOptions{URL: sb.tlsURL, Authentication: pulsarclient.NewAuthenticationToken(sb.token(t, "admin"))}, -1},
+		"hostname mismatch": {pulsarclient.ClientOptions{URL: sb.tlsIPURL, TLSTrustCertsFilePath: sb.caFile, TLSValidateHostname: true, Authentication: pulsarclient.NewAuthenticationToken(sb.token(t, "admin"))}, -1},
 	}
 	for name, c := range bad {
 		c.o.OperationTimeout = 3e9
 		err := roundTrip(t, sb.testBroker, c.o)
-		var se *ServerError
+		var se *pulsarclient.ServerError
 		switch {
 		case err == nil:
 			t.Errorf("%s: succeeded", name)
@@ -193,7 +194,7 @@ func TestTLSAndAuth(t *testing.T) {
 			t.Errorf("%s: %v, want %s", name, err, c.code)
 		}
 	}
-	if _, err := NewClient(ClientOptions{URL: sb.url, Authentication: NewAuthenticationTLS(sb.admin.CertFile, sb.admin.KeyFile)}); !errors.Is(err, ErrInvalidURL) {
+	if _, err := pulsarclient.NewClient(pulsarclient.ClientOptions{URL: sb.url, Authentication: pulsarclient.NewAuthenticationTLS(sb.admin.CertFile, sb.admin.KeyFile)}); !errors.Is(err, pulsarclient.ErrInvalidURL) {
 		t.Errorf("tls auth over pulsar://: %v", err)
 	}
 }

@@ -31,10 +31,10 @@
 // client on protocol/pulsarproto, so the server can be measured beyond
 // what a general client costs per message (BENCH_NOTES.md, "What binds";
 // those notes measured the default mode when it was pulsar-client-go).
-// It speaks the binary protocol over plain TCP: CONNECT, then per
-// topic PARTITIONED_METADATA (a partitioned topic is expanded into its
-// partitions, each served by its own producers or consumers), and per
-// producer or consumer its own connection with LOOKUP (only a Connect
+// Partitioned topics are expanded into their partitions first (asked with
+// pulsarclient), each served by its own producers or consumers. Then it
+// speaks the binary protocol over plain TCP, per producer or consumer on
+// its own connection: CONNECT, LOOKUP (only a Connect
 // answer is accepted, and the connection to the service URL is kept: a
 // single broker or a proxy; Redirect and Failed are errors), PRODUCER or
 // SUBSCRIBE, PING answered with PONG, CLOSE_PRODUCER / CLOSE_CONSUMER at the

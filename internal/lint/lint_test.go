@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	"offload":            {"internal"},
 	"auth":               {"internal", "metadata"},
 	"policy":             {"internal", "metadata", "bundle"},
-	"broker":             {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "bundle", "cluster", "offload", "schema", "txn"},
+	"broker":             {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "bundle", "cluster", "offload", "schema", "txn", "pulsarclient"},
 	"bundle":             {},
 	"cluster":            {"internal", "metadata", "bundle"},
 	"admin":              {"internal", "broker", "policy", "protocol", "auth", "bundle", "cluster", "schema", "txn"},
