@@ -19,7 +19,7 @@ func TestBenchBookieDevicesAndDirectIO(t *testing.T) {
 	cfg := benchConfig{
 		Dir: t.TempDir(), LedgerDir: ledgers, DirectIO: true, FlushBytes: 4096,
 		Sizes: []int{100, 65536}, Outstanding: []int{1, 64}, Modes: []uring.Mode{uring.ModeAuto},
-		Duration: 150 * time.Millisecond, Warmup: 20 * time.Millisecond, Runs: 1,
+		Duration: 400 * time.Millisecond, Warmup: 20 * time.Millisecond, Runs: 1,
 		Raw: true, HalfPeak: false, WriteCacheSize: 4 << 20,
 	}
 	rs, err := runBench(context.Background(), cfg)
