@@ -174,3 +174,49 @@ func TestE2EBrokerEntryIndexAfterFailedAdds(t *testing.T) {
 		t.Fatalf("msgInCounter %d, want the %d stored", st.MsgInCounter, n)
 	}
 }
+
+// TestE2EBrokerEntryIndexAfterEverythingTrimmed: when retention trimmed
+// every ledger holding an entry, the index still goes on after a restart
+// (it is kept in the managed ledger's info, as Pulsar keeps it in its
+// managed ledger properties), instead of starting again at 0.
+func TestE2EBrokerEntryIndexAfterEverythingTrimmed(t *testing.T) {
+	mut := func(c *Config) {
+		c.BrokerEntryMetadataInterceptors = []string{InterceptorIndex}
+		c.ExposeBrokerEntryMetadata = true
+	}
+	mlc := mledger.Config{MaxEntriesPerLedger: 3, MinLedgerRolloverTime: -1, TrimInterval: -1}
+	tb := startBrokerMLC(t, mut, newMemMeta(), memstore.New(), mlc)
+	topic := "persistent://public/default/" + newTopicName("bemtrim")
+	round := func(tb *testBroker, from, n int) {
+		t.Helper()
+		cl := tb.client(t)
+		cons := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+		prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+		sendAsyncAll(t, prod, n, func(i int) *pulsar.ProducerMessage { return payloadMsg(from + i) })
+		for i, m := range receiveN(t, cons, n) {
+			if idx := m.Index(); idx == nil || *idx != uint64(from+i) {
+				t.Fatalf("message %q: index %v, want %d", m.Payload(), idx, from+i)
+			}
+			if err := cons.Ack(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		prod.Close()
+		cons.Close()
+		cl.Close()
+	}
+	round(tb, 0, 7)
+	tb = tb.restart(t) // the clean close persists the acks
+	tp, err := tb.loadedOrLoad(ctxT(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.ml.(*mlAdapter).ml.Trim(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if lp, ok := tp.ml.LastConfirmed(); ok {
+		t.Fatalf("entry %v left after trimming everything consumed", lp)
+	}
+	tb = tb.restart(t)
+	round(tb, 7, 3)
+}
