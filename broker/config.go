@@ -151,6 +151,10 @@ type Config struct {
 	// their namespace's compaction_threshold (Pulsar's
 	// brokerServiceCompactionMonitorIntervalInSeconds; default 60s).
 	CompactionMonitorInterval time.Duration
+	// TopicCompactionRetainNullKey (Pulsar's topicCompactionRetainNullKey,
+	// default false since Pulsar 3.2) keeps messages without a key in the
+	// compacted view; by default the compactor leaves them out.
+	TopicCompactionRetainNullKey bool
 	// HistoryInterval is how often the history sampler records every
 	// loaded topic's rates, backlog and storage size (history.go; default
 	// 5s, at least MinHistoryInterval; negative: no sampler).

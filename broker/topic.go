@@ -95,6 +95,9 @@ type topic struct {
 		sync.Mutex
 		next int64
 	}
+	// bemNext mirrors bem.next for the managed ledger's info hook, which
+	// must not take bem (entrymeta.go).
+	bemNext atomic.Int64
 
 	cstate compactionState // compaction.go
 

@@ -484,11 +484,22 @@ type LedgerInfo struct {
 // With flags bit 1 (compaction, compaction.go) it is followed by
 //
 //	varint compactedLedger, position horizon, varint pendingLedger
+//
+// With flags bit 3 (properties, SetInfoProperties) it is then followed by
+//
+//	uvarint n, n × (uvarint len, key, uvarint len, value), keys sorted
 type mlInfo struct {
 	terminated bool
 	ledgers    []LedgerInfo
 	compaction *Compaction
+	props      map[string]string
 }
+
+// infoFlagProps marks an info node ending with the properties section.
+const infoFlagProps = 8
+
+// maxInfoProps bounds the properties an info node may carry.
+const maxInfoProps = 64
 
 func appendInfo(dst []byte, in *mlInfo) []byte {
 	var flags byte
@@ -506,6 +517,9 @@ func appendInfo(dst []byte, in *mlInfo) []byte {
 	}
 	if in.compaction != nil {
 		flags |= infoFlagCompaction
+	}
+	if len(in.props) > 0 {
+		flags |= infoFlagProps
 	}
 	dst = append(dst, formatVersion, flags)
 	dst = binary.AppendUvarint(dst, uint64(len(in.ledgers)))
@@ -527,7 +541,30 @@ func appendInfo(dst []byte, in *mlInfo) []byte {
 		dst = binary.AppendVarint(dst, c.Horizon.EntryID)
 		dst = binary.AppendVarint(dst, c.Pending)
 	}
+	if len(in.props) > 0 {
+		keys := slices.Sorted(maps.Keys(in.props))
+		dst = binary.AppendUvarint(dst, uint64(len(keys)))
+		for _, k := range keys {
+			dst = binary.AppendUvarint(dst, uint64(len(k)))
+			dst = append(dst, k...)
+			v := in.props[k]
+			dst = binary.AppendUvarint(dst, uint64(len(v)))
+			dst = append(dst, v...)
+		}
+	}
 	return dst
+}
+
+// readInfoString reads a uvarint-length-prefixed string.
+func readInfoString(src []byte) ([]byte, string, error) {
+	src, n, err := readUvarint(src)
+	if err != nil {
+		return src, "", err
+	}
+	if n > uint64(len(src)) {
+		return src, "", corruptf("property of %d bytes in %d", n, len(src))
+	}
+	return src[n:], string(src[:n]), nil
 }
 
 func decodeInfo(src []byte) (rest []byte, in *mlInfo, err error) {
@@ -584,6 +621,26 @@ func decodeInfo(src []byte) (rest []byte, in *mlInfo, err error) {
 			}
 		}
 		in.compaction = c
+	}
+	if flags&infoFlagProps != 0 {
+		var n uint64
+		if src, n, err = readUvarint(src); err != nil {
+			return src, nil, err
+		}
+		if n > maxInfoProps {
+			return src, nil, corruptf("%d properties", n)
+		}
+		in.props = make(map[string]string, n)
+		for range n {
+			var k, v string
+			if src, k, err = readInfoString(src); err != nil {
+				return src, nil, err
+			}
+			if src, v, err = readInfoString(src); err != nil {
+				return src, nil, err
+			}
+			in.props[k] = v
+		}
 	}
 	return src, in, nil
 }

@@ -235,3 +235,32 @@ func TestInfoOffloadSectionRoundTrip(t *testing.T) {
 		t.Fatal("offload flag set without contexts")
 	}
 }
+
+func TestInfoPropertiesRoundTrip(t *testing.T) {
+	in := &mlInfo{ledgers: []LedgerInfo{{LedgerID: 3, Entries: 1, Size: 1, Messages: 1, Timestamp: 5}},
+		compaction: &Compaction{Ledger: 9, Horizon: Position{3, 0}, Pending: -1},
+		props:      map[string]string{"index": "9223372036854775807", "": "", "k": "\x00\xff"}}
+	b := appendInfo(nil, in)
+	if b[1]&infoFlagProps == 0 {
+		t.Fatal("flag not set")
+	}
+	_, out, err := decodeInfo(b)
+	if err != nil || !reflect.DeepEqual(in, out) {
+		t.Fatalf("round trip: %+v %v", out, err)
+	}
+	for i := 2; i < len(b); i++ {
+		if _, _, err := decodeInfo(b[:i]); err == nil {
+			t.Fatalf("truncated to %d bytes: decoded", i)
+		}
+	}
+	if bb := appendInfo(nil, &mlInfo{ledgers: in.ledgers, props: map[string]string{}}); bb[1]&infoFlagProps != 0 {
+		t.Fatal("properties flag set without properties")
+	}
+	// A count above the bound is corrupt, not an allocation.
+	bad := append(appendInfo(nil, &mlInfo{ledgers: in.ledgers})[:0:0], appendInfo(nil, &mlInfo{ledgers: in.ledgers})...)
+	bad[1] |= infoFlagProps
+	bad = append(bad, 0xff, 0xff, 0xff, 0xff, 0x0f)
+	if _, _, err := decodeInfo(bad); err == nil {
+		t.Fatal("huge property count decoded")
+	}
+}

@@ -208,6 +208,15 @@
 // An older Magnetar ignores the section and would drop it on its next
 // info write (downgrade after offloading loses the references).
 //
+// Info properties (infoprops.go) follow every other section, flagged by
+// bit 3 of the flags byte (absent when there are none):
+//
+//	uvarint n (at most 64), n × (uvarint len, key, uvarint len, value), keys sorted
+//
+// A hook registered with SetInfoPropertiesHook sets them on every info
+// write; later writes keep them. The broker stores its broker entry
+// metadata index there ("index"), so it survives trimming.
+//
 // # Locking
 //
 // Lock order, outermost first:

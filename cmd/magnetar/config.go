@@ -51,6 +51,7 @@ type serviceFlags struct {
 	consistentHashing                                                                     bool
 	storage                                                                               storageFlags
 	schemaStrategy                                                                        string
+	retainNullKey                                                                         bool
 	schemaEnforced                                                                        bool
 	console                                                                               bool
 	historyInterval                                                                       time.Duration
@@ -94,6 +95,7 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.KeySharedUseConsistentHashing = s.consistentHashing
 	c.SchemaCompatibilityStrategy = s.schemaStrategy
 	c.SchemaValidationEnforced = s.schemaEnforced
+	c.TopicCompactionRetainNullKey = s.retainNullKey
 	c.HistoryInterval = s.historyInterval
 	if !s.console {
 		c.HistoryInterval = -1 // nothing shows the samples
@@ -136,6 +138,7 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.BoolVar(&s.consistentHashing, "key-shared-consistent-hashing", false, "Key_Shared AUTO_SPLIT uses a consistent-hash ring instead of splitting hash ranges")
 	s.storage.register(fl)
 	fl.StringVar(&s.schemaStrategy, "schema-compatibility-strategy", "FULL", "default schema compatibility strategy under namespace and topic policies")
+	fl.BoolVar(&s.retainNullKey, "topic-compaction-retain-null-key", false, "keep messages without a key in compacted views (Pulsar's default since 3.2: leave them out)")
 	fl.BoolVar(&s.schemaEnforced, "schema-validation-enforced", false, "refuse producers without a schema on topics that have one (namespace policy overrides)")
 	fl.BoolVar(&s.console, "console", true, "serve the web console under /console on the HTTP port (--console=false turns it off)")
 	fl.DurationVar(&s.historyInterval, "console-sample-interval", broker.DefaultHistoryInterval, "how often topic rates, backlog and storage size are sampled for the console's charts (at least 1s; 15 minutes are kept, up to 900 samples)")
@@ -356,6 +359,7 @@ var brokerKeys = append([]conf.Key{
 	{Names: []string{"subscriptionKeySharedUseConsistentHashing"}, Flag: "key-shared-consistent-hashing"},
 	{Names: []string{"schemaCompatibilityStrategy"}, Flag: "schema-compatibility-strategy"},
 	{Names: []string{"isSchemaValidationEnforced"}, Flag: "schema-validation-enforced"},
+	{Names: []string{"topicCompactionRetainNullKey"}, Flag: "topic-compaction-retain-null-key"},
 	{Names: []string{"consoleEnabled"}, Flag: "console", Doc: "Magnetar's web console under /console"},
 	{Names: []string{"consoleSampleIntervalSeconds"}, Flag: "console-sample-interval", Convert: seconds},
 }, storageKeys...)

@@ -60,6 +60,7 @@ var serviceKeyCases = []keyCase{
 	{"maxNumPartitionsPerPartitionedTopic", "64", "max-partitions-per-topic", "64"},
 	{"brokerEntryMetadataInterceptors", "org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor", "broker-entry-metadata-interceptors", "[org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor]"},
 	{"exposingBrokerEntryMetadataToClientEnabled", "true", "expose-broker-entry-metadata", "true"},
+	{"topicCompactionRetainNullKey", "true", "topic-compaction-retain-null-key", "true"},
 	{"subscriptionKeySharedUseConsistentHashing", "true", "key-shared-consistent-hashing", "true"},
 	{"maxPublishRatePerTopicInMessages", "100", "max-publish-rate-msgs", "100"},
 	{"maxPublishRatePerTopicInBytes", "2048", "max-publish-rate-bytes", "2048"},
