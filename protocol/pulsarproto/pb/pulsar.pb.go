@@ -520,6 +520,62 @@ func (KeySharedMode) EnumDescriptor() ([]byte, []int) {
 	return file_pulsar_proto_rawDescGZIP(), []int{5}
 }
 
+type TxnAction int32
+
+const (
+	TxnAction_COMMIT TxnAction = 0
+	TxnAction_ABORT  TxnAction = 1
+)
+
+// Enum value maps for TxnAction.
+var (
+	TxnAction_name = map[int32]string{
+		0: "COMMIT",
+		1: "ABORT",
+	}
+	TxnAction_value = map[string]int32{
+		"COMMIT": 0,
+		"ABORT":  1,
+	}
+)
+
+func (x TxnAction) Enum() *TxnAction {
+	p := new(TxnAction)
+	*p = x
+	return p
+}
+
+func (x TxnAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TxnAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_pulsar_proto_enumTypes[6].Descriptor()
+}
+
+func (TxnAction) Type() protoreflect.EnumType {
+	return &file_pulsar_proto_enumTypes[6]
+}
+
+func (x TxnAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Do not use.
+func (x *TxnAction) UnmarshalJSON(b []byte) error {
+	num, err := protoimpl.X.UnmarshalJSONEnum(x.Descriptor(), b)
+	if err != nil {
+		return err
+	}
+	*x = TxnAction(num)
+	return nil
+}
+
+// Deprecated: Use TxnAction.Descriptor instead.
+func (TxnAction) EnumDescriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{6}
+}
+
 type Schema_Type int32
 
 const (
@@ -607,11 +663,11 @@ func (x Schema_Type) String() string {
 }
 
 func (Schema_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_pulsar_proto_enumTypes[6].Descriptor()
+	return file_pulsar_proto_enumTypes[7].Descriptor()
 }
 
 func (Schema_Type) Type() protoreflect.EnumType {
-	return &file_pulsar_proto_enumTypes[6]
+	return &file_pulsar_proto_enumTypes[7]
 }
 
 func (x Schema_Type) Number() protoreflect.EnumNumber {
@@ -663,11 +719,11 @@ func (x CommandPartitionedTopicMetadataResponse_LookupType) String() string {
 }
 
 func (CommandPartitionedTopicMetadataResponse_LookupType) Descriptor() protoreflect.EnumDescriptor {
-	return file_pulsar_proto_enumTypes[7].Descriptor()
+	return file_pulsar_proto_enumTypes[8].Descriptor()
 }
 
 func (CommandPartitionedTopicMetadataResponse_LookupType) Type() protoreflect.EnumType {
-	return &file_pulsar_proto_enumTypes[7]
+	return &file_pulsar_proto_enumTypes[8]
 }
 
 func (x CommandPartitionedTopicMetadataResponse_LookupType) Number() protoreflect.EnumNumber {
@@ -722,11 +778,11 @@ func (x CommandLookupTopicResponse_LookupType) String() string {
 }
 
 func (CommandLookupTopicResponse_LookupType) Descriptor() protoreflect.EnumDescriptor {
-	return file_pulsar_proto_enumTypes[8].Descriptor()
+	return file_pulsar_proto_enumTypes[9].Descriptor()
 }
 
 func (CommandLookupTopicResponse_LookupType) Type() protoreflect.EnumType {
-	return &file_pulsar_proto_enumTypes[8]
+	return &file_pulsar_proto_enumTypes[9]
 }
 
 func (x CommandLookupTopicResponse_LookupType) Number() protoreflect.EnumNumber {
@@ -781,11 +837,11 @@ func (x CommandGetTopicsOfNamespace_Mode) String() string {
 }
 
 func (CommandGetTopicsOfNamespace_Mode) Descriptor() protoreflect.EnumDescriptor {
-	return file_pulsar_proto_enumTypes[9].Descriptor()
+	return file_pulsar_proto_enumTypes[10].Descriptor()
 }
 
 func (CommandGetTopicsOfNamespace_Mode) Type() protoreflect.EnumType {
-	return &file_pulsar_proto_enumTypes[9]
+	return &file_pulsar_proto_enumTypes[10]
 }
 
 func (x CommandGetTopicsOfNamespace_Mode) Number() protoreflect.EnumNumber {
@@ -837,11 +893,11 @@ func (x CommandTopicMigrated_ResourceType) String() string {
 }
 
 func (CommandTopicMigrated_ResourceType) Descriptor() protoreflect.EnumDescriptor {
-	return file_pulsar_proto_enumTypes[10].Descriptor()
+	return file_pulsar_proto_enumTypes[11].Descriptor()
 }
 
 func (CommandTopicMigrated_ResourceType) Type() protoreflect.EnumType {
-	return &file_pulsar_proto_enumTypes[10]
+	return &file_pulsar_proto_enumTypes[11]
 }
 
 func (x CommandTopicMigrated_ResourceType) Number() protoreflect.EnumNumber {
@@ -899,11 +955,11 @@ func (x CommandSubscribe_SubType) String() string {
 }
 
 func (CommandSubscribe_SubType) Descriptor() protoreflect.EnumDescriptor {
-	return file_pulsar_proto_enumTypes[11].Descriptor()
+	return file_pulsar_proto_enumTypes[12].Descriptor()
 }
 
 func (CommandSubscribe_SubType) Type() protoreflect.EnumType {
-	return &file_pulsar_proto_enumTypes[11]
+	return &file_pulsar_proto_enumTypes[12]
 }
 
 func (x CommandSubscribe_SubType) Number() protoreflect.EnumNumber {
@@ -955,11 +1011,11 @@ func (x CommandSubscribe_InitialPosition) String() string {
 }
 
 func (CommandSubscribe_InitialPosition) Descriptor() protoreflect.EnumDescriptor {
-	return file_pulsar_proto_enumTypes[12].Descriptor()
+	return file_pulsar_proto_enumTypes[13].Descriptor()
 }
 
 func (CommandSubscribe_InitialPosition) Type() protoreflect.EnumType {
-	return &file_pulsar_proto_enumTypes[12]
+	return &file_pulsar_proto_enumTypes[13]
 }
 
 func (x CommandSubscribe_InitialPosition) Number() protoreflect.EnumNumber {
@@ -1011,11 +1067,11 @@ func (x CommandAck_AckType) String() string {
 }
 
 func (CommandAck_AckType) Descriptor() protoreflect.EnumDescriptor {
-	return file_pulsar_proto_enumTypes[13].Descriptor()
+	return file_pulsar_proto_enumTypes[14].Descriptor()
 }
 
 func (CommandAck_AckType) Type() protoreflect.EnumType {
-	return &file_pulsar_proto_enumTypes[13]
+	return &file_pulsar_proto_enumTypes[14]
 }
 
 func (x CommandAck_AckType) Number() protoreflect.EnumNumber {
@@ -1076,11 +1132,11 @@ func (x CommandAck_ValidationError) String() string {
 }
 
 func (CommandAck_ValidationError) Descriptor() protoreflect.EnumDescriptor {
-	return file_pulsar_proto_enumTypes[14].Descriptor()
+	return file_pulsar_proto_enumTypes[15].Descriptor()
 }
 
 func (CommandAck_ValidationError) Type() protoreflect.EnumType {
-	return &file_pulsar_proto_enumTypes[14]
+	return &file_pulsar_proto_enumTypes[15]
 }
 
 func (x CommandAck_ValidationError) Number() protoreflect.EnumNumber {
@@ -1300,11 +1356,11 @@ func (x BaseCommand_Type) String() string {
 }
 
 func (BaseCommand_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_pulsar_proto_enumTypes[15].Descriptor()
+	return file_pulsar_proto_enumTypes[16].Descriptor()
 }
 
 func (BaseCommand_Type) Type() protoreflect.EnumType {
-	return &file_pulsar_proto_enumTypes[15]
+	return &file_pulsar_proto_enumTypes[16]
 }
 
 func (x BaseCommand_Type) Number() protoreflect.EnumNumber {
@@ -1323,7 +1379,7 @@ func (x *BaseCommand_Type) UnmarshalJSON(b []byte) error {
 
 // Deprecated: Use BaseCommand_Type.Descriptor instead.
 func (BaseCommand_Type) EnumDescriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{52, 0}
+	return file_pulsar_proto_rawDescGZIP(), []int{67, 0}
 }
 
 type KeyValue struct {
@@ -5510,10 +5566,1135 @@ func (x *CommandConsumerStatsResponse) GetMessageAckRate() float64 {
 	return 0
 }
 
-// BaseCommand wraps every command. The field number of each command equals
-// its Type value. Transaction and topic-watch commands (50-67) are listed in
-// Type so that a frame carrying one still decodes (its body lands in the
-// unknown fields); the broker answers them with an error or ignores them.
+type CommandTcClientConnectRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RequestId     *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TcId          *uint64                `protobuf:"varint,2,req,name=tc_id,json=tcId,def=0" json:"tc_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+// Default values for CommandTcClientConnectRequest fields.
+const (
+	Default_CommandTcClientConnectRequest_TcId = uint64(0)
+)
+
+func (x *CommandTcClientConnectRequest) Reset() {
+	*x = CommandTcClientConnectRequest{}
+	mi := &file_pulsar_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandTcClientConnectRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandTcClientConnectRequest) ProtoMessage() {}
+
+func (x *CommandTcClientConnectRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandTcClientConnectRequest.ProtoReflect.Descriptor instead.
+func (*CommandTcClientConnectRequest) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *CommandTcClientConnectRequest) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandTcClientConnectRequest) GetTcId() uint64 {
+	if x != nil && x.TcId != nil {
+		return *x.TcId
+	}
+	return Default_CommandTcClientConnectRequest_TcId
+}
+
+type CommandTcClientConnectResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RequestId     *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	Error         *ServerError           `protobuf:"varint,2,opt,name=error,enum=magnetar.pulsarproto.ServerError" json:"error,omitempty"`
+	Message       *string                `protobuf:"bytes,3,opt,name=message" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommandTcClientConnectResponse) Reset() {
+	*x = CommandTcClientConnectResponse{}
+	mi := &file_pulsar_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandTcClientConnectResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandTcClientConnectResponse) ProtoMessage() {}
+
+func (x *CommandTcClientConnectResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandTcClientConnectResponse.ProtoReflect.Descriptor instead.
+func (*CommandTcClientConnectResponse) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *CommandTcClientConnectResponse) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandTcClientConnectResponse) GetError() ServerError {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ServerError_UnknownError
+}
+
+func (x *CommandTcClientConnectResponse) GetMessage() string {
+	if x != nil && x.Message != nil {
+		return *x.Message
+	}
+	return ""
+}
+
+type CommandNewTxn struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RequestId     *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnTtlSeconds *uint64                `protobuf:"varint,2,opt,name=txn_ttl_seconds,json=txnTtlSeconds,def=0" json:"txn_ttl_seconds,omitempty"`
+	TcId          *uint64                `protobuf:"varint,3,opt,name=tc_id,json=tcId,def=0" json:"tc_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+// Default values for CommandNewTxn fields.
+const (
+	Default_CommandNewTxn_TxnTtlSeconds = uint64(0)
+	Default_CommandNewTxn_TcId          = uint64(0)
+)
+
+func (x *CommandNewTxn) Reset() {
+	*x = CommandNewTxn{}
+	mi := &file_pulsar_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandNewTxn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandNewTxn) ProtoMessage() {}
+
+func (x *CommandNewTxn) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandNewTxn.ProtoReflect.Descriptor instead.
+func (*CommandNewTxn) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *CommandNewTxn) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandNewTxn) GetTxnTtlSeconds() uint64 {
+	if x != nil && x.TxnTtlSeconds != nil {
+		return *x.TxnTtlSeconds
+	}
+	return Default_CommandNewTxn_TxnTtlSeconds
+}
+
+func (x *CommandNewTxn) GetTcId() uint64 {
+	if x != nil && x.TcId != nil {
+		return *x.TcId
+	}
+	return Default_CommandNewTxn_TcId
+}
+
+type CommandNewTxnResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RequestId      *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits  *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	Error          *ServerError           `protobuf:"varint,4,opt,name=error,enum=magnetar.pulsarproto.ServerError" json:"error,omitempty"`
+	Message        *string                `protobuf:"bytes,5,opt,name=message" json:"message,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+// Default values for CommandNewTxnResponse fields.
+const (
+	Default_CommandNewTxnResponse_TxnidLeastBits = uint64(0)
+	Default_CommandNewTxnResponse_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandNewTxnResponse) Reset() {
+	*x = CommandNewTxnResponse{}
+	mi := &file_pulsar_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandNewTxnResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandNewTxnResponse) ProtoMessage() {}
+
+func (x *CommandNewTxnResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandNewTxnResponse.ProtoReflect.Descriptor instead.
+func (*CommandNewTxnResponse) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *CommandNewTxnResponse) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandNewTxnResponse) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandNewTxnResponse_TxnidLeastBits
+}
+
+func (x *CommandNewTxnResponse) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandNewTxnResponse_TxnidMostBits
+}
+
+func (x *CommandNewTxnResponse) GetError() ServerError {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ServerError_UnknownError
+}
+
+func (x *CommandNewTxnResponse) GetMessage() string {
+	if x != nil && x.Message != nil {
+		return *x.Message
+	}
+	return ""
+}
+
+type CommandAddPartitionToTxn struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RequestId      *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits  *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	Partitions     []string               `protobuf:"bytes,4,rep,name=partitions" json:"partitions,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+// Default values for CommandAddPartitionToTxn fields.
+const (
+	Default_CommandAddPartitionToTxn_TxnidLeastBits = uint64(0)
+	Default_CommandAddPartitionToTxn_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandAddPartitionToTxn) Reset() {
+	*x = CommandAddPartitionToTxn{}
+	mi := &file_pulsar_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandAddPartitionToTxn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandAddPartitionToTxn) ProtoMessage() {}
+
+func (x *CommandAddPartitionToTxn) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandAddPartitionToTxn.ProtoReflect.Descriptor instead.
+func (*CommandAddPartitionToTxn) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *CommandAddPartitionToTxn) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandAddPartitionToTxn) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandAddPartitionToTxn_TxnidLeastBits
+}
+
+func (x *CommandAddPartitionToTxn) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandAddPartitionToTxn_TxnidMostBits
+}
+
+func (x *CommandAddPartitionToTxn) GetPartitions() []string {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+type CommandAddPartitionToTxnResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RequestId      *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits  *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	Error          *ServerError           `protobuf:"varint,4,opt,name=error,enum=magnetar.pulsarproto.ServerError" json:"error,omitempty"`
+	Message        *string                `protobuf:"bytes,5,opt,name=message" json:"message,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+// Default values for CommandAddPartitionToTxnResponse fields.
+const (
+	Default_CommandAddPartitionToTxnResponse_TxnidLeastBits = uint64(0)
+	Default_CommandAddPartitionToTxnResponse_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandAddPartitionToTxnResponse) Reset() {
+	*x = CommandAddPartitionToTxnResponse{}
+	mi := &file_pulsar_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandAddPartitionToTxnResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandAddPartitionToTxnResponse) ProtoMessage() {}
+
+func (x *CommandAddPartitionToTxnResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandAddPartitionToTxnResponse.ProtoReflect.Descriptor instead.
+func (*CommandAddPartitionToTxnResponse) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *CommandAddPartitionToTxnResponse) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandAddPartitionToTxnResponse) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandAddPartitionToTxnResponse_TxnidLeastBits
+}
+
+func (x *CommandAddPartitionToTxnResponse) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandAddPartitionToTxnResponse_TxnidMostBits
+}
+
+func (x *CommandAddPartitionToTxnResponse) GetError() ServerError {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ServerError_UnknownError
+}
+
+func (x *CommandAddPartitionToTxnResponse) GetMessage() string {
+	if x != nil && x.Message != nil {
+		return *x.Message
+	}
+	return ""
+}
+
+type Subscription struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         *string                `protobuf:"bytes,1,req,name=topic" json:"topic,omitempty"`
+	Subscription  *string                `protobuf:"bytes,2,req,name=subscription" json:"subscription,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Subscription) Reset() {
+	*x = Subscription{}
+	mi := &file_pulsar_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Subscription) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Subscription) ProtoMessage() {}
+
+func (x *Subscription) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Subscription.ProtoReflect.Descriptor instead.
+func (*Subscription) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *Subscription) GetTopic() string {
+	if x != nil && x.Topic != nil {
+		return *x.Topic
+	}
+	return ""
+}
+
+func (x *Subscription) GetSubscription() string {
+	if x != nil && x.Subscription != nil {
+		return *x.Subscription
+	}
+	return ""
+}
+
+type CommandAddSubscriptionToTxn struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RequestId      *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits  *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	Subscription   []*Subscription        `protobuf:"bytes,4,rep,name=subscription" json:"subscription,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+// Default values for CommandAddSubscriptionToTxn fields.
+const (
+	Default_CommandAddSubscriptionToTxn_TxnidLeastBits = uint64(0)
+	Default_CommandAddSubscriptionToTxn_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandAddSubscriptionToTxn) Reset() {
+	*x = CommandAddSubscriptionToTxn{}
+	mi := &file_pulsar_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandAddSubscriptionToTxn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandAddSubscriptionToTxn) ProtoMessage() {}
+
+func (x *CommandAddSubscriptionToTxn) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandAddSubscriptionToTxn.ProtoReflect.Descriptor instead.
+func (*CommandAddSubscriptionToTxn) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *CommandAddSubscriptionToTxn) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandAddSubscriptionToTxn) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandAddSubscriptionToTxn_TxnidLeastBits
+}
+
+func (x *CommandAddSubscriptionToTxn) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandAddSubscriptionToTxn_TxnidMostBits
+}
+
+func (x *CommandAddSubscriptionToTxn) GetSubscription() []*Subscription {
+	if x != nil {
+		return x.Subscription
+	}
+	return nil
+}
+
+type CommandAddSubscriptionToTxnResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RequestId      *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits  *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	Error          *ServerError           `protobuf:"varint,4,opt,name=error,enum=magnetar.pulsarproto.ServerError" json:"error,omitempty"`
+	Message        *string                `protobuf:"bytes,5,opt,name=message" json:"message,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+// Default values for CommandAddSubscriptionToTxnResponse fields.
+const (
+	Default_CommandAddSubscriptionToTxnResponse_TxnidLeastBits = uint64(0)
+	Default_CommandAddSubscriptionToTxnResponse_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandAddSubscriptionToTxnResponse) Reset() {
+	*x = CommandAddSubscriptionToTxnResponse{}
+	mi := &file_pulsar_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandAddSubscriptionToTxnResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandAddSubscriptionToTxnResponse) ProtoMessage() {}
+
+func (x *CommandAddSubscriptionToTxnResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandAddSubscriptionToTxnResponse.ProtoReflect.Descriptor instead.
+func (*CommandAddSubscriptionToTxnResponse) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *CommandAddSubscriptionToTxnResponse) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandAddSubscriptionToTxnResponse) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandAddSubscriptionToTxnResponse_TxnidLeastBits
+}
+
+func (x *CommandAddSubscriptionToTxnResponse) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandAddSubscriptionToTxnResponse_TxnidMostBits
+}
+
+func (x *CommandAddSubscriptionToTxnResponse) GetError() ServerError {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ServerError_UnknownError
+}
+
+func (x *CommandAddSubscriptionToTxnResponse) GetMessage() string {
+	if x != nil && x.Message != nil {
+		return *x.Message
+	}
+	return ""
+}
+
+type CommandEndTxn struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RequestId      *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits  *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	TxnAction      *TxnAction             `protobuf:"varint,4,opt,name=txn_action,json=txnAction,enum=magnetar.pulsarproto.TxnAction" json:"txn_action,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+// Default values for CommandEndTxn fields.
+const (
+	Default_CommandEndTxn_TxnidLeastBits = uint64(0)
+	Default_CommandEndTxn_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandEndTxn) Reset() {
+	*x = CommandEndTxn{}
+	mi := &file_pulsar_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandEndTxn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandEndTxn) ProtoMessage() {}
+
+func (x *CommandEndTxn) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandEndTxn.ProtoReflect.Descriptor instead.
+func (*CommandEndTxn) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *CommandEndTxn) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandEndTxn) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandEndTxn_TxnidLeastBits
+}
+
+func (x *CommandEndTxn) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandEndTxn_TxnidMostBits
+}
+
+func (x *CommandEndTxn) GetTxnAction() TxnAction {
+	if x != nil && x.TxnAction != nil {
+		return *x.TxnAction
+	}
+	return TxnAction_COMMIT
+}
+
+type CommandEndTxnResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RequestId      *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits  *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	Error          *ServerError           `protobuf:"varint,4,opt,name=error,enum=magnetar.pulsarproto.ServerError" json:"error,omitempty"`
+	Message        *string                `protobuf:"bytes,5,opt,name=message" json:"message,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+// Default values for CommandEndTxnResponse fields.
+const (
+	Default_CommandEndTxnResponse_TxnidLeastBits = uint64(0)
+	Default_CommandEndTxnResponse_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandEndTxnResponse) Reset() {
+	*x = CommandEndTxnResponse{}
+	mi := &file_pulsar_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandEndTxnResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandEndTxnResponse) ProtoMessage() {}
+
+func (x *CommandEndTxnResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandEndTxnResponse.ProtoReflect.Descriptor instead.
+func (*CommandEndTxnResponse) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *CommandEndTxnResponse) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandEndTxnResponse) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandEndTxnResponse_TxnidLeastBits
+}
+
+func (x *CommandEndTxnResponse) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandEndTxnResponse_TxnidMostBits
+}
+
+func (x *CommandEndTxnResponse) GetError() ServerError {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ServerError_UnknownError
+}
+
+func (x *CommandEndTxnResponse) GetMessage() string {
+	if x != nil && x.Message != nil {
+		return *x.Message
+	}
+	return ""
+}
+
+type CommandEndTxnOnPartition struct {
+	state                        protoimpl.MessageState `protogen:"open.v1"`
+	RequestId                    *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits               *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits                *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	Topic                        *string                `protobuf:"bytes,4,opt,name=topic" json:"topic,omitempty"`
+	TxnAction                    *TxnAction             `protobuf:"varint,5,opt,name=txn_action,json=txnAction,enum=magnetar.pulsarproto.TxnAction" json:"txn_action,omitempty"`
+	TxnidLeastBitsOfLowWatermark *uint64                `protobuf:"varint,6,opt,name=txnid_least_bits_of_low_watermark,json=txnidLeastBitsOfLowWatermark" json:"txnid_least_bits_of_low_watermark,omitempty"`
+	unknownFields                protoimpl.UnknownFields
+	sizeCache                    protoimpl.SizeCache
+}
+
+// Default values for CommandEndTxnOnPartition fields.
+const (
+	Default_CommandEndTxnOnPartition_TxnidLeastBits = uint64(0)
+	Default_CommandEndTxnOnPartition_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandEndTxnOnPartition) Reset() {
+	*x = CommandEndTxnOnPartition{}
+	mi := &file_pulsar_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandEndTxnOnPartition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandEndTxnOnPartition) ProtoMessage() {}
+
+func (x *CommandEndTxnOnPartition) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandEndTxnOnPartition.ProtoReflect.Descriptor instead.
+func (*CommandEndTxnOnPartition) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *CommandEndTxnOnPartition) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandEndTxnOnPartition) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandEndTxnOnPartition_TxnidLeastBits
+}
+
+func (x *CommandEndTxnOnPartition) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandEndTxnOnPartition_TxnidMostBits
+}
+
+func (x *CommandEndTxnOnPartition) GetTopic() string {
+	if x != nil && x.Topic != nil {
+		return *x.Topic
+	}
+	return ""
+}
+
+func (x *CommandEndTxnOnPartition) GetTxnAction() TxnAction {
+	if x != nil && x.TxnAction != nil {
+		return *x.TxnAction
+	}
+	return TxnAction_COMMIT
+}
+
+func (x *CommandEndTxnOnPartition) GetTxnidLeastBitsOfLowWatermark() uint64 {
+	if x != nil && x.TxnidLeastBitsOfLowWatermark != nil {
+		return *x.TxnidLeastBitsOfLowWatermark
+	}
+	return 0
+}
+
+type CommandEndTxnOnPartitionResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RequestId      *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits  *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	Error          *ServerError           `protobuf:"varint,4,opt,name=error,enum=magnetar.pulsarproto.ServerError" json:"error,omitempty"`
+	Message        *string                `protobuf:"bytes,5,opt,name=message" json:"message,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+// Default values for CommandEndTxnOnPartitionResponse fields.
+const (
+	Default_CommandEndTxnOnPartitionResponse_TxnidLeastBits = uint64(0)
+	Default_CommandEndTxnOnPartitionResponse_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandEndTxnOnPartitionResponse) Reset() {
+	*x = CommandEndTxnOnPartitionResponse{}
+	mi := &file_pulsar_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandEndTxnOnPartitionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandEndTxnOnPartitionResponse) ProtoMessage() {}
+
+func (x *CommandEndTxnOnPartitionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandEndTxnOnPartitionResponse.ProtoReflect.Descriptor instead.
+func (*CommandEndTxnOnPartitionResponse) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *CommandEndTxnOnPartitionResponse) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandEndTxnOnPartitionResponse) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandEndTxnOnPartitionResponse_TxnidLeastBits
+}
+
+func (x *CommandEndTxnOnPartitionResponse) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandEndTxnOnPartitionResponse_TxnidMostBits
+}
+
+func (x *CommandEndTxnOnPartitionResponse) GetError() ServerError {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ServerError_UnknownError
+}
+
+func (x *CommandEndTxnOnPartitionResponse) GetMessage() string {
+	if x != nil && x.Message != nil {
+		return *x.Message
+	}
+	return ""
+}
+
+type CommandEndTxnOnSubscription struct {
+	state                        protoimpl.MessageState `protogen:"open.v1"`
+	RequestId                    *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits               *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits                *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	Subscription                 *Subscription          `protobuf:"bytes,4,opt,name=subscription" json:"subscription,omitempty"`
+	TxnAction                    *TxnAction             `protobuf:"varint,5,opt,name=txn_action,json=txnAction,enum=magnetar.pulsarproto.TxnAction" json:"txn_action,omitempty"`
+	TxnidLeastBitsOfLowWatermark *uint64                `protobuf:"varint,6,opt,name=txnid_least_bits_of_low_watermark,json=txnidLeastBitsOfLowWatermark" json:"txnid_least_bits_of_low_watermark,omitempty"`
+	unknownFields                protoimpl.UnknownFields
+	sizeCache                    protoimpl.SizeCache
+}
+
+// Default values for CommandEndTxnOnSubscription fields.
+const (
+	Default_CommandEndTxnOnSubscription_TxnidLeastBits = uint64(0)
+	Default_CommandEndTxnOnSubscription_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandEndTxnOnSubscription) Reset() {
+	*x = CommandEndTxnOnSubscription{}
+	mi := &file_pulsar_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandEndTxnOnSubscription) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandEndTxnOnSubscription) ProtoMessage() {}
+
+func (x *CommandEndTxnOnSubscription) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandEndTxnOnSubscription.ProtoReflect.Descriptor instead.
+func (*CommandEndTxnOnSubscription) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *CommandEndTxnOnSubscription) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandEndTxnOnSubscription) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandEndTxnOnSubscription_TxnidLeastBits
+}
+
+func (x *CommandEndTxnOnSubscription) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandEndTxnOnSubscription_TxnidMostBits
+}
+
+func (x *CommandEndTxnOnSubscription) GetSubscription() *Subscription {
+	if x != nil {
+		return x.Subscription
+	}
+	return nil
+}
+
+func (x *CommandEndTxnOnSubscription) GetTxnAction() TxnAction {
+	if x != nil && x.TxnAction != nil {
+		return *x.TxnAction
+	}
+	return TxnAction_COMMIT
+}
+
+func (x *CommandEndTxnOnSubscription) GetTxnidLeastBitsOfLowWatermark() uint64 {
+	if x != nil && x.TxnidLeastBitsOfLowWatermark != nil {
+		return *x.TxnidLeastBitsOfLowWatermark
+	}
+	return 0
+}
+
+type CommandEndTxnOnSubscriptionResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RequestId      *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits  *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	Error          *ServerError           `protobuf:"varint,4,opt,name=error,enum=magnetar.pulsarproto.ServerError" json:"error,omitempty"`
+	Message        *string                `protobuf:"bytes,5,opt,name=message" json:"message,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+// Default values for CommandEndTxnOnSubscriptionResponse fields.
+const (
+	Default_CommandEndTxnOnSubscriptionResponse_TxnidLeastBits = uint64(0)
+	Default_CommandEndTxnOnSubscriptionResponse_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandEndTxnOnSubscriptionResponse) Reset() {
+	*x = CommandEndTxnOnSubscriptionResponse{}
+	mi := &file_pulsar_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandEndTxnOnSubscriptionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandEndTxnOnSubscriptionResponse) ProtoMessage() {}
+
+func (x *CommandEndTxnOnSubscriptionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandEndTxnOnSubscriptionResponse.ProtoReflect.Descriptor instead.
+func (*CommandEndTxnOnSubscriptionResponse) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *CommandEndTxnOnSubscriptionResponse) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandEndTxnOnSubscriptionResponse) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandEndTxnOnSubscriptionResponse_TxnidLeastBits
+}
+
+func (x *CommandEndTxnOnSubscriptionResponse) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandEndTxnOnSubscriptionResponse_TxnidMostBits
+}
+
+func (x *CommandEndTxnOnSubscriptionResponse) GetError() ServerError {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ServerError_UnknownError
+}
+
+func (x *CommandEndTxnOnSubscriptionResponse) GetMessage() string {
+	if x != nil && x.Message != nil {
+		return *x.Message
+	}
+	return ""
+}
+
 type BaseCommand struct {
 	state                           protoimpl.MessageState                   `protogen:"open.v1"`
 	Type                            *BaseCommand_Type                        `protobuf:"varint,1,req,name=type,enum=magnetar.pulsarproto.BaseCommand_Type" json:"type,omitempty"`
@@ -5556,6 +6737,20 @@ type BaseCommand struct {
 	AckResponse                     *CommandAckResponse                      `protobuf:"bytes,38,opt,name=ackResponse" json:"ackResponse,omitempty"`
 	GetOrCreateSchema               *CommandGetOrCreateSchema                `protobuf:"bytes,39,opt,name=getOrCreateSchema" json:"getOrCreateSchema,omitempty"`
 	GetOrCreateSchemaResponse       *CommandGetOrCreateSchemaResponse        `protobuf:"bytes,40,opt,name=getOrCreateSchemaResponse" json:"getOrCreateSchemaResponse,omitempty"`
+	NewTxn                          *CommandNewTxn                           `protobuf:"bytes,50,opt,name=newTxn" json:"newTxn,omitempty"`
+	NewTxnResponse                  *CommandNewTxnResponse                   `protobuf:"bytes,51,opt,name=newTxnResponse" json:"newTxnResponse,omitempty"`
+	AddPartitionToTxn               *CommandAddPartitionToTxn                `protobuf:"bytes,52,opt,name=addPartitionToTxn" json:"addPartitionToTxn,omitempty"`
+	AddPartitionToTxnResponse       *CommandAddPartitionToTxnResponse        `protobuf:"bytes,53,opt,name=addPartitionToTxnResponse" json:"addPartitionToTxnResponse,omitempty"`
+	AddSubscriptionToTxn            *CommandAddSubscriptionToTxn             `protobuf:"bytes,54,opt,name=addSubscriptionToTxn" json:"addSubscriptionToTxn,omitempty"`
+	AddSubscriptionToTxnResponse    *CommandAddSubscriptionToTxnResponse     `protobuf:"bytes,55,opt,name=addSubscriptionToTxnResponse" json:"addSubscriptionToTxnResponse,omitempty"`
+	EndTxn                          *CommandEndTxn                           `protobuf:"bytes,56,opt,name=endTxn" json:"endTxn,omitempty"`
+	EndTxnResponse                  *CommandEndTxnResponse                   `protobuf:"bytes,57,opt,name=endTxnResponse" json:"endTxnResponse,omitempty"`
+	EndTxnOnPartition               *CommandEndTxnOnPartition                `protobuf:"bytes,58,opt,name=endTxnOnPartition" json:"endTxnOnPartition,omitempty"`
+	EndTxnOnPartitionResponse       *CommandEndTxnOnPartitionResponse        `protobuf:"bytes,59,opt,name=endTxnOnPartitionResponse" json:"endTxnOnPartitionResponse,omitempty"`
+	EndTxnOnSubscription            *CommandEndTxnOnSubscription             `protobuf:"bytes,60,opt,name=endTxnOnSubscription" json:"endTxnOnSubscription,omitempty"`
+	EndTxnOnSubscriptionResponse    *CommandEndTxnOnSubscriptionResponse     `protobuf:"bytes,61,opt,name=endTxnOnSubscriptionResponse" json:"endTxnOnSubscriptionResponse,omitempty"`
+	TcClientConnectRequest          *CommandTcClientConnectRequest           `protobuf:"bytes,62,opt,name=tcClientConnectRequest" json:"tcClientConnectRequest,omitempty"`
+	TcClientConnectResponse         *CommandTcClientConnectResponse          `protobuf:"bytes,63,opt,name=tcClientConnectResponse" json:"tcClientConnectResponse,omitempty"`
 	TopicMigrated                   *CommandTopicMigrated                    `protobuf:"bytes,68,opt,name=topicMigrated" json:"topicMigrated,omitempty"`
 	unknownFields                   protoimpl.UnknownFields
 	sizeCache                       protoimpl.SizeCache
@@ -5563,7 +6758,7 @@ type BaseCommand struct {
 
 func (x *BaseCommand) Reset() {
 	*x = BaseCommand{}
-	mi := &file_pulsar_proto_msgTypes[52]
+	mi := &file_pulsar_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5575,7 +6770,7 @@ func (x *BaseCommand) String() string {
 func (*BaseCommand) ProtoMessage() {}
 
 func (x *BaseCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[52]
+	mi := &file_pulsar_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5588,7 +6783,7 @@ func (x *BaseCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BaseCommand.ProtoReflect.Descriptor instead.
 func (*BaseCommand) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{52}
+	return file_pulsar_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *BaseCommand) GetType() BaseCommand_Type {
@@ -5867,6 +7062,104 @@ func (x *BaseCommand) GetGetOrCreateSchema() *CommandGetOrCreateSchema {
 func (x *BaseCommand) GetGetOrCreateSchemaResponse() *CommandGetOrCreateSchemaResponse {
 	if x != nil {
 		return x.GetOrCreateSchemaResponse
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetNewTxn() *CommandNewTxn {
+	if x != nil {
+		return x.NewTxn
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetNewTxnResponse() *CommandNewTxnResponse {
+	if x != nil {
+		return x.NewTxnResponse
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetAddPartitionToTxn() *CommandAddPartitionToTxn {
+	if x != nil {
+		return x.AddPartitionToTxn
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetAddPartitionToTxnResponse() *CommandAddPartitionToTxnResponse {
+	if x != nil {
+		return x.AddPartitionToTxnResponse
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetAddSubscriptionToTxn() *CommandAddSubscriptionToTxn {
+	if x != nil {
+		return x.AddSubscriptionToTxn
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetAddSubscriptionToTxnResponse() *CommandAddSubscriptionToTxnResponse {
+	if x != nil {
+		return x.AddSubscriptionToTxnResponse
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetEndTxn() *CommandEndTxn {
+	if x != nil {
+		return x.EndTxn
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetEndTxnResponse() *CommandEndTxnResponse {
+	if x != nil {
+		return x.EndTxnResponse
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetEndTxnOnPartition() *CommandEndTxnOnPartition {
+	if x != nil {
+		return x.EndTxnOnPartition
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetEndTxnOnPartitionResponse() *CommandEndTxnOnPartitionResponse {
+	if x != nil {
+		return x.EndTxnOnPartitionResponse
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetEndTxnOnSubscription() *CommandEndTxnOnSubscription {
+	if x != nil {
+		return x.EndTxnOnSubscription
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetEndTxnOnSubscriptionResponse() *CommandEndTxnOnSubscriptionResponse {
+	if x != nil {
+		return x.EndTxnOnSubscriptionResponse
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetTcClientConnectRequest() *CommandTcClientConnectRequest {
+	if x != nil {
+		return x.TcClientConnectRequest
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetTcClientConnectResponse() *CommandTcClientConnectResponse {
+	if x != nil {
+		return x.TcClientConnectResponse
 	}
 	return nil
 }
@@ -6366,7 +7659,105 @@ const file_pulsar_proto_rawDesc = "" +
 	"\n" +
 	"msgBacklog\x18\x0f \x01(\x04R\n" +
 	"msgBacklog\x12&\n" +
-	"\x0emessageAckRate\x18\x10 \x01(\x01R\x0emessageAckRate\"\xde$\n" +
+	"\x0emessageAckRate\x18\x10 \x01(\x01R\x0emessageAckRate\"V\n" +
+	"\x1dCommandTcClientConnectRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12\x16\n" +
+	"\x05tc_id\x18\x02 \x02(\x04:\x010R\x04tcId\"\x92\x01\n" +
+	"\x1eCommandTcClientConnectResponse\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x127\n" +
+	"\x05error\x18\x02 \x01(\x0e2!.magnetar.pulsarproto.ServerErrorR\x05error\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"q\n" +
+	"\rCommandNewTxn\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12)\n" +
+	"\x0ftxn_ttl_seconds\x18\x02 \x01(\x04:\x010R\rtxnTtlSeconds\x12\x16\n" +
+	"\x05tc_id\x18\x03 \x01(\x04:\x010R\x04tcId\"\xe1\x01\n" +
+	"\x15CommandNewTxnResponse\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x127\n" +
+	"\x05error\x18\x04 \x01(\x0e2!.magnetar.pulsarproto.ServerErrorR\x05error\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\xb1\x01\n" +
+	"\x18CommandAddPartitionToTxn\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\x04 \x03(\tR\n" +
+	"partitions\"\xec\x01\n" +
+	" CommandAddPartitionToTxnResponse\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x127\n" +
+	"\x05error\x18\x04 \x01(\x0e2!.magnetar.pulsarproto.ServerErrorR\x05error\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"H\n" +
+	"\fSubscription\x12\x14\n" +
+	"\x05topic\x18\x01 \x02(\tR\x05topic\x12\"\n" +
+	"\fsubscription\x18\x02 \x02(\tR\fsubscription\"\xdc\x01\n" +
+	"\x1bCommandAddSubscriptionToTxn\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x12F\n" +
+	"\fsubscription\x18\x04 \x03(\v2\".magnetar.pulsarproto.SubscriptionR\fsubscription\"\xef\x01\n" +
+	"#CommandAddSubscriptionToTxnResponse\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x127\n" +
+	"\x05error\x18\x04 \x01(\x0e2!.magnetar.pulsarproto.ServerErrorR\x05error\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\xc6\x01\n" +
+	"\rCommandEndTxn\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x12>\n" +
+	"\n" +
+	"txn_action\x18\x04 \x01(\x0e2\x1f.magnetar.pulsarproto.TxnActionR\ttxnAction\"\xe1\x01\n" +
+	"\x15CommandEndTxnResponse\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x127\n" +
+	"\x05error\x18\x04 \x01(\x0e2!.magnetar.pulsarproto.ServerErrorR\x05error\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\xb0\x02\n" +
+	"\x18CommandEndTxnOnPartition\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x12\x14\n" +
+	"\x05topic\x18\x04 \x01(\tR\x05topic\x12>\n" +
+	"\n" +
+	"txn_action\x18\x05 \x01(\x0e2\x1f.magnetar.pulsarproto.TxnActionR\ttxnAction\x12G\n" +
+	"!txnid_least_bits_of_low_watermark\x18\x06 \x01(\x04R\x1ctxnidLeastBitsOfLowWatermark\"\xec\x01\n" +
+	" CommandEndTxnOnPartitionResponse\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x127\n" +
+	"\x05error\x18\x04 \x01(\x0e2!.magnetar.pulsarproto.ServerErrorR\x05error\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\xe5\x02\n" +
+	"\x1bCommandEndTxnOnSubscription\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x12F\n" +
+	"\fsubscription\x18\x04 \x01(\v2\".magnetar.pulsarproto.SubscriptionR\fsubscription\x12>\n" +
+	"\n" +
+	"txn_action\x18\x05 \x01(\x0e2\x1f.magnetar.pulsarproto.TxnActionR\ttxnAction\x12G\n" +
+	"!txnid_least_bits_of_low_watermark\x18\x06 \x01(\x04R\x1ctxnidLeastBitsOfLowWatermark\"\xef\x01\n" +
+	"#CommandEndTxnOnSubscriptionResponse\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x127\n" +
+	"\x05error\x18\x04 \x01(\x0e2!.magnetar.pulsarproto.ServerErrorR\x05error\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\xd3/\n" +
 	"\vBaseCommand\x12:\n" +
 	"\x04type\x18\x01 \x02(\x0e2&.magnetar.pulsarproto.BaseCommand.TypeR\x04type\x12>\n" +
 	"\aconnect\x18\x02 \x01(\v2$.magnetar.pulsarproto.CommandConnectR\aconnect\x12D\n" +
@@ -6409,7 +7800,21 @@ const file_pulsar_proto_rawDesc = "" +
 	"\fauthResponse\x18% \x01(\v2).magnetar.pulsarproto.CommandAuthResponseR\fauthResponse\x12J\n" +
 	"\vackResponse\x18& \x01(\v2(.magnetar.pulsarproto.CommandAckResponseR\vackResponse\x12\\\n" +
 	"\x11getOrCreateSchema\x18' \x01(\v2..magnetar.pulsarproto.CommandGetOrCreateSchemaR\x11getOrCreateSchema\x12t\n" +
-	"\x19getOrCreateSchemaResponse\x18( \x01(\v26.magnetar.pulsarproto.CommandGetOrCreateSchemaResponseR\x19getOrCreateSchemaResponse\x12P\n" +
+	"\x19getOrCreateSchemaResponse\x18( \x01(\v26.magnetar.pulsarproto.CommandGetOrCreateSchemaResponseR\x19getOrCreateSchemaResponse\x12;\n" +
+	"\x06newTxn\x182 \x01(\v2#.magnetar.pulsarproto.CommandNewTxnR\x06newTxn\x12S\n" +
+	"\x0enewTxnResponse\x183 \x01(\v2+.magnetar.pulsarproto.CommandNewTxnResponseR\x0enewTxnResponse\x12\\\n" +
+	"\x11addPartitionToTxn\x184 \x01(\v2..magnetar.pulsarproto.CommandAddPartitionToTxnR\x11addPartitionToTxn\x12t\n" +
+	"\x19addPartitionToTxnResponse\x185 \x01(\v26.magnetar.pulsarproto.CommandAddPartitionToTxnResponseR\x19addPartitionToTxnResponse\x12e\n" +
+	"\x14addSubscriptionToTxn\x186 \x01(\v21.magnetar.pulsarproto.CommandAddSubscriptionToTxnR\x14addSubscriptionToTxn\x12}\n" +
+	"\x1caddSubscriptionToTxnResponse\x187 \x01(\v29.magnetar.pulsarproto.CommandAddSubscriptionToTxnResponseR\x1caddSubscriptionToTxnResponse\x12;\n" +
+	"\x06endTxn\x188 \x01(\v2#.magnetar.pulsarproto.CommandEndTxnR\x06endTxn\x12S\n" +
+	"\x0eendTxnResponse\x189 \x01(\v2+.magnetar.pulsarproto.CommandEndTxnResponseR\x0eendTxnResponse\x12\\\n" +
+	"\x11endTxnOnPartition\x18: \x01(\v2..magnetar.pulsarproto.CommandEndTxnOnPartitionR\x11endTxnOnPartition\x12t\n" +
+	"\x19endTxnOnPartitionResponse\x18; \x01(\v26.magnetar.pulsarproto.CommandEndTxnOnPartitionResponseR\x19endTxnOnPartitionResponse\x12e\n" +
+	"\x14endTxnOnSubscription\x18< \x01(\v21.magnetar.pulsarproto.CommandEndTxnOnSubscriptionR\x14endTxnOnSubscription\x12}\n" +
+	"\x1cendTxnOnSubscriptionResponse\x18= \x01(\v29.magnetar.pulsarproto.CommandEndTxnOnSubscriptionResponseR\x1cendTxnOnSubscriptionResponse\x12k\n" +
+	"\x16tcClientConnectRequest\x18> \x01(\v23.magnetar.pulsarproto.CommandTcClientConnectRequestR\x16tcClientConnectRequest\x12n\n" +
+	"\x17tcClientConnectResponse\x18? \x01(\v24.magnetar.pulsarproto.CommandTcClientConnectResponseR\x17tcClientConnectResponse\x12P\n" +
 	"\rtopicMigrated\x18D \x01(\v2*.magnetar.pulsarproto.CommandTopicMigratedR\rtopicMigrated\"\x9a\n" +
 	"\n" +
 	"\x04Type\x12\v\n" +
@@ -6548,7 +7953,11 @@ const file_pulsar_proto_rawDesc = "" +
 	"\n" +
 	"AUTO_SPLIT\x10\x00\x12\n" +
 	"\n" +
-	"\x06STICKY\x10\x01B<Z:github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb;pb"
+	"\x06STICKY\x10\x01*\"\n" +
+	"\tTxnAction\x12\n" +
+	"\n" +
+	"\x06COMMIT\x10\x00\x12\t\n" +
+	"\x05ABORT\x10\x01B<Z:github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb;pb"
 
 var (
 	file_pulsar_proto_rawDescOnce sync.Once
@@ -6562,8 +7971,8 @@ func file_pulsar_proto_rawDescGZIP() []byte {
 	return file_pulsar_proto_rawDescData
 }
 
-var file_pulsar_proto_enumTypes = make([]protoimpl.EnumInfo, 16)
-var file_pulsar_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_pulsar_proto_enumTypes = make([]protoimpl.EnumInfo, 17)
+var file_pulsar_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_pulsar_proto_goTypes = []any{
 	(CompressionType)(0),    // 0: magnetar.pulsarproto.CompressionType
 	(ProducerAccessMode)(0), // 1: magnetar.pulsarproto.ProducerAccessMode
@@ -6571,169 +7980,211 @@ var file_pulsar_proto_goTypes = []any{
 	(AuthMethod)(0),         // 3: magnetar.pulsarproto.AuthMethod
 	(ProtocolVersion)(0),    // 4: magnetar.pulsarproto.ProtocolVersion
 	(KeySharedMode)(0),      // 5: magnetar.pulsarproto.KeySharedMode
-	(Schema_Type)(0),        // 6: magnetar.pulsarproto.Schema.Type
-	(CommandPartitionedTopicMetadataResponse_LookupType)(0), // 7: magnetar.pulsarproto.CommandPartitionedTopicMetadataResponse.LookupType
-	(CommandLookupTopicResponse_LookupType)(0),              // 8: magnetar.pulsarproto.CommandLookupTopicResponse.LookupType
-	(CommandGetTopicsOfNamespace_Mode)(0),                   // 9: magnetar.pulsarproto.CommandGetTopicsOfNamespace.Mode
-	(CommandTopicMigrated_ResourceType)(0),                  // 10: magnetar.pulsarproto.CommandTopicMigrated.ResourceType
-	(CommandSubscribe_SubType)(0),                           // 11: magnetar.pulsarproto.CommandSubscribe.SubType
-	(CommandSubscribe_InitialPosition)(0),                   // 12: magnetar.pulsarproto.CommandSubscribe.InitialPosition
-	(CommandAck_AckType)(0),                                 // 13: magnetar.pulsarproto.CommandAck.AckType
-	(CommandAck_ValidationError)(0),                         // 14: magnetar.pulsarproto.CommandAck.ValidationError
-	(BaseCommand_Type)(0),                                   // 15: magnetar.pulsarproto.BaseCommand.Type
-	(*KeyValue)(nil),                                        // 16: magnetar.pulsarproto.KeyValue
-	(*KeyLongValue)(nil),                                    // 17: magnetar.pulsarproto.KeyLongValue
-	(*IntRange)(nil),                                        // 18: magnetar.pulsarproto.IntRange
-	(*MessageIdData)(nil),                                   // 19: magnetar.pulsarproto.MessageIdData
-	(*Schema)(nil),                                          // 20: magnetar.pulsarproto.Schema
-	(*EncryptionKeys)(nil),                                  // 21: magnetar.pulsarproto.EncryptionKeys
-	(*MessageMetadata)(nil),                                 // 22: magnetar.pulsarproto.MessageMetadata
-	(*SingleMessageMetadata)(nil),                           // 23: magnetar.pulsarproto.SingleMessageMetadata
-	(*BrokerEntryMetadata)(nil),                             // 24: magnetar.pulsarproto.BrokerEntryMetadata
-	(*FeatureFlags)(nil),                                    // 25: magnetar.pulsarproto.FeatureFlags
-	(*CommandConnect)(nil),                                  // 26: magnetar.pulsarproto.CommandConnect
-	(*CommandConnected)(nil),                                // 27: magnetar.pulsarproto.CommandConnected
-	(*AuthData)(nil),                                        // 28: magnetar.pulsarproto.AuthData
-	(*CommandAuthChallenge)(nil),                            // 29: magnetar.pulsarproto.CommandAuthChallenge
-	(*CommandAuthResponse)(nil),                             // 30: magnetar.pulsarproto.CommandAuthResponse
-	(*CommandPing)(nil),                                     // 31: magnetar.pulsarproto.CommandPing
-	(*CommandPong)(nil),                                     // 32: magnetar.pulsarproto.CommandPong
-	(*CommandSuccess)(nil),                                  // 33: magnetar.pulsarproto.CommandSuccess
-	(*CommandError)(nil),                                    // 34: magnetar.pulsarproto.CommandError
-	(*CommandPartitionedTopicMetadata)(nil),                 // 35: magnetar.pulsarproto.CommandPartitionedTopicMetadata
-	(*CommandPartitionedTopicMetadataResponse)(nil),         // 36: magnetar.pulsarproto.CommandPartitionedTopicMetadataResponse
-	(*CommandLookupTopic)(nil),                              // 37: magnetar.pulsarproto.CommandLookupTopic
-	(*CommandLookupTopicResponse)(nil),                      // 38: magnetar.pulsarproto.CommandLookupTopicResponse
-	(*CommandGetTopicsOfNamespace)(nil),                     // 39: magnetar.pulsarproto.CommandGetTopicsOfNamespace
-	(*CommandGetTopicsOfNamespaceResponse)(nil),             // 40: magnetar.pulsarproto.CommandGetTopicsOfNamespaceResponse
-	(*CommandTopicMigrated)(nil),                            // 41: magnetar.pulsarproto.CommandTopicMigrated
-	(*CommandGetSchema)(nil),                                // 42: magnetar.pulsarproto.CommandGetSchema
-	(*CommandGetSchemaResponse)(nil),                        // 43: magnetar.pulsarproto.CommandGetSchemaResponse
-	(*CommandGetOrCreateSchema)(nil),                        // 44: magnetar.pulsarproto.CommandGetOrCreateSchema
-	(*CommandGetOrCreateSchemaResponse)(nil),                // 45: magnetar.pulsarproto.CommandGetOrCreateSchemaResponse
-	(*CommandProducer)(nil),                                 // 46: magnetar.pulsarproto.CommandProducer
-	(*CommandProducerSuccess)(nil),                          // 47: magnetar.pulsarproto.CommandProducerSuccess
-	(*CommandSend)(nil),                                     // 48: magnetar.pulsarproto.CommandSend
-	(*CommandSendReceipt)(nil),                              // 49: magnetar.pulsarproto.CommandSendReceipt
-	(*CommandSendError)(nil),                                // 50: magnetar.pulsarproto.CommandSendError
-	(*CommandCloseProducer)(nil),                            // 51: magnetar.pulsarproto.CommandCloseProducer
-	(*KeySharedMeta)(nil),                                   // 52: magnetar.pulsarproto.KeySharedMeta
-	(*CommandSubscribe)(nil),                                // 53: magnetar.pulsarproto.CommandSubscribe
-	(*CommandFlow)(nil),                                     // 54: magnetar.pulsarproto.CommandFlow
-	(*CommandMessage)(nil),                                  // 55: magnetar.pulsarproto.CommandMessage
-	(*CommandAck)(nil),                                      // 56: magnetar.pulsarproto.CommandAck
-	(*CommandAckResponse)(nil),                              // 57: magnetar.pulsarproto.CommandAckResponse
-	(*CommandRedeliverUnacknowledgedMessages)(nil),          // 58: magnetar.pulsarproto.CommandRedeliverUnacknowledgedMessages
-	(*CommandSeek)(nil),                                     // 59: magnetar.pulsarproto.CommandSeek
-	(*CommandGetLastMessageId)(nil),                         // 60: magnetar.pulsarproto.CommandGetLastMessageId
-	(*CommandGetLastMessageIdResponse)(nil),                 // 61: magnetar.pulsarproto.CommandGetLastMessageIdResponse
-	(*CommandUnsubscribe)(nil),                              // 62: magnetar.pulsarproto.CommandUnsubscribe
-	(*CommandCloseConsumer)(nil),                            // 63: magnetar.pulsarproto.CommandCloseConsumer
-	(*CommandActiveConsumerChange)(nil),                     // 64: magnetar.pulsarproto.CommandActiveConsumerChange
-	(*CommandReachedEndOfTopic)(nil),                        // 65: magnetar.pulsarproto.CommandReachedEndOfTopic
-	(*CommandConsumerStats)(nil),                            // 66: magnetar.pulsarproto.CommandConsumerStats
-	(*CommandConsumerStatsResponse)(nil),                    // 67: magnetar.pulsarproto.CommandConsumerStatsResponse
-	(*BaseCommand)(nil),                                     // 68: magnetar.pulsarproto.BaseCommand
+	(TxnAction)(0),          // 6: magnetar.pulsarproto.TxnAction
+	(Schema_Type)(0),        // 7: magnetar.pulsarproto.Schema.Type
+	(CommandPartitionedTopicMetadataResponse_LookupType)(0), // 8: magnetar.pulsarproto.CommandPartitionedTopicMetadataResponse.LookupType
+	(CommandLookupTopicResponse_LookupType)(0),              // 9: magnetar.pulsarproto.CommandLookupTopicResponse.LookupType
+	(CommandGetTopicsOfNamespace_Mode)(0),                   // 10: magnetar.pulsarproto.CommandGetTopicsOfNamespace.Mode
+	(CommandTopicMigrated_ResourceType)(0),                  // 11: magnetar.pulsarproto.CommandTopicMigrated.ResourceType
+	(CommandSubscribe_SubType)(0),                           // 12: magnetar.pulsarproto.CommandSubscribe.SubType
+	(CommandSubscribe_InitialPosition)(0),                   // 13: magnetar.pulsarproto.CommandSubscribe.InitialPosition
+	(CommandAck_AckType)(0),                                 // 14: magnetar.pulsarproto.CommandAck.AckType
+	(CommandAck_ValidationError)(0),                         // 15: magnetar.pulsarproto.CommandAck.ValidationError
+	(BaseCommand_Type)(0),                                   // 16: magnetar.pulsarproto.BaseCommand.Type
+	(*KeyValue)(nil),                                        // 17: magnetar.pulsarproto.KeyValue
+	(*KeyLongValue)(nil),                                    // 18: magnetar.pulsarproto.KeyLongValue
+	(*IntRange)(nil),                                        // 19: magnetar.pulsarproto.IntRange
+	(*MessageIdData)(nil),                                   // 20: magnetar.pulsarproto.MessageIdData
+	(*Schema)(nil),                                          // 21: magnetar.pulsarproto.Schema
+	(*EncryptionKeys)(nil),                                  // 22: magnetar.pulsarproto.EncryptionKeys
+	(*MessageMetadata)(nil),                                 // 23: magnetar.pulsarproto.MessageMetadata
+	(*SingleMessageMetadata)(nil),                           // 24: magnetar.pulsarproto.SingleMessageMetadata
+	(*BrokerEntryMetadata)(nil),                             // 25: magnetar.pulsarproto.BrokerEntryMetadata
+	(*FeatureFlags)(nil),                                    // 26: magnetar.pulsarproto.FeatureFlags
+	(*CommandConnect)(nil),                                  // 27: magnetar.pulsarproto.CommandConnect
+	(*CommandConnected)(nil),                                // 28: magnetar.pulsarproto.CommandConnected
+	(*AuthData)(nil),                                        // 29: magnetar.pulsarproto.AuthData
+	(*CommandAuthChallenge)(nil),                            // 30: magnetar.pulsarproto.CommandAuthChallenge
+	(*CommandAuthResponse)(nil),                             // 31: magnetar.pulsarproto.CommandAuthResponse
+	(*CommandPing)(nil),                                     // 32: magnetar.pulsarproto.CommandPing
+	(*CommandPong)(nil),                                     // 33: magnetar.pulsarproto.CommandPong
+	(*CommandSuccess)(nil),                                  // 34: magnetar.pulsarproto.CommandSuccess
+	(*CommandError)(nil),                                    // 35: magnetar.pulsarproto.CommandError
+	(*CommandPartitionedTopicMetadata)(nil),                 // 36: magnetar.pulsarproto.CommandPartitionedTopicMetadata
+	(*CommandPartitionedTopicMetadataResponse)(nil),         // 37: magnetar.pulsarproto.CommandPartitionedTopicMetadataResponse
+	(*CommandLookupTopic)(nil),                              // 38: magnetar.pulsarproto.CommandLookupTopic
+	(*CommandLookupTopicResponse)(nil),                      // 39: magnetar.pulsarproto.CommandLookupTopicResponse
+	(*CommandGetTopicsOfNamespace)(nil),                     // 40: magnetar.pulsarproto.CommandGetTopicsOfNamespace
+	(*CommandGetTopicsOfNamespaceResponse)(nil),             // 41: magnetar.pulsarproto.CommandGetTopicsOfNamespaceResponse
+	(*CommandTopicMigrated)(nil),                            // 42: magnetar.pulsarproto.CommandTopicMigrated
+	(*CommandGetSchema)(nil),                                // 43: magnetar.pulsarproto.CommandGetSchema
+	(*CommandGetSchemaResponse)(nil),                        // 44: magnetar.pulsarproto.CommandGetSchemaResponse
+	(*CommandGetOrCreateSchema)(nil),                        // 45: magnetar.pulsarproto.CommandGetOrCreateSchema
+	(*CommandGetOrCreateSchemaResponse)(nil),                // 46: magnetar.pulsarproto.CommandGetOrCreateSchemaResponse
+	(*CommandProducer)(nil),                                 // 47: magnetar.pulsarproto.CommandProducer
+	(*CommandProducerSuccess)(nil),                          // 48: magnetar.pulsarproto.CommandProducerSuccess
+	(*CommandSend)(nil),                                     // 49: magnetar.pulsarproto.CommandSend
+	(*CommandSendReceipt)(nil),                              // 50: magnetar.pulsarproto.CommandSendReceipt
+	(*CommandSendError)(nil),                                // 51: magnetar.pulsarproto.CommandSendError
+	(*CommandCloseProducer)(nil),                            // 52: magnetar.pulsarproto.CommandCloseProducer
+	(*KeySharedMeta)(nil),                                   // 53: magnetar.pulsarproto.KeySharedMeta
+	(*CommandSubscribe)(nil),                                // 54: magnetar.pulsarproto.CommandSubscribe
+	(*CommandFlow)(nil),                                     // 55: magnetar.pulsarproto.CommandFlow
+	(*CommandMessage)(nil),                                  // 56: magnetar.pulsarproto.CommandMessage
+	(*CommandAck)(nil),                                      // 57: magnetar.pulsarproto.CommandAck
+	(*CommandAckResponse)(nil),                              // 58: magnetar.pulsarproto.CommandAckResponse
+	(*CommandRedeliverUnacknowledgedMessages)(nil),          // 59: magnetar.pulsarproto.CommandRedeliverUnacknowledgedMessages
+	(*CommandSeek)(nil),                                     // 60: magnetar.pulsarproto.CommandSeek
+	(*CommandGetLastMessageId)(nil),                         // 61: magnetar.pulsarproto.CommandGetLastMessageId
+	(*CommandGetLastMessageIdResponse)(nil),                 // 62: magnetar.pulsarproto.CommandGetLastMessageIdResponse
+	(*CommandUnsubscribe)(nil),                              // 63: magnetar.pulsarproto.CommandUnsubscribe
+	(*CommandCloseConsumer)(nil),                            // 64: magnetar.pulsarproto.CommandCloseConsumer
+	(*CommandActiveConsumerChange)(nil),                     // 65: magnetar.pulsarproto.CommandActiveConsumerChange
+	(*CommandReachedEndOfTopic)(nil),                        // 66: magnetar.pulsarproto.CommandReachedEndOfTopic
+	(*CommandConsumerStats)(nil),                            // 67: magnetar.pulsarproto.CommandConsumerStats
+	(*CommandConsumerStatsResponse)(nil),                    // 68: magnetar.pulsarproto.CommandConsumerStatsResponse
+	(*CommandTcClientConnectRequest)(nil),                   // 69: magnetar.pulsarproto.CommandTcClientConnectRequest
+	(*CommandTcClientConnectResponse)(nil),                  // 70: magnetar.pulsarproto.CommandTcClientConnectResponse
+	(*CommandNewTxn)(nil),                                   // 71: magnetar.pulsarproto.CommandNewTxn
+	(*CommandNewTxnResponse)(nil),                           // 72: magnetar.pulsarproto.CommandNewTxnResponse
+	(*CommandAddPartitionToTxn)(nil),                        // 73: magnetar.pulsarproto.CommandAddPartitionToTxn
+	(*CommandAddPartitionToTxnResponse)(nil),                // 74: magnetar.pulsarproto.CommandAddPartitionToTxnResponse
+	(*Subscription)(nil),                                    // 75: magnetar.pulsarproto.Subscription
+	(*CommandAddSubscriptionToTxn)(nil),                     // 76: magnetar.pulsarproto.CommandAddSubscriptionToTxn
+	(*CommandAddSubscriptionToTxnResponse)(nil),             // 77: magnetar.pulsarproto.CommandAddSubscriptionToTxnResponse
+	(*CommandEndTxn)(nil),                                   // 78: magnetar.pulsarproto.CommandEndTxn
+	(*CommandEndTxnResponse)(nil),                           // 79: magnetar.pulsarproto.CommandEndTxnResponse
+	(*CommandEndTxnOnPartition)(nil),                        // 80: magnetar.pulsarproto.CommandEndTxnOnPartition
+	(*CommandEndTxnOnPartitionResponse)(nil),                // 81: magnetar.pulsarproto.CommandEndTxnOnPartitionResponse
+	(*CommandEndTxnOnSubscription)(nil),                     // 82: magnetar.pulsarproto.CommandEndTxnOnSubscription
+	(*CommandEndTxnOnSubscriptionResponse)(nil),             // 83: magnetar.pulsarproto.CommandEndTxnOnSubscriptionResponse
+	(*BaseCommand)(nil),                                     // 84: magnetar.pulsarproto.BaseCommand
 }
 var file_pulsar_proto_depIdxs = []int32{
-	19, // 0: magnetar.pulsarproto.MessageIdData.first_chunk_message_id:type_name -> magnetar.pulsarproto.MessageIdData
-	6,  // 1: magnetar.pulsarproto.Schema.type:type_name -> magnetar.pulsarproto.Schema.Type
-	16, // 2: magnetar.pulsarproto.Schema.properties:type_name -> magnetar.pulsarproto.KeyValue
-	16, // 3: magnetar.pulsarproto.EncryptionKeys.metadata:type_name -> magnetar.pulsarproto.KeyValue
-	16, // 4: magnetar.pulsarproto.MessageMetadata.properties:type_name -> magnetar.pulsarproto.KeyValue
-	0,  // 5: magnetar.pulsarproto.MessageMetadata.compression:type_name -> magnetar.pulsarproto.CompressionType
-	21, // 6: magnetar.pulsarproto.MessageMetadata.encryption_keys:type_name -> magnetar.pulsarproto.EncryptionKeys
-	16, // 7: magnetar.pulsarproto.SingleMessageMetadata.properties:type_name -> magnetar.pulsarproto.KeyValue
-	3,  // 8: magnetar.pulsarproto.CommandConnect.auth_method:type_name -> magnetar.pulsarproto.AuthMethod
-	25, // 9: magnetar.pulsarproto.CommandConnect.feature_flags:type_name -> magnetar.pulsarproto.FeatureFlags
-	25, // 10: magnetar.pulsarproto.CommandConnected.feature_flags:type_name -> magnetar.pulsarproto.FeatureFlags
-	28, // 11: magnetar.pulsarproto.CommandAuthChallenge.challenge:type_name -> magnetar.pulsarproto.AuthData
-	28, // 12: magnetar.pulsarproto.CommandAuthResponse.response:type_name -> magnetar.pulsarproto.AuthData
-	20, // 13: magnetar.pulsarproto.CommandSuccess.schema:type_name -> magnetar.pulsarproto.Schema
-	2,  // 14: magnetar.pulsarproto.CommandError.error:type_name -> magnetar.pulsarproto.ServerError
-	7,  // 15: magnetar.pulsarproto.CommandPartitionedTopicMetadataResponse.response:type_name -> magnetar.pulsarproto.CommandPartitionedTopicMetadataResponse.LookupType
-	2,  // 16: magnetar.pulsarproto.CommandPartitionedTopicMetadataResponse.error:type_name -> magnetar.pulsarproto.ServerError
-	16, // 17: magnetar.pulsarproto.CommandLookupTopic.properties:type_name -> magnetar.pulsarproto.KeyValue
-	8,  // 18: magnetar.pulsarproto.CommandLookupTopicResponse.response:type_name -> magnetar.pulsarproto.CommandLookupTopicResponse.LookupType
-	2,  // 19: magnetar.pulsarproto.CommandLookupTopicResponse.error:type_name -> magnetar.pulsarproto.ServerError
-	9,  // 20: magnetar.pulsarproto.CommandGetTopicsOfNamespace.mode:type_name -> magnetar.pulsarproto.CommandGetTopicsOfNamespace.Mode
-	10, // 21: magnetar.pulsarproto.CommandTopicMigrated.resource_type:type_name -> magnetar.pulsarproto.CommandTopicMigrated.ResourceType
-	2,  // 22: magnetar.pulsarproto.CommandGetSchemaResponse.error_code:type_name -> magnetar.pulsarproto.ServerError
-	20, // 23: magnetar.pulsarproto.CommandGetSchemaResponse.schema:type_name -> magnetar.pulsarproto.Schema
-	20, // 24: magnetar.pulsarproto.CommandGetOrCreateSchema.schema:type_name -> magnetar.pulsarproto.Schema
-	2,  // 25: magnetar.pulsarproto.CommandGetOrCreateSchemaResponse.error_code:type_name -> magnetar.pulsarproto.ServerError
-	16, // 26: magnetar.pulsarproto.CommandProducer.metadata:type_name -> magnetar.pulsarproto.KeyValue
-	20, // 27: magnetar.pulsarproto.CommandProducer.schema:type_name -> magnetar.pulsarproto.Schema
-	1,  // 28: magnetar.pulsarproto.CommandProducer.producer_access_mode:type_name -> magnetar.pulsarproto.ProducerAccessMode
-	19, // 29: magnetar.pulsarproto.CommandSend.message_id:type_name -> magnetar.pulsarproto.MessageIdData
-	19, // 30: magnetar.pulsarproto.CommandSendReceipt.message_id:type_name -> magnetar.pulsarproto.MessageIdData
-	2,  // 31: magnetar.pulsarproto.CommandSendError.error:type_name -> magnetar.pulsarproto.ServerError
-	5,  // 32: magnetar.pulsarproto.KeySharedMeta.keySharedMode:type_name -> magnetar.pulsarproto.KeySharedMode
-	18, // 33: magnetar.pulsarproto.KeySharedMeta.hashRanges:type_name -> magnetar.pulsarproto.IntRange
-	11, // 34: magnetar.pulsarproto.CommandSubscribe.subType:type_name -> magnetar.pulsarproto.CommandSubscribe.SubType
-	19, // 35: magnetar.pulsarproto.CommandSubscribe.start_message_id:type_name -> magnetar.pulsarproto.MessageIdData
-	16, // 36: magnetar.pulsarproto.CommandSubscribe.metadata:type_name -> magnetar.pulsarproto.KeyValue
-	20, // 37: magnetar.pulsarproto.CommandSubscribe.schema:type_name -> magnetar.pulsarproto.Schema
-	12, // 38: magnetar.pulsarproto.CommandSubscribe.initialPosition:type_name -> magnetar.pulsarproto.CommandSubscribe.InitialPosition
-	52, // 39: magnetar.pulsarproto.CommandSubscribe.keySharedMeta:type_name -> magnetar.pulsarproto.KeySharedMeta
-	16, // 40: magnetar.pulsarproto.CommandSubscribe.subscription_properties:type_name -> magnetar.pulsarproto.KeyValue
-	19, // 41: magnetar.pulsarproto.CommandMessage.message_id:type_name -> magnetar.pulsarproto.MessageIdData
-	13, // 42: magnetar.pulsarproto.CommandAck.ack_type:type_name -> magnetar.pulsarproto.CommandAck.AckType
-	19, // 43: magnetar.pulsarproto.CommandAck.message_id:type_name -> magnetar.pulsarproto.MessageIdData
-	14, // 44: magnetar.pulsarproto.CommandAck.validation_error:type_name -> magnetar.pulsarproto.CommandAck.ValidationError
-	17, // 45: magnetar.pulsarproto.CommandAck.properties:type_name -> magnetar.pulsarproto.KeyLongValue
-	2,  // 46: magnetar.pulsarproto.CommandAckResponse.error:type_name -> magnetar.pulsarproto.ServerError
-	19, // 47: magnetar.pulsarproto.CommandRedeliverUnacknowledgedMessages.message_ids:type_name -> magnetar.pulsarproto.MessageIdData
-	19, // 48: magnetar.pulsarproto.CommandSeek.message_id:type_name -> magnetar.pulsarproto.MessageIdData
-	19, // 49: magnetar.pulsarproto.CommandGetLastMessageIdResponse.last_message_id:type_name -> magnetar.pulsarproto.MessageIdData
-	19, // 50: magnetar.pulsarproto.CommandGetLastMessageIdResponse.consumer_mark_delete_position:type_name -> magnetar.pulsarproto.MessageIdData
-	2,  // 51: magnetar.pulsarproto.CommandConsumerStatsResponse.error_code:type_name -> magnetar.pulsarproto.ServerError
-	15, // 52: magnetar.pulsarproto.BaseCommand.type:type_name -> magnetar.pulsarproto.BaseCommand.Type
-	26, // 53: magnetar.pulsarproto.BaseCommand.connect:type_name -> magnetar.pulsarproto.CommandConnect
-	27, // 54: magnetar.pulsarproto.BaseCommand.connected:type_name -> magnetar.pulsarproto.CommandConnected
-	53, // 55: magnetar.pulsarproto.BaseCommand.subscribe:type_name -> magnetar.pulsarproto.CommandSubscribe
-	46, // 56: magnetar.pulsarproto.BaseCommand.producer:type_name -> magnetar.pulsarproto.CommandProducer
-	48, // 57: magnetar.pulsarproto.BaseCommand.send:type_name -> magnetar.pulsarproto.CommandSend
-	49, // 58: magnetar.pulsarproto.BaseCommand.send_receipt:type_name -> magnetar.pulsarproto.CommandSendReceipt
-	50, // 59: magnetar.pulsarproto.BaseCommand.send_error:type_name -> magnetar.pulsarproto.CommandSendError
-	55, // 60: magnetar.pulsarproto.BaseCommand.message:type_name -> magnetar.pulsarproto.CommandMessage
-	56, // 61: magnetar.pulsarproto.BaseCommand.ack:type_name -> magnetar.pulsarproto.CommandAck
-	54, // 62: magnetar.pulsarproto.BaseCommand.flow:type_name -> magnetar.pulsarproto.CommandFlow
-	62, // 63: magnetar.pulsarproto.BaseCommand.unsubscribe:type_name -> magnetar.pulsarproto.CommandUnsubscribe
-	33, // 64: magnetar.pulsarproto.BaseCommand.success:type_name -> magnetar.pulsarproto.CommandSuccess
-	34, // 65: magnetar.pulsarproto.BaseCommand.error:type_name -> magnetar.pulsarproto.CommandError
-	51, // 66: magnetar.pulsarproto.BaseCommand.close_producer:type_name -> magnetar.pulsarproto.CommandCloseProducer
-	63, // 67: magnetar.pulsarproto.BaseCommand.close_consumer:type_name -> magnetar.pulsarproto.CommandCloseConsumer
-	47, // 68: magnetar.pulsarproto.BaseCommand.producer_success:type_name -> magnetar.pulsarproto.CommandProducerSuccess
-	31, // 69: magnetar.pulsarproto.BaseCommand.ping:type_name -> magnetar.pulsarproto.CommandPing
-	32, // 70: magnetar.pulsarproto.BaseCommand.pong:type_name -> magnetar.pulsarproto.CommandPong
-	58, // 71: magnetar.pulsarproto.BaseCommand.redeliverUnacknowledgedMessages:type_name -> magnetar.pulsarproto.CommandRedeliverUnacknowledgedMessages
-	35, // 72: magnetar.pulsarproto.BaseCommand.partitionMetadata:type_name -> magnetar.pulsarproto.CommandPartitionedTopicMetadata
-	36, // 73: magnetar.pulsarproto.BaseCommand.partitionMetadataResponse:type_name -> magnetar.pulsarproto.CommandPartitionedTopicMetadataResponse
-	37, // 74: magnetar.pulsarproto.BaseCommand.lookupTopic:type_name -> magnetar.pulsarproto.CommandLookupTopic
-	38, // 75: magnetar.pulsarproto.BaseCommand.lookupTopicResponse:type_name -> magnetar.pulsarproto.CommandLookupTopicResponse
-	66, // 76: magnetar.pulsarproto.BaseCommand.consumerStats:type_name -> magnetar.pulsarproto.CommandConsumerStats
-	67, // 77: magnetar.pulsarproto.BaseCommand.consumerStatsResponse:type_name -> magnetar.pulsarproto.CommandConsumerStatsResponse
-	65, // 78: magnetar.pulsarproto.BaseCommand.reachedEndOfTopic:type_name -> magnetar.pulsarproto.CommandReachedEndOfTopic
-	59, // 79: magnetar.pulsarproto.BaseCommand.seek:type_name -> magnetar.pulsarproto.CommandSeek
-	60, // 80: magnetar.pulsarproto.BaseCommand.getLastMessageId:type_name -> magnetar.pulsarproto.CommandGetLastMessageId
-	61, // 81: magnetar.pulsarproto.BaseCommand.getLastMessageIdResponse:type_name -> magnetar.pulsarproto.CommandGetLastMessageIdResponse
-	64, // 82: magnetar.pulsarproto.BaseCommand.active_consumer_change:type_name -> magnetar.pulsarproto.CommandActiveConsumerChange
-	39, // 83: magnetar.pulsarproto.BaseCommand.getTopicsOfNamespace:type_name -> magnetar.pulsarproto.CommandGetTopicsOfNamespace
-	40, // 84: magnetar.pulsarproto.BaseCommand.getTopicsOfNamespaceResponse:type_name -> magnetar.pulsarproto.CommandGetTopicsOfNamespaceResponse
-	42, // 85: magnetar.pulsarproto.BaseCommand.getSchema:type_name -> magnetar.pulsarproto.CommandGetSchema
-	43, // 86: magnetar.pulsarproto.BaseCommand.getSchemaResponse:type_name -> magnetar.pulsarproto.CommandGetSchemaResponse
-	29, // 87: magnetar.pulsarproto.BaseCommand.authChallenge:type_name -> magnetar.pulsarproto.CommandAuthChallenge
-	30, // 88: magnetar.pulsarproto.BaseCommand.authResponse:type_name -> magnetar.pulsarproto.CommandAuthResponse
-	57, // 89: magnetar.pulsarproto.BaseCommand.ackResponse:type_name -> magnetar.pulsarproto.CommandAckResponse
-	44, // 90: magnetar.pulsarproto.BaseCommand.getOrCreateSchema:type_name -> magnetar.pulsarproto.CommandGetOrCreateSchema
-	45, // 91: magnetar.pulsarproto.BaseCommand.getOrCreateSchemaResponse:type_name -> magnetar.pulsarproto.CommandGetOrCreateSchemaResponse
-	41, // 92: magnetar.pulsarproto.BaseCommand.topicMigrated:type_name -> magnetar.pulsarproto.CommandTopicMigrated
-	93, // [93:93] is the sub-list for method output_type
-	93, // [93:93] is the sub-list for method input_type
-	93, // [93:93] is the sub-list for extension type_name
-	93, // [93:93] is the sub-list for extension extendee
-	0,  // [0:93] is the sub-list for field type_name
+	20,  // 0: magnetar.pulsarproto.MessageIdData.first_chunk_message_id:type_name -> magnetar.pulsarproto.MessageIdData
+	7,   // 1: magnetar.pulsarproto.Schema.type:type_name -> magnetar.pulsarproto.Schema.Type
+	17,  // 2: magnetar.pulsarproto.Schema.properties:type_name -> magnetar.pulsarproto.KeyValue
+	17,  // 3: magnetar.pulsarproto.EncryptionKeys.metadata:type_name -> magnetar.pulsarproto.KeyValue
+	17,  // 4: magnetar.pulsarproto.MessageMetadata.properties:type_name -> magnetar.pulsarproto.KeyValue
+	0,   // 5: magnetar.pulsarproto.MessageMetadata.compression:type_name -> magnetar.pulsarproto.CompressionType
+	22,  // 6: magnetar.pulsarproto.MessageMetadata.encryption_keys:type_name -> magnetar.pulsarproto.EncryptionKeys
+	17,  // 7: magnetar.pulsarproto.SingleMessageMetadata.properties:type_name -> magnetar.pulsarproto.KeyValue
+	3,   // 8: magnetar.pulsarproto.CommandConnect.auth_method:type_name -> magnetar.pulsarproto.AuthMethod
+	26,  // 9: magnetar.pulsarproto.CommandConnect.feature_flags:type_name -> magnetar.pulsarproto.FeatureFlags
+	26,  // 10: magnetar.pulsarproto.CommandConnected.feature_flags:type_name -> magnetar.pulsarproto.FeatureFlags
+	29,  // 11: magnetar.pulsarproto.CommandAuthChallenge.challenge:type_name -> magnetar.pulsarproto.AuthData
+	29,  // 12: magnetar.pulsarproto.CommandAuthResponse.response:type_name -> magnetar.pulsarproto.AuthData
+	21,  // 13: magnetar.pulsarproto.CommandSuccess.schema:type_name -> magnetar.pulsarproto.Schema
+	2,   // 14: magnetar.pulsarproto.CommandError.error:type_name -> magnetar.pulsarproto.ServerError
+	8,   // 15: magnetar.pulsarproto.CommandPartitionedTopicMetadataResponse.response:type_name -> magnetar.pulsarproto.CommandPartitionedTopicMetadataResponse.LookupType
+	2,   // 16: magnetar.pulsarproto.CommandPartitionedTopicMetadataResponse.error:type_name -> magnetar.pulsarproto.ServerError
+	17,  // 17: magnetar.pulsarproto.CommandLookupTopic.properties:type_name -> magnetar.pulsarproto.KeyValue
+	9,   // 18: magnetar.pulsarproto.CommandLookupTopicResponse.response:type_name -> magnetar.pulsarproto.CommandLookupTopicResponse.LookupType
+	2,   // 19: magnetar.pulsarproto.CommandLookupTopicResponse.error:type_name -> magnetar.pulsarproto.ServerError
+	10,  // 20: magnetar.pulsarproto.CommandGetTopicsOfNamespace.mode:type_name -> magnetar.pulsarproto.CommandGetTopicsOfNamespace.Mode
+	11,  // 21: magnetar.pulsarproto.CommandTopicMigrated.resource_type:type_name -> magnetar.pulsarproto.CommandTopicMigrated.ResourceType
+	2,   // 22: magnetar.pulsarproto.CommandGetSchemaResponse.error_code:type_name -> magnetar.pulsarproto.ServerError
+	21,  // 23: magnetar.pulsarproto.CommandGetSchemaResponse.schema:type_name -> magnetar.pulsarproto.Schema
+	21,  // 24: magnetar.pulsarproto.CommandGetOrCreateSchema.schema:type_name -> magnetar.pulsarproto.Schema
+	2,   // 25: magnetar.pulsarproto.CommandGetOrCreateSchemaResponse.error_code:type_name -> magnetar.pulsarproto.ServerError
+	17,  // 26: magnetar.pulsarproto.CommandProducer.metadata:type_name -> magnetar.pulsarproto.KeyValue
+	21,  // 27: magnetar.pulsarproto.CommandProducer.schema:type_name -> magnetar.pulsarproto.Schema
+	1,   // 28: magnetar.pulsarproto.CommandProducer.producer_access_mode:type_name -> magnetar.pulsarproto.ProducerAccessMode
+	20,  // 29: magnetar.pulsarproto.CommandSend.message_id:type_name -> magnetar.pulsarproto.MessageIdData
+	20,  // 30: magnetar.pulsarproto.CommandSendReceipt.message_id:type_name -> magnetar.pulsarproto.MessageIdData
+	2,   // 31: magnetar.pulsarproto.CommandSendError.error:type_name -> magnetar.pulsarproto.ServerError
+	5,   // 32: magnetar.pulsarproto.KeySharedMeta.keySharedMode:type_name -> magnetar.pulsarproto.KeySharedMode
+	19,  // 33: magnetar.pulsarproto.KeySharedMeta.hashRanges:type_name -> magnetar.pulsarproto.IntRange
+	12,  // 34: magnetar.pulsarproto.CommandSubscribe.subType:type_name -> magnetar.pulsarproto.CommandSubscribe.SubType
+	20,  // 35: magnetar.pulsarproto.CommandSubscribe.start_message_id:type_name -> magnetar.pulsarproto.MessageIdData
+	17,  // 36: magnetar.pulsarproto.CommandSubscribe.metadata:type_name -> magnetar.pulsarproto.KeyValue
+	21,  // 37: magnetar.pulsarproto.CommandSubscribe.schema:type_name -> magnetar.pulsarproto.Schema
+	13,  // 38: magnetar.pulsarproto.CommandSubscribe.initialPosition:type_name -> magnetar.pulsarproto.CommandSubscribe.InitialPosition
+	53,  // 39: magnetar.pulsarproto.CommandSubscribe.keySharedMeta:type_name -> magnetar.pulsarproto.KeySharedMeta
+	17,  // 40: magnetar.pulsarproto.CommandSubscribe.subscription_properties:type_name -> magnetar.pulsarproto.KeyValue
+	20,  // 41: magnetar.pulsarproto.CommandMessage.message_id:type_name -> magnetar.pulsarproto.MessageIdData
+	14,  // 42: magnetar.pulsarproto.CommandAck.ack_type:type_name -> magnetar.pulsarproto.CommandAck.AckType
+	20,  // 43: magnetar.pulsarproto.CommandAck.message_id:type_name -> magnetar.pulsarproto.MessageIdData
+	15,  // 44: magnetar.pulsarproto.CommandAck.validation_error:type_name -> magnetar.pulsarproto.CommandAck.ValidationError
+	18,  // 45: magnetar.pulsarproto.CommandAck.properties:type_name -> magnetar.pulsarproto.KeyLongValue
+	2,   // 46: magnetar.pulsarproto.CommandAckResponse.error:type_name -> magnetar.pulsarproto.ServerError
+	20,  // 47: magnetar.pulsarproto.CommandRedeliverUnacknowledgedMessages.message_ids:type_name -> magnetar.pulsarproto.MessageIdData
+	20,  // 48: magnetar.pulsarproto.CommandSeek.message_id:type_name -> magnetar.pulsarproto.MessageIdData
+	20,  // 49: magnetar.pulsarproto.CommandGetLastMessageIdResponse.last_message_id:type_name -> magnetar.pulsarproto.MessageIdData
+	20,  // 50: magnetar.pulsarproto.CommandGetLastMessageIdResponse.consumer_mark_delete_position:type_name -> magnetar.pulsarproto.MessageIdData
+	2,   // 51: magnetar.pulsarproto.CommandConsumerStatsResponse.error_code:type_name -> magnetar.pulsarproto.ServerError
+	2,   // 52: magnetar.pulsarproto.CommandTcClientConnectResponse.error:type_name -> magnetar.pulsarproto.ServerError
+	2,   // 53: magnetar.pulsarproto.CommandNewTxnResponse.error:type_name -> magnetar.pulsarproto.ServerError
+	2,   // 54: magnetar.pulsarproto.CommandAddPartitionToTxnResponse.error:type_name -> magnetar.pulsarproto.ServerError
+	75,  // 55: magnetar.pulsarproto.CommandAddSubscriptionToTxn.subscription:type_name -> magnetar.pulsarproto.Subscription
+	2,   // 56: magnetar.pulsarproto.CommandAddSubscriptionToTxnResponse.error:type_name -> magnetar.pulsarproto.ServerError
+	6,   // 57: magnetar.pulsarproto.CommandEndTxn.txn_action:type_name -> magnetar.pulsarproto.TxnAction
+	2,   // 58: magnetar.pulsarproto.CommandEndTxnResponse.error:type_name -> magnetar.pulsarproto.ServerError
+	6,   // 59: magnetar.pulsarproto.CommandEndTxnOnPartition.txn_action:type_name -> magnetar.pulsarproto.TxnAction
+	2,   // 60: magnetar.pulsarproto.CommandEndTxnOnPartitionResponse.error:type_name -> magnetar.pulsarproto.ServerError
+	75,  // 61: magnetar.pulsarproto.CommandEndTxnOnSubscription.subscription:type_name -> magnetar.pulsarproto.Subscription
+	6,   // 62: magnetar.pulsarproto.CommandEndTxnOnSubscription.txn_action:type_name -> magnetar.pulsarproto.TxnAction
+	2,   // 63: magnetar.pulsarproto.CommandEndTxnOnSubscriptionResponse.error:type_name -> magnetar.pulsarproto.ServerError
+	16,  // 64: magnetar.pulsarproto.BaseCommand.type:type_name -> magnetar.pulsarproto.BaseCommand.Type
+	27,  // 65: magnetar.pulsarproto.BaseCommand.connect:type_name -> magnetar.pulsarproto.CommandConnect
+	28,  // 66: magnetar.pulsarproto.BaseCommand.connected:type_name -> magnetar.pulsarproto.CommandConnected
+	54,  // 67: magnetar.pulsarproto.BaseCommand.subscribe:type_name -> magnetar.pulsarproto.CommandSubscribe
+	47,  // 68: magnetar.pulsarproto.BaseCommand.producer:type_name -> magnetar.pulsarproto.CommandProducer
+	49,  // 69: magnetar.pulsarproto.BaseCommand.send:type_name -> magnetar.pulsarproto.CommandSend
+	50,  // 70: magnetar.pulsarproto.BaseCommand.send_receipt:type_name -> magnetar.pulsarproto.CommandSendReceipt
+	51,  // 71: magnetar.pulsarproto.BaseCommand.send_error:type_name -> magnetar.pulsarproto.CommandSendError
+	56,  // 72: magnetar.pulsarproto.BaseCommand.message:type_name -> magnetar.pulsarproto.CommandMessage
+	57,  // 73: magnetar.pulsarproto.BaseCommand.ack:type_name -> magnetar.pulsarproto.CommandAck
+	55,  // 74: magnetar.pulsarproto.BaseCommand.flow:type_name -> magnetar.pulsarproto.CommandFlow
+	63,  // 75: magnetar.pulsarproto.BaseCommand.unsubscribe:type_name -> magnetar.pulsarproto.CommandUnsubscribe
+	34,  // 76: magnetar.pulsarproto.BaseCommand.success:type_name -> magnetar.pulsarproto.CommandSuccess
+	35,  // 77: magnetar.pulsarproto.BaseCommand.error:type_name -> magnetar.pulsarproto.CommandError
+	52,  // 78: magnetar.pulsarproto.BaseCommand.close_producer:type_name -> magnetar.pulsarproto.CommandCloseProducer
+	64,  // 79: magnetar.pulsarproto.BaseCommand.close_consumer:type_name -> magnetar.pulsarproto.CommandCloseConsumer
+	48,  // 80: magnetar.pulsarproto.BaseCommand.producer_success:type_name -> magnetar.pulsarproto.CommandProducerSuccess
+	32,  // 81: magnetar.pulsarproto.BaseCommand.ping:type_name -> magnetar.pulsarproto.CommandPing
+	33,  // 82: magnetar.pulsarproto.BaseCommand.pong:type_name -> magnetar.pulsarproto.CommandPong
+	59,  // 83: magnetar.pulsarproto.BaseCommand.redeliverUnacknowledgedMessages:type_name -> magnetar.pulsarproto.CommandRedeliverUnacknowledgedMessages
+	36,  // 84: magnetar.pulsarproto.BaseCommand.partitionMetadata:type_name -> magnetar.pulsarproto.CommandPartitionedTopicMetadata
+	37,  // 85: magnetar.pulsarproto.BaseCommand.partitionMetadataResponse:type_name -> magnetar.pulsarproto.CommandPartitionedTopicMetadataResponse
+	38,  // 86: magnetar.pulsarproto.BaseCommand.lookupTopic:type_name -> magnetar.pulsarproto.CommandLookupTopic
+	39,  // 87: magnetar.pulsarproto.BaseCommand.lookupTopicResponse:type_name -> magnetar.pulsarproto.CommandLookupTopicResponse
+	67,  // 88: magnetar.pulsarproto.BaseCommand.consumerStats:type_name -> magnetar.pulsarproto.CommandConsumerStats
+	68,  // 89: magnetar.pulsarproto.BaseCommand.consumerStatsResponse:type_name -> magnetar.pulsarproto.CommandConsumerStatsResponse
+	66,  // 90: magnetar.pulsarproto.BaseCommand.reachedEndOfTopic:type_name -> magnetar.pulsarproto.CommandReachedEndOfTopic
+	60,  // 91: magnetar.pulsarproto.BaseCommand.seek:type_name -> magnetar.pulsarproto.CommandSeek
+	61,  // 92: magnetar.pulsarproto.BaseCommand.getLastMessageId:type_name -> magnetar.pulsarproto.CommandGetLastMessageId
+	62,  // 93: magnetar.pulsarproto.BaseCommand.getLastMessageIdResponse:type_name -> magnetar.pulsarproto.CommandGetLastMessageIdResponse
+	65,  // 94: magnetar.pulsarproto.BaseCommand.active_consumer_change:type_name -> magnetar.pulsarproto.CommandActiveConsumerChange
+	40,  // 95: magnetar.pulsarproto.BaseCommand.getTopicsOfNamespace:type_name -> magnetar.pulsarproto.CommandGetTopicsOfNamespace
+	41,  // 96: magnetar.pulsarproto.BaseCommand.getTopicsOfNamespaceResponse:type_name -> magnetar.pulsarproto.CommandGetTopicsOfNamespaceResponse
+	43,  // 97: magnetar.pulsarproto.BaseCommand.getSchema:type_name -> magnetar.pulsarproto.CommandGetSchema
+	44,  // 98: magnetar.pulsarproto.BaseCommand.getSchemaResponse:type_name -> magnetar.pulsarproto.CommandGetSchemaResponse
+	30,  // 99: magnetar.pulsarproto.BaseCommand.authChallenge:type_name -> magnetar.pulsarproto.CommandAuthChallenge
+	31,  // 100: magnetar.pulsarproto.BaseCommand.authResponse:type_name -> magnetar.pulsarproto.CommandAuthResponse
+	58,  // 101: magnetar.pulsarproto.BaseCommand.ackResponse:type_name -> magnetar.pulsarproto.CommandAckResponse
+	45,  // 102: magnetar.pulsarproto.BaseCommand.getOrCreateSchema:type_name -> magnetar.pulsarproto.CommandGetOrCreateSchema
+	46,  // 103: magnetar.pulsarproto.BaseCommand.getOrCreateSchemaResponse:type_name -> magnetar.pulsarproto.CommandGetOrCreateSchemaResponse
+	71,  // 104: magnetar.pulsarproto.BaseCommand.newTxn:type_name -> magnetar.pulsarproto.CommandNewTxn
+	72,  // 105: magnetar.pulsarproto.BaseCommand.newTxnResponse:type_name -> magnetar.pulsarproto.CommandNewTxnResponse
+	73,  // 106: magnetar.pulsarproto.BaseCommand.addPartitionToTxn:type_name -> magnetar.pulsarproto.CommandAddPartitionToTxn
+	74,  // 107: magnetar.pulsarproto.BaseCommand.addPartitionToTxnResponse:type_name -> magnetar.pulsarproto.CommandAddPartitionToTxnResponse
+	76,  // 108: magnetar.pulsarproto.BaseCommand.addSubscriptionToTxn:type_name -> magnetar.pulsarproto.CommandAddSubscriptionToTxn
+	77,  // 109: magnetar.pulsarproto.BaseCommand.addSubscriptionToTxnResponse:type_name -> magnetar.pulsarproto.CommandAddSubscriptionToTxnResponse
+	78,  // 110: magnetar.pulsarproto.BaseCommand.endTxn:type_name -> magnetar.pulsarproto.CommandEndTxn
+	79,  // 111: magnetar.pulsarproto.BaseCommand.endTxnResponse:type_name -> magnetar.pulsarproto.CommandEndTxnResponse
+	80,  // 112: magnetar.pulsarproto.BaseCommand.endTxnOnPartition:type_name -> magnetar.pulsarproto.CommandEndTxnOnPartition
+	81,  // 113: magnetar.pulsarproto.BaseCommand.endTxnOnPartitionResponse:type_name -> magnetar.pulsarproto.CommandEndTxnOnPartitionResponse
+	82,  // 114: magnetar.pulsarproto.BaseCommand.endTxnOnSubscription:type_name -> magnetar.pulsarproto.CommandEndTxnOnSubscription
+	83,  // 115: magnetar.pulsarproto.BaseCommand.endTxnOnSubscriptionResponse:type_name -> magnetar.pulsarproto.CommandEndTxnOnSubscriptionResponse
+	69,  // 116: magnetar.pulsarproto.BaseCommand.tcClientConnectRequest:type_name -> magnetar.pulsarproto.CommandTcClientConnectRequest
+	70,  // 117: magnetar.pulsarproto.BaseCommand.tcClientConnectResponse:type_name -> magnetar.pulsarproto.CommandTcClientConnectResponse
+	42,  // 118: magnetar.pulsarproto.BaseCommand.topicMigrated:type_name -> magnetar.pulsarproto.CommandTopicMigrated
+	119, // [119:119] is the sub-list for method output_type
+	119, // [119:119] is the sub-list for method input_type
+	119, // [119:119] is the sub-list for extension type_name
+	119, // [119:119] is the sub-list for extension extendee
+	0,   // [0:119] is the sub-list for field type_name
 }
 
 func init() { file_pulsar_proto_init() }
@@ -6746,8 +8197,8 @@ func file_pulsar_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pulsar_proto_rawDesc), len(file_pulsar_proto_rawDesc)),
-			NumEnums:      16,
-			NumMessages:   53,
+			NumEnums:      17,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
