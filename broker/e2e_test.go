@@ -11,6 +11,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
+	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 )
@@ -73,6 +74,15 @@ func startBrokerStore(t testing.TB, mut func(*Config), meta *memMeta, store mled
 
 func startBrokerFull(t testing.TB, mut func(*Config), meta *memMeta, store mledger.LedgerStore, cacheSize int64, mlc mledger.Config) *testBroker {
 	t.Helper()
+	tb := startBrokerMeta(t, mut, meta, store, cacheSize, mlc)
+	tb.meta = meta
+	return tb
+}
+
+// startBrokerMeta is startBrokerFull over any metadata store (tb.meta
+// stays nil).
+func startBrokerMeta(t testing.TB, mut func(*Config), meta metadata.Store, store mledger.LedgerStore, cacheSize int64, mlc mledger.Config) *testBroker {
+	t.Helper()
 	f, err := mledger.NewFactory(mledger.Options{Ledgers: store, Metadata: meta, CacheSize: cacheSize})
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +108,7 @@ func startBrokerFull(t testing.TB, mut func(*Config), meta *memMeta, store mledg
 	if err := b.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	tb := &testBroker{Broker: b, meta: meta, mut: mut, factory: f, url: "pulsar://" + b.ServiceAddr()}
+	tb := &testBroker{Broker: b, mut: mut, factory: f, url: "pulsar://" + b.ServiceAddr()}
 	t.Cleanup(func() {
 		if err := b.Close(); err != nil {
 			t.Errorf("broker close: %v", err)

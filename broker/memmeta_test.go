@@ -14,6 +14,7 @@ import (
 type memMeta struct {
 	mu    sync.Mutex
 	nodes map[string]*memNode
+	kids  map[string][]string // parent path -> child names (substrings of the paths: no copies)
 	seq   int
 }
 
@@ -22,7 +23,26 @@ type memNode struct {
 	ver metadata.Version
 }
 
-func newMemMeta() *memMeta { return &memMeta{nodes: map[string]*memNode{"/": {}}} }
+func newMemMeta() *memMeta {
+	return &memMeta{nodes: map[string]*memNode{"/": {}}, kids: map[string][]string{}}
+}
+
+// splitPath is p's parent path and name ("/" is the root's children's
+// parent).
+func splitPath(p string) (parent, name string) {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/", p[i+1:]
+	}
+	return p[:i], p[i+1:]
+}
+
+// addLocked creates node p, indexing it under its parent.
+func (m *memMeta) addLocked(p string, n *memNode) {
+	m.nodes[p] = n
+	parent, name := splitPath(p)
+	m.kids[parent] = append(m.kids[parent], name)
+}
 
 var _ metadata.Store = (*memMeta)(nil)
 
@@ -40,7 +60,7 @@ func (m *memMeta) mkParentsLocked(p string) {
 	for i := 1; i < len(p); i++ {
 		if p[i] == '/' {
 			if m.nodes[p[:i]] == nil {
-				m.nodes[p[:i]] = &memNode{}
+				m.addLocked(p[:i], &memNode{})
 			}
 		}
 	}
@@ -60,7 +80,7 @@ func (m *memMeta) Put(_ context.Context, p string, v []byte, exp metadata.Versio
 	}
 	if n == nil {
 		m.mkParentsLocked(p)
-		m.nodes[p] = &memNode{v: slices.Clone(v)}
+		m.addLocked(p, &memNode{v: slices.Clone(v)})
 		return 0, nil
 	}
 	n.v = slices.Clone(v)
@@ -69,13 +89,7 @@ func (m *memMeta) Put(_ context.Context, p string, v []byte, exp metadata.Versio
 }
 
 func (m *memMeta) childrenLocked(p string) []string {
-	prefix := strings.TrimSuffix(p, "/") + "/"
-	var out []string
-	for k := range m.nodes {
-		if k != "/" && strings.HasPrefix(k, prefix) && !strings.Contains(k[len(prefix):], "/") {
-			out = append(out, k[len(prefix):])
-		}
-	}
+	out := slices.Clone(m.kids[p])
 	slices.Sort(out)
 	return out
 }
@@ -90,10 +104,20 @@ func (m *memMeta) Delete(_ context.Context, p string, exp metadata.Version) erro
 	if exp >= 0 && n.ver != exp {
 		return metadata.ErrBadVersion
 	}
-	if len(m.childrenLocked(p)) > 0 {
+	if len(m.kids[p]) > 0 {
 		return metadata.ErrNotEmpty
 	}
 	delete(m.nodes, p)
+	parent, name := splitPath(p)
+	k := m.kids[parent]
+	if i := slices.Index(k, name); i >= 0 {
+		k = slices.Delete(k, i, i+1)
+	}
+	if len(k) == 0 {
+		delete(m.kids, parent)
+	} else {
+		m.kids[parent] = k
+	}
 	return nil
 }
 
@@ -118,7 +142,7 @@ func (m *memMeta) CreateSequential(_ context.Context, prefix string, v []byte) (
 	p := fmt.Sprintf("%s%010d", prefix, m.seq)
 	m.seq++
 	m.mkParentsLocked(p)
-	m.nodes[p] = &memNode{v: slices.Clone(v)}
+	m.addLocked(p, &memNode{v: slices.Clone(v)})
 	return p, nil
 }
 
