@@ -98,7 +98,7 @@ type ManagedLedger struct {
 	state    mlState
 	ledgers  ledgerList // live view; the last is current while writing
 	current  WriteLedger
-	closing  WriteLedger // the previous current ledger while rollover closes it
+	closing  WriteLedger // the previous current ledger while rollover, Close or Terminate closes it (reads use it, never a fencing open)
 	created  time.Time   // current ledger's creation
 	subCount int64       // entries submitted to the current ledger
 	subSize  int64       // bytes submitted to the current ledger
@@ -683,6 +683,9 @@ func (ml *ManagedLedger) Terminate(ctx context.Context) (Position, error) {
 	}
 	cur := ml.current
 	ml.current = nil
+	if cur != nil {
+		ml.closing = cur // reads use it until closed (see Close)
+	}
 	ops := append(ml.retry, ml.queued...)
 	ml.retry, ml.queued = nil, nil
 	ml.mu.Unlock()
@@ -693,6 +696,11 @@ func (ml *ManagedLedger) Terminate(ctx context.Context) (Position, error) {
 		if err := cur.Close(ctx); err != nil {
 			ml.log.Warn("close ledger", "ledger", cur.ID(), "err", err)
 		}
+		ml.mu.Lock()
+		if ml.closing == cur {
+			ml.closing = nil
+		}
+		ml.mu.Unlock()
 	}
 	ml.mu.Lock()
 	if n := len(ml.ledgers); n > 0 && ml.ledgers[n-1].Timestamp == 0 {
@@ -737,6 +745,11 @@ func (ml *ManagedLedger) Close(ctx context.Context) error {
 	ml.notifyLocked()
 	cur := ml.current
 	ml.current = nil
+	if cur != nil {
+		// Reads of it go to the handle until it is closed: a recovery
+		// open by a reader (handle) would fence it under our close.
+		ml.closing = cur
+	}
 	ops := append(ml.retry, ml.queued...)
 	ml.retry, ml.queued = nil, nil
 	cursors := ml.cursorListLocked()
@@ -752,7 +765,13 @@ func (ml *ManagedLedger) Close(ctx context.Context) error {
 	}
 	ml.infoMu.Lock()
 	if cur != nil {
-		if err := cur.Close(ctx); err != nil {
+		err := cur.Close(ctx)
+		ml.mu.Lock()
+		if ml.closing == cur {
+			ml.closing = nil
+		}
+		ml.mu.Unlock()
+		if err != nil {
 			errs = append(errs, err)
 		} else if prev != stateFenced {
 			ml.mu.Lock()
