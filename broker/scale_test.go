@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,7 +38,7 @@ func memInUse() (heap, stacks uint64, goroutines int) {
 }
 
 // scaleChildEnv, set, makes TestScaleTopicsChild the client of
-// TestScaleTopicsMemory in a separate process ("url,prefix,n,conns"), so
+// TestScaleTopicsMemory in a separate process ("url,prefix,n,conns,shape"), so
 // the broker's memory is measured without the client's.
 const scaleChildEnv = "BROKER_SCALE_CHILD"
 
@@ -48,23 +49,27 @@ func TestScaleTopicsChild(t *testing.T) {
 	if spec == "" {
 		return
 	}
-	var url, prefix string
-	var n, conns int
 	parts := strings.Split(spec, ",")
-	if len(parts) != 4 {
+	if len(parts) != 5 {
 		t.Fatalf("bad %s %q", scaleChildEnv, spec)
 	}
-	url, prefix = parts[0], parts[1]
-	n, _ = strconv.Atoi(parts[2])
-	conns, _ = strconv.Atoi(parts[3])
-	createScaleTopics(t, url, prefix, n, conns)
+	n, _ := strconv.Atoi(parts[2])
+	conns, _ := strconv.Atoi(parts[3])
+	createScaleTopics(t, parts[0], parts[1], n, conns, parts[4])
 }
 
+// Scale test topic shapes (SCALE_SHAPE): what each topic gets.
+const (
+	shapeBoth = "both" // a durable subscription and a producer's message
+	shapeSub  = "sub"  // a durable subscription only
+	shapeProd = "prod" // a producer's message only
+)
+
 // runScaleChild runs createScaleTopics in a child process.
-func runScaleChild(t *testing.T, url, prefix string, n, conns int) {
+func runScaleChild(t *testing.T, url, prefix string, n, conns int, shape string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestScaleTopicsChild$", "-test.count=1", "-test.timeout=20m")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%s,%d,%d", scaleChildEnv, url, prefix, n, conns))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%s,%d,%d,%s", scaleChildEnv, url, prefix, n, conns, shape))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("client process: %v\n%s", err, out)
@@ -73,8 +78,9 @@ func runScaleChild(t *testing.T, url, prefix string, n, conns int) {
 
 // createScaleTopics gives each of n topics a durable subscription (a
 // consumer that subscribes and closes) and one message from a producer
-// that then closes, over conns client connections.
-func createScaleTopics(t *testing.T, url, prefix string, n, conns int) {
+// that then closes (or only one of them, by shape), over conns client
+// connections.
+func createScaleTopics(t *testing.T, url, prefix string, n, conns int, shape string) {
 	t.Helper()
 	cls := make([]pulsar.Client, conns)
 	for i := range cls {
@@ -97,12 +103,17 @@ func createScaleTopics(t *testing.T, url, prefix string, n, conns int) {
 					return
 				}
 				topic := fmt.Sprintf("persistent://public/default/%s-%d", prefix, i)
-				cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "sub"})
-				if err != nil {
-					errs <- err
-					return
+				if shape != shapeProd {
+					cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "sub"})
+					if err != nil {
+						errs <- err
+						return
+					}
+					cons.Close()
 				}
-				cons.Close()
+				if shape == shapeSub {
+					continue
+				}
 				p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 				if err != nil {
 					errs <- err
@@ -140,29 +151,37 @@ func TestScaleTopicsMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("creates 20,000 topics")
 	}
-	n := scaleTopics // 20,000; 2,000 under the race detector
+	n := scaleTopics // 20,000; 1,000 under the race detector
 	if v := os.Getenv("SCALE_TOPICS"); v != "" {
 		n, _ = strconv.Atoi(v)
+	} else if scaleFullInChild {
+		t.Run("20000-without-race", runScaleWithoutRace)
+	}
+	shape := shapeBoth // SCALE_SHAPE=sub or prod: the per-part figures
+	if v := os.Getenv("SCALE_SHAPE"); v != "" {
+		shape = v
 	}
 	tb := startBroker(t, func(c *Config) {
 		c.HistoryInterval = time.Second // the sampler walks every topic
+		c.HideTopicLevelMetrics = true  // exposeTopicLevelMetricsInPrometheus=false
 	})
 	h0, s0, g0 := memInUse()
 	if os.Getenv("SCALE_PROFILE_DIR") != "" {
 		runtime.MemProfileRate = 64
 	}
 	t0 := time.Now()
-	runScaleChild(t, tb.url, "scale", n, 64)
+	runScaleChild(t, tb.url, "scale", n, 64, shape)
 	created := time.Since(t0)
 	h1, s1, g1 := memInUse()
 	writeProfiles(t, "loaded-")
 	loaded := float64(h1+s1-h0-s0) / float64(n)
-	t.Logf("%d topics created in %s (%.0f/s); loaded: %.0f B/topic (heap %.0f, stacks %.0f), %d goroutines (%+d)",
-		n, created.Round(time.Millisecond), float64(n)/created.Seconds(), loaded,
+	t.Logf("shape %s: %d topics created in %s (%.0f/s); loaded: %.0f B/topic (heap %.0f, stacks %.0f), %d goroutines (%+d)",
+		shape, n, created.Round(time.Millisecond), float64(n)/created.Seconds(), loaded,
 		float64(h1-h0)/float64(n), float64(s1-s0)/float64(n), g1, g1-g0)
 	if got := len(tb.loadedTopics("")); got != n {
 		t.Fatalf("%d topics loaded, want %d", got, n)
 	}
+	checkScaleMetrics(t, tb, n, shape)
 	// A loaded idle topic keeps no goroutine of its own (its
 	// subscription loop stopped); its open ledger's writer keeps one
 	// (memstore here, ledger.WriteHandle in a standalone).
@@ -193,12 +212,102 @@ func TestScaleTopicsMemory(t *testing.T) {
 	if g2-g0 > 50 {
 		t.Errorf("%d goroutines more after unloading every topic", g2-g0)
 	}
+	checkScaleLookups(t, tb, n)
+	if shape != shapeBoth {
+		return
+	}
 	// And a topic reloads with its message and subscription.
 	cl := tb.client(t)
 	c := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: fmt.Sprintf("persistent://public/default/scale-%d", n/2), SubscriptionName: "sub"})
 	defer c.Close()
 	if m := receiveN(t, c, 1)[0]; string(m.Payload()) != "one" {
 		t.Fatalf("reloaded topic gave %q", m.Payload())
+	}
+}
+
+// runScaleWithoutRace builds this package's tests without the race
+// detector and runs TestScaleTopicsMemory in them at 20,000 topics.
+func runScaleWithoutRace(t *testing.T) {
+	bin := t.TempDir() + "/broker.test"
+	t0 := time.Now()
+	build := exec.Command("go", "test", "-c", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go test -c: %v\n%s", err, out)
+	}
+	built := time.Since(t0)
+	cmd := exec.Command(bin, "-test.run=^TestScaleTopicsMemory$", "-test.count=1", "-test.v", "-test.timeout=10m")
+	cmd.Env = append(os.Environ(), "SCALE_TOPICS=20000")
+	out, err := cmd.CombinedOutput()
+	t.Logf("built in %s; the run without the race detector:\n%s", built.Round(time.Millisecond), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkScaleMetrics: with topic-level series off, a scrape over n loaded
+// topics is the namespace's sums, a few KiB whatever n.
+func checkScaleMetrics(t *testing.T, tb *testBroker, n int, shape string) {
+	t.Helper()
+	t0 := time.Now()
+	code, body := httpDo(t, tb, "GET", "/metrics", "")
+	took := time.Since(t0)
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	t.Logf("/metrics over %d loaded topics: %d bytes in %s", n, len(body), took.Round(time.Millisecond))
+	if len(body) > 64<<10 {
+		t.Errorf("/metrics is %d bytes with topic-level series off", len(body))
+	}
+	want := []string{fmt.Sprintf(`pulsar_topics_count{cluster="standalone",namespace="public/default"} %d`, n)}
+	if shape != shapeProd {
+		want = append(want, fmt.Sprintf(`pulsar_subscriptions_count{cluster="standalone",namespace="public/default"} %d`, n))
+	}
+	for _, w := range want {
+		if !strings.Contains(body, w+"\n") {
+			t.Errorf("missing %q:\n%s", w, grepLines(body, "namespace="))
+		}
+	}
+}
+
+// checkScaleLookups times HTTP lookups of random unloaded topics among
+// the n and the listing of the namespace (what GET
+// /admin/v2/persistent/public/default answers): neither may cost work
+// per topic of the broker, so both stay within generous bounds
+// whatever n.
+func checkScaleLookups(t *testing.T, tb *testBroker, n int) {
+	t.Helper()
+	const k = 2000
+	lat := make([]time.Duration, 0, k)
+	x := uint64(0x9e3779b97f4a7c15)
+	for range k {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		t0 := time.Now()
+		code, body := httpDo(t, tb, "GET", fmt.Sprintf("/lookup/v2/topic/persistent/public/default/scale-%d", x%uint64(n)), "")
+		lat = append(lat, time.Since(t0))
+		if code != 200 {
+			t.Fatalf("lookup: %d %s", code, body)
+		}
+	}
+	slices.Sort(lat)
+	p50, p99 := lat[k/2], lat[k*99/100]
+	t0 := time.Now()
+	ts, err := tb.TopicsOfNamespace(context.Background(), "public/default", true, false)
+	list := time.Since(t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("HTTP lookup of unloaded topics: p50 %s, p99 %s, max %s; listing %d topics: %s",
+		p50, p99, lat[k-1], len(ts), list.Round(time.Microsecond))
+	if len(ts) != n {
+		t.Errorf("namespace lists %d topics, want %d", len(ts), n)
+	}
+	if p99 > 100*time.Millisecond {
+		t.Errorf("lookup p99 %s at %d topics", p99, n)
+	}
+	if list > 5*time.Second {
+		t.Errorf("listing %d topics took %s", n, list)
 	}
 }
 

@@ -45,9 +45,17 @@ func main() {
 		lookups    = flag.Int("lookups", 2000, "HTTP lookups of random topics to time (0: none)")
 		lookupOf   = flag.Int("lookup-range", 0, "topics to draw lookups from (0: --first + --topics)")
 		pid        = flag.Int("pid", 0, "server pid, for VmRSS from /proc (0: process_resident_memory_bytes from /metrics)")
+		lists      = flag.Int("lists", 0, "times to GET /admin/v2/persistent/{tenant}/{ns} (the admin topic listing)")
+		waitUnload = flag.Duration("wait-unloaded", 0, "first wait up to this long until the server has no topic loaded (pulsar_broker_topics_count is 0: the idle unloader ran)")
+		waitGC     = flag.Duration("wait-gc", 0, "before measuring, wait up to this long for the server's next garbage collection (go_memstats_last_gc_time_seconds moves; Go forces one every 2 minutes) so heap figures are after a GC")
 	)
 	flag.Parse()
 	log.SetFlags(0)
+	if *waitUnload > 0 {
+		if err := awaitUnloaded(*httpURL, *waitUnload); err != nil {
+			log.Fatal(err)
+		}
+	}
 	if *n > 0 {
 		if err := create(*serviceURL, *ns, *prefix, *first, *n, *workers, *clients); err != nil {
 			log.Fatal(err)
@@ -62,18 +70,94 @@ func main() {
 			log.Fatal(err)
 		}
 	}
+	if *lists > 0 {
+		if err := listBench(*httpURL, *ns, *lists); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if *waitGC > 0 {
+		if err := awaitGC(*httpURL, *waitGC); err != nil {
+			log.Fatal(err)
+		}
+	}
 	m, err := scrape(*httpURL)
 	if err != nil {
 		log.Fatal(err)
 	}
 	rss := m["process_resident_memory_bytes"]
+	var anon, file float64
 	if *pid > 0 {
-		if v, err := vmRSS(*pid); err == nil {
-			rss = v
+		st, err := procStatus(*pid)
+		if err == nil {
+			rss, anon, file = st["VmRSS"], st["RssAnon"], st["RssFile"]
 		}
 	}
-	fmt.Printf("server rss_bytes=%.0f heap_inuse_bytes=%.0f goroutines=%.0f loaded_topics=%.0f scrape_bytes=%.0f\n",
-		rss, m["go_memstats_heap_inuse_bytes"], m["go_goroutines"], m["pulsar_broker_topics_count"], m["scrape_bytes"])
+	fmt.Printf("server rss_bytes=%.0f rss_anon_bytes=%.0f rss_file_bytes=%.0f heap_inuse_bytes=%.0f stack_inuse_bytes=%.0f goroutines=%.0f loaded_topics=%.0f scrape_bytes=%.0f\n",
+		rss, anon, file, m["go_memstats_heap_inuse_bytes"], m["go_memstats_stack_inuse_bytes"], m["go_goroutines"], m["pulsar_broker_topics_count"], m["scrape_bytes"])
+}
+
+// awaitGC waits until the server's last GC is later than now (at most
+// d): heap_inuse right after a collection is the live heap.
+func awaitGC(httpURL string, d time.Duration) error {
+	t0 := float64(time.Now().UnixNano()) / 1e9
+	deadline := time.Now().Add(d)
+	for {
+		m, err := scrape(httpURL)
+		if err != nil {
+			return err
+		}
+		if m["go_memstats_last_gc_time_seconds"] > t0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no GC within %s", d)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// awaitUnloaded waits (at most d) until the server holds no topic.
+func awaitUnloaded(httpURL string, d time.Duration) error {
+	t0 := time.Now()
+	for {
+		m, err := scrape(httpURL)
+		if err != nil {
+			return err
+		}
+		if m["pulsar_broker_topics_count"] == 0 {
+			fmt.Printf("unloaded after_seconds=%.0f\n", time.Since(t0).Seconds())
+			return nil
+		}
+		if time.Since(t0) > d {
+			return fmt.Errorf("%.0f topics still loaded after %s", m["pulsar_broker_topics_count"], d)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// listBench times k GETs of the namespace's persistent topic list.
+func listBench(httpURL, ns string, k int) error {
+	cl := &http.Client{Timeout: 5 * time.Minute}
+	u := httpURL + "/admin/v2/persistent/" + ns
+	lat := make([]time.Duration, 0, k)
+	var size int64
+	for range k {
+		t0 := time.Now()
+		resp, err := cl.Get(u)
+		if err != nil {
+			return err
+		}
+		size, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		lat = append(lat, time.Since(t0))
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("GET %s: %s", u, resp.Status)
+		}
+	}
+	slices.Sort(lat)
+	fmt.Printf("list n=%d bytes=%d p50_ms=%.1f max_ms=%.1f\n", k, size,
+		float64(lat[len(lat)/2].Microseconds())/1000, float64(lat[len(lat)-1].Microseconds())/1000)
+	return nil
 }
 
 func create(url, ns, prefix string, first, n, workers, nclients int) error {
@@ -227,16 +311,20 @@ func (c *countReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func vmRSS(pid int) (float64, error) {
+// procStatus reads the kB fields of /proc/pid/status (VmRSS, RssAnon,
+// RssFile ...) in bytes.
+func procStatus(pid int) (map[string]float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
+	out := map[string]float64{}
 	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, err := strconv.ParseFloat(f[1], 64)
-			return kb * 1024, err
+		if f := strings.Fields(l); len(f) == 3 && f[2] == "kB" {
+			if kb, err := strconv.ParseFloat(f[1], 64); err == nil {
+				out[strings.TrimSuffix(f[0], ":")] = kb * 1024
+			}
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+	return out, nil
 }

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Scale: topics. Starts a standalone on a fresh data dir, creates N topics
-# (bench/topics: durable subscription + one message from a producer that
-# closes), measures RSS/heap/goroutines right after (recent topics still
-# loaded) and after the idle unloader ran, then restarts the standalone on
-# the same data and measures start-up time, RSS and HTTP lookup p50/p99.
+# Scale: topics. Starts a standalone on a fresh data dir and measures it
+# empty (the baseline), creates N topics (bench/topics: durable
+# subscription + one message from a producer that closes), measures
+# RSS/heap/goroutines right after (recent topics still loaded) and after
+# the idle unloader ran and the server collected garbage, times HTTP
+# lookups and the admin topic listing, then restarts the standalone on the
+# same data and measures start-up time, RSS, lookups and listing again.
 #
 # Env: N (100000), CONC (256), CLIENTS (64), IDLE (60s, --topic-unload-idle),
 #      OUT (a new /tmp dir), MAGNETAR_BIN (skip the build), PORT (16700).
@@ -42,16 +44,17 @@ stop() {
 	wait $PID || true
 }
 echo "# N=$N CONC=$CONC CLIENTS=$CLIENTS IDLE=$IDLE OUT=$OUT"
-echo "## run 1: create"
+echo "## run 1: empty standalone (baseline)"
 start create
-bench --topics "$N" --concurrency "$CONC" --clients "$CLIENTS" --lookups 0
-echo "## after the idle unloader (IDLE + 30s)"
-sleep $(( ${IDLE%s} + 30 ))
 bench --topics 0 --lookups 0
+echo "## run 1: create"
+bench --topics "$N" --concurrency "$CONC" --clients "$CLIENTS" --lookups 0
+echo "## after the idle unloader and the next GC"
+bench --topics 0 --wait-unloaded 10m --lookups 5000 --lookup-range "$N" --lists 3 --wait-gc 150s
 stop
 echo "## run 2: restart on $N topics"
 start restart
 bench --topics 0 --lookups 0
-bench --topics 0 --lookups 5000 --lookup-range "$N"
+bench --topics 0 --lookups 5000 --lookup-range "$N" --lists 3
 stop
-du -sh "$OUT/data"
+du -sh "$OUT/data"/*
