@@ -5,7 +5,7 @@ package broker
 // scaleTopics is TestScaleTopicsMemory's in-process topic count under
 // the race detector, which makes each topic ~10x slower; the 20,000
 // topics run in a build without it (scaleFullInChild).
-const scaleTopics = 1000
+const scaleTopics = 500
 
 // scaleFullInChild: TestScaleTopicsMemory also runs its 20,000 topics in
 // this package's tests built without the race detector.

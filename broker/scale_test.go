@@ -146,12 +146,14 @@ func createScaleTopics(t *testing.T, url, prefix string, n, conns int, shape str
 // topic must cost at most loadedBudget; once idle-unloaded at most
 // topicBudget (4 GiB per million topics) of heap and stacks, measured
 // after a GC against the broker before any topic (the in-memory ledger
-// and metadata stores of the test broker included).
+// and metadata stores of the test broker included). Under the race
+// detector it runs 500 topics in process (behaviour only) and the 20,000
+// with the budgets in this package's tests built without it.
 func TestScaleTopicsMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("creates 20,000 topics")
 	}
-	n := scaleTopics // 20,000; 1,000 under the race detector
+	n := scaleTopics // 20,000; 500 under the race detector
 	if v := os.Getenv("SCALE_TOPICS"); v != "" {
 		n, _ = strconv.Atoi(v)
 	} else if scaleFullInChild {
@@ -190,7 +192,10 @@ func TestScaleTopicsMemory(t *testing.T) {
 	}
 	// Regression guard for loaded idle topics (~35 KiB before the
 	// subscription loop stopped when idle and history runs).
-	if loaded > loadedBudget {
+	// The byte budgets hold at full size without the race detector (its
+	// runtime's own allocations over a few hundred topics swamp them).
+	budgets := !scaleFullInChild
+	if budgets && loaded > loadedBudget {
 		t.Errorf("loaded idle topic costs %.0f B, guard %d B", loaded, loadedBudget)
 	}
 	// Unload them all as the idle unloader would, an hour from now.
@@ -206,7 +211,7 @@ func TestScaleTopicsMemory(t *testing.T) {
 	writeProfiles(t, "unloaded-")
 	unloaded := (float64(h2+s2) - float64(h0+s0)) / float64(n)
 	t.Logf("unloaded in %s; then %.0f B/topic (budget %d), %d goroutines", time.Since(t1).Round(time.Millisecond), unloaded, topicBudget, g2)
-	if unloaded > topicBudget {
+	if budgets && unloaded > topicBudget {
 		t.Errorf("idle topic costs %.0f B, budget %d B (4 GiB per million)", unloaded, topicBudget)
 	}
 	if g2-g0 > 50 {
