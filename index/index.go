@@ -135,6 +135,10 @@ func Open(opts Options) (*Index, error) {
 			ix.mu.free = append(ix.mu.free, uint32(p))
 		}
 	}
+	// scanLast read a page of every ledger: unmap them again (segment.release).
+	for _, s := range segs {
+		s.release(0, len(s.mmap))
+	}
 	return ix, nil
 }
 

@@ -190,7 +190,22 @@ func (s *segment) flush() error {
 	if err := unix.Msync(s.mmap[lo:hi], unix.MS_SYNC); err != nil {
 		return fmt.Errorf("index: msync %s: %w", s.path, err)
 	}
+	s.release(lo, hi)
 	return nil
+}
+
+// release drops the process's mapping of bytes lo..hi of the file (mmap
+// mode): the pages stay in the page cache and on disk, and the next access
+// maps them again. A segment holds a page per ledger, and most ledgers of
+// a broker with many topics are idle: without this every page written or
+// scanned stays in the resident set. MADV_DONTNEED on a shared file
+// mapping loses nothing: a page's contents are the file's (a store racing
+// it lands in the page cache, and its dirty bit goes with it).
+func (s *segment) release(lo, hi int) {
+	if s.mmap == nil || hi <= lo {
+		return
+	}
+	_ = unix.Madvise(s.mmap[lo:hi], unix.MADV_DONTNEED) // advice only
 }
 
 // copyPage appends page p read slot by slot with atomic loads, so that a
