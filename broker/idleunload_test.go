@@ -63,8 +63,13 @@ func TestIdleUnloadLosesNothing(t *testing.T) {
 		t.Fatalf("broker's last sequence id of p1 after reload = %d, want 9", got)
 	}
 	seq := int64(9)
-	if _, err := prod2.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte("dup"), SequenceID: &seq}); err != nil {
+	id, err := prod2.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte("dup"), SequenceID: &seq})
+	if err != nil {
 		t.Fatal(err)
+	}
+	// Refused as a duplicate: Pulsar's receipt for a dropped send is -1:-1.
+	if id.LedgerID() != -1 || id.EntryID() != -1 {
+		t.Fatalf("re-sent sequence id 9 after reload stored at %d:%d, want the duplicate receipt -1:-1", id.LedgerID(), id.EntryID())
 	}
 	if _, err := prod2.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte("new")}); err != nil {
 		t.Fatal(err)
