@@ -102,8 +102,9 @@
 // memory, read at Open and written back at Flush. Both modes share the
 // code above except for how a dirty page reaches the file. Locations are
 // accessed as atomic uint64 overlays, which assumes a little-endian host.
-// In mmap mode the pages Open scanned and those a Flush made durable are
-// dropped from the process's mapping (MADV_DONTNEED; they stay in the page
+// In mmap mode the pages Open scanned, and at each Flush every page of
+// the segments (written pages once durable), are dropped from the
+// process's mapping (MADV_DONTNEED; they stay in the page
 // cache and the next access maps them again), so idle ledgers' pages do
 // not sit in the resident set: a broker with a million topics has a page
 // per ledger.

@@ -176,6 +176,7 @@ func (s *segment) flush() error {
 		}
 	}
 	if first < 0 {
+		s.release(0, len(s.mmap)) // pages only read since the last flush
 		return nil
 	}
 	if s.mmap == nil {
@@ -190,15 +191,17 @@ func (s *segment) flush() error {
 	if err := unix.Msync(s.mmap[lo:hi], unix.MS_SYNC); err != nil {
 		return fmt.Errorf("index: msync %s: %w", s.path, err)
 	}
-	s.release(lo, hi)
+	s.release(0, len(s.mmap))
 	return nil
 }
 
 // release drops the process's mapping of bytes lo..hi of the file (mmap
 // mode): the pages stay in the page cache and on disk, and the next access
 // maps them again. A segment holds a page per ledger, and most ledgers of
-// a broker with many topics are idle: without this every page written or
-// scanned stays in the resident set. MADV_DONTNEED on a shared file
+// a broker with many topics are idle: without this every page written,
+// read or scanned stays in the resident set. Each flush releases the whole
+// segment, so only pages used since the last flush are resident (an
+// active ledger's page is mapped again once per flush: a minor fault). MADV_DONTNEED on a shared file
 // mapping loses nothing: a page's contents are the file's (a store racing
 // it lands in the page cache, and its dirty bit goes with it).
 func (s *segment) release(lo, hi int) {
