@@ -209,6 +209,10 @@ func (c *conn) handleSend(m *pb.CommandSend, f *pulsarproto.Frame) error {
 		n = 1
 	}
 	c.sendStarted() // answered by exactly one sendReceipt or sendSendError
+	if refuseUnencrypted(p, payload) {
+		c.sendSendError(pid, seq, codeMetadataError, msgMustBeEncrypted)
+		return nil
+	}
 	c.b.policyPublish(p, seq, m.GetHighestSequenceId(), n, stripClientEntryMeta(sendEntry(f)))
 	if d := p.topic.publishThrottle(n, len(payload)); d > 0 {
 		c.pauseReads(d)
