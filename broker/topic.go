@@ -95,6 +95,9 @@ type topic struct {
 		sync.Mutex
 		next int64
 	}
+	// bemNext mirrors bem.next for the managed ledger's info hook, which
+	// must not take bem (entrymeta.go).
+	bemNext atomic.Int64
 
 	cstate compactionState // compaction.go
 
@@ -309,12 +312,14 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e entryBu
 		e = t.withEntryMeta(e, numMsgs)
 		data = e.data()
 	}
+	start := time.Now()
 	t.ml.AddEntry(e.buf, e.off, numMsgs, func(pos position, err error) {
 		defer t.adds.Done()
 		if err != nil {
 			t.publishFailed(p, seq, err)
 			return
 		}
+		t.b.observePublish(start)
 		if !t.b.mayAck(t) {
 			// Stored, but the ownership may have passed on (the session
 			// lease ran out): never acknowledge for a topic we may not

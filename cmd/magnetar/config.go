@@ -10,6 +10,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -41,18 +42,19 @@ type serviceFlags struct {
 
 	// Rate limit defaults, inactivity, stats and Key_Shared settings
 	// (broker.Config fields of the same meaning).
-	pubRateMsgs, dispTopicMsgs, dispSubMsgs, subscribeRate, subscribePeriod int
-	pubRateBytes, dispTopicBytes, dispSubBytes                              int64
-	deleteInactive                                                          bool
-	inactiveFreq, inactiveMax, subExpiryCheck, statsInterval                time.Duration
-	inactiveMode                                                            string
-	subExpiryMinutes                                                        int
-	consistentHashing                                                       bool
-	storage                                                                 storageFlags
-	schemaStrategy                                                          string
-	schemaEnforced                                                          bool
-	console                                                                 bool
-	historyInterval                                                         time.Duration
+	pubRateMsgs, dispTopicMsgs, dispSubMsgs, dispReplMsgs, subscribeRate, subscribePeriod int
+	pubRateBytes, dispTopicBytes, dispSubBytes, dispReplBytes                             int64
+	deleteInactive                                                                        bool
+	inactiveFreq, inactiveMax, subExpiryCheck, statsInterval                              time.Duration
+	inactiveMode                                                                          string
+	subExpiryMinutes                                                                      int
+	consistentHashing                                                                     bool
+	storage                                                                               storageFlags
+	schemaStrategy                                                                        string
+	retainNullKey                                                                         bool
+	schemaEnforced                                                                        bool
+	console                                                                               bool
+	historyInterval                                                                       time.Duration
 }
 
 // apply copies the settings shared by standalone and broker into c (a
@@ -79,6 +81,8 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.DispatchThrottlingRatePerTopicInByte = s.dispTopicBytes
 	c.DispatchThrottlingRatePerSubscriptionInMsg = s.dispSubMsgs
 	c.DispatchThrottlingRatePerSubscriptionInByte = s.dispSubBytes
+	c.DispatchThrottlingRatePerReplicatorInMsg = s.dispReplMsgs
+	c.DispatchThrottlingRatePerReplicatorInByte = s.dispReplBytes
 	c.SubscribeThrottlingRatePerConsumer = s.subscribeRate
 	c.SubscribeRatePeriodPerConsumerInSecond = s.subscribePeriod
 	c.DisableDeleteInactiveTopics = !s.deleteInactive
@@ -91,6 +95,7 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.KeySharedUseConsistentHashing = s.consistentHashing
 	c.SchemaCompatibilityStrategy = s.schemaStrategy
 	c.SchemaValidationEnforced = s.schemaEnforced
+	c.TopicCompactionRetainNullKey = s.retainNullKey
 	c.HistoryInterval = s.historyInterval
 	if !s.console {
 		c.HistoryInterval = -1 // nothing shows the samples
@@ -119,6 +124,8 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.Int64Var(&s.dispTopicBytes, "dispatch-rate-topic-bytes", 0, "default dispatch rate limit per topic, bytes/s (0: none)")
 	fl.IntVar(&s.dispSubMsgs, "dispatch-rate-subscription-msgs", 0, "default dispatch rate limit per subscription, messages/s (0: none)")
 	fl.Int64Var(&s.dispSubBytes, "dispatch-rate-subscription-bytes", 0, "default dispatch rate limit per subscription, bytes/s (0: none)")
+	fl.IntVar(&s.dispReplMsgs, "dispatch-rate-replicator-msgs", 0, "default rate limit per geo-replicator, messages/s (0: none)")
+	fl.Int64Var(&s.dispReplBytes, "dispatch-rate-replicator-bytes", 0, "default rate limit per geo-replicator, bytes/s (0: none)")
 	fl.IntVar(&s.subscribeRate, "subscribe-rate-per-consumer", 0, "default subscribes per consumer per period (0: none)")
 	fl.IntVar(&s.subscribePeriod, "subscribe-rate-period", 30, "subscribe rate period in seconds")
 	fl.BoolVar(&s.deleteInactive, "delete-inactive-topics", true, "delete topics without producers, consumers and subscriptions")
@@ -131,6 +138,7 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.BoolVar(&s.consistentHashing, "key-shared-consistent-hashing", false, "Key_Shared AUTO_SPLIT uses a consistent-hash ring instead of splitting hash ranges")
 	s.storage.register(fl)
 	fl.StringVar(&s.schemaStrategy, "schema-compatibility-strategy", "FULL", "default schema compatibility strategy under namespace and topic policies")
+	fl.BoolVar(&s.retainNullKey, "topic-compaction-retain-null-key", false, "keep messages without a key in compacted views (Pulsar's default since 3.2: leave them out)")
 	fl.BoolVar(&s.schemaEnforced, "schema-validation-enforced", false, "refuse producers without a schema on topics that have one (namespace policy overrides)")
 	fl.BoolVar(&s.console, "console", true, "serve the web console under /console on the HTTP port (--console=false turns it off)")
 	fl.DurationVar(&s.historyInterval, "console-sample-interval", broker.DefaultHistoryInterval, "how often topic rates, backlog and storage size are sampled for the console's charts (at least 1s; 15 minutes are kept, up to 900 samples)")
@@ -226,6 +234,15 @@ func millis(vals []string, _ string) (string, error) {
 	n, err := strconv.ParseInt(vals[0], 10, 64)
 	if err != nil || n <= 0 {
 		return "", fmt.Errorf("%q: want a positive number of milliseconds", vals[0])
+	}
+	return strconv.FormatInt(n, 10) + "ms", nil
+}
+
+// millisOrZero turns milliseconds (0 allowed) into a duration flag value.
+func millisOrZero(vals []string, _ string) (string, error) {
+	n, err := strconv.ParseInt(vals[0], 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/int64(time.Millisecond) {
+		return "", fmt.Errorf("%q: want a number of milliseconds >= 0", vals[0])
 	}
 	return strconv.FormatInt(n, 10) + "ms", nil
 }
@@ -328,6 +345,8 @@ var brokerKeys = append([]conf.Key{
 	{Names: []string{"dispatchThrottlingRatePerTopicInByte"}, Flag: "dispatch-rate-topic-bytes"},
 	{Names: []string{"dispatchThrottlingRatePerSubscriptionInMsg"}, Flag: "dispatch-rate-subscription-msgs"},
 	{Names: []string{"dispatchThrottlingRatePerSubscriptionInByte"}, Flag: "dispatch-rate-subscription-bytes"},
+	{Names: []string{"dispatchThrottlingRatePerReplicatorInMsg"}, Flag: "dispatch-rate-replicator-msgs"},
+	{Names: []string{"dispatchThrottlingRatePerReplicatorInByte"}, Flag: "dispatch-rate-replicator-bytes"},
 	{Names: []string{"subscribeThrottlingRatePerConsumer"}, Flag: "subscribe-rate-per-consumer"},
 	{Names: []string{"subscribeRatePeriodPerConsumerInSecond"}, Flag: "subscribe-rate-period"},
 	{Names: []string{"brokerDeleteInactiveTopicsEnabled"}, Flag: "delete-inactive-topics"},
@@ -340,6 +359,7 @@ var brokerKeys = append([]conf.Key{
 	{Names: []string{"subscriptionKeySharedUseConsistentHashing"}, Flag: "key-shared-consistent-hashing"},
 	{Names: []string{"schemaCompatibilityStrategy"}, Flag: "schema-compatibility-strategy"},
 	{Names: []string{"isSchemaValidationEnforced"}, Flag: "schema-validation-enforced"},
+	{Names: []string{"topicCompactionRetainNullKey"}, Flag: "topic-compaction-retain-null-key"},
 	{Names: []string{"consoleEnabled"}, Flag: "console", Doc: "Magnetar's web console under /console"},
 	{Names: []string{"consoleSampleIntervalSeconds"}, Flag: "console-sample-interval", Convert: seconds},
 }, storageKeys...)
@@ -399,8 +419,13 @@ var schemas = map[string]*conf.Schema{
 			{Names: []string{"ledgerDirectories"}, Flag: "ledger-dirs"},
 			{Names: []string{"metadataServiceUri", "zkServers", "zkLedgersRootPath"}, Flag: "metadata-url", Convert: bookkeeperMetadataURL},
 			{Names: []string{"journalSyncData"}, Flag: "journal-no-sync", Convert: not},
+			{Names: []string{"journalDirectIO"}, Flag: "journal-direct-io"},
+			{Names: []string{"journalAlignmentSize"}, Flag: "journal-alignment-size"},
+			{Names: []string{"flushEntrylogBytes"}, Flag: "flush-entrylog-bytes"},
+			{Names: []string{"journalMaxGroupWaitMSec"}, Flag: "journal-max-group-wait", Convert: millisOrZero},
+			{Names: []string{"flushInterval"}, Flag: "flush-interval", Convert: millis},
 		},
-		Ignored: []string{"httpServerEnabled", "journalAdaptiveGroupWrites", "journalMaxGroupWaitMSec"},
+		Ignored: []string{"httpServerEnabled", "journalAdaptiveGroupWrites"},
 	},
 }
 
