@@ -306,8 +306,10 @@ func ParseCompression(s string) (pulsarclient.CompressionType, error) {
 		return pulsarclient.ZLib, nil
 	case "zstd":
 		return pulsarclient.ZSTD, nil
+	case "snappy":
+		return pulsarclient.Snappy, nil
 	}
-	return 0, invalid("unknown compression %q (none, lz4, zlib, zstd)", s)
+	return 0, invalid("unknown compression %q (none, lz4, zlib, zstd, snappy)", s)
 }
 
 // ParseSubscriptionType maps a subscription type name to the client's type.

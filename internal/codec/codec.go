@@ -13,7 +13,8 @@ import (
 	"github.com/pierrec/lz4/v4"
 )
 
-// Type is a codec as numbered in Pulsar's CompressionType enum.
+// Type is a codec as numbered in Pulsar's CompressionType enum (so a
+// pb.CompressionType converts to it directly).
 type Type int32
 
 // The codecs of PulsarApi.proto's CompressionType.
@@ -29,8 +30,14 @@ const (
 // (maxMessageSize is at most a few MB; 128 MiB leaves room for batches).
 const MaxSize = 128 << 20
 
-// ErrUnknown is returned for a codec number Pulsar does not define.
-var ErrUnknown = errors.New("codec: unknown compression type")
+var (
+	// ErrUnknown is returned for a codec number Pulsar does not define.
+	ErrUnknown = errors.New("codec: unknown compression type")
+	// ErrCorrupt is returned for a payload that does not decode, or
+	// decodes to another length than the metadata states, or states a
+	// length out of [0, MaxSize].
+	ErrCorrupt = errors.New("codec: corrupt payload")
+)
 
 // String is the codec's name as Pulsar spells it.
 func (t Type) String() string {
@@ -49,19 +56,50 @@ func (t Type) String() string {
 	return fmt.Sprintf("CompressionType(%d)", int32(t))
 }
 
-var zstdDec = sync.OnceValues(func() (*zstd.Decoder, error) {
-	return zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(MaxSize))
+// The zstd coders are safe for concurrent EncodeAll/DecodeAll and costly
+// to build, so one of each serves the process. The decoder writes at most
+// cap(dst)-len(dst) bytes (Decompress passes the stated size).
+var zstdCoders = sync.OnceValues(func() (*zstdPair, error) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0),
+		zstd.WithDecoderMaxMemory(MaxSize), zstd.WithDecodeAllCapLimit(true))
+	if err != nil {
+		return nil, err
+	}
+	return &zstdPair{enc, dec}, nil
 })
+
+type zstdPair struct {
+	enc *zstd.Encoder
+	dec *zstd.Decoder
+}
+
+// lz4Pool and zlibPool keep compressor state (hash tables, deflate
+// windows) between calls.
+var (
+	lz4Pool  = sync.Pool{New: func() any { return new(lz4.Compressor) }}
+	zlibPool = sync.Pool{New: func() any { return zlib.NewWriter(nil) }}
+)
+
+func corrupt(t Type, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrCorrupt, t, fmt.Sprintf(format, args...))
+}
 
 // Decompress returns payload decoded with codec t; size is the
 // metadata's uncompressed_size, which the result must match (for None
-// the payload is returned as is).
+// the payload is returned as is, without a copy).
 func Decompress(t Type, payload []byte, size int) ([]byte, error) {
 	if t == None {
 		return payload, nil
 	}
+	if t < None || t > Snappy {
+		return nil, fmt.Errorf("%w %d", ErrUnknown, int32(t))
+	}
 	if size < 0 || size > MaxSize {
-		return nil, fmt.Errorf("codec: uncompressed size %d out of range [0, %d]", size, MaxSize)
+		return nil, corrupt(t, "uncompressed size %d out of range [0, %d]", size, MaxSize)
 	}
 	var out []byte
 	var err error
@@ -75,67 +113,77 @@ func Decompress(t Type, payload []byte, size int) ([]byte, error) {
 	case ZLIB:
 		var zr io.ReadCloser
 		if zr, err = zlib.NewReader(bytes.NewReader(payload)); err == nil {
-			out, err = io.ReadAll(io.LimitReader(zr, int64(size)+1))
+			out = make([]byte, 0, size)
+			b := bytes.NewBuffer(out)
+			_, err = b.ReadFrom(io.LimitReader(zr, int64(size)+1))
+			out = b.Bytes()
 		}
 	case ZSTD:
-		var d *zstd.Decoder
-		if d, err = zstdDec(); err == nil {
-			out, err = d.DecodeAll(payload, make([]byte, 0, size))
+		var z *zstdPair
+		if z, err = zstdCoders(); err != nil {
+			return nil, err
 		}
+		// One byte of room beyond size, so a longer frame shows as
+		// longer rather than as a refused write.
+		out, err = z.dec.DecodeAll(payload, make([]byte, 0, size+1))
 	case Snappy:
 		var n int
 		if n, err = snappy.DecodedLen(payload); err == nil {
 			if n != size {
-				return nil, fmt.Errorf("codec: SNAPPY block holds %d bytes, metadata says %d", n, size)
+				return nil, corrupt(t, "block holds %d bytes, metadata says %d", n, size)
 			}
-			out, err = snappy.Decode(nil, payload)
+			out, err = snappy.Decode(make([]byte, size), payload)
 		}
-	default:
-		return nil, fmt.Errorf("%w %d", ErrUnknown, int32(t))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("codec: %s: %w", t, err)
+		return nil, corrupt(t, "%v", err)
 	}
 	if len(out) != size {
-		return nil, fmt.Errorf("codec: %s payload decodes to %d bytes, metadata says %d", t, len(out), size)
+		return nil, corrupt(t, "decodes to %d bytes or more, metadata says %d", len(out), size)
 	}
 	return out, nil
 }
 
 // Compress encodes payload with codec t in the format Pulsar's clients
-// write (tests, tools and the perf tool's raw mode use it).
+// write (doc.go). For None the payload is returned as is.
 func Compress(t Type, payload []byte) ([]byte, error) {
 	switch t {
 	case None:
 		return payload, nil
 	case LZ4:
-		out := make([]byte, lz4.CompressBlockBound(len(payload)))
-		var c lz4.Compressor
-		n, err := c.CompressBlock(payload, out)
-		if err != nil {
-			return nil, err
+		if len(payload) == 0 {
+			return literalLZ4(payload), nil
 		}
-		if n == 0 { // incompressible: LZ4 has no literal-only shortcut, store as literals
+		out := make([]byte, lz4.CompressBlockBound(len(payload)))
+		c := lz4Pool.Get().(*lz4.Compressor)
+		n, err := c.CompressBlock(payload, out)
+		lz4Pool.Put(c)
+		if err != nil {
+			return nil, fmt.Errorf("codec: LZ4: %w", err)
+		}
+		if n == 0 { // cannot happen with a CompressBlockBound buffer; stay valid anyway
 			return literalLZ4(payload), nil
 		}
 		return out[:n], nil
 	case ZLIB:
 		var b bytes.Buffer
-		zw := zlib.NewWriter(&b)
-		if _, err := zw.Write(payload); err != nil {
-			return nil, err
+		zw := zlibPool.Get().(*zlib.Writer)
+		zw.Reset(&b)
+		_, err := zw.Write(payload)
+		if err == nil {
+			err = zw.Close()
 		}
-		if err := zw.Close(); err != nil {
-			return nil, err
+		zlibPool.Put(zw)
+		if err != nil {
+			return nil, fmt.Errorf("codec: ZLIB: %w", err)
 		}
 		return b.Bytes(), nil
 	case ZSTD:
-		enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+		z, err := zstdCoders()
 		if err != nil {
 			return nil, err
 		}
-		defer enc.Close()
-		return enc.EncodeAll(payload, nil), nil
+		return z.enc.EncodeAll(payload, make([]byte, 0, len(payload)/2+64)), nil
 	case Snappy:
 		return snappy.Encode(nil, payload), nil
 	}
@@ -146,7 +194,7 @@ func Compress(t Type, payload []byte) ([]byte, error) {
 // literal (valid for any input, including empty).
 func literalLZ4(p []byte) []byte {
 	n := len(p)
-	var out []byte
+	out := make([]byte, 0, n+n/255+2)
 	if n < 15 {
 		out = append(out, byte(n<<4))
 	} else {
