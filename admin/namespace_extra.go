@@ -113,9 +113,10 @@ func (a *API) decodePersistence(body []byte) (policy.PersistencePolicies, error)
 	return v, nil
 }
 
-// httpAntiAffinityNamespaces lists the namespaces of ?property=<tenant>
-// (every tenant without it) whose anti-affinity group is {group}. The
-// cluster must exist.
+// httpAntiAffinityNamespaces lists the namespaces of ?tenant=<tenant>
+// (or ?property=, every tenant without either) whose anti-affinity group
+// is {group}. The cluster must exist. With authorization on only a
+// superuser may call it (auth's rules: the path names no tenant).
 func (a *API) httpAntiAffinityNamespaces(w http.ResponseWriter, r *http.Request, p params) {
 	ctx := r.Context()
 	clusters, err := a.svc.Clusters(ctx)
@@ -127,7 +128,11 @@ func (a *API) httpAntiAffinityNamespaces(w http.ResponseWriter, r *http.Request,
 		writeError(w, http.StatusPreconditionFailed, "Cluster "+p["cluster"]+" does not exist")
 		return
 	}
-	tenants := []string{r.URL.Query().Get("property")}
+	q := r.URL.Query()
+	tenants := []string{q.Get("tenant")} // v2's name; pulsaradmin sends v1's "property"
+	if tenants[0] == "" {
+		tenants[0] = q.Get("property")
+	}
 	if tenants[0] == "" {
 		if tenants, err = a.pol.Tenants(ctx); err != nil {
 			internalError(w, err)

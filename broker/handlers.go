@@ -443,6 +443,10 @@ func (c *conn) handleProducer(m *pb.CommandProducer) {
 		c.sendError(rid, code, msg)
 		return
 	}
+	if t.refusesUnencryptedProducer(m) {
+		c.sendError(rid, codeMetadataError, "Encryption is required in "+t.full)
+		return
+	}
 	name := m.GetProducerName()
 	if name == "" {
 		name = c.b.newProducerName()

@@ -40,6 +40,17 @@ func refuseUnencrypted(p *producer, entry []byte) bool {
 	return len(md.EncryptionKeys) == 0
 }
 
+// refusesUnencryptedProducer reports whether t refuses the producer m
+// at creation: its namespace requires encryption and m declares itself
+// unencrypted (CommandProducer.encrypted false, as the Java and C++
+// clients send it), as Pulsar refuses it. An unset flag is let through
+// (pulsar-client-go never sets it, even when it encrypts); its SENDs
+// are checked one by one (refuseUnencrypted). Replicators are exempt.
+func (t *topic) refusesUnencryptedProducer(m *pb.CommandProducer) bool {
+	return t.pol.Load().EncryptionRequired && m.Encrypted != nil && !m.GetEncrypted() &&
+		remoteOfProducer(m.GetProducerName()) == ""
+}
+
 // subConsumersFull reports whether s already holds the most consumers
 // the topic's maxConsumersPerSubscription allows. s is locked (runs in
 // s.call).

@@ -2,10 +2,12 @@ package broker
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/magnetar-mq/magnetar/mledger"
+	"github.com/magnetar-mq/magnetar/mledger/memstore"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
@@ -14,7 +16,9 @@ import (
 // TestEncryptionRequiredOnTheWire: on a namespace requiring encryption
 // a SEND without encryption_keys gets SEND_ERROR MetadataError
 // "Messages must be encrypted" and stores nothing; one with keys is
-// stored; an encryption_algo alone is not enough.
+// stored; an encryption_algo alone is not enough. A PRODUCER with
+// encrypted=false gets ERROR MetadataError "Encryption is required in
+// <topic>".
 func TestEncryptionRequiredOnTheWire(t *testing.T) {
 	tb := startBroker(t, nil)
 	ctx := context.Background()
@@ -53,6 +57,22 @@ func TestEncryptionRequiredOnTheWire(t *testing.T) {
 	if err != nil || st.MsgInCounter != 2 {
 		t.Fatalf("stored %d messages (%v), want the 2 encrypted ones", st.MsgInCounter, err)
 	}
+	// A producer that declares itself unencrypted is refused at
+	// creation, one that declares encryption is accepted.
+	for _, enc := range []bool{false, true} {
+		rc := dialRaw(t, tb, true)
+		rc.send(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER.Enum(), Producer: &pb.CommandProducer{
+			Topic: ptr(topic), ProducerId: ptr(uint64(1)), RequestId: ptr(uint64(1)), Encrypted: ptr(enc),
+		}})
+		f := rc.next()
+		switch {
+		case enc && f.Type != pb.BaseCommand_PRODUCER_SUCCESS:
+			t.Fatalf("encrypted producer answered %s", f.Type)
+		case !enc && (f.Type != pb.BaseCommand_ERROR || f.Cmd.Error.GetError() != pb.ServerError_MetadataError ||
+			f.Cmd.Error.GetMessage() != "Encryption is required in "+topic):
+			t.Fatalf("unencrypted producer answered %s %v", f.Type, f.Cmd.Error)
+		}
+	}
 }
 
 // TestApplyPersistence: a persistence policy sets the managed ledger's
@@ -73,4 +93,79 @@ func TestApplyPersistence(t *testing.T) {
 			t.Errorf("markDeleteInterval(%v) = %v, want %v", rate, got, want)
 		}
 	}
+}
+
+// quorumRecorder records the quorum each ledger Create asks for (nil:
+// the store's default).
+type quorumRecorder struct {
+	*memstore.Store
+	mu   sync.Mutex
+	seen []any
+}
+
+func (r *quorumRecorder) Create(ctx context.Context) (mledger.WriteLedger, error) {
+	var v any
+	if q, ok := mledger.QuorumFrom(ctx); ok {
+		v = q
+	}
+	r.mu.Lock()
+	r.seen = append(r.seen, v)
+	r.mu.Unlock()
+	return r.Store.Create(ctx)
+}
+
+// take returns and forgets what was recorded.
+func (r *quorumRecorder) take() []any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.seen
+	r.seen = nil
+	return out
+}
+
+// TestPersistencePolicyQuorumOfNewLedgers: a topic of a namespace with a
+// persistence policy creates its ledgers with that E/Qw/Qa; a topic
+// without one leaves the store's default; changing the policy unloads
+// the topic (its producer gets CLOSE_PRODUCER) and the reloaded topic's
+// new ledger has the new quorum.
+func TestPersistencePolicyQuorumOfNewLedgers(t *testing.T) {
+	rec := &quorumRecorder{Store: memstore.New()}
+	tb := startBrokerStore(t, nil, newMemMeta(), rec, 0)
+	ctx := context.Background()
+	pols := tb.Policies()
+	first := &policy.PersistencePolicies{BookkeeperEnsemble: 3, BookkeeperWriteQuorum: 2, BookkeeperAckQuorum: 2}
+	if err := pols.CreateNamespace(ctx, "public/pers", &policy.Policies{NamespaceExtras: policy.NamespaceExtras{Persistence: first}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pols.CreateNamespace(ctx, "public/plain", &policy.Policies{}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, want any) {
+		t.Helper()
+		got := rec.take()
+		if len(got) == 0 {
+			t.Fatalf("%s: no ledger was created", what)
+		}
+		for i, q := range got {
+			if q != want {
+				t.Fatalf("%s: create %d asked for %v, want %v (all: %v)", what, i, q, want, got)
+			}
+		}
+	}
+	dialRaw(t, tb, true).producer("persistent://public/plain/t")
+	check("no policy", nil)
+	r := dialRaw(t, tb, true)
+	r.producer("persistent://public/pers/t")
+	check("namespace policy", mledger.Quorum{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2})
+
+	if err := pols.Update(ctx, "public/pers", func(p *policy.Policies) error {
+		p.Persistence = &policy.PersistencePolicies{BookkeeperEnsemble: 2, BookkeeperWriteQuorum: 2, BookkeeperAckQuorum: 1}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for f := r.next(); f.Type != pb.BaseCommand_CLOSE_PRODUCER; f = r.next() {
+	}
+	dialRaw(t, tb, true).producer("persistent://public/pers/t")
+	check("changed policy", mledger.Quorum{Ensemble: 2, WriteQuorum: 2, AckQuorum: 1})
 }
