@@ -42,7 +42,7 @@ func adminNamespaceExtraCmds(nsCmd func(use, short string, run func(p string, ar
 		}
 		q := ""
 		if tenant != "" {
-			q = "?property=" + url.QueryEscape(tenant)
+			q = "?tenant=" + url.QueryEscape(tenant)
 		}
 		return a.get("/admin/v2/namespaces/"+url.PathEscape(cluster)+"/antiAffinity/"+url.PathEscape(group)+q, "NAMESPACE")
 	})
