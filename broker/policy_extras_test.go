@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -168,4 +169,30 @@ func TestPersistencePolicyQuorumOfNewLedgers(t *testing.T) {
 	}
 	dialRaw(t, tb, true).producer("persistent://public/pers/t")
 	check("changed policy", mledger.Quorum{Ensemble: 2, WriteQuorum: 2, AckQuorum: 1})
+}
+
+// TestAntiAffinityPeers: the peers of a namespace are the other
+// namespaces of its tenant in its group (none without a group; a group
+// of the same name in another tenant does not count).
+func TestAntiAffinityPeers(t *testing.T) {
+	tb := startBroker(t, nil)
+	ctx := context.Background()
+	pols := tb.Policies()
+	if err := pols.CreateTenant(ctx, "other", policy.TenantInfo{AllowedClusters: []string{tb.ClusterName()}}); err != nil {
+		t.Fatal(err)
+	}
+	for ns, g := range map[string]string{"public/a1": "g", "public/a2": "g", "public/a3": "g", "public/b": "h", "public/none": "", "other/x": "g"} {
+		if err := pols.CreateNamespace(ctx, ns, &policy.Policies{NamespaceExtras: policy.NamespaceExtras{AntiAffinityGroup: g}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := tb.antiAffinityPeers(ctx, "public/a1"); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"public/a2", "public/a3"}) {
+		t.Fatalf("peers of public/a1: %v", got)
+	}
+	if got := tb.antiAffinityPeers(ctx, "public/b"); len(got) != 0 {
+		t.Fatalf("peers of the only namespace of h: %v", got)
+	}
+	if got := tb.antiAffinityPeers(ctx, "public/none"); got != nil {
+		t.Fatalf("peers without a group: %v", got)
+	}
 }
