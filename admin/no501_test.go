@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
 )
 
 // TestNoRouteAnswers501 walks every route registered on the broker's
@@ -60,5 +62,36 @@ func TestNoRouteAnswers501(t *testing.T) {
 				t.Errorf("%s %s (%s) answers 501", rt.Method, path, rt.Pattern)
 			}
 		}
+	}
+}
+
+// TestNonPersistentInternalStats: internalStats of a non-persistent
+// topic (formerly 501) answers as Pulsar's: no ledgers, one cursor entry
+// per subscription, the entries-added counter.
+func TestNonPersistentInternalStats(t *testing.T) {
+	tb := startBroker(t, nil)
+	c := tb.client(t)
+	topic := "non-persistent://public/default/" + newTopicName("npstats")
+	co, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "np-sub"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer co.Close()
+	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for range 2 {
+		if _, err := p.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := adminClient(t, tb).Topics().GetInternalStats(mustTopic(t, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.Cursors["np-sub"]; !ok || len(st.Ledgers) != 0 || st.EntriesAddedCounter != 2 {
+		t.Fatalf("internal stats %+v", st)
 	}
 }
