@@ -86,7 +86,7 @@ type ProduceConfig struct {
 	BatchMaxMessages uint
 	BatchMaxBytes    uint
 	BatchDelay       time.Duration
-	Compression      string // none, lz4, zlib, zstd
+	Compression      string // none, lz4, zlib, zstd, snappy
 	// PayloadTimestamp writes each message's send time into the first 8
 	// bytes of its payload (window.go), for consumers with
 	// ConsumeConfig.PayloadTimestamp. Needs Size >= 8; not with raw mode.
