@@ -48,11 +48,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) { broker.WriteJSON(w, s
 
 func writeError(w http.ResponseWriter, status int, msg string) { broker.WriteError(w, status, msg) }
 
-// notImplemented answers a known Pulsar endpoint Magnetar does not serve.
-func notImplemented(w http.ResponseWriter, r *http.Request, _ params) {
-	writeError(w, http.StatusNotImplemented, "Not implemented in Magnetar: "+r.Method+" "+r.URL.Path)
-}
-
 func internalError(w http.ResponseWriter, err error) {
 	writeError(w, http.StatusInternalServerError, err.Error())
 }

@@ -134,16 +134,16 @@ func TestAdminErrorShapesAndTenantIsolation(t *testing.T) {
 		}
 		reasonOf(t, body)
 	}
-	// Unknown paths: 404 with a reason; known-but-unimplemented: 501.
+	// Unknown paths: 404 with a reason; bad bodies: 412.
 	cases := []struct {
 		method, path string
 		code         int
 	}{
 		{"GET", "/admin/v2/nothing/here", 404},
 		{"GET", "/admin/v3/whatever", 404},
-		{"PUT", "/admin/v2/persistent/ta/secret/x/properties", 501},
-		{"POST", "/admin/v2/namespaces/ta/secret/permissions", 501},
-		{"PUT", "/admin/v2/clusters/other", 400}, // no ClusterData body
+		{"PUT", "/admin/v2/persistent/ta/secret/x/properties", 412}, // no properties map
+		{"POST", "/admin/v2/namespaces/ta/secret/permissions", 405}, // Pulsar grants at .../permissions/{role}
+		{"PUT", "/admin/v2/clusters/other", 400},                    // no ClusterData body
 		{"PATCH", "/admin/v2/tenants/ta", 405},
 		{"PUT", "/admin/v2/persistent/ta/secret/x", 409},
 		{"DELETE", "/admin/v2/persistent/ta/secret/nope", 404},

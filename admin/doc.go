@@ -18,8 +18,8 @@
 // namespace, topic or subscription), 409 (exists, or a tenant or
 // namespace that is not empty), 412 (bad policy value, in use), 400
 // (malformed body), 405 (wrong method, or an operation that does not
-// apply to the topic kind) and 501 for known Pulsar endpoints Magnetar
-// does not implement. A request on a partitioned topic's subscription
+// apply to the topic kind); no route answers 501 (TestNoRouteAnswers501).
+// A request on a partitioned topic's subscription
 // acts on every partition.
 //
 // Policy writes go through policy.Store.Update (namespace) or

@@ -1,10 +1,7 @@
 package admin
 
 import (
-	"bytes"
-	"compress/zlib"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -12,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/internal/codec"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -30,20 +28,13 @@ func writeRawMessage(w http.ResponseWriter, id broker.MessageID, data []byte) {
 		return
 	}
 	payload := ent.Payload
-	switch md.GetCompression() {
-	case pb.CompressionType_NONE:
-	case pb.CompressionType_ZLIB:
-		zr, err := zlib.NewReader(bytes.NewReader(payload))
-		if err == nil {
-			payload, err = io.ReadAll(zr)
-		}
-		if err != nil {
+	// An encrypted payload was compressed before it was encrypted: only
+	// the key holder can undo either, so it is returned as stored.
+	if len(md.EncryptionKeys) == 0 {
+		if payload, err = codec.Decompress(codec.Type(md.GetCompression()), payload, int(md.GetUncompressedSize())); err != nil {
 			internalError(w, err)
 			return
 		}
-	default:
-		writeError(w, http.StatusNotImplemented, "Magnetar cannot decompress "+md.GetCompression().String()+" payloads")
-		return
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")

@@ -115,12 +115,9 @@ func (a *API) registerPolicyRoutes(rt routeTable) {
 		})(w, r, prm)
 	})
 	a.registerMessagingPolicyRoutes(rt)
-	for _, v := range []string{"persistence", "permissions", "antiAffinity", "maxConsumersPerSubscription",
-		"clearBacklog", "encryptionRequired", "subscriptionAuthMode"} {
-		for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
-			rt.Handle(m, base+v, notImplemented)
-		}
-	}
+	a.registerNamespaceExtraRoutes(rt)
+	// permissions and subscriptionAuthMode: package auth serves every
+	// method Pulsar has for them in front of this router (auth/http.go).
 }
 
 // quotaType returns the request's backlogQuotaType (default

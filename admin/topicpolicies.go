@@ -215,7 +215,7 @@ func topicPolicies() []topicPolicy {
 // registerTopicPolicyRoutes installs the topic-level policy endpoints.
 func (a *API) registerTopicPolicyRoutes(rt routeTable) {
 	const tp = "/admin/v2/{domain}/{tenant}/{ns}/{topic}/"
-	for _, d := range topicPolicies() {
+	for _, d := range append(topicPolicies(), a.extraTopicPolicies()...) {
 		if d.get != nil {
 			rt.Handle("GET", tp+d.name, a.getTopicPolicy(d))
 		}

@@ -37,11 +37,9 @@ func (a *API) registerTopicRoutes(rt routeTable) {
 	a.registerTopicPolicyRoutes(rt)
 	rt.Handle("PUT", tp+"/compaction", a.httpCompact)
 	rt.Handle("GET", tp+"/compaction", a.httpCompactionStatus)
-	for _, v := range []string{"permissions", "properties"} {
-		for _, m := range []string{"GET", "PUT", "POST", "DELETE"} {
-			rt.Handle(m, tp+"/"+v, notImplemented)
-		}
-	}
+	a.registerTopicPropertiesRoutes(rt)
+	// Topic permissions: package auth serves them in front of this
+	// router (auth/http.go).
 }
 
 // domainNsFromParams checks the {domain} path parameter and that the
@@ -207,7 +205,12 @@ func (a *API) httpCreateTopic(w http.ResponseWriter, r *http.Request, p params) 
 	if !ok {
 		return
 	}
-	if err := a.svc.CreateTopic(r.Context(), topic); err != nil {
+	props, err := createTopicProperties(r)
+	if err != nil {
+		writeError(w, http.StatusPreconditionFailed, "Invalid properties: "+err.Error())
+		return
+	}
+	if err := a.svc.CreateTopicWithProperties(r.Context(), topic, props); err != nil {
 		serviceError(w, err)
 		return
 	}
@@ -392,10 +395,6 @@ func (a *API) httpInternalStats(w http.ResponseWriter, r *http.Request, p params
 		return
 	}
 	st, err := a.svc.InternalStats(r.Context(), topic)
-	if errors.Is(err, broker.ErrNotAllowed) {
-		writeError(w, http.StatusNotImplemented, err.Error())
-		return
-	}
 	if err != nil {
 		serviceError(w, err)
 		return

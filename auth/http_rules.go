@@ -60,6 +60,9 @@ var Rules = []Rule{
 	{"*", "/admin/v2/namespaces/{tenant}/{ns}", AccessTenantAdmin},
 	{"GET", "/admin/v2/namespaces/{tenant}/{ns}/topics", AccessNamespaceConsume},
 	{"*", "/admin/v2/namespaces/{tenant}/{ns}/{rest...}", AccessTenantAdmin},
+	// The namespaces of an anti-affinity group, across tenants: the
+	// path's second segment is a cluster, not a tenant.
+	{"GET", "/admin/v2/namespaces/{cluster}/antiAffinity/{group}", AccessSuperUser},
 	{"GET", "/admin/v2/{domain}/{tenant}/{ns}", AccessNamespaceConsume},
 	{"GET", "/admin/v2/{domain}/{tenant}/{ns}/partitioned", AccessNamespaceConsume},
 	{"*", topic, AccessTenantAdmin},

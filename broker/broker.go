@@ -494,7 +494,7 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 			return nil, err
 		}
 	}
-	ml, err := b.deps.OpenLedger(withRetention(ctx, pol.Retention), tn.String())
+	ml, err := b.deps.OpenLedger(withPersistence(withRetention(ctx, pol.Retention), pol.Persistence), tn.String())
 	if err != nil {
 		return nil, fmt.Errorf("broker: open managed ledger %s: %w", tn, err)
 	}

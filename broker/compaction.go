@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-mq/magnetar/internal/codec"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
@@ -124,7 +125,7 @@ type compactMsg struct {
 }
 
 // entryMessages splits an entry into its messages, opening compressed
-// batches (compress.go). whole is true when the messages cannot be read
+// batches (internal/codec). whole is true when the messages cannot be read
 // (an encrypted batch, or a compressed one that does not decompress):
 // the entry is then kept as it is.
 func entryMessages(data []byte) (msgs []compactMsg, whole bool, err error) {
@@ -145,7 +146,7 @@ func entryMessages(data []byte) (msgs []compactMsg, whole bool, err error) {
 	}
 	rest := e.Payload
 	if md.Compression != pb.CompressionType_NONE {
-		if rest, err = decompress(md.Compression, e.Payload, md.UncompressedSize); err != nil {
+		if rest, err = codec.Decompress(codec.Type(md.Compression), e.Payload, int(md.UncompressedSize)); err != nil {
 			return nil, true, nil
 		}
 	}
@@ -186,7 +187,7 @@ func rebatch(data []byte, msgs []compactMsg, keep []bool) ([]byte, error) {
 	md.NumMessagesInBatch = &n
 	md.UncompressedSize = ptr(uint32(len(payload)))
 	if c := md.GetCompression(); c != pb.CompressionType_NONE {
-		if payload, err = compress(c, payload); err != nil {
+		if payload, err = codec.Compress(codec.Type(c), payload); err != nil {
 			return nil, err
 		}
 	}

@@ -209,6 +209,10 @@ func (c *conn) handleSend(m *pb.CommandSend, f *pulsarproto.Frame) error {
 		n = 1
 	}
 	c.sendStarted() // answered by exactly one sendReceipt or sendSendError
+	if refuseUnencrypted(p, payload) {
+		c.sendSendError(pid, seq, codeMetadataError, msgMustBeEncrypted)
+		return nil
+	}
 	c.b.policyPublish(p, seq, m.GetHighestSequenceId(), n, stripClientEntryMeta(sendEntry(f)))
 	if d := p.topic.publishThrottle(n, len(payload)); d > 0 {
 		c.pauseReads(d)
@@ -437,6 +441,10 @@ func (c *conn) handleProducer(m *pb.CommandProducer) {
 	}
 	if code, msg, ok := c.b.policyCheckProducer(t); !ok {
 		c.sendError(rid, code, msg)
+		return
+	}
+	if t.refusesUnencryptedProducer(m) {
+		c.sendError(rid, codeMetadataError, "Encryption is required in "+t.full)
 		return
 	}
 	name := m.GetProducerName()

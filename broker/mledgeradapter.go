@@ -18,7 +18,8 @@ const storageTimeout = 30 * time.Second
 func LedgerOpener(f *mledger.Factory, cfg mledger.Config) func(ctx context.Context, name string) (ManagedLedger, error) {
 	return func(ctx context.Context, name string) (ManagedLedger, error) {
 		cfg := cfg
-		applyRetention(ctx, &cfg) // the topic's retention policy (policy_enforce.go)
+		applyRetention(ctx, &cfg)   // the topic's retention policy (policy_enforce.go)
+		applyPersistence(ctx, &cfg) // and persistence policy (policy_extras.go)
 		ml, err := f.Open(ctx, name, cfg)
 		if err != nil {
 			return nil, err

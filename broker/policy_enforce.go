@@ -121,8 +121,9 @@ func (b *Broker) policiesChanged(ns string) {
 		res := b.resolvePolicies(t.name)
 		t.pol.Store(res)
 		t.applyLimits(res)
-		if t.persistent() && old != nil && !policy.SameRetention(old, res) {
-			// The managed ledger reopens with the new retention.
+		if t.persistent() && old != nil && (!policy.SameRetention(old, res) || !policy.SamePersistence(old, res)) {
+			// The managed ledger reopens with the new retention or
+			// persistence (the next ledgers get the new quorum).
 			b.unloadTopic(t.full)
 			continue
 		}

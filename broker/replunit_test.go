@@ -24,7 +24,7 @@ func TestReplicatorNames(t *testing.T) {
 	for u, want := range map[string]string{
 		"pulsar://h:6650":           "h:6650",
 		"pulsar://h1:6650,h2:6650/": "h1:6650",
-		"pulsar+ssl://h:6651":       "",
+		"pulsar+ssl://h:6651":       "h:6651",
 		"http://h:8080":             "",
 		"pulsar://":                 "",
 	} {
@@ -36,7 +36,10 @@ func TestReplicatorNames(t *testing.T) {
 	if a, err := replAuthFrom("org.apache.pulsar.client.impl.auth.AuthenticationToken", "token:abc"); err != nil || a.method != "token" || string(a.data) != "abc" {
 		t.Fatalf("token auth = %+v, %v", a, err)
 	}
-	if _, err := replAuthFrom("org.apache.pulsar.client.impl.auth.AuthenticationTls", ""); err == nil {
+	if a, err := replAuthFrom("org.apache.pulsar.client.impl.auth.AuthenticationTls", ""); err != nil || a.method != "tls" {
+		t.Fatalf("tls auth = %+v, %v", a, err)
+	}
+	if _, err := replAuthFrom("org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2", "{}"); err == nil {
 		t.Fatal("unsupported plugin accepted")
 	}
 }

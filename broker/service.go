@@ -114,6 +114,8 @@ type Service interface {
 
 	SchemaService // schema_service.go
 
+	TopicPropertiesService // topic_properties.go
+
 	// Compact starts compacting a topic (ErrAlreadyExists while one runs).
 	Compact(ctx context.Context, topic string) error
 	// CompactionStatus reports the last compaction: NOT_RUN, RUNNING,
@@ -302,7 +304,12 @@ func (b *Broker) UpdatePartitionedTopic(ctx context.Context, topic string, parti
 	if partitions < cur {
 		return reason(ErrPreconditionFailed, "The number of partitions can only be increased")
 	}
-	return b.reg.setPartitions(ctx, tn, PartitionedMetadata{Partitions: partitions}, false)
+	m, _, err := b.partitionedMeta(ctx, tn) // keep the topic's properties
+	if err != nil {
+		return err
+	}
+	m.Partitions = partitions
+	return b.reg.setPartitions(ctx, tn, m, false)
 }
 
 // DeletePartitionedTopic implements Service.
@@ -348,6 +355,15 @@ func (b *Broker) requireNamespace(ctx context.Context, tn topicName) error {
 
 // CreateTopic implements Service.
 func (b *Broker) CreateTopic(ctx context.Context, topic string) error {
+	return b.CreateTopicWithProperties(ctx, topic, nil)
+}
+
+// CreateTopicWithProperties implements Service (topic_properties.go).
+func (b *Broker) CreateTopicWithProperties(ctx context.Context, topic string, props map[string]string) error {
+	data, err := encodeTopicNode(props)
+	if err != nil {
+		return err
+	}
 	tn, err := parseTopicName(topic)
 	if err != nil {
 		return err
@@ -361,10 +377,13 @@ func (b *Broker) CreateTopic(ctx context.Context, topic string) error {
 		return reason(ErrAlreadyExists, "This topic already exists")
 	}
 	if !tn.IsPersistent() {
+		if len(props) > 0 {
+			return reason(ErrPreconditionFailed, "Properties are kept for persistent topics only")
+		}
 		_, err := b.getTopic(ctx, tn, true)
 		return err
 	}
-	_, err = b.deps.Metadata.Put(ctx, topicKey(tn), nil, metadata.NotExists)
+	_, err = b.deps.Metadata.Put(ctx, topicKey(tn), data, metadata.NotExists)
 	if errors.Is(err, metadata.ErrExists) {
 		return reason(ErrAlreadyExists, "This topic already exists")
 	}
@@ -521,7 +540,13 @@ func (b *Broker) InternalStats(ctx context.Context, topic string) (InternalStats
 		return InternalStats{}, err
 	}
 	if !t.persistent() {
-		return InternalStats{}, reason(ErrNotAllowed, "internal stats are only available for persistent topics")
+		// As Pulsar's non-persistent topic: no storage, one empty
+		// cursor entry per subscription.
+		out := InternalStats{EntriesAddedCounter: t.msgIn.Load(), Ledgers: []InternalLedgerInfo{}, Cursors: map[string]InternalCursorStats{}}
+		for _, s := range *t.subList.Load() {
+			out.Cursors[s.name] = InternalCursorStats{}
+		}
+		return out, nil
 	}
 	s := t.ml.Stats()
 	out := InternalStats{

@@ -43,7 +43,13 @@ func (t *topic) subscribe(req subscribeReq) (*subscription, error) {
 			s.markReplicated(true)
 		}
 		var refusal string
-		ok := s.call(func() { refusal = s.addConsumerLocked(req.consumer, req.typ, req.sticky) })
+		ok := s.call(func() {
+			if t.subConsumersFull(s) {
+				refusal = msgMaxConsumersPerSubReg
+				return
+			}
+			refusal = s.addConsumerLocked(req.consumer, req.typ, req.sticky)
+		})
 		if !ok || refusal == refusalClosing {
 			continue // the subscription went away under us; retry
 		}

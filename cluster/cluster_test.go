@@ -34,6 +34,12 @@ const testSession = 2 * time.Second
 
 func startNode(t *testing.T, srv *zktest.Server, id int) *node {
 	t.Helper()
+	return startNodeWith(t, srv, id, nil)
+}
+
+// startNodeWith is startNode with mut applied to the Options.
+func startNodeWith(t *testing.T, srv *zktest.Server, id int, mut func(*Options)) *node {
+	t.Helper()
 	n := &node{rec: &zktest.Sessions{}}
 	st, err := zookeeper.Open("zk://"+srv.Addr()+"/c", zookeeper.Options{SessionTimeout: testSession, Dialer: n.rec.Dial})
 	if err != nil {
@@ -42,7 +48,7 @@ func startNode(t *testing.T, srv *zktest.Server, id int) *node {
 	n.st = st
 	t.Cleanup(func() { st.Close() })
 	host := fmt.Sprintf("127.0.0.%d:8080", id)
-	n.svc, err = Start(context.Background(), Options{
+	o := Options{
 		Store: st, BrokerID: host,
 		ServiceURL: fmt.Sprintf("pulsar://127.0.0.%d:6650", id), WebURL: "http://" + host,
 		OnBundleLost: func(ns string, r bundle.Range) {
@@ -51,7 +57,11 @@ func startNode(t *testing.T, srv *zktest.Server, id int) *node {
 			n.mu.Unlock()
 		},
 		ReportInterval: 100 * time.Millisecond, ShedInterval: -1,
-	})
+	}
+	if mut != nil {
+		mut(&o)
+	}
+	n.svc, err = Start(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -218,6 +218,7 @@ func (s *Service) placeExcluding(ctx context.Context, key, exclude string) (stri
 	if _, ok := reports[exclude]; ok && len(reports) > 1 {
 		delete(reports, exclude)
 	}
+	ns, peers := s.antiAffinityPeers(ctx, key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
@@ -232,11 +233,14 @@ func (s *Service) placeExcluding(ctx context.Context, key, exclude string) (stri
 		}
 	}
 	pending := map[string]int{}
+	pendingKeys := map[string][]string{}
 	for k, p := range s.mu.preallocFor {
 		if rep, ok := reports[p.broker]; ok && !slices.Contains(rep.Bundles, k) {
 			pending[p.broker]++
+			pendingKeys[p.broker] = append(pendingKeys[p.broker], k)
 		}
 	}
+	antiAffinityFilter(ns, peers, reports, pendingKeys)
 	best, bestScore := []string{}, 0.0
 	for id, rep := range reports {
 		score := rep.MsgRateIn + rep.MsgRateOut + defaultBundleRate*float64(rep.NumBundles+pending[id])

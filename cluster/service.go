@@ -60,6 +60,10 @@ type Options struct {
 	UnloadTimeout time.Duration
 	// Logger receives ownership changes; nil discards.
 	Logger *slog.Logger
+	// AntiAffinityPeers returns the other namespaces of ns's anti-affinity
+	// group (nil: none); placement spreads a group over the brokers
+	// (antiaffinity.go).
+	AntiAffinityPeers func(ctx context.Context, ns string) []string
 }
 
 // EnsureDefaults fills unset fields.

@@ -131,6 +131,9 @@ type Config struct {
 	// Offload is the tiered-storage policy (zero: no automatic offload;
 	// see OffloadPolicy).
 	Offload OffloadPolicy
+	// Quorum is the E/Qw/Qa of the ledgers this managed ledger creates
+	// (zero: the ledger store's defaults; quorum.go).
+	Quorum Quorum
 }
 
 // EnsureDefaults fills zero fields with defaults.

@@ -81,6 +81,8 @@ type Resolved struct {
 	// separate fields folded into its unset thresholds and lag (nil:
 	// broker defaults).
 	Offload *OffloadPolicies
+	// Persistence, consumers per subscription, encryption (extras.go).
+	ResolvedExtras
 }
 
 // Resolve merges layers, most specific first (nil layers are skipped),
@@ -155,6 +157,7 @@ func Resolve(d Defaults, layers ...*Policies) *Resolved {
 			}
 		}
 	}
+	resolveExtras(r, layers)
 	return r
 }
 

@@ -35,6 +35,8 @@ type TopicPolicies struct {
 	// ReplicationClusters narrows or widens the namespace's replication
 	// clusters for this topic (geo-replication).
 	ReplicationClusters []string `json:"replicationClusters,omitempty"`
+	// Persistence and consumers per subscription (extras.go).
+	TopicExtras
 }
 
 // Empty reports whether tp sets nothing.
@@ -46,7 +48,7 @@ func (tp *TopicPolicies) Empty() bool {
 		tp.MessageTTLInSeconds == nil && tp.MaxProducerPerTopic == nil && tp.MaxConsumerPerTopic == nil &&
 		tp.InactiveTopicPolicies == nil && tp.DispatchRate == nil && tp.SubscriptionDispatchRate == nil &&
 		tp.PublishRate == nil && tp.SubscribeRate == nil && len(tp.ReplicationClusters) == 0 &&
-		tp.ReplicatorDispatchRate == nil
+		tp.ReplicatorDispatchRate == nil && tp.TopicExtras.empty()
 }
 
 // Layer returns tp as a Policies layer for Resolve (rates under
@@ -64,6 +66,7 @@ func (tp *TopicPolicies) Layer(cluster string) *Policies {
 		MaxConsumersPerTopic:  tp.MaxConsumerPerTopic,
 		InactiveTopicPolicies: tp.InactiveTopicPolicies,
 		ReplicationClusters:   tp.ReplicationClusters,
+		NamespaceExtras:       tp.TopicExtras.layer(),
 	}
 	if tp.PublishRate != nil {
 		p.PublishMaxMessageRate = map[string]PublishRate{cluster: *tp.PublishRate}

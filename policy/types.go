@@ -55,6 +55,9 @@ type Policies struct {
 	// Schema and compaction policies (messaging.go), flattened into the
 	// document under Pulsar's names.
 	MessagingPolicies
+	// Persistence, anti-affinity group, consumers per subscription and
+	// encryption (extras.go), flattened likewise.
+	NamespaceExtras
 }
 
 // BundlesData is a namespace's bundle split (Magnetar keeps one bundle

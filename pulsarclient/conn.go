@@ -358,7 +358,7 @@ func (c *conn) readLoop(fr *pulsarproto.FrameReader) {
 		case pb.BaseCommand_AUTH_CHALLENGE:
 			c.sendCmd(c.authResponse())
 		default:
-			rid, ok := responseID(cmd)
+			rid, ok := pulsarproto.ResponseRequestID(cmd)
 			if !ok {
 				continue // ACTIVE_CONSUMER_CHANGE, REACHED_END_OF_TOPIC, ...
 			}
@@ -374,28 +374,6 @@ func (c *conn) readLoop(fr *pulsarproto.FrameReader) {
 			}
 		}
 	}
-}
-
-func responseID(cmd *pb.BaseCommand) (uint64, bool) {
-	switch {
-	case cmd.Success != nil:
-		return cmd.Success.GetRequestId(), true
-	case cmd.Error != nil:
-		return cmd.Error.GetRequestId(), true
-	case cmd.ProducerSuccess != nil:
-		return cmd.ProducerSuccess.GetRequestId(), true
-	case cmd.LookupTopicResponse != nil:
-		return cmd.LookupTopicResponse.GetRequestId(), true
-	case cmd.PartitionMetadataResponse != nil:
-		return cmd.PartitionMetadataResponse.GetRequestId(), true
-	case cmd.GetTopicsOfNamespaceResponse != nil:
-		return cmd.GetTopicsOfNamespaceResponse.GetRequestId(), true
-	case cmd.GetLastMessageIdResponse != nil:
-		return cmd.GetLastMessageIdResponse.GetRequestId(), true
-	case cmd.AckResponse != nil:
-		return cmd.AckResponse.GetRequestId(), true
-	}
-	return 0, false
 }
 
 func (c *conn) producer(id uint64) producerHandler {

@@ -57,17 +57,13 @@
 //
 // # Codecs
 //
-//   - ZLIB: the zlib stream format (compress/zlib).
-//   - LZ4: the LZ4 block format without a frame (sequences of token,
-//     literals, 16-bit offset, match length); the decoded size comes from
-//     uncompressed_size. The compressor is a greedy single-pass one.
-//   - ZSTD: the writer emits a Zstandard frame of raw (stored) blocks,
-//     which every zstd decoder reads but which does not shrink the data;
-//     the reader decodes frames made of raw and RLE blocks only. An
-//     entropy-coded ZSTD entry from another client cannot be read
-//     (ErrDecompress; the entry is then acknowledged away like any
-//     undecodable entry, as Pulsar clients do with a DecompressionError).
-//     A full zstd codec needs a dependency outside the chosen list.
+// Producers compress and consumers decompress with internal/codec, the
+// project's one payload codec: LZ4 (a bare LZ4 block, the decoded size
+// from uncompressed_size), ZLIB (a zlib stream), ZSTD (a Zstandard
+// frame) and SNAPPY (a raw Snappy block), as Pulsar's clients write them
+// (docs/compression.md). An entry that does not decode to its
+// uncompressed_size is ErrDecompress; it is then acknowledged away like
+// any undecodable entry, as Pulsar clients do with a DecompressionError.
 //
 // # Consumer invariants
 //

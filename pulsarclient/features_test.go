@@ -76,7 +76,7 @@ func TestCompressionCodecs(t *testing.T) {
 	tb := startBroker(t, nil)
 	cl := tb.client(t, nil)
 	payloads := [][]byte{bytes.Repeat([]byte("magnetar "), 5000), pulsarclient.RandomBytes(70000), {}, []byte("x")}
-	for _, codec := range []pulsarclient.CompressionType{pulsarclient.NoCompression, pulsarclient.LZ4, pulsarclient.ZLib, pulsarclient.ZSTD} {
+	for _, codec := range []pulsarclient.CompressionType{pulsarclient.NoCompression, pulsarclient.LZ4, pulsarclient.ZLib, pulsarclient.ZSTD, pulsarclient.Snappy} {
 		for _, batching := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%d-batching=%v", codec, batching), func(t *testing.T) {
 				ctx := ctxT(t)

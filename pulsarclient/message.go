@@ -144,6 +144,7 @@ const (
 	LZ4
 	ZLib
 	ZSTD
+	Snappy
 )
 
 func (c CompressionType) pb() pb.CompressionType {
@@ -154,6 +155,8 @@ func (c CompressionType) pb() pb.CompressionType {
 		return pb.CompressionType_ZLIB
 	case ZSTD:
 		return pb.CompressionType_ZSTD
+	case Snappy:
+		return pb.CompressionType_SNAPPY
 	}
 	return pb.CompressionType_NONE
 }

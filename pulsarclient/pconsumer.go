@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-mq/magnetar/internal/codec"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -629,4 +630,14 @@ func (pc *partitionConsumer) close() {
 			CloseConsumer: &pb.CommandCloseConsumer{ConsumerId: proto.Uint64(pc.id), RequestId: proto.Uint64(rid)}})
 		c.removeConsumer(pc.id)
 	}
+}
+
+// decompress decodes a payload of codec c whose decoded size is size
+// (internal/codec); any failure is an ErrDecompress.
+func decompress(c pb.CompressionType, payload []byte, size int) ([]byte, error) {
+	out, err := codec.Decompress(codec.Type(c), payload, size)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDecompress, err)
+	}
+	return out, nil
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-mq/magnetar/internal/codec"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -473,7 +474,7 @@ func (pp *partitionProducer) compressLocked(md *pb.MessageMetadata, payload []by
 	if c == pb.CompressionType_NONE {
 		return payload, nil
 	}
-	out, err := compress(c, payload)
+	out, err := codec.Compress(codec.Type(c), payload)
 	if err != nil {
 		return nil, err
 	}

@@ -86,7 +86,7 @@ type ProduceConfig struct {
 	BatchMaxMessages uint
 	BatchMaxBytes    uint
 	BatchDelay       time.Duration
-	Compression      string // none, lz4, zlib, zstd
+	Compression      string // none, lz4, zlib, zstd, snappy
 	// PayloadTimestamp writes each message's send time into the first 8
 	// bytes of its payload (window.go), for consumers with
 	// ConsumeConfig.PayloadTimestamp. Needs Size >= 8; not with raw mode.
@@ -306,8 +306,10 @@ func ParseCompression(s string) (pulsarclient.CompressionType, error) {
 		return pulsarclient.ZLib, nil
 	case "zstd":
 		return pulsarclient.ZSTD, nil
+	case "snappy":
+		return pulsarclient.Snappy, nil
 	}
-	return 0, invalid("unknown compression %q (none, lz4, zlib, zstd)", s)
+	return 0, invalid("unknown compression %q (none, lz4, zlib, zstd, snappy)", s)
 }
 
 // ParseSubscriptionType maps a subscription type name to the client's type.

@@ -76,6 +76,9 @@ func TestParsers(t *testing.T) {
 	if v, _ := ParseCompression("ZSTD"); v != pulsarclient.ZSTD {
 		t.Errorf("zstd -> %v", v)
 	}
+	if v, err := ParseCompression("snappy"); v != pulsarclient.Snappy || err != nil {
+		t.Errorf("snappy -> %v %v", v, err)
+	}
 	if v, _ := ParseSubscriptionType("Key-Shared"); v != pulsarclient.KeyShared {
 		t.Errorf("key-shared -> %v", v)
 	}

@@ -129,23 +129,6 @@ func (c *rawConn) reqID() uint64 {
 	return c.nextReq
 }
 
-// requestID returns the request_id of a response-type command, or false.
-func requestID(cmd *pb.BaseCommand) (uint64, bool) {
-	switch {
-	case cmd.Success != nil:
-		return cmd.Success.GetRequestId(), true
-	case cmd.Error != nil:
-		return cmd.Error.GetRequestId(), true
-	case cmd.ProducerSuccess != nil:
-		return cmd.ProducerSuccess.GetRequestId(), true
-	case cmd.LookupTopicResponse != nil:
-		return cmd.LookupTopicResponse.GetRequestId(), true
-	case cmd.PartitionMetadataResponse != nil:
-		return cmd.PartitionMetadataResponse.GetRequestId(), true
-	}
-	return 0, false
-}
-
 // request sends cmd (whose request_id is rid) and returns the response
 // with that request_id, a deep copy. It answers PINGs while it waits and
 // must only be used while nobody else reads the connection. A producer
@@ -180,7 +163,7 @@ func (c *rawConn) request(ctx context.Context, cmd *pb.BaseCommand, rid uint64) 
 		if f.Cmd == nil {
 			continue
 		}
-		if id, ok := requestID(f.Cmd); ok && id == rid {
+		if id, ok := pulsarproto.ResponseRequestID(f.Cmd); ok && id == rid {
 			if ps := f.Cmd.ProducerSuccess; ps != nil && !ps.GetProducerReady() {
 				continue
 			}

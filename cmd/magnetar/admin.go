@@ -508,6 +508,7 @@ func adminNamespacesCmd() *cobra.Command {
 		remover("remove-auto-topic-creation", "Remove the auto topic creation override", "/autoTopicCreation"),
 		nsSetClustersCmd(nsCmd), getter("get-clusters", "Get the replication clusters", "/replication"),
 	}
+	cmds = append(cmds, adminNamespaceExtraCmds(nsCmd)...)
 	return noun("namespaces", "Namespaces and their policies", append(cmds, adminNamespaceOffloadCmds(nsCmd)...)...)
 }
 
@@ -597,12 +598,30 @@ func (a *adminCLI) printMessage(data []byte, h http.Header) {
 func adminTopicsCmd() *cobra.Command {
 	a := adminOpts
 	var partitions int
+	var meta []string // key=value topic properties
 	create := topicCmd("create <topic>", "Create a non-partitioned topic", 1, func(p string, _ []string) error {
-		return a.write("PUT", p, nil)
+		m, err := parseProperties(meta)
+		switch {
+		case err != nil:
+			return err
+		case len(m) == 0:
+			return a.write("PUT", p, nil)
+		}
+		return a.write("PUT", p, m)
 	})
 	createPart := topicCmd("create-partitioned-topic <topic>", "Create a partitioned topic", 1, func(p string, _ []string) error {
-		return a.write("PUT", p+"/partitions", partitions)
+		m, err := parseProperties(meta)
+		switch {
+		case err != nil:
+			return err
+		case len(m) == 0:
+			return a.write("PUT", p+"/partitions", partitions)
+		}
+		return a.write("PUT", p+"/partitions", map[string]any{"partitions": partitions, "properties": m})
 	})
+	for _, c := range []*cobra.Command{create, createPart} {
+		c.Flags().StringArrayVarP(&meta, "metadata", "m", nil, "topic property key=value (repeatable)")
+	}
 	updatePart := topicCmd("update-partitioned-topic <topic>", "Grow a partitioned topic", 1, func(p string, _ []string) error {
 		return a.write("POST", p+"/partitions", partitions)
 	})
@@ -690,6 +709,7 @@ func adminTopicsCmd() *cobra.Command {
 			return a.get("/lookup/v2/topic/"+p, "")
 		}}
 	cmds = append(cmds, topicReplicationCmds()...)
+	cmds = append(cmds, adminTopicExtraCmds()...)
 	return noun("topics", "Topics", append(cmds, adminTopicOffloadCmds()...)...)
 }
 

@@ -84,7 +84,7 @@ do not apply to --raw.`,
 	fl.UintVar(&cfg.BatchMaxMessages, "batch-max-messages", 1000, "max messages per batch")
 	fl.UintVar(&cfg.BatchMaxBytes, "batch-max-bytes", 128<<10, "max bytes per batch")
 	fl.DurationVar(&cfg.BatchDelay, "batch-delay", 1e6, "max time a batch waits before it is sent")
-	fl.StringVar(&cfg.Compression, "compression", "none", "compression: none, lz4, zlib, zstd")
+	fl.StringVar(&cfg.Compression, "compression", "none", "compression: none, lz4, zlib, zstd, snappy")
 	fl.BoolVar(&cfg.PayloadTimestamp, "payload-timestamp", false, "write each message's send time into its first 8 payload bytes (for consume --payload-timestamp)")
 	return cmd
 }

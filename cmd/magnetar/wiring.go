@@ -26,7 +26,8 @@ import (
 )
 
 // ledgerStore adapts the ledger client to the managed ledger's LedgerStore:
-// every ledger a managed ledger creates gets the configured E/Qw/Qa.
+// every ledger a managed ledger creates gets the configured E/Qw/Qa, or
+// the managed ledger's own (a persistence policy, mledger.QuorumFrom).
 type ledgerStore struct {
 	c    *ledger.Client
 	opts ledger.CreateOptions
@@ -35,7 +36,11 @@ type ledgerStore struct {
 var _ mledger.LedgerStore = ledgerStore{}
 
 func (s ledgerStore) Create(ctx context.Context) (mledger.WriteLedger, error) {
-	h, err := s.c.Create(ctx, s.opts)
+	opts := s.opts
+	if q, ok := mledger.QuorumFrom(ctx); ok {
+		opts.Ensemble, opts.WriteQuorum, opts.AckQuorum = q.Ensemble, q.WriteQuorum, q.AckQuorum
+	}
+	h, err := s.c.Create(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

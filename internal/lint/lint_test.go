@@ -54,7 +54,7 @@ var allowed = map[string][]string{
 	"functions/sdk":        {"pulsarclient"},
 	"functions/connectors": {"functions/sdk", "pulsarclient"},
 	// pulsarclient: the project's Pulsar protocol client (wire codecs only).
-	"pulsarclient": {"protocol"},
+	"pulsarclient": {"internal/codec", "protocol"},
 	// The top of the graph imports anything in the project.
 	// tools: the ops tools as a library (only cmd imports it).
 	"tools": {"internal", "ledger", "bookie", "journal", "entrylog", "index", "metadata", "autorecovery", "protocol"},
@@ -269,6 +269,28 @@ func TestOneCRC32CTable(t *testing.T) {
 		}
 		if strings.Contains(string(src), "crc32.Castagnoli") {
 			t.Errorf("%s: builds a CRC-32C table; use internal/crc32c", f.path)
+		}
+	}
+}
+
+// payloadCodecs are the libraries of Pulsar's payload codecs; only
+// internal/codec imports them (docs/compression.md).
+var payloadCodecs = []string{"compress/zlib", "github.com/pierrec/lz4", "github.com/klauspost/compress/zstd",
+	"github.com/klauspost/compress/snappy", "github.com/golang/snappy"}
+
+// TestOnePayloadCodec: LZ4, ZLIB, ZSTD and SNAPPY payloads are encoded
+// and decoded by internal/codec only.
+func TestOnePayloadCodec(t *testing.T) {
+	for _, f := range parseTree(t, repoRoot(t)) {
+		if f.test || hasPrefixPath(f.rel, "internal/codec") {
+			continue
+		}
+		for _, imp := range f.imports {
+			for _, c := range payloadCodecs {
+				if hasPrefixPath(imp, c) {
+					t.Errorf("%s: imports %s; use internal/codec", f.path, imp)
+				}
+			}
 		}
 	}
 }
