@@ -18,13 +18,13 @@ import (
 // ServerError codes (TransactionNotFound, InvalidTxnStatus, NotAllowed,
 // TransactionCoordinatorNotFound).
 var (
-	ErrTxnNotFound        = errors.New("transaction not found")
-	ErrInvalidStatus      = errors.New("invalid transaction status")
-	ErrWrongCoordinator   = errors.New("transaction belongs to another coordinator")
-	ErrSequenceExhausted  = errors.New("transaction sequence exhausted")
-	ErrClosed             = errors.New("transaction coordinator closed")
-	ErrTooManyActive      = errors.New("too many active transactions")
-	ErrBadArgument        = errors.New("bad argument")
+	ErrTxnNotFound       = errors.New("transaction not found")
+	ErrInvalidStatus     = errors.New("invalid transaction status")
+	ErrWrongCoordinator  = errors.New("transaction belongs to another coordinator")
+	ErrSequenceExhausted = errors.New("transaction sequence exhausted")
+	ErrClosed            = errors.New("transaction coordinator closed")
+	ErrTooManyActive     = errors.New("too many active transactions")
+	ErrBadArgument       = errors.New("bad argument")
 )
 
 // Status is a transaction's state.
@@ -141,7 +141,7 @@ type Coordinator struct {
 	closed     chan struct{}
 	life       context.Context // cancelled by Close
 	lifeCancel context.CancelFunc
-	wg     sync.WaitGroup
+	wg         sync.WaitGroup
 }
 
 // Open replays cfg.Log, restores the open transactions, resumes ending
