@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,6 +62,7 @@ type tcService struct {
 type tcLoad struct {
 	done chan struct{}
 	c    *coordinator.Coordinator
+	log  *mlTxnLog
 	err  error
 }
 
@@ -161,7 +163,7 @@ func (s *tcService) get(ctx context.Context, id uint64) (*coordinator.Coordinato
 			l = &tcLoad{done: make(chan struct{})}
 			s.mu.coords[id] = l
 			s.mu.Unlock()
-			l.c, l.err = s.load(id)
+			l.c, l.log, l.err = s.load(id)
 			if l.err != nil {
 				s.mu.Lock()
 				delete(s.mu.coords, id)
@@ -210,34 +212,35 @@ func (s *tcService) drop(id uint64) {
 	}
 }
 
-func (s *tcService) load(id uint64) (*coordinator.Coordinator, error) {
+func (s *tcService) load(id uint64) (*coordinator.Coordinator, *mlTxnLog, error) {
 	ctx, cancel := context.WithTimeout(s.b.life, requestTimeout)
 	defer cancel()
 	b := s.b
 	key := txnCoordinatorsPath + "/" + strconv.FormatUint(id, 10)
 	if _, err := b.deps.Metadata.Put(ctx, key, nil, metadata.NotExists); err != nil && !errors.Is(err, metadata.ErrExists) {
-		return nil, fmt.Errorf("broker: register transaction coordinator %d: %w", id, err)
+		return nil, nil, fmt.Errorf("broker: register transaction coordinator %d: %w", id, err)
 	}
 	name := TxnLogPrefix + strconv.FormatUint(id, 10)
 	ml, err := b.deps.OpenLedger(ctx, name)
 	if err != nil {
-		return nil, fmt.Errorf("broker: open transaction log %s: %w", name, err)
+		return nil, nil, fmt.Errorf("broker: open transaction log %s: %w", name, err)
 	}
 	cur, err := ml.OpenCursor(txnLogCursor, initialEarliest)
 	if err != nil {
 		ml.Close()
-		return nil, fmt.Errorf("broker: open transaction log cursor of %s: %w", name, err)
+		return nil, nil, fmt.Errorf("broker: open transaction log cursor of %s: %w", name, err)
 	}
+	log := &mlTxnLog{name: name, ml: ml, cur: cur}
 	c, err := coordinator.Open(ctx, coordinator.Config{
-		ID: id, Log: &mlTxnLog{ml: ml, cur: cur}, Participant: b.txnParticipant(),
+		ID: id, Log: log, Participant: b.txnParticipant(),
 		MaxActive: b.cfg.MaxActiveTransactionsPerCoordinator,
 		Logger:    b.log.With("component", "txn-coordinator"),
 	})
 	if err != nil {
 		ml.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return c, nil
+	return c, log, nil
 }
 
 // txnParticipant is what coordinators end transactions through: the
@@ -262,10 +265,11 @@ func (noTxnState) EndOnSubscription(context.Context, string, string, txn.ID, txn
 // positions of the records it replayed or appended, so TrimBefore can
 // mark-delete up to the record before a given one.
 type mlTxnLog struct {
-	ml  ManagedLedger
-	cur cursor
-	mu  sync.Mutex
-	pos []position // retained records, ascending
+	name string
+	ml   ManagedLedger
+	cur  cursor
+	mu   sync.Mutex
+	pos  []position // retained records, ascending
 }
 
 func (l *mlTxnLog) Append(rec []byte, cb func(coordinator.Pos, error)) {
@@ -530,3 +534,43 @@ func (b *Broker) TxnCoordinatorCount() int {
 // ErrTxnDisabled reports transaction admin calls on a broker without a
 // coordinator.
 var ErrTxnDisabled = errTxnDisabled
+
+// LoadedTxnCoordinators lists the ids of the coordinators this broker
+// serves now, ascending.
+func (b *Broker) LoadedTxnCoordinators() []uint64 {
+	if b.tc == nil {
+		return nil
+	}
+	s := b.tc
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]uint64, 0, len(s.mu.coords))
+	for id, l := range s.mu.coords {
+		select {
+		case <-l.done:
+			if l.err == nil {
+				out = append(out, id)
+			}
+		default:
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TxnLogStats is a coordinator log's managed-ledger name and internal
+// stats (Pulsar's coordinatorInternalStats).
+func (b *Broker) TxnLogStats(ctx context.Context, id uint64) (string, InternalStats, error) {
+	if _, err := b.TxnCoordinator(ctx, id); err != nil {
+		return "", InternalStats{}, err
+	}
+	b.tc.mu.Lock()
+	l := b.tc.mu.coords[id]
+	b.tc.mu.Unlock()
+	if l == nil || l.log == nil {
+		return "", InternalStats{}, fmt.Errorf("%w: transaction coordinator %d was unloaded", coordinator.ErrClosed, id)
+	}
+	// Pulsar's managed-ledger naming: tenant/namespace/domain/local.
+	name := "pulsar/system/persistent/" + strings.TrimPrefix(l.log.name, "persistent://pulsar/system/")
+	return name, internalStatsOf(l.log.ml.Stats()), nil
+}
