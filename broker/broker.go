@@ -496,6 +496,10 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 			t.seedPolicyDedup()
 		}
 	}
+	if err := t.recoverTxnBuffer(ctx); err != nil {
+		ml.Close()
+		return nil, fmt.Errorf("broker: recover the transaction buffer of %s: %w", tn, err)
+	}
 	names := ml.CursorNames()
 	var replCursors []string
 	for _, name := range names {
@@ -508,6 +512,11 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 			ml.Close()
 			return nil, fmt.Errorf("broker: load cursor %s of %s: %w", name, tn, err)
 		}
+	}
+	if err := t.recoverPendingAcks(ctx); err != nil {
+		t.closeAll(false)
+		ml.Close()
+		return nil, fmt.Errorf("broker: recover the pending acks of %s: %w", tn, err)
 	}
 	t.dropStaleReplicatorCursors(replCursors)
 	t.checkReplication()

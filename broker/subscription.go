@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/magnetar-mq/magnetar/txn"
 )
 
 // cursor is what a subscription needs from its managed-ledger cursor.
@@ -56,6 +58,8 @@ type entryMeta struct {
 	deliverAt   int64
 	publishTime int64
 	chunk       chunkInfo
+	hasTxn      bool   // produced in a transaction (txnID)
+	txnID       txn.ID // with hasTxn
 }
 
 // subscription is one subscription of a topic. All its dispatch state
@@ -149,6 +153,12 @@ type subscription struct {
 	snapshots     []snapshotEntry
 	publishMarker func(typ int32, replicateTo []string, payload []byte)
 	lastConfirmed func() (position, bool)
+
+	// Transactions: txnAborted reports an aborted transaction of the
+	// topic (nil on non-persistent topics); txnAcks is the pending-ack
+	// state (txn_pendingack.go), loop-owned, nil until used.
+	txnAborted func(txn.ID) bool
+	txnAcks    *pendingAcks
 }
 
 // Key_Shared reads ahead past entries whose consumer has no permits (they
@@ -496,11 +506,15 @@ func (s *subscription) dispatch() {
 				// the client validate (it acks with validation_error).
 				m = entryMeta{numMsgs: 1}
 			}
-			if m.marker != 0 {
-				// Server-only: acknowledged, never delivered.
+			if m.marker != 0 || m.hasTxn && s.txnAborted != nil && s.txnAborted(m.txnID) {
+				// Server-only (or of an aborted transaction):
+				// acknowledged, never delivered.
 				s.onMarkerLocked(e, m.marker)
 				s.afterMarkDeleteLocked()
 				continue
+			}
+			if s.txnAcks != nil && s.txnHeldRead(e.Pos, m.numMsgs) {
+				continue // acknowledged in an open transaction
 			}
 			pe := &pendingEntry{pos: e.Pos, data: e.Data, numMsgs: max(m.numMsgs, 1), chunk: m.chunk}
 			if len(m.key) > 0 {

@@ -244,22 +244,8 @@ func (s *tcService) load(id uint64) (*coordinator.Coordinator, *mlTxnLog, error)
 }
 
 // txnParticipant is what coordinators end transactions through: the
-// broker itself once it implements txn.Participant (the transaction
-// buffer and pending-ack side), otherwise a participant with nothing to
-// end (the broker keeps no transactional state then).
-func (b *Broker) txnParticipant() txn.Participant {
-	if p, ok := any(b).(txn.Participant); ok {
-		return p
-	}
-	return noTxnState{}
-}
-
-type noTxnState struct{}
-
-func (noTxnState) EndOnPartition(context.Context, string, txn.ID, txn.Action) error { return nil }
-func (noTxnState) EndOnSubscription(context.Context, string, string, txn.ID, txn.Action) error {
-	return nil
-}
+// broker's own topics and subscriptions (txn_handlers.go).
+func (b *Broker) txnParticipant() txn.Participant { return b }
 
 // mlTxnLog is a coordinator.Log on a managed ledger. It remembers the
 // positions of the records it replayed or appended, so TrimBefore can
