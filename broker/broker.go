@@ -70,7 +70,8 @@ type Broker struct {
 	// set by Start before the first connection.
 	producerPrefix string
 	rateLogs       rateLogs
-	history        history // history.go
+	history        history    // history.go
+	tc             *tcService // transaction coordinators; nil when disabled (txn_coordinator.go)
 	wg             sync.WaitGroup
 	done           chan struct{}
 }
@@ -143,6 +144,9 @@ func (b *Broker) Start(ctx context.Context) error {
 		return err
 	}
 	if err := b.initProducerNames(ctx); err != nil {
+		return err
+	}
+	if err := b.startTxnCoordinators(ctx); err != nil {
 		return err
 	}
 	b.unsubscribe = b.policies.Subscribe(b.policiesChanged)
@@ -325,6 +329,7 @@ func (b *Broker) Close() error {
 		c.stopReading()
 	}
 	b.wg.Wait()
+	b.closeTxnCoordinators()
 	b.closeHealth()
 	b.mu.Lock()
 	loads := make([]*topicLoad, 0, len(b.mu.topics))

@@ -146,6 +146,9 @@ func (c *conn) handle(f pulsarproto.Frame) error {
 		}
 	case pb.BaseCommand_END_TXN_ON_PARTITION, pb.BaseCommand_END_TXN_ON_SUBSCRIPTION:
 		c.handleEndTxnOn(f.Type, cmd) // txn_handlers.go
+	case pb.BaseCommand_TC_CLIENT_CONNECT_REQUEST, pb.BaseCommand_NEW_TXN, pb.BaseCommand_ADD_PARTITION_TO_TXN,
+		pb.BaseCommand_ADD_SUBSCRIPTION_TO_TXN, pb.BaseCommand_END_TXN:
+		return c.handleTxnCoordinator(&f) // txn_coordinator.go
 	case pb.BaseCommand_CONNECT:
 		return fmt.Errorf("%w: second CONNECT", ErrProtocol)
 	default:

@@ -518,7 +518,14 @@ func (b *Broker) InternalStats(ctx context.Context, topic string) (InternalStats
 	if !t.persistent() {
 		return InternalStats{}, reason(ErrNotAllowed, "internal stats are only available for persistent topics")
 	}
-	s := t.ml.Stats()
+	out := internalStatsOf(t.ml.Stats())
+	t.compactionStats(ctx, &out)
+	return out, nil
+}
+
+// internalStatsOf is Pulsar's PersistentTopicInternalStats of a managed
+// ledger.
+func internalStatsOf(s mledger.Stats) InternalStats {
 	out := InternalStats{
 		EntriesAddedCounter: s.EntriesAddedCounter,
 		NumberOfEntries:     s.NumberOfEntries,
@@ -553,8 +560,7 @@ func (b *Broker) InternalStats(ctx context.Context, topic string) (InternalStats
 			BacklogMessages:                          c.BacklogMessages,
 		}
 	}
-	t.compactionStats(ctx, &out)
-	return out, nil
+	return out
 }
 
 // LastMessageID implements Service.

@@ -53,6 +53,8 @@ type serviceFlags struct {
 	schemaEnforced                                                          bool
 	console                                                                 bool
 	historyInterval                                                         time.Duration
+	txnEnabled                                                              bool
+	txnCoordinators, txnMaxActive                                           int
 }
 
 // apply copies the settings shared by standalone and broker into c (a
@@ -92,6 +94,9 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.SchemaCompatibilityStrategy = s.schemaStrategy
 	c.SchemaValidationEnforced = s.schemaEnforced
 	c.HistoryInterval = s.historyInterval
+	c.TransactionCoordinatorEnabled = s.txnEnabled
+	c.TransactionCoordinators = s.txnCoordinators
+	c.MaxActiveTransactionsPerCoordinator = s.txnMaxActive
 	if !s.console {
 		c.HistoryInterval = -1 // nothing shows the samples
 	}
@@ -133,6 +138,9 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.StringVar(&s.schemaStrategy, "schema-compatibility-strategy", "FULL", "default schema compatibility strategy under namespace and topic policies")
 	fl.BoolVar(&s.schemaEnforced, "schema-validation-enforced", false, "refuse producers without a schema on topics that have one (namespace policy overrides)")
 	fl.BoolVar(&s.console, "console", true, "serve the web console under /console on the HTTP port (--console=false turns it off)")
+	fl.BoolVar(&s.txnEnabled, "transaction-coordinator-enabled", false, "serve transactions: transaction coordinators with their logs (docs/transactions.md)")
+	fl.IntVar(&s.txnCoordinators, "transaction-coordinators", broker.DefaultTransactionCoordinators, "partitions of the transaction coordinator assign topic when it is created (one coordinator each)")
+	fl.IntVar(&s.txnMaxActive, "max-active-transactions-per-coordinator", 0, "most open transactions per coordinator (0: unlimited)")
 	fl.DurationVar(&s.historyInterval, "console-sample-interval", broker.DefaultHistoryInterval, "how often topic rates, backlog and storage size are sampled for the console's charts (at least 1s; 15 minutes are kept, up to 900 samples)")
 }
 
@@ -342,6 +350,8 @@ var brokerKeys = append([]conf.Key{
 	{Names: []string{"isSchemaValidationEnforced"}, Flag: "schema-validation-enforced"},
 	{Names: []string{"consoleEnabled"}, Flag: "console", Doc: "Magnetar's web console under /console"},
 	{Names: []string{"consoleSampleIntervalSeconds"}, Flag: "console-sample-interval", Convert: seconds},
+	{Names: []string{"transactionCoordinatorEnabled"}, Flag: "transaction-coordinator-enabled"},
+	{Names: []string{"maxActiveTransactionsPerCoordinator"}, Flag: "max-active-transactions-per-coordinator"},
 }, storageKeys...)
 
 var brokerFixed = []conf.Fixed{

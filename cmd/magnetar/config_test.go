@@ -61,6 +61,8 @@ var serviceKeyCases = []keyCase{
 	{"brokerEntryMetadataInterceptors", "org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor", "broker-entry-metadata-interceptors", "[org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor]"},
 	{"exposingBrokerEntryMetadataToClientEnabled", "true", "expose-broker-entry-metadata", "true"},
 	{"subscriptionKeySharedUseConsistentHashing", "true", "key-shared-consistent-hashing", "true"},
+	{"transactionCoordinatorEnabled", "true", "transaction-coordinator-enabled", "true"},
+	{"maxActiveTransactionsPerCoordinator", "500", "max-active-transactions-per-coordinator", "500"},
 	{"maxPublishRatePerTopicInMessages", "100", "max-publish-rate-msgs", "100"},
 	{"maxPublishRatePerTopicInBytes", "2048", "max-publish-rate-bytes", "2048"},
 	{"dispatchThrottlingRatePerTopicInMsg", "11", "dispatch-rate-topic-msgs", "11"},
