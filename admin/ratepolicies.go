@@ -19,6 +19,8 @@ func (a *API) registerRatePolicyRoutes(rt routeTable) {
 		cluster, decodeDispatchRate)
 	clusterRoutes(rt, a, base+"subscriptionDispatchRate", func(p *policy.Policies) *map[string]policy.DispatchRate { return &p.SubscriptionDispatchRate },
 		cluster, decodeDispatchRate)
+	clusterRoutes(rt, a, base+"replicatorDispatchRate", func(p *policy.Policies) *map[string]policy.DispatchRate { return &p.ReplicatorDispatchRate },
+		cluster, decodeDispatchRate)
 	clusterRoutes(rt, a, base+"subscribeRate", func(p *policy.Policies) *map[string]policy.SubscribeRate { return &p.ClusterSubscribeRate },
 		cluster, decodeSubscribeRate)
 

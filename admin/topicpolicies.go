@@ -177,6 +177,17 @@ func topicPolicies() []topicPolicy {
 			applied: func(res *policy.Resolved, _ *http.Request) any { return res.SubscriptionDispatchRate },
 		},
 		{
+			name: "replicatorDispatchRate",
+			get:  func(tp *policy.TopicPolicies) any { return tp.ReplicatorDispatchRate },
+			set: func(tp *policy.TopicPolicies, _ *http.Request, body []byte) error {
+				v, err := decodeDispatchRate(body)
+				tp.ReplicatorDispatchRate = &v
+				return err
+			},
+			clear:   func(tp *policy.TopicPolicies, _ *http.Request) { tp.ReplicatorDispatchRate = nil },
+			applied: func(res *policy.Resolved, _ *http.Request) any { return res.ReplicatorDispatchRate },
+		},
+		{
 			name: "subscribeRate",
 			get:  func(tp *policy.TopicPolicies) any { return tp.SubscribeRate },
 			set: func(tp *policy.TopicPolicies, _ *http.Request, body []byte) error {

@@ -106,6 +106,9 @@ func TestE2ETopicPoliciesOverrideNamespace(t *testing.T) {
 		{"/subscriptionDispatchRate", `{"dispatchThrottlingRateInMsg":1000,"dispatchThrottlingRateInByte":-1,"ratePeriodInSecond":1}`,
 			"/subscriptionDispatchRate", `{"dispatchThrottlingRateInMsg":300,"dispatchThrottlingRateInByte":-1,"ratePeriodInSecond":1}`,
 			"/subscriptionDispatchRate", map[string]any{"dispatchThrottlingRateInMsg": 300.0, "dispatchThrottlingRateInByte": -1.0, "ratePeriodInSecond": 1.0, "relativeToPublishRate": false}},
+		{"/replicatorDispatchRate", `{"dispatchThrottlingRateInMsg":1000,"dispatchThrottlingRateInByte":-1,"ratePeriodInSecond":1}`,
+			"/replicatorDispatchRate", `{"dispatchThrottlingRateInMsg":250,"dispatchThrottlingRateInByte":-1,"ratePeriodInSecond":1}`,
+			"/replicatorDispatchRate", map[string]any{"dispatchThrottlingRateInMsg": 250.0, "dispatchThrottlingRateInByte": -1.0, "ratePeriodInSecond": 1.0, "relativeToPublishRate": false}},
 		{"/subscribeRate", `{"subscribeThrottlingRatePerConsumer":100,"ratePeriodInSecond":30}`, "/subscribeRate", `{"subscribeThrottlingRatePerConsumer":50,"ratePeriodInSecond":10}`,
 			"/subscribeRate", map[string]any{"subscribeThrottlingRatePerConsumer": 50.0, "ratePeriodInSecond": 10.0}},
 		{"/inactiveTopicPolicies", `{"deleteWhileInactive":false,"maxInactiveDurationSeconds":60,"inactiveTopicDeleteMode":"delete_when_no_subscriptions"}`,
@@ -125,11 +128,12 @@ func TestE2ETopicPoliciesOverrideNamespace(t *testing.T) {
 			"retention": *r.Retention, "ttl": r.MessageTTLSeconds, "maxP": r.MaxProducers, "maxC": r.MaxConsumers, "dedup": r.Deduplication,
 			"quota": r.BacklogQuotas[policy.QuotaStorage].LimitSize, "pub": r.PublishRate.PublishThrottlingRateInMsg,
 			"disp": r.DispatchRate.DispatchThrottlingRateInMsg, "subDisp": r.SubscriptionDispatchRate.DispatchThrottlingRateInMsg,
-			"subRate": r.SubscribeRate.SubscribeThrottlingRatePerConsumer, "inactive": r.InactiveTopic.MaxInactiveDurationSeconds,
+			"replDisp": r.ReplicatorDispatchRate.DispatchThrottlingRateInMsg,
+			"subRate":  r.SubscribeRate.SubscribeThrottlingRatePerConsumer, "inactive": r.InactiveTopic.MaxInactiveDurationSeconds,
 		}
 		want := map[string]any{
 			"retention": policy.RetentionPolicies{RetentionTimeInMinutes: 120, RetentionSizeInMB: 20}, "ttl": int64(200), "maxP": 1, "maxC": 2, "dedup": true,
-			"quota": int64(2 << 20), "pub": 500, "disp": 400, "subDisp": 300, "subRate": 50, "inactive": 3600,
+			"quota": int64(2 << 20), "pub": 500, "disp": 400, "subDisp": 300, "replDisp": 250, "subRate": 50, "inactive": 3600,
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("broker enforces %v, want the topic values %v", got, want)

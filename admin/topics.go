@@ -33,6 +33,7 @@ func (a *API) registerTopicRoutes(rt routeTable) {
 	rt.Handle("POST", tp+"/terminate", a.httpTerminate)
 	rt.Handle("PUT", tp+"/unload", a.httpUnload)
 	rt.Handle("GET", tp+"/ledger/{ledger}/entry/{entry}", a.httpMessageByID)
+	rt.Handle("GET", tp+"/getMessageIdByIndex", a.httpMessageIDByIndex)
 	a.registerTopicPolicyRoutes(rt)
 	rt.Handle("PUT", tp+"/compaction", a.httpCompact)
 	rt.Handle("GET", tp+"/compaction", a.httpCompactionStatus)
@@ -523,6 +524,27 @@ func (a *API) httpMessageByID(w http.ResponseWriter, r *http.Request, p params) 
 		return
 	}
 	writeRawMessage(w, id, data)
+}
+
+// httpMessageIDByIndex answers the id of the entry holding the message
+// with broker entry metadata index ?index=N (Pulsar's getMessageIdByIndex).
+func (a *API) httpMessageIDByIndex(w http.ResponseWriter, r *http.Request, p params) {
+	q := r.URL.Query().Get("index")
+	idx, err := strconv.ParseInt(q, 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("index must be an integer, got %q", q))
+		return
+	}
+	topic, ok := a.topicFromParams(w, r, p)
+	if !ok {
+		return
+	}
+	id, err := a.svc.MessageIDByIndex(r.Context(), topic, idx)
+	if err != nil {
+		serviceError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toJSONID(id))
 }
 
 // httpCompact starts compacting the topic (204; 409 while one runs).

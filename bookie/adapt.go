@@ -140,6 +140,7 @@ func openStorage(opts *Options) (s storageSet, err error) {
 		Dirs:                opts.LedgerDirs,
 		LogSizeLimit:        opts.EntryLogMaxSize,
 		CompactionRateBytes: opts.CompactionRateBytes,
+		FlushBytes:          opts.EntryLogFlushBytes,
 		Logger:              opts.Logger,
 	})
 	if err != nil {
@@ -150,7 +151,17 @@ func openStorage(opts *Options) (s storageSet, err error) {
 	if err != nil {
 		return s, fmt.Errorf("bookie: open index: %w", err)
 	}
-	j, err := journal.Open(journal.Options{
+	j, err := journal.Open(journalOptions(opts))
+	if err != nil {
+		return s, fmt.Errorf("bookie: open journal: %w", err)
+	}
+	s.j = walJournal{j}
+	return s, nil
+}
+
+// journalOptions are the journal's options for a bookie's.
+func journalOptions(opts *Options) journal.Options {
+	return journal.Options{
 		Dir:             opts.JournalDir,
 		FS:              opts.FS,
 		WriterMode:      opts.JournalWriteMode,
@@ -160,10 +171,7 @@ func openStorage(opts *Options) (s storageSet, err error) {
 		MaxGroupEntries: opts.JournalMaxGroupEntries,
 		MaxFileSize:     opts.JournalMaxFileSize,
 		NoSync:          opts.JournalNoSync,
-	})
-	if err != nil {
-		return s, fmt.Errorf("bookie: open journal: %w", err)
+		DirectIO:        opts.JournalDirectIO,
+		Alignment:       opts.JournalAlignment,
 	}
-	s.j = walJournal{j}
-	return s, nil
 }

@@ -318,6 +318,7 @@ func TestMain(m *testing.M) {
 
 func osOptions(dir string) Options {
 	return Options{
+		JournalDirectIO:      os.Getenv(crashDirectEnv) == "1",
 		JournalDir:           dir + "/journal",
 		LedgerDirs:           []string{dir + "/ledgers"},
 		WriteCacheSize:       1 << 20,

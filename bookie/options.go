@@ -24,8 +24,11 @@ type Options struct {
 	LedgerDirs []string
 
 	// JournalMaxGroupWait bounds how long an add waits for company before
-	// its group is written and synced (default 1 ms). Negative: flush as
-	// soon as the queue drains.
+	// its group is written and synced. Zero (the default) and negative
+	// mean no wait: a group is written as soon as the previous one is
+	// durable, and adds that arrive during a sync form the next group, so
+	// groups grow with the load by themselves (journal doc, "Group
+	// commit"). A fixed wait only adds latency at low rates.
 	JournalMaxGroupWait time.Duration
 	// JournalMaxGroupBytes flushes a group once this many bytes are
 	// buffered (default 512 KiB).
@@ -40,6 +43,12 @@ type Options struct {
 	JournalNoSync bool
 	// JournalWriteMode picks io_uring or pwrite+fdatasync (default auto).
 	JournalWriteMode uring.Mode
+	// JournalDirectIO writes the journal with O_DIRECT in aligned, padded
+	// groups (journal.Options.DirectIO), so it does not share the page
+	// cache with entry-log writeback; JournalAlignment is the alignment
+	// (default 4096; BookKeeper's journalAlignmentSize).
+	JournalDirectIO  bool
+	JournalAlignment int
 
 	// WriteCacheSize is the total size of the two write-cache halves
 	// (default 64 MiB). A checkpoint starts early when the active half
@@ -62,6 +71,10 @@ type Options struct {
 
 	// EntryLogMaxSize rolls an entry log at this size (default 1 GiB).
 	EntryLogMaxSize int64
+	// EntryLogFlushBytes paces checkpoint writeback of the entry log in
+	// steps of this many bytes (entrylog.Options.FlushBytes; BookKeeper's
+	// flushEntrylogBytes). 0: no pacing.
+	EntryLogFlushBytes int64
 	// IndexSlotsPerPage and IndexPagesPerSegment shape a new index (0: the
 	// index package's defaults, 4 KiB pages in 64 MiB segment files).
 	IndexSlotsPerPage, IndexPagesPerSegment int
@@ -100,9 +113,6 @@ type Options struct {
 func (o *Options) EnsureDefaults() {
 	if o.FS == nil {
 		o.FS = vfs.NewOS()
-	}
-	if o.JournalMaxGroupWait == 0 {
-		o.JournalMaxGroupWait = time.Millisecond
 	}
 	if o.JournalMaxGroupBytes == 0 {
 		o.JournalMaxGroupBytes = 512 << 10
@@ -190,6 +200,9 @@ func (o *Options) Validate() error {
 	}
 	if o.DiskUsageLWM <= 0 || o.DiskUsageLWM > o.DiskUsageThreshold {
 		errs = append(errs, fmt.Errorf("DiskUsageLWM %v not in (0, DiskUsageThreshold %v]", o.DiskUsageLWM, o.DiskUsageThreshold))
+	}
+	if o.EntryLogFlushBytes < 0 {
+		errs = append(errs, errors.New("negative EntryLogFlushBytes"))
 	}
 	if o.CompactionRateBytes < 0 {
 		errs = append(errs, errors.New("negative CompactionRateBytes"))

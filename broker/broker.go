@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/offload"
@@ -43,6 +45,9 @@ type Broker struct {
 	connBytesIn atomic.Int64
 	offloaders  offloaders   // one per distinct offload connection setting (offload.go)
 	heldCount   atomic.Int64 // held sends over all topics (skip dropHeld at 0)
+
+	// publishLatency is magnetar_broker_publish_latency_seconds (publishlatency.go).
+	publishLatency prometheus.Histogram
 
 	mu struct {
 		sync.Mutex
@@ -110,6 +115,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		b.policies = policy.NewStore(deps.ConfigStore, cfg.ClusterName)
 	}
 	b.offloaders = offloaders{m: deps.OffloadMetrics, by: map[string]*offload.Offloader{}}
+	b.publishLatency = newPublishLatency()
 	if b.offloaders.m == nil {
 		b.offloaders.m = offload.NewMetrics()
 	}

@@ -118,13 +118,15 @@ type compactMsg struct {
 	key       string
 	hasKey    bool
 	tombstone bool
+	dropped   bool   // a batch slot an earlier compactor marked compacted_out
 	smm       []byte // batch: the serialized SingleMessageMetadata
-	payload   []byte // batch: the message payload
+	payload   []byte // batch: the message payload (uncompressed)
 }
 
-// entryMessages splits an entry into its messages. whole is true when
-// the messages cannot be read (a compressed or encrypted batch): the
-// entry is then kept or dropped as a unit.
+// entryMessages splits an entry into its messages, opening compressed
+// batches (compress.go). whole is true when the messages cannot be read
+// (an encrypted batch, or a compressed one that does not decompress):
+// the entry is then kept as it is.
 func entryMessages(data []byte) (msgs []compactMsg, whole bool, err error) {
 	e, err := pulsarproto.ParseEntry(data)
 	if err != nil {
@@ -138,10 +140,15 @@ func entryMessages(data []byte) (msgs []compactMsg, whole bool, err error) {
 		empty := len(e.Payload) == 0 || (md.Compression != pb.CompressionType_NONE && md.UncompressedSize == 0)
 		return []compactMsg{{key: string(md.PartitionKey), hasKey: md.PartitionKey != nil, tombstone: empty || md.NullValue}}, false, nil
 	}
-	if md.Compression != pb.CompressionType_NONE || md.Encrypted {
+	if md.Encrypted {
 		return nil, true, nil
 	}
 	rest := e.Payload
+	if md.Compression != pb.CompressionType_NONE {
+		if rest, err = decompress(md.Compression, e.Payload, md.UncompressedSize); err != nil {
+			return nil, true, nil
+		}
+	}
 	for i := 0; i < int(md.NumMessagesInBatch) && len(rest) > 0; i++ {
 		var sm pulsarproto.SingleMetadata
 		var pl []byte
@@ -149,15 +156,16 @@ func entryMessages(data []byte) (msgs []compactMsg, whole bool, err error) {
 			return nil, false, err
 		}
 		msgs = append(msgs, compactMsg{
-			key: string(sm.PartitionKey), hasKey: sm.PartitionKey != nil,
-			tombstone: len(pl) == 0 || sm.NullValue, smm: sm.Raw, payload: pl,
+			key: string(sm.PartitionKey), hasKey: sm.PartitionKey != nil && !sm.CompactedOut,
+			tombstone: len(pl) == 0 || sm.NullValue, dropped: sm.CompactedOut, smm: sm.Raw, payload: pl,
 		})
 	}
 	return msgs, false, nil
 }
 
 // rebatch rebuilds a batch entry with only the messages keep selects,
-// keeping any broker entry metadata in front.
+// compressed with the entry's codec, keeping any broker entry metadata
+// in front.
 func rebatch(data []byte, msgs []compactMsg, keep []bool) ([]byte, error) {
 	e, err := pulsarproto.ParseEntry(data)
 	if err != nil {
@@ -177,6 +185,11 @@ func rebatch(data []byte, msgs []compactMsg, keep []bool) ([]byte, error) {
 	}
 	md.NumMessagesInBatch = &n
 	md.UncompressedSize = ptr(uint32(len(payload)))
+	if c := md.GetCompression(); c != pb.CompressionType_NONE {
+		if payload, err = compress(c, payload); err != nil {
+			return nil, err
+		}
+	}
 	mb, err := proto.Marshal(&md)
 	if err != nil {
 		return nil, err
@@ -262,6 +275,7 @@ func (t *topic) compact(ctx context.Context) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	aw := newAsyncWriter(w)
+	retainNullKey := t.b.cfg.TopicCompactionRetainNullKey
 	hooked := false
 	err = compactedView(ctx, cl, lac, func(pos position, data []byte) error {
 		if compactHookForTest != nil && aw.n > 0 && !hooked {
@@ -284,7 +298,7 @@ func (t *topic) compact(ctx context.Context) error {
 			if m.smm != nil {
 				idx = int32(i)
 			}
-			if m.hasKey && latest[m.key] == (msgRef{pos, idx}) {
+			if (m.hasKey && latest[m.key] == (msgRef{pos, idx})) || (retainNullKey && !m.hasKey && !m.dropped) {
 				keep[i] = true
 				kept++
 			}

@@ -84,6 +84,8 @@ type Config struct {
 	// maxPublishRatePerTopicInMessages/InBytes (per second),
 	// dispatchThrottlingRatePerTopicInMsg/InByte,
 	// dispatchThrottlingRatePerSubscriptionInMsg/InByte (per second),
+	// dispatchThrottlingRatePerReplicatorInMsg/InByte (per second, each
+	// replicator on its own),
 	// subscribeThrottlingRatePerConsumer per
 	// subscribeRatePeriodPerConsumerInSecond (default 30).
 	MaxPublishRatePerTopicInMessages            int
@@ -92,6 +94,8 @@ type Config struct {
 	DispatchThrottlingRatePerTopicInByte        int64
 	DispatchThrottlingRatePerSubscriptionInMsg  int
 	DispatchThrottlingRatePerSubscriptionInByte int64
+	DispatchThrottlingRatePerReplicatorInMsg    int
+	DispatchThrottlingRatePerReplicatorInByte   int64
 	SubscribeThrottlingRatePerConsumer          int
 	SubscribeRatePeriodPerConsumerInSecond      int
 	// DisableDeleteInactiveTopics is !brokerDeleteInactiveTopicsEnabled:
@@ -156,6 +160,10 @@ type Config struct {
 	// their namespace's compaction_threshold (Pulsar's
 	// brokerServiceCompactionMonitorIntervalInSeconds; default 60s).
 	CompactionMonitorInterval time.Duration
+	// TopicCompactionRetainNullKey (Pulsar's topicCompactionRetainNullKey,
+	// default false since Pulsar 3.2) keeps messages without a key in the
+	// compacted view; by default the compactor leaves them out.
+	TopicCompactionRetainNullKey bool
 	// HistoryInterval is how often the history sampler records every
 	// loaded topic's rates, backlog and storage size (history.go; default
 	// 5s, at least MinHistoryInterval; negative: no sampler).
@@ -279,6 +287,7 @@ func (c *Config) Validate() error {
 	case c.MaxPublishRatePerTopicInMessages < 0 || c.MaxPublishRatePerTopicInBytes < 0 ||
 		c.DispatchThrottlingRatePerTopicInMsg < 0 || c.DispatchThrottlingRatePerTopicInByte < 0 ||
 		c.DispatchThrottlingRatePerSubscriptionInMsg < 0 || c.DispatchThrottlingRatePerSubscriptionInByte < 0 ||
+		c.DispatchThrottlingRatePerReplicatorInMsg < 0 || c.DispatchThrottlingRatePerReplicatorInByte < 0 ||
 		c.SubscribeThrottlingRatePerConsumer < 0 || c.SubscribeRatePeriodPerConsumerInSecond < 0:
 		return fmt.Errorf("%w: negative rate limit", ErrBadConfig)
 	case c.DeleteInactiveTopicsMode != "delete_when_no_subscriptions" && c.DeleteInactiveTopicsMode != "delete_when_subscriptions_caught_up":

@@ -62,8 +62,9 @@
 //     never touches that state (docs/architecture.md, Design rules).
 //   - Per replicator (topic or partition, remote cluster): one loop that
 //     owns its cursor reads, its pending queue and its connection to the
-//     remote (replicator.go, replclient.go; the connection has a reader
-//     goroutine of its own). Per replicated topic, one snapshot
+//     remote (replicator.go, replclient.go: a pulsarclient.EntryProducer
+//     on a client of its own, whose connection has its reader and writer
+//     goroutines). Per replicated topic, one snapshot
 //     controller for replicated subscriptions (replsub.go). Both stop
 //     with the topic.
 //   - The accept loop and HTTP server. Close waits for all of them.

@@ -23,6 +23,7 @@ type testBroker struct {
 	ledgers *memstore.Store
 	mut     func(*Config)
 	factory *mledger.Factory
+	mlc     mledger.Config // managed ledger settings (zero: defaults)
 	url     string
 }
 
@@ -40,7 +41,20 @@ func (tb *testBroker) restart(t testing.TB) *testBroker {
 	if err := tb.factory.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if tb.mlc != (mledger.Config{}) {
+		return startBrokerMLC(t, tb.mut, tb.meta, tb.ledgers, tb.mlc)
+	}
 	return startBrokerOn(t, tb.mut, tb.meta, tb.ledgers)
+}
+
+// startBrokerMLC starts a broker over ledgers whose managed ledgers use
+// mlc (e.g. a small MaxEntriesPerLedger to force rollovers); restart
+// keeps mlc.
+func startBrokerMLC(t testing.TB, mut func(*Config), meta *memMeta, ledgers *memstore.Store, mlc mledger.Config) *testBroker {
+	t.Helper()
+	tb := startBrokerFull(t, mut, meta, ledgers, 0, mlc)
+	tb.ledgers, tb.mlc = ledgers, mlc
+	return tb
 }
 
 func startBrokerOn(t testing.TB, mut func(*Config), meta *memMeta, ledgers *memstore.Store) *testBroker {
@@ -53,6 +67,11 @@ func startBrokerOn(t testing.TB, mut func(*Config), meta *memMeta, ledgers *mems
 // startBrokerStore starts a broker whose managed ledgers live in store,
 // with an entry cache of cacheSize bytes (0: the default).
 func startBrokerStore(t testing.TB, mut func(*Config), meta *memMeta, store mledger.LedgerStore, cacheSize int64) *testBroker {
+	t.Helper()
+	return startBrokerFull(t, mut, meta, store, cacheSize, mledger.Config{})
+}
+
+func startBrokerFull(t testing.TB, mut func(*Config), meta *memMeta, store mledger.LedgerStore, cacheSize int64, mlc mledger.Config) *testBroker {
 	t.Helper()
 	f, err := mledger.NewFactory(mledger.Options{Ledgers: store, Metadata: meta, CacheSize: cacheSize})
 	if err != nil {
@@ -72,7 +91,7 @@ func startBrokerStore(t testing.TB, mut func(*Config), meta *memMeta, store mled
 	if mut != nil {
 		mut(&cfg)
 	}
-	b, err := New(cfg, Deps{Metadata: meta, OpenLedger: LedgerOpener(f, mledger.Config{})})
+	b, err := New(cfg, Deps{Metadata: meta, OpenLedger: LedgerOpener(f, mlc)})
 	if err != nil {
 		t.Fatal(err)
 	}

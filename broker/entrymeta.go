@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/binary"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -77,6 +78,7 @@ func appendUvarint(dst []byte, v uint64) []byte {
 // advances the topic's message index by numMsgs. Caller holds t.bem.
 func (t *topic) withEntryMeta(e entryBuf, numMsgs int) entryBuf {
 	t.bem.next += int64(max(numMsgs, 1))
+	t.bemNext.Store(t.bem.next)
 	data := e.data()
 	buf := make([]byte, mledger.EntryHeadroom, mledger.EntryHeadroom+32+len(data))
 	buf = appendEntryMeta(buf, t.b.entryMeta, time.Now().UnixMilli(), t.bem.next-1)
@@ -84,30 +86,64 @@ func (t *topic) withEntryMeta(e entryBuf, numMsgs int) entryBuf {
 	return entryBuf{buf: buf, off: mledger.EntryHeadroom, txn: e.txn}
 }
 
+// indexProperty is the managed ledger info property holding the index
+// of the last message stamped when the info was last written (Pulsar's
+// managed ledger keeps its index the same way), so that the index goes on
+// even when retention trimmed every ledger that held an entry.
+const indexProperty = "index"
+
+// infoPropertied is a managed ledger that stores info properties
+// (mledger/infoprops.go).
+type infoPropertied interface {
+	SetInfoPropertiesHook(fn func(map[string]string))
+	InfoProperties() map[string]string
+}
+
 // recoverEntryIndex sets the next message index from the last stored
-// entry's broker entry metadata (0 for an empty topic or one written
-// without the index interceptor).
+// entry's broker entry metadata and the index recorded in the managed
+// ledger's info, whichever is later (0 for a topic never written with the
+// index interceptor), and has every later info write record it.
 func (t *topic) recoverEntryIndex() error {
-	lp, ok := t.ml.LastConfirmed()
-	if !ok {
-		return nil
+	next := int64(0)
+	ip, hasProps := t.ml.(infoPropertied)
+	if hasProps {
+		if v, ok := ip.InfoProperties()[indexProperty]; ok {
+			last, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || last < -1 {
+				return fmt.Errorf("managed ledger property %s=%q: not an index", indexProperty, v)
+			}
+			next = last + 1
+		}
 	}
-	data, err := t.ml.ReadEntry(lp)
-	if err != nil {
-		return err
+	if lp, ok := t.ml.LastConfirmed(); ok {
+		data, err := t.ml.ReadEntry(lp)
+		if err != nil {
+			return err
+		}
+		e, err := pulsarproto.ParseEntry(data)
+		if err != nil {
+			return err
+		}
+		if e.BrokerEntryMetadata != nil {
+			m, err := pulsarproto.ParseBrokerEntryMetadata(e.BrokerEntryMetadata)
+			if err != nil {
+				return err
+			}
+			if m.HasIndex {
+				next = max(next, int64(m.Index)+1)
+			}
+		}
 	}
-	e, err := pulsarproto.ParseEntry(data)
-	if err != nil || e.BrokerEntryMetadata == nil {
-		return err
-	}
-	m, err := pulsarproto.ParseBrokerEntryMetadata(e.BrokerEntryMetadata)
-	if err != nil {
-		return err
-	}
-	if m.HasIndex {
-		t.bem.Lock()
-		t.bem.next = int64(m.Index) + 1
-		t.bem.Unlock()
+	t.bem.Lock()
+	t.bem.next = next
+	t.bemNext.Store(next)
+	t.bem.Unlock()
+	if hasProps {
+		ip.SetInfoPropertiesHook(func(p map[string]string) {
+			if n := t.bemNext.Load(); n > 0 {
+				p[indexProperty] = strconv.FormatInt(n-1, 10)
+			}
+		})
 	}
 	return nil
 }

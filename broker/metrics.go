@@ -250,6 +250,7 @@ func (b *Broker) metricsHandler() HandlerFunc {
 		}
 	}
 	reg.MustRegister(b.offloaders.m.Collectors()...)
+	reg.MustRegister(b.publishLatency)
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 	return func(w http.ResponseWriter, r *http.Request, _ Params) { h.ServeHTTP(w, r) }
 }

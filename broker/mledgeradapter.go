@@ -145,6 +145,11 @@ func (a *mlAdapter) Terminate() (position, error) {
 
 func (a *mlAdapter) Stats() mledger.Stats { return a.ml.Stats() }
 
+func (a *mlAdapter) SetInfoPropertiesHook(fn func(map[string]string)) {
+	a.ml.SetInfoPropertiesHook(fn)
+}
+func (a *mlAdapter) InfoProperties() map[string]string { return a.ml.InfoProperties() }
+
 func (a *mlAdapter) SetOffloadPolicy(p mledger.OffloadPolicy) { a.ml.SetOffloadPolicy(p) }
 func (a *mlAdapter) StartOffload(p mledger.Position) error    { return a.ml.StartOffload(p) }
 func (a *mlAdapter) OffloadStatus() mledger.OffloadStatus     { return a.ml.OffloadStatus() }

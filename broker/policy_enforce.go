@@ -66,6 +66,8 @@ func (b *Broker) policyDefaults() policy.Defaults {
 			DispatchThrottlingRateInByte: c.DispatchThrottlingRatePerTopicInByte, RatePeriodInSecond: 1},
 		SubscriptionDispatchRate: policy.DispatchRate{DispatchThrottlingRateInMsg: c.DispatchThrottlingRatePerSubscriptionInMsg,
 			DispatchThrottlingRateInByte: c.DispatchThrottlingRatePerSubscriptionInByte, RatePeriodInSecond: 1},
+		ReplicatorDispatchRate: policy.DispatchRate{DispatchThrottlingRateInMsg: c.DispatchThrottlingRatePerReplicatorInMsg,
+			DispatchThrottlingRateInByte: c.DispatchThrottlingRatePerReplicatorInByte, RatePeriodInSecond: 1},
 		SubscribeRate: policy.SubscribeRate{SubscribeThrottlingRatePerConsumer: c.SubscribeThrottlingRatePerConsumer,
 			RatePeriodInSecond: c.SubscribeRatePeriodPerConsumerInSecond},
 		InactiveTopic: policy.InactiveTopicPolicies{DeleteWhileInactive: !c.DisableDeleteInactiveTopics,

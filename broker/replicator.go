@@ -90,6 +90,9 @@ type replicator struct {
 	oldestPending  atomic.Int64 // publish time (ms) of the oldest entry sent and unacknowledged; 0: none
 	rates          rateTracker
 	expiredRate    rateTracker
+	throttled      atomic.Int64 // times the rate limit held reads back
+
+	lim *dispatchLimiter // the loop's: replicatorDispatchRate
 }
 
 // replItem is one entry read and not yet acknowledged on the cursor.
@@ -182,15 +185,11 @@ func (r *replicator) connect() (*replProducer, error) {
 	if err != nil {
 		return nil, err
 	}
-	url := cd.BrokerServiceURL
-	if url == "" {
-		return nil, errors.New("replication: cluster " + r.remote + " has no brokerServiceUrl")
-	}
-	auth, err := replAuthFrom(cd.AuthenticationPlugin, cd.AuthenticationParameters)
+	to, err := replTargetOf(r.remote, cd)
 	if err != nil {
 		return nil, err
 	}
-	return dialReplProducer(ctx, url, r.t.full, replProducerName(r.t.b.cfg.ClusterName, r.remote), auth, r.t.b.cfg.MaxMessageSize+64<<10)
+	return dialReplProducer(ctx, to, r.t.full, replProducerName(r.t.b.cfg.ClusterName, r.remote))
 }
 
 // replicate runs one connection: it re-sends what was pending, then
@@ -222,9 +221,16 @@ func (r *replicator) replicate(p *replProducer, pending []*replItem) ([]*replIte
 		return pending, err
 	}
 	for {
-		// Read while the queue has room.
+		// Read while the queue has room and the rate limit allows.
+		var throttle <-chan time.Time
 		for len(pending) < replQueueSize && pendingBytes(pending) < replMaxPendingBytes {
-			es, err := r.cur.ReadEntries(min(replReadBatch, replQueueSize-len(pending)))
+			lim, now := r.limiter(), time.Now()
+			if d := lim.wait(now); d > 0 {
+				r.throttled.Add(1)
+				throttle = time.After(d)
+				break
+			}
+			es, err := r.cur.ReadEntries(min(replReadBatch, replQueueSize-len(pending), max(lim.budget(now), 1)))
 			if err != nil {
 				if errors.Is(err, ErrClosed) {
 					return pending, err
@@ -235,9 +241,15 @@ func (r *replicator) replicate(p *replProducer, pending []*replItem) ([]*replIte
 			if len(es) == 0 {
 				break
 			}
+			msgs, bytes := 0, 0
 			for _, e := range es {
-				pending = append(pending, r.prepare(e))
+				it := r.prepare(e)
+				pending = append(pending, it)
+				if it.entry != nil {
+					msgs, bytes = msgs+it.msgs, bytes+len(it.entry)
+				}
 			}
+			lim.take(now, msgs, bytes)
 			if err := sendable(); err != nil {
 				return pending, err
 			}
@@ -250,6 +262,7 @@ func (r *replicator) replicate(p *replProducer, pending []*replItem) ([]*replIte
 		case <-p.done:
 			return pending, p.err
 		case <-r.wakeCh:
+		case <-throttle:
 		case rc := <-p.receipts:
 			if err := r.receipt(pending, rc); err != nil {
 				return pending, err
@@ -267,6 +280,20 @@ func (r *replicator) replicate(p *replProducer, pending []*replItem) ([]*replIte
 			}
 		}
 	}
+}
+
+// limiter returns the loop's limiter for the topic's current
+// replicatorDispatchRate (nil: unlimited). Each replicator, one per
+// remote cluster, has a limiter of its own, as in Pulsar.
+func (r *replicator) limiter() *rateLimiter {
+	var set policy.DispatchRate
+	if pol := r.t.pol.Load(); pol != nil {
+		set = pol.ReplicatorDispatchRate
+	}
+	if !sameDispatch(r.lim, set) {
+		r.lim = newDispatchLimiter(set)
+	}
+	return r.lim.limiter()
 }
 
 // pendingBytes is the size of the entries held for sending.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -391,7 +392,7 @@ func (t *topic) applyReplicatedUpdate(sub string, pos position) {
 		t.log.Warn("replicated subscription update", "topic", t.full, "sub", sub, "err", err)
 		return
 	}
-	s.replicated.Store(true)
+	s.markReplicated(true)
 	s.do(func() { s.moveMarkDeleteLocked(pos) })
 }
 
@@ -516,6 +517,62 @@ func (b *Broker) SetReplicatedSubscription(ctx context.Context, topic, sub strin
 	if !s.cur.Durable() {
 		return reason(ErrPreconditionFailed, "A non-durable subscription cannot be replicated")
 	}
-	s.replicated.Store(replicated)
+	return s.markReplicated(replicated)
+}
+
+// replicatedProperty is the cursor property that marks a replicated
+// subscription ("1"), Pulsar's name for it: the flag survives restarts
+// and ownership changes with the cursor.
+const replicatedProperty = "pulsar.replicated.subscription"
+
+// durableCursor returns the managed-ledger cursor behind c (nil for
+// non-durable and non-persistent cursors).
+func durableCursor(c cursor) *mledger.Cursor {
+	switch x := c.(type) {
+	case *cursorAdapter:
+		if x.c.IsDurable() {
+			return x.c
+		}
+	case *compactedCursor:
+		return durableCursor(x.cursorAdapter)
+	}
+	return nil
+}
+
+// loadReplicated sets the replicated flag from the cursor's properties
+// (a new subscription, or one loaded with its topic).
+func (s *subscription) loadReplicated() {
+	if mc := s.mc; mc != nil && mc.Properties()[replicatedProperty] == "1" {
+		s.replicated.Store(true)
+	}
+}
+
+// markReplicated sets the replicated flag and, when it changes a durable
+// cursor's property, persists it before returning.
+func (s *subscription) markReplicated(on bool) error {
+	s.replicated.Store(on)
+	mc := s.mc
+	if mc == nil {
+		return nil
+	}
+	props := mc.Properties()
+	if (props[replicatedProperty] == "1") == on {
+		return nil
+	}
+	next := maps.Clone(props)
+	if next == nil {
+		next = map[string]string{}
+	}
+	if on {
+		next[replicatedProperty] = "1"
+	} else {
+		delete(next, replicatedProperty)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storageTimeout)
+	defer cancel()
+	if err := mc.SetProperties(ctx, next); err != nil {
+		s.log.Warn("persist replicated subscription flag", "topic", s.topic, "sub", s.name, "err", err)
+		return err
+	}
 	return nil
 }

@@ -78,6 +78,11 @@ type Service interface {
 	Terminate(ctx context.Context, topic string) (MessageID, error)
 	// ReadEntry returns the stored entry (a Pulsar batch) at id.
 	ReadEntry(ctx context.Context, topic string, id MessageID) ([]byte, error)
+	// MessageIDByIndex returns the entry holding the message whose broker
+	// entry metadata index is idx (entryindex.go; ErrPreconditionFailed
+	// without the index interceptor, ErrTopicNotFound for an index not
+	// stored).
+	MessageIDByIndex(ctx context.Context, topic string, idx int64) (MessageID, error)
 	// OffloadTopic starts offloading the closed ledgers before id's
 	// ledger (ErrAlreadyExists while an offload runs).
 	OffloadTopic(ctx context.Context, topic string, id MessageID) error

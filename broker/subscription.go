@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/txn"
 )
 
@@ -72,9 +73,12 @@ type subscription struct {
 	typ       SubType
 	partition int
 	cur       cursor
-	parse     func([]byte) (entryMeta, error)
-	batch     int
-	log       *slog.Logger
+	// mc is the managed-ledger cursor behind cur (nil when not durable),
+	// fixed at creation: other goroutines use it for cursor properties.
+	mc    *mledger.Cursor
+	parse func([]byte) (entryMeta, error)
+	batch int
+	log   *slog.Logger
 	// unackedFn returns the topic's maxUnackedMessagesPerConsumer and
 	// ...PerSubscription (0: unlimited); nil: none.
 	unackedFn func() (perConsumer, perSub int)
@@ -171,7 +175,7 @@ const (
 func newSubscription(name, topic string, typ SubType, partition int, cur cursor, parse func([]byte) (entryMeta, error), batch int, unackedFn func() (int, int), log *slog.Logger) *subscription {
 	_, np := cur.(*npCursor)
 	s := &subscription{
-		name: name, topic: topic, typ: typ, partition: partition, cur: cur,
+		name: name, topic: topic, typ: typ, partition: partition, cur: cur, mc: durableCursor(cur),
 		parse: parse, batch: batch, log: log, unackedFn: unackedFn, keepData: np,
 		ops:         make(chan func(), 64),
 		notify:      make(chan struct{}, 1),

@@ -96,6 +96,9 @@ type topic struct {
 		sync.Mutex
 		next int64
 	}
+	// bemNext mirrors bem.next for the managed ledger's info hook, which
+	// must not take bem (entrymeta.go).
+	bemNext atomic.Int64
 
 	cstate compactionState // compaction.go
 
@@ -323,6 +326,7 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e entryBu
 	if ts != nil {
 		t.txnBeforeAdd(ts)
 	}
+	start := time.Now()
 	t.ml.AddEntry(e.buf, e.off, numMsgs, func(pos position, err error) {
 		defer t.adds.Done()
 		if ts != nil {
@@ -332,6 +336,7 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e entryBu
 			t.publishFailed(p, seq, err)
 			return
 		}
+		t.b.observePublish(start)
 		if !t.b.mayAck(t) {
 			// Stored, but the ownership may have passed on (the session
 			// lease ran out): never acknowledge for a topic we may not

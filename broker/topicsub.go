@@ -40,7 +40,7 @@ func (t *topic) subscribe(req subscribeReq) (*subscription, error) {
 			return nil, err
 		}
 		if req.replicated && t.persistent() {
-			s.replicated.Store(true)
+			s.markReplicated(true)
 		}
 		var refusal string
 		ok := s.call(func() { refusal = s.addConsumerLocked(req.consumer, req.typ, req.sticky) })
@@ -102,6 +102,7 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 	}
 	s := newSubscription(req.sub, t.full, req.typ, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.unackedLimits, t.log)
 	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
+	s.loadReplicated()
 	t.attachSub(s)
 	t.mu.subs[req.sub] = s
 	t.publishSubsLocked()
@@ -118,6 +119,7 @@ func (t *topic) loadSubscription(name string) error {
 	}
 	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.unackedLimits, t.log)
 	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
+	s.loadReplicated()
 	t.attachSub(s)
 	t.mu.Lock()
 	t.mu.subs[name] = s

@@ -125,6 +125,17 @@
 // checksum mismatch in a recovered log is ErrNotFound when the record
 // overlaps an aligned all-zero page (lost in the crash).
 //
+// # Writeback pacing
+//
+// With Options.FlushBytes a checkpoint's writes reach the disk in steps:
+// after each FlushBytes written to the active log, writeback of them is
+// started (sync_file_range WRITE) and the writer waits until the previous
+// step's writeback finished. Without it, a checkpoint leaves tens of MiB
+// of dirty pages that the final fsync (or the kernel's flusher) sends to
+// the device at once, and a journal fdatasync on the same device queues
+// behind them. Pacing changes when bytes reach the disk, not what is
+// durable: entries are durable in the log only after Sync, as before.
+//
 // # Write errors
 //
 // A failed write, preallocation, roll or fsync fails every later Add,

@@ -45,6 +45,7 @@ type Log struct {
 		nextDir  int
 		next     chan prepared // the log being prepared, nil if none
 		err      error         // sticky write error
+		wb       writeback
 		closed   bool
 	}
 }
@@ -339,8 +340,10 @@ func (l *Log) writeLocked(bufs [][]byte) error {
 	if err != nil {
 		return l.failLocked(fmt.Errorf("entrylog: write %s off %d: %w", cur.path, l.mu.bufOff, err))
 	}
+	start := l.mu.bufOff
 	l.mu.bufOff = end
 	cur.written.Store(end)
+	l.paceLocked(cur, start, end)
 	return nil
 }
 

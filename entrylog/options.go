@@ -33,6 +33,14 @@ type Options struct {
 	// PreallocateSize is how far ahead of the write offset the active file
 	// is preallocated (fallocate KEEP_SIZE on the OS file system).
 	PreallocateSize int64
+	// FlushBytes, if positive, paces the active log's writeback: after
+	// every FlushBytes written, writeback of them starts and the log waits
+	// for the previous FlushBytes to reach the disk (BookKeeper's
+	// flushEntrylogBytes, which flushes every that many bytes). A
+	// checkpoint then never has more than two steps queued at the device
+	// ahead of a journal sync. Durability still comes from Sync. Zero
+	// means no pacing.
+	FlushBytes int64
 	// CompactionRateBytes limits Compact to this many payload bytes per
 	// second. 0 means unlimited.
 	CompactionRateBytes int64
@@ -71,8 +79,8 @@ func (o *Options) Validate() error {
 	if o.WriteBufferSize < RecordHeaderSize {
 		return fmt.Errorf("entrylog: WriteBufferSize %d too small", o.WriteBufferSize)
 	}
-	if o.PreallocateSize < 0 || o.CompactionRateBytes < 0 {
-		return errors.New("entrylog: negative PreallocateSize or CompactionRateBytes")
+	if o.PreallocateSize < 0 || o.CompactionRateBytes < 0 || o.FlushBytes < 0 {
+		return errors.New("entrylog: negative PreallocateSize, CompactionRateBytes or FlushBytes")
 	}
 	return nil
 }

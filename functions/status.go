@@ -11,10 +11,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
-
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
 // instanceView is one instance's status and stats as this worker (or the
@@ -295,27 +293,27 @@ func (w *Worker) handleTrigger(c *call) {
 		topic = r.Spec.Inputs[0]
 	}
 	topic = qualify(topic, c.tenant, c.ns)
-	cl, err := pulsar.NewClient(pulsar.ClientOptions{URL: w.serviceURL, OperationTimeout: 30 * time.Second, Logger: plog.DefaultNopLogger()})
+	cl, err := pulsarclient.NewClient(pulsarclient.ClientOptions{URL: w.serviceURL, OperationTimeout: 30 * time.Second})
 	if err != nil {
 		c.fail(err)
 		return
 	}
 	defer cl.Close()
-	var rd pulsar.Reader
+	var rd *pulsarclient.Reader
 	if r.Spec.Output != "" {
-		if rd, err = cl.CreateReader(pulsar.ReaderOptions{Topic: r.Spec.Output, StartMessageID: pulsar.LatestMessageID()}); err != nil {
+		if rd, err = cl.CreateReader(pulsarclient.ReaderOptions{Topic: r.Spec.Output, StartMessageID: pulsarclient.LatestMessageID()}); err != nil {
 			c.fail(fmt.Errorf("reader on %s: %w", r.Spec.Output, err))
 			return
 		}
 		defer rd.Close()
 	}
-	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	p, err := cl.CreateProducer(pulsarclient.ProducerOptions{Topic: topic})
 	if err != nil {
 		c.fail(fmt.Errorf("producer on %s: %w", topic, err))
 		return
 	}
 	defer p.Close()
-	if _, err := p.Send(c.ctx, &pulsar.ProducerMessage{Payload: value}); err != nil {
+	if _, err := p.Send(c.ctx, &pulsarclient.ProducerMessage{Payload: value}); err != nil {
 		c.fail(fmt.Errorf("publish to %s: %w", topic, err))
 		return
 	}

@@ -27,7 +27,11 @@ func crashPayload(w, i int) []byte {
 // random points, and checks that each clone opens without corruption and
 // replays every record acknowledged before the clone, byte for byte, in
 // per-writer order, with no gaps.
-func TestCrashRecovery(t *testing.T) {
+func TestCrashRecovery(t *testing.T) { crashRecovery(t, func(*Options) {}) }
+
+// crashRecovery is TestCrashRecovery with every journal's options passed
+// through mod (TestDirectCrashRecovery sets DirectIO).
+func crashRecovery(t *testing.T, mod func(*Options)) {
 	const (
 		iterations = 12
 		writers    = 4
@@ -72,6 +76,7 @@ func TestCrashRecovery(t *testing.T) {
 		if it%3 == 1 {
 			o.MaxGroupEntries = 4
 		}
+		mod(&o)
 		j := mustOpen(t, o)
 
 		var wg sync.WaitGroup
@@ -120,6 +125,7 @@ func TestCrashRecovery(t *testing.T) {
 
 		for c, clone := range clones {
 			co := testOptions(clone)
+			mod(&co)
 			co.Logger = slog.New(slog.NewTextHandler(&logBuf, nil))
 			j, err := Open(co)
 			if err != nil {
@@ -151,7 +157,9 @@ func TestCrashRecovery(t *testing.T) {
 			if err := j.Close(); err != nil {
 				t.Fatal(err)
 			}
-			j = mustOpen(t, testOptions(clone))
+			co = testOptions(clone)
+			mod(&co)
+			j = mustOpen(t, co)
 			j.Close()
 		}
 	}

@@ -116,6 +116,26 @@
 //   - type is 1 entry, 2 master key, 3 fence, 4 explicit LAC, 5 mark (an
 //     internal, payload-less record Close writes alone in a last group).
 //
+// # Direct I/O
+//
+// With Options.DirectIO the group writes go through a second descriptor of
+// the current file opened with O_DIRECT, so journal bytes do not sit in
+// the page cache competing with entry-log writeback, and each write must
+// start and end on an Alignment boundary (default 4096) from an aligned
+// buffer. The format is unchanged: the writer copies the group into one
+// aligned staging buffer behind the bytes of the current last, partly
+// filled block (kept in memory: the file header for a new file), pads it
+// with zeros to the next boundary and writes it at the block's start. The
+// first bytes of that write are already durable and rewritten with the
+// same values, so a torn rewrite can not change them; the zeros after the
+// last record read as a torn tail, which the next group overwrites and
+// replay truncates (see below) after a crash. Positions stay logical
+// (just past a record), so checkpoints and replay do not change. When a
+// file is left (roll, Close) it is truncated to its last record and
+// synced, so only a crash leaves padding. A DirectIO file's size is also
+// extended to its preallocation (zeros), so that writes do not extend it. The header is still written
+// and synced through the ordinary descriptor at file creation.
+//
 // # Checkpoints
 //
 // Checkpoint(pos) writes the file "lastMark" (magic MGLM, file id u64,

@@ -57,8 +57,9 @@ type Journal struct {
 	f        vfs.File
 	w        uring.Writer
 	fileID   uint64
-	off      int64 // end of the data written to f
-	prealloc int64 // f is preallocated up to here
+	off      int64        // end of the data written to f
+	prealloc int64        // f is preallocated up to here
+	direct   *directState // DirectIO only
 
 	writerKind atomic.Pointer[string] // "io_uring" or "pwrite"
 
@@ -142,18 +143,43 @@ func (j *Journal) createFile(id, baseSeq uint64) error {
 		// needs (write).
 		prealloc = 0
 	}
+	if j.opts.DirectIO && prealloc > 0 {
+		// Direct writes past the size take the slow, metadata-heavy
+		// extending path; see direct.go.
+		if err := f.Truncate(prealloc); err != nil {
+			return fail(err)
+		}
+	}
 	if err := f.Sync(); err != nil {
 		return fail(err)
 	}
 	if err := fs.SyncDir(j.opts.Dir); err != nil {
 		return fail(err)
 	}
-	w, err := uring.NewWriter(f, j.opts.WriterMode)
+	wf := f // the file the group writes go to
+	var direct *directState
+	if j.opts.DirectIO {
+		var df vfs.File
+		if do, ok := fs.(vfs.DirectOpener); ok {
+			if df, err = do.OpenDirect(p); err != nil {
+				return fail(fmt.Errorf("O_DIRECT: %w", err))
+			}
+			wf = df
+		}
+		direct = newDirectState(j.opts.Alignment, df, hdr, j.direct)
+	}
+	w, err := uring.NewWriter(wf, j.opts.WriterMode)
 	if err != nil {
+		if direct != nil && direct.f != nil {
+			direct.f.Close()
+		}
 		return fail(err)
 	}
-	j.f, j.w, j.fileID, j.off, j.prealloc = f, w, id, FileHeaderSize, prealloc
+	j.f, j.w, j.fileID, j.off, j.prealloc, j.direct = f, w, id, FileHeaderSize, prealloc, direct
 	kind := fmt.Sprint(w)
+	if direct != nil {
+		kind += "+direct"
+	}
 	j.writerKind.Store(&kind)
 	return nil
 }
@@ -164,7 +190,20 @@ func (j *Journal) closeFile() error {
 		return nil
 	}
 	err := j.w.Close()
-	if j.opts.NoSync {
+	if d := j.direct; d != nil {
+		if d.f != nil {
+			if cerr := d.f.Close(); err == nil {
+				err = cerr
+			}
+			d.f = nil
+		}
+		// Drop the zero padding past the last record (replay would take it
+		// for a torn tail), durably below.
+		if err == nil && j.f != nil {
+			err = j.f.Truncate(j.off)
+		}
+	}
+	if j.opts.NoSync || j.direct != nil {
 		// Even without per-group syncs, a file is synced when left.
 		if serr := j.f.Sync(); err == nil {
 			err = serr
@@ -189,7 +228,11 @@ func (j *Journal) write(g *group) error {
 			return err
 		}
 	}
-	if end := j.off + n; end > j.prealloc && j.opts.PreallocSize > 0 {
+	end := j.off + n
+	if j.direct != nil {
+		end = j.direct.paddedEnd(j.off, g.size)
+	}
+	if end > j.prealloc && j.opts.PreallocSize > 0 {
 		step := j.opts.PreallocSize
 		newEnd := (end + step - 1) / step * step
 		err := j.f.Preallocate(j.prealloc, newEnd-j.prealloc)
@@ -201,9 +244,22 @@ func (j *Journal) write(g *group) error {
 		if err != nil {
 			return err
 		}
+		if j.direct != nil {
+			if err := j.f.Truncate(newEnd); err != nil {
+				return err
+			}
+		}
 		j.prealloc = newEnd
 	}
 	g.fileID, g.off = j.fileID, j.off
+	if d := j.direct; d != nil {
+		at, buf := d.stageGroup(j.off, g.chunks, g.size)
+		if err := j.w.Submit(at, [][]byte{buf}, !j.opts.NoSync); err != nil {
+			return err
+		}
+		j.off += n
+		return nil
+	}
 	if err := j.w.Submit(j.off, g.chunks, !j.opts.NoSync); err != nil {
 		return err
 	}

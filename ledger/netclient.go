@@ -134,7 +134,7 @@ func (b *netBookie) get() (*netConn, error) {
 	if nc, err = b.secure(nc); err != nil {
 		return nil, err
 	}
-	c := &netConn{nc: nc, pending: map[uint64]*call{}, signal: make(chan struct{}, 1), quit: make(chan struct{}), timeout: b.r.opts.RequestTimeout}
+	c := &netConn{nc: nc, pending: map[uint64]call{}, signal: make(chan struct{}, 1), quit: make(chan struct{}), timeout: b.r.opts.RequestTimeout}
 	b.r.mu.Lock()
 	if b.r.done {
 		b.r.mu.Unlock()
@@ -215,12 +215,12 @@ func (b *netBookie) AddEntry(ledgerID, entryID int64, masterKey, entry []byte, r
 	if recovery {
 		req.Flags = bkproto.FlagRecovery | bkproto.FlagHighPriority
 	}
-	b.send(&req, time.Time{}, func(r *bkproto.Response, err error) {
-		if err == nil {
-			err = r.Status.Err()
-		}
+	c, err := b.get()
+	if err != nil {
 		done(err)
-	})
+		return
+	}
+	c.enqueue(&req, time.Time{}, call{add: done})
 }
 
 // roundTrip sends req and waits for its answer or ctx. The response's
@@ -314,13 +314,30 @@ type netConn struct {
 	out     []byte
 	spare   []byte
 	nextID  uint64
-	pending map[uint64]*call
+	pending map[uint64]call
 	err     error // set once broken
 }
 
+// call is a pending request: done gets the response (valid only during
+// the call: it aliases the connection's read buffer and one Response the
+// reader reuses), or add, for adds, only the status as an error. Stored
+// by value, so a request costs no allocation of its own.
 type call struct {
 	done     func(*bkproto.Response, error)
+	add      func(error)
 	deadline time.Time
+}
+
+// finish completes the call with r (nil on err).
+func (cl *call) finish(r *bkproto.Response, err error) {
+	if cl.add != nil {
+		if err == nil {
+			err = r.Status.Err()
+		}
+		cl.add(err)
+		return
+	}
+	cl.done(r, err)
 }
 
 func (c *netConn) broken() bool {
@@ -330,6 +347,12 @@ func (c *netConn) broken() bool {
 }
 
 func (c *netConn) send(req *bkproto.Request, deadline time.Time, done func(*bkproto.Response, error)) {
+	c.enqueue(req, deadline, call{done: done})
+}
+
+// enqueue encodes req into the output batch and registers cl for its
+// answer (cl.deadline is set here).
+func (c *netConn) enqueue(req *bkproto.Request, deadline time.Time, cl call) {
 	if deadline.IsZero() {
 		deadline = time.Now().Add(c.timeout)
 	}
@@ -337,7 +360,7 @@ func (c *netConn) send(req *bkproto.Request, deadline time.Time, done func(*bkpr
 	if c.err != nil {
 		err := c.err
 		c.mu.Unlock()
-		done(nil, err)
+		cl.finish(nil, err)
 		return
 	}
 	c.nextID++
@@ -346,10 +369,11 @@ func (c *netConn) send(req *bkproto.Request, deadline time.Time, done func(*bkpr
 	c.out, err = bkproto.AppendRequest(c.out, req)
 	if err != nil {
 		c.mu.Unlock()
-		done(nil, fmt.Errorf("%w: %w", bkproto.ErrBadRequest, err))
+		cl.finish(nil, fmt.Errorf("%w: %w", bkproto.ErrBadRequest, err))
 		return
 	}
-	c.pending[req.ReqID] = &call{done: done, deadline: deadline}
+	cl.deadline = deadline
+	c.pending[req.ReqID] = cl
 	c.mu.Unlock()
 	select {
 	case c.signal <- struct{}{}:
@@ -371,7 +395,7 @@ func (c *netConn) fail(err error) {
 	close(c.quit)
 	c.nc.Close()
 	for _, cl := range calls {
-		cl.done(nil, err)
+		cl.finish(nil, err)
 	}
 }
 
@@ -404,10 +428,14 @@ func (c *netConn) writeLoop() {
 
 func (c *netConn) readLoop() {
 	buf := make([]byte, 0, 64<<10)
+	// One Response for every answer: a call's done must not keep it.
+	var resp bkproto.Response
 	for {
 		rest := buf
 		for {
-			r, resp, err := bkproto.DecodeResponse(rest)
+			var r []byte
+			var err error
+			r, resp, err = bkproto.DecodeResponse(rest)
 			if errors.Is(err, bkproto.ErrShort) {
 				break
 			}
@@ -417,11 +445,11 @@ func (c *netConn) readLoop() {
 			}
 			rest = r
 			c.mu.Lock()
-			cl := c.pending[resp.ReqID]
+			cl, ok := c.pending[resp.ReqID]
 			delete(c.pending, resp.ReqID)
 			c.mu.Unlock()
-			if cl != nil {
-				cl.done(&resp, nil)
+			if ok {
+				cl.finish(&resp, nil)
 			}
 		}
 		n := copy(buf, rest)
@@ -454,7 +482,7 @@ func (c *netConn) timeoutLoop() {
 		case <-c.quit:
 			return
 		case now := <-t.C:
-			var late []*call
+			var late []call
 			c.mu.Lock()
 			for id, cl := range c.pending {
 				if now.After(cl.deadline) {
@@ -464,7 +492,7 @@ func (c *netConn) timeoutLoop() {
 			}
 			c.mu.Unlock()
 			for _, cl := range late {
-				cl.done(nil, fmt.Errorf("%w: request timed out", bkproto.ErrIO))
+				cl.finish(nil, fmt.Errorf("%w: request timed out", bkproto.ErrIO))
 			}
 		}
 	}

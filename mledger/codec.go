@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -368,11 +369,16 @@ func appendDeltaRecord(dst []byte, d *delta) []byte {
 // cursorNode is the value of a cursor's metadata node.
 //
 //	byte version, varint cursorLedgerID (-1: none), markDelete,
-//	uvarint len, inline snapshot (used only without a cursor ledger)
+//	uvarint len, inline snapshot (used only without a cursor ledger),
+//	[uvarint nProps, nProps × (uvarint len, key, uvarint len, value)]
+//
+// The properties section is optional (absent in nodes written before it
+// existed, and when there are none).
 type cursorNode struct {
 	ledgerID   int64
 	markDelete Position
 	inline     []byte
+	props      map[string]string
 }
 
 func appendCursorNode(dst []byte, n *cursorNode) []byte {
@@ -380,7 +386,32 @@ func appendCursorNode(dst []byte, n *cursorNode) []byte {
 	dst = binary.AppendVarint(dst, n.ledgerID)
 	dst = appendPosition(dst, n.markDelete)
 	dst = binary.AppendUvarint(dst, uint64(len(n.inline)))
-	return append(dst, n.inline...)
+	dst = append(dst, n.inline...)
+	if len(n.props) == 0 {
+		return dst
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(n.props)))
+	for _, k := range slices.Sorted(maps.Keys(n.props)) {
+		dst = appendString(dst, k)
+		dst = appendString(dst, n.props[k])
+	}
+	return dst
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func readString(src []byte) ([]byte, string, error) {
+	src, l, err := readUvarint(src)
+	if err != nil {
+		return src, "", err
+	}
+	if l > uint64(len(src)) {
+		return src, "", corruptf("string of %d bytes in %d", l, len(src))
+	}
+	return src[l:], string(src[:l]), nil
 }
 
 func decodeCursorNode(src []byte) (rest []byte, n *cursorNode, err error) {
@@ -405,7 +436,29 @@ func decodeCursorNode(src []byte) (rest []byte, n *cursorNode, err error) {
 	if l > 0 {
 		n.inline = slices.Clone(src[:l])
 	}
-	return src[l:], n, nil
+	src = src[l:]
+	if len(src) == 0 {
+		return src, n, nil
+	}
+	src, np, err := readUvarint(src)
+	if err != nil {
+		return src, nil, err
+	}
+	if np > uint64(len(src))/2 {
+		return src, nil, corruptf("%d cursor properties in %d bytes", np, len(src))
+	}
+	n.props = make(map[string]string, np)
+	for range np {
+		var k, v string
+		if src, k, err = readString(src); err != nil {
+			return src, nil, err
+		}
+		if src, v, err = readString(src); err != nil {
+			return src, nil, err
+		}
+		n.props[k] = v
+	}
+	return src, n, nil
 }
 
 // LedgerInfo describes one ledger of a managed ledger.
@@ -431,11 +484,22 @@ type LedgerInfo struct {
 // With flags bit 1 (compaction, compaction.go) it is followed by
 //
 //	varint compactedLedger, position horizon, varint pendingLedger
+//
+// With flags bit 3 (properties, SetInfoProperties) it is then followed by
+//
+//	uvarint n, n × (uvarint len, key, uvarint len, value), keys sorted
 type mlInfo struct {
 	terminated bool
 	ledgers    []LedgerInfo
 	compaction *Compaction
+	props      map[string]string
 }
+
+// infoFlagProps marks an info node ending with the properties section.
+const infoFlagProps = 8
+
+// maxInfoProps bounds the properties an info node may carry.
+const maxInfoProps = 64
 
 func appendInfo(dst []byte, in *mlInfo) []byte {
 	var flags byte
@@ -453,6 +517,9 @@ func appendInfo(dst []byte, in *mlInfo) []byte {
 	}
 	if in.compaction != nil {
 		flags |= infoFlagCompaction
+	}
+	if len(in.props) > 0 {
+		flags |= infoFlagProps
 	}
 	dst = append(dst, formatVersion, flags)
 	dst = binary.AppendUvarint(dst, uint64(len(in.ledgers)))
@@ -474,7 +541,30 @@ func appendInfo(dst []byte, in *mlInfo) []byte {
 		dst = binary.AppendVarint(dst, c.Horizon.EntryID)
 		dst = binary.AppendVarint(dst, c.Pending)
 	}
+	if len(in.props) > 0 {
+		keys := slices.Sorted(maps.Keys(in.props))
+		dst = binary.AppendUvarint(dst, uint64(len(keys)))
+		for _, k := range keys {
+			dst = binary.AppendUvarint(dst, uint64(len(k)))
+			dst = append(dst, k...)
+			v := in.props[k]
+			dst = binary.AppendUvarint(dst, uint64(len(v)))
+			dst = append(dst, v...)
+		}
+	}
 	return dst
+}
+
+// readInfoString reads a uvarint-length-prefixed string.
+func readInfoString(src []byte) ([]byte, string, error) {
+	src, n, err := readUvarint(src)
+	if err != nil {
+		return src, "", err
+	}
+	if n > uint64(len(src)) {
+		return src, "", corruptf("property of %d bytes in %d", n, len(src))
+	}
+	return src[n:], string(src[:n]), nil
 }
 
 func decodeInfo(src []byte) (rest []byte, in *mlInfo, err error) {
@@ -531,6 +621,26 @@ func decodeInfo(src []byte) (rest []byte, in *mlInfo, err error) {
 			}
 		}
 		in.compaction = c
+	}
+	if flags&infoFlagProps != 0 {
+		var n uint64
+		if src, n, err = readUvarint(src); err != nil {
+			return src, nil, err
+		}
+		if n > maxInfoProps {
+			return src, nil, corruptf("%d properties", n)
+		}
+		in.props = make(map[string]string, n)
+		for range n {
+			var k, v string
+			if src, k, err = readInfoString(src); err != nil {
+				return src, nil, err
+			}
+			if src, v, err = readInfoString(src); err != nil {
+				return src, nil, err
+			}
+			in.props[k] = v
+		}
 	}
 	return src, in, nil
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/magnetar-mq/magnetar/offload"
 )
 
+var goldenProps = map[string]string{"pulsar.replicated.subscription": "1", "b": "", "a": "x"}
+
 var updateGolden = flag.Bool("update", false, "rewrite golden files in testdata/golden")
 
 func goldenState() *ackState {
@@ -60,6 +62,8 @@ func TestGoldenFormatV1(t *testing.T) {
 		"cursor-node-v1.bin":    appendCursorNode(nil, &cursorNode{ledgerID: 42, markDelete: Position{3, 7}}),
 		"cursor-node-inline-v1.bin": appendCursorNode(nil,
 			&cursorNode{ledgerID: -1, markDelete: Position{3, 7}, inline: snap}),
+		"cursor-node-props-v1.bin": appendCursorNode(nil,
+			&cursorNode{ledgerID: 42, markDelete: Position{3, 7}, props: goldenProps}),
 		"info-v1.bin": appendInfo(nil, goldenInfo()),
 	}
 	dir := filepath.Join("testdata", "golden")
@@ -106,6 +110,14 @@ func TestGoldenFormatV1(t *testing.T) {
 	if err != nil || len(rest) != 0 || n.ledgerID != -1 || n.markDelete != (Position{3, 7}) || !bytes.Equal(n.inline, snap) {
 		t.Fatalf("decodeCursorNode = %+v, %v", n, err)
 	}
+	rest, n, err = decodeCursorNode(read("cursor-node-props-v1.bin"))
+	if err != nil || len(rest) != 0 || n.ledgerID != 42 || !reflect.DeepEqual(n.props, goldenProps) {
+		t.Fatalf("decodeCursorNode(props) = %+v, %v", n, err)
+	}
+	// A node written before properties existed decodes with none.
+	if _, n, err = decodeCursorNode(read("cursor-node-v1.bin")); err != nil || n.props != nil {
+		t.Fatalf("decodeCursorNode(v1) = %+v, %v", n, err)
+	}
 	rest, in, err := decodeInfo(read("info-v1.bin"))
 	if err != nil || len(rest) != 0 || !reflect.DeepEqual(in, goldenInfo()) {
 		t.Fatalf("decodeInfo = %+v, %v; want %+v", in, err, goldenInfo())
@@ -129,6 +141,7 @@ func TestDecodersRejectCorruption(t *testing.T) {
 		{"snapshot", snap, func(b []byte) error { _, _, err := decodeSnapshot(b); return err }},
 		{"delta", appendDelta(nil, goldenDelta()), func(b []byte) error { _, _, err := decodeDelta(b); return err }},
 		{"node", appendCursorNode(nil, &cursorNode{ledgerID: 1, inline: snap}), func(b []byte) error { _, _, err := decodeCursorNode(b); return err }},
+		{"node-props", appendCursorNode(nil, &cursorNode{ledgerID: 1, props: goldenProps}), func(b []byte) error { _, _, err := decodeCursorNode(b); return err }},
 		{"info", appendInfo(nil, goldenInfo()), func(b []byte) error { _, _, err := decodeInfo(b); return err }},
 	}
 	for _, tc := range cases {
@@ -220,5 +233,34 @@ func TestInfoOffloadSectionRoundTrip(t *testing.T) {
 	plain := &mlInfo{ledgers: in.ledgers[:1]}
 	if bb := appendInfo(nil, plain); bb[1] != 0 {
 		t.Fatal("offload flag set without contexts")
+	}
+}
+
+func TestInfoPropertiesRoundTrip(t *testing.T) {
+	in := &mlInfo{ledgers: []LedgerInfo{{LedgerID: 3, Entries: 1, Size: 1, Messages: 1, Timestamp: 5}},
+		compaction: &Compaction{Ledger: 9, Horizon: Position{3, 0}, Pending: -1},
+		props:      map[string]string{"index": "9223372036854775807", "": "", "k": "\x00\xff"}}
+	b := appendInfo(nil, in)
+	if b[1]&infoFlagProps == 0 {
+		t.Fatal("flag not set")
+	}
+	_, out, err := decodeInfo(b)
+	if err != nil || !reflect.DeepEqual(in, out) {
+		t.Fatalf("round trip: %+v %v", out, err)
+	}
+	for i := 2; i < len(b); i++ {
+		if _, _, err := decodeInfo(b[:i]); err == nil {
+			t.Fatalf("truncated to %d bytes: decoded", i)
+		}
+	}
+	if bb := appendInfo(nil, &mlInfo{ledgers: in.ledgers, props: map[string]string{}}); bb[1]&infoFlagProps != 0 {
+		t.Fatal("properties flag set without properties")
+	}
+	// A count above the bound is corrupt, not an allocation.
+	bad := append(appendInfo(nil, &mlInfo{ledgers: in.ledgers})[:0:0], appendInfo(nil, &mlInfo{ledgers: in.ledgers})...)
+	bad[1] |= infoFlagProps
+	bad = append(bad, 0xff, 0xff, 0xff, 0xff, 0x0f)
+	if _, _, err := decodeInfo(bad); err == nil {
+		t.Fatal("huge property count decoded")
 	}
 }

@@ -46,6 +46,11 @@ type Cursor struct {
 	// into a deleted ledger.
 	persistedMD Position
 	closed      bool
+	// props are the cursor's properties (Pulsar's cursor properties:
+	// subscription properties and flags such as a replicated
+	// subscription's), written with the cursor node. Never modified in
+	// place: SetProperties swaps the map.
+	props map[string]string
 }
 
 func newCursor(ml *ManagedLedger, name string, durable bool, md Position) *Cursor {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 
 	"github.com/magnetar-mq/magnetar/metadata"
@@ -34,6 +35,24 @@ func addSync(ctx context.Context, w WriteLedger, data []byte) error {
 
 // Flush persists the cursor's state now if it changed (durable cursors).
 func (c *Cursor) Flush(ctx context.Context) error { return c.persist(ctx) }
+
+// Properties returns the cursor's properties (nil: none). The map must
+// not be modified.
+func (c *Cursor) Properties() map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.props
+}
+
+// SetProperties replaces the cursor's properties and, for a durable
+// cursor, persists them (with the cursor's state) before returning.
+func (c *Cursor) SetProperties(ctx context.Context, props map[string]string) error {
+	c.mu.Lock()
+	c.props = maps.Clone(props)
+	c.needSnapshot, c.dirty = true, true
+	c.mu.Unlock()
+	return c.persist(ctx)
+}
 
 // persist writes what changed since the last persist: a delta entry to
 // the cursor ledger, or, when there is no cursor ledger yet, after a reset,
@@ -176,6 +195,9 @@ func (c *Cursor) writeInline(ctx context.Context, body []byte, md Position, caus
 // re-reads: if the node still names the ledger we last wrote, it retries
 // with the new version; otherwise another owner wrote it (ErrFenced).
 func (c *Cursor) putNode(ctx context.Context, n *cursorNode) error {
+	c.mu.Lock()
+	n.props = c.props
+	c.mu.Unlock()
 	data := appendCursorNode(nil, n)
 	for attempt := 0; ; attempt++ {
 		v, err := c.ml.meta.Put(ctx, c.path, data, c.nodeVersion)
@@ -257,6 +279,7 @@ func (ml *ManagedLedger) recoverCursor(ctx context.Context, name string) (*Curso
 		return nil, err
 	}
 	c.nodeVersion = ver
+	c.props = node.props
 	st := newAckState(node.markDelete)
 	switch {
 	case node.ledgerID >= 0:

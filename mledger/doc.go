@@ -134,6 +134,9 @@
 //	                       varint pendingLedger]  (compaction.go)
 //	cursor node:    1 | varint cursorLedgerId (-1 none) | markDelete |
 //	                uvarint len | inline snapshot (only without cursor ledger)
+//	                [uvarint nProps | nProps × (uvarint len | key |
+//	                 uvarint len | value)]  (cursor properties, sorted by
+//	                 key; absent when there are none)
 //	cursor ledger entry:
 //	  snapshot chunk  1 | 1 | uvarint index | byte last | chunk bytes
 //	  delta           1 | 2 | delta
@@ -204,6 +207,15 @@
 //
 // An older Magnetar ignores the section and would drop it on its next
 // info write (downgrade after offloading loses the references).
+//
+// Info properties (infoprops.go) follow every other section, flagged by
+// bit 3 of the flags byte (absent when there are none):
+//
+//	uvarint n (at most 64), n × (uvarint len, key, uvarint len, value), keys sorted
+//
+// A hook registered with SetInfoPropertiesHook sets them on every info
+// write; later writes keep them. The broker stores its broker entry
+// metadata index there ("index"), so it survives trimming.
 //
 // # Locking
 //

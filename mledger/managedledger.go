@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/url"
 	"slices"
@@ -88,7 +89,8 @@ type ManagedLedger struct {
 	// infoMu serialises read-modify-write cycles of the info node (and the
 	// I/O around them: rollover, trim, terminate, close). Lock order: see doc.go.
 	infoMu      sync.Mutex
-	info        *mlInfo // as last persisted
+	propsHook   atomic.Pointer[func(map[string]string)] // infoprops.go
+	info        *mlInfo                                 // as last persisted
 	infoVersion metadata.Version
 
 	mu       sync.RWMutex
@@ -245,7 +247,7 @@ func (ml *ManagedLedger) recover(ctx context.Context) error {
 }
 
 func (in *mlInfo) clone() *mlInfo {
-	out := &mlInfo{terminated: in.terminated, ledgers: slices.Clone(in.ledgers)}
+	out := &mlInfo{terminated: in.terminated, ledgers: slices.Clone(in.ledgers), props: maps.Clone(in.props)}
 	if in.compaction != nil {
 		c := *in.compaction
 		out.compaction = &c
@@ -567,6 +569,7 @@ func (ml *ManagedLedger) updateInfo(ctx context.Context, mutate func(*mlInfo) er
 		if err := mutate(next); err != nil {
 			return err
 		}
+		ml.stampProps(next)
 		v, err := ml.meta.Put(ctx, ml.path, appendInfo(nil, next), ml.infoVersion)
 		if err == nil {
 			ml.info, ml.infoVersion = next, v

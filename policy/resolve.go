@@ -23,6 +23,9 @@ type Defaults struct {
 	// SubscriptionDispatchRate dispatchThrottlingRatePerSubscriptionInMsg/
 	// InByte.
 	DispatchRate, SubscriptionDispatchRate DispatchRate
+	// ReplicatorDispatchRate is dispatchThrottlingRatePerReplicatorInMsg/
+	// InByte.
+	ReplicatorDispatchRate DispatchRate
 	// SubscribeRate is subscribeThrottlingRatePerConsumer and
 	// subscribeRatePeriodPerConsumerInSecond.
 	SubscribeRate SubscribeRate
@@ -67,6 +70,9 @@ type Resolved struct {
 	DispatchRate             DispatchRate
 	SubscriptionDispatchRate DispatchRate
 	SubscribeRate            SubscribeRate
+	// ReplicatorDispatchRate limits each replicator (one per remote
+	// cluster) on its own.
+	ReplicatorDispatchRate DispatchRate
 	// InactiveTopic says when the topic is deleted for inactivity.
 	InactiveTopic InactiveTopicPolicies
 	// SubscriptionExpirationMinutes expires idle subscriptions (0: never).
@@ -83,8 +89,8 @@ func Resolve(d Defaults, layers ...*Policies) *Resolved {
 	r := &Resolved{Deduplication: d.Deduplication, AutoCreate: d.AutoTopicCreation,
 		MaxUnackedPerConsumer: d.MaxUnackedPerConsumer, MaxUnackedPerSubscription: d.MaxUnackedPerSubscription,
 		PublishRate: d.PublishRate, DispatchRate: d.DispatchRate, SubscriptionDispatchRate: d.SubscriptionDispatchRate,
-		SubscribeRate: d.SubscribeRate, InactiveTopic: d.InactiveTopic, SubscriptionExpirationMinutes: d.SubscriptionExpirationMinutes}
-	var ttl, maxP, maxC, ret, quotas, dedup, auto, unC, unS, repl, pub, disp, subDisp, subRate, inactive, subExp, off bool
+		SubscribeRate: d.SubscribeRate, ReplicatorDispatchRate: d.ReplicatorDispatchRate, InactiveTopic: d.InactiveTopic, SubscriptionExpirationMinutes: d.SubscriptionExpirationMinutes}
+	var ttl, maxP, maxC, ret, quotas, dedup, auto, unC, unS, repl, pub, disp, subDisp, replDisp, subRate, inactive, subExp, off bool
 	for _, p := range layers {
 		if p == nil {
 			continue
@@ -125,6 +131,9 @@ func Resolve(d Defaults, layers ...*Policies) *Resolved {
 		}
 		if v, ok := clusterValue(p.SubscriptionDispatchRate, d.Cluster); ok && !subDisp {
 			subDisp, r.SubscriptionDispatchRate = true, v
+		}
+		if v, ok := clusterValue(p.ReplicatorDispatchRate, d.Cluster); ok && !replDisp {
+			replDisp, r.ReplicatorDispatchRate = true, v
 		}
 		if v, ok := clusterValue(p.ClusterSubscribeRate, d.Cluster); ok && !subRate {
 			subRate, r.SubscribeRate = true, v

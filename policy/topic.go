@@ -31,6 +31,7 @@ type TopicPolicies struct {
 	SubscriptionDispatchRate *DispatchRate           `json:"subscriptionDispatchRate,omitempty"`
 	PublishRate              *PublishRate            `json:"publishRate,omitempty"`
 	SubscribeRate            *SubscribeRate          `json:"subscribeRate,omitempty"`
+	ReplicatorDispatchRate   *DispatchRate           `json:"replicatorDispatchRate,omitempty"`
 	// ReplicationClusters narrows or widens the namespace's replication
 	// clusters for this topic (geo-replication).
 	ReplicationClusters []string `json:"replicationClusters,omitempty"`
@@ -44,7 +45,8 @@ func (tp *TopicPolicies) Empty() bool {
 	return len(tp.BacklogQuotaMap) == 0 && tp.RetentionPolicies == nil && tp.DeduplicationEnabled == nil &&
 		tp.MessageTTLInSeconds == nil && tp.MaxProducerPerTopic == nil && tp.MaxConsumerPerTopic == nil &&
 		tp.InactiveTopicPolicies == nil && tp.DispatchRate == nil && tp.SubscriptionDispatchRate == nil &&
-		tp.PublishRate == nil && tp.SubscribeRate == nil && len(tp.ReplicationClusters) == 0
+		tp.PublishRate == nil && tp.SubscribeRate == nil && len(tp.ReplicationClusters) == 0 &&
+		tp.ReplicatorDispatchRate == nil
 }
 
 // Layer returns tp as a Policies layer for Resolve (rates under
@@ -74,6 +76,9 @@ func (tp *TopicPolicies) Layer(cluster string) *Policies {
 	}
 	if tp.SubscribeRate != nil {
 		p.ClusterSubscribeRate = map[string]SubscribeRate{cluster: *tp.SubscribeRate}
+	}
+	if tp.ReplicatorDispatchRate != nil {
+		p.ReplicatorDispatchRate = map[string]DispatchRate{cluster: *tp.ReplicatorDispatchRate}
 	}
 	return p
 }

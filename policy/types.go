@@ -38,7 +38,10 @@ type Policies struct {
 	TopicDispatchRate        map[string]DispatchRate  `json:"topicDispatchRate,omitempty"`
 	SubscriptionDispatchRate map[string]DispatchRate  `json:"subscriptionDispatchRate,omitempty"`
 	ClusterSubscribeRate     map[string]SubscribeRate `json:"clusterSubscribeRate,omitempty"`
-	InactiveTopicPolicies    *InactiveTopicPolicies   `json:"inactive_topic_policies,omitempty"`
+	// ReplicatorDispatchRate limits what each geo-replicator of a topic
+	// sends to one remote cluster.
+	ReplicatorDispatchRate map[string]DispatchRate `json:"replicatorDispatchRate,omitempty"`
+	InactiveTopicPolicies  *InactiveTopicPolicies  `json:"inactive_topic_policies,omitempty"`
 	// SubscriptionExpirationTimeMinutes deletes subscriptions without
 	// consumers that were inactive this long (0: never).
 	SubscriptionExpirationTimeMinutes *int `json:"subscription_expiration_time_minutes,omitempty"`

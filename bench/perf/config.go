@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
 // Common holds the options shared by producers and consumers.
@@ -19,7 +19,7 @@ type Common struct {
 	Partitions int
 	AdminURL   string // http://host:port, needed with Partitions
 	// AuthPlugin and AuthParams are pulsar-perf's --auth-plugin and
-	// --auth-params (pulsar-client-go's NewAuthentication); the trust file
+	// --auth-params (as Pulsar clients name them); the trust file
 	// verifies pulsar+ssl:// brokers.
 	AuthPlugin, AuthParams string
 	TLSTrustCertPath       string
@@ -28,6 +28,9 @@ type Common struct {
 	// no limit); Duration stops it after this long (0 = no limit).
 	NumMessages int64
 	Duration    time.Duration
+	// Window > 0 splits the run into windows of this length and reports
+	// each window's latency percentiles (Summary.Windows); 0: none.
+	Window time.Duration
 	// Progress receives a one-line report every ProgressInterval (nil: none).
 	Progress         io.Writer
 	ProgressInterval time.Duration
@@ -63,6 +66,9 @@ func (c *Common) validate() error {
 	if c.NumMessages < 0 || c.Duration < 0 {
 		return invalid("num-messages and test-duration must be >= 0")
 	}
+	if c.Window < 0 {
+		return invalid("window must be >= 0")
+	}
 	return nil
 }
 
@@ -81,6 +87,10 @@ type ProduceConfig struct {
 	BatchMaxBytes    uint
 	BatchDelay       time.Duration
 	Compression      string // none, lz4, zlib, zstd
+	// PayloadTimestamp writes each message's send time into the first 8
+	// bytes of its payload (window.go), for consumers with
+	// ConsumeConfig.PayloadTimestamp. Needs Size >= 8; not with raw mode.
+	PayloadTimestamp bool
 }
 
 // EnsureDefaults fills zero fields with the defaults.
@@ -127,6 +137,8 @@ func (c *ProduceConfig) Validate() error {
 		return invalid("memory-limit must be >= 0")
 	case c.BatchDelay < 0:
 		return invalid("batch-delay must be >= 0")
+	case c.PayloadTimestamp && c.Size < payloadStampSize:
+		return invalid("payload-timestamp needs a size of at least %d bytes", payloadStampSize)
 	}
 	if _, err := ParseCompression(c.Compression); err != nil {
 		return err
@@ -147,11 +159,16 @@ type ConsumeConfig struct {
 	// message, so catch-up runs can stop when the backlog is drained.
 	IdleTimeout time.Duration
 	// AckMode is individual, cumulative or none. Empty means the mode's
-	// default: individual for Consume (pulsar-client-go); for RawConsume
+	// default: individual for Consume; for RawConsume
 	// cumulative on exclusive and failover subscriptions, individual on
 	// shared and key_shared ones. Cumulative acks are refused on shared
 	// and key_shared subscriptions (Pulsar does not allow them).
 	AckMode string
+	// PayloadTimestamp measures end-to-end latency from the send time a
+	// producer with ProduceConfig.PayloadTimestamp wrote into the payload
+	// (microseconds) instead of the message's publish time
+	// (milliseconds); messages without a plausible stamp get no sample.
+	PayloadTimestamp bool
 }
 
 // EnsureDefaults fills zero fields with the defaults.
@@ -189,7 +206,7 @@ func (c *ConsumeConfig) Validate() error {
 	switch {
 	case c.NumConsumers <= 0:
 		return invalid("num-consumers must be > 0")
-	case st == pulsar.Exclusive && c.NumConsumers > 1:
+	case st == pulsarclient.Exclusive && c.NumConsumers > 1:
 		return invalid("an exclusive subscription takes one consumer per topic; use shared, failover or key_shared")
 	case c.ReceiverQueueSize <= 0:
 		return invalid("receiver-queue-size must be > 0")
@@ -202,7 +219,7 @@ func (c *ConsumeConfig) Validate() error {
 	if err != nil {
 		return err
 	}
-	if am == AckCumulative && (st == pulsar.Shared || st == pulsar.KeyShared) {
+	if am == AckCumulative && (st == pulsarclient.Shared || st == pulsarclient.KeyShared) {
 		return invalid("cumulative acks are not allowed on %s subscriptions", c.SubscriptionType)
 	}
 	return nil
@@ -215,7 +232,7 @@ type AckMode int
 const (
 	// AckDefault is the mode's default (see ConsumeConfig.AckMode).
 	AckDefault AckMode = iota
-	// AckIndividual acknowledges every message (pulsar-client-go) or entry
+	// AckIndividual acknowledges every message (Consume) or entry
 	// (raw) by id.
 	AckIndividual
 	// AckCumulative acknowledges everything up to an id.
@@ -246,7 +263,19 @@ func (c *Common) validateRaw() error {
 		return invalid("raw mode speaks plain TCP only: service URL %q must start with pulsar://", c.ServiceURL)
 	}
 	if c.AuthPlugin != "" {
-		return invalid("raw mode sends no credentials: --auth-plugin needs the pulsar-client-go mode")
+		return invalid("raw mode sends no credentials: --auth-plugin needs the default mode")
+	}
+	return nil
+}
+
+// validateRaw reports options the raw mode does not support for consuming:
+// those of Common, and payload timestamps.
+func (c *ConsumeConfig) validateRaw() error {
+	if err := c.Common.validateRaw(); err != nil {
+		return err
+	}
+	if c.PayloadTimestamp {
+		return invalid("raw mode does not read payload timestamps (payload-timestamp)")
 	}
 	return nil
 }
@@ -260,46 +289,49 @@ func (c *ProduceConfig) validateRaw() error {
 	if c.Compression != "none" {
 		return invalid("raw mode does not compress (compression %q)", c.Compression)
 	}
+	if c.PayloadTimestamp {
+		return invalid("raw mode does not stamp payloads (payload-timestamp)")
+	}
 	return nil
 }
 
 // ParseCompression maps a codec name to the client's type.
-func ParseCompression(s string) (pulsar.CompressionType, error) {
+func ParseCompression(s string) (pulsarclient.CompressionType, error) {
 	switch strings.ToLower(s) {
 	case "", "none":
-		return pulsar.NoCompression, nil
+		return pulsarclient.NoCompression, nil
 	case "lz4":
-		return pulsar.LZ4, nil
+		return pulsarclient.LZ4, nil
 	case "zlib":
-		return pulsar.ZLib, nil
+		return pulsarclient.ZLib, nil
 	case "zstd":
-		return pulsar.ZSTD, nil
+		return pulsarclient.ZSTD, nil
 	}
 	return 0, invalid("unknown compression %q (none, lz4, zlib, zstd)", s)
 }
 
 // ParseSubscriptionType maps a subscription type name to the client's type.
-func ParseSubscriptionType(s string) (pulsar.SubscriptionType, error) {
+func ParseSubscriptionType(s string) (pulsarclient.SubscriptionType, error) {
 	switch strings.ToLower(strings.ReplaceAll(s, "-", "_")) {
 	case "exclusive":
-		return pulsar.Exclusive, nil
+		return pulsarclient.Exclusive, nil
 	case "shared":
-		return pulsar.Shared, nil
+		return pulsarclient.Shared, nil
 	case "failover":
-		return pulsar.Failover, nil
+		return pulsarclient.Failover, nil
 	case "key_shared", "keyshared":
-		return pulsar.KeyShared, nil
+		return pulsarclient.KeyShared, nil
 	}
 	return 0, invalid("unknown subscription type %q (exclusive, shared, failover, key_shared)", s)
 }
 
 // ParsePosition maps latest/earliest to the client's initial position.
-func ParsePosition(s string) (pulsar.SubscriptionInitialPosition, error) {
+func ParsePosition(s string) (pulsarclient.SubscriptionInitialPosition, error) {
 	switch strings.ToLower(s) {
 	case "latest":
-		return pulsar.SubscriptionPositionLatest, nil
+		return pulsarclient.SubscriptionPositionLatest, nil
 	case "earliest":
-		return pulsar.SubscriptionPositionEarliest, nil
+		return pulsarclient.SubscriptionPositionEarliest, nil
 	}
 	return 0, invalid("unknown subscription position %q (latest, earliest)", s)
 }

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
 func TestProduceConfigValidate(t *testing.T) {
@@ -73,13 +73,13 @@ func TestConsumeConfigValidate(t *testing.T) {
 }
 
 func TestParsers(t *testing.T) {
-	if v, _ := ParseCompression("ZSTD"); v != pulsar.ZSTD {
+	if v, _ := ParseCompression("ZSTD"); v != pulsarclient.ZSTD {
 		t.Errorf("zstd -> %v", v)
 	}
-	if v, _ := ParseSubscriptionType("Key-Shared"); v != pulsar.KeyShared {
+	if v, _ := ParseSubscriptionType("Key-Shared"); v != pulsarclient.KeyShared {
 		t.Errorf("key-shared -> %v", v)
 	}
-	if v, _ := ParsePosition("earliest"); v != pulsar.SubscriptionPositionEarliest {
+	if v, _ := ParsePosition("earliest"); v != pulsarclient.SubscriptionPositionEarliest {
 		t.Errorf("earliest -> %v", v)
 	}
 	for in, want := range map[string]string{

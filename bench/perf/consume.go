@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
 // cumulativeAckEvery is how often Consume acks cumulatively with
@@ -39,7 +39,7 @@ func Consume(ctx context.Context, cfg ConsumeConfig, ready chan<- struct{}) (Sum
 	}
 	defer client.Close()
 
-	var consumers []pulsar.Consumer
+	var consumers []*pulsarclient.Consumer
 	defer func() {
 		for _, c := range consumers {
 			c.Close()
@@ -47,7 +47,7 @@ func Consume(ctx context.Context, cfg ConsumeConfig, ready chan<- struct{}) (Sum
 	}()
 	for _, topic := range topics {
 		for range cfg.NumConsumers {
-			c, err := client.Subscribe(pulsar.ConsumerOptions{
+			c, err := client.Subscribe(pulsarclient.ConsumerOptions{
 				Topic:                       topic,
 				SubscriptionName:            cfg.Subscription,
 				Type:                        stype,
@@ -71,7 +71,7 @@ func Consume(ctx context.Context, cfg ConsumeConfig, ready chan<- struct{}) (Sum
 		// partitioned topic covers only its message's partition): the
 		// latest message not yet covered by one, and how many since.
 		type cumState struct {
-			unacked pulsar.Message
+			unacked *pulsarclient.Message
 			since   int
 		}
 		cum := map[string]*cumState{}
@@ -92,13 +92,15 @@ func Consume(ctx context.Context, cfg ConsumeConfig, ready chan<- struct{}) (Sum
 				}
 				now := time.Now()
 				lat := time.Duration(-1)
-				if pt := cm.PublishTime(); !pt.IsZero() {
+				if cfg.PayloadTimestamp {
+					lat = stampLatency(cm.Payload(), now)
+				} else if pt := cm.PublishTime(); !pt.IsZero() {
 					lat = max(now.Sub(pt), 0)
 				}
 				sh.Record(len(cm.Payload()), lat)
 				switch ackMode {
 				case AckIndividual:
-					c.Ack(cm)
+					c.Ack(cm.Message)
 				case AckCumulative:
 					cs := cum[cm.Topic()]
 					if cs == nil {

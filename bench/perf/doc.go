@@ -1,7 +1,8 @@
 // Package perf is the load generator behind `magnetar perf produce` and
 // `magnetar perf consume`: pulsar-perf-like producers and consumers built
-// on the official Go client (github.com/apache/pulsar-client-go), or with
-// --raw on a lean protocol client of our own (see Raw mode), with a
+// on Magnetar's full protocol client (package pulsarclient: batching,
+// compression, TLS, authentication, lookup redirects, reconnects), or with
+// --raw on a lean single-purpose protocol client (see Raw mode), with a
 // rate limiter, a live one-line progress report every second and a final
 // summary that can also be printed as JSON for scripts.
 //
@@ -26,13 +27,14 @@
 //
 // # Raw mode
 //
-// RawProduce and RawConsume (`--raw`) replace pulsar-client-go with a lean
-// client of our own on protocol/pulsarproto, so the server can be measured
-// beyond what the Go client costs per message (BENCH_NOTES.md, "What
-// binds"). It speaks the binary protocol over plain TCP: CONNECT, then per
-// topic PARTITIONED_METADATA (a partitioned topic is expanded into its
-// partitions, each served by its own producers or consumers), and per
-// producer or consumer its own connection with LOOKUP (only a Connect
+// RawProduce and RawConsume (`--raw`) replace pulsarclient with a lean
+// client on protocol/pulsarproto, so the server can be measured beyond
+// what a general client costs per message (BENCH_NOTES.md, "What binds";
+// those notes measured the default mode when it was pulsar-client-go).
+// Partitioned topics are expanded into their partitions first (asked with
+// pulsarclient), each served by its own producers or consumers. Then it
+// speaks the binary protocol over plain TCP, per producer or consumer on
+// its own connection: CONNECT, LOOKUP (only a Connect
 // answer is accepted, and the connection to the service URL is kept: a
 // single broker or a proxy; Redirect and Failed are errors), PRODUCER or
 // SUBSCRIBE, PING answered with PONG, CLOSE_PRODUCER / CLOSE_CONSUMER at the
@@ -87,11 +89,24 @@
 // frame); ACK and FLOW are encoded by hand. Other commands use the
 // generated code.
 //
-// # Ack modes of the pulsar-client-go consumer
+// # Ack modes of the default consumer
 //
 // Consume acks every message individually by default. --ack-mode
 // cumulative acks cumulatively every 100th message of each topic
 // partition and the last one of each before closing; none never acks.
+//
+// # Latency windows and payload timestamps
+//
+// --window D (Common.Window) also reports every D of the run as its own
+// latency distribution (Summary.Windows: start, length, samples,
+// p50/p99/p999/max in µs), for targets stated per window. A last window
+// shorter than D/2 is dropped. Off, the hot path records nothing more.
+// produce --payload-timestamp writes each message's send time (Unix ns,
+// big-endian) into the first 8 payload bytes, and consume
+// --payload-timestamp measures end-to-end latency from it in µs instead of
+// from the metadata's millisecond publish time (which the Go client sets
+// when a batch is created); producer and consumer must share a clock. Not
+// in raw mode. bench/latency/run.sh uses both.
 //
 // The driver that compares Magnetar with the NATS JetStream peer is
 // run.sh in this directory; results and analysis are in BENCH_NOTES.md.

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
 // Produce runs producers as configured until NumMessages were sent,
@@ -26,7 +26,7 @@ func Produce(ctx context.Context, cfg ProduceConfig) (Summary, error) {
 	}
 	defer client.Close()
 
-	var producers []pulsar.Producer
+	var producers []*pulsarclient.Producer
 	defer func() {
 		for _, p := range producers {
 			p.Close()
@@ -34,7 +34,7 @@ func Produce(ctx context.Context, cfg ProduceConfig) (Summary, error) {
 	}()
 	for _, topic := range topics {
 		for range cfg.NumProducers {
-			p, err := client.CreateProducer(pulsar.ProducerOptions{
+			p, err := client.CreateProducer(pulsarclient.ProducerOptions{
 				Topic:                   topic,
 				MaxPendingMessages:      cfg.MaxPending,
 				DisableBatching:         cfg.DisableBatching,
@@ -64,7 +64,12 @@ func Produce(ctx context.Context, cfg ProduceConfig) (Summary, error) {
 		// A burst of 100 ms: on a loaded machine a timer wakes up late, and
 		// the slots lost to that must be made up, or the rate falls short.
 		lim := NewLimiter(perProducer, max(1, int(perProducer/10)))
-		msg := func() *pulsar.ProducerMessage { return &pulsar.ProducerMessage{Payload: payload} }
+		msg := func(t time.Time) *pulsarclient.ProducerMessage {
+			if cfg.PayloadTimestamp {
+				return &pulsarclient.ProducerMessage{Payload: stampPayload(payload, t)}
+			}
+			return &pulsarclient.ProducerMessage{Payload: payload}
+		}
 		for {
 			if cfg.NumMessages > 0 && issued.Add(1) > cfg.NumMessages {
 				break
@@ -73,17 +78,12 @@ func Produce(ctx context.Context, cfg ProduceConfig) (Summary, error) {
 				break
 			}
 			t0 := time.Now()
-			// sendCtx, not runCtx: pulsar-client-go v0.19's pending-message
-			// semaphore loses a permit hand-off when the context of a
-			// SendAsync blocked on it is cancelled (Release then blocks the
-			// connection's reader goroutine on an unbuffered channel with no
-			// receiver: no receipts are read), which stalled the end-of-run flush for
-			// 60 s in about one max-rate run in three. The loop stops on
-			// runCtx instead; a send already blocked completes normally.
-			p.SendAsync(sendCtx, msg(), func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+			// sendCtx, not runCtx: a send already blocked on the pending
+			// limit when the run ends completes normally (and is counted)
+			// instead of failing; the loop itself stops on runCtx.
+			p.SendAsync(sendCtx, msg(t0), func(_ pulsarclient.MessageID, _ *pulsarclient.ProducerMessage, err error) {
 				if err != nil {
-					// A send cut short by the end of the run (the client reports
-					// ErrContextExpired) is not a failure.
+					// A send cut short by the end of the run is not a failure.
 					if runCtx.Err() == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 						sh.Error()
 						errOnce.Do(func() { firstErr = err })

@@ -14,6 +14,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
 // rawClientVersion is what CONNECT announces.
@@ -221,50 +222,25 @@ func (c *rawConn) lookup(ctx context.Context, topic string) error {
 	}
 }
 
-// partitions returns the number of partitions of topic (0: not
-// partitioned).
-func (c *rawConn) partitions(ctx context.Context, topic string) (int, error) {
-	rid := c.reqID()
-	resp, err := c.request(ctx, &pb.BaseCommand{Type: pb.BaseCommand_PARTITIONED_METADATA.Enum(),
-		PartitionMetadata: &pb.CommandPartitionedTopicMetadata{Topic: proto.String(topic), RequestId: proto.Uint64(rid)}}, rid)
-	if err != nil {
-		return 0, fmt.Errorf("perf: raw: partitioned metadata of %s: %w", topic, err)
-	}
-	pr := resp.GetPartitionMetadataResponse()
-	if pr == nil {
-		return 0, fmt.Errorf("perf: raw: partitioned metadata of %s: unexpected %s", topic, resp.GetType())
-	}
-	if pr.GetResponse() == pb.CommandPartitionedTopicMetadataResponse_Failed {
-		return 0, fmt.Errorf("perf: raw: partitioned metadata of %s: %s: %s", topic, pr.GetError(), pr.GetMessage())
-	}
-	return int(pr.GetPartitions()), nil
-}
-
 // resolveTopics canonicalises the topics and expands partitioned ones into
-// their partitions, asking the broker over one short-lived connection.
+// their partitions, asking the broker with pulsarclient (partitioned
+// metadata is the same question whichever client asks it).
 func resolveTopics(ctx context.Context, c *Common) ([]string, error) {
-	conn, err := dialRaw(ctx, c.ServiceURL, rawSmallReadBuffer)
+	cl, err := pulsarclient.NewClient(pulsarclient.ClientOptions{URL: c.ServiceURL, OperationTimeout: rawSetupTimeout})
 	if err != nil {
-		return nil, err
+		return nil, invalid("%v", err)
 	}
-	defer conn.close()
+	defer cl.Close()
 	var out []string
 	for _, t := range c.Topics {
-		tn, err := pulsarproto.ParseTopicName(strings.TrimSpace(t))
-		if err != nil {
+		if _, err := pulsarproto.ParseTopicName(strings.TrimSpace(t)); err != nil {
 			return nil, invalid("topic %q: %v", t, err)
 		}
-		n, err := conn.partitions(ctx, tn.String())
+		parts, err := cl.TopicPartitions(ctx, strings.TrimSpace(t))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("perf: raw: %w", err)
 		}
-		if n == 0 {
-			out = append(out, tn.String())
-			continue
-		}
-		for i := range n {
-			out = append(out, tn.Partition(i).String())
-		}
+		out = append(out, parts...)
 	}
 	return out, nil
 }

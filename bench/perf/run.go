@@ -12,19 +12,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
-
 	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
-func newClient(c *Common, memLimit int64) (pulsar.Client, error) {
-	opts := pulsar.ClientOptions{
+func newClient(c *Common, memLimit int64) (*pulsarclient.Client, error) {
+	opts := pulsarclient.ClientOptions{
 		URL:                        c.ServiceURL,
 		OperationTimeout:           30 * time.Second,
 		ConnectionTimeout:          10 * time.Second,
 		MemoryLimitBytes:           memLimit,
-		Logger:                     plog.DefaultNopLogger(),
 		TLSTrustCertsFilePath:      c.TLSTrustCertPath,
 		TLSAllowInsecureConnection: c.TLSAllowInsecure,
 	}
@@ -34,7 +31,7 @@ func newClient(c *Common, memLimit int64) (pulsar.Client, error) {
 	}
 	opts.Authentication = a
 
-	return pulsar.NewClient(opts)
+	return pulsarclient.NewClient(opts)
 }
 
 // adminTopicPath turns a topic name into its admin REST path
@@ -181,6 +178,7 @@ func randomPayload(size int) []byte {
 func runWorkers(kind string, c *Common, n int, beside func(), work func(i int, sh *Shard)) (*Stats, time.Time) {
 	st := NewStats(n, time.Now())
 	rep := startReporter(kind, c, st)
+	win := startWindows(st, c.Window)
 	var wg sync.WaitGroup
 	if beside != nil {
 		wg.Add(1)
@@ -199,6 +197,7 @@ func runWorkers(kind string, c *Common, n int, beside func(), work func(i int, s
 	wg.Wait()
 	end := time.Now()
 	rep.close()
+	st.windows = win.finish(end)
 	return st, end
 }
 
@@ -277,22 +276,22 @@ func finishRun(sum Summary, firstErr error, what string) (Summary, error) {
 }
 
 // clientAuth turns pulsar-perf style --auth-plugin/--auth-params into a
-// pulsar-client-go provider (params as in auth.ParseClientAuth); nil
+// pulsarclient provider (params as in auth.ParseClientAuth); nil
 // without a plugin.
-func clientAuth(plugin, params string) (pulsar.Authentication, error) {
+func clientAuth(plugin, params string) (pulsarclient.Authentication, error) {
 	ca, err := auth.ParseClientAuth(plugin, params)
 	if err != nil || ca == nil {
 		return nil, err
 	}
 	switch ca.Method {
 	case auth.MethodTLS:
-		return pulsar.NewAuthenticationTLS(ca.CertFile, ca.KeyFile), nil
+		return pulsarclient.NewAuthenticationTLS(ca.CertFile, ca.KeyFile), nil
 	case auth.MethodBasic:
 		d, _ := ca.Data()
 		u, p, _ := strings.Cut(string(d), ":")
-		return pulsar.NewAuthenticationBasic(u, p)
+		return pulsarclient.NewAuthenticationBasic(u, p)
 	}
-	return pulsar.NewAuthenticationTokenFromSupplier(func() (string, error) {
+	return pulsarclient.NewAuthenticationTokenFromSupplier(func() (string, error) {
 		d, err := ca.Data()
 		return string(d), err
 	}), nil

@@ -28,6 +28,8 @@ type Stats struct {
 	lastMsgs int64
 	lastB    int64
 	lastErrs int64
+
+	windows []Window // closed windows, set when the workers returned
 }
 
 // Shard is one worker's part of Stats. Record is safe for concurrent use.
@@ -39,6 +41,7 @@ type Shard struct {
 	mu       sync.Mutex
 	interval *hdrhistogram.Histogram
 	total    *hdrhistogram.Histogram
+	win      *hdrhistogram.Histogram // nil unless windows are on (window.go)
 }
 
 // NewStats returns Stats with n shards, started at start.
@@ -82,6 +85,9 @@ func (sh *Shard) RecordN(n, bytes int, lat time.Duration) {
 	sh.mu.Lock()
 	sh.interval.RecordValues(us, int64(n))
 	sh.total.RecordValues(us, int64(n))
+	if sh.win != nil {
+		sh.win.RecordValues(us, int64(n))
+	}
 	sh.mu.Unlock()
 }
 
@@ -174,6 +180,8 @@ type Summary struct {
 	LatencyOf string  `json:"latency_of"` // "publish" or "end_to_end"
 	// FirstError is the first failure seen (sends that failed), if any.
 	FirstError string `json:"first_error,omitempty"`
+	// Windows are the per-window latencies (Common.Window), if any.
+	Windows []Window `json:"windows,omitempty"`
 }
 
 // Summary returns the totals from the start to end.
@@ -188,6 +196,7 @@ func (s *Stats) Summary(kind string, end time.Time) Summary {
 		merged.Merge(sh.total)
 		sh.mu.Unlock()
 	}
+	sum.Windows = s.windows
 	el := end.Sub(s.start)
 	sum.MsgRate = perSec(float64(sum.Messages), el)
 	sum.MBRate = perSec(float64(sum.Bytes)/1e6, el)

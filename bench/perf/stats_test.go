@@ -2,6 +2,7 @@ package perf
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -55,7 +56,7 @@ func TestStatsTickAndSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back Summary
-	if err := json.Unmarshal(b, &back); err != nil || back != sum {
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, sum) {
 		t.Fatalf("JSON round trip: %v %+v", err, back)
 	}
 	if !strings.Contains(string(b), `"msgs_per_sec":50.25`) {

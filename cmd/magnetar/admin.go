@@ -631,6 +631,12 @@ func adminTopicsCmd() *cobra.Command {
 	})
 	byID.Flags().Int64VarP(&ledger, "ledger-id", "l", 0, "ledger id")
 	byID.Flags().Int64VarP(&entry, "entry-id", "e", 0, "entry id")
+	var index int64
+	byIndex := topicCmd("get-message-id-by-index <topic>", "Get the id of the entry holding the message with a broker entry metadata index", 1, func(p string, _ []string) error {
+		return a.get(fmt.Sprintf("%s/getMessageIdByIndex?index=%d", p, index), "")
+	})
+	byIndex.Flags().Int64VarP(&index, "index", "i", 0, "message index (broker entry metadata)")
+	_ = byIndex.MarkFlagRequired("index")
 	var sub string
 	var count int
 	peek := topicCmd("peek-messages <topic>", "Peek at the backlog of a subscription", 1, func(p string, _ []string) error {
@@ -671,7 +677,7 @@ func adminTopicsCmd() *cobra.Command {
 		getter("last-message-id", "Get the last message id", "/lastMessageId"),
 		topicCmd("terminate <topic>", "Terminate a topic", 1, func(p string, _ []string) error { return a.write("POST", p+"/terminate", nil) }),
 		topicCmd("unload <topic>", "Unload a topic", 1, func(p string, _ []string) error { return a.write("PUT", p+"/unload", nil) }),
-		byID, peek,
+		byID, byIndex, peek,
 		getter("lookup", "Look up the topic's broker", ""),
 	}
 	// lookup uses the lookup path, not the admin one.

@@ -106,10 +106,12 @@ func (s policyScope) rateCmds() []*cobra.Command {
 	cmds := []*cobra.Command{setPub,
 		dispatch("dispatch-rate", "dispatch rate limit (per topic)", "/dispatchRate"),
 		dispatch("subscription-dispatch-rate", "dispatch rate limit per subscription", "/subscriptionDispatchRate"),
+		dispatch("replicator-dispatch-rate", "rate limit of each geo-replicator", "/replicatorDispatchRate"),
 		setSub, setInactive}
 	cmds = append(cmds, s.getRemove("publish-rate", "publish rate limit", "/publishRate")...)
 	cmds = append(cmds, s.getRemove("dispatch-rate", "dispatch rate limit", "/dispatchRate")...)
 	cmds = append(cmds, s.getRemove("subscription-dispatch-rate", "subscription dispatch rate limit", "/subscriptionDispatchRate")...)
+	cmds = append(cmds, s.getRemove("replicator-dispatch-rate", "geo-replicator rate limit", "/replicatorDispatchRate")...)
 	cmds = append(cmds, s.getRemove("subscribe-rate", "subscribe rate limit", "/subscribeRate")...)
 	cmds = append(cmds, s.getRemove("inactive-topic-policies", "inactive topic policy", "/inactiveTopicPolicies")...)
 	return cmds

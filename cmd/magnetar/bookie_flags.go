@@ -10,12 +10,18 @@ import (
 
 // bookieTuning holds the bookie settings standalone and bookie share,
 // named after BookKeeper's keys (diskUsageThreshold,
-// diskUsageLwmThreshold, diskCheckInterval, gcWaitTime).
+// diskUsageLwmThreshold, diskCheckInterval, gcWaitTime,
+// journalMaxGroupWaitMSec, flushInterval).
 type bookieTuning struct {
 	diskUsageThreshold float64
 	diskUsageLWM       float64
 	diskCheckInterval  time.Duration
 	gcWaitTime         time.Duration
+	journalDirectIO    bool
+	journalAlignment   int
+	entryLogFlushBytes int64
+	groupWait          time.Duration
+	flushInterval      time.Duration
 }
 
 func addBookieTuningFlags(cmd *cobra.Command, t *bookieTuning) {
@@ -23,7 +29,12 @@ func addBookieTuningFlags(cmd *cobra.Command, t *bookieTuning) {
 	fl.Float64Var(&t.diskUsageThreshold, "disk-usage-threshold", 0.95, "the bookie turns read-only when a journal or ledger disk is fuller than this fraction (diskUsageThreshold)")
 	fl.Float64Var(&t.diskUsageLWM, "disk-usage-lwm-threshold", 0.90, "a read-only bookie turns writable again once every disk is below this fraction (diskUsageLwmThreshold)")
 	fl.DurationVar(&t.diskCheckInterval, "disk-check-interval", 10*time.Second, "period of the disk usage check (diskCheckInterval); adds trigger earlier checks near the threshold")
+	fl.BoolVar(&t.journalDirectIO, "journal-direct-io", false, "write the journal with O_DIRECT in aligned groups, bypassing the page cache (journalDirectIO)")
+	fl.IntVar(&t.journalAlignment, "journal-alignment-size", 4096, "alignment of O_DIRECT journal writes in bytes, a power of two from 512 (journalAlignmentSize)")
+	fl.Int64Var(&t.entryLogFlushBytes, "flush-entrylog-bytes", 0, "pace entry-log writeback during checkpoints in steps of this many bytes, 0 = off (flushEntrylogBytes)")
 	fl.DurationVar(&t.gcWaitTime, "gc-wait-time", time.Minute, "period of entry-log garbage collection and compaction (gcWaitTime); on a full disk it also runs after every ledger delete")
+	fl.DurationVar(&t.flushInterval, "flush-interval", time.Second, "period of the checkpoint that moves the write cache to the entry logs and index and trims the journal (flushInterval); a full write-cache half starts one earlier")
+	fl.DurationVar(&t.groupWait, "journal-max-group-wait", 0, "longest an add waits for company before its journal group is written and synced (journalMaxGroupWaitMSec); 0 writes a group as soon as the previous one is durable, so groups grow with the load without adding latency at low rates")
 }
 
 // apply copies the settings into o; Options.Validate checks them.
@@ -32,4 +43,9 @@ func (t bookieTuning) apply(o *bookie.Options) {
 	o.DiskUsageLWM = t.diskUsageLWM
 	o.DiskCheckInterval = t.diskCheckInterval
 	o.GCInterval = t.gcWaitTime
+	o.JournalDirectIO = t.journalDirectIO
+	o.JournalAlignment = t.journalAlignment
+	o.EntryLogFlushBytes = t.entryLogFlushBytes
+	o.JournalMaxGroupWait = t.groupWait
+	o.CheckpointInterval = t.flushInterval
 }

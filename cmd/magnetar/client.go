@@ -1,7 +1,7 @@
 package main
 
 // magnetar client produce|consume: a quick-test client like Pulsar's
-// pulsar-client, on pulsar-client-go.
+// pulsar-client, on Magnetar's own protocol client (pulsarclient).
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/spf13/cobra"
+
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
 type clientFlags struct {
@@ -25,13 +25,13 @@ type clientFlags struct {
 }
 
 func (c *clientFlags) register(cmd *cobra.Command) {
-	cmd.PersistentFlags().StringVar(&c.url, "url", "pulsar://localhost:6650", "service URL (pulsar://host:port or http://host:port)")
+	cmd.PersistentFlags().StringVar(&c.url, "url", "pulsar://localhost:6650", "service URL (pulsar://host:port, pulsar+ssl://host:port or http://host:port)")
 	cmd.PersistentFlags().DurationVar(&c.timeout, "operation-timeout", 30*time.Second, "client operation timeout")
 }
 
-func (c *clientFlags) open() (pulsar.Client, error) {
-	return pulsar.NewClient(pulsar.ClientOptions{URL: c.url, OperationTimeout: c.timeout,
-		ConnectionTimeout: 10 * time.Second, Logger: plog.DefaultNopLogger()})
+func (c *clientFlags) open() (*pulsarclient.Client, error) {
+	return pulsarclient.NewClient(pulsarclient.ClientOptions{URL: c.url, OperationTimeout: c.timeout,
+		ConnectionTimeout: 10 * time.Second})
 }
 
 // parseProps turns k=v pairs into a map.
@@ -103,11 +103,11 @@ as one message, the whole list --num times. Prints the message ids.`,
 			if err != nil {
 				return err
 			}
-			opts := pulsar.ProducerOptions{Topic: args[0], DisableBatching: noBatching || chunking, EnableChunking: chunking}
+			opts := pulsarclient.ProducerOptions{Topic: args[0], DisableBatching: noBatching || chunking, EnableChunking: chunking}
 			switch typ {
 			case "bytes":
 			case "string":
-				opts.Schema = pulsar.NewStringSchema(nil)
+				opts.Schema = pulsarclient.NewStringSchema()
 			default:
 				return fmt.Errorf("--type %q: want bytes or string", typ)
 			}
@@ -142,7 +142,7 @@ as one message, the whole list --num times. Prints the message ids.`,
 							return ctx.Err()
 						}
 					}
-					m := &pulsar.ProducerMessage{Key: key, Properties: properties}
+					m := &pulsarclient.ProducerMessage{Key: key, Properties: properties}
 					if typ == "string" {
 						m.Value = string(pl)
 					} else {
@@ -201,17 +201,17 @@ payload) or json (one object per message with id, key, properties,
 publish time and payload).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			types := map[string]pulsar.SubscriptionType{"exclusive": pulsar.Exclusive, "shared": pulsar.Shared,
-				"failover": pulsar.Failover, "key_shared": pulsar.KeyShared}
+			types := map[string]pulsarclient.SubscriptionType{"exclusive": pulsarclient.Exclusive, "shared": pulsarclient.Shared,
+				"failover": pulsarclient.Failover, "key_shared": pulsarclient.KeyShared}
 			st, ok := types[strings.ToLower(subType)]
 			if !ok {
 				return fmt.Errorf("--subscription-type %q: want Exclusive, Shared, Failover or Key_Shared", subType)
 			}
-			pos := pulsar.SubscriptionPositionLatest
+			pos := pulsarclient.SubscriptionPositionLatest
 			switch strings.ToLower(initial) {
 			case "latest":
 			case "earliest":
-				pos = pulsar.SubscriptionPositionEarliest
+				pos = pulsarclient.SubscriptionPositionEarliest
 			default:
 				return fmt.Errorf("--subscription-position %q: want Latest or Earliest", initial)
 			}
@@ -228,7 +228,7 @@ publish time and payload).`,
 				return err
 			}
 			defer cl.Close()
-			cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: args[0], SubscriptionName: sub, Type: st,
+			cons, err := cl.Subscribe(pulsarclient.ConsumerOptions{Topic: args[0], SubscriptionName: sub, Type: st,
 				SubscriptionInitialPosition: pos, AckWithResponse: true})
 			if err != nil {
 				return err
@@ -271,7 +271,7 @@ publish time and payload).`,
 	return c
 }
 
-func printMessage(w io.Writer, m pulsar.Message, output string) error {
+func printMessage(w io.Writer, m *pulsarclient.Message, output string) error {
 	var err error
 	switch output {
 	case "json":

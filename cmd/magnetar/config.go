@@ -10,6 +10,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -41,20 +42,21 @@ type serviceFlags struct {
 
 	// Rate limit defaults, inactivity, stats and Key_Shared settings
 	// (broker.Config fields of the same meaning).
-	pubRateMsgs, dispTopicMsgs, dispSubMsgs, subscribeRate, subscribePeriod int
-	pubRateBytes, dispTopicBytes, dispSubBytes                              int64
-	deleteInactive                                                          bool
-	inactiveFreq, inactiveMax, subExpiryCheck, statsInterval                time.Duration
-	inactiveMode                                                            string
-	subExpiryMinutes                                                        int
-	consistentHashing                                                       bool
-	storage                                                                 storageFlags
-	schemaStrategy                                                          string
-	schemaEnforced                                                          bool
-	console                                                                 bool
-	historyInterval                                                         time.Duration
-	txnEnabled                                                              bool
-	txnCoordinators, txnMaxActive                                           int
+	pubRateMsgs, dispTopicMsgs, dispSubMsgs, dispReplMsgs, subscribeRate, subscribePeriod int
+	pubRateBytes, dispTopicBytes, dispSubBytes, dispReplBytes                             int64
+	deleteInactive                                                                        bool
+	inactiveFreq, inactiveMax, subExpiryCheck, statsInterval                              time.Duration
+	inactiveMode                                                                          string
+	subExpiryMinutes                                                                      int
+	consistentHashing                                                                     bool
+	storage                                                                               storageFlags
+	schemaStrategy                                                                        string
+	retainNullKey                                                                         bool
+	schemaEnforced                                                                        bool
+	console                                                                               bool
+	historyInterval                                                                       time.Duration
+	txnEnabled                                                                            bool
+	txnCoordinators, txnMaxActive                                                         int
 }
 
 // apply copies the settings shared by standalone and broker into c (a
@@ -81,6 +83,8 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.DispatchThrottlingRatePerTopicInByte = s.dispTopicBytes
 	c.DispatchThrottlingRatePerSubscriptionInMsg = s.dispSubMsgs
 	c.DispatchThrottlingRatePerSubscriptionInByte = s.dispSubBytes
+	c.DispatchThrottlingRatePerReplicatorInMsg = s.dispReplMsgs
+	c.DispatchThrottlingRatePerReplicatorInByte = s.dispReplBytes
 	c.SubscribeThrottlingRatePerConsumer = s.subscribeRate
 	c.SubscribeRatePeriodPerConsumerInSecond = s.subscribePeriod
 	c.DisableDeleteInactiveTopics = !s.deleteInactive
@@ -93,6 +97,7 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.KeySharedUseConsistentHashing = s.consistentHashing
 	c.SchemaCompatibilityStrategy = s.schemaStrategy
 	c.SchemaValidationEnforced = s.schemaEnforced
+	c.TopicCompactionRetainNullKey = s.retainNullKey
 	c.HistoryInterval = s.historyInterval
 	c.TransactionCoordinatorEnabled = s.txnEnabled
 	c.TransactionCoordinators = s.txnCoordinators
@@ -124,6 +129,8 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.Int64Var(&s.dispTopicBytes, "dispatch-rate-topic-bytes", 0, "default dispatch rate limit per topic, bytes/s (0: none)")
 	fl.IntVar(&s.dispSubMsgs, "dispatch-rate-subscription-msgs", 0, "default dispatch rate limit per subscription, messages/s (0: none)")
 	fl.Int64Var(&s.dispSubBytes, "dispatch-rate-subscription-bytes", 0, "default dispatch rate limit per subscription, bytes/s (0: none)")
+	fl.IntVar(&s.dispReplMsgs, "dispatch-rate-replicator-msgs", 0, "default rate limit per geo-replicator, messages/s (0: none)")
+	fl.Int64Var(&s.dispReplBytes, "dispatch-rate-replicator-bytes", 0, "default rate limit per geo-replicator, bytes/s (0: none)")
 	fl.IntVar(&s.subscribeRate, "subscribe-rate-per-consumer", 0, "default subscribes per consumer per period (0: none)")
 	fl.IntVar(&s.subscribePeriod, "subscribe-rate-period", 30, "subscribe rate period in seconds")
 	fl.BoolVar(&s.deleteInactive, "delete-inactive-topics", true, "delete topics without producers, consumers and subscriptions")
@@ -136,6 +143,7 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.BoolVar(&s.consistentHashing, "key-shared-consistent-hashing", false, "Key_Shared AUTO_SPLIT uses a consistent-hash ring instead of splitting hash ranges")
 	s.storage.register(fl)
 	fl.StringVar(&s.schemaStrategy, "schema-compatibility-strategy", "FULL", "default schema compatibility strategy under namespace and topic policies")
+	fl.BoolVar(&s.retainNullKey, "topic-compaction-retain-null-key", false, "keep messages without a key in compacted views (Pulsar's default since 3.2: leave them out)")
 	fl.BoolVar(&s.schemaEnforced, "schema-validation-enforced", false, "refuse producers without a schema on topics that have one (namespace policy overrides)")
 	fl.BoolVar(&s.console, "console", true, "serve the web console under /console on the HTTP port (--console=false turns it off)")
 	fl.BoolVar(&s.txnEnabled, "transaction-coordinator-enabled", false, "serve transactions: transaction coordinators with their logs (docs/transactions.md)")
@@ -238,6 +246,15 @@ func millis(vals []string, _ string) (string, error) {
 	return strconv.FormatInt(n, 10) + "ms", nil
 }
 
+// millisOrZero turns milliseconds (0 allowed) into a duration flag value.
+func millisOrZero(vals []string, _ string) (string, error) {
+	n, err := strconv.ParseInt(vals[0], 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/int64(time.Millisecond) {
+		return "", fmt.Errorf("%q: want a number of milliseconds >= 0", vals[0])
+	}
+	return strconv.FormatInt(n, 10) + "ms", nil
+}
+
 // pulsarMetadataURL maps metadataStoreUrl (zk:host:port/chroot, or
 // zk://...) or zookeeperServers (host:port,host:port) to --metadata-url.
 func pulsarMetadataURL(vals []string, _ string) (string, error) {
@@ -336,6 +353,8 @@ var brokerKeys = append([]conf.Key{
 	{Names: []string{"dispatchThrottlingRatePerTopicInByte"}, Flag: "dispatch-rate-topic-bytes"},
 	{Names: []string{"dispatchThrottlingRatePerSubscriptionInMsg"}, Flag: "dispatch-rate-subscription-msgs"},
 	{Names: []string{"dispatchThrottlingRatePerSubscriptionInByte"}, Flag: "dispatch-rate-subscription-bytes"},
+	{Names: []string{"dispatchThrottlingRatePerReplicatorInMsg"}, Flag: "dispatch-rate-replicator-msgs"},
+	{Names: []string{"dispatchThrottlingRatePerReplicatorInByte"}, Flag: "dispatch-rate-replicator-bytes"},
 	{Names: []string{"subscribeThrottlingRatePerConsumer"}, Flag: "subscribe-rate-per-consumer"},
 	{Names: []string{"subscribeRatePeriodPerConsumerInSecond"}, Flag: "subscribe-rate-period"},
 	{Names: []string{"brokerDeleteInactiveTopicsEnabled"}, Flag: "delete-inactive-topics"},
@@ -348,6 +367,7 @@ var brokerKeys = append([]conf.Key{
 	{Names: []string{"subscriptionKeySharedUseConsistentHashing"}, Flag: "key-shared-consistent-hashing"},
 	{Names: []string{"schemaCompatibilityStrategy"}, Flag: "schema-compatibility-strategy"},
 	{Names: []string{"isSchemaValidationEnforced"}, Flag: "schema-validation-enforced"},
+	{Names: []string{"topicCompactionRetainNullKey"}, Flag: "topic-compaction-retain-null-key"},
 	{Names: []string{"consoleEnabled"}, Flag: "console", Doc: "Magnetar's web console under /console"},
 	{Names: []string{"consoleSampleIntervalSeconds"}, Flag: "console-sample-interval", Convert: seconds},
 	{Names: []string{"transactionCoordinatorEnabled"}, Flag: "transaction-coordinator-enabled"},
@@ -409,8 +429,13 @@ var schemas = map[string]*conf.Schema{
 			{Names: []string{"ledgerDirectories"}, Flag: "ledger-dirs"},
 			{Names: []string{"metadataServiceUri", "zkServers", "zkLedgersRootPath"}, Flag: "metadata-url", Convert: bookkeeperMetadataURL},
 			{Names: []string{"journalSyncData"}, Flag: "journal-no-sync", Convert: not},
+			{Names: []string{"journalDirectIO"}, Flag: "journal-direct-io"},
+			{Names: []string{"journalAlignmentSize"}, Flag: "journal-alignment-size"},
+			{Names: []string{"flushEntrylogBytes"}, Flag: "flush-entrylog-bytes"},
+			{Names: []string{"journalMaxGroupWaitMSec"}, Flag: "journal-max-group-wait", Convert: millisOrZero},
+			{Names: []string{"flushInterval"}, Flag: "flush-interval", Convert: millis},
 		},
-		Ignored: []string{"httpServerEnabled", "journalAdaptiveGroupWrites", "journalMaxGroupWaitMSec"},
+		Ignored: []string{"httpServerEnabled", "journalAdaptiveGroupWrites"},
 	},
 }
 

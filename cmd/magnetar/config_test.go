@@ -60,6 +60,7 @@ var serviceKeyCases = []keyCase{
 	{"maxNumPartitionsPerPartitionedTopic", "64", "max-partitions-per-topic", "64"},
 	{"brokerEntryMetadataInterceptors", "org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor", "broker-entry-metadata-interceptors", "[org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor]"},
 	{"exposingBrokerEntryMetadataToClientEnabled", "true", "expose-broker-entry-metadata", "true"},
+	{"topicCompactionRetainNullKey", "true", "topic-compaction-retain-null-key", "true"},
 	{"subscriptionKeySharedUseConsistentHashing", "true", "key-shared-consistent-hashing", "true"},
 	{"transactionCoordinatorEnabled", "true", "transaction-coordinator-enabled", "true"},
 	{"maxActiveTransactionsPerCoordinator", "500", "max-active-transactions-per-coordinator", "500"},
@@ -69,6 +70,8 @@ var serviceKeyCases = []keyCase{
 	{"dispatchThrottlingRatePerTopicInByte", "12", "dispatch-rate-topic-bytes", "12"},
 	{"dispatchThrottlingRatePerSubscriptionInMsg", "13", "dispatch-rate-subscription-msgs", "13"},
 	{"dispatchThrottlingRatePerSubscriptionInByte", "14", "dispatch-rate-subscription-bytes", "14"},
+	{"dispatchThrottlingRatePerReplicatorInMsg", "17", "dispatch-rate-replicator-msgs", "17"},
+	{"dispatchThrottlingRatePerReplicatorInByte", "18", "dispatch-rate-replicator-bytes", "18"},
 	{"subscribeThrottlingRatePerConsumer", "3", "subscribe-rate-per-consumer", "3"},
 	{"subscribeRatePeriodPerConsumerInSecond", "9", "subscribe-rate-period", "9"},
 	{"brokerDeleteInactiveTopicsEnabled", "false", "delete-inactive-topics", "false"},
@@ -150,6 +153,11 @@ var keyCases = map[string][]keyCase{
 		{"journalDirectories", "/j", "journal-dir", "/j"},
 		{"ledgerDirectories", "/l1,/l2", "ledger-dirs", "[/l1,/l2]"},
 		{"journalSyncData", "false", "journal-no-sync", "true"},
+		{"journalDirectIO", "true", "journal-direct-io", "true"},
+		{"journalAlignmentSize", "512", "journal-alignment-size", "512"},
+		{"flushEntrylogBytes", "4194304", "flush-entrylog-bytes", "4194304"},
+		{"journalMaxGroupWaitMSec", "2", "journal-max-group-wait", "2ms"},
+		{"flushInterval", "10000", "flush-interval", "10s"},
 	},
 }
 
@@ -266,6 +274,9 @@ func TestConfigBadValues(t *testing.T) {
 		{"broker", "metadataStoreUrl=etcd:h:2379\n", []string{"metadataStoreUrl", "ZooKeeper"}},
 		{"bookie", "journalDirectories=/a,/b\n", []string{"journalDirectories", "one journal"}},
 		{"bookie", "metadataServiceUri=zk+hierarchical://h:2181/other\n", []string{"metadataServiceUri", "/ledgers"}},
+		{"bookie", "flushInterval=0\n", []string{"flushInterval", "positive"}},
+		{"bookie", "journalMaxGroupWaitMSec=-1\n", []string{"journalMaxGroupWaitMSec", ">= 0"}},
+		{"bookie", "journalMaxGroupWaitMSec=9223372036854775807\n", []string{"journalMaxGroupWaitMSec", ">= 0"}},
 		{"bookie", "not a key value line\n", []string{"test.conf:1", "not key=value"}},
 	} {
 		c := roleCmd(t, tc.role, "--config", writeConf(t, tc.body))

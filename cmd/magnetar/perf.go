@@ -37,6 +37,7 @@ func addCommonFlags(fl *pflag.FlagSet, c *perf.Common, out *perfOutput) {
 	fl.StringVar(&c.AdminURL, "admin-url", "", "admin HTTP URL, e.g. http://127.0.0.1:8080")
 	fl.Int64VarP(&c.NumMessages, "num-messages", "m", 0, "stop after this many messages in total (0 = no limit)")
 	fl.DurationVar(&c.Duration, "test-duration", 0, "stop after this long (0 = no limit)")
+	fl.DurationVar(&c.Window, "window", 0, "also report latency percentiles per window of this length (JSON: windows; 0 = none)")
 	fl.StringVar(&c.AuthPlugin, "auth-plugin", "", "authentication plugin: token, tls, basic (or Pulsar's class names)")
 	fl.StringVar(&c.AuthParams, "auth-params", "", "plugin parameters, e.g. token:<jwt>, file:///path, tlsCertFile:..,tlsKeyFile:..")
 	fl.StringVar(&c.TLSTrustCertPath, "tls-trust-cert-path", "", "CA bundle that verifies a pulsar+ssl:// broker")
@@ -56,8 +57,8 @@ func newPerfProduceCmd() *cobra.Command {
 		Short: "Publish messages as fast as possible or at a fixed rate and report throughput and publish latency",
 		Long: `Publish messages as fast as possible or at a fixed rate and report throughput and publish latency.
 
-By default the producers are pulsar-client-go's. With --raw they are Magnetar's
-own lean protocol client (bench/perf doc): every SEND a freshly built,
+By default the producers are Magnetar's protocol client (pulsarclient). With
+--raw they are a lean single-purpose protocol client (bench/perf doc): every SEND a freshly built,
 checksummed batch, pipelined up to --max-pending messages; no compression,
 no reconnect, one connection per producer. --memory-limit and --compression
 do not apply to --raw.`,
@@ -73,7 +74,7 @@ do not apply to --raw.`,
 	}
 	fl := cmd.Flags()
 	addCommonFlags(fl, &cfg.Common, &out)
-	fl.BoolVar(&raw, "raw", false, "use Magnetar's lean protocol client instead of pulsar-client-go")
+	fl.BoolVar(&raw, "raw", false, "use the lean raw protocol client instead of the full one (pulsarclient)")
 	fl.Float64VarP(&cfg.Rate, "rate", "r", 0, "total messages per second over all producers (0 = max)")
 	fl.IntVarP(&cfg.Size, "size", "s", 1024, "message size in bytes")
 	fl.IntVarP(&cfg.NumProducers, "num-producers", "n", 1, "producers per topic")
@@ -84,6 +85,7 @@ do not apply to --raw.`,
 	fl.UintVar(&cfg.BatchMaxBytes, "batch-max-bytes", 128<<10, "max bytes per batch")
 	fl.DurationVar(&cfg.BatchDelay, "batch-delay", 1e6, "max time a batch waits before it is sent")
 	fl.StringVar(&cfg.Compression, "compression", "none", "compression: none, lz4, zlib, zstd")
+	fl.BoolVar(&cfg.PayloadTimestamp, "payload-timestamp", false, "write each message's send time into its first 8 payload bytes (for consume --payload-timestamp)")
 	return cmd
 }
 
@@ -96,8 +98,8 @@ func newPerfConsumeCmd() *cobra.Command {
 		Short: "Consume and ack messages and report throughput and end-to-end latency",
 		Long: `Consume and ack messages and report throughput and end-to-end latency.
 
-By default the consumers are pulsar-client-go's. With --raw they are Magnetar's
-own lean protocol client (bench/perf doc): every entry's checksum verified and
+By default the consumers are Magnetar's protocol client (pulsarclient). With
+--raw they are a lean single-purpose protocol client (bench/perf doc): every entry's checksum verified and
 every message of a batch walked, permits refilled at half the receiver queue,
 acks per entry; no decompression, no reconnect, one connection per consumer.`,
 		Args: cobra.NoArgs,
@@ -112,14 +114,15 @@ acks per entry; no decompression, no reconnect, one connection per consumer.`,
 	}
 	fl := cmd.Flags()
 	addCommonFlags(fl, &cfg.Common, &out)
-	fl.BoolVar(&raw, "raw", false, "use Magnetar's lean protocol client instead of pulsar-client-go")
-	fl.StringVar(&cfg.AckMode, "ack-mode", "", "individual, cumulative or none; default: individual, or with --raw cumulative on exclusive/failover and individual on shared/key_shared subscriptions (cumulative with pulsar-client-go: every 100th message of each partition and the last)")
+	fl.BoolVar(&raw, "raw", false, "use the lean raw protocol client instead of the full one (pulsarclient)")
+	fl.StringVar(&cfg.AckMode, "ack-mode", "", "individual, cumulative or none; default: individual, or with --raw cumulative on exclusive/failover and individual on shared/key_shared subscriptions (cumulative without --raw: every 100th message of each partition and the last)")
 	fl.IntVarP(&cfg.NumConsumers, "num-consumers", "n", 1, "consumers per topic")
 	fl.StringVar(&cfg.Subscription, "subscription-name", "perf-sub", "subscription name")
 	fl.StringVar(&cfg.SubscriptionType, "subscription-type", "exclusive", "exclusive, shared, failover or key_shared")
 	fl.StringVar(&cfg.Position, "subscription-position", "latest", "initial position of a new subscription: latest or earliest (catch-up)")
 	fl.IntVar(&cfg.ReceiverQueueSize, "receiver-queue-size", 1000, "client receiver queue size per consumer")
 	fl.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "stop once no message arrived for this long after the first (0 = never)")
+	fl.BoolVar(&cfg.PayloadTimestamp, "payload-timestamp", false, "end-to-end latency from the send time produce --payload-timestamp wrote into the payload (µs) instead of the publish time (ms)")
 	return cmd
 }
 

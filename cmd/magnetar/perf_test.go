@@ -83,6 +83,9 @@ func TestPerfFlagValidation(t *testing.T) {
 		{"--rate", "-1"},
 		{"--compression", "brotli"},
 		{"--partitions", "2"}, // no --admin-url
+		{"--payload-timestamp", "--size", "7"},
+		{"--raw", "--payload-timestamp"},
+		{"--window", "-1s"},
 	} {
 		if _, _, err := runPerfCmd(t, newPerfProduceCmd(), args...); err == nil || !strings.Contains(err.Error(), "invalid configuration") {
 			t.Errorf("produce %v: err = %v", args, err)

@@ -66,6 +66,17 @@ func (f *clusterToolFlags) run(cmd *cobra.Command, fn func(ctx context.Context, 
 	return fn(ctx, c, cmd.OutOrStdout())
 }
 
+// print runs get against the cluster and prints what it returns.
+func (f *clusterToolFlags) print(cmd *cobra.Command, get func(ctx context.Context, c tools.Cluster) (texter, error)) error {
+	return f.run(cmd, func(ctx context.Context, c tools.Cluster, w io.Writer) error {
+		out, err := get(ctx, c)
+		if err != nil {
+			return err
+		}
+		return f.out.print(w, out, nil)
+	})
+}
+
 // texter is a tools result with a text form.
 type texter interface{ Text() string }
 
@@ -96,12 +107,8 @@ func listBookiesCmd() *cobra.Command {
 		Short: "List the registered bookies (writable and read-only) and decommission requests",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.run(cmd, func(ctx context.Context, c tools.Cluster, w io.Writer) error {
-				out, err := tools.ListBookies(ctx, c)
-				if err != nil {
-					return err
-				}
-				return f.out.print(w, out, nil)
+			return f.print(cmd, func(ctx context.Context, c tools.Cluster) (texter, error) {
+				return tools.ListBookies(ctx, c)
 			})
 		},
 	}
@@ -118,12 +125,8 @@ func listLedgersCmd() *cobra.Command {
 		Short: "List ledger ids (--meta: with state, quorums and bookies; --bookie: only ledgers on it)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.run(cmd, func(ctx context.Context, c tools.Cluster, w io.Writer) error {
-				out, err := tools.ListLedgers(ctx, c, meta, bookie, f.out.progress())
-				if err != nil {
-					return err
-				}
-				return f.out.print(w, out, nil)
+			return f.print(cmd, func(ctx context.Context, c tools.Cluster) (texter, error) {
+				return tools.ListLedgers(ctx, c, meta, bookie, f.out.progress())
 			})
 		},
 	}
@@ -152,12 +155,8 @@ func ledgerMetadataCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.run(cmd, func(ctx context.Context, c tools.Cluster, w io.Writer) error {
-				out, err := tools.LedgerMetadata(ctx, c, id)
-				if err != nil {
-					return err
-				}
-				return f.out.print(w, out, nil)
+			return f.print(cmd, func(ctx context.Context, c tools.Cluster) (texter, error) {
+				return tools.LedgerMetadata(ctx, c, id)
 			})
 		},
 	}
@@ -216,12 +215,8 @@ func listUnderReplicatedCmd() *cobra.Command {
 		Short: "List the ledgers marked under-replicated by the auditor",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.run(cmd, func(ctx context.Context, c tools.Cluster, w io.Writer) error {
-				out, err := tools.UnderReplicated(ctx, c)
-				if err != nil {
-					return err
-				}
-				return f.out.print(w, out, nil)
+			return f.print(cmd, func(ctx context.Context, c tools.Cluster) (texter, error) {
+				return tools.UnderReplicated(ctx, c)
 			})
 		},
 	}
@@ -316,13 +311,9 @@ func simpleTestCmd() *cobra.Command {
 		Short: "Create a ledger at E/Qw/Qa, write entries, read them back, delete it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.run(cmd, func(ctx context.Context, c tools.Cluster, w io.Writer) error {
+			return f.print(cmd, func(ctx context.Context, c tools.Cluster) (texter, error) {
 				co := ledger.CreateOptions{Ensemble: q.ensemble, WriteQuorum: q.writeQuorum, AckQuorum: q.ackQuorum}
-				out, err := tools.SimpleTest(ctx, c, co, entries, size, keep, f.out.progress())
-				if err != nil {
-					return err
-				}
-				return f.out.print(w, out, nil)
+				return tools.SimpleTest(ctx, c, co, entries, size, keep, f.out.progress())
 			})
 		},
 	}

@@ -192,7 +192,7 @@ func (c *closeSteps) err() error { return errors.Join(c.errs...) }
 
 // runFlags are the process-level flags every server subcommand shares.
 type runFlags struct {
-	logLevel, logFormat, cpuProfile string
+	logLevel, logFormat, cpuProfile, trace string
 }
 
 // signalContext is ctx (Background if nil) cancelled by SIGINT or SIGTERM:
@@ -228,6 +228,11 @@ func runServer(ctx context.Context, role string, rf runFlags, open func(context.
 			pf.Close()
 		}()
 	}
+	stopTrace, err := startTrace(rf.trace)
+	if err != nil {
+		return err
+	}
+	defer stopTrace()
 	t0 := time.Now()
 	stack, closeAll, err := open(ctx, log)
 	if err != nil {
@@ -257,4 +262,5 @@ func addRunFlags(fl interface {
 	fl.StringVar(&rf.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&rf.logFormat, "log-format", "text", "log format: text or json")
 	fl.StringVar(&rf.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (stopped at shutdown)")
+	fl.StringVar(&rf.trace, "trace", "", "write a Go execution trace of the whole run to this file (stopped at shutdown; go tool trace)")
 }

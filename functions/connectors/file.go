@@ -15,9 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-
 	"github.com/magnetar-mq/magnetar/functions/sdk"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
 const maxLine = 5 << 20
@@ -85,7 +84,7 @@ func hash(s string) uint32 {
 // ingestFile sends one file's lines with sequence ids base+1.. where base
 // is fixed (in state) before the first send, so a retry after a crash
 // re-sends the same ids; then it moves the file away.
-func ingestFile(ctx context.Context, in *sdk.Instance, p pulsar.Producer, dir, done, name, nextKey string) error {
+func ingestFile(ctx context.Context, in *sdk.Instance, p *pulsarclient.Producer, dir, done, name, nextKey string) error {
 	path := filepath.Join(dir, name)
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -128,9 +127,9 @@ func ingestFile(ctx context.Context, in *sdk.Instance, p pulsar.Producer, dir, d
 		n++
 		seq := base + n
 		in.Received(1)
-		p.SendAsync(ctx, &pulsar.ProducerMessage{Payload: append([]byte(nil), line...), SequenceID: &seq,
+		p.SendAsync(ctx, &pulsarclient.ProducerMessage{Payload: append([]byte(nil), line...), SequenceID: &seq,
 			Properties: map[string]string{"file": name, "line": strconv.FormatInt(n, 10)}},
-			func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+			func(_ pulsarclient.MessageID, _ *pulsarclient.ProducerMessage, err error) {
 				if err != nil {
 					select {
 					case errs <- err:
@@ -181,7 +180,7 @@ func fileSink(ctx context.Context, in *sdk.Instance) error {
 		return err
 	}
 	defer f.Close()
-	return in.RunBatch(ctx, 500, 50*time.Millisecond, func(_ *sdk.Instance, msgs []pulsar.Message) (map[int]error, error) {
+	return in.RunBatch(ctx, 500, 50*time.Millisecond, func(_ *sdk.Instance, msgs []*pulsarclient.Message) (map[int]error, error) {
 		var b bytes.Buffer
 		for _, m := range msgs {
 			b.Write(m.Payload())
@@ -195,7 +194,7 @@ func fileSink(ctx context.Context, in *sdk.Instance) error {
 }
 
 func logSink(ctx context.Context, in *sdk.Instance) error {
-	return in.RunBatch(ctx, 100, 10*time.Millisecond, func(_ *sdk.Instance, msgs []pulsar.Message) (map[int]error, error) {
+	return in.RunBatch(ctx, 100, 10*time.Millisecond, func(_ *sdk.Instance, msgs []*pulsarclient.Message) (map[int]error, error) {
 		w := bufio.NewWriter(os.Stdout)
 		for _, m := range msgs {
 			fmt.Fprintf(w, "%s key=%q id=%v: %s\n", m.Topic(), m.Key(), m.ID(), m.Payload())

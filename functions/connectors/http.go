@@ -9,9 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-
 	"github.com/magnetar-mq/magnetar/functions/sdk"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
 const maxBody = 5 << 20
@@ -41,7 +40,7 @@ func httpSource(ctx context.Context, in *sdk.Instance) error {
 		}
 		in.Received(1)
 		t0 := time.Now()
-		msg := &pulsar.ProducerMessage{Payload: body, Key: r.Header.Get("X-Message-Key"),
+		msg := &pulsarclient.ProducerMessage{Payload: body, Key: r.Header.Get("X-Message-Key"),
 			Properties: map[string]string{"http-path": r.URL.Path, "content-type": r.Header.Get("Content-Type")}}
 		if _, err := p.Send(r.Context(), msg); err != nil {
 			in.SystemError(err)

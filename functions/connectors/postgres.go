@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/magnetar-mq/magnetar/functions/sdk"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
 func postgresSink(ctx context.Context, in *sdk.Instance) error {
@@ -38,7 +38,7 @@ func postgresSink(ctx context.Context, in *sdk.Instance) error {
 		}
 	}()
 	tableID := pgx.Identifier(strings.Split(table, ".")).Sanitize()
-	return in.RunBatch(ctx, batch, time.Duration(linger)*time.Millisecond, func(_ *sdk.Instance, msgs []pulsar.Message) (map[int]error, error) {
+	return in.RunBatch(ctx, batch, time.Duration(linger)*time.Millisecond, func(_ *sdk.Instance, msgs []*pulsarclient.Message) (map[int]error, error) {
 		rows, rejected := decodeRows(msgs, keyCol)
 		if len(rows) == 0 {
 			return rejected, nil
@@ -68,7 +68,7 @@ type row struct {
 
 // decodeRows parses each message as a JSON object; the message key, when
 // set, is the key column. Later messages of the same key win.
-func decodeRows(msgs []pulsar.Message, keyCol string) ([]row, map[int]error) {
+func decodeRows(msgs []*pulsarclient.Message, keyCol string) ([]row, map[int]error) {
 	rejected := map[int]error{}
 	var rows []row
 	byKey := map[string]int{}

@@ -9,6 +9,10 @@
 //		})
 //	}
 //
+// The instance's Pulsar client is Magnetar's own (package pulsarclient):
+// Instance.Client, the messages handlers see (*pulsarclient.Message) and
+// the producers Output returns are its types.
+//
 // # Contract with the worker
 //
 // The process reads its configuration from the environment

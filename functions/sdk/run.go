@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
 // Func handles one input message; a non-nil result is published to the
@@ -32,20 +32,20 @@ func Run(fn Func) {
 }
 
 // Subscribe creates the instance's consumer on its inputs.
-func (in *Instance) Subscribe() (pulsar.Consumer, error) {
+func (in *Instance) Subscribe() (*pulsarclient.Consumer, error) {
 	s := in.Spec
-	opts := pulsar.ConsumerOptions{SubscriptionName: s.SubName, Type: pulsar.Shared,
+	opts := pulsarclient.ConsumerOptions{SubscriptionName: s.SubName, Type: pulsarclient.Shared,
 		NackRedeliveryDelay: 200 * time.Millisecond, ReceiverQueueSize: 1000,
-		SubscriptionInitialPosition: pulsar.SubscriptionPositionLatest}
+		SubscriptionInitialPosition: pulsarclient.SubscriptionPositionLatest}
 	if s.SubscriptionType == "Failover" {
-		opts.Type = pulsar.Failover
+		opts.Type = pulsarclient.Failover
 	} else if s.Parallelism > 1 {
 		// A small prefetch lets the broker spread a Shared subscription's
 		// backlog over the instances instead of filling the first one.
 		opts.ReceiverQueueSize = 20
 	}
 	if s.SubscriptionPosition == "Earliest" {
-		opts.SubscriptionInitialPosition = pulsar.SubscriptionPositionEarliest
+		opts.SubscriptionInitialPosition = pulsarclient.SubscriptionPositionEarliest
 	}
 	switch {
 	case s.TopicsPattern != "":
@@ -57,7 +57,7 @@ func (in *Instance) Subscribe() (pulsar.Consumer, error) {
 		opts.Topics = s.Inputs
 	}
 	if s.DeadLetterTopic != "" {
-		opts.DLQ = &pulsar.DLQPolicy{MaxDeliveries: uint32(s.MaxMessageRetries) + 1, DeadLetterTopic: s.DeadLetterTopic}
+		opts.DLQ = &pulsarclient.DLQPolicy{MaxDeliveries: uint32(s.MaxMessageRetries) + 1, DeadLetterTopic: s.DeadLetterTopic}
 	}
 	c, err := in.Client.Subscribe(opts)
 	if err != nil {
@@ -69,7 +69,7 @@ func (in *Instance) Subscribe() (pulsar.Consumer, error) {
 // SequenceID derives an output sequence id from an input message id:
 // ledgerId<<40 | entryId<<12 | (batchIndex+1). It increases with the
 // input's position for ledger ids below 2^23 and entry ids below 2^28.
-func SequenceID(id pulsar.MessageID) int64 {
+func SequenceID(id pulsarclient.MessageID) int64 {
 	return id.LedgerID()<<40 | (id.EntryID()&(1<<28-1))<<12 | int64((id.BatchIdx()+1)&0xfff)
 }
 
@@ -117,14 +117,14 @@ func (in *Instance) Serve(ctx context.Context, fn Func) error {
 			continue
 		}
 		type send struct {
-			p  pulsar.Producer
-			pm *pulsar.ProducerMessage
+			p  *pulsarclient.Producer
+			pm *pulsarclient.ProducerMessage
 		}
 		var sends []send
 		failed := false
 		if out != nil && s.Output != "" {
 			name := ""
-			pm := &pulsar.ProducerMessage{Payload: out, Key: msg.Key(), Properties: msg.Properties()}
+			pm := &pulsarclient.ProducerMessage{Payload: out, Key: msg.Key(), Properties: msg.Properties()}
 			if effectively {
 				name = dedupName(s.FQFN(), msg.Topic())
 				seq := SequenceID(msg.ID())
@@ -167,7 +167,7 @@ func (in *Instance) Serve(ctx context.Context, fn Func) error {
 		var sendFailed atomic.Bool
 		inflight.Add(1)
 		for _, sd := range sends {
-			sd.p.SendAsync(context.Background(), sd.pm, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+			sd.p.SendAsync(context.Background(), sd.pm, func(_ pulsarclient.MessageID, _ *pulsarclient.ProducerMessage, err error) {
 				if err != nil {
 					sendFailed.Store(true)
 					in.systemError(fmt.Errorf("publish: %w", err))
@@ -217,7 +217,7 @@ func (in *Instance) Serve(ctx context.Context, fn Func) error {
 // acknowledged (so they reach the dead-letter topic after the retries)
 // and counted as user exceptions. A nil error acknowledges the others; an
 // error redelivers the whole batch.
-type BatchFunc func(in *Instance, msgs []pulsar.Message) (rejected map[int]error, err error)
+type BatchFunc func(in *Instance, msgs []*pulsarclient.Message) (rejected map[int]error, err error)
 
 // RunBatch consumes the inputs in batches of up to max messages, waiting
 // at most linger after the first one, and hands them to fn.
@@ -237,7 +237,7 @@ func (in *Instance) RunBatch(ctx context.Context, max int, linger time.Duration,
 			in.systemError(err)
 			continue
 		}
-		batch := []pulsar.Message{first}
+		batch := []*pulsarclient.Message{first}
 		t0 := time.Now()
 		lctx, cancel := context.WithTimeout(ctx, linger)
 		for len(batch) < max {
@@ -286,7 +286,7 @@ func (in *Instance) RunBatch(ctx context.Context, max int, linger time.Duration,
 // Output returns the producer on the output topic; a non-empty name fixes
 // the producer name (with broker deduplication, sends with explicit
 // sequence ids are then idempotent).
-func (in *Instance) Output(name string) (pulsar.Producer, error) {
+func (in *Instance) Output(name string) (*pulsarclient.Producer, error) {
 	if in.Spec.Output == "" {
 		return nil, errors.New("no output topic")
 	}

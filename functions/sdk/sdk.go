@@ -19,8 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
 // Spec is the instance configuration the worker passes in
@@ -73,15 +72,15 @@ type Exception struct {
 type Instance struct {
 	Spec      Spec
 	ID        int
-	Client    pulsar.Client
+	Client    *pulsarclient.Client
 	Log       *slog.Logger
 	workerURL string
 	stateDir  string
 
 	mu        sync.Mutex
 	stats     Stats
-	producers map[string]pulsar.Producer
-	logProd   pulsar.Producer
+	producers map[string]*pulsarclient.Producer
+	logProd   *pulsarclient.Producer
 	http      *http.Client
 	stopping  atomic.Bool
 }
@@ -89,16 +88,16 @@ type Instance struct {
 // Context is what a handler sees for one message.
 type Context struct {
 	inst  *Instance
-	msg   pulsar.Message
+	msg   *pulsarclient.Message
 	ctx   context.Context
-	extra []*pulsar.ProducerMessage
+	extra []*pulsarclient.ProducerMessage
 }
 
-func (c *Context) Context() context.Context    { return c.ctx }
-func (c *Context) InputTopic() string          { return c.msg.Topic() }
-func (c *Context) Message() pulsar.Message     { return c.msg }
-func (c *Context) MessageID() pulsar.MessageID { return c.msg.ID() }
-func (c *Context) Key() string                 { return c.msg.Key() }
+func (c *Context) Context() context.Context          { return c.ctx }
+func (c *Context) InputTopic() string                { return c.msg.Topic() }
+func (c *Context) Message() *pulsarclient.Message    { return c.msg }
+func (c *Context) MessageID() pulsarclient.MessageID { return c.msg.ID() }
+func (c *Context) Key() string                       { return c.msg.Key() }
 func (c *Context) Properties() map[string]string {
 	return c.msg.Properties()
 }
@@ -115,7 +114,7 @@ func (c *Context) UserConfigValue(k string) any { return c.inst.Spec.UserConfig[
 // Publish sends payload to topic; with ATLEAST_ONCE or EFFECTIVELY_ONCE
 // the input is acknowledged only after these sends are persisted.
 func (c *Context) Publish(topic string, payload []byte, key string) {
-	c.extra = append(c.extra, &pulsar.ProducerMessage{Payload: payload, Key: key, Properties: map[string]string{"__topic": topic}})
+	c.extra = append(c.extra, &pulsarclient.ProducerMessage{Payload: payload, Key: key, Properties: map[string]string{"__topic": topic}})
 }
 
 // RecordMetric sets a user metric (reported in stats and /metrics).
@@ -256,14 +255,14 @@ func (in *Instance) GetState(ctx context.Context, key string) ([]byte, error) {
 
 // producer returns the cached producer for topic; name, when set, fixes
 // the producer name (EFFECTIVELY_ONCE).
-func (in *Instance) producer(topic, name string) (pulsar.Producer, error) {
+func (in *Instance) producer(topic, name string) (*pulsarclient.Producer, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	k := topic + "\x00" + name
 	if p, ok := in.producers[k]; ok {
 		return p, nil
 	}
-	opts := pulsar.ProducerOptions{Topic: topic, Name: name, SendTimeout: 60 * time.Second,
+	opts := pulsarclient.ProducerOptions{Topic: topic, Name: name, SendTimeout: 60 * time.Second,
 		BatchingMaxPublishDelay: time.Millisecond}
 	if name != "" {
 		// Dedup needs one sequence id per message.
@@ -357,17 +356,17 @@ func Start() (*Instance, context.Context, func(), error) {
 		return nil, nil, nil, fmt.Errorf("MAGNETAR_FUNCTION_SPEC: %w", err)
 	}
 	id, _ := strconv.Atoi(os.Getenv("MAGNETAR_INSTANCE_ID"))
-	cl, err := pulsar.NewClient(pulsar.ClientOptions{URL: os.Getenv("MAGNETAR_SERVICE_URL"),
-		OperationTimeout: 30 * time.Second, ConnectionTimeout: 10 * time.Second, Logger: plog.DefaultNopLogger()})
+	cl, err := pulsarclient.NewClient(pulsarclient.ClientOptions{URL: os.Getenv("MAGNETAR_SERVICE_URL"),
+		OperationTimeout: 30 * time.Second, ConnectionTimeout: 10 * time.Second})
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	in := &Instance{Spec: spec, ID: id, Client: cl, workerURL: os.Getenv("MAGNETAR_WORKER_URL"),
-		stateDir: os.Getenv("MAGNETAR_INSTANCE_DIR"), producers: map[string]pulsar.Producer{},
+		stateDir: os.Getenv("MAGNETAR_INSTANCE_DIR"), producers: map[string]*pulsarclient.Producer{},
 		http: &http.Client{Timeout: 30 * time.Second}}
 	var h slog.Handler = slog.NewTextHandler(os.Stderr, nil)
 	if spec.LogTopic != "" {
-		if p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: spec.LogTopic}); err == nil {
+		if p, err := cl.CreateProducer(pulsarclient.ProducerOptions{Topic: spec.LogTopic}); err == nil {
 			in.logProd = p
 			h = &topicHandler{Handler: h, p: p, fqfn: spec.FQFN(), id: id}
 		}
@@ -422,7 +421,7 @@ func Start() (*Instance, context.Context, func(), error) {
 // topicHandler also publishes every log record's message to the log topic.
 type topicHandler struct {
 	slog.Handler
-	p    pulsar.Producer
+	p    *pulsarclient.Producer
 	fqfn string
 	id   int
 }
@@ -434,7 +433,7 @@ func (h *topicHandler) Handle(ctx context.Context, r slog.Record) error {
 		sb.WriteString(" " + a.String())
 		return true
 	})
-	h.p.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: []byte(sb.String()),
+	h.p.SendAsync(context.Background(), &pulsarclient.ProducerMessage{Payload: []byte(sb.String()),
 		Properties: map[string]string{"fqfn": h.fqfn, "instance": strconv.Itoa(h.id), "loglevel": r.Level.String()}}, nil)
 	return h.Handler.Handle(ctx, r)
 }

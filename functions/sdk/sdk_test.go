@@ -3,32 +3,19 @@ package sdk
 import (
 	"testing"
 
-	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
-type id struct {
-	ledger, entry int64
-	batch         int32
+func id(ledger, entry int64, batch int32) pulsarclient.MessageID {
+	return pulsarclient.MessageID{Ledger: ledger, Entry: entry, BatchIndex: batch, Partition: -1}
 }
-
-func (m id) Serialize() []byte     { return nil }
-func (m id) LedgerID() int64       { return m.ledger }
-func (m id) EntryID() int64        { return m.entry }
-func (m id) BatchIdx() int32       { return m.batch }
-func (m id) PartitionIdx() int32   { return 0 }
-func (m id) BatchSize() int32      { return 0 }
-func (m id) String() string        { return "" }
-func (m id) EntryIdx() int64       { return m.entry }
-func (m id) PartitionIndex() int32 { return 0 }
-
-var _ pulsar.MessageID = id{}
 
 // TestSequenceIDIncreases: output sequence ids follow input positions,
 // including across ledgers and at the documented bounds.
 func TestSequenceIDIncreases(t *testing.T) {
-	ids := []id{
-		{0, 0, -1}, {0, 1, -1}, {0, 1, 0}, {0, 1, 4094}, {0, 2, -1},
-		{1, 0, -1}, {1, 1<<28 - 1, -1}, {2, 0, -1}, {1<<23 - 1, 1<<28 - 1, 4094},
+	ids := []pulsarclient.MessageID{
+		id(0, 0, -1), id(0, 1, -1), id(0, 1, 0), id(0, 1, 4094), id(0, 2, -1),
+		id(1, 0, -1), id(1, 1<<28-1, -1), id(2, 0, -1), id(1<<23-1, 1<<28-1, 4094),
 	}
 	prev := int64(-1)
 	for _, m := range ids {

@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	"offload":            {"internal"},
 	"auth":               {"internal", "metadata"},
 	"policy":             {"internal", "metadata", "bundle"},
-	"broker":             {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "bundle", "cluster", "offload", "schema", "txn"},
+	"broker":             {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "bundle", "cluster", "offload", "schema", "txn", "pulsarclient"},
 	"bundle":             {},
 	"cluster":            {"internal", "metadata", "bundle"},
 	"admin":              {"internal", "broker", "policy", "protocol", "auth", "bundle", "cluster", "schema", "txn"},
@@ -48,11 +48,13 @@ var allowed = map[string][]string{
 	"console": {"internal", "broker", "policy", "bundle", "cluster"},
 	// functions: the function worker (REST on the broker's router, state
 	// and assignments in the metadata store). functions/sdk is linked into
-	// user programs and imports nothing of the project; the builtin
-	// connectors are SDK programs.
-	"functions":            {"internal", "metadata", "broker", "functions"},
-	"functions/sdk":        {},
-	"functions/connectors": {"functions/sdk"},
+	// user programs and imports only the client (and what it imports); the
+	// builtin connectors are SDK programs.
+	"functions":            {"internal", "metadata", "broker", "functions", "pulsarclient"},
+	"functions/sdk":        {"pulsarclient"},
+	"functions/connectors": {"functions/sdk", "pulsarclient"},
+	// pulsarclient: the project's Pulsar protocol client (wire codecs only).
+	"pulsarclient": {"protocol"},
 	// The top of the graph imports anything in the project.
 	// tools: the ops tools as a library (only cmd imports it).
 	"tools": {"internal", "ledger", "bookie", "journal", "entrylog", "index", "metadata", "autorecovery", "protocol"},
@@ -67,12 +69,13 @@ var allowed = map[string][]string{
 // tools has its own rule above.
 var top = []string{"cmd", "bench", "fuzz", "tools"}
 
-// clientOnly may appear only in tests, in the top of the graph and in
-// clientPackages: the function runtime, whose instances and trigger are
-// Pulsar clients by nature.
+// clientOnly (pulsar-client-go, the independent client of the end-to-end
+// tests) may appear only in tests and in clientPackages, top packages the
+// binary does not link for it (TestBinaryDoesNotLinkTesting checks the
+// binary). Everything else uses the project's own client, pulsarclient.
 const clientOnly = "github.com/apache/pulsar-client-go"
 
-var clientPackages = []string{"functions"}
+var clientPackages = []string{"bench", "fuzz"}
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
@@ -167,19 +170,14 @@ func TestImportDirection(t *testing.T) {
 			continue
 		}
 		for _, imp := range f.imports {
-			isTop := false
-			for _, tp := range top {
-				if hasPrefixPath(f.rel, tp) {
-					isTop = true
-				}
-			}
+			clientOK := false
 			for _, cp := range clientPackages {
 				if hasPrefixPath(f.rel, cp) {
-					isTop = isTop || strings.HasPrefix(imp, clientOnly)
+					clientOK = true
 				}
 			}
-			if strings.HasPrefix(imp, clientOnly) && !f.test && !isTop {
-				problems = append(problems, f.path+": imports "+imp+" outside tests, cmd and bench")
+			if strings.HasPrefix(imp, clientOnly) && !f.test && !clientOK {
+				problems = append(problems, f.path+": imports "+imp+" outside tests, bench and fuzz (use pulsarclient)")
 			}
 			if !strings.HasPrefix(imp, module+"/") || f.test {
 				continue
@@ -275,22 +273,13 @@ func TestOneCRC32CTable(t *testing.T) {
 	}
 }
 
-// testingImporters are the packages outside the module allowed to pull
-// package testing into the magnetar binary, with the reason. athenz's
-// sia/util has a non-test file named util_test_linux.go (the _linux
-// suffix makes it a build file) that imports testing; pulsar-client-go's
-// auth package imports athenz, and `magnetar perf` (and `magnetar
-// client`) use pulsar-client-go. No project package may import testing
-// outside tests.
-var testingImporters = map[string]string{
-	"github.com/AthenZ/athenz/libs/go/sia/util": "util_test_linux.go, via pulsar-client-go/pulsar/auth",
-}
-
 // TestBinaryDoesNotLinkTesting lists the magnetar binary's dependencies
-// (go list -deps ./cmd/magnetar) and fails on any importer of package
-// testing other than the known third-party one above: the project's own
-// packages the binary links (internal/zkserver, not internal/zktest, for
-// `magnetar cluster`'s ZooKeeper) never import it.
+// (go list -deps ./cmd/magnetar) and fails when any of them imports
+// package testing, or when pulsar-client-go is among them (the binary's
+// Pulsar clients are pulsarclient; pulsar-client-go pulled in testing
+// through AthenZ). The project's own packages the binary links
+// (internal/zkserver, not internal/zktest, for `magnetar cluster`'s
+// ZooKeeper) never import testing.
 func TestBinaryDoesNotLinkTesting(t *testing.T) {
 	cmd := exec.Command(goBinary(t), "list", "-deps", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./cmd/magnetar")
 	cmd.Dir = repoRoot(t)
@@ -298,27 +287,26 @@ func TestBinaryDoesNotLinkTesting(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	found := 0
+	checked := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
 		if len(fields) == 0 {
 			continue
 		}
+		checked++
 		pkg, imports := fields[0], fields[1:]
 		if pkg == "github.com/magnetar-mq/magnetar/internal/zktest" {
 			t.Errorf("the binary links internal/zktest")
 		}
-		if !slices.Contains(imports, "testing") {
-			continue
+		if strings.HasPrefix(pkg, clientOnly) {
+			t.Errorf("the binary links %s (use pulsarclient)", pkg)
 		}
-		if _, ok := testingImporters[pkg]; ok {
-			found++
-			continue
+		if slices.Contains(imports, "testing") {
+			t.Errorf("%s imports testing and is linked into the magnetar binary", pkg)
 		}
-		t.Errorf("%s imports testing and is linked into the magnetar binary", pkg)
 	}
-	if found == 0 && len(testingImporters) > 0 {
-		t.Log("no known third-party importer of testing is linked any more: empty testingImporters")
+	if checked < 100 {
+		t.Fatalf("go list reported only %d packages: the check saw nothing", checked)
 	}
 }
 

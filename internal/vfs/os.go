@@ -16,10 +16,11 @@ var Default FS = NewOS()
 type OSFS struct{}
 
 var (
-	_ FS         = (*OSFS)(nil)
-	_ DiskUsager = (*OSFS)(nil)
-	_ File       = (*osFile)(nil)
-	_ Fder       = (*osFile)(nil)
+	_ FS           = (*OSFS)(nil)
+	_ DiskUsager   = (*OSFS)(nil)
+	_ DirectOpener = (*OSFS)(nil)
+	_ File         = (*osFile)(nil)
+	_ Fder         = (*osFile)(nil)
 )
 
 // NewOS returns the OS file system.
@@ -43,6 +44,14 @@ func (fs *OSFS) Open(name string) (File, error) { return fs.open(name, os.O_RDON
 
 // OpenReadWrite opens an existing file for reading and writing.
 func (fs *OSFS) OpenReadWrite(name string) (File, error) { return fs.open(name, os.O_RDWR, 0) }
+
+// OpenDirect opens an existing file write-only with O_DIRECT: writes skip
+// the page cache and must be aligned (offset, length and memory) to the
+// logical block size. A file system without O_DIRECT support fails here
+// (EINVAL).
+func (fs *OSFS) OpenDirect(name string) (File, error) {
+	return fs.open(name, os.O_WRONLY|unix.O_DIRECT, 0)
+}
 
 // Remove removes a file or an empty directory.
 func (*OSFS) Remove(name string) error { return os.Remove(name) }

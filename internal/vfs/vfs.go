@@ -60,6 +60,15 @@ type Fder interface {
 	Fd() uintptr
 }
 
+// DirectOpener is implemented by file systems that can open an existing
+// file for writes that bypass the page cache (O_DIRECT). Every write
+// through such a file must have its offset, length and buffer address
+// aligned to the device's logical block size; the journal's DirectIO
+// option uses it.
+type DirectOpener interface {
+	OpenDirect(name string) (File, error)
+}
+
 // DiskUsager is implemented by file systems that can report the usage of the
 // volume holding dir. Bookies use it for read-only mode.
 type DiskUsager interface {

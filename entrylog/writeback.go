@@ -1,0 +1,46 @@
+package entrylog
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/magnetar-mq/magnetar/internal/vfs"
+)
+
+// writeback paces the active log's writeback in FlushBytes steps (see
+// Options.FlushBytes and doc.go, "Writeback pacing"). Guarded by Log.mu.
+type writeback struct {
+	file    *logFile
+	started int64 // writeback was started for [.., started)
+	waited  int64 // writeback finished for [.., waited)
+}
+
+// paceLocked is called after a write ended at end in cur. Once FlushBytes
+// were written since the last step it starts writeback of them
+// (sync_file_range WRITE) and waits for the previous step's writeback to
+// finish, so at most two steps are queued at the device: a journal sync
+// behind them waits for those, not for the whole checkpoint. Advisory:
+// errors are ignored (the checkpoint's fsync reports them), and files
+// without a descriptor (MemFS) are not paced.
+func (l *Log) paceLocked(cur *logFile, start, end int64) {
+	step := l.opts.FlushBytes
+	if step <= 0 {
+		return
+	}
+	wb := &l.mu.wb
+	if wb.file != cur {
+		*wb = writeback{file: cur, started: start, waited: start}
+	}
+	if end-wb.started < step {
+		return
+	}
+	fd, ok := cur.f.(vfs.Fder)
+	if !ok {
+		return
+	}
+	_ = unix.SyncFileRange(int(fd.Fd()), wb.started, end-wb.started, unix.SYNC_FILE_RANGE_WRITE)
+	if wb.started > wb.waited {
+		_ = unix.SyncFileRange(int(fd.Fd()), wb.waited, wb.started-wb.waited,
+			unix.SYNC_FILE_RANGE_WAIT_BEFORE|unix.SYNC_FILE_RANGE_WRITE|unix.SYNC_FILE_RANGE_WAIT_AFTER)
+	}
+	wb.waited, wb.started = wb.started, end
+}
