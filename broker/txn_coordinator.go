@@ -50,9 +50,10 @@ var errTxnDisabled = errors.New("the broker doesn't enable the transaction coord
 // tcService holds the coordinators of this broker; nil when
 // TransactionCoordinatorEnabled is off (the plain paths never look at it).
 type tcService struct {
-	b  *Broker
-	n  int // partitions of the assign topic
-	mu struct {
+	b    *Broker
+	n    int // partitions of the assign topic
+	part *tcParticipant
+	mu   struct {
 		sync.Mutex
 		coords map[uint64]*tcLoad
 		closed bool
@@ -87,7 +88,7 @@ func (b *Broker) startTxnCoordinators(ctx context.Context) error {
 			return err
 		}
 	}
-	s := &tcService{b: b, n: n}
+	s := &tcService{b: b, n: n, part: &tcParticipant{b: b}}
 	s.mu.coords = map[uint64]*tcLoad{}
 	b.tc = s
 	if b.cluster != nil {
@@ -135,6 +136,7 @@ func (b *Broker) closeTxnCoordinators() {
 			l.c.Close()
 		}
 	}
+	s.part.close()
 }
 
 // assignPartition is coordinator id's partition of the assign topic.
@@ -232,7 +234,7 @@ func (s *tcService) load(id uint64) (*coordinator.Coordinator, *mlTxnLog, error)
 	}
 	log := &mlTxnLog{name: name, ml: ml, cur: cur}
 	c, err := coordinator.Open(ctx, coordinator.Config{
-		ID: id, Log: log, Participant: b.txnParticipant(),
+		ID: id, Log: log, Participant: s.part,
 		MaxActive: b.cfg.MaxActiveTransactionsPerCoordinator,
 		Logger:    b.log.With("component", "txn-coordinator"),
 	})
@@ -242,10 +244,6 @@ func (s *tcService) load(id uint64) (*coordinator.Coordinator, *mlTxnLog, error)
 	}
 	return c, log, nil
 }
-
-// txnParticipant is what coordinators end transactions through: the
-// broker's own topics and subscriptions (txn_handlers.go).
-func (b *Broker) txnParticipant() txn.Participant { return b }
 
 // mlTxnLog is a coordinator.Log on a managed ledger. It remembers the
 // positions of the records it replayed or appended, so TrimBefore can

@@ -394,6 +394,10 @@ func responseID(cmd *pb.BaseCommand) (uint64, bool) {
 		return cmd.GetLastMessageIdResponse.GetRequestId(), true
 	case cmd.AckResponse != nil:
 		return cmd.AckResponse.GetRequestId(), true
+	case cmd.EndTxnOnPartitionResponse != nil:
+		return cmd.EndTxnOnPartitionResponse.GetRequestId(), true
+	case cmd.EndTxnOnSubscriptionResponse != nil:
+		return cmd.EndTxnOnSubscriptionResponse.GetRequestId(), true
 	}
 	return 0, false
 }
