@@ -72,6 +72,12 @@ func (c *conn) handleTxnSend(p *producer, m *pb.CommandSend, f *pulsarproto.Fram
 	c.sendStarted() // answered by exactly one sendReceipt or sendSendError
 	seq := m.GetSequenceId()
 	id := txn.ID{Most: m.GetTxnidMostBits(), Least: m.GetTxnidLeastBits()}
+	if c.b.tc == nil {
+		// As Pulsar's disabled transaction buffer: refused, nothing
+		// stored, no buffer created.
+		c.sendSendError(p.id, seq, codeNotAllowed, errTxnDisabled.Error())
+		return nil
+	}
 	t := p.topic
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()

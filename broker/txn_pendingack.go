@@ -258,6 +258,10 @@ func (c *conn) handleTxnAck(cc *connConsumer, m *pb.CommandAck, ids []ackID) {
 			c.sendAckResponse(consumerID, reqID, code, msg)
 		}
 	}
+	if c.b.tc == nil {
+		reply(codeNotAllowed, errTxnDisabled.Error())
+		return
+	}
 	if len(ids) == 0 {
 		reply(0, "")
 		return

@@ -90,7 +90,7 @@ func subBacklog(t testing.TB, b *Broker, topic, sub string) int64 {
 // everything in log order; the commit marker is never delivered; the
 // backlog and the last message id stop at the open transaction.
 func TestTxnProduceVisibleOnCommit(t *testing.T) {
-	tb := startBroker(t, nil)
+	tb := txnBroker(t, 1)
 	topic := "persistent://public/default/" + newTopicName("txnvis")
 	cl := tb.client(t)
 	cons := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
@@ -148,7 +148,7 @@ func TestTxnProduceVisibleOnCommit(t *testing.T) {
 // only what is before the first entry of the oldest open transaction,
 // and everything once it ends.
 func TestTxnBacklogStopsAtOpenTransaction(t *testing.T) {
-	tb := startBroker(t, nil)
+	tb := txnBroker(t, 1)
 	topic := "persistent://public/default/" + newTopicName("txnbacklog")
 	cl := tb.client(t)
 	cons := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
@@ -194,7 +194,7 @@ func TestTxnBacklogStopsAtOpenTransaction(t *testing.T) {
 // also after a restart; a transaction open at the restart still holds
 // readers back and its messages appear once it commits.
 func TestTxnAbortHiddenAcrossRestart(t *testing.T) {
-	tb := startBroker(t, nil)
+	tb := txnBroker(t, 1)
 	topic := "persistent://public/default/" + newTopicName("txnabort")
 	cl := tb.client(t)
 	prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
@@ -261,7 +261,7 @@ func TestTxnAbortHiddenAcrossRestart(t *testing.T) {
 // answered with the request id; a conflicting end gets
 // TransactionConflict.
 func TestTxnEndOnPartitionCommand(t *testing.T) {
-	tb := startBroker(t, nil)
+	tb := txnBroker(t, 1)
 	topic := "persistent://public/default/" + newTopicName("txnwire")
 	r := dialRaw(t, tb, true)
 	pid := r.producer(topic)
@@ -409,7 +409,7 @@ func ackRaw(t testing.TB, r *rawClient, ch chan txnEvent, rid uint64, id *txn.ID
 // refused with TransactionConflict (two transactions; a transaction
 // after a plain ack), abort releases the message, commit applies it.
 func TestTxnPendingAcks(t *testing.T) {
-	tb := startBroker(t, nil)
+	tb := txnBroker(t, 1)
 	topic := "persistent://public/default/" + newTopicName("txnack")
 	cl := tb.client(t)
 	mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"}).Close()
@@ -503,7 +503,7 @@ func TestTxnPendingAcks(t *testing.T) {
 // Shared subscription, conflicts with another transaction's, and moves
 // the mark-delete position only at commit.
 func TestTxnCumulativeAck(t *testing.T) {
-	tb := startBroker(t, nil)
+	tb := txnBroker(t, 1)
 	topic := "persistent://public/default/" + newTopicName("txncum")
 	cl := tb.client(t)
 	mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"}).Close()
@@ -541,5 +541,65 @@ func TestTxnCumulativeAck(t *testing.T) {
 	// Within the acknowledged range now: a conflict.
 	if ev := ackRaw(t, r, ch, 12, &y, true, m[0]); ev.ackError != pb.ServerError_TransactionConflict {
 		t.Fatalf("cumulative ack below mark-delete: %v", ev)
+	}
+}
+
+// TestTxnDisabledRefusesParticipantWork: without
+// transactionCoordinatorEnabled a SEND or an ACK carrying a txn id is
+// refused with NotAllowed (Pulsar's disabled transaction buffer and
+// pending-ack handle), nothing is stored, and plain traffic never creates
+// transaction state: no buffer, no snapshot node, no pending-ack log.
+func TestTxnDisabledRefusesParticipantWork(t *testing.T) {
+	tb := startBroker(t, nil)
+	topic := "persistent://public/default/" + newTopicName("txnoff")
+	cl := tb.client(t)
+	cons := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	sendPlain(t, prod, "p0")
+	r := dialRaw(t, tb, true)
+	pid := r.producer(topic)
+	r.write(pulsarproto.AppendSend(nil, &pulsarproto.SendHeader{ProducerID: pid, SequenceID: 0, TxnidMostBits: 0, TxnidLeastBits: 1}, testEntry(0, "x")))
+	for {
+		f := r.next()
+		if f.Type == pb.BaseCommand_SEND_RECEIPT {
+			t.Fatal("a transactional send was stored with transactions disabled")
+		}
+		if f.Type == pb.BaseCommand_SEND_ERROR {
+			if got := f.Cmd.SendError.GetError(); got != pb.ServerError_NotAllowedError {
+				t.Fatalf("transactional send refused with %s", got)
+			}
+			break
+		}
+	}
+	sendPlain(t, prod, "p1")
+	msgs := expectPayloads(t, cons, 200*time.Millisecond, "p0", "p1")
+
+	rc, ch := newTxnConsumer(t, tb, topic, "raw", pb.CommandSubscribe_Exclusive)
+	pos := nextEvent(t, ch, pb.BaseCommand_MESSAGE).pos
+	if ev := ackRaw(t, rc, ch, 7, &txn.ID{Most: 0, Least: 1}, false, pos); ev.ackError != pb.ServerError_NotAllowedError {
+		t.Fatalf("transactional ack with transactions disabled: %+v", ev)
+	}
+	for _, m := range msgs {
+		if err := cons.Ack(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tp, err := tb.loadedOrLoad(ctxT(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tp.txnBuf.Load() != nil {
+		t.Fatal("a transaction buffer on a broker without transactions")
+	}
+	tp.txnInit.Lock()
+	logs := len(tp.txnAckLogs)
+	tp.txnInit.Unlock()
+	if logs != 0 {
+		t.Fatalf("%d pending-ack logs on a broker without transactions", logs)
+	}
+	for _, key := range []string{txnBufferKey(tp.name), pendingAckKey(tp.name, "raw")} {
+		if ok, err := tb.meta.Exists(ctxT(t), key); err != nil || ok {
+			t.Fatalf("%s exists (%v) on a broker without transactions", key, err)
+		}
 	}
 }
