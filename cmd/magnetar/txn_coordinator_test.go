@@ -181,6 +181,19 @@ func TestTxnCoordinatorKill9(t *testing.T) {
 	if out := runAdmin(t, p, false, "transactions", "coordinator-internal-stats", "-c", "0"); !strings.Contains(out, "__transaction_log_0") {
 		t.Fatalf("coordinator-internal-stats:\n%s", out)
 	}
+	// The participant side: the topic's buffer holds the four open
+	// transactions (the short one was aborted, the others committed).
+	if out := runAdmin(t, p, false, "-o", "json", "transactions", "transaction-buffer-stats", "-t", topic); !strings.Contains(out, `"ongoingTxnSize": 4`) {
+		t.Fatalf("transaction-buffer-stats:\n%s", out)
+	}
+	if out := runAdmin(t, p, false, "-o", "json", "transactions", "transaction-in-buffer-stats", "-t", topic,
+		"-m", fmt.Sprint(o.MostSigBits), "-l", fmt.Sprint(o.LeastSigBits)); !strings.Contains(out, `"startPosition"`) || !strings.Contains(out, `"aborted": false`) {
+		t.Fatalf("transaction-in-buffer-stats:\n%s", out)
+	}
+	if out := runAdmin(t, p, false, "-o", "json", "transactions", "transaction-in-buffer-stats", "-t", topic,
+		"-m", fmt.Sprint(short.GetTxnID().MostSigBits), "-l", fmt.Sprint(short.GetTxnID().LeastSigBits)); !strings.Contains(out, `"aborted": true`) {
+		t.Fatalf("transaction-in-buffer-stats of the timed-out transaction:\n%s", out)
+	}
 	if out := runAdmin(t, p, true, "transactions", "transaction-metadata", "-m", "0", "-l", "999999"); !strings.Contains(out, "404") {
 		t.Fatalf("unknown transaction: %s", out)
 	}
