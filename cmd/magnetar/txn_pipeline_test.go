@@ -139,6 +139,10 @@ func TestTxnExactlyOnceKill9(t *testing.T) {
 	if n := backlog(); n != 0 {
 		t.Errorf("input backlog %d after the pipeline finished", n)
 	}
+	// The input subscription's pending acks are all ended.
+	if out := runAdmin(t, p, false, "-o", "json", "transactions", "pending-ack-stats", "-t", in, "-s", "pipeline"); !strings.Contains(out, `"pendingAckedEntries": 0`) || !strings.Contains(out, `"ongoingTxnSize": 0`) {
+		t.Errorf("pending-ack-stats:\n%s", out)
+	}
 	cons.Close()
 	cl.Close()
 	p.stop()
