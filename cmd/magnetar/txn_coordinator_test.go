@@ -28,7 +28,7 @@ func txnClient(t *testing.T, p *proc) pulsar.Client {
 // every commit that was answered stays ended, a transaction whose timeout
 // passed is aborted without any client connecting, and no id is reused.
 // The admin CLI reads it all.
-func TestTxnCoordinatorKill9(t *testing.T) {
+func TestTxnE2ECoordinatorKill9(t *testing.T) {
 	dir := t.TempDir()
 	flags := []string{"--transaction-coordinator-enabled", "--transaction-coordinators", "2"}
 	p := startStandalone(t, dir, flags...)

@@ -37,7 +37,7 @@ import (
 // races with itself when a connection drops under a producer or the
 // transaction handler; a fresh process per broker life keeps those races
 // out of this process (whose race detector watches the test).
-func TestTxnExactlyOnceKill9(t *testing.T) {
+func TestTxnE2EExactlyOnceKill9(t *testing.T) {
 	inputs, kills := 200, 4
 	if soak() {
 		inputs, kills = 2000, 25
