@@ -61,10 +61,11 @@ type tcService struct {
 }
 
 type tcLoad struct {
-	done chan struct{}
-	c    *coordinator.Coordinator
-	log  *mlTxnLog
-	err  error
+	done   chan struct{}
+	c      *coordinator.Coordinator
+	log    *mlTxnLog
+	err    error
+	bundle string // the assign partition's bundle key ("" on a single node)
 }
 
 // startTxnCoordinators creates the assign topic (once per cluster) and
@@ -150,7 +151,8 @@ func (s *tcService) get(ctx context.Context, id uint64) (*coordinator.Coordinato
 	if id >= uint64(s.n) {
 		return nil, fmt.Errorf("%w: transaction coordinator %d (there are %d)", coordinator.ErrWrongCoordinator, id, s.n)
 	}
-	if _, err := s.b.topicBundle(ctx, assignPartition(id)); err != nil {
+	bundle, err := s.b.topicBundle(ctx, assignPartition(id))
+	if err != nil {
 		s.drop(id)
 		return nil, err
 	}
@@ -162,7 +164,7 @@ func (s *tcService) get(ctx context.Context, id uint64) (*coordinator.Coordinato
 		}
 		l := s.mu.coords[id]
 		if l == nil {
-			l = &tcLoad{done: make(chan struct{})}
+			l = &tcLoad{done: make(chan struct{}), bundle: bundle}
 			s.mu.coords[id] = l
 			s.mu.Unlock()
 			l.c, l.log, l.err = s.load(id)
@@ -211,6 +213,23 @@ func (s *tcService) drop(id uint64) {
 		if l.c != nil {
 			l.c.Close()
 		}
+	}
+}
+
+// dropBundle closes the coordinators whose assign partition is in the
+// bundle with key (the bundle was unloaded or lost): the next owner
+// recovers them from their logs.
+func (s *tcService) dropBundle(key string) {
+	s.mu.Lock()
+	var ids []uint64
+	for id, l := range s.mu.coords {
+		if l.bundle == key {
+			ids = append(ids, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		s.drop(id)
 	}
 }
 

@@ -169,6 +169,111 @@ func TestTxnClusterEndOnOtherBroker(t *testing.T) {
 	}
 }
 
+// An unloaded coordinator moves: when the bundle of its assign partition
+// is unloaded, the broker that served it closes it (it no longer lists
+// it), and the next transactional client recovers it from its log on
+// the new owner; ids continue above every id given out.
+func TestTxnClusterCoordinatorUnload(t *testing.T) {
+	bc := startBrokerCluster(t, 3, 2, "--load-shedding-interval", "-1s",
+		"--transaction-coordinator-enabled", "--transaction-coordinators", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	newClient := func() pulsar.Client {
+		cl, err := pulsar.NewClient(pulsar.ClientOptions{URL: bc.brokers[0].service, EnableTransaction: true,
+			OperationTimeout: 30 * time.Second, ConnectionTimeout: 5 * time.Second, Logger: plog.DefaultNopLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	cl := newClient()
+	topic := "persistent://public/default/txn-unload"
+	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true, SendTimeout: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last pulsar.TxnID
+	for range 3 {
+		tx, err := cl.NewTransaction(time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("a"), Transaction: tx}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		last = tx.GetTxnID()
+	}
+	prod.Close()
+	cl.Close() // a fresh client after the move: the Go client races on reconnects
+	owner := bc.byService(bc.lookupOwner("persistent://pulsar/system/transaction_coordinator_assign-partition-0"))
+	serving := func(p *proc) bool {
+		code, _, body := httpDo(t, "GET", p.http+"/admin/v3/transactions/coordinators", "", false)
+		var m map[string]string
+		if err := json.Unmarshal(body, &m); code != 200 || err != nil {
+			t.Fatalf("coordinators on %s: %d %s", p.service, code, body)
+		}
+		return m["0"] != ""
+	}
+	if !serving(owner) {
+		t.Fatalf("%s owns the assign partition but does not serve coordinator 0", owner.service)
+	}
+	if code, _, body := httpDo(t, "PUT", owner.http+"/admin/v2/namespaces/pulsar/system/unload", "", true); code != 204 {
+		t.Fatalf("unload pulsar/system: %d %s", code, body)
+	}
+	if serving(owner) {
+		t.Fatalf("%s still serves coordinator 0 after its bundle was unloaded", owner.service)
+	}
+	cl = newClient()
+	defer cl.Close()
+	cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s",
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	prod, err = cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true, SendTimeout: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	tx, err := cl.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := tx.GetTxnID(); id.LeastSigBits <= last.LeastSigBits {
+		t.Fatalf("id %+v after the move is not above %+v", id, last)
+	}
+	if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("b"), Transaction: tx}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for len(got) < 4 {
+		m, err := cons.Receive(ctx)
+		if err != nil {
+			t.Fatalf("after %q: %v", got, err)
+		}
+		got = append(got, string(m.Payload()))
+	}
+	if strings.Join(got, "") != "aaab" {
+		t.Fatalf("received %q", got)
+	}
+	n := 0
+	for _, p := range bc.brokers {
+		if serving(p) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("coordinator 0 served by %d brokers", n)
+	}
+}
+
 // lookupOwner returns the broker URL an HTTP lookup of topic names.
 func (bc *brokerCluster) lookupOwner(topic string) string {
 	bc.t.Helper()
