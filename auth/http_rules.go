@@ -87,6 +87,9 @@ var Rules = []Rule{
 	{"GET", "/admin/v2/schemas/{tenant}/{ns}/{topic}/schema/{version}", AccessTopicLookup},
 	{"*", "/admin/v2/schemas/{tenant}/{ns}/{topic}/{rest...}", AccessTenantAdmin},
 	{"GET", "/lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}", AccessTopicLookup},
+	// Transactions (coordinators, transaction metadata, buffer and
+	// pending-ack stats): superusers, as Pulsar.
+	{"*", "/admin/v3/transactions/{rest...}", AccessSuperUser},
 	// The web console (package console): each page needs what the admin
 	// calls behind it need; its actions are admin API calls made by the
 	// page's script. The overview, bookies and brokers pages, and any

@@ -75,7 +75,8 @@ type Broker struct {
 	// set by Start before the first connection.
 	producerPrefix string
 	rateLogs       rateLogs
-	history        history // history.go
+	history        history    // history.go
+	tc             *tcService // transaction coordinators; nil when disabled (txn_coordinator.go)
 	wg             sync.WaitGroup
 	done           chan struct{}
 }
@@ -149,6 +150,9 @@ func (b *Broker) Start(ctx context.Context) error {
 		return err
 	}
 	if err := b.initProducerNames(ctx); err != nil {
+		return err
+	}
+	if err := b.startTxnCoordinators(ctx); err != nil {
 		return err
 	}
 	b.unsubscribe = b.policies.Subscribe(b.policiesChanged)
@@ -335,6 +339,7 @@ func (b *Broker) Close() error {
 		c.stopReading()
 	}
 	b.wg.Wait()
+	b.closeTxnCoordinators()
 	b.closeHealth()
 	b.mu.Lock()
 	loads := make([]*topicLoad, 0, len(b.mu.topics))
@@ -518,6 +523,10 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 			t.seedPolicyDedup()
 		}
 	}
+	if err := t.recoverTxnBuffer(ctx); err != nil {
+		ml.Close()
+		return nil, fmt.Errorf("broker: recover the transaction buffer of %s: %w", tn, err)
+	}
 	names := ml.CursorNames()
 	var replCursors []string
 	for _, name := range names {
@@ -530,6 +539,11 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 			ml.Close()
 			return nil, fmt.Errorf("broker: load cursor %s of %s: %w", name, tn, err)
 		}
+	}
+	if err := t.recoverPendingAcks(ctx); err != nil {
+		t.closeAll(false)
+		ml.Close()
+		return nil, fmt.Errorf("broker: recover the pending acks of %s: %w", tn, err)
 	}
 	t.dropStaleReplicatorCursors(replCursors)
 	t.checkReplication()

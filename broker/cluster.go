@@ -95,8 +95,8 @@ func (b *Broker) mayAck(t *topic) bool {
 	return b.cluster == nil || b.cluster.Holds(t.bundleKey)
 }
 
-// unloadBundleTopics closes every loaded topic of a bundle: the
-// cluster's OnBundleLost.
+// unloadBundleTopics closes every loaded topic and transaction
+// coordinator of a bundle: the cluster's OnBundleLost.
 func (b *Broker) unloadBundleTopics(ns string, r bundle.Range) {
 	key := cluster.BundleKey(ns, r)
 	b.mu.Lock()
@@ -113,6 +113,9 @@ func (b *Broker) unloadBundleTopics(ns string, r bundle.Range) {
 	b.mu.Unlock()
 	for _, full := range names {
 		b.unloadTopic(full)
+	}
+	if b.tc != nil {
+		b.tc.dropBundle(key)
 	}
 }
 

@@ -123,6 +123,15 @@ type Config struct {
 	// Key_Shared AUTO_SPLIT subscriptions instead of splitting hash
 	// ranges (subscriptionKeySharedUseConsistentHashing, default false).
 	KeySharedUseConsistentHashing bool
+	// TransactionCoordinatorEnabled (Pulsar's transactionCoordinatorEnabled)
+	// serves transaction coordinators: the assign topic
+	// TxnAssignTopic is created with TransactionCoordinators partitions
+	// (default DefaultTransactionCoordinators) unless it exists.
+	// MaxActiveTransactionsPerCoordinator bounds the open transactions of
+	// one coordinator (0: unlimited). See docs/transactions.md.
+	TransactionCoordinatorEnabled       bool
+	TransactionCoordinators             int
+	MaxActiveTransactionsPerCoordinator int
 	// Cluster, when set, makes the broker one of a cluster sharing the
 	// metadata store (see ClusterConfig); nil is a single node that owns
 	// every topic.
@@ -231,6 +240,9 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.SchemaCompatibilityStrategy == "" {
 		c.SchemaCompatibilityStrategy = "FULL"
+	}
+	if c.TransactionCoordinators <= 0 {
+		c.TransactionCoordinators = DefaultTransactionCoordinators
 	}
 	if c.DispatchBatch == 0 {
 		c.DispatchBatch = 100

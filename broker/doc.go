@@ -112,6 +112,21 @@
 // STICKY; a consumer joining late is held to the entries read before it
 // joined until they are acknowledged; keyshared.go, docs/policies.md).
 //
+// # Transactions
+//
+// With TransactionCoordinatorEnabled the broker serves the coordinators
+// of the assign topic partitions it owns (txn_coordinator.go, package
+// txn/coordinator) and is the participant of the transactions that touch
+// its topics: a topic's transaction buffer (txn_buffer.go: entries stored
+// at once, cursors bounded by the first entry of the oldest open
+// transaction, commit/abort markers, a snapshot in the metadata store) and
+// a subscription's pending acks (txn_pendingack.go: held acks, a
+// pending-ack managed ledger per subscription). A coordinator ends a
+// transaction on the broker's own topics directly and on other brokers'
+// with END_TXN_ON_PARTITION / END_TXN_ON_SUBSCRIPTION (txn_remote.go).
+// Off, a txn SEND or ACK is refused and the plain paths only test a nil
+// pointer. docs/transactions.md has the formats and invariants.
+//
 // # Policies, rate limits, stats
 //
 // A topic's effective policy (policy.Resolved) is its topic-level
@@ -162,6 +177,6 @@
 //   - Topic compaction and read_compacted: compaction.go,
 //     compactedcursor.go, docs/compaction.md. Schemas: schema.go and
 //     package schema, docs/schema.md.
-//   - No transactions. Chunked messages are kept whole per consumer on
+//   - Chunked messages are kept whole per consumer on
 //     Shared and Key_Shared subscriptions (chunk.go, docs/chunking.md).
 package broker

@@ -83,7 +83,7 @@ func (t *topic) withEntryMeta(e entryBuf, numMsgs int) entryBuf {
 	buf := make([]byte, mledger.EntryHeadroom, mledger.EntryHeadroom+32+len(data))
 	buf = appendEntryMeta(buf, t.b.entryMeta, time.Now().UnixMilli(), t.bem.next-1)
 	buf = append(buf, data...)
-	return entryBuf{buf: buf, off: mledger.EntryHeadroom}
+	return entryBuf{buf: buf, off: mledger.EntryHeadroom, txn: e.txn}
 }
 
 // indexProperty is the managed ledger info property holding the index

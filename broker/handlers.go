@@ -144,6 +144,11 @@ func (c *conn) handle(f pulsarproto.Frame) error {
 		if cmd.AuthResponse != nil {
 			return c.handleAuthResponse(cmd.AuthResponse)
 		}
+	case pb.BaseCommand_TC_CLIENT_CONNECT_REQUEST, pb.BaseCommand_NEW_TXN, pb.BaseCommand_ADD_PARTITION_TO_TXN,
+		pb.BaseCommand_ADD_SUBSCRIPTION_TO_TXN, pb.BaseCommand_END_TXN:
+		return c.handleTxnCoordinator(&f) // txn_coordinator.go
+	case pb.BaseCommand_END_TXN_ON_PARTITION, pb.BaseCommand_END_TXN_ON_SUBSCRIPTION:
+		c.handleEndTxnOn(f.Type, cmd) // txn_handlers.go
 	case pb.BaseCommand_CONNECT:
 		return fmt.Errorf("%w: second CONNECT", ErrProtocol)
 	default:
@@ -208,6 +213,9 @@ func (c *conn) handleSend(m *pb.CommandSend, f *pulsarproto.Frame) error {
 	if n < 1 {
 		n = 1
 	}
+	if m.TxnidMostBits != nil || m.TxnidLeastBits != nil {
+		return c.handleTxnSend(p, m, f, n) // txn_handlers.go
+	}
 	c.sendStarted() // answered by exactly one sendReceipt or sendSendError
 	if refuseUnencrypted(p, payload) {
 		c.sendSendError(pid, seq, codeMetadataError, msgMustBeEncrypted)
@@ -246,6 +254,7 @@ func (c *conn) pauseReads(d time.Duration) {
 type entryBuf struct {
 	buf []byte
 	off int
+	txn *txnSend // sent in a transaction (txn_buffer.go); nil: not
 }
 
 func (e entryBuf) data() []byte { return e.buf[e.off:] }
@@ -259,11 +268,11 @@ var _ [pulsarproto.FrameHeadroom - mledger.EntryHeadroom]struct{}
 // gets room in front too, so the ledger need not copy it again.
 func sendEntry(f *pulsarproto.Frame) entryBuf {
 	if buf, off, ok := f.PayloadBuffer(); ok {
-		return entryBuf{buf, off}
+		return entryBuf{buf: buf, off: off}
 	}
 	buf := make([]byte, mledger.EntryHeadroom+len(f.Payload))
 	copy(buf[mledger.EntryHeadroom:], f.Payload)
-	return entryBuf{buf, mledger.EntryHeadroom}
+	return entryBuf{buf: buf, off: mledger.EntryHeadroom}
 }
 
 func (c *conn) consumer(id uint64) *connConsumer {
@@ -296,6 +305,10 @@ func (c *conn) handleAck(m *pb.CommandAck) {
 			a.ackSet = id.AckSet
 		}
 		ids = append(ids, a)
+	}
+	if m.TxnidMostBits != nil || m.TxnidLeastBits != nil {
+		c.handleTxnAck(cc, m, ids) // txn_pendingack.go
+		return
 	}
 	cumulative := m.GetAckType() == pb.CommandAck_Cumulative
 	reqID, withResp := m.GetRequestId(), m.RequestId != nil

@@ -496,6 +496,7 @@ func (t *topic) attachSub(s *subscription) {
 	}
 	s.publishMarker = t.publishMarker
 	s.lastConfirmed = t.ml.LastConfirmed
+	s.txnAborted = t.txnAborted
 }
 
 // SetReplicatedSubscription implements Service.

@@ -548,7 +548,14 @@ func (b *Broker) InternalStats(ctx context.Context, topic string) (InternalStats
 		}
 		return out, nil
 	}
-	s := t.ml.Stats()
+	out := internalStatsOf(t.ml.Stats())
+	t.compactionStats(ctx, &out)
+	return out, nil
+}
+
+// internalStatsOf is Pulsar's PersistentTopicInternalStats of a managed
+// ledger.
+func internalStatsOf(s mledger.Stats) InternalStats {
 	out := InternalStats{
 		EntriesAddedCounter: s.EntriesAddedCounter,
 		NumberOfEntries:     s.NumberOfEntries,
@@ -583,8 +590,7 @@ func (b *Broker) InternalStats(ctx context.Context, topic string) (InternalStats
 			BacklogMessages:                          c.BacklogMessages,
 		}
 	}
-	t.compactionStats(ctx, &out)
-	return out, nil
+	return out
 }
 
 // LastMessageID implements Service.

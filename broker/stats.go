@@ -98,6 +98,7 @@ func (b *Broker) statsLoop() {
 		case now := <-tk.C:
 			for _, t := range b.loadedTopics("") {
 				t.rollStats(now)
+				t.txnTick()
 			}
 		}
 	}

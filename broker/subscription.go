@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/mledger"
+	"github.com/magnetar-mq/magnetar/txn"
 )
 
 // cursor is what a subscription needs from its managed-ledger cursor.
@@ -58,6 +59,8 @@ type entryMeta struct {
 	deliverAt   int64
 	publishTime int64
 	chunk       chunkInfo
+	hasTxn      bool   // produced in a transaction (txnID)
+	txnID       txn.ID // with hasTxn
 }
 
 // subscription is one subscription of a topic. All its dispatch state
@@ -163,6 +166,12 @@ type subscription struct {
 	snapshots     []snapshotEntry
 	publishMarker func(typ int32, replicateTo []string, payload []byte)
 	lastConfirmed func() (position, bool)
+
+	// Transactions: txnAborted reports an aborted transaction of the
+	// topic (nil on non-persistent topics); txnAcks is the pending-ack
+	// state (txn_pendingack.go), loop-owned, nil until used.
+	txnAborted func(txn.ID) bool
+	txnAcks    *pendingAcks
 }
 
 // Key_Shared reads ahead past entries whose consumer has no permits (they
@@ -595,11 +604,15 @@ func (s *subscription) dispatch() {
 				// the client validate (it acks with validation_error).
 				m = entryMeta{numMsgs: 1}
 			}
-			if m.marker != 0 {
-				// Server-only: acknowledged, never delivered.
+			if m.marker != 0 || m.hasTxn && s.txnAborted != nil && s.txnAborted(m.txnID) {
+				// Server-only (or of an aborted transaction):
+				// acknowledged, never delivered.
 				s.onMarkerLocked(e, m.marker)
 				s.afterMarkDeleteLocked()
 				continue
+			}
+			if s.txnAcks != nil && s.txnHeldRead(e.Pos, m.numMsgs) {
+				continue // acknowledged in an open transaction
 			}
 			pe := &pendingEntry{pos: e.Pos, data: e.Data, numMsgs: max(m.numMsgs, 1), chunk: m.chunk}
 			if len(m.key) > 0 {

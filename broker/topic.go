@@ -13,6 +13,7 @@ import (
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
+	"github.com/magnetar-mq/magnetar/txn"
 )
 
 // topic is one loaded topic: its producers, subscriptions and (for
@@ -119,6 +120,15 @@ type topic struct {
 	// lastUsed (unix ns) is when the topic was last found in use, for
 	// the idle unloader (idleunload.go).
 	lastUsed atomic.Int64
+
+	// txnBuf is the transaction buffer (txn_buffer.go), nil until the
+	// topic first stores a transactional entry; txnInit serialises its
+	// creation.
+	txnBuf  atomic.Pointer[txnBuffer]
+	txnInit sync.Mutex
+	// txnAckLogs are the open pending-ack logs by subscription
+	// (txn_pendingack.go), under txnInit.
+	txnAckLogs map[string]ManagedLedger
 }
 
 type lastEntry struct {
@@ -311,15 +321,22 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e entryBu
 	p.mu.Lock()
 	p.mu.inflight++
 	p.mu.Unlock()
+	ts := e.txn
 	if t.b.entryMeta.on() {
 		t.bem.Lock()
 		defer t.bem.Unlock()
 		e = t.withEntryMeta(e, numMsgs)
 		data = e.data()
 	}
+	if ts != nil {
+		t.txnBeforeAdd(ts)
+	}
 	start := time.Now()
 	t.ml.AddEntry(e.buf, e.off, numMsgs, func(pos position, err error) {
 		defer t.adds.Done()
+		if ts != nil {
+			t.txnAdded(ts, pos, err)
+		}
 		if err != nil {
 			t.publishFailed(p, seq, err)
 			return
@@ -434,6 +451,9 @@ func parseEntryMeta(data []byte) (parsedMeta, error) {
 		pm.deliverAt = md.DeliverAtTime
 	}
 	pm.publishTime = int64(md.PublishTime)
+	if md.HasTxnid {
+		pm.hasTxn, pm.txnID = true, txn.ID{Most: md.TxnidMostBits, Least: md.TxnidLeastBits}
+	}
 	if md.NumChunksFromMsg > 1 {
 		pm.chunk = chunkInfo{uuid: string(md.UUID), id: md.ChunkID, num: md.NumChunksFromMsg}
 	}
@@ -452,6 +472,9 @@ func (t *topic) lastMessage() (pos position, batchIndex int32, ok bool) {
 	if !t.persistent() {
 		n := t.npEntryID.Load()
 		return position{LedgerID: 0, EntryID: n - 1}, -1, n > 0
+	}
+	if tb := t.txnBuf.Load(); tb != nil {
+		return t.txnLastMessage(tb)
 	}
 	lp, ok := t.ml.LastConfirmed()
 	if !ok {

@@ -313,6 +313,7 @@ func (t *topic) closeAll(notify bool) {
 		})
 		s.close()
 	}
+	t.txnClose() // txn_pendingack.go
 }
 
 // npCursor is the cursor of a non-persistent subscription: a queue of

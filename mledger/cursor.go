@@ -235,7 +235,8 @@ func (c *Cursor) ReadEntries(ctx context.Context, n int) ([]Entry, error) {
 	seen := Position{start.LedgerID, start.EntryID - 1}
 	c.withLedgers(func(ls ledgerList) {
 		p, ok := ls.ceil(start)
-		for ok && len(ps) < n {
+		bound, bounded := c.ml.readBoundNow()
+		for ok && len(ps) < n && (!bounded || p.Less(bound)) {
 			if bm := c.st.acked[p.LedgerID]; bm != nil && p.EntryID <= math.MaxUint32 && bm.Contains(uint32(p.EntryID)) {
 				last := min(runEnd(bm, uint32(p.EntryID)), ls.entries(p.LedgerID)-1)
 				seen = Position{p.LedgerID, last}
@@ -560,6 +561,9 @@ func (c *Cursor) Backlog() (entries, messages int64) {
 	defer c.mu.Unlock()
 	c.withLedgers(func(ls ledgerList) {
 		last, ok := ls.last()
+		if bound, bounded := c.ml.readBoundNow(); bounded && ok {
+			last, ok = ls.before(bound, last)
+		}
 		if !ok {
 			return
 		}
@@ -601,6 +605,7 @@ func (c *Cursor) Backlog() (entries, messages int64) {
 				messages -= total - remaining
 			}
 		}
+		entries = max(entries, 0)
 		messages = max(messages, entries)
 	})
 	return entries, messages

@@ -124,6 +124,9 @@ type ManagedLedger struct {
 
 	// off is the tiered-storage state (offload.go); its own leaf lock.
 	off offloadState
+
+	// readBound limits what cursors read (readbound.go); nil: none.
+	readBound atomic.Pointer[func() (Position, bool)]
 }
 
 func escapeName(s string) string { return url.PathEscape(s) }

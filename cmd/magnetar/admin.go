@@ -43,7 +43,7 @@ func init() {
 	ns.AddCommand(namespacePolicyCmds()...)
 	topics.AddCommand(topicPolicyCmds()...)
 	adminCmd.AddCommand(adminClustersCmd(), adminBrokersCmd(), adminBookiesCmd(), adminTenantsCmd(),
-		ns, topics, adminSubscriptionsCmd(), noun("topicPolicies", "Topic-level policies (as under topics)", topicPolicyCmds()...))
+		ns, topics, adminSubscriptionsCmd(), adminTransactionsCmd(), noun("topicPolicies", "Topic-level policies (as under topics)", topicPolicyCmds()...))
 	rootCmd.AddCommand(adminCmd)
 }
 

@@ -57,6 +57,8 @@ type serviceFlags struct {
 	historyInterval                                                                       time.Duration
 	idleUnload                                                                            time.Duration
 	topicMetrics                                                                          bool
+	txnEnabled                                                                            bool
+	txnCoordinators, txnMaxActive                                                         int
 }
 
 // apply copies the settings shared by standalone and broker into c (a
@@ -101,6 +103,9 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.HistoryInterval = s.historyInterval
 	c.IdleTopicUnloadTime = s.idleUnload
 	c.HideTopicLevelMetrics = !s.topicMetrics
+	c.TransactionCoordinatorEnabled = s.txnEnabled
+	c.TransactionCoordinators = s.txnCoordinators
+	c.MaxActiveTransactionsPerCoordinator = s.txnMaxActive
 	if !s.console {
 		c.HistoryInterval = -1 // nothing shows the samples
 	}
@@ -147,6 +152,9 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.BoolVar(&s.console, "console", true, "serve the web console under /console on the HTTP port (--console=false turns it off)")
 	fl.DurationVar(&s.idleUnload, "topic-unload-idle", 5*time.Minute, "unload a persistent topic from memory after this long without producers, connected consumers, replicators or compaction; the next use reloads it (0: never)")
 	fl.BoolVar(&s.topicMetrics, "expose-topic-level-metrics", true, "per-topic and per-subscription series on /metrics (false: sums per namespace only)")
+	fl.BoolVar(&s.txnEnabled, "transaction-coordinator-enabled", false, "serve transactions: transaction coordinators with their logs (docs/transactions.md)")
+	fl.IntVar(&s.txnCoordinators, "transaction-coordinators", broker.DefaultTransactionCoordinators, "partitions of the transaction coordinator assign topic when it is created (one coordinator each)")
+	fl.IntVar(&s.txnMaxActive, "max-active-transactions-per-coordinator", 0, "most open transactions per coordinator (0: unlimited)")
 	fl.DurationVar(&s.historyInterval, "console-sample-interval", broker.DefaultHistoryInterval, "how often topic rates, backlog and storage size are sampled for the console's charts (at least 1s; 15 minutes are kept, up to 900 samples)")
 }
 
@@ -370,6 +378,8 @@ var brokerKeys = append([]conf.Key{
 	{Names: []string{"consoleSampleIntervalSeconds"}, Flag: "console-sample-interval", Convert: seconds},
 	{Names: []string{"exposeTopicLevelMetricsInPrometheus"}, Flag: "expose-topic-level-metrics"},
 	{Names: []string{"topicUnloadIdleSeconds"}, Flag: "topic-unload-idle", Convert: seconds, Doc: "Magnetar's own key: unload idle topics from memory"},
+	{Names: []string{"transactionCoordinatorEnabled"}, Flag: "transaction-coordinator-enabled"},
+	{Names: []string{"maxActiveTransactionsPerCoordinator"}, Flag: "max-active-transactions-per-coordinator"},
 }, storageKeys...)
 
 var brokerFixed = []conf.Fixed{

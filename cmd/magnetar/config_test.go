@@ -62,6 +62,8 @@ var serviceKeyCases = []keyCase{
 	{"exposingBrokerEntryMetadataToClientEnabled", "true", "expose-broker-entry-metadata", "true"},
 	{"topicCompactionRetainNullKey", "true", "topic-compaction-retain-null-key", "true"},
 	{"subscriptionKeySharedUseConsistentHashing", "true", "key-shared-consistent-hashing", "true"},
+	{"transactionCoordinatorEnabled", "true", "transaction-coordinator-enabled", "true"},
+	{"maxActiveTransactionsPerCoordinator", "500", "max-active-transactions-per-coordinator", "500"},
 	{"maxPublishRatePerTopicInMessages", "100", "max-publish-rate-msgs", "100"},
 	{"maxPublishRatePerTopicInBytes", "2048", "max-publish-rate-bytes", "2048"},
 	{"dispatchThrottlingRatePerTopicInMsg", "11", "dispatch-rate-topic-msgs", "11"},

@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if spec, ok := os.LookupEnv(childProducerEnv); ok {
 		os.Exit(runChildProducer(spec))
 	}
+	if spec, ok := os.LookupEnv(childTxnPipelineEnv); ok {
+		os.Exit(runChildTxnPipeline(spec))
+	}
 	code := m.Run()
 	cleanupFnBuilds()
 	os.Exit(code)

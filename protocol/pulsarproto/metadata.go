@@ -39,8 +39,11 @@ type Metadata struct {
 	HighestSequenceID uint64
 	TxnidLeastBits    uint64
 	TxnidMostBits     uint64
-	NullValue         bool
-	NullPartitionKey  bool
+	// HasTxnid: txnid_least_bits or txnid_most_bits is present (the
+	// entry was produced in a transaction; (0,0) is a valid id).
+	HasTxnid         bool
+	NullValue        bool
+	NullPartitionKey bool
 	// Encrypted is true when encryption keys or an algorithm are present;
 	// the payload is then opaque even after decompression.
 	Encrypted bool
@@ -148,9 +151,9 @@ func ParseMetadata(b []byte, m *Metadata) error {
 		case 20:
 			m.MarkerType, m.HasMarkerType = int32(v), true
 		case 22:
-			m.TxnidLeastBits = v
+			m.TxnidLeastBits, m.HasTxnid = v, true
 		case 23:
-			m.TxnidMostBits = v
+			m.TxnidMostBits, m.HasTxnid = v, true
 		case 24:
 			m.HighestSequenceID = v
 		case 25:

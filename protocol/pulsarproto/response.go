@@ -5,7 +5,8 @@ import "github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 // ResponseRequestID returns the request_id of a command that answers a
 // client request (SUCCESS, ERROR, PRODUCER_SUCCESS, LOOKUP_RESPONSE,
 // PARTITIONED_METADATA_RESPONSE, GET_TOPICS_OF_NAMESPACE_RESPONSE,
-// GET_LAST_MESSAGE_ID_RESPONSE, ACK_RESPONSE), or false for any other
+// GET_LAST_MESSAGE_ID_RESPONSE, ACK_RESPONSE,
+// END_TXN_ON_PARTITION_RESPONSE, END_TXN_ON_SUBSCRIPTION_RESPONSE), or false for any other
 // command.
 func ResponseRequestID(cmd *pb.BaseCommand) (uint64, bool) {
 	switch {
@@ -25,6 +26,10 @@ func ResponseRequestID(cmd *pb.BaseCommand) (uint64, bool) {
 		return cmd.GetLastMessageIdResponse.GetRequestId(), true
 	case cmd.AckResponse != nil:
 		return cmd.AckResponse.GetRequestId(), true
+	case cmd.EndTxnOnPartitionResponse != nil:
+		return cmd.EndTxnOnPartitionResponse.GetRequestId(), true
+	case cmd.EndTxnOnSubscriptionResponse != nil:
+		return cmd.EndTxnOnSubscriptionResponse.GetRequestId(), true
 	}
 	return 0, false
 }

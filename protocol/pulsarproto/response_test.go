@@ -19,6 +19,8 @@ func TestResponseRequestID(t *testing.T) {
 		{GetTopicsOfNamespaceResponse: &pb.CommandGetTopicsOfNamespaceResponse{RequestId: proto.Uint64(rid)}},
 		{GetLastMessageIdResponse: &pb.CommandGetLastMessageIdResponse{RequestId: proto.Uint64(rid)}},
 		{AckResponse: &pb.CommandAckResponse{RequestId: proto.Uint64(rid)}},
+		{EndTxnOnPartitionResponse: &pb.CommandEndTxnOnPartitionResponse{RequestId: proto.Uint64(rid)}},
+		{EndTxnOnSubscriptionResponse: &pb.CommandEndTxnOnSubscriptionResponse{RequestId: proto.Uint64(rid)}},
 	} {
 		if got, ok := ResponseRequestID(cmd); !ok || got != rid {
 			t.Errorf("%v: got %d, %v", cmd, got, ok)
