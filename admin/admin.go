@@ -36,7 +36,7 @@ func Register(rt routeTable, svc broker.Service) *API {
 	a.registerTopicRoutes(rt)
 	a.registerSubscriptionRoutes(rt)
 	a.registerSchemaRoutes(rt)
-	a.registerTransactionRoutes(rt) // transactions.go
+	a.registerTransactionRoutes(rt)            // transactions.go
 	a.registerTransactionParticipantRoutes(rt) // transactions_participants.go
 	return a
 }
