@@ -12,7 +12,8 @@ import (
 // `magnetar admin transactions ...`, named as pulsar-admin's:
 // coordinators, coordinator-stats, coordinator-internal-stats,
 // transaction-metadata, slow-transactions (the coordinator side; see
-// docs/transactions.md).
+// docs/transactions.md); the participant side is in
+// admin_transactions_participants.go.
 
 func adminTransactionsCmd() *cobra.Command {
 	a := adminOpts
@@ -53,9 +54,9 @@ func adminTransactionsCmd() *cobra.Command {
 	slow.Flags().Int64VarP(&coord, "coordinator-id", "c", -1, "coordinator id (default: all)")
 	slow.Flags().DurationVarP(&age, "time", "t", 0, "minimum age, e.g. 1s, 5m")
 	_ = slow.MarkFlagRequired("time")
-	return noun("transactions", "Transactions (coordinators and open transactions)",
-		leaf("coordinators", "List the transaction coordinators and the broker serving each", 0, func([]string) error {
-			return a.get("/admin/v3/transactions/coordinators", "")
-		}),
-		stats, internal, meta, slow)
+	coords := leaf("coordinators", "List the transaction coordinators and the broker serving each", 0, func([]string) error {
+		return a.get("/admin/v3/transactions/coordinators", "")
+	})
+	return noun("transactions", "Transactions (coordinators, open transactions, buffers and pending acks)",
+		append([]*cobra.Command{coords, stats, internal, meta, slow}, adminTxnParticipantCmds()...)...)
 }
