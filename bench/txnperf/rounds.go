@@ -1,0 +1,159 @@
+package txnperf
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+)
+
+// Setup is a whole benchmark: Rounds rounds, each running every case
+// once, in this order: plain against the broker without coordinator
+// (Off; skipped when nil), plain against the broker with it (On), then
+// txn-k for each of Sizes (On). Each case gets a fresh topic.
+type Setup struct {
+	On, Off     pulsar.Client
+	TopicPrefix string
+	Sizes       []int
+	Rounds      int
+	Case        Config // the template; Topic is set per case
+}
+
+// PlainOff names the plain case against the broker without coordinator.
+const PlainOff = "plain-coordinator-off"
+
+// Run runs s; report, when set, is called after each case.
+func Run(ctx context.Context, s Setup, report func(round int, r Result)) ([][]Result, error) {
+	var out [][]Result
+	stamp := time.Now().UnixNano()
+	for round := range max(s.Rounds, 1) {
+		var rs []Result
+		topic := func(name string) string {
+			return fmt.Sprintf("%s-%d-%d-%s", s.TopicPrefix, stamp, round, name)
+		}
+		add := func(r Result, err error) error {
+			if err != nil {
+				return err
+			}
+			rs = append(rs, r)
+			if report != nil {
+				report(round, r)
+			}
+			return nil
+		}
+		c := s.Case
+		if s.Off != nil {
+			c.Topic = topic("plain-off")
+			r, err := Plain(ctx, s.Off, c)
+			r.Case = PlainOff
+			if err := add(r, err); err != nil {
+				return out, err
+			}
+		}
+		c.Topic = topic("plain")
+		if err := add(Plain(ctx, s.On, c)); err != nil {
+			return out, err
+		}
+		for _, k := range s.Sizes {
+			c.Topic = topic(fmt.Sprintf("txn-%d", k))
+			if err := add(Transactional(ctx, s.On, c, k)); err != nil {
+				return out, err
+			}
+		}
+		out = append(out, rs)
+	}
+	return out, nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// Summary is one case over the rounds: medians, and the per-round values
+// of the rate and of its ratio to the same round's plain case (against
+// the broker with the coordinator).
+type Summary struct {
+	Case                 string
+	Rates, Ratios        []float64
+	Rate, Ratio          float64
+	CommitP50, CommitP99 time.Duration
+	TxnP50, TxnP99       time.Duration
+}
+
+// Summarise folds rounds (as Run returns them) into one Summary per case.
+func Summarise(rounds [][]Result) []Summary {
+	var order []string
+	by := map[string]*Summary{}
+	lat := map[string][4][]float64{}
+	for _, rs := range rounds {
+		plain := 0.0
+		for _, r := range rs {
+			if r.Case == "plain" {
+				plain = r.MsgsPerSec()
+			}
+		}
+		for _, r := range rs {
+			s := by[r.Case]
+			if s == nil {
+				s = &Summary{Case: r.Case}
+				by[r.Case] = s
+				order = append(order, r.Case)
+			}
+			s.Rates = append(s.Rates, r.MsgsPerSec())
+			if plain > 0 {
+				s.Ratios = append(s.Ratios, r.MsgsPerSec()/plain)
+			}
+			l := lat[r.Case]
+			for i, d := range []time.Duration{r.CommitP50, r.CommitP99, r.TxnP50, r.TxnP99} {
+				l[i] = append(l[i], float64(d))
+			}
+			lat[r.Case] = l
+		}
+	}
+	out := make([]Summary, 0, len(order))
+	for _, name := range order {
+		s := by[name]
+		s.Rate, s.Ratio = median(s.Rates), median(s.Ratios)
+		l := lat[name]
+		s.CommitP50, s.CommitP99 = time.Duration(median(l[0])), time.Duration(median(l[1]))
+		s.TxnP50, s.TxnP99 = time.Duration(median(l[2])), time.Duration(median(l[3]))
+		out = append(out, *s)
+	}
+	return out
+}
+
+// Table formats summaries as a Markdown table (BENCHMARKS.md's).
+func Table(ss []Summary) string {
+	var b strings.Builder
+	b.WriteString("| case | msgs/s, median [rounds] | / plain, same round | commit p50 / p99 | transaction p50 / p99 |\n")
+	b.WriteString("|---|---|---|---|---|\n")
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/1e6) }
+	for _, s := range ss {
+		rates := make([]string, len(s.Rates))
+		for i, r := range s.Rates {
+			rates[i] = fmt.Sprintf("%.0f", r)
+		}
+		ratios := make([]string, len(s.Ratios))
+		for i, r := range s.Ratios {
+			ratios[i] = fmt.Sprintf("%.2f", r)
+		}
+		commit, full := "–", "–"
+		if strings.HasPrefix(s.Case, "txn-") {
+			commit, full = ms(s.CommitP50)+" / "+ms(s.CommitP99), ms(s.TxnP50)+" / "+ms(s.TxnP99)
+		}
+		fmt.Fprintf(&b, "| %s | %.0f [%s] | %.2f× [%s] | %s | %s |\n", s.Case, s.Rate, strings.Join(rates, " "),
+			s.Ratio, strings.Join(ratios, " "), commit, full)
+	}
+	return b.String()
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
+
+	"github.com/magnetar-mq/magnetar/bench/txnperf"
+)
+
+// txnBenchClient connects to p, with transactions when txn is set.
+func txnBenchClient(t testing.TB, p *proc, txn bool) pulsar.Client {
+	t.Helper()
+	c, err := pulsar.NewClient(pulsar.ClientOptions{URL: p.service, EnableTransaction: txn,
+		OperationTimeout: 30 * time.Second, ConnectionTimeout: 10 * time.Second, Logger: plog.DefaultNopLogger()})
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, p.log())
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// txnBenchSetup starts two standalones, one with the transaction
+// coordinator and one without, and returns the benchmark's setup on them.
+func txnBenchSetup(t testing.TB) txnperf.Setup {
+	on := startStandalone(t, t.TempDir(), "--transaction-coordinator-enabled", "--log-level", "warn")
+	off := startStandalone(t, t.TempDir(), "--log-level", "warn")
+	return txnperf.Setup{On: txnBenchClient(t, on, true), Off: txnBenchClient(t, off, false), TopicPrefix: "txnbench"}
+}
+
+// BenchmarkTransactions: transactional produce with transactions of 1,
+// 10 and 100 messages against plain produce on the same standalone in
+// the same round, plain produce on a standalone without the coordinator,
+// and commit latency; medians of 3 rounds (BENCHMARKS.md, "Transactions").
+//
+//	go test ./cmd/magnetar -run '^$' -bench Transactions -benchtime 1x -timeout 30m
+//
+// TXNBENCH_DURATION (default 5s) is each case's duration.
+func BenchmarkTransactions(b *testing.B) {
+	d := 5 * time.Second
+	if v := os.Getenv("TXNBENCH_DURATION"); v != "" {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s := txnBenchSetup(b)
+	s.Sizes, s.Rounds = []int{1, 10, 100}, 3
+	s.Case = txnperf.Config{Duration: d, Producers: 4, PayloadSize: 100, MaxPending: 1000}
+	for b.Loop() {
+		rounds, err := txnperf.Run(context.Background(), s, func(round int, r txnperf.Result) {
+			b.Logf("round %d %-22s %8d msgs %9.0f msgs/s commits %6d commit p50 %v p99 %v", round, r.Case, r.Messages,
+				r.MsgsPerSec(), r.Commits, r.CommitP50.Round(10*time.Microsecond), r.CommitP99.Round(10*time.Microsecond))
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		sums := txnperf.Summarise(rounds)
+		b.Log("\n" + txnperf.Table(sums))
+		for _, sm := range sums {
+			b.ReportMetric(sm.Rate, sm.Case+"-msgs/s")
+			if strings.HasPrefix(sm.Case, "txn-") {
+				b.ReportMetric(float64(sm.CommitP50.Microseconds()), sm.Case+"-commit-p50-µs")
+				b.ReportMetric(float64(sm.CommitP99.Microseconds()), sm.Case+"-commit-p99-µs")
+			}
+		}
+	}
+}
+
+// TestTransactionsBenchDriver runs the benchmark driver briefly so it
+// does not rot: every case completes, the transactional cases commit
+// whole transactions, and each topic reads back exactly what was counted.
+func TestTransactionsBenchDriver(t *testing.T) {
+	s := txnBenchSetup(t)
+	s.Sizes, s.Rounds = []int{1, 10}, 1
+	s.Case = txnperf.Config{Duration: 300 * time.Millisecond, Producers: 2, PayloadSize: 64, MaxPending: 100, Verify: true}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rounds, err := txnperf.Run(ctx, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rounds) != 1 || len(rounds[0]) != 4 {
+		t.Fatalf("rounds: %+v", rounds)
+	}
+	for _, r := range rounds[0] {
+		if r.Messages == 0 || r.Elapsed <= 0 {
+			t.Fatalf("%s: nothing measured: %+v", r.Case, r)
+		}
+		if r.TxnSize > 0 && (int64(r.Commits*r.TxnSize) != r.Messages || r.CommitP50 <= 0 || r.CommitP99 < r.CommitP50 || r.TxnP50 < r.CommitP50) {
+			t.Fatalf("%s: %+v", r.Case, r)
+		}
+	}
+	if got := txnperf.Table(txnperf.Summarise(rounds)); !strings.Contains(got, "| txn-10 |") || !strings.Contains(got, "| "+txnperf.PlainOff+" |") {
+		t.Fatalf("table:\n%s", got)
+	}
+}
