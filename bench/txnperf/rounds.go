@@ -11,15 +11,18 @@ import (
 )
 
 // Setup is a whole benchmark: Rounds rounds, each running every case
-// once, in this order: plain against the broker without coordinator
-// (Off; skipped when nil), plain against the broker with it (On), then
+// once: plain against the broker without coordinator (Off; skipped when
+// nil) and plain against the broker with it (On), in turn first, then
 // txn-k for each of Sizes (On). Each case gets a fresh topic.
 type Setup struct {
-	On, Off     pulsar.Client
-	TopicPrefix string
-	Sizes       []int
-	Rounds      int
-	Case        Config // the template; Topic is set per case
+	On, Off pulsar.Client
+	// OnCPU and OffCPU, when set, return the CPU time the broker behind
+	// On (Off) has used so far; each Result then carries its case's.
+	OnCPU, OffCPU func() time.Duration
+	TopicPrefix   string
+	Sizes         []int
+	Rounds        int
+	Case          Config // the template; Topic is set per case
 }
 
 // PlainOff names the plain case against the broker without coordinator.
@@ -34,9 +37,18 @@ func Run(ctx context.Context, s Setup, report func(round int, r Result)) ([][]Re
 		topic := func(name string) string {
 			return fmt.Sprintf("%s-%d-%d-%s", s.TopicPrefix, stamp, round, name)
 		}
-		add := func(r Result, err error) error {
+		// one runs a case and records it with its broker's CPU.
+		one := func(cpu func() time.Duration, run func() (Result, error)) error {
+			var c0 time.Duration
+			if cpu != nil {
+				c0 = cpu()
+			}
+			r, err := run()
 			if err != nil {
 				return err
+			}
+			if cpu != nil {
+				r.ServerCPU = cpu() - c0
 			}
 			rs = append(rs, r)
 			if report != nil {
@@ -45,21 +57,36 @@ func Run(ctx context.Context, s Setup, report func(round int, r Result)) ([][]Re
 			return nil
 		}
 		c := s.Case
-		if s.Off != nil {
-			c.Topic = topic("plain-off")
-			r, err := Plain(ctx, s.Off, c)
-			r.Case = PlainOff
-			if err := add(r, err); err != nil {
-				return out, err
+		plainOff := func() error {
+			if s.Off == nil {
+				return nil
 			}
+			c.Topic = topic("plain-off")
+			return one(s.OffCPU, func() (Result, error) {
+				r, err := Plain(ctx, s.Off, c)
+				r.Case = PlainOff
+				return r, err
+			})
 		}
-		c.Topic = topic("plain")
-		if err := add(Plain(ctx, s.On, c)); err != nil {
+		plainOn := func() error {
+			c.Topic = topic("plain")
+			return one(s.OnCPU, func() (Result, error) { return Plain(ctx, s.On, c) })
+		}
+		// The two plain cases swap order every round, so neither always
+		// runs first.
+		first, second := plainOff, plainOn
+		if round%2 == 1 {
+			first, second = plainOn, plainOff
+		}
+		if err := first(); err != nil {
+			return out, err
+		}
+		if err := second(); err != nil {
 			return out, err
 		}
 		for _, k := range s.Sizes {
 			c.Topic = topic(fmt.Sprintf("txn-%d", k))
-			if err := add(Transactional(ctx, s.On, c, k)); err != nil {
+			if err := one(s.OnCPU, func() (Result, error) { return Transactional(ctx, s.On, c, k) }); err != nil {
 				return out, err
 			}
 		}
@@ -84,9 +111,12 @@ func median(v []float64) float64 {
 // of the rate and of its ratio to the same round's plain case (against
 // the broker with the coordinator).
 type Summary struct {
-	Case                 string
-	Rates, Ratios        []float64
-	Rate, Ratio          float64
+	Case          string
+	Rates, Ratios []float64
+	Rate, Ratio   float64
+	// CPUPerMsg is the median over rounds of the broker's CPU time per
+	// message (0 without CPU figures).
+	CPUPerMsg            time.Duration
 	CommitP50, CommitP99 time.Duration
 	TxnP50, TxnP99       time.Duration
 }
@@ -95,7 +125,7 @@ type Summary struct {
 func Summarise(rounds [][]Result) []Summary {
 	var order []string
 	by := map[string]*Summary{}
-	lat := map[string][4][]float64{}
+	lat := map[string][5][]float64{}
 	for _, rs := range rounds {
 		plain := 0.0
 		for _, r := range rs {
@@ -115,7 +145,11 @@ func Summarise(rounds [][]Result) []Summary {
 				s.Ratios = append(s.Ratios, r.MsgsPerSec()/plain)
 			}
 			l := lat[r.Case]
-			for i, d := range []time.Duration{r.CommitP50, r.CommitP99, r.TxnP50, r.TxnP99} {
+			var perMsg time.Duration
+			if r.Messages > 0 {
+				perMsg = r.ServerCPU / time.Duration(r.Messages)
+			}
+			for i, d := range []time.Duration{r.CommitP50, r.CommitP99, r.TxnP50, r.TxnP99, perMsg} {
 				l[i] = append(l[i], float64(d))
 			}
 			lat[r.Case] = l
@@ -128,6 +162,7 @@ func Summarise(rounds [][]Result) []Summary {
 		l := lat[name]
 		s.CommitP50, s.CommitP99 = time.Duration(median(l[0])), time.Duration(median(l[1]))
 		s.TxnP50, s.TxnP99 = time.Duration(median(l[2])), time.Duration(median(l[3]))
+		s.CPUPerMsg = time.Duration(median(l[4]))
 		out = append(out, *s)
 	}
 	return out
@@ -136,8 +171,8 @@ func Summarise(rounds [][]Result) []Summary {
 // Table formats summaries as a Markdown table (BENCHMARKS.md's).
 func Table(ss []Summary) string {
 	var b strings.Builder
-	b.WriteString("| case | msgs/s, median [rounds] | / plain, same round | commit p50 / p99 | transaction p50 / p99 |\n")
-	b.WriteString("|---|---|---|---|---|\n")
+	b.WriteString("| case | msgs/s, median [rounds] | / plain, same round | broker CPU per msg | commit p50 / p99 | transaction p50 / p99 |\n")
+	b.WriteString("|---|---|---|---|---|---|\n")
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/1e6) }
 	for _, s := range ss {
 		rates := make([]string, len(s.Rates))
@@ -152,8 +187,12 @@ func Table(ss []Summary) string {
 		if strings.HasPrefix(s.Case, "txn-") {
 			commit, full = ms(s.CommitP50)+" / "+ms(s.CommitP99), ms(s.TxnP50)+" / "+ms(s.TxnP99)
 		}
-		fmt.Fprintf(&b, "| %s | %.0f [%s] | %.2f× [%s] | %s | %s |\n", s.Case, s.Rate, strings.Join(rates, " "),
-			s.Ratio, strings.Join(ratios, " "), commit, full)
+		cpu := "–"
+		if s.CPUPerMsg > 0 {
+			cpu = fmt.Sprintf("%.1f µs", float64(s.CPUPerMsg)/1e3)
+		}
+		fmt.Fprintf(&b, "| %s | %.0f [%s] | %.2f× [%s] | %s | %s | %s |\n", s.Case, s.Rate, strings.Join(rates, " "),
+			s.Ratio, strings.Join(ratios, " "), cpu, commit, full)
 	}
 	return b.String()
 }

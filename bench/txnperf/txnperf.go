@@ -59,6 +59,9 @@ type Result struct {
 	Commits              int
 	CommitP50, CommitP99 time.Duration
 	TxnP50, TxnP99       time.Duration
+	// ServerCPU is the broker's CPU time during the case (Run sets it
+	// when it has a CPU source).
+	ServerCPU time.Duration
 }
 
 // MsgsPerSec is the case's rate.

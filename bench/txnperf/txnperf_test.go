@@ -30,7 +30,7 @@ func TestPercentile(t *testing.T) {
 func TestSummarise(t *testing.T) {
 	sec := time.Second
 	rounds := [][]Result{
-		{{Case: PlainOff, Messages: 1000, Elapsed: sec}, {Case: "plain", Messages: 1000, Elapsed: sec},
+		{{Case: PlainOff, Messages: 1000, Elapsed: sec}, {Case: "plain", Messages: 1000, Elapsed: sec, ServerCPU: 10 * time.Millisecond},
 			{Case: "txn-10", TxnSize: 10, Messages: 500, Elapsed: sec, CommitP50: 2 * time.Millisecond, CommitP99: 9 * time.Millisecond}},
 		{{Case: PlainOff, Messages: 2400, Elapsed: sec}, {Case: "plain", Messages: 2000, Elapsed: sec},
 			{Case: "txn-10", TxnSize: 10, Messages: 400, Elapsed: sec, CommitP50: 4 * time.Millisecond, CommitP99: 20 * time.Millisecond}},
@@ -49,7 +49,10 @@ func TestSummarise(t *testing.T) {
 		t.Fatalf("txn-10: %+v", tx)
 	}
 	tab := Table(ss)
-	if !strings.Contains(tab, "| txn-10 | 500 [500 400 3000] | 0.50× [0.50 0.20 0.75] | 3.0 ms / 10.0 ms |") {
+	if ss[1].CPUPerMsg != 0 { // median of 10 µs, 0, 0
+		t.Fatalf("plain CPU per message: %v", ss[1].CPUPerMsg)
+	}
+	if !strings.Contains(tab, "| txn-10 | 500 [500 400 3000] | 0.50× [0.50 0.20 0.75] | – | 3.0 ms / 10.0 ms |") {
 		t.Fatalf("table:\n%s", tab)
 	}
 	if (Result{Messages: 5}).MsgsPerSec() != 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -30,13 +31,15 @@ func txnBenchClient(t testing.TB, p *proc, txn bool) pulsar.Client {
 func txnBenchSetup(t testing.TB) txnperf.Setup {
 	on := startStandalone(t, t.TempDir(), "--transaction-coordinator-enabled", "--log-level", "warn")
 	off := startStandalone(t, t.TempDir(), "--log-level", "warn")
-	return txnperf.Setup{On: txnBenchClient(t, on, true), Off: txnBenchClient(t, off, false), TopicPrefix: "txnbench"}
+	return txnperf.Setup{On: txnBenchClient(t, on, true), Off: txnBenchClient(t, off, false), TopicPrefix: "txnbench",
+		OnCPU:  func() time.Duration { return procCPU(on.cmd.Process.Pid) },
+		OffCPU: func() time.Duration { return procCPU(off.cmd.Process.Pid) }}
 }
 
 // BenchmarkTransactions: transactional produce with transactions of 1,
 // 10 and 100 messages against plain produce on the same standalone in
 // the same round, plain produce on a standalone without the coordinator,
-// and commit latency; medians of 3 rounds (BENCHMARKS.md, "Transactions").
+// and commit latency; medians of 5 rounds (BENCHMARKS.md, "Transactions").
 //
 //	go test ./cmd/magnetar -run '^$' -bench Transactions -benchtime 1x -timeout 30m
 //
@@ -50,7 +53,7 @@ func BenchmarkTransactions(b *testing.B) {
 		}
 	}
 	s := txnBenchSetup(b)
-	s.Sizes, s.Rounds = []int{1, 10, 100}, 3
+	s.Sizes, s.Rounds = []int{1, 10, 100}, 5
 	s.Case = txnperf.Config{Duration: d, Producers: 4, PayloadSize: 100, MaxPending: 1000}
 	for b.Loop() {
 		rounds, err := txnperf.Run(context.Background(), s, func(round int, r txnperf.Result) {
@@ -61,9 +64,12 @@ func BenchmarkTransactions(b *testing.B) {
 			b.Fatal(err)
 		}
 		sums := txnperf.Summarise(rounds)
-		b.Log("\n" + txnperf.Table(sums))
+		// On stdout: a benchmark's log is cut to a few lines without -v.
+		fmt.Printf("BenchmarkTransactions: %d rounds of %v per case, %d producers, %d-byte messages\n%s",
+			s.Rounds, d, s.Case.Producers, s.Case.PayloadSize, txnperf.Table(sums))
 		for _, sm := range sums {
 			b.ReportMetric(sm.Rate, sm.Case+"-msgs/s")
+			b.ReportMetric(float64(sm.CPUPerMsg.Nanoseconds()), sm.Case+"-broker-cpu-ns/msg")
 			if strings.HasPrefix(sm.Case, "txn-") {
 				b.ReportMetric(float64(sm.CommitP50.Microseconds()), sm.Case+"-commit-p50-µs")
 				b.ReportMetric(float64(sm.CommitP99.Microseconds()), sm.Case+"-commit-p99-µs")
@@ -89,7 +95,7 @@ func TestTransactionsBenchDriver(t *testing.T) {
 		t.Fatalf("rounds: %+v", rounds)
 	}
 	for _, r := range rounds[0] {
-		if r.Messages == 0 || r.Elapsed <= 0 {
+		if r.Messages == 0 || r.Elapsed <= 0 || r.ServerCPU <= 0 {
 			t.Fatalf("%s: nothing measured: %+v", r.Case, r)
 		}
 		if r.TxnSize > 0 && (int64(r.Commits*r.TxnSize) != r.Messages || r.CommitP50 <= 0 || r.CommitP99 < r.CommitP50 || r.TxnP50 < r.CommitP50) {
