@@ -28,8 +28,18 @@ func txnBenchClient(t testing.TB, p *proc, txn bool) pulsar.Client {
 
 // txnBenchSetup starts two standalones, one with the transaction
 // coordinator and one without, and returns the benchmark's setup on them.
-func txnBenchSetup(t testing.TB) txnperf.Setup {
-	on := startStandalone(t, t.TempDir(), "--transaction-coordinator-enabled", "--log-level", "warn")
+// With cpuProfile set, the standalone with the coordinator writes its CPU
+// profile there when the test ends (it is stopped after the clients are
+// closed).
+func txnBenchSetup(t testing.TB, cpuProfile string) txnperf.Setup {
+	flags := []string{"--transaction-coordinator-enabled", "--log-level", "warn"}
+	if cpuProfile != "" {
+		flags = append(flags, "--cpuprofile", cpuProfile)
+	}
+	on := startStandalone(t, t.TempDir(), flags...)
+	if cpuProfile != "" {
+		t.Cleanup(on.stop)
+	}
 	off := startStandalone(t, t.TempDir(), "--log-level", "warn")
 	return txnperf.Setup{On: txnBenchClient(t, on, true), Off: txnBenchClient(t, off, false), TopicPrefix: "txnbench",
 		OnCPU:  func() time.Duration { return procCPU(on.cmd.Process.Pid) },
@@ -43,7 +53,9 @@ func txnBenchSetup(t testing.TB) txnperf.Setup {
 //
 //	go test ./cmd/magnetar -run '^$' -bench Transactions -benchtime 1x -timeout 30m
 //
-// TXNBENCH_DURATION (default 5s) is each case's duration.
+// TXNBENCH_DURATION (default 5s) is each case's duration;
+// TXNBENCH_CPUPROFILE=file writes the CPU profile of the standalone with
+// the coordinator.
 func BenchmarkTransactions(b *testing.B) {
 	d := 5 * time.Second
 	if v := os.Getenv("TXNBENCH_DURATION"); v != "" {
@@ -52,7 +64,7 @@ func BenchmarkTransactions(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	s := txnBenchSetup(b)
+	s := txnBenchSetup(b, os.Getenv("TXNBENCH_CPUPROFILE"))
 	s.Sizes, s.Rounds = []int{1, 10, 100}, 5
 	s.Case = txnperf.Config{Duration: d, Producers: 4, PayloadSize: 100, MaxPending: 1000}
 	for b.Loop() {
@@ -82,7 +94,7 @@ func BenchmarkTransactions(b *testing.B) {
 // does not rot: every case completes, the transactional cases commit
 // whole transactions, and each topic reads back exactly what was counted.
 func TestTransactionsBenchDriver(t *testing.T) {
-	s := txnBenchSetup(t)
+	s := txnBenchSetup(t, "")
 	s.Sizes, s.Rounds = []int{1, 10}, 1
 	s.Case = txnperf.Config{Duration: 300 * time.Millisecond, Producers: 2, PayloadSize: 64, MaxPending: 100, Verify: true}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
