@@ -26,7 +26,11 @@
 // coordinator logs COMMITTING, ends the transaction on every partition,
 // which writes the commit marker, and logs COMMITTED). Transaction latency
 // is NewTransaction to the end of Commit. Percentiles are nearest-rank
-// over every transaction of the case.
+// over every transaction of the case. Broker CPU (when Run is given a
+// source, such as /proc of the standalone) is the broker process's CPU
+// time during the case; Run first waits for the broker to go idle
+// (under 5 % of a core over 200 ms, at most 20 s) so that work left by
+// the previous case is not charged to the next.
 //
 // # Invariants
 //

@@ -20,9 +20,11 @@ type Setup struct {
 	// On (Off) has used so far; each Result then carries its case's.
 	OnCPU, OffCPU func() time.Duration
 	TopicPrefix   string
-	Sizes         []int
-	Rounds        int
-	Case          Config // the template; Topic is set per case
+	// NoPlain skips the plain cases (to profile transactions alone).
+	NoPlain bool
+	Sizes   []int
+	Rounds  int
+	Case    Config // the template; Topic is set per case
 }
 
 // PlainOff names the plain case against the broker without coordinator.
@@ -41,6 +43,7 @@ func Run(ctx context.Context, s Setup, report func(round int, r Result)) ([][]Re
 		one := func(cpu func() time.Duration, run func() (Result, error)) error {
 			var c0 time.Duration
 			if cpu != nil {
+				settle(ctx, cpu)
 				c0 = cpu()
 			}
 			r, err := run()
@@ -78,11 +81,13 @@ func Run(ctx context.Context, s Setup, report func(round int, r Result)) ([][]Re
 		if round%2 == 1 {
 			first, second = plainOn, plainOff
 		}
-		if err := first(); err != nil {
-			return out, err
-		}
-		if err := second(); err != nil {
-			return out, err
+		if !s.NoPlain {
+			if err := first(); err != nil {
+				return out, err
+			}
+			if err := second(); err != nil {
+				return out, err
+			}
 		}
 		for _, k := range s.Sizes {
 			c.Topic = topic(fmt.Sprintf("txn-%d", k))
@@ -93,6 +98,35 @@ func Run(ctx context.Context, s Setup, report func(round int, r Result)) ([][]Re
 		out = append(out, rs)
 	}
 	return out, nil
+}
+
+// Settling: before a case, Run waits until the broker's CPU over the
+// last settleWindow is under settleIdle of it (at most settleMax), so
+// that work a previous case left behind (the bookie's checkpoint of the
+// entries it wrote, ledger trimming) is not counted in this case's CPU.
+const (
+	settleWindow = 200 * time.Millisecond
+	settleIdle   = 0.05
+	settleMax    = 20 * time.Second
+)
+
+func settle(ctx context.Context, cpu func() time.Duration) {
+	end := time.Now().Add(settleMax)
+	prev := cpu()
+	t := time.NewTicker(settleWindow)
+	defer t.Stop()
+	for time.Now().Before(end) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := cpu()
+		if float64(now-prev) < settleIdle*float64(settleWindow) {
+			return
+		}
+		prev = now
+	}
 }
 
 func median(v []float64) float64 {

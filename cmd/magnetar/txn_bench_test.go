@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +54,9 @@ func txnBenchSetup(t testing.TB, cpuProfile string) txnperf.Setup {
 //
 //	go test ./cmd/magnetar -run '^$' -bench Transactions -benchtime 1x -timeout 30m
 //
-// TXNBENCH_DURATION (default 5s) is each case's duration;
+// TXNBENCH_DURATION (default 5s) is each case's duration,
+// TXNBENCH_SIZES (1,10,100) the transaction sizes, TXNBENCH_ROUNDS (5)
+// the rounds, TXNBENCH_PLAIN=0 skips the plain cases;
 // TXNBENCH_CPUPROFILE=file writes the CPU profile of the standalone with
 // the coordinator.
 func BenchmarkTransactions(b *testing.B) {
@@ -66,6 +69,23 @@ func BenchmarkTransactions(b *testing.B) {
 	}
 	s := txnBenchSetup(b, os.Getenv("TXNBENCH_CPUPROFILE"))
 	s.Sizes, s.Rounds = []int{1, 10, 100}, 5
+	if v := os.Getenv("TXNBENCH_SIZES"); v != "" {
+		s.Sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			k, err := strconv.Atoi(f)
+			if err != nil || k <= 0 {
+				b.Fatalf("TXNBENCH_SIZES: %q", v)
+			}
+			s.Sizes = append(s.Sizes, k)
+		}
+	}
+	s.NoPlain = os.Getenv("TXNBENCH_PLAIN") == "0"
+	if v := os.Getenv("TXNBENCH_ROUNDS"); v != "" {
+		var err error
+		if s.Rounds, err = strconv.Atoi(v); err != nil || s.Rounds <= 0 {
+			b.Fatalf("TXNBENCH_ROUNDS: %q", v)
+		}
+	}
 	s.Case = txnperf.Config{Duration: d, Producers: 4, PayloadSize: 100, MaxPending: 1000}
 	for b.Loop() {
 		rounds, err := txnperf.Run(context.Background(), s, func(round int, r txnperf.Result) {
