@@ -19,6 +19,9 @@
 //     with the transaction, flush, wait for the k receipts, Commit. A
 //     producer starts no new transaction after the duration; the rate is
 //     committed messages over the time until the last commit returned.
+//   - groups-k: txn-k without the transaction (k sends, flush, wait for
+//     the receipts), the baseline that shows what the transaction adds
+//     to the same produce pattern.
 //
 // # Measurements
 //

@@ -12,8 +12,9 @@ import (
 
 // Setup is a whole benchmark: Rounds rounds, each running every case
 // once: plain against the broker without coordinator (Off; skipped when
-// nil) and plain against the broker with it (On), in turn first, then
-// txn-k for each of Sizes (On). Each case gets a fresh topic.
+// nil) and plain against the broker with it (On), then groups-k and
+// txn-k for each of Sizes (On); the two cases of each pair swap order
+// every round. Each case gets a fresh topic.
 type Setup struct {
 	On, Off pulsar.Client
 	// OnCPU and OffCPU, when set, return the CPU time the broker behind
@@ -75,8 +76,6 @@ func Run(ctx context.Context, s Setup, report func(round int, r Result)) ([][]Re
 			c.Topic = topic("plain")
 			return one(s.OnCPU, func() (Result, error) { return Plain(ctx, s.On, c) })
 		}
-		// The two plain cases swap order every round, so neither always
-		// runs first.
 		first, second := plainOff, plainOn
 		if round%2 == 1 {
 			first, second = plainOn, plainOff
@@ -90,8 +89,22 @@ func Run(ctx context.Context, s Setup, report func(round int, r Result)) ([][]Re
 			}
 		}
 		for _, k := range s.Sizes {
-			c.Topic = topic(fmt.Sprintf("txn-%d", k))
-			if err := one(s.OnCPU, func() (Result, error) { return Transactional(ctx, s.On, c, k) }); err != nil {
+			txnK := func() error {
+				c.Topic = topic(fmt.Sprintf("txn-%d", k))
+				return one(s.OnCPU, func() (Result, error) { return Transactional(ctx, s.On, c, k) })
+			}
+			groupsK := func() error {
+				c.Topic = topic(fmt.Sprintf("groups-%d", k))
+				return one(s.OnCPU, func() (Result, error) { return Groups(ctx, s.On, c, k) })
+			}
+			first, second := groupsK, txnK
+			if round%2 == 1 {
+				first, second = txnK, groupsK
+			}
+			if err := first(); err != nil {
+				return out, err
+			}
+			if err := second(); err != nil {
 				return out, err
 			}
 		}
@@ -148,6 +161,10 @@ type Summary struct {
 	Case          string
 	Rates, Ratios []float64
 	Rate, Ratio   float64
+	// VsGroups and VsGroup: txn-k's rate over groups-k's, per round and
+	// the median.
+	VsGroups []float64
+	VsGroup  float64
 	// CPUPerMsg is the median over rounds of the broker's CPU time per
 	// message (0 without CPU figures).
 	CPUPerMsg            time.Duration
@@ -162,7 +179,9 @@ func Summarise(rounds [][]Result) []Summary {
 	lat := map[string][5][]float64{}
 	for _, rs := range rounds {
 		plain := 0.0
+		rate := map[string]float64{}
 		for _, r := range rs {
+			rate[r.Case] = r.MsgsPerSec()
 			if r.Case == "plain" {
 				plain = r.MsgsPerSec()
 			}
@@ -178,6 +197,9 @@ func Summarise(rounds [][]Result) []Summary {
 			if plain > 0 {
 				s.Ratios = append(s.Ratios, r.MsgsPerSec()/plain)
 			}
+			if g := rate[fmt.Sprintf("groups-%d", r.TxnSize)]; strings.HasPrefix(r.Case, "txn-") && g > 0 {
+				s.VsGroups = append(s.VsGroups, r.MsgsPerSec()/g)
+			}
 			l := lat[r.Case]
 			var perMsg time.Duration
 			if r.Messages > 0 {
@@ -192,7 +214,7 @@ func Summarise(rounds [][]Result) []Summary {
 	out := make([]Summary, 0, len(order))
 	for _, name := range order {
 		s := by[name]
-		s.Rate, s.Ratio = median(s.Rates), median(s.Ratios)
+		s.Rate, s.Ratio, s.VsGroup = median(s.Rates), median(s.Ratios), median(s.VsGroups)
 		l := lat[name]
 		s.CommitP50, s.CommitP99 = time.Duration(median(l[0])), time.Duration(median(l[1]))
 		s.TxnP50, s.TxnP99 = time.Duration(median(l[2])), time.Duration(median(l[3]))
@@ -205,28 +227,33 @@ func Summarise(rounds [][]Result) []Summary {
 // Table formats summaries as a Markdown table (BENCHMARKS.md's).
 func Table(ss []Summary) string {
 	var b strings.Builder
-	b.WriteString("| case | msgs/s, median [rounds] | / plain, same round | broker CPU per msg | commit p50 / p99 | transaction p50 / p99 |\n")
-	b.WriteString("|---|---|---|---|---|---|\n")
+	b.WriteString("| case | msgs/s, median [rounds] | / plain, same round | txn-k / groups-k, same round | broker CPU per msg | commit p50 / p99 | k msgs end to end p50 / p99 |\n")
+	b.WriteString("|---|---|---|---|---|---|---|\n")
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/1e6) }
+	list := func(v []float64, f string) string {
+		out := make([]string, len(v))
+		for i, x := range v {
+			out[i] = fmt.Sprintf(f, x)
+		}
+		return strings.Join(out, " ")
+	}
 	for _, s := range ss {
-		rates := make([]string, len(s.Rates))
-		for i, r := range s.Rates {
-			rates[i] = fmt.Sprintf("%.0f", r)
-		}
-		ratios := make([]string, len(s.Ratios))
-		for i, r := range s.Ratios {
-			ratios[i] = fmt.Sprintf("%.2f", r)
-		}
-		commit, full := "–", "–"
+		commit, full, vs := "–", "–", "–"
 		if strings.HasPrefix(s.Case, "txn-") {
-			commit, full = ms(s.CommitP50)+" / "+ms(s.CommitP99), ms(s.TxnP50)+" / "+ms(s.TxnP99)
+			commit = ms(s.CommitP50) + " / " + ms(s.CommitP99)
+			if len(s.VsGroups) > 0 {
+				vs = fmt.Sprintf("%.2f× [%s]", s.VsGroup, list(s.VsGroups, "%.2f"))
+			}
+		}
+		if strings.HasPrefix(s.Case, "txn-") || strings.HasPrefix(s.Case, "groups-") {
+			full = ms(s.TxnP50) + " / " + ms(s.TxnP99)
 		}
 		cpu := "–"
 		if s.CPUPerMsg > 0 {
 			cpu = fmt.Sprintf("%.1f µs", float64(s.CPUPerMsg)/1e3)
 		}
-		fmt.Fprintf(&b, "| %s | %.0f [%s] | %.2f× [%s] | %s | %s | %s |\n", s.Case, s.Rate, strings.Join(rates, " "),
-			s.Ratio, strings.Join(ratios, " "), cpu, commit, full)
+		fmt.Fprintf(&b, "| %s | %.0f [%s] | %.2f× [%s] | %s | %s | %s | %s |\n", s.Case, s.Rate, list(s.Rates, "%.0f"),
+			s.Ratio, list(s.Ratios, "%.2f"), vs, cpu, commit, full)
 	}
 	return b.String()
 }

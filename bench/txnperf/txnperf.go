@@ -55,7 +55,8 @@ type Result struct {
 	Messages int64
 	Elapsed  time.Duration
 	// Commits is the number of committed transactions; CommitP50/P99 the
-	// Commit latency, TxnP50/P99 NewTransaction to committed.
+	// Commit latency, TxnP50/P99 NewTransaction to committed (groups-k:
+	// first send to last receipt of a group).
 	Commits              int
 	CommitP50, CommitP99 time.Duration
 	TxnP50, TxnP99       time.Duration
@@ -141,11 +142,25 @@ func Plain(ctx context.Context, cl pulsar.Client, cfg Config) (Result, error) {
 // Transactional runs the txn-k case on cl (a client with transactions
 // enabled).
 func Transactional(ctx context.Context, cl pulsar.Client, cfg Config, k int) (Result, error) {
+	return groups(ctx, cl, cfg, k, true)
+}
+
+// Groups runs the groups-k case on cl: txn-k without the transaction
+// (send k, flush, wait for the receipts, again), the baseline that
+// isolates what the transaction adds.
+func Groups(ctx context.Context, cl pulsar.Client, cfg Config, k int) (Result, error) {
+	return groups(ctx, cl, cfg, k, false)
+}
+
+func groups(ctx context.Context, cl pulsar.Client, cfg Config, k int, useTxn bool) (Result, error) {
 	cfg.defaults()
 	if k <= 0 {
 		return Result{}, errors.New("txnperf: transaction size must be positive")
 	}
-	res := Result{Case: fmt.Sprintf("txn-%d", k), TxnSize: k}
+	res := Result{Case: fmt.Sprintf("groups-%d", k), TxnSize: k}
+	if useTxn {
+		res.Case = fmt.Sprintf("txn-%d", k)
+	}
 	producers, err := createProducers(cl, cfg, k)
 	if err != nil {
 		return res, err
@@ -167,10 +182,13 @@ func Transactional(ctx context.Context, cl pulsar.Client, cfg Config, k int) (Re
 			wk := &workers[w]
 			for i := 0; time.Now().Before(deadline) && ctx.Err() == nil; {
 				t0 := time.Now()
-				tx, err := cl.NewTransaction(cfg.TxnTimeout)
-				if err != nil {
-					wk.err = fmt.Errorf("new transaction: %w", err)
-					return
+				var tx pulsar.Transaction
+				if useTxn {
+					var err error
+					if tx, err = cl.NewTransaction(cfg.TxnTimeout); err != nil {
+						wk.err = fmt.Errorf("new transaction: %w", err)
+						return
+					}
 				}
 				var sends sync.WaitGroup
 				var sendErr atomic.Pointer[error]
@@ -190,18 +208,21 @@ func Transactional(ctx context.Context, cl pulsar.Client, cfg Config, k int) (Re
 				}
 				sends.Wait()
 				if e := sendErr.Load(); e != nil {
-					wk.err = fmt.Errorf("transactional send: %w", *e)
-					_ = tx.Abort(ctx)
+					wk.err = fmt.Errorf("send: %w", *e)
+					if tx != nil {
+						_ = tx.Abort(ctx)
+					}
 					return
 				}
-				t1 := time.Now()
-				if err := tx.Commit(ctx); err != nil {
-					wk.err = fmt.Errorf("commit: %w", err)
-					return
+				if tx != nil {
+					t1 := time.Now()
+					if err := tx.Commit(ctx); err != nil {
+						wk.err = fmt.Errorf("commit: %w", err)
+						return
+					}
+					wk.commit = append(wk.commit, time.Since(t1))
 				}
-				t2 := time.Now()
-				wk.commit = append(wk.commit, t2.Sub(t1))
-				wk.full = append(wk.full, t2.Sub(t0))
+				wk.full = append(wk.full, time.Since(t0))
 				wk.msgs += int64(k)
 			}
 		}()
@@ -223,7 +244,9 @@ func Transactional(ctx context.Context, cl pulsar.Client, cfg Config, k int) (Re
 	if err != nil {
 		return res, fmt.Errorf("txnperf: %s: %w", res.Case, err)
 	}
-	res.Commits = len(commit)
+	if useTxn {
+		res.Commits = len(commit)
+	}
 	res.CommitP50, res.CommitP99 = Percentile(commit, 50), Percentile(commit, 99)
 	res.TxnP50, res.TxnP99 = Percentile(full, 50), Percentile(full, 99)
 	if cfg.Verify {
