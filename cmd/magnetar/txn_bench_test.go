@@ -90,8 +90,12 @@ func BenchmarkTransactions(b *testing.B) {
 	s.Case = txnperf.Config{Duration: d, Producers: 4, PayloadSize: 100, MaxPending: 1000}
 	for b.Loop() {
 		rounds, err := txnperf.Run(context.Background(), s, func(round int, r txnperf.Result) {
-			b.Logf("round %d %-22s %8d msgs %9.0f msgs/s commits %6d commit p50 %v p99 %v", round, r.Case, r.Messages,
-				r.MsgsPerSec(), r.Commits, r.CommitP50.Round(10*time.Microsecond), r.CommitP99.Round(10*time.Microsecond))
+			cpu := 0.0
+			if r.Messages > 0 {
+				cpu = float64(r.ServerCPU.Microseconds()) / float64(r.Messages)
+			}
+			b.Logf("round %d %-22s %8d msgs %9.0f msgs/s broker CPU %8.2f µs/msg commits %6d commit p50 %v p99 %v", round, r.Case,
+				r.Messages, r.MsgsPerSec(), cpu, r.Commits, r.CommitP50.Round(10*time.Microsecond), r.CommitP99.Round(10*time.Microsecond))
 		})
 		if err != nil {
 			b.Fatal(err)
