@@ -57,7 +57,9 @@ func txnBenchSetup(t testing.TB, cpuProfile string) txnperf.Setup {
 //
 // TXNBENCH_DURATION (default 5s) is each case's duration,
 // TXNBENCH_SIZES (1,10,100) the transaction sizes, TXNBENCH_ROUNDS (5)
-// the rounds, TXNBENCH_PLAIN=0 skips the plain cases;
+// the rounds, TXNBENCH_PRODUCERS (4) the concurrent producers (each
+// with its own stream of transactions), TXNBENCH_PLAIN=0 skips the plain
+// cases;
 // TXNBENCH_CPUPROFILE=file writes the CPU profile of the standalone with
 // the coordinator.
 func BenchmarkTransactions(b *testing.B) {
@@ -80,14 +82,20 @@ func BenchmarkTransactions(b *testing.B) {
 			s.Sizes = append(s.Sizes, k)
 		}
 	}
+	s.Case = txnperf.Config{Duration: d, Producers: 4, PayloadSize: 100, MaxPending: 1000}
 	s.NoPlain = os.Getenv("TXNBENCH_PLAIN") == "0"
+	if v := os.Getenv("TXNBENCH_PRODUCERS"); v != "" {
+		var err error
+		if s.Case.Producers, err = strconv.Atoi(v); err != nil || s.Case.Producers <= 0 {
+			b.Fatalf("TXNBENCH_PRODUCERS: %q", v)
+		}
+	}
 	if v := os.Getenv("TXNBENCH_ROUNDS"); v != "" {
 		var err error
 		if s.Rounds, err = strconv.Atoi(v); err != nil || s.Rounds <= 0 {
 			b.Fatalf("TXNBENCH_ROUNDS: %q", v)
 		}
 	}
-	s.Case = txnperf.Config{Duration: d, Producers: 4, PayloadSize: 100, MaxPending: 1000}
 	for b.Loop() {
 		rounds, err := txnperf.Run(context.Background(), s, func(round int, r txnperf.Result) {
 			cpu := 0.0
