@@ -28,4 +28,32 @@
 // new policy applies to loaded topics at once. A topic-level GET with
 // ?applied=true resolves topic > namespace > broker default
 // (docs/policies.md).
+//
+// # Transactions (/admin/v3/transactions)
+//
+// Every endpoint answers 503 on a broker without
+// transactionCoordinatorEnabled, as Pulsar's. The coordinator side
+// (transactions.go): coordinators, coordinatorStats, transactionMetadata,
+// slowTransactions, coordinatorInternalStats. The participant side
+// (transactions_participants.go), on persistent topics named
+// {tenant}/{namespace}/{topic}: transactionBufferStats,
+// transactionInBufferStats/{most}/{least}, pendingAckStats/{sub} and
+// transactionInPendingAckStats/{sub}/{most}/{least}, with the fields of
+// Pulsar's TransactionBufferStats (state "NoSnapshot" for a topic that
+// never used transactions, else "Ready"; maxReadPosition "L:E", the last
+// entry readers may read; lastSnapshotTimestamps, ongoingTxnSize,
+// recoverStartTime, recoverEndTime), TransactionInBufferStats
+// (startPosition, absent when the buffer holds no entry of the
+// transaction; aborted), TransactionPendingAckStats (state "None" before
+// the subscription's first transactional ack, else "Ready";
+// ongoingTxnSize, recoverStartTime, recoverEndTime) and
+// TransactionInPendingAckStats (cumulativeAckPosition, absent without
+// one). Magnetar adds counters Pulsar does not report:
+// abortedTxnSize (aborted ids the buffer keeps), committedTxnCount and
+// abortedTxnCount (buffer: over the topic's life; pending ack: since the
+// subscription was loaded), pendingAckedEntries (entries held by open
+// transactions) and individualAckPositions (the positions one
+// transaction holds, sorted). Pulsar's optional lowWaterMarks and
+// snapshotStats are not reported. A missing topic or subscription is 404;
+// a transaction id that is not two decimal integers is 412.
 package admin

@@ -37,8 +37,11 @@ type participantHandler func(w http.ResponseWriter, r *http.Request, p params, t
 func (a *API) participant(h participantHandler) handler {
 	return func(w http.ResponseWriter, r *http.Request, p params) {
 		tp, ok := a.svc.(txnParticipants)
-		if !ok {
-			writeError(w, http.StatusServiceUnavailable, "This broker keeps no transaction state")
+		tc, coord := a.svc.(txnCoordinators)
+		if !ok || !coord || tc.TxnCoordinatorCount() == 0 {
+			// As Pulsar: every /admin/v3/transactions call needs
+			// transactionCoordinatorEnabled on the broker asked.
+			writeError(w, http.StatusServiceUnavailable, "This Broker is not configured with transactionCoordinatorEnabled=true.")
 			return
 		}
 		h(w, r, p, tp, "persistent://"+p["tenant"]+"/"+p["namespace"]+"/"+p["topic"])

@@ -96,6 +96,10 @@ type txnBuffer struct {
 	sinceSnap  int
 	lastSnap   time.Time
 	snapAt     position // applied at the last snapshot
+	// recoverStart, recoverEnd: when the buffer was rebuilt at load (both
+	// its creation time for a buffer started by a first transaction); set
+	// before the buffer is published.
+	recoverStart, recoverEnd time.Time
 
 	// bound is the read bound (exclusive) or nil; read lock-free by the
 	// managed ledger under its own lock.
@@ -122,7 +126,9 @@ func (a *mlAdapter) SetReadBound(f func() (position, bool)) {
 }
 
 func newTxnBuffer(t *topic) *txnBuffer {
-	return &txnBuffer{t: t, ongoing: map[txn.ID]*txnOpen{}, aborted: map[txn.ID]position{}, committed: map[txn.ID]struct{}{}, lastSnap: time.Now()}
+	now := time.Now()
+	return &txnBuffer{t: t, ongoing: map[txn.ID]*txnOpen{}, aborted: map[txn.ID]position{}, committed: map[txn.ID]struct{}{}, lastSnap: now,
+		recoverStart: now, recoverEnd: now}
 }
 
 func (tb *txnBuffer) readBound() (position, bool) {
@@ -497,6 +503,7 @@ func pastTense(a txn.Action) string {
 // recoverTxnBuffer rebuilds the buffer at topic load from its snapshot and
 // the entries after it. No snapshot: the topic never used transactions.
 func (t *topic) recoverTxnBuffer(ctx context.Context) error {
+	start := time.Now()
 	raw, _, err := t.b.deps.Metadata.Get(ctx, txnBufferKey(t.name))
 	if errors.Is(err, metadata.ErrNotFound) {
 		return nil
@@ -527,6 +534,7 @@ func (t *topic) recoverTxnBuffer(ctx context.Context) error {
 		return err
 	}
 	tb.recomputeLocked()
+	tb.recoverStart, tb.recoverEnd = start, time.Now()
 	rb.SetReadBound(tb.readBound)
 	t.txnBuf.Store(tb)
 	if n > 0 {

@@ -66,6 +66,9 @@ type pendingAcks struct {
 	endRing []txn.ID
 	nCommit int64
 	nAbort  int64
+	// recoverStart, recoverEnd: when the log was replayed at load (both
+	// the creation time for a store started by a first transactional ack).
+	recoverStart, recoverEnd time.Time
 }
 
 // txnAcks is what one transaction acknowledged on the subscription.
@@ -92,7 +95,9 @@ type ackHold struct {
 }
 
 func newPendingAcks(log ManagedLedger) *pendingAcks {
-	return &pendingAcks{log: log, txns: map[txn.ID]*txnAcks{}, holds: map[position]*ackHold{}, ended: map[txn.ID]txn.Action{}}
+	now := time.Now()
+	return &pendingAcks{log: log, txns: map[txn.ID]*txnAcks{}, holds: map[position]*ackHold{}, ended: map[txn.ID]txn.Action{},
+		recoverStart: now, recoverEnd: now}
 }
 
 func (pa *pendingAcks) txn(id txn.ID) *txnAcks {
@@ -671,6 +676,7 @@ func (t *topic) recoverPendingAcks(ctx context.Context) error {
 		if s == nil {
 			continue // the subscription is gone; its log stays until the topic is deleted
 		}
+		start := time.Now()
 		l, err := t.pendingAckLog(ctx, sub)
 		if err != nil {
 			return err
@@ -707,6 +713,7 @@ func (t *topic) recoverPendingAcks(ctx context.Context) error {
 					s.applyTxnEnd(id, txn.Abort)
 				}
 			}
+			s.txnAcks.recoverStart, s.txnAcks.recoverEnd = start, time.Now()
 		})
 	}
 	return nil

@@ -26,6 +26,10 @@ type TxnBufferStats struct {
 	AbortedTxnSize    int64 `json:"abortedTxnSize"`
 	CommittedTxnCount int64 `json:"committedTxnCount"`
 	AbortedTxnCount   int64 `json:"abortedTxnCount"`
+	// RecoverStartTime and RecoverEndTime (ms since the epoch) bound the
+	// buffer's rebuild at topic load; 0: no buffer.
+	RecoverStartTime int64 `json:"recoverStartTime"`
+	RecoverEndTime   int64 `json:"recoverEndTime"`
 }
 
 // TxnInBufferStats is Pulsar's TransactionInBufferStats.
@@ -43,6 +47,10 @@ type PendingAckStats struct {
 	PendingAckedEntries int64 `json:"pendingAckedEntries"`
 	CommittedTxnCount   int64 `json:"committedTxnCount"`
 	AbortedTxnCount     int64 `json:"abortedTxnCount"`
+	// RecoverStartTime and RecoverEndTime (ms since the epoch) bound the
+	// log's replay at topic load; 0: no pending-ack store.
+	RecoverStartTime int64 `json:"recoverStartTime"`
+	RecoverEndTime   int64 `json:"recoverEndTime"`
 }
 
 // TxnInPendingAckStats is Pulsar's TransactionInPendingAckStats.
@@ -68,7 +76,10 @@ func (b *Broker) TxnBufferStats(ctx context.Context, topic string) (TxnBufferSta
 	if err != nil {
 		return TxnBufferStats{}, err
 	}
-	lac, _ := t.ml.LastConfirmed()
+	lac, ok := t.ml.LastConfirmed()
+	if !ok { // empty: "<current ledger>:-1", as the internal stats say
+		lac = toPos(t.ml.Stats().LastConfirmed)
+	}
 	st := TxnBufferStats{State: "NoSnapshot", MaxReadPosition: lac.String()}
 	tb := t.txnBuf.Load()
 	if tb == nil {
@@ -88,6 +99,7 @@ func (b *Broker) TxnBufferStats(ctx context.Context, topic string) (TxnBufferSta
 	st.OngoingTxnSize = int64(len(tb.ongoing))
 	st.AbortedTxnSize = int64(len(tb.aborted))
 	st.CommittedTxnCount, st.AbortedTxnCount = tb.nCommitted, tb.nAborted
+	st.RecoverStartTime, st.RecoverEndTime = tb.recoverStart.UnixMilli(), tb.recoverEnd.UnixMilli()
 	return st, nil
 }
 
@@ -140,6 +152,7 @@ func (b *Broker) PendingAckStats(ctx context.Context, topic, sub string) (Pendin
 		st.OngoingTxnSize = int64(len(pa.txns))
 		st.PendingAckedEntries = int64(len(pa.holds))
 		st.CommittedTxnCount, st.AbortedTxnCount = pa.nCommit, pa.nAbort
+		st.RecoverStartTime, st.RecoverEndTime = pa.recoverStart.UnixMilli(), pa.recoverEnd.UnixMilli()
 	}) {
 		return st, reason(ErrClosed, "Subscription is closed")
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,10 +11,9 @@ import (
 
 // `magnetar admin transactions ...`, named as pulsar-admin's:
 // coordinators, coordinator-stats, coordinator-internal-stats,
-// transaction-metadata, slow-transactions (the coordinator side), and
-// transaction-buffer-stats, transaction-in-buffer-stats,
-// pending-ack-stats, transaction-in-pending-ack-stats (the participant
-// side of a topic, -t). See docs/transactions.md.
+// transaction-metadata, slow-transactions (the coordinator side; see
+// docs/transactions.md); the participant side is in
+// admin_transactions_participants.go.
 
 func adminTransactionsCmd() *cobra.Command {
 	a := adminOpts
@@ -56,49 +54,9 @@ func adminTransactionsCmd() *cobra.Command {
 	slow.Flags().Int64VarP(&coord, "coordinator-id", "c", -1, "coordinator id (default: all)")
 	slow.Flags().DurationVarP(&age, "time", "t", 0, "minimum age, e.g. 1s, 5m")
 	_ = slow.MarkFlagRequired("time")
-	var topic, sub string
-	// participant is a participant-side leaf: -t topic (persistent), with
-	// -s subscription and/or the txn id when the endpoint has them.
-	participant := func(use, short, endpoint string, withSub, withTxn bool) *cobra.Command {
-		c := leaf(use, short, 0, func([]string) error {
-			p, err := topicPath(topic)
-			if err != nil {
-				return err
-			}
-			dom, rest, _ := strings.Cut(p, "/")
-			if dom != "persistent" {
-				return fmt.Errorf("transactions need a persistent topic: %q", topic)
-			}
-			path := "/admin/v3/transactions/" + endpoint + "/" + rest
-			if withSub {
-				path += "/" + url.PathEscape(sub)
-			}
-			if withTxn {
-				path += "/" + strconv.FormatUint(most, 10) + "/" + strconv.FormatUint(least, 10)
-			}
-			return a.get(path, "")
-		})
-		c.Flags().StringVarP(&topic, "topic", "t", "", "topic name")
-		_ = c.MarkFlagRequired("topic")
-		if withSub {
-			c.Flags().StringVarP(&sub, "sub-name", "s", "", "subscription name")
-			_ = c.MarkFlagRequired("sub-name")
-		}
-		if withTxn {
-			c.Flags().Uint64VarP(&most, "most-sig-bits", "m", 0, "transaction id, most significant bits")
-			c.Flags().Uint64VarP(&least, "least-sig-bits", "l", 0, "transaction id, least significant bits")
-			_ = c.MarkFlagRequired("most-sig-bits")
-			_ = c.MarkFlagRequired("least-sig-bits")
-		}
-		return c
-	}
-	return noun("transactions", "Transactions (coordinators, open transactions, topic buffers and pending acks)",
-		participant("transaction-buffer-stats", "Stats of a topic's transaction buffer", "transactionBufferStats", false, false),
-		participant("transaction-in-buffer-stats", "A transaction's state in a topic's transaction buffer", "transactionInBufferStats", false, true),
-		participant("pending-ack-stats", "Stats of a subscription's pending acks", "pendingAckStats", true, false),
-		participant("transaction-in-pending-ack-stats", "A transaction's pending acks on a subscription", "transactionInPendingAckStats", true, true),
-		leaf("coordinators", "List the transaction coordinators and the broker serving each", 0, func([]string) error {
-			return a.get("/admin/v3/transactions/coordinators", "")
-		}),
-		stats, internal, meta, slow)
+	coords := leaf("coordinators", "List the transaction coordinators and the broker serving each", 0, func([]string) error {
+		return a.get("/admin/v3/transactions/coordinators", "")
+	})
+	return noun("transactions", "Transactions (coordinators, open transactions, buffers and pending acks)",
+		append([]*cobra.Command{coords, stats, internal, meta, slow}, adminTxnParticipantCmds()...)...)
 }
