@@ -473,6 +473,29 @@ func (c *conn) denied(f *pulsarproto.Frame) bool {
 			c.logDenied(role, "get-schema", name)
 			return true
 		}
+	case pb.BaseCommand_END_TXN_ON_PARTITION, pb.BaseCommand_END_TXN_ON_SUBSCRIPTION:
+		// Only a coordinator ends a transaction on a participant: another
+		// broker's client, authenticated with brokerClient* credentials,
+		// which are a superuser's (every role must be one).
+		for _, r := range roles {
+			if s.Authz.IsSuperUser(r) {
+				continue
+			}
+			msg := ptr("Client is not authorized to end transactions on participants")
+			code := pb.ServerError_AuthorizationError.Enum()
+			if m := cmd.EndTxnOnPartition; f.Type == pb.BaseCommand_END_TXN_ON_PARTITION && m != nil {
+				c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_END_TXN_ON_PARTITION_RESPONSE.Enum(), EndTxnOnPartitionResponse: &pb.CommandEndTxnOnPartitionResponse{
+					RequestId: ptr(m.GetRequestId()), TxnidMostBits: ptr(m.GetTxnidMostBits()), TxnidLeastBits: ptr(m.GetTxnidLeastBits()), Error: code, Message: msg,
+				}})
+				c.logDenied(r, "end-txn-on-partition", m.GetTopic())
+			} else if m := cmd.EndTxnOnSubscription; m != nil {
+				c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_END_TXN_ON_SUBSCRIPTION_RESPONSE.Enum(), EndTxnOnSubscriptionResponse: &pb.CommandEndTxnOnSubscriptionResponse{
+					RequestId: ptr(m.GetRequestId()), TxnidMostBits: ptr(m.GetTxnidMostBits()), TxnidLeastBits: ptr(m.GetTxnidLeastBits()), Error: code, Message: msg,
+				}})
+				c.logDenied(r, "end-txn-on-subscription", m.GetSubscription().GetTopic())
+			}
+			return true
+		}
 	case pb.BaseCommand_GET_OR_CREATE_SCHEMA:
 		name, ok := topic(cmd.GetOrCreateSchema.GetTopic())
 		if !ok {
