@@ -132,6 +132,10 @@ type Config struct {
 	TransactionCoordinatorEnabled       bool
 	TransactionCoordinators             int
 	MaxActiveTransactionsPerCoordinator int
+	// TransactionPendingAckTrimRecords: a subscription's pending-ack log
+	// is trimmed behind its oldest open transaction after this many new
+	// records (0: 1000).
+	TransactionPendingAckTrimRecords int
 	// Cluster, when set, makes the broker one of a cluster sharing the
 	// metadata store (see ClusterConfig); nil is a single node that owns
 	// every topic.

@@ -128,7 +128,7 @@ type topic struct {
 	txnInit sync.Mutex
 	// txnAckLogs are the open pending-ack logs by subscription
 	// (txn_pendingack.go), under txnInit.
-	txnAckLogs map[string]ManagedLedger
+	txnAckLogs map[string]*ackLog
 }
 
 type lastEntry struct {

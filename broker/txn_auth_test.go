@@ -23,7 +23,7 @@ func TestTxnEndOnParticipantNeedsSuperuser(t *testing.T) {
 			t.Fatalf("%s: handshake answer %v", tc.role, fr.Cmd)
 		}
 		r.send(&pb.BaseCommand{Type: pb.BaseCommand_END_TXN_ON_PARTITION.Enum(), EndTxnOnPartition: &pb.CommandEndTxnOnPartition{
-			RequestId: ptr(uint64(7)), TxnidMostBits: ptr(uint64(1)), TxnidLeastBits: ptr(uint64(1<<63)),
+			RequestId: ptr(uint64(7)), TxnidMostBits: ptr(uint64(1)), TxnidLeastBits: ptr(uint64(1 << 63)),
 			Topic: ptr(topic), TxnAction: pb.TxnAction_ABORT.Enum(),
 		}})
 		fr := r.next()
@@ -35,7 +35,7 @@ func TestTxnEndOnParticipantNeedsSuperuser(t *testing.T) {
 			t.Fatalf("%s: partition answer %v, refused=%v want %v", tc.role, resp, got, tc.refused)
 		}
 		r.send(&pb.BaseCommand{Type: pb.BaseCommand_END_TXN_ON_SUBSCRIPTION.Enum(), EndTxnOnSubscription: &pb.CommandEndTxnOnSubscription{
-			RequestId: ptr(uint64(8)), TxnidMostBits: ptr(uint64(1)), TxnidLeastBits: ptr(uint64(1<<63)),
+			RequestId: ptr(uint64(8)), TxnidMostBits: ptr(uint64(1)), TxnidLeastBits: ptr(uint64(1 << 63)),
 			Subscription: &pb.Subscription{Topic: ptr(topic), Subscription: ptr("s")}, TxnAction: pb.TxnAction_COMMIT.Enum(),
 		}})
 		fr = r.next()

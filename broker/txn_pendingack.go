@@ -58,7 +58,7 @@ type pendingAckPos struct {
 
 // pendingAcks is a subscription's pending-ack state; its loop owns it.
 type pendingAcks struct {
-	log     ManagedLedger
+	log     *ackLog
 	txns    map[txn.ID]*txnAcks
 	holds   map[position]*ackHold
 	cum     *txn.ID // the transaction holding a pending cumulative ack
@@ -94,7 +94,7 @@ type ackHold struct {
 	parked *pendingEntry
 }
 
-func newPendingAcks(log ManagedLedger) *pendingAcks {
+func newPendingAcks(log *ackLog) *pendingAcks {
 	now := time.Now()
 	return &pendingAcks{log: log, txns: map[txn.ID]*txnAcks{}, holds: map[position]*ackHold{}, ended: map[txn.ID]txn.Action{},
 		recoverStart: now, recoverEnd: now}
@@ -190,7 +190,7 @@ func pendingAckLogName(t *topic, sub string) string {
 }
 
 // pendingAckLog returns the subscription's pending-ack log, creating it.
-func (t *topic) pendingAckLog(ctx context.Context, sub string) (ManagedLedger, error) {
+func (t *topic) pendingAckLog(ctx context.Context, sub string) (*ackLog, error) {
 	if !t.persistent() {
 		return nil, reason(ErrNotAllowed, "Transactions need a persistent topic")
 	}
@@ -205,12 +205,18 @@ func (t *topic) pendingAckLog(ctx context.Context, sub string) (ManagedLedger, e
 	if _, err := t.b.deps.Metadata.Put(ctx, pendingAckKey(t.name, sub), nil, metadata.AnyVersion); err != nil {
 		return nil, err
 	}
-	l, err := t.b.deps.OpenLedger(ctx, pendingAckLogName(t, sub))
+	ml, err := t.b.deps.OpenLedger(ctx, pendingAckLogName(t, sub))
 	if err != nil {
 		return nil, fmt.Errorf("broker: open the pending-ack log of %s/%s: %w", t.full, sub, err)
 	}
+	cur, err := ml.OpenCursor(pendingAckStateCursor, initialEarliest)
+	if err != nil {
+		ml.Close()
+		return nil, fmt.Errorf("broker: open the pending-ack log cursor of %s/%s: %w", t.full, sub, err)
+	}
+	l := &ackLog{ml: ml, trim: newAckLogTrim(cur, t.b.cfg.TransactionPendingAckTrimRecords)}
 	if t.txnAckLogs == nil {
-		t.txnAckLogs = map[string]ManagedLedger{}
+		t.txnAckLogs = map[string]*ackLog{}
 	}
 	t.txnAckLogs[sub] = l
 	return l, nil
@@ -236,14 +242,15 @@ func (t *topic) closeTxnLogs() {
 	t.txnAckLogs = nil
 	t.txnInit.Unlock()
 	for sub, l := range logs {
-		if err := l.Close(); err != nil {
+		if err := l.ml.Close(); err != nil {
 			t.log.Warn("close pending-ack log", "topic", t.full, "sub", sub, "err", err)
 		}
 	}
 }
 
-// appendRecord logs rec; cb runs once it is durable (or failed).
-func appendRecord(l ManagedLedger, rec *pendingAckRecord, cb func(error)) {
+// appendRecord logs rec; cb runs once it is durable (or failed), in
+// log order. A durable record is noted for trimming.
+func appendRecord(l *ackLog, rec *pendingAckRecord, cb func(error)) {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		cb(err)
@@ -251,7 +258,13 @@ func appendRecord(l ManagedLedger, rec *pendingAckRecord, cb func(error)) {
 	}
 	buf := make([]byte, mledger.EntryHeadroom, mledger.EntryHeadroom+len(b))
 	buf = append(buf, b...)
-	l.AddEntry(buf, mledger.EntryHeadroom, 1, func(_ position, err error) { cb(err) })
+	id := txn.ID{Most: rec.Most, Least: rec.Least}
+	l.ml.AddEntry(buf, mledger.EntryHeadroom, 1, func(p position, err error) {
+		if err == nil {
+			l.trim.note(id, p, rec.Op == "ack")
+		}
+		cb(err)
+	})
 }
 
 // handleTxnAck is handleAck for an ACK carrying a txn id: answered with
@@ -287,7 +300,7 @@ func (c *conn) handleTxnAck(cc *connConsumer, m *pb.CommandAck, ids []ackID) {
 }
 
 // txnAckLocked checks and holds a transactional ack, then logs it.
-func (s *subscription) txnAckLocked(c *consumer, l ManagedLedger, id txn.ID, cumulative bool, ids []ackID, reply func(int32, string)) {
+func (s *subscription) txnAckLocked(c *consumer, l *ackLog, id txn.ID, cumulative bool, ids []ackID, reply func(int32, string)) {
 	if s.txnAcks == nil {
 		s.txnAcks = newPendingAcks(l)
 	}
@@ -528,7 +541,7 @@ func (s *subscription) releaseHold(id txn.ID, ta *txnAcks, pos position) {
 // endTxnAcks ends transaction id on s: the end is logged durably first,
 // then applied (a crash in between replays the end at load).
 func (s *subscription) endTxnAcks(ctx context.Context, id txn.ID, a txn.Action) error {
-	var l ManagedLedger
+	var l *ackLog
 	var known, done bool
 	var conflict error
 	if !s.call(func() {
@@ -579,6 +592,11 @@ func (s *subscription) applyTxnEnd(id txn.ID, a txn.Action) {
 		return
 	}
 	defer pa.noteEnded(id, a)
+	if pa.log != nil {
+		// After the end is applied (deferred calls run last first).
+		defer s.maybeTrimAckLog(pa.log.trim)
+		defer pa.log.trim.ended(id)
+	}
 	ta := pa.txns[id]
 	if ta == nil {
 		return
@@ -681,10 +699,14 @@ func (t *topic) recoverPendingAcks(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		var recs []*pendingAckRecord
-		for _, li := range l.Stats().Ledgers {
+		type logged struct {
+			rec *pendingAckRecord
+			pos position
+		}
+		var recs []logged
+		for _, li := range l.ml.Stats().Ledgers {
 			for e := int64(0); e < li.Entries; e++ {
-				data, err := l.ReadEntry(position{li.LedgerID, e})
+				data, err := l.ml.ReadEntry(position{li.LedgerID, e})
 				if err != nil {
 					if errors.Is(err, errEntryGone) {
 						break
@@ -695,22 +717,30 @@ func (t *topic) recoverPendingAcks(ctx context.Context) error {
 				if err := json.Unmarshal(data, &r); err != nil {
 					return fmt.Errorf("broker: pending-ack log of %s/%s at %d:%d: %w", t.full, sub, li.LedgerID, e, err)
 				}
-				recs = append(recs, &r)
+				recs = append(recs, logged{&r, position{li.LedgerID, e}})
 			}
 		}
 		s.call(func() {
 			s.txnAcks = newPendingAcks(l)
-			for _, r := range recs {
+			for _, lr := range recs {
+				r := lr.rec
 				id := txn.ID{Most: r.Most, Least: r.Least}
 				switch r.Op {
 				case "ack":
-					if _, ended := s.txnAcks.ended[id]; !ended && len(r.Pos) > 0 {
+					_, ended := s.txnAcks.ended[id]
+					live := !ended && len(r.Pos) > 0
+					l.trim.note(id, lr.pos, live)
+					if live {
 						s.applyTxnAck(id, r)
 					}
 				case "commit":
+					l.trim.note(id, lr.pos, false)
 					s.applyTxnEnd(id, txn.Commit)
 				case "abort":
+					l.trim.note(id, lr.pos, false)
 					s.applyTxnEnd(id, txn.Abort)
+				default:
+					l.trim.note(id, lr.pos, false)
 				}
 			}
 			s.txnAcks.recoverStart, s.txnAcks.recoverEnd = start, time.Now()
