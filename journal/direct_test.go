@@ -3,6 +3,7 @@ package journal
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -229,7 +230,14 @@ func TestDirectOS(t *testing.T) {
 	}
 }
 
-// copyDir copies the regular files of src into a new dir dst.
+// copyDir copies the regular files of src, which a journal may be writing
+// to, into a new dir dst so that the copy is an image a crash could leave.
+// A forward copy is not: it can read a block before the group that fills
+// it was written and a later block after the next group landed, a hole no
+// crash produces (a group is written only after the previous one's sync).
+// So files are copied newest first and each from its end backwards, one
+// block at a time: whatever a block read later holds was already on disk
+// when every block after it was read.
 func copyDir(t *testing.T, src, dst string) {
 	t.Helper()
 	if err := os.MkdirAll(dst, 0o755); err != nil {
@@ -239,11 +247,27 @@ func copyDir(t *testing.T, src, dst string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+	const block = 4096
+	for i := len(ents) - 1; i >= 0; i-- {
+		e := ents[i]
+		f, err := os.Open(filepath.Join(src, e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
+		st, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, st.Size())
+		for end := int64(len(b)); end > 0; {
+			start := (end - 1) / block * block
+			// A roll may truncate the file's padding meanwhile: zeros.
+			if _, err := f.ReadAt(b[start:end], start); err != nil && !errors.Is(err, io.EOF) {
+				t.Fatalf("%s at %d: %v", e.Name(), start, err)
+			}
+			end = start
+		}
+		f.Close()
 		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
