@@ -173,5 +173,6 @@ func journalOptions(opts *Options) journal.Options {
 		NoSync:          opts.JournalNoSync,
 		DirectIO:        opts.JournalDirectIO,
 		Alignment:       opts.JournalAlignment,
+		ZeroFill:        opts.JournalZeroFill,
 	}
 }

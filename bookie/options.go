@@ -49,6 +49,9 @@ type Options struct {
 	// (default 4096; BookKeeper's journalAlignmentSize).
 	JournalDirectIO  bool
 	JournalAlignment int
+	// JournalZeroFill zero-fills the journal's preallocated space ahead
+	// of the writer (journal.Options.ZeroFill).
+	JournalZeroFill bool
 
 	// WriteCacheSize is the total size of the two write-cache halves
 	// (default 64 MiB). A checkpoint starts early when the active half

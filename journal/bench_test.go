@@ -3,6 +3,7 @@ package journal
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -197,12 +198,25 @@ func cpuTime() time.Duration {
 
 // BenchmarkAppendLatency appends one 100-byte record at a time and waits
 // for its completion: ns/op is the unloaded add latency (MaxGroupWait plus
-// one write+fdatasync).
+// one write+fdatasync), p50/p99 its percentiles. The fill variants run
+// with no group wait, plain, zero-filled ahead (ZeroFill), with DirectIO,
+// and both.
 func BenchmarkAppendLatency(b *testing.B) {
-	for _, wait := range []time.Duration{0, DefaultMaxGroupWait} {
-		b.Run(fmt.Sprintf("wait=%v", wait), func(b *testing.B) {
+	type variant struct {
+		name string
+		mod  func(*Options)
+	}
+	variants := []variant{
+		{"wait=0s", func(o *Options) { o.MaxGroupWait = 0 }},
+		{"wait=1ms", func(o *Options) { o.MaxGroupWait = DefaultMaxGroupWait }},
+		{"wait=0s/zerofill", func(o *Options) { o.MaxGroupWait, o.ZeroFill = 0, true }},
+		{"wait=0s/direct", func(o *Options) { o.MaxGroupWait, o.DirectIO = 0, true }},
+		{"wait=0s/direct+zerofill", func(o *Options) { o.MaxGroupWait, o.DirectIO, o.ZeroFill = 0, true, true }},
+	}
+	for _, v := range variants {
+		b.Run(v.name, func(b *testing.B) {
 			o := DefaultOptions(b.TempDir())
-			o.MaxGroupWait = wait
+			v.mod(&o)
 			j, err := Open(o)
 			if err != nil {
 				b.Fatal(err)
@@ -211,13 +225,19 @@ func BenchmarkAppendLatency(b *testing.B) {
 			done := make(chan error, 1)
 			comp := CompletionFunc(func(_ Position, err error) { done <- err })
 			rec := Record{Type: Entry, LedgerID: 1, Payload: make([]byte, 100)}
+			var lat []time.Duration
 			b.ReportAllocs()
 			for b.Loop() {
+				t0 := time.Now()
 				j.Append(rec, comp)
 				if err := <-done; err != nil {
 					b.Fatal(err)
 				}
+				lat = append(lat, time.Since(t0))
 			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-us")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
 		})
 	}
 }

@@ -109,6 +109,12 @@ func TestDirectOptions(t *testing.T) {
 // reads as a torn tail, and garbage appended to the last file too. Files
 // left by a roll or Close hold no padding.
 func TestDirectOS(t *testing.T) {
+	liveCopyOS(t, func(o *Options) { o.DirectIO = true })
+}
+
+// liveCopyOS is TestDirectOS's body for every writer mode, with the
+// journal's options passed through mod (TestZeroFillOS sets ZeroFill).
+func liveCopyOS(t *testing.T, mod func(*Options)) {
 	modes := []uring.Mode{uring.ModePwrite}
 	if uring.Available() {
 		modes = append(modes, uring.ModeUring)
@@ -117,12 +123,13 @@ func TestDirectOS(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			o := DefaultOptions(filepath.Join(dir, "journal"))
-			o.DirectIO, o.WriterMode, o.MaxGroupWait = true, mode, 0
+			o.WriterMode, o.MaxGroupWait = mode, 0
 			o.MaxFileSize = 256 << 10
 			o.PreallocSize = 64 << 10
+			mod(&o)
 			j := mustOpen(t, o)
-			if k := j.WriterKind(); !strings.HasSuffix(k, "+direct") {
-				t.Fatalf("WriterKind = %q, want a +direct suffix", k)
+			if k := j.WriterKind(); strings.HasSuffix(k, "+direct") != o.DirectIO {
+				t.Fatalf("WriterKind = %q with DirectIO %v", k, o.DirectIO)
 			}
 			const writers, perWriter = 4, 600
 			var (

@@ -136,6 +136,29 @@
 // extended to its preallocation (zeros), so that writes do not extend it. The header is still written
 // and synced through the ordinary descriptor at file creation.
 //
+// # Zero fill
+//
+// Preallocation (fallocate) reserves blocks but leaves them unwritten: the
+// first write into such a block converts its extent, so a group's
+// fdatasync also commits file-system metadata, through the file system's
+// own journal, where it can queue behind the entry-log and index syncs of
+// a checkpoint. With Options.ZeroFill a filler goroutine writes zeros into
+// the current file, in chunks of 256 KiB each followed by an fdatasync,
+// keeping up to zeroAhead (half a preallocation step, at most 4 MiB) of
+// zeros ahead of the writer, so group writes are overwrites of written
+// blocks and their fdatasync flushes data only. The filler never writes
+// below the writer's end, and the writer waits while the one chunk in
+// flight overlaps its group, so the two never write the same bytes. It
+// refills once the lead fell below half, so it wakes once per half lead,
+// not per group; the writer extends the preallocation that far ahead.
+// When the writer overtakes it (a journal running near the disk's
+// bandwidth, where large groups gain little and the zeros would double the
+// bytes written), the filler pauses for a second. A failed fill is logged
+// and ends filling for that file; the writer's own writes report a failing
+// disk. The zeros past the last record read as a torn tail after a crash,
+// as DirectIO padding does, and a file left (roll, Close) is truncated to
+// its last record.
+//
 // # Checkpoints
 //
 // Checkpoint(pos) writes the file "lastMark" (magic MGLM, file id u64,

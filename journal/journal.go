@@ -60,6 +60,7 @@ type Journal struct {
 	off      int64        // end of the data written to f
 	prealloc int64        // f is preallocated up to here
 	direct   *directState // DirectIO only
+	zero     *zeroFiller  // ZeroFill only
 
 	writerKind atomic.Pointer[string] // "io_uring" or "pwrite"
 
@@ -98,12 +99,18 @@ func Open(opts Options) (*Journal, error) {
 		return nil, err
 	}
 	j := &Journal{opts: opts, mark: mark}
+	if opts.ZeroFill && opts.PreallocSize > 0 {
+		j.zero = newZeroFiller(zeroAhead(opts), opts.Alignment, opts.Logger)
+	}
 	id := max(res.lastFileID, mark.FileID) + 1
 	nextSeq := res.nextSeq
 	if nextSeq == 0 {
 		nextSeq = 1
 	}
 	if err := j.createFile(id, nextSeq); err != nil {
+		if j.zero != nil {
+			j.zero.close()
+		}
 		return nil, err
 	}
 	j.c = newCommitter(commitEnv{write: j.write, wait: j.wait}, committerOptions{
@@ -181,6 +188,13 @@ func (j *Journal) createFile(id, baseSeq uint64) error {
 		kind += "+direct"
 	}
 	j.writerKind.Store(&kind)
+	if j.zero != nil {
+		zf := f
+		if direct != nil && direct.f != nil {
+			zf = direct.f
+		}
+		j.zero.setFile(zf, FileHeaderSize, prealloc)
+	}
 	return nil
 }
 
@@ -188,6 +202,11 @@ func (j *Journal) createFile(id, baseSeq uint64) error {
 func (j *Journal) closeFile() error {
 	if j.f == nil {
 		return nil
+	}
+	if j.zero != nil {
+		// No fill in flight past this point; the zeros past the last
+		// record go with the truncate below.
+		j.zero.setFile(nil, 0, 0)
 	}
 	err := j.w.Close()
 	if d := j.direct; d != nil {
@@ -197,13 +216,15 @@ func (j *Journal) closeFile() error {
 			}
 			d.f = nil
 		}
-		// Drop the zero padding past the last record (replay would take it
-		// for a torn tail), durably below.
-		if err == nil && j.f != nil {
+	}
+	if j.direct != nil || j.zero != nil {
+		// Drop the zero padding and fill past the last record (replay
+		// would take them for a torn tail), durably below.
+		if err == nil {
 			err = j.f.Truncate(j.off)
 		}
 	}
-	if j.opts.NoSync || j.direct != nil {
+	if j.opts.NoSync || j.direct != nil || j.zero != nil {
 		// Even without per-group syncs, a file is synced when left.
 		if serr := j.f.Sync(); err == nil {
 			err = serr
@@ -232,9 +253,15 @@ func (j *Journal) write(g *group) error {
 	if j.direct != nil {
 		end = j.direct.paddedEnd(j.off, g.size)
 	}
-	if end > j.prealloc && j.opts.PreallocSize > 0 {
+	need := end
+	if j.zero != nil {
+		// Keep preallocated room ahead for the zero fill, within the file
+		// size limit.
+		need = max(end, min(end+j.zero.ahead, j.opts.MaxFileSize))
+	}
+	if need > j.prealloc && j.opts.PreallocSize > 0 {
 		step := j.opts.PreallocSize
-		newEnd := (end + step - 1) / step * step
+		newEnd := (need + step - 1) / step * step
 		err := j.f.Preallocate(j.prealloc, newEnd-j.prealloc)
 		if isNoSpace(err) && newEnd > end {
 			// Not room for a whole step: reserve only this group.
@@ -250,21 +277,36 @@ func (j *Journal) write(g *group) error {
 			}
 		}
 		j.prealloc = newEnd
+		if j.zero != nil {
+			j.zero.setLimit(newEnd)
+		}
 	}
 	g.fileID, g.off = j.fileID, j.off
 	if d := j.direct; d != nil {
 		at, buf := d.stageGroup(j.off, g.chunks, g.size)
+		if j.zero != nil {
+			j.zero.claim(at, end)
+		}
 		if err := j.w.Submit(at, [][]byte{buf}, !j.opts.NoSync); err != nil {
 			return err
 		}
 		j.off += n
 		return nil
 	}
+	if j.zero != nil {
+		j.zero.claim(j.off, end)
+	}
 	if err := j.w.Submit(j.off, g.chunks, !j.opts.NoSync); err != nil {
 		return err
 	}
 	j.off += n
 	return nil
+}
+
+// zeroAhead is how far ahead of the writer a ZeroFill journal keeps zeros:
+// half a preallocation step, at most 4 MiB, at least one chunk.
+func zeroAhead(o Options) int64 {
+	return max(min(o.PreallocSize/2, 4<<20), zeroChunk)
 }
 
 // wait is commitEnv.wait.
@@ -375,6 +417,9 @@ func (j *Journal) Close() error {
 		err := j.c.close()
 		if cerr := j.closeFile(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("journal: close: %w", cerr))
+		}
+		if j.zero != nil {
+			j.zero.close()
 		}
 		j.closeErr = err
 	})

@@ -74,6 +74,14 @@ type Options struct {
 	// without DirectIO.
 	Alignment int
 
+	// ZeroFill writes zeros (and syncs them) into the preallocated space
+	// of the current file a few MiB ahead of the writer, off its path, so
+	// that group writes overwrite written blocks and their fdatasync
+	// commits no file-system metadata: see doc.go, "Zero fill". A writer
+	// that overtakes the filler (a journal near its disk's bandwidth)
+	// pauses it for a second at a time. Needs PreallocSize > 0.
+	ZeroFill bool
+
 	// NoSync skips fdatasync: completions fire after the write reaches the
 	// page cache. For benchmarks only; Durable reports false.
 	NoSync bool

@@ -96,6 +96,9 @@ type Stats struct {
 	SyncLatency HistogramSnapshot
 	// GroupEntries and GroupBytes are the group sizes in records and bytes.
 	GroupEntries, GroupBytes HistogramSnapshot
+	// ZeroFilledGroups counts the groups written wholly over zeros the
+	// filler had synced (ZeroFill), and ZeroFillBytes the zeros it wrote.
+	ZeroFilledGroups, ZeroFillBytes uint64
 }
 
 // commitStats is the committer's instrumentation, updated once per group
@@ -142,10 +145,14 @@ func (j *Journal) SyncedAt() int64 { return j.c.stats.syncedAt.Load() }
 // including after Close.
 func (j *Journal) Stats() Stats {
 	s := &j.c.stats
-	return Stats{
+	st := Stats{
 		Groups: s.groups.Load(), Entries: s.entries.Load(), Bytes: s.bytes.Load(),
 		SyncLatency:  s.syncLatency.Snapshot(),
 		GroupEntries: s.groupEntries.Snapshot(),
 		GroupBytes:   s.groupBytes.Snapshot(),
 	}
+	if z := j.zero; z != nil {
+		st.ZeroFilledGroups, st.ZeroFillBytes = z.filledGroups.Load(), z.zeroBytes.Load()
+	}
+	return st
 }

@@ -75,8 +75,8 @@ func benchBookieCmd() *cobra.Command {
 				return err
 			}
 			cfg.Progress = os.Stderr
-			fmt.Fprintf(os.Stderr, "bench bookie in %s (ledger dirs in %s, journal O_DIRECT %v): sizes %v, outstanding %v, modes %v, %v per cell (+%v warmup), %d runs each (medians), group wait %v\n",
-				cfg.Dir, cmp.Or(cfg.LedgerDir, cfg.Dir), cfg.DirectIO, cfg.Sizes, cfg.Outstanding, modes, cfg.Duration, cfg.Warmup, cfg.Runs, cfg.GroupWait)
+			fmt.Fprintf(os.Stderr, "bench bookie in %s (ledger dirs in %s, journal O_DIRECT %v, zero fill %v): sizes %v, outstanding %v, modes %v, %v per cell (+%v warmup), %d runs each (medians), group wait %v\n",
+				cfg.Dir, cmp.Or(cfg.LedgerDir, cfg.Dir), cfg.DirectIO, cfg.ZeroFill, cfg.Sizes, cfg.Outstanding, modes, cfg.Duration, cfg.Warmup, cfg.Runs, cfg.GroupWait)
 			rs, err := runBench(cmd.Context(), cfg)
 			fillMBps(rs)
 			if jsonOut {
@@ -94,6 +94,7 @@ func benchBookieCmd() *cobra.Command {
 	f.StringVar(&cfg.LedgerDir, "ledger-dir", "", "put the bookies' ledger dirs (entry logs, index) under this directory instead of --dir, e.g. on another device; the journal and the raw baseline stay in --dir")
 	f.Int64Var(&cfg.FlushBytes, "flush-entrylog-bytes", 0, "pace entry-log writeback in steps of this many bytes (flushEntrylogBytes; 0 = off)")
 	f.BoolVar(&cfg.DirectIO, "direct-io", false, "write the journal with O_DIRECT in aligned groups (journalDirectIO)")
+	f.BoolVar(&cfg.ZeroFill, "zero-fill", false, "zero-fill the journal ahead of the writer (--journal-zero-fill)")
 	f.IntSliceVar(&cfg.Sizes, "sizes", []int{100, 1024, 16384, 65536}, "entry sizes in bytes")
 	f.IntSliceVar(&cfg.Outstanding, "outstanding", []int{1, 16, 256, 4096, 16384}, "outstanding adds")
 	f.StringSliceVar(&modes, "modes", []string{"uring", "pwrite"}, "journal write paths: uring, pwrite, auto")
@@ -119,6 +120,8 @@ type benchConfig struct {
 	LedgerDir string
 	// DirectIO runs the journal with O_DIRECT.
 	DirectIO bool
+	// ZeroFill zero-fills the journal ahead of the writer.
+	ZeroFill bool
 	// FlushBytes is the bookie's EntryLogFlushBytes.
 	FlushBytes  int64
 	Sizes       []int
@@ -307,6 +310,7 @@ func bookieRun(ctx context.Context, cfg benchConfig, dir string, mode uring.Mode
 		LedgerDirs:         []string{ledgerDir},
 		JournalWriteMode:   mode,
 		JournalDirectIO:    cfg.DirectIO,
+		JournalZeroFill:    cfg.ZeroFill,
 		EntryLogFlushBytes: cfg.FlushBytes,
 		JournalNoSync:      cfg.NoSync,
 		JournalMaxGroupWait: func() time.Duration {
