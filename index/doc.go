@@ -29,7 +29,8 @@
 // Files in Options.Dir, all integers little-endian:
 //
 //	00000000.seg, 00000001.seg, ...   segments, numbered densely from 0
-//	INDEX-META                        metadata file (INDEX-META.tmp while written)
+//	INDEX-META                        metadata snapshot (INDEX-META.tmp while written)
+//	INDEX-META-LOG                    changes since the snapshot (INDEX-META-LOG.tmp while created)
 //
 // A segment file is a 4 KiB header followed by the pages:
 //
@@ -46,17 +47,19 @@
 //	|   4096 |  ... | pages: slots of uint64 location, 0=none |
 //	+--------+------+-----------------------------------------+
 //
-// The metadata file:
+// The metadata snapshot:
 //
 //	+------+----------------------------------------------------------+
 //	| size | field                                                    |
 //	+------+----------------------------------------------------------+
 //	|    4 | magic "MGIM"                                             |
-//	|    4 | version (1)                                              |
+//	|    4 | version (2; version 1 files, without the generation, are |
+//	|      | still read, as generation 0)                             |
 //	|    4 | slots per page                                           |
 //	|    4 | pages per segment                                        |
 //	|    4 | segment count at the flush (informational)               |
 //	|    4 | ledger count L                                           |
+//	|    8 | generation (version 2 only)                              |
 //	|    * | L ledger records, sorted by ledger id:                   |
 //	|    8 |   ledger id                                              |
 //	|    1 |   flags: bit 0 fenced, bit 1 explicit LAC present        |
@@ -70,17 +73,64 @@
 // The last entry of a ledger is not stored: Open finds it from the highest
 // non-zero slot of the ledger's pages.
 //
+// # Metadata log
+//
+// Rewriting every ledger's record at every Flush costs in proportion to
+// the ledger count (about 55 MB per checkpoint at a million ledgers), so a
+// Flush appends only the records of the ledgers that changed since the
+// previous one (created, given a page, metadata updated, deleted) to
+// INDEX-META-LOG, and rewrites the snapshot only when the log has grown
+// past Options.MetaLogLimit (default: the larger of 1 MiB and the
+// snapshot's size): the snapshot is then rewritten once per its own size
+// of changes, and Open reads at most about twice the snapshot.
+//
+// The log starts with a 24-byte header: magic "MGIL", version u32 (1),
+// generation u64, zero u32, CRC-32C of the first 20 bytes. Blocks follow,
+// one per Flush:
+//
+//	+------+----------------------------------------------------------+
+//	| size | field                                                    |
+//	+------+----------------------------------------------------------+
+//	|    4 | magic "MGLB"                                             |
+//	|    4 | body length B                                            |
+//	|    4 | CRC-32C of the body                                      |
+//	|    4 | body: segment count at the flush                         |
+//	|    4 | change count C                                           |
+//	|    * | C changes, sorted by ledger id: kind u8, then            |
+//	|      |   1: the ledger record (as in the snapshot), replacing   |
+//	|      |      the ledger's record                                 |
+//	|      |   2: ledger id u64, the ledger is deleted                |
+//	+------+----------------------------------------------------------+
+//
+// A log belongs to the snapshot with the same generation. Open applies
+// the blocks of that log, in order, to the snapshot's records. A Flush
+// that writes a snapshot gives it the next generation, then creates the
+// next log (header written and synced under INDEX-META-LOG.tmp, renamed,
+// directory synced); a crash in between leaves a log of the previous
+// generation, which Open ignores (the snapshot holds all of it) and the
+// next Flush replaces with a snapshot and a new log. An index without a
+// log (new, or from version 1) writes a snapshot at its first Flush.
+//
+// Each block is written and synced before the Flush returns and before
+// the next block is written, so an incomplete last block (short, bad
+// magic, length past the end, bad checksum) is a Flush that never
+// returned: Open drops it and truncates the log there. An invalid block
+// followed by a valid one is corruption (ErrCorrupt naming the file and
+// offset), as is a checksummed block that does not decode.
+//
 // # Durability
 //
 // Set writes a slot (an atomic 8-byte store) in the mapped page and marks
-// the page dirty. Flush (1) snapshots the page tables and metadata if any
-// changed, (2) makes the dirty pages durable: in mmap mode one msync
-// (MS_SYNC) per segment over the span from its first to its last dirty
-// page; in heap mode WriteAt of each dirty page and one Sync per segment,
-// then (3) writes the snapshot to INDEX-META.tmp, syncs it, renames it over
-// INDEX-META and syncs the directory. Every page the snapshot references
-// was allocated before it, so its content is durable before the metadata
-// naming it. A new segment is sized, its header written and synced and the
+// the page dirty. Flush (1) encodes the page tables and metadata if any
+// changed (a log block of the changed ledgers, or a whole snapshot), (2)
+// makes the dirty pages durable: in mmap mode one msync (MS_SYNC) per
+// segment over the span from its first to its last dirty page; in heap
+// mode WriteAt of each dirty page and one Sync per segment, then (3)
+// appends the block to the log and syncs it, or writes the snapshot to
+// INDEX-META.tmp, syncs it, renames it over INDEX-META, syncs the
+// directory and starts the next log. Every page the metadata references
+// was allocated before it was encoded, so its content is durable before
+// the metadata naming it. A new segment is sized, its header written and synced and the
 // directory synced before any of its pages is used.
 //
 // Pages freed by Delete are reused only after the Flush that made the

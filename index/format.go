@@ -11,18 +11,23 @@ import (
 
 // Format constants. See doc.go for the layouts.
 const (
-	// Version is the only format version this package reads and writes.
+	// Version is the segment format version (and that of the first
+	// metadata file format, which is still read).
 	Version = 1
+	// MetaVersion is the metadata file version written: 2 adds the
+	// generation that ties a metadata log to its snapshot.
+	MetaVersion = 2
 	// SegmentHeaderSize is the size of a segment file's header; pages
 	// follow it, so they stay aligned for mmap.
 	SegmentHeaderSize  = 4096
 	segHeaderCRCOffset = 20
 	// MetaFile is the name of the metadata file in Options.Dir.
-	MetaFile      = "INDEX-META"
-	metaTmpFile   = "INDEX-META.tmp"
-	metaHeaderLen = 24
-	flagFenced    = 1 << 0
-	flagLAC       = 1 << 1
+	MetaFile        = "INDEX-META"
+	metaTmpFile     = "INDEX-META.tmp"
+	metaHeaderLenV1 = 24
+	metaHeaderLen   = 32
+	flagFenced      = 1 << 0
+	flagLAC         = 1 << 1
 )
 
 var (
@@ -112,6 +117,9 @@ type metaHeader struct {
 	PagesPerSegment uint32
 	Segments        uint32 // segment files that existed at the flush
 	Ledgers         uint32
+	// Generation counts snapshots; the metadata log that continues this
+	// snapshot carries the same number. 0 in a version 1 file.
+	Generation uint64
 }
 
 // ledgerRecord is one ledger in the metadata file.
@@ -125,11 +133,12 @@ type ledgerRecord struct {
 func appendMeta(dst []byte, h metaHeader, ledgers []ledgerRecord) []byte {
 	start := len(dst)
 	dst = append(dst, metaMagic[:]...)
-	dst = binary.LittleEndian.AppendUint32(dst, Version)
+	dst = binary.LittleEndian.AppendUint32(dst, MetaVersion)
 	dst = binary.LittleEndian.AppendUint32(dst, h.SlotsPerPage)
 	dst = binary.LittleEndian.AppendUint32(dst, h.PagesPerSegment)
 	dst = binary.LittleEndian.AppendUint32(dst, h.Segments)
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(ledgers)))
+	dst = binary.LittleEndian.AppendUint64(dst, h.Generation)
 	for _, l := range ledgers {
 		dst = appendLedgerRecord(dst, l)
 	}
@@ -164,14 +173,22 @@ func appendLedgerRecord(dst []byte, l ledgerRecord) []byte {
 
 // decodeMeta decodes and verifies the metadata file.
 func decodeMeta(src []byte) (h metaHeader, ledgers []ledgerRecord, err error) {
-	if len(src) < metaHeaderLen+4 {
+	if len(src) < metaHeaderLenV1+4 {
 		return h, nil, fmt.Errorf("short metadata file (%d bytes): %w", len(src), ErrCorrupt)
 	}
 	body, sum := src[:len(src)-4], binary.LittleEndian.Uint32(src[len(src)-4:])
 	if [4]byte(src[:4]) != metaMagic {
 		return h, nil, fmt.Errorf("bad metadata magic %q: %w", src[:4], ErrCorrupt)
 	}
-	if v := binary.LittleEndian.Uint32(src[4:]); v != Version {
+	hdrLen := metaHeaderLen
+	switch v := binary.LittleEndian.Uint32(src[4:]); v {
+	case Version:
+		hdrLen = metaHeaderLenV1
+	case MetaVersion:
+		if len(body) < metaHeaderLen {
+			return h, nil, fmt.Errorf("short metadata file (%d bytes): %w", len(src), ErrCorrupt)
+		}
+	default:
 		return h, nil, fmt.Errorf("unknown metadata version %d: %w", v, ErrCorrupt)
 	}
 	if crc32c.Checksum(body) != sum {
@@ -181,10 +198,13 @@ func decodeMeta(src []byte) (h metaHeader, ledgers []ledgerRecord, err error) {
 	h.PagesPerSegment = binary.LittleEndian.Uint32(src[12:])
 	h.Segments = binary.LittleEndian.Uint32(src[16:])
 	h.Ledgers = binary.LittleEndian.Uint32(src[20:])
+	if hdrLen == metaHeaderLen {
+		h.Generation = binary.LittleEndian.Uint64(src[24:])
+	}
 	if !geometryOK(int(h.SlotsPerPage), int(h.PagesPerSegment)) {
 		return h, nil, fmt.Errorf("metadata geometry %d slots x %d pages out of range: %w", h.SlotsPerPage, h.PagesPerSegment, ErrCorrupt)
 	}
-	rest := body[metaHeaderLen:]
+	rest := body[hdrLen:]
 	// Each record takes at least 19 bytes: bound the allocation by the input.
 	if uint64(h.Ledgers)*19 > uint64(len(rest)) {
 		return h, nil, fmt.Errorf("metadata claims %d ledgers in %d bytes: %w", h.Ledgers, len(rest), ErrCorrupt)

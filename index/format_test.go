@@ -64,7 +64,7 @@ func TestMetaCodec(t *testing.T) {
 		{name: "ok", corrupt: func(b []byte) []byte { return b }},
 		{name: "short", corrupt: func(b []byte) []byte { return b[:10] }, wantErr: true},
 		{name: "magic", corrupt: func(b []byte) []byte { b[1] = 'x'; return b }, wantErr: true},
-		{name: "version", corrupt: func(b []byte) []byte { b[4] = 2; return b }, wantErr: true},
+		{name: "version", corrupt: func(b []byte) []byte { b[4] = 3; return b }, wantErr: true},
 		{name: "crc", corrupt: func(b []byte) []byte { b[len(b)-1] ^= 1; return b }, wantErr: true},
 		{name: "body bit flip", corrupt: func(b []byte) []byte { b[rec0+3] ^= 1; return b }, wantErr: true},
 		{name: "truncated", corrupt: func(b []byte) []byte { return reseal(b[:len(b)-9]) }, wantErr: true},
@@ -124,7 +124,7 @@ func writeAll(t testing.TB, fs vfs.FS, path string, b []byte) {
 	}
 }
 
-var goldenFiles = []string{"00000000.seg", "00000001.seg", MetaFile}
+var goldenFiles = []string{"00000000.seg", "00000001.seg", MetaFile, MetaLogFile}
 
 // goldenState builds the index the golden files hold: 4 slots per page, 4
 // pages per segment, two segments, a deleted ledger's pages reused.
@@ -186,19 +186,43 @@ func TestGolden(t *testing.T) {
 		}
 	}
 
+	checkGolden(t, "testdata", goldenFiles)
+}
+
+// TestGoldenV1: an index written with version 1 of the metadata file (no
+// generation, no log) opens with the same content, and its first Flush
+// with a change moves it to a version 2 snapshot and a log.
+func TestGoldenV1(t *testing.T) {
+	ix := checkGolden(t, filepath.Join("testdata", "v1"), []string{"00000000.seg", "00000001.seg", MetaFile})
+	if err := ix.Set(5, 0, 0x5_0000_0400); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	h, _, err := decodeMeta(readAll(t, ix.opts.FS, "/r/"+MetaFile))
+	if err != nil || h.Generation != 1 {
+		t.Fatalf("after a flush: generation %d, %v", h.Generation, err)
+	}
+}
+
+// checkGolden opens an index made of the files in dir and checks the
+// golden state; the index is closed when the test ends.
+func checkGolden(t *testing.T, dir string, files []string) *Index {
+	t.Helper()
 	rfs := vfs.NewMem()
-	for _, name := range goldenFiles {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
+	for _, name := range files {
+		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		writeAll(t, rfs, "/r/"+name, b)
 	}
-	ix, err = Open(Options{FS: rfs, Dir: "/r"}) // geometry comes from the files
+	ix, err := Open(Options{FS: rfs, Dir: "/r"}) // geometry comes from the files
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ix.Close()
+	t.Cleanup(func() { ix.Close() })
 	if got := fmt.Sprint(ix.Ledgers()); got != "[1 2 3 4]" {
 		t.Fatalf("Ledgers() = %s, want [1 2 3 4]", got)
 	}
@@ -219,4 +243,5 @@ func TestGolden(t *testing.T) {
 	if !ok || !m.Fenced || string(m.MasterKey) != "master-key" || !bytes.Equal(m.ExplicitLAC, []byte{1, 2, 3}) {
 		t.Fatalf("GetMeta(2) = %+v, %v", m, ok)
 	}
+	return ix
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/magnetar-mq/magnetar/internal/vfs"
 )
 
 const shardCount = 64
@@ -30,8 +32,19 @@ type Index struct {
 	metaDirty atomic.Bool
 	closed    atomic.Bool
 
-	// flushMu serialises Flush and Close.
-	flushMu sync.Mutex
+	// dirty holds the ledgers whose record changed (created, page added,
+	// metadata updated, deleted) since the last Flush took the set.
+	dirty struct {
+		sync.Mutex
+		ids map[int64]struct{}
+	}
+
+	// flushMu serialises Flush and Close; it guards the fields below.
+	flushMu  sync.Mutex
+	gen      uint64   // generation of the current snapshot
+	log      vfs.File // metadata log for gen, nil until a Flush writes a snapshot
+	logOff   int64    // end of the log's last block
+	snapSize int64    // size of the current snapshot
 
 	// mu guards page allocation.
 	mu struct {
@@ -79,6 +92,7 @@ func Open(opts Options) (*Index, error) {
 	for i := range ix.shards {
 		ix.shards[i].ledgers = map[int64]*ledgerState{}
 	}
+	ix.dirty.ids = map[int64]struct{}{}
 	metaPath := filepath.Join(opts.Dir, MetaFile)
 	var ledgers []ledgerRecord
 	metaSegs := uint32(0)
@@ -92,11 +106,16 @@ func Open(opts Options) (*Index, error) {
 			opts.Logger.Info("index: keeping the geometry the index was created with", "slots", ix.slots, "pagesPerSegment", ix.pps)
 		}
 		metaSegs = h.Segments
+		ix.gen, ix.snapSize = h.Generation, int64(len(b))
+		if ledgers, metaSegs, err = ix.openLog(ledgers, metaSegs); err != nil {
+			return nil, err
+		}
 	} else if !errors.Is(err, errNotExist) {
 		return nil, err
 	}
 	segs, err := ix.openSegments(metaSegs)
 	if err != nil {
+		ix.closeLog()
 		return nil, err
 	}
 	ix.segs.Store(&segs)
@@ -104,6 +123,7 @@ func Open(opts Options) (*Index, error) {
 		for _, s := range segs {
 			s.close()
 		}
+		ix.closeLog()
 		return nil, err
 	}
 	total := uint64(len(segs)) * uint64(ix.pps)
@@ -262,7 +282,7 @@ func (ix *Index) withLedger(ledger int64, fn func(ls *ledgerState) error) error 
 			ls.pages.Store(new([]uint32))
 			ls.last.Store(-1)
 			sh.ledgers[ledger] = ls
-			ix.metaDirty.Store(true)
+			ix.markDirty(ledger)
 		}
 		sh.mu.Unlock()
 	}
@@ -338,7 +358,7 @@ func (ix *Index) allocPage(ls *ledgerState, pn int) (uint32, error) {
 	}
 	next[pn] = phys + 1
 	ls.pages.Store(&next)
-	ix.metaDirty.Store(true)
+	ix.markDirty(ls.id)
 	return phys, nil
 }
 
@@ -456,7 +476,7 @@ func (ix *Index) UpdateMeta(ledger int64, fn func(m *Meta)) error {
 		m := ls.meta.clone()
 		fn(&m)
 		ls.meta = m.clone()
-		ix.metaDirty.Store(true)
+		ix.markDirty(ledger)
 		return nil
 	})
 }
@@ -490,7 +510,7 @@ func (ix *Index) Delete(ledger int64) error {
 		}
 	}
 	ix.mu.Unlock()
-	ix.metaDirty.Store(true)
+	ix.markDirty(ledger)
 	return nil
 }
 

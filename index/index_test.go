@@ -411,8 +411,8 @@ func TestManyLedgersFewFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(names) != 8 { // 7 segments + metadata file
-		t.Fatalf("%d files for %d ledgers (%v), want 8", len(names), n, names)
+	if len(names) != 9 { // 7 segments + metadata file + metadata log
+		t.Fatalf("%d files for %d ledgers (%v), want 9", len(names), n, names)
 	}
 	ix, err = Open(Options{FS: fs, Dir: "/ix"})
 	if err != nil {

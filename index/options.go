@@ -37,6 +37,12 @@ type Options struct {
 	NoMmap bool
 	// Logger receives warnings. Nil means no logging.
 	Logger *slog.Logger
+	// MetaLogLimit is the size the metadata log may reach before a Flush
+	// writes a whole snapshot instead of appending its changes (doc.go,
+	// "Metadata log"). Zero means the larger of 1 MiB and the last
+	// snapshot's size, so a Flush writes in proportion to what changed and
+	// the snapshot is rewritten at most once per its own size of changes.
+	MetaLogLimit int64
 }
 
 // EnsureDefaults fills zero fields with defaults.
