@@ -102,6 +102,8 @@ var (
 	descJournalGroups   = prometheus.NewDesc("bookie_journal_groups_total", "Journal groups made durable.", nil, nil)
 	descJournalEntries  = prometheus.NewDesc("bookie_journal_entries_total", "Journal records made durable.", nil, nil)
 	descJournalBytes    = prometheus.NewDesc("bookie_journal_bytes_total", "Journal bytes made durable.", nil, nil)
+	descZeroFilled      = prometheus.NewDesc("bookie_journal_zero_filled_groups_total", "Journal groups written wholly over zeros the zero filler had synced (--journal-zero-fill).", nil, nil)
+	descZeroFillBytes   = prometheus.NewDesc("bookie_journal_zero_fill_bytes_total", "Zeros written ahead of the journal writer (--journal-zero-fill).", nil, nil)
 	descAddLatency      = prometheus.NewDesc("bookie_add_entry_latency_seconds", "Add latency, AddEntry call to durable callback.", nil, nil)
 	descRCHits          = prometheus.NewDesc("bookie_read_cache_hits_total", "Reads served by the read cache.", nil, nil)
 	descRCMisses        = prometheus.NewDesc("bookie_read_cache_misses_total", "Reads that missed the read cache.", nil, nil)
@@ -111,7 +113,7 @@ var (
 	descCheckpoint      = prometheus.NewDesc("bookie_checkpoint_latency_seconds", "Successful checkpoint duration.", nil, nil)
 	descGCRuns          = prometheus.NewDesc("bookie_gc_runs_total", "Garbage-collection passes.", nil, nil)
 	descReadOnlyReason  = prometheus.NewDesc("bookie_read_only_reason", "1 while this reason keeps the bookie read-only.", []string{"reason"}, nil)
-	bookieMetricDescs   = []*prometheus.Desc{descJournalSync, descGroupEntries, descGroupBytes, descJournalGroups, descJournalEntries, descJournalBytes, descAddLatency, descRCHits, descRCMisses, descWCHits, descWCMisses, descEntryLogReads, descCheckpoint, descGCRuns, descReadOnlyReason}
+	bookieMetricDescs   = []*prometheus.Desc{descJournalSync, descGroupEntries, descGroupBytes, descJournalGroups, descJournalEntries, descJournalBytes, descZeroFilled, descZeroFillBytes, descAddLatency, descRCHits, descRCMisses, descWCHits, descWCMisses, descEntryLogReads, descCheckpoint, descGCRuns, descReadOnlyReason}
 	readOnlyReasonNames = func() []string {
 		var n []string
 		for x := roDiskFull; x <= roStorage; x <<= 1 {
@@ -152,6 +154,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		count(descJournalGroups, js.Groups)
 		count(descJournalEntries, js.Entries)
 		count(descJournalBytes, js.Bytes)
+		count(descZeroFilled, js.ZeroFilledGroups)
+		count(descZeroFillBytes, js.ZeroFillBytes)
 	}
 	hist(descAddLatency, s.AddLatency, sec)
 	hist(descCheckpoint, s.CheckpointLatency, sec)

@@ -139,6 +139,7 @@ func TestCollectorScrape(t *testing.T) {
 		"bookie_write_cache_hits_total":                           1,
 		"bookie_write_cache_misses_total":                         0,
 		"bookie_read_cache_hits_total":                            0,
+		"bookie_journal_zero_filled_groups_total":                 0, // zero fill off
 		`bookie_read_only_reason{reason="ledger_storage_failed"}`: 1,
 		`bookie_read_only_reason{reason="disk_full"}`:             0,
 	} {

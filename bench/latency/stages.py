@@ -71,8 +71,10 @@ def main():
         q = quantiles(hb.get(metric, []), ha[metric], 1)
         print(f"{prefix}_{stage}_p50 {q['p50']}")
         print(f"{prefix}_{stage}_p99 {q['p99']}")
-    # GC cycles and GC pause time of the standalone during the interval.
-    for k, name in (("go_gc_duration_seconds_count", "gc_cycles"), ("go_gc_duration_seconds_sum", "gc_pause_ms")):
+    # GC cycles and GC pause time of the standalone during the interval;
+    # journal groups written over zeros (--journal-zero-fill).
+    for k, name in (("go_gc_duration_seconds_count", "gc_cycles"), ("go_gc_duration_seconds_sum", "gc_pause_ms"),
+                    ("bookie_journal_zero_filled_groups_total", "zero_filled_groups")):
         if k in oa:
             v = oa[k] - ob.get(k, 0)
             print(f"{prefix}_{name} {round(v * 1000, 1) if name.endswith('ms') else int(v)}")

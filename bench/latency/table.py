@@ -57,6 +57,7 @@ rows = [
     ("stage: bookie add p50 / p99 (≤ bucket), ms", lambda s: f"{ms(s + '_bookie_add_p50_us')} / {ms(s + '_bookie_add_p99_us')}"),
     ("stage: journal group sync p50 / p99 (≤ bucket), ms", lambda s: f"{ms(s + '_journal_sync_p50_us')} / {ms(s + '_journal_sync_p99_us')}"),
     ("journal groups, entries per group p50 / p99 (≤)", lambda s: f"{num(s + '_journal_sync_n')}, {num(s + '_journal_group_entries_p50')} / {num(s + '_journal_group_entries_p99')}"),
+    ("journal groups written over zeros (--journal-zero-fill)", lambda s: num(s + "_zero_filled_groups")),
     ("standalone GC cycles / pause ms", lambda s: f"{num(s + '_gc_cycles')} / {num(s + '_gc_pause_ms', '{:.1f}')}"),
 ]
 print("| peak rate, msgs/s | – | – | " + num("peak_rate") + " |")
