@@ -218,7 +218,8 @@ func (b *Broker) sampleHistory(now int64) {
 		if t.isClosed() {
 			continue
 		}
-		st := t.stats()
+		// Counters only: no storage read for the backlog's publish time.
+		st := t.statsOpts(false)
 		keep[t.full] = true
 		b.history.record(t.full, b.cfg.HistoryLength, now, counters{
 			msgIn: st.MsgInCounter, bytesIn: st.BytesInCounter,

@@ -834,7 +834,12 @@ func (ml *ManagedLedger) tick(ctx context.Context, now time.Time) {
 	if ml.state == stateReady && ml.shouldRollLocked(now) {
 		ml.startRolloverLocked()
 	}
-	cursors := ml.cursorListLocked()
+	// Unsorted: the tick visits every cursor, in no particular order, on
+	// every loaded ledger ten times a second.
+	cursors := make([]*Cursor, 0, len(ml.cursors))
+	for _, c := range ml.cursors {
+		cursors = append(cursors, c)
+	}
 	trim := ml.cfg.TrimInterval > 0 && now.Sub(ml.lastTrim) >= ml.cfg.TrimInterval
 	if trim {
 		ml.lastTrim = now
