@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Publish and end-to-end latency of a durable standalone, as issue 20 item 1
-# states its targets: pulsar-client-go producers (`magnetar perf`), 200-byte
-# messages, journal fdatasync on, percentiles per 10-second window.
+# states its targets: pulsar-client-go producers and consumer
+# (bench/latency/goclient; CLIENT=magnetar uses `magnetar perf`, the
+# project's own client, instead), 200-byte messages, journal fdatasync on,
+# percentiles per 10-second window.
 #
 # In one run: build magnetar, then RUNS times, each on a fresh standalone:
 #   (peak) max-rate produce for PEAK_DURATION (bench/perf/run.sh's (a)
@@ -26,7 +28,8 @@
 #      PEAK_FLAGS, CONSUME_FLAGS, STANDALONE_FLAGS (extra standalone flags,
 #      e.g. --journal-max-group-wait 1ms for an A/B), MAGNETAR_BIN (skip the
 #      build), OUT (a new /tmp dir), SKIP_PEER=1, SKIP_PEAK=1 (then PEAK
-#      must be given in msgs/s).
+#      must be given in msgs/s), CLIENT (go | magnetar). The *_FLAGS are
+#      `magnetar perf` flags; goclient takes the same names.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 here=$repo/bench/latency
@@ -42,15 +45,18 @@ HALF_FLAGS=${HALF_FLAGS:---num-producers 2 --max-pending 10000 --batch-delay 1ms
 PEAK_FLAGS=${PEAK_FLAGS:---num-producers 2 --max-pending 10000 --batch-delay 10ms --batch-max-messages 2000 --batch-max-bytes 524288 --memory-limit 536870912}
 CONSUME_FLAGS=${CONSUME_FLAGS:---receiver-queue-size 1000}
 STANDALONE_FLAGS=${STANDALONE_FLAGS:-}
+CLIENT=${CLIENT:-go}
 OUT=${OUT:-$(mktemp -d /tmp/magnetar-latency.XXXXXX)}
 mkdir -p "$OUT"
 echo "results in $OUT" >&2
-echo "commit $(git -C "$repo" rev-parse --short HEAD)$(git -C "$repo" diff --quiet HEAD -- . 2>/dev/null || echo ' (+ uncommitted changes)'), $(nproc) cpus, standalone flags: ${STANDALONE_FLAGS:-none}" | tee "$OUT/build.txt" >&2
+echo "commit $(git -C "$repo" rev-parse --short HEAD)$(git -C "$repo" diff --quiet HEAD -- . 2>/dev/null || echo ' (+ uncommitted changes)'), $(nproc) cpus, client $CLIENT, standalone flags: ${STANDALONE_FLAGS:-none}" | tee "$OUT/build.txt" >&2
 
 if [[ -z ${MAGNETAR_BIN:-} ]]; then
   MAGNETAR_BIN="$OUT/magnetar"
   (cd "$repo" && go build -o "$MAGNETAR_BIN" ./cmd/magnetar)
 fi
+GOCLIENT=$OUT/goclient
+(cd "$repo" && go build -o "$GOCLIENT" ./bench/latency/goclient)
 
 # json FILE EXPR: a value of a perf --json summary (python expression on d).
 json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); v=eval(sys.argv[2]); print(round(v) if isinstance(v,float) else v)' "$1" "$2"; }
@@ -86,6 +92,30 @@ start_standalone() { # DIR: sets SVC and ADMIN
 
 perf() { "$MAGNETAR_BIN" perf "$@" --service-url "$SVC" -q --json; }
 
+# produce TOPIC RATE DURATION FLAGS...: publish latency JSON on stdout
+# (RATE 0: as fast as the producers go).
+produce() {
+  local topic=$1 rate=$2 dur=$3; shift 3
+  if [[ $CLIENT == go ]]; then
+    "$GOCLIENT" produce --service-url "$SVC" --topic "$topic" --size $SIZE --rate "$rate" --duration "$dur" --window "$WINDOW" "$@"
+  elif [[ $rate == 0 ]]; then
+    perf produce --topic "$topic" --size $SIZE --test-duration "$dur" --window "$WINDOW" "$@"
+  else
+    perf produce --topic "$topic" --size $SIZE --rate "$rate" --test-duration "$dur" --payload-timestamp --window "$WINDOW" "$@"
+  fi
+}
+
+# tail TOPIC FLAGS...: a tailing consumer's end-to-end latency JSON.
+tail_consume() {
+  local topic=$1; shift
+  if [[ $CLIENT == go ]]; then
+    "$GOCLIENT" consume --service-url "$SVC" --topic "$topic" --subscription tail --window "$WINDOW" --idle-timeout 3s "$@" 2>/dev/null
+  else
+    perf consume --topic "$topic" --subscription-name tail --subscription-position earliest \
+      --payload-timestamp --window "$WINDOW" --idle-timeout 3s --test-duration 600s "$@"
+  fi
+}
+
 # wait_sub TOPIC SUB: until the subscription exists (the consumer is attached).
 wait_sub() {
   for _ in $(seq 300); do
@@ -98,14 +128,13 @@ wait_sub() {
 # fixed_rate KEY RATE FLAGS: a tailing consumer and a producer at RATE.
 fixed_rate() {
   local key=$1 rate=$2 flags=$3 d=$4 topic="lat-$1"
-  perf consume --topic "$topic" --subscription-name tail --subscription-position earliest \
-    --payload-timestamp --window "$WINDOW" --idle-timeout 3s --test-duration 600s $CONSUME_FLAGS >"$d/$key-e2e.json" &
+  # shellcheck disable=SC2086
+  tail_consume "$topic" $CONSUME_FLAGS >"$d/$key-e2e.json" &
   local cpid=$!
   wait_sub "$topic" tail
   curl -s "$ADMIN/metrics" >"$d/$key-metrics-before.txt"
   # shellcheck disable=SC2086
-  perf produce --topic "$topic" --size $SIZE --rate "$rate" --test-duration "$DURATION" \
-    --payload-timestamp --window "$WINDOW" $flags >"$d/$key-pub.json"
+  produce "$topic" "$rate" "$DURATION" $flags >"$d/$key-pub.json"
   curl -s "$ADMIN/metrics" >"$d/$key-metrics-after.txt"
   wait $cpid
   local p=$d/$key-pub.json e=$d/$key-e2e.json
@@ -126,7 +155,7 @@ magnetar_once() { # RUN_DIR: prints key value lines
   if [[ -z ${SKIP_PEAK:-} ]]; then
     curl -s "$ADMIN/metrics" >"$d/peak-metrics-before.txt"
     # shellcheck disable=SC2086
-    perf produce --topic lat-peak --size $SIZE --test-duration "$PEAK_DURATION" --window "$WINDOW" $PEAK_FLAGS >"$d/peak.json"
+    produce lat-peak 0 "$PEAK_DURATION" $PEAK_FLAGS >"$d/peak.json"
     curl -s "$ADMIN/metrics" >"$d/peak-metrics-after.txt"
     peak=$(json "$d/peak.json" "d['msgs_per_sec']")
     echo "peak_rate $peak"

@@ -88,6 +88,15 @@ func (w *windows) close(now time.Time) {
 	w.start = now
 }
 
+// StartWindows starts per-window latencies on s, as Common.Window does for
+// the runs of this package, for drivers built on another client
+// (bench/latency/goclient). Call the returned func with the time the
+// workers returned; the windows are then in Summary.
+func (s *Stats) StartWindows(size time.Duration) func(end time.Time) {
+	w := startWindows(s, size)
+	return func(end time.Time) { s.windows = w.finish(end) }
+}
+
 // finish stops the ticker, closes the last window at end if it is at
 // least half a window long (a shorter tail holds too few samples to
 // compare with the others; it is dropped) and returns the windows.
