@@ -31,7 +31,7 @@ func addBookieTuningFlags(cmd *cobra.Command, t *bookieTuning) {
 	fl.Float64Var(&t.diskUsageLWM, "disk-usage-lwm-threshold", 0.90, "a read-only bookie turns writable again once every disk is below this fraction (diskUsageLwmThreshold)")
 	fl.DurationVar(&t.diskCheckInterval, "disk-check-interval", 10*time.Second, "period of the disk usage check (diskCheckInterval); adds trigger earlier checks near the threshold")
 	fl.BoolVar(&t.journalDirectIO, "journal-direct-io", false, "write the journal with O_DIRECT in aligned groups, bypassing the page cache (journalDirectIO)")
-	fl.BoolVar(&t.journalZeroFill, "journal-zero-fill", false, "write zeros into the journal file a few MiB ahead of the writer, off its path, so that each group's fdatasync flushes data without file-system metadata")
+	fl.BoolVar(&t.journalZeroFill, "journal-zero-fill", true, "write zeros into the journal file a few MiB ahead of the writer, off its path, so that each group's fdatasync flushes data without file-system metadata (=false to turn off)")
 	fl.IntVar(&t.journalAlignment, "journal-alignment-size", 4096, "alignment of O_DIRECT journal writes in bytes, a power of two from 512 (journalAlignmentSize)")
 	fl.Int64Var(&t.entryLogFlushBytes, "flush-entrylog-bytes", 0, "pace entry-log writeback during checkpoints in steps of this many bytes, 0 = off (flushEntrylogBytes)")
 	fl.DurationVar(&t.gcWaitTime, "gc-wait-time", time.Minute, "period of entry-log garbage collection and compaction (gcWaitTime); on a full disk it also runs after every ledger delete")
