@@ -427,30 +427,22 @@ func (t *topic) compactionBacklogBytes() int64 {
 // compactionLoop starts the compaction of loaded topics whose backlog
 // after the horizon is above their namespace's compaction_threshold.
 func (b *Broker) compactionLoop() {
-	defer b.wg.Done()
-	tk := time.NewTicker(b.cfg.CompactionMonitorInterval)
-	defer tk.Stop()
-	for {
-		select {
-		case <-b.done:
-			return
-		case <-tk.C:
-			for _, t := range b.loadedTopics("") {
-				if !t.persistent() {
-					continue
-				}
-				p := b.namespacePolicies(t.name.NamespaceName())
-				if p == nil || p.CompactionThreshold == nil || *p.CompactionThreshold <= 0 {
-					continue
-				}
-				if t.compactionBacklogBytes() > *p.CompactionThreshold {
-					if err := t.startCompaction(); err != nil && !errors.Is(err, ErrCompactionRunning) {
-						b.log.Warn("threshold compaction", "topic", t.full, "err", err)
-					}
+	b.every(b.cfg.CompactionMonitorInterval, func(time.Time) {
+		for _, t := range b.loadedTopics("") {
+			if !t.persistent() {
+				continue
+			}
+			p := b.namespacePolicies(t.name.NamespaceName())
+			if p == nil || p.CompactionThreshold == nil || *p.CompactionThreshold <= 0 {
+				continue
+			}
+			if t.compactionBacklogBytes() > *p.CompactionThreshold {
+				if err := t.startCompaction(); err != nil && !errors.Is(err, ErrCompactionRunning) {
+					b.log.Warn("threshold compaction", "topic", t.full, "err", err)
 				}
 			}
 		}
-	}
+	})
 }
 
 // partitionsOf returns the partitions of a partitioned topic name, or

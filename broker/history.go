@@ -195,20 +195,11 @@ func (h *history) get(name string) []Sample {
 // historyLoop samples every loaded topic each HistoryInterval until the
 // broker closes (not at all with a negative interval).
 func (b *Broker) historyLoop() {
-	defer b.wg.Done()
 	if b.cfg.HistoryInterval < 0 {
+		b.wg.Done()
 		return
 	}
-	tk := time.NewTicker(b.cfg.HistoryInterval)
-	defer tk.Stop()
-	for {
-		select {
-		case <-b.done:
-			return
-		case now := <-tk.C:
-			b.sampleHistory(now.UnixMilli())
-		}
-	}
+	b.every(b.cfg.HistoryInterval, func(now time.Time) { b.sampleHistory(now.UnixMilli()) })
 }
 
 // sampleHistory records one sample of every loaded topic at now.

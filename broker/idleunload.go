@@ -101,17 +101,7 @@ func (b *Broker) unloadIdleTopics(now time.Time) int {
 
 // idleUnloadLoop runs unloadIdleTopics until the broker closes.
 func (b *Broker) idleUnloadLoop() {
-	defer b.wg.Done()
-	tk := time.NewTicker(b.cfg.idleCheckInterval())
-	defer tk.Stop()
-	for {
-		select {
-		case <-b.done:
-			return
-		case now := <-tk.C:
-			b.unloadIdleTopics(now)
-		}
-	}
+	b.every(b.cfg.idleCheckInterval(), func(now time.Time) { b.unloadIdleTopics(now) })
 }
 
 // isClosing reports whether Close has begun.

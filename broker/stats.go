@@ -88,18 +88,27 @@ func (w *rateWindow) get() [winCount]float64 {
 // statsLoop rolls the rate windows of every loaded topic until the
 // broker closes.
 func (b *Broker) statsLoop() {
+	b.every(b.cfg.StatsUpdateInterval, func(now time.Time) {
+		for _, t := range b.loadedTopics("") {
+			t.rollStats(now)
+			t.txnTick()
+		}
+	})
+}
+
+// every calls fn with the tick time every d until the broker closes,
+// then marks its goroutine done (b.wg). The broker's periodic loops run
+// on it.
+func (b *Broker) every(d time.Duration, fn func(now time.Time)) {
 	defer b.wg.Done()
-	tk := time.NewTicker(b.cfg.StatsUpdateInterval)
+	tk := time.NewTicker(d)
 	defer tk.Stop()
 	for {
 		select {
 		case <-b.done:
 			return
 		case now := <-tk.C:
-			for _, t := range b.loadedTopics("") {
-				t.rollStats(now)
-				t.txnTick()
-			}
+			fn(now)
 		}
 	}
 }

@@ -282,21 +282,16 @@ func (j *Journal) write(g *group) error {
 		}
 	}
 	g.fileID, g.off = j.fileID, j.off
+	at, bufs := j.off, g.chunks
 	if d := j.direct; d != nil {
-		at, buf := d.stageGroup(j.off, g.chunks, g.size)
-		if j.zero != nil {
-			j.zero.claim(at, end)
-		}
-		if err := j.w.Submit(at, [][]byte{buf}, !j.opts.NoSync); err != nil {
-			return err
-		}
-		j.off += n
-		return nil
+		var buf []byte
+		at, buf = d.stageGroup(j.off, g.chunks, g.size)
+		bufs = [][]byte{buf}
 	}
 	if j.zero != nil {
-		j.zero.claim(j.off, end)
+		j.zero.claim(at, end)
 	}
-	if err := j.w.Submit(j.off, g.chunks, !j.opts.NoSync); err != nil {
+	if err := j.w.Submit(at, bufs, !j.opts.NoSync); err != nil {
 		return err
 	}
 	j.off += n

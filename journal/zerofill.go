@@ -36,8 +36,7 @@ type zeroFiller struct {
 
 	mu      sync.Mutex
 	cond    sync.Cond
-	f       vfs.File // current file, nil between files
-	gen     uint64   // bumped per file, so a fill of an old file is dropped
+	f       vfs.File // current file, nil between files; setFile waits for the chunk in flight
 	zeroed  int64    // [.., zeroed) holds zeros or records
 	wend    int64    // writer's end (padded, with DirectIO)
 	limit   int64    // preallocated end: never fill past it
@@ -81,7 +80,6 @@ func (z *zeroFiller) setFile(f vfs.File, end, limit int64) {
 	for z.fill[0] != z.fill[1] {
 		z.cond.Wait()
 	}
-	z.gen++
 	z.f, z.zeroed, z.wend, z.limit, z.failed, z.refill = f, end, end, limit, false, f != nil
 	z.cond.Broadcast()
 }
@@ -134,7 +132,7 @@ func (z *zeroFiller) close() {
 	<-z.done
 }
 
-// next returns the chunk to fill now, if any. z.mu is held.
+// nextLocked returns the chunk to fill now, if any. z.mu is held.
 func (z *zeroFiller) nextLocked() (start, stop int64, ok bool) {
 	if z.f == nil || z.failed || !z.refill {
 		return 0, 0, false
@@ -175,7 +173,7 @@ func (z *zeroFiller) loop() {
 			z.cond.Wait()
 			continue
 		}
-		f, gen := z.f, z.gen
+		f := z.f
 		z.fill = [2]int64{start, stop}
 		z.mu.Unlock()
 		_, err := f.WriteAt(z.buf[:stop-start], start)
@@ -184,19 +182,15 @@ func (z *zeroFiller) loop() {
 		}
 		z.mu.Lock()
 		z.fill = [2]int64{}
-		if gen == z.gen {
-			if err != nil {
-				// Not fatal: the writer just keeps writing into
-				// preallocated space. The journal's own write or sync
-				// reports a failing disk.
-				z.failed = true
-				z.logger.Warn("journal: zero fill stopped", "file", f.Name(), "offset", start, "error", err)
-			} else {
-				z.zeroBytes.Add(uint64(stop - start))
-				if stop > z.zeroed {
-					z.zeroed = stop
-				}
-			}
+		if err != nil {
+			// Not fatal: the writer just keeps writing into preallocated
+			// space. The journal's own write or sync reports a failing
+			// disk.
+			z.failed = true
+			z.logger.Warn("journal: zero fill stopped", "file", f.Name(), "offset", start, "error", err)
+		} else {
+			z.zeroBytes.Add(uint64(stop - start))
+			z.zeroed = max(z.zeroed, stop)
 		}
 		z.cond.Broadcast()
 	}
