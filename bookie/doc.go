@@ -164,7 +164,7 @@
 // bookie_read_only itself is left to the embedder, the broker derives it
 // from IsReadOnly). Updates are atomics and lock-free histograms: per add
 // one clock read at AddEntry and one in the completion; per group (on the
-// journal's completer) the sync latency and sizes.
+// journal's committer goroutine) the sync latency and sizes.
 //
 // # Concurrency
 //

@@ -33,7 +33,7 @@
 // of copying it: the write reads it from the caller's memory, which the
 // caller keeps unmodified until the record's completion ran. The bytes on
 // disk are the same either way. Append
-// blocks while MaxQueuedBytes are appended but not completed. One writer goroutine hands a ready group to
+// blocks while MaxQueuedBytes are appended but not completed. One committer goroutine hands a ready group to
 // commitEnv.write (uring.Writer.Submit: write + linked fdatasync) and
 // starts a new one; at most one group is in flight. A group is ready when
 // its first record waited MaxGroupWait, when it holds MaxGroupBytes or
@@ -44,10 +44,14 @@
 // is where the throughput comes from: the cost of a sync is shared by
 // everything that arrived during the previous one.
 //
-// One completer goroutine waits for each written group (uring Wait), tells
-// the writer the slot is free, publishes the new durable end (End), then
-// calls the group's completions in order, so every acknowledged position
-// is a valid Checkpoint. Sync is a barrier that writes nothing: its
+// The same goroutine then waits for the written group (uring Wait), writes
+// the next group if one is ready (so the disk syncs it meanwhile),
+// publishes the finished group's durable end (End), then calls its
+// completions in order, so every acknowledged position is a valid
+// Checkpoint. One goroutine for both, rather than a writer and a
+// completer, saves two hand-offs between goroutines (thread wake-ups,
+// costly in a virtual machine) per group; a record that arrives while
+// completions run waits for them, as it would for the sync in flight. Sync is a barrier that writes nothing: its
 // completion runs after those of every record appended before it, with
 // the position just past the last of them (at once when nothing is
 // pending).
@@ -67,8 +71,8 @@
 // Stats reports groups, records and bytes made durable and histograms
 // (Histogram: fixed buckets of atomics, no lock, no allocation) of the
 // per-group sync latency (from handing the group to write+fdatasync to the
-// sync returning) and of group sizes in records and bytes. The completer
-// updates them once per group; appenders pay nothing. SyncedAt is the
+// sync returning) and of group sizes in records and bytes. The committer
+// goroutine updates them once per group; appenders pay nothing. SyncedAt is the
 // Nanotime at which the newest group's sync returned, so a Completion can
 // time its record without reading the clock.
 //

@@ -52,8 +52,7 @@ type Journal struct {
 	opts Options
 	c    *committer
 
-	// Owned by the writer goroutine (commitEnv.write). w is read by the
-	// completer in wait, ordered by the group hand-off.
+	// Owned by the committer goroutine (commitEnv.write and wait).
 	f        vfs.File
 	w        uring.Writer
 	fileID   uint64

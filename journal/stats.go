@@ -102,7 +102,7 @@ type Stats struct {
 }
 
 // commitStats is the committer's instrumentation, updated once per group
-// by the completer goroutine.
+// by the committer goroutine.
 type commitStats struct {
 	groups, entries, bytes atomic.Uint64
 	syncedAt               atomic.Int64 // Nanotime when the last group's sync returned

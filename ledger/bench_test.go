@@ -93,6 +93,9 @@ func init() {
 	if os.Getenv("BENCH_NOSYNC") != "" {
 		benchNoSync = true
 	}
+	if os.Getenv("BENCH_ZEROFILL") != "" {
+		benchZeroFill = true
+	}
 }
 
 // BenchmarkAddHeadroom compares, on one in-process bookie, adds of fresh

@@ -28,12 +28,17 @@ func openStore(t testing.TB) metadata.Store {
 // benchNoSync turns off the journal's fdatasync (BENCH_NOSYNC=1).
 var benchNoSync bool
 
+// benchZeroFill turns on the journal's zero fill (BENCH_ZEROFILL=1), as
+// `magnetar bookie` and `magnetar standalone` run by default.
+var benchZeroFill bool
+
 // benchWriteCache is the bookies' write cache size.
 var benchWriteCache int64 = 4 << 20
 
 func bookieOptions(fs vfs.FS, dir string) bookie.Options {
 	return bookie.Options{
 		JournalNoSync:       benchNoSync,
+		JournalZeroFill:     benchZeroFill,
 		FS:                  fs,
 		JournalDir:          dir + "/journal",
 		LedgerDirs:          []string{dir + "/ledgers"},
