@@ -17,8 +17,10 @@ import (
 // whole client: E=3/Qw=2/Qa=2 over loopback TCP against E=Qw=Qa=1 over
 // loopback and in process, for 100 B and 64 KiB entries, with up to
 // `window` adds outstanding (BENCH_WINDOW, default 256). Bookies journal on the test's temp dir with
-// fdatasync (durable) unless BENCH_NOSYNC is set. Reports p50/p99 add
-// latency in µs.
+// fdatasync (durable) unless BENCH_NOSYNC is set, with the journal zero
+// fill if BENCH_ZEROFILL is set; the client keeps one connection per
+// bookie (its default) unless BENCH_CONNS says otherwise. Reports p50/p99
+// add latency in µs.
 func BenchmarkAdd(b *testing.B) {
 	window := 256
 	if w, err := strconv.Atoi(os.Getenv("BENCH_WINDOW")); err == nil && w > 0 {
@@ -26,6 +28,10 @@ func BenchmarkAdd(b *testing.B) {
 	}
 	defer func(old int64) { benchWriteCache = old }(benchWriteCache)
 	benchWriteCache = 256 << 20
+	// One connection per bookie, the client's default (BookKeeper's
+	// numChannelsPerBookie), unless BENCH_CONNS says otherwise.
+	defer func(old int) { benchConns = old }(benchConns)
+	benchConns = max(benchConnsEnv, 1)
 	configs := []struct {
 		name    string
 		bookies int
@@ -95,6 +101,9 @@ func init() {
 	}
 	if os.Getenv("BENCH_ZEROFILL") != "" {
 		benchZeroFill = true
+	}
+	if n, err := strconv.Atoi(os.Getenv("BENCH_CONNS")); err == nil && n > 0 {
+		benchConnsEnv = n
 	}
 }
 

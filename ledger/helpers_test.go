@@ -171,3 +171,8 @@ func checkEntries(t testing.TB, r interface {
 		}
 	}
 }
+
+// benchConns is the net clusters' connections per bookie: 2 in tests
+// (pooling is exercised); BenchmarkAdd uses benchConnsEnv (BENCH_CONNS),
+// else 1, the client's default.
+var benchConns, benchConnsEnv = 2, 0

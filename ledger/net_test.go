@@ -62,7 +62,7 @@ func newNetClusterFS(t testing.TB, n int, faultFS bool) *netCluster {
 // client returns a new ledger client with its own connections.
 func (nc *netCluster) client(opts ledger.Options) (*ledger.Client, *ledger.NetResolver) {
 	nc.t.Helper()
-	res := ledger.NewNetResolver(ledger.NetOptions{RequestTimeout: 15 * time.Second, ConnsPerBookie: 2})
+	res := ledger.NewNetResolver(ledger.NetOptions{RequestTimeout: 15 * time.Second, ConnsPerBookie: benchConns})
 	nc.t.Cleanup(func() { res.Close() })
 	if opts.Bookies == nil {
 		opts.Bookies = nc.addrs
