@@ -9,6 +9,11 @@
 //
 // Prints p50/p90/p99/p999 per way and round. DIR must be on the device
 // under test (default: the current directory).
+//
+// With -streams K1,K2,... it measures instead K concurrent loops of 4 KiB
+// write + fdatasync, each into its own prezeroed file (K bookie journals
+// sharing one disk, as the replicated-ledger benchmark runs them): total
+// and per-stream syncs/s and the latency over all streams, per K and round.
 package main
 
 import (
@@ -17,6 +22,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -82,11 +90,61 @@ func run(name string, direct, prezero, keepSize bool) {
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
 var (
-	bg    = os.Getenv("BG") != ""
-	dir   = flag.String("dir", ".", "directory on the device under test")
-	count = flag.Int("n", 3000, "writes per way and round")
-	round = flag.Int("rounds", 2, "rounds")
+	bg      = os.Getenv("BG") != ""
+	dir     = flag.String("dir", ".", "directory on the device under test")
+	count   = flag.Int("n", 3000, "writes per way and round")
+	round   = flag.Int("rounds", 2, "rounds")
+	streams = flag.String("streams", "", "comma-separated stream counts: concurrent write+fdatasync loops on separate files")
 )
+
+// runStreams runs k concurrent loops of count writes + fdatasync, each on
+// its own prezeroed file.
+func runStreams(k int) {
+	n := *count
+	lat := make([][]time.Duration, k)
+	files := make([]*os.File, k)
+	buf := aligned(sz)
+	for s := range k {
+		f, err := os.OpenFile(filepath.Join(*dir, fmt.Sprintf("fsync-bench.%d", s)), os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o644)
+		if err != nil {
+			panic(err)
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		z := make([]byte, 1<<20)
+		for off := int64(0); off < int64(n*sz); off += int64(len(z)) {
+			f.WriteAt(z, off)
+		}
+		f.Sync()
+		files[s] = f
+	}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for s, f := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < n; i++ {
+				t := time.Now()
+				if _, err := f.WriteAt(buf, int64(i*sz)); err != nil {
+					panic(err)
+				}
+				unix.Fdatasync(int(f.Fd()))
+				lat[s] = append(lat[s], time.Since(t))
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start).Seconds()
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	sort.Slice(all, func(a, b int) bool { return all[a] < all[b] })
+	m := len(all)
+	fmt.Printf("streams=%d  syncs/s total %6.0f  per stream %6.0f  p50 %6.3f p99 %6.3f ms\n",
+		k, float64(m)/el, float64(n)/el, ms(all[m/2]), ms(all[m*99/100]))
+}
 
 func background(stop chan struct{}) {
 	bgPath := filepath.Join(*dir, "fsync-bench.bg")
@@ -112,6 +170,18 @@ func background(stop chan struct{}) {
 
 func main() {
 	flag.Parse()
+	if *streams != "" {
+		for r := 0; r < *round; r++ {
+			for _, f := range strings.Split(*streams, ",") {
+				k, err := strconv.Atoi(f)
+				if err != nil || k < 1 {
+					panic("bad -streams value " + f)
+				}
+				runStreams(k)
+			}
+		}
+		return
+	}
 	if bg {
 		stop := make(chan struct{})
 		go background(stop)
