@@ -61,7 +61,7 @@ type Journal struct {
 	direct   *directState // DirectIO only
 	zero     *zeroFiller  // ZeroFill only
 
-	writerKind atomic.Pointer[string] // "io_uring" or "pwrite"
+	writerKind atomic.Pointer[string] // "io_uring", "pwrite" or "io_uring+pwrite"
 
 	markMu sync.Mutex // serializes Checkpoint; guards mark
 	mark   Position
@@ -390,7 +390,7 @@ func (j *Journal) AppendFunc(rec Record, done func(Position, error)) {
 // NoSync; results measured that way must be labelled "not durable").
 func (j *Journal) Durable() bool { return !j.opts.NoSync }
 
-// WriterKind names the durable-write path in use ("io_uring" or "pwrite"),
+// WriterKind names the durable-write path in use ("io_uring", "pwrite" or "io_uring+pwrite"),
 // for benchmark labels and logs.
 func (j *Journal) WriterKind() string { return *j.writerKind.Load() }
 

@@ -30,7 +30,9 @@ type Options struct {
 	Dir string
 	// FS is the file system. Nil means vfs.NewOS().
 	FS vfs.FS
-	// WriterMode selects the durable-write path (io_uring or pwrite).
+	// WriterMode selects the durable-write path: io_uring, pwrite, or
+	// (ModeAuto, the default) io_uring for large groups and pwrite for
+	// small ones where io_uring works, pwrite elsewhere.
 	WriterMode uring.Mode
 	// Logger receives torn-tail repairs and failures. Nil discards.
 	Logger *slog.Logger

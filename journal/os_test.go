@@ -21,8 +21,12 @@ func TestOSFS(t *testing.T) {
 			o.WriterMode = mode
 			o.MaxFileSize = 64 << 10
 			j := mustOpen(t, o)
-			if mode == uring.ModePwrite && j.WriterKind() != "pwrite" {
-				t.Fatalf("WriterKind = %q with ModePwrite", j.WriterKind())
+			want := map[uring.Mode]string{uring.ModePwrite: "pwrite", uring.ModeUring: "io_uring", uring.ModeAuto: "pwrite"}[mode]
+			if mode == uring.ModeAuto && uring.Available() {
+				want = "io_uring+pwrite" // large groups through io_uring, small ones through pwrite
+			}
+			if j.WriterKind() != want {
+				t.Fatalf("WriterKind = %q with %v, want %q", j.WriterKind(), mode, want)
 			}
 			recs := makeRecords(300, 500, 3)
 			pos := appendAll(t, j, recs[:150])

@@ -76,7 +76,7 @@ When it is serving it prints one line to stdout:
 	fl.StringVar(&f.journalDir, "journal-dir", "", "journal directory (default DATA/journal)")
 	fl.StringSliceVar(&f.ledgerDirs, "ledger-dirs", nil, "ledger directories, comma-separated (default DATA/ledgers)")
 	fl.BoolVar(&f.noSync, "journal-no-sync", false, "skip fdatasync in the journal (NOT DURABLE; benchmarks only)")
-	fl.StringVar(&f.writeMode, "journal-write-mode", "auto", "journal write path: auto, uring or pwrite")
+	fl.StringVar(&f.writeMode, "journal-write-mode", "auto", "journal write path: auto (io_uring for groups of 64 KiB and more, pwrite for smaller ones), uring or pwrite")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	addBookieTuningFlags(cmd, &f.bookie)

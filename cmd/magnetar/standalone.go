@@ -81,7 +81,7 @@ When both are ready it prints one line to stdout:
 	fl.IntVar(&f.maxMessageSize, "max-message-size", 5<<20, "largest message (frame) accepted, in bytes")
 	fl.BoolVar(&f.dedup, "dedup", false, "drop re-sent messages by producer name and sequence id")
 	fl.BoolVar(&f.noSync, "journal-no-sync", false, "skip fdatasync in the journal (NOT DURABLE; benchmarks only)")
-	fl.StringVar(&f.writeMode, "journal-write-mode", "auto", "journal write path: auto, uring or pwrite")
+	fl.StringVar(&f.writeMode, "journal-write-mode", "auto", "journal write path: auto (io_uring for groups of 64 KiB and more, pwrite for smaller ones), uring or pwrite")
 	fl.BoolVar(&f.noFunctions, "no-functions-worker", false, "do not run the in-process function worker (/admin/v3/functions, sources, sinks)")
 	addBookieTuningFlags(cmd, &f.bookie)
 	f.svc.register(fl, "standalone")

@@ -8,12 +8,14 @@ import (
 
 // NewWriter returns a Writer for f according to mode:
 //
-//   - ModeAuto: io_uring when f implements vfs.Fder and Available() is true
-//     (and the ring can be set up), pwrite otherwise.
+//   - ModeAuto: when f implements vfs.Fder and Available() is true (and the
+//     ring can be set up), io_uring for groups of HybridThreshold bytes and
+//     more and pwrite for smaller ones (hybrid.go); pwrite otherwise.
 //   - ModeUring: io_uring, or an error wrapping ErrUnavailable.
 //   - ModePwrite: WriteAt (pwritev(2) when f implements vfs.Fder) + Sync.
 //
-// The returned Writer implements fmt.Stringer: "io_uring" or "pwrite". It
+// The returned Writer implements fmt.Stringer: "io_uring", "pwrite" or
+// "io_uring+pwrite" (ModeAuto's hybrid). It
 // does not own f: Close leaves f open, and f must stay open until then.
 func NewWriter(f vfs.File, mode Mode) (Writer, error) {
 	switch mode {
@@ -39,6 +41,9 @@ func NewWriter(f vfs.File, mode Mode) (Writer, error) {
 				return newPwriteWriter(f), nil
 			}
 			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		if mode == ModeAuto {
+			return &hybridWriter{u: w, p: newPwriteWriter(f)}, nil
 		}
 		return w, nil
 	default:

@@ -81,7 +81,7 @@ func writerCases() []writerCase {
 	if Available() {
 		cs = append(cs,
 			writerCase{"uring/os", ModeUring, osFile, "io_uring"},
-			writerCase{"auto/os", ModeAuto, osFile, "io_uring"},
+			writerCase{"auto/os", ModeAuto, osFile, "io_uring+pwrite"},
 		)
 	} else {
 		cs = append(cs, writerCase{"auto/os", ModeAuto, osFile, "pwrite"})

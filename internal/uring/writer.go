@@ -23,7 +23,8 @@ type Writer interface {
 type Mode int
 
 const (
-	// ModeAuto uses io_uring when the file has a descriptor and the kernel
+	// ModeAuto uses io_uring (for groups of HybridThreshold bytes and more;
+	// pwrite for smaller ones) when the file has a descriptor and the kernel
 	// allows io_uring, and pwrite+fdatasync otherwise.
 	ModeAuto Mode = iota
 	// ModeUring requires io_uring.
