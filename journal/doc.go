@@ -150,7 +150,8 @@
 // the current file, in chunks of 256 KiB each followed by an fdatasync,
 // keeping up to zeroAhead (half a preallocation step, at most 4 MiB) of
 // zeros ahead of the writer, so group writes are overwrites of written
-// blocks and their fdatasync flushes data only. The filler never writes
+// blocks and their fdatasync flushes data only (with NoSync there is no
+// fdatasync to spare, and ZeroFill is ignored). The filler never writes
 // below the writer's end, and the writer waits while the one chunk in
 // flight overlaps its group, so the two never write the same bytes. It
 // refills once the lead fell below half, so it wakes once per half lead,

@@ -98,7 +98,7 @@ func Open(opts Options) (*Journal, error) {
 		return nil, err
 	}
 	j := &Journal{opts: opts, mark: mark}
-	if opts.ZeroFill && opts.PreallocSize > 0 {
+	if opts.ZeroFill && opts.PreallocSize > 0 && !opts.NoSync {
 		j.zero = newZeroFiller(zeroAhead(opts), opts.Alignment, opts.Logger)
 	}
 	id := max(res.lastFileID, mark.FileID) + 1

@@ -81,7 +81,9 @@ type Options struct {
 	// that group writes overwrite written blocks and their fdatasync
 	// commits no file-system metadata: see doc.go, "Zero fill". A writer
 	// that overtakes the filler (a journal near its disk's bandwidth)
-	// pauses it for a second at a time. Needs PreallocSize > 0.
+	// pauses it for a second at a time. Needs PreallocSize > 0; ignored
+	// with NoSync (there is no fdatasync to spare the metadata of, and the
+	// filler's own syncs would be the journal's only ones).
 	ZeroFill bool
 
 	// NoSync skips fdatasync: completions fire after the write reaches the

@@ -168,3 +168,22 @@ func TestZeroFillOvertaken(t *testing.T) {
 		t.Fatal("claim after the chunk: not over zeros")
 	}
 }
+
+// TestZeroFillOffWithoutSync: with NoSync the journal syncs nothing, so
+// ZeroFill is ignored: no filler, no zeros written.
+func TestZeroFillOffWithoutSync(t *testing.T) {
+	o := DefaultOptions(filepath.Join(t.TempDir(), "journal"))
+	o.ZeroFill, o.NoSync = true, true
+	o.PreallocSize = 1 << 20
+	j := mustOpen(t, o)
+	if j.zero != nil {
+		t.Fatal("zero filler started with NoSync")
+	}
+	appendAll(t, j, makeRecords(50, 4<<10, 1))
+	if st := j.Stats(); st.ZeroFillBytes != 0 || st.ZeroFilledGroups != 0 {
+		t.Fatalf("zero fill stats with NoSync: %d bytes, %d groups", st.ZeroFillBytes, st.ZeroFilledGroups)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
