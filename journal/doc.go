@@ -156,9 +156,10 @@
 // flight overlaps its group, so the two never write the same bytes. It
 // refills once the lead fell below half, so it wakes once per half lead,
 // not per group; the writer extends the preallocation that far ahead.
-// When the writer overtakes it (a journal running near the disk's
-// bandwidth, where large groups gain little and the zeros would double the
-// bytes written), the filler pauses for a second. A failed fill is logged
+// When the writer overtakes it, or writes a group of 64 KiB or more
+// (zeroBusyGroup: a busy journal, whose large groups gain little and for
+// which the zeros would double the bytes written and the CPU spent), the
+// filler pauses for a second. A failed fill is logged
 // and ends filling for that file; the writer's own writes report a failing
 // disk. The zeros past the last record read as a torn tail after a crash,
 // as DirectIO padding does, and a file left (roll, Close) is truncated to

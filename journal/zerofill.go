@@ -19,6 +19,14 @@ const zeroChunk = 256 << 10
 // bandwidth.
 const zeroBackoff = time.Second
 
+// zeroBusyGroup is the group size from which the writer pauses the filler
+// for zeroBackoff, as when overtaken: a journal writing groups this large
+// is busy, each fdatasync's metadata commit is shared by many records, and
+// the zeros would only double the disk bandwidth and CPU its writes take
+// (the journal's io_uring threshold, uring.HybridThreshold, is the same
+// size).
+const zeroBusyGroup = 64 << 10
+
 // zeroFiller writes zeros, and syncs them, into the current journal file
 // ahead of the writer (Options.ZeroFill; see doc.go, "Zero fill"). A group
 // write into blocks that hold data already (the zeros) is a plain
@@ -108,8 +116,10 @@ func (z *zeroFiller) claim(off, end int64) bool {
 	filled := end <= z.zeroed
 	if filled {
 		z.filledGroups.Add(1)
-	} else if z.f != nil && !z.failed {
-		// Overtaken: the filler can not keep ahead; let the writer run on
+	}
+	if (!filled || end-off >= zeroBusyGroup) && z.f != nil && !z.failed {
+		// Overtaken (the filler can not keep ahead), or a large group (a
+		// busy journal gains little from zeros): let the writer run on
 		// unzeroed space for a while.
 		z.pauseTo = time.Now().Add(zeroBackoff)
 	}

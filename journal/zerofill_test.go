@@ -169,6 +169,35 @@ func TestZeroFillOvertaken(t *testing.T) {
 	}
 }
 
+// TestZeroFillBusyPause: a group of zeroBusyGroup bytes or more pauses the
+// filler even when it was written over zeros; smaller groups over zeros
+// do not.
+func TestZeroFillBusyPause(t *testing.T) {
+	f, err := vfs.NewMem().Create("/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := newZeroFiller(4*zeroChunk, 1, nil)
+	defer z.close()
+	z.setFile(f, 32, 8*zeroChunk)
+	z.waitIdle()
+	paused := func() bool {
+		z.mu.Lock()
+		defer z.mu.Unlock()
+		return time.Until(z.pauseTo) > zeroBackoff/2
+	}
+	if !z.claim(32, 32+zeroBusyGroup-1) || paused() {
+		t.Fatal("small group over zeros: not filled, or the filler paused")
+	}
+	off := int64(32 + zeroBusyGroup - 1)
+	if !z.claim(off, off+zeroBusyGroup) {
+		t.Fatal("large group over zeros not reported as filled")
+	}
+	if !paused() {
+		t.Fatal("large group did not pause the filler")
+	}
+}
+
 // TestZeroFillOffWithoutSync: with NoSync the journal syncs nothing, so
 // ZeroFill is ignored: no filler, no zeros written.
 func TestZeroFillOffWithoutSync(t *testing.T) {
