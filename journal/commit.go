@@ -432,7 +432,7 @@ func (c *committer) loop() {
 // loopState is the committer goroutine's own state.
 type loopState struct {
 	inflight *group   // written, not yet waited for
-	unwrit   []*group // failed without being written, to complete after inflight's predecessor
+	unwrit   []*group // failed without being written; completed after the group that finished before them
 	failed   error    // the sticky error as the loop knows it
 	closing  bool
 	marked   bool // the close mark was queued
@@ -554,21 +554,16 @@ func (c *committer) complete(g *group) {
 		c.mu.syncs = c.mu.syncs[:n]
 	}
 	c.mu.Unlock()
-	if err == nil {
-		for _, blk := range g.entries {
-			for _, e := range blk {
-				if e.comp != nil {
-					e.comp.AppendDone(Position{FileID: g.fileID, Offset: g.off + int64(e.end)}, nil)
-				}
+	for _, blk := range g.entries {
+		for _, e := range blk {
+			if e.comp == nil {
+				continue
 			}
-		}
-	} else {
-		for _, blk := range g.entries {
-			for _, e := range blk {
-				if e.comp != nil {
-					e.comp.AppendDone(Position{}, err)
-				}
+			var pos Position // zero for a failed group
+			if err == nil {
+				pos = Position{FileID: g.fileID, Offset: g.off + int64(e.end)}
 			}
+			e.comp.AppendDone(pos, err)
 		}
 	}
 	for i, w := range syncs {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/internal/uring"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 )
 
@@ -22,10 +23,9 @@ const zeroBackoff = time.Second
 // zeroBusyGroup is the group size from which the writer pauses the filler
 // for zeroBackoff, as when overtaken: a journal writing groups this large
 // is busy, each fdatasync's metadata commit is shared by many records, and
-// the zeros would only double the disk bandwidth and CPU its writes take
-// (the journal's io_uring threshold, uring.HybridThreshold, is the same
-// size).
-const zeroBusyGroup = 64 << 10
+// the zeros would only double the disk bandwidth and CPU its writes take.
+// It is the size from which ModeAuto writes a group through io_uring.
+const zeroBusyGroup = uring.HybridThreshold
 
 // zeroFiller writes zeros, and syncs them, into the current journal file
 // ahead of the writer (Options.ZeroFill; see doc.go, "Zero fill"). A group

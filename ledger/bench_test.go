@@ -31,7 +31,10 @@ func BenchmarkAdd(b *testing.B) {
 	// One connection per bookie, the client's default (BookKeeper's
 	// numChannelsPerBookie), unless BENCH_CONNS says otherwise.
 	defer func(old int) { benchConns = old }(benchConns)
-	benchConns = max(benchConnsEnv, 1)
+	benchConns = 1
+	if n, err := strconv.Atoi(os.Getenv("BENCH_CONNS")); err == nil && n > 0 {
+		benchConns = n
+	}
 	configs := []struct {
 		name    string
 		bookies int
@@ -101,9 +104,6 @@ func init() {
 	}
 	if os.Getenv("BENCH_ZEROFILL") != "" {
 		benchZeroFill = true
-	}
-	if n, err := strconv.Atoi(os.Getenv("BENCH_CONNS")); err == nil && n > 0 {
-		benchConnsEnv = n
 	}
 }
 

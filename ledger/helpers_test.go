@@ -173,6 +173,6 @@ func checkEntries(t testing.TB, r interface {
 }
 
 // benchConns is the net clusters' connections per bookie: 2 in tests
-// (pooling is exercised); BenchmarkAdd uses benchConnsEnv (BENCH_CONNS),
-// else 1, the client's default.
-var benchConns, benchConnsEnv = 2, 0
+// (pooling is exercised); BenchmarkAdd sets BENCH_CONNS, else 1 (the
+// client's default).
+var benchConns = 2

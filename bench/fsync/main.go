@@ -51,11 +51,7 @@ func run(name string, direct, prezero, keepSize bool) {
 	defer f.Close()
 	total := int64(n * sz)
 	if prezero {
-		z := make([]byte, 1<<20)
-		for off := int64(0); off < total; off += int64(len(z)) {
-			f.WriteAt(z, off)
-		}
-		f.Sync()
+		writeZeros(f, total)
 	} else if keepSize {
 		unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, 0, total)
 		f.Sync()
@@ -84,10 +80,23 @@ func run(name string, direct, prezero, keepSize bool) {
 		lat[i] = time.Since(t)
 	}
 	sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
-	fmt.Printf("%-28s p50 %6.3f p90 %6.3f p99 %6.3f p999 %6.3f ms\n", name, ms(lat[n/2]), ms(lat[n*9/10]), ms(lat[n*99/100]), ms(lat[n*999/1000]))
+	fmt.Printf("%-28s p50 %6.3f p90 %6.3f p99 %6.3f p999 %6.3f ms\n", name, q(lat, 50), q(lat, 90), q(lat, 99), q(lat, 99.9))
 	os.Remove(path)
 }
-func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// writeZeros writes and syncs zeros over [0, total) of f.
+func writeZeros(f *os.File, total int64) {
+	z := make([]byte, 1<<20)
+	for off := int64(0); off < total; off += int64(len(z)) {
+		f.WriteAt(z, off)
+	}
+	f.Sync()
+}
+
+// q is the p-th percentile of sorted, in milliseconds.
+func q(sorted []time.Duration, p float64) float64 {
+	return float64(sorted[int(float64(len(sorted))*p/100)]) / 1e6
+}
 
 var (
 	bg      = os.Getenv("BG") != ""
@@ -111,11 +120,7 @@ func runStreams(k int) {
 		}
 		defer os.Remove(f.Name())
 		defer f.Close()
-		z := make([]byte, 1<<20)
-		for off := int64(0); off < int64(n*sz); off += int64(len(z)) {
-			f.WriteAt(z, off)
-		}
-		f.Sync()
+		writeZeros(f, int64(n*sz))
 		files[s] = f
 	}
 	var wg sync.WaitGroup
@@ -141,9 +146,8 @@ func runStreams(k int) {
 		all = append(all, l...)
 	}
 	sort.Slice(all, func(a, b int) bool { return all[a] < all[b] })
-	m := len(all)
 	fmt.Printf("streams=%d  syncs/s total %6.0f  per stream %6.0f  p50 %6.3f p99 %6.3f ms\n",
-		k, float64(m)/el, float64(n)/el, ms(all[m/2]), ms(all[m*99/100]))
+		k, float64(len(all))/el, float64(n)/el, q(all, 50), q(all, 99))
 }
 
 func background(stop chan struct{}) {

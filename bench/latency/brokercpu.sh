@@ -34,12 +34,15 @@ if [[ -z ${MAGNETAR_BIN:-} ]]; then
 fi
 (cd "$repo" && go build -o "$d/goclient" ./bench/latency/goclient)
 "$MAGNETAR_BIN" standalone --data-dir "$d/data" --listen "127.0.0.1:$PORT" --http "127.0.0.1:$HTTP_PORT" \
-  --advertised-host 127.0.0.1 --log-level warn --no-functions-worker "$@" >"$d/out" 2>&1 &
+  --advertised-host 127.0.0.1 --log-level warn --no-functions-worker "$@" >"$d/ready" 2>"$d/log" &
 p=$!
-for _ in $(seq 100); do
-  curl -sf "http://127.0.0.1:$HTTP_PORT/admin/v2/clusters" >/dev/null 2>&1 && break
+# It prints one "magnetar standalone ready" line once it serves.
+for _ in $(seq 600); do
+  grep -q 'magnetar standalone ready' "$d/ready" && break
+  kill -0 "$p" 2>/dev/null || { cat "$d/log" >&2; exit 1; }
   sleep 0.1
 done
+grep -q 'magnetar standalone ready' "$d/ready" || { echo "standalone not ready" >&2; exit 1; }
 svc=pulsar://127.0.0.1:$PORT
 topic=persistent://public/default/brokercpu
 if [[ $CONSUMER == 1 ]]; then
