@@ -77,6 +77,11 @@ func watchLoop(ctx context.Context, a *adminCLI, out io.Writer, tty bool, interv
 		if count > 0 && n >= count {
 			return nil
 		}
+		// Checked before the select: with both ready, select picks at
+		// random and a cancelled watch could draw one frame more.
+		if ctx.Err() != nil {
+			return nil
+		}
 		select {
 		case <-ctx.Done():
 			return nil
