@@ -48,7 +48,8 @@ type zwatch struct {
 	wantChild bool            // a children watch should be armed
 	fresh     bool            // next arm sets exists without reporting
 	lost      bool            // the session expired; wait for a new one
-	gen       uint64          // store generation the watches belong to
+	gen       uint64          // store generation last reported to fn
+	armGen    uint64          // store generation when the oldest armed channel was armed
 	pending   []metadata.Event
 }
 
@@ -58,6 +59,9 @@ func (w *zwatch) emit(t metadata.EventType) {
 
 // arm sets the watches that are not armed.
 func (w *zwatch) arm() error {
+	if w.existCh == nil && w.childCh == nil {
+		w.armGen, _ = w.s.generation()
+	}
 	if w.existCh == nil {
 		ok, _, ch, err := w.s.conn.ExistsW(w.full)
 		if err != nil {
@@ -95,8 +99,11 @@ func (w *zwatch) run(ctx context.Context) {
 	backoff := 50 * time.Millisecond
 	for {
 		if w.existCh == nil || w.wantChild {
-			if w.lost && !w.waitNewSession(ctx) {
-				return
+			if w.lost {
+				if !w.waitNewSession(ctx) {
+					return
+				}
+				w.lost = false
 			}
 			if err := w.arm(); err != nil {
 				switch {
@@ -118,8 +125,18 @@ func (w *zwatch) run(ctx context.Context) {
 			backoff = 50 * time.Millisecond
 		}
 		gen, genCh := w.s.generation()
+		if gen != w.armGen && (w.existCh != nil || w.childCh != nil) {
+			// A new session replaced an expired one since the oldest of
+			// the armed channels was armed: it may belong to the old
+			// session, whose EventNotWatching can still arrive after
+			// the new generation was reported and would then wait for
+			// yet another session. Drop the channels and re-arm all on
+			// the current session.
+			w.loseSession()
+			continue
+		}
 		if gen != w.gen {
-			w.gen, w.lost = gen, false
+			w.gen = gen
 			w.emit(metadata.EventSessionExpired)
 		}
 		for _, ev := range w.pending {
@@ -191,12 +208,12 @@ func (w *zwatch) loseSession() {
 	w.lost, w.fresh, w.wantChild = true, true, false
 }
 
-// waitNewSession waits until the store has replaced the expired session
-// (and re-created its ephemeral nodes).
+// waitNewSession waits until the store has replaced the session the lost
+// channels were armed on (and re-created its ephemeral nodes).
 func (w *zwatch) waitNewSession(ctx context.Context) bool {
 	for {
 		gen, genCh := w.s.generation()
-		if gen != w.gen {
+		if gen != w.armGen {
 			return true
 		}
 		select {
