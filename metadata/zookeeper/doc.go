@@ -63,7 +63,11 @@
 // existence. After an expiry the watch re-arms on the new session and
 // reports EventSessionExpired instead of the changes it may have missed;
 // it does so whichever it handles first, the old session's
-// EventNotWatching or the Store's new generation. A children watch whose
+// EventNotWatching or the Store's new generation. A watch remembers the
+// generation its oldest armed channel was armed in: if the session was
+// replaced since, it drops all its channels and re-arms them on the current
+// session, so a late EventNotWatching of the old session is never taken for
+// the loss of the new one. A children watch whose
 // node was deleted is re-armed when the exists watch saw the node
 // re-created, even if the child watch's own NodeDeleted arrives later.
 // TestWatchNoLostChildren and TestWatchSessionExpiryWhileBusy check that a
