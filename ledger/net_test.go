@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -698,5 +700,61 @@ func TestNetConcurrentAdders(t *testing.T) {
 	}
 	if len(ids) != writers*each {
 		t.Fatalf("%d distinct payloads acked, want %d", len(ids), writers*each)
+	}
+}
+
+// TestNetRequestTimeout: an add to a bookie that accepts the connection
+// and never answers fails with bkproto.ErrIO after about RequestTimeout
+// (the deadline comes from the connection's coarse clock: give or take
+// two ticks of a quarter of the timeout), and a read with a context
+// deadline fails at that deadline.
+func TestNetRequestTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go io.Copy(io.Discard, c) // reads every request, answers none
+		}
+	}()
+	const timeout = 400 * time.Millisecond
+	tick := timeout/4 + time.Millisecond
+	res := ledger.NewNetResolver(ledger.NetOptions{RequestTimeout: timeout})
+	defer res.Close()
+	bc, err := res.Client(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 { // the later rounds take their deadline from a ticking clock
+		start := time.Now()
+		done := make(chan error, 1)
+		bc.AddEntry(1, int64(round), []byte("k"), []byte("entry"), false, func(err error) { done <- err })
+		select {
+		case err := <-done:
+			d := time.Since(start)
+			if !errors.Is(err, bkproto.ErrIO) {
+				t.Fatalf("round %d: add failed with %v, want ErrIO", round, err)
+			}
+			if d < timeout-2*tick || d > timeout+3*tick+time.Second {
+				t.Fatalf("round %d: add timed out after %v, want about %v", round, d, timeout)
+			}
+		case <-time.After(10 * timeout):
+			t.Fatalf("round %d: add never timed out", round)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := bc.ReadEntry(ctx, 1, 0, false, nil); err == nil {
+		t.Fatal("read from a silent bookie succeeded")
+	}
+	if d := time.Since(start); d < 150*time.Millisecond || d > 150*time.Millisecond+3*tick+time.Second {
+		t.Fatalf("read with a 150 ms context failed after %v", d)
 	}
 }

@@ -84,7 +84,7 @@ func (r *NetResolver) Client(id string) (BookieClient, error) {
 	}
 	b, ok := r.m[id]
 	if !ok {
-		b = &netBookie{r: r, addr: id, conns: make([]*netConn, r.opts.ConnsPerBookie)}
+		b = &netBookie{r: r, addr: id, conns: make([]atomic.Pointer[netConn], r.opts.ConnsPerBookie)}
 		r.m[id] = b
 	}
 	return b, nil
@@ -99,8 +99,8 @@ func (r *NetResolver) Close() error {
 	r.mu.Unlock()
 	for _, b := range bs {
 		b.mu.Lock()
-		for _, c := range b.conns {
-			if c != nil {
+		for i := range b.conns {
+			if c := b.conns[i].Load(); c != nil {
 				c.fail(ErrClosed)
 			}
 		}
@@ -115,16 +115,21 @@ type netBookie struct {
 	r     *NetResolver
 	addr  string
 	next  atomic.Uint64
-	mu    sync.Mutex
-	conns []*netConn // the pool; nil slots are dialled on use
+	mu    sync.Mutex                // serializes dialling
+	conns []atomic.Pointer[netConn] // the pool; nil slots are dialled on use
 }
 
 // get returns a healthy connection of the pool, dialling if needed.
 func (b *netBookie) get() (*netConn, error) {
 	slot := int(b.next.Add(1) % uint64(len(b.conns)))
+	// The hot path takes no lock: a live connection is published by an
+	// atomic store after its handshake.
+	if c := b.conns[slot].Load(); c != nil && !c.broken() {
+		return c, nil
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if c := b.conns[slot]; c != nil && !c.broken() {
+	if c := b.conns[slot].Load(); c != nil && !c.broken() {
 		return c, nil
 	}
 	nc, err := net.DialTimeout("tcp", b.addr, b.r.opts.DialTimeout)
@@ -134,7 +139,7 @@ func (b *netBookie) get() (*netConn, error) {
 	if nc, err = b.secure(nc); err != nil {
 		return nil, err
 	}
-	c := &netConn{nc: nc, pending: map[uint64]call{}, signal: make(chan struct{}, 1), quit: make(chan struct{}), timeout: b.r.opts.RequestTimeout}
+	c := newNetConn(nc, b.r.opts.RequestTimeout)
 	b.r.mu.Lock()
 	if b.r.done {
 		b.r.mu.Unlock()
@@ -150,7 +155,7 @@ func (b *netBookie) get() (*netConn, error) {
 		c.fail(err)
 		return nil, err
 	}
-	b.conns[slot] = c
+	b.conns[slot].Store(c)
 	return c, nil
 }
 
@@ -309,6 +314,17 @@ type netConn struct {
 	timeout time.Duration
 	signal  chan struct{}
 	quit    chan struct{}
+	dead    atomic.Bool // err is set
+
+	// Deadlines are monotonic nanoseconds since epoch. An add without a
+	// context deadline takes its deadline from coarse, the clock as of
+	// timeoutLoop's last tick, plus timeout and one tick: reading the
+	// clock per request cost ~0.1 µs each on a paravirtual clock source,
+	// and the deadline is only checked once per tick anyway. Such a call
+	// times out timeout after it was sent, give or take two ticks.
+	epoch  time.Time
+	tick   time.Duration
+	coarse atomic.Int64
 
 	mu      sync.Mutex
 	out     []byte
@@ -318,6 +334,13 @@ type netConn struct {
 	err     error // set once broken
 }
 
+func newNetConn(nc net.Conn, timeout time.Duration) *netConn {
+	return &netConn{
+		nc: nc, pending: map[uint64]call{}, signal: make(chan struct{}, 1), quit: make(chan struct{}),
+		timeout: timeout, epoch: time.Now(), tick: min(timeout/4, 100*time.Millisecond) + time.Millisecond,
+	}
+}
+
 // call is a pending request: done gets the response (valid only during
 // the call: it aliases the connection's read buffer and one Response the
 // reader reuses), or add, for adds, only the status as an error. Stored
@@ -325,7 +348,7 @@ type netConn struct {
 type call struct {
 	done     func(*bkproto.Response, error)
 	add      func(error)
-	deadline time.Time
+	deadline int64 // netConn clock
 }
 
 // finish completes the call with r (nil on err).
@@ -340,11 +363,7 @@ func (cl *call) finish(r *bkproto.Response, err error) {
 	cl.done(r, err)
 }
 
-func (c *netConn) broken() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err != nil
-}
+func (c *netConn) broken() bool { return c.dead.Load() }
 
 func (c *netConn) send(req *bkproto.Request, deadline time.Time, done func(*bkproto.Response, error)) {
 	c.enqueue(req, deadline, call{done: done})
@@ -354,7 +373,9 @@ func (c *netConn) send(req *bkproto.Request, deadline time.Time, done func(*bkpr
 // answer (cl.deadline is set here).
 func (c *netConn) enqueue(req *bkproto.Request, deadline time.Time, cl call) {
 	if deadline.IsZero() {
-		deadline = time.Now().Add(c.timeout)
+		cl.deadline = c.coarse.Load() + int64(c.timeout+c.tick)
+	} else {
+		cl.deadline = int64(deadline.Sub(c.epoch))
 	}
 	c.mu.Lock()
 	if c.err != nil {
@@ -372,7 +393,6 @@ func (c *netConn) enqueue(req *bkproto.Request, deadline time.Time, cl call) {
 		cl.finish(nil, fmt.Errorf("%w: %w", bkproto.ErrBadRequest, err))
 		return
 	}
-	cl.deadline = deadline
 	c.pending[req.ReqID] = cl
 	c.mu.Unlock()
 	select {
@@ -389,6 +409,7 @@ func (c *netConn) fail(err error) {
 		return
 	}
 	c.err = err
+	c.dead.Store(true)
 	calls := c.pending
 	c.pending = nil
 	c.mu.Unlock()
@@ -475,17 +496,19 @@ func (c *netConn) readLoop() {
 }
 
 func (c *netConn) timeoutLoop() {
-	t := time.NewTicker(min(c.timeout/4, 100*time.Millisecond) + time.Millisecond)
+	t := time.NewTicker(c.tick)
 	defer t.Stop()
 	for {
 		select {
 		case <-c.quit:
 			return
 		case now := <-t.C:
+			ns := int64(now.Sub(c.epoch))
+			c.coarse.Store(ns)
 			var late []call
 			c.mu.Lock()
 			for id, cl := range c.pending {
-				if now.After(cl.deadline) {
+				if ns > cl.deadline {
 					late = append(late, cl)
 					delete(c.pending, id)
 				}
