@@ -153,9 +153,13 @@
 // blocks and their fdatasync flushes data only (with NoSync there is no
 // fdatasync to spare, and ZeroFill is ignored). The filler never writes
 // below the writer's end, and the writer waits while the one chunk in
-// flight overlaps its group, so the two never write the same bytes. It
-// refills once the lead fell below half, so it wakes once per half lead,
-// not per group; the writer extends the preallocation that far ahead.
+// flight overlaps its group, so the two never write the same bytes. Once
+// the lead fell a chunk short of zeroAhead it tops it up by one chunk, so
+// it wakes once per chunk the writer moved on, not per group, and its
+// syncs never come in bursts that the journal's fdatasyncs would queue
+// behind (refilling half the lead at once did, at 2 MB/s once a second:
+// server-side publish latency clusters of 3-10 ms); the writer extends the
+// preallocation that far ahead.
 // When the writer overtakes it, or writes a group of 64 KiB or more
 // (zeroBusyGroup: a busy journal, whose large groups gain little and for
 // which the zeros would double the bytes written and the CPU spent), the

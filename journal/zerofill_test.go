@@ -216,3 +216,43 @@ func TestZeroFillOffWithoutSync(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestZeroFillTopsUpOneChunk: after the first fill, the filler tops the
+// lead up one chunk at a time (one chunk write and sync per zeroChunk the
+// writer moved on, never a burst), and the lead stays between a chunk
+// short of zeroAhead and zeroAhead.
+func TestZeroFillTopsUpOneChunk(t *testing.T) {
+	o := DefaultOptions(filepath.Join(t.TempDir(), "journal"))
+	o.MaxGroupWait, o.ZeroFill = 0, true
+	o.PreallocSize = 4 << 20 // ahead = 2 MiB
+	o.MaxFileSize = 64 << 20
+	j := mustOpen(t, o)
+	defer j.Close()
+	z := j.zero
+	ahead := zeroAhead(o)
+	const n, size = 400, 8 << 10 // 3.2 MiB: a dozen top-ups
+	recs := makeRecords(n, size, 3)
+	z.waitIdle()
+	topUps := 0
+	for i, r := range recs {
+		before := j.Stats().ZeroFillBytes
+		appendAll(t, j, []Record{r})
+		z.waitIdle()
+		switch d := j.Stats().ZeroFillBytes - before; d {
+		case 0:
+		case zeroChunk:
+			topUps++
+		default:
+			t.Fatalf("group %d: the filler wrote %d bytes, want 0 or one chunk (%d)", i, d, zeroChunk)
+		}
+		z.mu.Lock()
+		lead := z.zeroed - z.wend
+		z.mu.Unlock()
+		if lead < ahead-zeroChunk || lead > ahead {
+			t.Fatalf("group %d: lead %d, want [%d, %d]", i, lead, ahead-zeroChunk, ahead)
+		}
+	}
+	if want := n * size / zeroChunk; topUps < want-1 || topUps > want+1 {
+		t.Fatalf("%d top-ups for %d bytes written, want about %d", topUps, n*size, want)
+	}
+}
