@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""wire.py PCAP PORT: the broker's side of each publish, from a capture
+of the loopback traffic to a broker's binary port (tcpdump -w, any of
+the common link types).
+
+It reassembles the client->broker and broker->client byte streams of
+every TCP connection to PORT, splits them into Pulsar frames ([total
+size u32][command size u32][BaseCommand]...) and decodes just enough of
+each BaseCommand: its type (field 1), and for SEND (type 6, field 6) and
+SEND_RECEIPT (type 7, field 7) the producer id (field 1) and sequence
+id (field 2). A SEND is matched to the SEND_RECEIPT with the same
+connection, producer and sequence id; the server-side latency is the
+time from the packet that completed the SEND frame to the packet that
+carried its receipt. That is the broker's whole part of a publish,
+socket to socket (decode, storage, fdatasync, receipt), without the
+client library's batching and callbacks.
+
+Prints one line of percentiles, then the clusters of slow sends (over
+SLOW_MS, default 2 ms; sends within 20 ms of each other form one
+cluster) as "t_seconds(count,max_ms)", t from the first matched send,
+so periodic causes show up as a period.
+
+Also prints the batches' spacing: the gap between consecutive SENDs of
+one producer, p10/p50/p90, and the messages per SEND (field 3).
+"""
+import os
+import struct
+import sys
+
+
+def varint(b, i):
+    x = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        x |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            return x, i
+
+
+def fields(b):
+    """The first value of every field of a protobuf message."""
+    i, out = 0, {}
+    while i < len(b):
+        key, i = varint(b, i)
+        num, wire = key >> 3, key & 7
+        if wire == 0:
+            v, i = varint(b, i)
+        elif wire == 2:
+            n, i = varint(b, i)
+            v = b[i:i + n]
+            i += n
+        elif wire == 1:
+            v, i = b[i:i + 8], i + 8
+        elif wire == 5:
+            v, i = b[i:i + 4], i + 4
+        else:
+            raise ValueError("wire type %d" % wire)
+        out.setdefault(num, v)
+    return out
+
+
+def packets(path):
+    """(timestamp, src port, dst port, payload) of every TCP/IPv4 packet."""
+    with open(path, "rb") as f:
+        hdr = f.read(24)
+        magic = struct.unpack("<I", hdr[:4])[0]
+        if magic not in (0xA1B2C3D4, 0xA1B23C4D):
+            raise SystemExit("%s: not a little-endian pcap file" % path)
+        scale = 1e-9 if magic == 0xA1B23C4D else 1e-6
+        link = struct.unpack("<I", hdr[20:24])[0]
+        skip = {0: 4, 1: 14, 113: 16, 276: 20}.get(link)
+        if skip is None:
+            raise SystemExit("%s: link type %d not handled" % (path, link))
+        while True:
+            ph = f.read(16)
+            if len(ph) < 16:
+                return
+            sec, frac, incl, _ = struct.unpack("<IIII", ph)
+            pkt = f.read(incl)
+            ip = pkt[skip:]
+            if len(ip) < 20 or ip[0] >> 4 != 4 or ip[9] != 6:
+                continue
+            tcp = ip[(ip[0] & 15) * 4:]
+            sport, dport = struct.unpack(">HH", tcp[:4])
+            data = tcp[(tcp[12] >> 4) * 4:]
+            if data:
+                yield sec + frac * scale, sport, dport, data
+
+
+def main():
+    path, port = sys.argv[1], int(sys.argv[2])
+    slow_ms = float(os.environ.get("SLOW_MS", "2"))
+    streams = {}  # (client port, to broker) -> pending bytes
+    sent = {}  # (client port, producer, sequence) -> time
+    last_send = {}  # (client port, producer) -> time
+    gaps, per_send, lats = [], [], []
+    for ts, sport, dport, data in packets(path):
+        to_broker = dport == port
+        if not to_broker and sport != port:
+            continue
+        client = sport if to_broker else dport
+        buf = streams.setdefault((client, to_broker), bytearray())
+        buf += data
+        while len(buf) >= 8:
+            total, size = struct.unpack(">II", buf[:8])
+            if len(buf) < 4 + total:
+                break
+            cmd = fields(bytes(buf[8:8 + size]))
+            del buf[:4 + total]
+            kind = cmd.get(1)
+            if to_broker and kind == 6 and 6 in cmd:
+                s = fields(cmd[6])
+                sent[(client, s.get(1, 0), s.get(2, 0))] = ts
+                per_send.append(s.get(3, 1))
+                k = (client, s.get(1, 0))
+                if k in last_send:
+                    gaps.append(ts - last_send[k])
+                last_send[k] = ts
+            elif not to_broker and kind == 7 and 7 in cmd:
+                r = fields(cmd[7])
+                at = sent.pop((client, r.get(1, 0), r.get(2, 0)), None)
+                if at is not None:
+                    lats.append((ts - at, at))
+    if not lats:
+        raise SystemExit("no SEND matched to a SEND_RECEIPT")
+    ls = sorted(l for l, _ in lats)
+
+    def q(v, p):
+        return v[min(len(v) - 1, int(p * len(v)))]
+
+    print("%d sends matched (%d unanswered); server-side p50/p90/p99/p999/max "
+          "%.0f/%.0f/%.0f/%.0f/%.0f us" % (
+              len(ls), len(sent), q(ls, .5) * 1e6, q(ls, .9) * 1e6,
+              q(ls, .99) * 1e6, q(ls, .999) * 1e6, ls[-1] * 1e6))
+    if gaps:
+        g = sorted(gaps)
+        print("SEND spacing per producer p10/p50/p90 %.0f/%.0f/%.0f us; "
+              "messages per SEND mean %.1f" % (
+                  q(g, .1) * 1e6, q(g, .5) * 1e6, q(g, .9) * 1e6,
+                  sum(per_send) / len(per_send)))
+    t0 = min(at for _, at in lats)
+    clusters = []
+    for at, l in sorted((at - t0, l) for l, at in lats if l * 1e3 > slow_ms):
+        if clusters and at - clusters[-1][1] < 0.02:
+            c = clusters[-1]
+            c[1], c[2], c[3] = at, max(c[2], l), c[3] + 1
+        else:
+            clusters.append([at, at, l, 1])
+    print("slow (> %g ms): %d sends in %d clusters: %s" % (
+        slow_ms, sum(c[3] for c in clusters), len(clusters),
+        " ".join("%.3f(%d,%.1f)" % (c[0], c[3], c[2] * 1e3) for c in clusters)))
+
+
+if __name__ == "__main__":
+    main()
