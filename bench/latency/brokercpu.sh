@@ -28,21 +28,10 @@ cleanup() {
   rm -rf "$d"
 }
 trap cleanup EXIT
-if [[ -z ${MAGNETAR_BIN:-} ]]; then
-  MAGNETAR_BIN=$d/magnetar
-  (cd "$repo" && go build -o "$MAGNETAR_BIN" ./cmd/magnetar)
-fi
-(cd "$repo" && go build -o "$d/goclient" ./bench/latency/goclient)
-"$MAGNETAR_BIN" standalone --data-dir "$d/data" --listen "127.0.0.1:$PORT" --http "127.0.0.1:$HTTP_PORT" \
-  --advertised-host 127.0.0.1 --log-level warn --no-functions-worker "$@" >"$d/ready" 2>"$d/log" &
-p=$!
-# It prints one "magnetar standalone ready" line once it serves.
-for _ in $(seq 600); do
-  grep -q 'magnetar standalone ready' "$d/ready" && break
-  kill -0 "$p" 2>/dev/null || { cat "$d/log" >&2; exit 1; }
-  sleep 0.1
-done
-grep -q 'magnetar standalone ready' "$d/ready" || { echo "standalone not ready" >&2; exit 1; }
+# shellcheck source=bench/latency/standalone.sh
+. "$repo/bench/latency/standalone.sh"
+build_bins "$d"
+start_standalone "$d" "$PORT" "$HTTP_PORT" "$@"
 svc=pulsar://127.0.0.1:$PORT
 topic=persistent://public/default/brokercpu
 if [[ $CONSUMER == 1 ]]; then
