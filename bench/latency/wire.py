@@ -17,8 +17,9 @@ client library's batching and callbacks.
 
 Prints one line of percentiles, then the clusters of slow sends (over
 SLOW_MS, default 2 ms; sends within 20 ms of each other form one
-cluster) as "t_seconds(count,max_ms)", t from the first matched send,
-so periodic causes show up as a period.
+cluster) as "t_seconds(count,max_ms)", t from the first matched send
+(whose Unix time it prints, to line the clusters up with other logs), so
+periodic causes show up as a period.
 
 Also prints the batches' spacing: the gap between consecutive SENDs of
 one producer, p10/p50/p90, and the messages per SEND (field 3).
@@ -148,8 +149,8 @@ def main():
             c[1], c[2], c[3] = at, max(c[2], l), c[3] + 1
         else:
             clusters.append([at, at, l, 1])
-    print("slow (> %g ms): %d sends in %d clusters: %s" % (
-        slow_ms, sum(c[3] for c in clusters), len(clusters),
+    print("slow (> %g ms; t from the first matched send, %.6f Unix): %d sends in %d clusters: %s" % (
+        slow_ms, t0, sum(c[3] for c in clusters), len(clusters),
         " ".join("%.3f(%d,%.1f)" % (c[0], c[3], c[2] * 1e3) for c in clusters)))
 
 
