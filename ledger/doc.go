@@ -18,7 +18,9 @@
 // no network hop); NetResolver (netclient.go) speaks bkproto over TCP: a
 // pool of pipelined connections per bookie (requests matched to answers
 // by id, writes coalesced by one writer goroutine per connection), a
-// deadline per request, re-dial after a connection breaks.
+// deadline per request (the context's, or RequestTimeout from the
+// connection's coarse clock, ticked by the loop that checks deadlines:
+// no clock read per request), re-dial after a connection breaks.
 //
 // # Metadata
 //
