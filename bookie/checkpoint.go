@@ -170,10 +170,21 @@ func (b *Bookie) CheckDisks() error {
 	dirs := append([]string{b.opts.JournalDir}, b.opts.LedgerDirs...)
 	usages := make([]dirUsage, 0, len(dirs))
 	minFree := ^uint64(0)
-	for _, d := range dirs {
+	// The write cache's entries are on disk in the journal only; the next
+	// checkpoints write them to an entry log as well. A ledger directory
+	// counts them as used already: otherwise a fast producer fills the
+	// headroom twice over (once in the journal before the check, once in
+	// the entry log after it), a checkpoint then finds no space, and GC,
+	// which needs one first, cannot reclaim any.
+	active, frozen := b.wc.size()
+	pending := uint64(max(active+frozen, 0))
+	for i, d := range dirs {
 		total, free, err := du.DiskUsage(d)
 		if err != nil {
 			return fmt.Errorf("bookie: disk usage of %s: %w", d, err)
+		}
+		if i > 0 {
+			free -= min(free, pending)
 		}
 		usages = append(usages, dirUsage{dir: d, total: total, free: free})
 		minFree = min(minFree, free)

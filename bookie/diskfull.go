@@ -9,6 +9,12 @@ import "github.com/magnetar-mq/magnetar/entrylog"
 //     headroom left below DiskUsageThreshold at the last check; once it is
 //     spent the disk loop checks at once, so a fast producer cannot fill
 //     the headroom between two periodic checks;
+//   - a ledger directory's usage counts the write cache's bytes as used:
+//     those entries are on disk in the journal only, and the checkpoints
+//     that put them in an entry log need that space; without it a fast
+//     producer could take the volume to 100% after the check, and a
+//     checkpoint (which GC needs before it can reclaim anything) would
+//     then never find room;
 //   - while the bookie is read-only for disk usage or a failed checkpoint,
 //     GC first rolls the active entry log when part of it belongs to
 //     deleted ledgers (otherwise a log that never reaches LogSizeLimit is

@@ -197,3 +197,64 @@ func TestDiskBudgetChecksEarly(t *testing.T) {
 		t.Fatalf("%d adds before the check: budget not enforced", e)
 	}
 }
+
+// TestDiskCheckCountsWriteCache: entries still in the write cache are on
+// disk in the journal only; a ledger directory's usage counts them, so a
+// volume whose free space they would take past the threshold makes the
+// bookie read-only before the checkpoint that needs that space.
+func TestDiskCheckCountsWriteCache(t *testing.T) {
+	mem := vfs.NewMem()
+	fs := vfs.NewErrorFS(mem, vfs.Never)
+	fs.SetDiskUsage(1000<<20, 60<<20) // 94%: 10 MiB below the threshold
+	o := faultOptions(fs)
+	o.DiskCheckInterval, o.CheckpointInterval = time.Hour, time.Hour
+	o.WriteCacheSize = 64 << 20 // halves of 32 MiB: no checkpoint for a full half
+	b, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.CheckDisks(); err != nil || b.IsReadOnly() {
+		t.Fatalf("read-only at 94%% with an empty cache: %v", b.ReadOnlyReason())
+	}
+	// The volume's reported usage stays at 94% throughout: only the
+	// cached bytes can take it past the threshold.
+	payload := make([]byte, 64<<10)
+	deadline := time.Now().Add(10 * time.Second)
+	e := int64(0)
+	for !b.IsReadOnly() {
+		if time.Now().After(deadline) || e > 400 {
+			t.Fatalf("writable after %d adds of 64 KiB into the write cache", e)
+		}
+		if e > 200 { // past the 10 MiB headroom: the kicked check runs on the disk loop
+			time.Sleep(time.Millisecond)
+		}
+		if err := addSync(b, 1, e, mk, payload, false); err != nil && !errors.Is(err, ErrReadOnly) {
+			t.Fatal(err)
+		}
+		e++
+	}
+	if active, frozen := b.wc.size(); e < 100 || active+frozen < 6<<20 {
+		t.Fatalf("read-only after %d adds with %d bytes cached: before the cache neared the headroom", e, active+frozen)
+	}
+	if !strings.Contains(b.ReadOnlyReason().Error(), "ledgers") {
+		t.Fatalf("read-only for %v, want the ledger directory's usage", b.ReadOnlyReason())
+	}
+	// Space came back to just below the low-water mark (89.8%), less than
+	// the cached bytes: still read-only while they are cached, writable
+	// once a checkpoint put them in the entry log (which the fake volume
+	// does not count).
+	fs.SetDiskUsage(1000<<20, 102<<20)
+	if err := b.CheckDisks(); err != nil || !b.IsReadOnly() {
+		t.Fatalf("writable with the cached bytes over the low-water mark (%v)", err)
+	}
+	if err := b.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CheckDisks(); err != nil {
+		t.Fatal(err)
+	}
+	if b.IsReadOnly() {
+		t.Fatalf("read-only after the checkpoint emptied the cache: %v", b.ReadOnlyReason())
+	}
+}
