@@ -56,10 +56,8 @@ type zeroFiller struct {
 	// refill is set while the filler tops the lead back up. It starts
 	// once the lead fell below low, a chunk short of ahead, and writes
 	// whole chunks until the lead is back at low or more: in steady state
-	// one chunk (and one fdatasync) per chunk the writer moved on, not per
-	// group, and never a burst of them. A burst of back-to-back chunk
-	// syncs (refilling half the lead at once) held the journal's own
-	// fdatasyncs behind it for milliseconds once a second at 2 MB/s.
+	// one chunk (and one fdatasync) per chunk the writer moved on, never
+	// a burst (doc.go, "Zero fill").
 	refill bool
 
 	filledGroups atomic.Uint64 // groups written over zeros only
