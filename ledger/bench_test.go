@@ -18,7 +18,8 @@ import (
 // loopback and in process, for 100 B and 64 KiB entries, with up to
 // `window` adds outstanding (BENCH_WINDOW, default 256). Bookies journal on the test's temp dir with
 // fdatasync (durable) unless BENCH_NOSYNC is set, with the journal zero
-// fill if BENCH_ZEROFILL is set; the client keeps one connection per
+// fill if BENCH_ZEROFILL is set and with O_DIRECT journals if BENCH_DIRECT
+// is set; the client keeps one connection per
 // bookie (its default) unless BENCH_CONNS says otherwise. Reports p50/p99
 // add latency in µs.
 func BenchmarkAdd(b *testing.B) {
@@ -101,6 +102,9 @@ func BenchmarkAdd(b *testing.B) {
 func init() {
 	if os.Getenv("BENCH_NOSYNC") != "" {
 		benchNoSync = true
+	}
+	if os.Getenv("BENCH_DIRECT") != "" {
+		benchDirectIO = true
 	}
 	if os.Getenv("BENCH_ZEROFILL") != "" {
 		benchZeroFill = true

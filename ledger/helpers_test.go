@@ -32,6 +32,9 @@ var benchNoSync bool
 // `magnetar bookie` and `magnetar standalone` run by default.
 var benchZeroFill bool
 
+// benchDirectIO writes the journals with O_DIRECT (BENCH_DIRECT=1).
+var benchDirectIO bool
+
 // benchWriteCache is the bookies' write cache size.
 var benchWriteCache int64 = 4 << 20
 
@@ -39,6 +42,7 @@ func bookieOptions(fs vfs.FS, dir string) bookie.Options {
 	return bookie.Options{
 		JournalNoSync:       benchNoSync,
 		JournalZeroFill:     benchZeroFill,
+		JournalDirectIO:     benchDirectIO,
 		FS:                  fs,
 		JournalDir:          dir + "/journal",
 		LedgerDirs:          []string{dir + "/ledgers"},

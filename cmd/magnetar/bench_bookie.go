@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -105,6 +106,7 @@ func benchBookieCmd() *cobra.Command {
 	f.BoolVar(&cfg.Raw, "raw", true, "include the raw write+fdatasync baseline")
 	f.BoolVar(&cfg.HalfPeak, "half-peak", true, "per size, a paced run at half the best rate")
 	f.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run")
+	f.StringVar(&cfg.Trace, "trace", "", "write a Go execution trace of the whole run (go tool trace)")
 	f.DurationVar(&cfg.GroupWait, "group-wait", 0, "journal max group wait (0: write as soon as the queue drains)")
 	f.Int64Var(&cfg.WriteCacheSize, "write-cache", 64<<20, "bookie write cache in bytes, both halves (default: the bookie's default)")
 	f.BoolVar(&jsonOut, "json", false, "print results as JSON")
@@ -142,6 +144,8 @@ type benchConfig struct {
 	GroupWait time.Duration
 	// CPUProfile, if set, profiles the whole run into this file.
 	CPUProfile string
+	// Trace, if set, writes an execution trace of the whole run here.
+	Trace string
 	// WriteCacheSize is the bookie's write cache (both halves).
 	WriteCacheSize int64
 	// Progress receives one line per finished cell (nil: none).
@@ -201,6 +205,17 @@ func runBench(ctx context.Context, cfg benchConfig) ([]benchResult, error) {
 			return nil, err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if cfg.Trace != "" {
+		f, err := os.Create(cfg.Trace)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return nil, err
+		}
+		defer trace.Stop()
 	}
 	var out []benchResult
 	report := func(r benchResult) {
