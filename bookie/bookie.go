@@ -42,6 +42,7 @@ type Bookie struct {
 	// ckptMu serializes checkpoints, ledger deletes and GC relocations.
 	ckptMu     sync.Mutex
 	locBuf     []uint64                         // guarded by ckptMu
+	recBuf     [][]byte                         // guarded by ckptMu
 	frozenMark func() (journal.Position, error) // mark of the unreleased frozen half; ckptMu
 	// pendingMark is a journal checkpoint not yet accepted; ckptMu.
 	pendingMark    journal.Position

@@ -3,6 +3,7 @@ package bookie
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/magnetar-mq/magnetar/internal/vfs"
@@ -67,15 +68,7 @@ func (b *Bookie) checkpointLocked(journalCkpt bool) error {
 		// Two passes over the frozen half in the same sorted order: append
 		// to the entry log (collecting locations), then, once the log is
 		// durable, set the index. No list of the entries is built.
-		b.locBuf = b.locBuf[:0]
-		err := b.wc.frozenEach(func(k key, rec []byte) error {
-			// The cached bytes are the entry-log record already (small
-			// ones get their checksum here).
-			loc, err := b.el.AddRecord(sealRecord(rec))
-			b.locBuf = append(b.locBuf, loc)
-			return err
-		})
-		if err != nil {
+		if err := b.appendFrozen(); err != nil {
 			return fail("entry log add", err)
 		}
 		if err := b.el.Flush(); err != nil {
@@ -87,13 +80,7 @@ func (b *Bookie) checkpointLocked(journalCkpt bool) error {
 		if h := b.hooks.afterFlushSync; h != nil {
 			h()
 		}
-		i := 0
-		err = b.wc.frozenEach(func(k key, _ []byte) error {
-			err := b.idx.Put(k.ledger, k.entry, b.locBuf[i])
-			i++
-			return err
-		})
-		if err != nil {
+		if err := b.indexFrozen(); err != nil {
 			return fail("index put", err)
 		}
 	}
@@ -133,6 +120,81 @@ func (b *Bookie) checkpointLocked(journalCkpt bool) error {
 	b.m.checkpointLatency.ObserveDuration(time.Since(start))
 	return nil
 }
+
+// ckptBatch is how many records the checkpoint hands the entry log per
+// call, and how many index runs it sets, between yields of its goroutine.
+const ckptBatch = 256
+
+// appendFrozen appends the frozen half's records to the entry log in
+// (ledger, entry) order, ckptBatch per call, collecting their locations in
+// b.locBuf. The cached bytes are the entry-log records already (small ones
+// get their checksum here). After each batch the goroutine yields: a
+// checkpoint of a full cache half is tens of milliseconds of CPU, and
+// without the yields it holds a processor until the scheduler preempts it
+// (10 ms) while the journal's committer, woken meanwhile, waits to run.
+func (b *Bookie) appendFrozen() error {
+	b.locBuf = b.locBuf[:0]
+	recs := b.recBuf[:0]
+	defer func() { clear(recs); b.recBuf = recs[:0] }()
+	add := func() error {
+		var err error
+		b.locBuf, err = b.el.AddRecords(recs, b.locBuf)
+		clear(recs)
+		recs = recs[:0]
+		runtime.Gosched()
+		return err
+	}
+	err := b.wc.frozenEach(func(_ key, rec []byte) error {
+		recs = append(recs, sealRecord(rec))
+		if len(recs) == ckptBatch {
+			return add()
+		}
+		return nil
+	})
+	if err == nil && len(recs) > 0 {
+		err = add()
+	}
+	return err
+}
+
+// indexFrozen sets the index locations of the frozen half's entries (same
+// order as appendFrozen, b.locBuf[i] for the i-th), one call per run of
+// consecutive entries of a ledger (at most ckptRun entries), yielding
+// after about ckptBatch calls' or ckptRun entries' worth of work.
+func (b *Bookie) indexFrozen() error {
+	var (
+		i, start, work int
+		run            key // ledger and first entry of the run at locBuf[start:i]
+	)
+	flush := func() error {
+		err := b.idx.PutRun(run.ledger, run.entry, b.locBuf[start:i])
+		if work += 1 + (i-start)*ckptBatch/ckptRun; work >= ckptBatch {
+			work = 0
+			runtime.Gosched()
+		}
+		start = i
+		return err
+	}
+	err := b.wc.frozenEach(func(k key, _ []byte) error {
+		if i > start && (k.ledger != run.ledger || k.entry != run.entry+int64(i-start) || i-start == ckptRun) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if i == start {
+			run = k
+		}
+		i++
+		return nil
+	})
+	if err == nil && i > start {
+		err = flush()
+	}
+	return err
+}
+
+// ckptRun bounds the entries set by one index call in indexFrozen.
+const ckptRun = 4096
 
 // checkpointLoop runs checkpoints until Close.
 func (b *Bookie) checkpointLoop() {

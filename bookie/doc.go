@@ -65,11 +65,16 @@
 //  2. writes the frozen half sorted by (ledger, entry) into the entry log
 //     (so a ledger's entries lie contiguous and read-ahead reads
 //     sequentially), then Flush and Sync. The cached records go to the
-//     entry log as they are (entrylog.AddRecord): records of at least
-//     entrylog.DirectWriteMin (16 KiB) are written straight from the
-//     write cache by vectored writes, smaller ones copied into the entry
-//     log's append buffer;
-//  3. sets the index locations and flushes the index;
+//     entry log as they are (entrylog.AddRecords, 256 per call): records
+//     of at least entrylog.DirectWriteMin (16 KiB) are written straight
+//     from the write cache by vectored writes, smaller ones copied into
+//     the entry log's append buffer;
+//  3. sets the index locations, one index.SetRun per run of consecutive
+//     entries of a ledger (at most 4,096), and flushes the index.
+//     Between batches and runs the goroutine yields (runtime.Gosched): a
+//     full half is tens of milliseconds of CPU, which it would otherwise
+//     hold in 10 ms scheduler slices while goroutines queued behind it
+//     (a journal committer, a connection's reader) wait;
 //  4. releases the frozen half;
 //  5. calls journal Checkpoint with the barrier's position (the journal
 //     accepts any position it has acknowledged).

@@ -166,6 +166,17 @@ func (l *fakeEntryLog) AddRecord(rec []byte) (uint64, error) {
 	return l.Add(ledger, entry, payload)
 }
 
+func (l *fakeEntryLog) AddRecords(recs [][]byte, locs []uint64) ([]uint64, error) {
+	for _, rec := range recs {
+		loc, err := l.AddRecord(rec)
+		if err != nil {
+			return locs, err
+		}
+		locs = append(locs, loc)
+	}
+	return locs, nil
+}
+
 func (l *fakeEntryLog) Flush() error { return nil }
 func (l *fakeEntryLog) Sync() error  { return nil }
 
@@ -287,6 +298,15 @@ func (x *fakeIndex) Put(ledger, entry int64, loc uint64) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.locs[key{ledger, entry}] = loc
+	return nil
+}
+
+func (x *fakeIndex) PutRun(ledger, first int64, locs []uint64) error {
+	for i, loc := range locs {
+		if err := x.Put(ledger, first+int64(i), loc); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -41,6 +41,10 @@ func (a ledgerIndexAdapter) Put(ledger, entry int64, loc uint64) error {
 	return a.Index.Set(ledger, entry, loc)
 }
 
+func (a ledgerIndexAdapter) PutRun(ledger, first int64, locs []uint64) error {
+	return a.Index.SetRun(ledger, first, locs)
+}
+
 func (a ledgerIndexAdapter) Get(ledger, entry int64) (uint64, bool, error) {
 	loc, ok := a.Index.Get(ledger, entry)
 	return loc, ok, nil

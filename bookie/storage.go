@@ -52,6 +52,10 @@ type entryStore interface {
 	// from rec itself.
 	// rec is not referenced after it returns.
 	AddRecord(rec []byte) (loc uint64, err error)
+	// AddRecords is AddRecord for each of recs in order, in one call; the
+	// locations are appended to locs. On an error the records before the
+	// failing one were added and their locations are in the result.
+	AddRecords(recs [][]byte, locs []uint64) ([]uint64, error)
 	// Flush writes buffered entries to the file; Sync makes them durable.
 	Flush() error
 	Sync() error
@@ -104,6 +108,8 @@ type ledgerMeta struct {
 // per-ledger metadata.
 type ledgerIndex interface {
 	Put(ledger, entry int64, loc uint64) error
+	// PutRun is Put(ledger, first+i, locs[i]) for every i, in one call.
+	PutRun(ledger, first int64, locs []uint64) error
 	// Get returns the location; ok is false when the entry is unknown.
 	Get(ledger, entry int64) (loc uint64, ok bool, err error)
 	// LastEntry returns the highest entry id with a location.

@@ -6,6 +6,7 @@
 //	l, err := entrylog.Open(entrylog.Options{FS: vfs.NewOS(), Dirs: dirs})
 //	loc, err := l.Add(ledger, entry, payload) // buffered
 //	loc, err = l.AddRecord(rec)               // rec framed by the caller (PutRecordHeader)
+//	locs, err := l.AddRecords(recs, locs)     // many, under one lock (checkpoint)
 //	err = l.Sync()                            // checkpoint: flush + fdatasync
 //	payload, err := l.Read(loc, ledger, entry)
 //	buf, err = l.ReadRun(buf, loc, ledger, entry, fn) // the record and those after it, one read

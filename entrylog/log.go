@@ -206,8 +206,41 @@ func (l *Log) AddRecord(rec []byte) (uint64, error) {
 // from the caller's memory instead of copying it into the append buffer.
 const DirectWriteMin = 16 << 10
 
+// AddRecords is AddRecord for each of recs in order, under one
+// acquisition of the writer lock (a checkpoint appends a write cache's
+// worth of small records; taking the lock per record cost as much as
+// copying it). The locations are appended to locs and returned. On an
+// error the records before the failing one were added: locs holds their
+// locations, and the error names the failing record's index.
+func (l *Log) AddRecords(recs [][]byte, locs []uint64) ([]uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, rec := range recs {
+		if len(rec) < RecordHeaderSize {
+			return locs, fmt.Errorf("entrylog: AddRecords: record %d of %d bytes, shorter than a record header", i, len(rec))
+		}
+		h := decodeRecordHeader(rec)
+		if int64(h.n) != int64(len(rec)-RecordHeaderSize) {
+			return locs, fmt.Errorf("entrylog: AddRecords: record %d: header length %d, %d payload bytes", i, h.n, len(rec)-RecordHeaderSize)
+		}
+		loc, err := l.addLocked(h.ledger, h.entry, nil, rec)
+		if err != nil {
+			return locs, fmt.Errorf("entrylog: AddRecords: record %d: %w", i, err)
+		}
+		locs = append(locs, loc)
+	}
+	return locs, nil
+}
+
 // add is Add (rec nil) or AddRecord (rec is the framed record).
 func (l *Log) add(ledger, entry int64, payload, rec []byte) (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.addLocked(ledger, entry, payload, rec)
+}
+
+// addLocked is add with l.mu held.
+func (l *Log) addLocked(ledger, entry int64, payload, rec []byte) (uint64, error) {
 	if ledger < 0 {
 		return 0, fmt.Errorf("entrylog: negative ledger id %d", ledger)
 	}
@@ -218,8 +251,6 @@ func (l *Log) add(ledger, entry int64, payload, rec []byte) (uint64, error) {
 	if recLen > l.opts.LogSizeLimit-HeaderSize {
 		return 0, fmt.Errorf("entrylog: %d-byte payload: %w", recLen-RecordHeaderSize, ErrTooLarge)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if err := l.checkLocked(); err != nil {
 		return 0, err
 	}

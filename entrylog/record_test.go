@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/magnetar-mq/magnetar/internal/vfs"
@@ -301,5 +302,70 @@ func TestReadRunStopsAtCorruptFollower(t *testing.T) {
 	}
 	if _, err := r.Read(locs[2], 1, 2); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Read of the corrupt record = %v, want ErrCorrupt", err)
+	}
+}
+
+// TestAddRecords: batches of mixed sizes (buffered and direct records,
+// across log rolls) read back like AddRecord's, before and after reopen;
+// a malformed record stops the batch there, with the earlier records added
+// and their locations returned, and the error naming its index.
+func TestAddRecords(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := func(o *Options) { o.LogSizeLimit = 1 << 20; o.WriteBufferSize = 8 << 10 }
+	l := mustOpen(t, fs, opts)
+	rng := rand.New(rand.NewPCG(7, 8))
+	var all []added
+	next := map[int64]int64{}
+	var locs []uint64
+	for batch := range 20 {
+		var recs [][]byte
+		var batchAdded []added
+		for range 1 + rng.IntN(40) {
+			ledger := int64(rng.IntN(3))
+			entry := next[ledger]
+			next[ledger]++
+			p := payloadFor(ledger, entry, mixedSizes[rng.IntN(len(mixedSizes))])
+			recs = append(recs, frame(ledger, entry, p))
+			batchAdded = append(batchAdded, added{ledger: ledger, entry: entry, payload: p})
+		}
+		before := len(locs)
+		var err error
+		if locs, err = l.AddRecords(recs, locs); err != nil {
+			t.Fatalf("batch %d: AddRecords = %v", batch, err)
+		}
+		if got := len(locs) - before; got != len(recs) {
+			t.Fatalf("batch %d: %d locations for %d records", batch, got, len(recs))
+		}
+		for i := range batchAdded {
+			batchAdded[i].loc = locs[before+i]
+		}
+		all = append(all, batchAdded...)
+	}
+	if len(l.Logs()) < 2 {
+		t.Fatalf("%d logs: the batches should have rolled the log", len(l.Logs()))
+	}
+	checkAll(t, l, all)
+
+	good := frame(5, 0, []byte("ok"))
+	bad := frame(5, 1, []byte("bad"))
+	got, err := l.AddRecords([][]byte{good, bad[:len(bad)-1], frame(5, 2, nil)}, nil)
+	if err == nil || !strings.Contains(err.Error(), "record 1") {
+		t.Fatalf("AddRecords with a malformed record = %v, want an error for record 1", err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("AddRecords with a malformed record returned %d locations, want 1", len(got))
+	}
+	all = append(all, added{ledger: 5, entry: 0, payload: []byte("ok"), loc: got[0]})
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := mustOpen(t, fs, opts)
+	defer r.Close()
+	checkAll(t, r, all)
+	if _, err := r.Read(got[0]+uint64(len(good)), 5, 2); err == nil {
+		t.Fatal("the record after the malformed one was added")
 	}
 }

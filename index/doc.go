@@ -5,6 +5,7 @@
 //
 //	ix, err := index.Open(index.Options{FS: vfs.NewOS(), Dir: dir})
 //	err = ix.Set(ledger, entry, loc)     // loc != 0
+//	err = ix.SetRun(ledger, first, locs) // entries first, first+1, ... (checkpoint)
 //	loc, ok := ix.Get(ledger, entry)
 //	last, ok := ix.LastEntry(ledger)
 //	err = ix.UpdateMeta(ledger, func(m *index.Meta) { m.Fenced = true })

@@ -321,6 +321,58 @@ func (ix *Index) Set(ledger, entry int64, loc uint64) error {
 	})
 }
 
+// SetRun is Set(ledger, first+i, locs[i]) for every i, in one call: the
+// ledger is looked up once and each page once, not once per entry (a
+// checkpoint sets runs of consecutive entries of a few ledgers). Every
+// loc must be non-zero; a zero one fails the call before anything is set.
+func (ix *Index) SetRun(ledger, first int64, locs []uint64) error {
+	if len(locs) == 0 {
+		return nil
+	}
+	last := first + int64(len(locs)) - 1
+	if ledger < 0 || first < 0 || last < first || last/int64(ix.slots) >= maxPageTable {
+		return fmt.Errorf("index: SetRun(%d, %d..%d): %w", ledger, first, last, ErrOutOfRange)
+	}
+	for i, loc := range locs {
+		if loc == 0 {
+			return fmt.Errorf("index: SetRun(%d, %d): location 0: %w", ledger, first+int64(i), ErrOutOfRange)
+		}
+	}
+	if ix.closed.Load() {
+		return ErrClosed
+	}
+	return ix.withLedger(ledger, func(ls *ledgerState) error {
+		slots := int64(ix.slots)
+		for i := 0; i < len(locs); {
+			entry := first + int64(i)
+			pn, sl := int(entry/slots), int(entry%slots)
+			pt := *ls.pages.Load()
+			var phys uint32
+			if pn < len(pt) && pt[pn] != 0 {
+				phys = pt[pn] - 1
+			} else {
+				var err error
+				if phys, err = ix.allocPage(ls, pn); err != nil {
+					return err
+				}
+			}
+			seg, p := ix.page(phys)
+			n := min(len(locs)-i, ix.slots-sl)
+			for j, loc := range locs[i : i+n] {
+				seg.slot(p, sl+j).Store(loc)
+			}
+			seg.markDirty(p)
+			i += n
+		}
+		for {
+			cur := ls.last.Load()
+			if last <= cur || ls.last.CompareAndSwap(cur, last) {
+				return nil
+			}
+		}
+	})
+}
+
 // allocPage gives page pn of ls a zeroed physical page.
 func (ix *Index) allocPage(ls *ledgerState, pn int) (uint32, error) {
 	ls.mu.Lock()
