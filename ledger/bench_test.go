@@ -29,6 +29,9 @@ func BenchmarkAdd(b *testing.B) {
 	}
 	defer func(old int64) { benchWriteCache = old }(benchWriteCache)
 	benchWriteCache = 256 << 20
+	if n, err := strconv.ParseInt(os.Getenv("BENCH_WRITECACHE"), 10, 64); err == nil && n > 0 {
+		benchWriteCache = n
+	}
 	// One connection per bookie, the client's default (BookKeeper's
 	// numChannelsPerBookie), unless BENCH_CONNS says otherwise.
 	defer func(old int) { benchConns = old }(benchConns)
