@@ -10,6 +10,14 @@ import (
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 )
 
+// DefaultCheckpointInterval is the default CheckpointInterval
+// (flushInterval). BookKeeper ships 60 s and relies on the write cache
+// filling; here a checkpoint every 250 ms keeps each one's entry-log
+// flush small: the journal's syncs on the same disk queue behind it, and
+// at 10k msgs/s a once-a-second checkpoint (~2 MB) set the broker's
+// publish p99 (BENCHMARKS.md, "Checkpoint interval").
+const DefaultCheckpointInterval = 250 * time.Millisecond
+
 // Options configures a Bookie. The zero value of every field but JournalDir
 // and LedgerDirs means "use the default"; call EnsureDefaults, then Validate
 // (Open does both).
@@ -61,7 +69,8 @@ type Options struct {
 	// when both halves are full (default 10 s); then ErrTooManyRequests.
 	WriteCacheMaxWait time.Duration
 	// CheckpointInterval is the period of the background checkpoint (write
-	// cache flush, index flush, journal checkpoint; default 1 s).
+	// cache flush, index flush, journal checkpoint; default
+	// DefaultCheckpointInterval).
 	CheckpointInterval time.Duration
 
 	// ReadCacheSize is the read-ahead cache size (default 32 MiB).
@@ -130,7 +139,7 @@ func (o *Options) EnsureDefaults() {
 		o.WriteCacheMaxWait = 10 * time.Second
 	}
 	if o.CheckpointInterval == 0 {
-		o.CheckpointInterval = time.Second
+		o.CheckpointInterval = DefaultCheckpointInterval
 	}
 	if o.ReadCacheSize == 0 {
 		o.ReadCacheSize = 32 << 20

@@ -35,7 +35,7 @@ func addBookieTuningFlags(cmd *cobra.Command, t *bookieTuning) {
 	fl.IntVar(&t.journalAlignment, "journal-alignment-size", 4096, "alignment of O_DIRECT journal writes in bytes, a power of two from 512 (journalAlignmentSize)")
 	fl.Int64Var(&t.entryLogFlushBytes, "flush-entrylog-bytes", 0, "pace entry-log writeback during checkpoints in steps of this many bytes, 0 = off (flushEntrylogBytes)")
 	fl.DurationVar(&t.gcWaitTime, "gc-wait-time", time.Minute, "period of entry-log garbage collection and compaction (gcWaitTime); on a full disk it also runs after every ledger delete")
-	fl.DurationVar(&t.flushInterval, "flush-interval", time.Second, "period of the checkpoint that moves the write cache to the entry logs and index and trims the journal (flushInterval); a full write-cache half starts one earlier")
+	fl.DurationVar(&t.flushInterval, "flush-interval", bookie.DefaultCheckpointInterval, "period of the checkpoint that moves the write cache to the entry logs and index and trims the journal (flushInterval); a full write-cache half starts one earlier")
 	fl.DurationVar(&t.groupWait, "journal-max-group-wait", 0, "longest an add waits for company before its journal group is written and synced (journalMaxGroupWaitMSec); 0 writes a group as soon as the previous one is durable, so groups grow with the load without adding latency at low rates")
 }
 
