@@ -19,7 +19,9 @@ import (
 // `window` adds outstanding (BENCH_WINDOW, default 256). Bookies journal on the test's temp dir with
 // fdatasync (durable) unless BENCH_NOSYNC is set, with the journal zero
 // fill if BENCH_ZEROFILL is set and with O_DIRECT journals if BENCH_DIRECT
-// is set; the client keeps one connection per
+// is set, with the write cache BENCH_WRITECACHE bytes (default 256 MiB);
+// BENCH_VARIANTS adds E2/Qw2/Qa2, E3/Qw2/Qa1, E3/Qw1/Qa1 and E2/Qw1/Qa1
+// over loopback. The client keeps one connection per
 // bookie (its default) unless BENCH_CONNS says otherwise. Reports p50/p99
 // add latency in µs.
 func BenchmarkAdd(b *testing.B) {
@@ -39,15 +41,27 @@ func BenchmarkAdd(b *testing.B) {
 	if n, err := strconv.Atoi(os.Getenv("BENCH_CONNS")); err == nil && n > 0 {
 		benchConns = n
 	}
-	configs := []struct {
+	type config struct {
 		name    string
 		bookies int
 		net     bool
 		opts    ledger.CreateOptions
-	}{
+	}
+	configs := []config{
 		{"E3Qw2Qa2/net", 3, true, ledger.CreateOptions{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2}},
 		{"E1/net", 1, true, ledger.CreateOptions{Ensemble: 1, WriteQuorum: 1, AckQuorum: 1}},
 		{"E1/local", 1, false, ledger.CreateOptions{Ensemble: 1, WriteQuorum: 1, AckQuorum: 1}},
+	}
+	if os.Getenv("BENCH_VARIANTS") != "" {
+		// Where E3/Qw2/Qa2's cost comes from: two copies on the same two
+		// bookies (E2Qw2Qa2), two copies acknowledged by the first
+		// (E3Qw2Qa1), striping without copies (E3Qw1Qa1, E2Qw1Qa1).
+		configs = append(configs,
+			config{"E2Qw2Qa2/net", 2, true, ledger.CreateOptions{Ensemble: 2, WriteQuorum: 2, AckQuorum: 2}},
+			config{"E3Qw2Qa1/net", 3, true, ledger.CreateOptions{Ensemble: 3, WriteQuorum: 2, AckQuorum: 1}},
+			config{"E3Qw1Qa1/net", 3, true, ledger.CreateOptions{Ensemble: 3, WriteQuorum: 1, AckQuorum: 1}},
+			config{"E2Qw1Qa1/net", 2, true, ledger.CreateOptions{Ensemble: 2, WriteQuorum: 1, AckQuorum: 1}},
+		)
 	}
 	for _, size := range []int{100, 64 << 10} {
 		for _, cfg := range configs {
