@@ -63,8 +63,9 @@ type Journal struct {
 
 	writerKind atomic.Pointer[string] // "io_uring", "pwrite" or "io_uring+pwrite"
 
-	markMu sync.Mutex // serializes Checkpoint; guards mark
-	mark   Position
+	markMu   sync.Mutex // serializes Checkpoint; guards mark and markSlot
+	mark     Position
+	markSlot int // lastMark's slot holding mark; -1: rewrite the file whole
 
 	closeOnce sync.Once
 	closeErr  error
@@ -89,7 +90,7 @@ func Open(opts Options) (*Journal, error) {
 	if err := fs.SyncDir(path.Dir(path.Clean(dir))); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	mark, err := readMark(fs, dir)
+	mark, markSlot, err := readMark(fs, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +98,7 @@ func Open(opts Options) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &Journal{opts: opts, mark: mark}
+	j := &Journal{opts: opts, mark: mark, markSlot: markSlot}
 	if opts.ZeroFill && opts.PreallocSize > 0 && !opts.NoSync {
 		j.zero = newZeroFiller(zeroAhead(opts), opts.Alignment, opts.Logger)
 	}
