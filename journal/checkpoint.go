@@ -17,10 +17,6 @@ const (
 	markTmpName = "lastMark.tmp"
 	markSize    = 24
 	markMagic   = "MGLM"
-	// markSlot is the offset of the second copy of the mark; a file of
-	// markFileSize bytes has two slots, an older one of markSize bytes one.
-	markSlot     = 512
-	markFileSize = markSlot + markSize
 )
 
 // appendMark encodes a lastMark file.
@@ -44,95 +40,52 @@ func decodeMark(src []byte) (rest []byte, p Position, err error) {
 	return src[markSize:], p, nil
 }
 
-// readMark returns the mark in dir's lastMark, the zero Position if there
-// is none, and the slot it came from (-1 for a one-slot file or none). Of
-// two valid slots the later position wins: marks only move forward, and
-// a write that tore one slot left the other intact.
-func readMark(fsys vfs.FS, dir string) (Position, int, error) {
+// readMark reads dir's lastMark; a missing file is the zero Position
+// (replay everything).
+func readMark(fsys vfs.FS, dir string) (Position, error) {
 	p := path.Join(dir, markName)
 	f, err := fsys.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Position{}, -1, nil
+		return Position{}, nil
 	}
 	if err != nil {
-		return Position{}, -1, fmt.Errorf("journal: %w", err)
+		return Position{}, fmt.Errorf("journal: %w", err)
 	}
 	defer f.Close()
-	var b [markFileSize]byte
-	n, err := f.ReadAt(b[:], 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return Position{}, -1, fmt.Errorf("journal: %s: %w", p, err)
+	var b [markSize]byte
+	if _, err := f.ReadAt(b[:], 0); err != nil && !errors.Is(err, io.EOF) {
+		return Position{}, fmt.Errorf("journal: %s: %w", p, err)
 	}
-	if n < markFileSize {
-		_, m, err := decodeMark(b[:n])
-		if err != nil {
-			return Position{}, -1, fmt.Errorf("journal: %s offset 0: %w", p, err)
-		}
-		return m, -1, nil
+	_, m, err := decodeMark(b[:])
+	if err != nil {
+		return Position{}, fmt.Errorf("journal: %s offset 0: %w", p, err)
 	}
-	best, slot := Position{}, -1
-	for i, off := range [2]int{0, markSlot} {
-		if _, m, err := decodeMark(b[off : off+markSize]); err == nil && (slot < 0 || best.Less(m)) {
-			best, slot = m, i
-		}
-	}
-	if slot < 0 {
-		return Position{}, -1, fmt.Errorf("journal: %s: neither slot (offsets 0 and %d) holds a valid mark: %w", p, markSlot, ErrCorrupt)
-	}
-	return best, slot, nil
+	return m, nil
 }
 
-// writeMark makes m dir's mark. With a two-slot file (slot >= 0, the slot
-// holding the current mark) it overwrites the other slot in place and
-// syncs: no file is created or renamed, so the sync commits no metadata.
-// Otherwise (no file yet, or a one-slot file from an older version) it
-// writes a two-slot file with m in both slots atomically: temp file, sync,
-// rename, directory sync. It returns the slot that now holds m.
-func writeMark(fsys vfs.FS, dir string, m Position, slot int) (int, error) {
-	if slot >= 0 {
-		next := 1 - slot
-		f, err := fsys.OpenReadWrite(path.Join(dir, markName))
-		if err != nil {
-			return slot, err
-		}
-		_, err = f.WriteAt(appendMark(nil, m), int64(next*markSlot))
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return slot, err
-		}
-		return next, nil
-	}
+// writeMark replaces dir's lastMark atomically: temp file, sync, rename,
+// sync dir.
+func writeMark(fsys vfs.FS, dir string, m Position) error {
 	tmp := path.Join(dir, markTmpName)
 	f, err := fsys.Create(tmp)
 	if err != nil {
-		return slot, err
+		return err
 	}
-	var b [markFileSize]byte
-	appendMark(b[:0], m)
-	appendMark(b[:markSlot], m)
-	if _, err := f.WriteAt(b[:], 0); err != nil {
+	if _, err := f.WriteAt(appendMark(nil, m), 0); err != nil {
 		f.Close()
-		return slot, err
+		return err
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return slot, err
+		return err
 	}
 	if err := f.Close(); err != nil {
-		return slot, err
+		return err
 	}
 	if err := fsys.Rename(tmp, path.Join(dir, markName)); err != nil {
-		return slot, err
+		return err
 	}
-	if err := fsys.SyncDir(dir); err != nil {
-		return slot, err
-	}
-	return 1, nil
+	return fsys.SyncDir(dir)
 }
 
 // Checkpoint records that everything up to pos (a position from a
@@ -152,9 +105,7 @@ func (j *Journal) Checkpoint(pos Position) error {
 		return fmt.Errorf("%w: checkpoint %v is past the durable end %v", ErrMarkNotFound, pos, end)
 	}
 	fsys, dir := j.opts.FS, j.opts.Dir
-	slot, err := writeMark(fsys, dir, pos, j.markSlot)
-	j.markSlot = slot
-	if err != nil {
+	if err := writeMark(fsys, dir, pos); err != nil {
 		return fmt.Errorf("journal: checkpoint: %w", err)
 	}
 	j.mark = pos

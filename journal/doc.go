@@ -171,27 +171,11 @@
 //
 // # Checkpoints
 //
-// Checkpoint(pos) records pos in the file "lastMark", then removes journal
-// files with ids below pos's file except the newest MaxBackups. Positions
-// point just past a record, so replay from the mark yields the records
-// after it. A mark is 24 bytes: magic MGLM, file id u64, offset u64,
-// crc32c u32 over the first 20 bytes. The file holds two of them, at
-// offsets 0 and 512 (536 bytes in all):
-//
-//   - the first checkpoint (or the first after an upgrade from the
-//     one-slot, 24-byte file of older versions, which Open still reads)
-//     writes the whole file, both slots equal, via lastMark.tmp, sync,
-//     rename and directory sync;
-//   - later ones overwrite the slot not holding the current mark in place
-//     and sync it (fdatasync): no file is created or renamed, so the sync
-//     commits no file-system metadata. A checkpoint runs several times a
-//     second, and each metadata commit is a journal commit of the file
-//     system that the journal's own syncs on the same disk wait behind.
-//
-// Open takes the later of the valid slots: marks only move forward, and a
-// crash that tore the slot being written left the other, the previous
-// mark, intact (the files it needs are still there: removal follows a
-// successful write). Neither slot valid is corruption (ErrCorrupt).
+// Checkpoint(pos) writes the file "lastMark" (magic MGLM, file id u64,
+// offset u64, crc32c u32 over the first 20 bytes) via lastMark.tmp, sync,
+// rename and directory sync, then removes journal files with ids below
+// pos's file except the newest MaxBackups. Positions point just past a
+// record, so replay from the mark yields the records after it.
 //
 // # Replay and torn tails
 //

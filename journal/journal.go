@@ -63,9 +63,8 @@ type Journal struct {
 
 	writerKind atomic.Pointer[string] // "io_uring", "pwrite" or "io_uring+pwrite"
 
-	markMu   sync.Mutex // serializes Checkpoint; guards mark and markSlot
-	mark     Position
-	markSlot int // lastMark's slot holding mark; -1: rewrite the file whole
+	markMu sync.Mutex // serializes Checkpoint; guards mark
+	mark   Position
 
 	closeOnce sync.Once
 	closeErr  error
@@ -90,7 +89,7 @@ func Open(opts Options) (*Journal, error) {
 	if err := fs.SyncDir(path.Dir(path.Clean(dir))); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	mark, markSlot, err := readMark(fs, dir)
+	mark, err := readMark(fs, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +97,7 @@ func Open(opts Options) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &Journal{opts: opts, mark: mark, markSlot: markSlot}
+	j := &Journal{opts: opts, mark: mark}
 	if opts.ZeroFill && opts.PreallocSize > 0 && !opts.NoSync {
 		j.zero = newZeroFiller(zeroAhead(opts), opts.Alignment, opts.Logger)
 	}
