@@ -299,26 +299,35 @@ func (ix *Index) Set(ledger, entry int64, loc uint64) error {
 	}
 	return ix.withLedger(ledger, func(ls *ledgerState) error {
 		pn, sl := int(entry/int64(ix.slots)), int(entry%int64(ix.slots))
-		pt := *ls.pages.Load()
-		var phys uint32
-		if pn < len(pt) && pt[pn] != 0 {
-			phys = pt[pn] - 1
-		} else {
-			var err error
-			if phys, err = ix.allocPage(ls, pn); err != nil {
-				return err
-			}
+		phys, err := ix.physPage(ls, pn)
+		if err != nil {
+			return err
 		}
 		seg, p := ix.page(phys)
 		seg.slot(p, sl).Store(loc)
 		seg.markDirty(p)
-		for {
-			last := ls.last.Load()
-			if entry <= last || ls.last.CompareAndSwap(last, entry) {
-				return nil
-			}
-		}
+		ls.raiseLast(entry)
+		return nil
 	})
+}
+
+// physPage returns the physical page of ls's page pn, allocating it if
+// the ledger has none there yet.
+func (ix *Index) physPage(ls *ledgerState, pn int) (uint32, error) {
+	if pt := *ls.pages.Load(); pn < len(pt) && pt[pn] != 0 {
+		return pt[pn] - 1, nil
+	}
+	return ix.allocPage(ls, pn)
+}
+
+// raiseLast moves ls's last entry up to entry if it is below.
+func (ls *ledgerState) raiseLast(entry int64) {
+	for {
+		last := ls.last.Load()
+		if entry <= last || ls.last.CompareAndSwap(last, entry) {
+			return
+		}
+	}
 }
 
 // SetRun is Set(ledger, first+i, locs[i]) for every i, in one call: the
@@ -346,15 +355,9 @@ func (ix *Index) SetRun(ledger, first int64, locs []uint64) error {
 		for i := 0; i < len(locs); {
 			entry := first + int64(i)
 			pn, sl := int(entry/slots), int(entry%slots)
-			pt := *ls.pages.Load()
-			var phys uint32
-			if pn < len(pt) && pt[pn] != 0 {
-				phys = pt[pn] - 1
-			} else {
-				var err error
-				if phys, err = ix.allocPage(ls, pn); err != nil {
-					return err
-				}
+			phys, err := ix.physPage(ls, pn)
+			if err != nil {
+				return err
 			}
 			seg, p := ix.page(phys)
 			n := min(len(locs)-i, ix.slots-sl)
@@ -364,12 +367,8 @@ func (ix *Index) SetRun(ledger, first int64, locs []uint64) error {
 			seg.markDirty(p)
 			i += n
 		}
-		for {
-			cur := ls.last.Load()
-			if last <= cur || ls.last.CompareAndSwap(cur, last) {
-				return nil
-			}
-		}
+		ls.raiseLast(last)
+		return nil
 	})
 }
 
