@@ -176,6 +176,9 @@ func (b *Bookie) indexFrozen() error {
 		return err
 	}
 	err := b.wc.frozenEach(func(k key, _ []byte) error {
+		if i == len(b.locBuf) {
+			return fmt.Errorf("BUG: frozen half has more entries than were appended (%d)", len(b.locBuf))
+		}
 		if i > start && (k.ledger != run.ledger || k.entry != run.entry+int64(i-start) || i-start == ckptRun) {
 			if err := flush(); err != nil {
 				return err
@@ -189,6 +192,11 @@ func (b *Bookie) indexFrozen() error {
 	})
 	if err == nil && i > start {
 		err = flush()
+	}
+	if err == nil && i != len(b.locBuf) {
+		// DeleteLedger holds ckptMu, so the half cannot change between
+		// the passes; if it did, locations would be misassigned.
+		err = fmt.Errorf("BUG: frozen half has %d entries, %d were appended", i, len(b.locBuf))
 	}
 	return err
 }
