@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -237,18 +238,49 @@ func TestReplicatedSubscriptionInProcess(t *testing.T) {
 	}
 }
 
+// holdPort reserves a loopback port for a remote cluster started later: a
+// listener that closes every connection at once (the replicator sees a
+// remote that is down) and keeps the port from other tests running in
+// parallel, until release closes it just before the remote's broker
+// binds it. (Closing the probe listener at once, as before, let another
+// test's listener take the port while it was free: the replicator then
+// connected to that one, read the entries early and re-sent them later,
+// which the TTL test caught as an "old" message reaching the remote.)
+func holdPort(t *testing.T) (addr string, release func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			ln.Close()
+			<-done
+		})
+	}
+	t.Cleanup(release)
+	return ln.Addr().String(), release
+}
+
 // TestReplicationRetentionKeepsUnsent: with retention 0 and small
 // ledgers, entries every local subscription consumed stay stored while
 // the remote is down (the replicator's cursor holds them), and all of
 // them reach the remote once it starts.
 func TestReplicationRetentionKeepsUnsent(t *testing.T) {
 	config := newMemMeta()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addrB := ln.Addr().String()
-	ln.Close()
+	addrB, releaseB := holdPort(t)
 	a := startGeoBrokerML(t, "ca", config, nil, mledger.Config{MaxEntriesPerLedger: 10, MinLedgerRolloverTime: -1, TrimInterval: -1})
 	ctx := context.Background()
 	if err := a.policies.CreateCluster(ctx, "cb", policy.ClusterData{BrokerServiceURL: "pulsar://" + addrB}); err != nil {
@@ -307,6 +339,7 @@ func TestReplicationRetentionKeepsUnsent(t *testing.T) {
 	if len(is.Ledgers) < 2 || is.NumberOfEntries < n {
 		t.Fatalf("ledgers %d, entries %d: want several ledgers still holding all %d entries", len(is.Ledgers), is.NumberOfEntries, n)
 	}
+	releaseB()
 	b := startGeoBroker(t, "cb", config, func(c *Config) { c.ServiceAddr = addrB })
 	consB, err := b.client(t).Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
 	if err != nil {
@@ -343,12 +376,7 @@ func TestReplicationRetentionKeepsUnsent(t *testing.T) {
 // expired.
 func TestReplicationMessageTTL(t *testing.T) {
 	config := newMemMeta()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addrB := ln.Addr().String()
-	ln.Close()
+	addrB, releaseB := holdPort(t)
 	a := startGeoBroker(t, "ca", config, nil)
 	ctx := context.Background()
 	if err := a.policies.CreateCluster(ctx, "cb", policy.ClusterData{BrokerServiceURL: "pulsar://" + addrB}); err != nil {
@@ -379,6 +407,7 @@ func TestReplicationMessageTTL(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	releaseB()
 	b := startGeoBroker(t, "cb", config, func(c *Config) { c.ServiceAddr = addrB })
 	cons, err := b.client(t).Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
 	if err != nil {
