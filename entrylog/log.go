@@ -192,14 +192,24 @@ func (l *Log) Add(ledger, entry int64, payload []byte) (uint64, error) {
 // write cache without copying them. rec is not referenced after AddRecord
 // returns.
 func (l *Log) AddRecord(rec []byte) (uint64, error) {
+	h, err := framedHeader(rec)
+	if err != nil {
+		return 0, fmt.Errorf("entrylog: AddRecord: %w", err)
+	}
+	return l.add(h.ledger, h.entry, nil, rec)
+}
+
+// framedHeader decodes the header of a record framed by the caller and
+// checks that its length field matches the bytes after it.
+func framedHeader(rec []byte) (recordHeader, error) {
 	if len(rec) < RecordHeaderSize {
-		return 0, fmt.Errorf("entrylog: AddRecord of %d bytes, shorter than a record header", len(rec))
+		return recordHeader{}, fmt.Errorf("record of %d bytes, shorter than a record header", len(rec))
 	}
 	h := decodeRecordHeader(rec)
 	if int64(h.n) != int64(len(rec)-RecordHeaderSize) {
-		return 0, fmt.Errorf("entrylog: AddRecord: header length %d, %d payload bytes", h.n, len(rec)-RecordHeaderSize)
+		return recordHeader{}, fmt.Errorf("header length %d, %d payload bytes", h.n, len(rec)-RecordHeaderSize)
 	}
-	return l.add(h.ledger, h.entry, nil, rec)
+	return h, nil
 }
 
 // DirectWriteMin is the record size from which AddRecord writes the record
@@ -216,12 +226,9 @@ func (l *Log) AddRecords(recs [][]byte, locs []uint64) ([]uint64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, rec := range recs {
-		if len(rec) < RecordHeaderSize {
-			return locs, fmt.Errorf("entrylog: AddRecords: record %d of %d bytes, shorter than a record header", i, len(rec))
-		}
-		h := decodeRecordHeader(rec)
-		if int64(h.n) != int64(len(rec)-RecordHeaderSize) {
-			return locs, fmt.Errorf("entrylog: AddRecords: record %d: header length %d, %d payload bytes", i, h.n, len(rec)-RecordHeaderSize)
+		h, err := framedHeader(rec)
+		if err != nil {
+			return locs, fmt.Errorf("entrylog: AddRecords: record %d: %w", i, err)
 		}
 		loc, err := l.addLocked(h.ledger, h.entry, nil, rec)
 		if err != nil {

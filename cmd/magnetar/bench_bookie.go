@@ -195,27 +195,23 @@ func runBench(ctx context.Context, cfg benchConfig) ([]benchResult, error) {
 	if cfg.Runs < 1 {
 		cfg.Runs = 1
 	}
-	if cfg.CPUProfile != "" {
-		f, err := os.Create(cfg.CPUProfile)
+	for _, rec := range []struct {
+		path  string
+		start func(io.Writer) error
+		stop  func()
+	}{{cfg.CPUProfile, pprof.StartCPUProfile, pprof.StopCPUProfile}, {cfg.Trace, trace.Start, trace.Stop}} {
+		if rec.path == "" {
+			continue
+		}
+		f, err := os.Create(rec.path)
 		if err != nil {
 			return nil, err
 		}
 		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
+		if err := rec.start(f); err != nil {
 			return nil, err
 		}
-		defer pprof.StopCPUProfile()
-	}
-	if cfg.Trace != "" {
-		f, err := os.Create(cfg.Trace)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		if err := trace.Start(f); err != nil {
-			return nil, err
-		}
-		defer trace.Stop()
+		defer rec.stop()
 	}
 	var out []benchResult
 	report := func(r benchResult) {
