@@ -14,6 +14,15 @@
 // write + fdatasync, each into its own prezeroed file (K bookie journals
 // sharing one disk, as the replicated-ledger benchmark runs them): total
 // and per-stream syncs/s and the latency over all streams, per K and round.
+//
+// With -floor RATE it measures the floor a durable broker on this disk
+// cannot go below at RATE arrivals per second (floor.go): the journal's
+// group commit alone, arrivals paced as a batching client sends them, for
+// -duration, with latency percentiles per -window, the group syncs that
+// took over 2 ms, how strongly those recur with a 100 ms period, and the
+// process CPU per group (the guest's cost of one write + fdatasync).
+//
+//	go run ./bench/fsync -floor 870 -duration 30s -rounds 3
 package main
 
 import (
@@ -104,6 +113,9 @@ var (
 	count   = flag.Int("n", 3000, "writes per way and round")
 	round   = flag.Int("rounds", 2, "rounds")
 	streams = flag.String("streams", "", "comma-separated stream counts: concurrent write+fdatasync loops on separate files")
+	floor   = flag.Float64("floor", 0, "arrivals per second: measure the group-commit floor at this rate instead")
+	floorD  = flag.Duration("duration", 30*time.Second, "-floor: how long")
+	floorW  = flag.Duration("window", 10*time.Second, "-floor: latency window")
 )
 
 // runStreams runs k concurrent loops of count writes + fdatasync, each on
@@ -174,6 +186,12 @@ func background(stop chan struct{}) {
 
 func main() {
 	flag.Parse()
+	if *floor > 0 {
+		for r := 0; r < *round; r++ {
+			printFloor(*floor, runFloor(*floor, *floorD, *floorW))
+		}
+		return
+	}
 	if *streams != "" {
 		for r := 0; r < *round; r++ {
 			for _, f := range strings.Split(*streams, ",") {

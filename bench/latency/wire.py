@@ -62,8 +62,38 @@ def fields(b):
     return out
 
 
+def frame_start(data):
+    """Whether data plausibly begins a Pulsar frame: sizes that fit and a
+    command whose type decodes. The capture starts mid-stream, so a
+    stream's first packets may carry the tail of a frame."""
+    if len(data) < 8:
+        return False
+    total, size = struct.unpack(">II", data[:8])
+    if not (0 < size <= total - 4 < 64 << 20) or len(data) < 8 + size:
+        return False
+    try:
+        kind = fields(bytes(data[8:8 + size])).get(1)
+    except (ValueError, IndexError):
+        return False
+    return isinstance(kind, int) and 0 < kind < 200
+
+
+def find_frame(buf):
+    """The first offset in buf where a frame starts that is followed by
+    another frame start (or by the end of buf), or None."""
+    for j in range(len(buf) - 8):
+        if not frame_start(buf[j:j + 8 + 4096]):
+            continue
+        total = struct.unpack(">I", buf[j:j + 4])[0]
+        nxt = j + 4 + total
+        if nxt + 8 > len(buf) or frame_start(buf[nxt:nxt + 8 + 4096]):
+            return j
+    return None
+
+
 def packets(path):
-    """(timestamp, src port, dst port, payload) of every TCP/IPv4 packet."""
+    """(timestamp, src port, dst port, sequence number, payload) of every
+    TCP/IPv4 packet that carries data."""
     with open(path, "rb") as f:
         hdr = f.read(24)
         magic = struct.unpack("<I", hdr[:4])[0]
@@ -84,31 +114,85 @@ def packets(path):
             if len(ip) < 20 or ip[0] >> 4 != 4 or ip[9] != 6:
                 continue
             tcp = ip[(ip[0] & 15) * 4:]
-            sport, dport = struct.unpack(">HH", tcp[:4])
+            sport, dport, seq = struct.unpack(">HHI", tcp[:8])
             data = tcp[(tcp[12] >> 4) * 4:]
             if data:
-                yield sec + frac * scale, sport, dport, data
+                yield sec + frac * scale, sport, dport, seq, data
+
+
+def in_order(pkts):
+    """The packets' payloads in stream order per (src, dst) port pair, as
+    (timestamp, src port, dst port, bytes): a capture on loopback holds
+    retransmitted and reordered segments, so duplicates and overlaps are
+    trimmed and segments ahead of a gap wait until it is filled (the
+    timestamp is then the filling packet's)."""
+    nxt, held = {}, {}
+    for ts, sport, dport, seq, data in pkts:
+        k = (sport, dport)
+        if k not in nxt:
+            nxt[k], held[k] = seq, {}
+        ahead = (seq - nxt[k]) & 0xFFFFFFFF
+        if ahead >= 1 << 31:  # starts before what was already delivered
+            behind = (1 << 32) - ahead
+            if behind >= len(data):
+                continue
+            data, seq = data[behind:], nxt[k]
+        elif ahead:
+            held[k][seq] = data
+            continue
+        while True:
+            yield ts, sport, dport, data
+            nxt[k] = (nxt[k] + len(data)) & 0xFFFFFFFF
+            h = held[k]
+            data = None
+            for s in list(h):
+                d = (nxt[k] - s) & 0xFFFFFFFF
+                if d < 1 << 31:  # s at or before nxt: deliver what is new
+                    seg = h.pop(s)
+                    if d < len(seg):
+                        data = seg[d:]
+                        break
+            if data is None:
+                break
 
 
 def main():
     path, port = sys.argv[1], int(sys.argv[2])
     slow_ms = float(os.environ.get("SLOW_MS", "2"))
     streams = {}  # (client port, to broker) -> pending bytes
+    synced = set()  # streams whose buffer starts at a frame boundary
+    resyncs = 0
     sent = {}  # (client port, producer, sequence) -> time
     last_send = {}  # (client port, producer) -> time
     gaps, per_send, lats = [], [], []
-    for ts, sport, dport, data in packets(path):
+    for ts, sport, dport, data in in_order(packets(path)):
         to_broker = dport == port
         if not to_broker and sport != port:
             continue
         client = sport if to_broker else dport
-        buf = streams.setdefault((client, to_broker), bytearray())
+        key = (client, to_broker)
+        buf = streams.setdefault(key, bytearray())
         buf += data
+        if key not in synced:
+            j = find_frame(buf)
+            if j is None:
+                del buf[:max(0, len(buf) - (1 << 20))]  # keep a tail to search on
+                continue
+            del buf[:j]
+            synced.add(key)
         while len(buf) >= 8:
             total, size = struct.unpack(">II", buf[:8])
             if len(buf) < 4 + total:
                 break
-            cmd = fields(bytes(buf[8:8 + size]))
+            try:
+                cmd = fields(bytes(buf[8:8 + size]))
+            except (ValueError, IndexError):
+                # Out of step (a frame start mistaken, or a lost packet):
+                # search onwards for the next frame start.
+                resyncs += 1
+                synced.discard(key)
+                del buf[:1]
+                break
             del buf[:4 + total]
             kind = cmd.get(1)
             if to_broker and kind == 6 and 6 in cmd:
@@ -131,6 +215,8 @@ def main():
     def q(v, p):
         return v[min(len(v) - 1, int(p * len(v)))]
 
+    if resyncs:
+        print("stream lost step %d times (resynchronised at a frame start)" % resyncs)
     print("%d sends matched (%d unanswered); server-side p50/p90/p99/p999/max "
           "%.0f/%.0f/%.0f/%.0f/%.0f us" % (
               len(ls), len(sent), q(ls, .5) * 1e6, q(ls, .9) * 1e6,

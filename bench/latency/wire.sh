@@ -35,7 +35,7 @@ trap cleanup EXIT
 . "$repo/bench/latency/standalone.sh"
 build_bins "$d"
 start_standalone "$d" "$PORT" "$HTTP_PORT" "$@"
-(sleep 5; exec timeout "$CAPTURE" tcpdump -i lo -nn -s 0 -w "$d/cap.pcap" "tcp port $PORT" 2>"$d/tcpdump.err") &
+(sleep 5; exec timeout "$CAPTURE" tcpdump -i lo -nn -s 0 -B "${CAPTURE_BUFFER_KIB:-262144}" -w "$d/cap.pcap" "tcp port $PORT" 2>"$d/tcpdump.err") &
 t=$!
 # shellcheck disable=SC2086
 "$d/goclient" produce --service-url "pulsar://127.0.0.1:$PORT" --topic persistent://public/default/wire \

@@ -24,6 +24,8 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"runtime/pprof"
+	"runtime/trace"
 	"sync/atomic"
 	"time"
 
@@ -54,7 +56,14 @@ func main() {
 	sub := fs.String("subscription", "tail", "consume: subscription name")
 	idle := fs.Duration("idle-timeout", 3*time.Second, "consume: stop after no message for this long")
 	queue := fs.Int("receiver-queue-size", 1000, "consume: ReceiverQueueSize")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	traceFile := fs.String("trace", "", "write a Go execution trace of the run to this file")
 	fs.Parse(os.Args[2:])
+	stop, err := profile(*cpuProfile, *traceFile)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer stop()
 
 	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: *url, Logger: plog.DefaultNopLogger(), OperationTimeout: 60 * time.Second, MemoryLimitBytes: *memLimit})
 	if err != nil {
@@ -80,7 +89,45 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	stop()
 	json.NewEncoder(os.Stdout).Encode(sum)
+}
+
+// profile starts a CPU profile and an execution trace where asked; the
+// returned func stops both and may be called more than once.
+func profile(cpuFile, traceFile string) (func(), error) {
+	var closers []func()
+	stop := func() {
+		for _, c := range closers {
+			c()
+		}
+		closers = nil
+	}
+	if cpuFile != "" {
+		f, err := os.Create(cpuFile)
+		if err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		closers = append(closers, func() { pprof.StopCPUProfile(); f.Close() })
+	}
+	if traceFile != "" {
+		f, err := os.Create(traceFile)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		if err := trace.Start(f); err != nil {
+			f.Close()
+			stop()
+			return nil, err
+		}
+		closers = append(closers, func() { trace.Stop(); f.Close() })
+	}
+	return stop, nil
 }
 
 func produce(client pulsar.Client, topic string, rate float64, size int, d time.Duration, n int, window time.Duration, po pulsar.ProducerOptions) (perf.Summary, error) {
