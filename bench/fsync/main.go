@@ -3,7 +3,8 @@
 // inside fallocate(KEEP_SIZE) (the default), inside a fallocated size,
 // into zeros written and synced beforehand (--journal-zero-fill), and the
 // last two through O_DIRECT. With BG=1 another file gets a 4 MiB write +
-// fsync every 200 ms beside it, standing in for a bookie checkpoint.
+// fsync every 200 ms beside it (BG_BYTES, BG_EVERY_MS), standing in for a
+// bookie checkpoint; it runs beside -streams and -floor too.
 //
 //	go run ./bench/fsync [-dir DIR] [-n 3000] [-rounds 2]
 //
@@ -169,9 +170,9 @@ func background(stop chan struct{}) {
 		panic(err)
 	}
 	defer os.Remove(bgPath)
-	b := make([]byte, 4<<20)
+	b := make([]byte, envInt("BG_BYTES", 4<<20))
 	var off int64
-	t := time.NewTicker(200 * time.Millisecond)
+	t := time.NewTicker(time.Duration(envInt("BG_EVERY_MS", 200)) * time.Millisecond)
 	for {
 		select {
 		case <-stop:
@@ -184,8 +185,21 @@ func background(stop chan struct{}) {
 	}
 }
 
+// envInt is the integer in environment variable k, or def.
+func envInt(k string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
 func main() {
 	flag.Parse()
+	if bg {
+		stop := make(chan struct{})
+		go background(stop)
+		defer close(stop)
+	}
 	if *floor > 0 {
 		for r := 0; r < *round; r++ {
 			printFloor(*floor, runFloor(*floor, *floorD, *floorW))
@@ -203,11 +217,6 @@ func main() {
 			}
 		}
 		return
-	}
-	if bg {
-		stop := make(chan struct{})
-		go background(stop)
-		defer close(stop)
 	}
 	for r := 0; r < *round; r++ {
 		run("buffered keep_size (now)", false, false, true)

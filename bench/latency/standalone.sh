@@ -8,6 +8,15 @@ build_bins() {
     (cd "$repo" && go build -o "$MAGNETAR_BIN" ./cmd/magnetar)
   fi
   (cd "$repo" && go build -o "$1/goclient" ./bench/latency/goclient)
+  (cd "$repo" && go build -o "$1/fsync" ./bench/fsync)
+}
+
+# disk_floor DIR RATE SECONDS: the journal's group commit alone on DIR's
+# disk at RATE arrivals/s (bench/fsync -floor): the latency no durable
+# broker on this disk can go below at that rate, measured just before the
+# broker runs, as the same-run baseline. Prints its latency line.
+disk_floor() {
+  "$1/fsync" -dir "$1" -floor "$2" -duration "${3}s" -window 10s -rounds 1 | awk 'NR == 2 { sub(/^ +/, ""); print "disk floor at '"$2"'/s: " $0 }'
 }
 
 # start_standalone DIR PORT HTTP_PORT [flags...]: starts a durable

@@ -120,12 +120,19 @@ def packets(path):
                 yield sec + frac * scale, sport, dport, seq, data
 
 
+GAP = None  # in_order's marker: bytes were lost, the stream must resync
+
+HOLD_LIMIT = 16 << 20  # bytes held ahead of a gap before it counts as lost
+
+
 def in_order(pkts):
     """The packets' payloads in stream order per (src, dst) port pair, as
     (timestamp, src port, dst port, bytes): a capture on loopback holds
     retransmitted and reordered segments, so duplicates and overlaps are
     trimmed and segments ahead of a gap wait until it is filled (the
-    timestamp is then the filling packet's)."""
+    timestamp is then the filling packet's). A gap that is never filled
+    (tcpdump dropped the packet) is skipped once HOLD_LIMIT bytes wait
+    behind it, and reported as bytes GAP."""
     nxt, held = {}, {}
     for ts, sport, dport, seq, data in pkts:
         k = (sport, dport)
@@ -139,7 +146,13 @@ def in_order(pkts):
             data, seq = data[behind:], nxt[k]
         elif ahead:
             held[k][seq] = data
-            continue
+            if sum(len(d) for d in held[k].values()) <= HOLD_LIMIT:
+                continue
+            # Lost: go on from the held segment nearest to nxt.
+            seq = min(held[k], key=lambda s: (s - nxt[k]) & 0xFFFFFFFF)
+            data = held[k].pop(seq)
+            nxt[k] = seq
+            yield ts, sport, dport, GAP
         while True:
             yield ts, sport, dport, data
             nxt[k] = (nxt[k] + len(data)) & 0xFFFFFFFF
@@ -161,7 +174,7 @@ def main():
     slow_ms = float(os.environ.get("SLOW_MS", "2"))
     streams = {}  # (client port, to broker) -> pending bytes
     synced = set()  # streams whose buffer starts at a frame boundary
-    resyncs = 0
+    resyncs = gaps_lost = 0
     sent = {}  # (client port, producer, sequence) -> time
     last_send = {}  # (client port, producer) -> time
     gaps, per_send, lats = [], [], []
@@ -172,6 +185,11 @@ def main():
         client = sport if to_broker else dport
         key = (client, to_broker)
         buf = streams.setdefault(key, bytearray())
+        if data is GAP:
+            gaps_lost += 1
+            buf.clear()
+            synced.discard(key)
+            continue
         buf += data
         if key not in synced:
             j = find_frame(buf)
@@ -215,6 +233,9 @@ def main():
     def q(v, p):
         return v[min(len(v) - 1, int(p * len(v)))]
 
+    if gaps_lost:
+        print("%d gaps in the capture (packets tcpdump dropped): the frames "
+              "around them are not counted" % gaps_lost)
     if resyncs:
         print("stream lost step %d times (resynchronised at a frame start)" % resyncs)
     print("%d sends matched (%d unanswered); server-side p50/p90/p99/p999/max "

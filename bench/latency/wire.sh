@@ -12,6 +12,17 @@
 #   PRODUCE_FLAGS=--disable-batching bash bench/latency/wire.sh
 #   bash bench/latency/wire.sh --ledger-dirs /dev/shm/ledgers   # ledgers off the journal's disk
 #
+# First, as the same-run baseline, the disk's floor (bench/fsync -floor):
+# the journal's group commit alone at the rate groups will arrive (RATE
+# with --disable-batching, else ~870/s per producer: one batch per
+# ~1.15 ms timer tick; FLOOR_RATE overrides, FLOOR_SECONDS 10, 0 = skip).
+#
+# The capture's kernel buffer is tcpdump's default 2 MiB (CAPTURE_BUFFER_KIB):
+# a larger one is allocated when the capture starts, mid-run, and on this
+# guest (~12 µs per fresh 4 KiB page, docs/benchmark-machine.md) a 256 MiB
+# one stalled the client by 85-280 ms at p99. At half-peak rates the
+# default drops packets; wire.py then skips the gaps and says how many.
+#
 # Needs tcpdump (apt-get install tcpdump) and root for the capture.
 # Env: RATE (10000), CAPTURE (20), PRODUCE_FLAGS, MAGNETAR_BIN (default:
 # build), PORT (16652), HTTP_PORT (18082), KEEP=1 keeps the directory.
@@ -34,8 +45,19 @@ trap cleanup EXIT
 # shellcheck source=bench/latency/standalone.sh
 . "$repo/bench/latency/standalone.sh"
 build_bins "$d"
+if [[ ${FLOOR_SECONDS:-10} != 0 ]]; then
+  if [[ -z ${FLOOR_RATE:-} ]]; then
+    if [[ $PRODUCE_FLAGS == *--disable-batching* ]]; then
+      FLOOR_RATE=$RATE
+    else
+      np=$(grep -o -- '--num-producers [0-9]*' <<<"$PRODUCE_FLAGS" | awk '{print $2}' || true)
+      FLOOR_RATE=$((870 * ${np:-1}))
+    fi
+  fi
+  disk_floor "$d" "$FLOOR_RATE" "${FLOOR_SECONDS:-10}"
+fi
 start_standalone "$d" "$PORT" "$HTTP_PORT" "$@"
-(sleep 5; exec timeout "$CAPTURE" tcpdump -i lo -nn -s 0 -B "${CAPTURE_BUFFER_KIB:-262144}" -w "$d/cap.pcap" "tcp port $PORT" 2>"$d/tcpdump.err") &
+(sleep 5; exec timeout "$CAPTURE" tcpdump -i lo -nn -s 0 -B "${CAPTURE_BUFFER_KIB:-2048}" -w "$d/cap.pcap" "tcp port $PORT" 2>"$d/tcpdump.err") &
 t=$!
 # shellcheck disable=SC2086
 "$d/goclient" produce --service-url "pulsar://127.0.0.1:$PORT" --topic persistent://public/default/wire \
