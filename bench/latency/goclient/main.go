@@ -213,28 +213,34 @@ func consume(client pulsar.Client, topic, sub string, queue int, idle, window ti
 	st := perf.NewStats(1, start)
 	finish := st.StartWindows(window)
 	sh := st.Shard(0)
-	got := false
+	// Messages come from the consumer's channel, as pulsar-perf's Go
+	// consumer reads them: a Receive with a deadline per message built a
+	// context and a timer each time, ~11 % of this process's CPU at
+	// 100k msgs/s. Idleness is checked by a ticker instead.
+	tick := time.NewTicker(min(idle/4, 250*time.Millisecond))
+	defer tick.Stop()
+	var last time.Time // last message; zero until the first
+	ch := c.Chan()
+	firstBy := time.Now().Add(10 * time.Minute) // the first message may be a while
+loop:
 	for {
-		wait := 10 * time.Minute // the first message may be a while
-		if got {
-			wait = idle
+		select {
+		case cm, ok := <-ch:
+			if !ok {
+				return perf.Summary{}, errors.New("consumer closed")
+			}
+			now := time.Now()
+			last = now
+			if p := cm.Payload(); len(p) >= 8 {
+				sent := time.Unix(0, int64(binary.BigEndian.Uint64(p)))
+				sh.Record(len(p), now.Sub(sent))
+			}
+			c.Ack(cm.Message)
+		case now := <-tick.C:
+			if (last.IsZero() && now.After(firstBy)) || (!last.IsZero() && now.Sub(last) >= idle) {
+				break loop
+			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		m, err := c.Receive(ctx)
-		cancel()
-		if errors.Is(err, context.DeadlineExceeded) {
-			break
-		}
-		if err != nil {
-			return perf.Summary{}, err
-		}
-		now := time.Now()
-		got = true
-		if p := m.Payload(); len(p) >= 8 {
-			sent := time.Unix(0, int64(binary.BigEndian.Uint64(p)))
-			sh.Record(len(p), now.Sub(sent))
-		}
-		c.Ack(m)
 	}
 	end := time.Now()
 	finish(end)
