@@ -51,30 +51,62 @@ func startPostgres(t *testing.T) *pgServer {
 		os.Chown(d, uid, gid)
 	}
 	os.Chown(root, uid, gid)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pg.port = ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	pg.run(t, filepath.Join(pg.bin, "initdb"), "-D", pg.data, "-U", "postgres", "--auth=trust", "-E", "UTF8")
-	pg.start(t)
+	// PostgreSQL binds its port itself, so the port found free here may be
+	// taken by another test's listener before the server starts: then
+	// the start fails with "Address already in use" and another port is
+	// tried.
+	for attempt := 1; ; attempt++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pg.port = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		os.Truncate(pg.log, 0) // the log then holds this attempt's failure only
+		err = pg.tryStart()
+		if err == nil {
+			break
+		}
+		log, _ := os.ReadFile(pg.log)
+		if attempt == 3 || !strings.Contains(string(log), "already in use") {
+			t.Fatalf("%v\n%s", err, log)
+		}
+		t.Logf("port %d taken before PostgreSQL bound it; trying another", pg.port)
+	}
 	t.Cleanup(func() { pg.stop(t) })
 	return pg
 }
 
-func (pg *pgServer) run(t *testing.T, args ...string) {
-	t.Helper()
+// command runs args as the postgres user, returning an error with their
+// output.
+func (pg *pgServer) command(args ...string) error {
 	cmd := exec.Command("runuser", append([]string{"-u", "postgres", "--"}, args...)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%v: %v\n%s", args, err, out)
+	}
+	return nil
+}
+
+func (pg *pgServer) run(t *testing.T, args ...string) {
+	t.Helper()
+	if err := pg.command(args...); err != nil {
 		log, _ := os.ReadFile(pg.log)
-		t.Fatalf("%v: %v\n%s\n%s", args, err, out, log)
+		t.Fatalf("%v\n%s", err, log)
 	}
 }
 
-func (pg *pgServer) start(t *testing.T) {
-	pg.run(t, filepath.Join(pg.bin, "pg_ctl"), "-D", pg.data, "-l", pg.log, "-w", "-o",
+func (pg *pgServer) tryStart() error {
+	return pg.command(filepath.Join(pg.bin, "pg_ctl"), "-D", pg.data, "-l", pg.log, "-w", "-o",
 		fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=on", pg.port, pg.sock), "start")
+}
+
+func (pg *pgServer) start(t *testing.T) {
+	t.Helper()
+	if err := pg.tryStart(); err != nil {
+		log, _ := os.ReadFile(pg.log)
+		t.Fatalf("%v\n%s", err, log)
+	}
 }
 
 func (pg *pgServer) stop(t *testing.T) {
