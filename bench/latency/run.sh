@@ -18,14 +18,18 @@
 # tailing consumer) for the whole step and per WINDOW, plus the per-stage
 # breakdown from the standalone's /metrics scraped before and after the
 # step (stages.py: broker publish, bookie add, journal group sync, group
-# sizes, GC cycles). Then the NATS JetStream peer (bench/peer, default and
+# sizes, GC cycles). Before each run, the disk's floor (bench/fsync
+# -floor) at the 10k step's group rate: the latency no durable broker on
+# this disk goes below in that run's hour. Then the NATS JetStream peer (bench/peer, default and
 # sync_interval: always) publishing at the same rates, if SKIP_PEER is unset.
 # Prints the medians over the runs as one table; raw JSON and key/value
 # files stay in OUT.
 #
 # Env: RUNS (3), DURATION (30s), PEAK_DURATION (20s), WINDOW (10s),
 #      RATE_LOW (10000), HALF_FRACTION (0.5), LOW_FLAGS, HALF_FLAGS,
-#      PEAK_FLAGS, CONSUME_FLAGS, STANDALONE_FLAGS (extra standalone flags,
+#      PEAK_FLAGS, CONSUME_FLAGS, FLOOR_RATE (870: one group per ~1.15 ms
+#      batch tick of the 10k step's producer), FLOOR_SECONDS (20; 0 skips
+#      the floor), STANDALONE_FLAGS (extra standalone flags,
 #      e.g. --journal-max-group-wait 1ms for an A/B), MAGNETAR_BIN (skip the
 #      build), OUT (a new /tmp dir), SKIP_PEER=1, SKIP_PEAK=1 (then PEAK
 #      must be given in msgs/s), CLIENT (go | magnetar). The *_FLAGS are
@@ -38,6 +42,8 @@ DURATION=${DURATION:-30s}
 PEAK_DURATION=${PEAK_DURATION:-20s}
 WINDOW=${WINDOW:-10s}
 RATE_LOW=${RATE_LOW:-10000}
+FLOOR_RATE=${FLOOR_RATE:-870}
+FLOOR_SECONDS=${FLOOR_SECONDS:-20}
 HALF_FRACTION=${HALF_FRACTION:-0.5}
 SIZE=200
 LOW_FLAGS=${LOW_FLAGS:---num-producers 1 --max-pending 10000 --batch-delay 1ms}
@@ -57,6 +63,16 @@ if [[ -z ${MAGNETAR_BIN:-} ]]; then
 fi
 GOCLIENT=$OUT/goclient
 (cd "$repo" && go build -o "$GOCLIENT" ./bench/latency/goclient)
+FSYNC=$OUT/fsync
+(cd "$repo" && go build -o "$FSYNC" ./bench/fsync)
+
+# floor DIR: the disk's floor at the 10k step's group rate (bench/fsync
+# -floor: the journal's group commit alone), as key value lines.
+floor() {
+  "$FSYNC" -dir "$1" -floor "$FLOOR_RATE" -duration "${FLOOR_SECONDS}s" -window "$WINDOW" -rounds 1 | awk '
+    /latency p50/ { print "floor_p50_us", $3 * 1000; print "floor_p99_us", $5 * 1000; print "floor_p999_us", $7 * 1000 }
+    /per window/ { m = 0; for (i = 7; i <= NF; i++) { split($i, a, "/"); if (a[1] + 0 > m) m = a[1] + 0 }; print "floor_worst_window_p99_us", m * 1000 }'
+}
 
 # json FILE EXPR: a value of a perf --json summary (python expression on d).
 json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); v=eval(sys.argv[2]); print(round(v) if isinstance(v,float) else v)' "$1" "$2"; }
@@ -176,6 +192,7 @@ for r in $(seq "$RUNS"); do
   d="$OUT/run$r"; mkdir -p "$d"
   echo "load_before $(cut -d' ' -f1 /proc/loadavg)" >"$d/kv.txt"
   echo "run $r/$RUNS ($(date -u +%H:%M:%S), load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+  [[ $FLOOR_SECONDS == 0 ]] || floor "$d" >>"$d/kv.txt"
   magnetar_once "$d" >>"$d/kv.txt"
   if [[ -z ${SKIP_PEER:-} ]]; then
     peak=$(awk '$1=="peak_rate"{print $2}' "$d/kv.txt")

@@ -61,6 +61,9 @@ rows = [
     ("standalone GC cycles / pause ms", lambda s: f"{num(s + '_gc_cycles')} / {num(s + '_gc_pause_ms', '{:.1f}')}"),
 ]
 print("| peak rate, msgs/s | – | – | " + num("peak_rate") + " |")
+if med("floor_p99_us") is not None:
+    print(f"| disk floor (bench/fsync -floor, groups paced as the 10k producer's) p50 / p99 / worst-window p99, ms | "
+          f"{ms('floor_p50_us')} / {ms('floor_p99_us')} / {ms('floor_worst_window_p99_us')} | – | – |")
 for name, f in rows:
     print(f"| {name} | " + " | ".join(f(s) for s in ("low", "half", "peak")) + " |")
 nats = sorted({k[:-len("_achieved")] for kv in runs for k in kv if k.startswith("nats_") and k.endswith("_achieved")},
