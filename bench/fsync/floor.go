@@ -44,7 +44,10 @@ func runFloor(rate float64, d, window time.Duration) floorResult {
 	}
 	defer os.Remove(path)
 	defer f.Close()
-	const fileSize = 256 << 20
+	// Room for one block per arrival (groups are fewer), at most 256 MiB,
+	// reused from the start when full: zeroing more than a run needs
+	// would keep the disk busy just before the drivers start a broker.
+	fileSize := min(max(int64(rate*d.Seconds())*sz, 16<<20), 256<<20)
 	writeZeros(f, fileSize)
 	buf := aligned(sz)
 
