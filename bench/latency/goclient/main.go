@@ -217,7 +217,7 @@ func consume(client pulsar.Client, topic, sub string, queue int, idle, window ti
 	// consumer reads them: a Receive with a deadline per message built a
 	// context and a timer each time, ~11 % of this process's CPU at
 	// 100k msgs/s. Idleness is checked by a ticker instead.
-	tick := time.NewTicker(min(idle/4, 250*time.Millisecond))
+	tick := time.NewTicker(max(min(idle/4, 250*time.Millisecond), time.Millisecond))
 	defer tick.Stop()
 	var last time.Time // last message; zero until the first
 	ch := c.Chan()
