@@ -48,6 +48,12 @@ type Store struct {
 		topics map[string]*TopicPolicies // by TopicKey; nil: none
 		subs   map[int]func(ns string)
 		next   int
+		// gen counts invalidations of cache and topics. A read of the
+		// store caches its result only if no invalidation happened
+		// while it read: otherwise a read that began before a write
+		// could put the older document back after the write dropped
+		// it, and the cache would serve it until the next Refresh.
+		gen uint64
 	}
 }
 
@@ -97,6 +103,7 @@ func (s *Store) Refresh() {
 	s.mu.Lock()
 	clear(s.mu.cache)
 	clear(s.mu.topics)
+	s.mu.gen++
 	s.mu.Unlock()
 	s.notify("")
 }
@@ -104,6 +111,7 @@ func (s *Store) Refresh() {
 func (s *Store) forget(ns string) {
 	s.mu.Lock()
 	delete(s.mu.cache, ns)
+	s.mu.gen++
 	s.mu.Unlock()
 }
 
@@ -119,10 +127,13 @@ func (s *Store) Cached(ns string) *Policies {
 // when present. A namespace without a stored document gets an empty one
 // with the defaults filled in. The result is shared: do not modify it.
 func (s *Store) Get(ctx context.Context, ns string) (*Policies, error) {
-	if p := s.Cached(ns); p != nil {
+	s.mu.Lock()
+	p, gen := s.mu.cache[ns], s.mu.gen
+	s.mu.Unlock()
+	if p != nil {
 		return p, nil
 	}
-	p := &Policies{}
+	p = &Policies{}
 	data, _, err := s.meta.Get(ctx, Path+"/"+ns)
 	if err != nil && !errors.Is(err, metadata.ErrNotFound) {
 		return nil, err
@@ -134,7 +145,9 @@ func (s *Store) Get(ctx context.Context, ns string) (*Policies, error) {
 	}
 	s.fillDefaults(p)
 	s.mu.Lock()
-	s.mu.cache[ns] = p
+	if s.mu.gen == gen {
+		s.mu.cache[ns] = p
+	}
 	s.mu.Unlock()
 	return p, nil
 }

@@ -116,6 +116,7 @@ func namespaceOfKey(key string) string {
 func (s *Store) GetTopic(ctx context.Context, key string) (*TopicPolicies, error) {
 	s.mu.Lock()
 	tp, ok := s.mu.topics[key]
+	gen := s.mu.gen
 	s.mu.Unlock()
 	if ok {
 		return tp, nil
@@ -131,7 +132,9 @@ func (s *Store) GetTopic(ctx context.Context, key string) (*TopicPolicies, error
 		}
 	}
 	s.mu.Lock()
-	s.mu.topics[key] = tp
+	if s.mu.gen == gen { // see Store.mu.gen
+		s.mu.topics[key] = tp
+	}
 	s.mu.Unlock()
 	return tp, nil
 }
@@ -184,6 +187,7 @@ func (s *Store) UpdateTopic(ctx context.Context, key string, mutate func(*TopicP
 		}
 		s.mu.Lock()
 		delete(s.mu.topics, key)
+		s.mu.gen++
 		s.mu.Unlock()
 		s.notify(namespaceOfKey(key))
 		return nil
@@ -199,6 +203,7 @@ func (s *Store) DeleteTopic(ctx context.Context, key string) error {
 	}
 	s.mu.Lock()
 	delete(s.mu.topics, key)
+	s.mu.gen++
 	s.mu.Unlock()
 	return nil
 }

@@ -56,6 +56,7 @@ func (s *Store) Reload(ns string) {
 	s.mu.Lock()
 	delete(s.mu.cache, ns)
 	clear(s.mu.topics)
+	s.mu.gen++
 	s.mu.Unlock()
 	s.notify(ns)
 }
