@@ -243,9 +243,11 @@ func TestReplicatedSubscriptionInProcess(t *testing.T) {
 // remote that is down) and keeps the port from other tests running in
 // parallel, until release closes it just before the remote's broker
 // binds it. (Closing the probe listener at once, as before, let another
-// test's listener take the port while it was free: the replicator then
-// connected to that one, read the entries early and re-sent them later,
-// which the TTL test caught as an "old" message reaching the remote.)
+// test's listener take the port while it was free. That was first taken
+// for the cause of TestReplicationMessageTTL's "old" messages reaching
+// the remote; the failure came back with this in place, and the cause
+// found later (likely, not proven) is a stale policy cache entry without
+// the TTL, fixed in package policy.)
 func holdPort(t *testing.T) (addr string, release func()) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
