@@ -40,6 +40,9 @@ type Broker struct {
 	// subscribes to its changes (policy_enforce.go).
 	policies    *policy.Store
 	unsubscribe func()
+	// polEpoch counts policiesChanged calls; a topic load compares it
+	// across its policy resolution (getTopic).
+	polEpoch atomic.Uint64
 	// connBytesIn counts the bytes read from client connections
 	// (magnetar_connection_in_bytes_total).
 	connBytesIn atomic.Int64
@@ -434,6 +437,7 @@ func (b *Broker) getTopic(ctx context.Context, tn topicName, create bool) (*topi
 		l := &topicLoad{done: make(chan struct{})}
 		b.mu.topics[full] = l
 		b.mu.Unlock()
+		epoch := b.polEpoch.Load()
 		l.t, l.err = b.loadTopic(ctx, tn, create)
 		if l.err != nil {
 			b.mu.Lock()
@@ -447,9 +451,22 @@ func (b *Broker) getTopic(ctx context.Context, tn topicName, create bool) (*topi
 			b.unloadTopic(full)
 			return nil, fmt.Errorf("%w: %s; redo the lookup", cluster.ErrNotOwned, full)
 		}
+		if l.err == nil && b.polEpoch.Load() != epoch {
+			// A policy change was announced while the topic loaded and
+			// may have listed the loaded topics before this one was
+			// visible: resolve again. A changed retention or
+			// persistence unloads it, and the loop opens it anew.
+			if b.refreshPolicies(l.t) {
+				continue
+			}
+		}
 		return l.t, l.err
 	}
 }
+
+// testHookPoliciesResolved, when set by a test, runs in loadTopic right
+// after the topic's policies are resolved.
+var testHookPoliciesResolved func(tn topicName)
 
 // lookupTopic returns the topic if it is loaded, without loading it.
 func (b *Broker) lookupTopic(full string) *topic {
@@ -482,6 +499,9 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 		return nil, err
 	}
 	pol := b.resolvePolicies(tn)
+	if testHookPoliciesResolved != nil {
+		testHookPoliciesResolved(tn)
+	}
 	if !tn.IsPersistent() {
 		t := newTopic(b, tn, nil, pol)
 		t.bundleKey = bundleKey

@@ -116,30 +116,43 @@ func (b *Broker) resolvePolicies(tn topicName) *policy.Resolved {
 // policiesChanged is the policy store subscription: ns ("" for every
 // namespace) changed.
 func (b *Broker) policiesChanged(ns string) {
+	// Bumped before the loaded topics are listed: a topic that resolved
+	// its policies before this change but becomes visible to
+	// loadedTopics only after the listing finds the epoch moved when its
+	// load completes (getTopic) and refreshes itself.
+	b.polEpoch.Add(1)
 	for _, t := range b.loadedTopics(ns) {
-		old := t.pol.Load()
-		res := b.resolvePolicies(t.name)
-		t.pol.Store(res)
-		t.applyLimits(res)
-		if t.persistent() && old != nil && (!policy.SameRetention(old, res) || !policy.SamePersistence(old, res)) {
-			// The managed ledger reopens with the new retention or
-			// persistence (the next ledgers get the new quorum).
-			b.unloadTopic(t.full)
-			continue
-		}
-		if old == nil || old.MaxUnackedPerConsumer != res.MaxUnackedPerConsumer || old.MaxUnackedPerSubscription != res.MaxUnackedPerSubscription {
-			for _, s := range *t.subList.Load() {
-				s.do(func() {
-					if s.refreshBlocked() {
-						s.dispatch()
-					}
-				})
-			}
-		}
-		b.applyOffload(t)
-		b.checkTopic(t)
-		t.checkReplication()
+		b.refreshPolicies(t)
 	}
+}
+
+// refreshPolicies re-resolves t's policies and applies them; it reports
+// whether t was unloaded to reopen with a changed retention or
+// persistence.
+func (b *Broker) refreshPolicies(t *topic) (unloaded bool) {
+	old := t.pol.Load()
+	res := b.resolvePolicies(t.name)
+	t.pol.Store(res)
+	t.applyLimits(res)
+	if t.persistent() && old != nil && (!policy.SameRetention(old, res) || !policy.SamePersistence(old, res)) {
+		// The managed ledger reopens with the new retention or
+		// persistence (the next ledgers get the new quorum).
+		b.unloadTopic(t.full)
+		return true
+	}
+	if old == nil || old.MaxUnackedPerConsumer != res.MaxUnackedPerConsumer || old.MaxUnackedPerSubscription != res.MaxUnackedPerSubscription {
+		for _, s := range *t.subList.Load() {
+			s.do(func() {
+				if s.refreshBlocked() {
+					s.dispatch()
+				}
+			})
+		}
+	}
+	b.applyOffload(t)
+	b.checkTopic(t)
+	t.checkReplication()
+	return false
 }
 
 // policyLoop runs the periodic policy check until the broker closes.
