@@ -109,6 +109,46 @@ func startCrashAdders(b *Bookie, ledgers []int64, inflight int, payload func(l, 
 	return a
 }
 
+// startCrashBatchAdders is startCrashAdders adding through AddEntries,
+// batch adds per call (at most inflight pending per ledger).
+func startCrashBatchAdders(b *Bookie, ledgers []int64, inflight, batch int, payload func(l, e int64) []byte) *crashAdders {
+	a := &crashAdders{stop: make(chan struct{})}
+	for _, l := range ledgers {
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			sem := make(chan struct{}, inflight)
+			adds := make([]Add, 0, batch)
+			for e := int64(0); ; {
+				adds = adds[:0]
+				for range batch {
+					select {
+					case <-a.stop:
+						b.AddEntries(adds)
+						for range cap(sem) {
+							sem <- struct{}{}
+						}
+						return
+					case sem <- struct{}{}:
+					}
+					e := e + int64(len(adds)) // this add's entry, the callback's own copy
+					adds = append(adds, Add{Ledger: l, Entry: e, MasterKey: mk, Payload: payload(l, e), Done: func(err error) {
+						if err != nil {
+							a.err.CompareAndSwap(nil, &err)
+						} else {
+							a.acked.add(l, e)
+						}
+						<-sem
+					}})
+				}
+				e += int64(len(adds))
+				b.AddEntries(adds)
+			}
+		}()
+	}
+	return a
+}
+
 // waitAcked polls every pause until n entries are acknowledged in all or
 // an add failed.
 func (a *crashAdders) waitAcked(n int, pause time.Duration) {
@@ -188,7 +228,27 @@ func TestCrashCloneMemFS(t *testing.T) {
 		seeds = 30
 	}
 	for seed := uint64(1); seed <= seeds; seed++ {
-		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { crashCloneRun(t, seed) })
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			crashCloneRun(t, seed, func(b *Bookie, ledgers []int64) *crashAdders {
+				return startCrashAdders(b, ledgers, 32, entryPayload)
+			})
+		})
+	}
+}
+
+// TestCrashCloneMemFSBatched is TestCrashCloneMemFS with the adds made
+// through AddEntries in runs of 8 per ledger.
+func TestCrashCloneMemFSBatched(t *testing.T) {
+	seeds := uint64(3)
+	if testenv.Soak() {
+		seeds = 30
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			crashCloneRun(t, seed, func(b *Bookie, ledgers []int64) *crashAdders {
+				return startCrashBatchAdders(b, ledgers, 32, 8, entryPayload)
+			})
+		})
 	}
 }
 
@@ -214,7 +274,7 @@ func memOptions(fs vfs.FS) Options {
 	}
 }
 
-func crashCloneRun(t *testing.T, seed uint64) {
+func crashCloneRun(t *testing.T, seed uint64, start func(*Bookie, []int64) *crashAdders) {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	fs := vfs.NewMem()
 	b, err := Open(memOptions(fs))
@@ -222,7 +282,7 @@ func crashCloneRun(t *testing.T, seed uint64) {
 		t.Fatal(err)
 	}
 	ledgers := []int64{1, 2, 3}
-	adders := startCrashAdders(b, ledgers, 32, entryPayload)
+	adders := start(b, ledgers)
 	var clones []crashClone
 	for i := 0; i < 4; i++ {
 		// Wait for a random number of further acks: a random point in the
@@ -354,12 +414,8 @@ func crashChild(dir string) error {
 			next[l] = last + 1
 		}
 	}
-	for i := 0; ; i++ {
-		l := crashLedgers[i%len(crashLedgers)]
-		e := next[l]
-		next[l]++
-		sem <- struct{}{}
-		b.AddEntry(l, e, mk, crashPayload(l, e), false, func(err error) {
+	done := func(l, e int64) func(error) {
+		return func(err error) {
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "add failed:", err)
 				os.Exit(3)
@@ -368,8 +424,42 @@ func crashChild(dir string) error {
 			out.WriteString(strconv.FormatInt(l, 10) + " " + strconv.FormatInt(e, 10) + "\n")
 			mu.Unlock()
 			<-sem
-		})
+		}
 	}
+	batch := 1
+	if os.Getenv(crashBatchEnv) == "1" {
+		batch = 16 // AddEntries runs of 16 adds per ledger
+	}
+	adds := make([]Add, 0, batch)
+	for i := 0; ; i++ {
+		l := crashLedgers[i%len(crashLedgers)]
+		adds = adds[:0]
+		for range batch {
+			e := next[l]
+			next[l]++
+			sem <- struct{}{}
+			adds = append(adds, Add{Ledger: l, Entry: e, MasterKey: mk, Payload: crashPayload(l, e), Done: done(l, e)})
+		}
+		if batch == 1 {
+			a := adds[0]
+			b.AddEntry(a.Ledger, a.Entry, a.MasterKey, a.Payload, false, a.Done)
+		} else {
+			b.AddEntries(adds)
+		}
+	}
+}
+
+// crashBatchEnv makes the crash child add in AddEntries runs.
+const crashBatchEnv = "MAGNETAR_BOOKIE_CRASH_BATCH"
+
+// TestCrashRealProcessBatched is TestCrashRealProcess with the child
+// adding through AddEntries, the bookie server's path.
+func TestCrashRealProcessBatched(t *testing.T) {
+	iterations := 10
+	if testenv.Soak() {
+		iterations = 100
+	}
+	crashRealProcess(t, iterations, 500, false, crashBatchEnv+"=1")
 }
 
 func TestCrashRealProcess(t *testing.T) {
@@ -394,7 +484,7 @@ func TestCrashRealProcessLarge(t *testing.T) {
 
 // crashRealProcess kills a child adding entries iterations times, after up
 // to maxAcks acks each, and checks every acked entry after each restart.
-func crashRealProcess(t *testing.T, iterations, maxAcks int, large bool) {
+func crashRealProcess(t *testing.T, iterations, maxAcks int, large bool, childEnv ...string) {
 	payload := entryPayload
 	if large {
 		payload = largePayload
@@ -415,6 +505,7 @@ func crashRealProcess(t *testing.T, iterations, maxAcks int, large bool) {
 		if large {
 			cmd.Env = append(cmd.Env, crashLargeEnv+"=1")
 		}
+		cmd.Env = append(cmd.Env, childEnv...)
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)

@@ -49,6 +49,16 @@
 // and is acknowledged before Fence returns: once a fence answered, no
 // normal add of that ledger is ever acknowledged again.
 //
+// AddEntries (addbatch.go) takes a batch of adds, as the network server
+// reads them: a run of consecutive small adds (under journal.RefMinPayload)
+// to one ledger with one recovery flag, at most 64, does steps 1–3 for all
+// of them under one hold of the ledger's mutex, the write cache's lock
+// (writeCache.putBatch, falling back to one put at a time, which may wait,
+// when the active half fills) and the journal's queue lock
+// (journal.AppendBatchWithCRC), with every entry of the run cached before
+// any of its journal records is queued. The outcome of each add is the
+// one AddEntry gives it; one pooled runOp completes the whole run.
+//
 // # Checkpoints
 //
 // Every CheckpointInterval, or when the active half passes

@@ -102,6 +102,13 @@ func (j *fakeJournal) AppendRef(r journal.Record, pcrc uint32, c journal.Complet
 	j.AppendWithCRC(r, pcrc, c)
 }
 
+// AppendBatchWithCRC appends one record at a time.
+func (j *fakeJournal) AppendBatchWithCRC(rs []journal.Record, pcrcs []uint32, cs []journal.Completion) {
+	for i := range rs {
+		j.AppendWithCRC(rs[i], pcrcs[i], cs[i])
+	}
+}
+
 func (j *fakeJournal) Mark() func() (journal.Position, error) {
 	j.d.mu.Lock()
 	n := len(j.d.records)

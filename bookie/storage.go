@@ -27,6 +27,9 @@ type wal interface {
 	// until c's completion ran: a large one is written from r.Payload
 	// itself instead of being copied (journal.Journal.AppendRef).
 	AppendRef(r journal.Record, pcrc uint32, c journal.Completion)
+	// AppendBatchWithCRC is AppendWithCRC for rs[i], pcrcs[i], cs[i] in
+	// order (journal.Journal.AppendBatchWithCRC).
+	AppendBatchWithCRC(rs []journal.Record, pcrcs []uint32, cs []journal.Completion)
 	// Mark starts a checkpoint mark: every record appended before Mark
 	// returns lies before the position the returned wait yields, once all
 	// of them are durable. The bookie calls it under the write-cache lock.

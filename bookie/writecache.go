@@ -429,6 +429,27 @@ func (c *writeCache) putRef(ledger, entry int64, payload []byte, pcrc uint32, re
 	}
 }
 
+// putBatch caches payloads[i] as entry entries[i] of ledger (payload CRC
+// pcrcs[i]), in order, under one hold of the lock for as long as the
+// active half has room, and returns how many it cached; the caller puts
+// the rest with putRef, which waits for room. Payloads are copied (no
+// ref): the batch path is for small entries.
+func (c *writeCache) putBatch(ledger int64, entries []int64, payloads [][]byte, pcrcs []uint32) int {
+	c.mu.Lock()
+	a := c.mu.active
+	n := 0
+	for ; n < len(entries) && (a.bytes < c.halfSize || a.bytes == 0); n++ {
+		hdr := recordHeader(ledger, entries[n], payloads[n], pcrcs[n])
+		a.put(key{ledger, entries[n]}, &hdr, payloads[n], c.chunkSize)
+	}
+	full := a.bytes >= c.halfSize
+	c.mu.Unlock()
+	if full {
+		c.signalFlush()
+	}
+	return n
+}
+
 func (c *writeCache) signalFlush() {
 	select {
 	case c.needFlush <- struct{}{}:

@@ -218,17 +218,53 @@ func (c *committer) appendCRC(rec *Record, pcrc uint32, ref bool, comp Completio
 		}
 		return
 	}
+	kick := c.appendLocked(rec, pcrc, ref, comp, size)
+	c.mu.Unlock()
+	if kick {
+		c.kick()
+	}
+}
+
+// appendBatchCRC is appendCRC (without ref) for recs[i], pcrcs[i],
+// comps[i] in order under one hold of the lock, for as long as the queue
+// has room: it returns how many it appended, 0 when the first must wait
+// for room or the journal is closed (the caller appends that one with
+// appendCRC, which waits or refuses).
+func (c *committer) appendBatchCRC(recs []Record, pcrcs []uint32, comps []Completion) int {
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return 0
+	}
+	kick := false
+	n := 0
+	for ; n < len(recs); n++ {
+		size := int64(RecordHeaderSize + len(recs[n].Payload))
+		if c.mu.queued > 0 && c.mu.queued+size > c.opts.maxQueued && c.mu.err == nil {
+			break
+		}
+		if c.appendLocked(&recs[n], pcrcs[n], false, comps[n], size) {
+			kick = true
+		}
+	}
+	c.mu.Unlock()
+	if kick {
+		c.kick()
+	}
+	return n
+}
+
+// appendLocked adds rec (size bytes encoded) to the current group and
+// reports whether the committer must be kicked. c.mu is held, the
+// journal is open and the queue has room.
+func (c *committer) appendLocked(rec *Record, pcrc uint32, ref bool, comp Completion, size int64) (kick bool) {
 	g := c.mu.cur
-	kick := g.n == 0
+	kick = g.n == 0
 	if c.mu.err != nil {
 		// Failed: queue the completion only, so errors are delivered in
 		// order after the failed group's.
 		c.addEntryLocked(g, comp)
-		c.mu.Unlock()
-		if kick {
-			c.kick()
-		}
-		return
+		return kick
 	}
 	seq := c.mu.nextSeq
 	c.mu.nextSeq++
@@ -244,10 +280,7 @@ func (c *committer) appendCRC(rec *Record, pcrc uint32, ref bool, comp Completio
 		c.mu.curKickd = true
 		kick = true
 	}
-	c.mu.Unlock()
-	if kick {
-		c.kick()
-	}
+	return kick
 }
 
 // sync calls comp once every record appended before it is durable, with

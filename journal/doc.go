@@ -32,7 +32,9 @@
 // group's list of buffers as it is (behind its header in a chunk) instead
 // of copying it: the write reads it from the caller's memory, which the
 // caller keeps unmodified until the record's completion ran. The bytes on
-// disk are the same either way. Append
+// disk are the same either way. AppendBatchWithCRC appends several
+// records under one hold of the mutex, as far as the queue has room, and
+// the rest one at a time. Append
 // blocks while MaxQueuedBytes are appended but not completed. One committer goroutine hands a ready group to
 // commitEnv.write (uring.Writer.Submit: write + linked fdatasync) and
 // starts a new one; at most one group is in flight. A group is ready when

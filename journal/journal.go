@@ -333,6 +333,31 @@ func (j *Journal) AppendWithCRC(rec Record, pcrc uint32, c Completion) {
 	j.c.appendCRC(&rec, pcrc, false, c)
 }
 
+// AppendBatchWithCRC is AppendWithCRC for recs[i], pcrcs[i] and cs[i], in
+// order, with the same guarantees per record; the queue's lock is taken
+// once for as many records as the queue has room for. The three slices
+// have the same length.
+func (j *Journal) AppendBatchWithCRC(recs []Record, pcrcs []uint32, cs []Completion) {
+	for i := 0; i < len(recs); {
+		k := i
+		for k < len(recs) && j.refusal(&recs[k]) == nil {
+			k++
+		}
+		for i < k {
+			n := j.c.appendBatchCRC(recs[i:k], pcrcs[i:k], cs[i:k])
+			if n == 0 {
+				j.c.appendCRC(&recs[i], pcrcs[i], false, cs[i])
+				n = 1
+			}
+			i += n
+		}
+		if k < len(recs) {
+			j.refuse(&recs[k], cs[k])
+			i = k + 1
+		}
+	}
+}
+
 // RefMinPayload is the payload size from which AppendRef writes a payload
 // from the caller's memory; smaller ones are copied as by Append.
 const RefMinPayload = 64 << 10
@@ -352,19 +377,25 @@ func (j *Journal) AppendRef(rec Record, pcrc uint32, c Completion) {
 
 // refuse completes c with the reason rec cannot be appended, if any.
 func (j *Journal) refuse(rec *Record, c Completion) bool {
-	var err error
-	switch {
-	case !rec.Type.valid() || rec.Type == typeMark:
-		err = fmt.Errorf("%w: %d", ErrInvalidType, rec.Type)
-	case len(rec.Payload) > MaxPayloadSize:
-		err = fmt.Errorf("%w: %d bytes", ErrTooLarge, len(rec.Payload))
-	default:
+	err := j.refusal(rec)
+	if err == nil {
 		return false
 	}
 	if c != nil {
 		c.AppendDone(Position{}, err)
 	}
 	return true
+}
+
+// refusal is the reason rec cannot be appended, or nil.
+func (j *Journal) refusal(rec *Record) error {
+	switch {
+	case !rec.Type.valid() || rec.Type == typeMark:
+		return fmt.Errorf("%w: %d", ErrInvalidType, rec.Type)
+	case len(rec.Payload) > MaxPayloadSize:
+		return fmt.Errorf("%w: %d bytes", ErrTooLarge, len(rec.Payload))
+	}
+	return nil
 }
 
 // Sync is a barrier that writes nothing: c.AppendDone runs once every

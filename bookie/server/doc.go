@@ -21,9 +21,10 @@
 // # Network server
 //
 // Server (server.go) serves protocol/bkproto over TCP. Per connection a
-// reader goroutine decodes frames: adds go straight to Bookie.AddEntry
-// (which copies the payload) and are answered from its durability
-// callback, so many adds are in flight per connection and answers go out
+// reader goroutine decodes frames: the adds among the frames of one read
+// go together to Bookie.AddEntries (which copies the payloads before the
+// read buffer is reused), before the next request of another kind, and
+// are answered from their durability callbacks, so many adds are in flight per connection and answers go out
 // in completion order, matched by request id. Other requests go to one of
 // two bounded worker pools: the high-priority pool (fence reads, recovery
 // reads, any request flagged high priority, WRITE_LAC) and the normal read

@@ -289,8 +289,11 @@ func (c *conn) readLoop() {
 		c.s.mu.Unlock()
 	}()
 	buf := make([]byte, 0, 64<<10)
+	var adds []bookie.Add
 	for {
-		// Decode every whole frame buffered.
+		// Decode every whole frame buffered. Consecutive adds go to the
+		// bookie together (AddEntries), before the next other request
+		// and before the buffer their payloads alias is reused.
 		rest := buf
 		for {
 			r, req, err := bkproto.DecodeRequest(rest)
@@ -298,12 +301,22 @@ func (c *conn) readLoop() {
 				break
 			}
 			if err != nil {
+				adds = c.addAll(adds)
 				c.s.opts.Logger.Warn("server: bad frame, closing connection", "remote", c.nc.RemoteAddr(), "err", err)
 				return
 			}
 			rest = r
+			if req.Op == bkproto.OpAdd && c.authed {
+				adds = append(adds, c.addOf(&req))
+				if len(adds) == maxAddBatch {
+					adds = c.addAll(adds)
+				}
+				continue
+			}
+			adds = c.addAll(adds)
 			c.dispatch(&req)
 		}
+		adds = c.addAll(adds)
 		n := copy(buf, rest)
 		buf = buf[:n]
 		if need, err := bkproto.FrameLen(buf); err == nil && need > cap(buf) {
@@ -370,14 +383,41 @@ func (c *conn) dispatch(req *bkproto.Request) {
 // add hands an add to the bookie, which copies the payload before
 // returning; the answer goes out from its durability callback.
 func (c *conn) add(req *bkproto.Request) {
-	id, ledger, entry := req.ReqID, req.Ledger, req.Entry
+	a := c.addOf(req)
+	c.s.b.AddEntry(a.Ledger, a.Entry, a.MasterKey, a.Payload, a.Recovery, a.Done)
+}
+
+// maxAddBatch bounds the adds the reader hands the bookie in one
+// AddEntries call.
+const maxAddBatch = 256
+
+// addOf is the bookie add for req, answered from its callback; its
+// payload and key alias the read buffer.
+func (c *conn) addOf(req *bkproto.Request) bookie.Add {
 	lac := int64(-1)
 	if h, err := bkproto.DecodeEntryHeader(req.Payload); err == nil {
 		lac = h.LAC
 	}
 	a := newAddCall()
-	a.c, a.id, a.ledger, a.entry, a.lac = c, id, ledger, entry, lac
-	c.s.b.AddEntry(ledger, entry, req.MasterKey, req.Payload, req.Flags&bkproto.FlagRecovery != 0, a.fn)
+	a.c, a.id, a.ledger, a.entry, a.lac = c, req.ReqID, req.Ledger, req.Entry, lac
+	return bookie.Add{Ledger: req.Ledger, Entry: req.Entry, MasterKey: req.MasterKey, Payload: req.Payload,
+		Recovery: req.Flags&bkproto.FlagRecovery != 0, Done: a.fn}
+}
+
+// addAll hands adds to the bookie (which copies the payloads before
+// returning) and returns adds emptied for reuse.
+func (c *conn) addAll(adds []bookie.Add) []bookie.Add {
+	switch len(adds) {
+	case 0:
+		return adds
+	case 1:
+		a := &adds[0]
+		c.s.b.AddEntry(a.Ledger, a.Entry, a.MasterKey, a.Payload, a.Recovery, a.Done)
+	default:
+		c.s.b.AddEntries(adds)
+	}
+	clear(adds)
+	return adds[:0]
 }
 
 // addCall is an add waiting for the bookie's answer. They are pooled, and

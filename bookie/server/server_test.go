@@ -288,3 +288,48 @@ func TestPipelinedAdds(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelinedAddRuns: adds pipelined on one connection in runs per
+// ledger (the reader hands each read's adds to the bookie together), with
+// a wrong master key inside runs and a fenced ledger taking only recovery
+// adds: every answer carries its own add's outcome and the accepted
+// entries read back.
+func TestPipelinedAddRuns(t *testing.T) {
+	b, bc := serve(t, server.Options{})
+	if err := b.Fence(3, []byte("k")); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	type res struct {
+		e   int64
+		err error
+	}
+	results := make(chan res, n)
+	want := make([]error, n)
+	for e := range int64(n) {
+		l := 1 + (e/40)%3 // runs of 40 adds per ledger
+		key, recovery := []byte("k"), false
+		switch {
+		case e%97 == 13:
+			key, want[e] = []byte("wrong"), bkproto.ErrUnauthorized
+		case l == 3 && e%2 == 0:
+			want[e] = bkproto.ErrFenced
+		case l == 3:
+			recovery = true
+		}
+		entry := bkproto.AppendEntry(nil, bkproto.EntryHeader{LedgerID: l, EntryID: e}, []byte("x"))
+		bc.AddEntry(l, e, key, entry, recovery, func(err error) { results <- res{e, err} })
+	}
+	for range n {
+		r := <-results
+		if w := want[r.e]; (w == nil) != (r.err == nil) || (w != nil && !errors.Is(r.err, w)) {
+			t.Fatalf("add %d: %v, want %v", r.e, r.err, w)
+		}
+	}
+	for e := range int64(n) {
+		_, err := b.ReadEntry(1+(e/40)%3, e)
+		if (want[e] == nil) != (err == nil) {
+			t.Fatalf("entry %d reads back: %v (add wanted %v)", e, err, want[e])
+		}
+	}
+}

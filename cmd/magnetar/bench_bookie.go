@@ -78,6 +78,9 @@ func benchBookieCmd() *cobra.Command {
 			cfg.Progress = os.Stderr
 			fmt.Fprintf(os.Stderr, "bench bookie in %s (ledger dirs in %s, journal O_DIRECT %v, zero fill %v): sizes %v, outstanding %v, modes %v, %v per cell (+%v warmup), %d runs each (medians), group wait %v\n",
 				cfg.Dir, cmp.Or(cfg.LedgerDir, cfg.Dir), cfg.DirectIO, cfg.ZeroFill, cfg.Sizes, cfg.Outstanding, modes, cfg.Duration, cfg.Warmup, cfg.Runs, cfg.GroupWait)
+			if cfg.Batch > 1 {
+				fmt.Fprintf(os.Stderr, "closed-loop adds in AddEntries batches of %d per ledger\n", cfg.Batch)
+			}
 			rs, err := runBench(cmd.Context(), cfg)
 			fillMBps(rs)
 			if jsonOut {
@@ -108,6 +111,7 @@ func benchBookieCmd() *cobra.Command {
 	f.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run")
 	f.StringVar(&cfg.Trace, "trace", "", "write a Go execution trace of the whole run (go tool trace)")
 	f.DurationVar(&cfg.GroupWait, "group-wait", 0, "journal max group wait (0: write as soon as the queue drains)")
+	f.IntVar(&cfg.Batch, "batch", 1, "closed-loop cells: adds of one ledger per AddEntries call (the bookie server's path: the adds of one network read); 1 = one AddEntry per add")
 	f.Int64Var(&cfg.WriteCacheSize, "write-cache", 64<<20, "bookie write cache in bytes, both halves (default: the bookie's default)")
 	f.BoolVar(&jsonOut, "json", false, "print results as JSON")
 	f.BoolVar(&keepTemp, "keep", false, "keep the temp dir")
@@ -148,6 +152,10 @@ type benchConfig struct {
 	Trace string
 	// WriteCacheSize is the bookie's write cache (both halves).
 	WriteCacheSize int64
+	// Batch, above 1, hands the bookie this many adds of one ledger per
+	// AddEntries call in the closed-loop cells (as its server does with
+	// the adds of one network read); 1 calls AddEntry per add.
+	Batch int
 	// Progress receives one line per finished cell (nil: none).
 	Progress io.Writer
 }
@@ -371,6 +379,34 @@ func bookieRun(ctx context.Context, cfg benchConfig, dir string, mode uring.Mode
 	}
 	const ledgers = 4
 	var next [ledgers]int64
+	// batch adds per AddEntries call: a power of two up to 64 and at
+	// most k (the closed loop's clock check falls on multiples of 64).
+	batch := 1
+	for batch*2 <= min(cfg.Batch, k, 64) {
+		batch *= 2
+	}
+	var adds []bookie.Add
+	i := 0 // adds issued
+	// addBatch adds batch entries to one ledger in one AddEntries call,
+	// stamped with one clock read (they are handed over together); i
+	// stays a multiple of batch, which divides 64, so the clock check
+	// below still comes every 64 adds.
+	slots := make([]*slot, 0, 64)
+	addBatch := func() {
+		l := (i / batch) % ledgers
+		slots, adds = slots[:0], adds[:0]
+		for range batch {
+			slots = append(slots, <-free)
+		}
+		now := time.Now()
+		for _, s := range slots {
+			s.start = now
+			adds = append(adds, bookie.Add{Ledger: int64(l + 1), Entry: next[l], MasterKey: key, Payload: payload, Done: s.done})
+			next[l]++
+		}
+		i += batch
+		b.AddEntries(adds)
+	}
 	var interval time.Duration
 	if rate > 0 {
 		interval = time.Duration(float64(time.Second) / rate)
@@ -382,7 +418,6 @@ func bookieRun(ctx context.Context, cfg benchConfig, dir string, mode uring.Mode
 	end := warmEnd.Add(cfg.Duration)
 	sched := begin
 	var measStart time.Time
-	i := 0
 	for {
 		// Closed loop: read the clock for the phase checks only every 64
 		// adds (each add still stamps its own start); the driver's clock
@@ -390,6 +425,10 @@ func bookieRun(ctx context.Context, cfg benchConfig, dir string, mode uring.Mode
 		// With few outstanding adds (slow ones) every add reads it, so
 		// the measured window starts and ends on time.
 		if interval == 0 && k >= 64 && i&63 != 0 {
+			if batch > 1 {
+				addBatch()
+				continue
+			}
 			s := <-free
 			s.start = time.Now()
 			l := i % ledgers
@@ -407,6 +446,10 @@ func bookieRun(ctx context.Context, cfg benchConfig, dir string, mode uring.Mode
 		}
 		if !now.Before(end) || ctx.Err() != nil {
 			break
+		}
+		if interval == 0 && batch > 1 {
+			addBatch()
+			continue
 		}
 		s := <-free
 		if interval > 0 {
