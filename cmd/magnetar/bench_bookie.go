@@ -79,7 +79,7 @@ func benchBookieCmd() *cobra.Command {
 			fmt.Fprintf(os.Stderr, "bench bookie in %s (ledger dirs in %s, journal O_DIRECT %v, zero fill %v): sizes %v, outstanding %v, modes %v, %v per cell (+%v warmup), %d runs each (medians), group wait %v\n",
 				cfg.Dir, cmp.Or(cfg.LedgerDir, cfg.Dir), cfg.DirectIO, cfg.ZeroFill, cfg.Sizes, cfg.Outstanding, modes, cfg.Duration, cfg.Warmup, cfg.Runs, cfg.GroupWait)
 			if cfg.Batch > 1 {
-				fmt.Fprintf(os.Stderr, "closed-loop adds in AddEntries batches of %d per ledger\n", cfg.Batch)
+				fmt.Fprintf(os.Stderr, "adds in AddEntries batches of up to %d per ledger\n", cfg.Batch)
 			}
 			rs, err := runBench(cmd.Context(), cfg)
 			fillMBps(rs)
@@ -111,7 +111,7 @@ func benchBookieCmd() *cobra.Command {
 	f.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run")
 	f.StringVar(&cfg.Trace, "trace", "", "write a Go execution trace of the whole run (go tool trace)")
 	f.DurationVar(&cfg.GroupWait, "group-wait", 0, "journal max group wait (0: write as soon as the queue drains)")
-	f.IntVar(&cfg.Batch, "batch", 1, "closed-loop cells: adds of one ledger per AddEntries call (the bookie server's path: the adds of one network read); 1 = one AddEntry per add")
+	f.IntVar(&cfg.Batch, "batch", 1, "adds of one ledger per AddEntries call, a power of two up to 64 (the bookie server's path: the adds of one network read); paced runs send a batch every batch intervals; 1 = one AddEntry per add")
 	f.Int64Var(&cfg.WriteCacheSize, "write-cache", 64<<20, "bookie write cache in bytes, both halves (default: the bookie's default)")
 	f.BoolVar(&jsonOut, "json", false, "print results as JSON")
 	f.BoolVar(&keepTemp, "keep", false, "keep the temp dir")
@@ -153,8 +153,9 @@ type benchConfig struct {
 	// WriteCacheSize is the bookie's write cache (both halves).
 	WriteCacheSize int64
 	// Batch, above 1, hands the bookie this many adds of one ledger per
-	// AddEntries call in the closed-loop cells (as its server does with
-	// the adds of one network read); 1 calls AddEntry per add.
+	// AddEntries call (as its server does with the adds of one network
+	// read), paced runs a batch every Batch intervals; 1 calls AddEntry
+	// per add.
 	Batch int
 	// Progress receives one line per finished cell (nil: none).
 	Progress io.Writer
@@ -388,19 +389,22 @@ func bookieRun(ctx context.Context, cfg benchConfig, dir string, mode uring.Mode
 	var adds []bookie.Add
 	i := 0 // adds issued
 	// addBatch adds batch entries to one ledger in one AddEntries call,
-	// stamped with one clock read (they are handed over together); i
-	// stays a multiple of batch, which divides 64, so the clock check
-	// below still comes every 64 adds.
+	// all stamped with start, or with one clock read when start is zero
+	// (they are handed over together); i stays a multiple of batch,
+	// which divides 64, so the clock check below still comes every 64
+	// adds.
 	slots := make([]*slot, 0, 64)
-	addBatch := func() {
+	addBatch := func(start time.Time) {
 		l := (i / batch) % ledgers
 		slots, adds = slots[:0], adds[:0]
 		for range batch {
 			slots = append(slots, <-free)
 		}
-		now := time.Now()
+		if start.IsZero() {
+			start = time.Now()
+		}
 		for _, s := range slots {
-			s.start = now
+			s.start = start
 			adds = append(adds, bookie.Add{Ledger: int64(l + 1), Entry: next[l], MasterKey: key, Payload: payload, Done: s.done})
 			next[l]++
 		}
@@ -426,7 +430,7 @@ func bookieRun(ctx context.Context, cfg benchConfig, dir string, mode uring.Mode
 		// the measured window starts and ends on time.
 		if interval == 0 && k >= 64 && i&63 != 0 {
 			if batch > 1 {
-				addBatch()
+				addBatch(time.Time{})
 				continue
 			}
 			s := <-free
@@ -447,8 +451,18 @@ func bookieRun(ctx context.Context, cfg benchConfig, dir string, mode uring.Mode
 		if !now.Before(end) || ctx.Err() != nil {
 			break
 		}
-		if interval == 0 && batch > 1 {
-			addBatch()
+		if batch > 1 {
+			// Paced: a batch every batch intervals, each add's latency
+			// counted from the batch's scheduled time.
+			var start time.Time
+			if interval > 0 {
+				sched = sched.Add(interval * time.Duration(batch))
+				if d := time.Until(sched); d > 0 {
+					time.Sleep(d)
+				}
+				start = sched
+			}
+			addBatch(start)
 			continue
 		}
 		s := <-free
