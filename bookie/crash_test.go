@@ -221,34 +221,25 @@ func verifyWith(t *testing.T, b *Bookie, acked map[key]bool, ledgers []int64, fr
 // crash clones of the in-memory FS at random points (a clone keeps only
 // what was synced, plus a random prefix of unsynced writes, maybe torn).
 // Each clone is then opened: every entry acked before the clone reads
-// back byte for byte, and nothing reads back corrupt.
+// back byte for byte, and nothing reads back corrupt. The adds go one at
+// a time (AddEntry) and in runs (AddEntries).
 func TestCrashCloneMemFS(t *testing.T) {
 	seeds := uint64(3)
 	if testenv.Soak() {
 		seeds = 30
 	}
-	for seed := uint64(1); seed <= seeds; seed++ {
-		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
-			crashCloneRun(t, seed, func(b *Bookie, ledgers []int64) *crashAdders {
-				return startCrashAdders(b, ledgers, 32, entryPayload)
-			})
-		})
+	modes := []struct {
+		name  string
+		start func(*Bookie, []int64) *crashAdders
+	}{
+		{"AddEntry", func(b *Bookie, ls []int64) *crashAdders { return startCrashAdders(b, ls, 32, entryPayload) }},
+		// Runs of 8 adds per ledger through AddEntries (the server's path).
+		{"AddEntries", func(b *Bookie, ls []int64) *crashAdders { return startCrashBatchAdders(b, ls, 32, 8, entryPayload) }},
 	}
-}
-
-// TestCrashCloneMemFSBatched is TestCrashCloneMemFS with the adds made
-// through AddEntries in runs of 8 per ledger.
-func TestCrashCloneMemFSBatched(t *testing.T) {
-	seeds := uint64(3)
-	if testenv.Soak() {
-		seeds = 30
-	}
-	for seed := uint64(1); seed <= seeds; seed++ {
-		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
-			crashCloneRun(t, seed, func(b *Bookie, ledgers []int64) *crashAdders {
-				return startCrashBatchAdders(b, ledgers, 32, 8, entryPayload)
-			})
-		})
+	for _, m := range modes {
+		for seed := uint64(1); seed <= seeds; seed++ {
+			t.Run(fmt.Sprintf("%s/seed=%d", m.name, seed), func(t *testing.T) { crashCloneRun(t, seed, m.start) })
+		}
 	}
 }
 
