@@ -301,7 +301,7 @@ func (c *conn) readLoop() {
 				break
 			}
 			if err != nil {
-				adds = c.addAll(adds)
+				c.addAll(adds) // the adds before the bad frame stand
 				c.s.opts.Logger.Warn("server: bad frame, closing connection", "remote", c.nc.RemoteAddr(), "err", err)
 				return
 			}
