@@ -19,7 +19,7 @@ type Add struct {
 }
 
 // batchMax bounds the adds AddEntries handles under one hold of the
-// locks (its scratch arrays live on the stack).
+// locks (the size of a run's pooled scratch arrays and of a runOp).
 const batchMax = 64
 
 // AddEntries is AddEntry for each of adds, in order, with AddEntry's
