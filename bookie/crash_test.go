@@ -79,38 +79,14 @@ type crashClone struct {
 	acked map[key]bool
 }
 
+// startCrashAdders starts crashAdders that add one entry at a time.
 func startCrashAdders(b *Bookie, ledgers []int64, inflight int, payload func(l, e int64) []byte) *crashAdders {
-	a := &crashAdders{stop: make(chan struct{})}
-	for _, l := range ledgers {
-		a.wg.Add(1)
-		go func() {
-			defer a.wg.Done()
-			sem := make(chan struct{}, inflight)
-			for e := int64(0); ; e++ {
-				select {
-				case <-a.stop:
-					for range cap(sem) {
-						sem <- struct{}{}
-					}
-					return
-				case sem <- struct{}{}:
-				}
-				b.AddEntry(l, e, mk, payload(l, e), false, func(err error) {
-					if err != nil {
-						a.err.CompareAndSwap(nil, &err)
-					} else {
-						a.acked.add(l, e)
-					}
-					<-sem
-				})
-			}
-		}()
-	}
-	return a
+	return startCrashBatchAdders(b, ledgers, inflight, 1, payload)
 }
 
 // startCrashBatchAdders is startCrashAdders adding through AddEntries,
-// batch adds per call (at most inflight pending per ledger).
+// batch adds per call (at most inflight pending per ledger); a batch of
+// 1 calls AddEntry.
 func startCrashBatchAdders(b *Bookie, ledgers []int64, inflight, batch int, payload func(l, e int64) []byte) *crashAdders {
 	a := &crashAdders{stop: make(chan struct{})}
 	for _, l := range ledgers {
@@ -142,6 +118,11 @@ func startCrashBatchAdders(b *Bookie, ledgers []int64, inflight, batch int, payl
 					}})
 				}
 				e += int64(len(adds))
+				if batch == 1 {
+					x := &adds[0]
+					b.AddEntry(x.Ledger, x.Entry, x.MasterKey, x.Payload, x.Recovery, x.Done)
+					continue
+				}
 				b.AddEntries(adds)
 			}
 		}()
