@@ -7,7 +7,9 @@
 # with the CPU seconds (user+system, /proc) of the standalone, of the
 # proxy and of the client (/usr/bin/time) for each. Prints the medians,
 # the proxy/direct ratios and the proxy's CPU per relayed message.
-# Env: RUNS (3), DURATION (10s), OUT, MAGNETAR_BIN.
+# Env: RUNS (3), DURATION (10s), OUT, MAGNETAR_BIN, KEEP_DATA (1 keeps the
+# standalone's data dir, which five batched runs grow to ~23 GB; removed
+# at exit otherwise).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 RUNS=${RUNS:-3}
@@ -29,7 +31,7 @@ waitready() { for _ in $(seq 600); do grep -q ready "$1" && return; sleep 0.1; d
   --log-level warn >"$OUT/ready" 2>"$OUT/standalone.log" &
 spid=$!
 ppid=
-trap 'kill -TERM $spid $ppid 2>/dev/null; wait $spid $ppid 2>/dev/null || true' EXIT
+trap 'kill -TERM $spid $ppid 2>/dev/null; wait $spid $ppid 2>/dev/null || true; [[ ${KEEP_DATA:-} == 1 ]] || rm -rf "$OUT/data"' EXIT
 waitready "$OUT/ready"
 DIRECT=$(grep -o 'service=[^ ]*' "$OUT/ready" | cut -d= -f2)
 WEB=$(grep -o 'http=[^ ]*' "$OUT/ready" | cut -d= -f2)
