@@ -384,6 +384,11 @@ func (c *conn) dispatch(req *bkproto.Request) {
 // returning; the answer goes out from its durability callback.
 func (c *conn) add(req *bkproto.Request) {
 	a := c.addOf(req)
+	c.addOne(&a)
+}
+
+// addOne hands one add to the bookie.
+func (c *conn) addOne(a *bookie.Add) {
 	c.s.b.AddEntry(a.Ledger, a.Entry, a.MasterKey, a.Payload, a.Recovery, a.Done)
 }
 
@@ -411,8 +416,7 @@ func (c *conn) addAll(adds []bookie.Add) []bookie.Add {
 	case 0:
 		return adds
 	case 1:
-		a := &adds[0]
-		c.s.b.AddEntry(a.Ledger, a.Entry, a.MasterKey, a.Payload, a.Recovery, a.Done)
+		c.addOne(&adds[0])
 	default:
 		c.s.b.AddEntries(adds)
 	}
