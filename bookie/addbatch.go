@@ -223,10 +223,5 @@ func (s *runSlot) AppendDone(_ journal.Position, err error) {
 		r.b = nil
 		runOpPool.Put(r)
 	}
-	if err != nil {
-		b.journalFailed(err)
-	} else {
-		b.m.addLatency.Observe(b.m.durableAt() - start)
-	}
-	done(err)
+	b.addDurable(start, err, done)
 }

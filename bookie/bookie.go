@@ -168,6 +168,13 @@ func (op *addOp) AppendDone(_ journal.Position, err error) {
 	}
 	*op = addOp{}
 	addOpPool.Put(op)
+	b.addDurable(start, err, done)
+}
+
+// addDurable finishes an add whose journal record completed with err:
+// the latency from start (journal.Nanotime) on success, read-only mode
+// on a journal failure, then the caller's callback.
+func (b *Bookie) addDurable(start int64, err error, done func(error)) {
 	if err != nil {
 		b.journalFailed(err)
 	} else {
