@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,13 +63,23 @@ func (t *topic) idleUnloadable() bool {
 	return !busy && !topicInUse(t)
 }
 
+// releaseAfterUnload is how many topics one sweep must unload for it to
+// hand the memory they held back to the operating system at once
+// (debug.FreeOSMemory: a full collection, then every free page released).
+// The runtime's background scavenger returns it too, but over minutes,
+// and until then the resident set counts it: after a million topics were
+// unloaded, 2.4 GB of anonymous memory against 0.9 GB of heap in use. A
+// collection of the whole heap is worth that only after a large sweep.
+const releaseAfterUnload = 10_000
+
 // idleUnloadParallel bounds the unloads in flight: each closes a ledger
 // (a metadata write), and concurrent writes share a commit.
 const idleUnloadParallel = 64
 
 // unloadIdleTopics unloads the topics idle for IdleTopicUnloadTime at
 // now, up to idleUnloadParallel at a time; it returns how many it
-// unloaded.
+// unloaded. After releaseAfterUnload or more it releases the freed
+// memory to the operating system.
 func (b *Broker) unloadIdleTopics(now time.Time) int {
 	limit := b.cfg.IdleTopicUnloadTime
 	var n atomic.Int64
@@ -96,6 +107,11 @@ func (b *Broker) unloadIdleTopics(now time.Time) int {
 		}()
 	}
 	wg.Wait()
+	if u := n.Load(); u >= releaseAfterUnload {
+		t0 := time.Now()
+		debug.FreeOSMemory()
+		b.log.Info("unloaded idle topics, released their memory", "topics", u, "release", time.Since(t0).Round(time.Millisecond))
+	}
 	return int(n.Load())
 }
 

@@ -37,6 +37,15 @@ func memInUse() (heap, stacks uint64, goroutines int) {
 	return ms.HeapInuse, ms.StackInuse, runtime.NumGoroutine()
 }
 
+// heapRetained is the free heap the runtime holds without having
+// returned it to the operating system, after a full GC.
+func heapRetained() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapIdle) - int64(ms.HeapReleased)
+}
+
 // scaleChildEnv, set, makes TestScaleTopicsChild the client of
 // TestScaleTopicsMemory in a separate process ("url,prefix,n,conns,shape"), so
 // the broker's memory is measured without the client's.
@@ -203,6 +212,7 @@ func TestScaleTopicsMemory(t *testing.T) {
 	if u := tb.unloadIdleTopics(time.Now().Add(time.Hour)); u != n {
 		t.Fatalf("unloaded %d of %d idle topics", u, n)
 	}
+	released := heapRetained()
 	// What the loops drop within a tick: the history sampler forgets
 	// unloaded topics; the entry cache (bounded, shared) ages out.
 	tb.sampleHistory(time.Now().UnixMilli())
@@ -216,6 +226,14 @@ func TestScaleTopicsMemory(t *testing.T) {
 	}
 	if g2-g0 > 50 {
 		t.Errorf("%d goroutines more after unloading every topic", g2-g0)
+	}
+	// A sweep of releaseAfterUnload topics or more gives what they held
+	// back to the operating system before it returns, instead of leaving
+	// it to the runtime's background scavenger (minutes at a million).
+	freed := int64(h1+s1) - int64(h2+s2)
+	t.Logf("freed by unloading %d MiB; free heap kept from the OS after the sweep %d MiB", freed>>20, released>>20)
+	if n >= releaseAfterUnload && released > max(freed/10, 8<<20) {
+		t.Errorf("%d MiB of free heap kept from the OS after unloading %d topics (%d MiB freed)", released>>20, n, freed>>20)
 	}
 	checkScaleLookups(t, tb, n)
 	if shape != shapeBoth {
