@@ -123,6 +123,7 @@ def packets(path):
 GAP = None  # in_order's marker: bytes were lost, the stream must resync
 
 HOLD_LIMIT = 16 << 20  # bytes held ahead of a gap before it counts as lost
+HOLD_SECONDS = 1.0  # how long a gap may stay open before it counts as lost
 
 
 def in_order(pkts):
@@ -132,12 +133,59 @@ def in_order(pkts):
     trimmed and segments ahead of a gap wait until it is filled (the
     timestamp is then the filling packet's). A gap that is never filled
     (tcpdump dropped the packet) is skipped once HOLD_LIMIT bytes wait
-    behind it, and reported as bytes GAP."""
-    nxt, held = {}, {}
+    behind it or its oldest held segment is HOLD_SECONDS old (a
+    retransmission on loopback comes within the minimum RTO, 0.2 s), and
+    at the end of the capture; it is reported as bytes GAP. The held
+    segments then go on in stream order, each with its own timestamp."""
+    nxt, held = {}, {}  # per stream: next seq; seq -> (ts, data)
+    held_bytes, held_since = {}, {}
+
+    def deliver(k, ts, data, own):
+        """Yields data at nxt[k] and whatever held segments follow it,
+        stamped ts (the packet that filled the gap: only then could the
+        receiver read them) or, if own, each with its own timestamp (the
+        gap was tcpdump's, not the receiver's)."""
+        while True:
+            yield ts, k[0], k[1], data
+            nxt[k] = (nxt[k] + len(data)) & 0xFFFFFFFF
+            h = held[k]
+            data = None
+            # The segment starting at nxt, else any that overlaps it.
+            for s in ([nxt[k]] if nxt[k] in h else list(h)):
+                d = (nxt[k] - s) & 0xFFFFFFFF
+                if d < 1 << 31:  # s at or before nxt: deliver what is new
+                    sts, seg = h.pop(s)
+                    held_bytes[k] -= len(seg)
+                    if d < len(seg):
+                        data = seg[d:]
+                        if own:
+                            ts = sts
+                        break
+            if data is None:
+                since(k)
+                return
+
+    def skip_gap(k):
+        """Declares the gap before the nearest held segment lost."""
+        h = held[k]
+        seq = min(h, key=lambda s: (s - nxt[k]) & 0xFFFFFFFF)
+        sts, data = h.pop(seq)
+        held_bytes[k] -= len(data)
+        nxt[k] = seq
+        yield sts, k[0], k[1], GAP
+        yield from deliver(k, sts, data, True)
+
+    def since(k):
+        """Sets held_since[k] to the oldest held segment's timestamp."""
+        if held[k]:
+            held_since[k] = min(t for t, _ in held[k].values())
+        else:
+            held_since.pop(k, None)
+
     for ts, sport, dport, seq, data in pkts:
         k = (sport, dport)
         if k not in nxt:
-            nxt[k], held[k] = seq, {}
+            nxt[k], held[k], held_bytes[k] = seq, {}, 0
         ahead = (seq - nxt[k]) & 0xFFFFFFFF
         if ahead >= 1 << 31:  # starts before what was already delivered
             behind = (1 << 32) - ahead
@@ -145,28 +193,19 @@ def in_order(pkts):
                 continue
             data, seq = data[behind:], nxt[k]
         elif ahead:
-            held[k][seq] = data
-            if sum(len(d) for d in held[k].values()) <= HOLD_LIMIT:
-                continue
-            # Lost: go on from the held segment nearest to nxt.
-            seq = min(held[k], key=lambda s: (s - nxt[k]) & 0xFFFFFFFF)
-            data = held[k].pop(seq)
-            nxt[k] = seq
-            yield ts, sport, dport, GAP
-        while True:
-            yield ts, sport, dport, data
-            nxt[k] = (nxt[k] + len(data)) & 0xFFFFFFFF
-            h = held[k]
-            data = None
-            for s in list(h):
-                d = (nxt[k] - s) & 0xFFFFFFFF
-                if d < 1 << 31:  # s at or before nxt: deliver what is new
-                    seg = h.pop(s)
-                    if d < len(seg):
-                        data = seg[d:]
-                        break
-            if data is None:
-                break
+            if seq not in held[k] or len(held[k][seq][1]) < len(data):
+                if seq in held[k]:
+                    held_bytes[k] -= len(held[k][seq][1])
+                held[k][seq] = (ts, data)
+                held_bytes[k] += len(data)
+                held_since.setdefault(k, ts)
+            while held[k] and (held_bytes[k] > HOLD_LIMIT or ts - held_since[k] > HOLD_SECONDS):
+                yield from skip_gap(k)
+            continue
+        yield from deliver(k, ts, data, False)
+    for k in list(held):  # the end of the capture: every open gap is lost
+        while held[k]:
+            yield from skip_gap(k)
 
 
 def main():
