@@ -110,12 +110,13 @@ func (b *Broker) unloadIdleTopics(now time.Time) int {
 		}()
 	}
 	wg.Wait()
-	if u := n.Load(); u >= releaseAfterUnload {
+	u := n.Load()
+	if u >= releaseAfterUnload {
 		t0 := time.Now()
 		debug.FreeOSMemory()
 		b.log.Info("unloaded idle topics, released their memory", "topics", u, "release", time.Since(t0).Round(time.Millisecond))
 	}
-	return int(n.Load())
+	return int(u)
 }
 
 // idleUnloadLoop runs unloadIdleTopics until the broker closes.
