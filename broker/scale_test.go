@@ -212,6 +212,11 @@ func TestScaleTopicsMemory(t *testing.T) {
 	if u := tb.unloadIdleTopics(time.Now().Add(time.Hour)); u != n {
 		t.Fatalf("unloaded %d of %d idle topics", u, n)
 	}
+	// The sweep returns once the topics' goroutines have: one still
+	// running would free its stack after the release, to be kept.
+	if g := runtime.NumGoroutine(); g-g0 > 50 {
+		t.Errorf("%d goroutines more when the sweep returned", g-g0)
+	}
 	kept := heapRetained()
 	// What the loops drop within a tick: the history sampler forgets
 	// unloaded topics; the entry cache (bounded, shared) ages out.

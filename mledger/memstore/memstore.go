@@ -160,7 +160,7 @@ func (s *Store) Create(ctx context.Context) (mledger.WriteLedger, error) {
 	s.nextID++
 	d := &ledgerData{lastID: -1}
 	s.ledgers[id] = d
-	w := &writer{s: s, id: id, d: d}
+	w := &writer{s: s, id: id, d: d, done: make(chan struct{})}
 	w.lac.Store(-1)
 	w.cond = sync.NewCond(&w.mu)
 	s.writers[w] = struct{}{}
@@ -275,6 +275,7 @@ type writer struct {
 	failed   error
 	closing  bool
 	stopped  bool
+	done     chan struct{} // closed when run returns
 }
 
 func (w *writer) ID() int64               { return w.id }
@@ -329,6 +330,7 @@ func (w *writer) AddAsync(data []byte, cb func(int64, error)) {
 // run delivers completions in order; it exits once stopped and drained.
 func (w *writer) run() {
 	defer w.s.wg.Done()
+	defer close(w.done)
 	for {
 		w.mu.Lock()
 		for len(w.queue) == 0 && !w.stopped {
@@ -372,7 +374,9 @@ func (w *writer) Read(ctx context.Context, first, last int64) ([][]byte, error) 
 	return w.s.read(ctx, w.d, w.id, first, last, w.lac.Load())
 }
 
-// Close waits for pending adds and closes the ledger at LastAddConfirmed.
+// Close waits for pending adds, then for the completion goroutine to
+// return (as ledger.WriteHandle's Close does: a closed handle holds no
+// goroutine), and closes the ledger at LastAddConfirmed.
 func (w *writer) Close(ctx context.Context) error {
 	w.mu.Lock()
 	w.closing = true
@@ -382,6 +386,7 @@ func (w *writer) Close(ctx context.Context) error {
 	w.stopped = true
 	w.cond.Broadcast()
 	w.mu.Unlock()
+	<-w.done
 	w.s.mu.Lock()
 	delete(w.s.writers, w)
 	w.s.mu.Unlock()
