@@ -209,16 +209,46 @@ func (b *Broker) sampleHistory(now int64) {
 		if t.isClosed() {
 			continue
 		}
-		// Counters only: no storage read for the backlog's publish time.
-		st := t.statsOpts(false)
 		keep[t.full] = true
-		b.history.record(t.full, b.cfg.HistoryLength, now, counters{
-			msgIn: st.MsgInCounter, bytesIn: st.BytesInCounter,
-			msgOut: st.MsgOutCounter, bytesOut: st.BytesOutCounter,
-			backlog: st.MsgBacklog, storage: st.StorageSize,
-		})
+		b.history.record(t.full, b.cfg.HistoryLength, now, t.historyCounters())
 	}
 	b.history.retain(keep)
+}
+
+// historyCounters reads what a sample needs: the counters, backlog and
+// storage size that statsOpts reports, without building the stats
+// (which allocate for every publisher, subscription and consumer: about
+// 1.5 KiB a topic on each tick, over every loaded topic).
+func (t *topic) historyCounters() counters {
+	c := counters{msgIn: t.msgIn.Load(), bytesIn: t.bytesIn.Load()}
+	if t.persistent() {
+		_, c.storage = t.ml.Size()
+	}
+	var buf [4]*subscription
+	subs := buf[:0]
+	t.mu.Lock()
+	for _, s := range t.mu.subs {
+		subs = append(subs, s)
+	}
+	t.mu.Unlock()
+	if len(subs) == 0 {
+		return c
+	}
+	// One closure for all the subscriptions (call hands it to the
+	// subscription's loop when busy, so it lives on the heap); it runs
+	// to completion or not at all before call returns.
+	var sub *subscription
+	read := func() {
+		_, backlog := sub.cur.Backlog()
+		c.backlog += backlog
+		c.msgOut += sub.msgOut
+		c.bytesOut += sub.bytesOut
+	}
+	for _, s := range subs {
+		sub = s
+		s.call(read)
+	}
+	return c
 }
 
 // TopicHistory returns the sampled history of a loaded topic (or one

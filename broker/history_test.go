@@ -1,9 +1,13 @@
 package broker
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
 )
 
 func TestHistoryRing(t *testing.T) {
@@ -114,5 +118,64 @@ func TestHistoryIdleRuns(t *testing.T) {
 	}
 	if r := h.rings["t"]; len(r.runs) != 3 {
 		t.Errorf("%d runs, want 3 (idle, traffic, idle)", len(r.runs))
+	}
+}
+
+// TestHistoryCountersMatchStats: the sampler's counters-only read gives
+// what the topic's stats give (in and out counters, backlog summed over
+// the subscriptions, storage size), on a topic with traffic, a
+// subscription that consumed and acknowledged part of it and one that
+// consumed nothing, and allocates a few words where the stats allocated
+// per subscription and consumer.
+func TestHistoryCountersMatchStats(t *testing.T) {
+	tb := startBroker(t, nil)
+	cl := tb.client(t)
+	const topic = "persistent://public/default/history-counters"
+	// Acknowledgements answered: Ack returns once the broker has it.
+	read := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "read", AckWithResponse: true})
+	defer read.Close()
+	idle := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "idle"})
+	idle.Close()
+	p := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	defer p.Close()
+	for i := range 20 {
+		if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte(fmt.Sprintf("m-%02d", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms := receiveN(t, read, 20)
+	for _, m := range ms[:12] {
+		if err := read.Ack(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tp := tb.lookupTopic(topic)
+	if tp == nil {
+		t.Fatal("topic not loaded")
+	}
+	st := tp.statsOpts(false)
+	want := counters{
+		msgIn: st.MsgInCounter, bytesIn: st.BytesInCounter,
+		msgOut: st.MsgOutCounter, bytesOut: st.BytesOutCounter,
+		backlog: st.MsgBacklog, storage: st.StorageSize,
+	}
+	if want.msgIn != 20 || want.msgOut != 20 || want.backlog != 28 || want.storage == 0 {
+		t.Fatalf("stats counters %+v: want 20 in, 20 out, backlog 8+20, storage > 0", want)
+	}
+	if got := tp.historyCounters(); got != want {
+		t.Fatalf("historyCounters %+v, stats %+v", got, want)
+	}
+	// The closure and what it shares, and a hand-over to each busy
+	// subscription's loop; statsOpts takes 25 here.
+	if a := testing.AllocsPerRun(100, func() { tp.historyCounters() }); a > 8 {
+		t.Errorf("historyCounters allocates %.0f times, want at most 8", a)
+	}
+	// And a sample taken from them: the second tick turns counters into
+	// rates, the backlog is as read.
+	tb.sampleHistory(time.Now().UnixMilli())
+	tb.sampleHistory(time.Now().Add(time.Second).UnixMilli())
+	h := tb.TopicHistory(topic)
+	if len(h) == 0 || h[len(h)-1].MsgBacklog != 28 || h[len(h)-1].StorageSize != want.storage {
+		t.Fatalf("history %+v: want a last sample with backlog 28, storage %d", h, want.storage)
 	}
 }

@@ -132,10 +132,7 @@ func (a *mlAdapter) TailEntries(max int) ([][]byte, error) {
 	return out, nil
 }
 
-func (a *mlAdapter) Size() (entries, bytes int64) {
-	s := a.ml.Stats()
-	return s.NumberOfEntries, s.TotalSize
-}
+func (a *mlAdapter) Size() (entries, bytes int64) { return a.ml.Size() }
 
 func (a *mlAdapter) Terminate() (position, error) {
 	ctx, cancel := storageCtx()

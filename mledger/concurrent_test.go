@@ -97,6 +97,7 @@ func TestConcurrentAddsReadsAcks(t *testing.T) {
 			default:
 			}
 			_ = ml.Stats()
+			_, _ = ml.Size()
 			_ = e.f.Cache().Stats()
 		}
 	}()
@@ -112,8 +113,12 @@ func TestConcurrentAddsReadsAcks(t *testing.T) {
 			t.Fatalf("cursor %s mark-delete %v, want %v", c.Name(), md, last)
 		}
 	}
-	if st := ml.Stats(); st.NumberOfEntries != int64(total) {
+	st := ml.Stats()
+	if st.NumberOfEntries != int64(total) {
 		t.Fatalf("%d entries, want %d", st.NumberOfEntries, total)
+	}
+	if e, b := ml.Size(); e != st.NumberOfEntries || b != st.TotalSize || len(st.Ledgers) < 2 {
+		t.Fatalf("Size %d entries %d bytes, Stats %d / %d over %d ledgers (want equal, over rollovers)", e, b, st.NumberOfEntries, st.TotalSize, len(st.Ledgers))
 	}
 	e.restart()
 	ml = e.open("t/conc", cfg)

@@ -65,6 +65,19 @@ func (ml *ManagedLedger) Stats() Stats {
 	return s
 }
 
+// Size returns the entries and bytes the ledgers hold (Stats'
+// NumberOfEntries and TotalSize) without copying the ledger list or
+// reading the cursors.
+func (ml *ManagedLedger) Size() (entries, bytes int64) {
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
+	for _, l := range ml.ledgers {
+		entries += l.Entries
+		bytes += l.Size
+	}
+	return entries, bytes
+}
+
 // EntriesAddedCounter returns the number of entries added since open.
 func (ml *ManagedLedger) EntriesAddedCounter() int64 { return ml.entriesAdded.Load() }
 
