@@ -614,6 +614,9 @@ func (b *Broker) unloadTopic(full string) bool {
 		delete(b.mu.topics, full)
 	}
 	b.mu.Unlock()
+	// Its cached topic-level policies go too (read again on the next
+	// load): idle topics by the million would keep an entry each.
+	b.policies.ForgetTopic(topicPolicyKey(l.t.name))
 	close(l.t.unloaded)
 	return true
 }

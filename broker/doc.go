@@ -148,9 +148,11 @@
 // subscription holds no goroutine. Persistent topics idle (no producer,
 // connected consumer, replicator, compaction or held send) for
 // Config.IdleTopicUnloadTime are unloaded and reloaded on the next use
-// with nothing lost (idleunload.go); a sweep that unloaded 10,000 or more
-// returns the freed memory to the operating system at once. The console
-// history keeps an idle stretch as one run (history.go). With
+// with nothing lost (idleunload.go), their cached topic-level policies
+// dropped; a sweep that unloaded 10,000 or more returns the freed memory
+// to the operating system at once. The console history keeps an idle
+// stretch as one run and samples counters without building stats
+// (history.go). With
 // HideTopicLevelMetrics, /metrics sums topic metrics per namespace
 // (nsmetrics.go). docs/scale.md has the per-topic memory accounting.
 //

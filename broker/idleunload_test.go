@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/magnetar-mq/magnetar/policy"
 )
 
 // waitUnloaded waits (polling: an unload has no event a client sees)
@@ -170,4 +172,43 @@ func grepLines(body, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestIdleUnloadForgetsTopicPolicies: an unloaded topic's cached
+// topic-level policies are dropped (a million topics idle would keep a
+// cache entry each) and read again when it loads: a limit set before the
+// unload still holds after it.
+func TestIdleUnloadForgetsTopicPolicies(t *testing.T) {
+	tb := startBroker(t, nil)
+	cl := tb.client(t)
+	topic := "persistent://public/default/" + newTopicName("idle-policies")
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := topicPolicyKey(tn)
+	one := 1
+	if err := tb.policies.UpdateTopic(ctxT(t), key, func(tp *policy.TopicPolicies) error {
+		tp.MaxProducerPerTopic = &one
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic})
+	p.Close()
+	if _, ok := tb.policies.CachedTopic(key); !ok {
+		t.Fatal("a loaded topic's policies are not cached")
+	}
+	if n := tb.unloadIdleTopics(time.Now().Add(time.Hour)); n != 1 || tb.lookupTopic(topic) != nil {
+		t.Fatalf("unloaded %d topics, want the one", n)
+	}
+	if _, ok := tb.policies.CachedTopic(key); ok {
+		t.Fatal("the unloaded topic's policies are still cached")
+	}
+	p1 := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic})
+	defer p1.Close()
+	if p2, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic}); err == nil {
+		p2.Close()
+		t.Fatal("a second producer was accepted after the reload (maxProducers 1)")
+	}
 }

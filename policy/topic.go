@@ -195,6 +195,14 @@ func (s *Store) UpdateTopic(ctx context.Context, key string, mutate func(*TopicP
 	return errors.New("policy: topic policies update kept conflicting")
 }
 
+// ForgetTopic drops the cached topic-level policies of key (a topic this
+// broker no longer has loaded); the next GetTopic reads them again.
+func (s *Store) ForgetTopic(key string) {
+	s.mu.Lock()
+	delete(s.mu.topics, key)
+	s.mu.Unlock()
+}
+
 // DeleteTopic removes the topic-level policies of key (a deleted topic).
 func (s *Store) DeleteTopic(ctx context.Context, key string) error {
 	err := s.meta.Delete(ctx, topicNode(key), metadata.AnyVersion)
