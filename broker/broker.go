@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/magnetar-mq/magnetar/cluster"
+	"github.com/magnetar-mq/magnetar/internal/shrink"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/offload"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -55,6 +56,7 @@ type Broker struct {
 	mu struct {
 		sync.Mutex
 		topics  map[string]*topicLoad
+		shrink  shrink.Tracker // deletes from topics (internal/shrink)
 		conns   map[*conn]struct{}
 		started bool
 		closing bool
@@ -393,6 +395,20 @@ func topicKey(tn topicName) string {
 	return topicsPath + "/" + tn.Tenant + "/" + tn.Namespace + "/" + tn.Domain + "/" + escapeLocal(tn.Local)
 }
 
+// dropLoadLocked removes full's entry if it is still l (b.mu held). A
+// map keeps the room of its largest size, so once most of it was
+// deleted (a million topics idle-unloaded) it is rebuilt for what is
+// left (internal/shrink).
+func (b *Broker) dropLoadLocked(full string, l *topicLoad) {
+	if b.mu.topics[full] != l {
+		return
+	}
+	delete(b.mu.topics, full)
+	if b.mu.shrink.Deleted(len(b.mu.topics)) {
+		b.mu.topics = shrink.Rebuild(b.mu.topics)
+	}
+}
+
 // getTopic returns the loaded topic tn, loading it (and creating it when
 // create is set and auto-creation allows) if needed.
 func (b *Broker) getTopic(ctx context.Context, tn topicName, create bool) (*topic, error) {
@@ -426,9 +442,7 @@ func (b *Broker) getTopic(ctx context.Context, tn topicName, create bool) (*topi
 					return nil, ctx.Err()
 				}
 				b.mu.Lock()
-				if b.mu.topics[full] == l {
-					delete(b.mu.topics, full)
-				}
+				b.dropLoadLocked(full, l)
 				b.mu.Unlock()
 				continue
 			}
@@ -441,7 +455,7 @@ func (b *Broker) getTopic(ctx context.Context, tn topicName, create bool) (*topi
 		l.t, l.err = b.loadTopic(ctx, tn, create)
 		if l.err != nil {
 			b.mu.Lock()
-			delete(b.mu.topics, full)
+			b.dropLoadLocked(full, l)
 			b.mu.Unlock()
 		}
 		close(l.done)
@@ -610,9 +624,7 @@ func (b *Broker) unloadTopic(full string) bool {
 		}
 	}
 	b.mu.Lock()
-	if b.mu.topics[full] == l {
-		delete(b.mu.topics, full)
-	}
+	b.dropLoadLocked(full, l)
 	b.mu.Unlock()
 	// Its cached topic-level policies go too (read again on the next
 	// load): idle topics by the million would keep an entry each.

@@ -3,6 +3,8 @@ package broker
 import (
 	"sync"
 	"time"
+
+	"github.com/magnetar-mq/magnetar/internal/shrink"
 )
 
 // Defaults of the history sampler (Config.HistoryInterval and
@@ -38,8 +40,9 @@ type Sample struct {
 // history keeps a ring of samples per loaded topic. A topic that is no
 // longer loaded on a tick loses its history.
 type history struct {
-	mu    sync.Mutex
-	rings map[string]*ring
+	mu     sync.Mutex
+	rings  map[string]*ring
+	shrink shrink.Tracker // rings of unloaded topics go (internal/shrink)
 }
 
 // ring holds a topic's last samples (at most capacity) as runs: a run
@@ -176,10 +179,15 @@ func (h *history) record(name string, capacity int, now int64, c counters) {
 func (h *history) retain(keep map[string]bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	rebuild := false
 	for name := range h.rings {
 		if !keep[name] {
 			delete(h.rings, name)
+			rebuild = h.shrink.Deleted(len(h.rings)) || rebuild
 		}
+	}
+	if rebuild {
+		h.rings = shrink.Rebuild(h.rings)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/magnetar-mq/magnetar/internal/shrink"
 	"github.com/magnetar-mq/magnetar/metadata"
 )
 
@@ -46,6 +47,7 @@ type Store struct {
 		sync.Mutex
 		cache  map[string]*Policies
 		topics map[string]*TopicPolicies // by TopicKey; nil: none
+		shrink shrink.Tracker            // deletes from topics
 		subs   map[int]func(ns string)
 		next   int
 		// gen counts invalidations of cache and topics. A read of the

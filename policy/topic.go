@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/magnetar-mq/magnetar/internal/shrink"
 	"github.com/magnetar-mq/magnetar/metadata"
 )
 
@@ -186,7 +187,7 @@ func (s *Store) UpdateTopic(ctx context.Context, key string, mutate func(*TopicP
 			return err
 		}
 		s.mu.Lock()
-		delete(s.mu.topics, key)
+		s.forgetLocked(key)
 		s.mu.gen++
 		s.mu.Unlock()
 		s.notify(namespaceOfKey(key))
@@ -199,8 +200,17 @@ func (s *Store) UpdateTopic(ctx context.Context, key string, mutate func(*TopicP
 // broker no longer has loaded); the next GetTopic reads them again.
 func (s *Store) ForgetTopic(key string) {
 	s.mu.Lock()
-	delete(s.mu.topics, key)
+	s.forgetLocked(key)
 	s.mu.Unlock()
+}
+
+// forgetLocked drops key from the topic cache (s.mu held), rebuilding
+// the map once most of it was dropped (internal/shrink).
+func (s *Store) forgetLocked(key string) {
+	delete(s.mu.topics, key)
+	if s.mu.shrink.Deleted(len(s.mu.topics)) {
+		s.mu.topics = shrink.Rebuild(s.mu.topics)
+	}
 }
 
 // DeleteTopic removes the topic-level policies of key (a deleted topic).
@@ -210,7 +220,7 @@ func (s *Store) DeleteTopic(ctx context.Context, key string) error {
 		return err
 	}
 	s.mu.Lock()
-	delete(s.mu.topics, key)
+	s.forgetLocked(key)
 	s.mu.gen++
 	s.mu.Unlock()
 	return nil
