@@ -175,13 +175,14 @@ func (h *history) record(name string, capacity int, now int64, c counters) {
 	r.lastMsgIn, r.lastBytesIn, r.lastMsgOut, r.lastBytesOut = c.msgIn, c.bytesIn, c.msgOut, c.bytesOut
 }
 
-// retain drops the rings of topics not in keep.
-func (h *history) retain(keep map[string]bool) {
+// retainSampledAt drops the rings of topics not recorded at now (the
+// tick's time, which record leaves in lastAt): topics no longer loaded.
+func (h *history) retainSampledAt(now int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	rebuild := false
-	for name := range h.rings {
-		if !keep[name] {
+	for name, r := range h.rings {
+		if r.lastAt != now {
 			delete(h.rings, name)
 			rebuild = h.shrink.Deleted(len(h.rings)) || rebuild
 		}
@@ -212,15 +213,13 @@ func (b *Broker) historyLoop() {
 
 // sampleHistory records one sample of every loaded topic at now.
 func (b *Broker) sampleHistory(now int64) {
-	keep := map[string]bool{}
 	for _, t := range b.loadedTopics("") {
 		if t.isClosed() {
 			continue
 		}
-		keep[t.full] = true
 		b.history.record(t.full, b.cfg.HistoryLength, now, t.historyCounters())
 	}
-	b.history.retain(keep)
+	b.history.retainSampledAt(now)
 }
 
 // historyCounters reads what a sample needs: the counters, backlog and

@@ -49,7 +49,7 @@ func TestHistoryRing(t *testing.T) {
 	if r := h.get("big")[0].MsgRateIn; r != float64(math.MaxInt64) {
 		t.Errorf("rate at int64 max %v", r)
 	}
-	h.retain(map[string]bool{"big": true})
+	h.retainSampledAt(1000) // "big" was sampled at 1000, "t" was not
 	if h.get("t") != nil {
 		t.Error("retain kept a dropped topic")
 	}
