@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/magnetar-mq/magnetar/internal/shrink"
 )
 
 // Factory opens managed ledgers over shared stores and a broker-wide entry
@@ -20,6 +22,7 @@ type Factory struct {
 
 	mu      sync.Mutex
 	mls     map[string]*ManagedLedger
+	shrink  shrink.Tracker           // deletes from mls (internal/shrink)
 	opening map[string]chan struct{} // closed when that Open finishes
 	closed  bool
 
@@ -133,6 +136,11 @@ func (f *Factory) forget(ml *ManagedLedger) {
 	f.mu.Lock()
 	if f.mls[ml.name] == ml {
 		delete(f.mls, ml.name)
+		// Rebuilt once mostly deleted: a map keeps its largest room
+		// (a million idle topics unloaded).
+		if f.shrink.Deleted(len(f.mls)) {
+			f.mls = shrink.Rebuild(f.mls)
+		}
 	}
 	f.mu.Unlock()
 }
