@@ -207,6 +207,20 @@ func TestScaleTopicsMemory(t *testing.T) {
 	if budgets && loaded > loadedBudget {
 		t.Errorf("loaded idle topic costs %.0f B, guard %d B", loaded, loadedBudget)
 	}
+	// One history tick over every loaded topic reads counters (it took
+	// ~1.5 KiB a topic when it built each topic's stats; what the process
+	// allocates meanwhile counts too).
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	t2 := time.Now()
+	tb.sampleHistory(time.Now().UnixMilli())
+	tick := time.Since(t2)
+	runtime.ReadMemStats(&m1)
+	perTick := float64(m1.TotalAlloc-m0.TotalAlloc) / float64(n)
+	t.Logf("history tick over %d loaded topics: %.0f B/topic allocated, %s", n, perTick, tick.Round(time.Millisecond))
+	if budgets && perTick > 1024 {
+		t.Errorf("a history tick allocates %.0f B per loaded topic, guard 1,024 B", perTick)
+	}
 	// Unload them all as the idle unloader would, an hour from now.
 	t1 := time.Now()
 	if u := tb.unloadIdleTopics(time.Now().Add(time.Hour)); u != n {
