@@ -104,7 +104,7 @@ func (s *Store) notify(ns string) {
 func (s *Store) Refresh() {
 	s.mu.Lock()
 	clear(s.mu.cache)
-	clear(s.mu.topics)
+	s.dropTopicsLocked()
 	s.mu.gen++
 	s.mu.Unlock()
 	s.notify("")

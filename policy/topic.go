@@ -213,6 +213,14 @@ func (s *Store) forgetLocked(key string) {
 	}
 }
 
+// dropTopicsLocked empties the topic cache (s.mu held) with a new map:
+// clear would keep the room of the largest set of topics cached between
+// two refreshes.
+func (s *Store) dropTopicsLocked() {
+	s.mu.topics = make(map[string]*TopicPolicies)
+	s.mu.shrink = shrink.Tracker{}
+}
+
 // DeleteTopic removes the topic-level policies of key (a deleted topic).
 func (s *Store) DeleteTopic(ctx context.Context, key string) error {
 	err := s.meta.Delete(ctx, topicNode(key), metadata.AnyVersion)

@@ -55,7 +55,7 @@ func (s *Store) WatchTopic(ctx context.Context, topic string) {
 func (s *Store) Reload(ns string) {
 	s.mu.Lock()
 	delete(s.mu.cache, ns)
-	clear(s.mu.topics)
+	s.dropTopicsLocked()
 	s.mu.gen++
 	s.mu.Unlock()
 	s.notify(ns)
