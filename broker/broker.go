@@ -627,7 +627,7 @@ func (b *Broker) unloadTopic(full string) bool {
 	b.dropLoadLocked(full, l)
 	b.mu.Unlock()
 	// Its cached topic-level policies go too (read again on the next
-	// load): idle topics by the million would keep an entry each.
+	// load) instead of staying until the next policy refresh.
 	b.policies.ForgetTopic(topicPolicyKey(l.t.name))
 	close(l.t.unloaded)
 	return true
