@@ -175,9 +175,9 @@ func grepLines(body, sub string) string {
 }
 
 // TestIdleUnloadForgetsTopicPolicies: an unloaded topic's cached
-// topic-level policies are dropped (a million topics idle would keep a
-// cache entry each) and read again when it loads: a limit set before the
-// unload still holds after it.
+// topic-level policies are dropped (not left until the next policy
+// refresh) and read again when it loads: a limit set before the unload
+// still holds after it.
 func TestIdleUnloadForgetsTopicPolicies(t *testing.T) {
 	tb := startBroker(t, nil)
 	cl := tb.client(t)
