@@ -207,6 +207,9 @@ func (s *Store) ForgetTopic(key string) {
 // forgetLocked drops key from the topic cache (s.mu held), rebuilding
 // the map once most of it was dropped (internal/shrink).
 func (s *Store) forgetLocked(key string) {
+	if _, ok := s.mu.topics[key]; !ok {
+		return // not cached (a refresh emptied the cache): nothing deleted
+	}
 	delete(s.mu.topics, key)
 	if s.mu.shrink.Deleted(len(s.mu.topics)) {
 		s.mu.topics = shrink.Rebuild(s.mu.topics)
