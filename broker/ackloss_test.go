@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -185,7 +186,7 @@ func TestZeroQueueConsumerAcrossUnload(t *testing.T) {
 			}
 			first := make(chan res, 1)
 			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				m, err := cons.Receive(ctx)
 				first <- res{m, err}
@@ -194,6 +195,13 @@ func TestZeroQueueConsumerAcrossUnload(t *testing.T) {
 				t.Fatalf("unload: %v", err)
 			}
 			r := <-first
+			if errors.Is(r.err, context.DeadlineExceeded) && clientLostZeroQueuePermit(t, tb, topic) {
+				// The client's permit was lost, not the broker's: a new
+				// Receive sends one again.
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				r.m, r.err = cons.Receive(ctx)
+				cancel()
+			}
 			if r.err != nil {
 				t.Fatal(r.err)
 			}
@@ -231,4 +239,33 @@ func TestZeroQueueConsumerAcrossUnload(t *testing.T) {
 			}
 		})
 	}
+}
+
+// clientLostZeroQueuePermit reports, for a zero-queue consumer whose
+// Receive timed out, whether the broker is owed nothing: its only
+// consumer holds no permit and no unacknowledged message while the
+// subscription has a backlog. pulsar-client-go v0.19.0 can lose the one
+// permit a waiting zero-queue Receive re-sends after a reconnect: the
+// reconnect adds it (and sends it once the count reaches 1) while the
+// dispatcher resets the count on the same reconnect, and a reset between
+// the add and the send drops it (consumer_partition.go, flowIfNeed's
+// compare-and-swap). Anything else — a permit the broker holds with a
+// backlog it does not send — is the broker's fault and fails the test.
+func clientLostZeroQueuePermit(t *testing.T, tb *testBroker, topic string) bool {
+	t.Helper()
+	st, err := tb.TopicStats(context.Background(), topic)
+	if err != nil {
+		t.Fatalf("stats: %v", err)
+	}
+	s := st.Subscriptions["s"]
+	if len(s.Consumers) != 1 || s.MsgBacklog == 0 {
+		t.Fatalf("receive timed out; subscription %+v", s)
+	}
+	c := s.Consumers[0]
+	if c.AvailablePermits != 0 || c.UnackedMessages != 0 {
+		t.Fatalf("receive timed out with the broker holding %d permits, %d unacked, backlog %d",
+			c.AvailablePermits, c.UnackedMessages, s.MsgBacklog)
+	}
+	t.Logf("receive timed out with no permit at the broker (backlog %d): the client lost it; receiving again", s.MsgBacklog)
+	return true
 }
