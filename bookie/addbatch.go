@@ -126,15 +126,14 @@ func (b *Bookie) addRunLocked(run []Add, start int64, sc *runScratch) {
 		sc.refuseAll(len(run), err)
 		return
 	}
-	st, err := b.ledgerFor(ledger, true)
+	for i := range run {
+		sc.pcrcs[i] = entrylog.PayloadCRC(run[i].Payload) // outside the ledger's lock
+	}
+	st, err := b.lockLedger(ledger, true)
 	if err != nil {
 		sc.refuseAll(len(run), err)
 		return
 	}
-	for i := range run {
-		sc.pcrcs[i] = entrylog.PayloadCRC(run[i].Payload) // outside the ledger's lock
-	}
-	st.mu.Lock()
 	defer st.mu.Unlock()
 	// The checks of addEntry, in its order, per add.
 	n, bytes := 0, 0

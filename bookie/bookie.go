@@ -58,6 +58,7 @@ type Bookie struct {
 	hooks struct {
 		afterFlushSync func() // checkpoint: entry log synced, index not yet updated
 		beforeRelocate func() // GC: compaction copied and synced, index not yet repointed
+		ledgerLoad     func() // ledgerFor: the write cache read, the index not yet
 	}
 	minFree atomic.Uint64 // least free bytes over all dirs at the last check
 	// diskBudget is the bytes adds may still write before the disk loop
@@ -71,49 +72,6 @@ type Bookie struct {
 		checkpoints, gcRuns atomic.Int64
 	}
 	m metrics // see metrics.go
-}
-
-// ledgerState caches one ledger's metadata and highest entry id.
-type ledgerState struct {
-	mu        sync.Mutex
-	known     bool // exists in the index (false: created by this call, not yet set)
-	deleted   bool
-	meta      ledgerMeta
-	lastEntry int64 // -1: none
-	// readRecord is the mean entry-log record size of the last read-cache
-	// miss's run (sizes the next miss's read; 0: none yet).
-	readRecord atomic.Int64
-}
-
-// ledgerFor returns the state of ledger, loading it from the index. With
-// create it makes a new, unknown state for a ledger the index lacks;
-// otherwise it returns nil for one.
-func (b *Bookie) ledgerFor(ledger int64, create bool) (*ledgerState, error) {
-	if v, ok := b.ledgers.Load(ledger); ok {
-		return v.(*ledgerState), nil
-	}
-	m, ok, err := b.idx.Meta(ledger)
-	if err != nil {
-		return nil, b.storageErr(err)
-	}
-	if !ok && !create {
-		return nil, nil
-	}
-	st := &ledgerState{known: ok, meta: m, lastEntry: -1}
-	if ok {
-		last, has, err := b.idx.LastEntry(ledger)
-		if err != nil {
-			return nil, b.storageErr(err)
-		}
-		if has {
-			st.lastEntry = last
-		}
-	}
-	if last, has := b.wc.lastEntry(ledger); has && last > st.lastEntry {
-		st.lastEntry = last
-	}
-	v, _ := b.ledgers.LoadOrStore(ledger, st)
-	return v.(*ledgerState), nil
 }
 
 // checkKeyLocked verifies masterKey against st, creating the ledger (index
@@ -242,15 +200,14 @@ func (b *Bookie) addEntry(ledger, entry int64, masterKey, payload []byte, recove
 		return err
 	}
 	b.spendDiskBudget(len(payload))
-	st, err := b.ledgerFor(ledger, true)
-	if err != nil {
-		return err
-	}
 	// One pass over the payload for both checksums (the write cache frames
 	// the entry-log record with it, the journal its record), outside the
 	// ledger's mutex.
 	pcrc := entrylog.PayloadCRC(payload)
-	st.mu.Lock()
+	st, err := b.lockLedger(ledger, true)
+	if err != nil {
+		return err
+	}
 	defer st.mu.Unlock()
 	if err := b.checkKeyLocked(st, ledger, masterKey); err != nil {
 		return err
@@ -309,11 +266,10 @@ func (b *Bookie) fence(ledger int64, masterKey []byte) (<-chan error, error) {
 	if r := b.ro.reasons(); r&(roJournal|roCorrupt) != 0 {
 		return nil, b.ro.err()
 	}
-	st, err := b.ledgerFor(ledger, true)
+	st, err := b.lockLedger(ledger, true)
 	if err != nil {
 		return nil, err
 	}
-	st.mu.Lock()
 	defer st.mu.Unlock()
 	if err := b.checkKeyLocked(st, ledger, masterKey); err != nil {
 		return nil, err
@@ -333,14 +289,13 @@ func (b *Bookie) fence(ledger int64, masterKey []byte) (<-chan error, error) {
 
 // IsFenced reports whether ledger is fenced.
 func (b *Bookie) IsFenced(ledger int64) (bool, error) {
-	st, err := b.ledgerFor(ledger, false)
+	st, err := b.lockLedger(ledger, false)
 	if err != nil {
 		return false, err
 	}
 	if st == nil {
 		return false, ErrNoLedger
 	}
-	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.deleted || !st.known {
 		return false, ErrNoLedger
@@ -371,11 +326,10 @@ func (b *Bookie) writeLAC(ledger, lac int64, masterKey, body []byte) (<-chan err
 	if err := b.writable(false); err != nil {
 		return nil, err
 	}
-	st, err := b.ledgerFor(ledger, true)
+	st, err := b.lockLedger(ledger, true)
 	if err != nil {
 		return nil, err
 	}
-	st.mu.Lock()
 	defer st.mu.Unlock()
 	if err := b.checkKeyLocked(st, ledger, masterKey); err != nil {
 		return nil, err
@@ -400,14 +354,13 @@ func (b *Bookie) writeLAC(ledger, lac int64, masterKey, body []byte) (<-chan err
 // ReadLAC returns the explicit LAC last written for ledger and its body;
 // ErrNoEntry when none was written.
 func (b *Bookie) ReadLAC(ledger int64) (lac int64, body []byte, err error) {
-	st, err := b.ledgerFor(ledger, false)
+	st, err := b.lockLedger(ledger, false)
 	if err != nil {
 		return 0, nil, err
 	}
 	if st == nil {
 		return 0, nil, ErrNoLedger
 	}
-	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.deleted || !st.known {
 		return 0, nil, ErrNoLedger
@@ -421,14 +374,13 @@ func (b *Bookie) ReadLAC(ledger int64) (lac int64, body []byte, err error) {
 // LastEntry returns the highest entry id stored for ledger (ErrNoEntry if
 // none).
 func (b *Bookie) LastEntry(ledger int64) (int64, error) {
-	st, err := b.ledgerFor(ledger, false)
+	st, err := b.lockLedger(ledger, false)
 	if err != nil {
 		return 0, err
 	}
 	if st == nil {
 		return 0, ErrNoLedger
 	}
-	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.deleted || !st.known {
 		return 0, ErrNoLedger
@@ -459,19 +411,20 @@ func (b *Bookie) DeleteLedger(ledger int64) error {
 	if b.closed.Load() {
 		return ErrClosed
 	}
-	st, err := b.ledgerFor(ledger, false)
+	st, err := b.lockLedger(ledger, false)
 	if err != nil {
 		return err
 	}
 	if st == nil {
 		return ErrNoLedger
 	}
-	st.mu.Lock()
-	wasKnown := st.known && !st.deleted
+	wasKnown, wasDeleted := st.known && !st.deleted, st.deleted
 	st.deleted = true
 	st.mu.Unlock()
-	b.ledgers.Delete(ledger)
 	if !wasKnown {
+		if !wasDeleted {
+			b.ledgers.CompareAndDelete(ledger, st)
+		}
 		return ErrNoLedger
 	}
 	b.ckptMu.Lock()
@@ -481,6 +434,9 @@ func (b *Bookie) DeleteLedger(ledger int64) error {
 	if err := b.idx.Delete(ledger); err != nil {
 		return b.storageErr(err)
 	}
+	// Only once the index has forgotten the ledger: until then the
+	// deleted state keeps a lookup from loading it back from there.
+	b.ledgers.CompareAndDelete(ledger, st)
 	b.metaDirty.Store(true)
 	if b.ro.reasons()&(roDiskFull|roStorage) != 0 {
 		b.kickGC() // the space may be what the bookie is waiting for

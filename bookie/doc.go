@@ -49,6 +49,23 @@
 // and is acknowledged before Fence returns: once a fence answered, no
 // normal add of that ledger is ever acknowledged again.
 //
+// # Ledger states
+//
+// The mutex of the add path belongs to the ledger's cached state
+// (ledgerstate.go): its master key, fence, explicit LAC and last entry,
+// loaded on first use from the index (metadata, last indexed entry) and
+// the write cache (entries not checkpointed yet; read first, since a
+// checkpoint sets the index before it drops a frozen half). The state is
+// a copy: every metadata change is written to the index (Index.SetMeta)
+// before the mutex is released. So a sweep every LedgerStateIdle (default
+// 1 min) drops the states not locked since the previous sweep, and a
+// bookie holding a million idle ledgers keeps only the index's part of
+// each in memory. A dropped state is marked evicted under its mutex;
+// whoever locks it afterwards looks the ledger up again (lockLedger), so
+// at most one state of a ledger is ever changed and a fence cannot be
+// missed by an add. A deleted ledger's state stays in the map until the
+// index has forgotten the ledger, so that no lookup reloads it meanwhile.
+//
 // AddEntries (addbatch.go) takes a batch of adds, as the network server
 // reads them: a run of consecutive small adds (under journal.RefMinPayload)
 // to one ledger with one recovery flag, at most 64, does steps 1–3 for all

@@ -112,6 +112,10 @@ func open(opts Options, s storageSet) (*Bookie, error) {
 		b.wg.Add(1)
 		go b.gcLoop()
 	}
+	if opts.LedgerStateIdle > 0 {
+		b.wg.Add(1)
+		go b.ledgerStateLoop()
+	}
 	return b, nil
 }
 
@@ -132,11 +136,10 @@ func (b *Bookie) apply(r journal.Record) error {
 	if r.LedgerID < 0 {
 		return nil // checkpoint barrier (see doc.go)
 	}
-	st, err := b.ledgerFor(r.LedgerID, true)
+	st, err := b.lockLedger(r.LedgerID, true)
 	if err != nil {
 		return err
 	}
-	st.mu.Lock()
 	defer st.mu.Unlock()
 	metaChanged := false
 	if !st.known {

@@ -107,6 +107,12 @@ type Options struct {
 	// at least this many free bytes (default 64 MiB).
 	MinFreeForRecoveryAdds uint64
 
+	// LedgerStateIdle is the period of the sweep that drops the cached
+	// state (metadata and last entry) of ledgers not used since the
+	// previous sweep; they are loaded from the index again on their next
+	// use (default 1 min; negative keeps every state).
+	LedgerStateIdle time.Duration
+
 	// GCInterval is the period of entry-log garbage collection and
 	// compaction (default 1 min; negative disables it).
 	GCInterval time.Duration
@@ -167,6 +173,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.GCInterval == 0 {
 		o.GCInterval = time.Minute
+	}
+	if o.LedgerStateIdle == 0 {
+		o.LedgerStateIdle = time.Minute
 	}
 	if o.CompactionThreshold == 0 {
 		o.CompactionThreshold = 0.5

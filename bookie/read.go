@@ -39,14 +39,13 @@ func (b *Bookie) AppendReadEntry(dst []byte, ledger, entry int64) ([]byte, error
 	if entry < -1 {
 		return dst, fmt.Errorf("%w: entry %d", ErrBadRequest, entry)
 	}
-	st, err := b.ledgerFor(ledger, false)
+	st, err := b.lockLedger(ledger, false)
 	if err != nil {
 		return dst, err
 	}
 	if st == nil {
 		return dst, fmt.Errorf("%w: ledger %d", ErrNoLedger, ledger)
 	}
-	st.mu.Lock()
 	missing := st.deleted || !st.known
 	last := st.lastEntry
 	st.mu.Unlock()

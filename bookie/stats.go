@@ -41,14 +41,13 @@ type LogShare struct {
 // where each one is. progress, if not nil, is called with entries done and
 // the total.
 func (b *Bookie) LedgerStats(ledger int64, progress func(done, total int64)) (LedgerStats, error) {
-	st, err := b.ledgerFor(ledger, false)
+	st, err := b.lockLedger(ledger, false)
 	if err != nil {
 		return LedgerStats{}, err
 	}
 	if st == nil {
 		return LedgerStats{}, ErrNoLedger
 	}
-	st.mu.Lock()
 	if st.deleted || !st.known {
 		st.mu.Unlock()
 		return LedgerStats{}, ErrNoLedger
