@@ -203,6 +203,8 @@
 // Every exported method is safe for concurrent use. Lock order:
 // Bookie.closeMu (shared) → ledgerState.mu → writeCache.mu; ckptMu is never
 // taken under a ledger mutex except during replay, which is single
-// threaded. Goroutines: the checkpoint loop, the disk checker and the GC
-// loop, all waited for by Close.
+// threaded. The ledger-state sweep only tries a ledger's mutex
+// (TryLock) and holds no other lock. Goroutines: the checkpoint loop, the
+// disk checker, the GC loop and the ledger-state sweep, all waited for by
+// Close.
 package bookie
