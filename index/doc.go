@@ -172,4 +172,12 @@
 // is likewise copy-on-write. Get is thus lock-free after the shard lookup
 // and never waits for Set, Flush or segment creation. Slots are read and
 // written with atomic loads and stores.
+//
+// # Memory
+//
+// Every ledger's record (metadata and page table) is in memory. Ledgers
+// with the same master key (a client derives it from the ledger's
+// password: one per broker, usually) share one copy of it (keys.go, at
+// most 1,024 distinct keys shared): stored metadata is replaced, never
+// written in place, and GetMeta returns copies.
 package index

@@ -46,6 +46,8 @@ type Index struct {
 	logOff   int64    // end of the log's last block
 	snapSize int64    // size of the current snapshot
 
+	keys keyTable // master keys shared among ledgers (keys.go)
+
 	// mu guards page allocation.
 	mu struct {
 		sync.Mutex
@@ -142,6 +144,7 @@ func Open(opts Options) (*Index, error) {
 		if _, dup := sh.ledgers[r.ID]; dup {
 			return fail(fmt.Errorf("index: %s: ledger %d twice: %w", metaPath, r.ID, ErrCorrupt))
 		}
+		r.Meta.MasterKey = ix.keys.share(r.Meta.MasterKey)
 		ls := &ledgerState{id: r.ID, meta: r.Meta}
 		// Clipped: allocPage appends in place within capacity, which must
 		// not reach into another ledger's decoded pages.
@@ -526,7 +529,9 @@ func (ix *Index) UpdateMeta(ledger int64, fn func(m *Meta)) error {
 		defer ls.mu.Unlock()
 		m := ls.meta.clone()
 		fn(&m)
-		ls.meta = m.clone()
+		m.MasterKey = ix.keys.share(m.MasterKey)
+		m.ExplicitLAC = cloneBytes(m.ExplicitLAC)
+		ls.meta = m
 		ix.markDirty(ledger)
 		return nil
 	})

@@ -1,0 +1,84 @@
+package index
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/magnetar-mq/magnetar/internal/vfs"
+)
+
+// storedKey is the master key slice ledger's state holds.
+func storedKey(t *testing.T, ix *Index, ledger int64) []byte {
+	t.Helper()
+	ls := ix.lookup(ledger)
+	if ls == nil {
+		t.Fatalf("ledger %d not in the index", ledger)
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.meta.MasterKey
+}
+
+// Ledgers with the same master key share one copy of it, set or reopened;
+// neither the caller's buffer nor a GetMeta result changes what is stored.
+func TestMasterKeysShared(t *testing.T) {
+	fs := vfs.NewMem()
+	ix := open(t, fs, "/ix")
+	buf := []byte("a-twenty-byte-key...")
+	want := bytes.Clone(buf)
+	for l := int64(0); l < 100; l++ {
+		if err := ix.SetMeta(l, Meta{MasterKey: buf, Fenced: l%2 == 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf[0] = 'X' // the caller reuses its buffer
+	m, _ := ix.GetMeta(7)
+	m.MasterKey[1] = 'Y' // and writes into what it was given
+	check := func(ix *Index, when string) {
+		t.Helper()
+		first := storedKey(t, ix, 0)
+		for l := int64(0); l < 100; l++ {
+			m, ok := ix.GetMeta(l)
+			if !ok || !bytes.Equal(m.MasterKey, want) || m.Fenced != (l%2 == 0) {
+				t.Fatalf("%s: ledger %d meta %q fenced %v, want key %q", when, l, m.MasterKey, m.Fenced, want)
+			}
+			if k := storedKey(t, ix, l); &k[0] != &first[0] || cap(k) != len(k) {
+				t.Fatalf("%s: ledger %d keeps its own copy of the key (or an unclipped one)", when, l)
+			}
+		}
+	}
+	check(ix, "set")
+	if err := ix.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ix = open(t, fs, "/ix")
+	defer ix.Close()
+	check(ix, "reopened")
+}
+
+// Past maxSharedKeys distinct keys every ledger still gets its own key.
+func TestMasterKeysPastTheTable(t *testing.T) {
+	ix := open(t, vfs.NewMem(), "/ix")
+	defer ix.Close()
+	const n = maxSharedKeys + 100
+	for l := int64(0); l < n; l++ {
+		if err := ix.SetMeta(l, Meta{MasterKey: []byte(fmt.Sprintf("key-%d", l))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for l := int64(0); l < n; l++ {
+		if m, _ := ix.GetMeta(l); string(m.MasterKey) != fmt.Sprintf("key-%d", l) {
+			t.Fatalf("ledger %d key %q", l, m.MasterKey)
+		}
+	}
+	if err := ix.SetMeta(n, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := ix.GetMeta(n); m.MasterKey != nil {
+		t.Fatalf("a ledger without a key got %q", m.MasterKey)
+	}
+}
