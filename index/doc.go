@@ -179,5 +179,7 @@
 // with the same master key (a client derives it from the ledger's
 // password: one per broker, usually) share one copy of it (keys.go, at
 // most 1,024 distinct keys shared): stored metadata is replaced, never
-// written in place, and GetMeta returns copies.
+// written in place, and GetMeta returns copies. A ledger's first page
+// table is exactly as long as it needs (one page, for most ledgers of a
+// broker with many topics); later ones grow with room.
 package index

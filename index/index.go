@@ -405,9 +405,15 @@ func (ix *Index) allocPage(ls *ledgerState, pn int) (uint32, error) {
 		next = pt[:pn+1]
 	} else {
 		// Copy with room to grow, so a long ledger does not copy its whole
-		// page table on every new page.
+		// page table on every new page. A ledger's first table is just
+		// what it needs: most ledgers of a broker with many topics never
+		// get a second page, and every byte here is per ledger.
 		n := max(len(pt), pn+1)
-		next = make([]uint32, n, max(2*n, 8))
+		c := max(2*n, 8)
+		if len(pt) == 0 {
+			c = n
+		}
+		next = make([]uint32, n, c)
 		copy(next, pt)
 	}
 	next[pn] = phys + 1

@@ -82,3 +82,29 @@ func TestMasterKeysPastTheTable(t *testing.T) {
 		t.Fatalf("a ledger without a key got %q", m.MasterKey)
 	}
 }
+
+// A ledger's first page table holds just its pages; it grows with room
+// after that, and every location set stays readable.
+func TestFirstPageTableExact(t *testing.T) {
+	ix := open(t, vfs.NewMem(), "/ix") // 8 slots a page
+	defer ix.Close()
+	if err := ix.Set(1, 3, loc(1, 3, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if pt := *ix.lookup(1).pages.Load(); len(pt) != 1 || cap(pt) != 1 {
+		t.Fatalf("first page table len %d cap %d, want 1 and 1", len(pt), cap(pt))
+	}
+	for e := int64(0); e < 100; e++ {
+		if err := ix.Set(1, e, loc(1, e, 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pt := *ix.lookup(1).pages.Load(); len(pt) != 13 || cap(pt) < 13 {
+		t.Fatalf("page table len %d cap %d after 100 entries", len(pt), cap(pt))
+	}
+	for e := int64(0); e < 100; e++ {
+		if got, ok := ix.Get(1, e); !ok || got != loc(1, e, 2) {
+			t.Fatalf("Get(1, %d) = %#x, %v", e, got, ok)
+		}
+	}
+}
