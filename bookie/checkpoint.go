@@ -204,27 +204,17 @@ func (b *Bookie) indexFrozen() error {
 // ckptRun bounds the entries set by one index call in indexFrozen.
 const ckptRun = 4096
 
-// checkpointLoop runs checkpoints until Close.
-func (b *Bookie) checkpointLoop() {
-	defer b.wg.Done()
-	t := time.NewTicker(b.opts.CheckpointInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.closing:
-			return
-		case <-t.C:
-		case <-b.wc.needFlush:
-		}
-		b.ckptMu.Lock()
-		if err := b.checkpointLocked(true); err != nil {
-			// The first failure of a kind was logged with the read-only
-			// switch; repeating it every interval would flood the log
-			// (of a disk that may be full).
-			b.log.Debug("checkpoint failed", "err", err)
-		}
-		b.ckptMu.Unlock()
+// checkpointTick is the checkpoint loop's work (open.go starts it with
+// every).
+func (b *Bookie) checkpointTick() {
+	b.ckptMu.Lock()
+	if err := b.checkpointLocked(true); err != nil {
+		// The first failure of a kind was logged with the read-only
+		// switch; repeating it every interval would flood the log
+		// (of a disk that may be full).
+		b.log.Debug("checkpoint failed", "err", err)
 	}
+	b.ckptMu.Unlock()
 }
 
 // CheckDisks measures the usage of the journal and every ledger directory
@@ -276,19 +266,9 @@ func (b *Bookie) CheckDisks() error {
 	return nil
 }
 
-func (b *Bookie) diskLoop() {
-	defer b.wg.Done()
-	t := time.NewTicker(b.opts.DiskCheckInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.closing:
-			return
-		case <-t.C:
-		case <-b.diskKick:
-		}
-		if err := b.CheckDisks(); err != nil {
-			b.log.Warn("disk check failed", "err", err)
-		}
+// diskTick is the disk loop's work.
+func (b *Bookie) diskTick() {
+	if err := b.CheckDisks(); err != nil {
+		b.log.Warn("disk check failed", "err", err)
 	}
 }

@@ -1,9 +1,6 @@
 package bookie
 
-import (
-	"fmt"
-	"time"
-)
+import "fmt"
 
 // GC runs one garbage-collection pass over the entry logs: logs that hold
 // only deleted ledgers are removed, and logs whose live fraction is below
@@ -76,19 +73,9 @@ func (b *Bookie) relocate(moves []relocation) error {
 	return b.idx.Flush()
 }
 
-func (b *Bookie) gcLoop() {
-	defer b.wg.Done()
-	t := time.NewTicker(b.opts.GCInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.closing:
-			return
-		case <-t.C:
-		case <-b.gcKick:
-		}
-		if err := b.GC(); err != nil {
-			b.log.Warn("gc failed", "err", err)
-		}
+// gcTick is the GC loop's work.
+func (b *Bookie) gcTick() {
+	if err := b.GC(); err != nil {
+		b.log.Warn("gc failed", "err", err)
 	}
 }

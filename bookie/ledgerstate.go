@@ -119,20 +119,27 @@ func (b *Bookie) evictIdleLedgers() int {
 	return n
 }
 
-// ledgerStateLoop sweeps the ledger states every LedgerStateIdle until
-// Close: a ledger idle for one to two periods loses its cached state.
-func (b *Bookie) ledgerStateLoop() {
+// sweepTick is the ledger-state loop's work: run every LedgerStateIdle,
+// a ledger idle for one to two periods loses its cached state.
+func (b *Bookie) sweepTick() {
+	if n := b.evictIdleLedgers(); n > 0 {
+		b.log.Debug("idle ledger states dropped", "ledgers", n)
+	}
+}
+
+// every runs fn every interval, and at once when kick fires (a nil kick
+// never does), until Close, which waits for it (b.wg).
+func (b *Bookie) every(interval time.Duration, kick <-chan struct{}, fn func()) {
 	defer b.wg.Done()
-	t := time.NewTicker(b.opts.LedgerStateIdle)
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-b.closing:
 			return
 		case <-t.C:
+		case <-kick:
 		}
-		if n := b.evictIdleLedgers(); n > 0 {
-			b.log.Debug("idle ledger states dropped", "ledgers", n)
-		}
+		fn()
 	}
 }

@@ -166,54 +166,49 @@ func TestLedgerStateEvictRace(t *testing.T) {
 	var lateAdds atomic.Int64 // adds to ledger 1 that succeeded after its fence
 	stop := make(chan struct{})
 	var bg sync.WaitGroup
-	var evicted atomic.Int64
-	bg.Add(3)
-	go func() { // the sweep, as fast as it goes
-		defer bg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			evicted.Add(int64(b.evictIdleLedgers()))
-		}
-	}()
-	go func() { // checkpoints
-		defer bg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := b.Checkpoint(); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	}()
-	go func() { // LastEntry never below an acknowledged entry
-		defer bg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			for l := int64(2); l <= ledgers; l++ {
-				want := acked[l].Load()
-				if want < 0 {
-					continue
+	// background runs fn until stop is closed or fn reports false.
+	background := func(fn func() bool) {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
 				}
-				got, err := b.LastEntry(l)
-				if err != nil || got < want {
-					t.Errorf("LastEntry(%d) = %d, %v with entry %d acknowledged", l, got, err, want)
+				if !fn() {
 					return
 				}
 			}
+		}()
+	}
+	var evicted atomic.Int64
+	background(func() bool { // the sweep, as fast as it goes
+		evicted.Add(int64(b.evictIdleLedgers()))
+		return true
+	})
+	background(func() bool { // checkpoints
+		if err := b.Checkpoint(); err != nil {
+			t.Error(err)
+			return false
 		}
-	}()
+		return true
+	})
+	background(func() bool { // LastEntry never below an acknowledged entry
+		for l := int64(2); l <= ledgers; l++ {
+			want := acked[l].Load()
+			if want < 0 {
+				continue
+			}
+			got, err := b.LastEntry(l)
+			if err != nil || got < want {
+				t.Errorf("LastEntry(%d) = %d, %v with entry %d acknowledged", l, got, err, want)
+				return false
+			}
+		}
+		return true
+	})
 	var writers sync.WaitGroup
 	for l := int64(1); l <= ledgers; l++ {
 		writers.Add(1)

@@ -103,18 +103,18 @@ func open(opts Options, s storageSet) (*Bookie, error) {
 		b.log.Warn("disk check failed", "err", err)
 	}
 	b.wg.Add(1)
-	go b.checkpointLoop()
+	go b.every(opts.CheckpointInterval, b.wc.needFlush, b.checkpointTick)
 	if opts.DiskCheckInterval > 0 {
 		b.wg.Add(1)
-		go b.diskLoop()
+		go b.every(opts.DiskCheckInterval, b.diskKick, b.diskTick)
 	}
 	if opts.GCInterval > 0 {
 		b.wg.Add(1)
-		go b.gcLoop()
+		go b.every(opts.GCInterval, b.gcKick, b.gcTick)
 	}
 	if opts.LedgerStateIdle > 0 {
 		b.wg.Add(1)
-		go b.ledgerStateLoop()
+		go b.every(opts.LedgerStateIdle, nil, b.sweepTick)
 	}
 	return b, nil
 }
