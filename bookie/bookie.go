@@ -29,6 +29,11 @@ type Bookie struct {
 	ro  roState
 
 	ledgers sync.Map // int64 -> *ledgerState
+	// loadMu serialises the loads of a ledger's state (by ledger id mod
+	// its size), so that no state can be created, changed and evicted
+	// while another load reads the index and the write cache for it
+	// (ledgerstate.go).
+	loadMu [64]sync.Mutex
 
 	// closeMu is held shared by every call that enqueues journal records
 	// and exclusively by Close, so nothing is appended to a closed journal.
@@ -59,6 +64,7 @@ type Bookie struct {
 		afterFlushSync func() // checkpoint: entry log synced, index not yet updated
 		beforeRelocate func() // GC: compaction copied and synced, index not yet repointed
 		ledgerLoad     func() // ledgerFor: the write cache read, the index not yet
+		ledgerLoaded   func() // ledgerFor: both read, the state not stored yet
 	}
 	minFree atomic.Uint64 // least free bytes over all dirs at the last check
 	// diskBudget is the bytes adds may still write before the disk loop

@@ -63,7 +63,10 @@
 // each in memory. A dropped state is marked evicted under its mutex;
 // whoever locks it afterwards looks the ledger up again (lockLedger), so
 // at most one state of a ledger is ever changed and a fence cannot be
-// missed by an add. A deleted ledger's state stays in the map until the
+// missed by an add. A load holds a lock of its ledger (Bookie.loadMu, by
+// id) from the lookup that missed to storing the state, so a state built
+// from an earlier read is never stored after another state of the ledger
+// came, changed it and was dropped. A deleted ledger's state stays in the map until the
 // index has forgotten the ledger, so that no lookup reloads it meanwhile.
 //
 // AddEntries (addbatch.go) takes a batch of adds, as the network server

@@ -29,7 +29,20 @@ type ledgerState struct {
 // create it makes a new, unknown state for a ledger the index lacks;
 // otherwise it returns nil for one. The state may be evicted before the
 // caller locks it: callers that read or change it use lockLedger.
+//
+// A load holds its ledger's loadMu from the lookup that missed to the
+// store: a state built from what the index said earlier must not be
+// stored after another state of the ledger came, changed the ledger (a
+// fence, entries) and was evicted meanwhile. Under loadMu no other state
+// of the ledger can come into being, and one evicted before the lookup
+// had written everything it changed.
 func (b *Bookie) ledgerFor(ledger int64, create bool) (*ledgerState, error) {
+	if v, ok := b.ledgers.Load(ledger); ok {
+		return v.(*ledgerState), nil
+	}
+	mu := &b.loadMu[uint64(ledger)%uint64(len(b.loadMu))]
+	mu.Lock()
+	defer mu.Unlock()
 	if v, ok := b.ledgers.Load(ledger); ok {
 		return v.(*ledgerState), nil
 	}
@@ -60,8 +73,11 @@ func (b *Bookie) ledgerFor(ledger int64, create bool) (*ledgerState, error) {
 	if wcHas && wcLast > st.lastEntry {
 		st.lastEntry = wcLast
 	}
-	v, _ := b.ledgers.LoadOrStore(ledger, st)
-	return v.(*ledgerState), nil
+	if h := b.hooks.ledgerLoaded; h != nil {
+		h()
+	}
+	b.ledgers.Store(ledger, st) // only loads store, each under loadMu
+	return st, nil
 }
 
 // lockLedger is ledgerFor with the state's mutex held (nil, unlocked,

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func noSweep(o *Options) { o.LedgerStateIdle = -1 }
@@ -144,6 +145,56 @@ func TestLedgerStateLoadDuringCheckpoint(t *testing.T) {
 	}
 	if a, f := b.wc.size(); a != 0 || f != 0 {
 		t.Fatalf("the checkpoint in the load left the write cache with %d+%d bytes", a, f)
+	}
+}
+
+// A load that read the index before a fence does not store what it read
+// after the fence's state was evicted: the fence holds.
+func TestLedgerStateStaleLoad(t *testing.T) {
+	b := openFake(t, newFakeDisk(), noSweep)
+	defer b.Close()
+	for e := int64(0); e < 5; e++ {
+		if err := addSync(b, 1, e, mk, payloadFor(1, e, 100), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.evictIdleLedgers()
+	if n := b.evictIdleLedgers(); n != 1 {
+		t.Fatalf("evicted %d states, want 1", n)
+	}
+	fenced := make(chan error, 1)
+	b.hooks.ledgerLoaded = func() {
+		b.hooks.ledgerLoaded = nil
+		// Fence the ledger and evict the fence's state while this load
+		// holds what it read before. The fence waits for the load to
+		// store its state, so it cannot finish here; the wait is only
+		// bounded so that a load that lets it through is caught.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			err := b.Fence(1, mk)
+			if err == nil {
+				b.evictIdleLedgers()
+				b.evictIdleLedgers()
+			}
+			fenced <- err
+		}()
+		select {
+		case <-done:
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if last, err := b.LastEntry(1); err != nil || last != 4 {
+		t.Fatalf("LastEntry(1) = %d, %v", last, err)
+	}
+	if err := <-fenced; err != nil {
+		t.Fatal(err)
+	}
+	if err := addSync(b, 1, 5, mk, []byte("x"), false); !errors.Is(err, ErrFenced) {
+		t.Fatalf("add after the fence returned: %v, want ErrFenced", err)
+	}
+	if f, err := b.IsFenced(1); err != nil || !f {
+		t.Fatalf("IsFenced(1) = %v, %v", f, err)
 	}
 }
 
