@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/magnetar-mq/magnetar/internal/testenv"
 )
 
 func noSweep(o *Options) { o.LedgerStateIdle = -1 }
@@ -350,15 +351,6 @@ func ackedOrFenced(t *testing.T, l, e int64, err error, wasFenced bool, late *at
 	}
 }
 
-// liveHeap is the heap's live bytes after a full collection.
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
-
 // Evicting the states of idle ledgers gives their memory back: what a
 // bookie keeps per idle ledger is then the index's part alone.
 func TestLedgerStateEvictFrees(t *testing.T) {
@@ -382,11 +374,11 @@ func TestLedgerStateEvictFrees(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.evictIdleLedgers()
-	before := liveHeap()
+	before := testenv.LiveHeap()
 	if got := b.evictIdleLedgers(); got != n {
 		t.Fatalf("evicted %d of %d idle ledgers", got, n)
 	}
-	after := liveHeap()
+	after := testenv.LiveHeap()
 	freed := (float64(before) - float64(after)) / n
 	t.Logf("evicting %d idle ledger states freed %.0f B each", n, freed)
 	if freed < 100 {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/magnetar-mq/magnetar/internal/testenv"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
 
@@ -23,7 +24,7 @@ func TestLargeFrameHeaderDoesNotAllocate(t *testing.T) {
 	for i := 0; i < conns; i++ {
 		raws = append(raws, dialRaw(t, tb, true))
 	}
-	before := heapAlloc()
+	before := testenv.LiveHeap()
 	start := tb.connBytesIn.Load()
 	for _, r := range raws {
 		msg := binary.BigEndian.AppendUint32(nil, 100<<20)
@@ -32,7 +33,7 @@ func TestLargeFrameHeaderDoesNotAllocate(t *testing.T) {
 	// The broker has read every byte sent (so each reader is inside the
 	// announced frame, past its first chunks).
 	waitUntil(t, "bytes read", func() bool { return tb.connBytesIn.Load()-start >= conns*sent })
-	after := heapAlloc()
+	after := testenv.LiveHeap()
 	growth := int64(after) - int64(before)
 	t.Logf("heap growth %d KiB with %d connections inside 100 MB frames", growth>>10, conns)
 	if growth > 32<<20 {

@@ -3,12 +3,12 @@ package broker
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/magnetar-mq/magnetar/internal/testenv"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -213,14 +213,6 @@ func (w copyWriter) Read(ctx context.Context, first, last int64) ([][]byte, erro
 	return copyEntries(w.WriteLedger.Read(ctx, first, last))
 }
 
-func heapAlloc() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
-
 // TestUnackedMemoryBounded: a Shared consumer that receives N 1 KiB
 // messages and acks none makes the broker keep positions, not payloads:
 // the heap grows by far less than N KiB. Stats answer quickly with N
@@ -238,7 +230,7 @@ func TestUnackedMemoryBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	produceN(t, c, topic, n, size)
-	before := heapAlloc()
+	before := testenv.LiveHeap()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
@@ -248,7 +240,7 @@ func TestUnackedMemoryBounded(t *testing.T) {
 		}
 	}
 	waitUntil(t, "all unacked", func() bool { return subStats(t, tb, topic, "s").UnackedMessages == n })
-	after := heapAlloc()
+	after := testenv.LiveHeap()
 	growth := int64(after) - int64(before)
 	t.Logf("heap before %d MiB, after %d MiB: growth %d KiB for %d unacked messages of %d bytes (%d bytes per message)",
 		before>>20, after>>20, growth>>10, n, size, growth/n)

@@ -3,9 +3,9 @@ package index
 import (
 	"bytes"
 	"fmt"
-	"runtime"
 	"testing"
 
+	"github.com/magnetar-mq/magnetar/internal/testenv"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 )
 
@@ -110,15 +110,6 @@ func TestFirstPageTableExact(t *testing.T) {
 	}
 }
 
-// liveHeap is the heap's live bytes after a full collection.
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
-
 // A ledger with a master key and one page costs the index at most
 // recordGuard bytes of heap (224 B before keys were shared and the first
 // page table was exact; 172 B after, 184 B under the race detector), so a bookie holding a million idle
@@ -131,7 +122,7 @@ func TestLedgerRecordMemory(t *testing.T) {
 	}
 	defer ix.Close()
 	const n = 100_000
-	before := liveHeap()
+	before := testenv.LiveHeap()
 	key := []byte("twenty-byte-key.....")
 	for l := int64(0); l < n; l++ {
 		if err := ix.SetMeta(l, Meta{MasterKey: key}); err != nil {
@@ -141,7 +132,7 @@ func TestLedgerRecordMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	per := (float64(liveHeap()) - float64(before)) / n
+	per := (float64(testenv.LiveHeap()) - float64(before)) / n
 	t.Logf("%d ledgers with a key and a page: %.0f B of heap each", n, per)
 	if per > recordGuard {
 		t.Fatalf("a ledger's record costs %.0f B of heap, guard %d B", per, recordGuard)
