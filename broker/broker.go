@@ -49,6 +49,7 @@ type Broker struct {
 	connBytesIn atomic.Int64
 	offloaders  offloaders   // one per distinct offload connection setting (offload.go)
 	heldCount   atomic.Int64 // held sends over all topics (skip dropHeld at 0)
+	walks       walkCount    // walks over the loaded topics in flight (walk.go)
 
 	// publishLatency is magnetar_broker_publish_latency_seconds (publishlatency.go).
 	publishLatency prometheus.Histogram

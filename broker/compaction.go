@@ -428,7 +428,7 @@ func (t *topic) compactionBacklogBytes() int64 {
 // after the horizon is above their namespace's compaction_threshold.
 func (b *Broker) compactionLoop() {
 	b.every(b.cfg.CompactionMonitorInterval, func(time.Time) {
-		for _, t := range b.loadedTopics("") {
+		for t := range b.everyLoaded("") {
 			if !t.persistent() {
 				continue
 			}

@@ -213,7 +213,7 @@ func (b *Broker) historyLoop() {
 
 // sampleHistory records one sample of every loaded topic at now.
 func (b *Broker) sampleHistory(now int64) {
-	for _, t := range b.loadedTopics("") {
+	for t := range b.everyLoaded("") {
 		if t.isClosed() {
 			continue
 		}

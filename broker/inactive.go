@@ -40,11 +40,11 @@ func (b *Broker) inactivityLoop() {
 		case <-b.done:
 			return
 		case now := <-topics.C:
-			for _, t := range b.loadedTopics("") {
+			for t := range b.everyLoaded("") {
 				b.checkInactive(t, now)
 			}
 		case now := <-subs.C:
-			for _, t := range b.loadedTopics("") {
+			for t := range b.everyLoaded("") {
 				b.expireSubscriptions(t, now)
 			}
 		}

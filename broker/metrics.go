@@ -114,7 +114,7 @@ func (mc metricsCollector) Collect(ch chan<- prometheus.Metric) {
 			m.emit(ch, cluster, ns)
 		}
 	}()
-	for _, t := range b.loadedTopics("") {
+	for t := range b.everyLoaded("") {
 		ns := t.name.NamespaceName()
 		perNS[ns]++
 		st := t.statsOpts(false)

@@ -121,7 +121,7 @@ func (b *Broker) policiesChanged(ns string) {
 	// loadedTopics only after the listing finds the epoch moved when its
 	// load completes (getTopic) and refreshes itself.
 	b.polEpoch.Add(1)
-	for _, t := range b.loadedTopics(ns) {
+	for t := range b.everyLoaded(ns) {
 		b.refreshPolicies(t)
 	}
 }
@@ -175,7 +175,7 @@ func (b *Broker) policyLoop() {
 				cancel()
 				continue
 			}
-			for _, t := range b.loadedTopics("") {
+			for t := range b.everyLoaded("") {
 				b.checkTopic(t)
 				t.subRates.prune()
 			}
@@ -184,6 +184,7 @@ func (b *Broker) policyLoop() {
 }
 
 // loadedTopics returns the loaded topics, optionally of one namespace.
+// A loop over all of them uses everyLoaded (walk.go) instead.
 func (b *Broker) loadedTopics(ns string) []*topic {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -424,7 +425,7 @@ func (b *Broker) dropHeld(drop func(*heldSend) bool) {
 	if b.heldCount.Load() == 0 {
 		return
 	}
-	for _, t := range b.loadedTopics("") {
+	for t := range b.everyLoaded("") {
 		t.held.Lock()
 		t.filterHeldLocked(drop)
 		t.held.Unlock()

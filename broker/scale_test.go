@@ -221,9 +221,35 @@ func TestScaleTopicsMemory(t *testing.T) {
 	if budgets && perTick > 1024 {
 		t.Errorf("a history tick allocates %.0f B per loaded topic, guard 1,024 B", perTick)
 	}
-	// Unload them all as the idle unloader would, an hour from now.
+	// Unload them all as the idle unloader would, an hour from now,
+	// while a walk over the topics (a history tick, a scrape) that began
+	// before the sweep still holds its list of them: the release waits
+	// for it (without that, what it lists is freed only by the next
+	// collection and kept from the operating system).
+	walkHeld, endWalk := make(chan struct{}), make(chan struct{})
+	var endOnce sync.Once
+	release := func() { endOnce.Do(func() { close(endWalk) }) }
+	testHookWalkWait = func(int) { release() }
+	t.Cleanup(func() { testHookWalkWait = nil })
+	walked := make(chan int)
+	go func() {
+		k := 0
+		for range tb.everyLoaded("") {
+			if k++; k == 1 {
+				close(walkHeld)
+				<-endWalk
+			}
+		}
+		walked <- k
+	}()
+	<-walkHeld
 	t1 := time.Now()
-	if u := tb.unloadIdleTopics(time.Now().Add(time.Hour)); u != n {
+	u := tb.unloadIdleTopics(time.Now().Add(time.Hour))
+	release() // below releaseAfterUnload the sweep does not wait
+	if k := <-walked; k != n {
+		t.Errorf("the walk held across the sweep saw %d of %d topics", k, n)
+	}
+	if u != n {
 		t.Fatalf("unloaded %d of %d idle topics", u, n)
 	}
 	// The sweep returns once the topics' goroutines have: one still

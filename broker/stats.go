@@ -89,7 +89,7 @@ func (w *rateWindow) get() [winCount]float64 {
 // broker closes.
 func (b *Broker) statsLoop() {
 	b.every(b.cfg.StatsUpdateInterval, func(now time.Time) {
-		for _, t := range b.loadedTopics("") {
+		for t := range b.everyLoaded("") {
 			t.rollStats(now)
 			t.txnTick()
 		}
