@@ -1,8 +1,10 @@
 package entrylog
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -195,9 +197,10 @@ func AppendLedgersMap(dst []byte, pairs []Pair) []byte {
 }
 
 // DecodeLedgersMap decodes count pairs from the map records at the start of
-// src.
-func DecodeLedgersMap(src []byte, count uint32) (rest []byte, m map[int64]uint64, err error) {
-	m = make(map[int64]uint64, min(count, 1<<16))
+// src, sorted by ledger with the bytes of a ledger listed twice summed
+// (a sealed log lists each ledger once, in order).
+func DecodeLedgersMap(src []byte, count uint32) (rest []byte, pairs []Pair, err error) {
+	pairs = make([]Pair, 0, min(int(count), len(src)/mapPairSize)) // a corrupt count allocates no more than src holds
 	left := int64(count)
 	for chunk := int64(0); left > 0 || chunk == 0; chunk++ {
 		var ledger, entry int64
@@ -214,12 +217,34 @@ func DecodeLedgersMap(src []byte, count uint32) (rest []byte, m map[int64]uint64
 			if l < 0 {
 				return src, nil, fmt.Errorf("ledgers map: negative ledger %d: %w", l, ErrCorrupt)
 			}
-			m[l] += binary.LittleEndian.Uint64(payload[8:])
+			pairs = append(pairs, Pair{l, binary.LittleEndian.Uint64(payload[8:])})
 			left--
 		}
 	}
-	return src, m, nil
+	return src, mergePairs(pairs), nil
 }
+
+// mergePairs sorts pairs by ledger and sums the bytes of a ledger listed
+// more than once, in place.
+func mergePairs(pairs []Pair) []Pair {
+	if !slices.IsSortedFunc(pairs, comparePairs) {
+		slices.SortFunc(pairs, comparePairs)
+	}
+	out := pairs[:0]
+	for _, p := range pairs {
+		if n := len(out); n > 0 && out[n-1].Ledger == p.Ledger {
+			out[n-1].Bytes += p.Bytes
+			continue
+		}
+		out = append(out, p)
+	}
+	if len(out) < cap(out) {
+		out = slices.Clone(out) // kept for the log's life: no spare capacity
+	}
+	return out
+}
+
+func comparePairs(a, b Pair) int { return cmp.Compare(a.Ledger, b.Ledger) }
 
 // Location packs a log id and an offset into one word.
 func Location(logID uint32, offset uint32) uint64 { return uint64(logID)<<32 | uint64(offset) }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/magnetar-mq/magnetar/internal/vfs"
@@ -129,7 +130,8 @@ func TestLedgersMapCodec(t *testing.T) {
 			if tc.corrupt != nil {
 				b = tc.corrupt(b)
 			}
-			_, m, err := DecodeLedgersMap(b, tc.count)
+			_, ps, err := DecodeLedgersMap(b, tc.count)
+			m := pairsMap(t, ps)
 			if gotErr := err != nil; gotErr != tc.wantErr {
 				t.Fatalf("DecodeLedgersMap err = %v, want error %v", err, tc.wantErr)
 			}
@@ -278,7 +280,36 @@ func TestGolden(t *testing.T) {
 	for _, e := range goldenEntries {
 		wantBytes[e.ledger] += uint64(RecordHeaderSize + len(e.payload))
 	}
-	if fmt.Sprint(m) != fmt.Sprint(wantBytes) {
+	if fmt.Sprint(pairsMap(t, m)) != fmt.Sprint(wantBytes) {
 		t.Fatalf("LedgerBytes(golden) = %v, want %v", m, wantBytes)
 	}
+}
+
+// TestLedgersMapDecodeMerges: a map listing ledgers out of order or one
+// twice (not what a seal writes, but what a file may hold) decodes sorted,
+// the bytes of a repeated ledger summed, with no spare capacity kept.
+func TestLedgersMapDecodeMerges(t *testing.T) {
+	in := []Pair{{9, 1}, {5, 100}, {9, 2}, {1, 7}, {5, 1}}
+	_, ps, err := DecodeLedgersMap(AppendLedgersMap(nil, in), uint32(len(in)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Pair{{1, 7}, {5, 101}, {9, 3}}
+	if !slices.Equal(ps, want) || cap(ps) != len(ps) {
+		t.Fatalf("decoded %v (cap %d), want %v", ps, cap(ps), want)
+	}
+}
+
+// pairsMap is ps as a map, after checking that ps is sorted by ledger
+// with each ledger once, as LedgerBytes and DecodeLedgersMap promise.
+func pairsMap(t *testing.T, ps []Pair) map[int64]uint64 {
+	t.Helper()
+	m := make(map[int64]uint64, len(ps))
+	for i, p := range ps {
+		if i > 0 && ps[i-1].Ledger >= p.Ledger {
+			t.Fatalf("pairs not sorted by ledger, each once: %v", ps)
+		}
+		m[p.Ledger] = p.Bytes
+	}
+	return m
 }

@@ -7,10 +7,11 @@ import (
 	"time"
 )
 
-// LedgerBytes returns the bytes each ledger occupies in sealed log id, from
-// the ledgers map, or by scanning the log once if it has no map (the result
-// is cached). The returned map must not be modified.
-func (l *Log) LedgerBytes(id uint32) (map[int64]uint64, error) {
+// LedgerBytes returns the bytes each ledger occupies in sealed log id,
+// sorted by ledger, from the ledgers map, or by scanning the log once if
+// it has no map (the result is cached). The returned slice must not be
+// modified.
+func (l *Log) LedgerBytes(id uint32) ([]Pair, error) {
 	f, err := l.acquire(id)
 	if err != nil {
 		return nil, err
@@ -21,7 +22,7 @@ func (l *Log) LedgerBytes(id uint32) (map[int64]uint64, error) {
 	}
 	f.ledgersMu.Lock()
 	defer f.ledgersMu.Unlock()
-	if f.ledgers != nil {
+	if f.known {
 		return f.ledgers, nil
 	}
 	m := map[int64]uint64{}
@@ -32,24 +33,25 @@ func (l *Log) LedgerBytes(id uint32) (map[int64]uint64, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.ledgers, f.dataEnd = m, end
-	if err := l.sealRecovered(f, m, end); err != nil {
+	pairs := sortedPairs(m)
+	f.ledgers, f.known, f.dataEnd = pairs, true, end
+	if err := l.sealRecovered(f, pairs, end); err != nil {
 		// Only an optimisation: the next open scans it again.
 		l.opts.Logger.Warn("entrylog: sealing a scanned log failed", "path", f.path, "err", err)
 	} else {
-		l.opts.Logger.Info("entrylog: sealed a log recovered without a ledgers map", "path", f.path, "ledgers", len(m), "dataEnd", end)
+		l.opts.Logger.Info("entrylog: sealed a log recovered without a ledgers map", "path", f.path, "ledgers", len(pairs), "dataEnd", end)
 	}
-	return m, nil
+	return pairs, nil
 }
 
-// sealRecovered writes the ledgers map m of a log recovered without one
+// sealRecovered writes the ledgers map pairs of a log recovered without one
 // (a crash while it was active) at end, the end of its valid records, and
 // patches the header, so that later opens neither scan it nor warn about
 // it again. The order is sealLocked's: the records are synced first (a
 // process killed without a machine crash leaves them in the page cache),
 // then the map and the header are written and synced; a crash in between
 // leaves an unsealed log with a torn tail, as before.
-func (l *Log) sealRecovered(f *logFile, m map[int64]uint64, end int64) error {
+func (l *Log) sealRecovered(f *logFile, pairs []Pair, end int64) error {
 	w, err := l.opts.FS.OpenReadWrite(f.path)
 	if err != nil {
 		return err
@@ -58,7 +60,6 @@ func (l *Log) sealRecovered(f *logFile, m map[int64]uint64, end int64) error {
 	if err := w.Sync(); err != nil {
 		return err
 	}
-	pairs := sortedPairs(m)
 	rec := AppendLedgersMap(nil, pairs)
 	if _, err := w.WriteAt(rec, end); err != nil {
 		return err
@@ -97,7 +98,7 @@ func (l *Log) Usage(isLive func(ledger int64) bool) ([]Usage, error) {
 		if info.Active {
 			continue
 		}
-		m, err := l.LedgerBytes(info.ID)
+		pairs, err := l.LedgerBytes(info.ID)
 		if err != nil {
 			if firstErr == nil {
 				firstErr = err
@@ -105,10 +106,10 @@ func (l *Log) Usage(isLive func(ledger int64) bool) ([]Usage, error) {
 			continue
 		}
 		u := Usage{ID: info.ID}
-		for ledger, n := range m {
-			u.Total += n
-			if isLive(ledger) {
-				u.Live += n
+		for _, p := range pairs {
+			u.Total += p.Bytes
+			if isLive(p.Ledger) {
+				u.Live += p.Bytes
 			}
 		}
 		out = append(out, u)

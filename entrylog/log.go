@@ -1,7 +1,6 @@
 package entrylog
 
 import (
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -143,18 +142,18 @@ func (l *Log) openSealed(path string, id uint32) (*logFile, error) {
 			// A map that does not decode is only a lost optimisation.
 			l.opts.Logger.Warn("entrylog: unreadable ledgers map", "path", path, "err", err)
 		} else {
-			lf.ledgers = m
+			lf.ledgers, lf.known = m, true
 			lf.dataEnd = int64(h.MapOffset)
 		}
 	}
-	if lf.ledgers == nil {
+	if !lf.known {
 		lf.recovered = true
 		l.opts.Logger.Warn("entrylog: log has no ledgers map (not sealed); usage will be scanned", "path", path)
 	}
 	return lf, nil
 }
 
-func readLedgersMap(f io.ReaderAt, off int64, h Header, size int64) (map[int64]uint64, error) {
+func readLedgersMap(f io.ReaderAt, off int64, h Header, size int64) ([]Pair, error) {
 	if off < HeaderSize || off+int64(h.MapLength) > size || h.MapLength < RecordHeaderSize {
 		return nil, fmt.Errorf("map offset %d length %d outside file of %d bytes: %w", off, h.MapLength, size, ErrCorrupt)
 	}
@@ -608,7 +607,7 @@ func (l *Log) sealLocked(cur *logFile) error {
 		return fmt.Errorf("entrylog: sync %s: %w", cur.path, syncError{err})
 	}
 	cur.ledgersMu.Lock()
-	cur.ledgers = l.mu.ledgers
+	cur.ledgers, cur.known = pairs, true
 	cur.dataEnd = mapOff
 	cur.ledgersMu.Unlock()
 	cur.active.Store(false)
@@ -621,7 +620,7 @@ func sortedPairs(m map[int64]uint64) []Pair {
 	for k, v := range m {
 		pairs = append(pairs, Pair{k, v})
 	}
-	slices.SortFunc(pairs, func(a, b Pair) int { return cmp.Compare(a.Ledger, b.Ledger) })
+	slices.SortFunc(pairs, comparePairs)
 	return pairs
 }
 

@@ -133,8 +133,8 @@ func TestAddReadRollReopen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for k, v := range m {
-			got[k] += v
+		for _, p := range m {
+			got[p.Ledger] += p.Bytes
 		}
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {

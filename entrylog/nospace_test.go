@@ -155,7 +155,7 @@ func TestRecoveredLogSealedOnceScanned(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want[li.ID] = maps.Clone(m)
+		want[li.ID] = pairsMap(t, m)
 	}
 	checkReads(t, l, recs)
 	l.Close()
@@ -167,7 +167,7 @@ func TestRecoveredLogSealedOnceScanned(t *testing.T) {
 	}
 	for _, li := range l.Logs() {
 		m, err := l.LedgerBytes(li.ID)
-		if err != nil || !maps.Equal(m, want[li.ID]) {
+		if err != nil || !maps.Equal(pairsMap(t, m), want[li.ID]) {
 			t.Fatalf("log %d: ledgers map after sealing = %v, %v; want %v", li.ID, m, err, want[li.ID])
 		}
 	}

@@ -187,9 +187,10 @@ func findValidRecord(r io.ReaderAt, from, size int64) (int64, bool) {
 }
 
 // ReadFileInfo reads the header of the log at path and, if the log is
-// sealed, its ledgers map (nil otherwise). For tools; a bad header is
-// ErrCorrupt, an unreadable map is returned as an error with the header.
-func ReadFileInfo(fs vfs.FS, path string) (Header, map[int64]uint64, error) {
+// sealed, its ledgers map as pairs sorted by ledger (nil otherwise). For
+// tools; a bad header is ErrCorrupt, an unreadable map is returned as an
+// error with the header.
+func ReadFileInfo(fs vfs.FS, path string) (Header, []Pair, error) {
 	f, err := fs.Open(path)
 	if err != nil {
 		return Header{}, nil, fmt.Errorf("entrylog: %w", err)
