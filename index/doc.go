@@ -71,8 +71,13 @@
 //	|    4 | CRC-32C of everything before                             |
 //	+------+----------------------------------------------------------+
 //
-// The last entry of a ledger is not stored: Open finds it from the highest
-// non-zero slot of the ledger's pages.
+// The last entry of a ledger is not stored: the first use of the ledger
+// after Open (LastEntry, Set, SetRun) finds it from the highest non-zero
+// slot of its pages. Open itself reads no ledger's pages (a random page
+// read per ledger, 3.3 µs each with the segments cached, most of a cold
+// start at 100,000 ledgers). Until found it is lastUnknown; a Set raises
+// the last entry only after finding it, and stores its slot before, so a
+// scan racing it is raised by it afterwards.
 //
 // # Metadata log
 //
@@ -153,11 +158,10 @@
 // memory, read at Open and written back at Flush. Both modes share the
 // code above except for how a dirty page reaches the file. Locations are
 // accessed as atomic uint64 overlays, which assumes a little-endian host.
-// In mmap mode the pages Open scanned, and at each Flush every page of
-// the segments (written pages once durable), are dropped from the
-// process's mapping (MADV_DONTNEED; they stay in the page
-// cache and the next access maps them again), so idle ledgers' pages do
-// not sit in the resident set: a broker with a million topics has a page
+// In mmap mode at each Flush every page of the segments (written pages
+// once durable) is dropped from the process's mapping (MADV_DONTNEED;
+// they stay in the page cache and the next access maps them again), so
+// idle ledgers' pages do not sit in the resident set: a broker with a million topics has a page
 // per ledger.
 //
 // # Concurrency
