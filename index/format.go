@@ -223,8 +223,12 @@ func decodeMeta(src []byte) (h metaHeader, ledgers []ledgerRecord, err error) {
 	return h, ledgers, nil
 }
 
+// errShortRecord: a ledger record cut short (made once: Open decodes a
+// record per ledger).
+var errShortRecord = fmt.Errorf("truncated ledger record: %w", ErrCorrupt)
+
 func decodeLedgerRecord(src []byte) (rest []byte, l ledgerRecord, err error) {
-	short := fmt.Errorf("truncated ledger record: %w", ErrCorrupt)
+	short := errShortRecord
 	if len(src) < 11 {
 		return src, l, short
 	}

@@ -52,7 +52,7 @@ func acquire(path string, opts *Options) (*sharedDB, error) {
 		d.refs++
 		return d, nil
 	}
-	bdb, err := bolt.Open(abs, 0o600, &bolt.Options{Timeout: opts.LockTimeout, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	bdb, err := bolt.Open(abs, 0o600, &bolt.Options{Timeout: opts.LockTimeout, NoFreelistSync: true, FreelistType: bolt.FreelistMapType, MmapFlags: mmapFlags})
 	if err != nil {
 		return nil, fmt.Errorf("embedded: open %s: %w", abs, err)
 	}

@@ -36,6 +36,19 @@
 // callers. Concurrent writers (cursor updates of many topics) therefore
 // share fsyncs.
 //
+// # Opening
+//
+// Without a stored freelist, bbolt's open walks every page of the tree
+// (in key order, random in the file) to find the free ones. On a cold
+// page cache that was one random read per page: 2.0 s of a 4.3 s start
+// (median of 5) of a standalone with 100,000 topics (a 116 MB file). The
+// file is therefore mapped with MAP_POPULATE on Linux (as etcd maps its
+// bbolt file), which reads it in file order with readahead before the
+// walk: the same cold start took 1.08 s, and one with the file cached
+// 1.09 s against 1.10 s. The pages end up resident either way, as the
+// walk touches them all. bbolt maps the file again when it grows (in
+// doublings up to 1 GB, then 1 GB steps), populating it again then.
+//
 // # On-disk layout (format 1)
 //
 // Three top-level buckets:
