@@ -7,8 +7,12 @@
 # lookups and the admin topic listing, then restarts the standalone on the
 # same data and measures start-up time, RSS, lookups and listing again.
 #
+# With COLD=1 (root: it writes /proc/sys/vm/drop_caches) it then restarts
+# a third time after dropping the page cache and measures that start-up.
+#
 # Env: N (100000), CONC (256), CLIENTS (64), IDLE (60s, --topic-unload-idle),
-#      OUT (a new /tmp dir), MAGNETAR_BIN (skip the build), PORT (16700).
+#      OUT (a new /tmp dir), MAGNETAR_BIN (skip the build), PORT (16700),
+#      COLD (unset).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 N=${N:-100000}
@@ -57,4 +61,12 @@ start restart
 bench --topics 0 --lookups 0
 bench --topics 0 --lookups 5000 --lookup-range "$N" --lists 3
 stop
+if [ -n "${COLD:-}" ]; then
+	echo "## run 3: restart on $N topics with the page cache dropped"
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	start cold
+	bench --topics 0 --lookups 0
+	stop
+fi
 du -sh "$OUT/data"/*
