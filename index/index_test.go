@@ -22,6 +22,18 @@ func open(t testing.TB, fs vfs.FS, dir string) *Index {
 	return openPPS(t, fs, dir, 16)
 }
 
+// flushReopen flushes and closes ix and opens the index in dir again.
+func flushReopen(t testing.TB, ix *Index, fs vfs.FS, dir string) *Index {
+	t.Helper()
+	if err := ix.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return open(t, fs, dir)
+}
+
 func openPPS(t testing.TB, fs vfs.FS, dir string, pps int) *Index {
 	t.Helper()
 	ix, err := Open(Options{FS: fs, Dir: dir, SlotsPerPage: 8, PagesPerSegment: pps})

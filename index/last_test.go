@@ -36,14 +36,7 @@ func TestLastEntryFoundOnFirstUse(t *testing.T) {
 		set(ix, 5, e)
 		set(ix, 6, e)
 	}
-	if err := ix.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := ix.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	ix = open(t, fs, "/ix")
+	ix = flushReopen(t, ix, fs, "/ix")
 	defer ix.Close()
 	for l := range want {
 		if got := ix.lookup(l).last.Load(); got != lastUnknown {
@@ -79,11 +72,7 @@ func TestLastEntryFirstUseRace(t *testing.T) {
 			}
 		}
 	}
-	if err := ix.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	ix.Close()
-	ix = open(t, fs, "/ix")
+	ix = flushReopen(t, ix, fs, "/ix")
 	defer ix.Close()
 	var wg sync.WaitGroup
 	errs := make(chan string, 2*ledgers)

@@ -50,13 +50,7 @@ func TestMasterKeysShared(t *testing.T) {
 		}
 	}
 	check(ix, "set")
-	if err := ix.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := ix.Close(); err != nil {
-		t.Fatal(err)
-	}
-	ix = open(t, fs, "/ix")
+	ix = flushReopen(t, ix, fs, "/ix")
 	defer ix.Close()
 	check(ix, "reopened")
 }
