@@ -227,6 +227,10 @@ func decodeMeta(src []byte) (h metaHeader, ledgers []ledgerRecord, err error) {
 // record per ledger).
 var errShortRecord = fmt.Errorf("truncated ledger record: %w", ErrCorrupt)
 
+// decodeLedgerRecord decodes one ledger record at the start of src. The
+// master key it returns is src's bytes, not a copy: Open passes every
+// decoded record through keyTable.share, which stores the table's copy
+// (one allocation per distinct key instead of one per ledger).
 func decodeLedgerRecord(src []byte) (rest []byte, l ledgerRecord, err error) {
 	short := errShortRecord
 	if len(src) < 11 {
@@ -244,7 +248,7 @@ func decodeLedgerRecord(src []byte) (rest []byte, l ledgerRecord, err error) {
 		return src, l, short
 	}
 	if n > 0 {
-		l.Meta.MasterKey = cloneBytes(src[:n])
+		l.Meta.MasterKey = src[:n:n]
 	}
 	m := uint64(binary.LittleEndian.Uint32(src[n:]))
 	src = src[n+4:]
