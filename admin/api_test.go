@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"github.com/magnetar-mq/magnetar/broker"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,6 +9,9 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+
+	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/brokertest"
 )
 
 func TestAdminClustersBrokersTenantsNamespaces(t *testing.T) {
@@ -252,48 +254,34 @@ func TestAdminTopicsAndSubscriptions(t *testing.T) {
 		}
 		return st.Subscriptions[sub].MsgBacklog
 	}
-	// Skip, reset, skip all.
-	if err := ac.Subscriptions().SkipMessages(np, "early", 4); err != nil {
-		t.Fatal(err)
-	}
-	if n := backlog("early"); n != 6 {
-		t.Fatalf("backlog after skip 4: %d", n)
-	}
-	if peek, _ = ac.Subscriptions().PeekMessages(np, "early", 1); len(peek) != 1 || string(peek[0].Payload) != "e" {
-		t.Fatalf("peek after skip %v", peek)
-	}
-	if err := ac.Subscriptions().ResetCursorToMessageID(np, "early", utils.MessageID{LedgerID: ids[1].LedgerID(), EntryID: ids[1].EntryID(), PartitionIndex: -1}); err != nil {
-		t.Fatal(err)
-	}
-	if n := backlog("early"); n != 9 {
-		t.Fatalf("backlog after reset to #1: %d", n)
-	}
-	if err := ac.Subscriptions().ResetCursorToTimestamp(np, "early", 0); err != nil {
-		t.Fatal(err)
-	}
-	if n := backlog("early"); n != 10 {
-		t.Fatalf("backlog after reset to time 0: %d", n)
-	}
-	if err := ac.Subscriptions().ExpireMessages(np, "early", 3600); err != nil {
-		t.Fatal(err)
-	}
-	if n := backlog("early"); n != 10 {
-		t.Fatalf("expiring hour-old messages removed fresh ones: %d", n)
-	}
-	if err := ac.Subscriptions().ExpireMessages(np, "early", 0); err != nil {
-		t.Fatal(err)
-	}
-	if n := backlog("early"); n != 0 {
-		t.Fatalf("backlog after expire 0s: %d", n)
-	}
-	if err := ac.Subscriptions().ResetCursorToMessageID(np, "early", utils.Earliest); err != nil {
-		t.Fatal(err)
-	}
-	if err := ac.Subscriptions().ClearBacklog(np, "early"); err != nil {
-		t.Fatal(err)
-	}
-	if n := backlog("early"); n != 0 {
-		t.Fatalf("backlog after skip_all: %d", n)
+	// Skip, reset, expire, skip all: each step and the backlog after it.
+	sa := ac.Subscriptions()
+	for _, step := range []struct {
+		what    string
+		do      func() error
+		backlog int64
+	}{
+		{"skip 4", func() error { return sa.SkipMessages(np, "early", 4) }, 6},
+		{"reset to #1", func() error {
+			return sa.ResetCursorToMessageID(np, "early", utils.MessageID{LedgerID: ids[1].LedgerID(), EntryID: ids[1].EntryID(), PartitionIndex: -1})
+		}, 9},
+		{"reset to time 0", func() error { return sa.ResetCursorToTimestamp(np, "early", 0) }, 10},
+		{"expire hour-old messages", func() error { return sa.ExpireMessages(np, "early", 3600) }, 10},
+		{"expire 0 s", func() error { return sa.ExpireMessages(np, "early", 0) }, 0},
+		{"reset to earliest", func() error { return sa.ResetCursorToMessageID(np, "early", utils.Earliest) }, 10},
+		{"skip all", func() error { return sa.ClearBacklog(np, "early") }, 0},
+	} {
+		if err := step.do(); err != nil {
+			t.Fatalf("%s: %v", step.what, err)
+		}
+		if n := backlog("early"); n != step.backlog {
+			t.Fatalf("backlog after %s: %d, want %d", step.what, n, step.backlog)
+		}
+		if step.what == "skip 4" {
+			if peek, _ = sa.PeekMessages(np, "early", 1); len(peek) != 1 || string(peek[0].Payload) != "e" {
+				t.Fatalf("peek after skip %v", peek)
+			}
+		}
 	}
 	if err := ac.Subscriptions().Delete(np, "late"); err != nil {
 		t.Fatal(err)
@@ -347,11 +335,7 @@ func TestAdminTopicsAndSubscriptions(t *testing.T) {
 	}
 
 	// Partitioned stats aggregate the partitions.
-	pp, err := c.CreateProducer(pulsar.ProducerOptions{Topic: pt.String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pp.Close()
+	pp := brokertest.Producer(t, c, pulsar.ProducerOptions{Topic: pt.String()})
 	for i := range 6 {
 		if _, err := pp.Send(ctxT(t), &pulsar.ProducerMessage{Key: string(rune('a' + i)), Payload: []byte("p")}); err != nil {
 			t.Fatal(err)
@@ -396,16 +380,8 @@ func TestAdminTopicsAndSubscriptions(t *testing.T) {
 func TestAdminMetrics(t *testing.T) {
 	tb := startBroker(t, nil)
 	c := tb.client(t)
-	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://public/default/metrics-t"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: "persistent://public/default/metrics-t", SubscriptionName: "m"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
+	p := brokertest.Producer(t, c, pulsar.ProducerOptions{Topic: "persistent://public/default/metrics-t"})
+	_ = brokertest.Consumer(t, c, pulsar.ConsumerOptions{Topic: "persistent://public/default/metrics-t", SubscriptionName: "m"})
 	for range 3 {
 		if _, err := p.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte("hello")}); err != nil {
 			t.Fatal(err)

@@ -3,9 +3,14 @@ package admin
 import (
 	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/httpapi"
+	"github.com/magnetar-mq/magnetar/metadata/embedded"
 )
 
 // TestBadNamesAndBodies: every malformed name (".", "..", "%2e%2e",
@@ -25,8 +30,7 @@ func TestBadNamesAndBodies(t *testing.T) {
 	mustDo("POST", "/admin/v2/namespaces/public/default/retention", `{"retentionTimeInMinutes":10,"retentionSizeInMB":5}`)
 
 	long := strings.Repeat("a", 1100)
-	huge := strings.Repeat("b", 100<<10)
-	bad := []string{".", "..", "%2e%2e", "%2E%2e", "%00", "a%00b", "%2F", long, huge}
+	bad := []string{".", "..", "%2e%2e", "%2E%2e", "%00", "a%00b", "%2F", long}
 	type req struct{ method, path, body string }
 	var cases []req
 	for _, n := range bad {
@@ -75,6 +79,8 @@ func TestBadNamesAndBodies(t *testing.T) {
 		req{"PUT", "/admin/v2/tenants/newtenant", `{"allowedClusters":`},
 	)
 	for _, c := range cases {
+		// The harness fails any error answer naming a metadata path or
+		// other internal text (checkErrorBodies).
 		code, body := httpDo(t, tb, c.method, c.path, c.body)
 		if code/100 != 4 || !strings.Contains(body, `"reason"`) {
 			p := c.path
@@ -85,10 +91,13 @@ func TestBadNamesAndBodies(t *testing.T) {
 		}
 	}
 
-	// A 1 MB name does not fit the request line: refused by the HTTP
-	// server with a 4xx.
-	if code, _ := httpDo(t, tb, "PUT", "/admin/v2/persistent/public/default/"+strings.Repeat("c", 1<<20), ""); code/100 != 4 {
-		t.Errorf("1 MB topic name: %d", code)
+	// A 100 KiB or 1 MB name does not fit the request line
+	// (httpMaxRequestHeaderSize, 8 KiB): refused by the HTTP server with
+	// 431.
+	for _, n := range []int{100 << 10, 1 << 20} {
+		if code, _ := httpDirect(t, tb, "PUT", "/admin/v2/persistent/public/default/"+strings.Repeat("c", n), ""); code != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("%d-byte topic name: %d, want 431", n, code)
+		}
 	}
 
 	// Nothing was created or changed.
@@ -160,5 +169,97 @@ func TestOversizedBodiesRefusedWhole(t *testing.T) {
 	// A body just under the limit is accepted.
 	if code, body := httpDo(t, tb, "POST", ns+"/retention", valid+strings.Repeat(" ", 1<<20-len(valid))); code/100 != 2 {
 		t.Fatalf("1 MiB body: %d %s", code, body)
+	}
+}
+
+// TestInternalErrorsAreGeneric (issue 31 item 6): when the metadata
+// store fails, admin calls answer 500 with the generic reason and
+// nothing else; the error (which may name store paths, files or hosts)
+// is only logged.
+func TestInternalErrorsAreGeneric(t *testing.T) {
+	var meta *embedded.Store
+	tb := startBrokerOpts(t, brokerOpts{register: func(_ *broker.Broker, m *embedded.Store) { meta = m }})
+	mustDo := func(method, path, body string) {
+		t.Helper()
+		if code, resp := httpDo(t, tb, method, path, body); code/100 != 2 {
+			t.Fatalf("%s %s: %d %s", method, path, code, resp)
+		}
+	}
+	mustDo("PUT", "/admin/v2/persistent/public/default/t", "")
+	meta.Close()
+	n500 := 0
+	for _, c := range [][3]string{
+		{"GET", "/admin/v2/namespaces/public/default/retention", ""},
+		{"POST", "/admin/v2/namespaces/public/default/retention", `{"retentionTimeInMinutes":1,"retentionSizeInMB":1}`},
+		{"GET", "/admin/v2/tenants", ""},
+		{"PUT", "/admin/v2/tenants/t2", `{"allowedClusters":["standalone"]}`},
+		{"GET", "/admin/v2/persistent/public/default", ""},
+		{"PUT", "/admin/v2/persistent/public/default/t2", ""},
+		{"GET", "/admin/v2/schemas/public/default/t/schema", ""},
+		{"GET", "/lookup/v2/topic/persistent/public/default/t", ""},
+	} {
+		code, body := httpDo(t, tb, c[0], c[1], c[2])
+		if p := metadataPathIn(body); p != "" {
+			t.Errorf("%s %s: %d names metadata path %s: %s", c[0], c[1], code, p, body)
+		}
+		if code == 500 {
+			n500++
+			if r := reasonOf(t, body); r != httpapi.InternalReason {
+				t.Errorf("%s %s: 500 with reason %q: only the generic reason may reach the client", c[0], c[1], r)
+			}
+		}
+	}
+	if n500 == 0 {
+		t.Fatal("no call failed with the metadata store closed")
+	}
+}
+
+// TestErrorCheckCatchesLeaks: the harness's checking proxy
+// (checkErrorBodies) records an error answer naming a metadata path, the
+// metadata directory or an internal error's text, passes every answer
+// through unchanged, and records nothing for clean errors or for
+// successful answers (which may name what they like).
+func TestErrorCheckCatchesLeaks(t *testing.T) {
+	dir := t.TempDir()
+	answers := map[string]struct {
+		code int
+		body string
+		leak bool
+	}{
+		"/path":    {412, `{"reason":"cannot write /managed-ledgers/public/default/persistent/x"}`, true},
+		"/dir":     {500, `{"reason":"open ` + dir + `/meta/000001.log: no space left"}`, true},
+		"/storage": {404, `{"reason":"Message not found: read 1:1: mledger: invalid position"}`, true},
+		"/panic":   {500, "panic: runtime error: index out of range\n\ngoroutine 7 [running]:", true},
+		"/clean":   {404, `{"reason":"Topic not found"}`, false},
+		"/ok":      {200, `{"ledgers":"/managed-ledgers/public/default/persistent/x"}`, false},
+	}
+	backend := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := answers[r.URL.Path]
+		w.WriteHeader(a.code)
+		io.WriteString(w, a.body)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go backend.Serve(ln)
+	defer backend.Close()
+	ec, err := newErrorCheck(ln.Addr().String(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ec.srv.Close()
+	want := 0
+	for p, a := range answers {
+		code, body := httpDoAt(t, ec.url, "", "GET", p, "")
+		if code != a.code || body != a.body {
+			t.Fatalf("%s through the proxy: %d %q, want %d %q", p, code, body, a.code, a.body)
+		}
+		if a.leak {
+			want++
+		}
+		if n := len(ec.leaks()); n != want {
+			t.Fatalf("after %s: %d leaks recorded, want %d: %v", p, n, want, ec.leaks())
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"testing"
+
+	"github.com/magnetar-mq/magnetar/httpapi"
 )
 
 // policyEndpoints are the namespace policy routes whose bodies
@@ -42,7 +44,10 @@ func FuzzPolicyBodies(f *testing.F) {
 		f.Cleanup(func() { os.RemoveAll(shm) })
 	}
 	tb := startBrokerOpts(f, brokerOpts{metaDir: dir})
-	rt := tb.Router()
+	rt, err := tb.Router().Handler(httpapi.Guard{})
+	if err != nil {
+		f.Fatal(err)
+	}
 	do := func(method, path string, body []byte) (int, []byte) {
 		req := httptest.NewRequest(method, "/admin/v2/namespaces/public/default/"+path, bytes.NewReader(body))
 		if len(body) > 0 {

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/magnetar-mq/magnetar/broker/brokertest"
 )
 
 // Issue 9 item 5 over the REST API: a reset-cursor to a message id
@@ -34,23 +36,19 @@ func TestCursorMovesPastTheEndLoseNothing(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			topic := "persistent://public/default/" + newTopicName("pastend")
+			topic := "persistent://public/default/" + uniqueName("pastend")
 			cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared})
 			if err != nil {
 				t.Fatal(err)
 			}
 			cons.Close()
-			prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer prod.Close()
+			prod := brokertest.Producer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 			for i := range 3 {
 				if _, err := prod.Send(ctxT(t), &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "old-%d", i)}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			path := "/admin/v2/persistent/" + strings.TrimPrefix(topic, "persistent://") + "/subscription/s"
+			path := adminPath(topic) + "/subscription/s"
 			if code, body := tc.move(path); code/100 != 2 {
 				t.Fatalf("move: %d %s", code, body)
 			}
@@ -60,11 +58,7 @@ func TestCursorMovesPastTheEndLoseNothing(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			cons, err = cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cons.Close()
+			cons = brokertest.Consumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared})
 			for i, m := range receiveN(t, cons, later) {
 				if want := fmt.Sprintf("new-%d", i); string(m.Payload()) != want {
 					t.Fatalf("message %d = %q, want %q", i, m.Payload(), want)
@@ -79,17 +73,13 @@ func TestCursorMovesPastTheEndLoseNothing(t *testing.T) {
 func TestExpiryOutOfRangeKeepsBacklog(t *testing.T) {
 	tb := startBroker(t, nil)
 	cl := tb.client(t)
-	topic := "persistent://public/default/" + newTopicName("ttl")
+	topic := "persistent://public/default/" + uniqueName("ttl")
 	cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cons.Close()
-	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	prod := brokertest.Producer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 	for range 5 {
 		if _, err := prod.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte("x")}); err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/magnetar-mq/magnetar/broker/brokertest"
 	"github.com/magnetar-mq/magnetar/internal/version"
 )
 
@@ -44,18 +45,14 @@ func TestNamespaceBundleUnload(t *testing.T) {
 	tb := startBroker(t, nil)
 	ac := adminClient(t, tb)
 	cl := tb.client(t)
-	topic := "persistent://public/default/" + newTopicName("bundle")
-	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	topic := "persistent://public/default/" + uniqueName("bundle")
+	prod := brokertest.Producer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 	if _, err := prod.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte("a")}); err != nil {
 		t.Fatal(err)
 	}
 	since := func() string {
 		t.Helper()
-		code, body := httpDo(t, tb, "GET", "/admin/v2/persistent/"+strings.TrimPrefix(topic, "persistent://")+"/stats", "")
+		code, body := httpDo(t, tb, "GET", adminPath(topic)+"/stats", "")
 		if code != http.StatusOK {
 			return ""
 		}
@@ -88,11 +85,7 @@ func TestNamespaceBundleUnload(t *testing.T) {
 	// with itself (producer_partition.go grabCnx against a send) right
 	// after a reconnect, which -race reports. A new producer writes.
 	prod.Close()
-	prod2, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod2.Close()
+	prod2 := brokertest.Producer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 	if _, err := prod2.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte("b")}); err != nil {
 		t.Fatalf("send after unload: %v", err)
 	}
@@ -111,7 +104,7 @@ func TestNamespaceBundleUnload(t *testing.T) {
 // of a partitioned topic, also before any client created one.
 func TestPartitionedStatsWithoutClients(t *testing.T) {
 	tb := startBroker(t, nil)
-	name := newTopicName("pstats")
+	name := uniqueName("pstats")
 	if code, body := httpDo(t, tb, "PUT", "/admin/v2/persistent/public/default/"+name+"/partitions", "3"); code/100 != 2 {
 		t.Fatalf("create partitioned: %d %s", code, body)
 	}

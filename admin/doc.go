@@ -1,15 +1,20 @@
-// Package admin serves Apache Pulsar's admin REST API (/admin/v2) over a
-// broker.Service: clusters, brokers, bookies, tenants, namespaces and
-// their policies, topics (partitioned or not), subscriptions, stats and
-// the HTTP schema endpoints. It knows the broker only through
-// broker.Service and the tenants and policies only through the
-// policy.Store the service hands out, so the same handlers can serve any
-// process that implements the interface.
+// Package admin serves Apache Pulsar's admin REST API (/admin/v2,
+// /admin/v3/transactions, /lookup/v2): clusters, brokers, bookies,
+// tenants, namespaces and their policies, topics (partitioned or not),
+// subscriptions, stats, schemas, permissions, topic lookup, namespace
+// bundles and, on a clustered broker, the redirect of topic calls to the
+// topic's owner; and Pulsar's /status.html health page (status.go). Every route is declared with its access rule on an
+// httpapi.Table; the guard in front of the table authorizes by it. It
+// knows the broker only through the small role interfaces of roles.go
+// (Node, Topics, TopicReads, TopicLifecycle, Subscriptions, Schemas,
+// Ownership, ...) and the tenants and policies only through the
+// policy.Store Node hands out, so the same handlers serve any process
+// that implements the roles.
 //
 // # Usage
 //
 //	b, _ := broker.New(cfg, deps)
-//	admin.Register(b.Router(), b) // before b.Start
+//	admin.Register(b.Router(), admin.BrokerDeps(b)) // before b.Start
 //
 // # Conventions
 //
@@ -28,6 +33,16 @@
 // new policy applies to loaded topics at once. A topic-level GET with
 // ?applied=true resolves topic > namespace > broker default
 // (docs/policies.md).
+//
+// Policy values are data (policy_fields.go): a policyField declares one
+// value of a namespace's (policy.Policies) or a topic's
+// (policy.TopicPolicies) record once — its name, its GET answer, the
+// parser that reads and checks a written body, how DELETE clears it —
+// and policyRoutes turns the lists (namespacePolicies in policies.go,
+// topicPolicies in topicpolicies.go) into the GET, POST (and PUT where
+// Pulsar takes it) and DELETE routes. A value is parsed by the same
+// parser at both levels; an empty or null body is refused with 412
+// (DELETE removes a policy).
 //
 // # Transactions (/admin/v3/transactions)
 //

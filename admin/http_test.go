@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
+
+	"github.com/magnetar-mq/magnetar/broker/brokertest"
 	"github.com/magnetar-mq/magnetar/internal/version"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -20,7 +21,7 @@ import (
 func TestE2EHTTPServiceURL(t *testing.T) {
 	tb := startBroker(t, nil)
 	cl, err := pulsar.NewClient(pulsar.ClientOptions{
-		URL:              "http://" + tb.HTTPAddr(),
+		URL:              tb.web,
 		OperationTimeout: 5 * time.Second,
 		Logger:           plog.DefaultNopLogger(),
 	})
@@ -28,17 +29,9 @@ func TestE2EHTTPServiceURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	topic := newTopicName("httplookup")
-	cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	topic := uniqueName("httplookup")
+	cons := brokertest.Consumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	prod := brokertest.Producer(t, cl, pulsar.ProducerOptions{Topic: topic})
 	for i := range 3 {
 		if _, err := prod.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte{byte('a' + i)}}); err != nil {
 			t.Fatal(err)
@@ -142,7 +135,7 @@ func TestHTTPSchemas(t *testing.T) {
 		t.Fatalf("GET missing version: %d", code)
 	}
 	// The broker's registry (which GET_SCHEMA reads) has it.
-	if si, found, err := tb.Schema(ctxT(t), "hs", -1); err != nil || !found || si.Type != int32(pb.Schema_Json) {
+	if si, found, err := tb.schemas.Schema(ctxT(t), "hs", -1); err != nil || !found || si.Type != int32(pb.Schema_Json) {
 		t.Fatalf("broker schema after HTTP POST: %+v %v %v", si, found, err)
 	}
 	if code, _ := httpDo(t, tb, "DELETE", base, ""); code != 200 {

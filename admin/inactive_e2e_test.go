@@ -10,6 +10,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/brokertest"
 )
 
 const inactiveCheck = 300 * time.Millisecond
@@ -59,8 +60,8 @@ func TestE2EInactiveTopicDeletion(t *testing.T) {
 	bare, withSub := base+uniqueName("bare"), base+uniqueName("sub")
 	caughtUp, backlog := base+uniqueName("caught"), base+uniqueName("backlog")
 	for _, topic := range []string{caughtUp, backlog} {
-		mustHTTP(t, tb, "PUT", "/admin/v2/persistent/"+strings.TrimPrefix(topic, "persistent://"), "", http.StatusNoContent)
-		mustHTTP(t, tb, "POST", "/admin/v2/persistent/"+strings.TrimPrefix(topic, "persistent://")+"/inactiveTopicPolicies",
+		mustHTTP(t, tb, "PUT", adminPath(topic), "", http.StatusNoContent)
+		mustHTTP(t, tb, "POST", adminPath(topic)+"/inactiveTopicPolicies",
 			`{"deleteWhileInactive":true,"maxInactiveDurationSeconds":1,"inactiveTopicDeleteMode":"delete_when_subscriptions_caught_up"}`, http.StatusNoContent)
 	}
 	subscribe(withSub, 0)
@@ -113,11 +114,7 @@ func TestE2ESubscriptionExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	idle.Close()
-	active, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "active"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer active.Close()
+	_ = brokertest.Consumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "active"})
 	closed := time.Now()
 	subs := func() []string {
 		s, err := tb.Subscriptions(context.Background(), topic)

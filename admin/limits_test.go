@@ -10,6 +10,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/brokertest"
 )
 
 // TestUnackedLimitEndpoints: the namespace endpoints for
@@ -47,24 +48,57 @@ func TestUnackedLimitEndpoints(t *testing.T) {
 	if code, body := httpDo(t, tb, "POST", "/admin/v2/namespaces/public/unacked/maxUnackedMessagesPerConsumer", "5"); code/100 != 2 {
 		t.Fatalf("set limit: %d %s", code, body)
 	}
+	waitBlockedAt(t, tb, "public/unacked/t", 5)
+}
+
+// TestTopicUnackedLimitOverridesNamespace: a topic-level
+// maxUnackedMessagesOnConsumer stands over the namespace's
+// maxUnackedMessagesPerConsumer (Pulsar's topic > namespace > broker):
+// the consumer is blocked at the topic's limit, ?applied=true answers
+// it, and once removed the namespace's applies again.
+func TestTopicUnackedLimitOverridesNamespace(t *testing.T) {
+	tb := startBroker(t, nil)
+	for _, step := range [][3]string{
+		{"PUT", "/admin/v2/namespaces/public/unacked", ""},
+		{"POST", "/admin/v2/namespaces/public/unacked/maxUnackedMessagesPerConsumer", "5"},
+		{"PUT", "/admin/v2/persistent/public/unacked/t", ""},
+		{"POST", "/admin/v2/persistent/public/unacked/t/maxUnackedMessagesOnConsumer", "3"},
+	} {
+		if code, body := httpDo(t, tb, step[0], step[1], step[2]); code/100 != 2 {
+			t.Fatalf("%s %s: %d %s", step[0], step[1], code, body)
+		}
+	}
+	const path = "/admin/v2/persistent/public/unacked/t/maxUnackedMessagesOnConsumer"
+	for q, want := range map[string]string{"": "3", "?applied=true": "3"} {
+		if code, body := httpDo(t, tb, "GET", path+q, ""); code != 200 || body != want {
+			t.Fatalf("GET %s%s: %d %q, want %s", path, q, code, body, want)
+		}
+	}
+	waitBlockedAt(t, tb, "public/unacked/t", 3)
+	if code, body := httpDo(t, tb, "DELETE", path, ""); code/100 != 2 {
+		t.Fatalf("DELETE: %d %s", code, body)
+	}
+	for q, want := range map[string]string{"": "null", "?applied=true": "5"} {
+		if code, body := httpDo(t, tb, "GET", path+q, ""); code != 200 || body != want {
+			t.Fatalf("GET %s%s after DELETE: %d %q, want %s", path, q, code, body, want)
+		}
+	}
+}
+
+// waitBlockedAt sends 20 messages to persistent://topic, receives limit
+// of them on a Shared consumer that acks nothing, and waits until the
+// topic's stats show the consumer blocked with limit unacked messages.
+func waitBlockedAt(t *testing.T, tb *testBroker, topic string, limit int) {
+	t.Helper()
 	c := tb.client(t)
-	topic := "persistent://public/unacked/t"
-	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	cons := brokertest.Consumer(t, c, pulsar.ConsumerOptions{Topic: "persistent://" + topic, SubscriptionName: "s", Type: pulsar.Shared})
+	p := brokertest.Producer(t, c, pulsar.ProducerOptions{Topic: "persistent://" + topic, DisableBatching: true})
 	for i := 0; i < 20; i++ {
 		if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("m")}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	receiveN(t, cons, 5)
+	receiveN(t, cons, limit)
 	var st struct {
 		Subscriptions map[string]struct {
 			UnackedMessages                  int  `json:"unackedMessages"`
@@ -77,7 +111,7 @@ func TestUnackedLimitEndpoints(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		code, body := httpDo(t, tb, "GET", "/admin/v2/persistent/public/unacked/t/stats", "")
+		code, body := httpDo(t, tb, "GET", "/admin/v2/persistent/"+topic+"/stats", "")
 		if code != 200 {
 			t.Fatalf("stats: %d %s", code, body)
 		}
@@ -89,10 +123,10 @@ func TestUnackedLimitEndpoints(t *testing.T) {
 		}
 		s := st.Subscriptions["s"]
 		if len(s.Consumers) == 1 && s.Consumers[0].BlockedConsumerOnUnackedMsgs {
-			if s.Consumers[0].UnackedMessages != 5 || s.UnackedMessages != 5 {
-				t.Fatalf("blocked with %d unacked (subscription %d), want 5", s.Consumers[0].UnackedMessages, s.UnackedMessages)
+			if s.Consumers[0].UnackedMessages != limit || s.UnackedMessages != limit {
+				t.Fatalf("blocked with %d unacked (subscription %d), want %d", s.Consumers[0].UnackedMessages, s.UnackedMessages, limit)
 			}
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("consumer not reported blocked: %s", body)

@@ -16,15 +16,15 @@ import (
 
 // writeRawMessage answers a peek / get-by-id with the entry's
 // (decompressed) payload and X-Pulsar-* headers.
-func writeRawMessage(w http.ResponseWriter, id broker.MessageID, data []byte) {
+func (a *API) writeRawMessage(w http.ResponseWriter, id broker.MessageID, data []byte) {
 	ent, err := pulsarproto.ParseEntry(data)
 	if err != nil {
-		internalError(w, err)
+		a.internalError(w, err)
 		return
 	}
 	var md pb.MessageMetadata
 	if err := proto.Unmarshal(ent.Metadata, &md); err != nil {
-		internalError(w, err)
+		a.internalError(w, err)
 		return
 	}
 	payload := ent.Payload
@@ -32,7 +32,7 @@ func writeRawMessage(w http.ResponseWriter, id broker.MessageID, data []byte) {
 	// the key holder can undo either, so it is returned as stored.
 	if len(md.EncryptionKeys) == 0 {
 		if payload, err = codec.Decompress(codec.Type(md.GetCompression()), payload, int(md.GetUncompressedSize())); err != nil {
-			internalError(w, err)
+			a.internalError(w, err)
 			return
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 )
 
 // TestMessageByIDDecompressesEveryCodec: messages the real client
@@ -19,13 +18,7 @@ func TestMessageByIDDecompressesEveryCodec(t *testing.T) {
 	ac := adminClient(t, tb)
 	body := strings.Repeat("compress me please ", 200)
 	for _, ct := range []pulsar.CompressionType{pulsar.NoCompression, pulsar.LZ4, pulsar.ZLib, pulsar.ZSTD, pulsar.SNAPPY} {
-		tn := mustTopic(t, "persistent://public/default/"+newTopicName("codec"))
-		if err := ac.Topics().Create(tn, 0); err != nil {
-			t.Fatal(err)
-		}
-		if err := ac.Subscriptions().Create(tn, "s", utils.Earliest); err != nil {
-			t.Fatal(err)
-		}
+		tn := subscribedTopic(t, ac, "persistent://public/default/"+uniqueName("codec"), "s")
 		p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: tn.String(), CompressionType: ct, DisableBatching: true})
 		if err != nil {
 			t.Fatal(err)
@@ -46,13 +39,7 @@ func TestMessageByIDDecompressesEveryCodec(t *testing.T) {
 	}
 	// A compressed batch: peek decompresses it and pulsaradmin splits it.
 	for _, ct := range []pulsar.CompressionType{pulsar.LZ4, pulsar.ZLib, pulsar.ZSTD, pulsar.SNAPPY} {
-		tn := mustTopic(t, "persistent://public/default/"+newTopicName("codecbatch"))
-		if err := ac.Topics().Create(tn, 0); err != nil {
-			t.Fatal(err)
-		}
-		if err := ac.Subscriptions().Create(tn, "s", utils.Earliest); err != nil {
-			t.Fatal(err)
-		}
+		tn := subscribedTopic(t, ac, "persistent://public/default/"+uniqueName("codecbatch"), "s")
 		p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: tn.String(), CompressionType: ct,
 			BatchingMaxMessages: 3, BatchingMaxPublishDelay: time.Minute})
 		if err != nil {

@@ -21,12 +21,17 @@ import (
 // remove; the older threshold and lag endpoints through pulsaradmin),
 // the topic offload trigger and status, and internalStats flags.
 func TestOffloadAdmin(t *testing.T) {
-	tb := startBrokerOpts(t, brokerOpts{mcfg: mledger.Config{MaxEntriesPerLedger: 10, MinLedgerRolloverTime: -1}})
+	tierRoot := t.TempDir()
+	tier := filepath.Join(tierRoot, "tier")
+	// The namespace may name a directory under the operator's root.
+	off := broker.DefaultOffload()
+	off.AllowedFileSystemRoots = []string{tierRoot}
+	tb := startBrokerOpts(t, brokerOpts{mcfg: mledger.Config{MaxEntriesPerLedger: 10, MinLedgerRolloverTime: -1},
+		cfg: func(c *broker.Config) { c.Offload = &off }})
 	ac := adminClient(t, tb)
-	tier := filepath.Join(t.TempDir(), "tier")
 	const ns = "/admin/v2/namespaces/public/default"
 
-	name := newTopicName("off")
+	name := uniqueName("off")
 	topic := "persistent://public/default/" + name
 	tn, _ := utils.GetTopicName(topic)
 	c := tb.client(t)

@@ -4,197 +4,253 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
-	"strconv"
+	"slices"
 	"strings"
 
+	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/policy"
+	"github.com/magnetar-mq/magnetar/schema"
 )
 
-// registerPolicyRoutes installs the namespace policy endpoints. A write
+// registerPolicyRoutes installs the namespace policy endpoints
+// (/admin/v2/namespaces/{tenant}/{ns}/<name>; docs/policies.md). A write
 // goes through the policy store, which tells the broker before the
 // request is answered: the new policy applies to loaded topics at once
 // (a retention change reopens their managed ledgers).
 func (a *API) registerPolicyRoutes(rt routeTable) {
-	const base = "/admin/v2/namespaces/{tenant}/{ns}/"
-	a.registerRatePolicyRoutes(rt)
-	rt.Handle("GET", base+"retention", a.getPolicy(func(p *policy.Policies) any { return p.RetentionPolicies }))
-	rt.Handle("POST", base+"retention", a.setPolicy(func(p *policy.Policies, body []byte) error {
-		var r policy.RetentionPolicies
-		if err := decodeRequired(body, &r); err != nil {
-			return err
-		}
-		if err := r.Validate(); err != nil {
-			return err
-		}
-		p.RetentionPolicies = &r
-		return nil
-	}))
-	rt.Handle("DELETE", base+"retention", a.setPolicy(func(p *policy.Policies, _ []byte) error { p.RetentionPolicies = nil; return nil }))
+	policyRoutes(rt, "/admin/v2/namespaces/{tenant}/{ns}/", a.namespacePolicies(),
+		func(f policyField[policy.Policies]) handler { return a.getPolicy(f.get) }, a.setPolicy)
+	a.registerAntiAffinityRoutes(rt)
+}
 
-	rt.Handle("GET", base+"messageTTL", a.getPolicy(func(p *policy.Policies) any { return p.MessageTTLInSeconds }))
-	rt.Handle("POST", base+"messageTTL", a.setPolicy(intPolicy(func(p *policy.Policies) **int { return &p.MessageTTLInSeconds })))
-	rt.Handle("DELETE", base+"messageTTL", a.setPolicy(func(p *policy.Policies, _ []byte) error { p.MessageTTLInSeconds = nil; return nil }))
+// namespacePolicies are the namespace policy values. Rates are kept per
+// cluster as in Pulsar; their endpoints read and write this broker's
+// cluster's value.
+func (a *API) namespacePolicies() []policyField[policy.Policies] {
+	type P = policy.Policies
+	cluster := a.node.ClusterName()
+	put := []string{http.MethodPut, http.MethodPost}
+	fields := []policyField[P]{
+		optional("retention", func(p *P) **policy.RetentionPolicies { return &p.RetentionPolicies }, retentionValue),
+		optional("messageTTL", func(p *P) **int { return &p.MessageTTLInSeconds }, count("")),
+		optional("maxProducersPerTopic", func(p *P) **int { return &p.MaxProducersPerTopic }, count("")),
+		optional("maxConsumersPerTopic", func(p *P) **int { return &p.MaxConsumersPerTopic }, count("")),
+		optional("maxConsumersPerSubscription", func(p *P) **int { return &p.MaxConsumersPerSubscription }, count("")),
+		optional("maxUnackedMessagesPerConsumer", func(p *P) **int { return &p.MaxUnackedMessagesPerConsumer }, count("")),
+		optional("maxUnackedMessagesPerSubscription", func(p *P) **int { return &p.MaxUnackedMessagesPerSubscription }, count("")),
+		optional("subscriptionExpirationTime", func(p *P) **int { return &p.SubscriptionExpirationTimeMinutes }, count("")),
+		optional("deduplication", func(p *P) **bool { return &p.DeduplicationEnabled }, boolean),
+		optional("autoTopicCreation", func(p *P) **policy.AutoTopicCreation { return &p.AutoTopicCreationOverride }, a.autoTopicCreation),
+		optional("persistence", func(p *P) **policy.PersistencePolicies { return &p.Persistence }, a.persistenceValue),
+		optional("inactiveTopicPolicies", func(p *P) **policy.InactiveTopicPolicies { return &p.InactiveTopicPolicies }, inactiveTopics),
+		perCluster("publishRate", cluster, func(p *P) *map[string]policy.PublishRate { return &p.PublishMaxMessageRate }, publishRate),
+		perCluster("dispatchRate", cluster, func(p *P) *map[string]policy.DispatchRate { return &p.TopicDispatchRate }, dispatchRate),
+		perCluster("subscriptionDispatchRate", cluster, func(p *P) *map[string]policy.DispatchRate { return &p.SubscriptionDispatchRate }, dispatchRate),
+		perCluster("replicatorDispatchRate", cluster, func(p *P) *map[string]policy.DispatchRate { return &p.ReplicatorDispatchRate }, dispatchRate),
+		perCluster("subscribeRate", cluster, func(p *P) *map[string]policy.SubscribeRate { return &p.ClusterSubscribeRate }, subscribeRate),
+		// Schema and compaction policies (Pulsar's paths and bodies).
+		strategy("schemaCompatibilityStrategy", func(p *P) *string { return &p.SchemaCompatibilityStrategy }, "UNDEFINED"),
+		strategy("schemaAutoUpdateCompatibilityStrategy", func(p *P) *string { return &p.SchemaAutoUpdateCompatibilityStrategy }, "Full"),
+		optionalOr("isAllowAutoUpdateSchema", func(p *P) **bool { return &p.IsAllowAutoUpdateSchema }, boolean, true).methods(put...),
+		optionalOr("schemaValidationEnforced", func(p *P) **bool { return &p.SchemaValidationEnforced }, boolean, false).methods(put...),
+		optional("compactionThreshold", func(p *P) **int64 { return &p.CompactionThreshold }, atLeast("compactionThreshold", 0)).methods(put...),
+		// Tiered storage: the policies object and Pulsar's older separate
+		// fields (-1 disables a threshold; a negative lag never deletes
+		// the bookie copy).
+		func() policyField[P] {
+			f := optional("offloadPolicies", func(p *P) **policy.OffloadPolicies { return &p.OffloadPolicies }, a.offloadValue)
+			f.deletes = []string{"removeOffloadPolicies"}
+			return f
+		}(),
+		optionalOr("offloadThreshold", func(p *P) **int64 { return &p.OffloadThreshold }, atLeast("offloadThreshold", -1), -1).methods(put...),
+		optionalOr("offloadThresholdInSeconds", func(p *P) **int64 { return &p.OffloadThresholdInSeconds }, atLeast("offloadThresholdInSeconds", -1), -1).methods(put...),
+		optional("offloadDeletionLagMs", func(p *P) **int64 { return &p.OffloadDeletionLagMs }, atLeast("offloadDeletionLagMs", -1<<63)).methods(put...),
+		// properties: PUT merges the body's keys into the namespace's
+		// labels, GET answers them all ({} when none), DELETE removes all.
+		{name: "properties", writes: []string{http.MethodPut},
+			get: func(p *P) any {
+				if p.Properties == nil {
+					return map[string]string{}
+				}
+				return p.Properties
+			},
+			set: func(p *P, _ *http.Request, body []byte) error {
+				var m map[string]string
+				if err := decodeRequired(body, &m); err != nil {
+					return err
+				}
+				for k := range m {
+					if k == "" {
+						return fmt.Errorf("a property needs a key")
+					}
+				}
+				if p.Properties == nil {
+					p.Properties = map[string]string{}
+				}
+				maps.Copy(p.Properties, m)
+				return nil
+			},
+			clear: func(p *P, _ *http.Request) error { p.Properties = nil; return nil }},
+		// encryptionRequired has no DELETE in Pulsar: false turns it off.
+		{name: "encryptionRequired",
+			get: func(p *P) any { return p.EncryptionRequired },
+			set: func(p *P, r *http.Request, body []byte) (err error) {
+				p.EncryptionRequired, err = boolean(r, body)
+				return err
+			}},
+	}
+	return append(fields, backlogQuotas(func(p *P) *map[string]policy.BacklogQuota { return &p.BacklogQuotaMap })...)
+}
 
-	rt.Handle("GET", base+"maxProducersPerTopic", a.getPolicy(func(p *policy.Policies) any { return p.MaxProducersPerTopic }))
-	rt.Handle("POST", base+"maxProducersPerTopic", a.setPolicy(intPolicy(func(p *policy.Policies) **int { return &p.MaxProducersPerTopic })))
-	rt.Handle("DELETE", base+"maxProducersPerTopic", a.setPolicy(func(p *policy.Policies, _ []byte) error { p.MaxProducersPerTopic = nil; return nil }))
-	rt.Handle("GET", base+"maxConsumersPerTopic", a.getPolicy(func(p *policy.Policies) any { return p.MaxConsumersPerTopic }))
-	rt.Handle("POST", base+"maxConsumersPerTopic", a.setPolicy(intPolicy(func(p *policy.Policies) **int { return &p.MaxConsumersPerTopic })))
-	rt.Handle("DELETE", base+"maxConsumersPerTopic", a.setPolicy(func(p *policy.Policies, _ []byte) error { p.MaxConsumersPerTopic = nil; return nil }))
-
-	rt.Handle("GET", base+"maxUnackedMessagesPerConsumer", a.getPolicy(func(p *policy.Policies) any { return p.MaxUnackedMessagesPerConsumer }))
-	rt.Handle("POST", base+"maxUnackedMessagesPerConsumer", a.setPolicy(intPolicy(func(p *policy.Policies) **int { return &p.MaxUnackedMessagesPerConsumer })))
-	rt.Handle("DELETE", base+"maxUnackedMessagesPerConsumer", a.setPolicy(func(p *policy.Policies, _ []byte) error { p.MaxUnackedMessagesPerConsumer = nil; return nil }))
-	rt.Handle("GET", base+"maxUnackedMessagesPerSubscription", a.getPolicy(func(p *policy.Policies) any { return p.MaxUnackedMessagesPerSubscription }))
-	rt.Handle("POST", base+"maxUnackedMessagesPerSubscription", a.setPolicy(intPolicy(func(p *policy.Policies) **int { return &p.MaxUnackedMessagesPerSubscription })))
-	rt.Handle("DELETE", base+"maxUnackedMessagesPerSubscription", a.setPolicy(func(p *policy.Policies, _ []byte) error { p.MaxUnackedMessagesPerSubscription = nil; return nil }))
-
-	rt.Handle("GET", base+"deduplication", a.getPolicy(func(p *policy.Policies) any { return p.DeduplicationEnabled }))
-	rt.Handle("POST", base+"deduplication", a.setPolicy(func(p *policy.Policies, body []byte) error {
-		v, err := strconv.ParseBool(strings.Trim(strings.TrimSpace(string(body)), `"`))
-		if err != nil {
-			return err
-		}
-		p.DeduplicationEnabled = &v
-		return nil
-	}))
-	rt.Handle("DELETE", base+"deduplication", a.setPolicy(func(p *policy.Policies, _ []byte) error { p.DeduplicationEnabled = nil; return nil }))
-
-	rt.Handle("GET", base+"autoTopicCreation", a.getPolicy(func(p *policy.Policies) any { return p.AutoTopicCreationOverride }))
-	rt.Handle("POST", base+"autoTopicCreation", a.setPolicy(func(p *policy.Policies, body []byte) error {
-		var at policy.AutoTopicCreation
-		if err := decodeRequired(body, &at); err != nil {
-			return err
-		}
-		if err := at.Normalize(); err != nil {
-			return err
-		}
-		if limit := a.svc.MaxPartitionsPerTopic(); limit > 0 && at.DefaultNumPartitions != nil && *at.DefaultNumPartitions > limit {
-			return fmt.Errorf("defaultNumPartitions %d is above maxNumPartitionsPerPartitionedTopic %d", *at.DefaultNumPartitions, limit)
-		}
-		p.AutoTopicCreationOverride = &at
-		return nil
-	}))
-	rt.Handle("DELETE", base+"autoTopicCreation", a.setPolicy(func(p *policy.Policies, _ []byte) error { p.AutoTopicCreationOverride = nil; return nil }))
-
-	rt.Handle("GET", base+"backlogQuotaMap", a.getPolicy(func(p *policy.Policies) any {
-		if p.BacklogQuotaMap == nil {
-			return map[string]policy.BacklogQuota{}
-		}
-		return p.BacklogQuotaMap
-	}))
-	rt.Handle("POST", base+"backlogQuota", func(w http.ResponseWriter, r *http.Request, prm params) {
-		typ, ok := quotaType(w, r)
-		if !ok {
-			return
-		}
-		a.setPolicy(func(p *policy.Policies, body []byte) error {
-			q, err := policy.ParseBacklogQuota(body)
-			if err != nil {
+// strategy is a schema compatibility strategy kept as a name ("":
+// unset, GET answers def); PUT and POST set it.
+func strategy(name string, field func(*policy.Policies) *string, def string) policyField[policy.Policies] {
+	return policyField[policy.Policies]{name: name, writes: []string{http.MethodPut, http.MethodPost},
+		get: func(p *policy.Policies) any {
+			if v := *field(p); v != "" {
+				return v
+			}
+			return def
+		},
+		set: func(p *policy.Policies, _ *http.Request, body []byte) error {
+			s := bareValue(body)
+			if _, err := schema.ParseStrategy(s); err != nil {
 				return err
 			}
-			if p.BacklogQuotaMap == nil {
-				p.BacklogQuotaMap = map[string]policy.BacklogQuota{}
-			}
-			p.BacklogQuotaMap[typ] = q
+			*field(p) = s
 			return nil
-		})(w, r, prm)
-	})
-	rt.Handle("DELETE", base+"backlogQuota", func(w http.ResponseWriter, r *http.Request, prm params) {
-		typ, ok := quotaType(w, r)
-		if !ok {
+		},
+		clear: func(p *policy.Policies, _ *http.Request) error { *field(p) = ""; return nil },
+	}
+}
+
+// autoTopicCreation reads an AutoTopicCreation override: normalized, and
+// with no more default partitions than maxNumPartitionsPerPartitionedTopic.
+func (a *API) autoTopicCreation(r *http.Request, body []byte) (policy.AutoTopicCreation, error) {
+	at, err := jsonValue((*policy.AutoTopicCreation).Normalize)(r, body)
+	if err != nil {
+		return at, err
+	}
+	if limit := a.node.MaxPartitionsPerTopic(); limit > 0 && at.DefaultNumPartitions != nil && *at.DefaultNumPartitions > limit {
+		return at, fmt.Errorf("defaultNumPartitions %d is above maxNumPartitionsPerPartitionedTopic %d", *at.DefaultNumPartitions, limit)
+	}
+	return at, nil
+}
+
+// registerAntiAffinityRoutes installs the namespace's anti-affinity group
+// (GET answers the bare name, as Pulsar) and the superusers' listing of a
+// group's namespaces across tenants.
+func (a *API) registerAntiAffinityRoutes(rt routeTable) {
+	const path = "/admin/v2/namespaces/{tenant}/{ns}/antiAffinity"
+	rt.Handle("GET", path, auth.AccessTenantAdmin, a.onNamespace(func(w http.ResponseWriter, r *http.Request, ns string) {
+		p, err := a.pol.Get(r.Context(), ns)
+		if err != nil {
+			a.internalError(w, err)
 			return
 		}
-		a.setPolicy(func(p *policy.Policies, _ []byte) error {
-			delete(p.BacklogQuotaMap, typ)
-			if len(p.BacklogQuotaMap) == 0 {
-				p.BacklogQuotaMap = nil
-			}
-			return nil
-		})(w, r, prm)
-	})
-	a.registerMessagingPolicyRoutes(rt)
-	a.registerNamespaceExtraRoutes(rt)
-	// permissions and subscriptionAuthMode: package auth serves every
-	// method Pulsar has for them in front of this router (auth/http.go).
-}
-
-// quotaType returns the request's backlogQuotaType (default
-// destination_storage), writing a 412 for one Pulsar does not know.
-func quotaType(w http.ResponseWriter, r *http.Request) (string, bool) {
-	t, err := quotaTypeOf(r)
-	if err != nil {
-		writeError(w, http.StatusPreconditionFailed, err.Error())
-		return "", false
-	}
-	return t, true
-}
-
-// quotaTypeOf reads the backlogQuotaType query parameter (default
-// destination_storage).
-func quotaTypeOf(r *http.Request) (string, error) {
-	switch t := r.URL.Query().Get("backlogQuotaType"); t {
-	case "":
-		return policy.QuotaStorage, nil
-	case policy.QuotaStorage, policy.QuotaMessageAge:
-		return t, nil
-	default:
-		//lint:ignore ST1005 Pulsar's capitalised wording, shown to admin clients
-		return "", fmt.Errorf("Invalid backlogQuotaType %.100q: must be %s or %s", t, policy.QuotaStorage, policy.QuotaMessageAge)
-	}
-}
-
-func intPolicy(field func(*policy.Policies) **int) func(*policy.Policies, []byte) error {
-	return func(p *policy.Policies, body []byte) error {
-		n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(string(body)), `"`))
-		if err != nil {
-			return errors.New("body must be an integer")
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(p.AntiAffinityGroup))
+	}))
+	rt.Handle("POST", path, auth.AccessTenantAdmin, a.setPolicy(func(p *policy.Policies, _ *http.Request, body []byte) error {
+		g := bareValue(body)
+		if g == "" {
+			return errors.New("anti-affinity group name must not be empty (use DELETE to remove it)")
 		}
-		if n < 0 || n > policy.MaxInt32Value {
-			return fmt.Errorf("value %d must be between 0 and %d", n, policy.MaxInt32Value)
+		if len(g) > 256 || strings.ContainsAny(g, "/\n\r\t") {
+			return fmt.Errorf("invalid anti-affinity group name %.100q", g)
 		}
-		*field(p) = &n
+		p.AntiAffinityGroup = g
 		return nil
+	}))
+	rt.Handle("DELETE", path, auth.AccessTenantAdmin, a.setPolicy(func(p *policy.Policies, _ *http.Request, _ []byte) error {
+		p.AntiAffinityGroup = ""
+		return nil
+	}))
+	rt.Handle("GET", "/admin/v2/namespaces/{cluster}/antiAffinity/{group}", auth.AccessSuperUser, a.httpAntiAffinityNamespaces)
+}
+
+// httpAntiAffinityNamespaces lists the namespaces of ?tenant=<tenant>
+// (or ?property=, every tenant without either) whose anti-affinity group
+// is {group}. The cluster must exist. Only a superuser may call it (its
+// route's rule: the path names no tenant).
+func (a *API) httpAntiAffinityNamespaces(w http.ResponseWriter, r *http.Request, p params) {
+	ctx := r.Context()
+	clusters, err := a.node.Clusters(ctx)
+	if err != nil {
+		a.internalError(w, err)
+		return
 	}
+	if !slices.Contains(clusters, p["cluster"]) {
+		writeError(w, http.StatusPreconditionFailed, "Cluster "+p["cluster"]+" does not exist")
+		return
+	}
+	q := r.URL.Query()
+	tenants := []string{q.Get("tenant")} // v2's name; pulsaradmin sends v1's "property"
+	if tenants[0] == "" {
+		tenants[0] = q.Get("property")
+	}
+	if tenants[0] == "" {
+		if tenants, err = a.pol.Tenants(ctx); err != nil {
+			a.internalError(w, err)
+			return
+		}
+	}
+	out := []string{}
+	for _, t := range tenants {
+		nss, err := a.pol.Namespaces(ctx, t)
+		if err != nil {
+			a.serviceError(w, err)
+			return
+		}
+		for _, ns := range nss {
+			pol, err := a.pol.Get(ctx, ns)
+			if err != nil {
+				continue // deleted meanwhile
+			}
+			if pol.AntiAffinityGroup == p["group"] {
+				out = append(out, ns)
+			}
+		}
+	}
+	slices.Sort(out)
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (a *API) getPolicy(get func(*policy.Policies) any) handler {
-	return func(w http.ResponseWriter, r *http.Request, prm params) {
-		ns, ok := a.nsFromParams(w, r, prm)
-		if !ok {
-			return
-		}
+	return a.onNamespace(func(w http.ResponseWriter, r *http.Request, ns string) {
 		p, err := a.pol.Get(r.Context(), ns)
 		if err != nil {
-			internalError(w, err)
+			a.internalError(w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, get(p))
-	}
+	})
 }
 
-func (a *API) setPolicy(set func(*policy.Policies, []byte) error) handler {
-	return func(w http.ResponseWriter, r *http.Request, prm params) {
-		ns, ok := a.nsFromParams(w, r, prm)
-		if !ok {
-			return
-		}
-		body, err := io.ReadAll(r.Body) // bounded by the broker's body limit
-		if err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		err = a.pol.Update(r.Context(), ns, func(p *policy.Policies) error { return set(p, body) })
-		var bad *policy.BadValueError
-		if errors.As(err, &bad) {
-			writeError(w, http.StatusPreconditionFailed, "Invalid value: "+bad.Err.Error())
-			return
-		}
-		if err != nil {
-			serviceError(w, err)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
+func (a *API) setPolicy(set func(*policy.Policies, *http.Request, []byte) error) handler {
+	return a.onNamespace(func(w http.ResponseWriter, r *http.Request, ns string) {
+		a.updatePolicy(w, r, func(body []byte) error {
+			return a.pol.Update(r.Context(), ns, func(p *policy.Policies) error { return set(p, r, body) })
+		})
+	})
+}
+
+// updatePolicy reads the body and applies update to it: 204, 412 for a
+// value the update refused (policy.BadValueError), or the error's status.
+func (a *API) updatePolicy(w http.ResponseWriter, r *http.Request, update func(body []byte) error) {
+	body, err := io.ReadAll(r.Body) // bounded by the route's body limit
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
 	}
+	err = update(body)
+	var bad *policy.BadValueError
+	if errors.As(err, &bad) {
+		writeError(w, http.StatusPreconditionFailed, "Invalid value: "+bad.Err.Error())
+		return
+	}
+	a.replyDone(w, err)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
+	"github.com/magnetar-mq/magnetar/broker/brokertest"
 	"github.com/magnetar-mq/magnetar/mledger"
 )
 
@@ -43,19 +44,9 @@ func TestPolicyBacklogQuotaHoldResumesAfterSkip(t *testing.T) {
 		t.Fatalf("quota map %+v %v", m, err)
 	}
 	topic := "persistent://public/quota/held"
-	tn := mustTopic(t, topic)
-	if err := ac.Topics().Create(tn, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := ac.Subscriptions().Create(tn, "slow", utils.Earliest); err != nil {
-		t.Fatal(err)
-	}
+	tn := subscribedTopic(t, ac, topic, "slow")
 	c := tb.client(t)
-	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true, SendTimeout: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := brokertest.Producer(t, c, pulsar.ProducerOptions{Topic: topic, DisableBatching: true, SendTimeout: -1})
 	payload := make([]byte, 100)
 	// Fill the backlog past 1000 bytes with acknowledged sends.
 	stored := 0
@@ -174,20 +165,11 @@ func TestPolicyMessageTTLMovesCursor(t *testing.T) {
 		t.Fatalf("ttl %d %v", ttl, err)
 	}
 	topic := "persistent://public/ttl/t"
-	tn := mustTopic(t, topic)
-	if err := ac.Topics().Create(tn, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := ac.Subscriptions().Create(tn, "s", utils.Earliest); err != nil {
-		t.Fatal(err)
-	}
+	tn := subscribedTopic(t, ac, topic, "s")
 	c := tb.client(t)
-	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := brokertest.Producer(t, c, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 	var last pulsar.MessageID
+	var err error
 	for range 5 {
 		if last, err = p.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte("x")}); err != nil {
 			t.Fatal(err)
@@ -216,16 +198,8 @@ func TestPolicyDeduplicationDropsResend(t *testing.T) {
 	}
 	topic := "persistent://public/dedup/t"
 	c := tb.client(t)
-	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "dd", DisableBatching: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	cons := brokertest.Consumer(t, c, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	p := brokertest.Producer(t, c, pulsar.ProducerOptions{Topic: topic, Name: "dd", DisableBatching: true})
 	for _, seq := range []int64{1, 2, 2, 1, 3} {
 		s := seq
 		if _, err := p.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte{byte('0' + seq)}, SequenceID: &s}); err != nil {
@@ -260,20 +234,12 @@ func TestPolicyMaxProducersConsumersAndAutoCreation(t *testing.T) {
 	}
 	c := tb.client(t)
 	topic := "persistent://public/lim/t"
-	p1, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p1.Close()
+	_ = brokertest.Producer(t, c, pulsar.ProducerOptions{Topic: topic})
 	if p2, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic}); err == nil {
 		p2.Close()
 		t.Fatal("second producer accepted over max_producers_per_topic=1")
 	}
-	c1, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c1.Close()
+	_ = brokertest.Consumer(t, c, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared})
 	if c2, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s2", Type: pulsar.Shared}); err == nil {
 		c2.Close()
 		t.Fatal("second consumer accepted over max_consumers_per_topic=1")
@@ -295,7 +261,7 @@ func TestPolicyMaxProducersConsumersAndAutoCreation(t *testing.T) {
 		t.Fatalf("auto-created partitions %+v %v", md, err)
 	}
 	// The HTTP-lookup client's metadata query auto-creates too.
-	if code, body := httpDo(t, tb, "GET", "/admin/v2/persistent/public/auto/q/partitions?checkAllowAutoCreation=true", ""); code != 200 || body != "{\"partitions\":2}\n" {
+	if code, body := httpDo(t, tb, "GET", "/admin/v2/persistent/public/auto/q/partitions?checkAllowAutoCreation=true", ""); code != 200 || body != `{"partitions":2}` {
 		t.Fatalf("HTTP partitions with auto creation: %d %q", code, body)
 	}
 	if err := ac.Namespaces().SetTopicAutoCreation(auto, utils.TopicAutoCreationConfig{Allow: false}); err != nil {
@@ -321,16 +287,8 @@ func TestPolicyRetentionKeepsAckedLedgersUntilLimit(t *testing.T) {
 	}
 	topic := "persistent://public/ret/t"
 	c := tb.client(t)
-	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	cons := brokertest.Consumer(t, c, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	p := brokertest.Producer(t, c, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 	payload := make([]byte, 100<<10)
 	sendAck := func(n int) {
 		for range n {
@@ -385,19 +343,9 @@ func TestPolicyMessageAgeQuotaHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	topic := "persistent://public/age/t"
-	tn := mustTopic(t, topic)
-	if err := ac.Topics().Create(tn, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := ac.Subscriptions().Create(tn, "slow", utils.Earliest); err != nil {
-		t.Fatal(err)
-	}
+	tn := subscribedTopic(t, ac, topic, "slow")
 	c := tb.client(t)
-	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true, SendTimeout: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := brokertest.Producer(t, c, pulsar.ProducerOptions{Topic: topic, DisableBatching: true, SendTimeout: -1})
 	if _, err := p.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte("old")}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,11 +3,12 @@ package admin
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
@@ -18,24 +19,42 @@ import (
 // that store (docs/geo-replication.md).
 
 func (a *API) registerReplicationRoutes(rt routeTable) {
-	rt.Handle("GET", "/admin/v2/clusters/{cluster}", a.httpGetCluster)
-	rt.Handle("PUT", "/admin/v2/clusters/{cluster}", a.httpPutCluster(true))
-	rt.Handle("POST", "/admin/v2/clusters/{cluster}", a.httpPutCluster(false))
-	rt.Handle("DELETE", "/admin/v2/clusters/{cluster}", a.httpDeleteCluster)
-	rt.Handle("GET", "/admin/v2/clusters/{cluster}/peers", a.httpClusterPeers)
-	rt.Handle("POST", "/admin/v2/clusters/{cluster}/peers", a.httpSetClusterPeers)
+	rt.Handle("GET", "/admin/v2/clusters/{cluster}", auth.AccessAny, a.clusterValue(func(cd policy.ClusterData) any { return cd }))
+	rt.Handle("PUT", "/admin/v2/clusters/{cluster}", auth.AccessSuperUser, a.httpPutCluster(true))
+	rt.Handle("POST", "/admin/v2/clusters/{cluster}", auth.AccessSuperUser, a.httpPutCluster(false))
+	rt.Handle("DELETE", "/admin/v2/clusters/{cluster}", auth.AccessSuperUser, a.httpDeleteCluster)
+	rt.Handle("GET", "/admin/v2/clusters/{cluster}/peers", auth.AccessSuperUser, a.clusterValue(func(cd policy.ClusterData) any { return cd.PeerClusterNames }))
+	rt.Handle("POST", "/admin/v2/clusters/{cluster}/peers", auth.AccessSuperUser, a.httpSetClusterPeers)
 	ns := "/admin/v2/namespaces/{tenant}/{ns}/replication"
-	rt.Handle("GET", ns, a.httpGetNsReplication)
-	rt.Handle("POST", ns, a.httpSetNsReplication)
-	rt.Handle("PUT", ns, a.httpSetNsReplication)
+	rt.Add(httpapi.Route{Method: "GET", Pattern: ns, Access: auth.AccessTenantAdmin, Response: []string{},
+		Handler: a.getPolicy(func(p *policy.Policies) any { return p.ReplicationClusters })})
+	setNs := a.onNamespace(func(w http.ResponseWriter, r *http.Request, ns string) {
+		tenant, _, _ := strings.Cut(ns, "/")
+		if list, ok := a.readClusters(w, r, tenant, "namespace ["+ns+"]"); ok {
+			a.replyDone(w, a.pol.Update(r.Context(), ns, func(pol *policy.Policies) error {
+				pol.ReplicationClusters = list
+				return nil
+			}))
+		}
+	})
+	rt.Handle("POST", ns, auth.AccessTenantAdmin, setNs)
+	rt.Handle("PUT", ns, auth.AccessTenantAdmin, setNs)
 	tp := "/admin/v2/{domain}/{tenant}/{ns}/{topic}/replication"
-	rt.Handle("GET", tp, a.httpGetTopicReplication)
-	rt.Handle("POST", tp, a.httpSetTopicReplication)
-	rt.Handle("PUT", tp, a.httpSetTopicReplication)
-	rt.Handle("DELETE", tp, a.httpDeleteTopicReplication)
+	rt.Handle("GET", tp, auth.AccessTenantAdmin, a.onPolicyTopic(a.getTopicReplication))
+	setTopic := a.onPolicyTopic(func(w http.ResponseWriter, r *http.Request, name, ns string) {
+		tenant, _, _ := strings.Cut(ns, "/")
+		if list, ok := a.readClusters(w, r, tenant, "topic ["+name+"]"); ok {
+			a.replyDone(w, a.pol.SetTopicReplicationClusters(r.Context(), name, list))
+		}
+	})
+	rt.Handle("POST", tp, auth.AccessTenantAdmin, setTopic)
+	rt.Handle("PUT", tp, auth.AccessTenantAdmin, setTopic)
+	rt.Handle("DELETE", tp, auth.AccessTenantAdmin, a.onPolicyTopic(func(w http.ResponseWriter, r *http.Request, name, _ string) {
+		a.replyDone(w, a.pol.SetTopicReplicationClusters(r.Context(), name, nil))
+	}))
 }
 
-func clusterError(w http.ResponseWriter, err error) {
+func (a *API) clusterError(w http.ResponseWriter, err error) {
 	var bad *policy.BadValueError
 	switch {
 	case errors.Is(err, policy.ErrClusterNotFound):
@@ -49,17 +68,8 @@ func clusterError(w http.ResponseWriter, err error) {
 	case errors.Is(err, policy.ErrNotEmpty):
 		writeError(w, http.StatusPreconditionFailed, err.Error())
 	default:
-		internalError(w, err)
+		a.internalError(w, err)
 	}
-}
-
-func (a *API) httpGetCluster(w http.ResponseWriter, r *http.Request, p params) {
-	cd, err := a.pol.Cluster(r.Context(), p["cluster"])
-	if err != nil {
-		clusterError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, cd)
 }
 
 func (a *API) httpPutCluster(create bool) handler {
@@ -79,7 +89,7 @@ func (a *API) httpPutCluster(create bool) handler {
 			return
 		}
 		if err := a.checkPeers(r.Context(), name, cd.PeerClusterNames); err != nil {
-			writeError(w, http.StatusPreconditionFailed, err.Error())
+			a.serviceError(w, err)
 			return
 		}
 		var err error
@@ -89,7 +99,7 @@ func (a *API) httpPutCluster(create bool) handler {
 			err = a.pol.UpdateCluster(r.Context(), name, *cd)
 		}
 		if err != nil {
-			clusterError(w, err)
+			a.clusterError(w, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
@@ -108,34 +118,25 @@ func (a *API) checkPeers(ctx context.Context, name string, peers []string) error
 	}
 	for _, pc := range peers {
 		if pc == name {
-			return fmt.Errorf("cluster %s cannot be its own peer", name)
+			return refuse(http.StatusPreconditionFailed, "cluster %s cannot be its own peer", name)
 		}
 		if !slices.Contains(cs, pc) {
-			return fmt.Errorf("peer cluster %s does not exist", pc)
+			return refuse(http.StatusPreconditionFailed, "peer cluster %s does not exist", pc)
 		}
 	}
 	return nil
 }
 
 func (a *API) httpDeleteCluster(w http.ResponseWriter, r *http.Request, p params) {
-	if p["cluster"] == a.svc.ClusterName() {
+	if p["cluster"] == a.node.ClusterName() {
 		writeError(w, http.StatusPreconditionFailed, "Cannot delete the local cluster "+p["cluster"])
 		return
 	}
 	if err := a.pol.DeleteCluster(r.Context(), p["cluster"]); err != nil {
-		clusterError(w, err)
+		a.clusterError(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-func (a *API) httpClusterPeers(w http.ResponseWriter, r *http.Request, p params) {
-	cd, err := a.pol.Cluster(r.Context(), p["cluster"])
-	if err != nil {
-		clusterError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, cd.PeerClusterNames)
 }
 
 func (a *API) httpSetClusterPeers(w http.ResponseWriter, r *http.Request, p params) {
@@ -146,52 +147,30 @@ func (a *API) httpSetClusterPeers(w http.ResponseWriter, r *http.Request, p para
 	}
 	cd, err := a.pol.Cluster(r.Context(), p["cluster"])
 	if err != nil {
-		clusterError(w, err)
+		a.clusterError(w, err)
 		return
 	}
 	if err := a.checkPeers(r.Context(), p["cluster"], peers); err != nil {
-		writeError(w, http.StatusPreconditionFailed, err.Error())
+		a.serviceError(w, err)
 		return
 	}
 	cd.PeerClusterNames = peers
 	if err := a.pol.UpdateCluster(r.Context(), p["cluster"], cd); err != nil {
-		clusterError(w, err)
+		a.clusterError(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
-
-func (a *API) httpGetNsReplication(w http.ResponseWriter, r *http.Request, p params) {
-	ns, ok := a.nsFromParams(w, r, p)
-	if !ok {
-		return
-	}
-	pol, err := a.pol.Get(r.Context(), ns)
-	if err != nil {
-		internalError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, pol.ReplicationClusters)
-}
-
-// replicationError is a refused replication cluster list: its status
-// and Pulsar's reason.
-type replicationError struct {
-	status int
-	msg    string
-}
-
-func (e *replicationError) Error() string { return e.msg }
 
 // checkReplicationClusters applies Pulsar's checks, in its order: not
 // empty, no "global", every cluster registered (403), no two peers of
 // each other (409), every cluster allowed for the tenant (403).
 func (a *API) checkReplicationClusters(ctx context.Context, tenant, what string, list []string) ([]string, error) {
 	if len(list) == 0 {
-		return nil, &replicationError{http.StatusPreconditionFailed, "ClusterIds should not be null or empty"}
+		return nil, refuse(http.StatusPreconditionFailed, "ClusterIds should not be null or empty")
 	}
 	if slices.Contains(list, policy.GlobalCluster) {
-		return nil, &replicationError{http.StatusPreconditionFailed, "Cannot specify global in the list of replication clusters"}
+		return nil, refuse(http.StatusPreconditionFailed, "Cannot specify global in the list of replication clusters")
 	}
 	out := slices.Clone(list)
 	slices.Sort(out)
@@ -202,7 +181,7 @@ func (a *API) checkReplicationClusters(ctx context.Context, tenant, what string,
 	}
 	for _, c := range out {
 		if !slices.Contains(known, c) {
-			return nil, &replicationError{http.StatusForbidden, "Invalid cluster id: " + c}
+			return nil, refuse(http.StatusForbidden, "Invalid cluster id: %s", c)
 		}
 	}
 	for _, c := range out {
@@ -212,7 +191,7 @@ func (a *API) checkReplicationClusters(ctx context.Context, tenant, what string,
 		}
 		for _, peer := range cd.PeerClusterNames {
 			if slices.Contains(out, peer) {
-				return nil, &replicationError{http.StatusConflict, fmt.Sprintf("Peer-cluster can't be part of replication-cluster: %s is a peer of %s", peer, c)}
+				return nil, refuse(http.StatusConflict, "Peer-cluster can't be part of replication-cluster: %s is a peer of %s", peer, c)
 			}
 		}
 	}
@@ -222,121 +201,80 @@ func (a *API) checkReplicationClusters(ctx context.Context, tenant, what string,
 	}
 	for _, c := range out {
 		if !slices.Contains(ti.AllowedClusters, c) {
-			return nil, &replicationError{http.StatusForbidden, fmt.Sprintf("Cluster [%s] is not in the list of allowed clusters list for %s", c, what)}
+			return nil, refuse(http.StatusForbidden, "Cluster [%s] is not in the list of allowed clusters list for %s", c, what)
 		}
 	}
 	return out, nil
 }
 
-func writeReplicationError(w http.ResponseWriter, err error) {
-	var re *replicationError
-	if errors.As(err, &re) {
-		writeError(w, re.status, re.msg)
-		return
+// clusterValue serves a GET of what a cluster's registration holds.
+func (a *API) clusterValue(get func(policy.ClusterData) any) handler {
+	return func(w http.ResponseWriter, r *http.Request, p params) {
+		cd, err := a.pol.Cluster(r.Context(), p["cluster"])
+		if err != nil {
+			a.clusterError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, get(cd))
 	}
-	serviceError(w, err)
 }
 
-func (a *API) httpSetNsReplication(w http.ResponseWriter, r *http.Request, p params) {
-	ns, ok := a.nsFromParams(w, r, p)
-	if !ok {
-		return
-	}
+// readClusters reads a replication-cluster list body and checks it
+// against the tenant's allowed clusters (what names the target in
+// errors).
+func (a *API) readClusters(w http.ResponseWriter, r *http.Request, tenant, what string) ([]string, bool) {
 	var list []string
 	if err := readJSONBody(r, &list); err != nil {
 		writeError(w, http.StatusBadRequest, "body must be a JSON array of cluster names")
-		return
+		return nil, false
 	}
-	list, err := a.checkReplicationClusters(r.Context(), p["tenant"], "namespace ["+ns+"]", list)
+	list, err := a.checkReplicationClusters(r.Context(), tenant, what, list)
 	if err != nil {
-		writeReplicationError(w, err)
-		return
+		a.serviceError(w, err)
+		return nil, false
 	}
-	err = a.pol.Update(r.Context(), ns, func(pol *policy.Policies) error {
-		pol.ReplicationClusters = list
-		return nil
-	})
-	if err != nil {
-		serviceError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	return list, true
 }
 
-// topicPolicyName returns the name topic-level policies are kept under:
-// a partition's parent.
-func (a *API) topicPolicyName(w http.ResponseWriter, r *http.Request, p params) (string, string, bool) {
-	full, ok := a.topicFromParams(w, r, p)
-	if !ok {
-		return "", "", false
+// getTopicReplication answers a topic's replication clusters: its own,
+// else (?applied=true) its namespace's, else none.
+func (a *API) getTopicReplication(w http.ResponseWriter, r *http.Request, name, ns string) {
+	rc, err := a.pol.TopicReplicationClusters(r.Context(), name)
+	switch {
+	case err != nil:
+		a.serviceError(w, err)
+	case rc != nil:
+		writeJSON(w, http.StatusOK, rc)
+	case r.URL.Query().Get("applied") != "true":
+		writeJSON(w, http.StatusOK, []string{})
+	default:
+		pol, err := a.pol.Get(r.Context(), ns)
+		if err != nil {
+			a.internalError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, pol.ReplicationClusters)
 	}
-	tn, err := broker.ParseTopicName(full)
-	if err != nil {
-		writeError(w, http.StatusPreconditionFailed, err.Error())
-		return "", "", false
+}
+
+// onPolicyTopic serves a route of a topic's topic-level policies: the
+// path's topic (a partition's are its partitioned topic's) and its
+// namespace.
+func (a *API) onPolicyTopic(f func(w http.ResponseWriter, r *http.Request, name, ns string)) handler {
+	return func(w http.ResponseWriter, r *http.Request, p params) {
+		if name, ns, ok := a.topicPolicyName(w, r, p); ok {
+			f(w, r, name, ns)
+		}
 	}
+}
+
+// topicPolicyName resolves the path's topic for its topic-level
+// policies: the name they are kept under (a partition's are its
+// partitioned topic's) and its namespace.
+func (a *API) topicPolicyName(w http.ResponseWriter, r *http.Request, p params) (name, ns string, ok bool) {
+	tn, ok := a.topicNameFromParams(w, r, p)
 	if tn.IsPartition() {
 		tn = tn.Parent()
 	}
-	return tn.String(), tn.NamespaceName(), true
-}
-
-func (a *API) httpGetTopicReplication(w http.ResponseWriter, r *http.Request, p params) {
-	name, ns, ok := a.topicPolicyName(w, r, p)
-	if !ok {
-		return
-	}
-	rc, err := a.pol.TopicReplicationClusters(r.Context(), name)
-	if err != nil {
-		serviceError(w, err)
-		return
-	}
-	if rc != nil {
-		writeJSON(w, http.StatusOK, rc)
-		return
-	}
-	if r.URL.Query().Get("applied") != "true" {
-		writeJSON(w, http.StatusOK, []string{})
-		return
-	}
-	pol, err := a.pol.Get(r.Context(), ns)
-	if err != nil {
-		internalError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, pol.ReplicationClusters)
-}
-
-func (a *API) httpSetTopicReplication(w http.ResponseWriter, r *http.Request, p params) {
-	name, _, ok := a.topicPolicyName(w, r, p)
-	if !ok {
-		return
-	}
-	var list []string
-	if err := readJSONBody(r, &list); err != nil {
-		writeError(w, http.StatusBadRequest, "body must be a JSON array of cluster names")
-		return
-	}
-	list, err := a.checkReplicationClusters(r.Context(), p["tenant"], "topic ["+name+"]", list)
-	if err != nil {
-		writeReplicationError(w, err)
-		return
-	}
-	if err := a.pol.SetTopicReplicationClusters(r.Context(), name, list); err != nil {
-		serviceError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (a *API) httpDeleteTopicReplication(w http.ResponseWriter, r *http.Request, p params) {
-	name, _, ok := a.topicPolicyName(w, r, p)
-	if !ok {
-		return
-	}
-	if err := a.pol.SetTopicReplicationClusters(r.Context(), name, nil); err != nil {
-		serviceError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	return tn.String(), tn.NamespaceName(), ok
 }

@@ -66,3 +66,21 @@ func TestHTTPSchemaRegistry(t *testing.T) {
 	expect("GET", base+"schema", "", 404, "reason")
 	expect("GET", base+"schemas", "", 200, `"getSchemaResponses":[]`)
 }
+
+// TestSchemaRoutesWithoutRegistry: on a broker without a schema registry
+// every schema route answers 503 (and nothing panics on the nil role).
+func TestSchemaRoutesWithoutRegistry(t *testing.T) {
+	tb := startBrokerOpts(t, brokerOpts{noSchemas: true})
+	base := "/admin/v2/schemas/public/default/noreg/"
+	strat := "/admin/v2/persistent/public/default/noreg/schemaCompatibilityStrategy"
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", base + "schema", ""}, {"GET", base + "schema/0", ""}, {"GET", base + "schemas", ""},
+		{"POST", base + "schema", schemaBody(`{"type":"string"}`)}, {"POST", base + "compatibility", schemaBody(`{"type":"string"}`)},
+		{"POST", base + "version", schemaBody(`{"type":"string"}`)}, {"DELETE", base + "schema", ""},
+		{"GET", strat, ""}, {"PUT", strat, `"FULL"`}, {"POST", strat, `"FULL"`}, {"DELETE", strat, ""},
+	} {
+		if code, out := httpDo(t, tb, c.method, c.path, c.body); code != 503 || !strings.Contains(out, "schema registry") {
+			t.Fatalf("%s %s: %d %s, want 503", c.method, c.path, code, out)
+		}
+	}
+}

@@ -7,7 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/schema"
 )
 
@@ -24,20 +25,46 @@ import (
 // An upload refused by the compatibility strategy answers 409, a
 // malformed schema 422. The per-topic strategy override is
 // {GET,PUT,DELETE} /admin/v2/{domain}/{tenant}/{ns}/{topic}/schemaCompatibilityStrategy.
+// Without a registry (Deps.Schemas nil) every one answers 503.
 func (a *API) registerSchemaRoutes(rt routeTable) {
 	const base = "/admin/v2/schemas/{tenant}/{ns}/{topic}/"
-	rt.Handle("GET", base+"schema", a.httpGetSchema)
-	rt.Handle("GET", base+"schema/{version}", a.httpGetSchema)
-	rt.Handle("GET", base+"schemas", a.httpGetSchemas)
-	rt.Handle("POST", base+"schema", a.httpPostSchema)
-	rt.Handle("POST", base+"compatibility", a.httpTestSchema)
-	rt.Handle("POST", base+"version", a.httpSchemaVersion)
-	rt.Handle("DELETE", base+"schema", a.httpDeleteSchema)
+	rt.Handle("GET", base+"schema", auth.AccessTopicLookup, a.registry(a.httpGetSchema))
+	rt.Handle("GET", base+"schema/{version}", auth.AccessTopicLookup, a.registry(a.httpGetSchema))
+	rt.Handle("GET", base+"schemas", auth.AccessTenantAdmin, a.onSchemaTopic(func(w http.ResponseWriter, r *http.Request, topic string) {
+		all, err := a.schemas.Schemas(r.Context(), topic)
+		out := make([]map[string]any, 0, len(all))
+		for _, si := range all {
+			out = append(out, schemaJSON(si))
+		}
+		a.reply(w, map[string]any{"getSchemaResponses": out}, err)
+	}))
+	rt.Add(httpapi.Route{Method: "POST", Pattern: base + "schema", Access: auth.AccessTenantAdmin, MaxBody: httpapi.MaxSchemaBody,
+		Request: schemaPayload{}, Response: map[string]int64{}, Handler: a.withSchema(a.postSchema)})
+	rt.Add(httpapi.Route{Method: "POST", Pattern: base + "compatibility", Access: auth.AccessTenantAdmin, MaxBody: httpapi.MaxSchemaBody,
+		Request: schemaPayload{}, Handler: a.withSchema(a.testSchema)})
+	rt.Add(httpapi.Route{Method: "POST", Pattern: base + "version", Access: auth.AccessTenantAdmin, MaxBody: httpapi.MaxSchemaBody,
+		Request: schemaPayload{}, Response: map[string]int64{}, Handler: a.withSchema(a.schemaVersion)})
+	rt.Handle("DELETE", base+"schema", auth.AccessTenantAdmin, a.onSchemaTopic(func(w http.ResponseWriter, r *http.Request, topic string) {
+		v, err := a.schemas.DeleteSchema(r.Context(), topic)
+		a.reply(w, map[string]int64{"version": v}, err)
+	}))
 	const tp = "/admin/v2/{domain}/{tenant}/{ns}/{topic}/schemaCompatibilityStrategy"
-	rt.Handle("GET", tp, a.httpGetTopicStrategy)
-	rt.Handle("PUT", tp, a.httpSetTopicStrategy)
-	rt.Handle("POST", tp, a.httpSetTopicStrategy)
-	rt.Handle("DELETE", tp, a.httpSetTopicStrategy)
+	rt.Handle("GET", tp, auth.AccessTenantAdmin, a.registry(a.httpGetTopicStrategy))
+	rt.Handle("PUT", tp, auth.AccessTenantAdmin, a.registry(a.httpSetTopicStrategy))
+	rt.Handle("POST", tp, auth.AccessTenantAdmin, a.registry(a.httpSetTopicStrategy))
+	rt.Handle("DELETE", tp, auth.AccessTenantAdmin, a.registry(a.httpSetTopicStrategy))
+}
+
+// registry serves a schema route, or 503 on a broker without a schema
+// registry.
+func (a *API) registry(h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request, p params) {
+		if a.schemas == nil {
+			writeError(w, http.StatusServiceUnavailable, "This broker runs without a schema registry")
+			return
+		}
+		h(w, r, p)
+	}
 }
 
 // schemaTypeName is the HTTP type string of a type value (NONE is BYTES
@@ -60,30 +87,30 @@ func schemaTypeValue(s string) (int32, bool) {
 // schemaTopic canonicalises the path's topic (schemas are addressed
 // without a domain: persistent).
 func schemaTopic(w http.ResponseWriter, p params) (string, bool) {
-	tn, ok := broker.TopicFromParams(w, params{"domain": "persistent", "tenant": p["tenant"], "ns": p["ns"], "topic": p["topic"]})
+	tn, ok := topicParams(w, params{"domain": "persistent", "tenant": p["tenant"], "ns": p["ns"], "topic": p["topic"]})
 	return tn.String(), ok
 }
 
-func schemaJSON(si broker.SchemaInfo) map[string]any {
+func schemaJSON(si schema.Version) map[string]any {
 	props := si.Properties
 	if props == nil {
 		props = map[string]string{}
 	}
 	return map[string]any{
-		"version": si.Version, "type": schemaTypeName(si.Type), "timestamp": si.Timestamp,
+		"version": si.Number, "type": schemaTypeName(si.Type), "timestamp": si.Timestamp,
 		"data": string(si.Data), "properties": props,
 	}
 }
 
 // schemaError answers a registry error: 409 incompatible, 422 invalid.
-func schemaError(w http.ResponseWriter, err error) {
+func (a *API) schemaError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, schema.ErrIncompatible):
 		writeError(w, http.StatusConflict, err.Error())
 	case errors.Is(err, schema.ErrInvalid):
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 	default:
-		serviceError(w, err)
+		a.serviceError(w, err)
 	}
 }
 
@@ -101,9 +128,9 @@ func (a *API) httpGetSchema(w http.ResponseWriter, r *http.Request, p params) {
 		}
 		v = n
 	}
-	si, found, err := a.svc.Schema(r.Context(), topic, v)
+	si, found, err := a.schemas.Schema(r.Context(), topic, v)
 	if err != nil {
-		internalError(w, err)
+		a.internalError(w, err)
 		return
 	}
 	if !found {
@@ -113,73 +140,47 @@ func (a *API) httpGetSchema(w http.ResponseWriter, r *http.Request, p params) {
 	writeJSON(w, http.StatusOK, schemaJSON(si))
 }
 
-func (a *API) httpGetSchemas(w http.ResponseWriter, r *http.Request, p params) {
-	topic, ok := schemaTopic(w, p)
-	if !ok {
-		return
-	}
-	all, err := a.svc.Schemas(r.Context(), topic)
-	if err != nil {
-		internalError(w, err)
-		return
-	}
-	out := make([]map[string]any, 0, len(all))
-	for _, si := range all {
-		out = append(out, schemaJSON(si))
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"getSchemaResponses": out})
+// schemaPayload is Pulsar's PostSchemaPayload.
+type schemaPayload struct {
+	Type       string            `json:"type"`
+	Schema     string            `json:"schema"`
+	Properties map[string]string `json:"properties"`
 }
 
-// readSchemaBody decodes Pulsar's PostSchemaPayload.
-func readSchemaBody(w http.ResponseWriter, r *http.Request) (broker.SchemaInfo, bool) {
-	var body struct {
-		Type       string            `json:"type"`
-		Schema     string            `json:"schema"`
-		Properties map[string]string `json:"properties"`
-	}
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 16<<20)).Decode(&body); err != nil {
-		writeError(w, http.StatusBadRequest, "bad schema body: "+err.Error())
-		return broker.SchemaInfo{}, false
-	}
-	typ, ok := schemaTypeValue(body.Type)
-	if !ok {
-		writeError(w, http.StatusBadRequest, "unknown schema type "+strconv.Quote(body.Type))
-		return broker.SchemaInfo{}, false
-	}
-	return broker.SchemaInfo{Type: typ, Data: []byte(body.Schema), Properties: body.Properties}, true
+// onSchemaTopic serves a route of one topic's schemas.
+func (a *API) onSchemaTopic(f func(w http.ResponseWriter, r *http.Request, topic string)) handler {
+	return a.registry(func(w http.ResponseWriter, r *http.Request, p params) {
+		if topic, ok := schemaTopic(w, p); ok {
+			f(w, r, topic)
+		}
+	})
 }
 
-func (a *API) httpPostSchema(w http.ResponseWriter, r *http.Request, p params) {
-	topic, ok := schemaTopic(w, p)
-	if !ok {
-		return
-	}
-	si, ok := readSchemaBody(w, r)
-	if !ok {
-		return
-	}
-	v, err := a.svc.CreateSchema(r.Context(), topic, si)
+// withSchema serves a route that takes a schema upload on one topic.
+func (a *API) withSchema(f func(w http.ResponseWriter, r *http.Request, topic string, si schema.Info)) handler {
+	return a.onSchemaTopic(func(w http.ResponseWriter, r *http.Request, topic string) {
+		if si, ok := readSchemaBody(w, r); ok {
+			f(w, r, topic, si)
+		}
+	})
+}
+
+func (a *API) postSchema(w http.ResponseWriter, r *http.Request, topic string, si schema.Info) {
+	v, err := a.schemas.CreateSchema(r.Context(), topic, si)
 	if err != nil {
-		schemaError(w, err)
+		a.schemaError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]int64{"version": v})
 }
 
-func (a *API) httpTestSchema(w http.ResponseWriter, r *http.Request, p params) {
-	topic, ok := schemaTopic(w, p)
-	if !ok {
-		return
-	}
-	si, ok := readSchemaBody(w, r)
-	if !ok {
-		return
-	}
-	st, err := a.svc.TestSchema(r.Context(), topic, si)
+// testSchema answers whether the upload would be accepted, and why not.
+func (a *API) testSchema(w http.ResponseWriter, r *http.Request, topic string, si schema.Info) {
+	st, err := a.schemas.TestSchema(r.Context(), topic, si)
 	resp := map[string]any{"compatibility": err == nil, "schemaCompatibilityStrategy": st}
 	if err != nil {
 		if !errors.Is(err, schema.ErrIncompatible) && !errors.Is(err, schema.ErrInvalid) {
-			serviceError(w, err)
+			a.serviceError(w, err)
 			return
 		}
 		resp["reason"] = err.Error()
@@ -187,50 +188,44 @@ func (a *API) httpTestSchema(w http.ResponseWriter, r *http.Request, p params) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-func (a *API) httpSchemaVersion(w http.ResponseWriter, r *http.Request, p params) {
-	topic, ok := schemaTopic(w, p)
-	if !ok {
-		return
-	}
-	si, ok := readSchemaBody(w, r)
-	if !ok {
-		return
-	}
-	v, found, err := a.svc.SchemaVersion(r.Context(), topic, si)
-	if err != nil {
-		serviceError(w, err)
-		return
-	}
-	if !found {
+// schemaVersion answers the version of a live schema equal to the upload.
+func (a *API) schemaVersion(w http.ResponseWriter, r *http.Request, topic string, si schema.Info) {
+	v, found, err := a.schemas.SchemaVersion(r.Context(), topic, si)
+	switch {
+	case err != nil:
+		a.serviceError(w, err)
+	case !found:
 		writeError(w, http.StatusNotFound, "Not found schema")
-		return
+	default:
+		writeJSON(w, http.StatusOK, map[string]int64{"version": v})
 	}
-	writeJSON(w, http.StatusOK, map[string]int64{"version": v})
 }
 
-func (a *API) httpDeleteSchema(w http.ResponseWriter, r *http.Request, p params) {
-	topic, ok := schemaTopic(w, p)
+// readSchemaBody decodes Pulsar's PostSchemaPayload.
+func readSchemaBody(w http.ResponseWriter, r *http.Request) (schema.Info, bool) {
+	var body schemaPayload
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		writeError(w, http.StatusBadRequest, "bad schema body: "+err.Error())
+		return schema.Info{}, false
+	}
+	typ, ok := schemaTypeValue(body.Type)
 	if !ok {
-		return
+		writeError(w, http.StatusBadRequest, "unknown schema type "+strconv.Quote(body.Type))
+		return schema.Info{}, false
 	}
-	v, err := a.svc.DeleteSchema(r.Context(), topic)
-	if err != nil {
-		internalError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]int64{"version": v})
+	return schema.Info{Type: typ, Data: []byte(body.Schema), Properties: body.Properties}, true
 }
 
 // httpGetTopicStrategy answers the topic's override (JSON null when
 // none) or, with ?applied=true, the strategy in effect.
 func (a *API) httpGetTopicStrategy(w http.ResponseWriter, r *http.Request, p params) {
-	tn, ok := broker.TopicFromParams(w, p)
+	tn, ok := topicParams(w, p)
 	if !ok {
 		return
 	}
-	over, eff, err := a.svc.TopicSchemaStrategy(r.Context(), tn.String())
+	over, eff, err := a.schemas.TopicSchemaStrategy(r.Context(), tn.String())
 	if err != nil {
-		serviceError(w, err)
+		a.serviceError(w, err)
 		return
 	}
 	if r.URL.Query().Get("applied") == "true" {
@@ -245,7 +240,7 @@ func (a *API) httpGetTopicStrategy(w http.ResponseWriter, r *http.Request, p par
 }
 
 func (a *API) httpSetTopicStrategy(w http.ResponseWriter, r *http.Request, p params) {
-	tn, ok := broker.TopicFromParams(w, p)
+	tn, ok := topicParams(w, p)
 	if !ok {
 		return
 	}
@@ -256,12 +251,12 @@ func (a *API) httpSetTopicStrategy(w http.ResponseWriter, r *http.Request, p par
 			return
 		}
 	}
-	if err := a.svc.SetTopicSchemaStrategy(r.Context(), tn.String(), st); err != nil {
+	if err := a.schemas.SetTopicSchemaStrategy(r.Context(), tn.String(), st); err != nil {
 		if errors.Is(err, schema.ErrInvalid) {
 			writeError(w, http.StatusPreconditionFailed, err.Error())
 			return
 		}
-		serviceError(w, err)
+		a.serviceError(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/brokertest"
 	"github.com/magnetar-mq/magnetar/internal/testcert"
 )
 
@@ -34,12 +35,8 @@ type secAdmin struct {
 func startSecAdmin(t *testing.T) *secAdmin {
 	t.Helper()
 	k, _ := auth.NewSecretKey("HS256")
-	sc := auth.DefaultConfig()
-	sc.AuthenticationEnabled, sc.AuthorizationEnabled = true, true
-	sc.AuthenticationProviders = []string{"token"}
-	sc.TokenSecretKey = "data:;base64," + base64.StdEncoding.EncodeToString(k)
-	sc.SuperUserRoles = []string{"root"}
-	s := &secAdmin{testBroker: startBroker(t, func(c *broker.Config) { c.Security = &sc }), key: k}
+	sc := tokenSecurity(k)
+	s := &secAdmin{testBroker: startBroker(t, func(c *broker.Config) { c.Security = sc }), key: k}
 	s.call(t, "root", "PUT", "/admin/v2/tenants/acme", `{"adminRoles":["acme-admin"],"allowedClusters":["standalone"]}`, 204)
 	s.call(t, "acme-admin", "PUT", "/admin/v2/namespaces/acme/ns", "", 204)
 	return s
@@ -53,25 +50,23 @@ func (s *secAdmin) token(t testing.TB, role string) string {
 	return tok
 }
 
+// do sends a request as role ("": no credentials).
+func (s *secAdmin) do(t testing.TB, role, method, path, body string) (int, string) {
+	t.Helper()
+	authz := ""
+	if role != "" {
+		authz = "Bearer " + s.token(t, role)
+	}
+	return httpDoAs(t, s.testBroker, authz, method, path, body)
+}
+
 func (s *secAdmin) call(t testing.TB, role, method, path, body string, want int) string {
 	t.Helper()
-	req, _ := http.NewRequest(method, "http://"+s.HTTPAddr()+path, strings.NewReader(body))
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
+	code, b := s.do(t, role, method, path, body)
+	if code != want {
+		t.Fatalf("%s %s as %q: %d %s, want %d", method, path, role, code, b, want)
 	}
-	if role != "" {
-		req.Header.Set("Authorization", "Bearer "+s.token(t, role))
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		t.Fatalf("%s %s as %q: %d %s, want %d", method, path, role, resp.StatusCode, b, want)
-	}
-	return string(b)
+	return b
 }
 
 func (s *secAdmin) produce(t *testing.T, role, topic, payload string) pulsar.MessageID {
@@ -82,11 +77,7 @@ func (s *secAdmin) produce(t *testing.T, role, topic, payload string) pulsar.Mes
 		t.Fatal(err)
 	}
 	defer c.Close()
-	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := brokertest.Producer(t, c, pulsar.ProducerOptions{Topic: topic})
 	id, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte(payload)})
 	if err != nil {
 		t.Fatal(err)
@@ -178,59 +169,51 @@ func TestSecurityHTTPServiceURL(t *testing.T) {
 	}
 }
 
-type recordRoutes struct{ routes [][2]string }
-
-func (r *recordRoutes) Handle(method, pattern string, _ broker.HandlerFunc) {
-	r.routes = append(r.routes, [2]string{method, pattern})
+// httpsBroker is a broker on HTTPS (and pulsar+ssl) with token, basic
+// (root:123456) and TLS-certificate authentication, authorization and
+// superuser root; root and bob hold client certificates of the CA.
+type httpsBroker struct {
+	*testBroker
+	caFile    string
+	root, bob *testcert.Pair
+	key       []byte
 }
 
-// TestEveryRouteHasARule: every admin endpoint has an explicit entry in
-// auth.Rules (Pulsar CVE-2024-28098/29834: an operation→permission entry
-// per endpoint). An endpoint without one would need a superuser; add it
-// to the table with the access it should have.
-func TestEveryRouteHasARule(t *testing.T) {
-	tb := startBroker(t, nil)
-	var rr recordRoutes
-	Register(&rr, tb.Broker)
-	fill := strings.NewReplacer("{domain}", "persistent", "{tenant}", "t", "{ns}", "ns", "{topic}", "x", "{sub}", "s",
-		"{cluster}", "c", "{ledger}", "1", "{entry}", "0", "{n}", "1", "{sec}", "1", "{ts}", "1", "{version}", "0", "{role}", "r")
-	if len(rr.routes) < 50 {
-		t.Fatalf("only %d routes recorded", len(rr.routes))
-	}
-	for _, r := range rr.routes {
-		if m := auth.Classify(auth.Rules, r[0], fill.Replace(r[1])); m.Rule == "" {
-			t.Errorf("%s %s has no rule in auth.Rules", r[0], r[1])
-		}
-	}
+func startHTTPSBroker(t *testing.T) *httpsBroker {
+	t.Helper()
+	dir := t.TempDir()
+	ca, _ := testcert.NewCA("https CA")
+	caFile, _ := ca.WriteCA(dir, "ca.pem")
+	srv, _ := ca.Server("localhost", []string{"localhost"}, nil)
+	srv.Write(dir, "srv")
+	h := &httpsBroker{caFile: caFile}
+	h.root, _ = ca.Client("root")
+	h.root.Write(dir, "root")
+	h.bob, _ = ca.Client("bob")
+	h.bob.Write(dir, "bob")
+	h.key, _ = auth.NewSecretKey("HS256")
+	hash, _ := bcrypt.GenerateFromPassword([]byte("123456"), bcrypt.MinCost)
+	htpasswd := filepath.Join(dir, "htpasswd")
+	os.WriteFile(htpasswd, []byte("root:"+string(hash)+"\n"), 0o600)
+	sc := tokenSecurity(h.key)
+	sc.AuthenticationProviders = []string{"token", "basic", "tls"}
+	sc.BasicAuthConf = htpasswd
+	sc.TLSCertificateFilePath, sc.TLSKeyFilePath, sc.TLSTrustCertsFilePath = srv.CertFile, srv.KeyFile, caFile
+	h.testBroker = startBroker(t, func(c *broker.Config) {
+		c.Security = sc
+		c.TLSHTTPAddr, c.TLSServiceAddr, c.AdvertisedHost = "127.0.0.1:0", "127.0.0.1:0", "localhost"
+	})
+	return h
 }
 
 // TestSecurityPulsarAdminHTTPS: pulsar-client-go's pulsaradmin over HTTPS
 // with each provider it has: token and TLS client certificate (it has no
-// basic provider; basic over HTTPS is in broker.TestSecHTTPSProviders);
+// basic provider; basic over HTTPS is in TestSecurityHTTPSProviders);
 // a role without rights gets a 403 with a reason, bad or no credentials
 // a 401.
 func TestSecurityPulsarAdminHTTPS(t *testing.T) {
-	dir := t.TempDir()
-	ca, _ := testcert.NewCA("pulsaradmin CA")
-	caFile, _ := ca.WriteCA(dir, "ca.pem")
-	srv, _ := ca.Server("localhost", []string{"localhost"}, nil)
-	srv.Write(dir, "srv")
-	rootCert, _ := ca.Client("root")
-	rootCert.Write(dir, "root")
-	bobCert, _ := ca.Client("bob")
-	bobCert.Write(dir, "bob")
-	k, _ := auth.NewSecretKey("HS256")
-	hash, _ := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
-	htpasswd := filepath.Join(dir, "htpasswd")
-	os.WriteFile(htpasswd, []byte("root:"+string(hash)+"\n"), 0o600)
-	sc := auth.DefaultConfig()
-	sc.AuthenticationEnabled, sc.AuthorizationEnabled = true, true
-	sc.AuthenticationProviders = []string{"token", "basic", "tls"}
-	sc.TokenSecretKey = "data:;base64," + base64.StdEncoding.EncodeToString(k)
-	sc.BasicAuthConf = htpasswd
-	sc.SuperUserRoles = []string{"root"}
-	sc.TLSCertificateFilePath, sc.TLSKeyFilePath, sc.TLSTrustCertsFilePath = srv.CertFile, srv.KeyFile, caFile
-	tb := startBroker(t, func(c *broker.Config) { c.Security = &sc; c.TLSHTTPAddr = "127.0.0.1:0" })
+	h := startHTTPSBroker(t)
+	tb, caFile, rootCert, bobCert, k := h.testBroker, h.caFile, h.root, h.bob, h.key
 	_, port, _ := net.SplitHostPort(tb.TLSHTTPAddr())
 	url := "https://localhost:" + port
 	rootTok, _ := auth.CreateToken(k, auth.TokenSpec{Subject: "root"})
@@ -266,5 +249,67 @@ func TestSecurityPulsarAdminHTTPS(t *testing.T) {
 		if err := list(c.cfg); err == nil || !strings.Contains(err.Error(), c.code) {
 			t.Errorf("%s: %v, want %s", name, err, c.code)
 		}
+	}
+}
+
+// TestSecurityHTTPSProviders: the HTTP lookup over HTTPS with each
+// provider (token, basic, TLS client certificate): 200 for a role that
+// may look the topic up, 403 for one that may not, 401 for bad
+// credentials; the answer carries the TLS URLs; a client that does not
+// trust the CA fails the handshake.
+func TestSecurityHTTPSProviders(t *testing.T) {
+	h := startHTTPSBroker(t)
+	tb, caFile, rootCert, bobCert, k := h.testBroker, h.caFile, h.root, h.bob, h.key
+	_, port, _ := net.SplitHostPort(tb.TLSHTTPAddr())
+	url := "https://localhost:" + port + "/lookup/v2/topic/persistent/public/default/x"
+	client := func(cert *testcert.Pair) *http.Client {
+		var cf, kf string
+		if cert != nil {
+			cf, kf = cert.CertFile, cert.KeyFile
+		}
+		cfg, err := auth.ClientTLS(caFile, cf, kf, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 10 * time.Second}
+	}
+	get := func(hc *http.Client, authz string) (int, string) {
+		req, _ := http.NewRequest("GET", url, nil)
+		if authz != "" {
+			req.Header.Set("Authorization", authz)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	rootTok, _ := auth.CreateToken(k, auth.TokenSpec{Subject: "root"})
+	basic := func(user, pw string) string {
+		return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pw))
+	}
+	for name, c := range map[string]struct {
+		hc    *http.Client
+		authz string
+		want  int
+	}{
+		"token":        {client(nil), "Bearer " + rootTok, 200},
+		"basic":        {client(nil), basic("root", "123456"), 200},
+		"bad password": {client(nil), basic("root", "nope"), 401},
+		"root cert":    {client(rootCert), "", 200},
+		"bob cert":     {client(bobCert), "", 403},
+	} {
+		code, body := get(c.hc, c.authz)
+		if code != c.want {
+			t.Errorf("%s: %d %s, want %d", name, code, body, c.want)
+		}
+		if code == 200 && (!strings.Contains(body, `"brokerUrlTls":"pulsar+ssl://localhost:`) || !strings.Contains(body, `"httpUrlTls":"https://localhost:`)) {
+			t.Errorf("%s: lookup answer %s", name, body)
+		}
+	}
+	if _, err := (&http.Client{Timeout: 5 * time.Second}).Get(url); err == nil {
+		t.Fatal("a client that does not trust the CA was served")
 	}
 }

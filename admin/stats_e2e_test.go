@@ -13,6 +13,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/brokertest"
 )
 
 // TestE2EStatsRates: a producer paced at a known rate and a consumer keeping
@@ -26,16 +27,8 @@ func TestE2EStatsRates(t *testing.T) {
 	tb := startBroker(t, func(c *broker.Config) { c.StatsUpdateInterval = 2 * time.Second })
 	cl := tb.client(t)
 	topic := "persistent://public/default/" + uniqueName("stats")
-	c, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	c := brokertest.Consumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	p := brokertest.Producer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 	const rate = 200.0
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -66,7 +59,7 @@ func TestE2EStatsRates(t *testing.T) {
 	// The measurement period: the last full window must lie entirely
 	// after the producer and consumer reached their pace.
 	time.Sleep(7 * time.Second)
-	resp, err := http.Get("http://" + tb.HTTPAddr() + "/admin/v2/persistent/" + strings.TrimPrefix(topic, "persistent://") + "/stats")
+	resp, err := http.Get(tb.web + adminPath(topic) + "/stats")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,9 +102,7 @@ func TestE2EStatsCountersStoredOnly(t *testing.T) {
 	t.Parallel()
 	tb := startBroker(t, nil)
 	cl := tb.client(t)
-	topic := "persistent://public/default/" + uniqueName("count")
-	rest := "/admin/v2/persistent/" + strings.TrimPrefix(topic, "persistent://")
-	mustHTTP(t, tb, "PUT", rest, "", http.StatusNoContent)
+	topic, rest := newTopic(t, tb, "count")
 	mustHTTP(t, tb, "POST", rest+"/deduplicationEnabled", "true", http.StatusNoContent)
 	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "fixed", DisableBatching: true})
 	if err != nil {
@@ -179,7 +170,7 @@ func TestE2EStatsCountersStoredOnly(t *testing.T) {
 func TestE2EMetricsWithoutClients(t *testing.T) {
 	t.Parallel()
 	tb := startBroker(t, nil)
-	resp, err := http.Get("http://" + tb.HTTPAddr() + "/metrics")
+	resp, err := http.Get(tb.web + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +194,7 @@ func TestE2EMetricsWithoutClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	resp, err = http.Get("http://" + tb.HTTPAddr() + "/metrics")
+	resp, err = http.Get(tb.web + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,16 +215,8 @@ func TestE2EStatsEarliestInBacklog(t *testing.T) {
 	tb := startBroker(t, nil)
 	cl := tb.client(t)
 	topic := "persistent://public/default/" + uniqueName("earliest")
-	c, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	c := brokertest.Consumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	p := brokertest.Producer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 	for i := 0; i < 3; i++ {
 		if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("x")}); err != nil {
 			t.Fatal(err)

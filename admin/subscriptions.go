@@ -3,64 +3,65 @@ package admin
 import (
 	"errors"
 	"fmt"
-	"github.com/magnetar-mq/magnetar/policy"
 	"math"
 	"net/http"
 	"strconv"
 
+	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/policy"
 )
 
 func (a *API) registerSubscriptionRoutes(rt routeTable) {
 	const sp = "/admin/v2/{domain}/{tenant}/{ns}/{topic}/subscription/{sub}"
-	rt.Handle("PUT", sp, a.httpCreateSubscription)
-	rt.Handle("DELETE", sp, a.httpDeleteSubscription)
-	rt.Handle("POST", sp+"/replicatedSubscriptionStatus", func(w http.ResponseWriter, r *http.Request, p params) {
+	rt.Handle("PUT", sp, auth.AccessTenantAdmin, a.httpCreateSubscription)
+	rt.Handle("DELETE", sp, auth.AccessTopicConsume, a.httpDeleteSubscription)
+	rt.Handle("POST", sp+"/replicatedSubscriptionStatus", auth.AccessTenantAdmin, func(w http.ResponseWriter, r *http.Request, p params) {
 		var on *bool
 		if err := readJSONBody(r, &on); err != nil || on == nil {
 			writeError(w, http.StatusBadRequest, "body must be true or false")
 			return
 		}
 		a.forEachTarget(w, r, p, func(topic string) error {
-			return a.svc.SetReplicatedSubscription(r.Context(), topic, p["sub"], *on)
+			return a.subs.SetReplicatedSubscription(r.Context(), topic, p["sub"], *on)
 		})
 	})
-	rt.Handle("POST", sp+"/skip/{n}", func(w http.ResponseWriter, r *http.Request, p params) {
+	rt.Handle("POST", sp+"/skip/{n}", auth.AccessTopicConsume, func(w http.ResponseWriter, r *http.Request, p params) {
 		n, err := strconv.ParseInt(p["n"], 10, 64)
 		if err != nil || n < 0 {
 			writeError(w, http.StatusBadRequest, "skip count must be a non-negative integer")
 			return
 		}
-		a.forEachTarget(w, r, p, func(topic string) error { return a.svc.SkipMessages(r.Context(), topic, p["sub"], n) })
+		a.forEachTarget(w, r, p, func(topic string) error { return a.subs.SkipMessages(r.Context(), topic, p["sub"], n) })
 	})
-	rt.Handle("POST", sp+"/skip_all", func(w http.ResponseWriter, r *http.Request, p params) {
-		a.forEachTarget(w, r, p, func(topic string) error { return a.svc.SkipMessages(r.Context(), topic, p["sub"], -1) })
+	rt.Handle("POST", sp+"/skip_all", auth.AccessTopicConsume, func(w http.ResponseWriter, r *http.Request, p params) {
+		a.forEachTarget(w, r, p, func(topic string) error { return a.subs.SkipMessages(r.Context(), topic, p["sub"], -1) })
 	})
-	rt.Handle("POST", sp+"/expireMessages/{sec}", func(w http.ResponseWriter, r *http.Request, p params) {
+	rt.Handle("POST", sp+"/expireMessages/{sec}", auth.AccessTopicConsume, func(w http.ResponseWriter, r *http.Request, p params) {
 		sec, ok := expirySeconds(w, p)
 		if !ok {
 			return
 		}
-		a.forEachTarget(w, r, p, func(topic string) error { return a.svc.ExpireMessages(r.Context(), topic, p["sub"], sec) })
+		a.forEachTarget(w, r, p, func(topic string) error { return a.subs.ExpireMessages(r.Context(), topic, p["sub"], sec) })
 	})
-	rt.Handle("POST", "/admin/v2/{domain}/{tenant}/{ns}/{topic}/all_subscription/expireMessages/{sec}", func(w http.ResponseWriter, r *http.Request, p params) {
+	rt.Handle("POST", "/admin/v2/{domain}/{tenant}/{ns}/{topic}/all_subscription/expireMessages/{sec}", auth.AccessTopicConsume, func(w http.ResponseWriter, r *http.Request, p params) {
 		sec, ok := expirySeconds(w, p)
 		if !ok {
 			return
 		}
-		a.forEachTarget(w, r, p, func(topic string) error { return a.svc.ExpireMessages(r.Context(), topic, "", sec) })
+		a.forEachTarget(w, r, p, func(topic string) error { return a.subs.ExpireMessages(r.Context(), topic, "", sec) })
 	})
-	rt.Handle("POST", sp+"/resetcursor/{ts}", func(w http.ResponseWriter, r *http.Request, p params) {
+	rt.Handle("POST", sp+"/resetcursor/{ts}", auth.AccessTopicConsume, func(w http.ResponseWriter, r *http.Request, p params) {
 		ts, err := strconv.ParseInt(p["ts"], 10, 64)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, "timestamp must be an integer (ms)")
 			return
 		}
 		a.forEachTarget(w, r, p, func(topic string) error {
-			return a.svc.ResetCursor(r.Context(), topic, p["sub"], broker.MessageID{}, true, ts)
+			return a.subs.ResetCursor(r.Context(), topic, p["sub"], broker.MessageID{}, true, ts)
 		})
 	})
-	rt.Handle("POST", sp+"/resetcursor", func(w http.ResponseWriter, r *http.Request, p params) {
+	rt.Handle("POST", sp+"/resetcursor", auth.AccessTopicConsume, func(w http.ResponseWriter, r *http.Request, p params) {
 		var raw struct {
 			LedgerID       *int64 `json:"ledgerId"`
 			EntryID        *int64 `json:"entryId"`
@@ -76,10 +77,10 @@ func (a *API) registerSubscriptionRoutes(rt routeTable) {
 		}
 		id := messageIDJSON{LedgerID: *raw.LedgerID, EntryID: *raw.EntryID, PartitionIndex: raw.PartitionIndex}
 		a.forEachTarget(w, r, p, func(topic string) error {
-			return a.svc.ResetCursor(r.Context(), topic, p["sub"], fromJSONID(id), false, 0)
+			return a.subs.ResetCursor(r.Context(), topic, p["sub"], fromJSONID(id), false, 0)
 		})
 	})
-	rt.Handle("GET", sp+"/position/{n}", a.httpPeek)
+	rt.Handle("GET", sp+"/position/{n}", auth.AccessTopicConsume, a.httpPeek)
 }
 
 func expirySeconds(w http.ResponseWriter, p params) (int64, bool) {
@@ -105,8 +106,8 @@ func (a *API) forEachTarget(w http.ResponseWriter, r *http.Request, p params, fn
 		return
 	}
 	targets := []string{topic}
-	if n, err := a.svc.Partitions(r.Context(), topic); err != nil {
-		internalError(w, err)
+	if n, err := a.topics.Partitions(r.Context(), topic); err != nil {
+		a.internalError(w, err)
 		return
 	} else if n > 0 {
 		targets = targets[:0]
@@ -116,7 +117,7 @@ func (a *API) forEachTarget(w http.ResponseWriter, r *http.Request, p params, fn
 	}
 	for _, t := range targets {
 		if err := fn(t); err != nil {
-			serviceError(w, err)
+			a.serviceError(w, err)
 			return
 		}
 	}
@@ -131,17 +132,17 @@ func (a *API) httpCreateSubscription(w http.ResponseWriter, r *http.Request, p p
 	}
 	replicated := r.URL.Query().Get("replicated") == "true"
 	a.forEachTarget(w, r, p, func(topic string) error {
-		if err := a.svc.CreateSubscription(r.Context(), topic, p["sub"], fromJSONID(id)); err != nil || !replicated {
+		if err := a.subs.CreateSubscription(r.Context(), topic, p["sub"], fromJSONID(id)); err != nil || !replicated {
 			return err
 		}
-		return a.svc.SetReplicatedSubscription(r.Context(), topic, p["sub"], true)
+		return a.subs.SetReplicatedSubscription(r.Context(), topic, p["sub"], true)
 	})
 }
 
 func (a *API) httpDeleteSubscription(w http.ResponseWriter, r *http.Request, p params) {
 	force := r.URL.Query().Get("force") == "true"
 	a.forEachTarget(w, r, p, func(topic string) error {
-		return a.svc.DeleteSubscription(r.Context(), topic, p["sub"], force)
+		return a.subs.DeleteSubscription(r.Context(), topic, p["sub"], force)
 	})
 }
 
@@ -157,14 +158,14 @@ func (a *API) httpPeek(w http.ResponseWriter, r *http.Request, p params) {
 	if !ok {
 		return
 	}
-	id, data, err := a.svc.PeekMessage(r.Context(), topic, p["sub"], n)
+	id, data, err := a.subs.PeekMessage(r.Context(), topic, p["sub"], n)
 	if errors.Is(err, broker.ErrNotAllowed) {
 		writeError(w, http.StatusMethodNotAllowed, "peek is not supported on this subscription")
 		return
 	}
 	if err != nil {
-		serviceError(w, err)
+		a.serviceError(w, err)
 		return
 	}
-	writeRawMessage(w, id, data)
+	a.writeRawMessage(w, id, data)
 }

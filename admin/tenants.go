@@ -1,60 +1,49 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
 	"slices"
-	"strings"
 
+	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/internal/version"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
 // registerClusterRoutes installs clusters, brokers, bookies and health.
 func (a *API) registerClusterRoutes(rt routeTable) {
-	rt.Handle("GET", "/admin/v2/brokers/health", func(w http.ResponseWriter, _ *http.Request, _ params) {
-		w.Header().Set("Content-Type", "text/plain")
-		_, _ = io.WriteString(w, "ok")
-	})
-	rt.Handle("GET", "/admin/v2/brokers/version", func(w http.ResponseWriter, _ *http.Request, _ params) {
+	rt.Handle("GET", "/admin/v2/brokers/version", auth.AccessSuperUser, func(w http.ResponseWriter, _ *http.Request, _ params) {
 		// Pulsar answers the bare version string.
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, version.Get().Version)
 	})
-	rt.Handle("GET", "/admin/v2/clusters", func(w http.ResponseWriter, r *http.Request, _ params) {
-		cs, err := a.svc.Clusters(r.Context())
-		if err != nil {
-			internalError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, cs)
-	})
+	rt.Handle("GET", "/admin/v2/clusters", auth.AccessAny, value(a, func(ctx context.Context, _ params) ([]string, error) {
+		return a.node.Clusters(ctx)
+	}))
 	a.registerReplicationRoutes(rt)
-	rt.Handle("GET", "/admin/v2/brokers/{cluster}", a.httpListBrokers)
-	rt.Handle("GET", "/admin/v2/bookies/all", a.httpListBookies)
+	rt.Handle("GET", "/admin/v2/bookies/all", auth.AccessSuperUser, a.httpListBookies)
 }
 
 // registerTenantRoutes installs tenants and namespaces CRUD.
 func (a *API) registerTenantRoutes(rt routeTable) {
-	rt.Handle("GET", "/admin/v2/tenants", a.httpListTenants)
-	rt.Handle("GET", "/admin/v2/tenants/{tenant}", a.httpGetTenant)
-	rt.Handle("PUT", "/admin/v2/tenants/{tenant}", a.httpPutTenant(true))
-	rt.Handle("POST", "/admin/v2/tenants/{tenant}", a.httpPutTenant(false))
-	rt.Handle("DELETE", "/admin/v2/tenants/{tenant}", a.httpDeleteTenant)
-	rt.Handle("GET", "/admin/v2/namespaces/{tenant}", a.httpListNamespaces)
-	rt.Handle("GET", "/admin/v2/namespaces/{tenant}/{ns}", a.httpGetNamespace)
-	rt.Handle("PUT", "/admin/v2/namespaces/{tenant}/{ns}", a.httpCreateNamespace)
-	rt.Handle("DELETE", "/admin/v2/namespaces/{tenant}/{ns}", a.httpDeleteNamespace)
-}
-
-func (a *API) httpListBrokers(w http.ResponseWriter, _ *http.Request, p params) {
-	if p["cluster"] != a.svc.ClusterName() {
-		writeError(w, http.StatusNotFound, "Cluster does not exist")
-		return
-	}
-	// A broker's id is its web service "host:port", as Pulsar lists it.
-	writeJSON(w, http.StatusOK, []string{strings.TrimPrefix(a.svc.WebURL(), "http://")})
+	rt.Handle("GET", "/admin/v2/tenants", auth.AccessSuperUser, value(a, func(ctx context.Context, _ params) ([]string, error) {
+		return sorted(a.pol.Tenants(ctx))
+	}))
+	rt.Add(httpapi.Route{Method: "GET", Pattern: "/admin/v2/tenants/{tenant}", Access: auth.AccessTenantAdmin, Response: policy.TenantInfo{},
+		Handler: value(a, func(ctx context.Context, p params) (policy.TenantInfo, error) { return a.pol.Tenant(ctx, p["tenant"]) })})
+	rt.Handle("PUT", "/admin/v2/tenants/{tenant}", auth.AccessSuperUser, a.httpPutTenant(true))
+	rt.Handle("POST", "/admin/v2/tenants/{tenant}", auth.AccessSuperUser, a.httpPutTenant(false))
+	rt.Handle("DELETE", "/admin/v2/tenants/{tenant}", auth.AccessSuperUser, a.httpDeleteTenant)
+	rt.Handle("GET", "/admin/v2/namespaces/{tenant}", auth.AccessTenantAdmin, value(a, func(ctx context.Context, p params) ([]string, error) {
+		return sorted(a.pol.Namespaces(ctx, p["tenant"]))
+	}))
+	rt.Add(httpapi.Route{Method: "GET", Pattern: "/admin/v2/namespaces/{tenant}/{ns}", Access: auth.AccessTenantAdmin, Response: policy.Policies{},
+		Handler: nsValue(a, a.pol.Get)})
+	rt.Handle("PUT", "/admin/v2/namespaces/{tenant}/{ns}", auth.AccessTenantAdmin, a.httpCreateNamespace)
+	rt.Handle("DELETE", "/admin/v2/namespaces/{tenant}/{ns}", auth.AccessTenantAdmin, a.httpDeleteNamespace)
 }
 
 func (a *API) httpListBookies(w http.ResponseWriter, _ *http.Request, _ params) {
@@ -63,7 +52,7 @@ func (a *API) httpListBookies(w http.ResponseWriter, _ *http.Request, _ params) 
 		State    string `json:"state"`
 		ReadOnly bool   `json:"readOnly"`
 	}
-	list := a.svc.Bookies()
+	list := a.node.Bookies()
 	out := make([]bk, 0, len(list))
 	for _, s := range list {
 		st := "writable"
@@ -73,25 +62,6 @@ func (a *API) httpListBookies(w http.ResponseWriter, _ *http.Request, _ params) 
 		out = append(out, bk{s.BookieID, st, s.ReadOnly})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"bookies": out})
-}
-
-func (a *API) httpListTenants(w http.ResponseWriter, r *http.Request, _ params) {
-	ts, err := a.pol.Tenants(r.Context())
-	if err != nil {
-		internalError(w, err)
-		return
-	}
-	slices.Sort(ts)
-	writeJSON(w, http.StatusOK, ts)
-}
-
-func (a *API) httpGetTenant(w http.ResponseWriter, r *http.Request, p params) {
-	ti, err := a.pol.Tenant(r.Context(), p["tenant"])
-	if err != nil {
-		serviceError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, ti)
 }
 
 func (a *API) httpPutTenant(create bool) handler {
@@ -106,9 +76,9 @@ func (a *API) httpPutTenant(create bool) handler {
 			writeError(w, http.StatusBadRequest, "bad tenant info: "+err.Error())
 			return
 		}
-		cs, err := a.svc.Clusters(r.Context())
+		cs, err := a.node.Clusters(r.Context())
 		if err != nil {
-			internalError(w, err)
+			a.internalError(w, err)
 			return
 		}
 		for _, c := range ti.AllowedClusters {
@@ -127,7 +97,7 @@ func (a *API) httpPutTenant(create bool) handler {
 			err = a.pol.UpdateTenant(r.Context(), tenant, ti)
 		}
 		if err != nil {
-			serviceError(w, err)
+			a.serviceError(w, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
@@ -140,34 +110,7 @@ func (a *API) httpDeleteTenant(w http.ResponseWriter, r *http.Request, p params)
 		writeError(w, http.StatusConflict, "The tenant still has active namespaces")
 		return
 	}
-	if err != nil {
-		serviceError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (a *API) httpListNamespaces(w http.ResponseWriter, r *http.Request, p params) {
-	nss, err := a.pol.Namespaces(r.Context(), p["tenant"])
-	if err != nil {
-		serviceError(w, err)
-		return
-	}
-	slices.Sort(nss)
-	writeJSON(w, http.StatusOK, nss)
-}
-
-func (a *API) httpGetNamespace(w http.ResponseWriter, r *http.Request, p params) {
-	ns, ok := a.nsFromParams(w, r, p)
-	if !ok {
-		return
-	}
-	pol, err := a.pol.Get(r.Context(), ns)
-	if err != nil {
-		internalError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, pol)
+	a.replyDone(w, err)
 }
 
 func (a *API) httpCreateNamespace(w http.ResponseWriter, r *http.Request, p params) {
@@ -184,7 +127,7 @@ func (a *API) httpCreateNamespace(w http.ResponseWriter, r *http.Request, p para
 	if len(pol.ReplicationClusters) > 0 {
 		list, err := a.checkReplicationClusters(r.Context(), p["tenant"], "namespace ["+ns+"]", pol.ReplicationClusters)
 		if err != nil {
-			writeReplicationError(w, err)
+			a.serviceError(w, err)
 			return
 		}
 		pol.ReplicationClusters = list
@@ -194,7 +137,7 @@ func (a *API) httpCreateNamespace(w http.ResponseWriter, r *http.Request, p para
 	case errors.Is(err, policy.ErrExists):
 		writeError(w, http.StatusConflict, "Namespace already exists")
 	case err != nil:
-		serviceError(w, err)
+		a.serviceError(w, err)
 	default:
 		w.WriteHeader(http.StatusNoContent)
 	}
@@ -209,9 +152,9 @@ func (a *API) httpDeleteNamespace(w http.ResponseWriter, r *http.Request, p para
 	}
 	ctx := r.Context()
 	force := r.URL.Query().Get("force") == "true"
-	topics, err := a.svc.TopicsOfNamespace(ctx, ns, true, true)
+	topics, err := a.topics.TopicsOfNamespace(ctx, ns, true, true)
 	if err != nil {
-		serviceError(w, err)
+		a.serviceError(w, err)
 		return
 	}
 	if len(topics) > 0 && !force {
@@ -219,22 +162,22 @@ func (a *API) httpDeleteNamespace(w http.ResponseWriter, r *http.Request, p para
 		return
 	}
 	for _, tn := range topics {
-		if err := a.svc.DeleteTopic(ctx, tn, true); err != nil && !errors.Is(err, errTopicNotFound) {
-			internalError(w, err)
+		if err := a.topics.DeleteTopic(ctx, tn, true); err != nil && !errors.Is(err, errTopicNotFound) {
+			a.internalError(w, err)
 			return
 		}
 	}
 	for _, domain := range []string{"persistent", "non-persistent"} {
-		parts, _ := a.svc.PartitionedTopics(ctx, ns, domain)
+		parts, _ := a.topics.PartitionedTopics(ctx, ns, domain)
 		for _, pt := range parts {
-			if err := a.svc.DeletePartitionedTopic(ctx, pt); err != nil && !errors.Is(err, errTopicNotFound) {
-				internalError(w, err)
+			if err := a.topics.DeletePartitionedTopic(ctx, pt); err != nil && !errors.Is(err, errTopicNotFound) {
+				a.internalError(w, err)
 				return
 			}
 		}
 	}
 	if err := a.pol.DeleteNamespace(ctx, ns); err != nil {
-		internalError(w, err)
+		a.internalError(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -5,6 +5,9 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/httpapi"
 )
 
 // registerTopicPropertiesRoutes installs Pulsar 2.11's topic properties:
@@ -12,50 +15,25 @@ import (
 // (creation with properties: httpCreateTopic and .../partitions).
 func (a *API) registerTopicPropertiesRoutes(rt routeTable) {
 	const tp = "/admin/v2/{domain}/{tenant}/{ns}/{topic}/properties"
-	rt.Handle("GET", tp, func(w http.ResponseWriter, r *http.Request, p params) {
-		topic, ok := a.topicFromParams(w, r, p)
-		if !ok {
-			return
-		}
-		props, err := a.svc.TopicProperties(r.Context(), topic)
-		if err != nil {
-			serviceError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, props)
-	})
-	rt.Handle("PUT", tp, func(w http.ResponseWriter, r *http.Request, p params) {
-		topic, ok := a.topicFromParams(w, r, p)
-		if !ok {
-			return
-		}
-		var props map[string]string
-		if err := readRequiredJSON(r, &props); err != nil {
-			writeError(w, http.StatusPreconditionFailed, "Invalid properties: "+err.Error())
-			return
-		}
-		if err := a.svc.UpdateTopicProperties(r.Context(), topic, props, nil); err != nil {
-			serviceError(w, err)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	})
-	rt.Handle("DELETE", tp, func(w http.ResponseWriter, r *http.Request, p params) {
-		topic, ok := a.topicFromParams(w, r, p)
-		if !ok {
-			return
-		}
+	rt.Add(httpapi.Route{Method: "GET", Pattern: tp, Access: auth.AccessTenantAdmin, Response: map[string]string{},
+		Handler: topicValue(a, a.props.TopicProperties)})
+	rt.Add(httpapi.Route{Method: "PUT", Pattern: tp, Access: auth.AccessTenantAdmin, Request: map[string]string{},
+		Handler: a.onTopic(func(w http.ResponseWriter, r *http.Request, topic string) {
+			var props map[string]string
+			if err := readRequiredJSON(r, &props); err != nil {
+				writeError(w, http.StatusPreconditionFailed, "Invalid properties: "+err.Error())
+				return
+			}
+			a.replyDone(w, a.props.UpdateTopicProperties(r.Context(), topic, props, nil))
+		})})
+	rt.Handle("DELETE", tp, auth.AccessTenantAdmin, a.onTopic(func(w http.ResponseWriter, r *http.Request, topic string) {
 		key := r.URL.Query().Get("key")
 		if key == "" {
 			writeError(w, http.StatusPreconditionFailed, "The key query parameter names the property to remove")
 			return
 		}
-		if err := a.svc.UpdateTopicProperties(r.Context(), topic, nil, []string{key}); err != nil {
-			serviceError(w, err)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	})
+		a.replyDone(w, a.props.UpdateTopicProperties(r.Context(), topic, nil, []string{key}))
+	}))
 }
 
 // createTopicProperties reads the optional properties body of a topic

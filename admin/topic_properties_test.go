@@ -5,20 +5,16 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/magnetar-mq/magnetar/mledger/memstore"
 )
 
 // TestTopicPropertiesRoundTripAndRestart: create with properties, update
 // (merge), remove a key, for a non-partitioned and a partitioned topic;
 // the properties survive a broker restart and go with the topic.
 func TestTopicPropertiesRoundTripAndRestart(t *testing.T) {
-	r := &restartable{dir: t.TempDir(), ledgers: memstore.New()}
-	tb := r.start(t)
-	t.Cleanup(func() { r.stop() })
+	r, tb := startRestartable(t)
 	ac := adminClient(t, tb)
-	np := mustTopic(t, "persistent://public/default/"+newTopicName("props"))
-	pt := mustTopic(t, "persistent://public/default/"+newTopicName("pprops"))
+	np := mustTopic(t, "persistent://public/default/"+uniqueName("props"))
+	pt := mustTopic(t, "persistent://public/default/"+uniqueName("pprops"))
 	if err := ac.Topics().CreateWithProperties(np, 0, map[string]string{"owner": "team-a", "tier": "1"}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,314 +1,124 @@
 package admin
 
 import (
-	"encoding/json"
-	"errors"
-	"io"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
-// topicPolicy is one topic-level policy endpoint
-// (/admin/v2/{domain}/{tenant}/{ns}/{topic}/<name>): GET returns the
+// registerTopicPolicyRoutes installs the topic-level policy endpoints
+// (/admin/v2/{domain}/{tenant}/{ns}/{topic}/<name>): GET answers the
 // topic's own value (null when unset) or, with ?applied=true, the value
 // in force (topic, else namespace, else broker default); POST sets it;
-// DELETE removes it.
-type topicPolicy struct {
-	name    string
-	get     func(*policy.TopicPolicies) any
-	set     func(tp *policy.TopicPolicies, r *http.Request, body []byte) error
-	clear   func(tp *policy.TopicPolicies, r *http.Request)
-	applied func(res *policy.Resolved, r *http.Request) any
-}
-
-func topicPolicies() []topicPolicy {
-	intField := func(field func(*policy.TopicPolicies) **int, query string) func(*policy.TopicPolicies, *http.Request, []byte) error {
-		return func(tp *policy.TopicPolicies, r *http.Request, body []byte) error {
-			s := strings.Trim(strings.TrimSpace(string(body)), `"`)
-			if q := r.URL.Query().Get(query); query != "" && q != "" {
-				s = q
-			}
-			n, err := strconv.ParseInt(s, 10, 64)
-			if err != nil {
-				return errors.New("value must be an integer")
-			}
-			if err := policy.Nonneg32(n); err != nil {
-				return err
-			}
-			v := int(n)
-			*field(tp) = &v
-			return nil
-		}
-	}
-	return []topicPolicy{
-		{
-			name: "retention",
-			get:  func(tp *policy.TopicPolicies) any { return tp.RetentionPolicies },
-			set: func(tp *policy.TopicPolicies, _ *http.Request, body []byte) error {
-				var v policy.RetentionPolicies
-				if err := json.Unmarshal(body, &v); err != nil {
-					return err
-				}
-				if err := v.Validate(); err != nil {
-					return err
-				}
-				tp.RetentionPolicies = &v
-				return nil
-			},
-			clear: func(tp *policy.TopicPolicies, _ *http.Request) { tp.RetentionPolicies = nil },
-			applied: func(res *policy.Resolved, _ *http.Request) any {
-				if res.Retention == nil {
-					return policy.RetentionPolicies{}
-				}
-				return res.Retention
-			},
-		},
-		{
-			name:    "messageTTL",
-			get:     func(tp *policy.TopicPolicies) any { return tp.MessageTTLInSeconds },
-			set:     intField(func(tp *policy.TopicPolicies) **int { return &tp.MessageTTLInSeconds }, "messageTTL"),
-			clear:   func(tp *policy.TopicPolicies, _ *http.Request) { tp.MessageTTLInSeconds = nil },
-			applied: func(res *policy.Resolved, _ *http.Request) any { return res.MessageTTLSeconds },
-		},
-		{
-			name:    "maxProducers",
-			get:     func(tp *policy.TopicPolicies) any { return tp.MaxProducerPerTopic },
-			set:     intField(func(tp *policy.TopicPolicies) **int { return &tp.MaxProducerPerTopic }, ""),
-			clear:   func(tp *policy.TopicPolicies, _ *http.Request) { tp.MaxProducerPerTopic = nil },
-			applied: func(res *policy.Resolved, _ *http.Request) any { return res.MaxProducers },
-		},
-		{
-			name:    "maxConsumers",
-			get:     func(tp *policy.TopicPolicies) any { return tp.MaxConsumerPerTopic },
-			set:     intField(func(tp *policy.TopicPolicies) **int { return &tp.MaxConsumerPerTopic }, ""),
-			clear:   func(tp *policy.TopicPolicies, _ *http.Request) { tp.MaxConsumerPerTopic = nil },
-			applied: func(res *policy.Resolved, _ *http.Request) any { return res.MaxConsumers },
-		},
-		{
-			name: "deduplicationEnabled",
-			get:  func(tp *policy.TopicPolicies) any { return tp.DeduplicationEnabled },
-			set: func(tp *policy.TopicPolicies, _ *http.Request, body []byte) error {
-				v, err := strconv.ParseBool(strings.Trim(strings.TrimSpace(string(body)), `"`))
-				if err != nil {
-					return errors.New("value must be true or false")
-				}
-				tp.DeduplicationEnabled = &v
-				return nil
-			},
-			clear:   func(tp *policy.TopicPolicies, _ *http.Request) { tp.DeduplicationEnabled = nil },
-			applied: func(res *policy.Resolved, _ *http.Request) any { return res.Deduplication },
-		},
-		{
-			name: "backlogQuotaMap",
-			get: func(tp *policy.TopicPolicies) any {
-				if tp.BacklogQuotaMap == nil {
-					return map[string]policy.BacklogQuota{}
-				}
-				return tp.BacklogQuotaMap
-			},
-			applied: func(res *policy.Resolved, _ *http.Request) any {
-				if res.BacklogQuotas == nil {
-					return map[string]policy.BacklogQuota{}
-				}
-				return res.BacklogQuotas
-			},
-		},
-		{
-			name: "backlogQuota",
-			set: func(tp *policy.TopicPolicies, r *http.Request, body []byte) error {
-				qt, err := quotaTypeOf(r)
-				if err != nil {
-					return err
-				}
-				q, err := policy.ParseBacklogQuota(body)
-				if err != nil {
-					return err
-				}
-				if tp.BacklogQuotaMap == nil {
-					tp.BacklogQuotaMap = map[string]policy.BacklogQuota{}
-				}
-				tp.BacklogQuotaMap[qt] = q
-				return nil
-			},
-			clear: func(tp *policy.TopicPolicies, r *http.Request) {
-				if qt, err := quotaTypeOf(r); err == nil {
-					delete(tp.BacklogQuotaMap, qt)
-				}
-				if len(tp.BacklogQuotaMap) == 0 {
-					tp.BacklogQuotaMap = nil
-				}
-			},
-		},
-		{
-			name: "publishRate",
-			get:  func(tp *policy.TopicPolicies) any { return tp.PublishRate },
-			set: func(tp *policy.TopicPolicies, _ *http.Request, body []byte) error {
-				v, err := decodePublishRate(body)
-				tp.PublishRate = &v
-				return err
-			},
-			clear:   func(tp *policy.TopicPolicies, _ *http.Request) { tp.PublishRate = nil },
-			applied: func(res *policy.Resolved, _ *http.Request) any { return res.PublishRate },
-		},
-		{
-			name: "dispatchRate",
-			get:  func(tp *policy.TopicPolicies) any { return tp.DispatchRate },
-			set: func(tp *policy.TopicPolicies, _ *http.Request, body []byte) error {
-				v, err := decodeDispatchRate(body)
-				tp.DispatchRate = &v
-				return err
-			},
-			clear:   func(tp *policy.TopicPolicies, _ *http.Request) { tp.DispatchRate = nil },
-			applied: func(res *policy.Resolved, _ *http.Request) any { return res.DispatchRate },
-		},
-		{
-			name: "subscriptionDispatchRate",
-			get:  func(tp *policy.TopicPolicies) any { return tp.SubscriptionDispatchRate },
-			set: func(tp *policy.TopicPolicies, _ *http.Request, body []byte) error {
-				v, err := decodeDispatchRate(body)
-				tp.SubscriptionDispatchRate = &v
-				return err
-			},
-			clear:   func(tp *policy.TopicPolicies, _ *http.Request) { tp.SubscriptionDispatchRate = nil },
-			applied: func(res *policy.Resolved, _ *http.Request) any { return res.SubscriptionDispatchRate },
-		},
-		{
-			name: "replicatorDispatchRate",
-			get:  func(tp *policy.TopicPolicies) any { return tp.ReplicatorDispatchRate },
-			set: func(tp *policy.TopicPolicies, _ *http.Request, body []byte) error {
-				v, err := decodeDispatchRate(body)
-				tp.ReplicatorDispatchRate = &v
-				return err
-			},
-			clear:   func(tp *policy.TopicPolicies, _ *http.Request) { tp.ReplicatorDispatchRate = nil },
-			applied: func(res *policy.Resolved, _ *http.Request) any { return res.ReplicatorDispatchRate },
-		},
-		{
-			name: "subscribeRate",
-			get:  func(tp *policy.TopicPolicies) any { return tp.SubscribeRate },
-			set: func(tp *policy.TopicPolicies, _ *http.Request, body []byte) error {
-				v, err := decodeSubscribeRate(body)
-				tp.SubscribeRate = &v
-				return err
-			},
-			clear:   func(tp *policy.TopicPolicies, _ *http.Request) { tp.SubscribeRate = nil },
-			applied: func(res *policy.Resolved, _ *http.Request) any { return res.SubscribeRate },
-		},
-		{
-			name: "inactiveTopicPolicies",
-			get:  func(tp *policy.TopicPolicies) any { return tp.InactiveTopicPolicies },
-			set: func(tp *policy.TopicPolicies, _ *http.Request, body []byte) error {
-				v, err := decodeInactive(body)
-				tp.InactiveTopicPolicies = &v
-				return err
-			},
-			clear:   func(tp *policy.TopicPolicies, _ *http.Request) { tp.InactiveTopicPolicies = nil },
-			applied: func(res *policy.Resolved, _ *http.Request) any { return res.InactiveTopic },
-		},
-	}
-}
-
-// registerTopicPolicyRoutes installs the topic-level policy endpoints.
+// DELETE removes it. A partition's policies are its partitioned topic's.
 func (a *API) registerTopicPolicyRoutes(rt routeTable) {
-	const tp = "/admin/v2/{domain}/{tenant}/{ns}/{topic}/"
-	for _, d := range append(topicPolicies(), a.extraTopicPolicies()...) {
-		if d.get != nil {
-			rt.Handle("GET", tp+d.name, a.getTopicPolicy(d))
-		}
-		if d.set != nil {
-			rt.Handle("POST", tp+d.name, a.updateTopicPolicy(func(tp *policy.TopicPolicies, r *http.Request, body []byte) error {
-				return d.set(tp, r, body)
-			}))
-			rt.Handle("DELETE", tp+d.name, a.updateTopicPolicy(func(tp *policy.TopicPolicies, r *http.Request, _ []byte) error {
-				d.clear(tp, r)
-				return nil
-			}))
-		}
-	}
+	policyRoutes(rt, "/admin/v2/{domain}/{tenant}/{ns}/{topic}/", a.topicPolicies(), a.getTopicPolicy, a.updateTopicPolicy)
 }
 
-// topicPolicyTarget checks the topic of a topic-policy request (its
-// namespace and the topic must exist) and returns its policy key.
-func (a *API) topicPolicyTarget(w http.ResponseWriter, r *http.Request, p params) (name, key string, ok bool) {
-	name, ok = a.topicFromParams(w, r, p)
+// topicPolicies are the topic-level policy values, each with its value
+// in force; messageTTL also takes its value as ?messageTTL=N, as the
+// admin clients send it.
+func (a *API) topicPolicies() []policyField[policy.TopicPolicies] {
+	type T = policy.TopicPolicies
+	type R = policy.Resolved
+	return slices.Concat([]policyField[T]{
+		optional("retention", func(t *T) **policy.RetentionPolicies { return &t.RetentionPolicies }, retentionValue).inForce(func(r *R) any {
+			if r.Retention == nil {
+				return policy.RetentionPolicies{}
+			}
+			return r.Retention
+		}),
+		optional("messageTTL", func(t *T) **int { return &t.MessageTTLInSeconds }, count("messageTTL")).inForce(func(r *R) any { return r.MessageTTLSeconds }),
+		optional("deduplicationEnabled", func(t *T) **bool { return &t.DeduplicationEnabled }, boolean).inForce(func(r *R) any { return r.Deduplication }),
+		// Producers and consumers.
+		optional("maxProducers", func(t *T) **int { return &t.MaxProducerPerTopic }, count("")).inForce(func(r *R) any { return r.MaxProducers }),
+		optional("maxConsumers", func(t *T) **int { return &t.MaxConsumerPerTopic }, count("")).inForce(func(r *R) any { return r.MaxConsumers }),
+		optional("maxConsumersPerSubscription", func(t *T) **int { return &t.MaxConsumersPerSubscription }, count("")).inForce(func(r *R) any { return r.MaxConsumersPerSubscription }),
+		optional("maxUnackedMessagesOnConsumer", func(t *T) **int { return &t.MaxUnackedMessagesOnConsumer }, count("")).inForce(func(r *R) any { return r.MaxUnackedPerConsumer }),
+		optional("maxUnackedMessagesOnSubscription", func(t *T) **int { return &t.MaxUnackedMessagesOnSubscription }, count("")).inForce(func(r *R) any { return r.MaxUnackedPerSubscription }),
+		// Rates.
+		optional("publishRate", func(t *T) **policy.PublishRate { return &t.PublishRate }, publishRate).inForce(func(r *R) any { return r.PublishRate }),
+		optional("dispatchRate", func(t *T) **policy.DispatchRate { return &t.DispatchRate }, dispatchRate).inForce(func(r *R) any { return r.DispatchRate }),
+		optional("subscriptionDispatchRate", func(t *T) **policy.DispatchRate { return &t.SubscriptionDispatchRate }, dispatchRate).inForce(func(r *R) any { return r.SubscriptionDispatchRate }),
+		optional("replicatorDispatchRate", func(t *T) **policy.DispatchRate { return &t.ReplicatorDispatchRate }, dispatchRate).inForce(func(r *R) any { return r.ReplicatorDispatchRate }),
+		optional("subscribeRate", func(t *T) **policy.SubscribeRate { return &t.SubscribeRate }, subscribeRate).inForce(func(r *R) any { return r.SubscribeRate }),
+		// Storage: null persistence in force means the broker's
+		// managedLedgerDefault* values apply; offload policies take the
+		// namespace's checks.
+		optional("persistence", func(t *T) **policy.PersistencePolicies { return &t.Persistence }, a.persistenceValue).inForce(func(r *R) any { return r.Persistence }),
+		optional("offloadPolicies", func(t *T) **policy.OffloadPolicies { return &t.OffloadPolicies }, a.offloadValue).inForce(func(r *R) any { return r.Offload }),
+		optional("inactiveTopicPolicies", func(t *T) **policy.InactiveTopicPolicies { return &t.InactiveTopicPolicies }, inactiveTopics).inForce(func(r *R) any { return r.InactiveTopic }),
+	}, backlogQuotas(func(t *T) *map[string]policy.BacklogQuota { return &t.BacklogQuotaMap }))
+}
+
+// topicPolicyKey checks the topic of a topic-policy request (its
+// namespace and the topic, or a partitioned topic of its name, must
+// exist) and returns the key its policies are kept under.
+func (a *API) topicPolicyKey(w http.ResponseWriter, r *http.Request, p params) (string, bool) {
+	name, ok := a.topicFromParams(w, r, p)
 	if !ok {
-		return "", "", false
+		return "", false
 	}
-	key, err := broker.TopicPolicyKey(name)
-	if err != nil {
-		writeError(w, http.StatusPreconditionFailed, err.Error())
-		return "", "", false
-	}
-	exists, err := a.svc.TopicExists(r.Context(), name)
+	exists, err := a.topics.TopicExists(r.Context(), name)
 	if err == nil && !exists {
 		var n int
-		n, err = a.svc.Partitions(r.Context(), name)
+		n, err = a.topics.Partitions(r.Context(), name)
 		exists = n > 0
 	}
+	if err == nil && !exists {
+		err = fmt.Errorf("%w: %s", broker.ErrTopicNotFound, name)
+	}
+	var key string
+	if err == nil {
+		key, err = broker.TopicPolicyKey(name)
+	}
 	if err != nil {
-		serviceError(w, err)
-		return "", "", false
+		a.serviceError(w, err)
+		return "", false
 	}
-	if !exists {
-		writeError(w, http.StatusNotFound, "Topic not found")
-		return "", "", false
-	}
-	return name, key, true
+	return key, true
 }
 
-func (a *API) getTopicPolicy(d topicPolicy) handler {
+func (a *API) getTopicPolicy(f policyField[policy.TopicPolicies]) handler {
 	return func(w http.ResponseWriter, r *http.Request, p params) {
-		_, key, ok := a.topicPolicyTarget(w, r, p)
+		key, ok := a.topicPolicyKey(w, r, p)
 		if !ok {
 			return
 		}
 		tp, err := a.pol.GetTopic(r.Context(), key)
 		if err != nil {
-			internalError(w, err)
+			a.internalError(w, err)
 			return
 		}
-		if applied, _ := strconv.ParseBool(r.URL.Query().Get("applied")); applied && d.applied != nil {
-			ns, err := a.pol.Get(r.Context(), p["tenant"]+"/"+p["ns"])
+		if applied, _ := strconv.ParseBool(r.URL.Query().Get("applied")); applied && f.applied != nil {
+			ns, err := a.pol.Get(r.Context(), nsOf(p))
 			if err != nil {
-				internalError(w, err)
+				a.internalError(w, err)
 				return
 			}
-			res := policy.Resolve(a.svc.PolicyDefaults(), tp.Layer(a.svc.ClusterName()), ns)
-			writeJSON(w, http.StatusOK, d.applied(res, r))
+			res := policy.Resolve(a.node.PolicyDefaults(), tp.Layer(a.node.ClusterName()), ns)
+			writeJSON(w, http.StatusOK, f.applied(res))
 			return
 		}
 		if tp == nil {
 			tp = &policy.TopicPolicies{}
 		}
-		writeJSON(w, http.StatusOK, d.get(tp))
+		writeJSON(w, http.StatusOK, f.get(tp))
 	}
 }
 
 func (a *API) updateTopicPolicy(set func(*policy.TopicPolicies, *http.Request, []byte) error) handler {
 	return func(w http.ResponseWriter, r *http.Request, p params) {
-		_, key, ok := a.topicPolicyTarget(w, r, p)
+		key, ok := a.topicPolicyKey(w, r, p)
 		if !ok {
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		err = a.pol.UpdateTopic(r.Context(), key, func(tp *policy.TopicPolicies) error { return set(tp, r, body) })
-		var bad *policy.BadValueError
-		if errors.As(err, &bad) {
-			writeError(w, http.StatusPreconditionFailed, "Invalid value: "+bad.Err.Error())
-			return
-		}
-		if err != nil {
-			serviceError(w, err)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
+		a.updatePolicy(w, r, func(body []byte) error {
+			return a.pol.UpdateTopic(r.Context(), key, func(tp *policy.TopicPolicies) error { return set(tp, r, body) })
+		})
 	}
 }

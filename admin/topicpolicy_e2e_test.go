@@ -3,10 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -14,58 +11,9 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
-	"github.com/magnetar-mq/magnetar/broker"
-	"github.com/magnetar-mq/magnetar/metadata/embedded"
-	"github.com/magnetar-mq/magnetar/mledger"
-	"github.com/magnetar-mq/magnetar/mledger/memstore"
+	"github.com/magnetar-mq/magnetar/broker/brokertest"
 	"github.com/magnetar-mq/magnetar/policy"
 )
-
-// restartable is a broker whose metadata (embedded store in dir) and
-// ledgers (in memory) outlive it, so a restart keeps both.
-type restartable struct {
-	dir     string
-	ledgers *memstore.Store
-	cur     *testBroker
-	stop    func()
-}
-
-func (r *restartable) start(t *testing.T) *testBroker {
-	t.Helper()
-	meta, err := embedded.Open(filepath.Join(r.dir, "meta"), embedded.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := mledger.NewFactory(mledger.Options{Ledgers: r.ledgers, Metadata: meta})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := broker.New(broker.Config{ServiceAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", AdvertisedHost: "127.0.0.1",
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))},
-		broker.Deps{Metadata: meta, OpenLedger: broker.LedgerOpener(f, mledger.Config{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	Register(b.Router(), b)
-	if err := b.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	r.stop = func() {
-		if err := b.Close(); err != nil {
-			t.Errorf("broker close: %v", err)
-		}
-		f.Close()
-		meta.Close()
-	}
-	r.cur = &testBroker{Broker: b, factory: f, url: "pulsar://" + b.ServiceAddr()}
-	return r.cur
-}
-
-func (r *restartable) restart(t *testing.T) *testBroker {
-	t.Helper()
-	r.stop()
-	return r.start(t)
-}
 
 // TestE2ETopicPoliciesOverrideNamespace sets every policy on a namespace and
 // a different value on one topic: the topic's value is what GET
@@ -73,13 +21,11 @@ func (r *restartable) restart(t *testing.T) *testBroker {
 // restart; removing the topic's value falls back to the namespace's.
 func TestE2ETopicPoliciesOverrideNamespace(t *testing.T) {
 	t.Parallel()
-	r := &restartable{dir: t.TempDir(), ledgers: memstore.New()}
-	tb := r.start(t)
-	t.Cleanup(func() { r.stop() })
+	r, tb := startRestartable(t)
 	ns := newNamespace(t, tb)
 	nsBase := "/admin/v2/namespaces/" + ns
 	topic := "persistent://" + ns + "/" + uniqueName("tp")
-	tBase := "/admin/v2/persistent/" + strings.TrimPrefix(topic, "persistent://")
+	tBase := adminPath(topic)
 	mustHTTP(t, tb, "PUT", tBase, "", http.StatusNoContent)
 
 	type pol struct {
@@ -154,11 +100,7 @@ func TestE2ETopicPoliciesOverrideNamespace(t *testing.T) {
 		}
 		// The broker enforces the topic's values.
 		cl := tb.client(t)
-		p1, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p1.Close()
+		_ = brokertest.Producer(t, cl, pulsar.ProducerOptions{Topic: topic})
 		wantApplied(tb.AppliedPolicies(topic))
 		if _, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic}); err == nil {
 			t.Fatalf("%s: second producer accepted with maxProducers 1 (namespace: 5)", phase)
@@ -227,15 +169,11 @@ func TestE2ETopicPoliciesPartitioned(t *testing.T) {
 	t.Parallel()
 	tb := startBroker(t, nil)
 	topic := "persistent://public/default/" + uniqueName("part")
-	base := "/admin/v2/persistent/" + strings.TrimPrefix(topic, "persistent://")
+	base := adminPath(topic)
 	mustHTTP(t, tb, "PUT", base+"/partitions", "2", http.StatusNoContent)
 	mustHTTP(t, tb, "POST", base+"/maxConsumers", "3", http.StatusNoContent)
 	cl := tb.client(t)
-	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := brokertest.Producer(t, cl, pulsar.ProducerOptions{Topic: topic})
 	for i := 0; i < 2; i++ {
 		pn := topic + "-partition-" + string(rune('0'+i))
 		if r := tb.AppliedPolicies(pn); r == nil || r.MaxConsumers != 3 {

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,37 +11,75 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
 
 func (a *API) registerTopicRoutes(rt routeTable) {
 	const tp = "/admin/v2/{domain}/{tenant}/{ns}/{topic}"
-	rt.Handle("GET", "/admin/v2/namespaces/{tenant}/{ns}/topics", a.httpNamespaceTopics)
-	rt.Handle("GET", "/admin/v2/{domain}/{tenant}/{ns}", a.httpListTopics)
-	rt.Handle("GET", "/admin/v2/{domain}/{tenant}/{ns}/partitioned", a.httpListPartitioned)
-	rt.Handle("GET", tp+"/partitions", a.httpGetPartitions)
-	rt.Handle("PUT", tp+"/partitions", a.httpCreatePartitions)
-	rt.Handle("POST", tp+"/partitions", a.httpUpdatePartitions)
-	rt.Handle("DELETE", tp+"/partitions", a.httpDeletePartitions)
-	rt.Handle("PUT", tp, a.httpCreateTopic)
-	rt.Handle("DELETE", tp, a.httpDeleteTopic)
-	rt.Handle("GET", tp+"/stats", a.httpTopicStats)
-	rt.Handle("GET", tp+"/partitioned-stats", a.httpPartitionedStats)
-	rt.Handle("GET", tp+"/internalStats", a.httpInternalStats)
-	rt.Handle("GET", tp+"/subscriptions", a.httpListSubscriptions)
-	rt.Handle("GET", tp+"/lastMessageId", a.httpLastMessageID)
-	rt.Handle("POST", tp+"/terminate", a.httpTerminate)
-	rt.Handle("PUT", tp+"/unload", a.httpUnload)
-	rt.Handle("GET", tp+"/ledger/{ledger}/entry/{entry}", a.httpMessageByID)
-	rt.Handle("GET", tp+"/getMessageIdByIndex", a.httpMessageIDByIndex)
+	rt.Handle("GET", "/admin/v2/namespaces/{tenant}/{ns}/topics", auth.AccessNamespaceConsume, a.httpNamespaceTopics)
+	rt.Handle("GET", "/admin/v2/{domain}/{tenant}/{ns}", auth.AccessNamespaceConsume, a.httpListTopics)
+	rt.Handle("GET", "/admin/v2/{domain}/{tenant}/{ns}/partitioned", auth.AccessNamespaceConsume, a.httpListPartitioned)
+	rt.Add(httpapi.Route{Method: "GET", Pattern: tp + "/partitions", Access: auth.AccessTopicLookup, Response: map[string]int{},
+		Handler: a.onTopic(func(w http.ResponseWriter, r *http.Request, topic string) {
+			n, err := a.topics.Partitions(r.Context(), topic)
+			if n == 0 && err == nil && r.URL.Query().Get("checkAllowAutoCreation") == "true" {
+				n = a.topics.AutoCreatePartitioned(r.Context(), topic)
+			}
+			a.reply(w, map[string]int{"partitions": n}, err)
+		})})
+	rt.Add(httpapi.Route{Method: "PUT", Pattern: tp + "/partitions", Access: auth.AccessTenantAdmin, Request: broker.PartitionedMetadata{},
+		Handler: a.withPartitions(func(ctx context.Context, topic string, m broker.PartitionedMetadata) error {
+			return a.topics.CreatePartitionedTopic(ctx, topic, m)
+		})})
+	rt.Add(httpapi.Route{Method: "POST", Pattern: tp + "/partitions", Access: auth.AccessTenantAdmin, Request: 0,
+		Handler: a.withPartitions(func(ctx context.Context, topic string, m broker.PartitionedMetadata) error {
+			return a.topics.UpdatePartitionedTopic(ctx, topic, m.Partitions)
+		})})
+	rt.Handle("DELETE", tp+"/partitions", auth.AccessTenantAdmin, a.topicAction(a.topics.DeletePartitionedTopic))
+	rt.Add(httpapi.Route{Method: "PUT", Pattern: tp, Access: auth.AccessTenantAdmin, Request: map[string]string{},
+		Handler: a.onTopic(func(w http.ResponseWriter, r *http.Request, topic string) {
+			props, err := createTopicProperties(r)
+			if err != nil {
+				writeError(w, http.StatusPreconditionFailed, "Invalid properties: "+err.Error())
+				return
+			}
+			a.replyDone(w, a.props.CreateTopicWithProperties(r.Context(), topic, props))
+		})})
+	rt.Handle("DELETE", tp, auth.AccessTenantAdmin, a.httpDeleteTopic)
+	rt.Handle("GET", tp+"/stats", auth.AccessTopicLookup, topicValue(a, a.reads.TopicStats))
+	rt.Handle("GET", tp+"/partitioned-stats", auth.AccessTopicLookup, a.httpPartitionedStats)
+	rt.Handle("GET", tp+"/internalStats", auth.AccessTopicLookup, topicValue(a, a.reads.InternalStats))
+	rt.Handle("GET", tp+"/subscriptions", auth.AccessTopicConsume, a.httpListSubscriptions)
+	rt.Handle("GET", tp+"/lastMessageId", auth.AccessTopicLookup, topicValue(a, messageID(a.reads.LastMessageID)))
+	rt.Handle("POST", tp+"/terminate", auth.AccessTenantAdmin, topicValue(a, messageID(a.life.Terminate)))
+	rt.Handle("PUT", tp+"/unload", auth.AccessTenantAdmin, a.httpUnload)
+	rt.Handle("GET", tp+"/ledger/{ledger}/entry/{entry}", auth.AccessTopicConsume, a.httpMessageByID)
+	rt.Handle("GET", tp+"/getMessageIdByIndex", auth.AccessTenantAdmin, a.httpMessageIDByIndex)
 	a.registerTopicPolicyRoutes(rt)
-	rt.Handle("PUT", tp+"/compaction", a.httpCompact)
-	rt.Handle("GET", tp+"/compaction", a.httpCompactionStatus)
+	// Compaction: start it (204; 409 while one runs), read its status.
+	rt.Handle("PUT", tp+"/compaction", auth.AccessTenantAdmin, a.topicAction(func(ctx context.Context, topic string) error {
+		if a.compaction == nil {
+			return errNoCompaction
+		}
+		return a.compaction.Compact(ctx, topic)
+	}))
+	rt.Handle("GET", tp+"/compaction", auth.AccessTenantAdmin, topicValue(a, func(ctx context.Context, topic string) (map[string]string, error) {
+		if a.compaction == nil {
+			return nil, errNoCompaction
+		}
+		st, lastErr, err := a.compaction.CompactionStatus(ctx, topic)
+		return map[string]string{"status": st, "lastError": lastErr}, err
+	}))
 	a.registerTopicPropertiesRoutes(rt)
-	// Topic permissions: package auth serves them in front of this
-	// router (auth/http.go).
+	// Topic permissions: permissions.go.
 }
+
+// errNoCompaction answers the compaction endpoints of a broker without
+// the compaction feature.
+var errNoCompaction = broker.Reason(broker.ErrNotAllowed, "Compaction is not enabled on this broker")
 
 // domainNsFromParams checks the {domain} path parameter and that the
 // {tenant}/{ns} namespace exists, writing the 404 otherwise.
@@ -74,9 +113,9 @@ func (a *API) httpListTopics(w http.ResponseWriter, r *http.Request, p params) {
 }
 
 func (a *API) writeTopics(w http.ResponseWriter, r *http.Request, ns string, pers, nonPers bool) {
-	ts, err := a.svc.TopicsOfNamespace(r.Context(), ns, pers, nonPers)
+	ts, err := a.topics.TopicsOfNamespace(r.Context(), ns, pers, nonPers)
 	if err != nil {
-		serviceError(w, err)
+		a.serviceError(w, err)
 		return
 	}
 	if ts == nil {
@@ -90,28 +129,21 @@ func (a *API) httpListPartitioned(w http.ResponseWriter, r *http.Request, p para
 	if !ok {
 		return
 	}
-	ts, err := a.svc.PartitionedTopics(r.Context(), ns, d)
-	if err != nil {
-		internalError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, ts)
+	ts, err := a.topics.PartitionedTopics(r.Context(), ns, d)
+	a.reply(w, ts, err)
 }
 
-func (a *API) httpGetPartitions(w http.ResponseWriter, r *http.Request, p params) {
-	topic, ok := a.topicFromParams(w, r, p)
-	if !ok {
-		return
-	}
-	n, err := a.svc.Partitions(r.Context(), topic)
-	if err != nil {
-		internalError(w, err)
-		return
-	}
-	if n == 0 && r.URL.Query().Get("checkAllowAutoCreation") == "true" {
-		n = a.svc.AutoCreatePartitioned(r.Context(), topic)
-	}
-	writeJSON(w, http.StatusOK, map[string]int{"partitions": n})
+// withPartitions serves a write of a partition count (the body, as
+// parsePartitionsBody reads it) on one topic, answered with 204.
+func (a *API) withPartitions(do func(ctx context.Context, topic string, m broker.PartitionedMetadata) error) handler {
+	return a.onTopic(func(w http.ResponseWriter, r *http.Request, topic string) {
+		m, code, why := parsePartitionsBody(r)
+		if why != "" {
+			writeError(w, code, why)
+			return
+		}
+		a.replyDone(w, do(r.Context(), topic, m))
+	})
 }
 
 // parsePartitionsBody accepts a bare integer or {"partitions":N,...}. A
@@ -154,103 +186,19 @@ func isNumber(s string) bool {
 	return s != "" && (s[0] == '-' || s[0] >= '0' && s[0] <= '9') && json.Unmarshal([]byte(s), &v) == nil
 }
 
-func (a *API) httpCreatePartitions(w http.ResponseWriter, r *http.Request, p params) {
-	topic, ok := a.topicFromParams(w, r, p)
-	if !ok {
-		return
-	}
-	m, code, why := parsePartitionsBody(r)
-	if why != "" {
-		writeError(w, code, why)
-		return
-	}
-	if err := a.svc.CreatePartitionedTopic(r.Context(), topic, m); err != nil {
-		serviceError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (a *API) httpUpdatePartitions(w http.ResponseWriter, r *http.Request, p params) {
-	topic, ok := a.topicFromParams(w, r, p)
-	if !ok {
-		return
-	}
-	m, code, why := parsePartitionsBody(r)
-	if why != "" {
-		writeError(w, code, why)
-		return
-	}
-	if err := a.svc.UpdatePartitionedTopic(r.Context(), topic, m.Partitions); err != nil {
-		serviceError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (a *API) httpDeletePartitions(w http.ResponseWriter, r *http.Request, p params) {
-	topic, ok := a.topicFromParams(w, r, p)
-	if !ok {
-		return
-	}
-	if err := a.svc.DeletePartitionedTopic(r.Context(), topic); err != nil {
-		serviceError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (a *API) httpCreateTopic(w http.ResponseWriter, r *http.Request, p params) {
-	topic, ok := a.topicFromParams(w, r, p)
-	if !ok {
-		return
-	}
-	props, err := createTopicProperties(r)
-	if err != nil {
-		writeError(w, http.StatusPreconditionFailed, "Invalid properties: "+err.Error())
-		return
-	}
-	if err := a.svc.CreateTopicWithProperties(r.Context(), topic, props); err != nil {
-		serviceError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
 func (a *API) httpDeleteTopic(w http.ResponseWriter, r *http.Request, p params) {
 	topic, ok := a.topicFromParams(w, r, p)
 	if !ok {
 		return
 	}
-	ctx := r.Context()
-	exists, err := a.svc.TopicExists(ctx, topic)
-	if err != nil {
-		internalError(w, err)
+	if !a.topicExists(w, r, topic) {
 		return
 	}
-	if !exists {
-		writeError(w, http.StatusNotFound, "Topic not found")
-		return
+	err := a.topics.DeleteTopic(r.Context(), topic, r.URL.Query().Get("force") == "true")
+	if errors.Is(err, broker.ErrTopicNotFound) {
+		err = nil // deleted meanwhile
 	}
-	err = a.svc.DeleteTopic(ctx, topic, r.URL.Query().Get("force") == "true")
-	if err != nil && !errors.Is(err, broker.ErrTopicNotFound) {
-		serviceError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (a *API) httpTopicStats(w http.ResponseWriter, r *http.Request, p params) {
-	topic, ok := a.topicFromParams(w, r, p)
-	if !ok {
-		return
-	}
-	st, err := a.svc.TopicStats(r.Context(), topic)
-	if err != nil {
-		serviceError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
+	a.replyDone(w, err)
 }
 
 // PartitionedTopicStats is Pulsar's partitioned-stats JSON: the
@@ -272,9 +220,9 @@ func (a *API) httpPartitionedStats(w http.ResponseWriter, r *http.Request, p par
 	if !ok {
 		return
 	}
-	n, err := a.svc.Partitions(r.Context(), topic)
+	n, err := a.topics.Partitions(r.Context(), topic)
 	if err != nil {
-		internalError(w, err)
+		a.internalError(w, err)
 		return
 	}
 	if n == 0 {
@@ -296,10 +244,10 @@ func (a *API) httpPartitionedStats(w http.ResponseWriter, r *http.Request, p par
 			return // the client went away: stop collecting
 		}
 		pn := partitionName(topic, i)
-		st, err := a.svc.TopicStats(r.Context(), pn)
+		st, err := a.reads.TopicStats(r.Context(), pn)
 		if err != nil {
 			if !errors.Is(err, broker.ErrTopicNotFound) {
-				internalError(w, err)
+				a.internalError(w, err)
 				return
 			}
 			// A partition no client created yet: listed with zero
@@ -389,29 +337,16 @@ func partitionName(topic string, i int) string {
 	return topic + pulsarproto.PartitionSuffix + strconv.Itoa(i)
 }
 
-func (a *API) httpInternalStats(w http.ResponseWriter, r *http.Request, p params) {
-	topic, ok := a.topicFromParams(w, r, p)
-	if !ok {
-		return
-	}
-	st, err := a.svc.InternalStats(r.Context(), topic)
-	if err != nil {
-		serviceError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
-}
-
 func (a *API) httpListSubscriptions(w http.ResponseWriter, r *http.Request, p params) {
 	topic, ok := a.topicFromParams(w, r, p)
 	if !ok {
 		return
 	}
 	var names []string
-	if n, err := a.svc.Partitions(r.Context(), topic); err == nil && n > 0 {
+	if n, err := a.topics.Partitions(r.Context(), topic); err == nil && n > 0 {
 		seen := map[string]bool{}
 		for i := range n {
-			subs, err := a.svc.Subscriptions(r.Context(), partitionName(topic, i))
+			subs, err := a.subs.Subscriptions(r.Context(), partitionName(topic, i))
 			if err != nil {
 				continue
 			}
@@ -423,9 +358,9 @@ func (a *API) httpListSubscriptions(w http.ResponseWriter, r *http.Request, p pa
 			}
 		}
 	} else {
-		subs, err := a.svc.Subscriptions(r.Context(), topic)
+		subs, err := a.subs.Subscriptions(r.Context(), topic)
 		if err != nil {
-			serviceError(w, err)
+			a.serviceError(w, err)
 			return
 		}
 		names = subs
@@ -453,56 +388,22 @@ func toJSONID(id broker.MessageID) messageIDJSON {
 	return out
 }
 
-func (a *API) httpLastMessageID(w http.ResponseWriter, r *http.Request, p params) {
-	topic, ok := a.topicFromParams(w, r, p)
-	if !ok {
-		return
-	}
-	id, err := a.svc.LastMessageID(r.Context(), topic)
-	if err != nil {
-		serviceError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, toJSONID(id))
-}
-
-func (a *API) httpTerminate(w http.ResponseWriter, r *http.Request, p params) {
-	topic, ok := a.topicFromParams(w, r, p)
-	if !ok {
-		return
-	}
-	id, err := a.svc.Terminate(r.Context(), topic)
-	if err != nil {
-		serviceError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, toJSONID(id))
-}
-
 func (a *API) httpUnload(w http.ResponseWriter, r *http.Request, p params) {
 	topic, ok := a.topicFromParams(w, r, p)
 	if !ok {
 		return
 	}
-	if n, _ := a.svc.Partitions(r.Context(), topic); n > 0 {
+	if n, _ := a.topics.Partitions(r.Context(), topic); n > 0 {
 		for i := range n {
-			_, _ = a.svc.UnloadTopic(partitionName(topic, i))
+			_, _ = a.life.UnloadTopic(partitionName(topic, i))
 		}
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	if ok, err := a.svc.TopicExists(r.Context(), topic); err != nil {
-		internalError(w, err)
-		return
-	} else if !ok {
-		writeError(w, http.StatusNotFound, "Topic not found")
-		return
+	if a.topicExists(w, r, topic) {
+		_, err := a.life.UnloadTopic(topic)
+		a.replyDone(w, err)
 	}
-	if _, err := a.svc.UnloadTopic(topic); err != nil {
-		serviceError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
 }
 
 func (a *API) httpMessageByID(w http.ResponseWriter, r *http.Request, p params) {
@@ -517,12 +418,12 @@ func (a *API) httpMessageByID(w http.ResponseWriter, r *http.Request, p params) 
 		return
 	}
 	id := broker.MessageID{LedgerID: l, EntryID: e, BatchIndex: -1}
-	data, err := a.svc.ReadEntry(r.Context(), topic, id)
+	data, err := a.reads.ReadEntry(r.Context(), topic, id)
 	if err != nil {
-		serviceError(w, err)
+		a.serviceError(w, err)
 		return
 	}
-	writeRawMessage(w, id, data)
+	a.writeRawMessage(w, id, data)
 }
 
 // httpMessageIDByIndex answers the id of the entry holding the message
@@ -538,37 +439,6 @@ func (a *API) httpMessageIDByIndex(w http.ResponseWriter, r *http.Request, p par
 	if !ok {
 		return
 	}
-	id, err := a.svc.MessageIDByIndex(r.Context(), topic, idx)
-	if err != nil {
-		serviceError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, toJSONID(id))
-}
-
-// httpCompact starts compacting the topic (204; 409 while one runs).
-func (a *API) httpCompact(w http.ResponseWriter, r *http.Request, p params) {
-	tn, ok := broker.TopicFromParams(w, p)
-	if !ok {
-		return
-	}
-	if err := a.svc.Compact(r.Context(), tn.String()); err != nil {
-		serviceError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// httpCompactionStatus answers Pulsar's LongRunningProcessStatus.
-func (a *API) httpCompactionStatus(w http.ResponseWriter, r *http.Request, p params) {
-	tn, ok := broker.TopicFromParams(w, p)
-	if !ok {
-		return
-	}
-	st, lastErr, err := a.svc.CompactionStatus(r.Context(), tn.String())
-	if err != nil {
-		serviceError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": st, "lastError": lastErr})
+	id, err := a.reads.MessageIDByIndex(r.Context(), topic, idx)
+	a.reply(w, toJSONID(id), err)
 }

@@ -12,15 +12,16 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/txn"
 	"github.com/magnetar-mq/magnetar/txn/coordinator"
 )
 
-// txnCoordinators is what the transaction endpoints need of the service
-// (*broker.Broker has it).
-type txnCoordinators interface {
+// TxnCoordinators is what the transaction endpoints need of the
+// coordinator side (*txn/server.Server has it).
+type TxnCoordinators interface {
 	TxnCoordinator(ctx context.Context, id uint64) (*coordinator.Coordinator, error)
 	TxnCoordinatorCount() int
 	LoadedTxnCoordinators() []uint64
@@ -59,40 +60,65 @@ func metadataOf(in coordinator.Info) txnMetadata {
 
 func (a *API) registerTransactionRoutes(rt routeTable) {
 	const base = "/admin/v3/transactions"
-	rt.Handle("GET", base+"/coordinators", a.txn(a.httpListCoordinators))
-	rt.Handle("GET", base+"/coordinatorStats", a.txn(a.httpCoordinatorStats))
-	rt.Handle("GET", base+"/transactionMetadata/{most}/{least}", a.txn(a.httpTransactionMetadata))
-	rt.Handle("GET", base+"/slowTransactions/{timeout}", a.txn(a.httpSlowTransactions))
-	rt.Handle("GET", base+"/coordinatorInternalStats/{id}", a.txn(a.httpCoordinatorInternalStats))
+	// Pulsar's TransactionsBase checks no permission on these reads:
+	// any authenticated role reaches them (pulsar-client-go's tests read
+	// transactionMetadata as the anonymous role). They show ids, states
+	// and the topic and subscription names a transaction touched, never
+	// message data.
+	rt.Handle("GET", base+"/coordinators", auth.AccessAny, txnValue(a, a.coordinatorURLs))
+	rt.Handle("GET", base+"/coordinatorStats", auth.AccessAny, txnValue(a, coordinatorStats))
+	rt.Handle("GET", base+"/transactionMetadata/{most}/{least}", auth.AccessAny, txnValue(a, transactionMetadata))
+	rt.Handle("GET", base+"/slowTransactions/{timeout}", auth.AccessAny, txnValue(a, slowTransactions))
+	rt.Handle("GET", base+"/coordinatorInternalStats/{id}", auth.AccessAny, txnValue(a, coordinatorInternalStats))
 }
 
-type txnHandler func(w http.ResponseWriter, r *http.Request, p params, tc txnCoordinators)
-
-// txn answers 503 as Pulsar does when the broker runs no coordinator.
-func (a *API) txn(h txnHandler) handler {
+// txnValue serves a GET of the transaction side. Without a coordinator
+// on this broker it answers 503, as Pulsar does: every
+// /admin/v3/transactions call needs transactionCoordinatorEnabled on the
+// broker asked.
+func txnValue[T any](a *API, get func(r *http.Request, tc TxnCoordinators, p params) (T, error)) handler {
 	return func(w http.ResponseWriter, r *http.Request, p params) {
-		tc, ok := a.svc.(txnCoordinators)
-		if !ok || tc.TxnCoordinatorCount() == 0 {
+		tc := a.coordinators
+		if tc == nil || tc.TxnCoordinatorCount() == 0 {
 			writeError(w, http.StatusServiceUnavailable, "This Broker is not configured with transactionCoordinatorEnabled=true.")
 			return
 		}
-		h(w, r, p, tc)
+		v, err := get(r, tc, p)
+		switch {
+		case err == nil:
+			writeJSON(w, http.StatusOK, v)
+		case errors.Is(err, coordinator.ErrTxnNotFound), errors.Is(err, coordinator.ErrWrongCoordinator):
+			writeError(w, http.StatusNotFound, err.Error())
+		case errors.Is(err, broker.ErrTxnDisabled):
+			writeError(w, http.StatusServiceUnavailable, err.Error())
+		default:
+			a.serviceError(w, err)
+		}
 	}
 }
 
-func txnStatus(err error) int {
-	switch {
-	case errors.Is(err, coordinator.ErrTxnNotFound), errors.Is(err, coordinator.ErrWrongCoordinator):
-		return http.StatusNotFound
-	case errors.Is(err, broker.ErrTxnDisabled):
-		return http.StatusServiceUnavailable
+// parseID reads a transaction or coordinator id.
+func parseID(s, what string) (uint64, error) {
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, refuse(http.StatusPreconditionFailed, "Invalid %s: %s", what, s)
 	}
-	return statusOf(err)
+	return v, nil
 }
 
-// coordinatorIDs are the coordinators a listing covers: all of them on a
-// single node, the ones this broker serves in a cluster.
-func coordinatorIDs(tc txnCoordinators) []uint64 {
+// txnIDOf reads the transaction id of the path ({most}/{least}).
+func txnIDOf(p params) (txn.ID, error) {
+	most, err := parseID(p["most"], "mostSigBits")
+	if err != nil {
+		return txn.ID{}, err
+	}
+	least, err := parseID(p["least"], "leastSigBits")
+	return txn.ID{Most: most, Least: least}, err
+}
+
+// servedIDs are the coordinators this broker serves: all of them on a
+// single node, the ones it has loaded in a cluster.
+func servedIDs(tc TxnCoordinators) []uint64 {
 	if tc.Cluster() != nil {
 		return tc.LoadedTxnCoordinators()
 	}
@@ -103,112 +129,88 @@ func coordinatorIDs(tc txnCoordinators) []uint64 {
 	return ids
 }
 
-func (a *API) httpListCoordinators(w http.ResponseWriter, r *http.Request, _ params, tc txnCoordinators) {
+// coordinatorURLs maps every coordinator this broker serves to its
+// service URL.
+func (a *API) coordinatorURLs(_ *http.Request, tc TxnCoordinators, _ params) (map[string]string, error) {
 	out := map[string]string{}
-	for _, id := range coordinatorIDs(tc) {
-		out[strconv.FormatUint(id, 10)] = a.svc.ServiceURL()
+	for _, id := range servedIDs(tc) {
+		out[strconv.FormatUint(id, 10)] = a.node.ServiceURL()
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
-func parseID(w http.ResponseWriter, s, what string) (uint64, bool) {
-	v, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		writeError(w, http.StatusPreconditionFailed, "Invalid "+what+": "+s)
-		return 0, false
-	}
-	return v, true
-}
-
-func (a *API) httpCoordinatorStats(w http.ResponseWriter, r *http.Request, _ params, tc txnCoordinators) {
-	ctx := r.Context()
+// eachCoordinator calls f on the coordinators a request covers:
+// ?coordinatorId= when given, else the ones this broker serves.
+func eachCoordinator(r *http.Request, tc TxnCoordinators, f func(id uint64, co *coordinator.Coordinator)) error {
+	ids := servedIDs(tc)
 	if s := r.URL.Query().Get("coordinatorId"); s != "" {
-		id, ok := parseID(w, s, "coordinatorId")
-		if !ok {
-			return
-		}
-		co, err := tc.TxnCoordinator(ctx, id)
+		id, err := parseID(s, "coordinatorId")
 		if err != nil {
-			writeError(w, txnStatus(err), err.Error())
-			return
-		}
-		writeJSON(w, http.StatusOK, co.Stats())
-		return
-	}
-	out := map[string]coordinator.Stats{}
-	for _, id := range coordinatorIDs(tc) {
-		co, err := tc.TxnCoordinator(ctx, id)
-		if err != nil {
-			writeError(w, txnStatus(err), err.Error())
-			return
-		}
-		out[strconv.FormatUint(id, 10)] = co.Stats()
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-func (a *API) httpTransactionMetadata(w http.ResponseWriter, r *http.Request, p params, tc txnCoordinators) {
-	most, ok := parseID(w, p["most"], "mostSigBits")
-	if !ok {
-		return
-	}
-	least, ok := parseID(w, p["least"], "leastSigBits")
-	if !ok {
-		return
-	}
-	co, err := tc.TxnCoordinator(r.Context(), most)
-	if err != nil {
-		writeError(w, txnStatus(err), err.Error())
-		return
-	}
-	info, err := co.Txn(txn.ID{Most: most, Least: least})
-	if err != nil {
-		writeError(w, txnStatus(err), err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, metadataOf(info))
-}
-
-func (a *API) httpSlowTransactions(w http.ResponseWriter, r *http.Request, p params, tc txnCoordinators) {
-	ms, err := strconv.ParseInt(p["timeout"], 10, 64)
-	if err != nil || ms < 0 {
-		writeError(w, http.StatusPreconditionFailed, "Invalid timeout (milliseconds): "+p["timeout"])
-		return
-	}
-	age := time.Duration(min(ms, int64(1<<63-1)/int64(time.Millisecond))) * time.Millisecond
-	ids := coordinatorIDs(tc)
-	if s := r.URL.Query().Get("coordinatorId"); s != "" {
-		id, ok := parseID(w, s, "coordinatorId")
-		if !ok {
-			return
+			return err
 		}
 		ids = []uint64{id}
 	}
-	out := map[string]txnMetadata{}
 	for _, id := range ids {
 		co, err := tc.TxnCoordinator(r.Context(), id)
 		if err != nil {
-			writeError(w, txnStatus(err), err.Error())
-			return
+			return err
 		}
+		f(id, co)
+	}
+	return nil
+}
+
+// coordinatorStats answers one coordinator's stats (?coordinatorId=),
+// or every coordinator's by id.
+func coordinatorStats(r *http.Request, tc TxnCoordinators, _ params) (any, error) {
+	out := map[string]coordinator.Stats{}
+	var last coordinator.Stats
+	err := eachCoordinator(r, tc, func(id uint64, co *coordinator.Coordinator) {
+		last = co.Stats()
+		out[strconv.FormatUint(id, 10)] = last
+	})
+	if r.URL.Query().Get("coordinatorId") != "" {
+		return last, err
+	}
+	return out, err
+}
+
+func transactionMetadata(r *http.Request, tc TxnCoordinators, p params) (txnMetadata, error) {
+	id, err := txnIDOf(p)
+	if err != nil {
+		return txnMetadata{}, err
+	}
+	co, err := tc.TxnCoordinator(r.Context(), id.Most)
+	if err != nil {
+		return txnMetadata{}, err
+	}
+	info, err := co.Txn(id)
+	return metadataOf(info), err
+}
+
+// slowTransactions lists the transactions open longer than {timeout} ms.
+func slowTransactions(r *http.Request, tc TxnCoordinators, p params) (map[string]txnMetadata, error) {
+	ms, err := strconv.ParseInt(p["timeout"], 10, 64)
+	if err != nil || ms < 0 {
+		return nil, refuse(http.StatusPreconditionFailed, "Invalid timeout (milliseconds): %s", p["timeout"])
+	}
+	age := time.Duration(min(ms, int64(1<<63-1)/int64(time.Millisecond))) * time.Millisecond
+	out := map[string]txnMetadata{}
+	err = eachCoordinator(r, tc, func(_ uint64, co *coordinator.Coordinator) {
 		for _, in := range co.Slow(age) {
 			out[in.ID.String()] = metadataOf(in)
 		}
-	}
-	writeJSON(w, http.StatusOK, out)
+	})
+	return out, err
 }
 
-func (a *API) httpCoordinatorInternalStats(w http.ResponseWriter, r *http.Request, p params, tc txnCoordinators) {
-	id, ok := parseID(w, p["id"], "coordinatorId")
-	if !ok {
-		return
+func coordinatorInternalStats(r *http.Request, tc TxnCoordinators, p params) (map[string]any, error) {
+	id, err := parseID(p["id"], "coordinatorId")
+	if err != nil {
+		return nil, err
 	}
 	name, st, err := tc.TxnLogStats(r.Context(), id)
-	if err != nil {
-		writeError(w, txnStatus(err), err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"transactionLogStats": map[string]any{
+	return map[string]any{"transactionLogStats": map[string]any{
 		"managedLedgerName": name, "managedLedgerInternalStats": st,
-	}})
+	}}, err
 }

@@ -10,93 +10,58 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/txn"
+	"github.com/magnetar-mq/magnetar/txn/server"
 )
 
-// txnParticipants is what these endpoints need of the service
-// (*broker.Broker has it).
-type txnParticipants interface {
-	TxnBufferStats(ctx context.Context, topic string) (broker.TxnBufferStats, error)
-	TxnInBufferStats(ctx context.Context, topic string, id txn.ID) (broker.TxnInBufferStats, error)
-	PendingAckStats(ctx context.Context, topic, sub string) (broker.PendingAckStats, error)
-	TxnInPendingAckStats(ctx context.Context, topic, sub string, id txn.ID) (broker.TxnInPendingAckStats, error)
+// TxnParticipants is what these endpoints need of the participant side
+// (*txn/server.Server has it).
+type TxnParticipants interface {
+	TxnBufferStats(ctx context.Context, topic string) (server.BufferStats, error)
+	TxnInBufferStats(ctx context.Context, topic string, id txn.ID) (server.InBufferStats, error)
+	PendingAckStats(ctx context.Context, topic, sub string) (server.PendingAckStats, error)
+	TxnInPendingAckStats(ctx context.Context, topic, sub string, id txn.ID) (server.InPendingAckStats, error)
 }
 
 func (a *API) registerTransactionParticipantRoutes(rt routeTable) {
 	const base = "/admin/v3/transactions"
 	const tp = "/{tenant}/{namespace}/{topic}"
-	rt.Handle("GET", base+"/transactionBufferStats"+tp, a.participant(a.httpTxnBufferStats))
-	rt.Handle("GET", base+"/transactionInBufferStats"+tp+"/{most}/{least}", a.participant(a.httpTxnInBufferStats))
-	rt.Handle("GET", base+"/pendingAckStats"+tp+"/{sub}", a.participant(a.httpPendingAckStats))
-	rt.Handle("GET", base+"/transactionInPendingAckStats"+tp+"/{sub}/{most}/{least}", a.participant(a.httpTxnInPendingAckStats))
+	rt.Handle("GET", base+"/transactionBufferStats"+tp, auth.AccessAny,
+		participantValue(a, func(ctx context.Context, tp TxnParticipants, topic string, _ params) (server.BufferStats, error) {
+			return tp.TxnBufferStats(ctx, topic)
+		}))
+	rt.Handle("GET", base+"/transactionInBufferStats"+tp+"/{most}/{least}", auth.AccessAny,
+		participantValue(a, func(ctx context.Context, tp TxnParticipants, topic string, p params) (server.InBufferStats, error) {
+			id, err := txnIDOf(p)
+			if err != nil {
+				return server.InBufferStats{}, err
+			}
+			return tp.TxnInBufferStats(ctx, topic, id)
+		}))
+	rt.Handle("GET", base+"/pendingAckStats"+tp+"/{sub}", auth.AccessAny,
+		participantValue(a, func(ctx context.Context, tp TxnParticipants, topic string, p params) (server.PendingAckStats, error) {
+			return tp.PendingAckStats(ctx, topic, p["sub"])
+		}))
+	rt.Handle("GET", base+"/transactionInPendingAckStats"+tp+"/{sub}/{most}/{least}", auth.AccessAny,
+		participantValue(a, func(ctx context.Context, tp TxnParticipants, topic string, p params) (server.InPendingAckStats, error) {
+			id, err := txnIDOf(p)
+			if err != nil {
+				return server.InPendingAckStats{}, err
+			}
+			return tp.TxnInPendingAckStats(ctx, topic, p["sub"], id)
+		}))
 }
 
-type participantHandler func(w http.ResponseWriter, r *http.Request, p params, tp txnParticipants, topic string)
-
-func (a *API) participant(h participantHandler) handler {
-	return func(w http.ResponseWriter, r *http.Request, p params) {
-		tp, ok := a.svc.(txnParticipants)
-		tc, coord := a.svc.(txnCoordinators)
-		if !ok || !coord || tc.TxnCoordinatorCount() == 0 {
-			// As Pulsar: every /admin/v3/transactions call needs
-			// transactionCoordinatorEnabled on the broker asked.
-			writeError(w, http.StatusServiceUnavailable, "This Broker is not configured with transactionCoordinatorEnabled=true.")
-			return
+// participantValue serves a GET of the participant side about the path's
+// persistent topic (503 without transactions, as txnValue).
+func participantValue[T any](a *API, get func(ctx context.Context, tp TxnParticipants, topic string, p params) (T, error)) handler {
+	return txnValue(a, func(r *http.Request, _ TxnCoordinators, p params) (T, error) {
+		if a.participants == nil {
+			var zero T
+			return zero, broker.ErrTxnDisabled
 		}
-		h(w, r, p, tp, "persistent://"+p["tenant"]+"/"+p["namespace"]+"/"+p["topic"])
-	}
-}
-
-func txnIDOf(w http.ResponseWriter, p params) (txn.ID, bool) {
-	most, ok := parseID(w, p["most"], "mostSigBits")
-	if !ok {
-		return txn.ID{}, false
-	}
-	least, ok := parseID(w, p["least"], "leastSigBits")
-	return txn.ID{Most: most, Least: least}, ok
-}
-
-func (a *API) httpTxnBufferStats(w http.ResponseWriter, r *http.Request, _ params, tp txnParticipants, topic string) {
-	st, err := tp.TxnBufferStats(r.Context(), topic)
-	if err != nil {
-		serviceError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
-}
-
-func (a *API) httpTxnInBufferStats(w http.ResponseWriter, r *http.Request, p params, tp txnParticipants, topic string) {
-	id, ok := txnIDOf(w, p)
-	if !ok {
-		return
-	}
-	st, err := tp.TxnInBufferStats(r.Context(), topic, id)
-	if err != nil {
-		serviceError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
-}
-
-func (a *API) httpPendingAckStats(w http.ResponseWriter, r *http.Request, p params, tp txnParticipants, topic string) {
-	st, err := tp.PendingAckStats(r.Context(), topic, p["sub"])
-	if err != nil {
-		serviceError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
-}
-
-func (a *API) httpTxnInPendingAckStats(w http.ResponseWriter, r *http.Request, p params, tp txnParticipants, topic string) {
-	id, ok := txnIDOf(w, p)
-	if !ok {
-		return
-	}
-	st, err := tp.TxnInPendingAckStats(r.Context(), topic, p["sub"], id)
-	if err != nil {
-		serviceError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
+		return get(r.Context(), a.participants, "persistent://"+p["tenant"]+"/"+p["namespace"]+"/"+p["topic"], p)
+	})
 }

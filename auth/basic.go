@@ -1,57 +1,46 @@
 package auth
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"strings"
 
-	"golang.org/x/crypto/bcrypt"
+	"github.com/magnetar-mq/magnetar/auth/htpasswd"
 )
 
 // BasicProvider authenticates "user:password" against an htpasswd file
-// of bcrypt hashes (`htpasswd -B`: $2y$, $2a$ or $2b$). Role = user name.
+// (package htpasswd: bcrypt, and Pulsar's APR1-MD5 and DES crypt).
+// Role = user name.
 type BasicProvider struct {
-	users map[string][]byte
-	dummy []byte // compared for unknown users, so timing does not tell
+	users map[string]htpasswd.Entry
+	dummy htpasswd.Entry // compared for unknown users, so timing does not tell
+	weak  []string       // users whose hash is APR1-MD5 or crypt, file order
 }
 
-// ParseHtpasswd reads an htpasswd file: one "user:hash" per line; blank
-// lines and lines starting with # are skipped. A line that is not
-// exactly user:hash, or a hash that is not bcrypt, is an error (the weak
-// APR1-MD5, SHA1 and crypt hashes are refused).
+// ParseHtpasswd reads an htpasswd file (htpasswd.Parse): a file with no
+// user, a line that is not user:hash, or a hash in no known form is an
+// error.
 func ParseHtpasswd(data []byte) (*BasicProvider, error) {
-	p := &BasicProvider{users: map[string][]byte{}}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	n := 0
-	for sc.Scan() {
-		n++
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		user, hash, ok := strings.Cut(line, ":")
-		if !ok || user == "" || hash == "" || strings.Contains(hash, ":") {
-			return nil, fmt.Errorf("auth: htpasswd line %d: want user:hash", n)
-		}
-		if _, err := bcrypt.Cost([]byte(hash)); err != nil {
-			return nil, fmt.Errorf("auth: htpasswd line %d (user %q): not a bcrypt hash (make it with htpasswd -B)", n, user)
-		}
-		p.users[user] = []byte(hash)
+	es, err := htpasswd.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("auth: htpasswd %w", err)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	if len(p.users) == 0 {
+	if len(es) == 0 {
 		return nil, errors.New("auth: htpasswd file has no users")
 	}
-	for _, h := range p.users {
-		p.dummy = h
-		break
+	p := &BasicProvider{users: map[string]htpasswd.Entry{}, dummy: es[0]}
+	for _, e := range es {
+		p.users[e.User] = e
+		if e.Scheme.Weak() {
+			p.weak = append(p.weak, e.User+" ("+e.Scheme.String()+")")
+		}
 	}
 	return p, nil
 }
+
+// Weak lists the users whose hash is a weak form (APR1-MD5 or crypt),
+// as "user (scheme)", for the start-up warning.
+func (p *BasicProvider) Weak() []string { return p.weak }
 
 // Name implements Provider.
 func (p *BasicProvider) Name() string { return MethodBasic }
@@ -62,12 +51,12 @@ func (p *BasicProvider) Authenticate(c Credentials) (Identity, error) {
 	if !ok || len(user) == 0 {
 		return Identity{}, fmt.Errorf("%w: basic: want user:password", ErrAuthentication)
 	}
-	h, known := p.users[string(user)]
+	e, known := p.users[string(user)]
 	if !known {
-		_ = bcrypt.CompareHashAndPassword(p.dummy, pass)
+		_ = p.dummy.Verify(pass)
 		return Identity{}, fmt.Errorf("%w: basic: unknown user or invalid password", ErrAuthentication)
 	}
-	if bcrypt.CompareHashAndPassword(h, pass) != nil {
+	if !e.Verify(pass) {
 		return Identity{}, fmt.Errorf("%w: basic: unknown user or invalid password", ErrAuthentication)
 	}
 	return Identity{Role: string(user), Method: MethodBasic}, nil

@@ -107,7 +107,7 @@ func (c *Config) fields() []field {
 		{key: "tokenAudienceClaim", str: &c.TokenAudienceClaim, doc: "claim holding the audience (requires tokenAudience)"},
 		{key: "tokenAudience", str: &c.TokenAudience, doc: "this service's audience"},
 		{key: "tokenAllowedClockSkewSeconds", n: &c.TokenAllowedClockSkewSeconds, doc: "leeway on exp and nbf"},
-		{key: "basicAuthConf", str: &c.BasicAuthConf, doc: "htpasswd file of bcrypt hashes (same forms as keys)"},
+		{key: "basicAuthConf", str: &c.BasicAuthConf, doc: "htpasswd file: bcrypt, APR1-MD5 or crypt hashes (same forms as keys)"},
 		{key: "brokerServicePort", str: &c.BrokerServicePort, doc: "plaintext binary port or address (empty: off)"},
 		{key: "webServicePort", str: &c.WebServicePort, doc: "plaintext HTTP port or address (empty: off)"},
 		{key: "brokerServicePortTls", str: &c.BrokerServicePortTls, doc: "TLS binary port or address, e.g. 6651"},
@@ -168,6 +168,11 @@ func (c *Config) Set(key, value string) error {
 			v, err := strconv.Atoi(value)
 			if err != nil || v < 0 {
 				return fmt.Errorf("auth: %s: %q is not a non-negative integer", key, value)
+			}
+			if v == 0 && key == "authenticationRefreshCheckSeconds" {
+				// Pulsar schedules the check at this period: 0 is refused
+				// there too (no "never").
+				return fmt.Errorf("auth: %s: must be at least 1", key)
 			}
 			*f.n = v
 		case f.ls != nil:

@@ -20,10 +20,12 @@
 //     files with a trailing newline).
 //   - tls: role = subject CN of the client certificate, only when the
 //     chain verified against tlsTrustCertsFilePath.
-//   - basic: "user:password" checked against an htpasswd file of bcrypt
-//     hashes (golang.org/x/crypto/bcrypt); APR1-MD5, SHA1 and crypt
-//     hashes are refused at load as too weak. Unknown users cost one
-//     bcrypt comparison too.
+//   - basic: "user:password" checked against an htpasswd file
+//     (package htpasswd): Pulsar's forms, APR1-MD5 ($apr1$) and DES
+//     crypt, and bcrypt ($2y$, Magnetar only). A weak hash is accepted,
+//     as Pulsar accepts it, with one start-up warning naming the users.
+//     Unknown users cost one comparison too. Unlike Pulsar, the
+//     password may contain ':' and the file may have comments.
 //
 // No credentials (method "" or "none") give anonymousUserRole when it is
 // set, else fail. Unlike Pulsar, an unknown method name and invalid

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/magnetar-mq/magnetar/metadata"
@@ -42,7 +43,7 @@ func New(cfg Config, store metadata.Store, cluster string, log *slog.Logger) (*S
 			if err != nil {
 				return nil, err
 			}
-			p, err := newProvider(m, &cfg)
+			p, err := newProvider(m, &cfg, log)
 			if err != nil {
 				return nil, err
 			}
@@ -72,7 +73,7 @@ func New(cfg Config, store metadata.Store, cluster string, log *slog.Logger) (*S
 	return s, nil
 }
 
-func newProvider(method string, cfg *Config) (Provider, error) {
+func newProvider(method string, cfg *Config, log *slog.Logger) (Provider, error) {
 	switch method {
 	case MethodToken:
 		tc := TokenConfig{
@@ -111,7 +112,15 @@ func newProvider(method string, cfg *Config) (Provider, error) {
 		if err != nil {
 			return nil, fmt.Errorf("basicAuthConf: %w", err)
 		}
-		return ParseHtpasswd(b)
+		p, err := ParseHtpasswd(b)
+		if err != nil {
+			return nil, fmt.Errorf("basicAuthConf: %w", err)
+		}
+		if w := p.Weak(); len(w) > 0 {
+			log.Warn("basicAuthConf: weak password hashes; they work as in Pulsar, but bcrypt (htpasswd -B) is much stronger, and crypt reads only 8 password characters",
+				"users", strings.Join(w, ", "))
+		}
+		return p, nil
 	}
 	return nil, fmt.Errorf("auth: unknown method %q", method)
 }

@@ -1,9 +1,11 @@
 package bookie
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/magnetar-mq/magnetar/entrylog"
 	"github.com/magnetar-mq/magnetar/journal"
@@ -80,52 +82,74 @@ func (s entryLogStore) Scan(fn func(ledger, entry int64, loc uint64) error) erro
 	return nil
 }
 
-// GC removes sealed logs without live data and compacts sealed logs whose
-// live ratio is below threshold: copies, Sync, relocate (index durable),
-// then RemoveLog. Only logs with an id below horizon are touched: the
-// active log, and logs sealed while a checkpoint may still be setting the
-// index locations of their entries, wait for a later pass.
-func (s entryLogStore) GC(ctx context.Context, live func(int64) bool, threshold float64, horizon uint32, relocate func([]relocation) error) (gcStats, error) {
+// GC removes sealed logs without live data, then compacts sealed logs
+// whose live ratio is below the threshold: copies, Sync, relocate (index
+// durable), then RemoveLog. Only logs with an id below the horizon are
+// touched: the active log, and logs sealed while a checkpoint may still
+// be setting the index locations of their entries, wait for a later
+// pass.
+//
+// On a full disk the order matters: removing a log needs no space, so
+// every removable log goes first; compaction needs room for the live
+// bytes it copies, so the logs with the fewest go next, and a log whose
+// live bytes (plus gcMargin) exceed req.room is postponed rather than
+// started: a copy that runs out of space half-way leaves its partial
+// copies behind, and a retry every pass used to fill the disk to the
+// last byte that way.
+func (s entryLogStore) GC(ctx context.Context, req gcRequest) (gcStats, error) {
 	var st gcStats
-	usages, uerr := s.Usage(live)
+	usages, uerr := s.Usage(req.live)
+	var compact []entrylog.Usage
 	for _, u := range usages {
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
-		if u.ID >= horizon {
-			continue
-		}
 		switch {
+		case u.ID >= req.horizon:
 		case u.Live == 0:
 			if err := s.RemoveLog(u.ID); err != nil {
 				return st, err
 			}
 			st.LogsDeleted++
 			st.BytesReclaimed += int64(u.Total)
-		case u.Ratio() < threshold:
-			var moves []relocation
-			_, err := s.Compact(ctx, u.ID, live, func(ledger, entry int64, oldLoc, newLoc uint64) error {
-				moves = append(moves, relocation{ledger, entry, oldLoc, newLoc})
-				return nil
-			})
-			if err != nil {
-				return st, err
-			}
-			if err := s.Sync(); err != nil {
-				return st, err
-			}
-			if err := relocate(moves); err != nil {
-				return st, err
-			}
-			if err := s.RemoveLog(u.ID); err != nil {
-				return st, err
-			}
-			st.LogsCompacted++
-			st.BytesReclaimed += int64(u.Total - u.Live)
+		case u.Ratio() < req.threshold:
+			compact = append(compact, u)
 		}
+	}
+	slices.SortStableFunc(compact, func(a, b entrylog.Usage) int { return cmp.Compare(a.Live, b.Live) })
+	for i, u := range compact {
+		need := int64(u.Live) + gcMargin(u.Live)
+		if room := req.room(); room >= 0 && need > room {
+			st.Postponed, st.Need = len(compact)-i, need
+			break
+		}
+		var moves []relocation
+		_, err := s.Compact(ctx, u.ID, req.live, func(ledger, entry int64, oldLoc, newLoc uint64) error {
+			moves = append(moves, relocation{ledger, entry, oldLoc, newLoc})
+			return nil
+		})
+		if err != nil {
+			return st, err
+		}
+		if err := s.Sync(); err != nil {
+			return st, err
+		}
+		if err := req.relocate(moves); err != nil {
+			return st, err
+		}
+		if err := s.RemoveLog(u.ID); err != nil {
+			return st, err
+		}
+		st.LogsCompacted++
+		st.BytesReclaimed += int64(u.Total - u.Live)
 	}
 	return st, uerr
 }
+
+// gcMargin is the room compaction keeps beyond the live bytes it copies:
+// the copies' ledgers map, the index pages it rewrites, the header of a
+// next log.
+func gcMargin(live uint64) int64 { return 64<<10 + int64(live/16) }
 
 // openStorage opens the journal, the entry logs and the index in opts'
 // directories.
@@ -152,6 +176,15 @@ func openStorage(opts *Options) (s storageSet, err error) {
 		return s, fmt.Errorf("bookie: open index: %w", err)
 	}
 	j, err := journal.Open(journalOptions(opts))
+	if err != nil && isNoSpace(err) && releaseReserves(opts) > 0 {
+		// A restart on a full volume: the journal's new file needs a
+		// few KiB before the bookie can serve reads; half the reserve
+		// is set aside again for GC (reserve.go).
+		j, err = journal.Open(journalOptions(opts))
+		if err == nil {
+			halfReserves(opts)
+		}
+	}
 	if err != nil {
 		return s, fmt.Errorf("bookie: open journal: %w", err)
 	}

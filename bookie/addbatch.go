@@ -3,7 +3,6 @@ package bookie
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 
 	"github.com/magnetar-mq/magnetar/entrylog"
 	"github.com/magnetar-mq/magnetar/journal"
@@ -23,13 +22,14 @@ type Add struct {
 const batchMax = 64
 
 // AddEntries is AddEntry for each of adds, in order, with AddEntry's
-// guarantees for each: its Done runs exactly once, successful adds
-// complete in journal order, and each entry is readable when AddEntries
+// guarantees for each: its Done runs exactly once, successful adds of a
+// ledger complete in order, and each entry is readable when AddEntries
 // returns. Consecutive small adds (payload under journal.RefMinPayload)
 // to the same ledger with the same recovery flag form a run that takes
 // the close lock, the ledger's lock, the write cache's lock and the
 // journal's queue lock once instead of once per add, which is where a
-// bookie server reading many adds per network read spends its CPU.
+// bookie server reading many adds per network read spends its CPU; a
+// run's adds complete together, when its last journal record is durable.
 // adds is not retained; the payloads are copied before AddEntries
 // returns.
 func (b *Bookie) AddEntries(adds []Add) {
@@ -178,49 +178,63 @@ func (b *Bookie) addRunLocked(run []Add, start int64, sc *runScratch) {
 		return
 	}
 	op := runOpPool.Get().(*runOp)
-	op.b, op.start = b, start
-	op.left.Store(int32(m))
+	op.b, op.start, op.n = b, start, m
 	for j := range m {
 		if sc.entries[j] > st.lastEntry {
 			st.lastEntry = sc.entries[j]
 		}
-		op.slots[j].done = run[sc.idx[j]].Done
+		op.done[j] = run[sc.idx[j]].Done
 		sc.recs[j] = journal.Record{Type: journal.Entry, LedgerID: ledger, EntryID: sc.entries[j], Payload: sc.payloads[j]}
-		sc.comps[j] = &op.slots[j]
+		sc.comps[j] = nil
+	}
+	// The run's last record carries its completion: records complete in
+	// order, so when it runs every add of the run is durable.
+	sc.comps[m-1] = op
+	if b.tracer != nil && b.tracer.sample(m) {
+		// The run's last add: the one whose callback waits for all the
+		// others'.
+		op.traced = true
+		op.st = stageStamps{start: start, cached: journal.Nanotime()}
+		sc.recs[m-1].Appended = &op.st.appended
 	}
 	b.j.AppendBatchWithCRC(sc.recs[:m], sc.pcrcs[:m], sc.comps[:m])
 }
 
-// runOp completes the journal records of one run: one pooled object per
-// run where addEntry takes an addOp per add. Each slot is one record's
-// completion; the last to complete returns the runOp to the pool.
+// runOp completes one run: one pooled object per run where addEntry takes
+// an addOp per add. It is the completion of the run's last journal record
+// only (the others have none): records complete in order, so when it runs
+// every add of the run is durable, or the journal failed. It observes the
+// add latency once for the run and calls the adds' callbacks in order.
+// A run split over two groups (the journal's queue filled in between)
+// acknowledges its first adds with the second group.
 type runOp struct {
-	b     *Bookie
-	start int64        // journal.Nanotime at the AddEntries call (add latency)
-	left  atomic.Int32 // slots not completed yet
-	slots [batchMax]runSlot
+	b      *Bookie
+	start  int64 // journal.Nanotime at the AddEntries call (add latency)
+	n      int
+	traced bool        // the last add's stages are sampled (st)
+	st     stageStamps // of the traced add
+	done   [batchMax]func(error)
 }
 
-type runSlot struct {
-	r    *runOp // fixed when the runOp is made
-	done func(error)
-}
+var runOpPool = sync.Pool{New: func() any { return new(runOp) }}
 
-var runOpPool = sync.Pool{New: func() any {
-	r := new(runOp)
-	for i := range r.slots {
-		r.slots[i].r = r
+func (r *runOp) AppendDone(_ journal.Position, err error) {
+	b, n := r.b, r.n
+	if err != nil {
+		b.journalFailed(err)
+	} else {
+		b.m.addLatency.ObserveN(b.m.durableAt()-r.start, uint64(n))
 	}
-	return r
-}}
-
-func (s *runSlot) AppendDone(_ journal.Position, err error) {
-	r, done := s.r, s.done
-	s.done = nil
-	b, start := r.b, r.start
-	if r.left.Add(-1) == 0 { // the runOp's fields are not read after this
-		r.b = nil
-		runOpPool.Put(r)
+	for i := range n - 1 {
+		r.done[i](err)
+		r.done[i] = nil
 	}
-	b.addDurable(start, err, done)
+	if r.traced && err == nil {
+		b.tracer.record(&r.st, b.j.(groupTimer).CompletingGroup(), journal.Nanotime())
+	}
+	last := r.done[n-1]
+	r.done[n-1] = nil
+	r.b, r.n, r.traced = nil, 0, false
+	runOpPool.Put(r)
+	last(err)
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/magnetar-mq/magnetar/entrylog"
 	"github.com/magnetar-mq/magnetar/journal"
@@ -48,7 +49,14 @@ type Bookie struct {
 	ckptMu     sync.Mutex
 	locBuf     []uint64                         // guarded by ckptMu
 	recBuf     [][]byte                         // guarded by ckptMu
+	spanBuf    []ckptSpan                       // guarded by ckptMu
 	frozenMark func() (journal.Position, error) // mark of the unreleased frozen half; ckptMu
+	// lastSwap is when the last checkpoint froze the active half (at
+	// first, when the bookie opened); ckptMu.
+	lastSwap time.Time
+	// ckptWaiting counts callers waiting for ckptMu that a paced
+	// checkpoint must not keep waiting (lockCheckpoint).
+	ckptWaiting atomic.Int32
 	// pendingMark is a journal checkpoint not yet accepted; ckptMu.
 	pendingMark    journal.Position
 	hasPendingMark bool
@@ -59,6 +67,9 @@ type Bookie struct {
 	// compacts and removes only such logs (see gc.go).
 	compactHorizon atomic.Uint32
 	gcMu           sync.Mutex // one GC pass at a time
+	// gcPostponedNeed is the need of the compaction the last GC pass
+	// postponed for want of space (0: none); gcMu.
+	gcPostponedNeed int64
 	// hooks are test hooks, nil in production.
 	hooks struct {
 		afterFlushSync func() // checkpoint: entry log synced, index not yet updated
@@ -78,6 +89,8 @@ type Bookie struct {
 		checkpoints, gcRuns atomic.Int64
 	}
 	m metrics // see metrics.go
+	// tracer samples adds' stages (nil: off; see stages.go).
+	tracer *stageTracer
 }
 
 // checkKeyLocked verifies masterKey against st, creating the ledger (index
@@ -121,6 +134,9 @@ type addOp struct {
 	// half holds the payload the journal wrote from (AppendRef); nil when
 	// the journal copied it.
 	half *cacheHalf
+	// traced: the add's stages are sampled; st holds their stamps.
+	traced bool
+	st     stageStamps
 }
 
 var addOpPool = sync.Pool{New: func() any { return new(addOp) }}
@@ -129,6 +145,9 @@ func (op *addOp) AppendDone(_ journal.Position, err error) {
 	b, done, start := op.b, op.done, op.start
 	if op.half != nil {
 		op.half.refs.Done() // the journal no longer reads the cached payload
+	}
+	if op.traced && err == nil {
+		b.tracer.record(&op.st, b.j.(groupTimer).CompletingGroup(), journal.Nanotime())
 	}
 	*op = addOp{}
 	addOpPool.Put(op)
@@ -237,6 +256,11 @@ func (b *Bookie) addEntry(ledger, entry int64, masterKey, payload []byte, recove
 	op := addOpPool.Get().(*addOp)
 	op.b, op.done, op.start = b, done, start
 	rec := journal.Record{Type: journal.Entry, LedgerID: ledger, EntryID: entry, Payload: payload}
+	if b.tracer != nil && b.tracer.sample(1) {
+		op.traced = true
+		op.st = stageStamps{start: start, cached: journal.Nanotime()}
+		rec.Appended = &op.st.appended
+	}
 	if ref {
 		op.half = half
 		rec.Payload = cached
@@ -433,7 +457,7 @@ func (b *Bookie) DeleteLedger(ledger int64) error {
 		}
 		return ErrNoLedger
 	}
-	b.ckptMu.Lock()
+	b.lockCheckpoint()
 	defer b.ckptMu.Unlock()
 	b.wc.deleteLedger(ledger)
 	b.rc.deleteLedger(ledger)
@@ -447,7 +471,7 @@ func (b *Bookie) DeleteLedger(ledger int64) error {
 	if b.ro.reasons()&(roDiskFull|roStorage) != 0 {
 		b.kickGC() // the space may be what the bookie is waiting for
 	}
-	return b.checkpointLocked(true)
+	return b.checkpointLocked(true, false)
 }
 
 // IsReadOnly reports whether adds are refused.

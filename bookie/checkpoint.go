@@ -18,9 +18,18 @@ func (b *Bookie) Checkpoint() error {
 	if b.closed.Load() {
 		return ErrClosed
 	}
-	b.ckptMu.Lock()
+	b.lockCheckpoint()
 	defer b.ckptMu.Unlock()
-	return b.checkpointLocked(true)
+	return b.checkpointLocked(true, false)
+}
+
+// lockCheckpoint takes ckptMu for a caller that should not wait for a
+// paced checkpoint's sleeps: the pacer sees it waiting and finishes at
+// full speed.
+func (b *Bookie) lockCheckpoint() {
+	b.ckptWaiting.Add(1)
+	b.ckptMu.Lock()
+	b.ckptWaiting.Add(-1)
 }
 
 // checkpointLocked runs one checkpoint; ckptMu is held. Steps:
@@ -36,16 +45,23 @@ func (b *Bookie) Checkpoint() error {
 //
 // Entry-log data is durable before the index points at it, and both before
 // the journal forgets the records.
-func (b *Bookie) checkpointLocked(journalCkpt bool) error {
+//
+// With paced (the background loop's checkpoints), step 2 is spread over
+// time (pacer).
+func (b *Bookie) checkpointLocked(journalCkpt, paced bool) error {
 	start := time.Now()
+	ct := startCheckpointTimer()
 	var markWait func() (journal.Position, error)
 	swapped := false
+	filled := time.Duration(0) // how long the frozen half took to fill
 	if b.wc.hasFrozen() {
 		markWait, swapped = b.frozenMark, true
 	} else {
 		swapped = b.wc.swap(func() { markWait = b.j.Mark() })
 		if swapped {
 			b.frozenMark = markWait
+			filled = start.Sub(b.lastSwap)
+			b.lastSwap = start
 		}
 	}
 	dirty := b.metaDirty.Swap(false)
@@ -55,7 +71,11 @@ func (b *Bookie) checkpointLocked(journalCkpt bool) error {
 		b.compactHorizon.Store(b.el.ActiveLogID())
 		return nil
 	}
+	if swapped {
+		ct.s.Entries, ct.s.Bytes = b.wc.frozenSize()
+	}
 	fail := func(step string, err error) error {
+		b.checkpointDone(&ct, err)
 		b.metaDirty.Store(true)
 		err = fmt.Errorf("bookie: checkpoint %s: %w", step, err)
 		b.storageErr(err)
@@ -68,25 +88,36 @@ func (b *Bookie) checkpointLocked(journalCkpt bool) error {
 		// Two passes over the frozen half in the same sorted order: append
 		// to the entry log (collecting locations), then, once the log is
 		// durable, set the index. No list of the entries is built.
-		if err := b.appendFrozen(); err != nil {
+		ct.skip()
+		p := &pacer{b: b, total: ct.s.Bytes + int64(ct.s.Entries)*entrylogRecordOverhead}
+		if paced && b.opts.CheckpointSpread > 0 && filled > 0 {
+			p.spread, p.start = min(b.opts.CheckpointSpread, filled/2), start
+		}
+		if err := b.appendFrozen(p); err != nil {
 			return fail("entry log add", err)
 		}
+		ct.step(CkptAppend)
 		if err := b.el.Flush(); err != nil {
 			return fail("entry log flush", err)
 		}
 		if err := b.el.Sync(); err != nil {
 			return fail("entry log sync", err)
 		}
+		ct.step(CkptLogSync)
 		if h := b.hooks.afterFlushSync; h != nil {
 			h()
 		}
+		ct.skip()
 		if err := b.indexFrozen(); err != nil {
 			return fail("index put", err)
 		}
+		ct.step(CkptIndex)
 	}
+	ct.skip()
 	if err := b.idx.Flush(); err != nil {
 		return fail("index flush", err)
 	}
+	ct.step(CkptIndexFlush)
 	// Every entry added to the entry log so far has its index location:
 	// logs below the active one are safe to compact from now on.
 	b.compactHorizon.Store(b.el.ActiveLogID())
@@ -113,12 +144,28 @@ func (b *Bookie) checkpointLocked(journalCkpt bool) error {
 			return fail("journal", err)
 		}
 	}
+	ct.step(CkptJournal)
 	if b.ro.clear(roStorage) {
 		b.log.Info("checkpoint succeeded again, storage failure cleared")
 	}
 	b.stats.checkpoints.Add(1)
 	b.m.checkpointLatency.ObserveDuration(time.Since(start))
+	b.checkpointDone(&ct, nil)
 	return nil
+}
+
+// checkpointDone records the steps of a checkpoint that flushed
+// something (Stats.CheckpointStages, Options.OnCheckpoint).
+func (b *Bookie) checkpointDone(ct *checkpointTimer, err error) {
+	s := ct.done(err)
+	if err == nil {
+		for i, d := range s.D {
+			b.m.checkpointStages[i].Observe(d)
+		}
+	}
+	if h := b.opts.OnCheckpoint; h != nil {
+		h(s)
+	}
 }
 
 // ckptBatch is how many records the checkpoint hands the entry log per
@@ -132,19 +179,31 @@ const ckptBatch = 256
 // checkpoint of a full cache half is tens of milliseconds of CPU, and
 // without the yields it holds a processor until the scheduler preempts it
 // (10 ms) while the journal's committer, woken meanwhile, waits to run.
-func (b *Bookie) appendFrozen() error {
+func (b *Bookie) appendFrozen(p *pacer) error {
 	b.locBuf = b.locBuf[:0]
 	recs := b.recBuf[:0]
 	defer func() { clear(recs); b.recBuf = recs[:0] }()
 	add := func() error {
 		var err error
+		n := 0
+		for _, r := range recs {
+			n += len(r)
+		}
 		b.locBuf, err = b.el.AddRecords(recs, b.locBuf)
 		clear(recs)
 		recs = recs[:0]
-		runtime.Gosched()
+		if err == nil {
+			err = p.step(n)
+		}
 		return err
 	}
-	err := b.wc.frozenEach(func(_ key, rec []byte) error {
+	spans := b.spanBuf[:0]
+	err := b.wc.frozenEach(func(k key, rec []byte) error {
+		if n := len(spans); n > 0 && spans[n-1].ledger == k.ledger && spans[n-1].first+int64(spans[n-1].n) == k.entry && spans[n-1].n < ckptRun {
+			spans[n-1].n++
+		} else {
+			spans = append(spans, ckptSpan{ledger: k.ledger, first: k.entry, n: 1})
+		}
 		recs = append(recs, sealRecord(rec))
 		if len(recs) == ckptBatch {
 			return add()
@@ -154,51 +213,102 @@ func (b *Bookie) appendFrozen() error {
 	if err == nil && len(recs) > 0 {
 		err = add()
 	}
+	b.spanBuf = spans
 	return err
 }
 
-// indexFrozen sets the index locations of the frozen half's entries (same
-// order as appendFrozen, b.locBuf[i] for the i-th), one call per run of
-// consecutive entries of a ledger (at most ckptRun entries), yielding
-// after about ckptBatch calls' or ckptRun entries' worth of work.
+// ckptSpan is a run of consecutive entries of a ledger in the order
+// appendFrozen appended them (at most ckptRun): one index call each.
+type ckptSpan struct {
+	ledger, first int64
+	n             int
+}
+
+// entrylogRecordOverhead is an entry-log record's header.
+const entrylogRecordOverhead = 24
+
+// pacer spreads a checkpoint's entry-log appends over time (Options.
+// CheckpointSpread; doc.go, "Paced checkpoints"). Between batches it
+// yields the processor; when paced it sleeps so that the bytes appended
+// follow a straight line from start to start+spread, and before each
+// sleep it hands what it appended to the device (entrylog Writeback), so
+// the device writes a step while the checkpoint sleeps. Once the active
+// half is half full it stops sleeping: the next checkpoint is near.
+type pacer struct {
+	b      *Bookie
+	total  int64         // bytes the checkpoint will append (about)
+	spread time.Duration // 0: not paced
+	start  time.Time
+	done   int64 // bytes appended so far
+}
+
+// pacerNap is the longest the pacer sleeps before it looks again at
+// whether it should stop pacing.
+const pacerNap = 10 * time.Millisecond
+
+// step counts n bytes appended and yields or sleeps.
+func (p *pacer) step(n int) error {
+	p.done += int64(n)
+	wroteBack := false
+	for p.spread > 0 && p.total > 0 && p.done < p.total {
+		if p.hurry() {
+			p.spread = 0
+			break
+		}
+		due := time.Duration(float64(p.spread) * float64(p.done) / float64(p.total))
+		ahead := due - time.Since(p.start)
+		if ahead < time.Millisecond { // sleeps shorter than that last a millisecond here
+			break
+		}
+		if !wroteBack {
+			if err := p.b.el.Writeback(); err != nil {
+				return err
+			}
+			wroteBack = true
+			continue // the writeback may have waited: look again
+		}
+		time.Sleep(min(ahead, pacerNap))
+	}
+	runtime.Gosched()
+	return nil
+}
+
+// hurry reports whether the checkpoint must finish at full speed: the
+// active half is half full (the next checkpoint is near), someone waits
+// for the checkpoint lock, or the bookie is closing.
+func (p *pacer) hurry() bool {
+	if active, _ := p.b.wc.size(); active >= p.b.wc.halfSize/2 {
+		return true
+	}
+	return p.b.ckptWaiting.Load() > 0 || p.b.closed.Load()
+}
+
+// indexFrozen sets the index locations of the frozen half's entries:
+// one index call per span appendFrozen recorded (b.spanBuf, locations in
+// b.locBuf in the same order), yielding after about ckptBatch calls' or
+// ckptRun entries' worth of work.
 func (b *Bookie) indexFrozen() error {
-	var (
-		i, start, work int
-		run            key // ledger and first entry of the run at locBuf[start:i]
-	)
-	flush := func() error {
-		err := b.idx.PutRun(run.ledger, run.entry, b.locBuf[start:i])
-		if work += 1 + (i-start)*ckptBatch/ckptRun; work >= ckptBatch {
+	total := 0
+	for _, sp := range b.spanBuf {
+		total += sp.n
+	}
+	if total != len(b.locBuf) {
+		// DeleteLedger holds ckptMu, so the half cannot change between
+		// the append and here; if it did, locations would be misassigned.
+		return fmt.Errorf("BUG: frozen half has %d entries in spans, %d were appended", total, len(b.locBuf))
+	}
+	at, work := 0, 0
+	for _, sp := range b.spanBuf {
+		if err := b.idx.PutRun(sp.ledger, sp.first, b.locBuf[at:at+sp.n]); err != nil {
+			return err
+		}
+		at += sp.n
+		if work += 1 + sp.n*ckptBatch/ckptRun; work >= ckptBatch {
 			work = 0
 			runtime.Gosched()
 		}
-		start = i
-		return err
 	}
-	err := b.wc.frozenEach(func(k key, _ []byte) error {
-		if i == len(b.locBuf) {
-			return fmt.Errorf("BUG: frozen half has more entries than were appended (%d)", len(b.locBuf))
-		}
-		if i > start && (k.ledger != run.ledger || k.entry != run.entry+int64(i-start) || i-start == ckptRun) {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		if i == start {
-			run = k
-		}
-		i++
-		return nil
-	})
-	if err == nil && i > start {
-		err = flush()
-	}
-	if err == nil && i != len(b.locBuf) {
-		// DeleteLedger holds ckptMu, so the half cannot change between
-		// the passes; if it did, locations would be misassigned.
-		err = fmt.Errorf("BUG: frozen half has %d entries, %d were appended", i, len(b.locBuf))
-	}
-	return err
+	return nil
 }
 
 // ckptRun bounds the entries set by one index call in indexFrozen.
@@ -208,7 +318,7 @@ const ckptRun = 4096
 // every).
 func (b *Bookie) checkpointTick() {
 	b.ckptMu.Lock()
-	if err := b.checkpointLocked(true); err != nil {
+	if err := b.checkpointLocked(true, true); err != nil {
 		// The first failure of a kind was logged with the read-only
 		// switch; repeating it every interval would flood the log
 		// (of a disk that may be full).
@@ -262,6 +372,7 @@ func (b *Bookie) CheckDisks() error {
 	case wasFull:
 		b.ro.clear(roDiskFull)
 		b.log.Info("disk usage below low-water mark, bookie is writable again")
+		b.ensureReserves()
 	}
 	return nil
 }

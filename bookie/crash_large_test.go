@@ -64,7 +64,7 @@ func crashCloneLarge(t *testing.T, seed uint64) {
 		b.ckptMu.Lock()
 		if i%2 == 0 {
 			// Right after a checkpoint of the new write path.
-			if err := b.checkpointLocked(true); err != nil {
+			if err := b.checkpointLocked(true, false); err != nil {
 				b.ckptMu.Unlock()
 				t.Fatal(err)
 			}

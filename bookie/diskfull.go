@@ -91,29 +91,32 @@ func (b *Bookie) setDiskBudget(usages []dirUsage) {
 // that this GC pass may remove or compact it. The roll follows a
 // successful checkpoint under ckptMu: every entry added to the log has its
 // index location, so the compaction horizon may move past the rolled log.
-func (b *Bookie) rollForSpace() {
+// It reports false when a roll was wanted and failed for lack of space
+// (the caller may free some and try again).
+func (b *Bookie) rollForSpace() bool {
 	if b.ro.reasons()&(roDiskFull|roStorage) == 0 {
-		return
+		return true
 	}
 	sr, ok := b.el.(spaceReclaimer)
 	if !ok {
-		return
+		return true
 	}
 	u := sr.ActiveUsage(b.isLiveLedger)
 	if u.ID == 0 || u.Live == u.Total {
-		return
+		return true
 	}
 	b.ckptMu.Lock()
 	defer b.ckptMu.Unlock()
-	if err := b.checkpointLocked(true); err != nil {
-		return // logged by the checkpoint; retried at the next pass
+	if err := b.checkpointLocked(true, false); err != nil {
+		return !isNoSpace(err) // logged by the checkpoint; retried at the next pass
 	}
 	if err := sr.Roll(); err != nil {
 		b.log.Warn("rolling the active entry log to reclaim space failed", "log", u.ID, "err", err)
-		return
+		return !isNoSpace(err)
 	}
 	b.compactHorizon.Store(b.el.ActiveLogID())
 	b.log.Info("rolled the active entry log to reclaim the space of deleted ledgers", "log", u.ID, "deadBytes", u.Total-u.Live)
+	return true
 }
 
 // checkpointNoSpace handles a checkpoint that failed at Open or Close:

@@ -2,6 +2,8 @@ package bookie
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/magnetar-mq/magnetar/internal/testenv"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 )
 
@@ -259,4 +262,172 @@ func TestDiskCheckCountsWriteCache(t *testing.T) {
 	if b.IsReadOnly() {
 		t.Fatalf("read-only after the checkpoint emptied the cache: %v", b.ReadOnlyReason())
 	}
+}
+
+// TestDiskFullTmpfsGCWithNoSpaceLeft: on a real 16 MiB file system that
+// is 100 % full (the bookie's own data plus another file took the last
+// byte), deleting the ledger that filled it gives the space back: GC
+// rolls the active entry log and compacts the kept ledger's entries out
+// of it without a byte free, because it spends the reserve it set aside
+// while there was room; the bookie turns writable by itself and every
+// entry of the kept ledger reads back. (GC used to fail at the roll or
+// on the compaction's preallocation, and each failed attempt left more
+// copies behind.)
+func TestDiskFullTmpfsGCWithNoSpaceLeft(t *testing.T) {
+	ledgers := testenv.MountTmpfs(t, 16<<20)
+	o := Options{
+		FS: vfs.NewOS(), JournalDir: t.TempDir(), LedgerDirs: []string{ledgers},
+		CheckpointInterval: time.Hour, DiskCheckInterval: -1, GCInterval: -1,
+		IndexSlotsPerPage: 64, IndexPagesPerSegment: 64,
+	}
+	b, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var kept int64
+	for e := int64(0); ; e++ {
+		if err := addSync(b, 7, e, mk, payloadFor(7, e, 64<<10), false); err != nil {
+			if !errors.Is(err, ErrReadOnly) {
+				t.Fatalf("add %d: %v", e, err)
+			}
+			break
+		}
+		if e%8 == 0 {
+			if err := addSync(b, 8, kept, mk, payloadFor(8, kept, 1000), false); err != nil {
+				t.Fatal(err)
+			}
+			kept++
+		}
+		if e%16 == 15 {
+			if err := b.Checkpoint(); err != nil && !isNoSpace(err) {
+				t.Fatal(err)
+			}
+			if err := b.CheckDisks(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if e > 1000 {
+			t.Fatal("16 MiB did not fill")
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ledgers, reserveName)); err != nil {
+		t.Fatalf("no GC reserve: %v", err)
+	}
+	// Whatever room is left goes to another file: 0 bytes free.
+	ballast := filepath.Join(ledgers, "ballast")
+	testenv.FillUp(t, ballast)
+	if err := b.DeleteLedger(7); err != nil && !isNoSpace(err) {
+		t.Fatal(err)
+	}
+	if err := b.GC(); err != nil {
+		t.Fatalf("GC on a full disk: %v", err)
+	}
+	if err := b.CheckDisks(); err != nil {
+		t.Fatal(err)
+	}
+	if b.IsReadOnly() {
+		t.Fatalf("still read-only after deleting the ledger that filled the disk: %v", b.ReadOnlyReason())
+	}
+	for e := range kept {
+		mustRead(t, b, 8, e, payloadFor(8, e, 1000))
+	}
+	if err := addSync(b, 8, kept, mk, payloadFor(8, kept, 1000), false); err != nil {
+		t.Fatalf("add after GC: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ledgers, reserveName)); err != nil {
+		t.Fatalf("GC reserve not set aside again once writable: %v", err)
+	}
+	os.Remove(ballast)
+}
+
+// TestDiskFullTmpfsOpenWithNoSpaceLeft: a bookie whose journal and ledger
+// directory share a 32 MiB tmpfs (the standalone's layout; the journal
+// preallocates 16 MiB of it) fills it, stops, and something else takes
+// the last byte. It opens again (the journal's
+// next file comes out of the GC reserve; it used to fail with "journal:
+// create ...: no space left on device"), read-only, every acknowledged
+// entry reads back, and deleting the ledger that filled the volume makes
+// it writable again.
+func TestDiskFullTmpfsOpenWithNoSpaceLeft(t *testing.T) {
+	vol := testenv.MountTmpfs(t, 32<<20)
+	o := Options{
+		FS: vfs.NewOS(), JournalDir: filepath.Join(vol, "journal"), LedgerDirs: []string{filepath.Join(vol, "ledgers")},
+		CheckpointInterval: time.Hour, DiskCheckInterval: -1, GCInterval: -1,
+		IndexSlotsPerPage: 64, IndexPagesPerSegment: 64,
+	}
+	b, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var filled, kept int64
+	for e := int64(0); ; e++ {
+		if err := addSync(b, 7, e, mk, payloadFor(7, e, 64<<10), false); err != nil {
+			if !errors.Is(err, ErrReadOnly) {
+				t.Fatalf("add %d: %v", e, err)
+			}
+			break
+		}
+		filled++
+		if e%8 == 0 {
+			if err := addSync(b, 8, kept, mk, payloadFor(8, kept, 1000), false); err != nil {
+				t.Fatal(err)
+			}
+			kept++
+		}
+		if e%16 == 15 {
+			if err := b.Checkpoint(); err != nil && !isNoSpace(err) {
+				t.Fatal(err)
+			}
+			if err := b.CheckDisks(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if e > 1000 {
+			t.Fatal("32 MiB did not fill")
+		}
+	}
+	if _, err := os.Stat(filepath.Join(o.LedgerDirs[0], reserveName)); err != nil {
+		t.Fatalf("no GC reserve: %v", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("close on a full volume: %v", err)
+	}
+	ballast := filepath.Join(vol, "ballast")
+	testenv.FillUp(t, ballast)
+	defer os.Remove(ballast)
+
+	b, err = Open(o)
+	if err != nil {
+		t.Fatalf("open on a full volume: %v", err)
+	}
+	defer b.Close()
+	if err := b.CheckDisks(); err != nil {
+		t.Fatal(err)
+	}
+	if !b.IsReadOnly() {
+		t.Fatal("writable on a full volume")
+	}
+	for e := range filled {
+		mustRead(t, b, 7, e, payloadFor(7, e, 64<<10))
+	}
+	for e := range kept {
+		mustRead(t, b, 8, e, payloadFor(8, e, 1000))
+	}
+	if err := b.DeleteLedger(7); err != nil && !isNoSpace(err) {
+		t.Fatal(err)
+	}
+	if err := b.GC(); err != nil {
+		t.Fatalf("GC on a full volume: %v", err)
+	}
+	if err := b.CheckDisks(); err != nil {
+		t.Fatal(err)
+	}
+	if b.IsReadOnly() {
+		t.Fatalf("still read-only after deleting the ledger that filled the volume: %v", b.ReadOnlyReason())
+	}
+	if err := addSync(b, 8, kept, mk, payloadFor(8, kept, 1000), false); err != nil {
+		t.Fatalf("add after GC: %v", err)
+	}
+	mustRead(t, b, 8, kept, payloadFor(8, kept, 1000))
 }

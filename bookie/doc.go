@@ -115,6 +115,29 @@
 // checkpoint keeps the frozen half (still readable, retried next time) and
 // turns the bookie read-only until one succeeds.
 //
+// # Paced checkpoints
+//
+// The journal and the entry log often share a device. A checkpoint that
+// appends a whole half at once and syncs it puts tens of MiB in the
+// device's queue; every journal fdatasync issued meanwhile waits behind
+// them, and a durable add's latency with it (at half of peak rate, p99
+// 18 ms where one write+fdatasync took 1 ms). So a background checkpoint
+// spreads step 2 over CheckpointSpread (default half the interval), at
+// most half the time its half took to fill: after each batch of records it
+// compares the bytes appended with a straight line over that time, and
+// when ahead by a millisecond or more it hands what it appended to the
+// device (entrylog Writeback: sync_file_range, waiting for the previous
+// step) and sleeps. The device then writes the entry log in small steps
+// between the journal's syncs, and the checkpoint's CPU comes in small
+// slices too. It sleeps at most 10 ms at a time and stops pacing once the
+// active half is half full (adds must never wait for a slow checkpoint),
+// when a Checkpoint call, a ledger delete or Close waits for the
+// checkpoint lock, or when the bookie closes; explicit checkpoints are
+// never paced. A half's fill time is measured from the previous swap
+// (at first, from Open). What is durable, and
+// when the journal may forget it, is unchanged: the entry log is synced
+// before the index points at it.
+//
 // # Read path
 //
 // Write cache (both halves) → read cache → entry log at the index's
@@ -199,7 +222,39 @@
 // bookie_read_only itself is left to the embedder, the broker derives it
 // from IsReadOnly). Updates are atomics and lock-free histograms: per add
 // one clock read at AddEntry and one in the completion; per group (on the
-// journal's committer goroutine) the sync latency and sizes.
+// journal's committer goroutine) the sync latency and sizes, how long the
+// committer blocked on the sync (bookie_journal_sync_wait_seconds) and
+// how long the group's callbacks took
+// (bookie_journal_complete_latency_seconds). Every checkpoint that flushed
+// something times its steps (bookie_checkpoint_stage_latency_seconds
+// {stage="entrylog-append|entrylog-sync|index-put|index-flush|journal"};
+// Options.OnCheckpoint gets each one).
+//
+// # Stage tracing
+//
+// With Options.StageSampling = N, one add in N (counted over AddEntry and
+// AddEntries alike; of a run, its last add) records where its latency went,
+// as consecutive stages that add up to the whole, from the call to the
+// callback:
+//
+//	cache     the call to the entry being in the write cache (checks, ledger
+//	          lock, CRC, copy, waiting for cache space)
+//	queue     to its record being in a journal group (queue lock, waiting
+//	          for MaxQueuedBytes)
+//	behind    waiting for the group in flight when it joined to sync
+//	group     the committer taking its group after that (or waking up)
+//	write     the writer's Submit (io_uring: queueing; pwrite: write+sync)
+//	sync      to the committer seeing the write and fdatasync done
+//	complete  the callbacks before its own in its group
+//
+// The bookie stamps the call and the cache; the journal stamps the record's
+// arrival in its group (Record.Appended) and the group's moments
+// (journal.GroupTimes, read by the completion with CompletingGroup); the
+// completion reads the clock once more. Stats.AddStages and
+// bookie_add_stage_latency_seconds{stage} hold the histograms (stage="total"
+// is their sum), Options.OnAddStages gets every sample. Off (the default),
+// the add path pays a nil check; on, a traced add pays three clock reads
+// and an untraced one an atomic add per AddEntry call or run.
 //
 // # Concurrency
 //

@@ -1,6 +1,7 @@
 package bookie
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -102,10 +103,21 @@ func (j *fakeJournal) AppendRef(r journal.Record, pcrc uint32, c journal.Complet
 	j.AppendWithCRC(r, pcrc, c)
 }
 
-// AppendBatchWithCRC appends one record at a time.
+// AppendBatchWithCRC appends one record at a time. A record without a
+// completion that fails passes its error to the next completion of the
+// batch (as the real journal would fail every later record), so a wrong
+// payload CRC is not lost when only the batch's last record has one.
 func (j *fakeJournal) AppendBatchWithCRC(rs []journal.Record, pcrcs []uint32, cs []journal.Completion) {
+	var pending error
 	for i := range rs {
-		j.AppendWithCRC(rs[i], pcrcs[i], cs[i])
+		var got error
+		j.AppendWithCRC(rs[i], pcrcs[i], journal.CompletionFunc(func(_ journal.Position, err error) { got = err }))
+		if cs[i] == nil {
+			pending = cmp.Or(pending, got)
+			continue
+		}
+		cs[i].AppendDone(journal.Position{}, cmp.Or(pending, got))
+		pending = nil
 	}
 }
 
@@ -187,6 +199,8 @@ func (l *fakeEntryLog) AddRecords(recs [][]byte, locs []uint64) ([]uint64, error
 func (l *fakeEntryLog) Flush() error { return nil }
 func (l *fakeEntryLog) Sync() error  { return nil }
 
+func (l *fakeEntryLog) Writeback() error { return nil }
+
 func (l *fakeEntryLog) Read(loc uint64, ledger, entry int64) ([]byte, error) {
 	l.d.mu.Lock()
 	defer l.d.mu.Unlock()
@@ -256,7 +270,8 @@ func (l *fakeEntryLog) Scan(fn func(ledger, entry int64, loc uint64) error) erro
 
 // GC "compacts" everything: live records are re-added and the old ones
 // dropped.
-func (l *fakeEntryLog) GC(_ context.Context, live func(int64) bool, threshold float64, _ uint32, relocate func([]relocation) error) (gcStats, error) {
+func (l *fakeEntryLog) GC(_ context.Context, req gcRequest) (gcStats, error) {
+	live, relocate := req.live, req.relocate
 	l.d.mu.Lock()
 	n := len(l.d.logs)
 	l.d.mu.Unlock()

@@ -1,6 +1,10 @@
 package bookie
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/magnetar-mq/magnetar/internal/vfs"
+)
 
 // GC runs one garbage-collection pass over the entry logs: logs that hold
 // only deleted ledgers are removed, and logs whose live fraction is below
@@ -18,10 +22,29 @@ func (b *Bookie) GC() error {
 	// index update would let that update point the index back at the old
 	// log, which is then removed. The horizon was read at the end of the
 	// last checkpoint, with no flush running.
-	b.rollForSpace()
-	horizon := b.compactHorizon.Load()
-	st, err := b.el.GC(b.ctx, b.isLiveLedger, b.opts.CompactionThreshold, horizon, b.relocate)
+	//
+	// The GC reserve (reserve.go) is spent only when reclaiming needs it:
+	// a roll whose checkpoint found no space, a compaction postponed for
+	// want of room. Spent earlier, the ongoing checkpoints would take it
+	// and leave nothing for when a ledger is deleted.
+	if !b.rollForSpace() && b.releaseReserves() > 0 {
+		b.rollForSpace()
+	}
+	req := gcRequest{
+		live: b.isLiveLedger, threshold: b.opts.CompactionThreshold, horizon: b.compactHorizon.Load(),
+		relocate: b.relocate, room: b.compactionRoom,
+	}
+	st, err := b.el.GC(b.ctx, req)
+	if err == nil && st.Postponed > 0 && b.releaseReserves() > 0 {
+		var more gcStats
+		more, err = b.el.GC(b.ctx, req)
+		more.LogsDeleted += st.LogsDeleted
+		more.LogsCompacted += st.LogsCompacted
+		more.BytesReclaimed += st.BytesReclaimed
+		st = more
+	}
 	b.stats.gcRuns.Add(1)
+	b.notePostponed(st)
 	if err != nil {
 		return b.storageErr(fmt.Errorf("bookie: gc: %w", err))
 	}
@@ -35,6 +58,40 @@ func (b *Bookie) GC() error {
 		}
 	}
 	return nil
+}
+
+// notePostponed logs a compaction postponed for want of space when that
+// starts or what it needs changes (GC runs every few seconds on a full
+// disk: one line per pass would flood the log), and when it ends.
+func (b *Bookie) notePostponed(st gcStats) {
+	switch {
+	case st.Postponed > 0 && st.Need != b.gcPostponedNeed:
+		b.log.Warn("entry-log compaction postponed for want of space", "logs", st.Postponed, "needBytes", st.Need, "freeBytes", b.compactionRoom())
+	case st.Postponed == 0 && b.gcPostponedNeed != 0:
+		b.log.Info("entry-log compaction no longer postponed")
+	}
+	b.gcPostponedNeed = st.Need
+}
+
+// compactionRoom is the free space of the fullest ledger directory
+// (compaction copies go to the active log, in any of them); -1 when the
+// file system cannot tell.
+func (b *Bookie) compactionRoom() int64 {
+	du, ok := b.opts.FS.(vfs.DiskUsager)
+	if !ok {
+		return -1
+	}
+	room := int64(-1)
+	for _, d := range b.opts.LedgerDirs {
+		_, free, err := du.DiskUsage(d)
+		if err != nil {
+			return -1
+		}
+		if room < 0 || int64(free) < room {
+			room = int64(free)
+		}
+	}
+	return room
 }
 
 func (b *Bookie) isLiveLedger(ledger int64) bool {

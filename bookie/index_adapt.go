@@ -1,10 +1,12 @@
 package bookie
 
 import (
+	"cmp"
 	"errors"
 	"path/filepath"
 
 	"github.com/magnetar-mq/magnetar/index"
+	"github.com/magnetar-mq/magnetar/internal/vfs"
 )
 
 // indexOpener opens the ledger index; tests may replace it.
@@ -22,13 +24,38 @@ func openLedgerIndex(opts *Options) (ledgerIndex, error) {
 		FS:              opts.FS,
 		Dir:             filepath.Join(opts.LedgerDirs[0], IndexDir),
 		SlotsPerPage:    opts.IndexSlotsPerPage,
-		PagesPerSegment: opts.IndexPagesPerSegment,
+		PagesPerSegment: indexPagesPerSegment(opts),
 		Logger:          opts.Logger,
 	})
 	if err != nil {
 		return nil, err
 	}
 	return ledgerIndexAdapter{ix}, nil
+}
+
+// indexPagesPerSegment is opts.IndexPagesPerSegment, or for a default
+// index on a small volume the largest power of two of pages whose segment
+// takes at most 1/16 of it: a segment file is preallocated whole (it is
+// mapped), and the default 64 MiB segment cannot be made at all on a
+// volume of a few dozen MiB. It applies to a new index only.
+func indexPagesPerSegment(opts *Options) int {
+	if opts.IndexPagesPerSegment != 0 {
+		return opts.IndexPagesPerSegment
+	}
+	du, ok := opts.FS.(vfs.DiskUsager)
+	if !ok {
+		return 0
+	}
+	total, _, err := du.DiskUsage(opts.LedgerDirs[0])
+	if err != nil {
+		return 0
+	}
+	slots := cmp.Or(opts.IndexSlotsPerPage, index.DefaultSlotsPerPage)
+	pages := index.DefaultPagesPerSegment
+	for pages > 16 && uint64(slots*8*pages) > total/16 {
+		pages /= 2
+	}
+	return pages
 }
 
 func isIndexCorrupt(err error) bool { return errors.Is(err, index.ErrCorrupt) }

@@ -15,11 +15,13 @@ import (
 type metrics struct {
 	addLatency        *journal.Histogram // AddEntry call to durable callback, ns
 	checkpointLatency *journal.Histogram // successful checkpoints, ns
-	readCacheHits     atomic.Uint64
-	readCacheMisses   atomic.Uint64
-	writeCacheHits    atomic.Uint64
-	writeCacheMisses  atomic.Uint64
-	entryLogReads     atomic.Uint64 // entries read from the entry log
+	// checkpointStages times the steps of successful checkpoints, ns.
+	checkpointStages [NumCheckpointStages]*journal.Histogram
+	readCacheHits    atomic.Uint64
+	readCacheMisses  atomic.Uint64
+	writeCacheHits   atomic.Uint64
+	writeCacheMisses atomic.Uint64
+	entryLogReads    atomic.Uint64 // entries read from the entry log
 	// durableAt returns the journal.Nanotime at which the record being
 	// completed became durable: the journal's SyncedAt (read once per
 	// group, not per add), or the clock for other wals.
@@ -30,6 +32,9 @@ type metrics struct {
 func (m *metrics) init(j wal) {
 	m.addLatency = journal.NewHistogram(journal.LatencyBounds)
 	m.checkpointLatency = journal.NewHistogram(journal.LatencyBounds)
+	for i := range m.checkpointStages {
+		m.checkpointStages[i] = journal.NewHistogram(journal.LatencyBounds)
+	}
 	m.durableAt = journal.Nanotime
 	if s, ok := j.(interface{ SyncedAt() int64 }); ok {
 		m.durableAt = s.SyncedAt
@@ -55,7 +60,13 @@ type Stats struct {
 	// duration in nanoseconds.
 	Checkpoints       int64
 	CheckpointLatency HistogramSnapshot
-	GCRuns            int64
+	// CheckpointStages times the steps of those checkpoints, indexed by
+	// CheckpointStage.
+	CheckpointStages [NumCheckpointStages]HistogramSnapshot
+	// AddStages holds the sampled adds' stages (Options.StageSampling;
+	// nil when off).
+	AddStages *AddStageStats
+	GCRuns    int64
 	// ReadOnly is true while adds are refused; ReadOnlyReasons names each
 	// cause ("disk full", "journal failed", "corruption", "ledger storage
 	// failed").
@@ -78,6 +89,10 @@ func (b *Bookie) Stats() Stats {
 		Checkpoints:       b.stats.checkpoints.Load(),
 		CheckpointLatency: b.m.checkpointLatency.Snapshot(),
 		GCRuns:            b.stats.gcRuns.Load(),
+		AddStages:         b.tracer.stats(),
+	}
+	for i, h := range b.m.checkpointStages {
+		s.CheckpointStages[i] = h.Snapshot()
 	}
 	if js, ok := b.j.(interface{ Stats() journal.Stats }); ok {
 		s.Journal = js.Stats()
@@ -113,7 +128,11 @@ var (
 	descCheckpoint      = prometheus.NewDesc("bookie_checkpoint_latency_seconds", "Successful checkpoint duration.", nil, nil)
 	descGCRuns          = prometheus.NewDesc("bookie_gc_runs_total", "Garbage-collection passes.", nil, nil)
 	descReadOnlyReason  = prometheus.NewDesc("bookie_read_only_reason", "1 while this reason keeps the bookie read-only.", []string{"reason"}, nil)
-	bookieMetricDescs   = []*prometheus.Desc{descJournalSync, descGroupEntries, descGroupBytes, descJournalGroups, descJournalEntries, descJournalBytes, descZeroFilled, descZeroFillBytes, descAddLatency, descRCHits, descRCMisses, descWCHits, descWCMisses, descEntryLogReads, descCheckpoint, descGCRuns, descReadOnlyReason}
+	descSyncWait        = prometheus.NewDesc("bookie_journal_sync_wait_seconds", "Time the journal committer blocked waiting for a group's write+fdatasync.", nil, nil)
+	descComplete        = prometheus.NewDesc("bookie_journal_complete_latency_seconds", "Time from a group's sync to its last completion (callback fan-out).", nil, nil)
+	descCkptStage       = prometheus.NewDesc("bookie_checkpoint_stage_latency_seconds", "Duration of each step of successful checkpoints.", []string{"stage"}, nil)
+	descAddStage        = prometheus.NewDesc("bookie_add_stage_latency_seconds", "Time sampled adds spent in each stage (StageSampling; stages add up to stage=\"total\").", []string{"stage"}, nil)
+	bookieMetricDescs   = []*prometheus.Desc{descJournalSync, descGroupEntries, descGroupBytes, descJournalGroups, descJournalEntries, descJournalBytes, descZeroFilled, descZeroFillBytes, descAddLatency, descRCHits, descRCMisses, descWCHits, descWCMisses, descEntryLogReads, descCheckpoint, descGCRuns, descReadOnlyReason, descSyncWait, descComplete, descCkptStage, descAddStage}
 	readOnlyReasonNames = func() []string {
 		var n []string
 		for x := roDiskFull; x <= roStorage; x <<= 1 {
@@ -149,6 +168,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	js := s.Journal
 	if js.SyncLatency.Counts != nil {
 		hist(descJournalSync, js.SyncLatency, sec)
+		hist(descSyncWait, js.SyncWait, sec)
+		hist(descComplete, js.CompleteLatency, sec)
 		hist(descGroupEntries, js.GroupEntries, 1)
 		hist(descGroupBytes, js.GroupBytes, 1)
 		count(descJournalGroups, js.Groups)
@@ -159,6 +180,15 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	hist(descAddLatency, s.AddLatency, sec)
 	hist(descCheckpoint, s.CheckpointLatency, sec)
+	for i, h := range s.CheckpointStages {
+		ch <- prometheus.MustNewConstHistogram(descCkptStage, h.Count, float64(h.Sum)*sec, h.Cumulative(sec), CheckpointStage(i).String())
+	}
+	if a := s.AddStages; a != nil {
+		for i, h := range a.Stages {
+			ch <- prometheus.MustNewConstHistogram(descAddStage, h.Count, float64(h.Sum)*sec, h.Cumulative(sec), AddStage(i).String())
+		}
+		ch <- prometheus.MustNewConstHistogram(descAddStage, a.Total.Count, float64(a.Total.Sum)*sec, a.Total.Cumulative(sec), "total")
+	}
 	count(descRCHits, s.ReadCacheHits)
 	count(descRCMisses, s.ReadCacheMisses)
 	count(descWCHits, s.WriteCacheHits)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/magnetar-mq/magnetar/internal/vfs"
+	"github.com/magnetar-mq/magnetar/journal"
 )
 
 // TestStatsMove checks that adds, reads, checkpoints and read-only mode
@@ -149,5 +151,55 @@ func TestCollectorScrape(t *testing.T) {
 	}
 	if groups < 1 {
 		t.Errorf("bookie_journal_groups_total = %v", groups)
+	}
+}
+
+// TestAddLatencyOfRuns checks the add latency histogram over AddEntries
+// runs, which observe it once per run and group rather than per add:
+// every acknowledged add counts exactly once (runs with refusals inside
+// and at the end, runs spanning groups as the adds pile up behind a
+// sync), no refused add counts, and the sum lies between zero and the
+// adds' latencies as their callers measured them.
+func TestAddLatencyOfRuns(t *testing.T) {
+	b, err := Open(memOptions(vfs.NewMem()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var (
+		mu       sync.Mutex
+		acked    uint64
+		external int64
+		wg       sync.WaitGroup
+	)
+	for r := range int64(40) {
+		adds := make([]Add, 0, 64)
+		call := journal.Nanotime()
+		for e := r * 64; e < r*64+64; e++ {
+			key := mk
+			if r%5 == 0 && (e%64 == 10 || e%64 == 63) {
+				key = []byte("wrong") // refused: inside and at the end of the run
+			}
+			wg.Add(1)
+			adds = append(adds, Add{Ledger: 1 + r%3, Entry: e, MasterKey: key, Payload: payloadFor(1, e, 50), Done: func(err error) {
+				now := journal.Nanotime()
+				mu.Lock()
+				if err == nil {
+					acked++
+					external += now - call
+				}
+				mu.Unlock()
+				wg.Done()
+			}})
+		}
+		b.AddEntries(adds)
+	}
+	wg.Wait()
+	s := b.Stats()
+	if want := uint64(40*64 - 8*2); acked != want || s.AddLatency.Count != acked {
+		t.Fatalf("%d adds acknowledged (want %d), add latency counts %d", acked, want, s.AddLatency.Count)
+	}
+	if s.AddLatency.Sum <= 0 || s.AddLatency.Sum > external {
+		t.Fatalf("add latency sum %d ns, callers measured %d ns", s.AddLatency.Sum, external)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"time"
 
 	"github.com/magnetar-mq/magnetar/entrylog"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
@@ -84,6 +85,10 @@ func open(opts Options, s storageSet) (*Bookie, error) {
 		gcKick:   make(chan struct{}, 1),
 	}
 	b.m.init(s.j)
+	b.lastSwap = time.Now()
+	if _, ok := s.j.(groupTimer); ok && opts.StageSampling > 0 {
+		b.tracer = newStageTracer(opts.StageSampling, opts.OnAddStages)
+	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	n, err := b.replay()
 	if err != nil {
@@ -101,6 +106,9 @@ func open(opts Options, s storageSet) (*Bookie, error) {
 	b.diskBudget.Store(math.MaxInt64) // until a check measures it (never, without DiskUsager)
 	if err := b.CheckDisks(); err != nil {
 		b.log.Warn("disk check failed", "err", err)
+	}
+	if !b.IsReadOnly() {
+		b.ensureReserves()
 	}
 	b.wg.Add(1)
 	go b.every(opts.CheckpointInterval, b.wc.needFlush, b.checkpointTick)
@@ -149,7 +157,7 @@ func (b *Bookie) apply(r journal.Record) error {
 	case journal.Entry:
 		if active, _ := b.wc.size(); active+int64(len(r.Payload)) > b.wc.halfSize && active > 0 {
 			b.ckptMu.Lock()
-			err := b.checkpointLocked(false)
+			err := b.checkpointLocked(false, false)
 			b.ckptMu.Unlock()
 			if err != nil {
 				return err
@@ -206,8 +214,8 @@ func (b *Bookie) Close() error {
 	b.wg.Wait()
 	var errs []error
 	if b.j.Err() == nil && b.ro.reasons()&roCorrupt == 0 {
-		b.ckptMu.Lock()
-		if err := b.checkpointNoSpace(b.checkpointLocked(true), "close"); err != nil {
+		b.lockCheckpoint()
+		if err := b.checkpointNoSpace(b.checkpointLocked(true, false), "close"); err != nil {
 			errs = append(errs, err)
 		}
 		b.ckptMu.Unlock()

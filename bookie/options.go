@@ -15,7 +15,7 @@ import (
 // filling; here a checkpoint every 250 ms keeps each one's entry-log
 // flush small: the journal's syncs on the same disk queue behind it, and
 // at 10k msgs/s a once-a-second checkpoint (~2 MB) set the broker's
-// publish p99 (BENCHMARKS.md, "Checkpoint interval").
+// publish p99 (bench/latency/NOTES.md, "Checkpoint interval").
 const DefaultCheckpointInterval = 250 * time.Millisecond
 
 // Options configures a Bookie. The zero value of every field but JournalDir
@@ -72,6 +72,17 @@ type Options struct {
 	// cache flush, index flush, journal checkpoint; default
 	// DefaultCheckpointInterval).
 	CheckpointInterval time.Duration
+	// CheckpointSpread spreads a background checkpoint's writing of the
+	// frozen write-cache half over up to this long, in steps written back
+	// to the device as they go (doc.go, "Paced checkpoints"), instead of
+	// as fast as it can: the journal's syncs on the same device then wait
+	// behind one step, not behind the whole half, and the checkpoint's CPU
+	// does not come in a burst. A checkpoint spreads over at most half the
+	// time its half took to fill, and runs at full speed once the active
+	// half is half full or a Checkpoint call, ledger delete or Close waits
+	// for it. Default: half of CheckpointInterval; negative: off.
+	// Explicit checkpoints are never paced.
+	CheckpointSpread time.Duration
 
 	// ReadCacheSize is the read-ahead cache size (default 32 MiB).
 	ReadCacheSize int64
@@ -122,6 +133,23 @@ type Options struct {
 	// CompactionRateBytes limits compaction copying to this many payload
 	// bytes per second (default 0: unlimited).
 	CompactionRateBytes int64
+	// GCReserve is the space each ledger directory sets aside for GC on
+	// a full disk (reserve.go; default 0: 1/64 of the volume, 1 to 64 MiB;
+	// negative: none).
+	GCReserve int64
+
+	// StageSampling, above 0, traces the stages of one add in every
+	// StageSampling (doc.go, "Stage tracing") into Stats.AddStages and
+	// OnAddStages; 0 (the default) traces none, and the add path then pays
+	// one nil check.
+	StageSampling int
+	// OnAddStages, when set and StageSampling is on, receives each traced
+	// add's stages, on the journal's completion goroutine, before the
+	// add's callback: it must be quick and must not block.
+	OnAddStages func(AddStages)
+	// OnCheckpoint, when set, receives the timing of every checkpoint that
+	// flushed something, on the goroutine that ran it.
+	OnCheckpoint func(CheckpointStages)
 
 	// Logger receives the bookie's logs (default: discard).
 	Logger *slog.Logger
@@ -146,6 +174,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.CheckpointInterval == 0 {
 		o.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if o.CheckpointSpread == 0 {
+		o.CheckpointSpread = o.CheckpointInterval / 2
 	}
 	if o.ReadCacheSize == 0 {
 		o.ReadCacheSize = 32 << 20
@@ -224,6 +255,9 @@ func (o *Options) Validate() error {
 	}
 	if o.EntryLogFlushBytes < 0 {
 		errs = append(errs, errors.New("negative EntryLogFlushBytes"))
+	}
+	if o.StageSampling < 0 {
+		errs = append(errs, errors.New("negative StageSampling"))
 	}
 	if o.CompactionRateBytes < 0 {
 		errs = append(errs, errors.New("negative CompactionRateBytes"))

@@ -62,6 +62,10 @@ type entryStore interface {
 	// Flush writes buffered entries to the file; Sync makes them durable.
 	Flush() error
 	Sync() error
+	// Writeback writes the buffer and starts writeback of what was written
+	// since the last call, waiting for the previous call's (entrylog.Log.
+	// Writeback): it changes when bytes reach the device, not durability.
+	Writeback() error
 	// AppendRead appends the payload at loc to dst, checking it holds
 	// (ledger, entry).
 	AppendRead(dst []byte, loc uint64, ledger, entry int64) ([]byte, error)
@@ -76,13 +80,14 @@ type entryStore interface {
 	// ActiveLogID returns an id such that every log with a smaller id is
 	// sealed (entrylog.Log.ActiveLogID).
 	ActiveLogID() uint32
-	// GC deletes logs with an id below horizon that hold no live ledger and
-	// compacts those whose live fraction is below threshold: it re-appends
-	// their live entries, syncs them, and reports the moves through
-	// relocate (which makes the index durable) before it removes the old
-	// log. Logs at or above horizon are left alone: a checkpoint may still
-	// be setting index locations for their entries.
-	GC(ctx context.Context, live func(ledger int64) bool, threshold float64, horizon uint32, relocate func([]relocation) error) (gcStats, error)
+	// GC deletes logs with an id below req.horizon that hold no live
+	// ledger, then compacts those whose live fraction is below
+	// req.threshold: it re-appends their live entries, syncs them, and
+	// reports the moves through req.relocate (which makes the index
+	// durable) before it removes the old log. Logs at or above the horizon
+	// are left alone: a checkpoint may still be setting index locations
+	// for their entries.
+	GC(ctx context.Context, req gcRequest) (gcStats, error)
 	Close() error
 }
 
@@ -92,10 +97,25 @@ type relocation struct {
 	oldLoc, newLoc uint64
 }
 
+// gcRequest is what one GC pass works with.
+type gcRequest struct {
+	live      func(ledger int64) bool
+	threshold float64
+	horizon   uint32
+	relocate  func([]relocation) error
+	// room returns how many bytes compaction may write now (free space
+	// in the ledger directories less a margin); negative: unknown.
+	room func() int64
+}
+
 // gcStats reports what one GC pass did.
 type gcStats struct {
 	LogsDeleted, LogsCompacted int
 	BytesReclaimed             int64
+	// Postponed counts logs not compacted for want of room; Need is the
+	// live bytes the smallest of them would copy.
+	Postponed int
+	Need      int64
 }
 
 // ledgerMeta is the per-ledger state the index keeps.

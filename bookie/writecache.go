@@ -160,6 +160,11 @@ func (h *cacheHalf) alloc(n int, chunkSize int) []byte {
 // put stores the entry as its entry-log record, hdr (recordHeader) then
 // payload, and returns the cached payload.
 func (h *cacheHalf) put(k key, hdr *[entrylog.RecordHeaderSize]byte, payload []byte, chunkSize int) []byte {
+	return h.putRun(h.runFor(k), k, h.record(hdr, payload, chunkSize), len(payload))
+}
+
+// record copies hdr and payload into the half's memory.
+func (h *cacheHalf) record(hdr *[entrylog.RecordHeaderSize]byte, payload []byte, chunkSize int) []byte {
 	var dst []byte
 	if n := entrylog.RecordHeaderSize + len(payload); n > chunkSize/4 {
 		// Growing by append copies the payload into the new array without
@@ -171,6 +176,12 @@ func (h *cacheHalf) put(k key, hdr *[entrylog.RecordHeaderSize]byte, payload []b
 		copy(dst, hdr[:])
 		copy(dst[entrylog.RecordHeaderSize:], payload)
 	}
+	return dst
+}
+
+// runFor returns the run of k's ledger, starting one at k.entry if the
+// ledger has none.
+func (h *cacheHalf) runFor(k key) *ledgerRun {
 	r := h.runs[k.ledger]
 	if r == nil {
 		if n := len(h.free); n > 0 {
@@ -181,6 +192,12 @@ func (h *cacheHalf) put(k key, hdr *[entrylog.RecordHeaderSize]byte, payload []b
 		r.first, r.last = k.entry, k.entry
 		h.runs[k.ledger] = r
 	}
+	return r
+}
+
+// putRun stores dst, the record of k (payload of n bytes), in r, the run
+// of k's ledger, and returns the cached payload.
+func (h *cacheHalf) putRun(r *ledgerRun, k key, dst []byte, n int) []byte {
 	i := k.entry - r.first
 	switch {
 	case i >= 0 && i < r.n:
@@ -203,7 +220,7 @@ func (h *cacheHalf) put(k key, hdr *[entrylog.RecordHeaderSize]byte, payload []b
 		h.sparse[k] = dst
 		r.sparse = true
 	}
-	h.bytes += int64(len(payload))
+	h.bytes += int64(n)
 	h.entries++
 	r.last = max(r.last, k.entry)
 	return payloadOf(dst)
@@ -438,9 +455,14 @@ func (c *writeCache) putBatch(ledger int64, entries []int64, payloads [][]byte, 
 	c.mu.Lock()
 	a := c.mu.active
 	n := 0
+	var r *ledgerRun // the ledger's run, looked up once
 	for ; n < len(entries) && (a.bytes < c.halfSize || a.bytes == 0); n++ {
+		k := key{ledger, entries[n]}
 		hdr := recordHeader(ledger, entries[n], payloads[n], pcrcs[n])
-		a.put(key{ledger, entries[n]}, &hdr, payloads[n], c.chunkSize)
+		if r == nil {
+			r = a.runFor(k)
+		}
+		a.putRun(r, k, a.record(&hdr, payloads[n], c.chunkSize), len(payloads[n]))
 	}
 	full := a.bytes >= c.halfSize
 	c.mu.Unlock()
@@ -594,6 +616,16 @@ func (c *writeCache) release() {
 
 // hasFrozen reports whether a frozen half awaits release (a flush failed
 // or is running).
+// frozenSize returns the frozen half's entries and bytes (0 when none).
+func (c *writeCache) frozenSize() (entries int, bytes int64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if f := c.mu.frozen; f != nil {
+		return f.entries, f.bytes
+	}
+	return 0, 0
+}
+
 func (c *writeCache) hasFrozen() bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

@@ -296,6 +296,22 @@ func TestIdleConnectionPingedThenClosed(t *testing.T) {
 	}
 }
 
+// TestKeepAliveOff: a negative KeepAliveInterval (Pulsar's
+// keepAliveIntervalSeconds=0) sends no pings and closes no idle
+// connection.
+func TestKeepAliveOff(t *testing.T) {
+	tb := startBroker(t, func(c *Config) { c.KeepAliveInterval = -1 })
+	if tb.cfg.IdleTimeout != 0 {
+		t.Fatalf("IdleTimeout %v with keep-alive off", tb.cfg.IdleTimeout)
+	}
+	r := dialRaw(t, tb, true)
+	_ = r.nc.SetReadDeadline(time.Now().Add(time.Second))
+	if f, err := r.fr.Next(); err == nil {
+		t.Fatalf("idle connection got %s with keep-alive off", f.Type)
+	}
+	r.ping() // still open
+}
+
 func TestBrokerInitiatedCloseOnUnload(t *testing.T) {
 	tb := startBroker(t, nil)
 	topic := newTopicName("unload-raw")

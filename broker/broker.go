@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/magnetar-mq/magnetar/cluster"
+	"github.com/magnetar-mq/magnetar/httpapi"
+	"github.com/magnetar-mq/magnetar/internal/ratelog"
 	"github.com/magnetar-mq/magnetar/internal/shrink"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/offload"
@@ -27,23 +28,16 @@ import (
 //
 // All methods are safe for concurrent use.
 type Broker struct {
-	cfg Config
-	// entryMeta is the parsed Config.BrokerEntryMetadataInterceptors.
-	entryMeta entryMetaConfig
-	deps      Deps
-	log       *slog.Logger
-	reg       registry
-	schemas   *schemaRegistry
-	sec       secState         // TLS, authentication, authorization (security.go)
-	cluster   *cluster.Service // nil on a single node (cluster.go)
-	health    healthState      // cluster_http.go
-	// policies holds tenants, namespaces and their policies; the broker
-	// subscribes to its changes (policy_enforce.go).
-	policies    *policy.Store
-	unsubscribe func()
-	// polEpoch counts policiesChanged calls; a topic load compares it
-	// across its policy resolution (getTopic).
-	polEpoch atomic.Uint64
+	cfg     Config
+	deps    Deps
+	log     *slog.Logger
+	reg     registry
+	sec     secState         // TLS, authentication, authorization (security.go)
+	cluster *cluster.Service // nil on a single node (cluster.go)
+	health  healthState      // cluster_http.go
+	// policies holds tenants, namespaces and their policies; a topic
+	// resolves its policy from it when it loads (policy.go).
+	policies *policy.Store
 	// connBytesIn counts the bytes read from client connections
 	// (magnetar_connection_in_bytes_total).
 	connBytesIn atomic.Int64
@@ -66,8 +60,8 @@ type Broker struct {
 
 	ln          net.Listener
 	httpLn      net.Listener
-	httpSrv     *http.Server
-	admin       *Router
+	httpSrv     *httpapi.Server // plain and TLS listeners (security.go)
+	admin       *httpapi.Table
 	serviceAddr atomic.Pointer[string]
 	httpAddr    atomic.Pointer[string]
 
@@ -81,10 +75,18 @@ type Broker struct {
 	// set by Start before the first connection.
 	producerPrefix string
 	rateLogs       rateLogs
-	history        history    // history.go
-	tc             *tcService // transaction coordinators; nil when disabled (txn_coordinator.go)
-	wg             sync.WaitGroup
-	done           chan struct{}
+	history        history // history.go
+	// ext holds the registered features' hooks (extension.go); fixed
+	// once Start began.
+	ext  extensions
+	wg   sync.WaitGroup
+	done chan struct{}
+}
+
+// rateLogs are the broker's rate-limited log kinds.
+type rateLogs struct {
+	persist     ratelog.Line // SEND_ERROR for a failed persist
+	clientFault ratelog.Line // connections closed for the client's fault, failed acks
 }
 
 // topicLoad is a topic being (or having been) loaded; done closes when t
@@ -107,14 +109,10 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	if deps.OpenLedger == nil {
 		return nil, fmt.Errorf("%w: Deps.OpenLedger is nil", ErrBadConfig)
 	}
-	em, err := parseInterceptors(cfg.BrokerEntryMetadataInterceptors)
-	if err != nil {
-		return nil, err
-	}
 	if deps.ConfigStore == nil {
 		deps.ConfigStore = deps.Metadata
 	}
-	b := &Broker{cfg: cfg, deps: deps, log: cfg.Logger, done: make(chan struct{}), entryMeta: em}
+	b := &Broker{cfg: cfg, deps: deps, log: cfg.Logger, done: make(chan struct{})}
 	b.life, b.lifeCancel = context.WithCancel(context.Background())
 	b.policies = deps.Policies
 	if b.policies == nil {
@@ -129,10 +127,9 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		b.offloaders.by[propsKey(cfg.Offload.Properties)] = deps.Offloader
 	}
 	b.reg = registry{store: deps.Metadata, config: deps.ConfigStore, cluster: cfg.ClusterName, policies: b.policies}
-	b.schemas = &schemaRegistry{store: deps.Metadata, b: b}
 	b.mu.topics = make(map[string]*topicLoad)
 	b.mu.conns = make(map[*conn]struct{})
-	b.admin = newRouter()
+	b.admin = httpapi.NewTable()
 	b.registerRoutes(b.admin)
 	if err := b.initSecurity(); err != nil {
 		return nil, err
@@ -158,10 +155,6 @@ func (b *Broker) Start(ctx context.Context) error {
 	if err := b.initProducerNames(ctx); err != nil {
 		return err
 	}
-	if err := b.startTxnCoordinators(ctx); err != nil {
-		return err
-	}
-	b.unsubscribe = b.policies.Subscribe(b.policiesChanged)
 	var lc net.ListenConfig
 	var sa string
 	if b.cfg.ServiceAddr != "-" {
@@ -172,6 +165,12 @@ func (b *Broker) Start(ctx context.Context) error {
 		b.ln = ln
 		sa = ln.Addr().String()
 		b.serviceAddr.Store(&sa)
+	}
+	if err := b.newHTTPServer(); err != nil {
+		if b.ln != nil {
+			b.ln.Close()
+		}
+		return err
 	}
 	if b.cfg.HTTPAddr != "-" {
 		hl, err := lc.Listen(ctx, "tcp", b.cfg.HTTPAddr)
@@ -184,14 +183,7 @@ func (b *Broker) Start(ctx context.Context) error {
 		b.httpLn = hl
 		ha := hl.Addr().String()
 		b.httpAddr.Store(&ha)
-		b.httpSrv = &http.Server{Handler: b.httpHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelDebug)}
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			if err := b.httpSrv.Serve(hl); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				b.log.Error("http server", "err", err)
-			}
-		}()
+		b.serveHTTP(hl, nil)
 	}
 	if err := b.listenSecure(ctx); err != nil {
 		b.Close()
@@ -207,22 +199,22 @@ func (b *Broker) Start(ctx context.Context) error {
 			return fmt.Errorf("broker: join cluster: %w", err)
 		}
 	}
+	for _, f := range b.ext.lifecycle {
+		if err := f.Start(ctx); err != nil {
+			b.Close()
+			return fmt.Errorf("broker: start feature: %w", err)
+		}
+	}
 	if b.ln != nil {
 		b.wg.Add(1)
 		go b.acceptLoop(b.ln)
 	}
 	b.wg.Add(1)
-	go b.policyLoop()
-	b.wg.Add(1)
 	go b.statsLoop()
-	b.wg.Add(1)
-	go b.inactivityLoop()
 	if b.cfg.IdleTopicUnloadTime > 0 {
 		b.wg.Add(1)
 		go b.idleUnloadLoop()
 	}
-	b.wg.Add(1)
-	go b.compactionLoop()
 	b.wg.Add(1)
 	go b.historyLoop()
 	b.startSecure()
@@ -247,9 +239,9 @@ func (b *Broker) HTTPAddr() string {
 	return ""
 }
 
-// Router returns the admin HTTP router, so other packages' endpoints can
-// be registered before Start.
-func (b *Broker) Router() *Router { return b.admin }
+// Router returns the broker's HTTP route table, so other packages'
+// endpoints can be declared before Start.
+func (b *Broker) Router() *httpapi.Table { return b.admin }
 
 // serviceURL is the broker URL handed out by lookups.
 func (b *Broker) serviceURL() string {
@@ -324,9 +316,6 @@ func (b *Broker) Close() error {
 	b.mu.closed = true
 	close(b.done)
 	b.lifeCancel()
-	if b.unsubscribe != nil {
-		b.unsubscribe()
-	}
 	conns := make([]*conn, 0, len(b.mu.conns))
 	for c := range b.mu.conns {
 		conns = append(conns, c)
@@ -335,17 +324,17 @@ func (b *Broker) Close() error {
 	if b.ln != nil {
 		b.ln.Close()
 	}
-	b.closeSecure()
 	if b.httpSrv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = b.httpSrv.Shutdown(ctx)
-		cancel()
+		_ = b.httpSrv.Close()
 	}
+	b.closeSecure()
 	for _, c := range conns {
 		c.stopReading()
 	}
 	b.wg.Wait()
-	b.closeTxnCoordinators()
+	for i := len(b.ext.lifecycle) - 1; i >= 0; i-- {
+		b.ext.lifecycle[i].Close()
+	}
 	b.closeHealth()
 	b.mu.Lock()
 	loads := make([]*topicLoad, 0, len(b.mu.topics))
@@ -452,7 +441,11 @@ func (b *Broker) getTopic(ctx context.Context, tn topicName, create bool) (*topi
 		l := &topicLoad{done: make(chan struct{})}
 		b.mu.topics[full] = l
 		b.mu.Unlock()
-		epoch := b.polEpoch.Load()
+		watch := b.ext.policy
+		var version uint64
+		if watch != nil {
+			version = watch.PolicyVersion()
+		}
 		l.t, l.err = b.loadTopic(ctx, tn, create)
 		if l.err != nil {
 			b.mu.Lock()
@@ -466,22 +459,18 @@ func (b *Broker) getTopic(ctx context.Context, tn topicName, create bool) (*topi
 			b.unloadTopic(full)
 			return nil, fmt.Errorf("%w: %s; redo the lookup", cluster.ErrNotOwned, full)
 		}
-		if l.err == nil && b.polEpoch.Load() != epoch {
+		if l.err == nil && watch != nil && watch.PolicyVersion() != version {
 			// A policy change was announced while the topic loaded and
 			// may have listed the loaded topics before this one was
 			// visible: resolve again. A changed retention or
 			// persistence unloads it, and the loop opens it anew.
-			if b.refreshPolicies(l.t) {
+			if watch.RefreshPolicy(Topic{l.t}) {
 				continue
 			}
 		}
 		return l.t, l.err
 	}
 }
-
-// testHookPoliciesResolved, when set by a test, runs in loadTopic right
-// after the topic's policies are resolved.
-var testHookPoliciesResolved func(tn topicName)
 
 // lookupTopic returns the topic if it is loaded, without loading it.
 func (b *Broker) lookupTopic(full string) *topic {
@@ -514,12 +503,13 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 		return nil, err
 	}
 	pol := b.resolvePolicies(tn)
-	if testHookPoliciesResolved != nil {
-		testHookPoliciesResolved(tn)
-	}
 	if !tn.IsPersistent() {
 		t := newTopic(b, tn, nil, pol)
 		t.bundleKey = bundleKey
+		if err := t.loadFeatures(ctx); err != nil {
+			t.closeAll(false)
+			return nil, err
+		}
 		return t, nil
 	}
 	exists, err := b.deps.Metadata.Exists(ctx, topicKey(tn))
@@ -534,40 +524,21 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 			return nil, err
 		}
 	}
-	ml, err := b.deps.OpenLedger(withPersistence(withRetention(ctx, pol.Retention), pol.Persistence), tn.String())
+	ml, err := b.deps.OpenLedger(withLedgerPolicies(ctx, pol), tn.String())
 	if err != nil {
 		return nil, fmt.Errorf("broker: open managed ledger %s: %w", tn, err)
 	}
 	t := newTopic(b, tn, ml, pol)
 	t.bundleKey = bundleKey
-	if b.entryMeta.index {
-		if err := t.recoverEntryIndex(); err != nil {
-			ml.Close()
-			return nil, fmt.Errorf("broker: recover the message index of %s: %w", tn, err)
-		}
-	}
 	b.applyOffload(t)
 	if b.cfg.Deduplication || pol.Deduplication {
 		if err := t.recoverDedup(b.cfg.DedupRecoveryEntries); err != nil {
 			b.log.Warn("dedup state recovery", "topic", tn.String(), "err", err)
 		}
-		if !b.cfg.Deduplication {
-			// Deduplication by namespace or topic policy checks the
-			// held-path state: seed it with what was recovered, so that a
-			// re-send after a restart or a move is still dropped.
-			t.seedPolicyDedup()
-		}
 	}
-	if err := t.recoverTxnBuffer(ctx); err != nil {
-		ml.Close()
-		return nil, fmt.Errorf("broker: recover the transaction buffer of %s: %w", tn, err)
-	}
-	names := ml.CursorNames()
-	var replCursors []string
-	for _, name := range names {
+	for _, name := range ml.CursorNames() {
 		if strings.HasPrefix(name, ReplicatorPrefix+".") {
-			replCursors = append(replCursors, name)
-			continue
+			continue // a replicator's, not a subscription
 		}
 		if err := t.loadSubscription(name); err != nil {
 			t.closeAll(false)
@@ -575,15 +546,23 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 			return nil, fmt.Errorf("broker: load cursor %s of %s: %w", name, tn, err)
 		}
 	}
-	if err := t.recoverPendingAcks(ctx); err != nil {
+	if err := t.loadFeatures(ctx); err != nil {
 		t.closeAll(false)
 		ml.Close()
-		return nil, fmt.Errorf("broker: recover the pending acks of %s: %w", tn, err)
+		return nil, err
 	}
-	t.dropStaleReplicatorCursors(replCursors)
-	t.checkReplication()
 	b.log.Debug("topic loaded", "topic", tn.String())
 	return t, nil
+}
+
+// loadFeatures runs the features' TopicHook.LoadTopic on a loading topic.
+func (t *topic) loadFeatures(ctx context.Context) error {
+	for i, h := range t.b.ext.topics {
+		if err := h.LoadTopic(ctx, Topic{t}); err != nil {
+			return fmt.Errorf("broker: load %s: %s: %w", t.full, t.b.ext.topicNames[i], err)
+		}
+	}
+	return nil
 }
 
 // UnloadTopic closes a loaded topic: every producer and consumer gets

@@ -43,7 +43,7 @@ func (b *Broker) startCluster(ctx context.Context) error {
 		ServiceURLTLS:     secure,
 		WebURLTLS:         b.WebURLTLS(),
 		OnBundleLost:      b.unloadBundleTopics,
-		AntiAffinityPeers: b.antiAffinityPeers,
+		AntiAffinityPeers: b.policies.AntiAffinityPeers,
 		Stats:             b.bundleStats,
 		ReportInterval:    cc.ReportInterval,
 		ShedInterval:      cc.ShedInterval,
@@ -114,8 +114,8 @@ func (b *Broker) unloadBundleTopics(ns string, r bundle.Range) {
 	for _, full := range names {
 		b.unloadTopic(full)
 	}
-	if b.tc != nil {
-		b.tc.dropBundle(key)
+	for _, h := range b.ext.bundles {
+		h.BundleReleased(key)
 	}
 }
 
@@ -136,7 +136,7 @@ func (b *Broker) bundleStats() map[string]cluster.BundleStats {
 	out := map[string]cluster.BundleStats{}
 	for _, t := range ts {
 		st := out[t.bundleKey]
-		rate, tput := t.loadRates.update(t.msgIn.Load(), t.bytesIn.Load())
+		rate, tput := t.loadRates.Update(t.msgIn.Load(), t.bytesIn.Load())
 		st.MsgRateIn += rate
 		st.MsgThroughputIn += tput
 		st.Topics++

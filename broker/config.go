@@ -3,13 +3,13 @@ package broker
 import (
 	"context"
 	"fmt"
-	"github.com/magnetar-mq/magnetar/schema"
 	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/offload"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -31,6 +31,9 @@ type Config struct {
 	// HTTPAddr is the admin/lookup HTTP listen address (default ":8080").
 	// "-" disables the HTTP listener.
 	HTTPAddr string
+	// HTTPLimits are the timeouts and caps of the HTTP and HTTPS
+	// listeners (zero fields: defaults; see httpapi.Limits).
+	HTTPLimits httpapi.Limits
 	// AdvertisedHost is the host put into lookup answers (default
 	// "localhost"). The port is always the actual service port.
 	AdvertisedHost string
@@ -41,7 +44,8 @@ type Config struct {
 	MaxMessageSize int
 	// KeepAliveInterval is how often the broker pings an idle client
 	// (default 30s). A connection that sends nothing for IdleTimeout is
-	// closed (default 2.5x KeepAliveInterval).
+	// closed (default 2.5x KeepAliveInterval). Negative: no pings and no
+	// idle timeout (Pulsar's keepAliveIntervalSeconds=0).
 	KeepAliveInterval time.Duration
 	IdleTimeout       time.Duration
 	// ConnectTimeout closes a connection that has not completed CONNECT
@@ -101,7 +105,9 @@ type Config struct {
 	// DisableDeleteInactiveTopics is !brokerDeleteInactiveTopicsEnabled:
 	// by default a topic without producers, consumers and (in the
 	// default mode) subscriptions is deleted after
-	// DeleteInactiveTopicsMaxInactiveDuration (default: the frequency).
+	// DeleteInactiveTopicsMaxInactiveDuration (default: the frequency;
+	// negative: none, the first check that finds it inactive deletes it,
+	// Pulsar's brokerDeleteInactiveTopicsMaxInactiveDurationSeconds=0).
 	// The check runs every DeleteInactiveTopicsFrequency (default 60s,
 	// brokerDeleteInactiveTopicsFrequencySeconds).
 	// DeleteInactiveTopicsMode is brokerDeleteInactiveTopicsMode
@@ -123,51 +129,19 @@ type Config struct {
 	// Key_Shared AUTO_SPLIT subscriptions instead of splitting hash
 	// ranges (subscriptionKeySharedUseConsistentHashing, default false).
 	KeySharedUseConsistentHashing bool
-	// TransactionCoordinatorEnabled (Pulsar's transactionCoordinatorEnabled)
-	// serves transaction coordinators: the assign topic
-	// TxnAssignTopic is created with TransactionCoordinators partitions
-	// (default DefaultTransactionCoordinators) unless it exists.
-	// MaxActiveTransactionsPerCoordinator bounds the open transactions of
-	// one coordinator (0: unlimited). See docs/transactions.md.
-	TransactionCoordinatorEnabled       bool
-	TransactionCoordinators             int
-	MaxActiveTransactionsPerCoordinator int
-	// TransactionPendingAckTrimRecords: a subscription's pending-ack log
-	// is trimmed behind its oldest open transaction after this many new
-	// records (0: 1000).
-	TransactionPendingAckTrimRecords int
 	// Cluster, when set, makes the broker one of a cluster sharing the
 	// metadata store (see ClusterConfig); nil is a single node that owns
 	// every topic.
 	Cluster *ClusterConfig
-	// BrokerEntryMetadataInterceptors (Pulsar's brokerEntryMetadataInterceptors)
-	// names the broker entry metadata to store in front of every entry:
-	// InterceptorBrokerTimestamp and/or InterceptorIndex (entrymeta.go).
-	BrokerEntryMetadataInterceptors []string
 	// ExposeBrokerEntryMetadata (Pulsar's
-	// exposingBrokerEntryMetadataToClientEnabled) sends it to consumers
+	// exposingBrokerEntryMetadataToClientEnabled) sends the broker entry
+	// metadata stored in front of entries (package entrymeta) to consumers
 	// whose client announced supports_broker_entry_metadata; otherwise it
 	// is stripped on dispatch.
 	ExposeBrokerEntryMetadata bool
 	// Offload holds the broker-wide tiered-storage settings (nil:
 	// DefaultOffload, no driver).
 	Offload *OffloadDefaults
-	// SchemaCompatibilityStrategy is the broker default (Pulsar's
-	// schemaCompatibilityStrategy; default FULL) under namespace and topic
-	// policies; names as in package schema.
-	SchemaCompatibilityStrategy string
-	// SchemaValidationEnforced (isSchemaValidationEnforced) refuses
-	// producers without a schema on topics with one, unless the namespace
-	// says otherwise.
-	SchemaValidationEnforced bool
-	// CompactionMonitorInterval is how often topics are checked against
-	// their namespace's compaction_threshold (Pulsar's
-	// brokerServiceCompactionMonitorIntervalInSeconds; default 60s).
-	CompactionMonitorInterval time.Duration
-	// TopicCompactionRetainNullKey (Pulsar's topicCompactionRetainNullKey,
-	// default false since Pulsar 3.2) keeps messages without a key in the
-	// compacted view; by default the compactor leaves them out.
-	TopicCompactionRetainNullKey bool
 	// HistoryInterval is how often the history sampler records every
 	// loaded topic's rates, backlog and storage size (history.go; default
 	// 5s, at least MinHistoryInterval; negative: no sampler).
@@ -227,7 +201,7 @@ func (c *Config) EnsureDefaults() {
 	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = 10 * time.Second
 	}
-	if c.IdleTimeout == 0 {
+	if c.IdleTimeout == 0 && c.KeepAliveInterval > 0 {
 		c.IdleTimeout = c.KeepAliveInterval * 5 / 2
 	}
 	if c.MaxOutboundBytes == 0 {
@@ -238,15 +212,6 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = 30 * time.Second
-	}
-	if c.CompactionMonitorInterval <= 0 {
-		c.CompactionMonitorInterval = time.Minute
-	}
-	if c.SchemaCompatibilityStrategy == "" {
-		c.SchemaCompatibilityStrategy = "FULL"
-	}
-	if c.TransactionCoordinators <= 0 {
-		c.TransactionCoordinators = DefaultTransactionCoordinators
 	}
 	if c.DispatchBatch == 0 {
 		c.DispatchBatch = 100
@@ -292,7 +257,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: history length %d above %d", ErrBadConfig, c.HistoryLength, MaxHistoryLength)
 	case c.MaxMessageSize < 1024:
 		return fmt.Errorf("%w: MaxMessageSize %d too small", ErrBadConfig, c.MaxMessageSize)
-	case c.KeepAliveInterval < 0 || c.IdleTimeout < 0 || c.ConnectTimeout < 0:
+	case c.IdleTimeout < 0 || c.ConnectTimeout < 0:
 		return fmt.Errorf("%w: negative keep-alive", ErrBadConfig)
 	case c.MaxOutboundBytes < c.MaxMessageSize:
 		return fmt.Errorf("%w: MaxOutboundBytes below MaxMessageSize", ErrBadConfig)
@@ -307,10 +272,8 @@ func (c *Config) Validate() error {
 	case c.DeleteInactiveTopicsMode != "delete_when_no_subscriptions" && c.DeleteInactiveTopicsMode != "delete_when_subscriptions_caught_up":
 		return fmt.Errorf("%w: brokerDeleteInactiveTopicsMode %q", ErrBadConfig, c.DeleteInactiveTopicsMode)
 	case c.DeleteInactiveTopicsFrequency < 0 || c.SubscriptionExpiryCheckInterval < 0 || c.StatsUpdateInterval < 0 ||
-		c.DeleteInactiveTopicsMaxInactiveDuration < 0 || c.SubscriptionExpirationTimeMinutes < 0:
+		c.SubscriptionExpirationTimeMinutes < 0:
 		return fmt.Errorf("%w: negative interval", ErrBadConfig)
-	case badStrategy(c.SchemaCompatibilityStrategy):
-		return fmt.Errorf("%w: unknown SchemaCompatibilityStrategy %q", ErrBadConfig, c.SchemaCompatibilityStrategy)
 	}
 	return nil
 }
@@ -318,8 +281,8 @@ func (c *Config) Validate() error {
 // Deps are the broker's collaborators, supplied by the wiring in
 // cmd/magnetar (real storage) or by tests (in-memory storage).
 type Deps struct {
-	// Metadata holds tenants, namespaces, partitioned-topic metadata and
-	// schemas.
+	// Metadata holds tenants, namespaces and partitioned-topic metadata,
+	// and the features' state (schemas, transactions).
 	Metadata metadata.Store
 	// OpenLedger opens (creating if needed) the managed ledger that backs
 	// a persistent topic, named by its canonical topic name.
@@ -348,9 +311,4 @@ type Deps struct {
 	// Collectors are registered on /metrics as they are (e.g. an
 	// in-process bookie's (*bookie.Bookie).Collector()).
 	Collectors []prometheus.Collector
-}
-
-func badStrategy(s string) bool {
-	_, err := schema.ParseStrategy(s)
-	return err != nil
 }

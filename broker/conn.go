@@ -215,11 +215,17 @@ func (c *conn) shutdown() {
 }
 
 // keepAliveReader reads from the socket; on read-deadline expiry it pings
-// the peer, and gives up after IdleTimeout without input.
+// the peer, and gives up after IdleTimeout without input. With a negative
+// KeepAliveInterval it only reads.
 type keepAliveReader struct{ c *conn }
 
 func (r keepAliveReader) Read(p []byte) (int, error) {
 	c := r.c
+	if c.b.cfg.KeepAliveInterval < 0 {
+		n, err := c.nc.Read(p)
+		c.b.connBytesIn.Add(int64(n))
+		return n, err
+	}
 	for {
 		_ = c.nc.SetReadDeadline(time.Now().Add(c.b.cfg.KeepAliveInterval))
 		n, err := c.nc.Read(p)
@@ -267,6 +273,7 @@ func (c *conn) readLoop() error {
 // sendSimple queues a payload-less command. A command missing a required
 // field is a broker bug: it is logged and not sent.
 func (c *conn) sendSimple(cmd *pb.BaseCommand) {
+	scrubError(cmd, c.log)
 	ok := c.q.push(func(dst []byte) []byte {
 		out, err := pulsarproto.AppendCommand(dst, cmd)
 		if err != nil {

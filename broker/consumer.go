@@ -117,6 +117,12 @@ func (c *consumer) available() bool {
 // between a read and the send (and kept by entries read ahead into the
 // replay set, and on non-persistent topics, which cannot re-read).
 // Redeliveries re-read the bytes from the managed ledger.
+//
+// A subscription has one pendingEntry per position: made when the cursor
+// reads the entry, it moves between the consumers' pending sets and the
+// replay and delayed sets until the entry is acknowledged or a seek makes
+// the subscription forget everything (the cursor reads no entry twice
+// otherwise).
 type pendingEntry struct {
 	pos     position
 	data    []byte
@@ -124,4 +130,12 @@ type pendingEntry struct {
 	key     []byte
 	owner   *consumer
 	chunk   chunkInfo // zero unless the entry is one chunk of a larger message
+	// redeliveries counts the redeliveries of the entry (Shared and
+	// Key_Shared; the redelivery_count of its MESSAGE frames).
+	redeliveries uint32
+	// queued: the entry is in the replay set (entrysets.go).
+	queued bool
+	// inOrder: the entry is in its subscription's order heap
+	// (requeue.go's pushOrder).
+	inOrder bool
 }

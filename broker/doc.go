@@ -1,10 +1,12 @@
 // Package broker serves the Pulsar binary protocol (for unmodified Pulsar
 // clients) over topics stored in managed ledgers: protocol handling,
-// topics, subscriptions, dispatch, policy enforcement on the topics it
-// owns, and the HTTP topic lookup and /metrics. The admin REST API lives
-// in package admin and reaches the broker only through Service; tenants,
-// namespaces and their policies live in package policy, whose Store the
-// broker subscribes to (each topic holds its resolved policy).
+// topics, subscriptions, dispatch, the limits of the topics it owns on
+// its hot paths, and /metrics. The admin REST API (lookup included)
+// lives in package admin and reaches the broker only through the role
+// interfaces admin declares (admin/roles.go); tenants, namespaces and
+// their policies live in package policy, whose Store a topic resolves
+// its policy from when it loads (each topic holds its resolved policy;
+// package enforcement keeps it current).
 //
 // # Usage
 //
@@ -15,9 +17,12 @@
 //	err = b.Close()           // graceful: stop accepting, answer in-flight sends,
 //	                          // flush connections, close managed ledgers
 //
-// Other packages add HTTP endpoints with b.Router().Handle(method, pattern,
-// handler) before Start (see Router for the pattern syntax); the binary
-// wires the admin API with admin.Register(b.Router(), b).
+// The broker serves its HTTP listeners from b.Router(), an httpapi.Table
+// on which it declares only /metrics; other packages declare their
+// routes (each with its access rule; see package httpapi) before Start,
+// the binary the admin API with admin.Register(b.Router(),
+// admin.BrokerDeps(b)). Start refuses a table with duplicate or
+// rule-less routes. No HTTP handler is a method of the broker's types.
 //
 // # Model
 //
@@ -32,14 +37,22 @@
 // on and never modified: a SEND frame above pulsarproto.OwnedFrameThreshold
 // was read straight into a buffer of its own, which becomes the entry
 // as is; a smaller one is copied out of the connection's reused frame
-// buffer. Either way the entry has free room in front (entryBuf), which
-// the ledger uses to write its entry header without copying the entry
-// again (mledger.AddEntryHeadroom). Non-persistent topics have no storage:
+// buffer. Either way the entry (Entry: buf[off:]) has free room in front
+// (buf[:off], at least mledger.EntryHeadroom), which the ledger uses to
+// write its entry header without copying the entry again
+// (mledger.AddEntryHeadroom); a feature that rewrites an entry
+// (Entry.SetData: broker entry metadata, a transaction's id) hands over a
+// new buffer with the same room. The SEND path parses the entry once
+// (parseSend: framing, checksum, MessageMetadata) and every later stage
+// reads that parsed view (Entry.Meta, Entry.Sections); the core parses
+// entries only through entryparse.go, where a test counts the parses of
+// a SEND. Non-persistent topics have no storage:
 // an entry goes to the subscriptions whose consumers have permits at
 // publish time and is dropped by the others.
 //
-// Metadata (tenants, namespaces, partitioned topics, created topics,
-// schemas) lives in a metadata.Store; see registry.go for the layout.
+// Metadata (tenants, namespaces, partitioned topics, created topics, and
+// the features' state such as schemas) lives in a metadata.Store; see
+// registry.go for the layout.
 // public/default, pulsar/system and the cluster are created at Start.
 //
 // # Goroutines and ownership
@@ -60,26 +73,128 @@
 //     cursor, consumers, permits, pending acks, replay and delayed sets).
 //     Everything else submits closures with do (async) or call (sync) and
 //     never touches that state (docs/architecture.md, Design rules).
-//   - Per replicator (topic or partition, remote cluster): one loop that
-//     owns its cursor reads, its pending queue and its connection to the
-//     remote (replicator.go, replclient.go: a pulsarclient.EntryProducer
-//     on a client of its own, whose connection has its reader and writer
-//     goroutines). Per replicated topic, one snapshot
-//     controller for replicated subscriptions (replsub.go). Both stop
-//     with the topic.
+//   - Features run goroutines of their own (geo-replication's
+//     replicators and snapshot controllers, package georep; the
+//     transaction coordinators, txn/server); they stop with the topic
+//     (TopicHook.CloseTopic) or the broker (Lifecycle.Close).
 //   - The accept loop and HTTP server. Close waits for all of them.
+//
+// # Extension points
+//
+// The core (this package) declares small interfaces at its extension
+// points and calls them; features live in packages of their own that
+// import broker (never the other way round: internal/lint checks it),
+// implement some of the interfaces, and are registered with Broker.Use
+// before Start (extension.go; cmd/magnetar wires them, features.go).
+// What a feature sees of the core is the view types of view.go: Topic,
+// Subscription, SubLoop (a subscription seen from its loop), Producer,
+// Conn, Entry, and per-topic / per-subscription slots for its own state
+// (TopicSlot, SubSlot: the state has one owner, the topic or
+// subscription, and is built where the topic loads, never in a side
+// table keyed by topic). The hooks, who calls them, and what they may do:
+//
+//	hook                        goroutine                    held            may                           must not
+//	SendInterceptor             connection reader            nothing         rewrite (Entry.SetData),      wait for storage adds
+//	  .InterceptSend            (frame order)                                attach a PublishInterceptor,  (bounded one-time setup
+//	                                                                         refuse (*SendError)           on a topic is allowed)
+//	PublishInterceptor          the publishing goroutine     topic.pub (R),  Entry.SetData, bookkeeping    block, take topic locks,
+//	  .BeforeAdd                (reader, or one releasing    topic.addMu,                                  call the topic or a
+//	                            held sends)                  [topic.held]                                  subscription
+//	  .AfterAdd                 managed-ledger callback      (ledger's)      leaf locks, wake-ups          block, do I/O
+//	                            (append order)
+//	DispatchFilter.SkipEntry    subscription loop; reader    nothing         read its own state (leaf      block, take topic or
+//	                            (GET_LAST_MESSAGE_ID)                        locks)                        subscription locks
+//	Topic.SetReadBound's func   managed ledger, every read   mledger's lock  atomic loads                  anything else
+//	AckHook.InterceptAck        connection reader            nothing         Subscription.Do, answer       block on the loop
+//	                                                                         later (AckRequest.Reply)      (Call), take topic.mu
+//	AckHook.HeldEntry           subscription loop            (loop owner)    keep the Withheld entry       block
+//	TopicHook.LoadTopic         the goroutine loading t      nothing; t not  storage and metadata I/O,     publish
+//	                            (a request's)                yet visible     TopicSlot.Set,
+//	                                                                         Subscription.Call (idle)
+//	TopicHook.CloseTopic        the goroutine closing t      nothing         I/O (snapshots), close its    use t's subscriptions
+//	                                                                         own ledgers                   (stopped)
+//	TopicTicker.TickTopic       stats loop                   nothing         short metadata writes         block long
+//	AttachHook.AttachProducer   connection reader            nothing         metadata I/O (bounded by      publish, take topic
+//	  / .AttachConsumer         (frame order)                                ctx), refuse (*AttachError)   locks
+//	DeletionObserver            the deleting goroutine       nothing         metadata I/O (bounded by      fail the deletion
+//	  .TopicDeleted             (a request's, inactive GC)                   ctx)
+//	Command.Handle              connection reader            nothing         Conn.Send, start a goroutine  block
+//	                            (frame order)                                that answers later
+//	BundleObserver              cluster's bundle callback    nothing         release what the bundle held  load topics
+//	CompactedReads              where the subscription is    nothing         wrap the cursor; the wrapper  share the wrapper with
+//	  .CompactedCursor          created, or its loop                         is the loop's afterwards      another goroutine
+//	LastReadableCursor          connection reader            nothing         read the feature's own        move the cursor
+//	  .LastReadable             (GET_LAST_MESSAGE_ID)                        state (leaf locks)
+//	TopicPinner.Pinned          idle unloader                nothing         atomic loads, leaf locks      take topic locks
+//	StoreObserver.Stored        managed-ledger callback      (ledger's)      atomic counts, wake-ups       block, take topic locks
+//	                            (append order)
+//	PolicyObserver              the goroutine refreshing     nothing         open and delete cursors,      block long
+//	  .PolicyApplied            the topic's policy                           start goroutines, wait for
+//	                                                                         its own to stop
+//	TopicStatsSource            the stats request's          nothing         fill its part of TopicStats   take topic locks
+//	  .AddTopicStats
+//	ReplicatedSubscriptions     subscription loop            (loop owner)    SubSlot, SubLoop.Acknowledge  block, Subscription.Call
+//	  .MarkerRead,              (replicated subscriptions                    (from Subscription.Do),
+//	  .MarkDeleteMoved          only)                                        append markers (async)
+//	InternalStatsSource         the admin request's          nothing         read its own state, I/O       change the topic
+//	SystemSubscriptions         Broker.Use                   b.mu            return fixed names            call the broker
+//	Lifecycle.Start / .Close    Broker.Start / .Close        nothing         I/O; Close must tolerate a
+//	                                                                         feature never started
+//	Limiter (Limits: Publish,   connection reader (SEND);    nothing; under  count, leaf locks             block, take topic locks
+//	  Dispatch, Subscription's, subscription loop;           topic.limits.mu
+//	  Replicator's), Subscribe  replicator loop              (Subscription)
+//	Quota.AdmitProducer         connection reader            nothing         read backlogs, storage        take topic locks
+//	Quota.AdmitSend             connection reader, or the    topic.held      read backlogs, storage;       take topic locks, publish
+//	                            goroutine releasing                          Subscription.Call (evict)
+//	PolicyWatcher               the goroutine loading t,     nothing         Topic.RefreshPolicy, I/O      block long
+//	  .RefreshPolicy            once t is visible
+//	CursorObserver              the admin request's          nothing         Topic.ReleaseHeld, I/O        block long
+//	  .CursorsMoved
+//
+// Order within the core: SENDs are verified and parsed once (parseSend,
+// entryparse.go), checked for encryption, passed to the
+// SendInterceptors (registration order), admitted or held by the
+// topic's Quota (held.go), deduplicated, then published: broker-wide
+// BeforeAdd (registration order, under topic.addMu, which the core takes
+// only when some are registered), the entry's own hook, the append; in
+// the callback the entry's own AfterAdd, then the broker-wide ones, then
+// the receipt. A PRODUCER or SUBSCRIBE passes the core's checks (topic
+// load, policy limits, the Quota, encryption, subscribe rate), then the
+// AttachHooks (registration order), before anything is attached. A
+// feature's command declares its access rule with the command
+// (Command.SuperUserOnly, Command.Access), and the core checks it before
+// Handle runs. A SEND or ACK carrying a transaction id that no hook
+// claims is refused with NotAllowed (transactions are off); a command
+// type no feature serves closes the connection, except the transaction
+// commands, which are answered with NotAllowed (pulsarproto.Refusal).
+// Off, a hook costs the core a nil check or a range over an empty slice
+// on its path; a topic without Limits costs one atomic load per SEND,
+// dispatch and SUBSCRIBE.
+//
+// A feature plugs in so: declare its per-topic state and get a
+// TopicSlot (NewTopicSlot) in its constructor; implement the hooks it
+// needs on one type with a Name; register it with b.Use(f) before
+// b.Start (wiring in cmd/magnetar and in broker/brokertest Options); put
+// its admin surface (stats, operations) on its own type and hand that to
+// admin, not on *Broker; test it with broker/brokertest. Package
+// entrymeta (broker entry metadata: a PublishInterceptor and a
+// TopicHook) is the small example.
 //
 // # Geo-replication
 //
-// docs/geo-replication.md has the model. The configuration store
-// (Deps.ConfigStore) holds clusters, tenants, policies and partitioned
-// metadata; a topic's effective replication clusters come from its
-// resolved policy. Replicators read the ledger through durable cursors
-// named pulsar.repl.<remote> (never loaded as subscriptions) and publish
-// on the remote with a producer named pulsar.repl.<local>--><remote>; a
-// broker deduplicates such a producer's sends by the original producer
-// name in the entry. Marker entries (marker_type) are never dispatched
-// to consumers.
+// Geo-replication is a feature outside the core (package georep; model in
+// docs/geo-replication.md). The core keeps only what its own paths need:
+// the configuration store (Deps.ConfigStore: clusters, tenants, policies,
+// partitioned metadata); the reserved prefix ReplicatorPrefix (cursors
+// named pulsar.repl.<remote> are replicators', never loaded as
+// subscriptions, and no subscription may take such a name); the
+// deduplication of a replicator producer's (pulsar.repl.<from>--><to>)
+// sends by the original producer name in the entry, and its exemption
+// from required encryption (ReplicatorOrigin); the replicated flag of a
+// subscription (replicate_subscription_state or the admin API,
+// persisted as the cursor property pulsar.replicated.subscription,
+// reported in stats); and markers (marker_type), which dispatch
+// acknowledges and never delivers.
 //
 // # Dispatch
 //
@@ -97,6 +212,13 @@
 // Pending (delivered, unacked) and delayed entries keep their position,
 // message count and key, not their bytes; redeliveries re-read them from
 // the managed ledger, one read per dispatch batch (cursor.ReadAt).
+// Every operation on these sets is O(log n) or better in the number of
+// entries a client can make them hold (entrysets.go, requeue.go): the
+// replay set is a heap plus a sorted front, cumulative acks pop a heap of
+// pending entries by position, delayed entries wait in a heap by due
+// time, and the pending set of a consumer that leaves moves to the replay
+// set a chunk per turn of the loop; one dispatch call sends at most about
+// dispatchTurn entries before the loop serves its other work.
 // Shared and Key_Shared dispatch stops for a consumer (subscription)
 // holding MaxUnackedPerConsumer (...PerSubscription) unacked messages
 // and resumes at half (docs/limits.md).
@@ -114,30 +236,29 @@
 //
 // # Transactions
 //
-// With TransactionCoordinatorEnabled the broker serves the coordinators
-// of the assign topic partitions it owns (txn_coordinator.go, package
-// txn/coordinator) and is the participant of the transactions that touch
-// its topics: a topic's transaction buffer (txn_buffer.go: entries stored
-// at once, cursors bounded by the first entry of the oldest open
-// transaction, commit/abort markers, a snapshot in the metadata store) and
-// a subscription's pending acks (txn_pendingack.go: held acks, a
-// pending-ack managed ledger per subscription). A coordinator ends a
-// transaction on the broker's own topics directly and on other brokers'
-// with END_TXN_ON_PARTITION / END_TXN_ON_SUBSCRIPTION (txn_remote.go).
-// Off, a txn SEND or ACK is refused and the plain paths only test a nil
-// pointer. docs/transactions.md has the formats and invariants.
+// Transactions are a feature outside the core (package txn/server): the
+// coordinators and the participant side (transaction buffers, pending
+// acks) plug into the extension points above. Without it the core
+// refuses a SEND or ACK carrying a transaction id, and every transaction
+// command, with NotAllowed (ErrTxnDisabled), and its plain paths test a
+// nil hook. docs/transactions.md has the formats and invariants.
 //
-// # Policies, rate limits, stats
+// # Policies, limits, stats
 //
 // A topic's effective policy (policy.Resolved) is its topic-level
-// policies over its namespace's over the broker defaults
-// (policy_enforce.go). Rate limits (ratelimit.go) are token buckets that
-// go into debt: publish pauses the connection's reads, dispatch stops a
-// subscription until a timer, subscribe refuses with TooManyRequests.
-// Rates in stats are per fixed window rolled by one timer
-// (Config.StatsUpdateInterval, stats.go); counters count stored messages
-// only. Inactive topics and idle subscriptions are deleted by
-// inactive.go. docs/policies.md has the rules.
+// policies over its namespace's over the broker defaults, resolved when
+// it loads (policy.go) and held as a snapshot; the core enforces from it
+// what its hot paths check (limits.go: producers and consumers per
+// topic, consumers per subscription, encryption, deduplication, unacked
+// messages). Keeping the snapshots current as the policy store changes,
+// rate limits (Limiters the core counts its work against: publish pauses
+// the connection's reads, dispatch stops a subscription until a timer,
+// subscribe refuses with TooManyRequests), backlog quotas (a Quota;
+// held sends, held.go), message TTL, inactive topics and idle
+// subscriptions are the feature package enforcement's. Rates in stats
+// are per fixed window rolled by one timer (Config.StatsUpdateInterval,
+// stats.go); counters count stored messages only. docs/policies.md has
+// the rules.
 //
 // # Many topics
 //
@@ -159,11 +280,10 @@
 // # Locking
 //
 // Lock order (docs/locking.md has the full table): topic.held (held
-// sends, policy dedup) > topic.mu > topic.limitsMu, producer.mu; topic.repl (the
-// replicators) is never taken under another topic lock: under it the
-// broker opens and deletes cursors and waits for replicator loops to
-// stop, and those loops never take topic.repl (they read topic.replList
-// and topic.replCtl) but may take topic.mu. Broker.mu, conn.mu,
+// sends) > topic.mu > topic.limits.mu, producer.mu. No topic lock is
+// held while a TopicHook, PolicyObserver, TopicStatsSource or Lifecycle
+// hook runs, so a feature may wait there for goroutines of its own that
+// call the topic (georep's replicators). Broker.mu, conn.mu,
 // the outbound queue lock, topic.last, subscription.run and the policy
 // cache lock are leaves (nothing is taken and no topic or subscription method is called
 // while holding them). The subscription loop never takes topic.held,
@@ -177,9 +297,9 @@
 //   - Deduplication state (last sequence id per producer name) is kept in
 //     memory and rebuilt at topic load from the last DedupRecoveryEntries
 //     entries only (Pulsar snapshots it; Magnetar does not yet).
-//   - Topic compaction and read_compacted: compaction.go,
-//     compactedcursor.go, docs/compaction.md. Schemas: schema.go and
-//     package schema, docs/schema.md.
+//   - Topic compaction and read_compacted: package compact (a feature),
+//     docs/compaction.md. Schemas: package schemareg (a feature),
+//     docs/schema.md.
 //   - Chunked messages are kept whole per consumer on
 //     Shared and Key_Shared subscriptions (chunk.go, docs/chunking.md).
 package broker

@@ -144,40 +144,6 @@ func TestE2ERegexConsumer(t *testing.T) {
 	}
 }
 
-type jsonRec struct {
-	ID   int    `json:"id"`
-	Name string `json:"name"`
-}
-
-const jsonRecSchema = `{"type":"record","name":"Rec","namespace":"test","fields":[{"name":"id","type":"int"},{"name":"name","type":"string"}]}`
-
-func TestE2ESchema(t *testing.T) {
-	tb := startBroker(t, nil)
-	cl := tb.client(t)
-	topic := newTopicName("schema")
-	cons := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Schema: pulsar.NewJSONSchema(jsonRecSchema, nil)})
-	prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, Schema: pulsar.NewJSONSchema(jsonRecSchema, nil)})
-	if _, err := prod.Send(ctxT(t), &pulsar.ProducerMessage{Value: &jsonRec{ID: 7, Name: "seven"}}); err != nil {
-		t.Fatal(err)
-	}
-	m := receiveN(t, cons, 1)[0]
-	var r jsonRec
-	if err := m.GetSchemaValue(&r); err != nil {
-		t.Fatal(err)
-	}
-	if r.ID != 7 || r.Name != "seven" {
-		t.Fatalf("decoded %+v", r)
-	}
-	if len(m.SchemaVersion()) != 8 {
-		t.Fatalf("schema version %x, want 8 bytes", m.SchemaVersion())
-	}
-	// A schema-less producer is allowed on a topic with a schema.
-	plain := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic})
-	if _, err := plain.Send(ctxT(t), &pulsar.ProducerMessage{Payload: []byte(`{"id":1,"name":"x"}`)}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestE2EDelayedDelivery(t *testing.T) {
 	tb := startBroker(t, nil)
 	cl := tb.client(t)

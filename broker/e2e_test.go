@@ -80,8 +80,8 @@ func startBrokerFull(t testing.TB, mut func(*Config), meta *memMeta, store mledg
 }
 
 // startBrokerMeta is startBrokerFull over any metadata store (tb.meta
-// stays nil).
-func startBrokerMeta(t testing.TB, mut func(*Config), meta metadata.Store, store mledger.LedgerStore, cacheSize int64, mlc mledger.Config) *testBroker {
+// stays nil); use registers features before Start.
+func startBrokerMeta(t testing.TB, mut func(*Config), meta metadata.Store, store mledger.LedgerStore, cacheSize int64, mlc mledger.Config, use ...func(*Broker) error) *testBroker {
 	t.Helper()
 	f, err := mledger.NewFactory(mledger.Options{Ledgers: store, Metadata: meta, CacheSize: cacheSize})
 	if err != nil {
@@ -104,6 +104,11 @@ func startBrokerMeta(t testing.TB, mut func(*Config), meta metadata.Store, store
 	b, err := New(cfg, Deps{Metadata: meta, OpenLedger: LedgerOpener(f, mlc)})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, u := range use {
+		if err := u(b); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := b.Start(context.Background()); err != nil {
 		t.Fatal(err)

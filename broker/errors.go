@@ -41,13 +41,28 @@ var (
 	// ErrSlowConsumer: a connection's outbound queue exceeded its bound;
 	// the connection is closed.
 	ErrSlowConsumer = errors.New("broker: outbound queue overflow")
+	// ErrTxnDisabled answers transaction requests (SENDs and ACKs in a
+	// transaction, the transaction commands) on a broker without the
+	// transaction feature (package txn/server).
+	ErrTxnDisabled = errors.New("the broker doesn't enable the transaction coordinator (transactionCoordinatorEnabled=false)")
+	// ErrNoSchemaRegistry answers the schema commands on a broker without
+	// the schema registry (package schemareg).
+	ErrNoSchemaRegistry = errors.New("the broker runs without a schema registry")
+	// ErrEntryGone: a position read from a topic's ledger is no longer
+	// stored (trimmed or deleted); final for that position.
+	ErrEntryGone = errors.New("broker: entry no longer stored")
+	// ErrUnavailable: the data is stored where the broker cannot reach it
+	// now (an object store that is down); retrying later is safe. Its
+	// text is for clients and names no host or path; the cause is logged.
+	ErrUnavailable = errors.New("broker: storage unavailable")
 )
 
 var (
-	errNoEntries      = errors.New("broker: no entries")
-	errCursorNotFound = errors.New("broker: cursor not found")
-	// errEntryGone: a position to re-read is no longer stored.
-	errEntryGone = errors.New("broker: entry no longer stored")
+	errNoEntries        = errors.New("broker: no entries")
+	errCursorNotFound   = errors.New("broker: cursor not found")
+	errEntryGone        = ErrEntryGone
+	errTxnDisabled      = ErrTxnDisabled
+	errNoSchemaRegistry = ErrNoSchemaRegistry
 )
 
 // reasonError is an error of kind (one of the errors above) whose text is
@@ -61,3 +76,8 @@ func (e *reasonError) Error() string { return e.msg }
 func (e *reasonError) Unwrap() error { return e.kind }
 
 func reason(kind error, msg string) error { return &reasonError{kind, msg} }
+
+// Reason returns an error of kind (one of the errors above, for
+// errors.Is) whose text is msg, the reason a client or the admin API is
+// given. Features report their refusals with it.
+func Reason(kind error, msg string) error { return reason(kind, msg) }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
 
 // fakeCursor is an in-memory cursor over a slice of entries in ledger 1.
@@ -141,7 +143,7 @@ func fakeEntry(n int, key string) []byte {
 	return append(b, key...)
 }
 
-func fakeParse(b []byte) (entryMeta, error) {
+func fakeParse(b []byte, _ *pulsarproto.Metadata) (entryMeta, error) {
 	if len(b) < 4 {
 		return entryMeta{}, errors.New("short")
 	}

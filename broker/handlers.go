@@ -128,14 +128,6 @@ func (c *conn) handle(f pulsarproto.Frame) error {
 		if cmd.GetTopicsOfNamespace != nil {
 			c.handleGetTopicsOfNamespace(cmd.GetTopicsOfNamespace)
 		}
-	case pb.BaseCommand_GET_SCHEMA:
-		if cmd.GetSchema != nil {
-			c.handleGetSchema(cmd.GetSchema)
-		}
-	case pb.BaseCommand_GET_OR_CREATE_SCHEMA:
-		if cmd.GetOrCreateSchema != nil {
-			c.handleGetOrCreateSchema(cmd.GetOrCreateSchema)
-		}
 	case pb.BaseCommand_CONSUMER_STATS:
 		if cmd.ConsumerStats != nil {
 			c.handleConsumerStats(cmd.ConsumerStats)
@@ -144,17 +136,37 @@ func (c *conn) handle(f pulsarproto.Frame) error {
 		if cmd.AuthResponse != nil {
 			return c.handleAuthResponse(cmd.AuthResponse)
 		}
-	case pb.BaseCommand_TC_CLIENT_CONNECT_REQUEST, pb.BaseCommand_NEW_TXN, pb.BaseCommand_ADD_PARTITION_TO_TXN,
-		pb.BaseCommand_ADD_SUBSCRIPTION_TO_TXN, pb.BaseCommand_END_TXN:
-		return c.handleTxnCoordinator(&f) // txn_coordinator.go
-	case pb.BaseCommand_END_TXN_ON_PARTITION, pb.BaseCommand_END_TXN_ON_SUBSCRIPTION:
-		c.handleEndTxnOn(f.Type, cmd) // txn_handlers.go
 	case pb.BaseCommand_CONNECT:
 		return fmt.Errorf("%w: second CONNECT", ErrProtocol)
 	default:
-		return fmt.Errorf("%w: unexpected command %s", ErrProtocol, f.Type)
+		return c.handleFeature(&f)
 	}
 	return nil
+}
+
+// handleFeature runs a command a feature serves (Use, Command). A
+// SuperUserOnly command from a connection that is not a superuser's is
+// answered with AuthorizationError and goes no further. A transaction
+// command or schema command no feature serves is answered with
+// NotAllowed (transactions, or the schema registry, are off); any other
+// command the broker does not serve closes the connection.
+func (c *conn) handleFeature(f *pulsarproto.Frame) error {
+	cmd, ok := c.b.ext.commands[f.Type]
+	if !ok {
+		off := errTxnDisabled
+		if f.Type == pb.BaseCommand_GET_SCHEMA || f.Type == pb.BaseCommand_GET_OR_CREATE_SCHEMA {
+			off = errNoSchemaRegistry
+		}
+		if r := pulsarproto.Refusal(f.Type, f.Cmd, pb.ServerError_NotAllowedError, off.Error()); r != nil {
+			c.sendSimple(r)
+			return nil
+		}
+		return fmt.Errorf("%w: unexpected command %s", ErrProtocol, f.Type)
+	}
+	if c.featureDenied(f, cmd) {
+		return nil
+	}
+	return cmd.Handle(Conn{c}, f.Cmd)
 }
 
 func (c *conn) sendError(requestID uint64, code int32, msg string) {
@@ -195,7 +207,8 @@ func (c *conn) handleSend(m *pb.CommandSend, f *pulsarproto.Frame) error {
 	p := c.mu.producers[pid]
 	c.mu.Unlock()
 	seq := m.GetSequenceId()
-	if _, err := pulsarproto.VerifyEntry(payload); err != nil {
+	e := sendEntry(f)
+	if err := parseSend(e); err != nil {
 		if errors.Is(err, pulsarproto.ErrChecksum) {
 			c.sendStarted()
 			c.sendSendError(pid, seq, codeChecksumError, "Checksum failed on the broker")
@@ -213,17 +226,38 @@ func (c *conn) handleSend(m *pb.CommandSend, f *pulsarproto.Frame) error {
 	if n < 1 {
 		n = 1
 	}
-	if m.TxnidMostBits != nil || m.TxnidLeastBits != nil {
-		return c.handleTxnSend(p, m, f, n) // txn_handlers.go
-	}
 	c.sendStarted() // answered by exactly one sendReceipt or sendSendError
-	if refuseUnencrypted(p, payload) {
+	if refuseUnencrypted(p, e) {
 		c.sendSendError(pid, seq, codeMetadataError, msgMustBeEncrypted)
 		return nil
 	}
-	c.b.policyPublish(p, seq, m.GetHighestSequenceId(), n, stripClientEntryMeta(sendEntry(f)))
-	if d := p.topic.publishThrottle(n, len(payload)); d > 0 {
+	if err := interceptSend(c.b.ext.send, p, m, e); err != nil {
+		var se *SendError
+		if !errors.As(err, &se) {
+			se = &SendError{Code: pb.ServerError_UnknownError, Msg: err.Error()}
+		}
+		c.sendSendError(pid, seq, int32(se.Code), se.Msg)
+		return nil
+	}
+	p.topic.admit(p, seq, m.GetHighestSequenceId(), n, e)
+	if d := p.topic.limits.publishThrottle(n, len(payload)); d > 0 {
 		c.pauseReads(d)
+	}
+	return nil
+}
+
+// interceptSend runs the SendInterceptors on a SEND; a SEND in a
+// transaction must come out claimed (extension.go).
+func interceptSend(sends []SendInterceptor, p *producer, m *pb.CommandSend, e *Entry) error {
+	for _, h := range sends {
+		if err := h.InterceptSend(Producer{p}, m, e); err != nil {
+			return err
+		}
+	}
+	if (m.TxnidMostBits != nil || m.TxnidLeastBits != nil) && e.hook == nil {
+		// As Pulsar's disabled transaction buffer: refused, nothing
+		// stored, no buffer created.
+		return &SendError{Code: pb.ServerError_NotAllowedError, Msg: errTxnDisabled.Error()}
 	}
 	return nil
 }
@@ -248,31 +282,41 @@ func (c *conn) pauseReads(d time.Duration) {
 	}
 }
 
-// entryBuf is a SEND's entry, owned by the broker from handleSend on and
-// never modified: the data is buf[off:]. buf[:off] is free room that
-// storage may overwrite to frame the entry in place (ManagedLedger.AddEntry).
-type entryBuf struct {
-	buf []byte
-	off int
-	txn *txnSend // sent in a transaction (txn_buffer.go); nil: not
-}
-
-func (e entryBuf) data() []byte { return e.buf[e.off:] }
-
 // The room of a large SEND frame must hold the ledger's entry header.
 var _ [pulsarproto.FrameHeadroom - mledger.EntryHeadroom]struct{}
 
 // sendEntry returns the payload of a SEND frame as an entry the broker
-// owns: a large frame's own buffer as is (no copy), else a copy out of the
-// frame reader's reused buffer, which the next frame overwrites. The copy
-// gets room in front too, so the ledger need not copy it again.
-func sendEntry(f *pulsarproto.Frame) entryBuf {
+// owns (an Entry: the broker's from here on, never modified): a large
+// frame's own buffer as is (no copy), else a copy out of the frame
+// reader's reused buffer, which the next frame overwrites. The copy gets
+// room in front too, so the ledger need not copy it again. The entry is
+// not parsed yet (parseSend).
+func sendEntry(f *pulsarproto.Frame) *Entry {
 	if buf, off, ok := f.PayloadBuffer(); ok {
-		return entryBuf{buf: buf, off: off}
+		return &Entry{buf: buf, off: off}
 	}
 	buf := make([]byte, mledger.EntryHeadroom+len(f.Payload))
 	copy(buf[mledger.EntryHeadroom:], f.Payload)
-	return entryBuf{buf: buf, off: mledger.EntryHeadroom}
+	return &Entry{buf: buf, off: mledger.EntryHeadroom}
+}
+
+// parseSend checks a SEND's entry (framing and checksum) and parses its
+// MessageMetadata: the one parse of the SEND path, whose later stages
+// read Entry.Meta. A 0x0e02 block the client put in front is dropped:
+// broker entry metadata is the broker's to write. Metadata that does not
+// parse is not an error here (the entry is stored as sent).
+func parseSend(e *Entry) error {
+	frame, err := verifyEntry(e.Data())
+	if err != nil {
+		return err
+	}
+	if frame.BrokerEntryMetadata != nil {
+		e.off += len(e.Data()) - len(frame.Body)
+		frame.BrokerEntryMetadata = nil
+	}
+	e.frame = frame
+	e.mdOK = parseMetadata(frame.Metadata, &e.md) == nil
+	return nil
 }
 
 func (c *conn) consumer(id uint64) *connConsumer {
@@ -298,16 +342,27 @@ func (c *conn) handleAck(m *pb.CommandAck) {
 		}
 		return
 	}
-	ids := make([]ackID, 0, len(m.MessageId))
+	ids := make([]AckID, 0, len(m.MessageId))
 	for _, id := range m.MessageId {
-		a := ackID{pos: position{int64(id.GetLedgerId()), int64(id.GetEntryId())}, batchSize: int(id.GetBatchSize())}
+		a := AckID{Pos: position{int64(id.GetLedgerId()), int64(id.GetEntryId())}, BatchSize: int(id.GetBatchSize())}
 		if len(id.AckSet) > 0 {
-			a.ackSet = id.AckSet
+			a.AckSet = id.AckSet
 		}
 		ids = append(ids, a)
 	}
+	if len(c.b.ext.acks) > 0 {
+		r := &AckRequest{Cmd: m, IDs: ids, Topic: Topic{cc.topic}, Sub: Subscription{cc.sub}, conn: c, cc: cc}
+		for _, h := range c.b.ext.acks {
+			if h.InterceptAck(r) {
+				return
+			}
+		}
+	}
 	if m.TxnidMostBits != nil || m.TxnidLeastBits != nil {
-		c.handleTxnAck(cc, m, ids) // txn_pendingack.go
+		// No AckHook took it: transactions are off.
+		if m.RequestId != nil {
+			c.sendAckResponse(m.GetConsumerId(), m.GetRequestId(), codeNotAllowed, errTxnDisabled.Error())
+		}
 		return
 	}
 	cumulative := m.GetAckType() == pb.CommandAck_Cumulative
@@ -438,7 +493,7 @@ func (c *conn) handleProducer(m *pb.CommandProducer) {
 	if existing != nil {
 		if existing.topic.full == tn.String() {
 			// A retried PRODUCER for a producer we already hold.
-			c.producerSuccess(existing, rid, existing.ready.Load())
+			c.producerSuccess(existing, rid, existing.ready.Load(), nil)
 			return
 		}
 		c.sendError(rid, codeProducerBusy, "producer id already in use on this connection")
@@ -452,11 +507,11 @@ func (c *conn) handleProducer(m *pb.CommandProducer) {
 		c.sendError(rid, code, msg)
 		return
 	}
-	if code, msg, ok := c.b.policyCheckProducer(t); !ok {
+	if code, msg, ok := t.admitProducer(); !ok {
 		c.sendError(rid, code, msg)
 		return
 	}
-	if t.refusesUnencryptedProducer(m) {
+	if refusesUnencryptedProducer(t.pol.Load(), m) {
 		c.sendError(rid, codeMetadataError, "Encryption is required in "+t.full)
 		return
 	}
@@ -465,14 +520,14 @@ func (c *conn) handleProducer(m *pb.CommandProducer) {
 		name = c.b.newProducerName()
 	}
 	p := &producer{
-		id: pid, name: name, remote: remoteOfProducer(name), requestID: rid, accessMode: int32(m.GetProducerAccessMode()), epoch: m.GetEpoch(),
+		id: pid, name: name, remote: ReplicatorOrigin(name), requestID: rid, accessMode: int32(m.GetProducerAccessMode()), epoch: m.GetEpoch(),
 		sink: c, topic: t, metadata: kvMap(m.Metadata), address: c.remote,
 		clientVersion: *c.clientVersion.Load(), connectedSince: time.Now(),
 	}
 	p.win.roll(p.connectedSince, 0, 0) // the first window starts now
-	schemaVersion, code, err := t.attachSchema(ctx, m.Schema, schemaProducer)
-	if err != nil {
-		c.sendError(rid, code, err.Error())
+	schemaVersion, code, msg, ok := c.b.ext.attachProducer(ctx, t, m)
+	if !ok {
+		c.sendError(rid, code, msg)
 		return
 	}
 	c.mu.Lock()
@@ -501,14 +556,12 @@ func (c *conn) handleProducer(m *pb.CommandProducer) {
 			c.log.Warn("initial subscription", "topic", t.full, "sub", sub, "err", err)
 		}
 	}
-	c.producerSuccessWithSchema(p, rid, !wait, schemaVersion)
+	c.producerSuccess(p, rid, !wait, schemaVersion)
 }
 
-func (c *conn) producerSuccess(p *producer, rid uint64, ready bool) {
-	c.producerSuccessWithSchema(p, rid, ready, nil)
-}
-
-func (c *conn) producerSuccessWithSchema(p *producer, rid uint64, ready bool, schemaVersion []byte) {
+// producerSuccess answers PRODUCER; schemaVersion (an AttachHook's) may
+// be nil.
+func (c *conn) producerSuccess(p *producer, rid uint64, ready bool, schemaVersion []byte) {
 	ps := &pb.CommandProducerSuccess{
 		RequestId:      &rid,
 		ProducerName:   &p.name,
@@ -569,16 +622,16 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 		c.sendError(rid, code, msg)
 		return
 	}
-	if code, msg, ok := c.b.policyCheckConsumer(t); !ok {
+	if code, msg, ok := t.admitConsumer(); !ok {
 		c.sendError(rid, code, msg)
 		return
 	}
-	if !t.subRates.allow(m.GetConsumerName() + "@" + remoteHost(c.remote)) {
+	if !t.limits.allowSubscribe(m.GetConsumerName() + "@" + remoteHost(c.remote)) {
 		c.sendError(rid, int32(pb.ServerError_TooManyRequests), "Subscribe limited by subscribe rate limit per consumer.")
 		return
 	}
-	if _, code, err := t.attachSchema(ctx, m.Schema, schemaConsumer); err != nil {
-		c.sendError(rid, code, err.Error())
+	if code, msg, ok := c.b.ext.attachConsumer(ctx, t, m); !ok {
+		c.sendError(rid, code, msg)
 		return
 	}
 	co := newConsumer(cid, m.GetConsumerName(), c)

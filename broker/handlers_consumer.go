@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
 
@@ -60,15 +61,15 @@ func (c *conn) handleGetLastMessageID(m *pb.CommandGetLastMessageId) {
 		last.EntryId = ptr(uint64(math.MaxUint64)) // -1: no message
 	}
 	var md position
-	var compacted *compactedCursor
-	if !cc.sub.call(func() { md = cc.sub.cur.MarkDelete(); compacted, _ = cc.sub.cur.(*compactedCursor) }) {
+	var compacted LastReadableCursor
+	if !cc.sub.call(func() { md = cc.sub.cur.MarkDelete(); compacted, _ = cc.sub.cur.(LastReadableCursor) }) {
 		c.sendError(rid, codeConsumerNotFound, "Consumer is closed")
 		return
 	}
 	if compacted != nil && ok {
 		// read_compacted: when the last entry is compacted away, the
 		// last message the reader can get is the compacted ledger's last.
-		if cp, cbi, cok, applies := compacted.lastCompacted(pos); applies {
+		if cp, cbi, cok, applies := compacted.LastReadable(pos); applies {
 			batchIndex = cbi
 			last = &pb.MessageIdData{LedgerId: ptr(uint64(cp.LedgerID)), EntryId: ptr(uint64(cp.EntryID))}
 			if !cok {
@@ -122,7 +123,7 @@ func (c *conn) handleCloseProducer(m *pb.CommandCloseProducer) {
 	c.mu.Unlock()
 	if p != nil {
 		p.topic.removeProducer(p)
-		p.topic.dropHeldOf(p)
+		p.topic.held.drop(heldBy(p))
 	}
 	c.sendSuccess(m.GetRequestId())
 }
@@ -158,4 +159,14 @@ func (c *conn) handleGetTopicsOfNamespace(m *pb.CommandGetTopicsOfNamespace) {
 	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_GET_TOPICS_OF_NAMESPACE_RESPONSE.Enum(), GetTopicsOfNamespaceResponse: &pb.CommandGetTopicsOfNamespaceResponse{
 		RequestId: &rid, Topics: topics, Filtered: ptr(false), Changed: ptr(true),
 	}})
+}
+
+// clientEntry is what a consumer receives of a stored entry: the entry
+// as stored when broker entry metadata is exposed and the client said it
+// supports it, else without the 0x0e02 block.
+func (c *conn) clientEntry(data []byte) []byte {
+	if c.b.cfg.ExposeBrokerEntryMetadata && c.bemSupported.Load() {
+		return data
+	}
+	return pulsarproto.StripBrokerEntryMetadata(data)
 }

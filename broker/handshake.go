@@ -30,7 +30,7 @@ const preConnectMaxFrame = 64 << 10
 // startConnectTimer closes c unless stop is called within ConnectTimeout.
 func (c *conn) startConnectTimer() (stop func() bool) {
 	t := time.AfterFunc(c.b.cfg.ConnectTimeout, func() {
-		c.b.rateLogs.clientFault.log(c.log, slog.LevelInfo, "closing connection: no CONNECT in time", "timeout", c.b.cfg.ConnectTimeout)
+		c.b.rateLogs.clientFault.Log(c.log, slog.LevelInfo, "closing connection: no CONNECT in time", "timeout", c.b.cfg.ConnectTimeout)
 		c.nc.Close() // unblocks the reader
 	})
 	return t.Stop
@@ -51,7 +51,7 @@ func isClientFault(err error) bool {
 // logClosed logs why the read loop of c ended.
 func (c *conn) logClosed(err error) {
 	if isClientFault(err) {
-		c.b.rateLogs.clientFault.log(c.log, slog.LevelInfo, "closing connection: client fault", "reason", err)
+		c.b.rateLogs.clientFault.Log(c.log, slog.LevelInfo, "closing connection: client fault", "reason", err)
 		return
 	}
 	c.log.Debug("connection closed", "err", err)

@@ -31,32 +31,33 @@ func brokerInflightSends(tb *testBroker) (n int64, conns int) {
 	return n, len(tb.mu.conns)
 }
 
-// Held sends (producer_request_hold) of a producer that closes, or whose
-// connection closes, are dropped without an answer: nothing is written
-// to the client (a SEND_ERROR would close its whole connection), they are
-// never published, and a closing connection does not wait for them.
+// Sends held by a Quota (producer_request_hold) of a producer that
+// closes, or whose connection closes, are dropped without an answer:
+// nothing is written to the client (a SEND_ERROR would close its whole
+// connection), they are never published, and a closing connection does
+// not wait for them.
 func TestHeldSendsDroppedOnProducerAndConnectionClose(t *testing.T) {
-	tb := startBroker(t, nil)
-	topic := "persistent://public/held/t"
-	holdQuotaTopic(t, tb, "public/held", topic, 1000)
+	topic := "persistent://public/default/held"
+	tb, gate := startHolding(t, topic)
 	payload := strings.Repeat("x", 600)
 	r := dialRaw(t, tb, true)
 	r.rawProducerID(topic, 1)
-	r.rawProducerID(topic, 2) // now: no producer is accepted over the quota
-	// Two stored sends put the backlog (~1200 bytes) over the quota.
+	r.rawProducerID(topic, 2) // then: no producer is accepted over the quota
+	// Two stored sends, then the quota holds.
 	for seq := uint64(0); seq < 2; seq++ {
 		r.write(pulsarproto.AppendSend(nil, &pulsarproto.SendHeader{ProducerID: 1, SequenceID: seq}, testEntry(seq, payload)))
 		if f := r.next(); f.Type != pb.BaseCommand_SEND_RECEIPT || f.Cmd.SendReceipt.GetSequenceId() != seq {
 			t.Fatalf("send %d answered %s", seq, f.Type)
 		}
 	}
+	gate.hold.Store(true)
 	for seq := uint64(2); seq < 5; seq++ {
 		r.write(pulsarproto.AppendSend(nil, &pulsarproto.SendHeader{ProducerID: 1, SequenceID: seq}, testEntry(seq, payload)))
 	}
 	for seq := uint64(0); seq < 2; seq++ {
 		r.write(pulsarproto.AppendSend(nil, &pulsarproto.SendHeader{ProducerID: 2, SequenceID: seq}, testEntry(seq, payload)))
 	}
-	waitUntil(t, "5 held sends", func() bool { return heldSends(tb, topic) == 5 })
+	waitUntil(t, "5 held sends", func() bool { return heldOn(t, tb, topic) == 5 })
 
 	// CLOSE_PRODUCER: the held sends go, unanswered.
 	r.send(&pb.BaseCommand{Type: pb.BaseCommand_CLOSE_PRODUCER.Enum(), CloseProducer: &pb.CommandCloseProducer{
@@ -65,7 +66,7 @@ func TestHeldSendsDroppedOnProducerAndConnectionClose(t *testing.T) {
 	if f := r.next(); f.Type != pb.BaseCommand_SUCCESS || f.Cmd.Success.GetRequestId() != 7 {
 		t.Fatalf("CLOSE_PRODUCER answered %s (a held send must not be answered)", f.Type)
 	}
-	if n := heldSends(tb, topic); n != 2 {
+	if n := heldOn(t, tb, topic); n != 2 {
 		t.Fatalf("%d held sends left after CLOSE_PRODUCER, want producer 2's 2", n)
 	}
 	if n, _ := brokerInflightSends(tb); n != 2 {
@@ -80,7 +81,7 @@ func TestHeldSendsDroppedOnProducerAndConnectionClose(t *testing.T) {
 	if d := time.Since(start); d >= sendDrainTimeout {
 		t.Fatalf("connection close took %v: it waited for held sends", d)
 	}
-	if n := heldSends(tb, topic); n != 0 {
+	if n := heldOn(t, tb, topic); n != 0 {
 		t.Fatalf("%d held sends left after the connection closed", n)
 	}
 

@@ -1,10 +1,13 @@
 package broker
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
-
-	"github.com/magnetar-mq/magnetar/policy"
 )
 
 // waitUntil polls cond (a state observation, not a timer) until it holds.
@@ -22,24 +25,60 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 // earliest is the Earliest sentinel of Service's MessageID.
 var earliest = MessageID{LedgerID: -1, EntryID: -1}
 
-// holdQuotaTopic creates namespace ns with a producer_request_hold
-// storage quota of limit bytes, topic in it, and a durable subscription
-// "slow" at the earliest position, all through the broker's Service.
-func holdQuotaTopic(t testing.TB, tb *testBroker, ns, topic string, limit int64) {
+// TestMain removes the binary runWithoutRace built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if withoutRace.bin != "" {
+		os.RemoveAll(filepath.Dir(withoutRace.bin))
+	}
+	os.Exit(code)
+}
+
+// withoutRace is this package's test binary built without the race
+// detector, built once per run by runWithoutRace.
+var withoutRace struct {
+	once sync.Once
+	bin  string
+	took time.Duration
+	err  error
+}
+
+// runWithoutRace runs the tests matching the -test.run pattern run in
+// this package's tests built without the race detector, with env added:
+// the sizes the race detector makes too slow to run in process.
+func runWithoutRace(t *testing.T, run string, env ...string) {
 	t.Helper()
-	ctx := ctxT(t)
-	if err := tb.Policies().CreateNamespace(ctx, ns, &policy.Policies{
-		BacklogQuotaMap: map[string]policy.BacklogQuota{policy.QuotaStorage: {LimitSize: limit, LimitTime: -1, Policy: policy.QuotaHold}},
-	}); err != nil {
-		t.Fatal(err)
+	withoutRace.once.Do(func() {
+		dir, err := os.MkdirTemp("", "broker-norace-")
+		if err != nil {
+			withoutRace.err = err
+			return
+		}
+		withoutRace.bin = filepath.Join(dir, "broker.test")
+		t0 := time.Now()
+		if out, err := exec.Command("go", "test", "-c", "-o", withoutRace.bin, ".").CombinedOutput(); err != nil {
+			withoutRace.err = fmt.Errorf("go test -c: %v\n%s", err, out)
+		}
+		withoutRace.took = time.Since(t0)
+	})
+	if withoutRace.err != nil {
+		t.Fatal(withoutRace.err)
 	}
-	if err := tb.CreateTopic(ctx, topic); err != nil {
-		t.Fatal(err)
-	}
-	if err := tb.CreateSubscription(ctx, topic, "slow", earliest); err != nil {
+	cmd := exec.Command(withoutRace.bin, "-test.run="+run, "-test.count=1", "-test.v", "-test.timeout=10m")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	t.Logf("built in %s; the run without the race detector:\n%s", withoutRace.took.Round(time.Millisecond), out)
+	if err != nil {
 		t.Fatal(err)
 	}
 }
 
-// heldSends is the number of sends held on topic.
-func heldSends(tb *testBroker, topic string) int { return tb.HeldSends(topic) }
+// subBacklog returns the backlog of topic's subscription sub.
+func subBacklog(t testing.TB, b *Broker, topic, sub string) int64 {
+	t.Helper()
+	st, err := b.TopicStats(ctxT(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Subscriptions[sub].MsgBacklog
+}

@@ -9,7 +9,7 @@ import (
 
 // Idle topic unloading (Config.IdleTopicUnloadTime, the magnetar key
 // topicUnloadIdleSeconds). Unlike inactive topic deletion
-// (inactive.go) this deletes nothing: a persistent topic that has had
+// (package enforcement) this deletes nothing: a persistent topic that has had
 // no producer, no connected consumer, no replicator, no compaction and
 // no held send for the idle time is unloaded like an admin unload (its
 // cursors are flushed and its managed ledger closed), and is loaded
@@ -39,23 +39,13 @@ func (t *topic) idleUnloadable() bool {
 	if !t.persistent() || t.isClosed() || !t.b.owns(t) {
 		return false
 	}
-	t.repl.Lock()
-	repl := len(t.repl.m) > 0 || t.repl.ctl != nil
-	t.repl.Unlock()
-	if repl {
+	if t.held.n.Load() > 0 {
 		return false
 	}
-	t.held.Lock()
-	held := len(t.held.sends) > 0
-	t.held.Unlock()
-	if held {
-		return false
-	}
-	t.cstate.Lock()
-	compacting := t.cstate.status == CompactionRunning
-	t.cstate.Unlock()
-	if compacting {
-		return false
+	for _, p := range t.b.ext.pinners {
+		if p.Pinned(Topic{t}) {
+			return false // a feature works on it (a compaction, replicators)
+		}
 	}
 	t.mu.Lock()
 	busy := len(t.mu.producers) > 0 || len(t.mu.waiting) > 0

@@ -120,9 +120,9 @@ func TestKeySharedRecentlyJoinedConsumer(t *testing.T) {
 	if joined != "1:10" {
 		t.Fatalf("readPositionWhenJoining = %q, want 1:10", joined)
 	}
-	var ids []ackID
+	var ids []AckID
 	for i := int64(0); i < 10; i++ {
-		ids = append(ids, ackID{pos: pos(i)})
+		ids = append(ids, AckID{Pos: pos(i)})
 	}
 	s.call(func() { s.ackLocked(a, false, ids) })
 	s.sync()

@@ -15,7 +15,10 @@ type memMeta struct {
 	mu    sync.Mutex
 	nodes map[string]*memNode
 	kids  map[string][]string // parent path -> child names (substrings of the paths: no copies)
-	seq   int
+	// failGet, when set, fails Get and Children of the paths it returns
+	// an error for (as a real store does, the error names the path).
+	failGet func(p string) error
+	seq     int
 }
 
 type memNode struct {
@@ -49,6 +52,11 @@ var _ metadata.Store = (*memMeta)(nil)
 func (m *memMeta) Get(_ context.Context, p string) ([]byte, metadata.Version, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.failGet != nil {
+		if err := m.failGet(p); err != nil {
+			return nil, 0, err
+		}
+	}
 	n := m.nodes[p]
 	if n == nil {
 		return nil, 0, metadata.ErrNotFound
@@ -124,6 +132,11 @@ func (m *memMeta) Delete(_ context.Context, p string, exp metadata.Version) erro
 func (m *memMeta) Children(_ context.Context, p string) ([]string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.failGet != nil {
+		if err := m.failGet(p); err != nil {
+			return nil, err
+		}
+	}
 	if m.nodes[p] == nil {
 		return nil, metadata.ErrNotFound
 	}

@@ -257,7 +257,7 @@ func (mc metricsCollector) collectBookies(ch chan<- prometheus.Metric) {
 
 // metricsHandler serves /metrics from a per-broker registry (the
 // process-wide default registry is left alone).
-func (b *Broker) metricsHandler() HandlerFunc {
+func (b *Broker) metricsHandler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(unchecked{metricsCollector{b}})
 	reg.MustRegister(b.deps.Collectors...)
@@ -273,8 +273,7 @@ func (b *Broker) metricsHandler() HandlerFunc {
 	}
 	reg.MustRegister(b.offloaders.m.Collectors()...)
 	reg.MustRegister(b.publishLatency)
-	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
-	return func(w http.ResponseWriter, r *http.Request, _ Params) { h.ServeHTTP(w, r) }
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
 
 // unchecked makes the collector "unchecked" (its bookie descriptors are

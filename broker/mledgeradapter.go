@@ -18,8 +18,8 @@ const storageTimeout = 30 * time.Second
 func LedgerOpener(f *mledger.Factory, cfg mledger.Config) func(ctx context.Context, name string) (ManagedLedger, error) {
 	return func(ctx context.Context, name string) (ManagedLedger, error) {
 		cfg := cfg
-		applyRetention(ctx, &cfg)   // the topic's retention policy (policy_enforce.go)
-		applyPersistence(ctx, &cfg) // and persistence policy (policy_extras.go)
+		applyRetention(ctx, &cfg)   // the topic's retention policy (policy.go)
+		applyPersistence(ctx, &cfg) // and persistence policy (policy.go)
 		ml, err := f.Open(ctx, name, cfg)
 		if err != nil {
 			return nil, err
@@ -265,6 +265,19 @@ func (a *cursorAdapter) SeekTime(ts int64) error {
 
 // entryPublishTime extracts publish_time from a stored entry.
 func entryPublishTime(data []byte) (int64, error) {
-	pm, err := parseEntryMeta(data)
+	pm, err := parseEntryMeta(data, nil)
 	return pm.publishTime, err
+}
+
+// SetReadBound holds every cursor of the ledger before the position f
+// returns (Topic.SetReadBound).
+func (a *mlAdapter) SetReadBound(f func() (position, bool)) {
+	if f == nil {
+		a.ml.SetReadBound(nil)
+		return
+	}
+	a.ml.SetReadBound(func() (mledger.Position, bool) {
+		p, ok := f()
+		return fromPos(p), ok
+	})
 }

@@ -34,6 +34,39 @@ type OffloadDefaults struct {
 	// ReadPriority (managedLedgerDataReadPriority): policy.ReadTieredFirst
 	// or policy.ReadBookkeeperFirst.
 	ReadPriority string
+	// AllowedFileSystemRoots (offloadAllowedFileSystemRoots) and
+	// AllowedServiceEndpoints (offloadAllowedServiceEndpoints) are where
+	// namespace and topic offload policies may point besides the
+	// broker's own directory and endpoint (see policy.OffloadAllowed).
+	AllowedFileSystemRoots, AllowedServiceEndpoints []string
+}
+
+// offloadAllowed is the allow-list of offload locations for policies set
+// below the broker: the configured roots and endpoints plus the broker's
+// own.
+func (b *Broker) offloadAllowed() policy.OffloadAllowed {
+	d := b.cfg.Offload
+	if d == nil {
+		return policy.OffloadAllowed{}
+	}
+	a := policy.OffloadAllowed{
+		FileSystemRoots:  slices.Clone(d.AllowedFileSystemRoots),
+		ServiceEndpoints: slices.Clone(d.AllowedServiceEndpoints),
+	}
+	for k, v := range d.Properties {
+		if v = strings.TrimSpace(v); v == "" {
+			continue
+		}
+		switch k {
+		case "fileSystemURI":
+			a.FileSystemRoots = append(a.FileSystemRoots, v)
+		case "s3ManagedLedgerOffloadServiceEndpoint", "managedLedgerOffloadServiceEndpoint":
+			a.ServiceEndpoints = append(a.ServiceEndpoints, v)
+		case "fileSystemProfilePath":
+			a.ProfilePaths = append(a.ProfilePaths, v)
+		}
+	}
+	return a
 }
 
 // DefaultOffload are Pulsar's broker defaults: no driver, both
@@ -90,6 +123,11 @@ func (b *Broker) offloadPolicy(pol *policy.Resolved) (mledger.OffloadPolicy, err
 	}
 	tb, ts, lag, prio := d.ThresholdBytes, d.ThresholdSeconds, d.DeletionLagMs, d.ReadPriority
 	if o := pol.Offload; o != nil {
+		// Values stored before the operator narrowed the allow-list (or
+		// written around the admin API) are refused here too.
+		if err := o.CheckAllowed(b.offloadAllowed()); err != nil {
+			return mledger.OffloadPolicy{ThresholdBytes: -1, ThresholdSeconds: -1, DeletionLag: -1}, err
+		}
 		maps.Copy(props, o.Properties())
 		if v := o.ThresholdBytes(); v != nil {
 			tb = *v
@@ -148,7 +186,7 @@ type OffloadStatus struct {
 	FirstUnoffloadedMessage MessageID `json:"-"`
 }
 
-// OffloadTopic implements Service: it starts offloading every closed
+// OffloadTopic starts offloading every closed
 // ledger before id's ledger.
 func (b *Broker) OffloadTopic(ctx context.Context, topic string, id MessageID) error {
 	t, err := b.loadedOrLoad(ctx, topic)
@@ -165,14 +203,14 @@ func (b *Broker) OffloadTopic(ctx context.Context, topic string, id MessageID) e
 	case errors.Is(err, mledger.ErrOffloadInProgress):
 		return reason(ErrAlreadyExists, "Offload already running")
 	case errors.Is(err, mledger.ErrInvalidPosition):
-		return reason(ErrPreconditionFailed, "Invalid message id for offload: "+err.Error())
+		return reason(ErrPreconditionFailed, fmt.Sprintf("Invalid message id for offload: %d:%d is not in the topic", id.LedgerID, id.EntryID))
 	case errors.Is(err, mledger.ErrNoOffloader):
 		return reason(ErrPreconditionFailed, "Offload is not configured: set managedLedgerOffloadDriver or the namespace's offload policies")
 	}
 	return mapErr(err)
 }
 
-// TopicOffloadStatus implements Service.
+// TopicOffloadStatus reports the last offload of topic.
 func (b *Broker) TopicOffloadStatus(ctx context.Context, topic string) (OffloadStatus, error) {
 	t, err := b.loadedOrLoad(ctx, topic)
 	if err != nil {
@@ -187,12 +225,20 @@ func (b *Broker) TopicOffloadStatus(ctx context.Context, topic string) (OffloadS
 		FirstUnoffloadedMessage: MessageID{LedgerID: s.FirstUnoffloaded.LedgerID, EntryID: s.FirstUnoffloaded.EntryID, Partition: -1, BatchIndex: -1}}, nil
 }
 
-// readError maps a failed admin read of one entry: an unreachable object
-// store (or a missing offloader) is a server-side failure with its cause,
-// anything else "Message not found".
-func readError(err error) error {
-	if errors.Is(err, offload.ErrStoreUnavailable) || errors.Is(err, mledger.ErrNoOffloader) {
-		return fmt.Errorf("reading offloaded data: %w", err)
+// readError maps a failed admin read of one of t's entries: an
+// unreachable object store (or a missing offloader) is ErrUnavailable
+// with a reason that names no endpoint, bucket or path (the cause, which
+// may, goes to the log); anything else "Message not found" (the cause,
+// which names ledgers and storage layers, is logged at debug level).
+func (t *topic) readError(err error) error {
+	switch {
+	case errors.Is(err, offload.ErrStoreUnavailable):
+		t.log.Warn("reading offloaded data failed", "err", err)
+		return reason(ErrUnavailable, "Offloaded data cannot be read now: object store unavailable")
+	case errors.Is(err, mledger.ErrNoOffloader):
+		t.log.Warn("reading offloaded data failed", "err", err)
+		return reason(ErrUnavailable, "Offloaded data cannot be read: no offloader configured")
 	}
-	return reason(ErrTopicNotFound, "Message not found: "+err.Error())
+	t.log.Debug("admin read of an entry failed", "err", err)
+	return reason(ErrTopicNotFound, "Message not found")
 }

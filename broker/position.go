@@ -5,13 +5,17 @@ import (
 	"math"
 )
 
-// position addresses one entry: (ledger id, entry id), ordered
-// lexicographically. It mirrors position so that the broker core
-// builds and tests without the storage packages.
-type position struct {
+// Position addresses one entry: (ledger id, entry id), ordered
+// lexicographically. It mirrors mledger.Position so that the broker core
+// builds and tests without the storage packages; features see it at the
+// extension points (extension.go).
+type Position struct {
 	LedgerID int64
 	EntryID  int64
 }
+
+// position is the core's short name for Position.
+type position = Position
 
 var (
 	// posEarliest is Pulsar's (-1,-1) "first retained entry" sentinel.
@@ -21,7 +25,7 @@ var (
 )
 
 // Compare returns -1, 0 or +1 as p is before, equal to or after q.
-func (p position) Compare(q position) int {
+func (p Position) Compare(q Position) int {
 	switch {
 	case p.LedgerID < q.LedgerID:
 		return -1
@@ -35,19 +39,31 @@ func (p position) Compare(q position) int {
 	return 0
 }
 
-func (p position) String() string { return fmt.Sprintf("%d:%d", p.LedgerID, p.EntryID) }
+func (p Position) String() string { return fmt.Sprintf("%d:%d", p.LedgerID, p.EntryID) }
 
-// ledgerEntry is one stored entry read back for dispatch; Data is shared
-// and must not be modified.
-type ledgerEntry struct {
-	Pos  position
+// LedgerEntry is one stored entry read back (for dispatch, or by a
+// feature reading a log of its own); Data is shared and must not be
+// modified.
+type LedgerEntry struct {
+	Pos  Position
 	Data []byte
 }
 
-// initialPosition says where a new durable cursor starts.
-type initialPosition int
+type ledgerEntry = LedgerEntry
+
+// InitialPosition says where a new durable cursor starts.
+type InitialPosition int
+
+// Where a new durable cursor starts: after the last entry, or at the
+// first retained one.
+const (
+	InitialLatest InitialPosition = iota
+	InitialEarliest
+)
+
+type initialPosition = InitialPosition
 
 const (
-	initialLatest initialPosition = iota
-	initialEarliest
+	initialLatest   = InitialLatest
+	initialEarliest = InitialEarliest
 )

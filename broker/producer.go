@@ -1,11 +1,10 @@
 package broker
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
 
 // Producer access modes, with Pulsar's wire values.
@@ -76,20 +75,34 @@ type producer struct {
 	}
 }
 
+// ReplicatorPrefix starts the names of geo-replication's cursors
+// (pulsar.repl.<remote>: not subscriptions; none may be created) and
+// producers (pulsar.repl.<from>--><to>: deduplicated by the original
+// producer's name, exempt from required encryption); Pulsar's
+// replicatorPrefix.
+const ReplicatorPrefix = "pulsar.repl"
+
+// ReplicatorOrigin returns the cluster a replicator producer comes from
+// ("" for an ordinary producer).
+func ReplicatorOrigin(producer string) string {
+	rest, ok := strings.CutPrefix(producer, ReplicatorPrefix+".")
+	if !ok {
+		return ""
+	}
+	from, _, _ := strings.Cut(rest, "-->")
+	return from
+}
+
 // dedupKey is the name deduplication tracks a send under: the
 // producer's, or for a replicator producer the original producer's name
 // in the entry's metadata (so a resend after a replicator restart is
 // recognised whatever connection carried it first).
-func (p *producer) dedupKey(e entryBuf) string {
+func (p *producer) dedupKey(e *Entry) string {
 	if p.remote == "" {
 		return p.name
 	}
-	pe, err := pulsarproto.ParseEntry(e.data())
-	if err != nil {
-		return p.name
-	}
-	var md pulsarproto.Metadata
-	if pulsarproto.ParseMetadata(pe.Metadata, &md) != nil || len(md.ProducerName) == 0 {
+	md := e.Meta()
+	if md == nil || len(md.ProducerName) == 0 {
 		return p.name
 	}
 	if md.HasMarkerType {

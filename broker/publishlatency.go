@@ -7,8 +7,8 @@ import (
 )
 
 // publishLatencyBuckets bound magnetar_broker_publish_latency_seconds:
-// fine below 5 ms, where the latency targets are (docs: BENCHMARKS.md
-// section 3), coarse above.
+// fine below 5 ms, where the latency targets are (BENCHMARKS.md,
+// "End to end: latency"; bench/latency/NOTES.md), coarse above.
 var publishLatencyBuckets = []float64{
 	50e-6, 100e-6, 200e-6, 300e-6, 400e-6, 500e-6, 600e-6, 800e-6,
 	1e-3, 1.25e-3, 1.5e-3, 2e-3, 2.5e-3, 3e-3, 4e-3, 5e-3, 7.5e-3,

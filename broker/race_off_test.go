@@ -7,3 +7,6 @@ const scaleTopics = 20000
 
 // scaleFullInChild is false: this build runs the 20,000 topics itself.
 const scaleFullInChild = false
+
+// raceEnabled: see race_on_test.go.
+const raceEnabled = false

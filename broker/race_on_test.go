@@ -10,3 +10,8 @@ const scaleTopics = 500
 // scaleFullInChild: TestScaleTopicsMemory also runs its 20,000 topics in
 // this package's tests built without the race detector.
 const scaleFullInChild = true
+
+// raceEnabled: tests at client-controlled sizes of a million run at
+// 64Ki in this build and in full in a build without the detector
+// (runWithoutRace).
+const raceEnabled = true

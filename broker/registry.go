@@ -23,14 +23,13 @@ import (
 //
 // In the cluster's own metadata store:
 //
-//	/schemas/<tenant>/<ns>/<domain>/<topic>                   []SchemaInfo
+//	/schemas/<tenant>/<ns>/<domain>/<topic>                   schema versions (package schemareg)
 //	/managed-ledgers/...                                      created topics (see topicKey)
 //
 // Domain is "persistent" or "non-persistent"; local topic names are
 // path-escaped (they may not contain '/').
 const (
 	partitionedPath = "/admin/partitioned-topics"
-	schemasPath     = "/schemas"
 )
 
 // PartitionedMetadata is the stored form of a partitioned topic.

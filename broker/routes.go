@@ -1,61 +1,65 @@
 package broker
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/httpapi"
+	"github.com/magnetar-mq/magnetar/metadata"
 )
 
-// registerRoutes installs the broker's own HTTP endpoints: topic lookup
-// and /metrics. The admin REST API (package admin) is added through
-// Router before Start.
-func (b *Broker) registerRoutes(rt *Router) {
-	rt.Handle("GET", "/lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}", b.httpLookup)
-	b.registerClusterRoutes(rt)
+// registerRoutes declares the broker's own HTTP route, /metrics. The
+// admin REST API (package admin: lookup, cluster, bundles, tenants,
+// ...) is declared on the same table (Router) before Start.
+func (b *Broker) registerRoutes(rt *httpapi.Table) {
 	m := b.metricsHandler()
-	rt.Handle("GET", "/metrics", m)
-	rt.Handle("GET", "/metrics/", m)
+	rt.Add(httpapi.Route{Method: "GET", Pattern: "/metrics", Access: auth.AccessMetrics,
+		Handler: func(w http.ResponseWriter, r *http.Request, _ httpapi.Params) { m.ServeHTTP(w, r) }})
 }
 
-// TopicFromParams canonicalises the {domain}/{tenant}/{ns}/{topic} path
-// parameters, writing a 4xx and returning ok=false on bad input.
-func TopicFromParams(w http.ResponseWriter, p Params) (topicName, bool) {
-	d := p["domain"]
-	if d != "persistent" && d != "non-persistent" {
-		WriteError(w, http.StatusNotFound, "unknown topic domain "+strconv.Quote(d))
-		return topicName{}, false
-	}
-	tn, err := parseTopicName(d + "://" + p["tenant"] + "/" + p["ns"] + "/" + p["topic"])
-	if err != nil {
-		WriteError(w, http.StatusPreconditionFailed, err.Error())
-		return topicName{}, false
-	}
-	return tn, true
+// LookupData is the answer of an HTTP topic lookup (Pulsar's LookupData).
+type LookupData struct {
+	BrokerURL    string `json:"brokerUrl"`
+	BrokerURLTLS string `json:"brokerUrlTls"`
+	HTTPURL      string `json:"httpUrl"`
+	HTTPURLTLS   string `json:"httpUrlTls"`
+	NativeURL    string `json:"nativeUrl"`
+	BrokerURLSsl string `json:"brokerUrlSsl,omitempty"`
 }
 
-func (b *Broker) httpLookup(w http.ResponseWriter, r *http.Request, p Params) {
-	tn, ok := TopicFromParams(w, p)
-	if !ok {
-		return
-	}
-	exists, err := b.reg.namespaceExists(r.Context(), tn.NamespaceName())
+// LookupTopic answers an HTTP lookup of topic: the owner's URLs, or
+// (redirect != "") the broker that decides, to ask again there. Errors
+// wrap ErrInvalidTopicName, ErrNamespaceNotFound or cluster.ErrNoBroker;
+// any other is internal.
+func (b *Broker) LookupTopic(ctx context.Context, topic string, authoritative bool) (data LookupData, redirect string, err error) {
+	tn, err := parseTopicName(topic)
 	if err != nil {
-		WriteError(w, http.StatusInternalServerError, err.Error())
-		return
+		return data, "", err
+	}
+	exists, err := b.reg.namespaceExists(ctx, tn.NamespaceName())
+	if err != nil {
+		return data, "", err
 	}
 	if !exists {
-		WriteError(w, http.StatusNotFound, "Namespace does not exist")
-		return
+		return data, "", fmt.Errorf("%w: %s", ErrNamespaceNotFound, tn.NamespaceName())
 	}
-	if b.cluster != nil {
-		b.httpClusterLookup(w, r, tn)
-		return
+	if b.cluster == nil {
+		plain, _ := b.lookupURLs()
+		return LookupData{BrokerURL: plain, BrokerURLTLS: b.ServiceURLTLS(), HTTPURL: b.webURL(), HTTPURLTLS: b.WebURLTLS(), NativeURL: plain}, "", nil
 	}
-	plain, _ := b.lookupURLs()
-	WriteJSON(w, http.StatusOK, map[string]string{
-		"brokerUrl":    plain,
-		"brokerUrlTls": b.ServiceURLTLS(),
-		"httpUrl":      b.webURL(),
-		"httpUrlTls":   b.WebURLTLS(),
-		"nativeUrl":    plain,
-	})
+	res, err := b.cluster.Lookup(ctx, tn.String(), authoritative)
+	switch {
+	case errors.Is(err, metadata.ErrNotFound):
+		return data, "", fmt.Errorf("%w: %s", ErrNamespaceNotFound, tn.NamespaceName())
+	case err != nil:
+		return data, "", err
+	case res.Redirect:
+		return data, res.Target.HTTPURL + lookupURLPath(tn) + "?authoritative=" + strconv.FormatBool(res.Authoritative), nil
+	}
+	t := res.Target
+	return LookupData{BrokerURL: t.NativeURL, BrokerURLTLS: t.NativeURLTLS, HTTPURL: t.HTTPURL, HTTPURLTLS: t.HTTPURLTLS, NativeURL: t.NativeURL}, "", nil
 }

@@ -297,20 +297,7 @@ func TestScaleTopicsMemory(t *testing.T) {
 // runScaleWithoutRace builds this package's tests without the race
 // detector and runs TestScaleTopicsMemory in them at 20,000 topics.
 func runScaleWithoutRace(t *testing.T) {
-	bin := t.TempDir() + "/broker.test"
-	t0 := time.Now()
-	build := exec.Command("go", "test", "-c", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go test -c: %v\n%s", err, out)
-	}
-	built := time.Since(t0)
-	cmd := exec.Command(bin, "-test.run=^TestScaleTopicsMemory$", "-test.count=1", "-test.v", "-test.timeout=10m")
-	cmd.Env = append(os.Environ(), "SCALE_TOPICS=20000")
-	out, err := cmd.CombinedOutput()
-	t.Logf("built in %s; the run without the race detector:\n%s", built.Round(time.Millisecond), out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	runWithoutRace(t, "^TestScaleTopicsMemory$", "SCALE_TOPICS=20000")
 }
 
 // checkScaleMetrics: with topic-level series off, a scrape over n loaded
@@ -338,7 +325,8 @@ func checkScaleMetrics(t *testing.T, tb *testBroker, n int, shape string) {
 	}
 }
 
-// checkScaleLookups times HTTP lookups of random unloaded topics among
+// checkScaleLookups times lookups (what GET /lookup/v2/topic/...
+// answers) of random unloaded topics among
 // the n and the listing of the namespace (what GET
 // /admin/v2/persistent/public/default answers): neither may cost work
 // per topic of the broker, so both stay within generous bounds
@@ -353,10 +341,10 @@ func checkScaleLookups(t *testing.T, tb *testBroker, n int) {
 		x ^= x >> 7
 		x ^= x << 17
 		t0 := time.Now()
-		code, body := httpDo(t, tb, "GET", fmt.Sprintf("/lookup/v2/topic/persistent/public/default/scale-%d", x%uint64(n)), "")
+		_, redirect, err := tb.LookupTopic(context.Background(), fmt.Sprintf("persistent://public/default/scale-%d", x%uint64(n)), false)
 		lat = append(lat, time.Since(t0))
-		if code != 200 {
-			t.Fatalf("lookup: %d %s", code, body)
+		if err != nil || redirect != "" {
+			t.Fatalf("lookup: %v %q", err, redirect)
 		}
 	}
 	slices.Sort(lat)
@@ -367,7 +355,7 @@ func checkScaleLookups(t *testing.T, tb *testBroker, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("HTTP lookup of unloaded topics: p50 %s, p99 %s, max %s; listing %d topics: %s",
+	t.Logf("lookup of unloaded topics: p50 %s, p99 %s, max %s; listing %d topics: %s",
 		p50, p99, lat[k-1], len(ts), list.Round(time.Microsecond))
 	if len(ts) != n {
 		t.Errorf("namespace lists %d topics, want %d", len(ts), n)

@@ -12,16 +12,15 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -34,7 +33,6 @@ type secState struct {
 	s              *auth.Security
 	tlsLn          net.Listener
 	tlsHTTPLn      net.Listener
-	tlsHTTPSrv     *http.Server
 	tlsServiceAddr atomic.Pointer[string]
 	tlsHTTPAddr    atomic.Pointer[string]
 }
@@ -58,17 +56,29 @@ func (b *Broker) initSecurity() error {
 // Security returns the broker's security layer (nil when off).
 func (b *Broker) Security() *auth.Security { return b.sec.s }
 
-// httpHandler is the HTTP API behind the authentication/authorization
-// guard.
-func (b *Broker) httpHandler() http.Handler {
-	h := http.Handler(b.admin)
-	if b.cfg.Cluster != nil {
-		h = b.ownerRedirect(h)
+// newHTTPServer builds the server of the HTTP and HTTPS listeners: the
+// route table behind the guard (authentication, the routes' own
+// authorization rules, cross-origin protection, limits). A table with
+// conflicting routes fails here, before anything listens.
+func (b *Broker) newHTTPServer() error {
+	g := httpapi.Guard{Security: b.sec.s, Limits: b.cfg.HTTPLimits, Log: b.log.With("component", "http")}
+	h, err := b.admin.Handler(g)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}
-	if b.sec.s != nil {
-		h = b.sec.s.Handler(h)
-	}
-	return limitBody(h)
+	b.httpSrv = httpapi.NewServer(h, b.cfg.HTTPLimits, b.log.With("component", "http"))
+	return nil
+}
+
+// serveHTTP serves ln (TLS when cfg is set) until Close.
+func (b *Broker) serveHTTP(ln net.Listener, cfg *tls.Config) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		if err := b.httpSrv.Serve(ln, cfg); err != nil {
+			b.log.Error("http server", "addr", ln.Addr().String(), "err", err)
+		}
+	}()
 }
 
 // listenSecure binds the TLS listeners, so that their addresses are
@@ -98,7 +108,7 @@ func (b *Broker) listenSecure(ctx context.Context) error {
 		}
 		a := ln.Addr().String()
 		b.sec.tlsHTTPAddr.Store(&a)
-		b.sec.tlsHTTPLn = tls.NewListener(ln, s.TLS.Config())
+		b.sec.tlsHTTPLn = ln
 	}
 	return nil
 }
@@ -115,15 +125,7 @@ func (b *Broker) startSecure() {
 		go b.acceptLoop(b.sec.tlsLn)
 	}
 	if b.sec.tlsHTTPLn != nil {
-		b.sec.tlsHTTPSrv = &http.Server{Handler: b.httpHandler(), ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelDebug)}
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			if err := b.sec.tlsHTTPSrv.Serve(b.sec.tlsHTTPLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				b.log.Error("https server", "err", err)
-			}
-		}()
+		b.serveHTTP(b.sec.tlsHTTPLn, s.TLS.Config())
 	}
 	if s.Enabled() && s.Config.AuthenticationRefreshCheckSeconds > 0 {
 		b.wg.Add(1)
@@ -131,18 +133,14 @@ func (b *Broker) startSecure() {
 	}
 }
 
-// closeSecure closes the TLS listeners (Close handles connections).
+// closeSecure closes the TLS listeners (Close shuts the HTTP server
+// and the connections down).
 func (b *Broker) closeSecure() {
 	if b.sec.tlsLn != nil {
 		b.sec.tlsLn.Close()
 	}
-	if b.sec.tlsHTTPSrv == nil && b.sec.tlsHTTPLn != nil {
+	if b.sec.tlsHTTPLn != nil {
 		b.sec.tlsHTTPLn.Close()
-	}
-	if b.sec.tlsHTTPSrv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = b.sec.tlsHTTPSrv.Shutdown(ctx)
-		cancel()
 	}
 }
 
@@ -460,55 +458,61 @@ func (c *conn) denied(f *pulsarproto.Frame) bool {
 			c.logDenied(role, "get-topics", ns)
 			return true
 		}
-	case pb.BaseCommand_GET_SCHEMA:
-		name, ok := topic(cmd.GetSchema.GetTopic())
-		if !ok {
-			return false
+	}
+	return false
+}
+
+// featureDenied authorizes a feature's command (Command.SuperUserOnly,
+// Command.Access) when authorization is on: when some role of the
+// connection is not allowed, it answers with AuthorizationError (when
+// pulsarproto.Refusal knows the command's answer) and returns true.
+func (c *conn) featureDenied(f *pulsarproto.Frame, cmd Command) bool {
+	s := c.b.sec.s
+	if s == nil || s.Authz == nil || (!cmd.SuperUserOnly && cmd.Access == nil) {
+		return false
+	}
+	refuse := func(role, msg, resource string) bool {
+		if a := pulsarproto.Refusal(f.Type, f.Cmd, pb.ServerError_AuthorizationError, msg); a != nil {
+			c.sendSimple(a)
 		}
-		if err := all(func(role string) error { return s.CanLookup(ctx, role, name) }); err != nil {
-			rid := cmd.GetSchema.GetRequestId()
-			c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_GET_SCHEMA_RESPONSE.Enum(), GetSchemaResponse: &pb.CommandGetSchemaResponse{
-				RequestId: &rid, ErrorCode: pb.ServerError_AuthorizationError.Enum(), ErrorMessage: ptr(errText(err, "Client is not authorized to GetSchema")),
-			}})
-			c.logDenied(role, "get-schema", name)
-			return true
-		}
-	case pb.BaseCommand_END_TXN_ON_PARTITION, pb.BaseCommand_END_TXN_ON_SUBSCRIPTION:
-		// Only a coordinator ends a transaction on a participant: another
-		// broker's client, authenticated with brokerClient* credentials,
-		// which are a superuser's (every role must be one).
+		c.logDenied(role, strings.ToLower(f.Type.String()), resource)
+		return true
+	}
+	roles := c.sec.roles()
+	if cmd.SuperUserOnly {
 		for _, r := range roles {
-			if s.Authz.IsSuperUser(r) {
-				continue
+			if !s.Authz.IsSuperUser(r) {
+				return refuse(r, "Client is not authorized to send "+f.Type.String(), "")
 			}
-			msg := ptr("Client is not authorized to end transactions on participants")
-			code := pb.ServerError_AuthorizationError.Enum()
-			if m := cmd.EndTxnOnPartition; f.Type == pb.BaseCommand_END_TXN_ON_PARTITION && m != nil {
-				c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_END_TXN_ON_PARTITION_RESPONSE.Enum(), EndTxnOnPartitionResponse: &pb.CommandEndTxnOnPartitionResponse{
-					RequestId: ptr(m.GetRequestId()), TxnidMostBits: ptr(m.GetTxnidMostBits()), TxnidLeastBits: ptr(m.GetTxnidLeastBits()), Error: code, Message: msg,
-				}})
-				c.logDenied(r, "end-txn-on-partition", m.GetTopic())
-			} else if m := cmd.EndTxnOnSubscription; m != nil {
-				c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_END_TXN_ON_SUBSCRIPTION_RESPONSE.Enum(), EndTxnOnSubscriptionResponse: &pb.CommandEndTxnOnSubscriptionResponse{
-					RequestId: ptr(m.GetRequestId()), TxnidMostBits: ptr(m.GetTxnidMostBits()), TxnidLeastBits: ptr(m.GetTxnidLeastBits()), Error: code, Message: msg,
-				}})
-				c.logDenied(r, "end-txn-on-subscription", m.GetSubscription().GetTopic())
-			}
-			return true
 		}
-	case pb.BaseCommand_GET_OR_CREATE_SCHEMA:
-		name, ok := topic(cmd.GetOrCreateSchema.GetTopic())
-		if !ok {
-			return false
+	}
+	if cmd.Access == nil {
+		return false
+	}
+	name, need := cmd.Access(f.Cmd)
+	tn, err := parseTopicName(name)
+	if err != nil {
+		return false // Handle reports the bad name
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	for _, r := range roles {
+		switch need {
+		case PermitProduce:
+			err = s.CanProduce(ctx, r, tn.String())
+		case PermitLookup:
+			err = s.CanLookup(ctx, r, tn.String())
+		default: // a feature's bug: deny
+			err = fmt.Errorf("%w: unknown permission %d", auth.ErrAuthorization, need)
 		}
-		if err := all(func(role string) error { return s.CanProduce(ctx, role, name) }); err != nil {
-			rid := cmd.GetOrCreateSchema.GetRequestId()
-			c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE.Enum(), GetOrCreateSchemaResponse: &pb.CommandGetOrCreateSchemaResponse{
-				RequestId: &rid, ErrorCode: pb.ServerError_AuthorizationError.Enum(), ErrorMessage: ptr(errText(err, "Client is not authorized to GetOrCreateSchema")),
-			}})
-			c.logDenied(role, "get-or-create-schema", name)
-			return true
+		if err == nil {
+			continue
 		}
+		msg := "Client is not authorized to send " + f.Type.String()
+		if !errors.Is(err, auth.ErrAuthorization) {
+			msg = "Exception occurred while trying to authorize: " + err.Error()
+		}
+		return refuse(r, msg, tn.String())
 	}
 	return false
 }

@@ -13,7 +13,7 @@ import (
 // advisories (docs/security.md lists them). CVE-2021-22160 (alg "none")
 // is covered by auth.TestTokenRejections and TestSecAuthenticationFailures,
 // CVE-2024-28098/29834 (management with produce/consume grants) by
-// TestSecAuthorization and auth.TestHTTPPermissionEndpoints, expired
+// TestSecAuthorization and admin.TestRouteRules, expired
 // credentials on live connections (CVE-2023-31007) by TestSecRefreshRaw,
 // and hostname verification (CVE-2022-33681..33683) by TestSecTLSModes.
 
@@ -57,8 +57,10 @@ func TestAdvisoryNoUnauthenticatedEndpoints(t *testing.T) {
 	fill := strings.NewReplacer("{domain}", "persistent", "{tenant}", "private", "{ns}", "auth", "{topic}", "x",
 		"{sub}", "s", "{rest...}", "stats", "{cluster...}", "standalone", "{cluster}", "standalone", "{ledger}", "1",
 		"{entry}", "0", "{n}", "1", "{sec}", "1", "{ts}", "1", "{version}", "0")
-	paths := []string{"/metrics", "/admin/v2/persistent/private/auth/x/permissions", "/admin/v2/namespaces/private/auth/permissions"}
-	for _, r := range auth.Rules {
+	// Every declared route and paths no route serves.
+	paths := []string{"/metrics", "/admin/v2/persistent/private/auth/x/permissions", "/admin/v2/namespaces/private/auth/permissions",
+		"/admin/v2/no/such/endpoint", "/"}
+	for _, r := range f.Router().Routes() {
 		paths = append(paths, fill.Replace(r.Pattern))
 	}
 	for _, p := range paths {

@@ -113,17 +113,17 @@ func TestSendEntriesIntact(t *testing.T) {
 		c.expectMessages(entries)
 	})
 	t.Run("held", func(t *testing.T) {
-		tb := startBroker(t, nil)
-		topic := "persistent://public/intact/t"
-		holdQuotaTopic(t, tb, "public/intact", topic, 1000)
+		topic := "persistent://public/default/intact-held"
+		tb, gate := startHolding(t, topic)
 		p := dialRaw(t, tb, true)
 		pid := p.producer(topic)
-		// Two stored sends put the backlog over the quota: the rest is held.
+		// Two stored sends, then the quota holds the rest.
 		fill := mixedEntries(2)
 		p.sendAll(pid, 0, fill)
 		p.receipts(0, len(fill))
+		gate.hold.Store(true)
 		p.sendAll(pid, 2, entries)
-		waitUntil(t, "every send held", func() bool { return heldSends(tb, topic) == len(entries) })
+		waitUntil(t, "every send held", func() bool { return heldOn(t, tb, topic) == len(entries) })
 		if err := tb.SkipMessages(ctxT(t), topic, "slow", -1); err != nil {
 			t.Fatal(err)
 		}

@@ -13,117 +13,15 @@ import (
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
 
-// Service is what the admin REST API (package admin) needs from a
-// broker: its identity, the topics it serves and their subscriptions and
-// schemas. Topic names are anything parseTopicName accepts; a method on
-// one topic acts on a non-partitioned topic or one partition (callers fan
-// out over partitions). Errors wrap ErrTopicNotFound,
+// The methods of this file are the broker's administration surface:
+// package admin reaches them through role interfaces it declares itself
+// (admin/roles.go). Topic names are anything ParseTopicName accepts; a
+// method on one topic acts on a non-partitioned topic or one partition
+// (callers fan out over partitions). Errors wrap ErrTopicNotFound,
 // ErrNamespaceNotFound, ErrSubscriptionNotFound, ErrAlreadyExists,
-// ErrInvalidTopicName, ErrNotAllowed or ErrPreconditionFailed; their
-// text is the reason to give the client.
-//
-// *Broker implements Service; every method is safe for concurrent use.
-type Service interface {
-	// ClusterName is the cluster this broker belongs to.
-	ClusterName() string
-	// PolicyDefaults are the broker-wide policy values (the last layer
-	// of a topic's applied policies).
-	PolicyDefaults() policy.Defaults
-	// ServiceURL and WebURL are the advertised pulsar:// and http:// URLs.
-	ServiceURL() string
-	WebURL() string
-	// Clusters lists the registered clusters.
-	Clusters(ctx context.Context) ([]string, error)
-	// Bookies lists the storage nodes (empty without Deps.Bookies).
-	Bookies() []BookieStatus
-	// Policies is the tenant, namespace and policy store the broker
-	// enforces; writes through it apply to loaded topics at once.
-	Policies() *policy.Store
-	// MaxPartitionsPerTopic is the broker's
-	// maxNumPartitionsPerPartitionedTopic (0: only the int32 range).
-	MaxPartitionsPerTopic() int
-
-	// TopicsOfNamespace lists created topics (partitions expanded) of ns
-	// ("tenant/ns") in the given domains.
-	TopicsOfNamespace(ctx context.Context, ns string, persistent, nonPersistent bool) ([]string, error)
-	// PartitionedTopics lists the partitioned topics of ns in domain.
-	PartitionedTopics(ctx context.Context, ns, domain string) ([]string, error)
-	// Partitions returns a partitioned topic's partition count (0: not
-	// partitioned).
-	Partitions(ctx context.Context, topic string) (int, error)
-	// AutoCreatePartitioned creates topic as partitioned if its
-	// namespace's auto-creation policy asks for it; it returns the
-	// partition count (0: not created).
-	AutoCreatePartitioned(ctx context.Context, topic string) int
-	CreatePartitionedTopic(ctx context.Context, topic string, m PartitionedMetadata) error
-	// UpdatePartitionedTopic raises the partition count (never lowers).
-	UpdatePartitionedTopic(ctx context.Context, topic string, partitions int) error
-	// DeletePartitionedTopic deletes every partition, the partitioned
-	// metadata and the schema.
-	DeletePartitionedTopic(ctx context.Context, topic string) error
-	// CreateTopic creates a non-partitioned topic (ErrAlreadyExists).
-	CreateTopic(ctx context.Context, topic string) error
-	// TopicExists reports whether topic is created (persistent) or loaded
-	// (non-persistent).
-	TopicExists(ctx context.Context, topic string) (bool, error)
-	// DeleteTopic deletes a topic; without force it refuses one with
-	// producers or consumers (ErrPreconditionFailed).
-	DeleteTopic(ctx context.Context, topic string, force bool) error
-	// UnloadTopic closes a loaded topic; clients reconnect.
-	UnloadTopic(topic string) (bool, error)
-	TopicStats(ctx context.Context, topic string) (TopicStats, error)
-	InternalStats(ctx context.Context, topic string) (InternalStats, error)
-	LastMessageID(ctx context.Context, topic string) (MessageID, error)
-	// Terminate refuses further publishes and returns the last message id.
-	Terminate(ctx context.Context, topic string) (MessageID, error)
-	// ReadEntry returns the stored entry (a Pulsar batch) at id.
-	ReadEntry(ctx context.Context, topic string, id MessageID) ([]byte, error)
-	// MessageIDByIndex returns the entry holding the message whose broker
-	// entry metadata index is idx (entryindex.go; ErrPreconditionFailed
-	// without the index interceptor, ErrTopicNotFound for an index not
-	// stored).
-	MessageIDByIndex(ctx context.Context, topic string, idx int64) (MessageID, error)
-	// OffloadTopic starts offloading the closed ledgers before id's
-	// ledger (ErrAlreadyExists while an offload runs).
-	OffloadTopic(ctx context.Context, topic string, id MessageID) error
-	// TopicOffloadStatus reports the last offload of topic.
-	TopicOffloadStatus(ctx context.Context, topic string) (OffloadStatus, error)
-
-	// Subscriptions lists a topic's subscriptions.
-	Subscriptions(ctx context.Context, topic string) ([]string, error)
-	// CreateSubscription adds a durable subscription positioned at id
-	// (Earliest, Latest or the entry to read first).
-	CreateSubscription(ctx context.Context, topic, sub string, id MessageID) error
-	// SetReplicatedSubscription turns a durable subscription's
-	// replicated state on or off (docs/geo-replication.md).
-	SetReplicatedSubscription(ctx context.Context, topic, sub string, replicated bool) error
-	DeleteSubscription(ctx context.Context, topic, sub string, force bool) error
-	// SkipMessages skips n entries of the subscription's backlog (n < 0:
-	// all of it).
-	SkipMessages(ctx context.Context, topic, sub string, n int64) error
-	// ExpireMessages acknowledges the messages published more than secs
-	// ago, on sub or (sub == "") every subscription.
-	ExpireMessages(ctx context.Context, topic, sub string, secs int64) error
-	// ResetCursor moves the subscription to id (or, byTime, to the first
-	// message published at or after tsMillis) and disconnects its
-	// consumers.
-	ResetCursor(ctx context.Context, topic, sub string, id MessageID, byTime bool, tsMillis int64) error
-	// PeekMessage returns the n-th (1-based) unacknowledged entry of the
-	// subscription's backlog.
-	PeekMessage(ctx context.Context, topic, sub string, n int64) (MessageID, []byte, error)
-
-	SchemaService // schema_service.go
-
-	TopicPropertiesService // topic_properties.go
-
-	// Compact starts compacting a topic (ErrAlreadyExists while one runs).
-	Compact(ctx context.Context, topic string) error
-	// CompactionStatus reports the last compaction: NOT_RUN, RUNNING,
-	// SUCCESS or ERROR, with the error.
-	CompactionStatus(ctx context.Context, topic string) (status, lastError string, err error)
-}
-
-var _ Service = (*Broker)(nil)
+// ErrInvalidTopicName, ErrNotAllowed or ErrPreconditionFailed; their text
+// is the reason to give the client. Every method is safe for concurrent
+// use.
 
 // MessageID identifies an entry (and a message in it). LedgerID and
 // EntryID both negative mean Earliest, both math.MaxInt64 Latest.
@@ -146,19 +44,19 @@ func (id MessageID) position() position {
 	return position{LedgerID: id.LedgerID, EntryID: id.EntryID}
 }
 
-// ClusterName implements Service.
+// ClusterName is the cluster this broker belongs to.
 func (b *Broker) ClusterName() string { return b.cfg.ClusterName }
 
-// ServiceURL implements Service.
+// ServiceURL and WebURL are the advertised pulsar:// and http:// URLs.
 func (b *Broker) ServiceURL() string { return b.serviceURL() }
 
-// WebURL implements Service.
+// WebURL is the advertised http:// URL.
 func (b *Broker) WebURL() string { return b.webURL() }
 
-// Clusters implements Service.
+// Clusters lists the registered clusters.
 func (b *Broker) Clusters(ctx context.Context) ([]string, error) { return b.reg.clusters(ctx) }
 
-// Bookies implements Service.
+// Bookies lists the storage nodes (empty without Deps.Bookies).
 func (b *Broker) Bookies() []BookieStatus {
 	list := []BookieStatus{}
 	if b.deps.Bookies != nil {
@@ -167,7 +65,9 @@ func (b *Broker) Bookies() []BookieStatus {
 	return list
 }
 
-// Policies implements Service.
+// Policies is the tenant, namespace and policy store the broker
+// enforces; with a PolicyWatcher (package enforcement), writes through
+// it apply to loaded topics at once.
 func (b *Broker) Policies() *policy.Store { return b.policies }
 
 // TopicPolicyKey returns the policy.Store key of a topic's topic-level
@@ -180,10 +80,8 @@ func TopicPolicyKey(name string) (string, error) {
 	return topicPolicyKey(tn), nil
 }
 
-// PolicyDefaults implements Service.
-func (b *Broker) PolicyDefaults() policy.Defaults { return b.policyDefaults() }
-
-// MaxPartitionsPerTopic implements Service.
+// MaxPartitionsPerTopic is the broker's
+// maxNumPartitionsPerPartitionedTopic (0: only the int32 range).
 func (b *Broker) MaxPartitionsPerTopic() int { return max(b.cfg.MaxPartitionsPerTopic, 0) }
 
 // checkPartitions refuses a partition count outside 1..the broker's
@@ -204,17 +102,19 @@ func (b *Broker) checkPartitions(n int, update bool) error {
 	return nil
 }
 
-// TopicsOfNamespace implements Service.
+// TopicsOfNamespace lists created topics (partitions expanded) of ns
+// ("tenant/ns") in the given domains.
 func (b *Broker) TopicsOfNamespace(ctx context.Context, ns string, persistent, nonPersistent bool) ([]string, error) {
 	return b.topicsOfNamespace(ctx, ns, persistent, nonPersistent)
 }
 
-// PartitionedTopics implements Service.
+// PartitionedTopics lists the partitioned topics of ns in domain.
 func (b *Broker) PartitionedTopics(ctx context.Context, ns, domain string) ([]string, error) {
 	return b.reg.partitionedTopics(ctx, ns, domain)
 }
 
-// Partitions implements Service.
+// Partitions returns a partitioned topic's partition count (0: not
+// partitioned).
 func (b *Broker) Partitions(ctx context.Context, topic string) (int, error) {
 	tn, err := parseTopicName(topic)
 	if err != nil {
@@ -223,7 +123,9 @@ func (b *Broker) Partitions(ctx context.Context, topic string) (int, error) {
 	return b.reg.partitions(ctx, tn)
 }
 
-// AutoCreatePartitioned implements Service.
+// AutoCreatePartitioned creates topic as partitioned if its
+// namespace's auto-creation policy asks for it; it returns the
+// partition count (0: not created).
 func (b *Broker) AutoCreatePartitioned(ctx context.Context, topic string) int {
 	tn, err := parseTopicName(topic)
 	if err != nil || tn.IsPartition() {
@@ -236,7 +138,8 @@ func (b *Broker) AutoCreatePartitioned(ctx context.Context, topic string) int {
 // namespace's auto-creation override asks for partitioned topics and tn
 // does not exist yet; it returns the partition count (0: not created).
 func (b *Broker) autoCreatePartitioned(ctx context.Context, tn topicName) int {
-	allow, n := b.autoCreation(tn)
+	pol := b.resolvePolicies(tn)
+	allow, n := pol.AutoCreate, pol.AutoPartitions
 	if !allow || n <= 0 {
 		return 0
 	}
@@ -285,7 +188,7 @@ func (b *Broker) CreatePartitionedTopic(ctx context.Context, name string, m Part
 	return err
 }
 
-// UpdatePartitionedTopic implements Service.
+// UpdatePartitionedTopic raises the partition count (never lowers).
 func (b *Broker) UpdatePartitionedTopic(ctx context.Context, topic string, partitions int) error {
 	tn, err := parseTopicName(topic)
 	if err != nil {
@@ -312,7 +215,9 @@ func (b *Broker) UpdatePartitionedTopic(ctx context.Context, topic string, parti
 	return b.reg.setPartitions(ctx, tn, m, false)
 }
 
-// DeletePartitionedTopic implements Service.
+// DeletePartitionedTopic deletes every partition and the partitioned
+// metadata, then tells the DeletionObservers (the schema registry
+// deletes the topic's schema).
 func (b *Broker) DeletePartitionedTopic(ctx context.Context, topic string) error {
 	tn, err := parseTopicName(topic)
 	if err != nil {
@@ -336,7 +241,7 @@ func (b *Broker) DeletePartitionedTopic(ctx context.Context, topic string) error
 	if err := b.policies.DeleteTopic(ctx, topicPolicyKey(tn)); err != nil {
 		b.log.Warn("delete topic policies", "topic", tn.String(), "err", err)
 	}
-	_ = b.schemas.delete(ctx, tn)
+	b.ext.topicDeleted(ctx, tn)
 	return nil
 }
 
@@ -353,12 +258,14 @@ func (b *Broker) requireNamespace(ctx context.Context, tn topicName) error {
 	return nil
 }
 
-// CreateTopic implements Service.
+// CreateTopic creates a non-partitioned topic (ErrAlreadyExists).
 func (b *Broker) CreateTopic(ctx context.Context, topic string) error {
 	return b.CreateTopicWithProperties(ctx, topic, nil)
 }
 
-// CreateTopicWithProperties implements Service (topic_properties.go).
+// CreateTopicWithProperties creates a non-partitioned topic storing
+// props with it (non-persistent topics take none: ErrPreconditionFailed;
+// topic_properties.go).
 func (b *Broker) CreateTopicWithProperties(ctx context.Context, topic string, props map[string]string) error {
 	data, err := encodeTopicNode(props)
 	if err != nil {
@@ -390,7 +297,8 @@ func (b *Broker) CreateTopicWithProperties(ctx context.Context, topic string, pr
 	return err
 }
 
-// TopicExists implements Service.
+// TopicExists reports whether topic is created (persistent) or loaded
+// (non-persistent).
 func (b *Broker) TopicExists(ctx context.Context, topic string) (bool, error) {
 	tn, err := parseTopicName(topic)
 	if err != nil {
@@ -410,8 +318,9 @@ func (b *Broker) topicExists(ctx context.Context, tn topicName) (bool, error) {
 
 // DeleteTopic deletes a non-partitioned topic (or one partition): its
 // producers and consumers are disconnected, then its registration is
-// removed and its managed ledger deleted (cursors, ledgers, metadata:
-// deleteTopicStorage), so the bookies reclaim its space.
+// removed, the DeletionObservers told, and its managed ledger deleted
+// (cursors, ledgers, metadata: deleteTopicStorage), so the bookies
+// reclaim its space.
 // Without force a topic with producers or consumers is refused.
 func (b *Broker) DeleteTopic(ctx context.Context, name string, force bool) error {
 	tn, err := parseTopicName(name)
@@ -430,6 +339,7 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string, force bool) error
 		}
 	}
 	if !tn.IsPersistent() {
+		b.ext.topicDeleted(ctx, tn)
 		return nil
 	}
 	err = b.deps.Metadata.Delete(ctx, topicKey(tn), -1)
@@ -439,6 +349,7 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string, force bool) error
 		}
 		return err
 	}
+	b.ext.topicDeleted(ctx, tn)
 	return b.deleteTopicStorage(ctx, tn.String())
 }
 
@@ -500,7 +411,7 @@ type InternalStats struct {
 	State                string                         `json:"state"`
 	Ledgers              []InternalLedgerInfo           `json:"ledgers"`
 	Cursors              map[string]InternalCursorStats `json:"cursors"`
-	// Compaction state (compaction.go); absent if never compacted.
+	// Compaction state (package compact); absent if never compacted.
 	CompactedLedger         *InternalLedgerInfo `json:"compactedLedger,omitempty"`
 	CompactionHorizon       string              `json:"compactionHorizon,omitempty"`
 	PendingCompactionLedger *int64              `json:"pendingCompactionLedger,omitempty"`
@@ -533,7 +444,8 @@ type InternalCursorStats struct {
 	BacklogMessages                          int64  `json:"backlogMessages"`
 }
 
-// InternalStats implements Service.
+// InternalStats returns Pulsar's internal stats of a topic (managed
+// ledger and cursors).
 func (b *Broker) InternalStats(ctx context.Context, topic string) (InternalStats, error) {
 	t, err := b.loadedOrLoad(ctx, topic)
 	if err != nil {
@@ -549,7 +461,9 @@ func (b *Broker) InternalStats(ctx context.Context, topic string) (InternalStats
 		return out, nil
 	}
 	out := internalStatsOf(t.ml.Stats())
-	t.compactionStats(ctx, &out)
+	for _, h := range b.ext.stats {
+		h.AddInternalStats(ctx, Topic{t}, &out)
+	}
 	return out, nil
 }
 
@@ -593,7 +507,7 @@ func internalStatsOf(s mledger.Stats) InternalStats {
 	return out
 }
 
-// LastMessageID implements Service.
+// LastMessageID returns the id of the topic's last message.
 func (b *Broker) LastMessageID(ctx context.Context, topic string) (MessageID, error) {
 	t, err := b.loadedOrLoad(ctx, topic)
 	if err != nil {
@@ -603,7 +517,7 @@ func (b *Broker) LastMessageID(ctx context.Context, topic string) (MessageID, er
 	return MessageID{LedgerID: pos.LedgerID, EntryID: pos.EntryID, Partition: t.partition, BatchIndex: bi}, nil
 }
 
-// Terminate implements Service.
+// Terminate refuses further publishes and returns the last message id.
 func (b *Broker) Terminate(ctx context.Context, topic string) (MessageID, error) {
 	t, err := b.loadedOrLoad(ctx, topic)
 	if err != nil {
@@ -612,28 +526,38 @@ func (b *Broker) Terminate(ctx context.Context, topic string) (MessageID, error)
 	if !t.persistent() {
 		return MessageID{}, reason(ErrNotAllowed, "Termination of a non-persistent topic is not allowed")
 	}
-	pos, err := t.ml.Terminate()
-	if err != nil && !errors.Is(err, ErrTerminated) {
-		return MessageID{}, err
-	}
-	// Close the producers: their reconnects are refused with
-	// TopicTerminated from now on.
+	// Close the producers before the ledger refuses adds: a client must
+	// see CLOSE_PRODUCER first (its reconnect is then refused with
+	// TopicTerminated and fails what it has pending with that), never a
+	// SEND_ERROR TopicTerminated before it, which makes pulsar-client-go
+	// forget the producer so that its pending sends time out. Adds of the
+	// closed producers that still reach the terminated ledger are dropped
+	// unanswered (publishFailed); a SEND on a closed producer closes the
+	// connection, as in Pulsar.
 	t.mu.Lock()
 	t.mu.terminated = true
-	ps := make([]*producer, 0, len(t.mu.producers))
+	ps := make([]*producer, 0, len(t.mu.producers)+len(t.mu.waiting))
 	for _, pr := range t.mu.producers {
 		ps = append(ps, pr)
 	}
+	ps = append(ps, t.mu.waiting...)
 	t.mu.Unlock()
 	for _, pr := range ps {
 		t.removeProducer(pr)
 		pr.sink.closeProducer(pr)
 	}
-	t.dropHeldOf(nil)
+	pos, err := t.ml.Terminate()
+	if err != nil && !errors.Is(err, ErrTerminated) {
+		t.mu.Lock()
+		t.mu.terminated = false // producers may come back
+		t.mu.Unlock()
+		return MessageID{}, err
+	}
+	t.held.drop(heldBy(nil))
 	return MessageID{LedgerID: pos.LedgerID, EntryID: pos.EntryID, Partition: t.partition, BatchIndex: -1}, nil
 }
 
-// ReadEntry implements Service.
+// ReadEntry returns the stored entry (a Pulsar batch) at id.
 func (b *Broker) ReadEntry(ctx context.Context, topic string, id MessageID) ([]byte, error) {
 	t, err := b.loadedOrLoad(ctx, topic)
 	if err != nil {
@@ -644,12 +568,12 @@ func (b *Broker) ReadEntry(ctx context.Context, topic string, id MessageID) ([]b
 	}
 	data, err := t.ml.ReadEntry(position{LedgerID: id.LedgerID, EntryID: id.EntryID})
 	if err != nil {
-		return nil, readError(err)
+		return nil, t.readError(err)
 	}
 	return data, nil
 }
 
-// Subscriptions implements Service.
+// Subscriptions lists a topic's subscriptions.
 func (b *Broker) Subscriptions(ctx context.Context, topic string) ([]string, error) {
 	t, err := b.loadedOrLoad(ctx, topic)
 	if err != nil {
@@ -662,7 +586,8 @@ func (b *Broker) Subscriptions(ctx context.Context, topic string) ([]string, err
 	return names, nil
 }
 
-// CreateSubscription implements Service.
+// CreateSubscription adds a durable subscription positioned at id
+// (Earliest, Latest or the entry to read first).
 func (b *Broker) CreateSubscription(ctx context.Context, topic, name string, id MessageID) error {
 	if err := pulsarproto.CheckSubscriptionName(name); err != nil {
 		return reason(ErrPreconditionFailed, err.Error())
@@ -671,7 +596,7 @@ func (b *Broker) CreateSubscription(ctx context.Context, topic, name string, id 
 	if err != nil {
 		return err
 	}
-	defer b.checkTopic(t)
+	defer b.cursorsMoved(t)
 	if strings.HasPrefix(name, ReplicatorPrefix+".") {
 		return reason(ErrPreconditionFailed, "Subscription name "+name+" is reserved for replication")
 	}
@@ -708,17 +633,19 @@ func (b *Broker) CreateSubscription(ctx context.Context, topic, name string, id 
 	}
 	t.mu.subs[name] = s
 	t.publishSubsLocked()
+	t.limits.install(s)
 	t.mu.Unlock()
 	return nil
 }
 
-// DeleteSubscription implements Service.
+// DeleteSubscription deletes a subscription; without force it refuses
+// one with connected consumers (ErrPreconditionFailed).
 func (b *Broker) DeleteSubscription(ctx context.Context, topic, sub string, force bool) error {
 	t, err := b.loadedOrLoad(ctx, topic)
 	if err != nil {
 		return err
 	}
-	defer b.checkTopic(t)
+	defer b.cursorsMoved(t)
 	err = t.deleteSubscription(sub, force)
 	var es *errSubscribe
 	switch {
@@ -751,32 +678,26 @@ func (b *Broker) durableSub(ctx context.Context, topic, sub string) (*topic, *su
 	return t, s, ca, nil
 }
 
-// SkipMessages implements Service; the topic's policies are re-evaluated
-// after it (a held producer may resume).
+// SkipMessages skips n entries of the backlog (n < 0: all of it); the
+// CursorObservers hear of it (a held producer may resume).
 func (b *Broker) SkipMessages(ctx context.Context, topic, sub string, n int64) error {
 	t, s, ca, err := b.durableSub(ctx, topic, sub)
 	if err != nil {
 		return err
 	}
-	defer b.checkTopic(t)
-	s.call(func() {
-		if n < 0 {
-			err = ca.c.ClearBacklog()
-		} else {
-			err = ca.c.SkipEntries(n)
-		}
-	})
-	return err
+	defer b.cursorsMoved(t)
+	return skipBacklog(s, ca, n)
 }
 
-// ExpireMessages implements Service.
+// ExpireMessages acknowledges the messages published more than secs
+// ago, on sub or (sub == "") every subscription.
 func (b *Broker) ExpireMessages(ctx context.Context, topic, sub string, secs int64) error {
 	if sub == "" {
 		t, err := b.loadedOrLoad(ctx, topic)
 		if err != nil {
 			return err
 		}
-		defer b.checkTopic(t)
+		defer b.cursorsMoved(t)
 		for _, s := range *t.subList.Load() {
 			if err := t.expire(s, secs); err != nil {
 				return err
@@ -788,24 +709,27 @@ func (b *Broker) ExpireMessages(ctx context.Context, topic, sub string, secs int
 	if err != nil {
 		return err
 	}
-	defer b.checkTopic(t)
+	defer b.cursorsMoved(t)
 	return t.expire(s, secs)
 }
 
-// ResetCursor implements Service.
+// ResetCursor moves the subscription to id (or, byTime, to the first
+// message published at or after tsMillis) and disconnects its
+// consumers.
 func (b *Broker) ResetCursor(ctx context.Context, topic, sub string, id MessageID, byTime bool, tsMillis int64) error {
 	t, s, _, err := b.durableSub(ctx, topic, sub)
 	if err != nil {
 		return err
 	}
-	defer b.checkTopic(t)
+	defer b.cursorsMoved(t)
 	done := make(chan struct{})
 	t.seek(s, id.position(), byTime, tsMillis, func(e error) { err = e; close(done) })
 	<-done
 	return err
 }
 
-// PeekMessage implements Service.
+// PeekMessage returns the n-th (1-based) unacknowledged entry of the
+// subscription's backlog.
 func (b *Broker) PeekMessage(ctx context.Context, topic, sub string, n int64) (MessageID, []byte, error) {
 	t, _, ca, err := b.durableSub(ctx, topic, sub)
 	if err != nil {
@@ -827,7 +751,7 @@ func (b *Broker) PeekMessage(ctx context.Context, topic, sub string, n int64) (M
 	}
 	data, err := ml.ReadEntry(ctx, pos)
 	if err != nil {
-		return MessageID{}, nil, readError(err)
+		return MessageID{}, nil, t.readError(err)
 	}
 	return MessageID{LedgerID: pos.LedgerID, EntryID: pos.EntryID, Partition: t.partition, BatchIndex: -1}, data.Data, nil
 }
@@ -863,4 +787,26 @@ func (b *Broker) AppliedPolicies(topic string) *policy.Resolved {
 		return nil
 	}
 	return t.pol.Load()
+}
+
+// SetReplicatedSubscription turns a durable subscription's
+// replicated state on or off (docs/geo-replication.md).
+func (b *Broker) SetReplicatedSubscription(ctx context.Context, topic, sub string, replicated bool) error {
+	t, err := b.loadedOrLoad(ctx, topic)
+	if err != nil {
+		return err
+	}
+	if !t.persistent() {
+		return reason(ErrNotAllowed, "Replicated subscriptions need a persistent topic")
+	}
+	t.mu.Lock()
+	s := t.mu.subs[sub]
+	t.mu.Unlock()
+	if s == nil {
+		return reason(ErrSubscriptionNotFound, "Subscription not found")
+	}
+	if !s.cur.Durable() {
+		return reason(ErrPreconditionFailed, "A non-durable subscription cannot be replicated")
+	}
+	return s.markReplicated(replicated)
 }

@@ -8,9 +8,10 @@ import (
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
-// rateTracker turns counters into per-second rates, measured between
-// successive calls at least a second apart (cluster load reports).
-type rateTracker struct {
+// RateMeter turns counters into per-second rates, measured between
+// successive calls at least a second apart (cluster load reports; a
+// feature's stats, such as replicators'). Safe for concurrent use.
+type RateMeter struct {
 	mu       sync.Mutex
 	at       time.Time
 	msgs     int64
@@ -20,7 +21,9 @@ type rateTracker struct {
 	primed   bool
 }
 
-func (r *rateTracker) update(msgs, bytes int64) (msgRate, byteRate float64) {
+// Update takes the counters' current values and returns the rates over
+// the last interval of a second or more (0 at the first call).
+func (r *RateMeter) Update(msgs, bytes int64) (msgRate, byteRate float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
@@ -91,7 +94,9 @@ func (b *Broker) statsLoop() {
 	b.every(b.cfg.StatsUpdateInterval, func(now time.Time) {
 		for t := range b.everyLoaded("") {
 			t.rollStats(now)
-			t.txnTick()
+			for _, h := range b.ext.tickers {
+				h.TickTopic(Topic{t})
+			}
 		}
 	})
 }
@@ -129,8 +134,6 @@ func (t *topic) rollStats(now time.Time) {
 	for _, s := range *t.subList.Load() {
 		s.call(func() { s.rollLocked(now) })
 	}
-	r := t.inWin.get()
-	t.relativeDispatch(r[winMsgs], r[winBytes])
 }
 
 // rollLocked closes the rate windows of s and its consumers.
@@ -139,6 +142,28 @@ func (s *subscription) rollLocked(now time.Time) {
 	for _, c := range s.consumers {
 		c.win.roll(now, c.msgOut, c.bytesOut, c.redeliverN, c.ackedN)
 	}
+}
+
+// ReplicatorStats is one remote cluster's entry in TopicStats.Replication,
+// with Pulsar's field names.
+type ReplicatorStats struct {
+	MsgRateIn                 float64 `json:"msgRateIn"`
+	MsgThroughputIn           float64 `json:"msgThroughputIn"`
+	MsgRateOut                float64 `json:"msgRateOut"`
+	MsgThroughputOut          float64 `json:"msgThroughputOut"`
+	MsgRateExpired            float64 `json:"msgRateExpired"`
+	ReplicationBacklog        int64   `json:"replicationBacklog"`
+	Connected                 bool    `json:"connected"`
+	ReplicationDelayInSeconds int64   `json:"replicationDelayInSeconds"`
+	InboundConnection         string  `json:"inboundConnection"`
+	InboundConnectedSince     string  `json:"inboundConnectedSince"`
+	OutboundConnection        string  `json:"outboundConnection"`
+	OutboundConnectedSince    string  `json:"outboundConnectedSince"`
+	MsgInCount                int64   `json:"msgInCount"`
+	BytesInCount              int64   `json:"bytesInCount"`
+	MsgOutCount               int64   `json:"msgOutCount"`
+	BytesOutCount             int64   `json:"bytesOutCount"`
+	MsgExpiredCount           int64   `json:"msgExpiredCount"`
 }
 
 // CompactionStats is the compaction part of TopicStats.
@@ -211,7 +236,7 @@ func (t *topic) statsOpts(earliest bool) TopicStats {
 		Subscriptions:           map[string]SubscriptionStats{},
 		Replication:             map[string]ReplicatorStats{},
 		DeduplicationStatus:     "Disabled",
-		PublishRateLimitedTimes: t.publishLimited.Load(),
+		PublishRateLimitedTimes: t.limits.publishLimited.Load(),
 		BacklogQuotaLimitSize:   -1,
 		BacklogQuotaLimitTime:   -1,
 		LastOffloadLedgerID:     -1,
@@ -272,11 +297,8 @@ func (t *topic) statsOpts(earliest bool) TopicStats {
 		subs = append(subs, s)
 	}
 	t.mu.Unlock()
-	st.Replication = t.replicationStats(st.Publishers)
-	for _, rs := range st.Replication {
-		// Pulsar's topic-level output includes the replicators'.
-		st.MsgRateOut += rs.MsgRateOut
-		st.MsgThroughputOut += rs.MsgThroughputOut
+	for _, h := range t.b.ext.topicStats {
+		h.AddTopicStats(Topic{t}, &st)
 	}
 	now := time.Now().UnixMilli()
 	for _, s := range subs {

@@ -1,9 +1,13 @@
 package broker
 
 import (
+	"context"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
+
+	"github.com/magnetar-mq/magnetar/mledger"
 )
 
 // The methods in this file run on the subscription's loop goroutine
@@ -20,15 +24,8 @@ func (s *subscription) flowLocked(c *consumer, n int) {
 	s.dispatch()
 }
 
-// ackID is one acknowledged id from an ACK command.
-type ackID struct {
-	pos       position
-	ackSet    []int64 // batch-index ack: clear bits are acked indexes
-	batchSize int
-}
-
 // ackLocked applies an individual or cumulative ack from c.
-func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []ackID) {
+func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []AckID) {
 	s.lastAck = time.Now().UnixMilli()
 	c.lastAck = s.lastAck
 	if cumulative {
@@ -48,66 +45,56 @@ func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []ackID) {
 			return
 		}
 		id := ids[0]
-		target := id.pos
-		if len(id.ackSet) > 0 {
+		target := id.Pos
+		if len(id.AckSet) > 0 {
 			// Partial ack of the last batch: everything before it is
 			// acked, plus the given indexes of it.
-			target = position{LedgerID: id.pos.LedgerID, EntryID: id.pos.EntryID - 1}
+			target = position{LedgerID: id.Pos.LedgerID, EntryID: id.Pos.EntryID - 1}
 			s.ackBatchLocked(c, id)
 		}
 		if err := s.cur.AckCumulative(target); err != nil {
-			s.ackFailLog.log(s.log, slog.LevelWarn, "cumulative ack failed", "topic", s.topic, "sub", s.name, "pos", target, "remote", c.address, "err", err)
+			s.ackFailLog.Log(s.log, slog.LevelWarn, "cumulative ack failed", "topic", s.topic, "sub", s.name, "pos", target, "remote", c.address, "err", err)
 		}
-		for pos, pe := range s.pending {
-			if pos.Compare(target) <= 0 {
-				s.dropPending(pe)
-			}
-		}
-		s.setReplay(slices.DeleteFunc(s.replay, func(pe *pendingEntry) bool { return pe.pos.Compare(target) <= 0 }))
+		s.dropThroughLocked(target)
 		s.refreshBlocked()
-		for pos := range s.redelivered {
-			if pos.Compare(target) <= 0 {
-				delete(s.redelivered, pos)
-			}
-		}
-		s.afterMarkDeleteLocked()
+		s.markDeleteMovedLocked()
 		s.dispatch()
 		return
 	}
 	var whole []position
 	for _, id := range ids {
-		if len(id.ackSet) > 0 {
+		if len(id.AckSet) > 0 {
 			s.ackBatchLocked(c, id)
 			continue
 		}
-		whole = append(whole, id.pos)
-		if pe := s.pending[id.pos]; pe != nil {
+		whole = append(whole, id.Pos)
+		if pe := s.pending[id.Pos]; pe != nil {
 			s.dropPending(pe)
 		}
 	}
 	if len(whole) > 0 {
 		if err := s.cur.Ack(whole...); err != nil {
-			s.ackFailLog.log(s.log, slog.LevelWarn, "ack failed", "topic", s.topic, "sub", s.name, "remote", c.address, "err", err)
+			s.ackFailLog.Log(s.log, slog.LevelWarn, "ack failed", "topic", s.topic, "sub", s.name, "remote", c.address, "err", err)
 		}
-		s.afterMarkDeleteLocked()
+		s.markDeleteMovedLocked()
 	}
-	if unblocked := s.refreshBlocked(); unblocked || s.typ == SubKeyShared || len(s.replay) > 0 {
+	if unblocked := s.refreshBlocked(); unblocked || s.typ == SubKeyShared || s.replay.len() > 0 {
 		s.dispatch()
 	}
 }
 
-func (s *subscription) ackBatchLocked(c *consumer, id ackID) {
-	size := id.batchSize
-	if pe := s.pending[id.pos]; pe != nil && size <= 0 {
+func (s *subscription) ackBatchLocked(c *consumer, id AckID) {
+	size := id.BatchSize
+	if pe := s.pending[id.Pos]; pe != nil && size <= 0 {
 		size = pe.numMsgs
 	}
-	full, err := s.cur.AckBatchIndexes(id.pos, id.ackSet, size)
+	full, err := s.cur.AckBatchIndexes(id.Pos, id.AckSet, size)
 	if err != nil {
-		s.ackFailLog.log(s.log, slog.LevelWarn, "batch ack failed", "topic", s.topic, "sub", s.name, "remote", c.address, "err", err)
+		s.ackFailLog.Log(s.log, slog.LevelWarn, "batch ack failed", "topic", s.topic, "sub", s.name, "remote", c.address, "err", err)
 		return
 	}
 	if full {
-		if pe := s.pending[id.pos]; pe != nil {
+		if pe := s.pending[id.Pos]; pe != nil {
 			s.dropPending(pe)
 		}
 	}
@@ -122,9 +109,9 @@ func (s *subscription) dropPending(pe *pendingEntry) {
 			delete(o.pending, pe.pos)
 			s.addUnacked(o, -pe.numMsgs)
 		}
+		pe.owner = nil
 	}
 	delete(s.pending, pe.pos)
-	delete(s.redelivered, pe.pos)
 }
 
 // redeliverLocked handles REDELIVER_UNACKNOWLEDGED_MESSAGES from c.
@@ -146,6 +133,7 @@ func (s *subscription) redeliverLocked(c *consumer, ids []position) {
 
 // resetLocked forgets all in-flight state after the cursor moved (seek).
 func (s *subscription) resetLocked() {
+	s.stopRequeues()
 	for _, c := range s.consumers {
 		clear(c.pending)
 		c.unackedMsg = 0
@@ -155,11 +143,10 @@ func (s *subscription) resetLocked() {
 	s.refreshBlocked()
 	s.haveRead = false
 	clear(s.pending)
-	clear(s.redelivered)
+	s.clearOrder()
 	clear(s.chunkOwner)
-	s.setReplay(nil)
-	s.delayed = nil
-	clear(s.delayDue)
+	s.replay.reset()
+	s.delayed, s.delayedMsgs = nil, 0
 	if s.delayTimer != nil {
 		s.delayTimer.Stop()
 		s.delayTimer = nil
@@ -183,7 +170,8 @@ func (s *subscription) disconnectAllLocked(keep bool) []*consumer {
 }
 
 // seekLocked moves the cursor (by position or, with byTime, by publish
-// time), then disconnects every consumer as Pulsar does.
+// time) and resets the dispatch state; topic.seek disconnects the
+// consumers first, as Pulsar does.
 func (s *subscription) seekLocked(pos position, byTime bool, ts int64) error {
 	var err error
 	if byTime {
@@ -301,9 +289,7 @@ func (s *subscription) statsLocked() SubscriptionStats {
 	r := s.win.get()
 	st.MsgRateOut, st.MsgThroughputOut = r[winMsgs], r[winBytes]
 	st.MsgRateRedeliver, st.MessageAckRate, st.MsgRateExpired = r[winRedeliver], r[winAcks], r[winExpired]
-	for _, pe := range s.delayed {
-		st.MsgDelayed += int64(pe.numMsgs)
-	}
+	st.MsgDelayed = int64(s.delayedMsgs)
 	if fs, ok := s.sel.(*failoverSelector); ok {
 		if a := fs.active(); a != nil {
 			st.ActiveConsumerName = a.name
@@ -342,4 +328,155 @@ func (s *subscription) statsLocked() SubscriptionStats {
 		})
 	}
 	return st
+}
+
+// withhold takes a delivered entry out of delivery (SubLoop.Withhold):
+// it leaves its consumer's unacked set. The returned entry keeps its
+// routing (key, chunk), not its bytes.
+func (s *subscription) withhold(pos position) *pendingEntry {
+	if pe := s.pending[pos]; pe != nil {
+		if o := pe.owner; o != nil {
+			if _, ok := o.pending[pos]; ok {
+				delete(o.pending, pos)
+				s.addUnacked(o, -pe.numMsgs)
+			}
+			pe.owner = nil
+		}
+		delete(s.pending, pos)
+		pe.data = nil
+		s.refreshBlocked()
+		return pe
+	}
+	// An entry waiting in the replay set is withheld when a pass takes
+	// it (AckHook.HeldEntry).
+	return nil
+}
+
+// acknowledge applies acks made on the subscription's behalf
+// (SubLoop.Acknowledge): whole entries, batch indexes and a cumulative
+// position, with the bookkeeping of consumer acks.
+func (s *subscription) acknowledge(a Acks) {
+	var whole []position
+	for _, w := range a.Whole {
+		if pe := s.pending[w.Pos]; pe != nil {
+			s.dropPending(pe)
+		} else {
+			s.ackedN += int64(w.Messages)
+		}
+		if !s.cur.IsAcked(w.Pos) {
+			whole = append(whole, w.Pos)
+		}
+	}
+	slices.SortFunc(whole, position.Compare)
+	if len(whole) > 0 {
+		if err := s.cur.Ack(whole...); err != nil {
+			s.ackFailLog.Log(s.log, slog.LevelWarn, a.Reason+" failed", "topic", s.topic, "sub", s.name, "err", err)
+		}
+	}
+	for _, ba := range a.Batches {
+		if s.cur.IsAcked(ba.Pos) {
+			continue
+		}
+		full, err := s.cur.AckBatchIndexes(ba.Pos, ba.AckSet, ba.Size)
+		if err != nil {
+			s.ackFailLog.Log(s.log, slog.LevelWarn, a.Reason+" (batch) failed", "topic", s.topic, "sub", s.name, "err", err)
+			continue
+		}
+		s.ackedN += int64(ba.Messages)
+		if pe := s.pending[ba.Pos]; pe != nil && full {
+			s.dropPending(pe)
+		}
+	}
+	if a.Cumulative != nil {
+		target := *a.Cumulative
+		if target.Compare(s.cur.MarkDelete()) > 0 {
+			if err := s.cur.AckCumulative(target); err != nil {
+				s.ackFailLog.Log(s.log, slog.LevelWarn, a.Reason+" (cumulative) failed", "topic", s.topic, "sub", s.name, "err", err)
+			}
+		}
+		s.dropThroughLocked(target)
+	}
+	s.refreshBlocked()
+	s.markDeleteMovedLocked()
+	s.dispatch()
+}
+
+// ackSkippedLocked acknowledges an entry dispatch never delivers (a
+// marker, or an entry a DispatchFilter skips) and shows a replicated
+// subscription's markers to the ReplicatedSubscriptions feature.
+func (s *subscription) ackSkippedLocked(e ledgerEntry, marker int32) {
+	if err := s.cur.Ack(e.Pos); err != nil {
+		s.ackFailLog.Log(s.log, slog.LevelWarn, "marker ack failed", "topic", s.topic, "sub", s.name, "err", err)
+	}
+	if s.replSubs != nil && s.replicated.Load() {
+		if marker != 0 {
+			s.replSubs.MarkerRead(SubLoop{s}, marker, e.Data)
+		}
+		s.replSubs.MarkDeleteMoved(SubLoop{s})
+	}
+}
+
+// markDeleteMovedLocked tells the ReplicatedSubscriptions feature that a
+// replicated subscription's mark-delete position may have moved.
+func (s *subscription) markDeleteMovedLocked() {
+	if s.replSubs != nil && s.replicated.Load() {
+		s.replSubs.MarkDeleteMoved(SubLoop{s})
+	}
+}
+
+// replicatedProperty is the cursor property that marks a replicated
+// subscription ("1"), Pulsar's name for it: the flag survives restarts
+// and ownership changes with the cursor.
+const replicatedProperty = "pulsar.replicated.subscription"
+
+// loadReplicated sets the replicated flag from the cursor's properties
+// (a new subscription, or one loaded with its topic).
+func (s *subscription) loadReplicated() {
+	if mc := s.mc; mc != nil && mc.Properties()[replicatedProperty] == "1" {
+		s.replicated.Store(true)
+	}
+}
+
+// markReplicated sets the replicated flag and, when it changes a durable
+// cursor's property, persists it before returning.
+func (s *subscription) markReplicated(on bool) error {
+	s.replicated.Store(on)
+	mc := s.mc
+	if mc == nil {
+		return nil
+	}
+	props := mc.Properties()
+	if (props[replicatedProperty] == "1") == on {
+		return nil
+	}
+	next := maps.Clone(props)
+	if next == nil {
+		next = map[string]string{}
+	}
+	if on {
+		next[replicatedProperty] = "1"
+	} else {
+		delete(next, replicatedProperty)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storageTimeout)
+	defer cancel()
+	if err := mc.SetProperties(ctx, next); err != nil {
+		s.log.Warn("persist replicated subscription flag", "topic", s.topic, "sub", s.name, "err", err)
+		return err
+	}
+	return nil
+}
+
+// durableCursor returns the managed-ledger cursor behind c (nil for
+// non-durable and non-persistent cursors).
+func durableCursor(c cursor) *mledger.Cursor {
+	switch x := c.(type) {
+	case *cursorAdapter:
+		if x.c.IsDurable() {
+			return x.c
+		}
+	case interface{ Unwrap() Cursor }: // a feature's view (read_compacted)
+		return durableCursor(x.Unwrap())
+	}
+	return nil
 }

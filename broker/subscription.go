@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"container/heap"
 	"errors"
 	"log/slog"
 	"slices"
@@ -8,13 +9,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/internal/ratelog"
 	"github.com/magnetar-mq/magnetar/mledger"
-	"github.com/magnetar-mq/magnetar/txn"
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
 
-// cursor is what a subscription needs from its managed-ledger cursor.
-// The subscription's loop goroutine is its only user.
-type cursor interface {
+// cursor is the core's short name for Cursor.
+type cursor = Cursor
+
+// Cursor is what a subscription needs from its managed-ledger cursor
+// (ManagedLedger.OpenCursor). The subscription's loop goroutine is its
+// only user; a feature's cursor on a ledger of its own has one user too.
+type Cursor interface {
 	// ReadEntries returns up to max entries from the read position and
 	// advances it past them; none (and no error) when caught up. The
 	// returned slice (not the entry data) is valid until the next call.
@@ -59,8 +65,6 @@ type entryMeta struct {
 	deliverAt   int64
 	publishTime int64
 	chunk       chunkInfo
-	hasTxn      bool   // produced in a transaction (txnID)
-	txnID       txn.ID // with hasTxn
 }
 
 // subscription is one subscription of a topic. All its dispatch state
@@ -75,8 +79,10 @@ type subscription struct {
 	cur       cursor
 	// mc is the managed-ledger cursor behind cur (nil when not durable),
 	// fixed at creation: other goroutines use it for cursor properties.
-	mc    *mledger.Cursor
-	parse func([]byte) (entryMeta, error)
+	mc *mledger.Cursor
+	// parse decodes what dispatch needs of an entry; with md non-nil it
+	// leaves the whole MessageMetadata there (for the dispatch filters).
+	parse func(data []byte, md *pulsarproto.Metadata) (entryMeta, error)
 	batch int
 	log   *slog.Logger
 	// unackedFn returns the topic's maxUnackedMessagesPerConsumer and
@@ -102,25 +108,31 @@ type subscription struct {
 	running atomic.Bool
 
 	// owned by the loop
-	sel         selector
-	consumers   []*consumer
-	arrivals    uint64
-	pending     map[position]*pendingEntry
-	replay      []*pendingEntry // sorted by position; to (re)deliver first
-	replayBytes int             // sum of len(data) over replay
-	unacked     int             // sum of unackedMsg over consumers
+	sel       selector
+	consumers []*consumer
+	arrivals  uint64
+	pending   map[position]*pendingEntry
+	// order holds every entry of pending by position (and stale
+	// entries, skipped), for cumulative acks (entrysets.go).
+	order   entryHeap
+	replay  replaySet // to (re)deliver first, in position order
+	unacked int       // sum of unackedMsg over consumers
+	// requeues are the pending sets of consumers that left, being moved
+	// to the replay set a chunk per loop step (requeue.go); dispatch
+	// waits until they are done.
+	requeues []*requeueJob
 	// blocked: Shared/Key_Shared dispatch is stopped because unacked
 	// reached the per-subscription limit (until it is at most half).
 	blocked bool
 	// readFailLog rate-limits warnings for failed redelivery reads.
-	readFailLog rateLog
-	redelivered map[position]uint32
+	readFailLog ratelog.Line
 	// ackFailLog rate-limits the warnings for acks the cursor refused
-	// (at most one line per second per subscription, ratelog.go).
-	ackFailLog rateLog
-	delayed    []*pendingEntry // Shared/Key_Shared: held until deliverAt
-	delayTimer *time.Timer
-	delayDue   map[position]int64
+	// (at most one line per second per subscription).
+	ackFailLog   ratelog.Line
+	delayed      delayHeap // Shared/Key_Shared: held until deliverAt
+	delayedMsgs  int       // messages in delayed
+	delayTimer   *time.Timer
+	delayTimerAt int64 // unix ms delayTimer fires at
 	// chunkOwner: Shared/Key_Shared, the consumer that got the first
 	// chunk of a chunked message (by uuid) and so gets all the others
 	// (chunk.go).
@@ -131,6 +143,7 @@ type subscription struct {
 	closedLoop  bool
 	msgOut      int64
 	bytesOut    int64
+	entriesOut  int64 // entries sent (dispatch's turns count them)
 	redeliverN  int64
 	lastAck     int64
 	lastConsume int64
@@ -141,7 +154,7 @@ type subscription struct {
 	lastFlow   int64        // unix ms of the last FLOW
 	win        rateWindow   // stats.go; has its own lock
 
-	// limits are the dispatch rate limiters (ratelimit.go), set by the
+	// limits are the dispatch rate limiters (limits.go), set by the
 	// topic; throttled is set by the loop while a timer will wake it.
 	limits    atomic.Pointer[subLimits]
 	throttled bool
@@ -152,26 +165,27 @@ type subscription struct {
 	// joining now is restricted to (see keyshared.go).
 	consistentHashing bool
 	// created and lastDetach (unix ms) date the subscription's activity
-	// for subscription expiry (inactive.go).
+	// for subscription expiry (SubLoop.LastActive).
 	created, lastDetach int64
 	lastRead            position
 	haveRead            bool
 
-	// Replicated subscriptions (replsub.go): replicated is set by a
-	// SUBSCRIBE with replicate_subscription_state or by an UPDATE from
-	// another cluster; snapshots (loop-owned) are the SNAPSHOT markers
-	// passed; publishMarker and lastConfirmed reach the topic (nil on
-	// non-persistent topics).
-	replicated    atomic.Bool
-	snapshots     []snapshotEntry
-	publishMarker func(typ int32, replicateTo []string, payload []byte)
-	lastConfirmed func() (position, bool)
+	// replicated is set by a SUBSCRIBE with
+	// replicate_subscription_state, by the admin API or by the
+	// geo-replication feature (persisted as a cursor property, subops.go);
+	// replSubs is that feature (nil on non-persistent topics).
+	replicated atomic.Bool
+	replSubs   ReplicatedSubscriptions
 
-	// Transactions: txnAborted reports an aborted transaction of the
-	// topic (nil on non-persistent topics); txnAcks is the pending-ack
-	// state (txn_pendingack.go), loop-owned, nil until used.
-	txnAborted func(txn.ID) bool
-	txnAcks    *pendingAcks
+	// Features (extension.go): tv is the topic's view for the dispatch
+	// filters (a persistent topic's subscriptions only), acks the ack
+	// hooks; slots are the features' values (SubSlot) and md the
+	// filters' scratch metadata, both loop-owned.
+	tv      Topic
+	filters []DispatchFilter
+	acks    []AckHook
+	slots   []any
+	md      *pulsarproto.Metadata
 }
 
 // Key_Shared reads ahead past entries whose consumer has no permits (they
@@ -181,7 +195,12 @@ const (
 	maxReplayBytes = 64 << 20
 )
 
-func newSubscription(name, topic string, typ SubType, partition int, cur cursor, parse func([]byte) (entryMeta, error), batch int, unackedFn func() (int, int), log *slog.Logger) *subscription {
+// dispatchTurn is about how many entries one dispatch call sends before
+// it hands the loop back (and wakes itself to go on): a consumer with a
+// huge window does not hold up stats, acks and other consumers.
+const dispatchTurn = 1024
+
+func newSubscription(name, topic string, typ SubType, partition int, cur cursor, parse func([]byte, *pulsarproto.Metadata) (entryMeta, error), batch int, unackedFn func() (int, int), log *slog.Logger) *subscription {
 	_, np := cur.(*npCursor)
 	s := &subscription{
 		name: name, topic: topic, typ: typ, partition: partition, cur: cur, mc: durableCursor(cur),
@@ -190,7 +209,7 @@ func newSubscription(name, topic string, typ SubType, partition int, cur cursor,
 		notify:  make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		created: time.Now().UnixMilli(),
-		// pending and redelivered are made on first use: most
+		// pending is made on first use: most
 		// subscriptions of a broker with many topics are idle.
 	}
 	s.win.roll(time.Now(), 0, 0, 0, 0, 0) // the first window starts now
@@ -206,7 +225,7 @@ func newSubscription(name, topic string, typ SubType, partition int, cur cursor,
 // idleLocked reports whether the loop has nothing to wait for (loop
 // state; the caller owns it).
 func (s *subscription) idleLocked() bool {
-	return len(s.consumers) == 0 && s.delayTimer == nil && s.notifyTimer == nil && !s.throttled
+	return len(s.consumers) == 0 && s.delayTimer == nil && s.notifyTimer == nil && !s.throttled && len(s.requeues) == 0
 }
 
 // dropReadCtx releases the cursor's shared read deadline (and its
@@ -284,6 +303,22 @@ func (s *subscription) loop() {
 				return
 			}
 		}
+		if len(s.requeues) > 0 {
+			// Requeue chunks to move: one op (if any) per chunk, so
+			// neither waits for the other.
+			select {
+			case f := <-s.ops:
+				f()
+			case <-s.done:
+				s.exitLoop()
+				return
+			default:
+			}
+			if len(s.requeues) > 0 {
+				s.requeueStep()
+			}
+			continue
+		}
 		timerC, notifyC = nil, nil
 		if s.delayTimer != nil {
 			timerC = s.delayTimer.C
@@ -307,15 +342,21 @@ func (s *subscription) loop() {
 			s.releaseDelayed()
 			s.dispatch()
 		case <-s.done:
-			s.dropReadCtx()
-			if s.delayTimer != nil {
-				s.delayTimer.Stop()
-			}
-			if s.notifyTimer != nil {
-				s.notifyTimer.Stop()
-			}
+			s.exitLoop()
 			return
 		}
+	}
+}
+
+// exitLoop releases what the loop holds when the subscription closes.
+func (s *subscription) exitLoop() {
+	s.dropReadCtx()
+	s.stopRequeues()
+	if s.delayTimer != nil {
+		s.delayTimer.Stop()
+	}
+	if s.notifyTimer != nil {
+		s.notifyTimer.Stop()
 	}
 }
 
@@ -482,60 +523,6 @@ func (s *subscription) removeConsumerLocked(c *consumer) bool {
 	return len(s.consumers) == 0
 }
 
-// requeueAll moves every pending entry of c to the replay set.
-func (s *subscription) requeueAll(c *consumer) {
-	for pos, pe := range c.pending {
-		s.requeue(pe)
-		delete(c.pending, pos)
-	}
-	s.unacked -= c.unackedMsg
-	c.unackedMsg = 0
-}
-
-// requeue puts pe back for redelivery, counting one more redelivery on
-// Shared and Key_Shared subscriptions. Exclusive and Failover keep no
-// redelivery count (their messages carry redeliveryCount 0, as in
-// Pulsar, whose single-active-consumer dispatcher tracks none).
-func (s *subscription) requeue(pe *pendingEntry) {
-	if pe.owner != nil {
-		pe.owner.redeliverN += int64(pe.numMsgs)
-		if _, ok := pe.owner.pending[pe.pos]; ok {
-			delete(pe.owner.pending, pe.pos)
-			s.addUnacked(pe.owner, -pe.numMsgs)
-		}
-		pe.owner = nil
-	}
-	delete(s.pending, pe.pos)
-	if s.typ == SubShared || s.typ == SubKeyShared {
-		if s.redelivered == nil {
-			s.redelivered = make(map[position]uint32)
-		}
-		s.redelivered[pe.pos]++
-	}
-	s.redeliverN += int64(pe.numMsgs)
-	s.insertReplay(pe)
-}
-
-func (s *subscription) insertReplay(pe *pendingEntry) {
-	i, found := slices.BinarySearchFunc(s.replay, pe.pos, func(e *pendingEntry, p position) int {
-		return e.pos.Compare(p)
-	})
-	if found {
-		return
-	}
-	s.replay = slices.Insert(s.replay, i, pe)
-	s.replayBytes += len(pe.data)
-}
-
-// setReplay replaces the replay set, recounting its bytes.
-func (s *subscription) setReplay(r []*pendingEntry) {
-	s.replay = r
-	s.replayBytes = 0
-	for _, pe := range r {
-		s.replayBytes += len(pe.data)
-	}
-}
-
 func (s *subscription) anyPermits() bool {
 	if s.blocked {
 		return false
@@ -560,13 +547,22 @@ func (s *subscription) pick(key []byte) *consumer {
 // dispatch delivers as much as permits allow: the replay set first (in
 // position order), then new entries from the cursor.
 func (s *subscription) dispatch() {
+	if len(s.requeues) > 0 && s.typ != SubShared {
+		return // requeueStep dispatches after the last chunk (requeue.go)
+	}
 	s.releaseJoined()
+	start := s.entriesOut
 	for s.anyPermits() {
 		if s.throttle() {
 			return
 		}
+		if s.entriesOut-start >= dispatchTurn {
+			// Let the loop serve its other work (stats, acks) first.
+			s.wake()
+			return
+		}
 		progressed := false
-		if len(s.replay) > 0 {
+		if s.replay.len() > 0 {
 			var full bool
 			progressed, full = s.replayPass()
 			if full {
@@ -581,7 +577,7 @@ func (s *subscription) dispatch() {
 		if !s.anyPermits() || s.throttle() {
 			return
 		}
-		if len(s.replay) > 0 && (s.typ != SubKeyShared || len(s.replay) >= maxReplay || s.replayBytes >= maxReplayBytes) {
+		if n := s.replay.len(); n > 0 && (s.typ != SubKeyShared || n >= maxReplay || s.replay.bytes >= maxReplayBytes) {
 			if !progressed {
 				return
 			}
@@ -598,21 +594,19 @@ func (s *subscription) dispatch() {
 		s.lastRead, s.haveRead = entries[len(entries)-1].Pos, true
 		now := time.Now().UnixMilli()
 		for _, e := range entries {
-			m, err := s.parse(e.Data)
+			md := s.filterMeta()
+			m, err := s.parse(e.Data, md)
 			if err != nil {
 				// Corrupt metadata: deliver as a single message and let
 				// the client validate (it acks with validation_error).
-				m = entryMeta{numMsgs: 1}
+				m, md = entryMeta{numMsgs: 1}, nil
 			}
-			if m.marker != 0 || m.hasTxn && s.txnAborted != nil && s.txnAborted(m.txnID) {
-				// Server-only (or of an aborted transaction):
-				// acknowledged, never delivered.
-				s.onMarkerLocked(e, m.marker)
-				s.afterMarkDeleteLocked()
+			if m.marker != 0 || s.skip(md) {
+				// Server-only (or skipped by a DispatchFilter, such as
+				// an entry of an aborted transaction): acknowledged,
+				// never delivered.
+				s.ackSkippedLocked(e, m.marker)
 				continue
-			}
-			if s.txnAcks != nil && s.txnHeldRead(e.Pos, m.numMsgs) {
-				continue // acknowledged in an open transaction
 			}
 			pe := &pendingEntry{pos: e.Pos, data: e.Data, numMsgs: max(m.numMsgs, 1), chunk: m.chunk}
 			if len(m.key) > 0 {
@@ -620,19 +614,56 @@ func (s *subscription) dispatch() {
 				// which the pending entry must not keep alive.
 				pe.key = append([]byte(nil), m.key...)
 			}
+			if s.held(pe) {
+				continue // withheld by an AckHook (acknowledged in an open transaction)
+			}
 			if m.deliverAt > now && (s.typ == SubShared || s.typ == SubKeyShared) {
 				s.addDelayed(pe, m.deliverAt)
 				continue
 			}
 			c := s.pickFor(pe)
-			if c == nil || len(s.replay) > 0 && s.typ != SubKeyShared {
-				s.insertReplay(pe)
+			if c == nil || s.replay.len() > 0 && s.typ != SubKeyShared {
+				s.replay.add(pe)
 				continue
 			}
 			s.assign(c, pe)
 			s.send(pe)
 		}
 	}
+}
+
+// filterMeta returns the loop's scratch MessageMetadata for the dispatch
+// filters, nil when there are none (the parse then needs no scratch).
+func (s *subscription) filterMeta() *pulsarproto.Metadata {
+	if len(s.filters) == 0 {
+		return nil
+	}
+	if s.md == nil {
+		s.md = new(pulsarproto.Metadata)
+	}
+	return s.md
+}
+
+// skip reports whether a DispatchFilter skips an entry (md nil: its
+// metadata did not parse, or there are no filters).
+func (s *subscription) skip(md *pulsarproto.Metadata) bool {
+	for _, f := range s.filters {
+		if f.SkipEntry(s.tv, md) {
+			return true
+		}
+	}
+	return false
+}
+
+// held reports whether an AckHook withholds a freshly read entry.
+func (s *subscription) held(pe *pendingEntry) bool {
+	for _, h := range s.acks {
+		if h.HeldEntry(SubLoop{s}, Withheld{pe}) {
+			pe.data = nil
+			return true
+		}
+	}
+	return false
 }
 
 // replayPass assigns replay entries (in position order) to consumers, up
@@ -642,25 +673,32 @@ func (s *subscription) dispatch() {
 // full (more of the replay set may be deliverable now).
 func (s *subscription) replayPass() (progressed, full bool) {
 	var batch []*pendingEntry
-	keep := s.replay[:0]
-	for i, pe := range s.replay {
+	sc := s.replay.scan()
+	for looked := 0; ; looked++ {
 		if len(batch) >= s.batch {
 			full = true
 		}
-		if full || !s.anyPermits() || s.throttle() {
-			keep = append(keep, s.replay[i:]...)
+		// Key_Shared looks at most maxReplay held entries per pass
+		// (Pulsar's look-ahead): past it, new reads wait too.
+		if full || looked >= maxReplay || !s.anyPermits() || s.throttle() {
+			break
+		}
+		pe := sc.next()
+		if pe == nil {
 			break
 		}
 		if s.cur.IsAcked(pe.pos) {
-			delete(s.redelivered, pe.pos)
+			progressed = true
+			continue
+		}
+		if s.held(pe) {
 			progressed = true
 			continue
 		}
 		c := s.pickFor(pe)
 		if c == nil {
-			keep = append(keep, pe)
+			sc.hold(pe)
 			if s.typ != SubKeyShared {
-				keep = append(keep, s.replay[i+1:]...)
 				break
 			}
 			continue
@@ -668,8 +706,7 @@ func (s *subscription) replayPass() (progressed, full bool) {
 		s.assign(c, pe)
 		batch = append(batch, pe)
 	}
-	clear(s.replay[len(keep):])
-	s.setReplay(keep)
+	sc.done()
 	if len(batch) == 0 {
 		return progressed, full
 	}
@@ -718,19 +755,18 @@ func (s *subscription) load(batch []*pendingEntry) (loaded, dropped int) {
 				loaded++
 			case errors.Is(err, errEntryGone):
 				s.unassign(pe)
-				delete(s.redelivered, pe.pos)
 				dropped++
 			default:
 				s.unassign(pe)
-				s.insertReplay(pe)
+				s.replay.add(pe)
 			}
 		}
 		return loaded, dropped
 	}
-	s.readFailLog.log(s.log, slog.LevelWarn, "redelivery read failed", "topic", s.topic, "sub", s.name, "entries", len(missing), "err", err)
+	s.readFailLog.Log(s.log, slog.LevelWarn, "redelivery read failed", "topic", s.topic, "sub", s.name, "entries", len(missing), "err", err)
 	for _, pe := range missing {
 		s.unassign(pe)
-		s.insertReplay(pe)
+		s.replay.add(pe)
 	}
 	return loaded, 0
 }
@@ -809,6 +845,7 @@ func (s *subscription) assign(c *consumer, pe *pendingEntry) {
 		s.pending = make(map[position]*pendingEntry)
 	}
 	s.pending[pe.pos] = pe
+	s.pushOrder(pe)
 	c.permits -= pe.numMsgs
 	s.addUnacked(c, pe.numMsgs)
 	if perC, perS := s.unackedLimits(); perC > 0 || perS > 0 {
@@ -846,17 +883,18 @@ func (s *subscription) send(pe *pendingEntry) {
 	c.lastSent = time.Now().UnixMilli()
 	s.msgOut += int64(pe.numMsgs)
 	s.bytesOut += int64(len(pe.data))
+	s.entriesOut++
 	s.lastConsume = time.Now().UnixMilli()
 	if l := s.limits.Load(); l != nil {
 		now := time.Now()
-		l.topic.limiter().take(now, pe.numMsgs, len(pe.data))
-		l.sub.limiter().take(now, pe.numMsgs, len(pe.data))
+		take(l.topic, now, pe.numMsgs, len(pe.data))
+		take(l.sub, now, pe.numMsgs, len(pe.data))
 	}
 	var ackSet []int64
 	if pe.numMsgs > 1 {
 		ackSet = s.cur.BatchAckSet(pe.pos)
 	}
-	c.sink.sendMessage(c.id, pe.pos, s.redelivered[pe.pos], ackSet, pe.data)
+	c.sink.sendMessage(c.id, pe.pos, pe.redeliveries, ackSet, pe.data)
 	if !s.keepData {
 		pe.data = nil
 	}
@@ -866,50 +904,35 @@ func (s *subscription) addDelayed(pe *pendingEntry, at int64) {
 	if !s.keepData {
 		pe.data = nil // re-read when due
 	}
-	s.delayed = append(s.delayed, pe)
-	slices.SortStableFunc(s.delayed, func(a, b *pendingEntry) int { return a.pos.Compare(b.pos) })
-	s.delayedAt(pe, at)
+	heap.Push(&s.delayed, delayedEntry{at: at, pe: pe})
+	s.delayedMsgs += pe.numMsgs
 	s.armDelay()
 }
 
-// delayedAt remembers when a delayed entry becomes deliverable.
-func (s *subscription) delayedAt(pe *pendingEntry, at int64) {
-	if s.delayDue == nil {
-		s.delayDue = make(map[position]int64)
-	}
-	s.delayDue[pe.pos] = at
-}
-
+// armDelay sets the timer for the first delayed entry due (unless it
+// is set for that time already).
 func (s *subscription) armDelay() {
 	if len(s.delayed) == 0 {
 		return
 	}
-	next := int64(-1)
-	for _, pe := range s.delayed {
-		if at := s.delayDue[pe.pos]; next < 0 || at < next {
-			next = at
-		}
-	}
-	d := time.Until(time.UnixMilli(next))
+	at := s.delayed[0].at
 	if s.delayTimer != nil {
+		if s.delayTimerAt == at {
+			return
+		}
 		s.delayTimer.Stop()
 	}
-	s.delayTimer = time.NewTimer(max(d, 0))
+	s.delayTimer, s.delayTimerAt = time.NewTimer(max(time.Until(time.UnixMilli(at)), 0)), at
 }
 
 // releaseDelayed moves due delayed entries into the replay set.
 func (s *subscription) releaseDelayed() {
 	now := time.Now().UnixMilli()
-	keep := s.delayed[:0]
-	for _, pe := range s.delayed {
-		if s.delayDue[pe.pos] <= now {
-			delete(s.delayDue, pe.pos)
-			s.insertReplay(pe)
-			continue
-		}
-		keep = append(keep, pe)
+	for len(s.delayed) > 0 && s.delayed[0].at <= now {
+		d := heap.Pop(&s.delayed).(delayedEntry)
+		s.delayedMsgs -= d.pe.numMsgs
+		s.replay.add(d.pe)
 	}
-	s.delayed = keep
 	s.armDelay()
 }
 
@@ -917,11 +940,11 @@ func (s *subscription) releaseDelayed() {
 // if so a timer wakes the loop when they allow more.
 func (s *subscription) throttle() bool {
 	l := s.limits.Load()
-	if l == nil || (l.topic == nil && l.sub == nil) {
+	if l == nil {
 		return false
 	}
 	now := time.Now()
-	d := max(l.topic.limiter().wait(now), l.sub.limiter().wait(now))
+	d := max(wait(l.topic, now), wait(l.sub, now))
 	if d <= 0 {
 		return false
 	}
@@ -945,7 +968,7 @@ func (s *subscription) rateLimitedNow() bool {
 		return false
 	}
 	now := time.Now()
-	return l.topic.limiter().wait(now) > 0 || l.sub.limiter().wait(now) > 0
+	return wait(l.topic, now) > 0 || wait(l.sub, now) > 0
 }
 
 // limitRead caps a read at what the message rate limits allow now.
@@ -955,6 +978,6 @@ func (s *subscription) limitRead(n int) int {
 		return n
 	}
 	now := time.Now()
-	b := min(l.topic.limiter().budget(now), l.sub.limiter().budget(now))
+	b := min(budget(l.topic, now), budget(l.sub, now))
 	return max(min(n, b), 1)
 }

@@ -61,7 +61,7 @@ func TestSubscriptionExclusivePermitsCountMessages(t *testing.T) {
 	if unacked != 16 {
 		t.Fatalf("unacked = %d, want 16", unacked)
 	}
-	s.call(func() { s.ackLocked(c, true, []ackID{{pos: pos(3)}}) })
+	s.call(func() { s.ackLocked(c, true, []AckID{{Pos: pos(3)}}) })
 	s.call(func() { unacked = c.unackedMsg })
 	if unacked != 4 {
 		t.Fatalf("unacked after cumulative ack = %d, want 4", unacked)
@@ -89,7 +89,7 @@ func TestSubscriptionSharedRedeliveryOnClose(t *testing.T) {
 		t.Fatalf("distribution %v, want 3 each", per)
 	}
 	// a acks one and closes: its other two go to b with redelivery count 1.
-	s.call(func() { s.ackLocked(a, false, []ackID{{pos: pos(per[1][0])}}) })
+	s.call(func() { s.ackLocked(a, false, []AckID{{Pos: pos(per[1][0])}}) })
 	var empty bool
 	s.call(func() { empty = s.removeConsumerLocked(a) })
 	if empty {
@@ -142,7 +142,7 @@ func TestSubscriptionExclusiveRedeliverAllInOrder(t *testing.T) {
 	addC(t, s, a, SubExclusive)
 	flow(s, a, 2)
 	sink.take()
-	s.call(func() { s.ackLocked(a, false, []ackID{{pos: pos(0)}}) })
+	s.call(func() { s.ackLocked(a, false, []AckID{{Pos: pos(0)}}) })
 	s.call(func() { s.redeliverLocked(a, []position{pos(1)}) })
 	flow(s, a, 10)
 	if got := positions(sink.take()); !slices.Equal(got, []int64{1, 2, 3}) {
@@ -230,13 +230,13 @@ func TestSubscriptionBatchIndexAckSet(t *testing.T) {
 	sink.take()
 	// Ack indexes 0 and 2 (clear bits), then nack: redelivery carries
 	// the remaining set {1,3}.
-	s.call(func() { s.ackLocked(a, false, []ackID{{pos: pos(0), ackSet: []int64{0b1010}, batchSize: 4}}) })
+	s.call(func() { s.ackLocked(a, false, []AckID{{Pos: pos(0), AckSet: []int64{0b1010}, BatchSize: 4}}) })
 	s.call(func() { s.redeliverLocked(a, []position{pos(0)}) })
 	got := sink.take()
 	if len(got) != 1 || !slices.Equal(got[0].ackSet, []int64{0b1010}) {
 		t.Fatalf("redelivery = %+v, want ack_set [0b1010]", got)
 	}
-	s.call(func() { s.ackLocked(a, false, []ackID{{pos: pos(0), ackSet: []int64{0b0101}, batchSize: 4}}) })
+	s.call(func() { s.ackLocked(a, false, []AckID{{Pos: pos(0), AckSet: []int64{0b0101}, BatchSize: 4}}) })
 	var unacked int
 	s.call(func() { unacked = a.unackedMsg })
 	if unacked != 0 || !cur.IsAcked(pos(0)) {

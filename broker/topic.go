@@ -13,7 +13,6 @@ import (
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
-	"github.com/magnetar-mq/magnetar/txn"
 )
 
 // topic is one loaded topic: its producers, subscriptions and (for
@@ -50,29 +49,12 @@ type topic struct {
 	}
 	npEntryID atomic.Int64 // non-persistent message ids
 
-	// pol is the topic's effective policy, swapped whole when its
-	// namespace's policies change (policy_enforce.go).
+	// pol is the topic's effective policy, swapped whole when it is
+	// resolved again (policy.go).
 	pol atomic.Pointer[policy.Resolved]
-	// held is the policy state: sends held by a producer_request_hold
-	// quota, in order, and the highest sequence id accepted per producer
-	// name under policy deduplication. Lock order: held before topic.mu.
-	held struct {
-		sync.Mutex
-		sends []heldSend
-		dedup map[string]uint64
-	}
-
-	// repl holds the replicators (replicator.go), by remote cluster;
-	// replList is a lock-free copy for wake-ups and stats.
-	repl struct {
-		sync.Mutex
-		m      map[string]*replicator
-		ctl    *replSubController // while replicators run
-		closed bool
-	}
-	replList atomic.Pointer[[]*replicator]
-	replCtl  atomic.Pointer[replSubController]
-	replIn   sync.Map // remote cluster -> *rateTracker of inbound replication
+	// held are the SENDs a quota holds (held.go). Lock order: held
+	// before topic.mu.
+	held heldSends
 
 	unloading atomic.Bool
 	unloaded  chan struct{} // closed once an unload closed the ledger
@@ -87,48 +69,30 @@ type topic struct {
 		stopped bool
 	}
 	adds      sync.WaitGroup // persistent adds in flight
-	loadRates rateTracker    // for cluster load reports
+	loadRates RateMeter      // for cluster load reports
 
-	// bem serialises broker entry metadata stamping with AddEntry, so
-	// message indexes follow storage order; next is the index of the
-	// next message.
-	bem struct {
-		sync.Mutex
-		next int64
-	}
-	// bemNext mirrors bem.next for the managed ledger's info hook, which
-	// must not take bem (entrymeta.go).
-	bemNext atomic.Int64
-
-	cstate compactionState // compaction.go
+	// addMu is the topic's add order: held across the broker-wide
+	// PublishInterceptors' BeforeAdd and the append (topic.publish), so
+	// that what they stamp (broker entry metadata indexes) follows
+	// storage order. A leaf lock, taken under pub.
+	addMu sync.Mutex
 
 	msgIn    atomic.Int64
-	dataIn   atomic.Int64 // entries stored but markers (replsub.go)
 	bytesIn  atomic.Int64
 	inWin    rateWindow // stats.go
 	loadedAt time.Time
 
-	// Rate limits (ratelimit.go): limits is swapped whole under
-	// limitsMu (which is taken after topic.mu, never before it).
-	limitsMu       sync.Mutex
-	limits         atomic.Pointer[topicLimits]
-	subRates       subscribeLimiter
-	publishLimited atomic.Int64 // SENDs that paused their connection
-	// lastActive (unix ns) is when the inactivity check last found the
-	// topic active, or its load (inactive.go).
-	lastActive atomic.Int64
+	// limits are the limits a feature put on the topic (limits.go).
+	limits topicLimits
 	// lastUsed (unix ns) is when the topic was last found in use, for
 	// the idle unloader (idleunload.go).
 	lastUsed atomic.Int64
 
-	// txnBuf is the transaction buffer (txn_buffer.go), nil until the
-	// topic first stores a transactional entry; txnInit serialises its
-	// creation.
-	txnBuf  atomic.Pointer[txnBuffer]
-	txnInit sync.Mutex
-	// txnAckLogs are the open pending-ack logs by subscription
-	// (txn_pendingack.go), under txnInit.
-	txnAckLogs map[string]*ackLog
+	// slots are the features' per-topic values (TopicSlot), set while
+	// the topic loads; readBound is the read bound a feature set
+	// (Topic.SetReadBound), nil: none.
+	slots     []any
+	readBound atomic.Pointer[func() (position, bool)]
 }
 
 type lastEntry struct {
@@ -142,13 +106,10 @@ func newTopic(b *Broker, tn topicName, ml ManagedLedger, pol *policy.Resolved) *
 	t.mu.producers = make(map[string]*producer)
 	t.mu.subs = make(map[string]*subscription)
 	t.mu.dedup = make(map[string]uint64)
-	t.held.dedup = make(map[string]uint64)
-	t.repl.m = make(map[string]*replicator)
+	t.held.total = &b.heldCount
 	t.pol.Store(pol)
 	empty := []*subscription{}
 	t.subList.Store(&empty)
-	t.applyLimits(pol)
-	t.lastActive.Store(time.Now().UnixNano())
 	t.touch()
 	t.inWin.roll(t.loadedAt, 0, 0) // the first window starts at load
 	return t
@@ -174,6 +135,13 @@ func (t *topic) publishSubsLocked() {
 func (t *topic) wakeSubs() {
 	for _, s := range *t.subList.Load() {
 		s.wake()
+	}
+}
+
+// stored tells the StoreObservers that an entry was stored on t.
+func (t *topic) stored(marker bool) {
+	for _, h := range t.b.ext.stored {
+		h.Stored(Topic{t}, marker)
 	}
 }
 
@@ -254,7 +222,7 @@ func (t *topic) removeProducer(p *producer) {
 	if t.mu.exclusive == p {
 		t.mu.exclusive = nil
 	}
-	if len(t.mu.producers) == 0 && len(t.mu.waiting) > 0 {
+	if len(t.mu.producers) == 0 && len(t.mu.waiting) > 0 && !t.mu.terminated {
 		w := t.mu.waiting[0]
 		t.mu.waiting = t.mu.waiting[1:]
 		t.mu.exclusive = w
@@ -262,6 +230,13 @@ func (t *topic) removeProducer(p *producer) {
 		w.ready.Store(true)
 		w.sink.producerReady(w)
 	}
+}
+
+// hasProducer reports whether p is one of the topic's producers.
+func (t *topic) hasProducer(p *producer) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mu.producers[p.name] == p
 }
 
 // lastSequence returns the highest persisted sequence id of a producer
@@ -275,19 +250,22 @@ func (t *topic) lastSequence(name string) int64 {
 
 // publish stores one entry (a SEND) and answers the producer in order.
 // Sends of one producer arrive from one connection reader, so AddEntry
-// order is the producer's send order.
-func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e entryBuf) {
-	data := e.data()
+// order is the producer's send order. The PublishInterceptors see the
+// append (extension.go): broker-wide ones under the topic's add order
+// (t.addMu), then the entry's own hook.
+func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e *Entry) {
+	data := e.Data()
 	if highest < seq {
 		// The Go client leaves highest_sequence_id unset; a batch holds
 		// sequence ids seq .. seq+numMsgs-1.
 		highest = seq + uint64(max(numMsgs, 1)) - 1
 	}
+	dedup := t.dedupEnabled()
 	key := p.name
-	if t.b.cfg.Deduplication || p.remote != "" {
+	if dedup || p.remote != "" {
 		key = p.dedupKey(e) // "" for a replicated marker
 	}
-	if t.b.cfg.Deduplication && key != "" {
+	if dedup && key != "" {
 		t.mu.Lock()
 		last, seen := t.mu.dedup[key]
 		if seen && seq <= last {
@@ -321,21 +299,28 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e entryBu
 	p.mu.Lock()
 	p.mu.inflight++
 	p.mu.Unlock()
-	ts := e.txn
-	if t.b.entryMeta.on() {
-		t.bem.Lock()
-		defer t.bem.Unlock()
-		e = t.withEntryMeta(e, numMsgs)
-		data = e.data()
+	e.msgs = numMsgs
+	hooks := t.b.ext.publish
+	if len(hooks) > 0 {
+		t.addMu.Lock()
+		defer t.addMu.Unlock()
+		for _, h := range hooks {
+			h.BeforeAdd(Topic{t}, e)
+		}
 	}
-	if ts != nil {
-		t.txnBeforeAdd(ts)
+	if e.hook != nil {
+		e.hook.BeforeAdd(Topic{t}, e)
 	}
+	data = e.Data()
+	batch := numMsgs > 1 || e.mdOK && e.md.Batch
 	start := time.Now()
 	t.ml.AddEntry(e.buf, e.off, numMsgs, func(pos position, err error) {
 		defer t.adds.Done()
-		if ts != nil {
-			t.txnAdded(ts, pos, err)
+		if e.hook != nil {
+			e.hook.AfterAdd(Topic{t}, e, pos, err)
+		}
+		for _, h := range hooks {
+			h.AfterAdd(Topic{t}, e, pos, err)
 		}
 		if err != nil {
 			t.publishFailed(p, seq, err)
@@ -353,22 +338,15 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e entryBu
 			return
 		}
 		t.countIn(p, numMsgs, len(data))
-		if key != "" {
-			t.dataIn.Add(1)
-		}
-		batch := numMsgs > 1
-		if !batch {
-			batch = entryIsBatch(data)
-		}
 		t.last.Lock()
 		t.last.e, t.last.ok = lastEntry{pos: pos, numMsgs: numMsgs, batch: batch}, true
 		t.last.Unlock()
-		if t.b.cfg.Deduplication && key != "" {
+		if dedup && key != "" {
 			t.persistedSeq.Store(key, highest)
 		}
 		p.persisted(seq, highest, pos)
 		t.wakeSubs()
-		t.wakeReplicators()
+		t.stored(key == "")
 	})
 	t.pub.RUnlock()
 }
@@ -404,7 +382,13 @@ func (t *topic) stopPublishing(d time.Duration) {
 
 func (t *topic) publishFailed(p *producer, seq uint64, err error) {
 	if errors.Is(err, ErrTerminated) {
-		p.sink.sendSendError(p.id, seq, codeTopicTerminated, "Topic was terminated")
+		if t.hasProducer(p) {
+			p.sink.sendSendError(p.id, seq, codeTopicTerminated, "Topic was terminated")
+		} else {
+			// Closed by Terminate: the client learns it from
+			// CLOSE_PRODUCER and its refused reconnect.
+			p.sink.sendDropped(p.id, seq)
+		}
 	} else if errors.Is(err, mledger.ErrFenced) {
 		// Another owner opened the ledger: final here. No SEND_ERROR
 		// (the Go client would reconnect to this broker again): the
@@ -412,18 +396,11 @@ func (t *topic) publishFailed(p *producer, seq uint64, err error) {
 		p.sink.sendDropped(p.id, seq)
 		t.b.fencedByOtherOwner(t)
 	} else {
-		t.b.rateLogs.persist.log(t.log, slog.LevelWarn, "persist failed", "topic", t.full, "producer", p.name, "err", err)
+		t.b.rateLogs.persist.Log(t.log, slog.LevelWarn, "persist failed", "topic", t.full, "producer", p.name, "err", err)
 		// Any other SEND_ERROR makes the client reconnect and re-send.
 		p.sink.sendSendError(p.id, seq, codePersistenceError, err.Error())
 	}
 	p.addDone()
-}
-
-// entryIsBatch reports whether a stored entry's metadata is in batch
-// format.
-func entryIsBatch(data []byte) bool {
-	m, err := parseEntryMeta(data)
-	return err == nil && m.batch
 }
 
 // parsedMeta extends entryMeta with the batch flag.
@@ -432,13 +409,17 @@ type parsedMeta struct {
 	batch bool
 }
 
-func parseEntryMeta(data []byte) (parsedMeta, error) {
-	e, err := pulsarproto.ParseEntry(data)
+// parseEntryMeta parses a stored entry; md, if not nil, receives its
+// whole MessageMetadata.
+func parseEntryMeta(data []byte, md *pulsarproto.Metadata) (parsedMeta, error) {
+	e, err := parseEntry(data)
 	if err != nil {
 		return parsedMeta{}, err
 	}
-	var md pulsarproto.Metadata
-	if err := pulsarproto.ParseMetadata(e.Metadata, &md); err != nil {
+	if md == nil {
+		md = new(pulsarproto.Metadata) // on the stack: nothing keeps it
+	}
+	if err := parseMetadata(e.Metadata, md); err != nil {
 		return parsedMeta{}, err
 	}
 	pm := parsedMeta{batch: md.Batch}
@@ -451,9 +432,6 @@ func parseEntryMeta(data []byte) (parsedMeta, error) {
 		pm.deliverAt = md.DeliverAtTime
 	}
 	pm.publishTime = int64(md.PublishTime)
-	if md.HasTxnid {
-		pm.hasTxn, pm.txnID = true, txn.ID{Most: md.TxnidMostBits, Least: md.TxnidLeastBits}
-	}
 	if md.NumChunksFromMsg > 1 {
 		pm.chunk = chunkInfo{uuid: string(md.UUID), id: md.ChunkID, num: md.NumChunksFromMsg}
 	}
@@ -461,8 +439,8 @@ func parseEntryMeta(data []byte) (parsedMeta, error) {
 }
 
 // dispatchEntryMeta is the subscription's parse function.
-func dispatchEntryMeta(data []byte) (entryMeta, error) {
-	pm, err := parseEntryMeta(data)
+func dispatchEntryMeta(data []byte, md *pulsarproto.Metadata) (entryMeta, error) {
+	pm, err := parseEntryMeta(data, md)
 	return pm.entryMeta, err
 }
 
@@ -473,8 +451,8 @@ func (t *topic) lastMessage() (pos position, batchIndex int32, ok bool) {
 		n := t.npEntryID.Load()
 		return position{LedgerID: 0, EntryID: n - 1}, -1, n > 0
 	}
-	if tb := t.txnBuf.Load(); tb != nil {
-		return t.txnLastMessage(tb)
+	if f := t.readBound.Load(); f != nil {
+		return t.lastReadable(*f)
 	}
 	lp, ok := t.ml.LastConfirmed()
 	if !ok {
@@ -488,7 +466,7 @@ func (t *topic) lastMessage() (pos position, batchIndex int32, ok bool) {
 		if err != nil {
 			return lp, -1, true
 		}
-		pm, err := parseEntryMeta(data)
+		pm, err := parseEntryMeta(data, nil)
 		if err != nil {
 			return lp, -1, true
 		}
@@ -505,6 +483,77 @@ func (t *topic) lastMessage() (pos position, batchIndex int32, ok bool) {
 	return lp, -1, true
 }
 
+// lastReadable is lastMessage for a topic with a read bound (set by a
+// feature, Topic.SetReadBound): the last entry before the bound that is
+// neither a marker nor skipped by a DispatchFilter (GET_LAST_MESSAGE_ID
+// must name a message a reader can get, or the client waits for it
+// forever). It steps back over at most lastReadableScan entries.
+func (t *topic) lastReadable(bound func() (position, bool)) (position, int32, bool) {
+	lac, ok := t.ml.LastConfirmed()
+	if !ok {
+		return lac, -1, false
+	}
+	none := position{lac.LedgerID, -1}
+	ls := t.ml.Stats().Ledgers
+	p := lac
+	if b, bounded := bound(); bounded && b.Compare(lac) <= 0 {
+		if p, ok = prevPosition(ls, b); !ok {
+			return none, -1, false
+		}
+	}
+	var md pulsarproto.Metadata
+	for range lastReadableScan {
+		data, err := t.ml.ReadEntry(p)
+		if err != nil {
+			return p, -1, true
+		}
+		pm, err := parseEntryMeta(data, &md)
+		if err != nil {
+			return p, -1, true
+		}
+		if pm.marker == 0 && !t.skip(&md) {
+			if pm.batch {
+				return p, int32(pm.numMsgs - 1), true
+			}
+			return p, -1, true
+		}
+		if p, ok = prevPosition(ls, p); !ok {
+			return none, -1, false
+		}
+	}
+	return p, -1, true
+}
+
+// lastReadableScan bounds the entries lastReadable steps back over.
+const lastReadableScan = 10000
+
+// skip reports whether a DispatchFilter skips an entry of t.
+func (t *topic) skip(md *pulsarproto.Metadata) bool {
+	for _, f := range t.b.ext.filters {
+		if f.SkipEntry(Topic{t}, md) {
+			return true
+		}
+	}
+	return false
+}
+
+// prevPosition returns the entry before p in ledgers ls.
+func prevPosition(ls []mledger.LedgerInfo, p position) (position, bool) {
+	if p.EntryID > 0 {
+		for _, l := range ls {
+			if l.LedgerID == p.LedgerID && l.Entries > 0 {
+				return position{p.LedgerID, min(p.EntryID-1, l.Entries-1)}, true
+			}
+		}
+	}
+	for i := len(ls) - 1; i >= 0; i-- {
+		if ls[i].LedgerID < p.LedgerID && ls[i].Entries > 0 {
+			return position{ls[i].LedgerID, ls[i].Entries - 1}, true
+		}
+	}
+	return position{}, false
+}
+
 func (t *topic) isClosed() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -513,21 +562,6 @@ func (t *topic) isClosed() bool {
 
 // markUnloading claims the unload of t; false if another unload has it.
 func (t *topic) markUnloading() bool { return t.unloading.CompareAndSwap(false, true) }
-
-// seedPolicyDedup copies the recovered sequence ids into the state that
-// policy deduplication checks (t.held.dedup).
-func (t *topic) seedPolicyDedup() {
-	t.mu.Lock()
-	seqs := maps.Clone(t.mu.dedup)
-	t.mu.Unlock()
-	t.held.Lock()
-	defer t.held.Unlock()
-	for k, v := range seqs {
-		if last, ok := t.held.dedup[k]; !ok || v > last {
-			t.held.dedup[k] = v
-		}
-	}
-}
 
 // recoverDedup rebuilds the per-producer highest sequence ids from the
 // last n entries.
@@ -539,12 +573,12 @@ func (t *topic) recoverDedup(n int) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, data := range tail {
-		e, err := pulsarproto.ParseEntry(data)
+		e, err := parseEntry(data)
 		if err != nil {
 			continue
 		}
 		var md pulsarproto.Metadata
-		if pulsarproto.ParseMetadata(e.Metadata, &md) != nil {
+		if parseMetadata(e.Metadata, &md) != nil {
 			continue
 		}
 		highest := max(md.HighestSequenceID, md.SequenceID+uint64(md.NumMessages())-1)

@@ -10,23 +10,11 @@ import (
 	"github.com/magnetar-mq/magnetar/metadata"
 )
 
-// TopicPropertiesService is the topic-properties half of Service
-// (Pulsar 2.11+): string properties stored with the topic. A
-// non-partitioned persistent topic keeps them in its topic node
+// Topic properties (Pulsar 2.11+): string properties stored with the
+// topic. A non-partitioned persistent topic keeps them in its topic node
 // (topicNode, docs/policies.md), a partitioned topic in its partitioned
-// metadata; they live as long as the topic and survive restarts.
-type TopicPropertiesService interface {
-	// CreateTopicWithProperties is CreateTopic storing props with the
-	// new topic (non-persistent topics take none: ErrPreconditionFailed).
-	CreateTopicWithProperties(ctx context.Context, topic string, props map[string]string) error
-	// TopicProperties returns the properties (empty, never nil, when it
-	// has none; ErrTopicNotFound).
-	TopicProperties(ctx context.Context, topic string) (map[string]string, error)
-	// UpdateTopicProperties merges set into the properties and then
-	// removes the keys of del (ErrTopicNotFound; ErrPreconditionFailed
-	// for a non-persistent topic or a result above MaxTopicProperties).
-	UpdateTopicProperties(ctx context.Context, topic string, set map[string]string, del []string) error
-}
+// metadata; they live as long as the topic and survive restarts. The
+// admin API reaches them through its TopicProperties role.
 
 // MaxTopicPropertiesBytes bounds a topic's properties (JSON-encoded).
 const MaxTopicPropertiesBytes = 64 << 10
@@ -69,7 +57,8 @@ func decodeTopicNode(b []byte) (map[string]string, error) {
 	return n.Properties, nil
 }
 
-// TopicProperties implements TopicPropertiesService.
+// TopicProperties returns the properties (empty, never nil, when it has
+// none; ErrTopicNotFound).
 func (b *Broker) TopicProperties(ctx context.Context, topic string) (map[string]string, error) {
 	tn, err := parseTopicName(topic)
 	if err != nil {
@@ -97,7 +86,9 @@ func (b *Broker) TopicProperties(ctx context.Context, topic string) (map[string]
 	return decodeTopicNode(data)
 }
 
-// UpdateTopicProperties implements TopicPropertiesService: a
+// UpdateTopicProperties merges set into the properties and then removes
+// the keys of del (ErrTopicNotFound; ErrPreconditionFailed for a
+// non-persistent topic or a result above MaxTopicPropertiesBytes): a
 // compare-and-set on the node holding the properties, retried on
 // conflict.
 func (b *Broker) UpdateTopicProperties(ctx context.Context, topic string, set map[string]string, del []string) error {

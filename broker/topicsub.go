@@ -14,10 +14,10 @@ type subscribeReq struct {
 	start    *position // non-durable start id, nil: use initial
 	sticky   bool
 	consumer *consumer
-	// replicated: replicate_subscription_state (replsub.go).
+	// replicated: replicate_subscription_state (subops.go).
 	replicated bool
 	// readCompacted: read the compacted view, then the tail
-	// (compactedcursor.go).
+	// (the compaction feature's cursor, CompactedReads).
 	readCompacted bool
 }
 
@@ -44,7 +44,7 @@ func (t *topic) subscribe(req subscribeReq) (*subscription, error) {
 		}
 		var refusal string
 		ok := s.call(func() {
-			if t.subConsumersFull(s) {
+			if subConsumersFull(t.pol.Load(), s) {
 				refusal = msgMaxConsumersPerSubReg
 				return
 			}
@@ -61,6 +61,17 @@ func (t *topic) subscribe(req subscribeReq) (*subscription, error) {
 	return nil, &errSubscribe{codeServiceNotReady, "subscription keeps closing"}
 }
 
+// compactedCursor returns the cursor of a read_compacted subscription
+// over cur: the compaction feature's (CompactedReads), or cur without it.
+func (t *topic) compactedCursor(cur cursor) cursor {
+	if h := t.b.ext.compacted; h != nil {
+		if c := h.CompactedCursor(Topic{t}, cur); c != nil {
+			return c
+		}
+	}
+	return cur
+}
+
 func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -72,10 +83,8 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 			// A durable subscription loaded at topic load (or created
 			// without read_compacted) switches while it has no consumer.
 			s.call(func() {
-				if ca, ok := s.cur.(*cursorAdapter); ok && len(s.consumers) == 0 {
-					if cl, ok := t.ml.(compactableLedger); ok {
-						s.cur = newCompactedCursor(ca, cl)
-					}
+				if _, ok := s.cur.(*cursorAdapter); ok && len(s.consumers) == 0 {
+					s.cur = t.compactedCursor(s.cur)
 				}
 			})
 		}
@@ -101,10 +110,8 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 	if err != nil {
 		return nil, &errSubscribe{codeUnknownError, fmt.Sprintf("open cursor: %v", err)}
 	}
-	if ca, ok := cur.(*cursorAdapter); ok && req.readCompacted {
-		if cl, ok := t.ml.(compactableLedger); ok {
-			cur = newCompactedCursor(ca, cl)
-		}
+	if _, ok := cur.(*cursorAdapter); ok && req.readCompacted {
+		cur = t.compactedCursor(cur)
 	}
 	s := newSubscription(req.sub, t.full, req.typ, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.unackedLimits, t.log)
 	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
@@ -112,8 +119,18 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 	t.attachSub(s)
 	t.mu.subs[req.sub] = s
 	t.publishSubsLocked()
-	t.applySubLimits(s)
+	t.limits.install(s)
 	return s, nil
+}
+
+// attachSub gives a persistent topic's subscription the features'
+// dispatch filters, ack hooks and replicated-subscription feature
+// (extension.go).
+func (t *topic) attachSub(s *subscription) {
+	if !t.persistent() {
+		return
+	}
+	s.tv, s.filters, s.acks, s.replSubs = Topic{t}, t.b.ext.filters, t.b.ext.acks, t.b.ext.replSubs
 }
 
 // loadSubscription creates the subscription of an existing durable cursor
@@ -130,7 +147,7 @@ func (t *topic) loadSubscription(name string) error {
 	t.mu.Lock()
 	t.mu.subs[name] = s
 	t.publishSubsLocked()
-	t.applySubLimits(s)
+	t.limits.install(s)
 	t.mu.Unlock()
 	return nil
 }
@@ -242,15 +259,16 @@ func (t *topic) deleteSubscription(name string, force bool) error {
 	return t.unsubscribe(s, nil, force)
 }
 
-// seek handles SEEK: move the cursor, answer, then disconnect every
-// consumer of the subscription (after the answer, see the callback).
+// seek handles SEEK in Pulsar's order: disconnect every consumer of the
+// subscription (CLOSE_CONSUMER), move the cursor, then answer. A client
+// thus has its CLOSE_CONSUMER before the answer: pulsar-client-go
+// relies on it, reconnecting before it sends anything else on that
+// consumer (an answer first let its next SEEK reach the closed consumer
+// id: ConsumerNotFound).
 func (t *topic) seek(s *subscription, pos position, byTime bool, ts int64, answered func(error)) {
 	ok := s.call(func() {
-		err := s.seekLocked(pos, byTime, ts)
-		answered(err)
-		if err == nil {
-			s.disconnectAllLocked(true)
-		}
+		s.disconnectAllLocked(true)
+		answered(s.seekLocked(pos, byTime, ts))
 	})
 	if !ok {
 		answered(errSubClosed)
@@ -275,7 +293,6 @@ func (t *topic) dispatchNonPersistent(e ledgerEntry) {
 // closeAll disconnects every producer and consumer (unload, delete,
 // broker shutdown) and stops the subscriptions.
 func (t *topic) closeAll(notify bool) {
-	t.stopReplicators()
 	t.mu.Lock()
 	t.mu.closed = true
 	prods := make([]*producer, 0, len(t.mu.producers)+len(t.mu.waiting))
@@ -298,7 +315,7 @@ func (t *topic) closeAll(notify bool) {
 			p.sink.closeProducer(p)
 		}
 	}
-	t.dropHeldOf(nil)
+	t.held.drop(heldBy(nil))
 	for _, s := range subs {
 		s.call(func() {
 			for _, c := range s.consumers {
@@ -313,7 +330,9 @@ func (t *topic) closeAll(notify bool) {
 		})
 		s.close()
 	}
-	t.txnClose() // txn_pendingack.go
+	for _, h := range t.b.ext.topics {
+		h.CloseTopic(Topic{t})
+	}
 }
 
 // npCursor is the cursor of a non-persistent subscription: a queue of
@@ -348,3 +367,16 @@ func (c *npCursor) Durable() bool                { return false }
 // ReadAt: a non-persistent topic stores nothing (its pending entries keep
 // their bytes instead).
 func (c *npCursor) ReadAt(ps []position) ([][]byte, error) { return nil, errEntryGone }
+
+// ensureSubscription creates a durable subscription at the end of the
+// topic if it does not exist (PRODUCER's initial_subscription_name).
+func (t *topic) ensureSubscription(name string) error {
+	t.mu.Lock()
+	_, ok := t.mu.subs[name]
+	t.mu.Unlock()
+	if ok {
+		return nil
+	}
+	_, err := t.getOrCreateSub(subscribeReq{sub: name, typ: SubExclusive, durable: true, initial: initialLatest})
+	return err
+}

@@ -136,7 +136,8 @@ func TestUnackedLimitBlocksConsumer(t *testing.T) {
 // namespace policy overrides the broker settings and a policy change
 // applies to the running subscription.
 func TestUnackedLimitBlocksSubscription(t *testing.T) {
-	tb := startBroker(t, func(c *Config) { c.MaxUnackedPerConsumer = -1; c.MaxUnackedPerSubscription = 100000 })
+	tb := startBrokerMeta(t, func(c *Config) { c.MaxUnackedPerConsumer = -1; c.MaxUnackedPerSubscription = 100000 },
+		newMemMeta(), memstore.New(), 0, mledger.Config{}, followPolicies)
 	ns := "public/" + newTopicName("unacked-ns")
 	limit := 300
 	if err := tb.Policies().CreateNamespace(ctxT(t), ns, &policy.Policies{MaxUnackedMessagesPerSubscription: &limit}); err != nil {

@@ -83,3 +83,23 @@ func (b *Broker) everyLoaded(ns string) iter.Seq[*topic] {
 		}
 	}
 }
+
+// loadedTopics returns the loaded topics, optionally of one namespace.
+// A loop over all of them uses everyLoaded instead.
+func (b *Broker) loadedTopics(ns string) []*topic {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []*topic
+	for _, l := range b.mu.topics {
+		select {
+		case <-l.done:
+		default:
+			continue
+		}
+		if l.t == nil || (ns != "" && l.t.name.NamespaceName() != ns) {
+			continue
+		}
+		out = append(out, l.t)
+	}
+	return out
+}

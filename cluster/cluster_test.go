@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,6 +58,9 @@ func startNodeWith(t *testing.T, srv *zktest.Server, id int, mut func(*Options))
 			n.mu.Unlock()
 		},
 		ReportInterval: 100 * time.Millisecond, ShedInterval: -1,
+		// The simulated brokers listen nowhere: alive unless a test
+		// says otherwise.
+		Probe: func(context.Context, string) error { return nil },
 	}
 	if mut != nil {
 		mut(&o)
@@ -357,4 +361,121 @@ func TestAutoSplit(t *testing.T) {
 		bs, err := svc.Bundles(context.Background(), "t/ns")
 		return err == nil && bs.Count() > 4
 	})
+}
+
+// TestDeadOwnerReleased: a broker whose process died keeps its session
+// (and so its registration and owner nodes) until the session expires,
+// but its service port refuses connections. A lookup on another broker
+// probes it, deletes its owner node and places the bundle on a live
+// broker at once; a broker whose port answers (or whose registration is
+// gone: a clean unload in progress) keeps its bundle; a dead leader is
+// passed over and a dead broker is never chosen by placement.
+func TestDeadOwnerReleased(t *testing.T) {
+	srv := zktest.StartServer(t)
+	var dead atomic.Value // service URL that refuses
+	dead.Store("")
+	probe := func(o *Options) {
+		o.Probe = func(_ context.Context, u string) error {
+			if u == dead.Load().(string) {
+				return syscall.ECONNREFUSED
+			}
+			return nil
+		}
+	}
+	a := startNodeWith(t, srv, 1, probe)
+	b := startNodeWith(t, srv, 2, probe)
+	c := startNodeWith(t, srv, 3, probe)
+	createNamespace(t, a.st, "t/ns", 16)
+	ctx := context.Background()
+	const topic = "persistent://t/ns/owned-by-a"
+	if res, err := a.svc.Lookup(ctx, topic, true); err != nil || res.Target.NativeURL != "pulsar://127.0.0.1:6650" {
+		t.Fatalf("authoritative lookup on a = %+v, %v", res, err)
+	}
+	// a answers: b sends the client to a.
+	if res, err := b.svc.Lookup(ctx, topic, false); err != nil || res.Target.NativeURL != "pulsar://127.0.0.1:6650" {
+		t.Fatalf("lookup on b with a alive = %+v, %v", res, err)
+	}
+	// a's process dies; its session (and nodes) live on. b's last probe
+	// of a is trusted for probeTTL: past it, b probes again.
+	dead.Store("pulsar://127.0.0.1:6650")
+	time.Sleep(probeTTL)
+	res, err := b.svc.Lookup(ctx, topic, false)
+	for err == nil && res.Redirect {
+		next := map[string]*node{"pulsar://127.0.0.2:6650": b, "pulsar://127.0.0.3:6650": c}[res.Target.NativeURL]
+		if next == nil {
+			t.Fatalf("redirected to %s (the dead broker?)", res.Target.NativeURL)
+		}
+		res, err = next.svc.Lookup(ctx, topic, res.Authoritative)
+	}
+	if err != nil || res.Target.NativeURL == "pulsar://127.0.0.1:6650" {
+		t.Fatalf("lookup after a died = %+v, %v; want a live owner", res, err)
+	}
+	od, ok, err := b.svc.TopicOwner(ctx, topic)
+	if err != nil || !ok || od.NativeURL != res.Target.NativeURL {
+		t.Fatalf("owner node after the takeover = %+v %v %v, want %s", od, ok, err, res.Target.NativeURL)
+	}
+	// Placement never picks the dead broker, though it owns nothing.
+	for i := range 20 {
+		tp := fmt.Sprintf("persistent://t/ns/fresh-%d", i)
+		res, err := c.svc.Lookup(ctx, tp, false)
+		for err == nil && res.Redirect {
+			next := map[string]*node{"pulsar://127.0.0.2:6650": b, "pulsar://127.0.0.3:6650": c}[res.Target.NativeURL]
+			if next == nil {
+				t.Fatalf("%s redirected to %s", tp, res.Target.NativeURL)
+			}
+			res, err = next.svc.Lookup(ctx, tp, res.Authoritative)
+		}
+		if err != nil || res.Target.NativeURL == "pulsar://127.0.0.1:6650" {
+			t.Fatalf("%s placed on %+v, %v", tp, res, err)
+		}
+	}
+}
+
+// TestSilentOwnerLookupWaits: an owner that does not answer (partitioned)
+// keeps its bundle until its session ends; a lookup meanwhile is held
+// rather than sent to it, and answered with a live owner as soon as the
+// old one's node is gone.
+func TestSilentOwnerLookupWaits(t *testing.T) {
+	srv := zktest.StartServer(t)
+	silent := func(o *Options) {
+		o.Probe = func(_ context.Context, u string) error {
+			if u == "pulsar://127.0.0.1:6650" {
+				return context.DeadlineExceeded
+			}
+			return nil
+		}
+	}
+	a := startNodeWith(t, srv, 1, silent)
+	b := startNodeWith(t, srv, 2, silent)
+	createNamespace(t, a.st, "t/ns", 4)
+	ctx := context.Background()
+	const topic = "persistent://t/ns/silent"
+	if _, err := a.svc.Lookup(ctx, topic, true); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		res LookupResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := b.svc.Lookup(ctx, topic, true)
+		done <- answer{res, err}
+	}()
+	select {
+	case a := <-done:
+		t.Fatalf("lookup answered %+v, %v while the silent owner's session lives", a.res, a.err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	t0 := time.Now()
+	a.st.Close() // its session ends: the owner node goes
+	select {
+	case ans := <-done:
+		if ans.err != nil || ans.res.Target.NativeURL != "pulsar://127.0.0.2:6650" {
+			t.Fatalf("lookup after the owner's session ended = %+v, %v", ans.res, ans.err)
+		}
+		t.Logf("answered %v after the owner's node went", time.Since(t0))
+	case <-time.After(testSession + 3*time.Second):
+		t.Fatal("lookup not answered after the silent owner's session ended")
+	}
 }

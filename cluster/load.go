@@ -218,6 +218,14 @@ func (s *Service) placeExcluding(ctx context.Context, key, exclude string) (stri
 	if _, ok := reports[exclude]; ok && len(reports) > 1 {
 		delete(reports, exclude)
 	}
+	for id, rep := range reports {
+		if id != s.o.BrokerID && s.refused(ctx, rep.PulsarServiceURL) {
+			delete(reports, id) // registered, but dead (probe.go)
+		}
+	}
+	if len(reports) == 0 {
+		return s.o.BrokerID, nil
+	}
 	ns, peers := s.antiAffinityPeers(ctx, key)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -26,6 +26,12 @@ type LookupResult struct {
 // redirect to the leader. When this broker is chosen it takes the bundle
 // before answering, so the client's PRODUCER/SUBSCRIBE finds it owned.
 func (s *Service) Lookup(ctx context.Context, topic string, authoritative bool) (LookupResult, error) {
+	return s.lookup(ctx, topic, authoritative, false)
+}
+
+// lookup is Lookup; retried is set on the second pass after the owner
+// node changed while the first waited (one wait per lookup).
+func (s *Service) lookup(ctx context.Context, topic string, authoritative, retried bool) (LookupResult, error) {
 	ns, r, err := s.TopicBundle(ctx, topic)
 	if err != nil {
 		return LookupResult{}, err
@@ -42,7 +48,7 @@ func (s *Service) Lookup(ctx context.Context, topic string, authoritative bool) 
 		res.Target = s.self()
 		return res, nil
 	}
-	od, ok, err := s.Owner(ctx, ns, r)
+	od, raw, ver, ok, err := s.ownerNode(ctx, ns, r)
 	if err != nil {
 		return LookupResult{}, err
 	}
@@ -50,8 +56,26 @@ func (s *Service) Lookup(ctx context.Context, topic string, authoritative bool) 
 		if od.Disabled {
 			return LookupResult{}, fmt.Errorf("%w: %s", ErrUnloading, key)
 		}
-		res.Target = od
-		return res, nil
+		// A dead owner (probe.go) loses the bundle now rather than when
+		// its session expires (the bundle is unowned below); a silent one
+		// keeps it until then, and the lookup waits for that.
+		switch s.ownerState(ctx, od) {
+		case probeRefused:
+			if s.takeOver(ctx, ns, key, ownerPath(ns, r), raw, ver) {
+				break
+			}
+			res.Target = od
+			return res, nil
+		case probeSilent:
+			if !retried && s.waitOwnerChange(ctx, ownerPath(ns, r), raw, od) {
+				return s.lookup(ctx, topic, authoritative, true)
+			}
+			res.Target = od
+			return res, nil
+		default:
+			res.Target = od
+			return res, nil
+		}
 	}
 	candidate := s.o.BrokerID
 	if !authoritative {
@@ -59,7 +83,7 @@ func (s *Service) Lookup(ctx context.Context, topic string, authoritative bool) 
 		live := lerr == nil && s.brokerAlive(ctx, leader.BrokerID)
 		if live && leader.BrokerID != s.o.BrokerID {
 			rep, err := s.report(ctx, leader.BrokerID)
-			if err == nil {
+			if err == nil && !s.refused(ctx, rep.PulsarServiceURL) {
 				return LookupResult{Redirect: true, Authoritative: false, Bundle: key, Target: reportTarget(rep)}, nil
 			}
 		}

@@ -40,18 +40,24 @@ func (s *Service) ownerValue(session int64) []byte {
 
 // Owner reads the owner of a bundle; ok is false if nobody owns it.
 func (s *Service) Owner(ctx context.Context, ns string, r bundle.Range) (OwnerData, bool, error) {
-	data, _, err := s.st.Get(ctx, ownerPath(ns, r))
+	od, _, _, ok, err := s.ownerNode(ctx, ns, r)
+	return od, ok, err
+}
+
+// ownerNode is Owner with the node's bytes and version.
+func (s *Service) ownerNode(ctx context.Context, ns string, r bundle.Range) (OwnerData, []byte, metadata.Version, bool, error) {
+	data, v, err := s.st.Get(ctx, ownerPath(ns, r))
 	if errors.Is(err, metadata.ErrNotFound) {
-		return OwnerData{}, false, nil
+		return OwnerData{}, nil, 0, false, nil
 	}
 	if err != nil {
-		return OwnerData{}, false, err
+		return OwnerData{}, nil, 0, false, err
 	}
 	var od OwnerData
 	if err := json.Unmarshal(data, &od); err != nil {
-		return OwnerData{}, false, fmt.Errorf("cluster: owner of %s: %w", BundleKey(ns, r), err)
+		return OwnerData{}, nil, 0, false, fmt.Errorf("cluster: owner of %s: %w", BundleKey(ns, r), err)
 	}
-	return od, true, nil
+	return od, data, v, true, nil
 }
 
 // acquire takes ownership of a bundle. It returns the owner found: this

@@ -44,14 +44,17 @@ type Options struct {
 	// fraction of the mean is overloaded (default 0.5).
 	ShedThreshold float64
 	// ShedGrace: a bundle unloaded by shedding is not shed again for this
-	// long (default 30 s; Pulsar's grace period is 30 min).
+	// long (default 30 s; Pulsar's grace period is 30 min; negative: no
+	// grace, Pulsar's 0).
 	ShedGrace time.Duration
 	// Split thresholds: the leader splits a bundle (of at least two
 	// topics) whose topics, producers+consumers, message rate (in+out,
 	// msg/s) or throughput (in+out, bytes/s) exceed these (Pulsar's
 	// loadBalancerNamespaceBundleMax*: 1000, 1000, 30000, 100 MiB/s), while
 	// the namespace has fewer than bundle.MaxCount bundles. Checked every
-	// ShedInterval; DisableAutoSplit turns it off.
+	// ShedInterval; DisableAutoSplit turns it off. Negative thresholds
+	// are always exceeded (Pulsar's 0 topics: every bundle of two topics
+	// or more).
 	SplitMaxTopics, SplitMaxSessions   int
 	SplitMaxMsgRate, SplitMaxBytesRate float64
 	DisableAutoSplit                   bool
@@ -64,6 +67,11 @@ type Options struct {
 	// group (nil: none); placement spreads a group over the brokers
 	// (antiaffinity.go).
 	AntiAffinityPeers func(ctx context.Context, ns string) []string
+	// Probe connects to a broker's service URL (probe.go; default: a
+	// TCP connect): nil if it answers, an error wrapping
+	// syscall.ECONNREFUSED if nothing listens. Tests with brokers that
+	// do not listen replace it.
+	Probe func(ctx context.Context, serviceURL string) error
 }
 
 // EnsureDefaults fills unset fields.
@@ -142,6 +150,7 @@ type Service struct {
 		cpu           cpuSample
 		preallocFor   map[string]prealloc  // leader: bundle key -> recent placement
 		shedAt        map[string]time.Time // leader: bundle key -> last shed
+		probedOK      map[string]time.Time // service URL -> last probe that connected (probe.go)
 		closed        bool
 	}
 	lostMu sync.Mutex // serializes OnBundleLost calls
@@ -176,6 +185,7 @@ func Start(ctx context.Context, o Options) (*Service, error) {
 	s.mu.owned = map[string]*owned{}
 	s.mu.preallocFor = map[string]prealloc{}
 	s.mu.shedAt = map[string]time.Time{}
+	s.mu.probedOK = map[string]time.Time{}
 	if err := s.renewLease(ctx); err != nil {
 		return nil, fmt.Errorf("cluster: metadata session: %w", err)
 	}

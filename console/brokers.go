@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"sort"
 
-	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/cluster"
+	"github.com/magnetar-mq/magnetar/httpapi"
 )
 
 // brokerRow is one broker of the cluster (or the single broker).
@@ -34,7 +34,7 @@ type brokersData struct {
 	Error     string
 }
 
-func (c *Console) brokers(w http.ResponseWriter, r *http.Request, _ broker.Params) {
+func (c *Console) brokers(w http.ResponseWriter, r *http.Request, _ httpapi.Params) {
 	d := brokersData{}
 	cl := c.src.Cluster()
 	if cl == nil {

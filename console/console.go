@@ -14,19 +14,41 @@ import (
 	"strings"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/cluster"
+	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
 //go:embed templates/*.html static/*
 var assets embed.FS
 
-// Source is what the console reads: the admin Service plus the broker's
-// sampled history, its loaded-only stats and (when clustered) the
-// cluster. *broker.Broker implements it.
+// Source is what the console reads of the broker: the catalog of
+// tenants, namespaces and topics, and what runs (stats, history,
+// cluster). *broker.Broker implements it.
 type Source interface {
-	broker.Service
+	Catalog
+	Live
+}
+
+// Catalog names the tenants, namespaces and topics.
+type Catalog interface {
+	ClusterName() string
+	Policies() *policy.Store
+	TopicsOfNamespace(ctx context.Context, ns string, persistent, nonPersistent bool) ([]string, error)
+	PartitionedTopics(ctx context.Context, ns, domain string) ([]string, error)
+	Partitions(ctx context.Context, topic string) (int, error)
+	TopicExists(ctx context.Context, topic string) (bool, error)
+	TopicStats(ctx context.Context, topic string) (broker.TopicStats, error)
+}
+
+// Live is the running broker: its URLs, bookies, sampled history,
+// loaded-only stats and (when clustered) the cluster.
+type Live interface {
+	ServiceURL() string
+	WebURL() string
+	Bookies() []broker.BookieStatus
 	TopicHistory(topic string) []broker.Sample
 	HistoryInterval() time.Duration
 	LoadedTopicStats(topic string) (broker.TopicStats, bool)
@@ -34,11 +56,6 @@ type Source interface {
 }
 
 var _ Source = (*broker.Broker)(nil)
-
-// routeTable is where the console registers its routes (*broker.Router).
-type routeTable interface {
-	Handle(method, pattern string, h broker.HandlerFunc)
-}
 
 // Console serves the pages. It holds no state of its own beyond the
 // parsed templates: every page is built from Source on each request.
@@ -57,7 +74,7 @@ var pageNames = []string{"overview", "tenant", "namespace", "topic", "bookies", 
 
 // Register installs the console's routes on rt (before the broker
 // starts). log may be nil.
-func Register(rt routeTable, src Source, log *slog.Logger) (*Console, error) {
+func Register(rt *httpapi.Table, src Source, log *slog.Logger) (*Console, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -69,15 +86,15 @@ func Register(rt routeTable, src Source, log *slog.Logger) (*Console, error) {
 		}
 		c.pages[n] = t
 	}
-	rt.Handle("GET", Prefix, c.overview)
-	rt.Handle("GET", Prefix+"/tenants/{tenant}", c.tenant)
-	rt.Handle("GET", Prefix+"/namespaces/{tenant}/{ns}", c.namespace)
-	rt.Handle("GET", Prefix+"/topics/{domain}/{tenant}/{ns}/{topic}", c.topic)
-	rt.Handle("GET", Prefix+"/topics/{domain}/{tenant}/{ns}/{topic}/history", c.history)
-	rt.Handle("GET", Prefix+"/bookies", c.bookies)
-	rt.Handle("GET", Prefix+"/brokers", c.brokers)
-	rt.Handle("GET", Prefix+"/static/{file}", c.static)
-	rt.Handle("GET", Prefix+"/{rest...}", func(w http.ResponseWriter, r *http.Request, _ broker.Params) {
+	rt.Handle("GET", Prefix, auth.AccessSuperUser, c.overview)
+	rt.Handle("GET", Prefix+"/tenants/{tenant}", auth.AccessTenantAdmin, c.tenant)
+	rt.Handle("GET", Prefix+"/namespaces/{tenant}/{ns}", auth.AccessNamespaceConsume, c.namespace)
+	rt.Handle("GET", Prefix+"/topics/{domain}/{tenant}/{ns}/{topic}", auth.AccessTopicLookup, c.topic)
+	rt.Handle("GET", Prefix+"/topics/{domain}/{tenant}/{ns}/{topic}/history", auth.AccessTopicLookup, c.history)
+	rt.Handle("GET", Prefix+"/bookies", auth.AccessSuperUser, c.bookies)
+	rt.Handle("GET", Prefix+"/brokers", auth.AccessSuperUser, c.brokers)
+	rt.Handle("GET", Prefix+"/static/{file}", auth.AccessAny, c.static)
+	rt.Handle("GET", Prefix+"/{rest...}", auth.AccessSuperUser, func(w http.ResponseWriter, r *http.Request, _ httpapi.Params) {
 		c.errorPage(w, r, http.StatusNotFound, "No such console page: "+r.URL.Path)
 	})
 	return c, nil
@@ -123,9 +140,16 @@ func (c *Console) errorPage(w http.ResponseWriter, r *http.Request, status int, 
 }
 
 // fail maps a Service or policy error to its error page: not-found
-// errors are 404, bad names 400, anything else 500.
+// errors are 404, bad names 400, anything else 500 (whose detail goes to
+// the log, not the page).
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
-	c.errorPage(w, r, statusOf(err), err.Error())
+	code := statusOf(err)
+	msg := err.Error()
+	if code == http.StatusInternalServerError {
+		c.log.Error("console page failed", "path", r.URL.Path, "err", err)
+		msg = "Internal server error; the broker log has the details"
+	}
+	c.errorPage(w, r, code, msg)
 }
 
 func statusOf(err error) int {
@@ -144,7 +168,7 @@ func statusOf(err error) int {
 }
 
 // static serves the embedded stylesheet and script.
-func (c *Console) static(w http.ResponseWriter, r *http.Request, p broker.Params) {
+func (c *Console) static(w http.ResponseWriter, r *http.Request, p httpapi.Params) {
 	name := p["file"]
 	data, err := fs.ReadFile(assets, "static/"+name)
 	if err != nil || strings.Contains(name, "/") {

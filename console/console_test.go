@@ -14,6 +14,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/cluster"
+	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/metadata/embedded"
 	"github.com/magnetar-mq/magnetar/policy"
 )
@@ -104,10 +105,9 @@ func TestBookieRows(t *testing.T) {
 	}
 }
 
-// fakeSource is a broker.Service over a real policy store that knows no
-// topics: every topic is missing.
+// fakeSource is a Source over a real policy store that knows no topics:
+// every topic is missing.
 type fakeSource struct {
-	broker.Service
 	pol *policy.Store
 }
 
@@ -126,6 +126,9 @@ func (f fakeSource) TopicExists(context.Context, string) (bool, error) {
 func (f fakeSource) LoadedTopicStats(string) (broker.TopicStats, bool) {
 	return broker.TopicStats{}, false
 }
+func (f fakeSource) TopicStats(context.Context, string) (broker.TopicStats, error) {
+	return broker.TopicStats{}, broker.ErrTopicNotFound
+}
 
 func TestErrorPages(t *testing.T) {
 	st, err := embedded.Open(filepath.Join(t.TempDir(), "m.db"), embedded.Options{})
@@ -141,11 +144,15 @@ func TestErrorPages(t *testing.T) {
 	if err := pol.CreateNamespace(ctx, "acme/app", nil); err != nil {
 		t.Fatal(err)
 	}
-	rt := &testRouter{}
+	rt := httpapi.NewTable()
 	if _, err := Register(rt, fakeSource{pol: pol}, nil); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(rt)
+	h, err := rt.Handler(httpapi.Guard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 	for path, want := range map[string]int{
 		"/console":                                      200,
@@ -175,14 +182,6 @@ func TestErrorPages(t *testing.T) {
 		}
 	}
 }
-
-// testRouter is a minimal broker-like router for the console's routes.
-type testRouter struct{ r broker.Router }
-
-func (t *testRouter) Handle(method, pattern string, h broker.HandlerFunc) {
-	t.r.Handle(method, pattern, h)
-}
-func (t *testRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) { t.r.ServeHTTP(w, r) }
 
 func (f fakeSource) TopicsOfNamespace(context.Context, string, bool, bool) ([]string, error) {
 	return nil, nil

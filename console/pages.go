@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/httpapi"
 )
 
 // tenantRow is one line of the overview's tenant table.
@@ -27,7 +28,7 @@ type overviewData struct {
 	HistoryInterval string
 }
 
-func (c *Console) overview(w http.ResponseWriter, r *http.Request, _ broker.Params) {
+func (c *Console) overview(w http.ResponseWriter, r *http.Request, _ httpapi.Params) {
 	ctx := r.Context()
 	pol := c.src.Policies()
 	names, err := pol.Tenants(ctx)
@@ -65,7 +66,7 @@ type tenantData struct {
 	Namespaces []crumb
 }
 
-func (c *Console) tenant(w http.ResponseWriter, r *http.Request, p broker.Params) {
+func (c *Console) tenant(w http.ResponseWriter, r *http.Request, p httpapi.Params) {
 	t := p["tenant"]
 	ns, err := c.src.Policies().Namespaces(r.Context(), t)
 	if err != nil {
@@ -105,7 +106,7 @@ type namespaceData struct {
 	Topics    []topicRow
 }
 
-func (c *Console) namespace(w http.ResponseWriter, r *http.Request, p broker.Params) {
+func (c *Console) namespace(w http.ResponseWriter, r *http.Request, p httpapi.Params) {
 	ctx := r.Context()
 	ns := p["tenant"] + "/" + p["ns"]
 	ok, err := c.src.Policies().NamespaceExists(ctx, ns)
@@ -285,7 +286,7 @@ func bookieRows(list []broker.BookieStatus) []bookieRow {
 	return rows
 }
 
-func (c *Console) bookies(w http.ResponseWriter, r *http.Request, _ broker.Params) {
+func (c *Console) bookies(w http.ResponseWriter, r *http.Request, _ httpapi.Params) {
 	c.render(w, http.StatusOK, "bookies", page{Title: "Bookies",
 		Crumbs: []crumb{{"Overview", Prefix}, {"Bookies", ""}},
 		Data:   bookieRows(c.src.Bookies())})

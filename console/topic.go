@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/httpapi"
 )
 
 // partitionRow is one partition in a partitioned topic's page.
@@ -49,7 +50,7 @@ type topicData struct {
 
 // topic renders one topic's page: a non-partitioned topic, a partition,
 // or a partitioned topic (summed over its partitions).
-func (c *Console) topic(w http.ResponseWriter, r *http.Request, p broker.Params) {
+func (c *Console) topic(w http.ResponseWriter, r *http.Request, p httpapi.Params) {
 	full, ok := c.resolve(w, r, p)
 	if !ok {
 		return
@@ -116,7 +117,7 @@ func (c *Console) topic(w http.ResponseWriter, r *http.Request, p broker.Params)
 // resolve canonicalises the path's topic and checks that it exists (a
 // partitioned topic, a created topic or partition, or a loaded
 // non-persistent one), rendering the error page otherwise.
-func (c *Console) resolve(w http.ResponseWriter, r *http.Request, p broker.Params) (string, bool) {
+func (c *Console) resolve(w http.ResponseWriter, r *http.Request, p httpapi.Params) (string, bool) {
 	d := p["domain"]
 	if d != "persistent" && d != "non-persistent" {
 		c.errorPage(w, r, http.StatusNotFound, "Unknown topic domain "+d)
@@ -236,7 +237,7 @@ type historyJSON struct {
 	Samples    []broker.Sample `json:"samples"`
 }
 
-func (c *Console) history(w http.ResponseWriter, r *http.Request, p broker.Params) {
+func (c *Console) history(w http.ResponseWriter, r *http.Request, p httpapi.Params) {
 	full, ok := c.resolveJSON(w, r, p)
 	if !ok {
 		return
@@ -246,16 +247,16 @@ func (c *Console) history(w http.ResponseWriter, r *http.Request, p broker.Param
 	if s == nil {
 		s = []broker.Sample{}
 	}
-	broker.WriteJSON(w, http.StatusOK, historyJSON{Now: time.Now().UnixMilli(), WindowMs: window.Milliseconds(),
+	httpapi.WriteJSON(w, http.StatusOK, historyJSON{Now: time.Now().UnixMilli(), WindowMs: window.Milliseconds(),
 		IntervalMs: c.src.HistoryInterval().Milliseconds(), Samples: s})
 }
 
 // resolveJSON is resolve answering JSON errors ({"reason": ...}).
-func (c *Console) resolveJSON(w http.ResponseWriter, r *http.Request, p broker.Params) (string, bool) {
+func (c *Console) resolveJSON(w http.ResponseWriter, r *http.Request, p httpapi.Params) (string, bool) {
 	rec := &statusRecorder{}
 	full, ok := c.resolve(rec, r, p)
 	if !ok {
-		broker.WriteError(w, rec.status, "Topic not found")
+		httpapi.WriteError(w, rec.status, "Topic not found")
 		return "", false
 	}
 	return full, true

@@ -157,10 +157,16 @@
 // the disk was full is prepared again at the roll.
 //
 // A log opened without a valid ledgers map (the process died while it was
-// active) is scanned once, when its usage is first needed (LedgerBytes,
-// GC), and then sealed in place: its records are synced, the map is
+// active: each crash leaves the active log and the prepared next one) is
+// scanned and sealed by Open itself: its records are synced, the map is
 // written at the end of its valid records and the header patched, in
-// sealLocked's order, so later opens neither scan it nor warn about it.
+// sealLocked's order, so later opens neither scan it nor mention it; a
+// log with no record at all (the prepared one) is removed. Open logs one
+// line with the counts. A read at or past the end of such a log's valid
+// records (where the crash's unsynced tail was, and the map is now) is
+// ErrNotFound. (Before, sealing waited for the first GC, a minute after
+// the start: a bookie killed again before then kept the log unsealed, and
+// every start warned about all of them.)
 //
 // # Concurrency
 //

@@ -149,6 +149,9 @@ func (l *Log) AppendRead(dst []byte, loc uint64, ledger, entry int64) ([]byte, e
 	if off < HeaderSize {
 		return dst, fmt.Errorf("entrylog: %s off %d: location inside header: %w", f.path, off, ErrCorrupt)
 	}
+	if f.pastRecoveredData(off) {
+		return dst, fmt.Errorf("entrylog: %s off %d: past the records a crash left: %w", f.path, off, ErrNotFound)
+	}
 	if off >= f.written.Load() {
 		if out, ok, err := l.readBuffered(dst, f, off, ledger, entry); ok {
 			return out, err
@@ -234,6 +237,9 @@ func (l *Log) ReadRun(buf []byte, loc uint64, ledger, entry int64, fn func(RunRe
 	if off < HeaderSize {
 		return buf, fmt.Errorf("entrylog: %s off %d: location inside header: %w", f.path, off, ErrCorrupt)
 	}
+	if f.pastRecoveredData(off) {
+		return buf, fmt.Errorf("entrylog: %s off %d: past the records a crash left: %w", f.path, off, ErrNotFound)
+	}
 	start := len(buf)
 	written := f.written.Load()
 	if off >= written {
@@ -312,6 +318,18 @@ func checkRecordCRC(path string, off int64, h recordHeader, crc uint32, ledger, 
 		return fmt.Errorf("entrylog: %s off %d: record holds %d:%d, want %d:%d: %w", path, off, h.ledger, h.entry, ledger, entry, ErrCorrupt)
 	}
 	return nil
+}
+
+// pastRecoveredData reports whether off lies past the valid records of a
+// log recovered after a crash and sealed since: its map was written where
+// the crash's unsynced tail began, so nothing there is a record.
+func (f *logFile) pastRecoveredData(off int64) bool {
+	if !f.recovered {
+		return false
+	}
+	f.ledgersMu.Lock()
+	defer f.ledgersMu.Unlock()
+	return f.known && off >= f.dataEnd
 }
 
 // missing is the error for a location with no record: ErrNotFound in a

@@ -99,7 +99,43 @@ func Open(opts Options) (*Log, error) {
 	}
 	set.sortIDs()
 	l.files.Store(set)
+	l.sealCrashed()
 	return l, nil
+}
+
+// sealCrashed seals the logs a crash left without a ledgers map (the
+// active one and the prepared next one, at each crash): each is scanned
+// once and gets its map, so that later starts neither scan nor mention
+// it again, and GC can weigh it like any sealed log; one holding no
+// record is removed. A log that does not scan is left as it is (reads of
+// its valid records work; GC reports it).
+func (l *Log) sealCrashed() {
+	sealed, removed := 0, 0
+	for _, info := range l.Logs() {
+		f, err := l.acquire(info.ID)
+		if err != nil {
+			continue
+		}
+		crashed := f.recovered && !f.known
+		f.release()
+		if !crashed {
+			continue
+		}
+		pairs, err := l.LedgerBytes(info.ID)
+		switch {
+		case err != nil:
+			l.opts.Logger.Warn("entrylog: a log left unsealed by a crash does not scan", "path", info.Path, "err", err)
+		case len(pairs) == 0:
+			if l.RemoveLog(info.ID) == nil {
+				removed++
+			}
+		default:
+			sealed++
+		}
+	}
+	if sealed+removed > 0 {
+		l.opts.Logger.Info("entrylog: logs left unsealed by a crash", "sealed", sealed, "removedEmpty", removed)
+	}
 }
 
 // openSealed opens an existing log read-only. It returns nil for a log
@@ -147,8 +183,7 @@ func (l *Log) openSealed(path string, id uint32) (*logFile, error) {
 		}
 	}
 	if !lf.known {
-		lf.recovered = true
-		l.opts.Logger.Warn("entrylog: log has no ledgers map (not sealed); usage will be scanned", "path", path)
+		lf.recovered = true // sealed by Open (sealCrashed)
 	}
 	return lf, nil
 }
@@ -224,15 +259,34 @@ const DirectWriteMin = 16 << 10
 func (l *Log) AddRecords(recs [][]byte, locs []uint64) ([]uint64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// The ledger's usage in the active log is added once per run of its
+	// records (a checkpoint hands them over sorted by ledger), not per
+	// record; a roll settles it first, as the usage is per log.
+	var (
+		ledger int64 = -1
+		bytes  uint64
+	)
+	settle := func() {
+		if bytes > 0 {
+			l.mu.ledgers[ledger] += bytes
+		}
+		bytes = 0
+	}
+	defer settle()
 	for i, rec := range recs {
 		h, err := framedHeader(rec)
 		if err != nil {
 			return locs, fmt.Errorf("entrylog: AddRecords: record %d: %w", i, err)
 		}
-		loc, err := l.addLocked(h.ledger, h.entry, nil, rec)
+		if h.ledger != ledger || l.rollsLocked(int64(len(rec))) {
+			settle()
+			ledger = h.ledger
+		}
+		loc, err := l.placeLocked(h.ledger, h.entry, nil, rec)
 		if err != nil {
 			return locs, fmt.Errorf("entrylog: AddRecords: record %d: %w", i, err)
 		}
+		bytes += uint64(len(rec))
 		locs = append(locs, loc)
 	}
 	return locs, nil
@@ -247,6 +301,29 @@ func (l *Log) add(ledger, entry int64, payload, rec []byte) (uint64, error) {
 
 // addLocked is add with l.mu held.
 func (l *Log) addLocked(ledger, entry int64, payload, rec []byte) (uint64, error) {
+	loc, err := l.placeLocked(ledger, entry, payload, rec)
+	if err == nil {
+		l.mu.ledgers[ledger] += uint64(recordLen(payload, rec))
+	}
+	return loc, err
+}
+
+// recordLen is the length of the record add writes for payload or rec.
+func recordLen(payload, rec []byte) int {
+	if rec != nil {
+		return len(rec)
+	}
+	return RecordHeaderSize + len(payload)
+}
+
+// rollsLocked reports whether adding a record of recLen bytes starts a
+// new active log first.
+func (l *Log) rollsLocked(recLen int64) bool {
+	return l.mu.cur == nil || l.offLocked()+recLen > l.opts.LogSizeLimit
+}
+
+// placeLocked is addLocked without the ledger's usage accounting.
+func (l *Log) placeLocked(ledger, entry int64, payload, rec []byte) (uint64, error) {
 	if ledger < 0 {
 		return 0, fmt.Errorf("entrylog: negative ledger id %d", ledger)
 	}
@@ -260,7 +337,7 @@ func (l *Log) addLocked(ledger, entry int64, payload, rec []byte) (uint64, error
 	if err := l.checkLocked(); err != nil {
 		return 0, err
 	}
-	if l.mu.cur == nil || l.offLocked()+recLen > l.opts.LogSizeLimit {
+	if l.rollsLocked(recLen) {
 		if err := l.rollLocked(); err != nil {
 			return 0, l.failLocked(err)
 		}
@@ -298,7 +375,6 @@ func (l *Log) addLocked(ledger, entry int64, payload, rec []byte) (uint64, error
 		}
 		l.mu.buf = l.mu.buf[:0]
 	}
-	l.mu.ledgers[ledger] += uint64(recLen)
 	return loc, nil
 }
 

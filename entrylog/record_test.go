@@ -3,6 +3,7 @@ package entrylog
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -345,6 +346,32 @@ func TestAddRecords(t *testing.T) {
 		t.Fatalf("%d logs: the batches should have rolled the log", len(l.Logs()))
 	}
 	checkAll(t, l, all)
+	// Each sealed log's ledgers map (usage per ledger, added once per run
+	// of a ledger's records) holds exactly the records that went there.
+	want := map[uint32]map[int64]uint64{}
+	for _, a := range all {
+		id := uint32(a.loc >> 32)
+		if want[id] == nil {
+			want[id] = map[int64]uint64{}
+		}
+		want[id][a.ledger] += uint64(RecordHeaderSize + len(a.payload))
+	}
+	for _, info := range l.Logs() {
+		if info.Active {
+			continue
+		}
+		pairs, err := l.LedgerBytes(info.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[int64]uint64{}
+		for _, p := range pairs {
+			got[p.Ledger] = p.Bytes
+		}
+		if !maps.Equal(got, want[info.ID]) {
+			t.Fatalf("log %d: ledgers map %v, records %v", info.ID, got, want[info.ID])
+		}
+	}
 
 	good := frame(5, 0, []byte("ok"))
 	bad := frame(5, 1, []byte("bad"))

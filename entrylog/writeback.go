@@ -33,6 +33,19 @@ func (l *Log) paceLocked(cur *logFile, start, end int64) {
 	if end-wb.started < step {
 		return
 	}
+	l.writebackLocked(cur, end)
+}
+
+// writebackLocked starts writeback of cur up to end and waits for the
+// previous step's (see paceLocked).
+func (l *Log) writebackLocked(cur *logFile, end int64) {
+	wb := &l.mu.wb
+	if wb.file != cur {
+		*wb = writeback{file: cur}
+	}
+	if end <= wb.started {
+		return
+	}
 	fd, ok := cur.f.(vfs.Fder)
 	if !ok {
 		return
@@ -43,4 +56,27 @@ func (l *Log) paceLocked(cur *logFile, start, end int64) {
 			unix.SYNC_FILE_RANGE_WAIT_BEFORE|unix.SYNC_FILE_RANGE_WRITE|unix.SYNC_FILE_RANGE_WAIT_AFTER)
 	}
 	wb.waited, wb.started = wb.started, end
+}
+
+// Writeback writes the append buffer to the active log and starts
+// writeback of everything written to it since the last step (sync_file_range
+// WRITE), then waits for the previous step's writeback to finish: a
+// caller pacing its adds over time (the bookie's checkpoint) sends them
+// to the device in steps, so a journal sync on the same device waits
+// behind one step, not behind the whole batch at the final Sync. Like
+// FlushBytes pacing it changes when bytes reach the disk, not what is
+// durable. It returns the append buffer's write error, if any.
+func (l *Log) Writeback() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkLocked(); err != nil {
+		return err
+	}
+	if err := l.flushLocked(); err != nil {
+		return err
+	}
+	if cur := l.mu.cur; cur != nil {
+		l.writebackLocked(cur, l.mu.bufOff)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package entrylog
 
 import (
+	"errors"
 	"math/rand/v2"
 	"testing"
 
@@ -49,4 +50,56 @@ func TestWritebackPacingOptions(t *testing.T) {
 	defer l.Close()
 	entries := addMany(t, l, rand.New(rand.NewPCG(1, 2)), 50, 2, map[int64]int64{})
 	checkAll(t, l, entries)
+}
+
+// TestWriteback: on the OS file system without FlushBytes, Writeback
+// writes the append buffer to the active log (its size moves, the
+// records read back) and starts writeback up to there, waiting for the
+// previous call's; on a closed log it reports ErrClosed.
+func TestWriteback(t *testing.T) {
+	dir := t.TempDir()
+	opts := func(o *Options) {
+		o.Dirs = []string{dir + "/a"}
+		o.WriteBufferSize = 1 << 20 // nothing reaches the file before Writeback
+		o.LogSizeLimit = 64 << 20
+	}
+	l := mustOpen(t, vfs.NewOS(), opts)
+	size := func() int64 {
+		for _, li := range l.Logs() {
+			if li.Active {
+				return li.Size
+			}
+		}
+		return -1
+	}
+	next := map[int64]int64{}
+	entries := addMany(t, l, rand.New(rand.NewPCG(5, 6)), 40, 2, next)
+	before := size()
+	if before != HeaderSize {
+		t.Fatalf("the active log has %d bytes before Writeback, want its header's %d", before, HeaderSize)
+	}
+	if err := l.Writeback(); err != nil {
+		t.Fatal(err)
+	}
+	first := size()
+	if first <= before {
+		t.Fatalf("Writeback left the active log at %d bytes", first)
+	}
+	entries = append(entries, addMany(t, l, rand.New(rand.NewPCG(7, 8)), 40, 2, next)...)
+	if err := l.Writeback(); err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	wb := l.mu.wb
+	l.mu.Unlock()
+	if wb.started != size() || wb.waited != first {
+		t.Fatalf("writeback state %+v, want started at %d, waited to %d", wb, size(), first)
+	}
+	checkAll(t, l, entries)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Writeback(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Writeback after Close = %v, want ErrClosed", err)
+	}
 }

@@ -6,19 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/httpapi"
 )
-
-// RouteTable is where the REST API registers (broker.Router).
-type RouteTable interface {
-	Handle(method, pattern string, h broker.HandlerFunc)
-}
 
 // MaxPackage bounds an uploaded package.
 const MaxPackage = 256 << 20
@@ -42,34 +38,62 @@ type BuiltinInfo struct {
 
 const forwardedHeader = "X-Magnetar-Forwarded"
 
-// Register adds /admin/v3/functions, /admin/v3/sources and
-// /admin/v3/sinks to rt.
-func (w *Worker) Register(rt RouteTable) {
+// kindAccess is what a role needs to manage a kind of deployment:
+// superusers and tenant admins may, others need the functions, sources or
+// sinks action on the namespace (Pulsar's function authorization).
+var kindAccess = map[Kind]auth.Access{KindFunction: auth.AccessFunctions, KindSource: auth.AccessSources, KindSink: auth.AccessSinks}
+
+// Register declares /admin/v3/functions, /admin/v3/sources and
+// /admin/v3/sinks on rt.
+func (w *Worker) Register(rt *httpapi.Table) {
 	for _, k := range []Kind{KindFunction, KindSource, KindSink} {
 		base := "/admin/v3/" + string(k)
 		fn := base + "/{tenant}/{namespace}/{name}"
-		rt.Handle(http.MethodGet, base+"/{tenant}/{namespace}", w.kindHandler(k, w.handleList))
-		rt.Handle(http.MethodPost, fn, w.kindHandler(k, w.handleCreate))
-		rt.Handle(http.MethodPut, fn, w.kindHandler(k, w.handleUpdate))
-		rt.Handle(http.MethodDelete, fn, w.kindHandler(k, w.handleDelete))
-		rt.Handle(http.MethodGet, fn, w.kindHandler(k, w.handleGet))
-		rt.Handle(http.MethodGet, fn+"/status", w.kindHandler(k, w.handleStatus))
-		rt.Handle(http.MethodGet, fn+"/{instance}/status", w.kindHandler(k, w.handleStatus))
-		rt.Handle(http.MethodGet, fn+"/stats", w.kindHandler(k, w.handleStats))
-		rt.Handle(http.MethodGet, fn+"/{instance}/stats", w.kindHandler(k, w.handleStats))
+		acc := kindAccess[k]
+		route := func(name, method, pattern string, h func(*call)) httpapi.Route {
+			return httpapi.Route{Name: string(k) + "." + name, Method: method, Pattern: pattern, Access: acc, Handler: w.kindHandler(k, h)}
+		}
+		upload := func(name, method string, h func(*call)) httpapi.Route {
+			r := route(name, method, fn, h)
+			r.Consumes, r.MaxBody = []string{httpapi.Multipart, httpapi.JSON}, httpapi.MaxPackageBody
+			return r
+		}
+		rt.Add(
+			route("list", http.MethodGet, base+"/{tenant}/{namespace}", w.handleList),
+			upload("create", http.MethodPost, w.handleCreate),
+			upload("update", http.MethodPut, w.handleUpdate),
+			route("delete", http.MethodDelete, fn, w.handleDelete),
+			route("get", http.MethodGet, fn, w.handleGet),
+			route("status", http.MethodGet, fn+"/status", w.handleStatus),
+			route("instance.status", http.MethodGet, fn+"/{instance}/status", w.handleStatus),
+			route("stats", http.MethodGet, fn+"/stats", w.handleStats),
+			route("instance.stats", http.MethodGet, fn+"/{instance}/stats", w.handleStats),
+		)
 		for _, op := range []string{"start", "stop", "restart"} {
-			rt.Handle(http.MethodPost, fn+"/"+op, w.kindHandler(k, w.handleControl(op)))
-			rt.Handle(http.MethodPost, fn+"/{instance}/"+op, w.kindHandler(k, w.handleControl(op)))
+			rt.Add(route(op, http.MethodPost, fn+"/"+op, w.handleControl(op)),
+				route("instance."+op, http.MethodPost, fn+"/{instance}/"+op, w.handleControl(op)))
 		}
 	}
 	fn := "/admin/v3/functions/{tenant}/{namespace}/{name}"
-	rt.Handle(http.MethodPost, fn+"/trigger", w.kindHandler(KindFunction, w.handleTrigger))
-	rt.Handle(http.MethodGet, fn+"/state/{key}", w.kindHandler(KindFunction, w.handleGetState))
-	rt.Handle(http.MethodPost, fn+"/state/{key}", w.kindHandler(KindFunction, w.handlePutState))
-	rt.Handle(http.MethodPost, fn+"/counter/{key}", w.kindHandler(KindFunction, w.handleIncr))
-	rt.Handle(http.MethodGet, "/admin/v3/sources/builtinsources", w.builtinList(true))
-	rt.Handle(http.MethodGet, "/admin/v3/sinks/builtinsinks", w.builtinList(false))
-	rt.Handle(http.MethodGet, "/admin/v3/functions/connectors", w.builtinList(true))
+	multipart := []string{httpapi.Multipart}
+	rt.Add(
+		httpapi.Route{Name: "functions.trigger", Method: http.MethodPost, Pattern: fn + "/trigger", Access: auth.AccessFunctions,
+			Consumes: multipart, MaxBody: 16 << 20, Handler: w.kindHandler(KindFunction, w.handleTrigger)},
+		httpapi.Route{Name: "functions.state.get", Method: http.MethodGet, Pattern: fn + "/state/{key}", Access: auth.AccessFunctions,
+			Response: State{}, Handler: w.kindHandler(KindFunction, w.handleGetState)},
+		httpapi.Route{Name: "functions.state.put", Method: http.MethodPost, Pattern: fn + "/state/{key}", Access: auth.AccessFunctions,
+			Consumes: []string{httpapi.Multipart, httpapi.JSON}, Request: State{}, Response: State{}, Handler: w.kindHandler(KindFunction, w.handlePutState)},
+		// The SDK sends a counter's delta as a decimal number in
+		// text/plain (a JSON number is the same bytes).
+		httpapi.Route{Name: "functions.counter.incr", Method: http.MethodPost, Pattern: fn + "/counter/{key}", Access: auth.AccessFunctions,
+			Consumes: []string{httpapi.JSON, "text/plain"}, Response: State{}, Handler: w.kindHandler(KindFunction, w.handleIncr)},
+		httpapi.Route{Name: "sources.builtins", Method: http.MethodGet, Pattern: "/admin/v3/sources/builtinsources", Access: auth.AccessAny,
+			Response: []BuiltinInfo{}, Handler: w.builtinList(true)},
+		httpapi.Route{Name: "sinks.builtins", Method: http.MethodGet, Pattern: "/admin/v3/sinks/builtinsinks", Access: auth.AccessAny,
+			Response: []BuiltinInfo{}, Handler: w.builtinList(false)},
+		httpapi.Route{Name: "functions.connectors", Method: http.MethodGet, Pattern: "/admin/v3/functions/connectors", Access: auth.AccessAny,
+			Response: []BuiltinInfo{}, Handler: w.builtinList(true)},
+	)
 }
 
 type call struct {
@@ -81,15 +105,16 @@ type call struct {
 	ctx                   context.Context
 	cancel                context.CancelFunc
 	hasInstance, fwdLocal bool
+	log                   *slog.Logger
 }
 
-func (w *Worker) kindHandler(k Kind, h func(*call)) broker.HandlerFunc {
-	return func(rw http.ResponseWriter, r *http.Request, p broker.Params) {
-		c := &call{kind: k, tenant: p["tenant"], ns: p["namespace"], name: p["name"], key: p["key"], instance: -1, w: rw, r: r}
+func (w *Worker) kindHandler(k Kind, h func(*call)) httpapi.HandlerFunc {
+	return func(rw http.ResponseWriter, r *http.Request, p httpapi.Params) {
+		c := &call{kind: k, tenant: p["tenant"], ns: p["namespace"], name: p["name"], key: p["key"], instance: -1, w: rw, r: r, log: w.log}
 		if s, ok := p["instance"]; ok {
 			n, err := strconv.Atoi(s)
 			if err != nil || n < 0 {
-				broker.WriteError(rw, http.StatusBadRequest, fmt.Sprintf("instance id %q is not a non-negative integer", s))
+				httpapi.WriteError(rw, http.StatusBadRequest, fmt.Sprintf("instance id %q is not a non-negative integer", s))
 				return
 			}
 			c.instance, c.hasInstance = n, true
@@ -104,23 +129,23 @@ func (w *Worker) kindHandler(k Kind, h func(*call)) broker.HandlerFunc {
 func (c *call) fail(err error) {
 	switch {
 	case errors.Is(err, ErrBadConfig), errors.Is(err, ErrExists):
-		broker.WriteError(c.w, http.StatusBadRequest, err.Error())
+		httpapi.WriteError(c.w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, ErrNotFound):
-		broker.WriteError(c.w, http.StatusNotFound, err.Error())
+		httpapi.WriteError(c.w, http.StatusNotFound, err.Error())
 	default:
-		broker.WriteError(c.w, http.StatusInternalServerError, err.Error())
+		httpapi.InternalError(c.w, c.log, "functions", err)
 	}
 }
 
-func (w *Worker) builtinList(source bool) broker.HandlerFunc {
-	return func(rw http.ResponseWriter, _ *http.Request, _ broker.Params) {
+func (w *Worker) builtinList(source bool) httpapi.HandlerFunc {
+	return func(rw http.ResponseWriter, _ *http.Request, _ httpapi.Params) {
 		out := []map[string]string{}
 		for _, b := range Builtins {
 			if (source && b.Source) || (!source && b.Sink) {
 				out = append(out, map[string]string{"name": b.Name, "description": b.Description})
 			}
 		}
-		broker.WriteJSON(rw, http.StatusOK, out)
+		httpapi.WriteJSON(rw, http.StatusOK, out)
 	}
 }
 
@@ -134,46 +159,56 @@ func configPart(k Kind) string {
 	return "functionConfig"
 }
 
-// readUpload parses a create/update request: the configuration part (or
-// a JSON body) and the package (a "data" file part, or a "url" of the
-// form builtin://NAME or file:///path).
-func (c *call) readUpload() (cfg []byte, pkg []byte, url string, err error) {
+// upload is a create or update request: the configuration part (or a
+// JSON body), the package (a "data" file part, or a "url" of the form
+// builtin://NAME, file:///path or http(s)://...) and an update's
+// updateOptions part (Pulsar's UpdateOptions JSON).
+type upload struct {
+	cfg, pkg, updateOptions []byte
+	url                     string
+}
+
+// readUpload parses a create/update request.
+func (c *call) readUpload() (up upload, err error) {
 	ct := c.r.Header.Get("Content-Type")
 	if strings.HasPrefix(ct, "application/json") {
-		cfg, err = io.ReadAll(io.LimitReader(c.r.Body, 4<<20))
-		return cfg, nil, "", err
+		up.cfg, err = io.ReadAll(io.LimitReader(c.r.Body, 4<<20))
+		return up, err
 	}
 	c.r.Body = http.MaxBytesReader(c.w, c.r.Body, MaxPackage+8<<20)
 	if err := c.r.ParseMultipartForm(32 << 20); err != nil {
-		return nil, nil, "", badf("multipart form: %v", err)
+		return up, badf("multipart form: %v", err)
 	}
 	defer c.r.MultipartForm.RemoveAll()
-	readPart := func(name string) ([]byte, bool, error) {
+	readPart := func(name string) ([]byte, error) {
 		if v, ok := c.r.MultipartForm.Value[name]; ok && len(v) > 0 {
-			return []byte(v[0]), true, nil
+			return []byte(v[0]), nil
 		}
 		if fh, ok := c.r.MultipartForm.File[name]; ok && len(fh) > 0 {
 			if fh[0].Size > MaxPackage {
-				return nil, true, badf("part %s is %d bytes, over %d", name, fh[0].Size, MaxPackage)
+				return nil, badf("part %s is %d bytes, over %d", name, fh[0].Size, MaxPackage)
 			}
 			f, err := fh[0].Open()
 			if err != nil {
-				return nil, true, err
+				return nil, err
 			}
 			defer f.Close()
-			b, err := io.ReadAll(f)
-			return b, true, err
+			return io.ReadAll(f)
 		}
-		return nil, false, nil
+		return nil, nil
 	}
-	if cfg, _, err = readPart(configPart(c.kind)); err != nil {
-		return nil, nil, "", err
+	if up.cfg, err = readPart(configPart(c.kind)); err != nil {
+		return up, err
 	}
-	if pkg, _, err = readPart("data"); err != nil {
-		return nil, nil, "", err
+	if up.pkg, err = readPart("data"); err != nil {
+		return up, err
 	}
-	u, _, err := readPart("url")
-	return cfg, pkg, string(u), err
+	if up.updateOptions, err = readPart("updateOptions"); err != nil {
+		return up, err
+	}
+	u, err := readPart("url")
+	up.url = string(u)
+	return up, err
 }
 
 // mergeJSON overlays upd's non-null top-level fields on base.
@@ -250,7 +285,7 @@ func parseConfig(k Kind, raw []byte, t, ns, name string) (json.RawMessage, *Spec
 	return norm, spec, *archive, nil
 }
 
-func (w *Worker) resolvePackage(ctx context.Context, pkg []byte, url, archive string) (string, error) {
+func (w *Worker) resolvePackage(ctx context.Context, k Kind, pkg []byte, url, archive string) (string, error) {
 	if len(pkg) > 0 {
 		return w.st.putPackage(ctx, pkg)
 	}
@@ -266,30 +301,36 @@ func (w *Worker) resolvePackage(ctx context.Context, pkg []byte, url, archive st
 			}
 		}
 		return "", badf("no builtin connector %q", name)
-	case strings.HasPrefix(url, "file://"):
-		data, err := os.ReadFile(strings.TrimPrefix(url, "file://"))
-		if err != nil {
-			return "", badf("package url %s: %v", url, err)
-		}
-		return w.st.putPackage(ctx, data)
 	case url == "":
 		return "", nil
 	}
-	return "", badf("package url %q: want builtin://NAME or file:///path (or upload the package as the data part)", url)
+	// file:// and http(s):// are checked against the operator's roots
+	// and patterns before anything is read or contacted (packages.go).
+	data, err := w.fetchPackage(ctx, k, url)
+	if err != nil {
+		return "", err
+	}
+	return w.st.putPackage(ctx, data)
 }
 
 func (w *Worker) handleCreate(c *call) {
-	cfg, pkg, url, err := c.readUpload()
+	up, err := c.readUpload()
 	if err != nil {
 		c.fail(err)
 		return
 	}
-	norm, spec, archive, err := parseConfig(c.kind, cfg, c.tenant, c.ns, c.name)
+	norm, spec, archive, err := parseConfig(c.kind, up.cfg, c.tenant, c.ns, c.name)
 	if err != nil {
 		c.fail(err)
 		return
 	}
-	id, err := w.resolvePackage(c.ctx, pkg, url, archive)
+	// The function runs with its submitter's credentials (instanceauth.go).
+	cred, err := w.cacheAuth(c.r)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	id, err := w.resolvePackage(c.ctx, c.kind, up.pkg, up.url, archive)
 	if err != nil {
 		c.fail(err)
 		return
@@ -299,7 +340,11 @@ func (w *Worker) handleCreate(c *call) {
 		return
 	}
 	spec.Package = id
-	rec := &Record{Kind: c.kind, Config: norm, Spec: spec, Package: id, Version: 1}
+	if err := w.checkIO(c.kind, spec); err != nil {
+		c.fail(err)
+		return
+	}
+	rec := &Record{Kind: c.kind, Config: norm, Spec: spec, Package: id, Version: 1, Auth: cred}
 	if err := w.st.put(c.ctx, rec, -2); err != nil {
 		c.fail(err)
 		return
@@ -309,7 +354,15 @@ func (w *Worker) handleCreate(c *call) {
 }
 
 func (w *Worker) handleUpdate(c *call) {
-	cfg, pkg, url, err := c.readUpload()
+	up, err := c.readUpload()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	cfg, pkg, url := up.cfg, up.pkg, up.url
+	// The stored credentials stay unless updateOptions.updateAuthData
+	// asks for the updater's (instanceauth.go).
+	newAuth, replaceAuth, err := w.updateAuth(c.r, up.updateOptions)
 	if err != nil {
 		c.fail(err)
 		return
@@ -328,13 +381,19 @@ func (w *Worker) handleUpdate(c *call) {
 		}
 		id := r.Package
 		if len(pkg) > 0 || url != "" || (archive != "" && archive != r.Spec.Package && strings.HasPrefix(archive, "builtin://")) {
-			if id, err = w.resolvePackage(c.ctx, pkg, url, archive); err != nil {
+			if id, err = w.resolvePackage(c.ctx, c.kind, pkg, url, archive); err != nil {
 				return err
 			}
 		}
 		old = r.Package
 		spec.Package = id
+		if err := w.checkIO(c.kind, spec); err != nil {
+			return err
+		}
 		r.Config, r.Spec, r.Package = norm, spec, id
+		if replaceAuth {
+			r.Auth = newAuth
+		}
 		r.Version++
 		return nil
 	})
@@ -399,7 +458,7 @@ func (w *Worker) handleList(c *call) {
 		c.fail(err)
 		return
 	}
-	broker.WriteJSON(c.w, http.StatusOK, names)
+	httpapi.WriteJSON(c.w, http.StatusOK, names)
 }
 
 func (w *Worker) handleControl(op string) func(*call) {

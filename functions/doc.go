@@ -51,6 +51,20 @@
 // exits is restarted after a backoff doubling from 200ms to 30s (reset
 // after 30s of uptime). Stopping sends SIGTERM, then SIGKILL after 10s.
 // Resources: ram becomes GOMEMLIMIT, cpu GOMAXPROCS, disk RLIMIT_FSIZE.
+// File descriptor 4 (ConfFD) is a pipe on which the instance reads, once,
+// its configuration with its credentials: the submitter's token when
+// authentication is on (instanceauth.go; Record.Auth holds it, never
+// the API's answers). An uploaded executable also gets Pulsar's Go
+// runtime contract (pulsargo.go: -instance-conf-path /dev/fd/4, a gRPC
+// control port and a metrics port the worker polls), so functions built
+// with Pulsar's Go SDK run.
+// A root worker runs instances as Options.InstanceUser with an
+// environment built from nothing (runas.go). Package URLs are checked
+// against the operator's directories and patterns before anything is
+// read or contacted (packages.go). The paths, listen addresses and hosts
+// of builtin connectors' configs are checked against the operator's
+// allow-list (package functions/iopolicy) on create and update, before
+// every start, and by the connector itself (iocheck.go).
 //
 // # Concurrency
 //

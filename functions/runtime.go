@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/magnetar-mq/magnetar/functions/iopolicy"
 )
 
 // InstanceStats is what an instance reports on its stats pipe (one JSON
@@ -62,6 +65,11 @@ const (
 	EnvStateDir   = "MAGNETAR_INSTANCE_DIR"
 	// The stats pipe is file descriptor 3 of the instance.
 	StatsFD = 3
+	// ConfFD is the pipe on which an instance reads its configuration
+	// with its credentials (instanceauth.go), once, then EOF; EnvConfFD
+	// names it for programs built with functions/sdk.
+	ConfFD    = 4
+	EnvConfFD = "MAGNETAR_CONF_FD"
 )
 
 // Restart backoff: doubled per crash from backoffMin up to backoffMax,
@@ -102,6 +110,9 @@ type instance struct {
 func (in *instance) stats() (InstanceStats, bool, string, int64) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	if in.running && time.Since(in.started) > backoffReset {
+		in.lastErr = "" // up long enough: the earlier failure is history
+	}
 	s := in.base
 	s.add(in.cur)
 	s.LatestUserException = in.cur.LatestUserException
@@ -115,6 +126,12 @@ type launch struct {
 	path string
 	args []string
 	env  []string
+	dir  string // working directory (the instance's own)
+	// pf is set for executables built with Pulsar's Go SDK: the control
+	// and metrics ports the worker polls (pulsargo.go).
+	pf *pfPorts
+	// conf is what the instance reads on ConfFD (instanceauth.go).
+	conf []byte
 }
 
 func (w *Worker) supervise(ctx context.Context, in *instance) {
@@ -124,6 +141,9 @@ func (w *Worker) supervise(ctx context.Context, in *instance) {
 	for ctx.Err() == nil {
 		l, err := w.prepare(ctx, in)
 		if err != nil {
+			in.mu.Lock()
+			in.restarts++
+			in.mu.Unlock()
 			in.mu.Lock()
 			in.lastErr = err.Error()
 			in.mu.Unlock()
@@ -158,20 +178,34 @@ func (w *Worker) supervise(ctx context.Context, in *instance) {
 // uploaded package written (once per digest) as an executable file.
 func (w *Worker) prepare(ctx context.Context, in *instance) (launch, error) {
 	spec, _ := json.Marshal(in.rec.Spec)
+	dir := filepath.Join(w.opts.DataDir, "instances", string(in.key.kind), strings.ReplaceAll(in.key.fqfn, "/", "_"), strconv.Itoa(in.key.id))
+	// Parents are searchable (not listable) by others; the instance's own
+	// directory is its alone.
+	if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil {
+		return launch{}, err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return launch{}, err
+	}
+	if w.runAs != nil {
+		if err := os.Chown(dir, int(w.runAs.uid), int(w.runAs.gid)); err != nil {
+			return launch{}, fmt.Errorf("instance directory for %s: %w", w.runAs.name, err)
+		}
+	}
+	// The environment is built from nothing: no variable of the worker's
+	// (credentials, token files, TLS keys, cloud keys) reaches the
+	// instance beyond what it needs to run.
 	env := []string{
 		EnvSpec + "=" + string(spec),
 		EnvInstanceID + "=" + strconv.Itoa(in.key.id),
 		EnvServiceURL + "=" + w.serviceURL,
 		EnvWorkerURL + "=" + w.workerURL(),
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + os.Getenv("HOME"),
+		EnvStateDir + "=" + dir,
+		EnvConfFD + "=" + strconv.Itoa(ConfFD),
+		"PATH=" + instancePath,
+		"HOME=" + dir,
 		"TMPDIR=" + os.TempDir(),
 	}
-	dir := filepath.Join(w.opts.DataDir, "instances", string(in.key.kind), strings.ReplaceAll(in.key.fqfn, "/", "_"), strconv.Itoa(in.key.id))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return launch{}, err
-	}
-	env = append(env, EnvStateDir+"="+dir)
 	res := in.rec.Spec.Resources
 	if res.RAM > 0 {
 		env = append(env, "GOMEMLIMIT="+strconv.FormatInt(res.RAM, 10))
@@ -183,9 +217,22 @@ func (w *Worker) prepare(ctx context.Context, in *instance) (launch, error) {
 		if len(w.opts.BuiltinCommand) == 0 {
 			return launch{}, fmt.Errorf("builtin %q: this worker has no builtin runtime", name)
 		}
-		env = append(env, EnvBuiltin+"="+name)
+		// Checked again at every start: the operator may have narrowed
+		// the allow-list since the connector was deployed.
+		if err := w.checkIO(in.key.kind, in.rec.Spec); err != nil {
+			return launch{}, err
+		}
+		env = append(env, EnvBuiltin+"="+name, iopolicy.EnvPolicy+"="+w.io.Encode())
 		env = append(env, w.opts.BuiltinEnv...)
-		return launch{path: w.opts.BuiltinCommand[0], args: w.opts.BuiltinCommand[1:], env: env}, nil
+		exe, err := w.runAs.reachableCopy(w.opts.BuiltinCommand[0], filepath.Join(w.opts.DataDir, "bin"))
+		if err != nil {
+			return launch{}, err
+		}
+		conf, err := w.builtinConf(in.rec)
+		if err != nil {
+			return launch{}, err
+		}
+		return launch{path: exe, args: w.opts.BuiltinCommand[1:], env: env, dir: dir, conf: conf}, nil
 	}
 	sum := strings.TrimPrefix(in.rec.Package, "sha256:")
 	if sum == "" || sum == in.rec.Package {
@@ -208,13 +255,23 @@ func (w *Worker) prepare(ctx context.Context, in *instance) (launch, error) {
 			return launch{}, err
 		}
 	}
-	return launch{path: path, env: env}, nil
+	if w.runAs != nil && !w.runAs.canExec(path) {
+		return launch{}, fmt.Errorf("instances run as %q cannot reach %s: make the directories above the worker's data directory searchable for that account", w.runAs.name, path)
+	}
+	// Every uploaded executable also gets Pulsar's Go runtime contract
+	// (pulsargo.go): programs built with Pulsar's Go SDK read it, programs
+	// built with functions/sdk ignore the arguments.
+	return w.pulsarGoLaunch(in, launch{path: path, env: env, dir: dir})
 }
+
+// instancePath is the PATH instances get.
+const instancePath = "/usr/local/bin:/usr/bin:/bin"
 
 func (w *Worker) runOnce(ctx context.Context, in *instance, l launch, log *slog.Logger) error {
 	cmd := exec.Command(l.path, l.args...)
 	cmd.Env = l.env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Dir = l.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: w.runAs.credential()}
 	logPath := filepath.Join(w.opts.DataDir, "logs", strings.ReplaceAll(in.key.fqfn, "/", "_")+"-"+string(in.key.kind)+"-"+strconv.Itoa(in.key.id)+".log")
 	_ = os.MkdirAll(filepath.Dir(logPath), 0o755)
 	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -222,27 +279,56 @@ func (w *Worker) runOnce(ctx context.Context, in *instance, l launch, log *slog.
 		return err
 	}
 	defer lf.Close()
+	logStart, _ := lf.Seek(0, io.SeekEnd)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return err
 	}
-	cmd.ExtraFiles = []*os.File{pw}
+	confR, confW, err := w.confPipe()
+	if err != nil {
+		pr.Close()
+		pw.Close()
+		return err
+	}
+	cmd.ExtraFiles = []*os.File{pw, confR}
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
+		confR.Close()
+		confW.Close()
 		return fmt.Errorf("start %s: %w", l.path, err)
 	}
 	pw.Close()
+	confR.Close()
+	// The configuration fits the pipe's buffer; should the instance
+	// never read it, its exit (or the Close below) ends the write.
+	go func() {
+		_, _ = confW.Write(l.conf)
+		confW.Close()
+	}()
+	defer confW.Close()
 	if d := in.rec.Spec.Resources.Disk; d > 0 {
 		// The largest file the instance may write.
 		lim := unix.Rlimit{Cur: uint64(d), Max: uint64(d)}
 		_ = unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_FSIZE, &lim, nil)
 	}
+	// lastErr keeps the previous failure until this process has proved
+	// itself (see instance.stats): a crash loop never shows as running
+	// with no error.
 	in.mu.Lock()
-	in.running, in.pid, in.started, in.lastErr = true, cmd.Process.Pid, time.Now(), ""
+	in.running, in.pid, in.started = true, cmd.Process.Pid, time.Now()
 	in.mu.Unlock()
 	log.Info("instance started", "pid", cmd.Process.Pid)
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	pollDone := make(chan struct{})
+	go func() {
+		defer close(pollDone)
+		if l.pf != nil {
+			w.pollPulsarInstance(pollCtx, in, *l.pf)
+		}
+	}()
+	defer func() { stopPoll(); <-pollDone }()
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
@@ -281,5 +367,48 @@ func (w *Worker) runOnce(ctx context.Context, in *instance, l launch, log *slog.
 	if werr == nil && ctx.Err() == nil {
 		werr = errors.New("instance exited")
 	}
+	if werr != nil && ctx.Err() == nil {
+		if tail := logTail(logPath, logStart); tail != "" {
+			werr = fmt.Errorf("%w: %s", werr, tail)
+		}
+	}
 	return werr
+}
+
+// logTail returns what an instance said before it died, from its log
+// after offset from: a Go panic or fatal error line, else its last lines
+// (at most 512 bytes).
+func logTail(path string, from int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() <= from {
+		return ""
+	}
+	start := max(from, st.Size()-4096)
+	b := make([]byte, st.Size()-start)
+	if _, err := f.ReadAt(b, start); err != nil && !errors.Is(err, io.EOF) {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if start > from && len(lines) > 1 {
+		lines = lines[1:] // the first may be cut
+	}
+	// A Go program's panic or fatal error says more than the stack below.
+	for _, l := range lines {
+		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+			return strings.TrimSpace(l)
+		}
+	}
+	if len(lines) > 3 {
+		lines = lines[len(lines)-3:]
+	}
+	out := strings.Join(lines, " | ")
+	if len(out) > 512 {
+		out = out[len(out)-512:]
+	}
+	return out
 }

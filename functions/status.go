@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
@@ -46,7 +46,7 @@ func (w *Worker) view(c *call, k instKey, stopped bool) instanceView {
 	u := fmt.Sprintf("%s/admin/v3/%s/%s/%s/%s/%d/status?view=raw", base, k.kind, url.PathEscape(c.tenant), url.PathEscape(c.ns), url.PathEscape(c.name), k.id)
 	req, _ := http.NewRequestWithContext(c.ctx, http.MethodGet, u, nil)
 	req.Header.Set(forwardedHeader, w.opts.ID)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := w.peerDo(req)
 	if err != nil {
 		return instanceView{ID: k.id, WorkerID: id, Error: "owner unreachable: " + err.Error()}
 	}
@@ -128,7 +128,7 @@ func (w *Worker) handleStatus(c *call) {
 			c.fail(err)
 			return
 		}
-		broker.WriteJSON(c.w, http.StatusOK, w.localView(instKey{kind: c.kind, fqfn: r.Spec.FQFN(), id: c.instance}))
+		httpapi.WriteJSON(c.w, http.StatusOK, w.localView(instKey{kind: c.kind, fqfn: r.Spec.FQFN(), id: c.instance}))
 		return
 	}
 	vs, r, ok := w.views(c)
@@ -136,7 +136,7 @@ func (w *Worker) handleStatus(c *call) {
 		return
 	}
 	if c.hasInstance {
-		broker.WriteJSON(c.w, http.StatusOK, statusOf(c.kind, vs[0]))
+		httpapi.WriteJSON(c.w, http.StatusOK, statusOf(c.kind, vs[0]))
 		return
 	}
 	running := 0
@@ -147,7 +147,7 @@ func (w *Worker) handleStatus(c *call) {
 		}
 		insts = append(insts, map[string]any{"instanceId": v.ID, "status": statusOf(c.kind, v)})
 	}
-	broker.WriteJSON(c.w, http.StatusOK, map[string]any{"numInstances": r.Spec.Parallelism, "numRunning": running, "instances": insts})
+	httpapi.WriteJSON(c.w, http.StatusOK, map[string]any{"numInstances": r.Spec.Parallelism, "numRunning": running, "instances": insts})
 }
 
 func statsOf(s InstanceStats) map[string]any {
@@ -166,7 +166,7 @@ func (w *Worker) handleStats(c *call) {
 		return
 	}
 	if c.hasInstance {
-		broker.WriteJSON(c.w, http.StatusOK, statsOf(vs[0].Stats))
+		httpapi.WriteJSON(c.w, http.StatusOK, statsOf(vs[0].Stats))
 		return
 	}
 	var total InstanceStats
@@ -178,7 +178,7 @@ func (w *Worker) handleStats(c *call) {
 	out := statsOf(total)
 	delete(out, "userMetrics")
 	out["instances"] = insts
-	broker.WriteJSON(c.w, http.StatusOK, out)
+	httpapi.WriteJSON(c.w, http.StatusOK, out)
 }
 
 func (w *Worker) handleGetState(c *call) {
@@ -187,7 +187,7 @@ func (w *Worker) handleGetState(c *call) {
 		c.fail(err)
 		return
 	}
-	broker.WriteJSON(c.w, http.StatusOK, st)
+	httpapi.WriteJSON(c.w, http.StatusOK, st)
 }
 
 // handlePutState takes Pulsar's multipart "state" part (FunctionState
@@ -224,7 +224,7 @@ func (w *Worker) handlePutState(c *call) {
 		c.fail(err)
 		return
 	}
-	broker.WriteJSON(c.w, http.StatusOK, out)
+	httpapi.WriteJSON(c.w, http.StatusOK, out)
 }
 
 // exists checks that a function, source or sink named by c is deployed
@@ -260,7 +260,7 @@ func (w *Worker) handleIncr(c *call) {
 		c.fail(err)
 		return
 	}
-	broker.WriteJSON(c.w, http.StatusOK, State{Key: c.key, NumberValue: &n})
+	httpapi.WriteJSON(c.w, http.StatusOK, State{Key: c.key, NumberValue: &n})
 }
 
 // handleTrigger publishes the "data" part to the function's input (or the
@@ -293,7 +293,7 @@ func (w *Worker) handleTrigger(c *call) {
 		topic = r.Spec.Inputs[0]
 	}
 	topic = qualify(topic, c.tenant, c.ns)
-	cl, err := pulsarclient.NewClient(pulsarclient.ClientOptions{URL: w.serviceURL, OperationTimeout: 30 * time.Second})
+	cl, err := pulsarclient.NewClient(w.brokerClientOptions())
 	if err != nil {
 		c.fail(err)
 		return
@@ -326,7 +326,7 @@ func (w *Worker) handleTrigger(c *call) {
 	m, err := rd.Next(ctx)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			broker.WriteError(c.w, http.StatusRequestTimeout, "Request Timed Out: no output within 30s")
+			httpapi.WriteError(c.w, http.StatusRequestTimeout, "Request Timed Out: no output within 30s")
 			return
 		}
 		c.fail(err)

@@ -46,6 +46,9 @@ type Record struct {
 	// Restarts counts restart requests per instance; an instance whose
 	// count moved is restarted by its owner.
 	Restarts map[int]int64 `json:"restarts,omitempty"`
+	// Auth is the credentials its instances present (the submitter's
+	// token, instanceauth.go); nil: none. Never returned by the API.
+	Auth *AuthSpec `json:"auth,omitempty"`
 }
 
 func metaPath(k Kind, t, ns, name string) string {

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/functions/iopolicy"
 	"github.com/magnetar-mq/magnetar/metadata"
 )
 
@@ -34,6 +37,39 @@ type Options struct {
 	// (default 1s); changes made through this worker apply at once.
 	Reconcile time.Duration
 	Logger    *slog.Logger
+
+	// FunctionsDirectory and ConnectorsDirectory are where file:// package
+	// URLs of functions, and of sources and sinks, may point (Pulsar's
+	// functionsDirectory and connectorsDirectory; "" allows no local
+	// file). FunctionsURLPatterns and ConnectorsURLPatterns are regular
+	// expressions a package URL (file:// or http(s)://) may match instead
+	// (Pulsar's additionalEnabledFunctionsUrlPatterns and
+	// additionalEnabledConnectorUrlPatterns; empty: no downloads).
+	FunctionsDirectory, ConnectorsDirectory     string
+	FunctionsURLPatterns, ConnectorsURLPatterns []string
+	// InstanceUser is the account instances run as when the worker runs
+	// as root (default "nobody"; the magnetar key functionsInstanceUser).
+	// A worker that is not root runs instances as itself.
+	InstanceUser string
+	// Client is the worker's identity and trust on its own connections
+	// to brokers and other workers (client.go). Instances never get its
+	// credentials; they get its TrustCertsFile.
+	Client ClientOptions
+	// AuthenticationEnabled is the worker's authenticationEnabled: only
+	// then does a function carry its submitter's credentials, and
+	// FunctionAuthProvider (Pulsar's functionAuthProviderClassName; "" is
+	// ProviderToken, the only one) chooses them (instanceauth.go).
+	AuthenticationEnabled bool
+	FunctionAuthProvider  string
+	// ConnectorDirectories, ConnectorListenAddresses and ConnectorHosts
+	// are what the builtin connectors may name in their configs
+	// (connectorsAllowedDirectories, connectorsAllowedListenAddresses,
+	// connectorsAllowedHosts; package functions/iopolicy has the rules):
+	// directory roots of the file source and sink (none: no file
+	// connector), HOST:PORTS entries for the http source (nil: loopback
+	// only) and for the hosts of the jdbc-postgres sink (none: no
+	// connection).
+	ConnectorDirectories, ConnectorListenAddresses, ConnectorHosts []string
 }
 
 // WorkerInfo is the value of a worker's membership node.
@@ -49,7 +85,12 @@ type Worker struct {
 	log  *slog.Logger
 	kick chan struct{}
 
-	serviceURL, wURL string // set by Start
+	serviceURL, wURL string       // set by Start
+	peers            *http.Client // to other workers (client.go)
+
+	fnRules, connRules packageRules
+	runAs              *account // nil: instances run as the worker
+	io                 *iopolicy.Policy
 
 	mu        sync.Mutex
 	instances map[instKey]*instance
@@ -80,8 +121,41 @@ func NewWorker(o Options) (*Worker, error) {
 	if o.Cluster == "" {
 		o.Cluster = "standalone"
 	}
-	return &Worker{opts: o, st: store{o.Metadata}, log: o.Logger, kick: make(chan struct{}, 1),
-		instances: map[instKey]*instance{}}, nil
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = o.Client.TLS
+	w := &Worker{opts: o, st: store{o.Metadata}, log: o.Logger, kick: make(chan struct{}, 1),
+		instances: map[instKey]*instance{}, peers: &http.Client{Transport: tr, Timeout: time.Minute}}
+	var err error
+	if w.fnRules, err = compileRules(o.FunctionsDirectory, "functionsDirectory", o.FunctionsURLPatterns, "additionalEnabledFunctionsUrlPatterns"); err != nil {
+		return nil, err
+	}
+	if w.connRules, err = compileRules(o.ConnectorsDirectory, "connectorsDirectory", o.ConnectorsURLPatterns, "additionalEnabledConnectorUrlPatterns"); err != nil {
+		return nil, err
+	}
+	if err := checkAuthProvider(o.FunctionAuthProvider); err != nil {
+		return nil, err
+	}
+	if w.io, err = newIOPolicy(o); err != nil {
+		return nil, fmt.Errorf("functions: %w", err)
+	}
+	if os.Geteuid() == 0 {
+		if o.InstanceUser == "" {
+			o.InstanceUser = DefaultInstanceUser
+		}
+		if w.runAs, err = lookupAccount(o.InstanceUser); err != nil {
+			return nil, err
+		}
+		if w.runAs.uid == 0 {
+			return nil, fmt.Errorf("functions: functionsInstanceUser %q is root: instances of a root worker must run unprivileged", o.InstanceUser)
+		}
+		w.opts.InstanceUser = o.InstanceUser
+	}
+	// The data directory holds the packages instances execute: others may
+	// search it (instances under another account), not list it.
+	if err := os.MkdirAll(o.DataDir, 0o711); err != nil {
+		return nil, fmt.Errorf("functions: %w", err)
+	}
+	return w, nil
 }
 
 func (w *Worker) workerURL() string { return w.wURL }

@@ -129,9 +129,12 @@
 // Set writes a slot (an atomic 8-byte store) in the mapped page and marks
 // the page dirty. Flush (1) encodes the page tables and metadata if any
 // changed (a log block of the changed ledgers, or a whole snapshot), (2)
-// makes the dirty pages durable: in mmap mode one msync (MS_SYNC) per
-// segment over the span from its first to its last dirty page; in heap
-// mode WriteAt of each dirty page and one Sync per segment, then (3)
+// makes the dirty pages durable: in mmap mode, per segment with dirty
+// pages, the mapping is dropped (MADV_DONTNEED: the pages' dirty bits
+// pass to the page cache, and the TLB is flushed once, where msync would
+// write-protect each dirty page with its own shootdown) and the file is
+// synced (fdatasync); in heap mode WriteAt of each dirty page and one
+// Sync per segment, then (3)
 // appends the block to the log and syncs it, or writes the snapshot to
 // INDEX-META.tmp, syncs it, renames it over INDEX-META, syncs the
 // directory and starts the next log. Every page the metadata references

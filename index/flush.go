@@ -9,8 +9,8 @@ import (
 )
 
 // Flush makes every Set, metadata change and Delete that returned before
-// it was called durable: first the dirty pages of every segment (msync, or
-// WriteAt+Sync without mmap), then, if the page tables or metadata
+// it was called durable: first the dirty pages of every segment (mapping
+// dropped and fdatasync, or WriteAt+Sync without mmap), then, if the page tables or metadata
 // changed, the metadata file (written to a temporary file, synced, renamed
 // over the old one, directory synced). Pages freed by Delete become
 // reusable afterwards. A failed Flush fails every later Flush: the index

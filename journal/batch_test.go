@@ -149,3 +149,52 @@ func TestAppendBatchWithCRC(t *testing.T) {
 	got, _ := replayAll(t, j, Position{})
 	sameRecords(t, got, want)
 }
+
+// TestAppendBatchNilCompletions: a batch whose records carry no
+// completion but the last is durable when the last completes; a refused
+// record without a completion fails the span up to the next completion,
+// so no completion reports success for a span that lost a record.
+func TestAppendBatchNilCompletions(t *testing.T) {
+	fs := vfs.NewMem()
+	j := mustOpen(t, testOptions(fs))
+	recs := makeRecords(20, 100, 5)
+	recs[12].Type = 0 // refused, no completion: records 12..14 fail with it
+	pcrcs := make([]uint32, len(recs))
+	for i := range recs {
+		pcrcs[i] = payloadCRC(recs[i].Payload)
+	}
+	var mu sync.Mutex
+	got := map[int]error{}
+	var wg sync.WaitGroup
+	comps := make([]Completion, len(recs))
+	for _, i := range []int{9, 14, 19} {
+		wg.Add(1)
+		comps[i] = CompletionFunc(func(_ Position, err error) {
+			mu.Lock()
+			got[i] = err
+			mu.Unlock()
+			wg.Done()
+		})
+	}
+	j.AppendBatchWithCRC(recs, pcrcs, comps)
+	wg.Wait()
+	if got[9] != nil || got[19] != nil {
+		t.Fatalf("completions of intact spans failed: %v", got)
+	}
+	if !errors.Is(got[14], ErrInvalidType) {
+		t.Fatalf("completion after a refused record without one: %v, want ErrInvalidType", got[14])
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var want []Record
+	for i := range recs {
+		if i < 12 || i > 14 {
+			want = append(want, recs[i])
+		}
+	}
+	j = mustOpen(t, testOptions(fs))
+	defer j.Close()
+	replayed, _ := replayAll(t, j, Position{})
+	sameRecords(t, replayed, want)
+}

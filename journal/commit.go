@@ -36,6 +36,9 @@ type commitEnv struct {
 	// wait blocks until the write started by the last successful write
 	// call is durable and returns its error.
 	wait func() error
+	// blocking, if set, reports whether write of a group of n bytes does
+	// the I/O before it returns (uring.Writer.Blocking); nil: never.
+	blocking func(n int) bool
 }
 
 // chunkSize is the size of the buffers a group's bytes are encoded into.
@@ -61,9 +64,15 @@ type group struct {
 	firstSeq  uint64
 	start     time.Time // when the first record joined
 	written   int64     // Nanotime when it was handed to commitEnv.write (stats)
-	err       error     // set when the group is failed without being written
-	fileID    uint64    // where the group was written (set by commitEnv.write)
-	off       int64
+	submitted int64     // Nanotime when commitEnv.write returned
+	// prevSynced is when the wait for the group written before this one
+	// returned (0 for the first).
+	prevSynced int64
+	waitFrom   int64  // Nanotime when the loop began waiting for it
+	synced     int64  // Nanotime when the wait for it returned
+	err        error  // set when the group is failed without being written
+	fileID     uint64 // where the group was written (set by commitEnv.write)
+	off        int64
 }
 
 // entryBlock is how many entries one block of group.entries holds; blocks
@@ -76,8 +85,13 @@ type entry struct {
 	end  uint32
 }
 
-// addEntryLocked records comp for the record just encoded into g.
+// addEntryLocked records comp for the record just encoded into g. A
+// record without a completion only counts.
 func (c *committer) addEntryLocked(g *group, comp Completion) {
+	if comp == nil {
+		g.n++
+		return
+	}
 	k := len(g.entries) - 1
 	if k < 0 || len(g.entries[k]) == cap(g.entries[k]) {
 		var blk []entry
@@ -156,6 +170,13 @@ type committer struct {
 	stats           commitStats
 	maxPooledChunks int
 	maxPooledBlocks int
+
+	// completing is the group whose completions run (loop goroutine
+	// only; GroupTimes reads it from a Completion).
+	completing *group
+	// lastSynced is when the wait for the previous group returned (loop
+	// goroutine only).
+	lastSynced int64
 
 	kickC  chan struct{} // appenders -> loop, capacity 1
 	closeC chan struct{} // Close -> loop
@@ -276,6 +297,9 @@ func (c *committer) appendLocked(rec *Record, pcrc uint32, ref bool, comp Comple
 	c.encodeLocked(g, seq, uint32(seq-g.firstSeq), rec, pcrc, ref)
 	c.addEntryLocked(g, comp)
 	c.mu.queued += size
+	if rec.Appended != nil {
+		*rec.Appended = Nanotime()
+	}
 	if !kick && !c.mu.curKickd && c.fullLocked(g) {
 		c.mu.curKickd = true
 		kick = true
@@ -426,13 +450,27 @@ func (c *committer) loop() {
 	for {
 		if g := st.inflight; g != nil {
 			st.inflight = nil
-			if werr := c.env.wait(); werr != nil {
+			g.waitFrom = Nanotime()
+			werr := c.env.wait()
+			now := Nanotime()
+			g.synced, c.lastSynced = now, now
+			if werr != nil {
 				g.err = c.fail(werr)
 				st.failed = g.err
 			} else {
-				now := Nanotime()
 				c.stats.syncedAt.Store(now)
 				c.stats.synced(g, time.Duration(now-g.written))
+				c.stats.syncWait.Observe(now - g.waitFrom)
+			}
+			if c.nextBlocks() {
+				// The next write would hold this goroutine for its whole
+				// write and sync: complete this group first, so that its
+				// adds do not wait for the next group's sync as well.
+				c.complete(g)
+				c.completeFailed(&st)
+				c.startReady(&st)
+				c.completeFailed(&st)
+				continue
 			}
 			c.startReady(&st)
 			c.complete(g)
@@ -460,6 +498,18 @@ func (c *committer) loop() {
 			st.closing, st.closeC = true, nil
 		}
 	}
+}
+
+// nextBlocks reports whether writing the current group now would do its
+// I/O on this goroutine (env.blocking).
+func (c *committer) nextBlocks() bool {
+	if c.env.blocking == nil {
+		return false
+	}
+	c.mu.Lock()
+	n := c.mu.cur.size
+	c.mu.Unlock()
+	return n > 0 && c.env.blocking(n)
 }
 
 // loopState is the committer goroutine's own state.
@@ -513,12 +563,14 @@ func (c *committer) startReady(st *loopState) {
 			continue
 		}
 		g.written = Nanotime()
+		g.prevSynced = c.lastSynced
 		if err := c.env.write(g); err != nil {
 			st.failed = c.fail(err)
 			g.err = st.failed
 			st.unwrit = append(st.unwrit, g)
 			continue
 		}
+		g.submitted = Nanotime()
 		st.wrote = true
 		st.inflight = g
 		c.groups.Add(1)
@@ -587,11 +639,9 @@ func (c *committer) complete(g *group) {
 		c.mu.syncs = c.mu.syncs[:n]
 	}
 	c.mu.Unlock()
+	c.completing = g
 	for _, blk := range g.entries {
 		for _, e := range blk {
-			if e.comp == nil {
-				continue
-			}
 			var pos Position // zero for a failed group
 			if err == nil {
 				pos = Position{FileID: g.fileID, Offset: g.off + int64(e.end)}
@@ -608,6 +658,10 @@ func (c *committer) complete(g *group) {
 		syncs[i] = syncWaiter{}
 	}
 	c.syncs = syncs[:0]
+	c.completing = nil
+	if g.synced != 0 && err == nil {
+		c.stats.completeLatency.Observe(Nanotime() - g.synced)
+	}
 	c.mu.Lock()
 	c.mu.queued -= int64(g.size)
 	if c.mu.waiters > 0 {
@@ -678,4 +732,5 @@ func (c *committer) resetLocked(g *group) {
 	g.entries = g.entries[:0]
 	g.n = 0
 	g.err = nil
+	g.written, g.submitted, g.prevSynced, g.waitFrom, g.synced = 0, 0, 0, 0, 0
 }

@@ -185,6 +185,54 @@ func TestCommitterPipelining(t *testing.T) {
 	}
 }
 
+// TestCommitterOrderAroundBlockingWrites checks what the committer does
+// first once a group synced while the next is ready: with a writer whose
+// Submit queues the I/O (io_uring) it writes the next group first, so the
+// disk syncs it while the completions run; with one whose Submit does the
+// write and sync itself (pwrite, small hybrid groups) it runs the
+// completions first, which would otherwise wait for the next group's sync
+// too.
+func TestCommitterOrderAroundBlockingWrites(t *testing.T) {
+	for _, blocking := range []bool{false, true} {
+		t.Run(fmt.Sprint("blocking=", blocking), func(t *testing.T) {
+			e := newTestEnv(t)
+			a := newAcks()
+			var atWrite []int // completions run when each group was written (loop goroutine)
+			e.writeFn = func(*group) error {
+				atWrite = append(atWrite, a.count())
+				return nil
+			}
+			env := e.env()
+			env.blocking = func(n int) bool {
+				if n <= 0 {
+					t.Errorf("blocking(%d) for a group with records", n)
+				}
+				return blocking
+			}
+			c := newCommitter(env, committerOptions{maxBytes: 1 << 20, maxQueued: 1 << 30}, 1, Position{})
+			c.append(testEntry(1), a.comp(1))
+			e.recvGroup()
+			for i := int64(2); i <= 5; i++ {
+				c.append(testEntry(i), a.comp(i))
+			}
+			e.release <- nil
+			e.recvGroup()
+			e.release <- nil
+			a.waitN(t, 5)
+			if err := c.close(); err != nil {
+				t.Fatal(err)
+			}
+			want := 0
+			if blocking {
+				want = 1
+			}
+			if len(atWrite) != 2 || atWrite[1] != want {
+				t.Fatalf("completions run at each group's write: %v, want [0 %d]", atWrite, want)
+			}
+		})
+	}
+}
+
 func TestCommitterThresholds(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -50,7 +50,11 @@
 // the next group if one is ready (so the disk syncs it meanwhile),
 // publishes the finished group's durable end (End), then calls its
 // completions in order, so every acknowledged position is a valid
-// Checkpoint. One goroutine for both, rather than a writer and a
+// Checkpoint. When the writer would do the next group's write and sync on
+// this goroutine before returning (uring.Writer.Blocking: pwrite, and the
+// small groups of the hybrid writer), the completions run first instead:
+// otherwise every record of a group would wait for the next group's sync
+// as well. One goroutine for both, rather than a writer and a
 // completer, saves two hand-offs between goroutines (thread wake-ups,
 // costly in a virtual machine) per group; a record that arrives while
 // completions run waits for them, as it would for the sync in flight. Sync is a barrier that writes nothing: its
@@ -76,7 +80,17 @@
 // sync returning) and of group sizes in records and bytes. The committer
 // goroutine updates them once per group; appenders pay nothing. SyncedAt is the
 // Nanotime at which the newest group's sync returned, so a Completion can
-// time its record without reading the clock.
+// time its record without reading the clock. SyncWait is how long the
+// committer blocked in wait (near zero when the disk finished while the
+// previous completions ran) and CompleteLatency how long a group's
+// completions took.
+//
+// For stage tracing, a record's Appended field, when set, receives the
+// time the record joined its group, and a Completion may read its
+// group's moments (GroupTimes: handed to the writer, Submit returned,
+// wait began, wait returned, and the previous group's wait returned) with
+// CompletingGroup; the committer reads the clock twice more per group
+// for them.
 //
 // # Files
 //

@@ -217,3 +217,34 @@ func TestRollFailure(t *testing.T) {
 	got, _ := replayAll(t, j, Position{})
 	sameRecords(t, got, good)
 }
+
+// TestOpenNoSpaceLeavesNoFile: an Open whose new file cannot take its
+// header (a full disk: the file is created, the write fails) fails with
+// ENOSPC and removes that file, so repeated starts on a full disk leave
+// no empty journal files; once there is room it opens and replays what
+// was appended before.
+func TestOpenNoSpaceLeavesNoFile(t *testing.T) {
+	mem := vfs.NewMem()
+	toggle := vfs.NewToggle(vfs.Error(unix.ENOSPC, vfs.OpWrite))
+	o := testOptions(vfs.NewErrorFS(mem, toggle))
+	j := mustOpen(t, o)
+	good := makeRecords(5, 300, 1)
+	appendAll(t, j, good)
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	toggle.Enable()
+	for range 3 {
+		if _, err := Open(o); !errors.Is(err, unix.ENOSPC) {
+			t.Fatalf("Open on a full disk = %v, want ENOSPC", err)
+		}
+	}
+	if ids, _ := listFiles(mem, testDir); len(ids) != 1 {
+		t.Fatalf("files %v after failed opens, want the first one only", ids)
+	}
+	toggle.Disable()
+	j = mustOpen(t, o)
+	defer j.Close()
+	got, _ := replayAll(t, j, Position{})
+	sameRecords(t, got, good)
+}

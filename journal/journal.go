@@ -112,7 +112,7 @@ func Open(opts Options) (*Journal, error) {
 		}
 		return nil, err
 	}
-	j.c = newCommitter(commitEnv{write: j.write, wait: j.wait}, committerOptions{
+	j.c = newCommitter(commitEnv{write: j.write, wait: j.wait, blocking: j.blocking}, committerOptions{
 		maxWait:    opts.MaxGroupWait,
 		maxBytes:   opts.MaxGroupBytes,
 		maxEntries: opts.MaxGroupEntries,
@@ -133,7 +133,10 @@ func (j *Journal) createFile(id, baseSeq uint64) error {
 		return fmt.Errorf("journal: %w", err)
 	}
 	fail := func(err error) error {
+		// The file is new and holds nothing acknowledged: a start that
+		// fails (a full disk) leaves no empty journal file behind.
 		f.Close()
+		fs.Remove(p)
 		return fmt.Errorf("journal: create %s: %w", p, err)
 	}
 	hdr := appendFileHeader(nil, fileHeader{FileID: id, BaseSeq: baseSeq})
@@ -303,6 +306,9 @@ func zeroAhead(o Options) int64 {
 	return max(min(o.PreallocSize/2, 4<<20), zeroChunk)
 }
 
+// blocking is commitEnv.blocking.
+func (j *Journal) blocking(n int) bool { return j.w != nil && j.w.Blocking(n) }
+
 // wait is commitEnv.wait.
 func (j *Journal) wait() error { return j.w.Wait() }
 
@@ -336,7 +342,12 @@ func (j *Journal) AppendWithCRC(rec Record, pcrc uint32, c Completion) {
 // AppendBatchWithCRC is AppendWithCRC for recs[i], pcrcs[i] and cs[i], in
 // order, with the same guarantees per record; the queue's lock is taken
 // once for as many records as the queue has room for. The three slices
-// have the same length.
+// have the same length. A completion may be nil: a caller that gives only
+// the batch's last record one learns, when it runs without an error,
+// that the whole batch is durable (records complete in order), and pays
+// no completion per record. A refused record without a completion
+// passes its error on: the records after it up to the next completion
+// are refused too, and that completion receives the error.
 func (j *Journal) AppendBatchWithCRC(recs []Record, pcrcs []uint32, cs []Completion) {
 	for i := 0; i < len(recs); {
 		k := i
@@ -352,10 +363,26 @@ func (j *Journal) AppendBatchWithCRC(recs []Record, pcrcs []uint32, cs []Complet
 			i += n
 		}
 		if k < len(recs) {
-			j.refuse(&recs[k], cs[k])
-			i = k + 1
+			i = j.refuseInBatch(recs, cs, k)
 		}
 	}
+}
+
+// refuseInBatch refuses recs[k] and returns where the batch goes on. A
+// refused record without a completion cannot report its error, and a
+// later completion must not report success for a span that lost a
+// record: the records up to the next one with a completion are refused
+// with the same error, which that completion receives.
+func (j *Journal) refuseInBatch(recs []Record, cs []Completion, k int) int {
+	err := j.refusal(&recs[k])
+	m := k
+	for m < len(recs)-1 && cs[m] == nil {
+		m++
+	}
+	if cs[m] != nil {
+		cs[m].AppendDone(Position{}, err)
+	}
+	return m + 1
 }
 
 // RefMinPayload is the payload size from which AppendRef writes a payload

@@ -54,6 +54,11 @@ type Record struct {
 	LedgerID int64
 	EntryID  int64
 	Payload  []byte
+	// Appended, when not nil, receives the Nanotime at which Append put
+	// the record into its group (stage tracing; see CompletingGroup). It
+	// is written before the group can be written, so the record's
+	// completion may read it. Not part of the record's bytes.
+	Appended *int64
 }
 
 // Position is a place in the journal: a file id and a byte offset in it.

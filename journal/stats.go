@@ -31,6 +31,16 @@ func (h *Histogram) Observe(v int64) {
 	h.sum.Add(v)
 }
 
+// ObserveN adds n observations of v.
+func (h *Histogram) ObserveN(v int64, n uint64) {
+	i := 0
+	for i < len(h.bounds) && v > h.bounds[i] {
+		i++
+	}
+	h.counts[i].Add(n)
+	h.sum.Add(v * int64(n))
+}
+
 // ObserveDuration adds one observation of d in nanoseconds.
 func (h *Histogram) ObserveDuration(d time.Duration) { h.Observe(int64(d)) }
 
@@ -94,6 +104,15 @@ type Stats struct {
 	// SyncLatency is, per group, the time from handing it to the writer
 	// (write + fdatasync submitted) to the sync returning, in nanoseconds.
 	SyncLatency HistogramSnapshot
+	// SyncWait is, per group, how long the committer blocked waiting for
+	// its write and sync (the part of SyncLatency left once the previous
+	// group's completions ran): near zero when the disk finished before
+	// the committer looked, that is when completions, not the disk, pace
+	// the pipeline.
+	SyncWait HistogramSnapshot
+	// CompleteLatency is, per group, the time from its sync returning to
+	// its last completion having run (the callback fan-out).
+	CompleteLatency HistogramSnapshot
 	// GroupEntries and GroupBytes are the group sizes in records and bytes.
 	GroupEntries, GroupBytes HistogramSnapshot
 	// ZeroFilledGroups counts the groups written wholly over zeros the
@@ -107,15 +126,19 @@ type commitStats struct {
 	groups, entries, bytes atomic.Uint64
 	syncedAt               atomic.Int64 // Nanotime when the last group's sync returned
 	syncLatency            *Histogram
+	syncWait               *Histogram
+	completeLatency        *Histogram
 	groupEntries           *Histogram
 	groupBytes             *Histogram
 }
 
 func newCommitStats() commitStats {
 	return commitStats{
-		syncLatency:  NewHistogram(LatencyBounds),
-		groupEntries: NewHistogram(groupEntryBounds),
-		groupBytes:   NewHistogram(groupByteBounds),
+		syncLatency:     NewHistogram(LatencyBounds),
+		syncWait:        NewHistogram(LatencyBounds),
+		completeLatency: NewHistogram(LatencyBounds),
+		groupEntries:    NewHistogram(groupEntryBounds),
+		groupBytes:      NewHistogram(groupByteBounds),
 	}
 }
 
@@ -141,15 +164,46 @@ func Nanotime() int64 { return int64(time.Since(epoch)) }
 // being completed became durable, without reading the clock per record.
 func (j *Journal) SyncedAt() int64 { return j.c.stats.syncedAt.Load() }
 
+// GroupTimes are the moments, in Nanotime, one group went through the
+// committer: the stages of every record in it after it joined the group.
+type GroupTimes struct {
+	// Written is when the committer handed the group to the writer (its
+	// records stopped gathering), Submitted when the writer's Submit
+	// returned (pwrite: after the write and the fdatasync; io_uring: once
+	// both were queued), WaitFrom when the committer began waiting for
+	// the write and sync (after the previous group's completions ran),
+	// Synced when that wait returned.
+	Written, Submitted, WaitFrom, Synced int64
+	// PrevSynced is when the wait for the group written before this one
+	// returned (0 for a journal's first group): a record that joined the
+	// group before it waited for that sync; one that joined after, for
+	// the committer to get round to the group.
+	PrevSynced int64
+}
+
+// CompletingGroup returns the GroupTimes of the group whose completions
+// are running (zero for a Sync's or a refusal's). Call it only from a
+// Completion's AppendDone: the committer goroutine owns the group, and a
+// call from another goroutine races with it.
+func (j *Journal) CompletingGroup() GroupTimes {
+	g := j.c.completing
+	if g == nil {
+		return GroupTimes{}
+	}
+	return GroupTimes{Written: g.written, Submitted: g.submitted, WaitFrom: g.waitFrom, Synced: g.synced, PrevSynced: g.prevSynced}
+}
+
 // Stats returns the journal's figures (see Stats). Safe at any time,
 // including after Close.
 func (j *Journal) Stats() Stats {
 	s := &j.c.stats
 	st := Stats{
 		Groups: s.groups.Load(), Entries: s.entries.Load(), Bytes: s.bytes.Load(),
-		SyncLatency:  s.syncLatency.Snapshot(),
-		GroupEntries: s.groupEntries.Snapshot(),
-		GroupBytes:   s.groupBytes.Snapshot(),
+		SyncLatency:     s.syncLatency.Snapshot(),
+		SyncWait:        s.syncWait.Snapshot(),
+		CompleteLatency: s.completeLatency.Snapshot(),
+		GroupEntries:    s.groupEntries.Snapshot(),
+		GroupBytes:      s.groupBytes.Snapshot(),
 	}
 	if z := j.zero; z != nil {
 		st.ZeroFilledGroups, st.ZeroFillBytes = z.filledGroups.Load(), z.zeroBytes.Load()

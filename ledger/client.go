@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/metadata"
+	"github.com/magnetar-mq/magnetar/protocol/bkproto"
 )
 
 // Client creates, opens and deletes ledgers. Ledger metadata lives in a
@@ -225,4 +226,38 @@ func (c *Client) Ledgers(ctx context.Context) ([]int64, error) {
 	}
 	slices.Sort(ids)
 	return ids, nil
+}
+
+// probeTimeout bounds the probe of an excluded bookie (answering).
+const probeTimeout = time.Second
+
+// answering returns the bookies of cands that want selects and that
+// answer a request now (the last-add-confirmed of ledger id: any answer
+// from the bookie, "no such ledger" included, means it serves again). The
+// probes run at once, each within probeTimeout.
+func (c *Client) answering(ctx context.Context, id int64, cands []string, want func(string) bool) []string {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	var mu sync.Mutex
+	var out []string
+	var wg sync.WaitGroup
+	for _, b := range cands {
+		if !want(b) {
+			continue
+		}
+		bc, err := c.bookies.Client(b)
+		if err != nil {
+			continue
+		}
+		wg.Go(func() {
+			_, _, err := bc.ReadLAC(ctx, id)
+			if err == nil || errors.Is(err, bkproto.ErrNoLedger) || errors.Is(err, bkproto.ErrNoEntry) {
+				mu.Lock()
+				out = append(out, b)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }

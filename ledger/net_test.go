@@ -1,12 +1,15 @@
 package ledger_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -757,4 +760,74 @@ func TestNetRequestTimeout(t *testing.T) {
 	if d := time.Since(start); d < 150*time.Millisecond || d > 150*time.Millisecond+3*tick+time.Second {
 		t.Fatalf("read with a 150 ms context failed after %v", d)
 	}
+}
+
+// TestNetExcludedBookieComesBack: a bookie that failed is excluded from
+// the ledger's ensemble changes only until it answers again. Bookie A of
+// the ensemble dies (replaced by the fourth, B), comes back; then B dies
+// with no other bookie left: A is chosen again (it used to stay excluded
+// for the ledger's life: "not enough bookies"). Each failure is logged
+// once, not once per add in flight.
+func TestNetExcludedBookieComesBack(t *testing.T) {
+	nc := newNetCluster(t, 4)
+	var logs lockedBuffer
+	c, _ := nc.client(ledger.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	h, err := c.Create(ctxT(t), e3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &asyncWriter{cond: make(chan struct{}, 1)}
+	ens := h.Metadata().Ensembles[0].Bookies
+	a := ens[1]
+	const n = 900
+	for e := range int64(n) {
+		w.add(h, e)
+		switch e {
+		case 200:
+			w.waitAcked(t, 100)
+			nc.kill(a) // adds in flight to it fail
+		case 400:
+			w.waitAcked(t, 300)
+			nc.restart(a)
+		case 600:
+			w.waitAcked(t, 500)
+			var b string
+			for _, x := range h.Metadata().Last().Bookies {
+				if !slices.Contains(ens, x) {
+					b = x
+				}
+			}
+			if b == "" {
+				t.Fatalf("no replacement in %v", h.Metadata().Last().Bookies)
+			}
+			nc.kill(b)
+		}
+	}
+	w.waitAcked(t, n)
+	w.check(t, n)
+	if last := h.Metadata().Last().Bookies; !slices.Contains(last, a) {
+		t.Fatalf("last ensemble %v without %s, which came back", last, a)
+	}
+	if got := strings.Count(logs.String(), "add failed, replacing bookie"); got != 2 {
+		t.Fatalf("%d add-failure warnings for two bookie failures, want 2:\n%s", got, logs.String())
+	}
+	checkEntries(t, h, h.ID(), 0, n-1)
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -282,7 +283,11 @@ func (h *WriteHandle) addDone(idx int, bookie string, id int64, err error) {
 			h.failLocked(fmt.Errorf("%w: bookie %s: %w", ErrUnauthorized, bookie, err))
 			return
 		}
-		h.c.opts.Logger.Warn("ledger: add failed, replacing bookie", "ledger", h.id, "entry", id, "bookie", bookie, "err", err)
+		// One line per bookie failure, not per pending add (a bookie
+		// that dies under load fails every add in flight to it).
+		if h.mu.failed[idx] != bookie && !h.mu.excluded[bookie] {
+			h.c.opts.Logger.Warn("ledger: add failed, replacing bookie", "ledger", h.id, "entry", id, "bookie", bookie, "err", err)
+		}
 		h.mu.failed[idx] = bookie
 		if !h.mu.changing && !h.mu.stopped {
 			h.mu.changing = true
@@ -418,8 +423,11 @@ func (h *WriteHandle) ensembleChangeLoop() {
 		}
 		h.mu.Unlock()
 
-		newEns, err := h.replace(cur, failed, key, excluded)
+		newEns, revived, err := h.replace(cur, failed, key, excluded)
 		h.mu.Lock()
+		for _, b := range revived {
+			delete(h.mu.excluded, b)
+		}
 		if err != nil {
 			h.failLocked(err)
 			h.mu.changing = false
@@ -447,18 +455,24 @@ func (h *WriteHandle) ensembleChangeLoop() {
 
 // replace picks replacements for the failed indexes and writes the new
 // ensemble (key: first entry not yet confirmed) to the metadata by CAS,
-// only while the ledger is OPEN.
-func (h *WriteHandle) replace(cur []string, failed map[int]string, key int64, excluded map[string]bool) ([]string, error) {
+// only while the ledger is OPEN. A bookie excluded after an earlier
+// failure is a candidate again if it is registered and answers a probe
+// now (it came back); those are returned in revived.
+func (h *WriteHandle) replace(cur []string, failed map[int]string, key int64, excluded map[string]bool) (_ []string, revived []string, _ error) {
 	ctx, cancel := context.WithTimeout(h.c.ctx, h.c.opts.MetadataTimeout)
 	defer cancel()
 	avail, err := h.c.WritableBookies(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: listing bookies: %w", ErrNotEnoughBookies, err)
+		return nil, nil, fmt.Errorf("%w: listing bookies: %w", ErrNotEnoughBookies, err)
+	}
+	for _, b := range h.c.answering(ctx, h.id, avail, func(b string) bool { return excluded[b] && !slices.Contains(cur, b) }) {
+		delete(excluded, b)
+		revived = append(revived, b)
 	}
 	newEns := slices.Clone(cur)
 	repl, err := pickBookies(avail, len(failed), func(b string) bool { return excluded[b] || slices.Contains(cur, b) })
 	if err != nil {
-		return nil, fmt.Errorf("%w (ensemble %v, failed %v, excluded %v)", err, cur, failed, excluded)
+		return nil, revived, fmt.Errorf("%w (ensemble %v, failed %v, excluded %v)", err, cur, failed, slices.Sorted(maps.Keys(excluded)))
 	}
 	i := 0
 	for idx := range failed {
@@ -478,17 +492,17 @@ func (h *WriteHandle) replace(cur []string, failed map[int]string, key int64, ex
 		if err == nil {
 			h.meta, h.version = m, v
 			h.c.opts.Logger.Info("ledger: ensemble changed", "ledger", h.id, "from", key, "ensemble", newEns)
-			return newEns, nil
+			return newEns, revived, nil
 		}
 		if !errors.Is(err, metadata.ErrBadVersion) {
-			return nil, fmt.Errorf("ledger: ensemble change of %d: %w", h.id, err)
+			return nil, revived, fmt.Errorf("ledger: ensemble change of %d: %w", h.id, err)
 		}
 		m2, v2, err := readMetadata(ctx, h.c.store, h.id)
 		if err != nil {
-			return nil, err
+			return nil, revived, err
 		}
 		if m2.State != StateOpen {
-			return nil, fmt.Errorf("%w: ledger %d is %s", ErrFenced, h.id, m2.State)
+			return nil, revived, fmt.Errorf("%w: ledger %d is %s", ErrFenced, h.id, m2.State)
 		}
 		h.meta, h.version = m2, v2
 	}

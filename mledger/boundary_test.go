@@ -130,3 +130,20 @@ func TestForcedRolloverAtEntryCap(t *testing.T) {
 		}
 	}
 }
+
+// TestRolloverEveryEntry: Pulsar's maximum rollover time of 0 (here
+// negative) makes every non-empty ledger due, so with no minimum each add
+// lands in a ledger of its own; the default maximum keeps them together.
+func TestRolloverEveryEntry(t *testing.T) {
+	e := newEnv(t)
+	each := addMany(t, e.open("t/every", mledger.Config{MinLedgerRolloverTime: -1, MaxLedgerRolloverTime: -1}), "e", 5)
+	for i := 1; i < len(each); i++ {
+		if each[i].LedgerID == each[i-1].LedgerID {
+			t.Fatalf("entries %d and %d share ledger %d", i-1, i, each[i].LedgerID)
+		}
+	}
+	together := addMany(t, e.open("t/default", mledger.Config{MinLedgerRolloverTime: -1}), "e", 5)
+	if together[0].LedgerID != together[4].LedgerID {
+		t.Fatalf("default maximum rolled: %v", together)
+	}
+}

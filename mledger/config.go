@@ -90,6 +90,8 @@ type Config struct {
 	MaxSizePerLedger int64
 	// MaxLedgerRolloverTime rolls a non-empty ledger this long after its
 	// creation, plus a random 0-5% per managed ledger; default 4h.
+	// Negative: every non-empty ledger is past it, so one rolls after each
+	// add once past MinLedgerRolloverTime (Pulsar's maximum of 0).
 	MaxLedgerRolloverTime time.Duration
 	// MinLedgerRolloverTime: no size/count/age rollover before the ledger
 	// is this old (a write error always rolls); default 10m, negative

@@ -104,6 +104,7 @@ type ManagedLedger struct {
 	subSize  int64       // bytes submitted to the current ledger
 	pending  []*addOp    // sent to current, awaiting callbacks, in order
 	retry    []*addOp    // failed on a broken ledger, to resend first
+	retryErr error       // the first error among retry (logged by the rollover)
 	queued   []*addOp    // waiting for a ledger
 	msgSums  map[int64][]int64
 	cursors  map[string]*Cursor
@@ -206,11 +207,17 @@ func (ml *ManagedLedger) recover(ctx context.Context) error {
 		}
 	}
 	var wl WriteLedger
+	var createErr error
 	if !next.terminated {
-		if wl, err = ml.store.Create(ctx); err != nil {
-			return fmt.Errorf("create ledger: %w", err)
+		// No ledger can be created when every bookie is full or
+		// read-only: the managed ledger still opens, for reads (what
+		// was acknowledged stays readable), in the state of a failed
+		// rollover; the first add tries again (writefail.go).
+		if wl, createErr = ml.store.Create(ctx); createErr == nil {
+			next.ledgers = append(next.ledgers, LedgerInfo{LedgerID: wl.ID()})
+		} else if errors.Is(createErr, context.Canceled) || errors.Is(createErr, context.DeadlineExceeded) {
+			return fmt.Errorf("create ledger: %w", createErr)
 		}
-		next.ledgers = append(next.ledgers, LedgerInfo{LedgerID: wl.ID()})
 	}
 	v, err := ml.meta.Put(ctx, ml.path, appendInfo(nil, next), ml.infoVersion)
 	if err != nil {
@@ -239,6 +246,10 @@ func (ml *ManagedLedger) recover(ctx context.Context) error {
 	switch {
 	case next.terminated:
 		ml.state = stateTerminated
+	case wl == nil:
+		ml.state = stateWriteFailed
+		ml.failed.failedLocked(ml.f.opts.Now())
+		ml.log.Error("opened without a ledger to write to (reads only until one can be created)", "err", createErr)
 	default:
 		ml.state = stateReady
 		ml.msgSums[wl.ID()] = nil
@@ -367,7 +378,11 @@ func (ml *ManagedLedger) addComplete(op *addOp, entryID int64, err error) {
 			cb(Position{}, fmt.Errorf("%w: ledger %d: %w", ErrWriteFailed, ledger, err))
 			return
 		}
-		ml.log.Warn("add failed; rolling over", "ledger", op.ledger, "err", err)
+		// Logged once by the rollover, with the count: a bookie that
+		// dies fails every add in flight.
+		if ml.retryErr == nil {
+			ml.retryErr = err
+		}
 		ml.retry = append(ml.retry, op)
 		if ml.state == stateReady {
 			ml.startRolloverLocked()
@@ -445,6 +460,10 @@ func (ml *ManagedLedger) rollover(ctx context.Context) {
 	old := ml.current
 	ml.current = nil
 	ml.closing = old
+	if ml.retryErr != nil && old != nil {
+		ml.log.Warn("adds failed; rolling over to a new ledger", "ledger", old.ID(), "failedAdds", len(ml.retry), "err", ml.retryErr)
+	}
+	ml.retryErr = nil
 	ml.mu.Unlock()
 
 	if old != nil {

@@ -2,6 +2,9 @@ package mledger_test
 
 import (
 	"errors"
+	"log/slog"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -125,3 +128,88 @@ func TestFactoryDeleteWithoutWritableStore(t *testing.T) {
 		t.Fatalf("Delete of an absent managed ledger = %v", err)
 	}
 }
+
+// TestOpenWithoutWritableStore: a managed ledger reopened while no ledger
+// can be created (every bookie full) opens for reads: the acknowledged
+// entries read back, adds fail with ErrWriteFailed, and once a ledger can
+// be created adds succeed without reopening.
+func TestOpenWithoutWritableStore(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	ml := e.open("t/full", mledger.Config{MinLedgerRolloverTime: -1, MaxEntriesPerLedger: 5})
+	if _, err := ml.OpenCursor(ctx, "s", mledger.InitialEarliest); err != nil {
+		t.Fatal(err)
+	}
+	addMany(t, ml, "m", 12)
+	if err := ml.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	noBookies := errors.New("not enough writable bookies")
+	e.store.SetCreateHook(func() error { return noBookies })
+	e.restart()
+	ml = e.open("t/full", mledger.Config{MinLedgerRolloverTime: -1, MaxEntriesPerLedger: 5})
+	c, err := ml.OpenCursor(ctx, "s", mledger.InitialEarliest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := datas(readAll(t, c)); len(got) != 12 || got[0] != "m-0" || got[11] != "m-11" {
+		t.Fatalf("read after opening on a full store: %v", got)
+	}
+	ch := make(chan error, 1)
+	ml.AddEntry([]byte("x"), 1, func(_ mledger.Position, err error) { ch <- err })
+	if err := <-ch; !errors.Is(err, mledger.ErrWriteFailed) || !errors.Is(err, noBookies) {
+		t.Fatalf("add with no ledger to write = %v, want ErrWriteFailed", err)
+	}
+	e.store.SetCreateHook(nil)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ml.AddEntry([]byte("y"), 1, func(_ mledger.Position, err error) { ch <- err })
+		if err := <-ch; err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("adds did not resume once ledgers could be created")
+		}
+	}
+	if got := datas(readAll(t, c)); len(got) != 1 || got[0] != "y" {
+		t.Fatalf("read after adds resumed: %v", got)
+	}
+}
+
+// TestFailedAddsLoggedOncePerRollover: every add in flight on a ledger
+// that breaks fails; the managed ledger logs one line for the rollover
+// with their count (it logged one per add), and re-sends them all on the
+// next ledger.
+func TestFailedAddsLoggedOncePerRollover(t *testing.T) {
+	e := newEnv(t)
+	var logs strings.Builder
+	var mu sync.Mutex
+	e.opts.Logger = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	e.f = e.newFactory()
+	ml := e.open("t/broken", mledger.Config{MinLedgerRolloverTime: -1, MaxEntriesPerLedger: 1000})
+	first := add(t, ml, "before", 1).LedgerID
+	e.store.SetAddHook(func(ledgerID, _ int64) error {
+		if ledgerID == first {
+			return errors.New("bookie gone")
+		}
+		return nil
+	})
+	pos := addMany(t, ml, "m", 50)
+	if pos[0].LedgerID == first {
+		t.Fatalf("adds acknowledged on the broken ledger: %v", pos[0])
+	}
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	if n := strings.Count(out, "rolling over"); n != 1 || !strings.Contains(out, "failedAdds=") {
+		t.Fatalf("%d rollover lines for 50 failed adds, want 1 with the count:\n%s", n, out)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

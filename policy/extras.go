@@ -1,6 +1,10 @@
 package policy
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+	"strings"
+)
 
 // PersistencePolicies sets the replication of the ledgers a topic's
 // managed ledger creates (ensemble E, write quorum Qw, ack quorum Qa)
@@ -41,6 +45,9 @@ type NamespaceExtras struct {
 	MaxConsumersPerSubscription *int `json:"max_consumers_per_subscription,omitempty"`
 	// EncryptionRequired refuses unencrypted messages.
 	EncryptionRequired bool `json:"encryption_required,omitempty"`
+	// Properties are the operator's key/value labels of the namespace
+	// (Pulsar's namespace properties); they change no behaviour.
+	Properties map[string]string `json:"properties,omitempty"`
 }
 
 // TopicExtras are the topic-level counterparts (Pulsar's TopicPolicies
@@ -48,10 +55,16 @@ type NamespaceExtras struct {
 type TopicExtras struct {
 	Persistence                 *PersistencePolicies `json:"persistence,omitempty"`
 	MaxConsumersPerSubscription *int                 `json:"maxConsumersPerSubscription,omitempty"`
+	// MaxUnackedMessagesOnConsumer / ...OnSubscription override the
+	// namespace's max_unacked_messages_per_consumer / ...subscription
+	// (0: unlimited).
+	MaxUnackedMessagesOnConsumer     *int `json:"maxUnackedMessagesOnConsumer,omitempty"`
+	MaxUnackedMessagesOnSubscription *int `json:"maxUnackedMessagesOnSubscription,omitempty"`
 }
 
 func (e TopicExtras) empty() bool {
-	return e.Persistence == nil && e.MaxConsumersPerSubscription == nil
+	return e.Persistence == nil && e.MaxConsumersPerSubscription == nil &&
+		e.MaxUnackedMessagesOnConsumer == nil && e.MaxUnackedMessagesOnSubscription == nil
 }
 
 // layer is e as namespace extras (for TopicPolicies.Layer).
@@ -96,4 +109,30 @@ func SamePersistence(a, b *Resolved) bool {
 		return a.Persistence == b.Persistence
 	}
 	return *a.Persistence == *b.Persistence
+}
+
+// AntiAffinityPeers lists the other namespaces of ns's tenant in ns's
+// anti-affinity group (nil when ns has none or its policies cannot be
+// read), for the load manager's placement. As in Pulsar, a group is
+// scoped to its tenant.
+func (s *Store) AntiAffinityPeers(ctx context.Context, ns string) []string {
+	p, err := s.Get(ctx, ns)
+	if err != nil || p.AntiAffinityGroup == "" {
+		return nil
+	}
+	tenant, _, _ := strings.Cut(ns, "/")
+	nss, err := s.Namespaces(ctx, tenant)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, o := range nss {
+		if o == ns {
+			continue
+		}
+		if op, err := s.Get(ctx, o); err == nil && op.AntiAffinityGroup == p.AntiAffinityGroup {
+			out = append(out, o)
+		}
+	}
+	return out
 }

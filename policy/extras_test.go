@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 )
 
@@ -68,5 +70,35 @@ func TestResolveExtras(t *testing.T) {
 		if _, ok := m[k]; !ok {
 			t.Errorf("topic JSON lacks %q: %s", k, b)
 		}
+	}
+}
+
+// TestAntiAffinityPeers: the peers of a namespace are the other
+// namespaces of its tenant in its group (none without a group; a group
+// of the same name in another tenant does not count).
+func TestAntiAffinityPeers(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	for _, tenant := range []string{"public", "other"} {
+		if err := s.CreateTenant(ctx, tenant, TenantInfo{AllowedClusters: []string{"c1"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for ns, g := range map[string]string{"public/a1": "g", "public/a2": "g", "public/a3": "g", "public/b": "h", "public/none": "", "other/x": "g"} {
+		if err := s.CreateNamespace(ctx, ns, &Policies{NamespaceExtras: NamespaceExtras{AntiAffinityGroup: g}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.AntiAffinityPeers(ctx, "public/a1"); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"public/a2", "public/a3"}) {
+		t.Fatalf("peers of public/a1: %v", got)
+	}
+	if got := s.AntiAffinityPeers(ctx, "public/b"); len(got) != 0 {
+		t.Fatalf("peers of the only namespace of h: %v", got)
+	}
+	if got := s.AntiAffinityPeers(ctx, "public/none"); got != nil {
+		t.Fatalf("peers without a group: %v", got)
+	}
+	if got := s.AntiAffinityPeers(ctx, "public/missing"); got != nil {
+		t.Fatalf("peers of a namespace without policies: %v", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/metadata/embedded"
 )
 
@@ -186,5 +187,39 @@ func TestStoreConcurrentUpdates(t *testing.T) {
 	p, err := s.Get(ctx, "t/ns")
 	if err != nil || *p.MaxProducersPerTopic != n {
 		t.Fatalf("counter %v %v, want %d", *p.MaxProducersPerTopic, err, n)
+	}
+}
+
+// TestResolveTopic: a topic's layer wins over its namespace's, which
+// wins over the defaults; a topic layer that cannot be read is skipped,
+// with its error returned beside the namespace's resolution.
+func TestResolveTopic(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if err := s.CreateTenant(ctx, "t", TenantInfo{AllowedClusters: []string{"c1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateNamespace(ctx, "t/ns", &Policies{MessageTTLInSeconds: ptr(60), MaxProducersPerTopic: ptr(3)}); err != nil {
+		t.Fatal(err)
+	}
+	d := Defaults{Cluster: "c1", MaxUnackedPerConsumer: 7}
+	key, other := TopicKey("persistent", "t", "ns", "x"), TopicKey("persistent", "t", "ns", "y")
+	if err := s.UpdateTopic(ctx, key, func(tp *TopicPolicies) error { tp.MessageTTLInSeconds = ptr(5); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.ResolveTopic(ctx, d, "t/ns", key)
+	if err != nil || r.MessageTTLSeconds != 5 || r.MaxProducers != 3 || r.MaxUnackedPerConsumer != 7 {
+		t.Fatalf("topic x: %+v, %v; want TTL 5 (topic), 3 producers (namespace), 7 unacked (default)", r, err)
+	}
+	if r, err := s.ResolveTopic(ctx, d, "t/ns", other); err != nil || r.MessageTTLSeconds != 60 {
+		t.Fatalf("topic y without a layer: TTL %d, %v; want the namespace's 60", r.MessageTTLSeconds, err)
+	}
+	s.ForgetTopic(other)
+	if _, err := s.meta.Put(ctx, topicNode(other), []byte("{not json"), metadata.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	r, err = s.ResolveTopic(ctx, d, "t/ns", other)
+	if err == nil || r == nil || r.MessageTTLSeconds != 60 {
+		t.Fatalf("unreadable topic layer: %+v, %v; want the namespace's TTL and an error", r, err)
 	}
 }

@@ -1,6 +1,9 @@
 package policy
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 )
@@ -34,6 +37,9 @@ type Defaults struct {
 	InactiveTopic InactiveTopicPolicies
 	// SubscriptionExpirationMinutes is subscriptionExpirationTimeMinutes.
 	SubscriptionExpirationMinutes int
+	// OffloadAllowed limits where namespace and topic offload policies
+	// may point (OffloadPolicies.CheckAllowed).
+	OffloadAllowed OffloadAllowed
 }
 
 // Resolved is the effective policy of one topic: for every field the most
@@ -191,4 +197,21 @@ func foldOffload(p *Policies) *OffloadPolicies {
 		o.ManagedLedgerOffloadDeletionLagInMillis = &v
 	}
 	return o
+}
+
+// ResolveTopic returns the effective policy of the topic whose
+// topic-level policies are under key (TopicKey) in namespace ns: its
+// topic layer (rates of d.Cluster) over the namespace's over d, both
+// read through the cache. A layer that cannot be read is skipped and its
+// error returned beside the result, which is never nil.
+func (s *Store) ResolveTopic(ctx context.Context, d Defaults, ns, key string) (*Resolved, error) {
+	p, nsErr := s.Get(ctx, ns)
+	if nsErr != nil {
+		p, nsErr = nil, fmt.Errorf("policy: namespace %s: %w", ns, nsErr)
+	}
+	tp, tpErr := s.GetTopic(ctx, key)
+	if tpErr != nil {
+		tp, tpErr = nil, fmt.Errorf("policy: topic %s: %w", key, tpErr)
+	}
+	return Resolve(d, tp.Layer(d.Cluster), p), errors.Join(nsErr, tpErr)
 }

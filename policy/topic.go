@@ -36,6 +36,10 @@ type TopicPolicies struct {
 	// ReplicationClusters narrows or widens the namespace's replication
 	// clusters for this topic (geo-replication).
 	ReplicationClusters []string `json:"replicationClusters,omitempty"`
+	// OffloadPolicies overrides the namespace's tiered-storage settings
+	// for this topic (checked against OffloadAllowed like the
+	// namespace's).
+	OffloadPolicies *OffloadPolicies `json:"offloadPolicies,omitempty"`
 	// Persistence and consumers per subscription (extras.go).
 	TopicExtras
 }
@@ -49,7 +53,7 @@ func (tp *TopicPolicies) Empty() bool {
 		tp.MessageTTLInSeconds == nil && tp.MaxProducerPerTopic == nil && tp.MaxConsumerPerTopic == nil &&
 		tp.InactiveTopicPolicies == nil && tp.DispatchRate == nil && tp.SubscriptionDispatchRate == nil &&
 		tp.PublishRate == nil && tp.SubscribeRate == nil && len(tp.ReplicationClusters) == 0 &&
-		tp.ReplicatorDispatchRate == nil && tp.TopicExtras.empty()
+		tp.ReplicatorDispatchRate == nil && tp.OffloadPolicies == nil && tp.TopicExtras.empty()
 }
 
 // Layer returns tp as a Policies layer for Resolve (rates under
@@ -67,7 +71,11 @@ func (tp *TopicPolicies) Layer(cluster string) *Policies {
 		MaxConsumersPerTopic:  tp.MaxConsumerPerTopic,
 		InactiveTopicPolicies: tp.InactiveTopicPolicies,
 		ReplicationClusters:   tp.ReplicationClusters,
+		OffloadPolicies:       tp.OffloadPolicies,
 		NamespaceExtras:       tp.TopicExtras.layer(),
+		// The topic's unacked limits stand where the namespace's do.
+		MaxUnackedMessagesPerConsumer:     tp.MaxUnackedMessagesOnConsumer,
+		MaxUnackedMessagesPerSubscription: tp.MaxUnackedMessagesOnSubscription,
 	}
 	if tp.PublishRate != nil {
 		p.PublishMaxMessageRate = map[string]PublishRate{cluster: *tp.PublishRate}

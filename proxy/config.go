@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/metadata"
 )
 
@@ -39,6 +40,9 @@ type Config struct {
 	Security *auth.Security
 	// SuperUserRoles may read /proxy-stats when authentication is on.
 	SuperUserRoles []string
+	// HTTPLimits are the timeouts and caps of the HTTP and HTTPS
+	// listeners (zero fields: defaults; see httpapi.Limits).
+	HTTPLimits httpapi.Limits
 
 	// BrokerClientAuth is the proxy's own identity towards brokers
 	// (brokerClientAuthenticationPlugin / Parameters); nil: none.
@@ -61,7 +65,9 @@ type Config struct {
 	ConnectTimeout time.Duration
 	// MaxMessageSize is announced to lookup connections. Default 5 MiB.
 	MaxMessageSize int
-	// KeepAlive pings idle lookup connections this often. Default 30 s.
+	// KeepAlive pings idle lookup connections this often, and closes one
+	// silent for 2.5 intervals. Default 30 s; negative: neither (Pulsar's
+	// keepAliveIntervalSeconds=0).
 	KeepAlive time.Duration
 
 	Logger *slog.Logger
@@ -80,7 +86,7 @@ func (c *Config) setDefaults() {
 	if c.MaxMessageSize <= 0 {
 		c.MaxMessageSize = 5 << 20
 	}
-	if c.KeepAlive <= 0 {
+	if c.KeepAlive == 0 {
 		c.KeepAlive = 30 * time.Second
 	}
 	if c.Logger == nil {

@@ -173,9 +173,13 @@ func (c *clientConn) serveLookups(fr *pulsarproto.FrameReader, m *pb.CommandConn
 	}()
 	var lastRead atomic.Int64
 	lastRead.Store(time.Now().UnixNano())
-	go c.keepAlive(ctx, &lastRead)
+	if p.cfg.KeepAlive > 0 {
+		go c.keepAlive(ctx, &lastRead)
+	}
 	for {
-		_ = c.nc.SetReadDeadline(time.Now().Add(p.cfg.KeepAlive * 5 / 2))
+		if p.cfg.KeepAlive > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(p.cfg.KeepAlive * 5 / 2))
+		}
 		f, err := fr.Next()
 		if err != nil {
 			return err

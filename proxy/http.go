@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
 
@@ -24,36 +24,61 @@ import (
 const maxHTTPBody = 64 << 20
 
 // hopHeaders are not forwarded (RFC 9110 §7.6.1), nor are the client's
-// credentials and any X-Original-Principal it sent.
+// credentials and any X-Original-Principal it sent; the last three (the
+// browser's origin headers, which the proxy's guard has checked against
+// the proxy's own origin) are not forwarded either, and the broker sees
+// a non-browser request.
 var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
-	"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Authorization", auth.HeaderOriginalPrincipal}
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Authorization", auth.HeaderOriginalPrincipal,
+	"Origin", "Sec-Fetch-Site", "Sec-Fetch-Mode"}
 
-func httpError(w http.ResponseWriter, code int, reason string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(map[string]string{"reason": reason})
+// requestOnlyHeaders is how many of hopHeaders' last entries concern
+// requests only (kept on answers).
+const requestOnlyHeaders = 5
+
+func httpError(w http.ResponseWriter, code int, reason string) { httpapi.WriteError(w, code, reason) }
+
+// routes declares the proxy's HTTP surface: /admin and /lookup
+// (authenticated here, forwarded to brokers, which authorize the
+// client's role), /metrics, /proxy-stats (superusers) and /status.html.
+func (p *Proxy) routes() *httpapi.Table {
+	t := httpapi.NewTable()
+	metrics := p.m.handler()
+	t.Add(
+		httpapi.Route{Method: "GET", Pattern: "/metrics", Access: auth.AccessMetrics,
+			Handler: func(w http.ResponseWriter, r *http.Request, _ httpapi.Params) { metrics.ServeHTTP(w, r) }},
+		httpapi.Route{Method: "GET", Pattern: "/proxy-stats", Access: auth.AccessSuperUser, Response: Stats{}, Handler: p.serveStats},
+		httpapi.Route{Method: "GET", Pattern: "/proxy-stats/connections", Access: auth.AccessSuperUser, Handler: p.serveStats},
+		httpapi.Route{Method: "GET", Pattern: "/status.html", Access: auth.AccessPublic,
+			Handler: func(w http.ResponseWriter, _ *http.Request, _ httpapi.Params) { _, _ = io.WriteString(w, "OK") }},
+	)
+	for _, prefix := range []string{"admin", "lookup"} {
+		for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete} {
+			t.Add(httpapi.Route{Name: "forward." + prefix + "." + strings.ToLower(m), Method: m, Pattern: "/" + prefix + "/{path...}",
+				Access: auth.AccessAny, Consumes: []string{httpapi.JSON, httpapi.Multipart, httpapi.OctetStream}, MaxBody: maxHTTPBody,
+				Handler: func(w http.ResponseWriter, r *http.Request, _ httpapi.Params) { p.forwardHTTP(w, r) }})
+		}
+	}
+	return t
 }
 
-// httpHandler serves /admin and /lookup (forwarded to brokers), /metrics,
-// /proxy-stats and /status.html.
-func (p *Proxy) httpHandler() http.Handler {
-	mux := http.NewServeMux()
-	metrics := p.m.handler()
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
-		if s := p.cfg.Security; s.Enabled() && s.Config.AuthenticateMetricsEndpoint {
-			if _, err := s.Authn.AuthenticateHTTP(r); err != nil {
-				httpError(w, http.StatusUnauthorized, "Authentication required")
-				return
-			}
-		}
-		metrics.ServeHTTP(w, r)
-	})
-	mux.HandleFunc("/proxy-stats", p.serveStats)
-	mux.HandleFunc("/proxy-stats/connections", p.serveStats)
-	mux.HandleFunc("/status.html", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "OK") })
-	mux.HandleFunc("/admin/", p.forwardHTTP)
-	mux.HandleFunc("/lookup/", p.forwardHTTP)
-	return mux
+// newHTTPServer builds the server of the HTTP and HTTPS listeners: the
+// routes behind the guard (authentication; /proxy-stats for
+// superUserRoles) under HTTPLimits.
+func (p *Proxy) newHTTPServer() (*httpapi.Server, error) {
+	sec := p.cfg.Security
+	if sec.Enabled() && sec.Authz == nil {
+		// The proxy authorizes only its own superuser pages; brokers
+		// authorize everything it forwards.
+		c := *sec
+		c.Authz = auth.NewAuthorizer(auth.AuthorizerConfig{Store: p.cfg.Metadata, SuperUsers: p.cfg.SuperUserRoles})
+		sec = &c
+	}
+	h, err := p.routes().Handler(httpapi.Guard{Security: sec, Limits: p.cfg.HTTPLimits, Log: p.log.With("component", "http")})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	return httpapi.NewServer(h, p.cfg.HTTPLimits, p.log.With("component", "http")), nil
 }
 
 func (p *Proxy) newWebClient() *http.Client {
@@ -92,20 +117,14 @@ func (p *Proxy) ownerWebURL(ctx context.Context, topic string, cl clientIdentity
 	return p.disc.webFor(ctx, lr.GetBrokerServiceUrl())
 }
 
-// forwardHTTP authenticates the caller, forwards the request to a broker
-// (the topic's owner for topic calls) with the proxy's credentials and
-// the caller's role in X-Original-Principal, follows redirects itself
-// and copies the answer back.
+// forwardHTTP forwards the request (authenticated by the guard) to a
+// broker (the topic's owner for topic calls) with the proxy's
+// credentials and the caller's role in X-Original-Principal, follows
+// redirects itself and copies the answer back.
 func (p *Proxy) forwardHTTP(w http.ResponseWriter, r *http.Request) {
 	var cl clientIdentity
 	if s := p.cfg.Security; s.Enabled() {
-		id, err := s.Authn.AuthenticateHTTP(r)
-		if err != nil {
-			p.log.Info("HTTP authentication failed", "remote", r.RemoteAddr, "err", err)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="magnetar"`)
-			httpError(w, http.StatusUnauthorized, "Authentication required")
-			return
-		}
+		id, _ := auth.IdentityFromContext(r.Context())
 		cl.role, cl.method = id.Role, id.Method
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxHTTPBody))
@@ -134,7 +153,7 @@ func (p *Proxy) forwardHTTP(w http.ResponseWriter, r *http.Request) {
 	authz := ""
 	if a := p.cfg.BrokerClientAuth; a != nil {
 		if authz, err = a.HTTPHeader(); err != nil {
-			httpError(w, http.StatusInternalServerError, "proxy credentials: "+err.Error())
+			httpapi.InternalError(w, p.log, "proxy credentials", err)
 			return
 		}
 	}
@@ -195,7 +214,7 @@ func (p *Proxy) forwardHTTP(w http.ResponseWriter, r *http.Request) {
 	for k, vs := range resp.Header {
 		w.Header()[k] = vs
 	}
-	for _, h := range hopHeaders[:len(hopHeaders)-2] {
+	for _, h := range hopHeaders[:len(hopHeaders)-requestOnlyHeaders] {
 		w.Header().Del(h)
 	}
 	p.m.httpRequests.WithLabelValues(strconv.Itoa(resp.StatusCode)).Inc()

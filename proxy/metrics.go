@@ -3,7 +3,6 @@ package proxy
 import (
 	"encoding/json"
 	"net/http"
-	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -11,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/magnetar-mq/magnetar/httpapi"
 )
 
 // metrics are the proxy's Prometheus series (names follow Pulsar's
@@ -115,19 +116,8 @@ func (p *Proxy) Stats() Stats {
 
 // serveStats answers /proxy-stats and /proxy-stats/connections. With
 // authentication on, only superUserRoles may read them (they name
-// clients and their roles).
-func (p *Proxy) serveStats(w http.ResponseWriter, r *http.Request) {
-	if s := p.cfg.Security; s.Enabled() {
-		id, err := s.Authn.AuthenticateHTTP(r)
-		if err != nil {
-			httpError(w, http.StatusUnauthorized, "Authentication required")
-			return
-		}
-		if !slices.Contains(p.cfg.SuperUserRoles, id.Role) {
-			httpError(w, http.StatusForbidden, "Role "+id.Role+" is not a super-user")
-			return
-		}
-	}
+// clients and their roles): their routes' access rule.
+func (p *Proxy) serveStats(w http.ResponseWriter, r *http.Request, _ httpapi.Params) {
 	var v any = p.Stats()
 	if r.URL.Path == "/proxy-stats/connections" {
 		v = p.Connections()

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/magnetar-mq/magnetar/httpapi"
 )
 
 // Proxy is a running proxy: binary and HTTP listeners, the broker
@@ -25,7 +27,7 @@ type Proxy struct {
 	web       *http.Client
 
 	lns     []net.Listener
-	servers []*http.Server
+	httpSrv *httpapi.Server // the HTTP and HTTPS listeners (http.go)
 	addrs   struct{ service, http, tlsService, tlsHTTP string }
 
 	done chan struct{}
@@ -52,6 +54,11 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 	p.lookupSem.max = int64(cfg.MaxConcurrentLookupRequests)
 	p.mu.conns = map[*clientConn]struct{}{}
 	p.web = p.newWebClient()
+	if cfg.HTTPAddr != "" || cfg.TLSHTTPAddr != "" {
+		if p.httpSrv, err = p.newHTTPServer(); err != nil {
+			return nil, err
+		}
+	}
 	var lc net.ListenConfig
 	listen := func(addr string, tlsOn bool, out *string) (net.Listener, error) {
 		ln, err := lc.Listen(ctx, "tcp", addr)
@@ -60,9 +67,6 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 		}
 		*out = ln.Addr().String()
 		p.lns = append(p.lns, ln)
-		if tlsOn {
-			return tls.NewListener(ln, cfg.Security.TLS.Config()), nil
-		}
 		return ln, nil
 	}
 	type binding struct {
@@ -86,17 +90,21 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 			}
 			return nil, err
 		}
+		var tc *tls.Config
+		if b.tls {
+			tc = cfg.Security.TLS.Config()
+		}
 		if b.http {
-			srv := &http.Server{Handler: p.httpHandler(), ReadHeaderTimeout: 10 * time.Second,
-				ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelDebug)}
-			p.servers = append(p.servers, srv)
 			served = append(served, func() {
 				defer p.wg.Done()
-				if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-					p.log.Error("http server", "err", err)
+				if err := p.httpSrv.Serve(ln, tc); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					p.log.Error("http server", "addr", ln.Addr().String(), "err", err)
 				}
 			})
 		} else {
+			if tc != nil {
+				ln = tls.NewListener(ln, tc)
+			}
 			served = append(served, func() { p.acceptLoop(ln) })
 		}
 	}
@@ -202,14 +210,12 @@ func (p *Proxy) Close() error {
 	}
 	p.mu.Unlock()
 	close(p.done)
+	if p.httpSrv != nil {
+		_ = p.httpSrv.Close()
+	}
 	for _, ln := range p.lns {
 		ln.Close()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	for _, s := range p.servers {
-		_ = s.Shutdown(ctx)
-	}
-	cancel()
 	p.pool.closeAll()
 	p.wg.Wait()
 	return nil

@@ -274,6 +274,7 @@ func TestHTTPForwardFollowsRedirects(t *testing.T) {
 	}
 	defer p.Close()
 	req, _ := http.NewRequest("PUT", "http://"+p.HTTPAddr()+"/admin/v2/namespaces/t/ns?x=1", strings.NewReader(`{"k":1}`))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer abc")
 	req.Header.Set("X-Original-Principal", "admin")
 	resp, err := http.DefaultClient.Do(req)

@@ -3,7 +3,6 @@ package pulsarclient_test
 import (
 	"context"
 	"fmt"
-	"github.com/magnetar-mq/magnetar/pulsarclient"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,14 +10,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/admin"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/metadata/embedded"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
 // testBroker is a broker started in-process on 127.0.0.1:0 over an
-// embedded metadata store and in-memory ledgers; restart keeps both.
+// embedded metadata store and in-memory ledgers; restart keeps both. Its
+// HTTP port serves the admin API and HTTP lookup, as the binary wires
+// them (package admin), for clients given an http:// service URL.
 type testBroker struct {
 	*broker.Broker
 	meta    *embedded.Store
@@ -71,6 +74,7 @@ func tryStart(t testing.TB, mut func(*broker.Config), meta *embedded.Store, ledg
 		f.Close()
 		return nil, err
 	}
+	admin.Register(b.Router(), admin.BrokerDeps(b))
 	if err := b.Start(context.Background()); err != nil {
 		b.Close()
 		f.Close()

@@ -1,7 +1,8 @@
 // Package schema holds Pulsar's schema compatibility rules: the
 // strategies a namespace or topic selects and the check that decides
-// whether a new schema version may follow the existing ones. It knows
-// nothing of storage or the wire; the broker's registry (broker/schema.go)
+// whether a new schema version may follow the existing ones, and the
+// plain types (Info, Version) the registry and the admin API share. It
+// knows nothing of storage or the wire; the registry (package schemareg)
 // stores versions and calls Check.
 //
 // # Types

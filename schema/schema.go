@@ -43,6 +43,17 @@ type Info struct {
 	Properties map[string]string
 }
 
+// Version is one registered version of a topic's schema.
+type Version struct {
+	// Number is the version's number on its topic: versions are numbered
+	// from 0 in registration order, and a number never names two
+	// schemas.
+	Number int64
+	Info
+	// Timestamp is when the version was registered (Unix ms).
+	Timestamp int64
+}
+
 // Equal reports whether a and b are the same schema.
 func (a Info) Equal(b Info) bool {
 	return a.Type == b.Type && bytes.Equal(a.Data, b.Data) && maps.Equal(a.Properties, b.Properties)

@@ -34,6 +34,9 @@ type Common struct {
 	// Progress receives a one-line report every ProgressInterval (nil: none).
 	Progress         io.Writer
 	ProgressInterval time.Duration
+	// Timeline keeps every ProgressInterval's figures in
+	// Summary.Timeline (for reports), with or without Progress.
+	Timeline bool
 }
 
 func (c *Common) ensureDefaults() {

@@ -29,7 +29,7 @@
 //
 // RawProduce and RawConsume (`--raw`) replace pulsarclient with a lean
 // client on protocol/pulsarproto, so the server can be measured beyond
-// what a general client costs per message (BENCH_NOTES.md, "What binds";
+// what a general client costs per message (NOTES.md, "What binds";
 // those notes measured the default mode when it was pulsar-client-go).
 // Partitioned topics are expanded into their partitions first (asked with
 // pulsarclient), each served by its own producers or consumers. Then it
@@ -108,6 +108,15 @@
 // when a batch is created); producer and consumer must share a clock. Not
 // in raw mode. bench/latency/run.sh uses both.
 //
+// # Reports
+//
+// --report DIR writes an HTML page (package bench/report; Report builds
+// it) with the summary, messages per second and latency p50/p99/max per
+// progress interval (Common.Timeline keeps them in Summary.Timeline, with
+// or without the progress line), the latency distribution as a percentile
+// curve (Summary.LatencyHistogram) and the windows, beside the machine and
+// the flags (the value of --auth-params is not written).
+//
 // The driver that compares Magnetar with the NATS JetStream peer is
-// run.sh in this directory; results and analysis are in BENCH_NOTES.md.
+// run.sh in this directory; results and analysis are in NOTES.md.
 package perf

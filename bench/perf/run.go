@@ -88,15 +88,17 @@ func createPartitions(ctx context.Context, c *Common) error {
 	return nil
 }
 
-// reporter writes the progress line every interval until stopped.
+// reporter writes the progress line every interval, and keeps the
+// intervals (Common.Timeline), until stopped.
 type reporter struct {
-	stop chan struct{}
-	wg   sync.WaitGroup
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	timeline []TimelinePoint // the goroutine's until close
 }
 
 func startReporter(kind string, c *Common, st *Stats) *reporter {
 	r := &reporter{stop: make(chan struct{})}
-	if c.Progress == nil {
+	if c.Progress == nil && !c.Timeline {
 		return r
 	}
 	r.wg.Add(1)
@@ -109,16 +111,24 @@ func startReporter(kind string, c *Common, st *Stats) *reporter {
 			case <-r.stop:
 				return
 			case now := <-t.C:
-				fmt.Fprintln(c.Progress, FormatInterval(kind, st.Tick(now)))
+				iv := st.Tick(now)
+				if c.Progress != nil {
+					fmt.Fprintln(c.Progress, FormatInterval(kind, iv))
+				}
+				if c.Timeline {
+					r.timeline = append(r.timeline, st.point(iv, now))
+				}
 			}
 		}
 	}()
 	return r
 }
 
-func (r *reporter) close() {
+// close stops the reporter and returns the timeline it kept.
+func (r *reporter) close() []TimelinePoint {
 	close(r.stop)
 	r.wg.Wait()
+	return r.timeline
 }
 
 // runContext applies the test duration to ctx.
@@ -196,7 +206,7 @@ func runWorkers(kind string, c *Common, n int, beside func(), work func(i int, s
 	}
 	wg.Wait()
 	end := time.Now()
-	rep.close()
+	st.timeline = rep.close()
 	st.windows = win.finish(end)
 	return st, end
 }

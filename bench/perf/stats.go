@@ -29,7 +29,8 @@ type Stats struct {
 	lastB    int64
 	lastErrs int64
 
-	windows []Window // closed windows, set when the workers returned
+	windows  []Window        // closed windows, set when the workers returned
+	timeline []TimelinePoint // progress intervals (Common.Timeline), likewise
 }
 
 // Shard is one worker's part of Stats. Record is safe for concurrent use.
@@ -182,6 +183,35 @@ type Summary struct {
 	FirstError string `json:"first_error,omitempty"`
 	// Windows are the per-window latencies (Common.Window), if any.
 	Windows []Window `json:"windows,omitempty"`
+	// Timeline holds every progress interval (Common.Timeline), if kept.
+	Timeline []TimelinePoint `json:"timeline,omitempty"`
+
+	latency *hdrhistogram.Histogram // the whole run's, in microseconds
+}
+
+// LatencyHistogram returns the whole run's latencies in microseconds
+// (nil for a Summary not made by Stats.Summary).
+func (s Summary) LatencyHistogram() *hdrhistogram.Histogram { return s.latency }
+
+// TimelinePoint is one progress interval of a run (Common.Timeline).
+type TimelinePoint struct {
+	End     float64 `json:"end_s"` // seconds from the run's start
+	Seconds float64 `json:"seconds"`
+	Msgs    int64   `json:"msgs"`
+	Bytes   int64   `json:"bytes"`
+	Errors  int64   `json:"errors"`
+	Samples int64   `json:"samples"` // latency samples
+	P50     int64   `json:"p50_us"`
+	P99     int64   `json:"p99_us"`
+	Max     int64   `json:"max_us"`
+}
+
+// point turns an interval ending at end into a TimelinePoint.
+func (s *Stats) point(iv Interval, end time.Time) TimelinePoint {
+	return TimelinePoint{
+		End: end.Sub(s.start).Seconds(), Seconds: iv.Elapsed.Seconds(), Msgs: iv.Msgs, Bytes: iv.Bytes, Errors: iv.Errors,
+		Samples: iv.Samples, P50: iv.P50.Microseconds(), P99: iv.P99.Microseconds(), Max: iv.Max.Microseconds(),
+	}
 }
 
 // Summary returns the totals from the start to end.
@@ -197,6 +227,8 @@ func (s *Stats) Summary(kind string, end time.Time) Summary {
 		sh.mu.Unlock()
 	}
 	sum.Windows = s.windows
+	sum.Timeline = s.timeline
+	sum.latency = merged
 	el := end.Sub(s.start)
 	sum.MsgRate = perSec(float64(sum.Messages), el)
 	sum.MBRate = perSec(float64(sum.Bytes)/1e6, el)

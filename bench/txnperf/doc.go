@@ -6,7 +6,7 @@
 // pulsar-client-go (the client applications use for transactions) and
 // starts no broker itself: the callers (BenchmarkTransactions and its
 // short CI test in cmd/magnetar) start `magnetar standalone` processes
-// and hand their service URLs in. BENCHMARKS.md ("Transactions") has the
+// and hand their service URLs in. NOTES.md in this directory has the
 // figures and the command.
 //
 // # Cases

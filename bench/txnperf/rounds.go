@@ -224,7 +224,7 @@ func Summarise(rounds [][]Result) []Summary {
 	return out
 }
 
-// Table formats summaries as a Markdown table (BENCHMARKS.md's).
+// Table formats summaries as a Markdown table (NOTES.md's).
 func Table(ss []Summary) string {
 	var b strings.Builder
 	b.WriteString("| case | msgs/s, median [rounds] | / plain, same round | txn-k / groups-k, same round | broker CPU per msg | commit p50 / p99 | k msgs end to end p50 / p99 |\n")

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -40,6 +41,15 @@ const (
 // cluster). The bookie must not start: it would serve missing data. Final
 // until an operator fixes the disks or the cookie.
 var ErrCookieMismatch = errors.New("server: cookie mismatch")
+
+// Token is a short digest of the cookie: the same for every run of one
+// bookie on its directories, different for another bookie or other
+// directories (the registration node carries it, RegisterOptions.Token).
+func (c Cookie) Token() string {
+	b, _ := json.Marshal(c)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
+}
 
 func (c *Cookie) equal(o *Cookie) bool {
 	return c.Format == o.Format && c.BookieID == o.BookieID && c.JournalDir == o.JournalDir &&

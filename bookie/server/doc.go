@@ -55,4 +55,15 @@
 // {address, readOnly}) or /ledgers/available/readonly/<id> while the bookie
 // is read-only, and moves it when the state changes (checked every
 // CheckInterval, or on Sync). The node disappears with the store session.
+//
+// A bookie restarted right after a crash finds its previous session's
+// node, which the server keeps until that session expires. The node
+// carries a token (Cookie.Token: a digest of the bookie id, directories
+// and cluster instance); a node with this bookie's own token is its own
+// and is deleted and re-created at once (no other live process can serve
+// the id: the bookie holds its port and directories). A node without it
+// is waited for, as BookKeeper's bookie waits for its previous znode: up
+// to StaleWait (session timeout + 2 s), then Register fails with
+// ErrExists. A stale node of the other state (read-only vs writable) with
+// the bookie's token is removed too.
 package server

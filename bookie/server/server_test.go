@@ -335,3 +335,86 @@ func TestPipelinedAddRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestRegistrationReplacesStale: a bookie restarted after a crash finds
+// the registration node of its previous session (alive on the server
+// until it expires). With its own token it takes the node over at once;
+// a node with another token (another bookie claiming the id) is waited
+// for until it goes, and Register fails if it outlives StaleWait.
+func TestRegistrationReplacesStale(t *testing.T) {
+	ctx := ctxT(t)
+	file := filepath.Join(t.TempDir(), "meta.db")
+	open := func() *embedded.Store {
+		s, err := embedded.Open(file, embedded.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	observer := open()
+	b := openBookie(t, vfs.NewOS(), t.TempDir())
+	const id = "127.0.0.1:3181"
+	writable := server.AvailablePath + "/" + id
+	opts := func(token string, wait time.Duration) server.RegisterOptions {
+		return server.RegisterOptions{CheckInterval: time.Hour, Token: token, StaleWait: wait}
+	}
+
+	// The previous run of this bookie (token "mine") still holds the
+	// node: the next one takes it over without waiting.
+	prev := open()
+	if _, err := server.Register(ctx, prev, id, b, opts("mine", 0)); err != nil {
+		t.Fatal(err)
+	}
+	next := open()
+	t0 := time.Now()
+	reg, err := server.Register(ctx, next, id, b, opts("mine", time.Minute))
+	if err != nil {
+		t.Fatalf("register over this bookie's own stale node: %v", err)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Fatalf("took %v to reclaim its own node", d)
+	}
+	prev.Close() // the old session ends: the node (now next's) stays
+	if !exists(t, observer, writable) {
+		t.Fatal("registration gone with the previous session")
+	}
+	reg.Close()
+
+	// Another bookie's node (another token): Register waits for it and
+	// registers once that session ends.
+	other := open()
+	if _, err := server.Register(ctx, other, id, b, opts("theirs", 0)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	mine := open()
+	go func() {
+		_, err := server.Register(ctx, mine, id, b, opts("mine", time.Minute))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("registered (%v) over another session's node while it lived", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	other.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("register after the other session ended: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("still waiting 10 s after the other session ended")
+	}
+	mine.Close()
+
+	// ... and gives up after StaleWait.
+	other = open()
+	if _, err := server.Register(ctx, other, id, b, opts("theirs", 0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.Register(ctx, open(), id, b, opts("mine", 200*time.Millisecond)); !errors.Is(err, metadata.ErrExists) {
+		t.Fatalf("register over a live foreign node = %v, want ErrExists", err)
+	}
+}

@@ -39,6 +39,7 @@ type fnFlags struct {
 	instance                       int
 	key, state, triggerValue       string
 	topic                          string
+	updateAuthData                 bool
 }
 
 func (f *fnFlags) nameFlags(c *cobra.Command) {
@@ -155,7 +156,7 @@ func (f *fnFlags) config(c *cobra.Command, kind string) (map[string]any, error) 
 
 // upload sends a create or update as multipart: the config part and the
 // package file (--go for functions, a local --archive for connectors).
-func (a *adminCLI) upload(method, path, kind string, cfg map[string]any, pkg string) error {
+func (a *adminCLI) upload(method, path, kind string, cfg map[string]any, pkg string, updateAuthData bool) error {
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
 	cj, _ := json.Marshal(cfg)
@@ -168,6 +169,11 @@ func (a *adminCLI) upload(method, path, kind string, cfg map[string]any, pkg str
 		return err
 	}
 	pw.Write(cj)
+	if updateAuthData {
+		// Pulsar's UpdateOptions: the function's credentials become the
+		// caller's.
+		mw.WriteField("updateOptions", `{"updateAuthData":true}`)
+	}
 	if pkg != "" {
 		f, err := os.Open(pkg)
 		if err != nil {
@@ -292,7 +298,7 @@ func adminFnCmd(kind string) *cobra.Command {
 			if f.archive != "" && !strings.Contains(f.archive, "://") {
 				pkg = f.archive
 			}
-			if err := a.upload(method, p, kind, cfg, pkg); err != nil {
+			if err := a.upload(method, p, kind, cfg, pkg, f.updateAuthData); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.out, "%s %s\n", map[string]string{http.MethodPost: "Created", http.MethodPut: "Updated"}[method], strings.TrimPrefix(p, "/admin/v3/"))
@@ -300,7 +306,10 @@ func adminFnCmd(kind string) *cobra.Command {
 		}
 	}
 	mk("create", "Deploy (package uploaded from --go or --archive)", deploy(http.MethodPost), deployFlags)
-	mk("update", "Update configuration and/or package in place", deploy(http.MethodPut), deployFlags)
+	mk("update", "Update configuration and/or package in place", deploy(http.MethodPut), func(c *cobra.Command, f *fnFlags) {
+		deployFlags(c, f)
+		c.Flags().BoolVar(&f.updateAuthData, "update-auth-data", false, "the instances' credentials become this request's token (they keep the submitter's otherwise)")
+	})
 	simple := func(method, suffix string) func(c *cobra.Command, f *fnFlags) error {
 		return func(c *cobra.Command, f *fnFlags) error {
 			p, err := f.path(kind)

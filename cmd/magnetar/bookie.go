@@ -43,7 +43,13 @@ type bookieFlags struct {
 func init() { rootCmd.AddCommand(newBookieCmd()) }
 
 func newBookieCmd() *cobra.Command {
-	var f bookieFlags
+	cmd, _ := bookieCommand()
+	return cmd
+}
+
+// bookieCommand returns the command and the flags it fills.
+func bookieCommand() (*cobra.Command, *bookieFlags) {
+	f := &bookieFlags{}
 	cmd := &cobra.Command{
 		Use:   "bookie",
 		Short: "Run one bookie serving the bookie protocol (default :3181)",
@@ -65,7 +71,7 @@ When it is serving it prints one line to stdout:
 			if err := applyConfig(cmd, "bookie"); err != nil {
 				return err
 			}
-			return runBookie(cmd.Context(), f)
+			return runBookie(cmd.Context(), *f)
 		},
 	}
 	fl := cmd.Flags()
@@ -82,7 +88,7 @@ When it is serving it prints one line to stdout:
 	addBookieTuningFlags(cmd, &f.bookie)
 	f.sec.register(fl)
 	addConfigFlag(cmd)
-	return cmd
+	return cmd, f
 }
 
 // openBookieMetadata opens a ZooKeeper store for zk:// URLs, else an
@@ -144,7 +150,8 @@ func runBookie(ctx context.Context, f bookieFlags) (err error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if _, err := server.CheckCookie(cctx, store, vfs.Default, id, f.journalDir, f.ledgerDirs); err != nil {
+	cookie, err := server.CheckCookie(cctx, store, vfs.Default, id, f.journalDir, f.ledgerDirs)
+	if err != nil {
 		if errors.Is(err, server.ErrCookieMismatch) {
 			return fmt.Errorf("refusing to start: %w", err)
 		}
@@ -171,7 +178,7 @@ func runBookie(ctx context.Context, f bookieFlags) (err error) {
 		return err
 	}
 	closers = append(closers, srv.Close)
-	reg, err := server.Register(cctx, store, id, bk, server.RegisterOptions{Logger: log.With("component", "registration")})
+	reg, err := server.Register(cctx, store, id, bk, server.RegisterOptions{Logger: log.With("component", "registration"), Token: cookie.Token()})
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,8 @@ type bookieTuning struct {
 	entryLogFlushBytes int64
 	groupWait          time.Duration
 	flushInterval      time.Duration
+	checkpointSpread   time.Duration
+	stageSampling      int
 }
 
 func addBookieTuningFlags(cmd *cobra.Command, t *bookieTuning) {
@@ -36,6 +38,8 @@ func addBookieTuningFlags(cmd *cobra.Command, t *bookieTuning) {
 	fl.Int64Var(&t.entryLogFlushBytes, "flush-entrylog-bytes", 0, "pace entry-log writeback during checkpoints in steps of this many bytes, 0 = off (flushEntrylogBytes)")
 	fl.DurationVar(&t.gcWaitTime, "gc-wait-time", time.Minute, "period of entry-log garbage collection and compaction (gcWaitTime); on a full disk it also runs after every ledger delete")
 	fl.DurationVar(&t.flushInterval, "flush-interval", bookie.DefaultCheckpointInterval, "period of the checkpoint that moves the write cache to the entry logs and index and trims the journal (flushInterval); a full write-cache half starts one earlier")
+	fl.DurationVar(&t.checkpointSpread, "checkpoint-spread", 0, "spread each background checkpoint's entry-log writes over up to this long, handing them to the disk in steps, so journal syncs on the same disk do not queue behind a whole write-cache half (0: half the flush interval; negative: not paced)")
+	fl.IntVar(&t.stageSampling, "stage-sampling", 0, "trace the stages of one add in this many (cache, queue, behind, group, write, sync, complete) into bookie_add_stage_latency_seconds; 0 = off")
 	fl.DurationVar(&t.groupWait, "journal-max-group-wait", 0, "longest an add waits for company before its journal group is written and synced (journalMaxGroupWaitMSec); 0 writes a group as soon as the previous one is durable, so groups grow with the load without adding latency at low rates")
 }
 
@@ -51,4 +55,6 @@ func (t bookieTuning) apply(o *bookie.Options) {
 	o.EntryLogFlushBytes = t.entryLogFlushBytes
 	o.JournalMaxGroupWait = t.groupWait
 	o.CheckpointInterval = t.flushInterval
+	o.CheckpointSpread = t.checkpointSpread
+	o.StageSampling = t.stageSampling
 }

@@ -5,19 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/magnetar-mq/magnetar/autorecovery"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/internal/stack"
 	"github.com/magnetar-mq/magnetar/ledger"
 	"github.com/magnetar-mq/magnetar/metadata"
-	"github.com/magnetar-mq/magnetar/metadata/embedded"
-	"github.com/magnetar-mq/magnetar/metadata/zookeeper"
 )
 
 // metadataFlags selects the metadata store of a cluster command.
@@ -29,36 +25,6 @@ type metadataFlags struct {
 func (m *metadataFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&m.url, "metadata-url", "", "metadata store: zk://host:port[,host:port]/chroot, or embedded:/path/metadata.db (one process only)")
 	c.Flags().DurationVar(&m.sessionTimeout, "zk-session-timeout", 10*time.Second, "ZooKeeper session timeout")
-}
-
-// openMetadataURL opens the store named by url: "zk://..." (ZooKeeper) or
-// "embedded:PATH" / "file://PATH" (a bbolt file, usable by one process).
-func openMetadataURL(url string, sessionTimeout time.Duration, log *slog.Logger) (metadata.Store, error) {
-	switch {
-	case url == "":
-		return nil, errors.New("--metadata-url is required (zk://host:port/chroot or embedded:/path/metadata.db)")
-	case strings.HasPrefix(url, "zk://"):
-		s, err := zookeeper.Open(url, zookeeper.Options{SessionTimeout: sessionTimeout, Logger: log.With("component", "zookeeper")})
-		if err != nil {
-			return nil, fmt.Errorf("metadata store %s: %w", url, err)
-		}
-		return s, nil
-	}
-	p, ok := strings.CutPrefix(url, "embedded:")
-	if !ok {
-		p, ok = strings.CutPrefix(url, "file://")
-	}
-	if !ok || p == "" {
-		return nil, fmt.Errorf("--metadata-url %q: want zk://host:port/chroot or embedded:/path/metadata.db", url)
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return nil, err
-	}
-	s, err := embedded.Open(p, embedded.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("metadata store %s: %w", url, err)
-	}
-	return s, nil
 }
 
 // quorumFlags are the E/Qw/Qa of new ledgers.
@@ -92,12 +58,19 @@ type brokerFlags struct {
 	cluster        broker.ClusterConfig
 	run            runFlags
 	sec            securityFlags
+	http           httpFlags
 }
 
 func init() { rootCmd.AddCommand(newBrokerCmd()) }
 
 func newBrokerCmd() *cobra.Command {
-	var f brokerFlags
+	cmd, _ := brokerCommand()
+	return cmd
+}
+
+// brokerCommand returns the command and the flags it fills.
+func brokerCommand() (*cobra.Command, *brokerFlags) {
+	f := &brokerFlags{}
 	cmd := &cobra.Command{
 		Use:   "broker",
 		Short: "Run a broker on a bookie fleet, with metadata in ZooKeeper",
@@ -121,8 +94,8 @@ When ready it prints one line to stdout:
 			if err := applyConfig(cmd, "broker"); err != nil {
 				return err
 			}
-			return runServer(cmd.Context(), "broker", f.run, func(ctx context.Context, log *slog.Logger) (*serviceStack, func() error, error) {
-				b, err := openBroker(ctx, f, log)
+			return runServer(cmd.Context(), "broker", f.run, func(ctx context.Context, log *slog.Logger) (*stack.Stack, func() error, error) {
+				b, err := openBroker(ctx, *f, log)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -155,8 +128,9 @@ When ready it prints one line to stdout:
 	f.svc.register(fl, "")
 	addRunFlags(fl, &f.run)
 	f.sec.register(fl)
+	f.http.register(fl)
 	addConfigFlag(cmd)
-	return cmd
+	return cmd, f
 }
 
 // clusterNode is the metadata store, bookie resolver and ledger client a
@@ -168,7 +142,7 @@ type clusterNode struct {
 }
 
 func openClusterNode(mf metadataFlags, log *slog.Logger, opts ...func(*ledger.NetOptions)) (*clusterNode, error) {
-	store, err := openMetadataURL(mf.url, mf.sessionTimeout, log)
+	store, err := stack.OpenMetadataURL(mf.url, mf.sessionTimeout, log)
 	if err != nil {
 		return nil, err
 	}
@@ -198,11 +172,32 @@ func (n *clusterNode) close() error {
 	return errors.Join(errs...)
 }
 
+// brokerConfig is the broker configuration the flags ask for.
+func (f *brokerFlags) brokerConfig(log *slog.Logger) (broker.Config, error) {
+	bcfg := broker.Config{
+		ServiceAddr:    f.serviceAddr,
+		HTTPAddr:       f.httpAddr,
+		AdvertisedHost: f.advertisedHost,
+		ClusterName:    f.clusterName,
+		MaxMessageSize: f.maxMessageSize,
+		Deduplication:  f.dedup,
+		Cluster:        &f.cluster,
+	}
+	f.svc.apply(&bcfg)
+	bcfg.ClusterName = f.clusterName
+	var err error
+	if bcfg.HTTPLimits, err = f.http.limits(); err != nil {
+		return bcfg, err
+	}
+	err = f.sec.apply(&bcfg, log)
+	return bcfg, err
+}
+
 // brokerProc is a running `magnetar broker`.
 type brokerProc struct {
 	node  *clusterNode
 	rec   *autorecovery.Service
-	stack *serviceStack
+	stack *stack.Stack
 }
 
 func openBroker(ctx context.Context, f brokerFlags, log *slog.Logger) (_ *brokerProc, err error) {
@@ -233,37 +228,31 @@ func openBroker(ctx context.Context, f brokerFlags, log *slog.Logger) (_ *broker
 			return nil, fmt.Errorf("autorecovery: %w", err)
 		}
 	}
-	bcfg := broker.Config{
-		ServiceAddr:    f.serviceAddr,
-		HTTPAddr:       f.httpAddr,
-		AdvertisedHost: f.advertisedHost,
-		ClusterName:    f.clusterName,
-		MaxMessageSize: f.maxMessageSize,
-		Deduplication:  f.dedup,
-		Cluster:        &f.cluster,
-	}
-	f.svc.apply(&bcfg)
-	bcfg.ClusterName = f.clusterName
-	if err = f.sec.apply(&bcfg, log); err != nil {
+	bcfg, err := f.brokerConfig(log)
+	if err != nil {
 		return b, err
 	}
-	b.stack, err = openServiceStack(ctx, b.node.store, f.svc.configURL, b.node.lc, co, bcfg, &f.svc.storage, f.svc.console, registeredBookies{b.node.store}, nil, log)
+	svc, err := f.svc.service(bcfg)
+	if err != nil {
+		return b, err
+	}
+	b.stack, err = stack.OpenStack(ctx, svc, stack.Deps{Metadata: b.node.store, Ledgers: b.node.lc, Quorum: co, Bookies: registeredBookies{b.node.store}, Logger: log})
 	return b, err
 }
 
 // close stops everything in reverse order of opening.
 func (b *brokerProc) close(log *slog.Logger) error {
-	var c closeSteps
+	var c stack.CloseSteps
 	if b.stack != nil {
-		b.stack.close(&c, log)
+		b.stack.Close(&c, log)
 	}
 	if b.rec != nil {
-		c.run(log, "autorecovery", b.rec.Close)
+		c.Run(log, "autorecovery", b.rec.Close)
 	}
 	if b.node != nil {
-		c.run(log, "ledger client", b.node.close)
+		c.Run(log, "ledger client", b.node.close)
 	}
-	return c.err()
+	return c.Err()
 }
 
 // registeredBookies reports the bookies registered in the metadata store

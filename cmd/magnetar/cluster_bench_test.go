@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,7 +15,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 )
 
-// Cluster benchmarks (BENCHMARKS.md, "Broker cluster"): real processes,
+// Cluster benchmarks (docs/benchmarks/cluster.md): real processes,
 // real ZooKeeper, three bookies. Run with
 //
 //	go test ./cmd/magnetar -run '^$' -bench BenchmarkCluster -benchtime 1x -timeout 60m
@@ -131,59 +130,29 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return s[i]
 }
 
-// BenchmarkClusterFailover: the time from SIGKILL of a topic's owner to
-// the first publish acknowledged by its new owner, over 20 kills (the
-// killed broker is started again on its ports between kills), with a 3 s ZooKeeper
-// session timeout (the dead owner's bundle stays assigned to it until
-// its session expires).
+// BenchmarkClusterFailover: how long a topic's producer stalls when its
+// owner goes, from the signal (or the network cut) to the first publish
+// acknowledged by the new owner, for each way of going (SIGTERM,
+// SIGKILL, a partitioned broker; TestClusterFailoverTimes describes the
+// rounds), over MAGNETAR_CLUSTER_BENCH_KILLS rounds of each (default
+// 20), with a 6 s ZooKeeper session timeout (FAILOVER_SESSION_TIMEOUT).
+// The partition rounds need root (a network namespace). Figures and
+// what sets them: bench/failover/NOTES.md.
 func BenchmarkClusterFailover(b *testing.B) {
 	kills := 20
 	if v := os.Getenv("MAGNETAR_CLUSTER_BENCH_KILLS"); v != "" {
 		kills, _ = strconv.Atoi(v)
 	}
-	bc := startBrokerCluster(b, 3, 3, "--load-shedding-interval", "-1s")
-	bc.createNamespace("public/fo", 4)
-	const topic = "persistent://public/fo/failover"
-	cl := newClusterClient(b, bc.serviceURL())
-	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true, SendTimeout: 2 * time.Minute})
-	if err != nil {
-		b.Fatal(err)
+	session, flags := failoverSetup(b)
+	for _, mode := range failoverModes {
+		b.Run(mode, func(b *testing.B) {
+			times := failoverTimes(b, mode, kills, flags)
+			logFailovers(b, mode, session, times)
+			b.ReportMetric(float64(percentile(times, 0.5).Milliseconds()), "failover-p50-ms")
+			b.ReportMetric(float64(percentile(times, 0.99).Milliseconds()), "failover-p99-ms")
+			b.ReportMetric(float64(slices.Max(times).Milliseconds()), "failover-max-ms")
+		})
 	}
-	defer prod.Close()
-	send := func() time.Time {
-		if _, err := prod.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("x")}); err != nil {
-			b.Fatal(err)
-		}
-		return time.Now()
-	}
-	var times []time.Duration
-	for i := range kills {
-		send()
-		owner := bc.owner(topic)
-		victim := bc.byService(owner)
-		t0 := time.Now()
-		victim.kill()
-		// Send until a publish is acknowledged by another broker.
-		var acked time.Time
-		for {
-			acked = send()
-			if o := bc.owner(topic); o != "" && o != owner {
-				break
-			}
-		}
-		d := acked.Sub(t0)
-		times = append(times, d)
-		b.Logf("kill %d: %v", i, d.Round(time.Millisecond))
-		idx := slices.Index(bc.brokers, victim)
-		// Same ports, so that the client's service URL (the first three
-		// brokers) keeps reaching live brokers.
-		bc.brokers[idx] = bc.startBroker("--load-shedding-interval", "-1s",
-			"--listen", strings.TrimPrefix(victim.service, "pulsar://"), "--http", strings.TrimPrefix(victim.http, "http://"))
-		bc.waitBrokers(3)
-	}
-	b.ReportMetric(float64(percentile(times, 0.5).Milliseconds()), "failover-p50-ms")
-	b.ReportMetric(float64(percentile(times, 0.99).Milliseconds()), "failover-p99-ms")
-	b.ReportMetric(float64(slices.Max(times).Milliseconds()), "failover-max-ms")
 }
 
 // BenchmarkClusterLookup: HTTP lookup latency on 3 brokers: of a topic

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -400,16 +401,36 @@ func TestClusterBrokersLookupRedirect(t *testing.T) {
 	}
 }
 
-// ackedLog records what a producer had acknowledged, in order.
+// ackedLog records what a producer had acknowledged, in order, and when
+// and in which ledger each was acknowledged.
 type ackedLog struct {
 	mu    sync.Mutex
 	acked map[string][]string // producer -> payloads in ack order
+	times map[string][]ackAt  // producer -> one per acked, same order
+	wake  chan struct{}       // made by waitAck, signalled by add
 }
 
-func (a *ackedLog) add(prod, p string) {
+// ackAt is when (in the producer's process) a message was acknowledged,
+// and the ledger of its message id.
+type ackAt struct {
+	at     time.Time
+	ledger int64
+}
+
+func (a *ackedLog) add(prod, p string, at ackAt) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.acked[prod] = append(a.acked[prod], p)
+	if a.times == nil {
+		a.times = map[string][]ackAt{}
+	}
+	a.times[prod] = append(a.times[prod], at)
+	if a.wake != nil {
+		select {
+		case a.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (a *ackedLog) total() int {
@@ -434,7 +455,14 @@ func bodyOf(name string, i int) []byte {
 
 // runProducers sends from each producer until stop closes, one message at
 // a time (so per-producer order is the send order), recording acks.
-func runProducers(t *testing.T, url string, topic string, names []string, stop <-chan struct{}, log *ackedLog) *sync.WaitGroup {
+func runProducers(t testing.TB, url string, topic string, names []string, stop <-chan struct{}, log *ackedLog) *sync.WaitGroup {
+	return runProducersWindow(t, url, topic, names, 1, stop, log)
+}
+
+// runProducersWindow is runProducers with up to window sends of each
+// producer in flight (asynchronous sends; the client acknowledges them in
+// send order).
+func runProducersWindow(t testing.TB, url string, topic string, names []string, window int, stop <-chan struct{}, log *ackedLog) *sync.WaitGroup {
 	// The producers run in a child process (this test binary, see
 	// runChildProducer): pulsar-client-go v0.19 races with itself when a
 	// send meets a reconnect (producer_partition.go grabCnx), which the
@@ -443,7 +471,7 @@ func runProducers(t *testing.T, url string, topic string, names []string, stop <
 	var wg sync.WaitGroup
 	for _, name := range names {
 		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), childProducerEnv+"="+strings.Join([]string{url, topic, name}, "\x1f"))
+		cmd.Env = append(os.Environ(), childProducerEnv+"="+strings.Join([]string{url, topic, name, fmt.Sprint(window)}, "\x1f"))
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		out, err := cmd.StdoutPipe()
 		if err != nil {
@@ -468,13 +496,16 @@ func runProducers(t *testing.T, url string, topic string, names []string, stop <
 			sc := bufio.NewScanner(out)
 			for sc.Scan() {
 				line := sc.Text()
-				if h, ok := strings.CutPrefix(line, "ACK "); ok {
+				if rest, ok := strings.CutPrefix(line, "ACK "); ok {
+					var h string
+					var ledgerID, nanos int64
+					_, serr := fmt.Sscan(rest, &h, &ledgerID, &nanos)
 					body, err := hex.DecodeString(h)
-					if err != nil {
+					if serr != nil || err != nil {
 						t.Errorf("producer %s: bad line %q", name, line)
 						continue
 					}
-					log.add(name, string(body))
+					log.add(name, string(body), ackAt{at: time.Unix(0, nanos), ledger: ledgerID})
 				} else if msg, ok := strings.CutPrefix(line, "ERR "); ok {
 					t.Errorf("producer %s: %s", name, msg)
 				}
@@ -487,13 +518,15 @@ func runProducers(t *testing.T, url string, topic string, names []string, stop <
 }
 
 // childProducerEnv makes the test binary a producer child:
-// "serviceURL\x1ftopic\x1fname".
+// "serviceURL\x1ftopic\x1fname\x1fwindow".
 const childProducerEnv = "MAGNETAR_TEST_CHILD_PRODUCER"
 
 // runChildProducer sends bodyOf(name, i) for i = 0, 1, ... until SIGTERM,
-// printing "ACK body" after each acknowledgement ("ERR ..." on failure).
+// up to window at a time, printing "ACK hex(body) ledgerId unixNanos"
+// after each acknowledgement ("ERR ..." on failure).
 func runChildProducer(spec string) int {
 	f := strings.Split(spec, "\x1f")
+	window, _ := strconv.Atoi(f[3])
 	cl, err := pulsar.NewClient(pulsar.ClientOptions{URL: f[0], OperationTimeout: 60 * time.Second,
 		ConnectionTimeout: 5 * time.Second, KeepAliveInterval: 2 * time.Second, Logger: plog.DefaultNopLogger()})
 	if err != nil {
@@ -512,6 +545,9 @@ func runChildProducer(spec string) int {
 	signal.Notify(term, syscall.SIGTERM)
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
+	if window > 1 {
+		return sendWindowed(prod, f[2], window, term, w)
+	}
 	for i := 0; ; i++ {
 		select {
 		case <-term:
@@ -519,19 +555,56 @@ func runChildProducer(spec string) int {
 		default:
 		}
 		body := bodyOf(f[2], i)
-		if _, err := prod.Send(context.Background(), &pulsar.ProducerMessage{Payload: body}); err != nil {
+		id, err := prod.Send(context.Background(), &pulsar.ProducerMessage{Payload: body})
+		if err != nil {
 			fmt.Fprintln(w, "ERR send", i, err)
 			return 1
 		}
-		fmt.Fprintln(w, "ACK "+hex.EncodeToString(body))
-		w.Flush()
+		printAck(w, body, id)
+	}
+}
+
+// printAck prints the ACK line of runChildProducer.
+func printAck(w *bufio.Writer, body []byte, id pulsar.MessageID) {
+	fmt.Fprintln(w, "ACK", hex.EncodeToString(body), id.LedgerID(), time.Now().UnixNano())
+	w.Flush()
+}
+
+// sendWindowed is runChildProducer's loop with window sends in flight.
+func sendWindowed(prod pulsar.Producer, name string, window int, term <-chan os.Signal, w *bufio.Writer) int {
+	slots := make(chan struct{}, window)
+	var mu sync.Mutex
+	failed := make(chan struct{})
+	var once sync.Once
+	for i := 0; ; i++ {
+		select {
+		case <-term:
+			_ = prod.FlushWithCtx(context.Background()) // the acks print from the callbacks
+			return 0
+		case <-failed:
+			return 1
+		case slots <- struct{}{}:
+		}
+		body := bodyOf(name, i)
+		prod.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: body}, func(id pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				fmt.Fprintln(w, "ERR send", i, err)
+				w.Flush()
+				once.Do(func() { close(failed) })
+				return
+			}
+			printAck(w, body, id)
+			<-slots
+		})
 	}
 }
 
 // checkDelivered reads the topic from the start and asserts that every
 // acked message arrives byte for byte, each producer's in order; it
 // returns the number of duplicates seen.
-func checkDelivered(t *testing.T, cl pulsar.Client, topic, sub string, log *ackedLog) int {
+func checkDelivered(t testing.TB, cl pulsar.Client, topic, sub string, log *ackedLog) int {
 	t.Helper()
 	cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: sub,
 		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
@@ -594,7 +667,7 @@ func checkDelivered(t *testing.T, cl pulsar.Client, topic, sub string, log *acke
 }
 
 // waitAcked waits until log holds at least n acknowledged messages.
-func waitAcked(t *testing.T, log *ackedLog, n int, d time.Duration) {
+func waitAcked(t testing.TB, log *ackedLog, n int, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for log.total() < n {

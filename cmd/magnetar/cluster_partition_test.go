@@ -18,13 +18,13 @@ import (
 // netns is a Linux network namespace joined to the host by a veth pair:
 // host side hostIP, namespace side nsIP, a /24 of their own.
 type netns struct {
-	t            *testing.T
+	t            testing.TB
 	name, hostIf string
 	nsIf         string
 	hostIP, nsIP string
 }
 
-func ipCmd(t *testing.T, args ...string) {
+func ipCmd(t testing.TB, args ...string) {
 	t.Helper()
 	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
@@ -33,7 +33,7 @@ func ipCmd(t *testing.T, args ...string) {
 
 // newNetns creates the namespace and the link (removed by t.Cleanup). It
 // needs root and iproute2, as CI has.
-func newNetns(t *testing.T) *netns {
+func newNetns(t testing.TB) *netns {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("the network partition test needs root (ip netns, veth)")
@@ -66,7 +66,7 @@ func (n *netns) heal() { ipCmd(n.t, "netns", "exec", n.name, "ip", "link", "set"
 
 // relay forwards connections accepted on listen to target until the test
 // ends (ZooKeeper listens on 127.0.0.1 only).
-func relay(t *testing.T, listen, target string) string {
+func relay(t testing.TB, listen, target string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -108,13 +108,20 @@ func relay(t *testing.T, listen, target string) string {
 	return ln.Addr().String()
 }
 
-// A broker in its own network namespace owns a topic; the namespace's
-// link goes down (cut from ZooKeeper, the bookies and its clients): it
-// loses the bundle, another broker takes it, the clients move and every
-// acknowledged message is kept. Healing the link does not make a second
-// owner: the cut broker has stopped serving, and at every check exactly
-// one broker serves the topic.
-func TestClusterBrokerNetworkPartition(t *testing.T) {
+// partitionCluster is a cluster for partition tests: ZooKeeper and three
+// bookies reachable from a network namespace (through its link), two
+// brokers on the host, and brokers started in the namespace on demand.
+type partitionCluster struct {
+	bc     *brokerCluster
+	ns     *netns
+	zkURL  string   // the metadata URL through the link
+	common []string // flags of every broker
+}
+
+// startPartitionCluster starts it (without the namespaced broker); extra
+// flags go to every broker.
+func startPartitionCluster(t testing.TB, extra ...string) *partitionCluster {
+	t.Helper()
 	ns := newNetns(t)
 	zk := zktest.StartServer(t)
 	zkRelay := relay(t, ns.hostIP+":0", zk.Addr())
@@ -130,19 +137,39 @@ func TestClusterBrokerNetworkPartition(t *testing.T) {
 			"--data-dir", t.TempDir())
 		bc.bookies = append(bc.bookies, &bookieProc{proc: p, id: f["id"]})
 	}
-	common := []string{"--zk-session-timeout", clusterSessionTimeout.String(), "--load-report-interval", "300ms",
+	common := append([]string{"--load-report-interval", "300ms",
 		"--autorecovery=false", "--load-shedding-interval", "-1s",
-		"--ensemble", "3", "--write-quorum", "2", "--ack-quorum", "2"}
-	cutBroker, _ := startMagnetarVia(t, []string{"ip", "netns", "exec", ns.name}, "broker-netns", "magnetar broker ready",
-		append([]string{"broker", "--metadata-url", "zk://" + zkRelay + "/magnetar",
-			"--listen", ns.nsIP + ":0", "--http", ns.nsIP + ":0", "--advertised-host", ns.nsIP}, common...)...)
-	bc.brokers = append(bc.brokers, cutBroker)
+		"--ensemble", "3", "--write-quorum", "2", "--ack-quorum", "2"}, extra...)
+	pc := &partitionCluster{bc: bc, ns: ns, zkURL: "zk://" + zkRelay + "/magnetar", common: common}
 	for range 2 {
 		p, _ := startMagnetar(t, "broker", "magnetar broker ready", append([]string{"broker", "--metadata-url", c.url,
 			"--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--advertised-host", "127.0.0.1"}, common...)...)
 		bc.brokers = append(bc.brokers, p)
 	}
 	bc.store = c.clusterClient().store
+	return pc
+}
+
+// startCutBroker starts a broker inside the namespace and adds it to the
+// cluster's brokers.
+func (pc *partitionCluster) startCutBroker() *proc {
+	p, _ := startMagnetarVia(pc.bc.t, []string{"ip", "netns", "exec", pc.ns.name}, "broker-netns", "magnetar broker ready",
+		append([]string{"broker", "--metadata-url", pc.zkURL,
+			"--listen", pc.ns.nsIP + ":0", "--http", pc.ns.nsIP + ":0", "--advertised-host", pc.ns.nsIP}, pc.common...)...)
+	pc.bc.brokers = append(pc.bc.brokers, p)
+	return p
+}
+
+// A broker in its own network namespace owns a topic; the namespace's
+// link goes down (cut from ZooKeeper, the bookies and its clients): it
+// loses the bundle, another broker takes it, the clients move and every
+// acknowledged message is kept. Healing the link does not make a second
+// owner: the cut broker has stopped serving, and at every check exactly
+// one broker serves the topic.
+func TestClusterBrokerNetworkPartition(t *testing.T) {
+	pc := startPartitionCluster(t, "--zk-session-timeout", clusterSessionTimeout.String())
+	bc, ns := pc.bc, pc.ns
+	cutBroker := pc.startCutBroker()
 	bc.waitBrokers(3)
 	bc.createNamespace("public/np", 4)
 	const topic = "persistent://public/np/cut"

@@ -13,6 +13,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,7 +22,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/entrymeta"
 	"github.com/magnetar-mq/magnetar/internal/conf"
+	"github.com/magnetar-mq/magnetar/txn/server"
 )
 
 // serviceFlags are the broker settings standalone and broker share beyond
@@ -59,6 +62,7 @@ type serviceFlags struct {
 	topicMetrics                                                                          bool
 	txnEnabled                                                                            bool
 	txnCoordinators, txnMaxActive                                                         int
+	statusFile                                                                            string
 }
 
 // apply copies the settings shared by standalone and broker into c (a
@@ -77,7 +81,6 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.MaxUnackedPerConsumer = unlimited(s.maxUnackedC)
 	c.MaxUnackedPerSubscription = unlimited(s.maxUnackedS)
 	c.MaxPartitionsPerTopic = unlimited(s.maxPartitions)
-	c.BrokerEntryMetadataInterceptors = s.entryMeta
 	c.ExposeBrokerEntryMetadata = s.exposeEntryMeta
 	c.MaxPublishRatePerTopicInMessages = s.pubRateMsgs
 	c.MaxPublishRatePerTopicInBytes = s.pubRateBytes
@@ -97,15 +100,9 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.SubscriptionExpiryCheckInterval = s.subExpiryCheck
 	c.StatsUpdateInterval = s.statsInterval
 	c.KeySharedUseConsistentHashing = s.consistentHashing
-	c.SchemaCompatibilityStrategy = s.schemaStrategy
-	c.SchemaValidationEnforced = s.schemaEnforced
-	c.TopicCompactionRetainNullKey = s.retainNullKey
 	c.HistoryInterval = s.historyInterval
 	c.IdleTopicUnloadTime = s.idleUnload
 	c.HideTopicLevelMetrics = !s.topicMetrics
-	c.TransactionCoordinatorEnabled = s.txnEnabled
-	c.TransactionCoordinators = s.txnCoordinators
-	c.MaxActiveTransactionsPerCoordinator = s.txnMaxActive
 	if !s.console {
 		c.HistoryInterval = -1 // nothing shows the samples
 	}
@@ -125,7 +122,7 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.IntVar(&s.maxPartitions, "max-partitions-per-topic", broker.DefaultMaxPartitionsPerTopic, "most partitions a partitioned topic may have (0: up to 2^31-1)")
 	fl.StringVar(&s.configURL, "configuration-metadata-url", "", "configuration store shared by geo-replicated clusters (clusters, tenants, policies): zk://host:port[,host:port]/chroot; default: this cluster's own metadata store")
 	fl.StringSliceVar(&s.entryMeta, "broker-entry-metadata-interceptors", nil,
-		"broker entry metadata stored with every entry, by Pulsar class name ("+broker.InterceptorBrokerTimestamp+", "+broker.InterceptorIndex+")")
+		"broker entry metadata stored with every entry, by Pulsar class name ("+entrymeta.InterceptorBrokerTimestamp+", "+entrymeta.InterceptorIndex+")")
 	fl.BoolVar(&s.exposeEntryMeta, "expose-broker-entry-metadata", false, "send broker entry metadata to clients that support it")
 	fl.IntVar(&s.pubRateMsgs, "max-publish-rate-msgs", 0, "default publish rate limit per topic, messages/s (0: none)")
 	fl.Int64Var(&s.pubRateBytes, "max-publish-rate-bytes", 0, "default publish rate limit per topic, bytes/s (0: none)")
@@ -149,11 +146,12 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.StringVar(&s.schemaStrategy, "schema-compatibility-strategy", "FULL", "default schema compatibility strategy under namespace and topic policies")
 	fl.BoolVar(&s.retainNullKey, "topic-compaction-retain-null-key", false, "keep messages without a key in compacted views (Pulsar's default since 3.2: leave them out)")
 	fl.BoolVar(&s.schemaEnforced, "schema-validation-enforced", false, "refuse producers without a schema on topics that have one (namespace policy overrides)")
+	fl.StringVar(&s.statusFile, "status-file", "", "GET /status.html answers OK only while this file exists (Pulsar's statusFilePath; empty: the page is always 404, as in Pulsar)")
 	fl.BoolVar(&s.console, "console", true, "serve the web console under /console on the HTTP port (--console=false turns it off)")
 	fl.DurationVar(&s.idleUnload, "topic-unload-idle", 5*time.Minute, "unload a persistent topic from memory after this long without producers, connected consumers, replicators or compaction; the next use reloads it (0: never)")
 	fl.BoolVar(&s.topicMetrics, "expose-topic-level-metrics", true, "per-topic and per-subscription series on /metrics (false: sums per namespace only)")
 	fl.BoolVar(&s.txnEnabled, "transaction-coordinator-enabled", false, "serve transactions: transaction coordinators with their logs (docs/transactions.md)")
-	fl.IntVar(&s.txnCoordinators, "transaction-coordinators", broker.DefaultTransactionCoordinators, "partitions of the transaction coordinator assign topic when it is created (one coordinator each)")
+	fl.IntVar(&s.txnCoordinators, "transaction-coordinators", server.DefaultCoordinators, "partitions of the transaction coordinator assign topic when it is created (one coordinator each)")
 	fl.IntVar(&s.txnMaxActive, "max-active-transactions-per-coordinator", 0, "most open transactions per coordinator (0: unlimited)")
 	fl.DurationVar(&s.historyInterval, "console-sample-interval", broker.DefaultHistoryInterval, "how often topic rates, backlog and storage size are sampled for the console's charts (at least 1s; 15 minutes are kept, up to 900 samples)")
 }
@@ -177,7 +175,12 @@ func loadConfig(cmd *cobra.Command, role string, warn io.Writer) (conf.Result, e
 	var file *conf.File
 	if path != "" {
 		var err error
-		if file, err = conf.ReadFile(path); err != nil {
+		if strings.HasSuffix(path, ".yml") || strings.HasSuffix(path, ".yaml") {
+			file, err = readYAMLConfig(path) // functions_worker.yml
+		} else {
+			file, err = conf.ReadFile(path)
+		}
+		if err != nil {
 			return conf.Result{}, fmt.Errorf("--config: %w", err)
 		}
 	}
@@ -223,24 +226,6 @@ func seconds(vals []string, _ string) (string, error) {
 		return "", fmt.Errorf("%q: want a non-negative number of seconds", vals[0])
 	}
 	return strconv.FormatInt(n, 10) + "s", nil
-}
-
-// minutes turns whole minutes into a duration flag value.
-func minutes(vals []string, _ string) (string, error) {
-	n, err := strconv.ParseInt(vals[0], 10, 64)
-	if err != nil || n < 0 || n > 1<<20 {
-		return "", fmt.Errorf("%q: want a number of minutes in 0..%d", vals[0], 1<<20)
-	}
-	return strconv.FormatInt(n, 10) + "m", nil
-}
-
-// mbytes turns megabytes into a byte count.
-func mbytes(vals []string, _ string) (string, error) {
-	n, err := strconv.ParseInt(vals[0], 10, 64)
-	if err != nil || n < 0 || n > 1<<40 {
-		return "", fmt.Errorf("%q: want a number of megabytes in 0..%d", vals[0], int64(1)<<40)
-	}
-	return strconv.FormatInt(n<<20, 10), nil
 }
 
 // millis turns milliseconds into a duration flag value.
@@ -338,48 +323,49 @@ func bookieAdvertised(vals []string, cur string) (string, error) {
 
 // brokerKeys are the keys standalone.conf and broker.conf share.
 var brokerKeys = append([]conf.Key{
-	{Names: []string{"bindAddress", "brokerServicePort"}, Flag: "listen", Convert: hostPort, Doc: "binary protocol address"},
-	{Names: []string{"bindAddress", "webServicePort"}, Flag: "http", Convert: hostPort, Doc: "admin/lookup HTTP address"},
+	{Names: []string{"bindAddress", "brokerServicePort"}, Flag: "listen", Convert: hostPort, Doc: "binary protocol address", Empty: map[string]string{"brokerServicePort": "-"}},
+	{Names: []string{"bindAddress", "webServicePort"}, Flag: "http", Convert: hostPort, Doc: "admin/lookup HTTP address", Empty: map[string]string{"webServicePort": "-"}},
 	{Names: []string{"advertisedAddress"}, Flag: "advertised-host", Doc: "host given to clients in lookups"},
 	{Names: []string{"clusterName"}, Flag: "cluster-name"},
 	{Names: []string{"configurationMetadataStoreUrl", "configurationStoreServers"}, Flag: "configuration-metadata-url", Convert: pulsarMetadataURL, Doc: "shared configuration store (geo-replication)"},
-	{Names: []string{"maxMessageSize"}, Flag: "max-message-size", Doc: "bytes"},
+	{Names: []string{"maxMessageSize"}, Flag: "max-message-size", Convert: messageSize, Doc: "bytes"},
 	{Names: []string{"brokerDeduplicationEnabled"}, Flag: "dedup"},
 	{Names: []string{"allowAutoTopicCreation"}, Flag: "allow-auto-topic-creation"},
-	{Names: []string{"keepAliveIntervalSeconds"}, Flag: "keep-alive-interval", Convert: seconds},
-	{Names: []string{"dispatcherMaxReadBatchSize"}, Flag: "dispatch-batch"},
+	{Names: []string{"keepAliveIntervalSeconds"}, Flag: "keep-alive-interval", Convert: orOff(time.Second)},
+	{Names: []string{"dispatcherMaxReadBatchSize"}, Flag: "dispatch-batch", Convert: positive},
 	{Names: []string{"maxUnackedMessagesPerConsumer"}, Flag: "max-unacked-messages-per-consumer"},
 	{Names: []string{"maxUnackedMessagesPerSubscription"}, Flag: "max-unacked-messages-per-subscription"},
 	{Names: []string{"maxNumPartitionsPerPartitionedTopic"}, Flag: "max-partitions-per-topic"},
 	{Names: []string{"brokerEntryMetadataInterceptors"}, Flag: "broker-entry-metadata-interceptors"},
 	{Names: []string{"exposingBrokerEntryMetadataToClientEnabled"}, Flag: "expose-broker-entry-metadata"},
-	{Names: []string{"maxPublishRatePerTopicInMessages"}, Flag: "max-publish-rate-msgs"},
-	{Names: []string{"maxPublishRatePerTopicInBytes"}, Flag: "max-publish-rate-bytes"},
-	{Names: []string{"dispatchThrottlingRatePerTopicInMsg"}, Flag: "dispatch-rate-topic-msgs"},
-	{Names: []string{"dispatchThrottlingRatePerTopicInByte"}, Flag: "dispatch-rate-topic-bytes"},
-	{Names: []string{"dispatchThrottlingRatePerSubscriptionInMsg"}, Flag: "dispatch-rate-subscription-msgs"},
-	{Names: []string{"dispatchThrottlingRatePerSubscriptionInByte"}, Flag: "dispatch-rate-subscription-bytes"},
-	{Names: []string{"dispatchThrottlingRatePerReplicatorInMsg"}, Flag: "dispatch-rate-replicator-msgs"},
-	{Names: []string{"dispatchThrottlingRatePerReplicatorInByte"}, Flag: "dispatch-rate-replicator-bytes"},
-	{Names: []string{"subscribeThrottlingRatePerConsumer"}, Flag: "subscribe-rate-per-consumer"},
-	{Names: []string{"subscribeRatePeriodPerConsumerInSecond"}, Flag: "subscribe-rate-period"},
+	{Names: []string{"maxPublishRatePerTopicInMessages"}, Flag: "max-publish-rate-msgs", Convert: negativeIsZero},
+	{Names: []string{"maxPublishRatePerTopicInBytes"}, Flag: "max-publish-rate-bytes", Convert: negativeIsZero},
+	{Names: []string{"dispatchThrottlingRatePerTopicInMsg"}, Flag: "dispatch-rate-topic-msgs", Convert: negativeIsZero},
+	{Names: []string{"dispatchThrottlingRatePerTopicInByte"}, Flag: "dispatch-rate-topic-bytes", Convert: negativeIsZero},
+	{Names: []string{"dispatchThrottlingRatePerSubscriptionInMsg"}, Flag: "dispatch-rate-subscription-msgs", Convert: negativeIsZero},
+	{Names: []string{"dispatchThrottlingRatePerSubscriptionInByte"}, Flag: "dispatch-rate-subscription-bytes", Convert: negativeIsZero},
+	{Names: []string{"dispatchThrottlingRatePerReplicatorInMsg"}, Flag: "dispatch-rate-replicator-msgs", Convert: negativeIsZero},
+	{Names: []string{"dispatchThrottlingRatePerReplicatorInByte"}, Flag: "dispatch-rate-replicator-bytes", Convert: negativeIsZero},
+	{Names: []string{"subscribeThrottlingRatePerConsumer"}, Flag: "subscribe-rate-per-consumer", Convert: negativeIsZero},
+	{Names: []string{"subscribeRatePeriodPerConsumerInSecond"}, Flag: "subscribe-rate-period", Convert: positive},
 	{Names: []string{"brokerDeleteInactiveTopicsEnabled"}, Flag: "delete-inactive-topics"},
-	{Names: []string{"brokerDeleteInactiveTopicsFrequencySeconds"}, Flag: "delete-inactive-topics-frequency", Convert: seconds},
-	{Names: []string{"brokerDeleteInactiveTopicsMaxInactiveDurationSeconds"}, Flag: "delete-inactive-topics-max-inactive", Convert: seconds},
+	{Names: []string{"brokerDeleteInactiveTopicsFrequencySeconds"}, Flag: "delete-inactive-topics-frequency", Convert: atLeastOne(time.Second)},
+	{Names: []string{"brokerDeleteInactiveTopicsMaxInactiveDurationSeconds"}, Flag: "delete-inactive-topics-max-inactive", Convert: orOff(time.Second)},
 	{Names: []string{"brokerDeleteInactiveTopicsMode"}, Flag: "delete-inactive-topics-mode"},
-	{Names: []string{"subscriptionExpirationTimeMinutes"}, Flag: "subscription-expiration-minutes"},
-	{Names: []string{"subscriptionExpiryCheckIntervalInMinutes"}, Flag: "subscription-expiry-check-interval", Convert: minutes},
-	{Names: []string{"statsUpdateFrequencyInSecs"}, Flag: "stats-interval", Convert: seconds},
+	{Names: []string{"subscriptionExpirationTimeMinutes"}, Flag: "subscription-expiration-minutes", Convert: negativeIsZero},
+	{Names: []string{"subscriptionExpiryCheckIntervalInMinutes"}, Flag: "subscription-expiry-check-interval", Convert: atLeastOne(time.Minute)},
+	{Names: []string{"statsUpdateFrequencyInSecs"}, Flag: "stats-interval", Convert: atLeastOne(time.Second)},
 	{Names: []string{"subscriptionKeySharedUseConsistentHashing"}, Flag: "key-shared-consistent-hashing"},
 	{Names: []string{"schemaCompatibilityStrategy"}, Flag: "schema-compatibility-strategy"},
 	{Names: []string{"isSchemaValidationEnforced"}, Flag: "schema-validation-enforced"},
 	{Names: []string{"topicCompactionRetainNullKey"}, Flag: "topic-compaction-retain-null-key"},
+	{Names: []string{"statusFilePath"}, Flag: "status-file", Doc: "/status.html answers OK while this file exists"},
 	{Names: []string{"consoleEnabled"}, Flag: "console", Doc: "Magnetar's web console under /console"},
-	{Names: []string{"consoleSampleIntervalSeconds"}, Flag: "console-sample-interval", Convert: seconds},
+	{Names: []string{"consoleSampleIntervalSeconds"}, Flag: "console-sample-interval", Convert: atLeastOne(time.Second)},
 	{Names: []string{"exposeTopicLevelMetricsInPrometheus"}, Flag: "expose-topic-level-metrics"},
 	{Names: []string{"topicUnloadIdleSeconds"}, Flag: "topic-unload-idle", Convert: seconds, Doc: "Magnetar's own key: unload idle topics from memory"},
 	{Names: []string{"transactionCoordinatorEnabled"}, Flag: "transaction-coordinator-enabled"},
-	{Names: []string{"maxActiveTransactionsPerCoordinator"}, Flag: "max-active-transactions-per-coordinator"},
+	{Names: []string{"maxActiveTransactionsPerCoordinator"}, Flag: "max-active-transactions-per-coordinator", Convert: nonNegative},
 }, storageKeys...)
 
 var brokerFixed = []conf.Fixed{
@@ -406,22 +392,22 @@ var schemas = map[string]*conf.Schema{
 			{Name: "managedLedgerDefaultWriteQuorum", Value: "1", Why: "the standalone has one bookie"},
 			{Name: "managedLedgerDefaultAckQuorum", Value: "1", Why: "the standalone has one bookie"},
 		}, brokerFixed...),
-		Ignored: append([]string{"metadataStoreUrl", "zookeeperServers"}, brokerIgnored...),
+		// The standalone's metadata store is embedded: no ZooKeeper keys.
+		Ignored: append([]string{"metadataStoreUrl", "zookeeperServers", "metadataStoreSessionTimeoutMillis", "zooKeeperSessionTimeoutMillis"}, brokerIgnored...),
 	},
 	"broker": {
 		Keys: append(append([]conf.Key{}, brokerKeys...),
 			conf.Key{Names: []string{"metadataStoreUrl", "zookeeperServers"}, Flag: "metadata-url", Convert: pulsarMetadataURL},
-			conf.Key{Names: []string{"metadataStoreSessionTimeoutMillis"}, Flag: "zk-session-timeout", Convert: millis},
-			conf.Key{Names: []string{"zooKeeperSessionTimeoutMillis"}, Flag: "zk-session-timeout", Convert: millis},
+			conf.Key{Names: []string{"metadataStoreSessionTimeoutMillis", "zooKeeperSessionTimeoutMillis"}, Flag: "zk-session-timeout", Convert: sessionTimeout},
 			conf.Key{Names: []string{"managedLedgerDefaultEnsembleSize"}, Flag: "ensemble"},
 			conf.Key{Names: []string{"managedLedgerDefaultWriteQuorum"}, Flag: "write-quorum"},
 			conf.Key{Names: []string{"managedLedgerDefaultAckQuorum"}, Flag: "ack-quorum"},
-			conf.Key{Names: []string{"loadBalancerSheddingIntervalMinutes"}, Flag: "load-shedding-interval", Convert: minutes},
-			conf.Key{Names: []string{"loadBalancerSheddingGracePeriodMinutes"}, Flag: "load-shedding-grace", Convert: minutes},
-			conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxTopics"}, Flag: "bundle-split-max-topics"},
-			conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxSessions"}, Flag: "bundle-split-max-sessions"},
-			conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxMsgRate"}, Flag: "bundle-split-max-msg-rate"},
-			conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxBandwidthMbytes"}, Flag: "bundle-split-max-bytes-rate", Convert: mbytes},
+			conf.Key{Names: []string{"loadBalancerSheddingIntervalMinutes"}, Flag: "load-shedding-interval", Convert: atLeastOne(time.Minute)},
+			conf.Key{Names: []string{"loadBalancerSheddingGracePeriodMinutes"}, Flag: "load-shedding-grace", Convert: orOff(time.Minute)},
+			conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxTopics"}, Flag: "bundle-split-max-topics", Convert: splitTopics},
+			conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxSessions"}, Flag: "bundle-split-max-sessions", Convert: splitSessions},
+			conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxMsgRate"}, Flag: "bundle-split-max-msg-rate", Convert: splitRate(1)},
+			conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxBandwidthMbytes"}, Flag: "bundle-split-max-bytes-rate", Convert: splitRate(1 << 20)},
 			conf.Key{Names: []string{"loadBalancerAutoBundleSplitEnabled"}, Flag: "disable-bundle-auto-split", Convert: not},
 		),
 		Fixed:   brokerFixed,
@@ -439,7 +425,7 @@ var schemas = map[string]*conf.Schema{
 			{Names: []string{"journalSyncData"}, Flag: "journal-no-sync", Convert: not},
 			{Names: []string{"journalDirectIO"}, Flag: "journal-direct-io"},
 			{Names: []string{"journalAlignmentSize"}, Flag: "journal-alignment-size"},
-			{Names: []string{"flushEntrylogBytes"}, Flag: "flush-entrylog-bytes"},
+			{Names: []string{"flushEntrylogBytes"}, Flag: "flush-entrylog-bytes", Convert: negativeIsZero},
 			{Names: []string{"journalMaxGroupWaitMSec"}, Flag: "journal-max-group-wait", Convert: millisOrZero},
 			{Names: []string{"flushInterval"}, Flag: "flush-interval", Convert: millis},
 		},
@@ -448,22 +434,40 @@ var schemas = map[string]*conf.Schema{
 }
 
 func init() {
-	for _, s := range schemas {
+	for role, s := range schemas {
 		s.Keys = append(s.Keys, securityKeys(s.Keys)...)
+		if role != "bookie" {
+			s.Keys = append(s.Keys, httpKeys()...)
+		}
 	}
 	configCmd := &cobra.Command{
 		Use:   "config",
 		Short: "Configuration files (Pulsar's key names)",
 	}
 	dump := &cobra.Command{
-		Use:   "dump standalone|broker|bookie|proxy [--config FILE] [flags of that command]",
+		Use:   "dump standalone|broker|bookie|proxy [--show-secrets] [--config FILE] [flags of that command]",
 		Short: "Print the effective configuration of a server command and where each value comes from",
 		Long: `Applies the role's --config file, the environment (PULSAR_PREFIX_<key>,
 MAGNETAR_<FLAG>) and the flags given, as the command itself would, and
-prints every setting as flag=value with its origin. Nothing is started.`,
+prints every setting as flag=value with its origin. Nothing is started.
+Values of settings that hold a secret (tokenSecretKey, passwords, client
+authentication parameters, offload credentials) print as <redacted>
+unless --show-secrets is given; file references (file:///path, /path)
+are shown, since they name where a secret is, not the secret.`,
 		Args:               cobra.MinimumNArgs(1),
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			show := false
+			args = slices.DeleteFunc(args, func(a string) bool {
+				if a == "--show-secrets" || a == "--show-secrets=true" {
+					show = true
+					return true
+				}
+				return a == "--show-secrets=false"
+			})
+			if len(args) == 0 {
+				return fmt.Errorf("config dump: name a role: standalone, broker, bookie or proxy")
+			}
 			role := args[0]
 			if _, ok := schemas[role]; !ok {
 				return fmt.Errorf("config dump %q: want standalone, broker, bookie or proxy", role)
@@ -486,11 +490,33 @@ prints every setting as flag=value with its origin. Nothing is started.`,
 				if s.Flag == "config" || s.Flag == "help" {
 					continue
 				}
-				fmt.Fprintf(w, "%s=%s\t# %s\n", s.Flag, s.Value, s.Origin)
+				v := s.Value
+				if !show {
+					v = redact(s.Flag, v)
+				}
+				fmt.Fprintf(w, "%s=%s\t# %s\n", s.Flag, v, s.Origin)
 			}
 			return nil
 		},
 	}
 	configCmd.AddCommand(dump)
 	rootCmd.AddCommand(configCmd)
+}
+
+// secretWords mark a setting (by flag name, case-insensitive) whose value
+// is a secret: tokenSecretKey, offload-credential-secret, the client
+// authentication parameters (tokens, passwords), private keys.
+var secretWords = []string{"secret", "password", "authenticationparameters", "auth-params", "authparams", "private"}
+
+// redact hides the value of a secret-holding setting. A file reference
+// (file:///path or an absolute path) stays: it says where the secret is.
+func redact(flag, value string) string {
+	f := strings.ToLower(flag)
+	if value == "" || !slices.ContainsFunc(secretWords, func(w string) bool { return strings.Contains(f, w) }) {
+		return value
+	}
+	if strings.HasPrefix(value, "file://") || (strings.HasPrefix(value, "/") && !strings.ContainsAny(value, ",:")) {
+		return value
+	}
+	return "<redacted>"
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -161,4 +162,42 @@ func TestStandaloneFromClientTestsConfig(t *testing.T) {
 			t.Fatalf("hash ranges not split: consumers got %v", count)
 		}
 	})
+}
+
+// TestStandaloneRollsByCountWithoutMinimum: Pulsar's
+// managedLedgerMinLedgerRolloverTimeMinutes=0 is "no minimum", so with
+// managedLedgerMaxEntriesPerLedger=10 a topic's ledgers roll every ten
+// entries at once (with 0 read as "unset", the 10-minute default kept
+// every entry in one ledger, and tiered storage had nothing to offload).
+func TestStandaloneRollsByCountWithoutMinimum(t *testing.T) {
+	cfg := writeConf(t, "managedLedgerMinLedgerRolloverTimeMinutes=0\nmanagedLedgerMaxEntriesPerLedger=10\n")
+	p := startStandalone(t, t.TempDir(), "--config", cfg)
+	c := p.client(t)
+	prod, err := c.CreateProducer(pulsar.ProducerOptions{Topic: "rolls", DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := range 35 {
+		if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(fmt.Sprint(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, body := p.get(t, "/admin/v2/persistent/public/default/rolls/internalStats")
+	if code != 200 {
+		t.Fatalf("internalStats: %d %s", code, body)
+	}
+	var st struct {
+		Ledgers []struct {
+			Entries int64 `json:"entries"`
+		} `json:"ledgers"`
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Ledgers) < 4 || st.Ledgers[0].Entries != 10 {
+		t.Fatalf("ledgers %+v: want rolls every 10 entries", st.Ledgers)
+	}
 }

@@ -18,11 +18,21 @@ import (
 // roleCmd returns a fresh command of role with its flags parsed from args.
 func roleCmd(t *testing.T, role string, args ...string) *cobra.Command {
 	t.Helper()
-	c := map[string]func() *cobra.Command{"standalone": newStandaloneCmd, "broker": newBrokerCmd, "bookie": newBookieCmd, "proxy": newProxyCmd}[role]()
+	c := map[string]func() *cobra.Command{"standalone": newStandaloneCmd, "broker": newBrokerCmd, "bookie": newBookieCmd, "proxy": newProxyCmd,
+		"functions-worker": newFunctionsWorkerCmd}[role]()
 	if err := c.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+func writeYAML(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "test.yml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func writeConf(t *testing.T, body string) string {
@@ -90,7 +100,7 @@ var serviceKeyCases = []keyCase{
 	{"managedLedgerMaxLedgerRolloverTimeMinutes", "90", "max-ledger-rollover-time", "1h30m0s"},
 	{"managedLedgerOffloadAutoTriggerSizeThresholdBytes", "1048576", "offload-threshold-bytes", "1048576"},
 	{"managedLedgerOffloadThresholdInSeconds", "3600", "offload-threshold-seconds", "3600"},
-	{"managedLedgerOffloadDeletionLagMs", "-1", "offload-deletion-lag-ms", "-1"},
+	{"managedLedgerOffloadDeletionLagMs", "60000", "offload-deletion-lag-ms", "60000"},
 	{"managedLedgerDataReadPriority", "bookkeeper-first", "offload-read-priority", "bookkeeper-first"},
 	{"s3ManagedLedgerOffloadBucket", "b1", "offload-bucket", "b1"},
 	{"managedLedgerOffloadDriver", "aws-s3", "offload-driver", "aws-s3"},
@@ -103,6 +113,26 @@ func init() {
 }
 
 var keyCases = map[string][]keyCase{
+	"functions-worker": {
+		{"workerHostname", "w1.example", "advertised-host", "w1.example"},
+		{"workerPort", "7750", "http", "127.0.0.1:7750"},
+		{"workerPortTls", "7751", "https", "127.0.0.1:7751"},
+		{"workerId", "w9", "worker-id", "w9"},
+		{"pulsarServiceUrl", "pulsar://b1:6650", "broker-service-url", "pulsar://b1:6650"},
+		{"pulsarFunctionsCluster", "c9", "cluster-name", "c9"},
+		{"metadataStoreUrl", "zk:zk1:2181/fw", "metadata-url", "zk://zk1:2181/fw"},
+		{"metadataStoreSessionTimeoutMillis", "4000", "zk-session-timeout", "4s"},
+		{"configurationMetadataStoreUrl", "zk:zk2:2181/cfg", "configuration-metadata-url", "zk://zk2:2181/cfg"},
+		{"authenticationEnabled", "true", "authenticationEnabled", "true"},
+		{"superUserRoles", "admin,ops", "superUserRoles", "admin,ops"},
+		{"brokerClientAuthenticationEnabled", "false", "broker-client-authentication-enabled", "false"},
+		{"httpServerIdleTimeoutSeconds", "5", "httpServerIdleTimeoutSeconds", "5"},
+		{"maxHttpServerConnections", "100", "maxHttpServerConnections", "100"},
+		{"functionsDirectory", "/opt/fn", "functions-directory", "/opt/fn"},
+		{"connectorsAllowedDirectories", "/srv/io/{tenant},/srv/shared", "connectors-allowed-directories", "[/srv/io/{tenant},/srv/shared]"},
+		{"connectorsAllowedListenAddresses", "0.0.0.0:9000-9099", "connectors-allowed-listen-addresses", "[0.0.0.0:9000-9099]"},
+		{"connectorsAllowedHosts", "db.internal:5432", "connectors-allowed-hosts", "[db.internal:5432]"},
+	},
 	"proxy": {
 		{"metadataStoreUrl", "zk:zk1:2181/px", "metadata-url", "zk://zk1:2181/px"},
 		{"metadataStoreSessionTimeoutMillis", "4000", "zk-session-timeout", "4s"},
@@ -125,6 +155,7 @@ var keyCases = map[string][]keyCase{
 		{"brokerClientAuthenticationPlugin", "token", "brokerClientAuthenticationPlugin", "token"},
 	},
 	"standalone": {
+		{"connectorsAllowedDirectories", "/srv/io/{tenant}", "connectors-allowed-directories", "[/srv/io/{tenant}]"},
 		{"bindAddress", "127.0.0.2", "listen", "127.0.0.2:6650"},
 		{"brokerServicePort", "16650", "listen", ":16650"},
 		{"webServicePort", "18080", "http", ":18080"},
@@ -143,7 +174,7 @@ var keyCases = map[string][]keyCase{
 		{"webServicePort", "18080", "http", ":18080"},
 		{"advertisedAddress", "mq.example", "advertised-host", "mq.example"},
 		{"clusterName", "c9", "cluster-name", "c9"},
-		{"maxMessageSize", "2147483647", "max-message-size", "2147483647"},
+		{"maxMessageSize", "2147473407", "max-message-size", "2147473407"},
 		{"managedLedgerDefaultEnsembleSize", "5", "ensemble", "5"},
 		{"managedLedgerDefaultWriteQuorum", "4", "write-quorum", "4"},
 		{"managedLedgerDefaultAckQuorum", "3", "ack-quorum", "3"},
@@ -169,7 +200,11 @@ var keyCases = map[string][]keyCase{
 func TestConfigShippedKeysTakeEffect(t *testing.T) {
 	for role, file := range confFile {
 		t.Run(role, func(t *testing.T) {
-			shipped, err := conf.ReadFile(filepath.Join("..", "..", "conf", file))
+			read := conf.ReadFile
+			if strings.HasSuffix(file, ".yml") {
+				read = readYAMLConfig
+			}
+			shipped, err := read(filepath.Join("..", "..", "conf", file))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,6 +238,9 @@ func TestConfigShippedKeysTakeEffect(t *testing.T) {
 			}
 			for _, kc := range keyCases[role] {
 				c := roleCmd(t, role, "--config", writeConf(t, kc.key+"="+kc.value+"\n"))
+				if strings.HasSuffix(file, ".yml") {
+					c = roleCmd(t, role, "--config", writeYAML(t, kc.key+": "+kc.value+"\n"))
+				}
 				if _, err := loadConfig(c, role, io.Discard); err != nil {
 					t.Errorf("%s=%s: %v", kc.key, kc.value, err)
 					continue
@@ -268,9 +306,10 @@ func TestConfigBadValues(t *testing.T) {
 		want       []string
 	}{
 		{"standalone", "# c\n\nmaxMessageSize=lots\n", []string{"test.conf:3", "maxMessageSize", `"lots"`}},
-		{"standalone", "maxMessageSize=9223372036854775808\n", []string{"test.conf:1", "maxMessageSize", "out of range"}},
+		{"standalone", "maxMessageSize=9223372036854775808\n", []string{"test.conf:1", "maxMessageSize", "whole number"}},
+		{"standalone", "maxMessageSize=4294967296\n", []string{"test.conf:1", "maxMessageSize", "out of range"}},
 		{"standalone", "brokerServicePort=65536\n", []string{"test.conf:1", "brokerServicePort", "65535"}},
-		{"standalone", "keepAliveIntervalSeconds=-1\n", []string{"keepAliveIntervalSeconds", "non-negative"}},
+		{"standalone", "keepAliveIntervalSeconds=x\n", []string{"keepAliveIntervalSeconds", "whole number"}},
 		{"standalone", "allowAutoTopicCreationType=partitioned\n", []string{"test.conf:1", "allowAutoTopicCreationType=partitioned", "not supported"}},
 		{"standalone", "managedLedgerDefaultEnsembleSize=3\n", []string{"managedLedgerDefaultEnsembleSize", "one bookie"}},
 		{"broker", "metadataStoreUrl=etcd:h:2379\n", []string{"metadataStoreUrl", "ZooKeeper"}},

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,23 +13,9 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/chromedp/chromedp"
-)
 
-// chromiumPath finds Debian's chromium (scripts/test installs it for the
-// all and e2e tiers). Outside -short a missing browser fails the test.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: the console's browser tests need chromium")
-	}
-	for _, n := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(n); err == nil {
-			return p
-		}
-	}
-	t.Fatal("chromium not found: install Debian's chromium package (scripts/test does)")
-	return ""
-}
+	"github.com/magnetar-mq/magnetar/internal/testbrowser"
+)
 
 // artefactDir is where the browser tests keep their screenshots:
 // $MAGNETAR_ARTIFACTS when set, else a fresh directory under the system
@@ -54,22 +39,7 @@ func artefactDir(t *testing.T) string {
 // browser starts headless chromium for the test.
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath(t)),
-		chromedp.NoSandbox, // the tests run as root in CI
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 1400),
-		chromedp.Flag("disable-dev-shm-usage", true),
-	)
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelC := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancelC(); cancelA() })
-	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
-	t.Cleanup(cancelT)
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	return ctx
+	return testbrowser.New(t, 1280, 1400)
 }
 
 // do runs browser steps, failing the test on an error.

@@ -37,6 +37,7 @@ func TestFunctionsClusterWorkers(t *testing.T) {
 	})
 	worker := func(name string) *proc {
 		dirs[name] = t.TempDir()
+		instancesMayReach(t, dirs[name], 0o711)
 		p, _ := startMagnetar(t, name, "magnetar functions-worker ready", "functions-worker", "--metadata-url", c.url,
 			"--zk-session-timeout", "4s", "--http", "127.0.0.1:0", "--advertised-host", "127.0.0.1",
 			"--worker-id", name, "--broker-service-url", b.service, "--data-dir", dirs[name])

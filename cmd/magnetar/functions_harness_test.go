@@ -198,3 +198,19 @@ func ctxTimeout(t testing.TB, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// instancesMayReach opens dir and the test's temporary directory above it
+// for the unprivileged account instances of a root worker run as (the
+// tests run as root): search on the parent, mode on dir itself.
+func instancesMayReach(t testing.TB, dir string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Chmod(filepath.Dir(dir), 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+}

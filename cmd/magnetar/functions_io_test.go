@@ -159,7 +159,8 @@ func TestFunctionsE2EPostgresSink(t *testing.T) {
 		}
 	}
 
-	p := startStandalone(t, t.TempDir())
+	// The operator allows the sink this one PostgreSQL server.
+	p := startStandalone(t, t.TempDir(), "--connectors-allowed-hosts", fmt.Sprintf("127.0.0.1:%d", pg.port))
 	cfg := map[string]any{"inputs": []string{"pg-in"}, "archive": "builtin://jdbc-postgres",
 		"sourceSubscriptionPosition": "Earliest",
 		"configs":                    map[string]any{"url": pg.url(), "table": "events", "key": "id", "batchSize": 50, "lingerMs": 20}}
@@ -220,6 +221,7 @@ func TestFunctionsE2EFileSource(t *testing.T) {
 	}
 	dir := t.TempDir()
 	in := t.TempDir()
+	instancesMayReach(t, in, 0o777) // the source (an unprivileged account) moves finished files
 	const files, lines = 20, 500
 	for f := 0; f < files; f++ {
 		var b strings.Builder
@@ -232,7 +234,7 @@ func TestFunctionsE2EFileSource(t *testing.T) {
 	}
 	// Broker-wide deduplication: its state is rebuilt when the topic is
 	// loaded again after the restart.
-	p := startStandalone(t, dir, "--dedup")
+	p := startStandalone(t, dir, "--dedup", "--connectors-allowed-directories", in)
 	cfg := map[string]any{"topicName": "files-out", "archive": "builtin://file", "processingGuarantees": "EFFECTIVELY_ONCE",
 		"configs": map[string]any{"inputDirectory": in}}
 	if code, b := fnUpload(t, p, http.MethodPost, "sources", "files", cfg, "", ""); code != http.StatusNoContent {
@@ -244,7 +246,7 @@ func TestFunctionsE2EFileSource(t *testing.T) {
 	// Kill everything mid-directory and restart.
 	p.kill()
 	c.Close()
-	p = startStandalone(t, dir, "--dedup")
+	p = startStandalone(t, dir, "--dedup", "--connectors-allowed-directories", in)
 	c = p.client(t)
 	out = subscribeOut(t, c, "persistent://public/default/files-out")
 	// The barrier file sorts last: once its line is out, every earlier

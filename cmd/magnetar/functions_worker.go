@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,15 +10,17 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/functions"
 	"github.com/magnetar-mq/magnetar/functions/connectors"
+	"github.com/magnetar-mq/magnetar/httpapi"
+	"github.com/magnetar-mq/magnetar/internal/conf"
+	"github.com/magnetar-mq/magnetar/internal/stack"
 	"github.com/magnetar-mq/magnetar/metadata"
 )
 
@@ -25,12 +28,12 @@ func init() {
 	rootCmd.AddCommand(newFunctionsWorkerCmd(), newFunctionsInstanceCmd())
 }
 
-// newFunctionWorker builds a worker whose builtin connectors run as this
-// binary's functions-instance subcommand.
-func newFunctionWorker(store metadata.Store, id, dataDir string, log *slog.Logger) (*functions.Worker, error) {
+// functionsOptions are a worker's options from the process flags, with
+// builtin connectors run as this binary's functions-instance subcommand.
+func functionsOptions(pf functionsProcessFlags) (functions.Options, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("function worker: %w", err)
+		return functions.Options{}, fmt.Errorf("function worker: %w", err)
 	}
 	cmd := []string{exe, "functions-instance"}
 	var env []string
@@ -40,8 +43,22 @@ func newFunctionWorker(store metadata.Store, id, dataDir string, log *slog.Logge
 		cmd = []string{exe}
 		env = []string{"MAGNETAR_MAIN_ARGS=functions-instance"}
 	}
-	return functions.NewWorker(functions.Options{Metadata: store, ID: id, DataDir: dataDir,
-		BuiltinCommand: cmd, BuiltinEnv: env, Logger: log.With("component", "functions")})
+	o := functions.Options{BuiltinCommand: cmd, BuiltinEnv: env}
+	pf.apply(&o)
+	return o, nil
+}
+
+// newFunctionWorker builds the worker of `magnetar functions-worker`.
+// authn is the worker's authenticationEnabled: functions then run with
+// their submitters' tokens (functions/instanceauth.go).
+func newFunctionWorker(store metadata.Store, id, dataDir string, client functions.ClientOptions, authn bool, log *slog.Logger, pf functionsProcessFlags) (*functions.Worker, error) {
+	o, err := functionsOptions(pf)
+	if err != nil {
+		return nil, err
+	}
+	o.Metadata, o.ID, o.DataDir, o.Client, o.AuthenticationEnabled = store, id, dataDir, client, authn
+	o.Logger = log.With("component", "functions")
+	return functions.NewWorker(o)
 }
 
 func newFunctionsInstanceCmd() *cobra.Command {
@@ -57,13 +74,21 @@ func newFunctionsInstanceCmd() *cobra.Command {
 }
 
 type functionsWorkerFlags struct {
-	meta       metadataFlags
-	id         string
-	httpAddr   string
-	advertised string
-	serviceURL string
-	dataDir    string
-	run        runFlags
+	meta        metadataFlags
+	configURL   string
+	id          string
+	httpAddr    string
+	httpsAddr   string
+	advertised  string
+	serviceURL  string
+	dataDir     string
+	clusterName string
+	allowRemote bool
+	clientAuth  string
+	run         runFlags
+	sec         securityFlags
+	http        httpFlags
+	proc        functionsProcessFlags
 }
 
 func newFunctionsWorkerCmd() *cobra.Command {
@@ -74,26 +99,122 @@ func newFunctionsWorkerCmd() *cobra.Command {
 		Long: `Runs a function worker that shares deployments, packages, state and
 instance assignments with the other workers of the metadata store given by
 --metadata-url. It serves /admin/v3/functions, /admin/v3/sources and
-/admin/v3/sinks and /metrics on --http, and runs the instances assigned to
-it as child processes connecting to --broker-service-url. When a worker
-dies its instances move to the others.
+/admin/v3/sinks and /metrics on --http (and --https), and runs the
+instances assigned to it as child processes connecting to
+--broker-service-url. When a worker dies its instances move to the others.
+
+Security takes the broker's settings under Pulsar's worker keys
+(functions_worker.yml or flags of the same name): authenticationEnabled,
+authenticationProviders, authorizationEnabled, superUserRoles, tls*,
+brokerClient* for the worker's own connections. Superusers and the
+tenant's admins manage functions, sources and sinks; other roles need
+the functions, sources or sinks permission on the namespace. The worker
+listens on loopback by default and refuses a non-loopback address with
+authentication off unless --allow-unauthenticated-remote is given.
 
 When ready it prints one line to stdout:
   magnetar functions-worker ready http=http://HOST:PORT`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyConfig(cmd, "functions-worker"); err != nil {
+				return err
+			}
 			return runFunctionsWorker(cmd.Context(), f)
 		},
 	}
 	fl := cmd.Flags()
 	f.meta.register(cmd)
+	fl.StringVar(&f.configURL, "configuration-metadata-url", "", "store of tenants and grants for authorization (default: --metadata-url)")
 	fl.StringVar(&f.id, "worker-id", "", "worker id, unique among the workers (default HOST-PORT of --http)")
-	fl.StringVar(&f.httpAddr, "http", ":6750", "REST listen address")
+	fl.StringVar(&f.httpAddr, "http", "127.0.0.1:6750", "REST listen address (empty: off; a non-loopback address needs authentication)")
+	fl.StringVar(&f.httpsAddr, "https", "", "REST listen address with TLS (tlsCertificateFilePath, tlsKeyFilePath)")
 	fl.StringVar(&f.advertised, "advertised-host", "localhost", "host name other workers and instances use to reach this worker")
 	fl.StringVar(&f.serviceURL, "broker-service-url", "pulsar://localhost:6650", "broker the instances connect to")
 	fl.StringVar(&f.dataDir, "data-dir", "./functions-data", "packages, instance logs and instance directories")
+	fl.StringVar(&f.clusterName, "cluster-name", "standalone", "cluster whose tenants the worker serves (a tenant's allowedClusters must name it)")
+	fl.BoolVar(&f.allowRemote, "allow-unauthenticated-remote", false, "serve a non-loopback address with authentication off (anyone who reaches it runs programs)")
+	fl.StringVar(&f.clientAuth, "broker-client-authentication-enabled", "", "brokerClientAuthenticationEnabled: false ignores brokerClientAuthenticationPlugin")
 	addRunFlags(fl, &f.run)
+	f.proc.register(fl)
+	f.sec.register(fl)
+	f.http.register(fl)
+	addConfigFlag(cmd)
 	return cmd
+}
+
+// workerSchema maps functions_worker.yml's keys onto the worker's flags.
+var workerSchema = &conf.Schema{
+	Keys: []conf.Key{
+		{Names: []string{"metadataStoreUrl"}, Flag: "metadata-url", Convert: pulsarMetadataURL},
+		{Names: []string{"configurationMetadataStoreUrl", "configurationStoreServers"}, Flag: "configuration-metadata-url", Convert: pulsarMetadataURL},
+		{Names: []string{"metadataStoreSessionTimeoutMillis"}, Flag: "zk-session-timeout", Convert: millis},
+		{Names: []string{"workerId"}, Flag: "worker-id"},
+		{Names: []string{"workerHostname"}, Flag: "advertised-host"},
+		{Names: []string{"workerPort"}, Flag: "http", Convert: workerPort, Doc: "REST port (on loopback unless --http names a host)", Empty: map[string]string{"workerPort": ""}},
+		{Names: []string{"workerPortTls"}, Flag: "https", Convert: workerPort, Doc: "REST TLS port", Empty: map[string]string{"workerPortTls": ""}},
+		{Names: []string{"pulsarServiceUrl"}, Flag: "broker-service-url"},
+		{Names: []string{"pulsarFunctionsCluster"}, Flag: "cluster-name"},
+		{Names: []string{"brokerClientAuthenticationEnabled"}, Flag: "broker-client-authentication-enabled"},
+	},
+	Ignored: []string{"pulsarWebServiceUrl", "useTls", "pulsarFunctionsNamespace", "functionMetadataTopicName",
+		"clusterCoordinationTopicName", "numFunctionPackageReplicas", "numHttpServerThreads", "authorizationProvider",
+		"tlsEnableHostnameVerification", "schedulerClassName", "functionAssignmentTopicName", "failureCheckFreqMs",
+		"rescheduleTimeoutMs", "rebalanceCheckFreqSec", "initialBrokerReconnectMaxRetries", "assignmentWriteMaxRetries",
+		"instanceLivenessCheckFreqMs", "topicCompactionFrequencySec", "webServiceHaProxyProtocolEnabled",
+		"webServiceTrustXForwardedFor", "webServiceLogDetailedAddresses", "metadataStoreOperationTimeoutSeconds",
+		"metadataStoreCacheExpirySeconds", "useCompactedMetadataTopic", "exposeAdminClientEnabled"},
+}
+
+// workerPort turns workerPort/workerPortTls into a listen address on the
+// flag's host (loopback by default); "null" or empty turns it off.
+func workerPort(vals []string, cur string) (string, error) {
+	if vals[0] == "" || vals[0] == "null" {
+		return "", nil
+	}
+	host := "127.0.0.1"
+	if h, _, err := net.SplitHostPort(cur); err == nil && cur != "" {
+		host = h
+	}
+	return net.JoinHostPort(host, vals[0]), nil
+}
+
+func init() {
+	workerSchema.Keys = append(workerSchema.Keys, securityKeys(workerSchema.Keys)...)
+	workerSchema.Keys = append(workerSchema.Keys, httpKeys()...)
+	schemas["functions-worker"] = workerSchema
+	confFile["functions-worker"] = "functions_worker.yml"
+}
+
+// isLoopback reports whether a listen address binds loopback only.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// workerSecurity builds the worker's security layer and client identity
+// from the security keys. authz is the store of tenants and grants.
+func workerSecurity(f functionsWorkerFlags, authz metadata.Store, log *slog.Logger) (*auth.Security, functions.ClientOptions, error) {
+	var client functions.ClientOptions
+	sc, set, err := f.sec.load(log)
+	if err != nil || !set {
+		return nil, client, err
+	}
+	s, err := auth.New(sc, authz, f.clusterName, log.With("component", "auth"))
+	if err != nil {
+		return nil, client, err
+	}
+	if f.clientAuth == "false" {
+		sc.BrokerClientAuthenticationPlugin, sc.BrokerClientAuthenticationParameters = "", ""
+	}
+	client, err = stack.WorkerClient(sc)
+	return s, client, err
 }
 
 func runFunctionsWorker(ctx context.Context, f functionsWorkerFlags) error {
@@ -103,17 +224,64 @@ func runFunctionsWorker(ctx context.Context, f functionsWorkerFlags) error {
 	}
 	ctx, stop := signalContext(ctx)
 	defer stop()
-	store, err := openMetadataURL(f.meta.url, f.meta.sessionTimeout, log)
+	if f.httpAddr == "" && f.httpsAddr == "" {
+		return errors.New("functions-worker: neither --http nor --https is set")
+	}
+	store, err := stack.OpenMetadataURL(f.meta.url, f.meta.sessionTimeout, log)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	ln, err := net.Listen("tcp", f.httpAddr)
+	authzStore := store
+	if f.configURL != "" && f.configURL != f.meta.url {
+		if authzStore, err = stack.OpenMetadataURL(f.configURL, f.meta.sessionTimeout, log.With("component", "config-store")); err != nil {
+			return err
+		}
+		defer authzStore.Close()
+	}
+	sec, client, err := workerSecurity(f, authzStore, log)
+	if err != nil {
+		return fmt.Errorf("functions-worker: %w", err)
+	}
+	if sec != nil && sec.Config.TLSEnabled && f.httpsAddr == "" {
+		f.httpsAddr = "127.0.0.1:6751" // Pulsar's workerPortTls
+	}
+	for _, a := range []string{f.httpAddr, f.httpsAddr} {
+		if a != "" && !isLoopback(a) && !sec.Enabled() && !f.allowRemote {
+			return fmt.Errorf("functions-worker: refusing to listen on %s with authentication off: anyone who reaches it "+
+				"could run programs; set authenticationEnabled (and authorizationEnabled), listen on 127.0.0.1, or pass "+
+				"--allow-unauthenticated-remote", a)
+		}
+	}
+	if f.httpsAddr != "" && (sec == nil || sec.TLS == nil) {
+		return errors.New("functions-worker: --https needs tlsCertificateFilePath and tlsKeyFilePath")
+	}
+	lim, err := f.http.limits()
 	if err != nil {
 		return err
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	base := fmt.Sprintf("http://%s", net.JoinHostPort(f.advertised, fmt.Sprint(port)))
+	var plain, secure net.Listener
+	if f.httpAddr != "" {
+		if plain, err = net.Listen("tcp", f.httpAddr); err != nil {
+			return err
+		}
+		defer plain.Close()
+	}
+	if f.httpsAddr != "" {
+		if secure, err = net.Listen("tcp", f.httpsAddr); err != nil {
+			return err
+		}
+		defer secure.Close()
+	}
+	base := ""
+	port := 0
+	if plain != nil {
+		port = plain.Addr().(*net.TCPAddr).Port
+		base = "http://" + net.JoinHostPort(f.advertised, fmt.Sprint(port))
+	} else {
+		port = secure.Addr().(*net.TCPAddr).Port
+		base = "https://" + net.JoinHostPort(f.advertised, fmt.Sprint(port))
+	}
 	if f.id == "" {
 		f.id = fmt.Sprintf("%s-%d", f.advertised, port)
 	}
@@ -121,29 +289,40 @@ func runFunctionsWorker(ctx context.Context, f functionsWorkerFlags) error {
 		return err
 	}
 	dir, _ := filepath.Abs(f.dataDir)
-	w, err := newFunctionWorker(store, f.id, dir, log)
+	w, err := newFunctionWorker(store, f.id, dir, client, sec.Enabled(), log, f.proc)
 	if err != nil {
 		return err
 	}
-	rt := broker.NewRouter()
+	rt := httpapi.NewTable()
 	w.Register(rt)
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", metricsHandler(w))
-	mux.Handle("/", rt)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http", "err", err)
+	m := metricsHandler(w)
+	rt.Handle("GET", "/metrics", auth.AccessMetrics, func(rw http.ResponseWriter, r *http.Request, _ httpapi.Params) { m.ServeHTTP(rw, r) })
+	h, err := rt.Handler(httpapi.Guard{Security: sec, Limits: lim, Log: log.With("component", "http")})
+	if err != nil {
+		return err
+	}
+	srv := httpapi.NewServer(h, lim, log.With("component", "http"))
+	serve := func(ln net.Listener, tc *tls.Config) {
+		if err := srv.Serve(ln, tc); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http", "addr", ln.Addr().String(), "err", err)
 		}
-	}()
+	}
+	if plain != nil {
+		go serve(plain, nil)
+	}
+	if secure != nil {
+		go serve(secure, sec.TLS.Config())
+	}
 	if err := w.Start(ctx, f.serviceURL, base); err != nil {
 		return err
 	}
-	fmt.Printf("magnetar functions-worker ready http=%s id=%s\n", base, f.id)
+	extra := ""
+	if secure != nil {
+		extra = " https=https://" + secure.Addr().String()
+	}
+	fmt.Printf("magnetar functions-worker ready http=%s id=%s%s\n", base, f.id, extra)
 	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
+	_ = srv.Close()
 	return w.Close()
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 )
 
-// Geo-replication benchmarks (BENCHMARKS.md, "Geo-replication"): two
+// Geo-replication benchmarks (docs/benchmarks/geo-replication.md): two
 // standalones sharing a ZooKeeper configuration store. Run with
 //
 //	go test ./cmd/magnetar -run '^$' -bench BenchmarkGeoReplication -benchtime 1x -timeout 20m

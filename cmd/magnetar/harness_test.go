@@ -52,6 +52,9 @@ type proc struct {
 // and waits for its ready line. extra flags are appended.
 func startStandalone(t testing.TB, dataDir string, extra ...string) *proc {
 	t.Helper()
+	// Function instances run as an unprivileged account under a root
+	// worker: they must be able to reach the worker's data directory.
+	instancesMayReach(t, dataDir, 0o711)
 	args := append([]string{"standalone", "--data-dir", dataDir,
 		"--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--advertised-host", "127.0.0.1"}, extra...)
 	p, _ := startMagnetar(t, "standalone", "magnetar standalone ready", args...)

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,7 +27,7 @@ import (
 )
 
 // fakeS3 is an S3-compatible server (gofakes3, in memory) on a real
-// listener, with switches: down answers 503 to everything; holdParts
+// listener, with switches: down drops every request unanswered; holdParts
 // makes multipart part uploads wait (signalling partSeen) until released
 // or their connection drops.
 type fakeS3 struct {
@@ -49,7 +51,11 @@ func startFakeS3(t testing.TB) *fakeS3 {
 	h := gofakes3.New(be).Server()
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f.down.Load() {
-			http.Error(w, "store down", http.StatusServiceUnavailable)
+			// No answer at all, as from a store that is gone: the
+			// client's error then names the endpoint and bucket.
+			if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				c.Close()
+			}
 			return
 		}
 		if r.Method == "PUT" && r.URL.Query().Get("partNumber") != "" && f.holdParts.Load() {
@@ -413,8 +419,9 @@ func TestOffloadE2EKilledMidOffload(t *testing.T) {
 }
 
 // TestOffloadE2EStoreDown: with the object store down, reading an
-// offloaded entry fails with a clear error, a local one works; once the
-// store is back both work and a consumer catches up.
+// offloaded entry fails with a clear, retryable error (503) that names
+// neither endpoint nor bucket, a local one works; once the store is back
+// both work and a consumer catches up.
 func TestOffloadE2EStoreDown(t *testing.T) {
 	fs := startFakeS3(t)
 	flags := append(fs.flags(), rolloverFlags...)
@@ -435,8 +442,13 @@ func TestOffloadE2EStoreDown(t *testing.T) {
 	offID := st.Ledgers[0].LedgerID
 	localID := st.Ledgers[len(st.Ledgers)-1].LedgerID
 	code, body := p.get(t, fmt.Sprintf("/admin/v2/persistent/public/default/down/ledger/%d/entry/3", offID))
-	if code < 500 || !strings.Contains(string(body), "object store unavailable") {
+	if code != 503 || !strings.Contains(string(body), "object store unavailable") {
 		t.Fatalf("read offloaded entry with the store down: %d %s", code, body)
+	}
+	// The reason is for a tenant: it names neither the operator's
+	// endpoint nor the bucket.
+	if host := strings.TrimPrefix(fs.srv.URL, "http://"); bytes.Contains(body, []byte(host)) || bytes.Contains(body, []byte(testBucket)) {
+		t.Fatalf("the error names the object store: %s", body)
 	}
 	code, body = p.get(t, fmt.Sprintf("/admin/v2/persistent/public/default/down/ledger/%d/entry/0", localID))
 	if code != 200 {
@@ -455,14 +467,25 @@ func TestOffloadE2EStoreDown(t *testing.T) {
 
 // TestAdminCLIOffload: the tiered-storage commands of `magnetar admin`
 // against a standalone without a broker-wide driver: the namespace
-// policy names a directory, `topics offload -s 0` offloads every closed
+// policy names a directory under the root the operator allows (one
+// outside it is refused), `topics offload -s 0` offloads every closed
 // ledger, offload-status waits for it.
 func TestAdminCLIOffload(t *testing.T) {
-	p := startStandalone(t, t.TempDir(), rolloverFlags...)
-	tier := filepath.Join(t.TempDir(), "tier")
+	root := t.TempDir()
+	p := startStandalone(t, t.TempDir(), append([]string{"--offload-allowed-fs-roots", root}, rolloverFlags...)...)
+	tier := filepath.Join(root, "tier")
 	out := runAdmin(t, p, true, "namespaces", "set-offload-policies", "public/default", "-d", "azureblob")
 	if !strings.Contains(out, "412") || !strings.Contains(out, "not supported") {
 		t.Fatalf("bad driver: %s", out)
+	}
+	outside := filepath.Join(t.TempDir(), "tier")
+	out = runAdmin(t, p, true, "namespaces", "set-offload-policies", "public/default", "-d", "filesystem",
+		"--fs-uri", "file://"+outside)
+	if !strings.Contains(out, "412") || !strings.Contains(out, "outside the directories the operator allows") {
+		t.Fatalf("directory outside the allowed root: %s", out)
+	}
+	if _, err := os.Stat(outside); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("refused directory was touched: %v", err)
 	}
 	runAdmin(t, p, false, "namespaces", "set-offload-policies", "public/default", "-d", "filesystem",
 		"--fs-uri", "file://"+tier, "-t", "-1", "--offloadAfterElapsed", "2h")

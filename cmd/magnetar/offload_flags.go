@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -27,12 +28,13 @@ type storageFlags struct {
 	thresholdBytes, thresholdSecs int64
 	deletionLagMs                 int64
 	readPriority                  string
+	allowedRoots, allowedEndpts   []string
 }
 
 func (s *storageFlags) register(fl *pflag.FlagSet) {
-	fl.Int64Var(&s.maxEntries, "max-entries-per-ledger", 50000, "roll a topic's ledger after this many entries")
-	fl.DurationVar(&s.minRollover, "min-ledger-rollover-time", 10*time.Minute, "no size or count rollover before a ledger is this old (negative: none)")
-	fl.DurationVar(&s.maxRollover, "max-ledger-rollover-time", 4*time.Hour, "roll a non-empty ledger this long after its creation")
+	fl.Int64Var(&s.maxEntries, "max-entries-per-ledger", 50000, "roll a topic's ledger after this many entries (0 or negative: after each entry)")
+	fl.DurationVar(&s.minRollover, "min-ledger-rollover-time", 10*time.Minute, "no size or count rollover before a ledger is this old (0 or negative: none)")
+	fl.DurationVar(&s.maxRollover, "max-ledger-rollover-time", 4*time.Hour, "roll a non-empty ledger this long after its creation (0 or negative: at once, after each entry once past the minimum)")
 	fl.DurationVar(&s.trimInterval, "retention-check-interval", 2*time.Minute, "how often topics trim consumed ledgers (retention) and delete bookie copies of offloaded ones")
 	fl.StringVar(&s.driver, "offload-driver", "", "tiered storage driver: S3, aws-s3 or filesystem (empty: none)")
 	fl.StringVar(&s.bucket, "offload-bucket", "", "S3 bucket of offloaded ledgers")
@@ -48,14 +50,16 @@ func (s *storageFlags) register(fl *pflag.FlagSet) {
 	fl.Int64Var(&s.thresholdSecs, "offload-threshold-seconds", -1, "offload closed ledgers this long after they closed (-1: off)")
 	fl.Int64Var(&s.deletionLagMs, "offload-deletion-lag-ms", 4*3600*1000, "delete the bookie copy this long after an offload completed (negative: never)")
 	fl.StringVar(&s.readPriority, "offload-read-priority", policy.ReadTieredFirst, "read offloaded ledgers from tiered-storage-first or bookkeeper-first")
+	fl.StringSliceVar(&s.allowedRoots, "offload-allowed-fs-roots", nil, "directories namespace and topic offload policies (tenant admins) may name in fileSystemURI, besides --offload-fs-uri (empty: only that)")
+	fl.StringSliceVar(&s.allowedEndpts, "offload-allowed-endpoints", nil, "S3 endpoints namespace and topic offload policies may name, besides --offload-service-endpoint (empty: only that)")
 }
 
 // storageKeys map Pulsar's configuration keys to the storage flags.
 var storageKeys = []conf.Key{
-	{Names: []string{"managedLedgerMaxEntriesPerLedger"}, Flag: "max-entries-per-ledger"},
-	{Names: []string{"managedLedgerMinLedgerRolloverTimeMinutes"}, Flag: "min-ledger-rollover-time", Convert: minutes},
-	{Names: []string{"managedLedgerMaxLedgerRolloverTimeMinutes"}, Flag: "max-ledger-rollover-time", Convert: minutes},
-	{Names: []string{"retentionCheckIntervalInSeconds"}, Flag: "retention-check-interval", Convert: seconds},
+	{Names: []string{"managedLedgerMaxEntriesPerLedger"}, Flag: "max-entries-per-ledger", Convert: whole64},
+	{Names: []string{"managedLedgerMinLedgerRolloverTimeMinutes"}, Flag: "min-ledger-rollover-time", Convert: anyMinutes},
+	{Names: []string{"managedLedgerMaxLedgerRolloverTimeMinutes"}, Flag: "max-ledger-rollover-time", Convert: anyMinutes},
+	{Names: []string{"retentionCheckIntervalInSeconds"}, Flag: "retention-check-interval", Convert: atLeastOne(time.Second)},
 	{Names: []string{"managedLedgerOffloadDriver"}, Flag: "offload-driver"},
 	{Names: []string{"s3ManagedLedgerOffloadCredentialId"}, Flag: "offload-credential-id"},
 	{Names: []string{"s3ManagedLedgerOffloadCredentialSecret"}, Flag: "offload-credential-secret"},
@@ -64,18 +68,35 @@ var storageKeys = []conf.Key{
 	{Names: []string{"s3ManagedLedgerOffloadServiceEndpoint", "managedLedgerOffloadServiceEndpoint"}, Flag: "offload-service-endpoint", Convert: firstSet},
 	{Names: []string{"s3ManagedLedgerOffloadMaxBlockSizeInBytes", "managedLedgerOffloadMaxBlockSizeInBytes"}, Flag: "offload-max-block-size", Convert: firstSet},
 	{Names: []string{"s3ManagedLedgerOffloadReadBufferSizeInBytes", "managedLedgerOffloadReadBufferSizeInBytes"}, Flag: "offload-read-buffer-size", Convert: firstSet},
-	{Names: []string{"managedLedgerOffloadThresholdInBytes", "managedLedgerOffloadAutoTriggerSizeThresholdBytes"}, Flag: "offload-threshold-bytes", Convert: firstSet},
+	{Names: []string{"managedLedgerOffloadThresholdInBytes", "managedLedgerOffloadAutoTriggerSizeThresholdBytes"}, Flag: "offload-threshold-bytes", Convert: firstSetThen(negativeIsOff)},
 	{Names: []string{"fileSystemURI"}, Flag: "offload-fs-uri"},
 	{Names: []string{"fileSystemProfilePath"}, Flag: "offload-fs-profile"},
-	{Names: []string{"managedLedgerOffloadThresholdInSeconds"}, Flag: "offload-threshold-seconds"},
-	{Names: []string{"managedLedgerOffloadDeletionLagMs"}, Flag: "offload-deletion-lag-ms"},
+	{Names: []string{"managedLedgerOffloadThresholdInSeconds"}, Flag: "offload-threshold-seconds", Convert: negativeIsOff},
+	{Names: []string{"managedLedgerOffloadDeletionLagMs"}, Flag: "offload-deletion-lag-ms", Convert: negativeIsZero},
 	{Names: []string{"managedLedgerDataReadPriority"}, Flag: "offload-read-priority"},
+	{Names: []string{"offloadAllowedFileSystemRoots"}, Flag: "offload-allowed-fs-roots", Doc: "Magnetar's own key: where tenant offload policies may write"},
+	{Names: []string{"offloadAllowedServiceEndpoints"}, Flag: "offload-allowed-endpoints", Doc: "Magnetar's own key: which S3 endpoints tenant offload policies may name"},
 }
 
-// mlConfig is the managed-ledger configuration the flags ask for.
+// mlConfig is the managed-ledger configuration the flags ask for, with
+// Pulsar's meaning of 0 and negative values (its currentLedgerIsFull):
+// a minimum rollover time of 0 is no minimum; a maximum of 0 is already
+// reached by every non-empty ledger, and so is a maximum entry count of
+// 0 (a ledger rolls after each entry once past the minimum). mledger
+// reads 0 as "default", so these become its "none" (negative) and 1.
 func (s *storageFlags) mlConfig() mledger.Config {
-	return mledger.Config{MaxEntriesPerLedger: s.maxEntries, MinLedgerRolloverTime: s.minRollover, MaxLedgerRolloverTime: s.maxRollover,
+	c := mledger.Config{MaxEntriesPerLedger: s.maxEntries, MinLedgerRolloverTime: s.minRollover, MaxLedgerRolloverTime: s.maxRollover,
 		TrimInterval: s.trimInterval}
+	if c.MinLedgerRolloverTime <= 0 {
+		c.MinLedgerRolloverTime = -1
+	}
+	if c.MaxLedgerRolloverTime <= 0 {
+		c.MaxLedgerRolloverTime = -1
+	}
+	if c.MaxEntriesPerLedger <= 0 {
+		c.MaxEntriesPerLedger = 1
+	}
+	return c
 }
 
 // offloadDefaults are the broker-wide offload settings the flags ask for,
@@ -109,11 +130,21 @@ func (s *storageFlags) offloadDefaults() (*broker.OffloadDefaults, error) {
 	if s.thresholdBytes < -1 || s.thresholdSecs < -1 {
 		return nil, fmt.Errorf("offload thresholds must be >= -1")
 	}
-	if s.maxEntries < 1 {
-		return nil, fmt.Errorf("--max-entries-per-ledger must be positive")
+	for _, r := range s.allowedRoots {
+		if !filepath.IsAbs(strings.TrimPrefix(r, "file://")) {
+			return nil, fmt.Errorf("offloadAllowedFileSystemRoots %q: want an absolute directory", r)
+		}
+	}
+	// An endpoint that cannot be compared would allow nothing: say so.
+	for _, e := range s.allowedEndpts {
+		probe := &policy.OffloadPolicies{S3ManagedLedgerOffloadServiceEndpoint: e}
+		if err := probe.CheckAllowed(policy.OffloadAllowed{ServiceEndpoints: []string{e}}); err != nil {
+			return nil, fmt.Errorf("offloadAllowedServiceEndpoints: %v", err)
+		}
 	}
 	return &broker.OffloadDefaults{Properties: props, ThresholdBytes: s.thresholdBytes, ThresholdSeconds: s.thresholdSecs,
-		DeletionLagMs: s.deletionLagMs, ReadPriority: strings.ToLower(s.readPriority)}, nil
+		DeletionLagMs: s.deletionLagMs, ReadPriority: strings.ToLower(s.readPriority),
+		AllowedFileSystemRoots: s.allowedRoots, AllowedServiceEndpoints: s.allowedEndpts}, nil
 }
 
 // firstSet is the first key with a value (the s3* name before the

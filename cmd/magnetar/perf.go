@@ -7,11 +7,14 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/magnetar-mq/magnetar/bench/perf"
+	"github.com/magnetar-mq/magnetar/bench/report"
 )
 
 // perfOutput holds the flags every perf subcommand shares.
@@ -19,6 +22,7 @@ type perfOutput struct {
 	json       bool
 	quiet      bool
 	cpuProfile string
+	reportDir  string
 }
 
 func init() {
@@ -44,6 +48,7 @@ func addCommonFlags(fl *pflag.FlagSet, c *perf.Common, out *perfOutput) {
 	fl.BoolVar(&c.TLSAllowInsecure, "tls-allow-insecure", false, "do not verify the broker certificate (testing only)")
 	fl.BoolVar(&out.json, "json", false, "print the final summary as JSON on stdout")
 	fl.BoolVarP(&out.quiet, "quiet", "q", false, "no progress line on stderr")
+	fl.StringVar(&out.reportDir, "report", "", "write an HTML report (throughput and latency over time, the latency distribution, machine and settings) into this directory")
 	fl.StringVar(&out.cpuProfile, "cpuprofile", "", "write a CPU profile of this (client) process to FILE")
 	fl.MarkHidden("cpuprofile")
 }
@@ -146,11 +151,58 @@ func runPerf(cmd *cobra.Command, c *perf.Common, out perfOutput, run func(contex
 		}
 		defer pprof.StopCPUProfile()
 	}
+	machine, started := report.Probe(""), time.Now()
+	c.Timeline = c.Timeline || out.reportDir != ""
 	sum, err := run(ctx)
 	if err != nil {
 		return err
 	}
+	if out.reportDir != "" {
+		rep := perf.Report(sum, perfSettings(cmd), machine, redactedCommand(os.Args), started, time.Now())
+		p, err := rep.Write(out.reportDir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(cmd.ErrOrStderr(), "report:", p)
+	}
 	return printSummary(cmd.OutOrStdout(), cmd.ErrOrStderr(), sum, out.json)
+}
+
+// redactedCommand joins args with the value of --auth-params (a token or
+// key file) left out.
+func redactedCommand(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		switch {
+		case i > 0 && args[i-1] == "--auth-params":
+			a = "(not shown)"
+		case strings.HasPrefix(a, "--auth-params="):
+			a = "--auth-params=(not shown)"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
+}
+
+// perfSettings lists the command's flags for a report; the values of
+// credentials (--auth-params) are not written.
+func perfSettings(cmd *cobra.Command) []report.KV {
+	var kv []report.KV
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		switch f.Name {
+		case "help", "report", "cpuprofile", "json", "quiet":
+			return
+		}
+		v := f.Value.String()
+		if f.Name == "auth-params" && v != "" {
+			v = "(set, not shown)"
+		}
+		if !f.Changed {
+			v += " (default)"
+		}
+		kv = append(kv, report.KV{Key: "--" + f.Name, Value: v})
+	})
+	return kv
 }
 
 func printSummary(stdout, stderr io.Writer, sum perf.Summary, asJSON bool) error {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/magnetar-mq/magnetar/bench/perf"
+	"github.com/magnetar-mq/magnetar/bench/report"
 )
 
 // runPerfCmd executes a fresh perf subcommand with args and returns its
@@ -51,8 +54,9 @@ func TestPerfProduceConsume(t *testing.T) {
 			"--num-consumers", "2", "--test-duration", "90s")...)
 		consumed <- result{s, e, err}
 	}()
+	reportDir := t.TempDir()
 	prod, prodErr, err := runPerfCmd(t, newPerfProduceCmd(), append(common,
-		"--rate", "5000", "--size", "200", "--num-producers", "2", "--batch-max-messages", "100")...)
+		"--rate", "5000", "--size", "200", "--num-producers", "2", "--batch-max-messages", "100", "--report", reportDir)...)
 	if err != nil {
 		t.Fatalf("perf produce: %v\nstderr:\n%s\nstandalone log:\n%s", err, prodErr, p.log())
 	}
@@ -68,6 +72,17 @@ func TestPerfProduceConsume(t *testing.T) {
 	}
 	if !strings.Contains(prodErr, "produce: ") || !strings.Contains(prodErr, "msg/s") {
 		t.Fatalf("no progress line on stderr: %q", prodErr)
+	}
+	// The report (drawn in a browser by bench/perf's TestReportRenders)
+	// has the run's timeline, its distribution and its settings.
+	var rep report.Report
+	if data, err := os.ReadFile(filepath.Join(reportDir, "report.json")); err != nil {
+		t.Fatal(err)
+	} else if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Sections) == 0 || len(rep.Sections[0].Charts) != 3 || len(rep.Settings) == 0 || !strings.Contains(prodErr, "report: ") {
+		t.Fatalf("report: %d sections, settings %v; stderr %q", len(rep.Sections), rep.Settings, prodErr)
 	}
 	r := <-consumed
 	if r.err != nil {
@@ -213,4 +228,27 @@ func TestPerfRawInterop(t *testing.T) {
 		"--subscription-type", "shared", "--num-consumers", "2", "--subscription-position", "earliest", "--test-duration", "120s")
 	check("raw consume of client", cons, "consume", 300)
 	waitBacklogZero(t, p.http, "shared-sub", "raw-b")
+}
+
+// TestPerfReportHidesCredentials checks that neither the command line nor
+// the settings a report shows carry the value of --auth-params.
+func TestPerfReportHidesCredentials(t *testing.T) {
+	got := redactedCommand([]string{"magnetar", "perf", "produce", "--auth-params", "token:SECRET", "--auth-params=file:///SECRET", "--rate", "5"})
+	if strings.Contains(got, "SECRET") || !strings.Contains(got, "--rate 5") {
+		t.Fatalf("redactedCommand = %q", got)
+	}
+	cmd := newPerfProduceCmd()
+	if err := cmd.Flags().Parse([]string{"--auth-plugin", "token", "--auth-params", "token:SECRET", "--rate", "7"}); err != nil {
+		t.Fatal(err)
+	}
+	var rate bool
+	for _, kv := range perfSettings(cmd) {
+		if strings.Contains(kv.Value, "SECRET") {
+			t.Fatalf("setting %s = %q", kv.Key, kv.Value)
+		}
+		rate = rate || (kv.Key == "--rate" && kv.Value == "7")
+	}
+	if !rate {
+		t.Fatal("--rate 7 not among the settings")
+	}
 }

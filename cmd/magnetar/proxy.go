@@ -13,6 +13,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/internal/conf"
+	"github.com/magnetar-mq/magnetar/internal/stack"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/proxy"
 )
@@ -33,12 +34,19 @@ type proxyFlags struct {
 	maxMessageSize            int
 	run                       runFlags
 	sec                       securityFlags
+	http                      httpFlags
 }
 
 func init() { rootCmd.AddCommand(newProxyCmd()) }
 
 func newProxyCmd() *cobra.Command {
-	var f proxyFlags
+	cmd, _ := proxyCommand()
+	return cmd
+}
+
+// proxyCommand returns the command and the flags it fills.
+func proxyCommand() (*cobra.Command, *proxyFlags) {
+	f := &proxyFlags{}
 	cmd := &cobra.Command{
 		Use:   "proxy",
 		Short: "Run a proxy: one address for clients that cannot reach the brokers",
@@ -64,7 +72,7 @@ When ready it prints one line to stdout:
 			if err := applyConfig(cmd, "proxy"); err != nil {
 				return err
 			}
-			return runProxy(cmd.Context(), f)
+			return runProxy(cmd.Context(), *f)
 		},
 	}
 	fl := cmd.Flags()
@@ -87,17 +95,18 @@ When ready it prints one line to stdout:
 	fl.IntVar(&f.maxMessageSize, "max-message-size", 5<<20, "max message size announced on lookup connections")
 	addRunFlags(fl, &f.run)
 	f.sec.register(fl)
+	f.http.register(fl)
 	addConfigFlag(cmd)
-	return cmd
+	return cmd, f
 }
 
 // proxySchema maps proxy.conf's keys onto the proxy's flags.
 var proxySchema = &conf.Schema{
 	Keys: []conf.Key{
 		{Names: []string{"metadataStoreUrl", "zookeeperServers"}, Flag: "metadata-url", Convert: pulsarMetadataURL},
-		{Names: []string{"metadataStoreSessionTimeoutMillis"}, Flag: "zk-session-timeout", Convert: millis},
-		{Names: []string{"bindAddress", "servicePort"}, Flag: "listen", Convert: hostPort, Doc: "binary protocol address"},
-		{Names: []string{"bindAddress", "webServicePort"}, Flag: "http", Convert: hostPort, Doc: "HTTP address"},
+		{Names: []string{"metadataStoreSessionTimeoutMillis", "zooKeeperSessionTimeoutMillis"}, Flag: "zk-session-timeout", Convert: sessionTimeout},
+		{Names: []string{"bindAddress", "servicePort"}, Flag: "listen", Convert: hostPort, Doc: "binary protocol address", Empty: map[string]string{"servicePort": ""}},
+		{Names: []string{"bindAddress", "webServicePort"}, Flag: "http", Convert: hostPort, Doc: "HTTP address", Empty: map[string]string{"webServicePort": ""}},
 		{Names: []string{"servicePortTls"}, Flag: "listen-tls", Convert: portAddr},
 		{Names: []string{"webServicePortTls"}, Flag: "http-tls", Convert: portAddr},
 		{Names: []string{"brokerServiceURL"}, Flag: "broker-service-url"},
@@ -106,10 +115,10 @@ var proxySchema = &conf.Schema{
 		{Names: []string{"brokerWebServiceURLTLS"}, Flag: "broker-web-service-url-tls"},
 		{Names: []string{"forwardAuthorizationCredentials"}, Flag: "forward-authorization-credentials"},
 		{Names: []string{"tlsEnabledWithBroker"}, Flag: "tls-enabled-with-broker"},
-		{Names: []string{"maxConcurrentLookupRequests"}, Flag: "max-concurrent-lookups"},
-		{Names: []string{"maxConcurrentInboundConnections"}, Flag: "max-connections"},
-		{Names: []string{"keepAliveIntervalSeconds"}, Flag: "keep-alive-interval", Convert: seconds},
-		{Names: []string{"maxMessageSize"}, Flag: "max-message-size"},
+		{Names: []string{"maxConcurrentLookupRequests"}, Flag: "max-concurrent-lookups", Convert: positive},
+		{Names: []string{"maxConcurrentInboundConnections"}, Flag: "max-connections", Convert: positive},
+		{Names: []string{"keepAliveIntervalSeconds"}, Flag: "keep-alive-interval", Convert: orOff(time.Second)},
+		{Names: []string{"maxMessageSize"}, Flag: "max-message-size", Convert: messageSize},
 	},
 	Ignored: []string{"configurationMetadataStoreUrl", "configurationStoreServers", "proxyLogLevel", "clusterName",
 		"brokerProxyAllowedHostNames", "brokerProxyAllowedIPAddresses", "brokerProxyAllowedTargetPorts", "checkActiveBrokers"},
@@ -167,6 +176,11 @@ func proxyConfig(f proxyFlags, log *slog.Logger) (proxy.Config, func(), error) {
 		KeepAlive: f.keepAlive, ConnectTimeout: f.connectTimeout, MaxMessageSize: f.maxMessageSize,
 		Logger: log.With("component", "proxy"),
 	}
+	lim, err := f.http.limits()
+	if err != nil {
+		return cfg, nil, err
+	}
+	cfg.HTTPLimits = lim
 	sc, set, err := f.sec.load(log)
 	if err != nil {
 		return cfg, nil, err
@@ -201,7 +215,7 @@ func proxyConfig(f proxyFlags, log *slog.Logger) (proxy.Config, func(), error) {
 	}
 	closeStore := func() {}
 	if f.meta.url != "" {
-		st, err := openMetadataURL(f.meta.url, f.meta.sessionTimeout, log)
+		st, err := stack.OpenMetadataURL(f.meta.url, f.meta.sessionTimeout, log)
 		if err != nil {
 			return cfg, nil, err
 		}

@@ -17,7 +17,7 @@ import (
 // BenchmarkSemantics measures, against one standalone process in one
 // run: produce rate with an AVRO schema vs plain bytes of the same size,
 // compaction throughput, and the catch-up of a read_compacted reader vs a
-// plain reader on the same topic (BENCHMARKS.md, section 5).
+// plain reader on the same topic (docs/benchmarks/semantics.md).
 //
 //	go test ./cmd/magnetar -run '^$' -bench Semantics -benchtime 1x
 func BenchmarkSemantics(b *testing.B) {

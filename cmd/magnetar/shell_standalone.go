@@ -20,6 +20,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/bookie"
 	"github.com/magnetar-mq/magnetar/bookie/server"
+	"github.com/magnetar-mq/magnetar/internal/stack"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 	"github.com/magnetar-mq/magnetar/ledger"
 	"github.com/magnetar-mq/magnetar/metadata"
@@ -50,9 +51,9 @@ func openStandaloneNode(dir string, log *slog.Logger) (*standaloneNode, error) {
 		n.close()
 		return nil, fmt.Errorf("open the standalone's bookie in %s: %w", dir, err)
 	}
-	res := ledger.NewStaticResolver(map[string]ledger.BookieClient{standaloneBookieID: server.NewLocal(n.bk)})
+	res := ledger.NewStaticResolver(map[string]ledger.BookieClient{stack.StandaloneBookieID: server.NewLocal(n.bk)})
 	n.lc, err = ledger.NewClient(n.store, res, ledger.Options{
-		Bookies: []string{standaloneBookieID}, ReadOnly: func(string) bool { return n.bk.IsReadOnly() }, Logger: log,
+		Bookies: []string{stack.StandaloneBookieID}, ReadOnly: func(string) bool { return n.bk.IsReadOnly() }, Logger: log,
 	})
 	if err != nil {
 		n.close()
@@ -66,9 +67,9 @@ func (n *standaloneNode) cluster() tools.Cluster {
 	if n.bk.IsReadOnly() {
 		st = "readonly"
 	}
-	res := ledger.NewStaticResolver(map[string]ledger.BookieClient{standaloneBookieID: server.NewLocal(n.bk)})
+	res := ledger.NewStaticResolver(map[string]ledger.BookieClient{stack.StandaloneBookieID: server.NewLocal(n.bk)})
 	return tools.Cluster{Store: n.store, Ledgers: n.lc, Resolver: res,
-		Fixed: tools.BookieStates{{ID: standaloneBookieID, State: st + ",local"}}}
+		Fixed: tools.BookieStates{{ID: stack.StandaloneBookieID, State: st + ",local"}}}
 }
 
 func (n *standaloneNode) close() error {
@@ -90,7 +91,7 @@ func (n *standaloneNode) close() error {
 type standaloneHint struct{ ledger.BookieResolver }
 
 func (r standaloneHint) Client(id string) (ledger.BookieClient, error) {
-	if id == standaloneBookieID {
+	if id == stack.StandaloneBookieID {
 		return nil, fmt.Errorf("bookie %q is a standalone's in-process bookie, not reachable over the network: stop the standalone and run the tool with --data-dir DATA instead of --metadata-url", id)
 	}
 	return r.BookieResolver.Client(id)

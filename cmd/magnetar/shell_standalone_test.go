@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/magnetar-mq/magnetar/internal/stack"
 )
 
 // TestShellToolsOnStandaloneDataDir: every shell tool works on a stopped
@@ -48,7 +49,7 @@ func TestShellToolsOnStandaloneDataDir(t *testing.T) {
 	}
 	var bookies []struct{ ID, State string }
 	if err := json.Unmarshal([]byte(run("listbookies", "--data-dir", dataDir, "--json", "-q")), &bookies); err != nil ||
-		len(bookies) != 1 || bookies[0].ID != standaloneBookieID || !strings.HasPrefix(bookies[0].State, "writable") {
+		len(bookies) != 1 || bookies[0].ID != stack.StandaloneBookieID || !strings.HasPrefix(bookies[0].State, "writable") {
 		t.Fatalf("listbookies = %+v, %v", bookies, err)
 	}
 	var ledgers []struct {

@@ -2,26 +2,16 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/magnetar-mq/magnetar/bookie"
-	"github.com/magnetar-mq/magnetar/bookie/server"
 	"github.com/magnetar-mq/magnetar/broker"
-	"github.com/magnetar-mq/magnetar/functions"
+	"github.com/magnetar-mq/magnetar/internal/stack"
 	"github.com/magnetar-mq/magnetar/internal/uring"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
-	"github.com/magnetar-mq/magnetar/ledger"
-	"github.com/magnetar-mq/magnetar/metadata/embedded"
 )
-
-// standaloneBookieID names the in-process bookie in ledger metadata.
-const standaloneBookieID = "standalone-bookie"
 
 type standaloneFlags struct {
 	dataDir        string
@@ -34,17 +24,25 @@ type standaloneFlags struct {
 	dedup          bool
 	svc            serviceFlags
 	noFunctions    bool
+	fnProc         functionsProcessFlags
 	noSync         bool
 	writeMode      string
 	bookie         bookieTuning
 	run            runFlags
 	sec            securityFlags
+	http           httpFlags
 }
 
 func init() { rootCmd.AddCommand(newStandaloneCmd()) }
 
 func newStandaloneCmd() *cobra.Command {
-	var f standaloneFlags
+	cmd, _ := standaloneCommand()
+	return cmd
+}
+
+// standaloneCommand returns the command and the flags it fills.
+func standaloneCommand() (*cobra.Command, *standaloneFlags) {
+	f := &standaloneFlags{}
 	cmd := &cobra.Command{
 		Use:   "standalone",
 		Short: "Run a broker, one bookie and the embedded metadata store in one process",
@@ -62,12 +60,12 @@ When both are ready it prints one line to stdout:
 			if err := applyConfig(cmd, "standalone"); err != nil {
 				return err
 			}
-			return runServer(cmd.Context(), "standalone", f.run, func(ctx context.Context, log *slog.Logger) (*serviceStack, func() error, error) {
-				s, err := openStandalone(ctx, f, log)
+			return runServer(cmd.Context(), "standalone", f.run, func(ctx context.Context, log *slog.Logger) (*stack.Stack, func() error, error) {
+				s, err := openStandalone(ctx, *f, log)
 				if err != nil {
 					return nil, nil, err
 				}
-				return s.stack, func() error { return s.close(log) }, nil
+				return s.Stack(), s.Close, nil
 			})
 		},
 	}
@@ -83,71 +81,18 @@ When both are ready it prints one line to stdout:
 	fl.BoolVar(&f.noSync, "journal-no-sync", false, "skip fdatasync in the journal (NOT DURABLE; benchmarks only)")
 	fl.StringVar(&f.writeMode, "journal-write-mode", "auto", "journal write path: auto (io_uring for groups of 64 KiB and more, pwrite for smaller ones), uring or pwrite")
 	fl.BoolVar(&f.noFunctions, "no-functions-worker", false, "do not run the in-process function worker (/admin/v3/functions, sources, sinks)")
+	f.fnProc.register(fl)
 	addBookieTuningFlags(cmd, &f.bookie)
 	f.svc.register(fl, "standalone")
 	addRunFlags(fl, &f.run)
 	f.sec.register(fl)
+	f.http.register(fl)
 	addConfigFlag(cmd)
-	return cmd
+	return cmd, f
 }
 
-// standalone is a running single-process deployment.
-type standalone struct {
-	store *embedded.Store
-	bk    *bookie.Bookie
-	lc    *ledger.Client
-	stack *serviceStack
-}
-
-func openStandalone(ctx context.Context, f standaloneFlags, log *slog.Logger) (_ *standalone, err error) {
-	s := &standalone{}
-	defer func() {
-		if err != nil {
-			s.close(log)
-		}
-	}()
-	if f.journalDir == "" {
-		f.journalDir = filepath.Join(f.dataDir, "journal")
-	}
-	if len(f.ledgerDirs) == 0 {
-		f.ledgerDirs = []string{filepath.Join(f.dataDir, "ledgers")}
-	}
-	mode, err := uring.ParseMode(f.writeMode)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(f.dataDir, 0o755); err != nil {
-		return nil, err
-	}
-	if s.store, err = embedded.Open(filepath.Join(f.dataDir, "metadata.db"), embedded.Options{}); err != nil {
-		return nil, fmt.Errorf("metadata store: %w", err)
-	}
-	t0 := time.Now()
-	bo := bookie.Options{
-		FS:               vfs.Default,
-		JournalDir:       f.journalDir,
-		LedgerDirs:       f.ledgerDirs,
-		JournalNoSync:    f.noSync,
-		JournalWriteMode: mode,
-		Logger:           log.With("component", "bookie"),
-	}
-	f.bookie.apply(&bo)
-	s.bk, err = bookie.Open(bo)
-	if err != nil {
-		return nil, fmt.Errorf("bookie: %w", err)
-	}
-	log.Info("bookie open", "journal", f.journalDir, "ledgers", f.ledgerDirs, "took", time.Since(t0).Round(time.Millisecond), "durable", !f.noSync)
-	resolver := ledger.NewStaticResolver(map[string]ledger.BookieClient{standaloneBookieID: server.NewLocal(s.bk)})
-	s.lc, err = ledger.NewClient(s.store, resolver, ledger.Options{
-		Bookies: []string{standaloneBookieID},
-		// A read-only bookie (full disk) gets no new ledgers: the broker
-		// stops rolling instead of creating one per failed add.
-		ReadOnly: func(string) bool { return s.bk.IsReadOnly() },
-		Logger:   log.With("component", "ledger"),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("ledger client: %w", err)
-	}
+// brokerConfig is the broker configuration the flags ask for.
+func (f *standaloneFlags) brokerConfig(log *slog.Logger) (broker.Config, error) {
 	bcfg := broker.Config{
 		ServiceAddr:    f.serviceAddr,
 		HTTPAddr:       f.httpAddr,
@@ -156,35 +101,53 @@ func openStandalone(ctx context.Context, f standaloneFlags, log *slog.Logger) (_
 		Deduplication:  f.dedup,
 	}
 	f.svc.apply(&bcfg)
-	if err := f.sec.apply(&bcfg, log); err != nil {
-		return s, err
+	var err error
+	if bcfg.HTTPLimits, err = f.http.limits(); err != nil {
+		return bcfg, err
 	}
-	var fw *functions.Worker
-	if !f.noFunctions {
-		if fw, err = newFunctionWorker(s.store, "standalone", filepath.Join(f.dataDir, "functions"), log); err != nil {
-			return s, err
-		}
-	}
-	s.stack, err = openServiceStack(ctx, s.store, f.svc.configURL, s.lc, ledger.CreateOptions{Ensemble: 1, WriteQuorum: 1, AckQuorum: 1},
-		bcfg, &f.svc.storage, f.svc.console, broker.LocalBookie{ID: standaloneBookieID, ReadOnly: s.bk.IsReadOnly, Stats: s.bookieStats(&f)}, fw, log, s.bk.Collector())
-	return s, err
+	err = f.sec.apply(&bcfg, log)
+	return bcfg, err
 }
 
-// close stops everything in reverse order of opening; each step runs even
-// if an earlier one failed.
-func (s *standalone) close(log *slog.Logger) error {
-	var c closeSteps
-	if s.stack != nil {
-		s.stack.close(&c, log)
+// options turns the flags into the standalone's options.
+func (f *standaloneFlags) options(log *slog.Logger) (stack.StandaloneOptions, error) {
+	mode, err := uring.ParseMode(f.writeMode)
+	if err != nil {
+		return stack.StandaloneOptions{}, err
 	}
-	if s.lc != nil {
-		c.run(log, "ledger client", s.lc.Close)
+	o := stack.StandaloneOptions{
+		DataDir: f.dataDir,
+		Bookie: bookie.Options{
+			FS:               vfs.Default,
+			JournalDir:       f.journalDir,
+			LedgerDirs:       f.ledgerDirs,
+			JournalNoSync:    f.noSync,
+			JournalWriteMode: mode,
+		},
+		Logger: log,
 	}
-	if s.bk != nil {
-		c.run(log, "bookie", s.bk.Close)
+	f.bookie.apply(&o.Bookie)
+	bcfg, err := f.brokerConfig(log)
+	if err != nil {
+		return o, err
 	}
-	if s.store != nil {
-		c.run(log, "metadata store", s.store.Close)
+	if o.Service, err = f.svc.service(bcfg); err != nil {
+		return o, err
 	}
-	return c.err()
+	if !f.noFunctions {
+		fo, err := functionsOptions(f.fnProc)
+		if err != nil {
+			return o, err
+		}
+		o.Functions = &fo
+	}
+	return o, nil
+}
+
+func openStandalone(ctx context.Context, f standaloneFlags, log *slog.Logger) (*stack.Standalone, error) {
+	o, err := f.options(log)
+	if err != nil {
+		return nil, err
+	}
+	return stack.OpenStandalone(ctx, o)
 }

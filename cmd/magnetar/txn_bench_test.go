@@ -51,7 +51,7 @@ func txnBenchSetup(t testing.TB, cpuProfile string) txnperf.Setup {
 // 10 and 100 messages against plain produce on the same standalone in
 // the same round, plain produce on a standalone without the coordinator,
 // the same send-k-and-wait pattern without transactions (groups-k), and
-// commit latency; medians of 5 rounds (BENCHMARKS.md, "Transactions").
+// commit latency; medians of 5 rounds (bench/txnperf/NOTES.md).
 //
 //	go test ./cmd/magnetar -run '^$' -bench Transactions -benchtime 1x -timeout 30m
 //

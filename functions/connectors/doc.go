@@ -3,6 +3,14 @@
 // name in MAGNETAR_BUILTIN (archive "builtin://NAME"). Each is an ordinary
 // SDK program (package functions/sdk).
 //
+// Before a connector opens, creates, binds or connects anything it checks
+// the paths, listen address or hosts of its configs against the
+// operator's policy (package functions/iopolicy, handed over by the
+// worker in MAGNETAR_IO_POLICY; absent, nothing is allowed). The file
+// connectors open their directories below an allowed root without
+// following symbolic links and every file by name in the opened
+// directory (openat with O_NOFOLLOW, renameat).
+//
 // Sources:
 //   - file: reads the files of configs.inputDirectory (names matching
 //     configs.fileFilter, a regexp, default all), one message per line, then
@@ -16,7 +24,11 @@
 //     chosen address is written to the instance log and to state key
 //     "http-address"), configs.path (default /); every POST body becomes a
 //     message and the request is answered 200 after the message is
-//     persisted, 503 otherwise.
+//     persisted, 503 otherwise (the reason is in the instance log). A
+//     path ending in "/" takes its subtree. The webhook is an httpapi
+//     server behind an anonymous guard: the timeouts and body pace of
+//     every Magnetar HTTP server, bodies of any media type up to 5 MiB,
+//     and connection caps that never trust a connection (webhookLimits).
 //
 // Sinks:
 //   - file: appends every message as a line to configs.outputFile

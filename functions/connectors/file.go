@@ -6,8 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -15,59 +15,81 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/magnetar-mq/magnetar/functions/iopolicy"
 	"github.com/magnetar-mq/magnetar/functions/sdk"
 	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
 const maxLine = 5 << 20
 
-func fileSource(ctx context.Context, in *sdk.Instance) error {
+func fileSource(ctx context.Context, in *sdk.Instance, pol *iopolicy.Policy) error {
 	cfg := in.Spec.UserConfig
 	dir := str(cfg, "inputDirectory", "")
 	if dir == "" {
 		return errors.New("file source: configs.inputDirectory is required")
 	}
-	done := str(cfg, "processedDirectory", filepath.Join(dir, ".processed"))
 	filter, err := regexp.Compile(str(cfg, "fileFilter", ".*"))
 	if err != nil {
 		return fmt.Errorf("file source: configs.fileFilter: %w", err)
 	}
-	if err := os.MkdirAll(done, 0o755); err != nil {
-		return err
+	// Both directories are opened below the operator's roots without
+	// following symbolic links, and every file in them by name in the
+	// open directory (ingestFile): nothing outside the roots is read,
+	// moved or created.
+	done, err := pol.OpenPath(in.Spec.Tenant, iopolicy.ProcessedDirectory(cfg, dir), true)
+	if err != nil {
+		return fmt.Errorf("file source: configs.processedDirectory: %w", err)
 	}
+	defer done.Close()
 	p, err := in.Output(in.SourceName())
 	if err != nil {
 		return err
 	}
 	nextKey := "file-next-seq/" + strconv.Itoa(in.ID)
 	for ctx.Err() == nil {
-		ents, err := os.ReadDir(dir)
-		if err != nil {
+		if err := pollDir(ctx, in, pol, p, dir, done, filter, nextKey); err != nil {
 			in.SystemError(err)
-		}
-		var names []string
-		for _, e := range ents {
-			n := e.Name()
-			if !e.Type().IsRegular() || strings.HasPrefix(n, ".") || !filter.MatchString(n) {
-				continue
-			}
-			if in.Spec.Parallelism > 1 && int(hash(n)%uint32(in.Spec.Parallelism)) != in.ID {
-				continue
-			}
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			if ctx.Err() != nil {
-				break
-			}
-			if err := ingestFile(ctx, in, p, dir, done, n, nextKey); err != nil && ctx.Err() == nil {
-				in.SystemError(fmt.Errorf("file %s: %w", n, err))
-			}
 		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// pollDir sends the files of the input directory that are this
+// instance's, in name order.
+func pollDir(ctx context.Context, in *sdk.Instance, pol *iopolicy.Policy, p *pulsarclient.Producer, dir string, done *os.File, filter *regexp.Regexp, nextKey string) error {
+	d, err := pol.OpenPath(in.Spec.Tenant, dir, false)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	ents, err := d.ReadDir(-1)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, e := range ents {
+		n := e.Name()
+		if !e.Type().IsRegular() || strings.HasPrefix(n, ".") || !filter.MatchString(n) {
+			continue
+		}
+		if in.Spec.Parallelism > 1 && int(hash(n)%uint32(in.Spec.Parallelism)) != in.ID {
+			continue
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := ingestFile(ctx, in, p, d, done, n, nextKey); err != nil && ctx.Err() == nil {
+			in.SystemError(fmt.Errorf("file %s: %w", n, err))
 		}
 	}
 	return nil
@@ -84,10 +106,14 @@ func hash(s string) uint32 {
 // ingestFile sends one file's lines with sequence ids base+1.. where base
 // is fixed (in state) before the first send, so a retry after a crash
 // re-sends the same ids; then it moves the file away.
-func ingestFile(ctx context.Context, in *sdk.Instance, p *pulsarclient.Producer, dir, done, name, nextKey string) error {
-	path := filepath.Join(dir, name)
-	fi, err := os.Stat(path)
+func ingestFile(ctx context.Context, in *sdk.Instance, p *pulsarclient.Producer, dir, done *os.File, name, nextKey string) error {
+	f, err := iopolicy.OpenIn(dir, name, unix.O_RDONLY, 0)
 	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
 		return err
 	}
 	ino := uint64(0)
@@ -95,7 +121,8 @@ func ingestFile(ctx context.Context, in *sdk.Instance, p *pulsarclient.Producer,
 		ino = st.Ino
 	}
 	fileKey := fmt.Sprintf("file-seq/%d/%s/%d-%d-%d", in.ID, name, ino, fi.Size(), fi.ModTime().UnixNano())
-	data, err := os.ReadFile(path)
+	data, err := io.ReadAll(f)
+	f.Close()
 	if err != nil {
 		return err
 	}
@@ -159,25 +186,25 @@ func ingestFile(ctx context.Context, in *sdk.Instance, p *pulsarclient.Producer,
 			return err
 		}
 	}
-	if err := os.Rename(path, filepath.Join(done, name)); err != nil {
-		return err
+	if err := unix.Renameat(int(dir.Fd()), name, int(done.Fd()), name); err != nil {
+		return fmt.Errorf("move %s to %s: %w", name, done.Name(), err)
 	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
+	_ = dir.Sync()
+	_ = done.Sync()
 	in.Log.Info("file ingested", "file", name, "lines", n)
 	return nil
 }
 
-func fileSink(ctx context.Context, in *sdk.Instance) error {
+func fileSink(ctx context.Context, in *sdk.Instance, pol *iopolicy.Policy) error {
 	out := str(in.Spec.UserConfig, "outputFile", "")
 	if out == "" {
 		return errors.New("file sink: configs.outputFile is required")
 	}
-	f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	// Its directory is opened below the operator's roots without
+	// following symbolic links; the file itself may not be one.
+	f, err := pol.OpenFile(in.Spec.Tenant, out, unix.O_CREAT|unix.O_WRONLY|unix.O_APPEND, 0o644)
 	if err != nil {
-		return err
+		return fmt.Errorf("file sink: configs.outputFile: %w", err)
 	}
 	defer f.Close()
 	return in.RunBatch(ctx, 500, 50*time.Millisecond, func(_ *sdk.Instance, msgs []*pulsarclient.Message) (map[int]error, error) {

@@ -2,40 +2,46 @@ package connectors
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 
+	"github.com/magnetar-mq/magnetar/functions/iopolicy"
 	"github.com/magnetar-mq/magnetar/functions/sdk"
 )
 
-// Main runs builtin connector name in this process.
+// Main runs builtin connector name in this process. Before it touches
+// anything it checks its configs against the operator's policy, which
+// the worker passes in iopolicy.EnvPolicy (none: nothing is allowed).
 func Main(name string) error {
+	pol, err := iopolicy.Decode(os.Getenv(iopolicy.EnvPolicy))
+	if err != nil {
+		return err
+	}
 	in, ctx, closeAll, err := sdk.Start()
 	if err != nil {
 		return err
 	}
 	defer closeAll()
 	kind := in.Spec.Kind
+	if err := pol.CheckConnector(name, kind, in.Spec.Tenant, in.Spec.UserConfig); err != nil {
+		return err
+	}
 	switch {
 	case name == "file" && kind == "sources":
-		return fileSource(ctx, in)
+		return fileSource(ctx, in, pol)
 	case name == "http" && kind == "sources":
-		return httpSource(ctx, in)
+		return httpSource(ctx, in, pol)
 	case name == "file" && kind == "sinks":
-		return fileSink(ctx, in)
+		return fileSink(ctx, in, pol)
 	case name == "log" && kind == "sinks":
 		return logSink(ctx, in)
 	case name == "jdbc-postgres" && kind == "sinks":
-		return postgresSink(ctx, in)
+		return postgresSink(ctx, in, pol)
 	}
 	return fmt.Errorf("no builtin %s connector %q", kind, name)
 }
 
-func str(cfg map[string]any, k, def string) string {
-	if v, ok := cfg[k]; ok && v != nil {
-		return fmt.Sprint(v)
-	}
-	return def
-}
+func str(cfg map[string]any, k, def string) string { return iopolicy.Str(cfg, k, def) }
 
 func num(cfg map[string]any, k string, def int) (int, error) {
 	v, ok := cfg[k]

@@ -12,15 +12,21 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/magnetar-mq/magnetar/functions/iopolicy"
 	"github.com/magnetar-mq/magnetar/functions/sdk"
 	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
-func postgresSink(ctx context.Context, in *sdk.Instance) error {
+func postgresSink(ctx context.Context, in *sdk.Instance, pol *iopolicy.Policy) error {
 	cfg := in.Spec.UserConfig
 	url, table := str(cfg, "url", ""), str(cfg, "table", "")
 	if url == "" || table == "" {
 		return errors.New("jdbc-postgres sink: configs.url and configs.table are required")
+	}
+	// Every host the connection string names must be allowed; it may name
+	// no file (certificates, password file, service file) to read.
+	if err := pol.CheckPostgresURL(url); err != nil {
+		return fmt.Errorf("jdbc-postgres sink: configs.url: %w", err)
 	}
 	keyCol := str(cfg, "key", "key")
 	batch, err := num(cfg, "batchSize", 200)

@@ -17,7 +17,13 @@
 //
 // The process reads its configuration from the environment
 // (MAGNETAR_FUNCTION_SPEC: the JSON Spec; MAGNETAR_INSTANCE_ID;
-// MAGNETAR_SERVICE_URL; MAGNETAR_WORKER_URL) and writes its cumulative
+// MAGNETAR_SERVICE_URL; MAGNETAR_WORKER_URL), its credentials once from
+// the pipe MAGNETAR_CONF_FD names (Pulsar's GoInstanceConfig JSON:
+// clientAuthenticationPlugin and clientAuthenticationParameters, a token,
+// used towards brokers and as the bearer token of state calls to the
+// worker; tlsTrustCertsFilePath), makes itself non-dumpable (other
+// processes of its account cannot read its memory or environment), and
+// writes its cumulative
 // Stats, one JSON line at a time, to file descriptor 3 every 500ms and at
 // exit. SIGTERM stops it after the in-flight messages are answered.
 //

@@ -82,7 +82,9 @@ type Instance struct {
 	producers map[string]*pulsarclient.Producer
 	logProd   *pulsarclient.Producer
 	http      *http.Client
-	stopping  atomic.Bool
+	// authHeader authenticates state calls to the worker ("": none).
+	authHeader string
+	stopping   atomic.Bool
 }
 
 // Context is what a handler sees for one message.
@@ -167,6 +169,9 @@ func (in *Instance) do(ctx context.Context, method, u string, body []byte, ct st
 		}
 		if ct != "" {
 			req.Header.Set("Content-Type", ct)
+		}
+		if in.authHeader != "" {
+			req.Header.Set("Authorization", in.authHeader)
 		}
 		resp, err := in.http.Do(req)
 		if err != nil {
@@ -356,14 +361,25 @@ func Start() (*Instance, context.Context, func(), error) {
 		return nil, nil, nil, fmt.Errorf("MAGNETAR_FUNCTION_SPEC: %w", err)
 	}
 	id, _ := strconv.Atoi(os.Getenv("MAGNETAR_INSTANCE_ID"))
-	cl, err := pulsarclient.NewClient(pulsarclient.ClientOptions{URL: os.Getenv("MAGNETAR_SERVICE_URL"),
-		OperationTimeout: 30 * time.Second, ConnectionTimeout: 10 * time.Second})
+	// The function's own credentials (its submitter's token), on the
+	// configuration pipe: for brokers and for the worker's state API.
+	cred, err := readCredentials()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	opts := pulsarclient.ClientOptions{URL: os.Getenv("MAGNETAR_SERVICE_URL"),
+		OperationTimeout: 30 * time.Second, ConnectionTimeout: 10 * time.Second}
+	hc, authHeader, err := cred.apply(&opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cl, err := pulsarclient.NewClient(opts)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	in := &Instance{Spec: spec, ID: id, Client: cl, workerURL: os.Getenv("MAGNETAR_WORKER_URL"),
 		stateDir: os.Getenv("MAGNETAR_INSTANCE_DIR"), producers: map[string]*pulsarclient.Producer{},
-		http: &http.Client{Timeout: 30 * time.Second}}
+		http: hc, authHeader: authHeader}
 	var h slog.Handler = slog.NewTextHandler(os.Stderr, nil)
 	if spec.LogTopic != "" {
 		if p, err := cl.CreateProducer(pulsarclient.ProducerOptions{Topic: spec.LogTopic}); err == nil {

@@ -8,7 +8,10 @@
 // line; lines starting with # or ! are comments; blank lines are ignored;
 // key and value are trimmed; a line ending in a backslash continues on
 // the next. An empty value means "unset" (the key is ignored, as Pulsar
-// treats empty settings as defaults). A key given twice: the last wins.
+// keeps a setting's default for an empty value), except for the keys
+// whose empty value Pulsar gives a meaning of its own (Key.Empty: an
+// empty brokerServicePort turns the port off). A key given twice: the
+// last wins.
 //
 // # Precedence
 //
@@ -121,6 +124,11 @@ type Key struct {
 	Convert func(vals []string, cur string) (string, error)
 	// Doc says what the key does in Magnetar (config dump, docs).
 	Doc string
+	// Empty gives an explicitly empty value of some of Names a meaning:
+	// the flag is set to Empty[name] (Pulsar's Optional settings: an
+	// empty brokerServicePort or webServicePort turns that listener
+	// off). For the other names an empty value is absent.
+	Empty map[string]string
 }
 
 // Fixed is a key whose only supported value is Value.
@@ -188,21 +196,30 @@ func (s *Schema) Apply(fs *pflag.FlagSet, file *File, env []string, skip ...stri
 		}
 	})
 	// Key values: the file, overridden by PULSAR_PREFIX_.
+	// empty holds the keys given with an empty value (and where).
 	type val struct{ v, from string }
 	vals := map[string]val{}
+	empty := map[string]string{}
+	put := func(k, v, from string) {
+		if v == "" {
+			delete(vals, k)
+			empty[k] = from
+			return
+		}
+		delete(empty, k)
+		vals[k] = val{v, from}
+	}
 	if file != nil {
 		for _, k := range file.order {
-			if v := file.values[k]; v != "" {
-				vals[k] = val{v, fmt.Sprintf("%s:%d", file.Path, file.lines[k])}
-			}
+			put(k, file.values[k], fmt.Sprintf("%s:%d", file.Path, file.lines[k]))
 		}
 	}
 	magnetarEnv := map[string]string{}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		switch {
-		case strings.HasPrefix(k, envPulsar) && v != "":
-			vals[strings.TrimPrefix(k, envPulsar)] = val{v, k}
+		case strings.HasPrefix(k, envPulsar):
+			put(strings.TrimPrefix(k, envPulsar), v, k)
 		case strings.HasPrefix(k, envMagnetar):
 			magnetarEnv[k] = v
 		}
@@ -236,6 +253,12 @@ func (s *Schema) Apply(fs *pflag.FlagSet, file *File, env []string, skip ...stri
 		f := fs.Lookup(k.Flag)
 		if f == nil {
 			return res, fmt.Errorf("conf: schema maps %v to unknown flag --%s", k.Names, k.Flag)
+		}
+		if n, off, from := k.emptyMeaning(empty); n != "" {
+			if err := set(k.Flag, off, from+" ("+n+" empty)"); err != nil {
+				return res, err
+			}
+			continue
 		}
 		in := make([]string, len(k.Names))
 		var froms []string
@@ -282,4 +305,18 @@ func (s *Schema) Apply(fs *pflag.FlagSet, file *File, env []string, skip ...stri
 		res.Sources = append(res.Sources, Source{Flag: f.Name, Value: f.Value.String(), Origin: o})
 	})
 	return res, nil
+}
+
+// emptyMeaning returns the first of k's names that was given empty and
+// has a meaning for that (Key.Empty), the flag value it stands for, and
+// where it was given; n is "" when there is none.
+func (k *Key) emptyMeaning(empty map[string]string) (n, off, from string) {
+	for _, n := range k.Names {
+		if off, ok := k.Empty[n]; ok {
+			if from, given := empty[n]; given {
+				return n, off, from
+			}
+		}
+	}
+	return "", "", ""
 }

@@ -44,3 +44,39 @@ func TestApplyEmptyValueIsUnset(t *testing.T) {
 		t.Fatal(FlagEnv("max-message-size"))
 	}
 }
+
+// TestApplyEmptyMeaning: a key whose empty value Pulsar gives a meaning
+// (Key.Empty) sets the flag to that meaning, from the file or from an
+// empty PULSAR_PREFIX_ variable; a later non-empty value wins over it,
+// and the other names of the key stay "absent when empty".
+func TestApplyEmptyMeaning(t *testing.T) {
+	schema := func() (*pflag.FlagSet, *string, *Schema) {
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		l := fs.String("listen", ":6650", "")
+		return fs, l, &Schema{Keys: []Key{{Names: []string{"bindAddress", "brokerServicePort"}, Flag: "listen",
+			Convert: func(v []string, cur string) (string, error) { return v[0] + ":" + v[1], nil },
+			Empty:   map[string]string{"brokerServicePort": "-"}}}}
+	}
+	for _, c := range []struct {
+		file string
+		env  []string
+		want string
+	}{
+		{"brokerServicePort=\n", nil, "-"},
+		{"bindAddress=h\nbrokerServicePort=\n", nil, "-"},
+		{"brokerServicePort=6650\n", []string{"PULSAR_PREFIX_brokerServicePort="}, "-"},
+		{"brokerServicePort=\n", []string{"PULSAR_PREFIX_brokerServicePort=7000"}, ":7000"},
+		{"bindAddress=\nbrokerServicePort=7000\n", nil, ":7000"},
+		{"bindAddress=\n", nil, ":6650"},
+	} {
+		fs, l, s := schema()
+		f, _ := Parse(strings.NewReader(c.file), "t.conf")
+		res, err := s.Apply(fs, f, c.env)
+		if err != nil || *l != c.want {
+			t.Errorf("%q %v: listen=%q %v, want %q", c.file, c.env, *l, err, c.want)
+		}
+		if c.want == "-" && !strings.Contains(res.Sources[0].Origin, "brokerServicePort empty") {
+			t.Errorf("%q: origin %q", c.file, res.Sources[0].Origin)
+		}
+	}
+}

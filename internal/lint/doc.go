@@ -1,5 +1,6 @@
 // Package lint holds tests that enforce project-wide rules through go test:
 // the import direction between packages (docs/architecture.md, Package graph),
 // typed atomics only, one CRC-32C table and one payload codec
-// (internal/codec), and that the Pulsar client stays in tests and tools.
+// (internal/codec), that the Pulsar client stays in tests and tools, and that the test
+// kits (magnetartest, broker/brokertest, internal/zktest) stay in tests.
 package lint

@@ -34,27 +34,70 @@ var allowed = map[string][]string{
 	"ledger":             {"internal", "protocol/bkproto", "metadata"},
 	"mledger":            {"internal", "ledger", "metadata", "mledger", "offload"},
 	"offload":            {"internal"},
-	"auth":               {"internal", "metadata"},
-	"policy":             {"internal", "metadata", "bundle"},
-	"broker":             {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "bundle", "cluster", "offload", "schema", "txn", "pulsarclient"},
-	"bundle":             {},
-	"cluster":            {"internal", "metadata", "bundle"},
-	"admin":              {"internal", "broker", "policy", "protocol", "auth", "bundle", "cluster", "schema", "txn"},
-	"schema":             {},
+	"auth":               {"internal", "metadata", "auth/htpasswd"},
+	// httpapi: the route table, the guard (authentication, the routes'
+	// authorization rules, cross-origin protection) and the hardened
+	// server every HTTP listener uses. It knows no feature package.
+	"httpapi":       {"internal", "auth"},
+	"auth/htpasswd": {},
+	"policy":        {"internal", "metadata", "bundle"},
+	// broker is the core: it imports none of its features (entrymeta,
+	// compact, enforcement, georep, schemareg, txn/..., and those that
+	// follow them out), nor the schema rules (the registry's), nor
+	// ratelimit (it declares the Limiter it calls), nor the client (only
+	// features talk to other brokers).
+	"broker": {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "bundle", "cluster", "offload", "httpapi"},
+	// broker/brokertest: the test kit of the packages built on the core
+	// (tests only; a client package, see clientPackages). It runs policy
+	// enforcement and the schema registry, as the binary does.
+	"broker/brokertest": {"broker", "enforcement", "metadata", "mledger", "protocol", "schemareg"},
+	// Features behind the core's extension points (broker/extension.go):
+	// they import the core, the core imports none of them.
+	"entrymeta": {"broker", "mledger", "protocol"},
+	// schemareg: the schema registry (its versions in the metadata
+	// store, the rules of package schema).
+	"schemareg": {"broker", "metadata", "policy", "protocol", "schema"},
+	// enforcement: policies over time (TTL, backlog quotas, inactive
+	// topics, rate limits) on the limits the core declares.
+	"enforcement": {"broker", "policy", "protocol", "ratelimit"},
+	// ratelimit: token buckets in debt; knows no broker.
+	"ratelimit": {},
+	// compact: topic compaction and read_compacted subscriptions.
+	"compact": {"broker", "mledger", "protocol", "internal/codec"},
+	// georep: geo-replication (replicators, replicated subscriptions).
+	"georep": {"broker", "mledger", "policy", "protocol", "pulsarclient"},
+	// txn/server: a broker's transactions (coordinators served, the
+	// participant side of its topics).
+	"txn/server": {"broker", "txn", "mledger", "metadata", "protocol", "cluster", "auth", "pulsarclient"},
+	"bundle":     {},
+	"cluster":    {"internal", "metadata", "bundle"},
+	"admin":      {"internal", "broker", "policy", "protocol", "auth", "bundle", "cluster", "schema", "txn", "httpapi", "metadata"},
+	"schema":     {},
 	// txn: the transaction id and participant interface; txn/... the
 	// coordinator (its log is a managed ledger).
 	"txn":     {"internal", "mledger", "metadata", "protocol", "txn"},
-	"proxy":   {"internal", "metadata", "protocol", "auth", "cluster"},
-	"console": {"internal", "broker", "policy", "bundle", "cluster"},
-	// functions: the function worker (REST on the broker's router, state
-	// and assignments in the metadata store). functions/sdk is linked into
+	"proxy":   {"internal", "metadata", "protocol", "auth", "cluster", "httpapi"},
+	"console": {"internal", "broker", "policy", "bundle", "cluster", "auth", "httpapi"},
+	// functions: the function worker (REST routes declared on an httpapi
+	// table, state and assignments in the metadata store). functions/sdk is linked into
 	// user programs and imports only the client (and what it imports); the
-	// builtin connectors are SDK programs.
-	"functions":            {"internal", "metadata", "broker", "functions", "pulsarclient"},
+	// builtin connectors are SDK programs (the webhook serves on an
+	// httpapi server); functions/iopolicy is the operator's allow-list
+	// both the worker and the connectors check.
+	"functions":            {"internal", "metadata", "auth", "httpapi", "functions", "pulsarclient"},
 	"functions/sdk":        {"pulsarclient"},
-	"functions/connectors": {"functions/sdk", "pulsarclient"},
+	"functions/iopolicy":   {},
+	"functions/connectors": {"functions/sdk", "functions/iopolicy", "pulsarclient", "httpapi", "auth"},
 	// pulsarclient: the project's Pulsar protocol client (wire codecs only).
 	"pulsarclient": {"internal/codec", "protocol"},
+	// internal/stack: the wiring of the server roles (metadata store,
+	// bookie, ledger client, managed ledgers, broker, features, admin,
+	// console, function worker) that cmd/magnetar and magnetartest share;
+	// only they import it (TestWiringImporters).
+	"internal/stack": {"internal", "admin", "auth", "bookie", "broker", "compact", "console", "enforcement", "entrymeta", "functions", "georep", "ledger", "metadata", "mledger", "offload", "schemareg", "txn/server"},
+	// magnetartest: the in-process standalone for Go tests (imports
+	// testing; only tests import it, TestTestKitsOnlyInTests).
+	"magnetartest": {"internal/stack", "auth", "broker", "functions"},
 	// The top of the graph imports anything in the project.
 	// tools: the ops tools as a library (only cmd imports it).
 	"tools": {"internal", "ledger", "bookie", "journal", "entrylog", "index", "metadata", "autorecovery", "protocol"},
@@ -75,7 +118,7 @@ var top = []string{"cmd", "bench", "fuzz", "tools"}
 // binary). Everything else uses the project's own client, pulsarclient.
 const clientOnly = "github.com/apache/pulsar-client-go"
 
-var clientPackages = []string{"bench", "fuzz"}
+var clientPackages = []string{"bench", "fuzz", "broker/brokertest"}
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
@@ -356,6 +399,58 @@ func TestStaticcheck(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("staticcheck: %v\n%s", err, out)
+	}
+}
+
+// testKits are packages for tests only: they import package testing
+// (or run servers a test owns), so no non-test file outside the kits
+// themselves may import them (the binary would link testing).
+var testKits = []string{"magnetartest", "broker/brokertest", "internal/zktest"}
+
+// TestTestKitsOnlyInTests: the test kits are imported by tests (and
+// bench, fuzz, whose packages are test harnesses) only.
+func TestTestKitsOnlyInTests(t *testing.T) {
+	checked := 0
+	for _, f := range parseTree(t, repoRoot(t)) {
+		if f.test || hasPrefixPath(f.rel, "bench") || hasPrefixPath(f.rel, "fuzz") {
+			continue
+		}
+		for _, imp := range f.imports {
+			target, ok := strings.CutPrefix(imp, module+"/")
+			if !ok {
+				continue
+			}
+			for _, kit := range testKits {
+				if hasPrefixPath(target, kit) && !hasPrefixPath(f.rel, kit) {
+					t.Errorf("%s: imports the test kit %s outside tests", f.path, target)
+				}
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no project imports seen: the check saw nothing")
+	}
+}
+
+// TestWiringImporters: internal/stack (the server wiring) is imported
+// only by the binary (cmd) and the in-process test server
+// (magnetartest), so the wiring stays at the top of the graph.
+func TestWiringImporters(t *testing.T) {
+	users := 0
+	for _, f := range parseTree(t, repoRoot(t)) {
+		for _, imp := range f.imports {
+			if imp != module+"/internal/stack" {
+				continue
+			}
+			if !hasPrefixPath(f.rel, "cmd") && !hasPrefixPath(f.rel, "magnetartest") && !hasPrefixPath(f.rel, "internal/stack") {
+				t.Errorf("%s: imports internal/stack (only cmd and magnetartest wire servers)", f.path)
+			}
+			users++
+		}
+	}
+	if users == 0 {
+		t.Fatal("nothing imports internal/stack: the check saw nothing")
 	}
 }
 

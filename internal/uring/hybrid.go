@@ -13,7 +13,7 @@ const HybridThreshold = 64 << 10
 // small records, and io_uring's fdatasync, which the kernel always runs on
 // an io-wq worker thread, costs two extra thread wake-ups per group; that
 // shows as ~30 % more context switches and ~20 % more CPU in a standalone
-// at 10k msgs/s (BENCHMARKS.md §3). Large groups keep io_uring. Only one
+// at 10k msgs/s (bench/latency/NOTES.md). Large groups keep io_uring. Only one
 // group is outstanding at a time (Writer's contract), so the two writers
 // never overlap.
 type hybridWriter struct {
@@ -24,6 +24,9 @@ type hybridWriter struct {
 }
 
 func (h *hybridWriter) String() string { return "io_uring+pwrite" }
+
+// Blocking implements Writer: groups below HybridThreshold go to pwrite.
+func (h *hybridWriter) Blocking(n int) bool { return n < HybridThreshold }
 
 // Submit implements Writer.
 func (h *hybridWriter) Submit(off int64, bufs [][]byte, sync bool) error {

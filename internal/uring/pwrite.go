@@ -34,6 +34,9 @@ func newPwriteWriter(f vfs.File) *pwriteWriter {
 
 func (w *pwriteWriter) String() string { return "pwrite" }
 
+// Blocking implements Writer: always.
+func (w *pwriteWriter) Blocking(int) bool { return true }
+
 // Submit implements Writer.
 func (w *pwriteWriter) Submit(off int64, bufs [][]byte, sync bool) error {
 	switch {

@@ -92,6 +92,9 @@ func newUringWriter(f vfs.File, fd int, opts uringOptions) (*uringWriter, error)
 
 func (w *uringWriter) String() string { return "io_uring" }
 
+// Blocking implements Writer: Submit only queues the I/O.
+func (w *uringWriter) Blocking(int) bool { return false }
+
 // Submit implements Writer. It returns once io_uring_enter has handed the
 // SQEs to the kernel; for buffered files the kernel usually copies the data
 // to the page cache inline and runs the fdatasync asynchronously.

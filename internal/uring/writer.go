@@ -17,6 +17,10 @@ type Writer interface {
 	Wait() error
 	// Close releases the writer (not the file).
 	Close() error
+	// Blocking reports whether a Submit of n bytes does the write (and
+	// sync) itself before it returns, rather than queueing them: a caller
+	// with other work to do (the journal's completions) does it first then.
+	Blocking(n int) bool
 }
 
 // Mode chooses the Writer implementation.

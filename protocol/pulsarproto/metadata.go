@@ -47,6 +47,9 @@ type Metadata struct {
 	// Encrypted is true when encryption keys or an algorithm are present;
 	// the payload is then opaque even after decompression.
 	Encrypted bool
+	// EncryptionKeys counts the encryption_keys entries (what Pulsar's
+	// encryption-required check counts; an algorithm alone is not enough).
+	EncryptionKeys int
 	// Chunking fields; NumChunksFromMsg > 0 marks a chunk.
 	UUID              []byte
 	NumChunksFromMsg  int32
@@ -119,6 +122,7 @@ func ParseMetadata(b []byte, m *Metadata) error {
 					return fmt.Errorf("%w: metadata encryption key", ErrMalformed)
 				}
 				m.Encrypted = true
+				m.EncryptionKeys++
 			case 14:
 				m.Encrypted = true
 			case 16:

@@ -64,15 +64,16 @@ func checkMetadataAgainstGenerated(t testing.TB, b []byte) {
 		Marker                           int32
 		HasMarker, Null, NullPK, Enc     bool
 		Chunks, Total, ChunkID           int32
+		Keys                             int
 	}
 	got := view{m.SequenceID, m.PublishTime, m.EventTime, m.HighestSequenceID, m.TxnidLeastBits, m.TxnidMostBits,
 		m.Compression, m.UncompressedSize, m.NumMessagesInBatch, m.Batch, m.DeliverAtTime, m.HasDeliverAtTime,
 		m.MarkerType, m.HasMarkerType, m.NullValue, m.NullPartitionKey, m.Encrypted,
-		m.NumChunksFromMsg, m.TotalChunkMsgSize, m.ChunkID}
+		m.NumChunksFromMsg, m.TotalChunkMsgSize, m.ChunkID, m.EncryptionKeys}
 	want := view{g.GetSequenceId(), g.GetPublishTime(), g.GetEventTime(), g.GetHighestSequenceId(), g.GetTxnidLeastBits(), g.GetTxnidMostBits(),
 		g.GetCompression(), g.GetUncompressedSize(), g.GetNumMessagesInBatch(), g.NumMessagesInBatch != nil, g.GetDeliverAtTime(), g.DeliverAtTime != nil,
 		g.GetMarkerType(), g.MarkerType != nil, g.GetNullValue(), g.GetNullPartitionKey(), len(g.EncryptionKeys) > 0 || g.EncryptionAlgo != nil,
-		g.GetNumChunksFromMsg(), g.GetTotalChunkMsgSize(), g.GetChunkId()}
+		g.GetNumChunksFromMsg(), g.GetTotalChunkMsgSize(), g.GetChunkId(), len(g.EncryptionKeys)}
 	if got != want {
 		t.Fatalf("ParseMetadata(%x) =\n%+v\nwant\n%+v", b, got, want)
 	}

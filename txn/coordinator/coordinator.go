@@ -63,7 +63,8 @@ const (
 	// oldest live transaction.
 	DefaultTrimInterval = time.Second
 	// recentEnded is how many ended transactions are remembered, so that
-	// a client re-sending END_TXN after a lost answer gets the outcome.
+	// a second END_TXN's TransactionNotFound and the stats name the
+	// outcome.
 	recentEnded = 4096
 	// retryMax caps the backoff between attempts to end a transaction on
 	// a participant or to log its end.
@@ -432,15 +433,17 @@ func (c *Coordinator) add(ctx context.Context, id txn.ID, topics []string, subs 
 
 // End commits or aborts the transaction and returns once every
 // participant has ended it durably and the end is logged (or ctx ends;
-// the coordinator goes on ending it then). Ending a transaction again the
-// same way succeeds while it is remembered.
+// the coordinator goes on ending it then). As in Pulsar, an ended
+// transaction is gone: ending it again, either way, is ErrTxnNotFound
+// (the message names the outcome while it is remembered). A second END
+// while the first is still in progress waits for it.
 func (c *Coordinator) End(ctx context.Context, id txn.ID, a txn.Action) error {
 	if a != txn.Commit && a != txn.Abort {
 		return fmt.Errorf("%w: action %d", ErrBadArgument, int32(a))
 	}
-	want, final := StatusCommitting, StatusCommitted
+	want := StatusCommitting
 	if a == txn.Abort {
-		want, final = StatusAborting, StatusAborted
+		want = StatusAborting
 	}
 	c.appendMu.Lock()
 	c.mu.Lock()
@@ -453,10 +456,7 @@ func (c *Coordinator) End(ctx context.Context, id txn.ID, a txn.Action) error {
 		if st, ok := c.mu.ended[id.Least]; ok && c.mu.txns[id.Least] == nil {
 			c.mu.Unlock()
 			c.appendMu.Unlock()
-			if st == final {
-				return nil
-			}
-			return fmt.Errorf("%w: transaction %s is already %s", ErrInvalidStatus, id, st)
+			return fmt.Errorf("%w: transaction %s has already ended (%s)", ErrTxnNotFound, id, st)
 		}
 	}
 	m, err := c.lookup(id)

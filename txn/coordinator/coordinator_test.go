@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,12 +70,16 @@ func TestCommitAbortRoundTrip(t *testing.T) {
 			t.Fatalf("unexpected participant call %+v", g)
 		}
 	}
-	// Ending again the same way succeeds; the other way is refused.
-	if err := c.End(ctx, a, txn.Commit); err != nil {
-		t.Fatalf("second commit: %v", err)
+	// An ended transaction is gone, as in Pulsar: ending it again either
+	// way is TransactionNotFound, and the message names the outcome.
+	if err := c.End(ctx, a, txn.Commit); !errors.Is(err, ErrTxnNotFound) || !strings.Contains(err.Error(), "COMMITTED") {
+		t.Fatalf("second commit: %v, want ErrTxnNotFound naming COMMITTED", err)
 	}
-	if err := c.End(ctx, a, txn.Abort); !errors.Is(err, ErrInvalidStatus) {
+	if err := c.End(ctx, a, txn.Abort); !errors.Is(err, ErrTxnNotFound) {
 		t.Fatalf("abort after commit: %v", err)
+	}
+	if err := c.End(ctx, b, txn.Abort); !errors.Is(err, ErrTxnNotFound) {
+		t.Fatalf("second abort: %v", err)
 	}
 	if err := c.AddPartitions(ctx, a, []string{"t9"}); !errors.Is(err, ErrInvalidStatus) {
 		t.Fatalf("add after commit: %v", err)
@@ -131,7 +136,7 @@ func TestRecoveryAfterCrash(t *testing.T) {
 	recs := l.crash() // kill -9: the process is gone, the log stays
 	c.Close()
 
-	p2 := &fakeParticipant{calls: make(chan call, 16)}
+	p2 := &fakeParticipant{calls: make(chan call, 16), hold: make(chan struct{})}
 	c2 := open(t, 3, newMemLog(recs), p2)
 	defer c2.Close()
 	seen := map[string]bool{}
@@ -145,8 +150,11 @@ func TestRecoveryAfterCrash(t *testing.T) {
 	if !seen["b/"] || !seen["c/"] || !seen["in/sub"] {
 		t.Fatalf("recovery ended %v", seen)
 	}
-	if err := c2.End(ctx, committing, txn.Commit); err != nil {
-		t.Fatalf("commit of the recovered transaction: %v", err)
+	// The participants hold the recovered commit: the client's retried
+	// commit joins it, as Pulsar's does while COMMITTING.
+	joinHeldEnd(t, c2, p2, committing, txn.Commit)
+	if _, err := c2.Txn(committing); !errors.Is(err, ErrTxnNotFound) || !strings.Contains(err.Error(), "COMMITTED") {
+		t.Fatalf("the recovered transaction after its commit: %v, want ended (COMMITTED)", err)
 	}
 	info, err := c2.Txn(open1)
 	if err != nil || info.Status != StatusOpen || !slices.Equal(info.Partitions, []string{"a"}) {
@@ -195,9 +203,13 @@ func TestSequenceSurvivesTrim(t *testing.T) {
 	}
 }
 
+// TestTimeoutAborts: a transaction that outlives its timeout is aborted
+// on its participants; as in Pulsar, a commit while that abort is still
+// running is InvalidTxnStatus (the transaction is ABORTING) and a commit
+// after it ended is TransactionNotFound (an ended transaction is gone).
 func TestTimeoutAborts(t *testing.T) {
 	ctx := context.Background()
-	p := &fakeParticipant{calls: make(chan call, 4)}
+	p := &fakeParticipant{calls: make(chan call, 4), hold: make(chan struct{})}
 	c := open(t, 1, newMemLog(nil), p)
 	defer c.Close()
 	long, _ := c.NewTxn(ctx, time.Hour)
@@ -216,9 +228,17 @@ func TestTimeoutAborts(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the timed-out transaction was not aborted")
 	}
-	// Aborting or aborted: a commit is refused either way.
+	// The participant holds the abort: the transaction is ABORTING.
+	if info, err := c.Txn(id); err != nil || info.Status != StatusAborting {
+		t.Fatalf("while the timeout's abort runs: %+v %v", info, err)
+	}
 	if err := c.End(ctx, id, txn.Commit); !errors.Is(err, ErrInvalidStatus) {
-		t.Fatalf("commit after timeout: %v", err)
+		t.Fatalf("commit while aborting: %v, want ErrInvalidStatus", err)
+	}
+	// An abort joins the running one.
+	joinHeldEnd(t, c, p, id, txn.Abort)
+	if err := c.End(ctx, id, txn.Commit); !errors.Is(err, ErrTxnNotFound) || !strings.Contains(err.Error(), "ABORTED") {
+		t.Fatalf("commit after the timeout's abort: %v, want ErrTxnNotFound naming ABORTED", err)
 	}
 	if c.Stats().TimeoutCount != 1 {
 		t.Fatalf("stats %+v", c.Stats())

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"testing"
+	"time"
 
 	"github.com/magnetar-mq/magnetar/txn"
 )
@@ -116,6 +118,9 @@ type fakeParticipant struct {
 	log     []call
 	failing bool
 	calls   chan call
+	// hold, when set, keeps every end from returning (after it was sent
+	// on calls) until hold is closed: the transaction stays ending.
+	hold chan struct{}
 }
 
 func (f *fakeParticipant) do(c call) error {
@@ -130,6 +135,9 @@ func (f *fakeParticipant) do(c call) error {
 	}
 	if f.calls != nil {
 		f.calls <- c
+	}
+	if f.hold != nil {
+		<-f.hold
 	}
 	return nil
 }
@@ -152,4 +160,22 @@ func (f *fakeParticipant) calls0() []call {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.log)
+}
+
+// joinHeldEnd: while p holds the end of id, an End the same way joins it
+// (it is still waiting at a short deadline); once p lets go, End returns
+// when the transaction has ended (nil), or, if that end was logged
+// first, TransactionNotFound.
+func joinHeldEnd(t *testing.T, c *Coordinator, p *fakeParticipant, id txn.ID, a txn.Action) {
+	t.Helper()
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	err := c.End(short, id, a)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("END %v while the held end runs returned %v, want it to wait", a, err)
+	}
+	close(p.hold)
+	if err := c.End(context.Background(), id, a); err != nil && !errors.Is(err, ErrTxnNotFound) {
+		t.Fatalf("END %v once the end was let go: %v", a, err)
+	}
 }

@@ -6,6 +6,9 @@
 //	exclaim    outputs input + userConfig "suffix" (default "!"), after
 //	           userConfig "sleepMs" milliseconds
 //	fail       fails every input containing "bad", passes the others
+//	reach      counts the input in state (through the worker), then
+//	           produces it to userConfig "target" with a producer of its
+//	           own; outputs "INPUT reached" or "INPUT refused: ERROR"
 package main
 
 import (
@@ -16,6 +19,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/functions/sdk"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
 // version is set with -ldflags "-X main.version=..." to tell builds apart.
@@ -34,6 +38,20 @@ func main() {
 			}
 			ctx.RecordMetric("words", float64(len(words)))
 			return []byte(strings.Join(words, ",")), nil
+		case "reach":
+			if _, err := ctx.IncrCounter("reached", 1); err != nil {
+				return nil, err
+			}
+			target, _ := ctx.UserConfigValue("target").(string)
+			p, err := ctx.Instance().Client.CreateProducer(pulsarclient.ProducerOptions{Topic: target, SendTimeout: 10 * time.Second})
+			if err == nil {
+				defer p.Close()
+				_, err = p.Send(ctx.Context(), &pulsarclient.ProducerMessage{Payload: in})
+			}
+			if err != nil {
+				return []byte(fmt.Sprintf("%s refused: %v", in, err)), nil
+			}
+			return []byte(string(in) + " reached"), nil
 		case "fail":
 			if strings.Contains(string(in), "bad") {
 				return nil, errors.New("refusing " + string(in))

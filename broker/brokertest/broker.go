@@ -1,0 +1,216 @@
+package brokertest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
+
+	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/enforcement"
+	"github.com/magnetar-mq/magnetar/metadata"
+	"github.com/magnetar-mq/magnetar/metadata/embedded"
+	"github.com/magnetar-mq/magnetar/mledger"
+	"github.com/magnetar-mq/magnetar/mledger/memstore"
+	"github.com/magnetar-mq/magnetar/schemareg"
+)
+
+// Options configures the brokers a test starts.
+type Options struct {
+	// Config adjusts the broker's configuration after the kit's
+	// defaults (127.0.0.1:0 listeners, 1 MiB messages).
+	Config func(*broker.Config)
+	// Ledger configures the managed ledgers.
+	Ledger mledger.Config
+	// Features registers features on every broker the kit starts,
+	// before Start (Restart wires them again). Policy enforcement
+	// (package enforcement) and the schema registry are always on, as in
+	// the binary.
+	Features func(*broker.Broker) error
+	// Schema configures the schema registry.
+	Schema schemareg.Config
+	// Ledgers stores the ledgers (default memstore.New()); a test may
+	// inject add failures into it.
+	Ledgers *memstore.Store
+	// Meta, if set, is the metadata store (the test owns it; two brokers
+	// may share it, as after a crash); default an embedded store in a
+	// temporary directory, closed with the broker.
+	Meta metadata.Store
+	// ConfigStore, if set, is the configuration store (clusters,
+	// tenants, namespace policies) the brokers of several clusters share
+	// (geo-replication); default the broker's metadata store.
+	ConfigStore metadata.Store
+	// CloseErrorsOK: errors closing the broker at the end of the test
+	// are expected (its storage was taken over) and not reported.
+	CloseErrorsOK bool
+}
+
+// Broker is a started broker with its stores.
+type Broker struct {
+	*broker.Broker
+	// URL is the broker's pulsar:// service URL.
+	URL string
+	// Meta is the broker's metadata store.
+	Meta    metadata.Store
+	Factory *mledger.Factory
+	Ledgers *memstore.Store
+	// Schemas is the broker's schema registry.
+	Schemas *schemareg.Registry
+
+	opts    Options
+	metaDir string
+	closed  atomic.Bool
+}
+
+// Start starts a broker; it is closed when the test ends.
+func Start(t testing.TB, o Options) *Broker {
+	t.Helper()
+	if o.Ledgers == nil {
+		o.Ledgers = memstore.New()
+	}
+	return start(t, o, t.TempDir())
+}
+
+func start(t testing.TB, o Options, metaDir string) *Broker {
+	t.Helper()
+	meta, ownMeta := o.Meta, o.Meta == nil
+	if ownMeta {
+		em, err := embedded.Open(filepath.Join(metaDir, "meta"), embedded.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		meta = em
+	}
+	f, err := mledger.NewFactory(mledger.Options{Ledgers: o.Ledgers, Metadata: meta})
+	if err != nil {
+		if ownMeta {
+			meta.Close()
+		}
+		t.Fatal(err)
+	}
+	level := slog.LevelWarn
+	if os.Getenv("BROKER_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	cfg := broker.Config{
+		ServiceAddr:    "127.0.0.1:0",
+		HTTPAddr:       "127.0.0.1:0",
+		AdvertisedHost: "127.0.0.1",
+		MaxMessageSize: 1 << 20,
+		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+	}
+	if o.Config != nil {
+		o.Config(&cfg)
+	}
+	b, err := broker.New(cfg, broker.Deps{Metadata: meta, ConfigStore: o.ConfigStore, OpenLedger: broker.LedgerOpener(f, o.Ledger)})
+	if err == nil {
+		_, err = enforcement.Enable(b)
+	}
+	var reg *schemareg.Registry
+	if err == nil {
+		reg, err = schemareg.Enable(b, o.Schema)
+	}
+	if err == nil && o.Features != nil {
+		err = o.Features(b)
+	}
+	if err == nil {
+		err = b.Start(context.Background())
+	}
+	if err != nil {
+		f.Close()
+		if ownMeta {
+			meta.Close()
+		}
+		t.Fatal(err)
+	}
+	tb := &Broker{Broker: b, URL: "pulsar://" + b.ServiceAddr(), Meta: meta, Factory: f, Ledgers: o.Ledgers, Schemas: reg, opts: o, metaDir: metaDir}
+	t.Cleanup(func() { tb.close(t) })
+	return tb
+}
+
+func (b *Broker) close(t testing.TB) {
+	if !b.closed.CompareAndSwap(false, true) {
+		return
+	}
+	report := func(what string, err error) {
+		if err != nil && !b.opts.CloseErrorsOK {
+			t.Errorf("%s close: %v", what, err)
+		}
+	}
+	report("broker", b.Broker.Close())
+	report("managed ledgers", b.Factory.Close())
+	if b.opts.Meta == nil {
+		report("metadata", b.Meta.Close())
+	}
+}
+
+// Restart closes b and starts a broker over the same metadata and
+// ledgers, with the same options.
+func (b *Broker) Restart(t testing.TB) *Broker {
+	t.Helper()
+	b.close(t)
+	return start(t, b.opts, b.metaDir)
+}
+
+// Client returns a pulsar-client-go client of b, closed when the test
+// ends.
+func (b *Broker) Client(t testing.TB) pulsar.Client {
+	t.Helper()
+	c, err := pulsar.NewClient(pulsar.ClientOptions{
+		URL:               b.URL,
+		OperationTimeout:  5 * time.Second,
+		ConnectionTimeout: 5 * time.Second,
+		Logger:            plog.DefaultNopLogger(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// Ledger returns topic's open managed ledger (loading the topic first).
+func (b *Broker) Ledger(t testing.TB, topic string) *mledger.ManagedLedger {
+	t.Helper()
+	if _, err := b.TopicStats(Ctx(t), topic); err != nil {
+		t.Fatal(err)
+	}
+	ml, err := b.Factory.Open(Ctx(t), topic, b.opts.Ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ml
+}
+
+var topicSeq atomic.Int64
+
+// Topic returns a fresh persistent topic name in public/default.
+func Topic(prefix string) string {
+	return fmt.Sprintf("persistent://public/default/%s-%d-%d", prefix, time.Now().UnixNano()%1000000, topicSeq.Add(1))
+}
+
+// Ctx returns a context that ends after 10 s or with the test.
+func Ctx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// WaitFor polls cond until it holds (failing the test after 10 s).
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

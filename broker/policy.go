@@ -1,0 +1,180 @@
+package broker
+
+import (
+	"context"
+	"time"
+
+	"github.com/magnetar-mq/magnetar/mledger"
+	"github.com/magnetar-mq/magnetar/policy"
+)
+
+// A topic's effective policy (policy.Resolved) is its topic-level
+// policies over its namespace's over the broker defaults (PolicyDefaults,
+// from Config), resolved by package policy when the topic loads and
+// held as a snapshot the topic swaps whole (limits.go has what the core
+// enforces from it). What the core derives from it:
+//
+//   - retention and persistence configure the managed ledger when it
+//     opens (LedgerOpener reads them from the context); a change reopens
+//     it (the topic unloads; clients reconnect);
+//   - auto topic creation: partitioned auto creation happens at
+//     PARTITIONED_METADATA time; disallowed creation fails the lookup;
+//   - deduplication (broker-wide Config.Deduplication, or by policy);
+//   - unacked limits (subscription.go), offload (offload.go) and
+//     replication (replicator.go).
+//
+// Keeping loaded topics current as the policy store changes, and the
+// enforcement over time (TTL, backlog quotas, inactive topics, rates),
+// are a feature's (PolicyWatcher, Limits; package enforcement).
+
+// PolicyDefaults returns the broker-wide policy values: the last layer
+// of every topic's effective policy.
+func (b *Broker) PolicyDefaults() policy.Defaults {
+	c := &b.cfg
+	return policy.Defaults{
+		Deduplication:     c.Deduplication,
+		AutoTopicCreation: !c.DisableAutoTopicCreation,
+		Cluster:           c.ClusterName,
+		PublishRate: policy.PublishRate{PublishThrottlingRateInMsg: c.MaxPublishRatePerTopicInMessages,
+			PublishThrottlingRateInByte: c.MaxPublishRatePerTopicInBytes},
+		DispatchRate: policy.DispatchRate{DispatchThrottlingRateInMsg: c.DispatchThrottlingRatePerTopicInMsg,
+			DispatchThrottlingRateInByte: c.DispatchThrottlingRatePerTopicInByte, RatePeriodInSecond: 1},
+		SubscriptionDispatchRate: policy.DispatchRate{DispatchThrottlingRateInMsg: c.DispatchThrottlingRatePerSubscriptionInMsg,
+			DispatchThrottlingRateInByte: c.DispatchThrottlingRatePerSubscriptionInByte, RatePeriodInSecond: 1},
+		ReplicatorDispatchRate: policy.DispatchRate{DispatchThrottlingRateInMsg: c.DispatchThrottlingRatePerReplicatorInMsg,
+			DispatchThrottlingRateInByte: c.DispatchThrottlingRatePerReplicatorInByte, RatePeriodInSecond: 1},
+		SubscribeRate: policy.SubscribeRate{SubscribeThrottlingRatePerConsumer: c.SubscribeThrottlingRatePerConsumer,
+			RatePeriodInSecond: c.SubscribeRatePeriodPerConsumerInSecond},
+		InactiveTopic: policy.InactiveTopicPolicies{DeleteWhileInactive: !c.DisableDeleteInactiveTopics,
+			InactiveTopicDeleteMode:    c.DeleteInactiveTopicsMode,
+			MaxInactiveDurationSeconds: int(max(c.DeleteInactiveTopicsMaxInactiveDuration, 0) / time.Second)},
+		SubscriptionExpirationMinutes: c.SubscriptionExpirationTimeMinutes,
+		MaxUnackedPerConsumer:         max(c.MaxUnackedPerConsumer, 0),
+		MaxUnackedPerSubscription:     max(c.MaxUnackedPerSubscription, 0),
+		OffloadAllowed:                b.offloadAllowed(),
+	}
+}
+
+// topicPolicyKey is the policy.Store key of tn's topic-level policies
+// (a partition uses its partitioned topic's).
+func topicPolicyKey(tn topicName) string {
+	p := tn.Parent()
+	return policy.TopicKey(p.Domain, p.Tenant, p.Namespace, escapeLocal(p.Local))
+}
+
+// resolvePolicies returns the effective policy of topic tn (a layer that
+// cannot be read is skipped, with a warning).
+func (b *Broker) resolvePolicies(tn topicName) *policy.Resolved {
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	res, err := b.policies.ResolveTopic(ctx, b.PolicyDefaults(), tn.NamespaceName(), topicPolicyKey(tn))
+	if err != nil {
+		b.log.Warn("resolve policies", "topic", tn.String(), "err", err)
+	}
+	return res
+}
+
+// refreshPolicy re-resolves t's policy and applies what the core derives
+// from it (Topic.RefreshPolicy); it reports whether t was unloaded to
+// reopen with a changed retention or persistence.
+func (b *Broker) refreshPolicy(t *topic) (unloaded bool) {
+	old := t.pol.Load()
+	res := b.resolvePolicies(t.name)
+	t.pol.Store(res)
+	if t.persistent() && old != nil && (!policy.SameRetention(old, res) || !policy.SamePersistence(old, res)) {
+		// The managed ledger reopens with the new retention or
+		// persistence (the next ledgers get the new quorum).
+		b.unloadTopic(t.full)
+		return true
+	}
+	if old == nil || old.MaxUnackedPerConsumer != res.MaxUnackedPerConsumer || old.MaxUnackedPerSubscription != res.MaxUnackedPerSubscription {
+		for _, s := range *t.subList.Load() {
+			s.do(func() {
+				if s.refreshBlocked() {
+					s.dispatch()
+				}
+			})
+		}
+	}
+	b.applyOffload(t)
+	for _, h := range b.ext.policyObs {
+		h.PolicyApplied(Topic{t})
+	}
+	return false
+}
+
+// namespacePolicies returns ns's policy document (cached), nil if it
+// cannot be read.
+func (b *Broker) namespacePolicies(ns string) *policy.Policies {
+	if p := b.policies.Cached(ns); p != nil {
+		return p
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	p, err := b.policies.Get(ctx, ns)
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+// The managed ledger of a topic opens with its policy's retention and
+// persistence: getTopic attaches them to the context, LedgerOpener
+// applies them.
+
+type (
+	retentionKey   struct{}
+	persistenceKey struct{}
+)
+
+// withLedgerPolicies attaches pol's retention and persistence policies
+// to ctx, for LedgerOpener.
+func withLedgerPolicies(ctx context.Context, pol *policy.Resolved) context.Context {
+	if r := pol.Retention; r != nil {
+		ctx = context.WithValue(ctx, retentionKey{}, *r)
+	}
+	if p := pol.Persistence; p != nil {
+		ctx = context.WithValue(ctx, persistenceKey{}, *p)
+	}
+	return ctx
+}
+
+// applyRetention overrides cfg's retention with a policy carried by ctx
+// (minutes and MB; -1 unlimited, 0 none).
+func applyRetention(ctx context.Context, cfg *mledger.Config) {
+	r, ok := ctx.Value(retentionKey{}).(policy.RetentionPolicies)
+	if !ok {
+		return
+	}
+	cfg.RetentionTime = r.Time()
+	cfg.RetentionSize = r.Size()
+}
+
+// applyPersistence sets cfg's ledger quorum from a persistence policy
+// carried by ctx, and throttles cursor persistence to
+// managedLedgerMaxMarkDeleteRate: the mark-delete position of a cursor
+// is written at most that many times a second (the acks between are
+// kept in memory and written with the next persist, as in Pulsar).
+func applyPersistence(ctx context.Context, cfg *mledger.Config) {
+	p, ok := ctx.Value(persistenceKey{}).(policy.PersistencePolicies)
+	if !ok {
+		return
+	}
+	cfg.Quorum = mledger.Quorum{Ensemble: p.BookkeeperEnsemble, WriteQuorum: p.BookkeeperWriteQuorum, AckQuorum: p.BookkeeperAckQuorum}
+	if iv := markDeleteInterval(p.ManagedLedgerMaxMarkDeleteRate); iv > cfg.CursorPersistInterval {
+		cfg.CursorPersistInterval = iv
+	}
+}
+
+// markDeleteInterval is the least time between two mark-delete persists
+// at rate per second (0 for no limit; at most an hour).
+func markDeleteInterval(rate float64) time.Duration {
+	if rate <= 0 {
+		return 0
+	}
+	iv := float64(time.Second) / rate
+	if iv > float64(time.Hour) {
+		return time.Hour
+	}
+	return time.Duration(iv)
+}

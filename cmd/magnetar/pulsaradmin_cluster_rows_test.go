@@ -1,0 +1,357 @@
+package main
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+)
+
+// Rows of TestPulsarAdminTable for the cluster-wide interfaces:
+// Clusters, Tenants, Brokers, BrokerStats, ResourceQuotas and
+// NsIsolationPolicy.
+
+func clusterRows(e *adminEnv) []adminRow {
+	cl := e.c.Clusters()
+	peer := utils.ClusterData{Name: "tbl-peer", ServiceURL: "http://peer.example:8080", BrokerServiceURL: "pulsar://peer.example:6650"}
+	dom := utils.FailureDomainData{ClusterName: e.cluster, DomainName: "rack-a", BrokerList: []string{"b1:8080"}}
+	return []adminRow{
+		row("Clusters", "List", func(t rowT) {
+			got, err := cl.List()
+			ok(t, err)
+			same(t, "clusters", got, []string{e.cluster})
+		}),
+		row("Clusters", "Create", func(t rowT) {
+			ok(t, cl.Create(peer))
+			wantStatus(t, cl.Create(peer), http.StatusConflict)
+			got, err := cl.List()
+			ok(t, err)
+			if !slices.Contains(got, peer.Name) {
+				t.Fatalf("created cluster not listed: %v", got)
+			}
+		}),
+		row("Clusters", "Get", func(t rowT) {
+			got, err := cl.Get(peer.Name)
+			ok(t, err)
+			same(t, "service URL", got.ServiceURL, peer.ServiceURL)
+			same(t, "broker service URL", got.BrokerServiceURL, peer.BrokerServiceURL)
+			_, err = cl.Get("no-such-cluster")
+			wantStatus(t, err, http.StatusNotFound)
+		}),
+		row("Clusters", "Update", func(t rowT) {
+			upd := peer
+			upd.ServiceURL = "http://peer2.example:8080"
+			ok(t, cl.Update(upd))
+			got, err := cl.Get(peer.Name)
+			ok(t, err)
+			same(t, "updated service URL", got.ServiceURL, upd.ServiceURL)
+		}),
+		row("Clusters", "UpdatePeerClusters", func(t rowT) {
+			ok(t, cl.UpdatePeerClusters(e.cluster, []string{peer.Name}))
+			got, err := cl.Get(e.cluster)
+			ok(t, err)
+			same(t, "peers in the cluster data", got.PeerClusterNames, []string{peer.Name})
+		}),
+		row("Clusters", "GetPeerClusters", func(t rowT) {
+			got, err := cl.GetPeerClusters(e.cluster)
+			ok(t, err)
+			same(t, "peers", got, []string{peer.Name})
+			ok(t, cl.UpdatePeerClusters(e.cluster, nil))
+		}),
+		row("Clusters", "CreateFailureDomain", func(t rowT) {
+			ok(t, cl.CreateFailureDomain(dom))
+		}),
+		row("Clusters", "GetFailureDomain", func(t rowT) {
+			got, err := cl.GetFailureDomain(e.cluster, dom.DomainName)
+			ok(t, err)
+			same(t, "brokers", got.BrokerList, dom.BrokerList)
+			_, err = cl.GetFailureDomain(e.cluster, "no-such-domain")
+			wantStatus(t, err, http.StatusNotFound)
+		}),
+		row("Clusters", "UpdateFailureDomain", func(t rowT) {
+			upd := dom
+			upd.BrokerList = []string{"b1:8080", "b2:8080"}
+			ok(t, cl.UpdateFailureDomain(upd))
+			got, err := cl.GetFailureDomain(e.cluster, dom.DomainName)
+			ok(t, err)
+			same(t, "brokers", got.BrokerList, upd.BrokerList)
+		}),
+		row("Clusters", "ListFailureDomains", func(t rowT) {
+			got, err := cl.ListFailureDomains(e.cluster)
+			ok(t, err)
+			if len(got) != 1 || !slices.Equal(got[dom.DomainName].BrokerList, []string{"b1:8080", "b2:8080"}) {
+				t.Fatalf("failure domains: %#v", got)
+			}
+		}),
+		row("Clusters", "DeleteFailureDomain", func(t rowT) {
+			ok(t, cl.DeleteFailureDomain(dom))
+			got, err := cl.ListFailureDomains(e.cluster)
+			ok(t, err)
+			same(t, "failure domains left", len(got), 0)
+		}),
+		row("Clusters", "Delete", func(t rowT) {
+			ok(t, cl.Delete(peer.Name))
+			_, err := cl.Get(peer.Name)
+			wantStatus(t, err, http.StatusNotFound)
+		}),
+	}
+}
+
+func tenantRows(e *adminEnv) []adminRow {
+	tn := e.c.Tenants()
+	return []adminRow{
+		row("Tenants", "Create", func(t rowT) {
+			ok(t, tn.Create(utils.TenantData{Name: e.tenant, AllowedClusters: []string{e.cluster}}))
+			wantStatus(t, tn.Create(utils.TenantData{Name: e.tenant, AllowedClusters: []string{e.cluster}}), http.StatusConflict)
+			ok(t, e.c.Namespaces().CreateNamespace(e.ns))
+		}),
+		row("Tenants", "Get", func(t rowT) {
+			got, err := tn.Get(e.tenant)
+			ok(t, err)
+			same(t, "allowed clusters", got.AllowedClusters, []string{e.cluster})
+			_, err = tn.Get("no-such-tenant")
+			wantStatus(t, err, http.StatusNotFound)
+		}),
+		row("Tenants", "Update", func(t rowT) {
+			ok(t, tn.Update(utils.TenantData{Name: e.tenant, AdminRoles: []string{"ops"}, AllowedClusters: []string{e.cluster}}))
+			got, err := tn.Get(e.tenant)
+			ok(t, err)
+			same(t, "admin roles", got.AdminRoles, []string{"ops"})
+		}),
+		row("Tenants", "List", func(t rowT) {
+			got, err := tn.List()
+			ok(t, err)
+			if !slices.Contains(got, e.tenant) || !slices.Contains(got, "public") {
+				t.Fatalf("tenants: %v", got)
+			}
+		}),
+		row("Tenants", "Delete", func(t rowT) {
+			ok(t, tn.Create(utils.TenantData{Name: "tbl-gone", AllowedClusters: []string{e.cluster}}))
+			ok(t, tn.Delete("tbl-gone"))
+			_, err := tn.Get("tbl-gone")
+			wantStatus(t, err, http.StatusNotFound)
+			// A tenant with a namespace is not deleted.
+			wantStatus(t, tn.Delete(e.tenant), http.StatusConflict)
+		}),
+	}
+}
+
+func brokerRows(e *adminEnv) []adminRow {
+	br := e.c.Brokers()
+	self := strings.TrimPrefix(e.p.http, "http://")
+	return []adminRow{
+		row("Brokers", "GetListActiveBrokers", func(t rowT) {
+			got, err := br.GetListActiveBrokers()
+			ok(t, err)
+			same(t, "active brokers", got, []string{self})
+		}),
+		row("Brokers", "GetActiveBrokers", func(t rowT) {
+			got, err := br.GetActiveBrokers(e.cluster)
+			ok(t, err)
+			same(t, "active brokers", got, []string{self})
+			_, err = br.GetActiveBrokers("no-such-cluster")
+			wantStatus(t, err, http.StatusNotFound)
+		}),
+		row("Brokers", "GetLeaderBroker", func(t rowT) {
+			got, err := br.GetLeaderBroker()
+			ok(t, err)
+			same(t, "leader service URL", got.ServiceURL, e.p.http)
+		}),
+		row("Brokers", "GetOwnedNamespaces", func(t rowT) {
+			// A lookup makes the standalone own the topic's bundle.
+			ok(t, e.c.Topics().Create(topicName(t, "persistent://"+e.ns+"/owned"), 0))
+			got, err := br.GetOwnedNamespaces(e.cluster, self)
+			ok(t, err)
+			found := false
+			for k, st := range got {
+				if strings.HasPrefix(k, e.ns+"/") {
+					found = true
+					if !st.IsActive {
+						t.Errorf("%s not active: %#v", k, st)
+					}
+				}
+			}
+			if !found {
+				t.Fatalf("no bundle of %s owned: %#v", e.ns, got)
+			}
+		}),
+		row("Brokers", "GetDynamicConfigurationNames", func(t rowT) {
+			got, err := br.GetDynamicConfigurationNames()
+			ok(t, err)
+			if !slices.Contains(got, "maxUnackedMessagesPerConsumer") {
+				t.Fatalf("dynamic configuration names: %v", got)
+			}
+		}),
+		row("Brokers", "UpdateDynamicConfiguration", func(t rowT) {
+			ok(t, br.UpdateDynamicConfiguration("maxUnackedMessagesPerConsumer", "777"))
+			wantStatus(t, br.UpdateDynamicConfiguration("no-such-key", "1"), http.StatusPreconditionFailed)
+		}),
+		row("Brokers", "GetAllDynamicConfigurations", func(t rowT) {
+			got, err := br.GetAllDynamicConfigurations()
+			ok(t, err)
+			same(t, "overridden value", got["maxUnackedMessagesPerConsumer"], "777")
+		}),
+		row("Brokers", "GetRuntimeConfigurations", func(t rowT) {
+			got, err := br.GetRuntimeConfigurations()
+			ok(t, err)
+			same(t, "runtime value of a dynamic key", got["maxUnackedMessagesPerConsumer"], "777")
+			same(t, "clusterName", got["clusterName"], e.cluster)
+		}),
+		row("Brokers", "DeleteDynamicConfiguration", func(t rowT) {
+			ok(t, br.DeleteDynamicConfiguration("maxUnackedMessagesPerConsumer"))
+			got, err := br.GetAllDynamicConfigurations()
+			ok(t, err)
+			if _, set := got["maxUnackedMessagesPerConsumer"]; set {
+				t.Fatalf("still overridden: %v", got)
+			}
+		}),
+		row("Brokers", "GetInternalConfigurationData", func(t rowT) {
+			got, err := br.GetInternalConfigurationData()
+			ok(t, err)
+			if got == nil || got.LedgersRootPath == "" {
+				t.Fatalf("internal configuration: %#v", got)
+			}
+		}),
+		row("Brokers", "HealthCheck", func(t rowT) {
+			//lint:ignore SA1019 the table calls every method, deprecated ones too
+			ok(t, br.HealthCheck())
+		}),
+		row("Brokers", "HealthCheckWithTopicVersion", func(t rowT) {
+			ok(t, br.HealthCheckWithTopicVersion(utils.TopicVersionV2))
+		}),
+	}
+}
+
+func brokerStatsRows(e *adminEnv) []adminRow {
+	bs := e.c.BrokerStats()
+	return []adminRow{
+		row("BrokerStats", "GetLoadReport", func(t rowT) {
+			got, err := bs.GetLoadReport()
+			ok(t, err)
+			if got == nil || got.WebServiceURL != e.p.http {
+				t.Fatalf("load report: %#v", got)
+			}
+		}),
+		row("BrokerStats", "GetTopics", func(t rowT) {
+			got, err := bs.GetTopics()
+			ok(t, err)
+			if !strings.Contains(got, e.ns) {
+				t.Fatalf("broker-stats topics do not name %s: %s", e.ns, got)
+			}
+		}),
+		row("BrokerStats", "GetMetrics", func(t rowT) {
+			got, err := bs.GetMetrics()
+			ok(t, err)
+			if len(got) == 0 {
+				t.Fatal("no metrics")
+			}
+		}),
+		row("BrokerStats", "GetMBeans", func(t rowT) {
+			got, err := bs.GetMBeans()
+			ok(t, err)
+			if len(got) == 0 {
+				t.Fatal("no mbeans")
+			}
+		}),
+		row("BrokerStats", "GetAllocatorStats", func(t rowT) {
+			got, err := bs.GetAllocatorStats("default")
+			ok(t, err)
+			if got == nil {
+				t.Fatal("no allocator stats")
+			}
+		}),
+	}
+}
+
+func resourceQuotaRows(e *adminEnv) []adminRow {
+	rq := e.c.ResourceQuotas()
+	q := utils.ResourceQuota{MsgRateIn: 10, MsgRateOut: 20, BandwidthIn: 1000, BandwidthOut: 2000, Memory: 64, Dynamic: false}
+	bundle := "0x00000000_0xffffffff"
+	return []adminRow{
+		row("ResourceQuotas", "GetDefaultResourceQuota", func(t rowT) {
+			got, err := rq.GetDefaultResourceQuota()
+			ok(t, err)
+			if got == nil || got.MsgRateIn <= 0 {
+				t.Fatalf("default quota: %#v", got)
+			}
+		}),
+		row("ResourceQuotas", "SetDefaultResourceQuota", func(t rowT) {
+			ok(t, rq.SetDefaultResourceQuota(q))
+			got, err := rq.GetDefaultResourceQuota()
+			ok(t, err)
+			same(t, "default quota", *got, q)
+		}),
+		row("ResourceQuotas", "SetNamespaceBundleResourceQuota", func(t rowT) {
+			bq := q
+			bq.MsgRateIn = 99
+			ok(t, rq.SetNamespaceBundleResourceQuota(e.ns, bundle, bq))
+		}),
+		row("ResourceQuotas", "GetNamespaceBundleResourceQuota", func(t rowT) {
+			got, err := rq.GetNamespaceBundleResourceQuota(e.ns, bundle)
+			ok(t, err)
+			same(t, "bundle quota msgRateIn", got.MsgRateIn, 99.0)
+		}),
+		row("ResourceQuotas", "ResetNamespaceBundleResourceQuota", func(t rowT) {
+			ok(t, rq.ResetNamespaceBundleResourceQuota(e.ns, bundle))
+			got, err := rq.GetNamespaceBundleResourceQuota(e.ns, bundle)
+			ok(t, err)
+			same(t, "bundle quota after reset (the default)", *got, q)
+		}),
+	}
+}
+
+func nsIsolationRows(e *adminEnv) []adminRow {
+	ip := e.c.NsIsolationPolicy()
+	self := strings.TrimPrefix(e.p.http, "http://")
+	pol := utils.NamespaceIsolationData{
+		Namespaces: []string{e.ns}, Primary: []string{"127.*"}, Secondary: []string{},
+		AutoFailoverPolicy: utils.AutoFailoverPolicyData{PolicyType: utils.MinAvailable,
+			Parameters: map[string]string{"min_limit": "1", "usage_threshold": "80"}},
+	}
+	return []adminRow{
+		row("NsIsolationPolicy", "CreateNamespaceIsolationPolicy", func(t rowT) {
+			ok(t, ip.CreateNamespaceIsolationPolicy(e.cluster, "tbl-policy", pol))
+		}),
+		row("NsIsolationPolicy", "GetNamespaceIsolationPolicy", func(t rowT) {
+			got, err := ip.GetNamespaceIsolationPolicy(e.cluster, "tbl-policy")
+			ok(t, err)
+			same(t, "namespaces", got.Namespaces, pol.Namespaces)
+			same(t, "primary", got.Primary, pol.Primary)
+		}),
+		row("NsIsolationPolicy", "GetNamespaceIsolationPolicies", func(t rowT) {
+			got, err := ip.GetNamespaceIsolationPolicies(e.cluster)
+			ok(t, err)
+			if _, found := got["tbl-policy"]; !found || len(got) != 1 {
+				t.Fatalf("policies: %#v", got)
+			}
+		}),
+		row("NsIsolationPolicy", "GetBrokersWithNamespaceIsolationPolicy", func(t rowT) {
+			got, err := ip.GetBrokersWithNamespaceIsolationPolicy(e.cluster)
+			ok(t, err)
+			if len(got) != 1 || got[0].BrokerName != self || !got[0].IsPrimary {
+				t.Fatalf("brokers with the policy: %#v", got)
+			}
+		}),
+		row("NsIsolationPolicy", "GetBrokerWithNamespaceIsolationPolicy", func(t rowT) {
+			got, err := ip.GetBrokerWithNamespaceIsolationPolicy(e.cluster, self)
+			ok(t, err)
+			same(t, "policy of the broker", got.PolicyName, "tbl-policy")
+		}),
+		row("NsIsolationPolicy", "DeleteNamespaceIsolationPolicy", func(t rowT) {
+			ok(t, ip.DeleteNamespaceIsolationPolicy(e.cluster, "tbl-policy"))
+			_, err := ip.GetNamespaceIsolationPolicy(e.cluster, "tbl-policy")
+			wantStatus(t, err, http.StatusNotFound)
+		}),
+	}
+}
+
+// topicName parses a topic name, failing the row if it is not one.
+func topicName(t rowT, s string) utils.TopicName {
+	t.Helper()
+	tn, err := utils.GetTopicName(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *tn
+}
