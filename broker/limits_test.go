@@ -305,7 +305,13 @@ func TestDispatchLimiters(t *testing.T) {
 		t.Fatalf("topic limiter counted %d messages, %d bytes; want %d, %d", m, b, len(entries), want)
 	}
 
-	// The subscription's own limiter stops it too.
+	// The subscription's own limiter stops it too. A limiter is asked
+	// before a read, as Pulsar does: the dispatch that sent the three
+	// may still be between its check and a read that would find the
+	// next entry. A stats call runs on the subscription's loop after it.
+	if _, err := tb.TopicStats(ctxT(t), topic); err != nil {
+		t.Fatal(err)
+	}
 	sl.closed.Store(true)
 	p.sendAll(pid, 3, entries[:1])
 	p.receipts(3, 1)
