@@ -508,7 +508,7 @@ func adminNamespacesCmd() *cobra.Command {
 		remover("remove-auto-topic-creation", "Remove the auto topic creation override", "/autoTopicCreation"),
 		nsSetClustersCmd(nsCmd), getter("get-clusters", "Get the replication clusters", "/replication"),
 	}
-	cmds = append(cmds, adminNamespaceExtraCmds(nsCmd)...)
+	cmds = append(cmds, adminNamespacePolicyCmds(nsCmd)...)
 	return noun("namespaces", "Namespaces and their policies", append(cmds, adminNamespaceOffloadCmds(nsCmd)...)...)
 }
 
@@ -709,7 +709,7 @@ func adminTopicsCmd() *cobra.Command {
 			return a.get("/lookup/v2/topic/"+p, "")
 		}}
 	cmds = append(cmds, topicReplicationCmds()...)
-	cmds = append(cmds, adminTopicExtraCmds()...)
+	cmds = append(cmds, adminTopicPolicyCmds()...)
 	return noun("topics", "Topics", append(cmds, adminTopicOffloadCmds()...)...)
 }
 

@@ -11,12 +11,12 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 )
 
-// TestAdminCLIExtras: persistence (refused above the standalone's one
+// TestAdminCLIPolicyCmds: persistence (refused above the standalone's one
 // bookie, accepted and used by the next ledgers within it), anti-affinity,
 // consumers per subscription, encryption, clear-backlog and topic
 // properties through `magnetar admin` against a standalone process;
 // policies and properties survive a restart.
-func TestAdminCLIExtras(t *testing.T) {
+func TestAdminCLIPolicyCmds(t *testing.T) {
 	dir := t.TempDir()
 	p := startStandalone(t, dir)
 	runAdmin(t, p, false, "namespaces", "create", "public/ext")

@@ -8,10 +8,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// adminNamespaceExtraCmds are pulsar-admin's namespace commands for
+// adminNamespacePolicyCmds are pulsar-admin's namespace commands for
 // persistence, anti-affinity, consumers per subscription, encryption and
 // clear-backlog.
-func adminNamespaceExtraCmds(nsCmd func(use, short string, run func(p string, args []string) error) *cobra.Command) []*cobra.Command {
+func adminNamespacePolicyCmds(nsCmd func(use, short string, run func(p string, args []string) error) *cobra.Command) []*cobra.Command {
 	a := adminOpts
 	var ens, wq, aq int
 	var mdr float64
@@ -112,9 +112,9 @@ func persistenceBody(ens, wq, aq int, mdr float64) map[string]any {
 	return map[string]any{"bookkeeperEnsemble": ens, "bookkeeperWriteQuorum": wq, "bookkeeperAckQuorum": aq, "managedLedgerMaxMarkDeleteRate": mdr}
 }
 
-// adminTopicExtraCmds are the topic-level persistence and consumers per
+// adminTopicPolicyCmds are the topic-level persistence and consumers per
 // subscription commands and the topic properties commands.
-func adminTopicExtraCmds() []*cobra.Command {
+func adminTopicPolicyCmds() []*cobra.Command {
 	a := adminOpts
 	var ens, wq, aq int
 	var mdr float64
