@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func TestUnackedLimitEndpoints(t *testing.T) {
 	}
 	for _, ep := range []string{"maxUnackedMessagesPerConsumer", "maxUnackedMessagesPerSubscription"} {
 		path := "/admin/v2/namespaces/public/unacked/" + ep
-		if code, body := httpDo(t, tb, "GET", path, ""); code != 200 || strings.TrimSpace(body) != "null" {
+		if code, body := httpDo(t, tb, "GET", path, ""); code != http.StatusNoContent || body != "" {
 			t.Fatalf("GET %s unset: %d %q", ep, code, body)
 		}
 		for _, bad := range []string{"-1", "2147483648", "x", ""} {
@@ -41,7 +42,7 @@ func TestUnackedLimitEndpoints(t *testing.T) {
 		if code, body := httpDo(t, tb, "DELETE", path, ""); code/100 != 2 {
 			t.Fatalf("DELETE %s: %d %s", ep, code, body)
 		}
-		if code, body := httpDo(t, tb, "GET", path, ""); code != 200 || strings.TrimSpace(body) != "null" {
+		if code, body := httpDo(t, tb, "GET", path, ""); code != http.StatusNoContent || body != "" {
 			t.Fatalf("GET %s after DELETE: %d %q", ep, code, body)
 		}
 	}
@@ -78,8 +79,12 @@ func TestTopicUnackedLimitOverridesNamespace(t *testing.T) {
 	if code, body := httpDo(t, tb, "DELETE", path, ""); code/100 != 2 {
 		t.Fatalf("DELETE: %d %s", code, body)
 	}
-	for q, want := range map[string]string{"": "null", "?applied=true": "5"} {
-		if code, body := httpDo(t, tb, "GET", path+q, ""); code != 200 || body != want {
+	for q, want := range map[string]string{"": "", "?applied=true": "5"} {
+		wantCode := http.StatusOK
+		if want == "" {
+			wantCode = http.StatusNoContent
+		}
+		if code, body := httpDo(t, tb, "GET", path+q, ""); code != wantCode || body != want {
 			t.Fatalf("GET %s%s after DELETE: %d %q, want %s", path, q, code, body, want)
 		}
 	}

@@ -143,7 +143,7 @@ func TestOffloadAdmin(t *testing.T) {
 	if code, body := httpDo(t, tb, "DELETE", ns+"/removeOffloadPolicies", ""); code/100 != 2 {
 		t.Fatalf("remove: %d %s", code, body)
 	}
-	if code, body := httpDo(t, tb, "GET", ns+"/offloadPolicies", ""); code != 200 || strings.TrimSpace(body) != "null" {
+	if code, body := httpDo(t, tb, "GET", ns+"/offloadPolicies", ""); code != http.StatusNoContent || body != "" {
 		t.Fatalf("after remove: %d %s", code, body)
 	}
 	pr.Close()

@@ -226,7 +226,7 @@ func (a *API) getPolicy(get func(*policy.Policies) any) handler {
 			a.internalError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, get(p))
+		writePolicyValue(w, get(p))
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -39,6 +40,17 @@ type policyField[R any] struct {
 	// applied answers a topic-level GET with ?applied=true: the value in
 	// force (topic, else namespace, else broker default).
 	applied func(res *policy.Resolved) any
+}
+
+// writePolicyValue answers a policy GET: the value, or 204 No Content
+// for an unset one (a nil value or nil pointer), as Pulsar answers a
+// null (pulsaradmin reads the empty body as "not set").
+func writePolicyValue(w http.ResponseWriter, v any) {
+	if rv := reflect.ValueOf(v); v == nil || (rv.Kind() == reflect.Pointer || rv.Kind() == reflect.Map || rv.Kind() == reflect.Slice) && rv.IsNil() {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 // policyRoutes declares the routes of fields under base (tenant
@@ -101,7 +113,7 @@ func stored[R, T any](name string, get func(*R) any, put func(rec *R, v *T), par
 }
 
 // optional is a value kept as a pointer, nil while unset: GET answers it
-// (null when unset).
+// (204 No Content when unset).
 func optional[R, T any](name string, field func(*R) **T, parse parser[T]) policyField[R] {
 	return stored(name, func(rec *R) any { return *field(rec) }, func(rec *R, v *T) { *field(rec) = v }, parse)
 }

@@ -12,7 +12,7 @@ import (
 
 // registerTopicPolicyRoutes installs the topic-level policy endpoints
 // (/admin/v2/{domain}/{tenant}/{ns}/{topic}/<name>): GET answers the
-// topic's own value (null when unset) or, with ?applied=true, the value
+// topic's own value (204 No Content when unset) or, with ?applied=true, the value
 // in force (topic, else namespace, else broker default); POST sets it;
 // DELETE removes it. A partition's policies are its partitioned topic's.
 func (a *API) registerTopicPolicyRoutes(rt routeTable) {
@@ -101,13 +101,13 @@ func (a *API) getTopicPolicy(f policyField[policy.TopicPolicies]) handler {
 				return
 			}
 			res := policy.Resolve(a.node.PolicyDefaults(), tp.Layer(a.node.ClusterName()), ns)
-			writeJSON(w, http.StatusOK, f.applied(res))
+			writePolicyValue(w, f.applied(res))
 			return
 		}
 		if tp == nil {
 			tp = &policy.TopicPolicies{}
 		}
-		writeJSON(w, http.StatusOK, f.get(tp))
+		writePolicyValue(w, f.get(tp))
 	}
 }
 
