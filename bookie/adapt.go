@@ -8,19 +8,18 @@ import (
 	"slices"
 
 	"github.com/magnetar-mq/magnetar/entrylog"
+	"github.com/magnetar-mq/magnetar/internal/corrupt"
 	"github.com/magnetar-mq/magnetar/journal"
 )
 
 // errStorageCorrupt marks corruption the bookie itself detects (a
 // malformed journal payload) and that storage fakes report in tests.
-var errStorageCorrupt = errors.New("bookie: storage corrupt")
+var errStorageCorrupt = corrupt.New("bookie: storage corrupt")
 
 // isCorrupt reports whether err marks on-disk corruption from any storage
-// package; the bookie turns read-only on it.
-func isCorrupt(err error) bool {
-	return errors.Is(err, errStorageCorrupt) || errors.Is(err, journal.ErrCorrupt) ||
-		errors.Is(err, entrylog.ErrCorrupt) || isIndexCorrupt(err)
-}
+// package (journal, entry log, index: the shared marker of package
+// corrupt); the bookie turns read-only on it.
+func isCorrupt(err error) bool { return errors.Is(err, corrupt.Err) }
 
 // isNotFound reports whether a read found no record at a location (its log
 // was compacted away meanwhile).

@@ -2,7 +2,6 @@ package bookie
 
 import (
 	"cmp"
-	"errors"
 	"path/filepath"
 
 	"github.com/magnetar-mq/magnetar/index"
@@ -57,8 +56,6 @@ func indexPagesPerSegment(opts *Options) int {
 	}
 	return pages
 }
-
-func isIndexCorrupt(err error) bool { return errors.Is(err, index.ErrCorrupt) }
 
 // ledgerIndexAdapter adapts *index.Index to ledgerIndex. The explicit LAC
 // is stored as the journal's explicit-LAC payload (appendLAC).

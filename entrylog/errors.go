@@ -3,6 +3,8 @@ package entrylog
 import (
 	"errors"
 	"syscall"
+
+	"github.com/magnetar-mq/magnetar/internal/corrupt"
 )
 
 var (
@@ -11,7 +13,7 @@ var (
 	// or entry id differs from what the caller expected. It is always wrapped
 	// with the file path and offset. Retrying does not help; the bookie
 	// switches to read-only mode when it sees it.
-	ErrCorrupt = errors.New("entrylog: corrupt")
+	ErrCorrupt = corrupt.New("entrylog: corrupt")
 	// ErrNotFound is returned by Read for a location that holds no record: a
 	// log that does not exist (removed by compaction), or an offset past the
 	// data written (zeroed, never synced before a crash). It is final for

@@ -1,6 +1,10 @@
 package journal
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/magnetar-mq/magnetar/internal/corrupt"
+)
 
 var (
 	// ErrCorrupt marks data that fails validation somewhere other than the
@@ -8,7 +12,7 @@ var (
 	// group, a sequence gap between files, a damaged file header. It is always
 	// wrapped with the file path and offset. Replay does not skip it and a
 	// retry will not help: the bookie should go read-only.
-	ErrCorrupt = errors.New("journal: corrupt")
+	ErrCorrupt = corrupt.New("journal: corrupt")
 
 	// ErrClosed is passed to completions of appends made after Close began.
 	// Retrying on the same Journal is pointless.

@@ -1,6 +1,10 @@
 package mledger
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/magnetar-mq/magnetar/internal/corrupt"
+)
 
 // Errors returned by this package. Callers use errors.Is.
 var (
@@ -25,7 +29,7 @@ var (
 	ErrNoEntries = errors.New("mledger: no entries available")
 	// ErrCorrupt: a stored managed-ledger info, cursor node or cursor
 	// ledger entry failed to decode.
-	ErrCorrupt = errors.New("mledger: corrupt metadata")
+	ErrCorrupt = corrupt.New("mledger: corrupt metadata")
 	// ErrWriteFailed: an add failed on the ledger store and could not be
 	// retried on a new ledger (creating one failed too, or the retry budget
 	// was exhausted). The entry was not persisted; retrying is safe but may

@@ -1,6 +1,10 @@
 package offload
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/magnetar-mq/magnetar/internal/corrupt"
+)
 
 // Errors returned by this package. Callers use errors.Is.
 var (
@@ -18,7 +22,7 @@ var (
 	ErrNotFound = errors.New("offload: object not found")
 	// ErrCorrupt: an object failed to decode, carries an unknown format
 	// version, or does not match what was written (verification).
-	ErrCorrupt = errors.New("offload: corrupt object")
+	ErrCorrupt = corrupt.New("offload: corrupt object")
 	// ErrBadRange: a read outside 0..LastAddConfirmed or with first >
 	// last. Not retryable with the same arguments.
 	ErrBadRange = errors.New("offload: entry range out of bounds")

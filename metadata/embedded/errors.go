@@ -1,9 +1,7 @@
 package embedded
 
-import "errors"
+import "github.com/magnetar-mq/magnetar/internal/corrupt"
 
-var (
-	// ErrCorrupt: a record in the database file does not decode. Final: the
-	// file was damaged or written by an incompatible version.
-	ErrCorrupt = errors.New("embedded: corrupt record")
-)
+// ErrCorrupt: a record in the database file does not decode. Final: the
+// file was damaged or written by an incompatible version.
+var ErrCorrupt = corrupt.New("embedded: corrupt record")
