@@ -24,9 +24,15 @@ type API struct {
 	coordinators TxnCoordinators
 	participants TxnParticipants
 	pol          *policy.Store
-	sec          *auth.Security // nil: the permission endpoints answer 501
-	statusFile   string         // Deps.StatusFile (status.go)
-	log          *slog.Logger
+	sec          *auth.Security
+	// grants stores the permission endpoints' grants in the namespaces'
+	// policies: the broker's authorizer when authorization is on, else
+	// one over the same metadata store (Pulsar stores and answers grants
+	// with authorization off too; it enforces them only when it is on).
+	// Nil only without a metadata store: those endpoints answer 501.
+	grants     *auth.Authorizer
+	statusFile string // Deps.StatusFile (status.go)
+	log        *slog.Logger
 }
 
 // routeTable is where the API declares its routes.
@@ -44,6 +50,12 @@ func Register(rt routeTable, d Deps) *API {
 	a := &API{node: d.Node, topics: d.Topics, props: d.TopicProperties, reads: d.Reads, life: d.Lifecycle, compaction: d.Compaction,
 		subs: d.Subscriptions, schemas: d.Schemas, own: d.Ownership, coordinators: d.Coordinators,
 		participants: d.Participants, pol: d.Node.Policies(), sec: d.Security, statusFile: d.StatusFile, log: d.Log}
+	switch {
+	case d.Security != nil && d.Security.Authz != nil:
+		a.grants = d.Security.Authz
+	case d.Metadata != nil:
+		a.grants = auth.NewAuthorizer(auth.AuthorizerConfig{Store: d.Metadata})
+	}
 	a.registerStatusRoute(rt) // status.go
 	a.registerPermissionRoutes(rt)
 	a.registerClusterRoutes(rt)

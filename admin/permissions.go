@@ -13,10 +13,12 @@ import (
 )
 
 // Permission endpoints: grants on namespaces, topics and subscriptions
-// and the subscription auth mode, stored by the authorizer (package auth)
-// in the namespace's policies. Every one is a tenant-admin operation, and
-// needs authorization on: Pulsar answers 501 "Authorization is not
-// enabled" otherwise.
+// and the subscription auth mode, stored by an authorizer (package auth)
+// in the namespace's policies (auth_policies, subscription_auth_mode).
+// Every one is a tenant-admin operation. As in Pulsar they work whether
+// or not authorization is on: with it off the grants are stored and
+// answered but not enforced, and turning authorization on enforces them
+// (the authorizer reads the same fields).
 
 // permissionOp is one permission endpoint's work: it returns the value
 // to answer a GET with (nil for a write).
@@ -123,11 +125,13 @@ func (a *API) topicPermission(op func(context.Context, *auth.Authorizer, auth.To
 
 var errInvalidPermissionTopic = errors.New("admin: invalid topic name")
 
-// permission serves one permission endpoint: 501 without authorization,
-// the op's value (GET) or 204, and Pulsar's statuses for its errors.
+// permission serves one permission endpoint: the op's value (GET) or
+// 204, and Pulsar's statuses for its errors (501 only when the API has
+// nowhere to store grants). A write drops the policy store's cached
+// copy of the namespace, which the authorizer wrote around.
 func (a *API) permission(op permissionOp) httpapi.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, p params) {
-		if a.sec == nil || a.sec.Authz == nil {
+		if a.grants == nil {
 			writeError(w, http.StatusNotImplemented, "Authorization is not enabled")
 			return
 		}
@@ -139,7 +143,10 @@ func (a *API) permission(op permissionOp) httpapi.HandlerFunc {
 				return
 			}
 		}
-		v, err := op(r.Context(), a.sec.Authz, p, body)
+		v, err := op(r.Context(), a.grants, p, body)
+		if r.Method != http.MethodGet && a.pol != nil {
+			a.pol.Reload(nsOf(p))
+		}
 		switch {
 		case err == nil && r.Method == http.MethodGet:
 			writeJSON(w, http.StatusOK, v)

@@ -7,6 +7,7 @@ import (
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/cluster"
+	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/schema"
 )
@@ -203,10 +204,14 @@ type Deps struct {
 	// 503, as Pulsar's do without transactionCoordinatorEnabled.
 	Coordinators TxnCoordinators
 	Participants TxnParticipants
-	// Security is the broker's security layer: the permission endpoints
-	// store grants through its authorizer (nil or authorization off:
-	// they answer 501, as Pulsar's).
+	// Security is the broker's security layer: with authorization on,
+	// the permission endpoints store grants through its authorizer.
 	Security *auth.Security
+	// Metadata is the store holding the namespaces' policies: with
+	// authorization off the permission endpoints store grants there, in
+	// the same auth_policies an authorizer reads when it is turned on
+	// (nil with authorization off: they answer 501).
+	Metadata metadata.Store
 	// StatusFile is Pulsar's statusFilePath: /status.html answers OK
 	// only while this file exists ("": never, as in Pulsar).
 	StatusFile string
@@ -219,5 +224,5 @@ type Deps struct {
 // and transaction roles are those features': set them when they are on).
 func BrokerDeps(b *broker.Broker) Deps {
 	return Deps{Node: b, Topics: b, TopicProperties: b, Reads: b, Lifecycle: b, Subscriptions: b,
-		Ownership: b, Security: b.Security()}
+		Ownership: b, Security: b.Security(), Metadata: b.Metadata()}
 }
