@@ -19,7 +19,7 @@ import (
 //	GET    /admin/v2/schemas/{tenant}/{ns}/{topic}/schemas           all live versions
 //	POST   /admin/v2/schemas/{tenant}/{ns}/{topic}/schema            upload {"type","schema","properties"}
 //	POST   /admin/v2/schemas/{tenant}/{ns}/{topic}/compatibility     test an upload
-//	POST   /admin/v2/schemas/{tenant}/{ns}/{topic}/version           version of an equal schema
+//	POST   /admin/v2/schemas/{tenant}/{ns}/{topic}/version           version of the same definition (-1: none)
 //	DELETE /admin/v2/schemas/{tenant}/{ns}/{topic}/schema
 //
 // An upload refused by the compatibility strategy answers 409, a
@@ -188,14 +188,15 @@ func (a *API) testSchema(w http.ResponseWriter, r *http.Request, topic string, s
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// schemaVersion answers the version of a live schema equal to the upload.
+// schemaVersion answers the version of the live schema with the upload's
+// type and definition; Pulsar answers version -1 when there is none.
 func (a *API) schemaVersion(w http.ResponseWriter, r *http.Request, topic string, si schema.Info) {
 	v, found, err := a.schemas.SchemaVersion(r.Context(), topic, si)
 	switch {
 	case err != nil:
 		a.serviceError(w, err)
 	case !found:
-		writeError(w, http.StatusNotFound, "Not found schema")
+		writeJSON(w, http.StatusOK, map[string]int64{"version": -1})
 	default:
 		writeJSON(w, http.StatusOK, map[string]int64{"version": v})
 	}

@@ -1,6 +1,7 @@
 package schemareg
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,6 +69,18 @@ func (r *record) liveInfos() []schema.Info {
 func (r *record) find(s schema.Info) int {
 	for i := r.live(); i < len(r.Versions); i++ {
 		if r.Versions[i].info().Equal(s) {
+			return i
+		}
+	}
+	return -1
+}
+
+// findDefinition returns the oldest live version with s's type and
+// definition (properties aside), or -1: Pulsar's version lookup, which
+// compares the hash of type and data.
+func (r *record) findDefinition(s schema.Info) int {
+	for i := r.live(); i < len(r.Versions); i++ {
+		if e := r.Versions[i]; e.Type == s.Type && bytes.Equal(e.Data, s.Data) {
 			return i
 		}
 	}

@@ -270,8 +270,9 @@ func (r *Registry) TestSchema(ctx context.Context, topic string, s schema.Info) 
 	return st.String(), schema.Check(rec.liveInfos(), s, st)
 }
 
-// SchemaVersion returns the live version equal to s (found false if
-// none).
+// SchemaVersion returns the oldest live version with s's type and
+// definition, as Pulsar's lookup matches (the hash of type and data; the
+// properties play no part); found false if none.
 func (r *Registry) SchemaVersion(ctx context.Context, topic string, s schema.Info) (int64, bool, error) {
 	tn, err := schemaTopic(topic)
 	if err != nil {
@@ -281,7 +282,7 @@ func (r *Registry) SchemaVersion(ctx context.Context, topic string, s schema.Inf
 	if err != nil {
 		return -1, false, err
 	}
-	v := rec.find(normal(s))
+	v := rec.findDefinition(s)
 	return int64(v), v >= 0, nil
 }
 

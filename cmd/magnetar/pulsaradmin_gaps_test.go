@@ -84,7 +84,6 @@ var pulsarAdminGaps = map[string]string{
 	"ResourceQuotas.ResetNamespaceBundleResourceQuota":         "/admin/v2/resource-quotas is missing",
 	"ResourceQuotas.SetDefaultResourceQuota":                   "/admin/v2/resource-quotas is missing",
 	"ResourceQuotas.SetNamespaceBundleResourceQuota":           "/admin/v2/resource-quotas is missing",
-	"Schema.GetVersionByPayload":                               "versions are matched on the properties too; Pulsar matches the definition's hash",
 	"TopicPolicies.GetAutoSubscriptionCreation":                "topic-level autoSubscriptionCreation is missing",
 	"TopicPolicies.GetCompactionThreshold":                     "topic-level compactionThreshold is missing",
 	"TopicPolicies.GetDeduplicationSnapshotInterval":           "topic-level deduplicationSnapshotInterval is missing",

@@ -73,6 +73,27 @@ func schemaRows(e *adminEnv) []adminRow {
 			v, err = sc.GetVersionByPayload(topic, other)
 			ok(t, err)
 			same(t, "version, other properties", v, int64(1))
+			// Two versions of one definition differing only in their
+			// properties: either payload finds the oldest.
+			twin := "persistent://" + e.ns + "/schema-props"
+			pa := utils.PostSchemaPayload{SchemaType: "AVRO", Schema: avroSchema, Properties: map[string]string{"p": "a"}}
+			pb := utils.PostSchemaPayload{SchemaType: "AVRO", Schema: avroSchema, Properties: map[string]string{"p": "b"}}
+			ok(t, sc.CreateSchemaByPayload(twin, pa))
+			ok(t, sc.CreateSchemaByPayload(twin, pb))
+			for _, p := range []utils.PostSchemaPayload{pb, pa, {SchemaType: "AVRO", Schema: avroSchema}} {
+				v, err = sc.GetVersionByPayload(twin, p)
+				ok(t, err)
+				same(t, "version of the definition with properties "+fmt.Sprint(p.Properties), v, int64(0))
+			}
+			// Another type with the same data is another schema; an
+			// unknown definition is version -1, as Pulsar answers.
+			v, err = sc.GetVersionByPayload(twin, utils.PostSchemaPayload{SchemaType: "JSON", Schema: avroSchema})
+			ok(t, err)
+			same(t, "version of the definition as JSON", v, int64(-1))
+			v, err = sc.GetVersionByPayload(twin, p2)
+			ok(t, err)
+			same(t, "version of an unregistered definition", v, int64(-1))
+			ok(t, sc.DeleteSchema(twin))
 		}),
 		row("Schema", "TestCompatibilityWithSchemaInfo", func(t rowT) {
 			got, err := sc.TestCompatibilityWithSchemaInfo(topic, utils.SchemaInfo{Type: "AVRO", Schema: []byte(`{"type":"record","name":"R","namespace":"tbl","fields":[{"name":"a","type":"string"}]}`)})
