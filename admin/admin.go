@@ -18,6 +18,7 @@ type API struct {
 	reads        TopicReads
 	life         TopicLifecycle
 	compaction   Compaction
+	ledgers      TopicLedgers
 	subs         Subscriptions
 	schemas      Schemas
 	own          Ownership
@@ -47,7 +48,7 @@ func Register(rt routeTable, d Deps) *API {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
-	a := &API{node: d.Node, topics: d.Topics, props: d.TopicProperties, reads: d.Reads, life: d.Lifecycle, compaction: d.Compaction,
+	a := &API{node: d.Node, topics: d.Topics, props: d.TopicProperties, reads: d.Reads, life: d.Lifecycle, compaction: d.Compaction, ledgers: d.Ledgers,
 		subs: d.Subscriptions, schemas: d.Schemas, own: d.Ownership, coordinators: d.Coordinators,
 		participants: d.Participants, pol: d.Node.Policies(), sec: d.Security, statusFile: d.StatusFile, log: d.Log}
 	switch {
@@ -65,6 +66,7 @@ func Register(rt routeTable, d Deps) *API {
 	a.registerClearBacklogRoutes(rt)
 	a.registerOffloadRoutes(rt)
 	a.registerTopicRoutes(rt)
+	a.registerLedgerInfoRoutes(rt) // ledgerinfo.go
 	a.registerSubscriptionRoutes(rt)
 	a.registerSchemaRoutes(rt)
 	a.registerTransactionRoutes(rt)            // transactions.go

@@ -7,6 +7,7 @@ import (
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/cluster"
+	"github.com/magnetar-mq/magnetar/ledgerinfo"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/schema"
@@ -162,6 +163,18 @@ type Schemas interface {
 	SetTopicSchemaStrategy(ctx context.Context, topic, strategy string) error
 }
 
+// TopicLedgers reads a persistent topic's managed ledger
+// (*ledgerinfo.Reader).
+type TopicLedgers interface {
+	// ManagedLedgerInfo is Pulsar's ManagedLedgerInfo of a topic (one
+	// partition); broker.ErrNotAllowed for a non-persistent topic.
+	ManagedLedgerInfo(ctx context.Context, topic string) (ledgerinfo.Info, error)
+	// MessageIDByTimestamp returns the first entry written at or after
+	// ts (Unix ms), as Pulsar finds it; found false when the topic has
+	// no ledgers.
+	MessageIDByTimestamp(ctx context.Context, topic string, ts int64) (id broker.MessageID, found bool, err error)
+}
+
 // Ownership is the serving broker in its cluster: lookups, bundles,
 // health (cluster.go).
 type Ownership interface {
@@ -196,6 +209,9 @@ type Deps struct {
 	// those routes answer 503.
 	Schemas   Schemas
 	Ownership Ownership
+	// Ledgers serves internal-info and messageid/{timestamp} (nil: they
+	// answer 503).
+	Ledgers TopicLedgers
 	// Compaction serves the topics' compaction endpoints (nil: they
 	// answer 405).
 	Compaction Compaction
@@ -224,5 +240,5 @@ type Deps struct {
 // and transaction roles are those features': set them when they are on).
 func BrokerDeps(b *broker.Broker) Deps {
 	return Deps{Node: b, Topics: b, TopicProperties: b, Reads: b, Lifecycle: b, Subscriptions: b,
-		Ownership: b, Security: b.Security(), Metadata: b.Metadata()}
+		Ownership: b, Security: b.Security(), Metadata: b.Metadata(), Ledgers: ledgerinfo.New(b)}
 }

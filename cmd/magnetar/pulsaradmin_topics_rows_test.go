@@ -94,8 +94,14 @@ func topicsRows(e *adminEnv) []adminRow {
 		r("GetMessageID", func(t rowT) {
 			got, err := tp.GetMessageID(tn(t, "data"), sentAt.Add(-time.Second).UnixMilli())
 			ok(t, err)
-			if got.LedgerID != firstID.LedgerID || got.EntryID != firstID.EntryID {
+			if got.LedgerID != firstID.LedgerID || got.EntryID != firstID.EntryID || got.PartitionIndex != -1 {
 				t.Fatalf("message id by time %+v, want the first %+v", got, firstID)
+			}
+			// Past the last message: the position after it.
+			got, err = tp.GetMessageID(tn(t, "data"), time.Now().Add(time.Hour).UnixMilli())
+			ok(t, err)
+			if got.LedgerID != firstID.LedgerID || got.EntryID != firstID.EntryID+3 {
+				t.Fatalf("message id past the end %+v, want %d:%d", got, firstID.LedgerID, firstID.EntryID+3)
 			}
 		}),
 		r("GetStats", func(t rowT) {
@@ -116,8 +122,9 @@ func topicsRows(e *adminEnv) []adminRow {
 		r("GetInternalInfo", func(t rowT) {
 			info, err := tp.GetInternalInfo(tn(t, "data"))
 			ok(t, err)
-			if len(info.Ledgers) == 0 {
-				t.Fatalf("internal info: %+v", info)
+			// One ledger, open: its entries are recorded when it closes.
+			if len(info.Ledgers) != 1 || info.Ledgers[0].LedgerID != firstID.LedgerID || info.Ledgers[0].Entries != 0 {
+				t.Fatalf("internal info: %+v, want the open ledger %d", info, firstID.LedgerID)
 			}
 		}),
 		r("GetPartitionedStats", func(t rowT) {

@@ -71,8 +71,11 @@ var allowed = map[string][]string{
 	"txn/server": {"broker", "txn", "mledger", "metadata", "protocol", "cluster", "auth", "pulsarclient"},
 	"bundle":     {},
 	"cluster":    {"internal", "metadata", "bundle"},
-	"admin":      {"internal", "broker", "policy", "protocol", "auth", "bundle", "cluster", "schema", "txn", "httpapi", "metadata"},
+	"admin":      {"internal", "broker", "policy", "protocol", "auth", "bundle", "cluster", "schema", "txn", "httpapi", "metadata", "ledgerinfo"},
 	"schema":     {},
+	// ledgerinfo: a persistent topic's managed ledger as the admin API
+	// reads it (internal-info, message id by time).
+	"ledgerinfo": {"broker", "mledger", "protocol"},
 	// txn: the transaction id and participant interface; txn/... the
 	// coordinator (its log is a managed ledger).
 	"txn":     {"internal", "mledger", "metadata", "protocol", "txn"},
