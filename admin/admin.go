@@ -7,6 +7,7 @@ import (
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/httpapi"
+	"github.com/magnetar-mq/magnetar/isolation"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
@@ -26,6 +27,7 @@ type API struct {
 	participants TxnParticipants
 	pol          *policy.Store
 	sec          *auth.Security
+	iso          Isolation // nil: failure domains and isolation policies answer 503
 	// grants stores the permission endpoints' grants in the namespaces'
 	// policies: the broker's authorizer when authorization is on, else
 	// one over the same metadata store (Pulsar stores and answers grants
@@ -50,7 +52,10 @@ func Register(rt routeTable, d Deps) *API {
 	}
 	a := &API{node: d.Node, topics: d.Topics, props: d.TopicProperties, reads: d.Reads, life: d.Lifecycle, compaction: d.Compaction, ledgers: d.Ledgers,
 		subs: d.Subscriptions, schemas: d.Schemas, own: d.Ownership, coordinators: d.Coordinators,
-		participants: d.Participants, pol: d.Node.Policies(), sec: d.Security, statusFile: d.StatusFile, log: d.Log}
+		participants: d.Participants, pol: d.Node.Policies(), sec: d.Security, iso: d.Isolation, statusFile: d.StatusFile, log: d.Log}
+	if a.iso == nil && d.Metadata != nil {
+		a.iso = isolation.NewStore(d.Metadata)
+	}
 	switch {
 	case d.Security != nil && d.Security.Authz != nil:
 		a.grants = d.Security.Authz
@@ -74,6 +79,7 @@ func Register(rt routeTable, d Deps) *API {
 	a.registerLookupRoutes(rt)                 // cluster.go
 	a.registerClusterBrokerRoutes(rt)          // cluster.go
 	a.registerBundleRoutes(rt)                 // cluster.go
+	a.registerIsolationRoutes(rt)              // isolation.go
 	rt.SetIntercept(a.ownerRedirect)           // redirect.go
 	typeWrites(rt)
 	return a

@@ -132,6 +132,14 @@ func (a *API) httpDeleteCluster(w http.ResponseWriter, r *http.Request, p params
 		writeError(w, http.StatusPreconditionFailed, "Cannot delete the local cluster "+p["cluster"])
 		return
 	}
+	if a.iso != nil && policy.ValidName(p["cluster"]) {
+		// Pulsar refuses a cluster with isolation policies and drops its
+		// failure domains first.
+		if err := a.iso.DeleteCluster(r.Context(), p["cluster"]); err != nil {
+			a.isolationError(w, err)
+			return
+		}
+	}
 	if err := a.pol.DeleteCluster(r.Context(), p["cluster"]); err != nil {
 		a.clusterError(w, err)
 		return

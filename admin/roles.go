@@ -7,6 +7,7 @@ import (
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/cluster"
+	"github.com/magnetar-mq/magnetar/isolation"
 	"github.com/magnetar-mq/magnetar/ledgerinfo"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -195,6 +196,27 @@ type Ownership interface {
 	LookupTopic(ctx context.Context, topic string, authoritative bool) (data broker.LookupData, redirect string, err error)
 }
 
+// Isolation is a cluster's failure domains and namespace isolation
+// policies in the configuration store (*isolation.Store). Errors wrap
+// isolation.ErrNotFound, ErrConflict, ErrNotEmpty or are an
+// *isolation.InvalidError.
+type Isolation interface {
+	FailureDomains(ctx context.Context, cluster string) (map[string]isolation.FailureDomain, error)
+	FailureDomain(ctx context.Context, cluster, name string) (isolation.FailureDomain, error)
+	// SetFailureDomain creates or replaces a domain (ErrConflict: a
+	// broker another domain lists).
+	SetFailureDomain(ctx context.Context, cluster, name string, d isolation.FailureDomain) error
+	DeleteFailureDomain(ctx context.Context, cluster, name string) error
+	// Policies returns the isolation policies by name (ErrNotFound:
+	// never set).
+	Policies(ctx context.Context, cluster string) (map[string]isolation.Policy, error)
+	SetPolicy(ctx context.Context, cluster, name string, p isolation.Policy) error
+	DeletePolicy(ctx context.Context, cluster, name string) error
+	// DeleteCluster removes the cluster's domains and empty policies
+	// before the cluster is deleted (ErrNotEmpty while it has policies).
+	DeleteCluster(ctx context.Context, cluster string) error
+}
+
 // Deps are the API's dependencies: one value per role (a broker fills
 // them all, see BrokerDeps) and the optional ones.
 type Deps struct {
@@ -228,6 +250,9 @@ type Deps struct {
 	// the same auth_policies an authorizer reads when it is turned on
 	// (nil with authorization off: they answer 501).
 	Metadata metadata.Store
+	// Isolation serves the clusters' failureDomains and
+	// namespaceIsolationPolicies (nil: they answer 503).
+	Isolation Isolation
 	// StatusFile is Pulsar's statusFilePath: /status.html answers OK
 	// only while this file exists ("": never, as in Pulsar).
 	StatusFile string

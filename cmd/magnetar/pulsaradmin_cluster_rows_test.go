@@ -61,6 +61,9 @@ func clusterRows(e *adminEnv) []adminRow {
 		}),
 		row("Clusters", "CreateFailureDomain", func(t rowT) {
 			ok(t, cl.CreateFailureDomain(dom))
+			// A broker is in one domain at most; the cluster must exist.
+			wantStatus(t, cl.CreateFailureDomain(utils.FailureDomainData{ClusterName: e.cluster, DomainName: "rack-b", BrokerList: []string{"b1:8080"}}), http.StatusConflict)
+			wantStatus(t, cl.CreateFailureDomain(utils.FailureDomainData{ClusterName: "no-such-cluster", DomainName: "rack-c", BrokerList: []string{"b9:8080"}}), http.StatusPreconditionFailed)
 		}),
 		row("Clusters", "GetFailureDomain", func(t rowT) {
 			got, err := cl.GetFailureDomain(e.cluster, dom.DomainName)
@@ -89,6 +92,7 @@ func clusterRows(e *adminEnv) []adminRow {
 			got, err := cl.ListFailureDomains(e.cluster)
 			ok(t, err)
 			same(t, "failure domains left", len(got), 0)
+			wantStatus(t, cl.DeleteFailureDomain(dom), http.StatusNotFound)
 		}),
 		row("Clusters", "Delete", func(t rowT) {
 			ok(t, cl.Delete(peer.Name))
@@ -311,13 +315,20 @@ func nsIsolationRows(e *adminEnv) []adminRow {
 	}
 	return []adminRow{
 		row("NsIsolationPolicy", "CreateNamespaceIsolationPolicy", func(t rowT) {
+			_, err := ip.GetNamespaceIsolationPolicies(e.cluster)
+			wantStatus(t, err, http.StatusNotFound) // none set yet
 			ok(t, ip.CreateNamespaceIsolationPolicy(e.cluster, "tbl-policy", pol))
+			bad := pol
+			bad.Primary = []string{"broker-(["}
+			wantStatus(t, ip.CreateNamespaceIsolationPolicy(e.cluster, "tbl-bad", bad), http.StatusBadRequest)
+			wantStatus(t, ip.CreateNamespaceIsolationPolicy("no-such-cluster", "tbl-policy", pol), http.StatusPreconditionFailed)
 		}),
 		row("NsIsolationPolicy", "GetNamespaceIsolationPolicy", func(t rowT) {
 			got, err := ip.GetNamespaceIsolationPolicy(e.cluster, "tbl-policy")
 			ok(t, err)
 			same(t, "namespaces", got.Namespaces, pol.Namespaces)
 			same(t, "primary", got.Primary, pol.Primary)
+			same(t, "failover parameters", got.AutoFailoverPolicy, pol.AutoFailoverPolicy)
 		}),
 		row("NsIsolationPolicy", "GetNamespaceIsolationPolicies", func(t rowT) {
 			got, err := ip.GetNamespaceIsolationPolicies(e.cluster)
@@ -337,11 +348,20 @@ func nsIsolationRows(e *adminEnv) []adminRow {
 			got, err := ip.GetBrokerWithNamespaceIsolationPolicy(e.cluster, self)
 			ok(t, err)
 			same(t, "policy of the broker", got.PolicyName, "tbl-policy")
+			same(t, "namespace regexes", got.NamespaceRegex, pol.Namespaces)
+			other, err := ip.GetBrokerWithNamespaceIsolationPolicy(e.cluster, "10.9.9.9:8080")
+			ok(t, err)
+			if other.PolicyName != "" || other.IsPrimary {
+				t.Fatalf("a broker no policy names: %#v", other)
+			}
 		}),
 		row("NsIsolationPolicy", "DeleteNamespaceIsolationPolicy", func(t rowT) {
 			ok(t, ip.DeleteNamespaceIsolationPolicy(e.cluster, "tbl-policy"))
 			_, err := ip.GetNamespaceIsolationPolicy(e.cluster, "tbl-policy")
 			wantStatus(t, err, http.StatusNotFound)
+			got, err := ip.GetNamespaceIsolationPolicies(e.cluster)
+			ok(t, err)
+			same(t, "policies left", len(got), 0)
 		}),
 	}
 }

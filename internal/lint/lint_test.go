@@ -70,9 +70,12 @@ var allowed = map[string][]string{
 	// participant side of its topics).
 	"txn/server": {"broker", "txn", "mledger", "metadata", "protocol", "cluster", "auth", "pulsarclient"},
 	"bundle":     {},
-	"cluster":    {"internal", "metadata", "bundle"},
-	"admin":      {"internal", "broker", "policy", "protocol", "auth", "bundle", "cluster", "schema", "txn", "httpapi", "metadata", "ledgerinfo"},
-	"schema":     {},
+	"cluster":    {"internal", "metadata", "bundle", "isolation"},
+	// isolation: failure domains and namespace isolation policies (their
+	// store and the placement rules the cluster applies).
+	"isolation": {"metadata"},
+	"admin":     {"internal", "broker", "policy", "protocol", "auth", "bundle", "cluster", "isolation", "schema", "txn", "httpapi", "metadata", "ledgerinfo"},
+	"schema":    {},
 	// ledgerinfo: a persistent topic's managed ledger as the admin API
 	// reads it (internal-info, message id by time).
 	"ledgerinfo": {"broker", "mledger", "protocol"},
@@ -97,7 +100,7 @@ var allowed = map[string][]string{
 	// bookie, ledger client, managed ledgers, broker, features, admin,
 	// console, function worker) that cmd/magnetar and magnetartest share;
 	// only they import it (TestWiringImporters).
-	"internal/stack": {"internal", "admin", "auth", "bookie", "broker", "compact", "console", "enforcement", "entrymeta", "functions", "georep", "ledger", "metadata", "mledger", "offload", "schemareg", "txn/server"},
+	"internal/stack": {"internal", "admin", "auth", "bookie", "broker", "compact", "console", "enforcement", "entrymeta", "functions", "georep", "isolation", "ledger", "metadata", "mledger", "offload", "schemareg", "txn/server"},
 	// magnetartest: the in-process standalone for Go tests (imports
 	// testing; only tests import it, TestTestKitsOnlyInTests).
 	"magnetartest": {"internal/stack", "auth", "broker", "functions"},

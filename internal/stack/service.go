@@ -20,6 +20,7 @@ import (
 	"github.com/magnetar-mq/magnetar/entrymeta"
 	"github.com/magnetar-mq/magnetar/functions"
 	"github.com/magnetar-mq/magnetar/georep"
+	"github.com/magnetar-mq/magnetar/isolation"
 	"github.com/magnetar-mq/magnetar/ledger"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/metadata/embedded"
@@ -166,6 +167,7 @@ func OpenStack(ctx context.Context, svc Service, d Deps) (_ *Stack, err error) {
 	deps := admin.BrokerDeps(s.broker)
 	deps.Log = log.With("component", "admin")
 	deps.StatusFile = svc.StatusFile
+	deps.Isolation = isolation.NewStore(d.Metadata)
 	deps.Schemas = feats.schemas
 	deps.Compaction = feats.compaction
 	if feats.txn != nil {

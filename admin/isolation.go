@@ -1,0 +1,289 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/httpapi"
+	"github.com/magnetar-mq/magnetar/isolation"
+	"github.com/magnetar-mq/magnetar/policy"
+)
+
+// A cluster's failure domains and namespace isolation policies
+// (/admin/v2/clusters/{cluster}/failureDomains and
+// /namespaceIsolationPolicies), superuser only, with Pulsar's status
+// codes: a missing cluster is 412 (404 for the policies' list), a
+// broker in two domains 409, a policy Pulsar's validation refuses 400.
+// The placement that honours them is the cluster package's.
+
+func (a *API) registerIsolationRoutes(rt routeTable) {
+	const c = "/admin/v2/clusters/{cluster}"
+	const nip = c + "/namespaceIsolationPolicies"
+	rt.Add(
+		httpapi.Route{Method: "GET", Pattern: c + "/failureDomains", Access: auth.AccessSuperUser,
+			Response: map[string]isolation.FailureDomain{}, Handler: a.httpFailureDomains},
+		httpapi.Route{Method: "GET", Pattern: c + "/failureDomains/{domain}", Access: auth.AccessSuperUser,
+			Response: isolation.FailureDomain{}, Handler: a.httpFailureDomain},
+		httpapi.Route{Method: "POST", Pattern: c + "/failureDomains/{domain}", Access: auth.AccessSuperUser,
+			Request: isolation.FailureDomain{}, Handler: a.httpSetFailureDomain},
+		httpapi.Route{Method: "DELETE", Pattern: c + "/failureDomains/{domain}", Access: auth.AccessSuperUser,
+			Handler: a.httpDeleteFailureDomain},
+		httpapi.Route{Method: "GET", Pattern: nip, Access: auth.AccessSuperUser,
+			Response: map[string]isolation.Policy{}, Handler: a.httpIsolationPolicies},
+		httpapi.Route{Method: "GET", Pattern: nip + "/{policy}", Access: auth.AccessSuperUser,
+			Response: isolation.Policy{}, Handler: a.httpIsolationPolicy},
+		httpapi.Route{Method: "POST", Pattern: nip + "/{policy}", Access: auth.AccessSuperUser,
+			Request: isolation.Policy{}, Handler: a.httpSetIsolationPolicy},
+		httpapi.Route{Method: "DELETE", Pattern: nip + "/{policy}", Access: auth.AccessSuperUser,
+			Handler: a.httpDeleteIsolationPolicy},
+		httpapi.Route{Method: "GET", Pattern: nip + "/brokers", Access: auth.AccessSuperUser,
+			Response: []isolation.BrokerData{}, Handler: a.httpIsolationBrokers},
+		httpapi.Route{Method: "GET", Pattern: nip + "/brokers/{broker}", Access: auth.AccessSuperUser,
+			Response: isolation.BrokerData{}, Handler: a.httpIsolationBroker},
+	)
+}
+
+// isolationCluster checks the isolation role is there, the names of the
+// path are valid and the cluster exists (missing: status, Pulsar's
+// 412 or 404 depending on the route).
+func (a *API) isolationCluster(w http.ResponseWriter, r *http.Request, p params, missing int, names ...string) (string, bool) {
+	if a.iso == nil {
+		writeError(w, http.StatusServiceUnavailable, "failure domains and isolation policies are not available on this broker")
+		return "", false
+	}
+	cluster := p["cluster"]
+	for _, n := range names {
+		if !policy.ValidName(p[n]) {
+			writeError(w, http.StatusPreconditionFailed, "invalid "+n+" name "+strconv.Quote(p[n]))
+			return "", false
+		}
+	}
+	if _, err := a.pol.Cluster(r.Context(), cluster); errors.Is(err, policy.ErrClusterNotFound) {
+		writeError(w, missing, "Cluster "+cluster+" does not exist.")
+		return "", false
+	} else if err != nil {
+		a.internalError(w, err)
+		return "", false
+	}
+	return cluster, true
+}
+
+// isolationError answers the isolation store's errors.
+func (a *API) isolationError(w http.ResponseWriter, err error) {
+	var bad *isolation.InvalidError
+	switch {
+	case errors.Is(err, isolation.ErrNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, isolation.ErrConflict):
+		writeError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, isolation.ErrNotEmpty):
+		writeError(w, http.StatusPreconditionFailed, "Cluster not empty")
+	case errors.As(err, &bad):
+		writeError(w, http.StatusBadRequest, bad.Error())
+	default:
+		a.internalError(w, err)
+	}
+}
+
+func (a *API) httpFailureDomains(w http.ResponseWriter, r *http.Request, p params) {
+	if a.iso == nil {
+		writeError(w, http.StatusServiceUnavailable, "failure domains are not available on this broker")
+		return
+	}
+	if !policy.ValidName(p["cluster"]) {
+		writeJSON(w, http.StatusOK, map[string]isolation.FailureDomain{})
+		return
+	}
+	// Pulsar lists without checking the cluster: none is {}.
+	ds, err := a.iso.FailureDomains(r.Context(), p["cluster"])
+	if err != nil {
+		a.isolationError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ds)
+}
+
+func (a *API) httpFailureDomain(w http.ResponseWriter, r *http.Request, p params) {
+	cluster, ok := a.isolationCluster(w, r, p, http.StatusPreconditionFailed, "domain")
+	if !ok {
+		return
+	}
+	d, err := a.iso.FailureDomain(r.Context(), cluster, p["domain"])
+	if err != nil {
+		a.isolationError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (a *API) httpSetFailureDomain(w http.ResponseWriter, r *http.Request, p params) {
+	cluster, ok := a.isolationCluster(w, r, p, http.StatusPreconditionFailed, "domain")
+	if !ok {
+		return
+	}
+	var d isolation.FailureDomain
+	if err := readJSONBody(r, &d); err != nil {
+		writeError(w, http.StatusBadRequest, "body must be a FailureDomain: {\"brokers\":[...]}")
+		return
+	}
+	if err := a.iso.SetFailureDomain(r.Context(), cluster, p["domain"], d); err != nil {
+		a.isolationError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *API) httpDeleteFailureDomain(w http.ResponseWriter, r *http.Request, p params) {
+	cluster, ok := a.isolationCluster(w, r, p, http.StatusPreconditionFailed, "domain")
+	if !ok {
+		return
+	}
+	if err := a.iso.DeleteFailureDomain(r.Context(), cluster, p["domain"]); err != nil {
+		a.isolationError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK) // Pulsar answers 200 here
+}
+
+func (a *API) httpIsolationPolicies(w http.ResponseWriter, r *http.Request, p params) {
+	cluster, ok := a.isolationCluster(w, r, p, http.StatusNotFound)
+	if !ok {
+		return
+	}
+	m, err := a.iso.Policies(r.Context(), cluster)
+	if err != nil {
+		a.isolationError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, m)
+}
+
+func (a *API) httpIsolationPolicy(w http.ResponseWriter, r *http.Request, p params) {
+	cluster, ok := a.isolationCluster(w, r, p, http.StatusPreconditionFailed, "policy")
+	if !ok {
+		return
+	}
+	m, err := a.iso.Policies(r.Context(), cluster)
+	if err != nil {
+		a.isolationError(w, err)
+		return
+	}
+	pol, found := m[p["policy"]]
+	if !found {
+		writeError(w, http.StatusNotFound, "Cannot find NamespaceIsolationPolicy "+p["policy"]+" for cluster "+cluster)
+		return
+	}
+	writeJSON(w, http.StatusOK, pol)
+}
+
+func (a *API) httpSetIsolationPolicy(w http.ResponseWriter, r *http.Request, p params) {
+	cluster, ok := a.isolationCluster(w, r, p, http.StatusPreconditionFailed, "policy")
+	if !ok {
+		return
+	}
+	var pol isolation.Policy
+	if err := readJSONBody(r, &pol); err != nil {
+		writeError(w, http.StatusBadRequest, "body must be a NamespaceIsolationData")
+		return
+	}
+	if err := a.iso.SetPolicy(r.Context(), cluster, p["policy"], pol); err != nil {
+		a.isolationError(w, err)
+		return
+	}
+	unload := true
+	if v := r.URL.Query().Get("unloadBundles"); v != "" {
+		unload, _ = strconv.ParseBool(v)
+	}
+	if unload && pol.UnloadScope != "none" {
+		// The matching namespaces are placed again under the policy.
+		if err := a.unloadMatching(context.WithoutCancel(r.Context()), cluster, &pol); err != nil {
+			a.internalError(w, err)
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// unloadMatching unloads every bundle of the namespaces that replicate
+// to cluster and that pol applies to, as Pulsar does after setting a
+// policy (a single node has nowhere else to place them: nothing to do).
+func (a *API) unloadMatching(ctx context.Context, cluster string, pol *isolation.Policy) error {
+	c := a.own.Cluster()
+	if c == nil || cluster != a.node.ClusterName() {
+		return nil
+	}
+	nss, err := a.allNamespaces(ctx)
+	if err != nil {
+		return err
+	}
+	for _, ns := range nss {
+		if !pol.AppliesTo(ns) {
+			continue
+		}
+		if np, err := a.pol.Get(ctx, ns); err != nil || !slices.Contains(np.ReplicationClusters, cluster) {
+			continue
+		}
+		bs, err := c.Bundles(ctx, ns)
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		for _, rg := range bs.Ranges() {
+			if err := c.UnloadBundle(ctx, ns, rg); err != nil {
+				return fmt.Errorf("unload %s/%s: %w", ns, rg, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (a *API) httpDeleteIsolationPolicy(w http.ResponseWriter, r *http.Request, p params) {
+	cluster, ok := a.isolationCluster(w, r, p, http.StatusPreconditionFailed, "policy")
+	if !ok {
+		return
+	}
+	if err := a.iso.DeletePolicy(r.Context(), cluster, p["policy"]); err != nil {
+		a.isolationError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *API) httpIsolationBrokers(w http.ResponseWriter, r *http.Request, p params) {
+	cluster, ok := a.isolationCluster(w, r, p, http.StatusPreconditionFailed)
+	if !ok {
+		return
+	}
+	live, err := a.liveBrokers(r.Context())
+	if err != nil {
+		a.internalError(w, err)
+		return
+	}
+	m, err := a.iso.Policies(r.Context(), cluster)
+	if err != nil {
+		a.isolationError(w, err)
+		return
+	}
+	out := make([]isolation.BrokerData, 0, len(live))
+	for _, id := range live {
+		out = append(out, isolation.Broker(m, id))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (a *API) httpIsolationBroker(w http.ResponseWriter, r *http.Request, p params) {
+	cluster, ok := a.isolationCluster(w, r, p, http.StatusPreconditionFailed)
+	if !ok {
+		return
+	}
+	m, err := a.iso.Policies(r.Context(), cluster)
+	if err != nil {
+		a.isolationError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, isolation.Broker(m, p["broker"]))
+}
