@@ -28,6 +28,9 @@ type ClusterConfig struct {
 	SplitMaxTopics, SplitMaxSessions   int
 	SplitMaxMsgRate, SplitMaxBytesRate float64
 	DisableAutoSplit                   bool
+	// FailureDomainsEnabled is Pulsar's failureDomainsEnabled
+	// (cluster.Options).
+	FailureDomainsEnabled bool
 }
 
 // startCluster joins the cluster once the listeners are bound (the URLs
@@ -36,21 +39,23 @@ func (b *Broker) startCluster(ctx context.Context) error {
 	cc := b.cfg.Cluster
 	plain, secure := b.lookupURLs()
 	svc, err := cluster.Start(ctx, cluster.Options{
-		Store:             b.deps.Metadata,
-		BrokerID:          b.brokerID(),
-		ServiceURL:        plain,
-		WebURL:            b.webURL(),
-		ServiceURLTLS:     secure,
-		WebURLTLS:         b.WebURLTLS(),
-		OnBundleLost:      b.unloadBundleTopics,
-		AntiAffinityPeers: b.policies.AntiAffinityPeers,
-		Stats:             b.bundleStats,
-		ReportInterval:    cc.ReportInterval,
-		ShedInterval:      cc.ShedInterval,
-		ShedThreshold:     cc.ShedThreshold,
-		ShedGrace:         cc.ShedGrace,
-		UnloadTimeout:     cc.UnloadTimeout,
-		SplitMaxTopics:    cc.SplitMaxTopics, SplitMaxSessions: cc.SplitMaxSessions,
+		Store:                 b.deps.Metadata,
+		BrokerID:              b.brokerID(),
+		ServiceURL:            plain,
+		WebURL:                b.webURL(),
+		ServiceURLTLS:         secure,
+		WebURLTLS:             b.WebURLTLS(),
+		OnBundleLost:          b.unloadBundleTopics,
+		AntiAffinityPeers:     b.policies.AntiAffinityPeers,
+		ClusterName:           b.cfg.ClusterName,
+		FailureDomainsEnabled: cc.FailureDomainsEnabled,
+		Stats:                 b.bundleStats,
+		ReportInterval:        cc.ReportInterval,
+		ShedInterval:          cc.ShedInterval,
+		ShedThreshold:         cc.ShedThreshold,
+		ShedGrace:             cc.ShedGrace,
+		UnloadTimeout:         cc.UnloadTimeout,
+		SplitMaxTopics:        cc.SplitMaxTopics, SplitMaxSessions: cc.SplitMaxSessions,
 		SplitMaxMsgRate: cc.SplitMaxMsgRate, SplitMaxBytesRate: cc.SplitMaxBytesRate,
 		DisableAutoSplit: cc.DisableAutoSplit,
 		Logger:           b.log.With("component", "cluster"),

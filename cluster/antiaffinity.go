@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"slices"
+
+	"github.com/magnetar-mq/magnetar/isolation"
 )
 
 // antiAffinityPeers asks Options.AntiAffinityPeers for the other
@@ -20,10 +22,13 @@ func (s *Service) antiAffinityPeers(ctx context.Context, key string) (string, []
 // antiAffinityFilter narrows the candidate brokers for a bundle of ns
 // to those owning (or just given, pending) bundles of the fewest other
 // namespaces of its anti-affinity group (peers), so that the namespaces
-// of one group spread over the brokers: Pulsar's anti-affinity with
-// every broker its own failure domain. reports is changed in place and
-// keeps at least one broker.
-func antiAffinityFilter(ns string, peers []string, reports map[string]LocalBrokerData, pending map[string][]string) {
+// of one group spread over the brokers. With failure domains (domains:
+// broker id -> domain, nil when disabled) it first keeps the brokers of
+// the domains whose brokers own the fewest, as Pulsar's
+// filterDomainsNotHavingLeastNumberAntiAffinityNamespaces (a broker in
+// no domain is in isolation.DefaultDomain). reports is changed in place
+// and keeps at least one broker.
+func antiAffinityFilter(ns string, peers []string, reports map[string]LocalBrokerData, pending map[string][]string, domains map[string]string) {
 	if len(peers) == 0 || len(reports) < 2 {
 		return
 	}
@@ -37,9 +42,32 @@ func antiAffinityFilter(ns string, peers []string, reports map[string]LocalBroke
 		}
 		counts[id] = len(owned)
 	}
+	if len(domains) > 0 {
+		domainOf := func(id string) string {
+			if d, ok := domains[id]; ok {
+				return d
+			}
+			return isolation.DefaultDomain
+		}
+		perDomain := map[string]int{}
+		for id := range reports {
+			perDomain[domainOf(id)] += counts[id]
+		}
+		least := -1
+		for _, c := range perDomain {
+			if least < 0 || c < least {
+				least = c
+			}
+		}
+		for id := range reports {
+			if perDomain[domainOf(id)] > least {
+				delete(reports, id)
+			}
+		}
+	}
 	least := -1
-	for _, c := range counts {
-		if least < 0 || c < least {
+	for id := range reports {
+		if c := counts[id]; least < 0 || c < least {
 			least = c
 		}
 	}

@@ -27,22 +27,22 @@ func TestAntiAffinityFilterSpreadsGroup(t *testing.T) {
 	keys := func(m map[string]LocalBrokerData) []string { return slices.Sorted(maps.Keys(m)) }
 
 	got := reports()
-	antiAffinityFilter("t/self", []string{"t/a", "t/b", "t/c"}, got, nil)
+	antiAffinityFilter("t/self", []string{"t/a", "t/b", "t/c"}, got, nil, nil)
 	if k := keys(got); !slices.Equal(k, []string{"b3"}) {
 		t.Fatalf("candidates %v, want [b3] (no peer there)", k)
 	}
 	got = reports()
-	antiAffinityFilter("t/self", []string{"t/a", "t/b", "t/c"}, got, map[string][]string{"b3": {"t/a/" + r, "t/b/" + r}})
+	antiAffinityFilter("t/self", []string{"t/a", "t/b", "t/c"}, got, map[string][]string{"b3": {"t/a/" + r, "t/b/" + r}}, nil)
 	if k := keys(got); !slices.Equal(k, []string{"b1"}) {
 		t.Fatalf("candidates with pending peers on b3: %v, want [b1]", k)
 	}
 	got = reports()
-	antiAffinityFilter("t/self", nil, got, nil)
+	antiAffinityFilter("t/self", nil, got, nil, nil)
 	if len(got) != 3 {
 		t.Fatalf("no group filtered: %v", keys(got))
 	}
 	got = reports()
-	antiAffinityFilter("t/self", []string{"t/a", "t/b", "t/self"}, got, map[string][]string{"b3": {"t/a/" + r, "t/b/" + r}})
+	antiAffinityFilter("t/self", []string{"t/a", "t/b", "t/self"}, got, map[string][]string{"b3": {"t/a/" + r, "t/b/" + r}}, nil)
 	if k := keys(got); !slices.Equal(k, []string{"b1", "b2"}) {
 		t.Fatalf("tie between b1 and b2: %v", k)
 	}

@@ -226,7 +226,11 @@ func (s *Service) placeExcluding(ctx context.Context, key, exclude string) (stri
 	if len(reports) == 0 {
 		return s.o.BrokerID, nil
 	}
+	if err := s.isolate(ctx, key, reports); err != nil {
+		return "", err
+	}
 	ns, peers := s.antiAffinityPeers(ctx, key)
+	domains := s.failureDomains(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
@@ -248,7 +252,7 @@ func (s *Service) placeExcluding(ctx context.Context, key, exclude string) (stri
 			pendingKeys[p.broker] = append(pendingKeys[p.broker], k)
 		}
 	}
-	antiAffinityFilter(ns, peers, reports, pendingKeys)
+	antiAffinityFilter(ns, peers, reports, pendingKeys, domains)
 	best, bestScore := []string{}, 0.0
 	for id, rep := range reports {
 		score := rep.MsgRateIn + rep.MsgRateOut + defaultBundleRate*float64(rep.NumBundles+pending[id])

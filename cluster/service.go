@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/bundle"
+	"github.com/magnetar-mq/magnetar/isolation"
 	"github.com/magnetar-mq/magnetar/metadata"
 )
 
@@ -67,6 +68,14 @@ type Options struct {
 	// group (nil: none); placement spreads a group over the brokers
 	// (antiaffinity.go).
 	AntiAffinityPeers func(ctx context.Context, ns string) []string
+	// ClusterName is the cluster's name: placement reads its namespace
+	// isolation policies and failure domains (package isolation) from
+	// the store. "": none apply.
+	ClusterName string
+	// FailureDomainsEnabled is Pulsar's failureDomainsEnabled: the
+	// anti-affinity placement spreads a group's namespaces over the
+	// cluster's failure domains first, then over the brokers.
+	FailureDomainsEnabled bool
 	// Probe connects to a broker's service URL (probe.go; default: a
 	// TCP connect): nil if it answers, an error wrapping
 	// syscall.ECONNREFUSED if nothing listens. Tests with brokers that
@@ -132,6 +141,7 @@ type Service struct {
 	o     Options
 	st    metadata.Store
 	sess  metadata.Sessioner // nil: a session that never expires
+	iso   *isolation.Store
 	log   *slog.Logger
 	nonce string
 
@@ -182,6 +192,7 @@ func Start(ctx context.Context, o Options) (*Service, error) {
 	s := &Service{o: o, st: o.Store, log: o.Logger, nonce: hex.EncodeToString(nb[:]), epoch: time.Now(),
 		kick: make(chan struct{}, 1), done: make(chan struct{})}
 	s.sess, _ = o.Store.(metadata.Sessioner)
+	s.iso = isolation.NewStore(o.Store)
 	s.mu.owned = map[string]*owned{}
 	s.mu.preallocFor = map[string]prealloc{}
 	s.mu.shedAt = map[string]time.Time{}

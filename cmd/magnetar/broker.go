@@ -124,6 +124,7 @@ When ready it prints one line to stdout:
 	fl.Float64Var(&f.cluster.SplitMaxMsgRate, "bundle-split-max-msg-rate", 30000, "the leader splits a bundle with a higher message rate (in+out, msg/s)")
 	fl.Float64Var(&f.cluster.SplitMaxBytesRate, "bundle-split-max-bytes-rate", 100<<20, "the leader splits a bundle with a higher throughput (in+out, bytes/s)")
 	fl.BoolVar(&f.cluster.DisableAutoSplit, "disable-bundle-auto-split", false, "never split bundles automatically")
+	fl.BoolVar(&f.cluster.FailureDomainsEnabled, "failure-domains-enabled", false, "spread the namespaces of an anti-affinity group over the cluster's failure domains")
 	fl.DurationVar(&f.openGrace, "open-ledger-grace", 30*time.Second, "worker: wait this long before fencing an open ledger with a lost bookie in its last ensemble")
 	f.svc.register(fl, "")
 	addRunFlags(fl, &f.run)

@@ -409,6 +409,7 @@ var schemas = map[string]*conf.Schema{
 			conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxMsgRate"}, Flag: "bundle-split-max-msg-rate", Convert: splitRate(1)},
 			conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxBandwidthMbytes"}, Flag: "bundle-split-max-bytes-rate", Convert: splitRate(1 << 20)},
 			conf.Key{Names: []string{"loadBalancerAutoBundleSplitEnabled"}, Flag: "disable-bundle-auto-split", Convert: not},
+			conf.Key{Names: []string{"failureDomainsEnabled"}, Flag: "failure-domains-enabled"},
 		),
 		Fixed:   brokerFixed,
 		Ignored: brokerIgnored,

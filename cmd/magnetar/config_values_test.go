@@ -614,6 +614,7 @@ func lbRows() []cvRow {
 		{section: sLB, key: "loadBalancerNamespaceBundleMaxBandwidthMbytes", pulsar: "no guard: 0 splits every bundle (of two or more topics) with any traffic, negative every bundle", magnetar: "the same",
 			cases: []cvCase{{value: "0", check: flagIs("bundle-split-max-bytes-rate", smallest)}, {value: "2", check: flagIs("bundle-split-max-bytes-rate", "2.097152e+06")}}},
 		none(sLB, "loadBalancerAutoBundleSplitEnabled", "false"),
+		none(sLB, "failureDomainsEnabled", "true"),
 	}
 }
 
