@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"time"
 
@@ -202,4 +203,15 @@ func (s *Security) CanListNamespace(ctx context.Context, role, ns string) error 
 		return ErrAuthorization
 	}
 	return nil
+}
+
+// ConnTLS returns the TLS session of a server connection, nil when it is
+// plaintext: what AuthenticateConnect takes for the tls provider.
+func ConnTLS(nc net.Conn) *tls.ConnectionState {
+	tc, ok := nc.(*tls.Conn)
+	if !ok {
+		return nil
+	}
+	st := tc.ConnectionState()
+	return &st
 }

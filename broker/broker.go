@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/magnetar-mq/magnetar/internal/acceptloop"
 	"log/slog"
 	"net"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -256,31 +256,13 @@ func (b *Broker) webURL() string {
 
 func (b *Broker) acceptLoop(ln net.Listener) {
 	defer b.wg.Done()
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			select {
-			case <-b.done:
-				return
-			default:
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			b.log.Warn("accept", "err", err)
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
+	acceptloop.Run(ln, b.done, b.log, func(nc net.Conn) bool {
 		c := newConn(b, nc)
 		b.mu.Lock()
 		if b.mu.closed {
 			b.mu.Unlock()
 			nc.Close()
-			return
+			return false
 		}
 		b.mu.conns[c] = struct{}{}
 		b.wg.Add(1)
@@ -292,7 +274,8 @@ func (b *Broker) acceptLoop(ln net.Listener) {
 			delete(b.mu.conns, c)
 			b.mu.Unlock()
 		}()
-	}
+		return true
+	})
 }
 
 // Close stops accepting connections, closes every connection (their

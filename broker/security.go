@@ -210,28 +210,6 @@ func (cs *connSec) roles() []string {
 	return auth.AuthorizedRoles(cs.id.Role, cs.original)
 }
 
-// tlsState returns the TLS session of the connection (nil if plaintext).
-func (c *conn) tlsState() *tls.ConnectionState {
-	tc, ok := c.nc.(*tls.Conn)
-	if !ok {
-		return nil
-	}
-	st := tc.ConnectionState()
-	return &st
-}
-
-// connectMethod is CONNECT's method name: auth_method_name, else the
-// deprecated enum without its "AuthMethod" prefix, lowercased.
-func connectMethod(m *pb.CommandConnect) string {
-	if m.AuthMethodName != nil {
-		return m.GetAuthMethodName()
-	}
-	if m.AuthMethod != nil {
-		return strings.ToLower(strings.TrimPrefix(m.GetAuthMethod().String(), "AuthMethod"))
-	}
-	return ""
-}
-
 // authenticate checks CONNECT's credentials. On failure the client gets
 // ERROR(request_id=-1, AuthenticationError, "Failed to authenticate")
 // (the reason is only logged) and the returned error closes the
@@ -241,7 +219,7 @@ func (c *conn) authenticate(m *pb.CommandConnect) error {
 	if !s.Enabled() {
 		return nil
 	}
-	id, err := s.AuthenticateConnect(connectMethod(m), m.GetAuthData(), c.tlsState(), c.remote)
+	id, err := s.AuthenticateConnect(pulsarproto.ConnectAuthMethod(m), m.GetAuthData(), auth.ConnTLS(c.nc), c.remote)
 	if err != nil {
 		c.sendError(math.MaxUint64, int32(pb.ServerError_AuthenticationError), "Failed to authenticate")
 		return fmt.Errorf("broker: CONNECT: %w", err)
@@ -345,7 +323,7 @@ func (c *conn) handleAuthResponse(m *pb.CommandAuthResponse) error {
 		c.sendError(math.MaxUint64, int32(pb.ServerError_AuthenticationError), "Failed to authenticate")
 		return fmt.Errorf("broker: AUTH_RESPONSE with method %q, connection uses %q", method, old.Method)
 	}
-	id, err := s.AuthenticateConnect(method, m.GetResponse().GetAuthData(), c.tlsState(), c.remote)
+	id, err := s.AuthenticateConnect(method, m.GetResponse().GetAuthData(), auth.ConnTLS(c.nc), c.remote)
 	if err == nil && id.Role != old.Role {
 		err = errors.New("principal cannot change during an authentication refresh")
 	}

@@ -3,7 +3,6 @@ package proxy
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -69,27 +69,6 @@ func (p *Proxy) serveConn(nc net.Conn) {
 	}
 }
 
-func (c *clientConn) tlsState() *tls.ConnectionState {
-	tc, ok := c.nc.(*tls.Conn)
-	if !ok {
-		return nil
-	}
-	st := tc.ConnectionState()
-	return &st
-}
-
-// connectMethod is CONNECT's method name: auth_method_name, else the
-// deprecated enum without its "AuthMethod" prefix, lowercased.
-func connectMethod(m *pb.CommandConnect) string {
-	if m.AuthMethodName != nil {
-		return m.GetAuthMethodName()
-	}
-	if m.AuthMethod != nil {
-		return strings.ToLower(strings.TrimPrefix(m.GetAuthMethod().String(), "AuthMethod"))
-	}
-	return ""
-}
-
 func (c *clientConn) writeCmd(cmd *pb.BaseCommand) error {
 	b, err := pulsarproto.AppendCommand(nil, cmd)
 	if err != nil {
@@ -123,7 +102,7 @@ func (c *clientConn) serve() error {
 		return fmt.Errorf("proxy: %s before CONNECT", f.Type)
 	}
 	m := proto.Clone(f.Cmd.Connect).(*pb.CommandConnect)
-	cl := clientIdentity{method: connectMethod(m), data: m.GetAuthData()}
+	cl := clientIdentity{method: pulsarproto.ConnectAuthMethod(m), data: m.GetAuthData()}
 	if m.OriginalPrincipal != nil || m.OriginalAuthData != nil || m.OriginalAuthMethod != nil {
 		// Only the proxy names an original principal; a client naming
 		// one is trying to pass for someone else.
@@ -133,7 +112,7 @@ func (c *clientConn) serve() error {
 		return errors.New("proxy: client sent original_principal")
 	}
 	if s := p.cfg.Security; s.Enabled() {
-		id, err := s.AuthenticateConnect(cl.method, cl.data, c.tlsState(), "/"+c.remote)
+		id, err := s.AuthenticateConnect(cl.method, cl.data, auth.ConnTLS(c.nc), "/"+c.remote)
 		if err != nil {
 			p.m.rejected.Inc()
 			_ = c.sendError(math.MaxUint64, pb.ServerError_AuthenticationError, "Failed to authenticate")

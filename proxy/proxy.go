@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/magnetar-mq/magnetar/internal/acceptloop"
 	"log/slog"
 	"net"
 	"net/http"
@@ -131,25 +132,7 @@ func (p *Proxy) TLSHTTPAddr() string { return p.addrs.tlsHTTP }
 
 func (p *Proxy) acceptLoop(ln net.Listener) {
 	defer p.wg.Done()
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			select {
-			case <-p.done:
-				return
-			default:
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			p.log.Warn("accept", "err", err)
-			time.Sleep(50 * time.Millisecond)
-			continue
-		}
+	acceptloop.Run(ln, p.done, p.log, func(nc net.Conn) bool {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
@@ -159,11 +142,12 @@ func (p *Proxy) acceptLoop(ln net.Listener) {
 		if closed || n >= p.cfg.MaxConcurrentInboundConnections {
 			p.m.rejected.Inc()
 			nc.Close()
-			continue
+			return true
 		}
 		p.wg.Add(1)
 		go p.serveConn(nc)
-	}
+		return true
+	})
 }
 
 // track adds or removes a client connection.

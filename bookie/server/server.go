@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/magnetar-mq/magnetar/internal/acceptloop"
 	"io"
 	"log/slog"
 	"net"
@@ -166,27 +167,21 @@ func (s *Server) Close() error {
 
 func (s *Server) acceptLoop() {
 	defer s.wg.Done()
-	for {
-		nc, err := s.ln.Accept()
-		if err != nil {
-			if !s.closed.Load() {
-				s.opts.Logger.Error("server: accept", "err", err)
-			}
-			return
-		}
+	acceptloop.Run(s.ln, s.stop, s.opts.Logger, func(nc net.Conn) bool {
 		c := &conn{s: s, nc: nc, signal: make(chan struct{}, 1), authed: !s.opts.Auth.Required()}
 		s.mu.Lock()
 		if s.closed.Load() {
 			s.mu.Unlock()
 			nc.Close()
-			return
+			return false
 		}
 		s.conns[c] = struct{}{}
 		s.mu.Unlock()
 		s.wg.Add(2)
 		go c.readLoop()
 		go c.writeLoop()
-	}
+		return true
+	})
 }
 
 func (s *Server) worker(q chan task) {

@@ -1,6 +1,10 @@
 package pulsarproto
 
-import "github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
+import (
+	"strings"
+
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
+)
 
 // ResponseRequestID returns the request_id of a command that answers a
 // client request (SUCCESS, ERROR, PRODUCER_SUCCESS, LOOKUP_RESPONSE,
@@ -94,4 +98,18 @@ func Refusal(typ pb.BaseCommand_Type, cmd *pb.BaseCommand, code pb.ServerError, 
 		}
 	}
 	return nil
+}
+
+// ConnectAuthMethod is CONNECT's authentication method name: its
+// auth_method_name, else the deprecated auth_method enum without its
+// "AuthMethod" prefix, lowercased ("none", "ycav1", "athens"); "" when it
+// names neither. The broker and the proxy authenticate by it.
+func ConnectAuthMethod(m *pb.CommandConnect) string {
+	if m.AuthMethodName != nil {
+		return m.GetAuthMethodName()
+	}
+	if m.AuthMethod != nil {
+		return strings.ToLower(strings.TrimPrefix(m.GetAuthMethod().String(), "AuthMethod"))
+	}
+	return ""
 }
