@@ -44,7 +44,8 @@ const forwardedHeader = "X-Magnetar-Forwarded"
 var kindAccess = map[Kind]auth.Access{KindFunction: auth.AccessFunctions, KindSource: auth.AccessSources, KindSink: auth.AccessSinks}
 
 // Register declares /admin/v3/functions, /admin/v3/sources and
-// /admin/v3/sinks on rt.
+// /admin/v3/sinks on rt, and the worker's own /admin/v2/worker and
+// /admin/v2/worker-stats (workerapi.go).
 func (w *Worker) Register(rt *httpapi.Table) {
 	for _, k := range []Kind{KindFunction, KindSource, KindSink} {
 		base := "/admin/v3/" + string(k)
@@ -94,6 +95,7 @@ func (w *Worker) Register(rt *httpapi.Table) {
 		httpapi.Route{Name: "functions.connectors", Method: http.MethodGet, Pattern: "/admin/v3/functions/connectors", Access: auth.AccessAny,
 			Response: []BuiltinInfo{}, Handler: w.builtinList(true)},
 	)
+	w.registerWorkerRoutes(rt) // workerapi.go
 }
 
 type call struct {
