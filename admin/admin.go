@@ -26,6 +26,8 @@ type API struct {
 	coordinators TxnCoordinators
 	participants TxnParticipants
 	pol          *policy.Store
+	quotas       ResourceQuotas // nil: no /admin/v2/resource-quotas
+	conf         BrokerConfig   // nil: no /admin/v2/brokers/configuration
 	sec          *auth.Security
 	iso          Isolation // nil: failure domains and isolation policies answer 503
 	// grants stores the permission endpoints' grants in the namespaces'
@@ -52,7 +54,7 @@ func Register(rt routeTable, d Deps) *API {
 	}
 	a := &API{node: d.Node, topics: d.Topics, props: d.TopicProperties, reads: d.Reads, life: d.Lifecycle, compaction: d.Compaction, ledgers: d.Ledgers,
 		subs: d.Subscriptions, schemas: d.Schemas, own: d.Ownership, coordinators: d.Coordinators,
-		participants: d.Participants, pol: d.Node.Policies(), sec: d.Security, iso: d.Isolation, statusFile: d.StatusFile, log: d.Log}
+		participants: d.Participants, quotas: d.Quotas, conf: d.Config, pol: d.Node.Policies(), sec: d.Security, iso: d.Isolation, statusFile: d.StatusFile, log: d.Log}
 	if a.iso == nil && d.Metadata != nil {
 		a.iso = isolation.NewStore(d.Metadata)
 	}
@@ -80,6 +82,7 @@ func Register(rt routeTable, d Deps) *API {
 	a.registerClusterBrokerRoutes(rt)          // cluster.go
 	a.registerBundleRoutes(rt)                 // cluster.go
 	a.registerIsolationRoutes(rt)              // isolation.go
+	a.registerResourceQuotaRoutes(rt)          // resource_quotas.go
 	rt.SetIntercept(a.ownerRedirect)           // redirect.go
 	typeWrites(rt)
 	return a

@@ -30,6 +30,8 @@ import (
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/cluster"
+	"github.com/magnetar-mq/magnetar/dynconfig"
 	"github.com/magnetar-mq/magnetar/enforcement"
 	"github.com/magnetar-mq/magnetar/metadata/embedded"
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -144,11 +146,17 @@ func newTestBroker(t testing.TB, o brokerOpts) *testBroker {
 		}
 		deps.Coordinators, deps.Participants = txs, txs
 	}
+	dyn := dynconfig.New(meta, b.Policies(), dynconfig.Options{})
+	if err := dyn.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	deps.Config, deps.Quotas = dyn, cluster.NewQuotas(meta)
 	Register(b.Router(), deps)
 	if o.register != nil {
 		o.register(b, meta)
 	}
 	stop := sync.OnceFunc(func() {
+		dyn.Close()
 		if err := b.Close(); err != nil {
 			t.Errorf("broker close: %v", err)
 		}

@@ -242,6 +242,12 @@ type Deps struct {
 	// 503, as Pulsar's do without transactionCoordinatorEnabled.
 	Coordinators TxnCoordinators
 	Participants TxnParticipants
+	// Quotas serve /admin/v2/resource-quotas (*cluster.Quotas over the
+	// broker's metadata store; nil: those routes are not declared).
+	Quotas ResourceQuotas
+	// Config serves the broker's configuration and dynamic configuration
+	// (*dynconfig.Config; nil: those routes are not declared).
+	Config BrokerConfig
 	// Security is the broker's security layer: with authorization on,
 	// the permission endpoints store grants through its authorizer.
 	Security *auth.Security

@@ -28,10 +28,11 @@ import (
 // are a feature's (PolicyWatcher, Limits; package enforcement).
 
 // PolicyDefaults returns the broker-wide policy values: the last layer
-// of every topic's effective policy.
+// of every topic's effective policy (the configuration, under the policy
+// store's overlay: the dynamic configuration).
 func (b *Broker) PolicyDefaults() policy.Defaults {
 	c := &b.cfg
-	return policy.Defaults{
+	return b.policies.OverlayDefaults(policy.Defaults{
 		Deduplication:     c.Deduplication,
 		AutoTopicCreation: !c.DisableAutoTopicCreation,
 		Cluster:           c.ClusterName,
@@ -52,7 +53,7 @@ func (b *Broker) PolicyDefaults() policy.Defaults {
 		MaxUnackedPerConsumer:         max(c.MaxUnackedPerConsumer, 0),
 		MaxUnackedPerSubscription:     max(c.MaxUnackedPerSubscription, 0),
 		OffloadAllowed:                b.offloadAllowed(),
-	}
+	})
 }
 
 // topicPolicyKey is the policy.Store key of tn's topic-level policies

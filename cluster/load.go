@@ -192,7 +192,9 @@ const defaultBundleRate = 50
 // place picks the broker for an unowned bundle: the least loaded live
 // broker by (msgRateIn + msgRateOut) + 50 msg/s per bundle it owns or was
 // recently given (Pulsar's LeastLongTermMessageRate with its default for
-// bundles without history), ties broken at random. A bundle placed in the
+// bundles without history; a bundle with a resource quota of its own
+// counts at the quota's msgRateIn + msgRateOut instead), ties broken at
+// random. A bundle placed in the
 // last 30 s goes to the same broker again while that one lives.
 func (s *Service) place(ctx context.Context, key string) (string, error) {
 	return s.placeExcluding(ctx, key, "")
@@ -231,6 +233,7 @@ func (s *Service) placeExcluding(ctx context.Context, key, exclude string) (stri
 	}
 	ns, peers := s.antiAffinityPeers(ctx, key)
 	domains := s.failureDomains(ctx)
+	quotaRates := s.quotas.bundleRates(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
@@ -256,6 +259,15 @@ func (s *Service) placeExcluding(ctx context.Context, key, exclude string) (stri
 	best, bestScore := []string{}, 0.0
 	for id, rep := range reports {
 		score := rep.MsgRateIn + rep.MsgRateOut + defaultBundleRate*float64(rep.NumBundles+pending[id])
+		// A bundle with a resource quota of its own counts at the
+		// quota's message rate instead of the flat estimate.
+		for _, ks := range [][]string{rep.Bundles, pendingKeys[id]} {
+			for _, k := range ks {
+				if r, ok := quotaRates[k]; ok {
+					score += r - defaultBundleRate
+				}
+			}
+		}
 		switch {
 		case len(best) == 0 || score < bestScore:
 			best, bestScore = []string{id}, score

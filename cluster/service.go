@@ -144,6 +144,8 @@ type Service struct {
 	iso   *isolation.Store
 	log   *slog.Logger
 	nonce string
+	// quotas are the bundles' resource quotas placement weighs (quota.go).
+	quotas *Quotas
 
 	// lease: the session (id) is alive at least until leaseUntil
 	// (monotonic nanoseconds since epoch), see renewLease.
@@ -193,6 +195,7 @@ func Start(ctx context.Context, o Options) (*Service, error) {
 		kick: make(chan struct{}, 1), done: make(chan struct{})}
 	s.sess, _ = o.Store.(metadata.Sessioner)
 	s.iso = isolation.NewStore(o.Store)
+	s.quotas = NewQuotas(o.Store)
 	s.mu.owned = map[string]*owned{}
 	s.mu.preallocFor = map[string]prealloc{}
 	s.mu.shedAt = map[string]time.Time{}

@@ -215,3 +215,26 @@ func (s *Store) ResolveTopic(ctx context.Context, d Defaults, ns, key string) (*
 	}
 	return Resolve(d, tp.Layer(d.Cluster), p), errors.Join(nsErr, tpErr)
 }
+
+// SetDefaultsOverlay installs fn over the broker defaults a topic's
+// policy falls back to: the broker's dynamic configuration (package
+// dynconfig) changes them at run time. fn gets a copy to change; nil
+// removes the overlay. Call Refresh after the overlay's values change so
+// that loaded topics resolve again.
+func (s *Store) SetDefaultsOverlay(fn func(*Defaults)) {
+	s.mu.Lock()
+	s.mu.overlay = fn
+	s.mu.Unlock()
+}
+
+// OverlayDefaults returns d with the overlay (SetDefaultsOverlay)
+// applied.
+func (s *Store) OverlayDefaults(d Defaults) Defaults {
+	s.mu.Lock()
+	fn := s.mu.overlay
+	s.mu.Unlock()
+	if fn != nil {
+		fn(&d)
+	}
+	return d
+}

@@ -56,6 +56,8 @@ type Store struct {
 		// could put the older document back after the write dropped
 		// it, and the cache would serve it until the next Refresh.
 		gen uint64
+		// overlay adjusts the broker defaults (SetDefaultsOverlay).
+		overlay func(*Defaults)
 	}
 }
 

@@ -94,6 +94,8 @@ When ready it prints one line to stdout:
 			if err := applyConfig(cmd, "broker"); err != nil {
 				return err
 			}
+			f.svc.runtime = runtimeConfig("broker", cmd.Flags())
+			f.svc.internal = internalData(f.meta.url, f.svc.configURL)
 			return runServer(cmd.Context(), "broker", f.run, func(ctx context.Context, log *slog.Logger) (*stack.Stack, func() error, error) {
 				b, err := openBroker(ctx, *f, log)
 				if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/dynconfig"
 	"github.com/magnetar-mq/magnetar/entrymeta"
 	"github.com/magnetar-mq/magnetar/internal/conf"
 	"github.com/magnetar-mq/magnetar/txn/server"
@@ -63,6 +64,11 @@ type serviceFlags struct {
 	txnEnabled                                                                            bool
 	txnCoordinators, txnMaxActive                                                         int
 	statusFile                                                                            string
+	// runtime and internal are what /admin/v2/brokers/configuration/
+	// runtime and internal-configuration answer (runtime_config.go),
+	// filled once the configuration is applied.
+	runtime  map[string]string
+	internal dynconfig.InternalData
 }
 
 // apply copies the settings shared by standalone and broker into c (a

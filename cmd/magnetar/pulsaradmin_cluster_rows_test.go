@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -183,39 +184,74 @@ func brokerRows(e *adminEnv) []adminRow {
 		row("Brokers", "GetDynamicConfigurationNames", func(t rowT) {
 			got, err := br.GetDynamicConfigurationNames()
 			ok(t, err)
-			if !slices.Contains(got, "maxUnackedMessagesPerConsumer") {
-				t.Fatalf("dynamic configuration names: %v", got)
+			for _, k := range []string{"dispatchThrottlingRatePerTopicInMsg", "maxPublishRatePerTopicInMessages", "brokerDeleteInactiveTopicsEnabled"} {
+				if !slices.Contains(got, k) {
+					t.Fatalf("dynamic configuration names lack %s: %v", k, got)
+				}
+			}
+			if slices.Contains(got, "maxUnackedMessagesPerConsumer") {
+				t.Fatalf("maxUnackedMessagesPerConsumer is not dynamic in Pulsar: %v", got)
 			}
 		}),
 		row("Brokers", "UpdateDynamicConfiguration", func(t rowT) {
-			ok(t, br.UpdateDynamicConfiguration("maxUnackedMessagesPerConsumer", "777"))
+			topic := "persistent://" + e.ns + "/dyn-rate"
+			ok(t, e.c.Topics().Create(topicName(t, topic), 0))
+			ok(t, br.UpdateDynamicConfiguration("dispatchThrottlingRatePerTopicInMsg", "777"))
+			// The running broker applies it: the topic's applied dispatch
+			// rate (no namespace or topic policy) is the new default.
+			var applied struct {
+				Msgs int `json:"dispatchThrottlingRateInMsg"`
+			}
+			getJSON(t, e.p.http+"/admin/v2/persistent/"+e.ns+"/dyn-rate/dispatchRate?applied=true", &applied)
+			same(t, "applied dispatch rate", applied.Msgs, 777)
 			wantStatus(t, br.UpdateDynamicConfiguration("no-such-key", "1"), http.StatusPreconditionFailed)
+			wantStatus(t, br.UpdateDynamicConfiguration("maxUnackedMessagesPerConsumer", "1"), http.StatusPreconditionFailed)
+			wantStatus(t, br.UpdateDynamicConfiguration("dispatchThrottlingRatePerTopicInMsg", "lots"), http.StatusPreconditionFailed)
 		}),
 		row("Brokers", "GetAllDynamicConfigurations", func(t rowT) {
 			got, err := br.GetAllDynamicConfigurations()
 			ok(t, err)
-			same(t, "overridden value", got["maxUnackedMessagesPerConsumer"], "777")
+			same(t, "overrides", got, map[string]string{"dispatchThrottlingRatePerTopicInMsg": "777"})
 		}),
 		row("Brokers", "GetRuntimeConfigurations", func(t rowT) {
 			got, err := br.GetRuntimeConfigurations()
 			ok(t, err)
-			same(t, "runtime value of a dynamic key", got["maxUnackedMessagesPerConsumer"], "777")
+			same(t, "runtime value of a dynamic key", got["dispatchThrottlingRatePerTopicInMsg"], "777")
 			same(t, "clusterName", got["clusterName"], e.cluster)
+			same(t, "maxUnackedMessagesPerConsumer", got["maxUnackedMessagesPerConsumer"], "50000")
+			same(t, "keepAliveIntervalSeconds", got["keepAliveIntervalSeconds"], "30")
+			if _, found := got["webServicePort"]; !found {
+				t.Fatalf("no webServicePort: %v", got)
+			}
+			for k, v := range got {
+				if low := strings.ToLower(k); (strings.Contains(low, "secret") || strings.Contains(low, "password")) && v != "" && v != "<redacted>" && !strings.HasPrefix(v, "file://") && !strings.HasPrefix(v, "/") {
+					t.Fatalf("secret %s shown: %q", k, v)
+				}
+			}
 		}),
 		row("Brokers", "DeleteDynamicConfiguration", func(t rowT) {
-			ok(t, br.DeleteDynamicConfiguration("maxUnackedMessagesPerConsumer"))
+			ok(t, br.DeleteDynamicConfiguration("dispatchThrottlingRatePerTopicInMsg"))
 			got, err := br.GetAllDynamicConfigurations()
 			ok(t, err)
-			if _, set := got["maxUnackedMessagesPerConsumer"]; set {
+			if _, set := got["dispatchThrottlingRatePerTopicInMsg"]; set {
 				t.Fatalf("still overridden: %v", got)
 			}
+			var applied struct {
+				Msgs int `json:"dispatchThrottlingRateInMsg"`
+			}
+			getJSON(t, e.p.http+"/admin/v2/persistent/"+e.ns+"/dyn-rate/dispatchRate?applied=true", &applied)
+			same(t, "applied dispatch rate back to the configuration's", applied.Msgs, 0)
+			rt, err := br.GetRuntimeConfigurations()
+			ok(t, err)
+			same(t, "runtime value after delete", rt["dispatchThrottlingRatePerTopicInMsg"], "0")
+			wantStatus(t, br.DeleteDynamicConfiguration("clusterName"), http.StatusPreconditionFailed)
 		}),
 		row("Brokers", "GetInternalConfigurationData", func(t rowT) {
 			got, err := br.GetInternalConfigurationData()
 			ok(t, err)
-			if got == nil || got.LedgersRootPath == "" {
-				t.Fatalf("internal configuration: %#v", got)
-			}
+			same(t, "ledgersRootPath", got.LedgersRootPath, "/ledgers")
+			// The standalone's metadata store is embedded: no ZooKeeper.
+			same(t, "zookeeperServers", got.ZookeeperServers, "")
 		}),
 		row("Brokers", "HealthCheck", func(t rowT) {
 			//lint:ignore SA1019 the table calls every method, deprecated ones too
@@ -276,25 +312,35 @@ func resourceQuotaRows(e *adminEnv) []adminRow {
 		row("ResourceQuotas", "GetDefaultResourceQuota", func(t rowT) {
 			got, err := rq.GetDefaultResourceQuota()
 			ok(t, err)
-			if got == nil || got.MsgRateIn <= 0 {
-				t.Fatalf("default quota: %#v", got)
-			}
+			// Pulsar's initial default quota.
+			same(t, "default quota", *got, utils.ResourceQuota{MsgRateIn: 40, MsgRateOut: 120, BandwidthIn: 100000, BandwidthOut: 300000, Memory: 80, Dynamic: true})
 		}),
 		row("ResourceQuotas", "SetDefaultResourceQuota", func(t rowT) {
 			ok(t, rq.SetDefaultResourceQuota(q))
 			got, err := rq.GetDefaultResourceQuota()
 			ok(t, err)
 			same(t, "default quota", *got, q)
+			bad := q
+			bad.MsgRateIn = -1
+			wantStatus(t, rq.SetDefaultResourceQuota(bad), http.StatusPreconditionFailed)
 		}),
 		row("ResourceQuotas", "SetNamespaceBundleResourceQuota", func(t rowT) {
 			bq := q
 			bq.MsgRateIn = 99
 			ok(t, rq.SetNamespaceBundleResourceQuota(e.ns, bundle, bq))
+			wantStatus(t, rq.SetNamespaceBundleResourceQuota(e.ns, "not-a-range", bq), http.StatusPreconditionFailed)
+			wantStatus(t, rq.SetNamespaceBundleResourceQuota(e.tenant+"/no-such-ns", bundle, bq), http.StatusNotFound)
 		}),
 		row("ResourceQuotas", "GetNamespaceBundleResourceQuota", func(t rowT) {
 			got, err := rq.GetNamespaceBundleResourceQuota(e.ns, bundle)
 			ok(t, err)
-			same(t, "bundle quota msgRateIn", got.MsgRateIn, 99.0)
+			want := q
+			want.MsgRateIn = 99
+			same(t, "bundle quota", *got, want)
+			// Another bundle has no quota of its own: the default.
+			other, err := rq.GetNamespaceBundleResourceQuota(e.ns, "0x00000000_0x40000000")
+			ok(t, err)
+			same(t, "quota of a bundle without one", *other, q)
 		}),
 		row("ResourceQuotas", "ResetNamespaceBundleResourceQuota", func(t rowT) {
 			ok(t, rq.ResetNamespaceBundleResourceQuota(e.ns, bundle))
@@ -374,4 +420,20 @@ func topicName(t rowT, s string) utils.TopicName {
 		t.Fatal(err)
 	}
 	return *tn
+}
+
+// getJSON GETs url and decodes the 200 answer into v.
+func getJSON(t rowT, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -60,6 +61,8 @@ When both are ready it prints one line to stdout:
 			if err := applyConfig(cmd, "standalone"); err != nil {
 				return err
 			}
+			f.svc.runtime = runtimeConfig("standalone", cmd.Flags())
+			f.svc.internal = internalData("embedded:"+filepath.Join(f.dataDir, "metadata.db"), f.svc.configURL)
 			return runServer(cmd.Context(), "standalone", f.run, func(ctx context.Context, log *slog.Logger) (*stack.Stack, func() error, error) {
 				s, err := openStandalone(ctx, *f, log)
 				if err != nil {

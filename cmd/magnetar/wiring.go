@@ -53,6 +53,8 @@ func (s *serviceFlags) service(cfg broker.Config) (stack.Service, error) {
 			Compaction: topiccompact.Config{RetainNullKey: s.retainNullKey}},
 		Console:    s.console,
 		StatusFile: s.statusFile,
+		Runtime:    s.runtime,
+		Internal:   s.internal,
 	}
 	if s.txnEnabled {
 		svc.Features.Transactions = &server.Config{Coordinators: s.txnCoordinators, MaxActivePerCoordinator: s.txnMaxActive}

@@ -74,8 +74,11 @@ var allowed = map[string][]string{
 	// isolation: failure domains and namespace isolation policies (their
 	// store and the placement rules the cluster applies).
 	"isolation": {"metadata"},
-	"admin":     {"internal", "broker", "policy", "protocol", "auth", "bundle", "cluster", "isolation", "schema", "txn", "httpapi", "metadata", "ledgerinfo"},
+	"admin":     {"internal", "broker", "policy", "protocol", "auth", "bundle", "cluster", "isolation", "schema", "txn", "httpapi", "metadata", "ledgerinfo", "dynconfig"},
 	"schema":    {},
+	// dynconfig: the broker's dynamic configuration over the policy
+	// store's defaults overlay.
+	"dynconfig": {"metadata", "policy"},
 	// ledgerinfo: a persistent topic's managed ledger as the admin API
 	// reads it (internal-info, message id by time).
 	"ledgerinfo": {"broker", "mledger", "protocol"},
@@ -100,7 +103,7 @@ var allowed = map[string][]string{
 	// bookie, ledger client, managed ledgers, broker, features, admin,
 	// console, function worker) that cmd/magnetar and magnetartest share;
 	// only they import it (TestWiringImporters).
-	"internal/stack": {"internal", "admin", "auth", "bookie", "broker", "compact", "console", "enforcement", "entrymeta", "functions", "georep", "isolation", "ledger", "metadata", "mledger", "offload", "schemareg", "txn/server"},
+	"internal/stack": {"internal", "admin", "auth", "bookie", "broker", "compact", "console", "enforcement", "entrymeta", "functions", "georep", "isolation", "ledger", "metadata", "mledger", "offload", "schemareg", "txn/server", "dynconfig", "cluster"},
 	// magnetartest: the in-process standalone for Go tests (imports
 	// testing; only tests import it, TestTestKitsOnlyInTests).
 	"magnetartest": {"internal/stack", "auth", "broker", "functions"},

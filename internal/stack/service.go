@@ -14,8 +14,10 @@ import (
 
 	"github.com/magnetar-mq/magnetar/admin"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/compact"
 	"github.com/magnetar-mq/magnetar/console"
+	"github.com/magnetar-mq/magnetar/dynconfig"
 	"github.com/magnetar-mq/magnetar/enforcement"
 	"github.com/magnetar-mq/magnetar/entrymeta"
 	"github.com/magnetar-mq/magnetar/functions"
@@ -49,6 +51,11 @@ type Service struct {
 	// StatusFile is Pulsar's statusFilePath: /status.html answers OK
 	// while this file exists ("": never).
 	StatusFile string
+	// Runtime is the broker's configuration by Pulsar key, secrets left
+	// out, and Internal its InternalConfigurationData: what the admin
+	// API's configuration routes answer (package dynconfig).
+	Runtime  map[string]string
+	Internal dynconfig.InternalData
 }
 
 // Features are the broker's features (packages behind the core's
@@ -90,6 +97,7 @@ type Stack struct {
 	factory *mledger.Factory
 	broker  *broker.Broker
 	config  metadata.Store    // a separate configuration store, or nil
+	dyn     *dynconfig.Config // the broker's dynamic configuration
 	fw      *functions.Worker // nil without an in-process function worker
 }
 
@@ -170,6 +178,14 @@ func OpenStack(ctx context.Context, svc Service, d Deps) (_ *Stack, err error) {
 	deps.Isolation = isolation.NewStore(d.Metadata)
 	deps.Schemas = feats.schemas
 	deps.Compaction = feats.compaction
+	deps.Quotas = cluster.NewQuotas(d.Metadata)
+	// The dynamic configuration applies before the first topic loads.
+	s.dyn = dynconfig.New(d.Metadata, s.broker.Policies(), dynconfig.Options{Static: svc.Runtime, Internal: svc.Internal,
+		Logger: log.With("component", "dynamic-config")})
+	if err := s.dyn.Start(ctx); err != nil {
+		return nil, err
+	}
+	deps.Config = s.dyn
 	if feats.txn != nil {
 		deps.Coordinators, deps.Participants = feats.txn, feats.txn
 	}
@@ -238,6 +254,9 @@ func (f Features) enable(b *broker.Broker) (enabled, error) {
 func (s *Stack) Close(c *CloseSteps, log *slog.Logger) {
 	if s.fw != nil {
 		c.Run(log, "function worker", s.fw.Close)
+	}
+	if s.dyn != nil {
+		s.dyn.Close()
 	}
 	if s.broker != nil {
 		c.Run(log, "broker", s.broker.Close)
