@@ -91,6 +91,7 @@ var deniedRoles = map[auth.Access][]string{
 	auth.AccessFunctions:        {"bob", "stranger"},
 	auth.AccessSources:          {"bob", "stranger"},
 	auth.AccessSinks:            {"bob", "stranger"},
+	auth.AccessPackages:         {"bob", "stranger"},
 }
 
 // fillPath puts test values into a route's pattern.
@@ -176,7 +177,7 @@ func TestRouteRules(t *testing.T) {
 	allowed := map[auth.Access]string{auth.AccessSuperUser: "root", auth.AccessTenantAdmin: "acme-admin",
 		auth.AccessNamespaceConsume: "bob", auth.AccessTopicLookup: "prod", auth.AccessTopicConsume: "bob",
 		auth.AccessFunctions: "acme-admin", auth.AccessSources: "acme-admin", auth.AccessSinks: "acme-admin",
-		auth.AccessAny: "stranger", auth.AccessMetrics: "", auth.AccessPublic: ""}
+		auth.AccessPackages: "acme-admin", auth.AccessAny: "stranger", auth.AccessMetrics: "", auth.AccessPublic: ""}
 	for _, rt := range routes {
 		if rt.Method != "GET" {
 			continue

@@ -41,10 +41,13 @@ const (
 	// AccessPublic: no credentials needed (liveness pages that reveal
 	// nothing).
 	AccessPublic
+	// AccessPackages: tenant admins, or the packages action on
+	// {tenant}/{namespace} (Pulsar's package management authorization).
+	AccessPackages
 )
 
 var accessNames = [...]string{"unset", "superuser", "any", "tenant-admin", "namespace-consume", "topic-lookup", "topic-consume",
-	"functions", "sources", "sinks", "metrics", "public"}
+	"functions", "sources", "sinks", "metrics", "public", "packages"}
 
 // Valid reports whether a is one of the declared rules (not AccessUnset).
 func (a Access) Valid() bool { return a > AccessUnset && int(a) < len(accessNames) }
@@ -107,9 +110,9 @@ func (s *Security) AuthorizeRoute(ctx context.Context, role string, a Access, p 
 			return deny("administrate resources on tenant " + p["tenant"])
 		}
 		return nil
-	case AccessNamespaceConsume, AccessFunctions, AccessSources, AccessSinks:
+	case AccessNamespaceConsume, AccessFunctions, AccessSources, AccessSinks, AccessPackages:
 		action := map[Access]string{AccessNamespaceConsume: ActionConsume, AccessFunctions: ActionFunctions,
-			AccessSources: ActionSources, AccessSinks: ActionSinks}[a]
+			AccessSources: ActionSources, AccessSinks: ActionSinks, AccessPackages: ActionPackages}[a]
 		ok, err := az.NamespaceAction(ctx, role, ns, action)
 		if err != nil {
 			return err

@@ -24,7 +24,7 @@ func TestAuthorizeRoute(t *testing.T) {
 	ctx := context.Background()
 	for _, g := range []struct{ ns, role, action string }{
 		{"acme/ns", "reader", ActionConsume}, {"acme/ns", "writer", ActionProduce}, {"acme/ns", "fn", ActionFunctions},
-		{"acme/ns", "src", ActionSources}, {"acme/ns", "snk", ActionSinks},
+		{"acme/ns", "src", ActionSources}, {"acme/ns", "snk", ActionSinks}, {"acme/ns", "pkg", ActionPackages},
 	} {
 		if err := az.GrantNamespace(ctx, g.ns, g.role, []string{g.action}); err != nil {
 			t.Fatal(err)
@@ -40,9 +40,9 @@ func TestAuthorizeRoute(t *testing.T) {
 		allowed []string
 	}{
 		{AccessSuperUser, ns, []string{"root"}},
-		{AccessAny, ns, []string{"root", "acme-admin", "reader", "writer", "fn", "src", "snk", "stranger", "closed-admin"}},
-		{AccessPublic, ns, []string{"root", "acme-admin", "reader", "writer", "fn", "src", "snk", "stranger", "closed-admin"}},
-		{AccessMetrics, ns, []string{"root", "acme-admin", "reader", "writer", "fn", "src", "snk", "stranger", "closed-admin"}},
+		{AccessAny, ns, []string{"root", "acme-admin", "reader", "writer", "fn", "src", "snk", "pkg", "stranger", "closed-admin"}},
+		{AccessPublic, ns, []string{"root", "acme-admin", "reader", "writer", "fn", "src", "snk", "pkg", "stranger", "closed-admin"}},
+		{AccessMetrics, ns, []string{"root", "acme-admin", "reader", "writer", "fn", "src", "snk", "pkg", "stranger", "closed-admin"}},
 		{AccessTenantAdmin, ns, []string{"root", "acme-admin"}},
 		{AccessNamespaceConsume, ns, []string{"root", "acme-admin", "reader"}},
 		{AccessTopicLookup, topic, []string{"root", "acme-admin", "reader", "writer"}},
@@ -50,11 +50,12 @@ func TestAuthorizeRoute(t *testing.T) {
 		{AccessFunctions, fn, []string{"root", "acme-admin", "fn"}},
 		{AccessSources, fn, []string{"root", "acme-admin", "src"}},
 		{AccessSinks, fn, []string{"root", "acme-admin", "snk"}},
+		{AccessPackages, fn, []string{"root", "acme-admin", "pkg"}},
 		{Access(99), ns, nil},
 		{AccessUnset, ns, nil},
 	}
 	for _, c := range cases {
-		for _, role := range []string{"root", "acme-admin", "reader", "writer", "fn", "src", "snk", "stranger", "closed-admin"} {
+		for _, role := range []string{"root", "acme-admin", "reader", "writer", "fn", "src", "snk", "pkg", "stranger", "closed-admin"} {
 			err := s.AuthorizeRoute(ctx, role, c.a, c.p)
 			want := slices.Contains(c.allowed, role)
 			if want && err != nil || !want && !errors.Is(err, ErrAuthorization) {

@@ -88,6 +88,14 @@ func (w *Worker) Register(rt *httpapi.Table) {
 		// text/plain (a JSON number is the same bytes).
 		httpapi.Route{Name: "functions.counter.incr", Method: http.MethodPost, Pattern: fn + "/counter/{key}", Access: auth.AccessFunctions,
 			Consumes: []string{httpapi.JSON, "text/plain"}, Response: State{}, Handler: w.kindHandler(KindFunction, w.handleIncr)},
+		// Pulsar's upload and download by path: a superuser's files,
+		// kept in the worker's store (pkgstore.go).
+		httpapi.Route{Name: "functions.upload", Method: http.MethodPost, Pattern: "/admin/v3/functions/upload", Access: auth.AccessSuperUser,
+			Consumes: multipart, MaxBody: httpapi.MaxPackageBody, Handler: w.handleUploadByPath},
+		httpapi.Route{Name: "functions.download", Method: http.MethodGet, Pattern: "/admin/v3/functions/download", Access: auth.AccessSuperUser,
+			Handler: w.handleDownloadByPath},
+		httpapi.Route{Name: "functions.function.download", Method: http.MethodGet, Pattern: fn + "/download", Access: auth.AccessFunctions,
+			Handler: w.kindHandler(KindFunction, w.handleDownload)},
 		httpapi.Route{Name: "sources.builtins", Method: http.MethodGet, Pattern: "/admin/v3/sources/builtinsources", Access: auth.AccessAny,
 			Response: []BuiltinInfo{}, Handler: w.builtinList(true)},
 		httpapi.Route{Name: "sinks.builtins", Method: http.MethodGet, Pattern: "/admin/v3/sinks/builtinsinks", Access: auth.AccessAny,
@@ -134,6 +142,8 @@ func (c *call) fail(err error) {
 		httpapi.WriteError(c.w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, ErrNotFound):
 		httpapi.WriteError(c.w, http.StatusNotFound, err.Error())
+	case errors.Is(err, auth.ErrAuthorization):
+		httpapi.WriteError(c.w, http.StatusForbidden, strings.TrimPrefix(err.Error(), auth.ErrAuthorization.Error()+": "))
 	default:
 		httpapi.InternalError(c.w, c.log, "functions", err)
 	}
@@ -420,7 +430,8 @@ func (w *Worker) packageInUse(ctx context.Context, id string) bool {
 			return true
 		}
 	}
-	return false
+	used, err := w.st.uploadInUse(ctx, id)
+	return used || err != nil
 }
 
 func (w *Worker) handleDelete(c *call) {

@@ -27,7 +27,10 @@ import (
 //     matched against the whole URL, Pulsar's
 //     additionalEnabledFunctionsUrlPatterns and
 //     additionalEnabledConnectorUrlPatterns); so must every redirect;
-//   - builtin://NAME: a builtin connector, always allowed.
+//   - builtin://NAME: a builtin connector, always allowed;
+//   - function://, source:// and sink://: a package of package
+//     management (pkgstore.go), read if the caller may use the packages
+//     of its namespace (403 otherwise).
 //
 // A refused URL is a 400 with the reason; the package store is not
 // touched and no connection is made.
@@ -92,6 +95,9 @@ func (w *Worker) fetchPackage(ctx context.Context, k Kind, raw string) ([]byte, 
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %v", ErrPackageURL, raw, err)
 	}
+	if packageSchemes[u.Scheme] {
+		return w.fetchManaged(ctx, raw)
+	}
 	switch u.Scheme {
 	case "file":
 		return w.readLocalPackage(rules, raw, u)
@@ -101,7 +107,7 @@ func (w *Worker) fetchPackage(ctx context.Context, k Kind, raw string) ([]byte, 
 		}
 		return w.downloadPackage(ctx, rules, raw)
 	}
-	return nil, fmt.Errorf("%w %q: want builtin://NAME, file:///path, http(s)://... (or upload the package as the data part)", ErrPackageURL, raw)
+	return nil, fmt.Errorf("%w %q: want builtin://NAME, function://, source:// or sink:// (package management), file:///path, http(s)://... (or upload the package as the data part)", ErrPackageURL, raw)
 }
 
 // readLocalPackage opens the file first and checks the path the open

@@ -89,7 +89,8 @@ type Worker struct {
 	peers            *http.Client // to other workers (client.go)
 
 	fnRules, connRules packageRules
-	runAs              *account // nil: instances run as the worker
+	pkgs               PackageStore // nil: no package management (pkgstore.go)
+	runAs              *account     // nil: instances run as the worker
 	io                 *iopolicy.Policy
 
 	mu        sync.Mutex

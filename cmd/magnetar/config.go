@@ -67,8 +67,10 @@ type serviceFlags struct {
 	// runtime and internal are what /admin/v2/brokers/configuration/
 	// runtime and internal-configuration answer (runtime_config.go),
 	// filled once the configuration is applied.
-	runtime  map[string]string
-	internal dynconfig.InternalData
+	runtime          map[string]string
+	internal         dynconfig.InternalData
+	packagesEnabled  bool
+	packagesReplicas int
 }
 
 // apply copies the settings shared by standalone and broker into c (a
@@ -153,6 +155,8 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.BoolVar(&s.retainNullKey, "topic-compaction-retain-null-key", false, "keep messages without a key in compacted views (Pulsar's default since 3.2: leave them out)")
 	fl.BoolVar(&s.schemaEnforced, "schema-validation-enforced", false, "refuse producers without a schema on topics that have one (namespace policy overrides)")
 	fl.StringVar(&s.statusFile, "status-file", "", "GET /status.html answers OK only while this file exists (Pulsar's statusFilePath; empty: the page is always 404, as in Pulsar)")
+	fl.BoolVar(&s.packagesEnabled, "packages-management", true, "serve package management, /admin/v3/packages, with package contents in ledgers (Pulsar's enablePackagesManagement; false: every route answers 503)")
+	fl.IntVar(&s.packagesReplicas, "packages-replicas", 1, "ensemble, write and ack quorum of package ledgers (Pulsar's packagesReplicas)")
 	fl.BoolVar(&s.console, "console", true, "serve the web console under /console on the HTTP port (--console=false turns it off)")
 	fl.DurationVar(&s.idleUnload, "topic-unload-idle", 5*time.Minute, "unload a persistent topic from memory after this long without producers, connected consumers, replicators or compaction; the next use reloads it (0: never)")
 	fl.BoolVar(&s.topicMetrics, "expose-topic-level-metrics", true, "per-topic and per-subscription series on /metrics (false: sums per namespace only)")
@@ -366,6 +370,8 @@ var brokerKeys = append([]conf.Key{
 	{Names: []string{"isSchemaValidationEnforced"}, Flag: "schema-validation-enforced"},
 	{Names: []string{"topicCompactionRetainNullKey"}, Flag: "topic-compaction-retain-null-key"},
 	{Names: []string{"statusFilePath"}, Flag: "status-file", Doc: "/status.html answers OK while this file exists"},
+	{Names: []string{"enablePackagesManagement"}, Flag: "packages-management", Doc: "package management (/admin/v3/packages); Magnetar's default is on"},
+	{Names: []string{"packagesReplicas"}, Flag: "packages-replicas", Convert: positive},
 	{Names: []string{"consoleEnabled"}, Flag: "console", Doc: "Magnetar's web console under /console"},
 	{Names: []string{"consoleSampleIntervalSeconds"}, Flag: "console-sample-interval", Convert: atLeastOne(time.Second)},
 	{Names: []string{"exposeTopicLevelMetricsInPrometheus"}, Flag: "expose-topic-level-metrics"},
@@ -387,6 +393,8 @@ var brokerIgnored = []string{
 	"managedLedgerDefaultMarkDeleteRateLimit", // mark-deletes are batched by the cursor
 	"clientLibraryVersionCheckEnabled",        // every client version is accepted
 	"loadBalancerEnabled",                     // a cluster's load manager always runs
+	"packagesManagementStorageProvider",       // package contents are always in ledgers on the bookies
+	"packagesManagementLedgerRootPath",        // package ledgers are the cluster's ledgers
 }
 
 // schemas are the keys of each role's file.

@@ -536,6 +536,17 @@ func configValueRows() []cvRow {
 	} {
 		rows = append(rows, ignoredRow(sBroker, k.key, "true", k.why))
 	}
+	rows = append(rows,
+		cvRow{section: sBroker, key: "enablePackagesManagement", pulsar: "false (its default): the package routes answer 503",
+			magnetar: "the same; Magnetar's default is true",
+			cases: []cvCase{{value: "false", check: flagIs("packages-management", "false")}, {value: "true", check: flagIs("packages-management", "true")}}},
+		cvRow{section: sBroker, key: "packagesReplicas", pulsar: "the ensemble, write and ack quorum of package logs; 0 would store nothing",
+			magnetar: "the same for package ledgers; 0 or negative is refused",
+			cases: []cvCase{refused("0", "must be positive"), plain("packagesReplicas", "2")}},
+		ignoredRow(sBroker, "packagesManagementStorageProvider", "org.apache.pulsar.packages.management.storage.bookkeeper.BookKeeperPackagesStorageProvider",
+			"package contents are always in ledgers on the bookies"),
+		ignoredRow(sBroker, "packagesManagementLedgerRootPath", "/ledgers", "package ledgers are the cluster's ledgers"),
+	)
 	rows = append(rows, mlRows()...)
 	rows = append(rows, lbRows()...)
 	rows = append(rows, proxyRows()...)

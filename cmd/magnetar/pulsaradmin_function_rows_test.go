@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -141,23 +142,41 @@ func functionRows(e *adminEnv) []adminRow {
 			same(t, "updated suffix", got.UserConfig["suffix"], "?")
 			running(t, 1)
 		}),
+		// The function moves to a package of package management: its
+		// download answers the package's bytes (the executable with a
+		// trailer, which the loader ignores), and it runs.
 		r("UpdateFunctionWithURL", func(t rowT) {
-			ok(t, fn.UpdateFunctionWithURL(cfg("?"), "function://tbl/ns/fn-pkg@v1", nil))
+			pkgBytes := fnPackage(t, e, bin)
+			err := fn.UpdateFunctionWithURL(cfg("+"), "function://tbl/ns/no-such-pkg@v1", nil)
+			wantStatus(t, err, http.StatusBadRequest)
+			ok(t, fn.UpdateFunctionWithURL(cfg("+"), fnPkgURL, nil))
+			got, err := fn.GetFunction(tenant, ns, name)
+			ok(t, err)
+			same(t, "updated suffix", got.UserConfig["suffix"], "+")
+			running(t, 1)
+			dst := filepath.Join(t.TempDir(), "fn")
+			ok(t, fn.DownloadFunctionByNs(dst, tenant, ns, name))
+			dl, err := os.ReadFile(dst)
+			ok(t, err)
+			if !bytes.Equal(dl, pkgBytes) {
+				t.Fatalf("after the update the function's package is %d bytes, the package %d", len(dl), len(pkgBytes))
+			}
 		}),
 		r("DownloadFunctionByNs", func(t rowT) {
 			dst := filepath.Join(t.TempDir(), "fn")
 			ok(t, fn.DownloadFunctionByNs(dst, tenant, ns, name))
 			got, err := os.ReadFile(dst)
 			ok(t, err)
-			want, err := os.ReadFile(bin)
-			ok(t, err)
-			if !bytes.Equal(got, want) {
-				t.Fatalf("downloaded %d bytes, uploaded %d", len(got), len(want))
+			if want := fnPackage(t, e, bin); !bytes.Equal(got, want) {
+				t.Fatalf("downloaded %d bytes, the function's package has %d", len(got), len(want))
 			}
+			err = fn.DownloadFunctionByNs(filepath.Join(t.TempDir(), "none"), tenant, ns, "no-such-fn")
+			wantStatus(t, err, http.StatusNotFound)
 		}),
 		r("Upload", func(t rowT) {
 			ok(t, fn.Upload(bin, "tbl/fn-upload"))
 		}),
+		// A path is a key of the worker's store, never a file name.
 		r("DownloadFunction", func(t rowT) {
 			dst := filepath.Join(t.TempDir(), "fn")
 			ok(t, fn.DownloadFunction("tbl/fn-upload", dst))
@@ -168,11 +187,31 @@ func functionRows(e *adminEnv) []adminRow {
 			if !bytes.Equal(got, want) {
 				t.Fatalf("downloaded %d bytes, uploaded %d", len(got), len(want))
 			}
+			for _, p := range []string{"tbl/never-uploaded", "/etc/passwd", "../../../../etc/passwd", bin} {
+				err := fn.DownloadFunction(p, filepath.Join(t.TempDir(), "x"))
+				wantStatus(t, err, http.StatusNotFound)
+			}
 		}),
 		r("CreateFuncWithURL", func(t rowT) {
+			fnPackage(t, e, bin)
 			c := cfg("!")
 			c.Name = "fn-url"
-			ok(t, fn.CreateFuncWithURL(c, "function://tbl/ns/fn-pkg@v1"))
+			bad := *c
+			err := fn.CreateFuncWithURL(&bad, "sink://tbl/ns/fn-pkg@v1")
+			wantStatus(t, err, http.StatusBadRequest)
+			ok(t, fn.CreateFuncWithURL(c, fnPkgURL))
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				st, err := fn.GetFunctionStatus(tenant, ns, "fn-url")
+				if err == nil && st.NumRunning == 1 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("fn-url never ran: %+v %v", st, err)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			ok(t, fn.DeleteFunction(tenant, ns, "fn-url"))
 		}),
 		r("DeleteFunction", func(t rowT) {
 			ok(t, fn.DeleteFunction(tenant, ns, name))
@@ -183,4 +222,24 @@ func functionRows(e *adminEnv) []adminRow {
 			}
 		}),
 	}
+}
+
+// fnPkgURL is the package the Functions rows deploy from.
+const fnPkgURL = "function://tbl/ns/fn-pkg@v1"
+
+// fnPackage uploads fnPkgURL (the executable bin with a trailer, so its
+// bytes differ from bin's) unless it exists, and returns its bytes.
+func fnPackage(t rowT, e *adminEnv, bin string) []byte {
+	t.Helper()
+	exe, err := os.ReadFile(bin)
+	ok(t, err)
+	content := append(exe, "\nmagnetar package trailer\n"...)
+	pk := e.v3.Packages()
+	if _, err := pk.GetMetadata(fnPkgURL); err == nil {
+		return content
+	}
+	f := filepath.Join(t.TempDir(), "fn-pkg")
+	ok(t, os.WriteFile(f, content, 0o755))
+	ok(t, pk.Upload(fnPkgURL, f, "the table's function", "", nil))
+	return content
 }

@@ -6,11 +6,6 @@ package main
 // them. A gap's row runs and must still fail: when it passes, its entry
 // goes.
 var pulsarAdminGaps = map[string]string{
-	"Functions.CreateFuncWithURL":                           "function:// package URLs need package management (/admin/v3/packages), which is missing",
-	"Functions.DownloadFunction":                            "/admin/v3/functions/download?path= is missing",
-	"Functions.DownloadFunctionByNs":                        "/admin/v3/functions/{tenant}/{ns}/{name}/download is missing",
-	"Functions.UpdateFunctionWithURL":                       "function:// package URLs need package management (/admin/v3/packages), which is missing",
-	"Functions.Upload":                                      "/admin/v3/functions/upload is missing (the body meets the generic 1 MiB limit: 413)",
 	"Topics.GetAutoSubscriptionCreation":                    "topic-level autoSubscriptionCreation is missing",
 	"Topics.GetCompactionThreshold":                         "topic-level compactionThreshold is missing",
 	"Topics.GetDeduplicationSnapshotInterval":               "topic-level deduplicationSnapshotInterval is missing",
@@ -48,13 +43,6 @@ var pulsarAdminGaps = map[string]string{
 	"BrokerStats.GetMBeans":                                 "/admin/v2/broker-stats/mbeans is missing",
 	"BrokerStats.GetMetrics":                                "/admin/v2/broker-stats/metrics is missing",
 	"BrokerStats.GetTopics":                                 "/admin/v2/broker-stats/topics is missing",
-	"Packages.Delete":                                       "package management (/admin/v3/packages) is missing",
-	"Packages.Download":                                     "package management (/admin/v3/packages) is missing",
-	"Packages.GetMetadata":                                  "package management (/admin/v3/packages) is missing",
-	"Packages.List":                                         "package management (/admin/v3/packages) is missing",
-	"Packages.ListVersions":                                 "package management (/admin/v3/packages) is missing",
-	"Packages.UpdateMetadata":                               "package management (/admin/v3/packages) is missing",
-	"Packages.Upload":                                       "package management (/admin/v3/packages) is missing",
 	"TopicPolicies.GetAutoSubscriptionCreation":             "topic-level autoSubscriptionCreation is missing",
 	"TopicPolicies.GetCompactionThreshold":                  "topic-level compactionThreshold is missing",
 	"TopicPolicies.GetDeduplicationSnapshotInterval":        "topic-level deduplicationSnapshotInterval is missing",

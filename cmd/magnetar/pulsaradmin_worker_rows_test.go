@@ -139,24 +139,53 @@ func functionsWorkerRows(e *adminEnv) []adminRow {
 
 func packageRows(e *adminEnv) []adminRow {
 	pk := e.v3.Packages()
-	url := "function://" + e.ns + "/tbl-pkg@v1"
+	// A namespace of their own: the Functions rows put fn-pkg in e.ns.
+	const pns = "tbl/pkgs"
+	url := "function://" + pns + "/tbl-pkg@v1"
 	content := []byte("package bytes\x00\x01")
+	// big spans several ledger entries (1 MiB each) and ends mid-entry.
+	big := make([]byte, 3<<20+12345)
+	for i := range big {
+		big[i] = byte(i*7 + i>>11)
+	}
+	bigURL := "function://" + pns + "/tbl-pkg@v2"
 	props := map[string]string{"k": "v"}
+	upload := func(t rowT, url string, b []byte, desc string) error {
+		f := filepath.Join(t.TempDir(), "pkg")
+		ok(t, os.WriteFile(f, b, 0o644))
+		return pk.Upload(url, f, desc, "ops@example", props)
+	}
+	download := func(t rowT, url string) []byte {
+		f := filepath.Join(t.TempDir(), "got")
+		ok(t, pk.Download(url, f))
+		b, err := os.ReadFile(f)
+		ok(t, err)
+		return b
+	}
 	return []adminRow{
 		row("Packages", "Upload", func(t rowT) {
-			f := filepath.Join(t.TempDir(), "pkg")
-			ok(t, os.WriteFile(f, content, 0o644))
-			ok(t, pk.Upload(url, f, "a package", "ops@example", props))
+			ok(t, upload(t, url, content, "a package"))
+			ok(t, upload(t, bigURL, big, "a big package"))
+			// Versions are immutable: Pulsar answers 404 "already exists".
+			wantStatus(t, upload(t, url, []byte("other"), "again"), http.StatusNotFound)
+			same(t, "the first upload's bytes", download(t, url), content)
 		}),
 		row("Packages", "List", func(t rowT) {
-			got, err := pk.List("function", e.ns)
+			got, err := pk.List("function", pns)
 			ok(t, err)
-			same(t, "packages", got, []string{"function://" + e.ns + "/tbl-pkg"})
+			same(t, "packages", got, []string{"tbl-pkg"})
+			got, err = pk.List("sink", pns)
+			ok(t, err)
+			same(t, "sink packages", got, []string{})
+			_, err = pk.List("jar", pns)
+			wantStatus(t, err, http.StatusPreconditionFailed)
 		}),
 		row("Packages", "ListVersions", func(t rowT) {
-			got, err := pk.ListVersions("function://" + e.ns + "/tbl-pkg")
+			got, err := pk.ListVersions("function://" + pns + "/tbl-pkg")
 			ok(t, err)
-			same(t, "versions", got, []string{"v1"})
+			same(t, "versions", got, []string{"v1", "v2"})
+			_, err = pk.ListVersions("function://" + pns + "/no-such-pkg")
+			wantStatus(t, err, http.StatusNotFound)
 		}),
 		row("Packages", "GetMetadata", func(t rowT) {
 			got, err := pk.GetMetadata(url)
@@ -164,29 +193,47 @@ func packageRows(e *adminEnv) []adminRow {
 			same(t, "description", got.Description, "a package")
 			same(t, "contact", got.Contact, "ops@example")
 			same(t, "properties", got.Properties, props)
-			if got.CreateTime == 0 {
-				t.Errorf("no create time")
+			if got.CreateTime == 0 || got.ModificationTime != got.CreateTime {
+				t.Errorf("times of a new package: created %d, modified %d", got.CreateTime, got.ModificationTime)
 			}
+			_, err = pk.GetMetadata("function://" + pns + "/tbl-pkg@v9")
+			wantStatus(t, err, http.StatusNotFound)
 		}),
 		row("Packages", "UpdateMetadata", func(t rowT) {
-			ok(t, pk.UpdateMetadata(url, "changed", "dev@example", nil))
+			before, err := pk.GetMetadata(url)
+			ok(t, err)
+			ok(t, pk.UpdateMetadata(url, "changed", "dev@example", map[string]string{"k2": "v2"}))
 			got, err := pk.GetMetadata(url)
 			ok(t, err)
 			same(t, "description", got.Description, "changed")
+			same(t, "contact", got.Contact, "dev@example")
+			same(t, "properties", got.Properties, map[string]string{"k2": "v2"})
+			same(t, "create time", got.CreateTime, before.CreateTime)
+			if got.ModificationTime < before.ModificationTime {
+				t.Errorf("modification time went back: %d < %d", got.ModificationTime, before.ModificationTime)
+			}
+			wantStatus(t, pk.UpdateMetadata("function://"+pns+"/tbl-pkg@v9", "x", "", nil), http.StatusNotFound)
 		}),
 		row("Packages", "Download", func(t rowT) {
-			f := filepath.Join(t.TempDir(), "got")
-			ok(t, pk.Download(url, f))
-			b, err := os.ReadFile(f)
-			ok(t, err)
-			if !bytes.Equal(b, content) {
-				t.Fatalf("downloaded %q, uploaded %q", b, content)
+			same(t, "small package", download(t, url), content)
+			if got := download(t, bigURL); !bytes.Equal(got, big) {
+				t.Fatalf("downloaded %d bytes, uploaded %d (or they differ)", len(got), len(big))
 			}
+			err := pk.Download("function://"+pns+"/tbl-pkg@v9", filepath.Join(t.TempDir(), "none"))
+			wantStatus(t, err, http.StatusNotFound)
 		}),
 		row("Packages", "Delete", func(t rowT) {
 			ok(t, pk.Delete(url))
 			_, err := pk.GetMetadata(url)
 			wantStatus(t, err, http.StatusNotFound)
+			got, err := pk.ListVersions("function://" + pns + "/tbl-pkg")
+			ok(t, err)
+			same(t, "versions left", got, []string{"v2"})
+			wantStatus(t, pk.Delete(url), http.StatusNotFound)
+			ok(t, pk.Delete(bigURL))
+			names, err := pk.List("function", pns)
+			ok(t, err)
+			same(t, "packages left", names, []string{})
 		}),
 	}
 }

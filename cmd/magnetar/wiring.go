@@ -56,6 +56,9 @@ func (s *serviceFlags) service(cfg broker.Config) (stack.Service, error) {
 		Runtime:    s.runtime,
 		Internal:   s.internal,
 	}
+	if s.packagesEnabled {
+		svc.Packages = &stack.Packages{Replicas: s.packagesReplicas}
+	}
 	if s.txnEnabled {
 		svc.Features.Transactions = &server.Config{Coordinators: s.txnCoordinators, MaxActivePerCoordinator: s.txnMaxActive}
 	}

@@ -93,8 +93,12 @@ var allowed = map[string][]string{
 	// builtin connectors are SDK programs (the webhook serves on an
 	// httpapi server); functions/iopolicy is the operator's allow-list
 	// both the worker and the connectors check.
-	"functions":            {"internal", "metadata", "auth", "httpapi", "functions", "pulsarclient"},
-	"functions/sdk":        {"pulsarclient"},
+	"functions":     {"internal", "metadata", "auth", "httpapi", "functions", "pulsarclient"},
+	"functions/sdk": {"pulsarclient"},
+	// packages: package management (/admin/v3/packages): records in the
+	// metadata store, contents in ledgers; the function worker reads it
+	// through an interface of its own.
+	"packages":             {"metadata", "ledger", "auth", "httpapi"},
 	"functions/iopolicy":   {},
 	"functions/connectors": {"functions/sdk", "functions/iopolicy", "pulsarclient", "httpapi", "auth"},
 	// pulsarclient: the project's Pulsar protocol client (wire codecs only).
@@ -103,7 +107,7 @@ var allowed = map[string][]string{
 	// bookie, ledger client, managed ledgers, broker, features, admin,
 	// console, function worker) that cmd/magnetar and magnetartest share;
 	// only they import it (TestWiringImporters).
-	"internal/stack": {"internal", "admin", "auth", "bookie", "broker", "compact", "console", "enforcement", "entrymeta", "functions", "georep", "isolation", "ledger", "metadata", "mledger", "offload", "schemareg", "txn/server", "dynconfig", "cluster"},
+	"internal/stack": {"internal", "admin", "auth", "bookie", "broker", "compact", "console", "enforcement", "entrymeta", "functions", "georep", "isolation", "ledger", "metadata", "mledger", "offload", "packages", "schemareg", "txn/server", "dynconfig", "cluster"},
 	// magnetartest: the in-process standalone for Go tests (imports
 	// testing; only tests import it, TestTestKitsOnlyInTests).
 	"magnetartest": {"internal/stack", "auth", "broker", "functions"},

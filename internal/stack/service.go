@@ -29,6 +29,7 @@ import (
 	"github.com/magnetar-mq/magnetar/metadata/zookeeper"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/offload"
+	"github.com/magnetar-mq/magnetar/packages"
 	"github.com/magnetar-mq/magnetar/schemareg"
 	txnserver "github.com/magnetar-mq/magnetar/txn/server"
 )
@@ -56,6 +57,16 @@ type Service struct {
 	// API's configuration routes answer (package dynconfig).
 	Runtime  map[string]string
 	Internal dynconfig.InternalData
+	// Packages turns on package management (/admin/v3/packages, contents
+	// in ledgers; package packages); nil: its routes answer 503.
+	Packages *Packages
+}
+
+// Packages configures package management.
+type Packages struct {
+	// Replicas is Pulsar's packagesReplicas: E, Qw and Qa of package
+	// ledgers.
+	Replicas int
 }
 
 // Features are the broker's features (packages behind the core's
@@ -195,7 +206,19 @@ func OpenStack(ctx context.Context, svc Service, d Deps) (_ *Stack, err error) {
 			return nil, err
 		}
 	}
+	var pkgs *packages.Store
+	if svc.Packages != nil {
+		pkgs, err = packages.New(packages.Options{Metadata: d.Metadata, Ledgers: d.Ledgers, Replicas: svc.Packages.Replicas,
+			Security: s.broker.Security(), Logger: log.With("component", "packages")})
+		if err != nil {
+			return nil, err
+		}
+	}
+	packages.Register(s.broker.Router(), pkgs, log.With("component", "packages"))
 	if d.Worker != nil {
+		if pkgs != nil {
+			d.Worker.UsePackages(pkgs)
+		}
 		d.Worker.Register(s.broker.Router())
 	}
 	if err := s.broker.Start(ctx); err != nil {
