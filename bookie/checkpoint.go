@@ -96,6 +96,7 @@ func (b *Bookie) checkpointLocked(journalCkpt, paced bool) error {
 		if err := b.appendFrozen(p); err != nil {
 			return fail("entry log add", err)
 		}
+		ct.s.Paced = int64(p.slept)
 		ct.step(CkptAppend)
 		if err := b.el.Flush(); err != nil {
 			return fail("entry log flush", err)
@@ -240,6 +241,7 @@ type pacer struct {
 	spread time.Duration // 0: not paced
 	start  time.Time
 	done   int64 // bytes appended so far
+	slept  time.Duration
 }
 
 // pacerNap is the longest the pacer sleeps before it looks again at
@@ -267,7 +269,9 @@ func (p *pacer) step(n int) error {
 			wroteBack = true
 			continue // the writeback may have waited: look again
 		}
-		time.Sleep(min(ahead, pacerNap))
+		nap := min(ahead, pacerNap)
+		time.Sleep(nap)
+		p.slept += nap
 	}
 	runtime.Gosched()
 	return nil

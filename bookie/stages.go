@@ -110,6 +110,9 @@ type CheckpointStages struct {
 	// (steps plus what lies between them).
 	D     [NumCheckpointStages]int64
 	Total int64
+	// Paced is the part of D[CkptAppend] the pacer slept to spread the
+	// appends over Options.CheckpointSpread (0: not paced).
+	Paced int64
 	// Err is the failure, if the checkpoint failed.
 	Err error
 }
