@@ -83,6 +83,7 @@ func Register(rt routeTable, d Deps) *API {
 	a.registerBundleRoutes(rt)                 // cluster.go
 	a.registerIsolationRoutes(rt)              // isolation.go
 	a.registerResourceQuotaRoutes(rt)          // resource_quotas.go
+	a.registerBrokerStatsRoutes(rt)            // broker_stats.go
 	rt.SetIntercept(a.ownerRedirect)           // redirect.go
 	typeWrites(rt)
 	return a

@@ -290,16 +290,36 @@ func brokerStatsRows(e *adminEnv) []adminRow {
 		row("BrokerStats", "GetMBeans", func(t rowT) {
 			got, err := bs.GetMBeans()
 			ok(t, err)
-			if len(got) == 0 {
-				t.Fatal("no mbeans")
+			beans := map[string]map[string]interface{}{}
+			for _, m := range got {
+				beans[m.Dimensions["MBean"]] = m.Metrics
+			}
+			mem, gc, thr := beans["go.runtime:type=Memory"], beans["go.runtime:type=GarbageCollector"], beans["go.runtime:type=Threading"]
+			if mem == nil || gc == nil || thr == nil {
+				t.Fatalf("mbeans: %v", got)
+			}
+			if used, _ := mem["HeapMemoryUsage.used"].(float64); used <= 0 {
+				t.Fatalf("heap used: %v", mem)
+			}
+			if n, _ := thr["ThreadCount"].(float64); n < 1 {
+				t.Fatalf("goroutines: %v", thr)
+			}
+			if _, found := gc["CollectionCount"]; !found {
+				t.Fatalf("gc: %v", gc)
 			}
 		}),
 		row("BrokerStats", "GetAllocatorStats", func(t rowT) {
 			got, err := bs.GetAllocatorStats("default")
 			ok(t, err)
-			if got == nil {
-				t.Fatal("no allocator stats")
+			if got.NumHeapArenas != 1 || len(got.HeapArenas) != 1 || len(got.DirectArenas) != 0 {
+				t.Fatalf("arenas: %+v", got)
 			}
+			ar := got.HeapArenas[0]
+			if ar.NumAllocations <= 0 || ar.NumAllocations < ar.NumDeallocations || len(ar.SmallSubpages) == 0 || len(ar.ChunkLists) != 1 {
+				t.Fatalf("heap arena: %+v", ar)
+			}
+			_, err = bs.GetAllocatorStats("no-such-allocator")
+			wantStatus(t, err, http.StatusNotFound)
 		}),
 	}
 }
