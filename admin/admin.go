@@ -84,6 +84,7 @@ func Register(rt routeTable, d Deps) *API {
 	a.registerIsolationRoutes(rt)              // isolation.go
 	a.registerResourceQuotaRoutes(rt)          // resource_quotas.go
 	a.registerBrokerStatsRoutes(rt)            // broker_stats.go
+	a.registerBundleAdminRoutes(rt)            // bundles.go
 	rt.SetIntercept(a.ownerRedirect)           // redirect.go
 	typeWrites(rt)
 	return a

@@ -9,7 +9,6 @@ import (
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/bundle"
 	"github.com/magnetar-mq/magnetar/httpapi"
-	"github.com/magnetar-mq/magnetar/policy"
 )
 
 // registerClearBacklogRoutes installs a namespace's clearBacklog: of
@@ -136,17 +135,9 @@ func (a *API) namespaceBundle(r *http.Request, ns, s string) (bundle.Range, erro
 	if err != nil {
 		return rg, refuse(http.StatusPreconditionFailed, "%s", err)
 	}
-	pol, err := a.pol.Get(r.Context(), ns)
+	bs, err := a.bundlesInForce(r.Context(), ns)
 	if err != nil {
 		return rg, err
-	}
-	bd := pol.Bundles
-	if bd == nil {
-		bd = policy.DefaultBundles()
-	}
-	bs, err := bundle.FromData(bd.Boundaries, bd.NumBundles)
-	if err != nil {
-		return rg, fmt.Errorf("stored bundles of %s: %w", ns, err)
 	}
 	if !bs.Has(rg) {
 		return rg, refuse(http.StatusPreconditionFailed, "Namespace bundle %s/%s does not exist", ns, rg)

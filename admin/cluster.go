@@ -297,6 +297,14 @@ func (a *API) httpSplitBundle(w http.ResponseWriter, r *http.Request, p params) 
 	}
 	a.onBundle(func(w http.ResponseWriter, r *http.Request, ns string, rg bundle.Range, owned bool) {
 		if !owned {
+			// A standalone takes it, as Pulsar's lookup would place it there.
+			var err error
+			if owned, err = a.own.Cluster().ClaimUnowned(r.Context(), ns, rg); err != nil {
+				a.internalError(w, err)
+				return
+			}
+		}
+		if !owned {
 			writeError(w, http.StatusPreconditionFailed, "Namespace bundle "+ns+"/"+rg.String()+" is not owned by any broker; look one of its topics up first")
 			return
 		}

@@ -40,8 +40,7 @@ func (a *API) registerTenantRoutes(rt routeTable) {
 	rt.Handle("GET", "/admin/v2/namespaces/{tenant}", auth.AccessTenantAdmin, value(a, func(ctx context.Context, p params) ([]string, error) {
 		return sorted(a.pol.Namespaces(ctx, p["tenant"]))
 	}))
-	rt.Add(httpapi.Route{Method: "GET", Pattern: "/admin/v2/namespaces/{tenant}/{ns}", Access: auth.AccessTenantAdmin, Response: policy.Policies{},
-		Handler: nsValue(a, a.pol.Get)})
+	// GET /admin/v2/namespaces/{tenant}/{ns}: bundles.go (the bundles in force).
 	rt.Handle("PUT", "/admin/v2/namespaces/{tenant}/{ns}", auth.AccessTenantAdmin, a.httpCreateNamespace)
 	rt.Handle("DELETE", "/admin/v2/namespaces/{tenant}/{ns}", auth.AccessTenantAdmin, a.httpDeleteNamespace)
 }

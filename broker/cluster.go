@@ -31,6 +31,9 @@ type ClusterConfig struct {
 	// FailureDomainsEnabled is Pulsar's failureDomainsEnabled
 	// (cluster.Options).
 	FailureDomainsEnabled bool
+	// Standalone marks the only broker of a standalone: it takes a
+	// bundle when one of its topics is used (cluster.Options.Standalone).
+	Standalone bool
 }
 
 // startCluster joins the cluster once the listeners are bound (the URLs
@@ -49,6 +52,7 @@ func (b *Broker) startCluster(ctx context.Context) error {
 		AntiAffinityPeers:     b.policies.AntiAffinityPeers,
 		ClusterName:           b.cfg.ClusterName,
 		FailureDomainsEnabled: cc.FailureDomainsEnabled,
+		Standalone:            cc.Standalone,
 		Stats:                 b.bundleStats,
 		ReportInterval:        cc.ReportInterval,
 		ShedInterval:          cc.ShedInterval,

@@ -170,7 +170,8 @@ func (s *Service) TopicBundle(ctx context.Context, topic string) (string, bundle
 }
 
 // CheckTopic returns the key of the topic's bundle if this broker serves
-// it, else ErrNotOwned or ErrUnloading.
+// it, else ErrNotOwned or ErrUnloading. A standalone (Options.Standalone)
+// takes an unowned bundle first.
 func (s *Service) CheckTopic(ctx context.Context, topic string) (string, error) {
 	ns, r, err := s.TopicBundle(ctx, topic)
 	if err != nil {
@@ -180,6 +181,17 @@ func (s *Service) CheckTopic(ctx context.Context, topic string) (string, error) 
 	s.mu.Lock()
 	o := s.mu.owned[key]
 	s.mu.Unlock()
+	if o == nil && s.o.Standalone {
+		// The only broker: a lookup would choose this one.
+		if od, _, err := s.acquire(ctx, ns, r); err != nil {
+			return "", err
+		} else if !s.IsSelf(od) {
+			return "", fmt.Errorf("%w: %s (bundle %s) is owned by %s", ErrNotOwned, topic, key, od.NativeURL)
+		}
+		s.mu.Lock()
+		o = s.mu.owned[key]
+		s.mu.Unlock()
+	}
 	switch {
 	case o == nil || !s.leaseValidFor(o.session):
 		return "", fmt.Errorf("%w: %s (bundle %s); redo the lookup", ErrNotOwned, topic, key)
@@ -313,4 +325,22 @@ func (s *Service) Split(ctx context.Context, ns string, r bundle.Range, algorith
 func (s *Service) Bundles(ctx context.Context, ns string) (bundle.Bundles, error) {
 	b, _, err := namespaceBundles(ctx, s.st, ns)
 	return b, err
+}
+
+// ClaimUnowned takes an unowned bundle on a standalone (Options.
+// Standalone: the only broker, where any placement would put it) and
+// reports whether this broker owns it now; elsewhere it only reports
+// ownership (a bundle is placed by lookups).
+func (s *Service) ClaimUnowned(ctx context.Context, ns string, r bundle.Range) (bool, error) {
+	if s.Owns(BundleKey(ns, r)) {
+		return true, nil
+	}
+	if !s.o.Standalone {
+		return false, nil
+	}
+	od, _, err := s.acquire(ctx, ns, r)
+	if err != nil {
+		return false, err
+	}
+	return s.IsSelf(od), nil
 }

@@ -68,6 +68,11 @@ type Options struct {
 	// group (nil: none); placement spreads a group over the brokers
 	// (antiaffinity.go).
 	AntiAffinityPeers func(ctx context.Context, ns string) []string
+	// Standalone: this broker is the only one there is (Pulsar's
+	// standalone, a cluster of one): a topic of an unowned bundle is
+	// served after taking the bundle (CheckTopic), as a lookup would
+	// place it here.
+	Standalone bool
 	// ClusterName is the cluster's name: placement reads its namespace
 	// isolation policies and failure domains (package isolation) from
 	// the store. "": none apply.

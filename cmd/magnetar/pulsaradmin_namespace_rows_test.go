@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"hash/crc32"
 	"net/http"
 	"slices"
 	"strings"
@@ -20,6 +22,16 @@ func namespaceRows(e *adminEnv) []adminRow {
 		return *x
 	}
 	full := "0x00000000_0xffffffff"
+	// boundaries reads a namespace's bundle boundaries in force.
+	boundaries := func(t rowT, ns string) []string {
+		t.Helper()
+		p, err := n.GetPolicies(ns)
+		ok(t, err)
+		if p.Bundles == nil {
+			t.Fatalf("%s: no bundles in the policies", ns)
+		}
+		return p.Bundles.Boundaries
+	}
 	r := func(m string, run func(t rowT)) adminRow { return row("Namespaces", m, run) }
 	// setGet is a Set row and a Get row: what Get answers after Set.
 	setGet := func(setM, getM string, set func(t rowT) error, get func(t rowT) (any, error), want any) []adminRow {
@@ -206,16 +218,22 @@ func namespaceRows(e *adminEnv) []adminRow {
 	add(
 		r("Unload", func(t rowT) { ok(t, n.Unload(ns)) }),
 		r("UnloadNamespaceBundle", func(t rowT) {
-			ok(t, n.UnloadNamespaceBundle(ns, full))
+			b := boundaries(t, ns)
+			ok(t, n.UnloadNamespaceBundle(ns, b[0]+"_"+b[1]))
 			wantStatus(t, n.UnloadNamespaceBundle(ns, "0x00000000_0x00000001"), http.StatusPreconditionFailed)
 		}),
 		r("SplitNamespaceBundle", func(t rowT) {
-			ok(t, n.SplitNamespaceBundle(ns, full, false))
-			p, err := n.GetPolicies(ns)
+			// A namespace has 4 bundles by default, on the standalone too.
+			b := boundaries(t, ns)
+			same(t, "boundaries before", b, []string{"0x00000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"})
+			wantStatus(t, n.SplitNamespaceBundle(ns, full, false), http.StatusPreconditionFailed)
+			ok(t, n.SplitNamespaceBundle(ns, b[0]+"_"+b[1], false))
+			same(t, "boundaries after", boundaries(t, ns), []string{"0x00000000", "0x20000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"})
+			// A topic's bundle is found by its hash in the new ranges.
+			tp := topicInRange(ns, 0, 0x20000000)
+			got, err := e.c.Topics().GetBundleRange(topicName(t, tp))
 			ok(t, err)
-			if p.Bundles == nil || p.Bundles.NumBundles != 2 {
-				t.Fatalf("bundles after a split: %+v", p.Bundles)
-			}
+			same(t, "bundle of "+tp, got, "0x00000000_0x20000000")
 		}),
 		r("GrantNamespacePermission", func(t rowT) {
 			ok(t, n.GrantNamespacePermission(nn(t), "app", []utils.AuthAction{utils.AuthAction("produce"), utils.AuthAction("consume")}))
@@ -358,10 +376,14 @@ func namespaceRows(e *adminEnv) []adminRow {
 	add(
 		r("DeleteNamespaceBundle", func(t rowT) {
 			ok(t, n.CreateNsWithNumBundles("tbl/delb", 2))
-			p, err := n.GetPolicies("tbl/delb")
-			ok(t, err)
-			b := p.Bundles.Boundaries
+			b := boundaries(t, "tbl/delb")
+			// A bundle with a topic is not deleted (Pulsar's 409).
+			tp := topicName(t, topicInRange("tbl/delb", 0x80000000, 0xffffffff))
+			ok(t, e.c.Topics().Create(tp, 0))
+			wantStatus(t, n.DeleteNamespaceBundle("tbl/delb", b[1]+"_"+b[2]), http.StatusConflict)
+			ok(t, e.c.Topics().Delete(tp, false, true))
 			ok(t, n.DeleteNamespaceBundle("tbl/delb", b[0]+"_"+b[1]))
+			wantStatus(t, n.DeleteNamespaceBundle("tbl/delb", "0x00000000_0x00000001"), http.StatusPreconditionFailed)
 		}),
 		r("DeleteNamespace", func(t rowT) {
 			for _, x := range []string{"tbl/nb4", "tbl/withpol", "tbl/nbd", "tbl/delb"} {
@@ -386,4 +408,15 @@ func deref[T any](p *T) any {
 		return nil
 	}
 	return *p
+}
+
+// topicInRange names a topic of ns whose hash (CRC-32 of the full name,
+// as Pulsar's) falls in [lo, hi).
+func topicInRange(ns string, lo, hi uint32) string {
+	for i := 0; ; i++ {
+		tp := fmt.Sprintf("persistent://%s/in-range-%d", ns, i)
+		if h := crc32.ChecksumIEEE([]byte(tp)); h >= lo && h < hi {
+			return tp
+		}
+	}
 }

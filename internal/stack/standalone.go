@@ -123,7 +123,14 @@ func OpenStandalone(ctx context.Context, o StandaloneOptions) (_ *Standalone, er
 		}
 	}
 	stats := &localBookieStats{bk: s.bk, dirs: append([]string{bo.JournalDir}, bo.LedgerDirs...)}
-	s.stack, err = OpenStack(ctx, o.Service, Deps{
+	svc := o.Service
+	if svc.Broker.Cluster == nil {
+		// Pulsar's standalone is a cluster of one broker: its namespaces
+		// have bundles (4 unless created with another count), which it
+		// owns, splits and unloads as a clustered broker does.
+		svc.Broker.Cluster = &broker.ClusterConfig{Standalone: true}
+	}
+	s.stack, err = OpenStack(ctx, svc, Deps{
 		Metadata:   s.store,
 		Ledgers:    s.lc,
 		Quorum:     ledger.CreateOptions{Ensemble: 1, WriteQuorum: 1, AckQuorum: 1},
