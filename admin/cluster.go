@@ -19,10 +19,11 @@ import (
 
 // The serving broker in its cluster: topic lookup, the broker list,
 // leader, readiness, health and load report, and the namespace bundles
-// (list, unload, split, a topic's bundle). On a single node (no
-// cluster) a namespace has the one bundle 0x00000000_0xffffffff, and
-// unloading it, or the namespace, unloads every loaded topic of the
-// namespace (clients reconnect).
+// (list, unload, split, a topic's bundle). The standalone is a cluster
+// of one broker. A broker started without a cluster (tests) gives a
+// namespace the one bundle 0x00000000_0xffffffff, and unloading it, or
+// the namespace, unloads every loaded topic of the namespace (clients
+// reconnect).
 
 func (a *API) registerLookupRoutes(rt routeTable) {
 	rt.Add(
