@@ -56,6 +56,11 @@ func (a *API) namespacePolicies() []policyField[policy.Policies] {
 		optionalOr("isAllowAutoUpdateSchema", func(p *P) **bool { return &p.IsAllowAutoUpdateSchema }, boolean, true).methods(put...),
 		optionalOr("schemaValidationEnforced", func(p *P) **bool { return &p.SchemaValidationEnforced }, boolean, false).methods(put...),
 		optional("compactionThreshold", func(p *P) **int64 { return &p.CompactionThreshold }, atLeast("compactionThreshold", 0)).methods(put...),
+		// Delivery and admission (policy/delivery.go).
+		optional("delayedDelivery", func(p *P) **policy.DelayedDeliveryPolicies { return &p.DelayedDelivery }, delayedDelivery),
+		optional("autoSubscriptionCreation", func(p *P) **policy.AutoSubscriptionCreation { return &p.AutoSubscriptionCreation }, autoSubscriptionCreation),
+		optional("maxSubscriptionsPerTopic", func(p *P) **int { return &p.MaxSubscriptionsPerTopic }, count("")),
+		optional("maxTopicsPerNamespace", func(p *P) **int { return &p.MaxTopicsPerNamespace }, count("")),
 		// Tiered storage: the policies object and Pulsar's older separate
 		// fields (-1 disables a threshold; a negative lag never deletes
 		// the bookie copy).

@@ -274,11 +274,13 @@ func boolean(_ *http.Request, body []byte) (bool, error) {
 
 // The JSON policy values and their checks, the same at both levels.
 var (
-	retentionValue = jsonValue(func(v *policy.RetentionPolicies) error { return v.Validate() })
-	publishRate    = jsonValue(func(v *policy.PublishRate) error { return v.Validate() })
-	dispatchRate   = jsonValue((*policy.DispatchRate).Normalize)
-	subscribeRate  = jsonValue((*policy.SubscribeRate).Normalize)
-	inactiveTopics = jsonValue((*policy.InactiveTopicPolicies).Normalize)
+	retentionValue           = jsonValue(func(v *policy.RetentionPolicies) error { return v.Validate() })
+	publishRate              = jsonValue(func(v *policy.PublishRate) error { return v.Validate() })
+	dispatchRate             = jsonValue((*policy.DispatchRate).Normalize)
+	subscribeRate            = jsonValue((*policy.SubscribeRate).Normalize)
+	inactiveTopics           = jsonValue((*policy.InactiveTopicPolicies).Normalize)
+	delayedDelivery          = jsonValue((*policy.DelayedDeliveryPolicies).Validate)
+	autoSubscriptionCreation = jsonValue[policy.AutoSubscriptionCreation](nil)
 )
 
 // persistenceValue reads PersistencePolicies and checks them (E >= Qw >=

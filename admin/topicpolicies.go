@@ -52,7 +52,27 @@ func (a *API) topicPolicies() []policyField[policy.TopicPolicies] {
 		optional("persistence", func(t *T) **policy.PersistencePolicies { return &t.Persistence }, a.persistenceValue).inForce(func(r *R) any { return r.Persistence }),
 		optional("offloadPolicies", func(t *T) **policy.OffloadPolicies { return &t.OffloadPolicies }, a.offloadValue).inForce(func(r *R) any { return r.Offload }),
 		optional("inactiveTopicPolicies", func(t *T) **policy.InactiveTopicPolicies { return &t.InactiveTopicPolicies }, inactiveTopics).inForce(func(r *R) any { return r.InactiveTopic }),
+		// Delivery and admission (policy/delivery.go; enforced by the
+		// broker core, the schema registry and the compactor).
+		optional("delayedDelivery", func(t *T) **policy.DelayedDeliveryPolicies { return &t.DelayedDelivery }, delayedDelivery).inForce(func(r *R) any { return r.DelayedDelivery }),
+		optional("maxMessageSize", func(t *T) **int { return &t.MaxMessageSize }, a.maxMessageSize).inForce(func(r *R) any { return r.MaxMessageSizeApplied }),
+		optional("maxSubscriptionsPerTopic", func(t *T) **int { return &t.MaxSubscriptionsPerTopic }, count("")).inForce(func(r *R) any { return r.MaxSubscriptionsPerTopic }),
+		optional("autoSubscriptionCreation", func(t *T) **policy.AutoSubscriptionCreation { return &t.AutoSubscriptionCreation }, autoSubscriptionCreation).inForce(func(r *R) any {
+			return policy.AutoSubscriptionCreation{Allow: r.AutoSubscriptionCreation}
+		}),
+		optional("schemaValidationEnforced", func(t *T) **bool { return &t.SchemaValidationEnforced }, boolean).inForce(func(r *R) any { return r.SchemaValidationEnforced }),
+		optional("compactionThreshold", func(t *T) **int64 { return &t.CompactionThreshold }, atLeast("compactionThreshold", 0)).inForce(func(r *R) any { return r.CompactionThreshold }),
 	}, backlogQuotas(func(t *T) *map[string]policy.BacklogQuota { return &t.BacklogQuotaMap }))
+}
+
+// maxMessageSize reads a topic's maxMessageSize: 0 up to the broker's
+// maxMessageSize, as Pulsar checks it.
+func (a *API) maxMessageSize(r *http.Request, body []byte) (int, error) {
+	n, err := count("")(r, body)
+	if err == nil && n > a.node.PolicyDefaults().MaxMessageSize {
+		err = fmt.Errorf("topic-level maxMessageSize must be greater than or equal to 0 and must be smaller than that in the broker-level (%d)", a.node.PolicyDefaults().MaxMessageSize)
+	}
+	return n, err
 }
 
 // topicPolicyKey checks the topic of a topic-policy request (its

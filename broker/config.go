@@ -63,6 +63,12 @@ type Config struct {
 	DisableAutoTopicCreation bool
 	// Deduplication drops re-sent messages by (producer name, sequence id).
 	Deduplication bool
+	// Delivery are the broker's delayed-delivery, subscription, topic,
+	// schema-validation and compaction-threshold policy values (the last
+	// layer of every topic's; zero values are Pulsar's meaning: delayed
+	// delivery enabled with no tick, no limits). MaxMessageSize is taken
+	// from the field above.
+	Delivery policy.DeliveryDefaults
 	// DedupRecoveryEntries is how many of a topic's last entries are read
 	// at load to rebuild deduplication state (default 1000); producers
 	// whose last entry is older than that start afresh.

@@ -231,6 +231,10 @@ func (c *conn) handleSend(m *pb.CommandSend, f *pulsarproto.Frame) error {
 		c.sendSendError(pid, seq, codeMetadataError, msgMustBeEncrypted)
 		return nil
 	}
+	if msg := refuseSend(p, e, len(payload)); msg != "" {
+		c.sendSendError(pid, seq, codeNotAllowed, msg)
+		return nil
+	}
 	if err := interceptSend(c.b.ext.send, p, m, e); err != nil {
 		var se *SendError
 		if !errors.As(err, &se) {

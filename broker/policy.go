@@ -32,7 +32,7 @@ import (
 // store's overlay: the dynamic configuration).
 func (b *Broker) PolicyDefaults() policy.Defaults {
 	c := &b.cfg
-	return b.policies.OverlayDefaults(policy.Defaults{
+	d := policy.Defaults{
 		Deduplication:     c.Deduplication,
 		AutoTopicCreation: !c.DisableAutoTopicCreation,
 		Cluster:           c.ClusterName,
@@ -53,7 +53,10 @@ func (b *Broker) PolicyDefaults() policy.Defaults {
 		MaxUnackedPerConsumer:         max(c.MaxUnackedPerConsumer, 0),
 		MaxUnackedPerSubscription:     max(c.MaxUnackedPerSubscription, 0),
 		OffloadAllowed:                b.offloadAllowed(),
-	})
+		DeliveryDefaults:              c.Delivery,
+	}
+	d.MaxMessageSize = c.MaxMessageSize
+	return b.policies.OverlayDefaults(d)
 }
 
 // topicPolicyKey is the policy.Store key of tn's topic-level policies

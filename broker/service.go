@@ -624,6 +624,7 @@ func (b *Broker) CreateSubscription(ctx context.Context, topic, name string, id 
 		}
 	}
 	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.unackedLimits, t.log)
+	s.delayFn = t.delayedDelivery
 	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
 	t.mu.Lock()
 	if t.mu.subs[name] != nil {

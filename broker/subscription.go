@@ -11,6 +11,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/internal/ratelog"
 	"github.com/magnetar-mq/magnetar/mledger"
+	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
 
@@ -133,6 +134,9 @@ type subscription struct {
 	delayedMsgs  int       // messages in delayed
 	delayTimer   *time.Timer
 	delayTimerAt int64 // unix ms delayTimer fires at
+	// delayFn returns the topic's delayed-delivery policy (nil: active,
+	// no tick).
+	delayFn func() policy.DelayedDeliveryPolicies
 	// chunkOwner: Shared/Key_Shared, the consumer that got the first
 	// chunk of a chunked message (by uuid) and so gets all the others
 	// (chunk.go).
@@ -618,8 +622,10 @@ func (s *subscription) dispatch() {
 				continue // withheld by an AckHook (acknowledged in an open transaction)
 			}
 			if m.deliverAt > now && (s.typ == SubShared || s.typ == SubKeyShared) {
-				s.addDelayed(pe, m.deliverAt)
-				continue
+				if dd := s.delayPolicy(); dd.Active && m.deliverAt > now+dd.TickTime {
+					s.addDelayed(pe, m.deliverAt)
+					continue
+				}
 			}
 			c := s.pickFor(pe)
 			if c == nil || s.replay.len() > 0 && s.typ != SubKeyShared {
@@ -915,7 +921,7 @@ func (s *subscription) armDelay() {
 	if len(s.delayed) == 0 {
 		return
 	}
-	at := s.delayed[0].at
+	at := s.delayed[0].at - s.delayPolicy().TickTime // due within a tick goes
 	if s.delayTimer != nil {
 		if s.delayTimerAt == at {
 			return
@@ -925,10 +931,19 @@ func (s *subscription) armDelay() {
 	s.delayTimer, s.delayTimerAt = time.NewTimer(max(time.Until(time.UnixMilli(at)), 0)), at
 }
 
+// delayPolicy returns the topic's delayed-delivery policy now.
+func (s *subscription) delayPolicy() policy.DelayedDeliveryPolicies {
+	if s.delayFn == nil {
+		return policy.DelayedDeliveryPolicies{Active: true}
+	}
+	return s.delayFn()
+}
+
 // releaseDelayed moves due delayed entries into the replay set.
 func (s *subscription) releaseDelayed() {
+	dd := s.delayPolicy()
 	now := time.Now().UnixMilli()
-	for len(s.delayed) > 0 && s.delayed[0].at <= now {
+	for len(s.delayed) > 0 && (!dd.Active || s.delayed[0].at <= now+dd.TickTime) {
 		d := heap.Pop(&s.delayed).(delayedEntry)
 		s.delayedMsgs -= d.pe.numMsgs
 		s.replay.add(d.pe)

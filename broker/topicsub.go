@@ -90,6 +90,9 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 		}
 		return s, nil
 	}
+	if err := t.admitNewSubscription(req); err != nil {
+		return nil, err
+	}
 	var cur cursor
 	var err error
 	switch {
@@ -114,6 +117,7 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 		cur = t.compactedCursor(cur)
 	}
 	s := newSubscription(req.sub, t.full, req.typ, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.unackedLimits, t.log)
+	s.delayFn = t.delayedDelivery
 	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
 	s.loadReplicated()
 	t.attachSub(s)
@@ -141,6 +145,7 @@ func (t *topic) loadSubscription(name string) error {
 		return err
 	}
 	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.unackedLimits, t.log)
+	s.delayFn = t.delayedDelivery
 	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
 	s.loadReplicated()
 	t.attachSub(s)

@@ -205,11 +205,13 @@ func (x *Compactor) monitor() {
 			if ml == nil {
 				return true
 			}
-			p := t.Policies()
-			if p == nil || p.CompactionThreshold == nil || *p.CompactionThreshold <= 0 {
+			// The topic's compactionThreshold, else its namespace's,
+			// else the broker's (0: never).
+			th := t.AppliedPolicy().CompactionThreshold
+			if th <= 0 {
 				return true
 			}
-			if backlogBytes(ml) > *p.CompactionThreshold {
+			if backlogBytes(ml) > th {
 				due = append(due, t)
 			}
 			return true

@@ -371,3 +371,49 @@ func TestE2ECompactionCursorNotExpired(t *testing.T) {
 		t.Fatalf("__compaction backlog %d -> %d after expiry, want it kept", before, after)
 	}
 }
+
+// TestE2ECompactionThresholdTopicLevel: a topic's compactionThreshold
+// starts compaction on its own, where its namespace sets none, and a
+// topic's 0 turns the namespace's off.
+func TestE2ECompactionThresholdTopicLevel(t *testing.T) {
+	tb := startBroker(t, Config{MonitorInterval: 50 * time.Millisecond})
+	cl := tb.client(t)
+	topic := newTopicName("tthreshold")
+	other := newTopicName("tthreshold-off")
+	want := produceRounds(t, cl, topic, 3, 5)
+	produceRounds(t, cl, other, 3, 5)
+	setTopic := func(name string, n int64) {
+		key, err := policy.TopicKeyOf(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tb.Policies().UpdateTopic(ctxT(t), key, func(tp *policy.TopicPolicies) error {
+			tp.CompactionThreshold = &n
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setTopic(other, 0)
+	setTopic(topic, 100)
+	waitCompacted(t, tb, topic)
+	if kv, seq := readAll(t, cl, topic, true); !reflect.DeepEqual(kv, want) || len(seq) != len(want) {
+		t.Fatalf("topic-level threshold compaction: %v, want %v", seq, want)
+	}
+	// The namespace's threshold now applies to other topics, not to the
+	// one whose own threshold is 0.
+	if err := tb.Policies().Update(ctxT(t), "public/default", func(p *policy.Policies) error {
+		n := int64(100)
+		p.CompactionThreshold = &n
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	third := newTopicName("tthreshold-ns")
+	produceRounds(t, cl, third, 3, 5)
+	waitCompacted(t, tb, third)
+	// The monitor ran past both topics; "other" was never started.
+	if st, _, err := tb.CompactionStatus(ctxT(t), other); err != nil || st != NotRun {
+		t.Fatalf("compaction of a topic whose own threshold is 0: %v %v", st, err)
+	}
+}

@@ -40,6 +40,8 @@ type Defaults struct {
 	// OffloadAllowed limits where namespace and topic offload policies
 	// may point (OffloadPolicies.CheckAllowed).
 	OffloadAllowed OffloadAllowed
+	// Delayed delivery, subscriptions, topics, message size (delivery.go).
+	DeliveryDefaults
 }
 
 // Resolved is the effective policy of one topic: for every field the most
@@ -89,6 +91,8 @@ type Resolved struct {
 	Offload *OffloadPolicies
 	// Persistence, consumers per subscription, encryption (extras.go).
 	ResolvedExtras
+	// Delayed delivery, subscriptions, topics, message size (delivery.go).
+	ResolvedDelivery
 }
 
 // Resolve merges layers, most specific first (nil layers are skipped),
@@ -164,6 +168,7 @@ func Resolve(d Defaults, layers ...*Policies) *Resolved {
 		}
 	}
 	resolveExtras(r, layers)
+	resolveDelivery(r, d, layers)
 	return r
 }
 

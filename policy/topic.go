@@ -42,6 +42,9 @@ type TopicPolicies struct {
 	OffloadPolicies *OffloadPolicies `json:"offloadPolicies,omitempty"`
 	// Persistence and consumers per subscription (extras.go).
 	TopicExtras
+	// Delayed delivery, message size, subscriptions, schema validation,
+	// compaction threshold (delivery.go).
+	TopicDelivery
 }
 
 // Empty reports whether tp sets nothing.
@@ -53,7 +56,8 @@ func (tp *TopicPolicies) Empty() bool {
 		tp.MessageTTLInSeconds == nil && tp.MaxProducerPerTopic == nil && tp.MaxConsumerPerTopic == nil &&
 		tp.InactiveTopicPolicies == nil && tp.DispatchRate == nil && tp.SubscriptionDispatchRate == nil &&
 		tp.PublishRate == nil && tp.SubscribeRate == nil && len(tp.ReplicationClusters) == 0 &&
-		tp.ReplicatorDispatchRate == nil && tp.OffloadPolicies == nil && tp.TopicExtras.empty()
+		tp.ReplicatorDispatchRate == nil && tp.OffloadPolicies == nil && tp.TopicExtras.empty() &&
+		tp.TopicDelivery.empty()
 }
 
 // Layer returns tp as a Policies layer for Resolve (rates under
@@ -77,6 +81,7 @@ func (tp *TopicPolicies) Layer(cluster string) *Policies {
 		MaxUnackedMessagesPerConsumer:     tp.MaxUnackedMessagesOnConsumer,
 		MaxUnackedMessagesPerSubscription: tp.MaxUnackedMessagesOnSubscription,
 	}
+	p.NamespaceDelivery, p.MessagingPolicies = tp.TopicDelivery.layer()
 	if tp.PublishRate != nil {
 		p.PublishMaxMessageRate = map[string]PublishRate{cluster: *tp.PublishRate}
 	}

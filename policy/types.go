@@ -58,6 +58,8 @@ type Policies struct {
 	// Persistence, anti-affinity group, consumers per subscription and
 	// encryption (extras.go), flattened likewise.
 	NamespaceExtras
+	// Delayed delivery, subscriptions and topics limits (delivery.go).
+	NamespaceDelivery
 }
 
 // BundlesData is a namespace's bundle split (Magnetar keeps one bundle

@@ -65,7 +65,7 @@ func (r *Registry) AttachProducer(ctx context.Context, t broker.Topic, m *pb.Com
 	tn := t.TopicName().Parent()
 	s := m.Schema
 	if s == nil || s.GetType() == pb.Schema_None {
-		if !r.validationEnforced(r.nsPolicies(ctx, tn)) {
+		if !r.validationEnforced(t) {
 			return nil, nil
 		}
 		rec, _, err := r.load(ctx, tn)

@@ -166,12 +166,16 @@ func allowAutoUpdate(p *policy.Policies) bool {
 }
 
 // validationEnforced reports whether producers without a schema are
-// refused on topics that have one.
-func (r *Registry) validationEnforced(p *policy.Policies) bool {
-	if p != nil && p.SchemaValidationEnforced != nil {
-		return *p.SchemaValidationEnforced
+// refused on t when it has one: the topic's schemaValidationEnforced,
+// else its namespace's, else the broker's (its effective policy; the
+// broker's value is Config.ValidationEnforced when the broker's policy
+// defaults do not enforce it).
+func (r *Registry) validationEnforced(t broker.Topic) bool {
+	pol := t.AppliedPolicy()
+	if pol.SchemaValidationEnforced {
+		return true
 	}
-	return r.cfg.ValidationEnforced
+	return r.cfg.ValidationEnforced && !pol.SchemaValidationSet
 }
 
 // register returns the version of s on tn (a schema topic): an equal

@@ -25,6 +25,7 @@ import (
 	"github.com/magnetar-mq/magnetar/dynconfig"
 	"github.com/magnetar-mq/magnetar/entrymeta"
 	"github.com/magnetar-mq/magnetar/internal/conf"
+	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/txn/server"
 )
 
@@ -71,6 +72,11 @@ type serviceFlags struct {
 	internal         dynconfig.InternalData
 	packagesEnabled  bool
 	packagesReplicas int
+	// delivery are the broker's delayed-delivery, subscription and topic
+	// policy values (broker.Config.Delivery).
+	delivery        policy.DeliveryDefaults
+	delayedDelivery bool
+	autoSubCreation bool
 }
 
 // apply copies the settings shared by standalone and broker into c (a
@@ -111,6 +117,10 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.HistoryInterval = s.historyInterval
 	c.IdleTopicUnloadTime = s.idleUnload
 	c.HideTopicLevelMetrics = !s.topicMetrics
+	c.Delivery = s.delivery
+	c.Delivery.DelayedDeliveryDisabled = !s.delayedDelivery
+	c.Delivery.DisableAutoSubscriptionCreation = !s.autoSubCreation
+	c.Delivery.SchemaValidationEnforced = s.schemaEnforced
 	if !s.console {
 		c.HistoryInterval = -1 // nothing shows the samples
 	}
@@ -154,6 +164,13 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.StringVar(&s.schemaStrategy, "schema-compatibility-strategy", "FULL", "default schema compatibility strategy under namespace and topic policies")
 	fl.BoolVar(&s.retainNullKey, "topic-compaction-retain-null-key", false, "keep messages without a key in compacted views (Pulsar's default since 3.2: leave them out)")
 	fl.BoolVar(&s.schemaEnforced, "schema-validation-enforced", false, "refuse producers without a schema on topics that have one (namespace policy overrides)")
+	fl.BoolVar(&s.delayedDelivery, "delayed-delivery", true, "hold messages with a deliverAt time until then on Shared and Key_Shared subscriptions (delayedDeliveryEnabled; the delayedDelivery policy overrides)")
+	fl.Int64Var(&s.delivery.DelayedDeliveryTick, "delayed-delivery-tick-ms", 1000, "delayed delivery tick: a message due within it goes at once (delayedDeliveryTickTimeMillis; 0: exact)")
+	fl.Int64Var(&s.delivery.DelayedDeliveryMaxDelay, "delayed-delivery-max-delay-ms", 0, "refuse messages delayed further past their publish time (delayedDeliveryMaxDelayInMillis; 0: no limit)")
+	fl.BoolVar(&s.autoSubCreation, "allow-auto-subscription-creation", true, "create durable subscriptions on first subscribe (allowAutoSubscriptionCreation; the autoSubscriptionCreation policy overrides)")
+	fl.IntVar(&s.delivery.MaxSubscriptionsPerTopic, "max-subscriptions-per-topic", 0, "most subscriptions per topic (maxSubscriptionsPerTopic; 0: unlimited)")
+	fl.IntVar(&s.delivery.MaxTopicsPerNamespace, "max-topics-per-namespace", 0, "most topics per namespace, partitions counted (maxTopicsPerNamespace; 0: unlimited)")
+	fl.Int64Var(&s.delivery.CompactionThreshold, "compaction-threshold", 0, "compact a topic once its backlog not yet compacted passes this many bytes (brokerServiceCompactionThresholdInBytes; 0: never)")
 	fl.StringVar(&s.statusFile, "status-file", "", "GET /status.html answers OK only while this file exists (Pulsar's statusFilePath; empty: the page is always 404, as in Pulsar)")
 	fl.BoolVar(&s.packagesEnabled, "packages-management", true, "serve package management, /admin/v3/packages, with package contents in ledgers (Pulsar's enablePackagesManagement; false: every route answers 503)")
 	fl.IntVar(&s.packagesReplicas, "packages-replicas", 1, "ensemble, write and ack quorum of package ledgers (Pulsar's packagesReplicas)")
