@@ -281,3 +281,59 @@ func TestE2ESchemaValidationEnforcedPolicy(t *testing.T) {
 	mustHTTP(t, tb, "POST", tBase+"/schemaValidationEnforced", "false", http.StatusNoContent)
 	plain(true)
 }
+
+// TestE2EMaxTopicsPerNamespace: creating one topic more than the
+// namespace's (else the broker's) maxTopicsPerNamespace fails, through
+// the admin API (412) and through auto-creation; a partitioned topic
+// counts its partitions.
+func TestE2EMaxTopicsPerNamespace(t *testing.T) {
+	t.Parallel()
+	tb := startBroker(t, func(c *broker.Config) { c.Delivery.MaxTopicsPerNamespace = 7 })
+	ns := newNamespace(t, tb)
+	nsBase := "/admin/v2/namespaces/" + ns
+	topic := func(name string) string { return "persistent://" + ns + "/" + name }
+	mustHTTP(t, tb, "GET", nsBase+"/maxTopicsPerNamespace", "", http.StatusNoContent)
+	mustHTTP(t, tb, "POST", nsBase+"/maxTopicsPerNamespace", "-1", http.StatusPreconditionFailed)
+	mustHTTP(t, tb, "POST", nsBase+"/maxTopicsPerNamespace", "5", http.StatusNoContent)
+	wantJSON(t, tb, nsBase+"/maxTopicsPerNamespace", "5")
+	mustHTTP(t, tb, "PUT", adminPath(topic("p2"))+"/partitions", "2", http.StatusNoContent)
+	mustHTTP(t, tb, "PUT", adminPath(topic("p3"))+"/partitions", "3", http.StatusNoContent) // 5
+	if out := mustHTTP(t, tb, "PUT", adminPath(topic("one")), "", http.StatusPreconditionFailed); !strings.Contains(out, "Exceed maximum number of topics in namespace.") {
+		t.Fatalf("refusal: %s", out)
+	}
+	mustHTTP(t, tb, "PUT", adminPath(topic("p1"))+"/partitions", "1", http.StatusPreconditionFailed)
+	// Non-persistent topics are not counted.
+	mustHTTP(t, tb, "PUT", adminPath("non-persistent://"+ns+"/np"), "", http.StatusNoContent)
+
+	cl := tb.client(t)
+	if _, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic("auto")}); err == nil {
+		t.Fatal("auto-creation past the limit accepted")
+	}
+	// The partitions of an existing partitioned topic are counted
+	// already: producing to it loads them.
+	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic("p3")})
+	if err != nil {
+		t.Fatalf("producer on an existing partitioned topic: %v", err)
+	}
+	p.Close()
+
+	// Removed: the broker's 7. Partitioned auto-creation of 3 is refused
+	// (5 + 3 > 7), one non-partitioned topic more is not.
+	mustHTTP(t, tb, "DELETE", nsBase+"/maxTopicsPerNamespace", "", http.StatusNoContent)
+	mustHTTP(t, tb, "GET", nsBase+"/maxTopicsPerNamespace", "", http.StatusNoContent)
+	mustHTTP(t, tb, "POST", nsBase+"/autoTopicCreation", `{"allowAutoTopicCreation":true,"topicType":"partitioned","defaultNumPartitions":3}`, http.StatusNoContent)
+	if _, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic("auto-parted")}); err == nil {
+		t.Fatal("partitioned auto-creation past the limit accepted")
+	}
+	mustHTTP(t, tb, "DELETE", nsBase+"/autoTopicCreation", "", http.StatusNoContent)
+	p, err = cl.CreateProducer(pulsar.ProducerOptions{Topic: topic("auto")})
+	if err != nil {
+		t.Fatalf("auto-creation within the broker's limit: %v", err)
+	}
+	p.Close()
+	mustHTTP(t, tb, "PUT", adminPath(topic("seven")), "", http.StatusNoContent)
+	mustHTTP(t, tb, "PUT", adminPath(topic("eight")), "", http.StatusPreconditionFailed)
+	// 0: unlimited.
+	mustHTTP(t, tb, "POST", nsBase+"/maxTopicsPerNamespace", "0", http.StatusNoContent)
+	mustHTTP(t, tb, "PUT", adminPath(topic("eight")), "", http.StatusNoContent)
+}

@@ -503,6 +503,9 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 		if !create || !pol.AutoCreate {
 			return nil, fmt.Errorf("%w: %s", ErrTopicNotFound, tn)
 		}
+		if err := b.checkTopicQuota(ctx, tn, 1); err != nil {
+			return nil, err
+		}
 		if _, err := b.deps.Metadata.Put(ctx, topicKey(tn), nil, metadata.NotExists); err != nil && !errors.Is(err, metadata.ErrExists) {
 			return nil, err
 		}

@@ -453,7 +453,10 @@ func (c *conn) handlePartitionedMetadata(m *pb.CommandPartitionedTopicMetadata) 
 				break
 			}
 			if n == 0 {
-				n = c.b.autoCreatePartitioned(ctx, tn)
+				if n, err = c.b.autoCreatePartitioned(ctx, tn); isTooManyTopics(err) {
+					fail(pb.ServerError_NotAllowedError, err.Error())
+					break
+				}
 			}
 		}
 		resp.Partitions = ptr(uint32(n))
@@ -479,6 +482,8 @@ func topicError(err error) (int32, string) {
 		return codeInvalidTopicName, err.Error()
 	case errors.Is(err, ErrClosed):
 		return codeServiceNotReady, err.Error()
+	case isTooManyTopics(err):
+		return codeNotAllowed, err.Error()
 	}
 	return codeServiceNotReady, err.Error()
 }

@@ -131,34 +131,40 @@ func (b *Broker) AutoCreatePartitioned(ctx context.Context, topic string) int {
 	if err != nil || tn.IsPartition() {
 		return 0
 	}
-	return b.autoCreatePartitioned(ctx, tn)
+	n, _ := b.autoCreatePartitioned(ctx, tn)
+	return n
 }
 
 // autoCreatePartitioned creates tn as a partitioned topic when its
 // namespace's auto-creation override asks for partitioned topics and tn
-// does not exist yet; it returns the partition count (0: not created).
-func (b *Broker) autoCreatePartitioned(ctx context.Context, tn topicName) int {
+// does not exist yet; it returns the partition count (0: not created),
+// and the refusal of maxTopicsPerNamespace (topiclimit.go) if that is
+// why it was not created.
+func (b *Broker) autoCreatePartitioned(ctx context.Context, tn topicName) (int, error) {
 	pol := b.resolvePolicies(tn)
 	allow, n := pol.AutoCreate, pol.AutoPartitions
 	if !allow || n <= 0 {
-		return 0
+		return 0, nil
 	}
 	if err := b.checkPartitions(n, false); err != nil {
 		b.log.Info("partitioned auto-creation refused", "topic", tn.String(), "err", err)
-		return 0
+		return 0, nil
 	}
 	if ok, err := b.topicExists(ctx, tn); err != nil || ok {
-		return 0
+		return 0, nil
+	}
+	if err := b.checkTopicQuota(ctx, tn, n); err != nil {
+		return 0, err
 	}
 	err := b.reg.setPartitions(ctx, tn, PartitionedMetadata{Partitions: n}, true)
 	if err != nil && !errors.Is(err, ErrAlreadyExists) {
-		return 0
+		return 0, nil
 	}
 	got, err := b.reg.partitions(ctx, tn)
 	if err != nil {
-		return 0
+		return 0, nil
 	}
-	return got
+	return got, nil
 }
 
 // CreatePartitionedTopic registers a partitioned topic; creating an
@@ -177,6 +183,13 @@ func (b *Broker) CreatePartitionedTopic(ctx context.Context, name string, m Part
 	}
 	if err := b.requireNamespace(ctx, tn); err != nil {
 		return err
+	}
+	if n, err := b.reg.partitions(ctx, tn); err != nil {
+		return err
+	} else if n == 0 {
+		if err := b.checkTopicQuota(ctx, tn, m.Partitions); err != nil {
+			return err
+		}
 	}
 	err = b.reg.setPartitions(ctx, tn, m, true)
 	if errors.Is(err, ErrAlreadyExists) {
@@ -289,6 +302,13 @@ func (b *Broker) CreateTopicWithProperties(ctx context.Context, topic string, pr
 		}
 		_, err := b.getTopic(ctx, tn, true)
 		return err
+	}
+	if ok, err := b.deps.Metadata.Exists(ctx, topicKey(tn)); err != nil {
+		return err
+	} else if !ok {
+		if err := b.checkTopicQuota(ctx, tn, 1); err != nil {
+			return err
+		}
 	}
 	_, err = b.deps.Metadata.Put(ctx, topicKey(tn), data, metadata.NotExists)
 	if errors.Is(err, metadata.ErrExists) {
