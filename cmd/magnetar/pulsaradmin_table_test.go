@@ -41,7 +41,7 @@ func TestPulsarAdminTable(t *testing.T) {
 	for _, rows := range []func(*adminEnv) []adminRow{
 		clusterRows, tenantRows, brokerRows, brokerStatsRows, resourceQuotaRows,
 		nsIsolationRows, namespaceRows, topicsRows, schemaRows, functionRows, subscriptionRows, topicPolicyRows,
-		functionsWorkerRows, packageRows,
+		functionsWorkerRows, packageRows, sourceRows, sinkRows,
 	} {
 		all = append(all, rows(e)...)
 	}
