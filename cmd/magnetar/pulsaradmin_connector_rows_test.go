@@ -93,23 +93,35 @@ func sourceRows(e *adminEnv) []adminRow {
 		}),
 		// Status does not count requested restarts (numRestarts counts
 		// crashes, as in Pulsar): the row checks that the instance runs
-		// again after the call.
+		// again after the call (eventually: the restart is asynchronous).
 		r("RestartSource", func(t rowT) {
 			ok(t, src.RestartSource(tenant, ns, name))
+			// The restart is asynchronous: poll instance 0 until it
+			// runs again.
+			waitNRunning(t, "instance 0", func() (int, error) {
+				st, err := src.GetSourceStatusWithID(tenant, ns, name, 0)
+				if err != nil || !st.Running {
+					return 0, err
+				}
+				return 1, nil
+			}, 1)
 			running(t, name, 1)
-			st, err := src.GetSourceStatusWithID(tenant, ns, name, 0)
-			ok(t, err)
-			same(t, "instance 0 running", st.Running, true)
 		}),
 		// Status does not count requested restarts (numRestarts counts
 		// crashes, as in Pulsar): the row checks that the instance runs
-		// again after the call.
+		// again after the call (eventually: the restart is asynchronous).
 		r("RestartSourceWithID", func(t rowT) {
 			ok(t, src.RestartSourceWithID(tenant, ns, name, 0))
+			// The restart is asynchronous: poll instance 0 until it
+			// runs again.
+			waitNRunning(t, "instance 0", func() (int, error) {
+				st, err := src.GetSourceStatusWithID(tenant, ns, name, 0)
+				if err != nil || !st.Running {
+					return 0, err
+				}
+				return 1, nil
+			}, 1)
 			running(t, name, 1)
-			st, err := src.GetSourceStatusWithID(tenant, ns, name, 0)
-			ok(t, err)
-			same(t, "instance 0 running", st.Running, true)
 		}),
 		r("UpdateSource", func(t rowT) {
 			ok(t, src.UpdateSource(cfg("persistent://tbl/ns/src-out2"), "", nil))
@@ -222,23 +234,35 @@ func sinkRows(e *adminEnv) []adminRow {
 		}),
 		// Status does not count requested restarts (numRestarts counts
 		// crashes, as in Pulsar): the row checks that the instance runs
-		// again after the call.
+		// again after the call (eventually: the restart is asynchronous).
 		r("RestartSink", func(t rowT) {
 			ok(t, snk.RestartSink(tenant, ns, name))
+			// The restart is asynchronous: poll instance 0 until it
+			// runs again.
+			waitNRunning(t, "instance 0", func() (int, error) {
+				st, err := snk.GetSinkStatusWithID(tenant, ns, name, 0)
+				if err != nil || !st.Running {
+					return 0, err
+				}
+				return 1, nil
+			}, 1)
 			running(t, name, 1)
-			st, err := snk.GetSinkStatusWithID(tenant, ns, name, 0)
-			ok(t, err)
-			same(t, "instance 0 running", st.Running, true)
 		}),
 		// Status does not count requested restarts (numRestarts counts
 		// crashes, as in Pulsar): the row checks that the instance runs
-		// again after the call.
+		// again after the call (eventually: the restart is asynchronous).
 		r("RestartSinkWithID", func(t rowT) {
 			ok(t, snk.RestartSinkWithID(tenant, ns, name, 0))
+			// The restart is asynchronous: poll instance 0 until it
+			// runs again.
+			waitNRunning(t, "instance 0", func() (int, error) {
+				st, err := snk.GetSinkStatusWithID(tenant, ns, name, 0)
+				if err != nil || !st.Running {
+					return 0, err
+				}
+				return 1, nil
+			}, 1)
 			running(t, name, 1)
-			st, err := snk.GetSinkStatusWithID(tenant, ns, name, 0)
-			ok(t, err)
-			same(t, "instance 0 running", st.Running, true)
 		}),
 		r("UpdateSink", func(t rowT) {
 			ok(t, snk.UpdateSink(cfg("persistent://tbl/ns/snk-in", "persistent://tbl/ns/snk-in2"), "", nil))
