@@ -6,6 +6,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/isolation"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -26,8 +27,9 @@ type API struct {
 	coordinators TxnCoordinators
 	participants TxnParticipants
 	pol          *policy.Store
-	quotas       ResourceQuotas // nil: no /admin/v2/resource-quotas
-	conf         BrokerConfig   // nil: no /admin/v2/brokers/configuration
+	quotas       ResourceQuotas     // nil: no /admin/v2/resource-quotas
+	conf         BrokerConfig       // nil: no /admin/v2/brokers/configuration
+	cpu          cluster.CPUSampler // the standalone's load report
 	sec          *auth.Security
 	iso          Isolation // nil: failure domains and isolation policies answer 503
 	// grants stores the permission endpoints' grants in the namespaces'
@@ -85,6 +87,7 @@ func Register(rt routeTable, d Deps) *API {
 	a.registerResourceQuotaRoutes(rt)          // resource_quotas.go
 	a.registerBrokerStatsRoutes(rt)            // broker_stats.go
 	a.registerBundleAdminRoutes(rt)            // bundles.go
+	a.registerBrokerStatsTopicRoutes(rt)       // broker_stats_topics.go
 	rt.SetIntercept(a.ownerRedirect)           // redirect.go
 	typeWrites(rt)
 	return a

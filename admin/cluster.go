@@ -122,8 +122,9 @@ func (a *API) httpReady(w http.ResponseWriter, _ *http.Request, _ params) {
 	_, _ = w.Write([]byte("ok"))
 }
 
-func (a *API) httpLoadReport(w http.ResponseWriter, _ *http.Request, _ params) {
-	if !a.needCluster(w) {
+func (a *API) httpLoadReport(w http.ResponseWriter, r *http.Request, _ params) {
+	if a.own.Cluster() == nil {
+		writeJSON(w, http.StatusOK, a.standaloneLoadReport(r.Context()))
 		return
 	}
 	writeJSON(w, http.StatusOK, a.own.Cluster().LoadReport())

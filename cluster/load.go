@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"sync"
 	"syscall"
 	"time"
 
@@ -380,4 +381,37 @@ func httpPut(ctx context.Context, url string) error {
 		return fmt.Errorf("cluster: PUT %s: %s: %s", url, resp.Status, body)
 	}
 	return nil
+}
+
+// CPUSampler measures the process's CPU use between two calls of
+// Sample (Pulsar's cpu usage: percent of one core, limit 100 × cores).
+type CPUSampler struct {
+	mu   sync.Mutex
+	prev cpuSample
+}
+
+// Sample returns the CPU use since the previous call (zero on the
+// first).
+func (c *CPUSampler) Sample() ResourceUsage {
+	now, cpu := time.Now(), processCPU()
+	c.mu.Lock()
+	prev := c.prev
+	c.prev = cpuSample{now, cpu}
+	c.mu.Unlock()
+	if prev.wall.IsZero() || !now.After(prev.wall) {
+		return ResourceUsage{Limit: 100 * float64(runtime.NumCPU())}
+	}
+	return ResourceUsage{Usage: 100 * float64(cpu-prev.cpu) / float64(now.Sub(prev.wall)), Limit: 100 * float64(runtime.NumCPU())}
+}
+
+// MemoryUsage is the process's memory from the OS (MB) against the
+// machine's (MB), as load reports carry it.
+func MemoryUsage() ResourceUsage {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	var si syscall.Sysinfo_t
+	if syscall.Sysinfo(&si) != nil {
+		return ResourceUsage{Usage: float64(ms.Sys) / (1 << 20)}
+	}
+	return ResourceUsage{Usage: float64(ms.Sys) / (1 << 20), Limit: float64(si.Totalram) * float64(si.Unit) / (1 << 20)}
 }

@@ -267,17 +267,43 @@ func brokerStatsRows(e *adminEnv) []adminRow {
 	bs := e.c.BrokerStats()
 	return []adminRow{
 		row("BrokerStats", "GetLoadReport", func(t rowT) {
+			// Stats load the topic.
+			ok(t, e.c.Topics().Create(topicName(t, "persistent://"+e.ns+"/loaded"), 0))
+			_, err := e.c.Topics().GetStats(topicName(t, "persistent://"+e.ns+"/loaded"))
+			ok(t, err)
 			got, err := bs.GetLoadReport()
 			ok(t, err)
-			if got == nil || got.WebServiceURL != e.p.http {
+			if got == nil || got.WebServiceURL != e.p.http || got.PulsarServiceURL == "" {
 				t.Fatalf("load report: %#v", got)
+			}
+			if got.NumTopics < 1 || got.NumBundles < 1 || got.Memory.Usage <= 0 || got.Memory.Limit <= 0 || got.CPU.Limit <= 0 {
+				t.Fatalf("load report not filled: %#v", got)
+			}
+			found := false
+			for _, b := range got.Bundles {
+				found = found || strings.HasPrefix(b, e.ns+"/0x")
+			}
+			if !found {
+				t.Fatalf("no bundle of %s in %v", e.ns, got.Bundles)
 			}
 		}),
 		row("BrokerStats", "GetTopics", func(t rowT) {
 			got, err := bs.GetTopics()
 			ok(t, err)
-			if !strings.Contains(got, e.ns) {
-				t.Fatalf("broker-stats topics do not name %s: %s", e.ns, got)
+			var nested map[string]map[string]map[string]map[string]struct {
+				MsgRateIn float64 `json:"msgRateIn"`
+			}
+			if err := json.Unmarshal([]byte(got), &nested); err != nil {
+				t.Fatalf("broker-stats topics: %v: %s", err, got)
+			}
+			found := false
+			for _, domains := range nested[e.ns] {
+				if _, found = domains["persistent"]["persistent://"+e.ns+"/loaded"]; found {
+					break
+				}
+			}
+			if !found {
+				t.Fatalf("broker-stats topics lack %s/loaded under namespace → bundle → persistent: %s", e.ns, got)
 			}
 		}),
 		row("BrokerStats", "GetMetrics", func(t rowT) {

@@ -15,7 +15,6 @@ var pulsarAdminGaps = map[string]string{
 	"Namespaces.GetBookieAffinityGroup":                 "bookie affinity groups (persistence/bookieAffinity) are missing",
 	"Namespaces.SetBookieAffinityGroup":                 "bookie affinity groups (persistence/bookieAffinity) are missing",
 	"BrokerStats.GetMetrics":                            "/admin/v2/broker-stats/metrics is missing",
-	"BrokerStats.GetTopics":                             "/admin/v2/broker-stats/topics is missing",
 	"TopicPolicies.GetDeduplicationSnapshotInterval":    "deduplication snapshots are missing (dedup state is rebuilt from the log tail), so the interval would change nothing",
 	"TopicPolicies.RemoveDeduplicationSnapshotInterval": "deduplication snapshots are missing (dedup state is rebuilt from the log tail), so the interval would change nothing",
 	"TopicPolicies.SetDeduplicationSnapshotInterval":    "deduplication snapshots are missing (dedup state is rebuilt from the log tail), so the interval would change nothing",
