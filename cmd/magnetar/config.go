@@ -358,6 +358,13 @@ var brokerKeys = append([]conf.Key{
 	{Names: []string{"maxMessageSize"}, Flag: "max-message-size", Convert: messageSize, Doc: "bytes"},
 	{Names: []string{"brokerDeduplicationEnabled"}, Flag: "dedup"},
 	{Names: []string{"allowAutoTopicCreation"}, Flag: "allow-auto-topic-creation"},
+	{Names: []string{"allowAutoSubscriptionCreation"}, Flag: "allow-auto-subscription-creation"},
+	{Names: []string{"maxSubscriptionsPerTopic"}, Flag: "max-subscriptions-per-topic", Convert: negativeIsZero},
+	{Names: []string{"maxTopicsPerNamespace"}, Flag: "max-topics-per-namespace", Convert: negativeIsZero},
+	{Names: []string{"delayedDeliveryEnabled"}, Flag: "delayed-delivery"},
+	{Names: []string{"delayedDeliveryTickTimeMillis"}, Flag: "delayed-delivery-tick-ms", Convert: nonNegative},
+	{Names: []string{"delayedDeliveryMaxDelayInMillis"}, Flag: "delayed-delivery-max-delay-ms", Convert: negativeIsZero},
+	{Names: []string{"brokerServiceCompactionThresholdInBytes"}, Flag: "compaction-threshold", Convert: negativeIsZero},
 	{Names: []string{"keepAliveIntervalSeconds"}, Flag: "keep-alive-interval", Convert: orOff(time.Second)},
 	{Names: []string{"dispatcherMaxReadBatchSize"}, Flag: "dispatch-batch", Convert: positive},
 	{Names: []string{"maxUnackedMessagesPerConsumer"}, Flag: "max-unacked-messages-per-consumer"},
@@ -399,7 +406,6 @@ var brokerKeys = append([]conf.Key{
 
 var brokerFixed = []conf.Fixed{
 	{Name: "allowAutoTopicCreationType", Value: "non-partitioned", Why: "partitioned auto-creation is the namespace policy autoTopicCreation in Magnetar"},
-	{Name: "allowAutoSubscriptionCreation", Value: "true", Why: "subscriptions are always created on first use"},
 	{Name: "subscriptionKeySharedEnable", Value: "true", Why: "Key_Shared subscriptions are always available"},
 }
 
