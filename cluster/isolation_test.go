@@ -220,3 +220,37 @@ func TestFailureDomainAntiAffinity(t *testing.T) {
 		}
 	}
 }
+
+// A standalone (the only broker) serves a topic of an unowned bundle by
+// taking the bundle; a clustered broker refuses it until a lookup
+// places it.
+func TestStandaloneTakesBundleOnCheck(t *testing.T) {
+	srv := zktest.StartServer(t)
+	alone := startNodeWith(t, srv, 1, func(o *Options) { o.Standalone = true })
+	createNamespace(t, alone.st, "t/one", 4)
+	ctx := context.Background()
+	key, err := alone.svc.CheckTopic(ctx, "persistent://t/one/x")
+	if err != nil || !alone.svc.Owns(key) {
+		t.Fatalf("standalone CheckTopic = %q, %v; owns %v", key, err, alone.svc.Owns(key))
+	}
+	ns, r, _ := splitKey(key)
+	other, _ := bundle.Even(4)
+	for _, rg := range other.Ranges() {
+		if rg != r {
+			if owned, err := alone.svc.ClaimUnowned(ctx, ns, rg); err != nil || !owned {
+				t.Fatalf("ClaimUnowned %s = %v, %v", rg, owned, err)
+			}
+			break
+		}
+	}
+
+	srv2 := zktest.StartServer(t)
+	member := startNode(t, srv2, 2)
+	createNamespace(t, member.st, "t/one", 4)
+	if _, err := member.svc.CheckTopic(ctx, "persistent://t/one/x"); !errors.Is(err, ErrNotOwned) {
+		t.Fatalf("clustered CheckTopic of an unowned bundle: %v, want ErrNotOwned", err)
+	}
+	if owned, err := member.svc.ClaimUnowned(ctx, ns, r); err != nil || owned {
+		t.Fatalf("clustered ClaimUnowned = %v, %v; want false", owned, err)
+	}
+}
