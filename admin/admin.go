@@ -75,7 +75,8 @@ func Register(rt routeTable, d Deps) *API {
 	a.registerClearBacklogRoutes(rt)
 	a.registerOffloadRoutes(rt)
 	a.registerTopicRoutes(rt)
-	a.registerLedgerInfoRoutes(rt) // ledgerinfo.go
+	a.registerLedgerInfoRoutes(rt)     // ledgerinfo.go
+	a.registerBookieAffinityRoutes(rt) // bookie_affinity.go
 	a.registerSubscriptionRoutes(rt)
 	a.registerSchemaRoutes(rt)
 	a.registerTransactionRoutes(rt)            // transactions.go

@@ -129,6 +129,7 @@ func (b *Broker) namespacePolicies(ns string) *policy.Policies {
 type (
 	retentionKey   struct{}
 	persistenceKey struct{}
+	affinityKey    struct{}
 )
 
 // withLedgerPolicies attaches pol's retention and persistence policies
@@ -139,6 +140,9 @@ func withLedgerPolicies(ctx context.Context, pol *policy.Resolved) context.Conte
 	}
 	if p := pol.Persistence; p != nil {
 		ctx = context.WithValue(ctx, persistenceKey{}, *p)
+	}
+	if g := pol.BookieAffinity; g != nil {
+		ctx = context.WithValue(ctx, affinityKey{}, *g)
 	}
 	return ctx
 }
@@ -160,6 +164,10 @@ func applyRetention(ctx context.Context, cfg *mledger.Config) {
 // is written at most that many times a second (the acks between are
 // kept in memory and written with the next persist, as in Pulsar).
 func applyPersistence(ctx context.Context, cfg *mledger.Config) {
+	if g, ok := ctx.Value(affinityKey{}).(policy.BookieAffinityGroup); ok {
+		// The namespace's bookie affinity group places the ledgers.
+		cfg.Placement = mledger.Placement{Primary: g.Primary, Secondary: g.Secondary}
+	}
 	p, ok := ctx.Value(persistenceKey{}).(policy.PersistencePolicies)
 	if !ok {
 		return

@@ -133,7 +133,11 @@ func (c *Client) Create(ctx context.Context, o CreateOptions) (*WriteHandle, err
 	if err != nil {
 		return nil, err
 	}
-	ens, err := pickBookies(avail, o.Ensemble, func(string) bool { return false })
+	excl, err := c.affinityExcluded(ctx, o.Affinity, avail, o.Ensemble)
+	if err != nil {
+		return nil, err
+	}
+	ens, err := pickBookies(avail, o.Ensemble, func(b string) bool { return excl[b] })
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +154,7 @@ func (c *Client) Create(ctx context.Context, o CreateOptions) (*WriteHandle, err
 	if err != nil {
 		return nil, err
 	}
-	return newWriteHandle(c, id, m, v), nil
+	return newWriteHandle(c, id, m, v, o.Affinity), nil
 }
 
 // Metadata returns ledger id's metadata record and its version.

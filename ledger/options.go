@@ -77,6 +77,10 @@ type CreateOptions struct {
 	Password []byte
 	// Custom is stored in the metadata as is.
 	Custom map[string][]byte
+	// Affinity restricts the ledger's bookies (first ensemble and
+	// replacements) to groups of the rack information (affinity.go);
+	// nil: any writable bookie.
+	Affinity *Affinity
 }
 
 func (o *CreateOptions) ensureDefaults() {

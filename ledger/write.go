@@ -35,6 +35,9 @@ type WriteHandle struct {
 	e    int
 	wq   int
 	aq   int
+	// affinity restricts replacements as it restricted the first
+	// ensemble (nil: none).
+	affinity *Affinity
 
 	// metaMu serializes metadata writes (ensemble changes, close); it
 	// guards meta and version. Lock order: metaMu before mu.
@@ -86,9 +89,9 @@ type send struct {
 	frame  []byte
 }
 
-func newWriteHandle(c *Client, id int64, m Metadata, v metadata.Version) *WriteHandle {
+func newWriteHandle(c *Client, id int64, m Metadata, v metadata.Version, aff *Affinity) *WriteHandle {
 	h := &WriteHandle{
-		c: c, id: id, path: LedgerPath(id), key: MasterKey(m.Password),
+		c: c, id: id, path: LedgerPath(id), key: MasterKey(m.Password), affinity: aff,
 		e: m.EnsembleSize, wq: m.WriteQuorum, aq: m.AckQuorum,
 		meta: m, version: v,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}),
@@ -470,7 +473,11 @@ func (h *WriteHandle) replace(cur []string, failed map[int]string, key int64, ex
 		revived = append(revived, b)
 	}
 	newEns := slices.Clone(cur)
-	repl, err := pickBookies(avail, len(failed), func(b string) bool { return excluded[b] || slices.Contains(cur, b) })
+	aff, err := h.c.affinityExcluded(ctx, h.affinity, avail, h.e)
+	if err != nil {
+		return nil, revived, fmt.Errorf("%w: reading the rack information: %w", ErrNotEnoughBookies, err)
+	}
+	repl, err := pickBookies(avail, len(failed), func(b string) bool { return excluded[b] || aff[b] || slices.Contains(cur, b) })
 	if err != nil {
 		return nil, revived, fmt.Errorf("%w (ensemble %v, failed %v, excluded %v)", err, cur, failed, slices.Sorted(maps.Keys(excluded)))
 	}

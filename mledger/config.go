@@ -136,6 +136,9 @@ type Config struct {
 	// Quorum is the E/Qw/Qa of the ledgers this managed ledger creates
 	// (zero: the ledger store's defaults; quorum.go).
 	Quorum Quorum
+	// Placement is the bookie groups of the ledgers this managed ledger
+	// creates (a namespace's bookie affinity group; zero: any bookie).
+	Placement Placement
 }
 
 // EnsureDefaults fills zero fields with defaults.

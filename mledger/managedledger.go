@@ -140,7 +140,7 @@ func openManagedLedger(ctx context.Context, f *Factory, name string, cfg Config)
 		cfg:     cfg,
 		log:     f.log.With("ml", name),
 		cache:   f.cache.register(),
-		store:   withQuorum(f.opts.Ledgers, cfg.Quorum),
+		store:   withQuorum(f.opts.Ledgers, cfg.Quorum, cfg.Placement),
 		meta:    f.opts.Metadata,
 		msgSums: map[int64][]int64{},
 		cursors: map[string]*Cursor{},

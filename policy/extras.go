@@ -48,6 +48,10 @@ type NamespaceExtras struct {
 	// Properties are the operator's key/value labels of the namespace
 	// (Pulsar's namespace properties); they change no behaviour.
 	Properties map[string]string `json:"properties,omitempty"`
+	// BookieAffinityGroup places the ledgers of the namespace's topics
+	// on groups of bookies (affinity.go; Pulsar keeps it in the
+	// namespace's local policies).
+	BookieAffinityGroup *BookieAffinityGroup `json:"bookieAffinityGroup,omitempty"`
 }
 
 // TopicExtras are the topic-level counterparts (Pulsar's TopicPolicies
@@ -82,6 +86,8 @@ type ResolvedExtras struct {
 	// EncryptionRequired comes from the namespace only (Pulsar has no
 	// topic-level value).
 	EncryptionRequired bool
+	// BookieAffinity comes from the namespace only (nil: none).
+	BookieAffinity *BookieAffinityGroup
 }
 
 // resolveExtras fills r's extras from layers, most specific first.
@@ -99,12 +105,19 @@ func resolveExtras(r *Resolved, layers []*Policies) {
 			maxCS, r.MaxConsumersPerSubscription = true, *p.MaxConsumersPerSubscription
 		}
 		r.EncryptionRequired = r.EncryptionRequired || p.EncryptionRequired
+		if r.BookieAffinity == nil && p.BookieAffinityGroup != nil {
+			g := *p.BookieAffinityGroup
+			r.BookieAffinity = &g
+		}
 	}
 }
 
-// SamePersistence reports whether a and b create ledgers alike and
-// throttle mark-deletes alike.
+// SamePersistence reports whether a and b create ledgers alike (quorum
+// and bookie affinity) and throttle mark-deletes alike.
 func SamePersistence(a, b *Resolved) bool {
+	if (a.BookieAffinity == nil) != (b.BookieAffinity == nil) || a.BookieAffinity != nil && *a.BookieAffinity != *b.BookieAffinity {
+		return false
+	}
 	if a.Persistence == nil || b.Persistence == nil {
 		return a.Persistence == b.Persistence
 	}

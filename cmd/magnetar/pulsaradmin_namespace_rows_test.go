@@ -213,8 +213,12 @@ func namespaceRows(e *adminEnv) []adminRow {
 	add(setGet("SetBookieAffinityGroup", "GetBookieAffinityGroup",
 		func(t rowT) error { return n.SetBookieAffinityGroup(ns, bag) },
 		func(t rowT) (any, error) { p, err := n.GetBookieAffinityGroup(ns); return deref(p), err }, bag)...)
-	add(removed("DeleteBookieAffinityGroup", func(t rowT) error { return n.DeleteBookieAffinityGroup(ns) },
-		func(t rowT) (any, error) { p, err := n.GetBookieAffinityGroup(ns); return deref(p), err }, nil))
+	add(r("DeleteBookieAffinityGroup", func(t rowT) {
+		ok(t, n.DeleteBookieAffinityGroup(ns))
+		// As Pulsar: none is a 404 "bookie-affinity group does not exist".
+		_, err := n.GetBookieAffinityGroup(ns)
+		wantStatus(t, err, http.StatusNotFound)
+	}))
 	add(
 		r("Unload", func(t rowT) { ok(t, n.Unload(ns)) }),
 		r("UnloadNamespaceBundle", func(t rowT) {

@@ -308,6 +308,9 @@ func (s LedgerStore) Create(ctx context.Context) (mledger.WriteLedger, error) {
 	if q, ok := mledger.QuorumFrom(ctx); ok {
 		opts.Ensemble, opts.WriteQuorum, opts.AckQuorum = q.Ensemble, q.WriteQuorum, q.AckQuorum
 	}
+	if p, ok := mledger.PlacementFrom(ctx); ok {
+		opts.Affinity = &ledger.Affinity{Primary: ledger.ParseGroups(p.Primary), Secondary: ledger.ParseGroups(p.Secondary)}
+	}
 	h, err := s.Client.Create(ctx, opts)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,65 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+
+	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/httpapi"
+	"github.com/magnetar-mq/magnetar/policy"
+)
+
+// A namespace's bookie affinity group (Pulsar's BookieAffinityGroupData),
+// superusers only as in Pulsar:
+//
+//	GET|POST|DELETE /admin/v2/namespaces/{tenant}/{ns}/persistence/bookieAffinity
+//
+// The groups name groups of the bookies' rack information (package
+// ledger, RackInfoPath); new ledgers of the namespace's topics are placed
+// by them (docs/policies.md). GET of a namespace without one answers 404
+// "bookie-affinity group does not exist", as Pulsar.
+
+func (a *API) registerBookieAffinityRoutes(rt routeTable) {
+	const p = "/admin/v2/namespaces/{tenant}/{ns}/persistence/bookieAffinity"
+	rt.Add(httpapi.Route{Method: "GET", Pattern: p, Access: auth.AccessSuperUser, Response: policy.BookieAffinityGroup{},
+		Handler: a.onNamespace(func(w http.ResponseWriter, r *http.Request, ns string) {
+			pol, err := a.pol.Get(r.Context(), ns)
+			if err != nil {
+				a.serviceError(w, err)
+				return
+			}
+			if pol.BookieAffinityGroup == nil {
+				writeError(w, http.StatusNotFound, "bookie-affinity group does not exist")
+				return
+			}
+			writeJSON(w, http.StatusOK, pol.BookieAffinityGroup)
+		})})
+	rt.Add(httpapi.Route{Method: "POST", Pattern: p, Access: auth.AccessSuperUser, Request: policy.BookieAffinityGroup{},
+		Handler: a.onNamespace(func(w http.ResponseWriter, r *http.Request, ns string) {
+			var g policy.BookieAffinityGroup
+			body, err := io.ReadAll(r.Body)
+			if err != nil || json.Unmarshal(body, &g) != nil {
+				writeError(w, http.StatusBadRequest, "body must be a BookieAffinityGroupData JSON object")
+				return
+			}
+			a.replyDone(w, a.setBookieAffinity(r.Context(), ns, &g))
+		})})
+	rt.Add(httpapi.Route{Method: "DELETE", Pattern: p, Access: auth.AccessSuperUser,
+		Handler: a.onNamespace(func(w http.ResponseWriter, r *http.Request, ns string) {
+			a.replyDone(w, a.setBookieAffinity(r.Context(), ns, nil))
+		})})
+}
+
+func (a *API) setBookieAffinity(ctx context.Context, ns string, g *policy.BookieAffinityGroup) error {
+	if g != nil {
+		if err := g.Validate(); err != nil {
+			return &policy.BadValueError{Err: err}
+		}
+	}
+	return a.pol.Update(ctx, ns, func(p *policy.Policies) error {
+		p.BookieAffinityGroup = g
+		return nil
+	})
+}

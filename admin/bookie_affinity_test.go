@@ -1,0 +1,37 @@
+package admin
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/magnetar-mq/magnetar/policy"
+)
+
+// TestBookieAffinityGroup: set, read back, refuse bad group names, delete
+// (then 404, as Pulsar), superusers only; the namespace's topics resolve
+// the group (the broker places their new ledgers by it).
+func TestBookieAffinityGroup(t *testing.T) {
+	s := startSecAdmin(t)
+	const p = "/admin/v2/namespaces/acme/ns/persistence/bookieAffinity"
+	s.call(t, "root", "GET", p, "", 404)
+	s.call(t, "acme-admin", "POST", p, `{"bookkeeperAffinityGroupPrimary":"g1"}`, 403)
+	s.call(t, "acme-admin", "GET", p, "", 403)
+	s.call(t, "root", "POST", p, `{"bookkeeperAffinityGroupPrimary":"g1,g2","bookkeeperAffinityGroupSecondary":"g3"}`, 204)
+	var got policy.BookieAffinityGroup
+	if err := json.Unmarshal([]byte(s.call(t, "root", "GET", p, "", 200)), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got != (policy.BookieAffinityGroup{Primary: "g1,g2", Secondary: "g3"}) {
+		t.Fatalf("read back %+v", got)
+	}
+	topic := "persistent://acme/ns/placed"
+	s.produce(t, "acme-admin", topic, "x")
+	if r := s.AppliedPolicies(topic); r == nil || r.BookieAffinity == nil || *r.BookieAffinity != got {
+		t.Fatalf("the topic's applied policy: %+v", r)
+	}
+	s.call(t, "root", "POST", p, `{"bookkeeperAffinityGroupPrimary":"../etc"}`, 412)
+	s.call(t, "root", "POST", p, `not json`, 400)
+	s.call(t, "root", "POST", "/admin/v2/namespaces/acme/nope/persistence/bookieAffinity", `{"bookkeeperAffinityGroupPrimary":"g1"}`, 404)
+	s.call(t, "root", "DELETE", p, "", 204)
+	s.call(t, "root", "GET", p, "", 404)
+}
