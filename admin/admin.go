@@ -9,6 +9,7 @@ import (
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/isolation"
+	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
@@ -38,7 +39,8 @@ type API struct {
 	// with authorization off too; it enforces them only when it is on).
 	// Nil only without a metadata store: those endpoints answer 501.
 	grants     *auth.Authorizer
-	statusFile string // Deps.StatusFile (status.go)
+	meta       metadata.Store // Deps.Metadata (nil: the rack routes answer 500)
+	statusFile string         // Deps.StatusFile (status.go)
 	log        *slog.Logger
 }
 
@@ -60,6 +62,7 @@ func Register(rt routeTable, d Deps) *API {
 	if a.iso == nil && d.Metadata != nil {
 		a.iso = isolation.NewStore(d.Metadata)
 	}
+	a.meta = d.Metadata
 	switch {
 	case d.Security != nil && d.Security.Authz != nil:
 		a.grants = d.Security.Authz
@@ -77,6 +80,7 @@ func Register(rt routeTable, d Deps) *API {
 	a.registerTopicRoutes(rt)
 	a.registerLedgerInfoRoutes(rt)     // ledgerinfo.go
 	a.registerBookieAffinityRoutes(rt) // bookie_affinity.go
+	a.registerRackRoutes(rt)           // bookie_racks.go
 	a.registerSubscriptionRoutes(rt)
 	a.registerSchemaRoutes(rt)
 	a.registerTransactionRoutes(rt)            // transactions.go

@@ -74,7 +74,7 @@ var allowed = map[string][]string{
 	// isolation: failure domains and namespace isolation policies (their
 	// store and the placement rules the cluster applies).
 	"isolation": {"metadata"},
-	"admin":     {"internal", "broker", "policy", "protocol", "auth", "bundle", "cluster", "isolation", "schema", "txn", "httpapi", "metadata", "ledgerinfo", "dynconfig"},
+	"admin":     {"internal", "broker", "policy", "protocol", "auth", "bundle", "cluster", "isolation", "schema", "txn", "httpapi", "metadata", "ledgerinfo", "dynconfig", "ledger"},
 	"schema":    {},
 	// dynconfig: the broker's dynamic configuration over the policy
 	// store's defaults overlay.
