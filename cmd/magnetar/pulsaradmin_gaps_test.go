@@ -2,8 +2,7 @@ package main
 
 // pulsarAdminGaps are the pulsaradmin methods of issue 33's interfaces
 // that Magnetar does not answer as Pulsar does yet, each with what is
-// missing, or (rowNotWritten) that have no row yet; the test prints
-// them. A gap's row runs and must still fail: when it passes, its entry
+// missing; the test prints them. A gap's row runs and must still fail: when it passes, its entry
 // goes.
 var pulsarAdminGaps = map[string]string{
 	"Sources.ReloadBuiltInSources":                      "POST /admin/v3/sources/reloadBuiltInSources is missing (Magnetar's builtin connectors are compiled in: there is no connectors directory to rescan)",
@@ -16,6 +15,3 @@ var pulsarAdminGaps = map[string]string{
 	"TopicPolicies.RemoveDeduplicationSnapshotInterval": "deduplication snapshots are missing (dedup state is rebuilt from the log tail), so the interval would change nothing",
 	"TopicPolicies.SetDeduplicationSnapshotInterval":    "deduplication snapshots are missing (dedup state is rebuilt from the log tail), so the interval would change nothing",
 }
-
-// rowNotWritten: the row was not written yet (no claim either way on whether Magnetar answers as Pulsar does).
-const rowNotWritten = "no row yet"
