@@ -18,9 +18,9 @@ import (
 //     (NotAllowedError "Exceeds max allowed delivery delay of N
 //     milliseconds"); inactive, deliverAt is ignored and messages go out
 //     at once; active, a Shared or Key_Shared subscription holds a message
-//     until deliverAt less one tick (Pulsar's non-strict tick: a message
-//     due within the tick goes now), checked again when the tick timer
-//     fires;
+//     until deliverAt, never earlier (pulsar-client-go's suite requires
+//     a 3 s delay to last 3 s against Pulsar's test broker; a non-strict
+//     tick that releases a message a tick early failed it);
 //   - maxSubscriptionsPerTopic: a SUBSCRIBE that would create one more
 //     subscription is refused (NotAllowedError "Exceed the maximum number
 //     of subscriptions of the topic: <topic>");

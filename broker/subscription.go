@@ -622,7 +622,7 @@ func (s *subscription) dispatch() {
 				continue // withheld by an AckHook (acknowledged in an open transaction)
 			}
 			if m.deliverAt > now && (s.typ == SubShared || s.typ == SubKeyShared) {
-				if dd := s.delayPolicy(); dd.Active && m.deliverAt > now+dd.TickTime {
+				if dd := s.delayPolicy(); dd.Active {
 					s.addDelayed(pe, m.deliverAt)
 					continue
 				}
@@ -921,7 +921,7 @@ func (s *subscription) armDelay() {
 	if len(s.delayed) == 0 {
 		return
 	}
-	at := s.delayed[0].at - s.delayPolicy().TickTime // due within a tick goes
+	at := s.delayed[0].at
 	if s.delayTimer != nil {
 		if s.delayTimerAt == at {
 			return
@@ -943,7 +943,7 @@ func (s *subscription) delayPolicy() policy.DelayedDeliveryPolicies {
 func (s *subscription) releaseDelayed() {
 	dd := s.delayPolicy()
 	now := time.Now().UnixMilli()
-	for len(s.delayed) > 0 && (!dd.Active || s.delayed[0].at <= now+dd.TickTime) {
+	for len(s.delayed) > 0 && (!dd.Active || s.delayed[0].at <= now) {
 		d := heap.Pop(&s.delayed).(delayedEntry)
 		s.delayedMsgs -= d.pe.numMsgs
 		s.replay.add(d.pe)

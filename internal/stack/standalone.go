@@ -124,10 +124,13 @@ func OpenStandalone(ctx context.Context, o StandaloneOptions) (_ *Standalone, er
 	}
 	stats := &localBookieStats{bk: s.bk, dirs: append([]string{bo.JournalDir}, bo.LedgerDirs...)}
 	svc := o.Service
-	if svc.Broker.Cluster == nil {
+	if svc.Broker.Cluster == nil && svc.ConfigURL == "" {
 		// Pulsar's standalone is a cluster of one broker: its namespaces
 		// have bundles (4 unless created with another count), which it
-		// owns, splits and unloads as a clustered broker does.
+		// owns, splits and unloads as a clustered broker does. Not yet
+		// with a configuration store shared with other clusters
+		// (geo-replication): there the namespaces live in the shared
+		// store and the one-broker cluster does not find them.
 		svc.Broker.Cluster = &broker.ClusterConfig{Standalone: true}
 	}
 	s.stack, err = OpenStack(ctx, svc, Deps{
