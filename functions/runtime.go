@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/magnetar-mq/magnetar/functions/iopolicy"
+	"github.com/magnetar-mq/magnetar/internal/atomicfile"
 )
 
 // InstanceStats is what an instance reports on its stats pipe (one JSON
@@ -247,11 +248,7 @@ func (w *Worker) prepare(ctx context.Context, in *instance) (launch, error) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return launch{}, err
 		}
-		tmp := path + ".tmp" + strconv.Itoa(os.Getpid())
-		if err := os.WriteFile(tmp, data, 0o755); err != nil {
-			return launch{}, err
-		}
-		if err := os.Rename(tmp, path); err != nil {
+		if err := atomicfile.WriteBytes(path, data, atomicfile.Options{Perm: 0o755, SyncDir: true}); err != nil {
 			return launch{}, err
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/magnetar-mq/magnetar/internal/atomicfile"
 )
 
 // dirStore keeps objects as files of one directory: <key> holds the
@@ -53,41 +55,16 @@ func (d *dirStore) fsErr(op, key string, err error) error {
 	return fmt.Errorf("%s %s: %w: %v", op, key, ErrStoreUnavailable, err)
 }
 
-// writeFile writes p atomically from fill.
+// writeFile writes p atomically from fill (synced, renamed into place;
+// the caller syncs the directory).
 func (d *dirStore) writeFile(p string, fill func(*os.File) error) error {
 	if _, err := os.Stat(d.dir); err != nil {
 		return err // no MkdirAll: a removed directory is an unavailable store
 	}
-	f, err := os.CreateTemp(d.dir, filepath.Base(p)+".tmp-")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	err = fill(f)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return nil
+	return atomicfile.Write(p, atomicfile.Options{}, fill)
 }
 
-func (d *dirStore) syncDir() error {
-	f, err := os.Open(d.dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
-}
+func (d *dirStore) syncDir() error { return atomicfile.SyncDir(d.dir) }
 
 func (d *dirStore) writeMeta(p string, meta map[string]string) error {
 	js, _ := json.Marshal(meta)
@@ -200,8 +177,8 @@ func (d *dirStore) size(_ context.Context, key string) (int64, error) {
 }
 
 func (d *dirStore) removeTemps(key string) {
-	ms, _ := filepath.Glob(filepath.Join(d.dir, key+".tmp-*"))
-	ms2, _ := filepath.Glob(filepath.Join(d.dir, key+metaSuffix+".tmp-*"))
+	ms, _ := filepath.Glob(filepath.Join(d.dir, key+atomicfile.TempInfix+"*"))
+	ms2, _ := filepath.Glob(filepath.Join(d.dir, key+metaSuffix+atomicfile.TempInfix+"*"))
 	for _, m := range append(ms, ms2...) {
 		_ = os.Remove(m)
 	}
