@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"fmt"
 	"strings"
 )
@@ -35,4 +36,30 @@ func (g BookieAffinityGroup) Validate() error {
 		}
 	}
 	return nil
+}
+
+// AntiAffinityPeers lists the other namespaces of ns's tenant in ns's
+// anti-affinity group (nil when ns has none or its policies cannot be
+// read), for the load manager's placement. As in Pulsar, a group is
+// scoped to its tenant.
+func (s *Store) AntiAffinityPeers(ctx context.Context, ns string) []string {
+	p, err := s.Get(ctx, ns)
+	if err != nil || p.AntiAffinityGroup == "" {
+		return nil
+	}
+	tenant, _, _ := strings.Cut(ns, "/")
+	nss, err := s.Namespaces(ctx, tenant)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, o := range nss {
+		if o == ns {
+			continue
+		}
+		if op, err := s.Get(ctx, o); err == nil && op.AntiAffinityGroup == p.AntiAffinityGroup {
+			out = append(out, o)
+		}
+	}
+	return out
 }

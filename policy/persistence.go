@@ -1,10 +1,6 @@
 package policy
 
-import (
-	"context"
-	"fmt"
-	"strings"
-)
+import "fmt"
 
 // PersistencePolicies sets the replication of the ledgers a topic's
 // managed ledger creates (ensemble E, write quorum Qw, ack quorum Qa)
@@ -32,8 +28,9 @@ func (p PersistencePolicies) Validate() error {
 	return nil
 }
 
-// NamespaceExtras are the namespace policies embedded (flattened) into
-// Policies under Pulsar's field names.
+// NamespaceExtras are the namespace policies of ledger persistence,
+// placement, consumer limits, encryption and labels, embedded
+// (flattened) into Policies under Pulsar's field names.
 type NamespaceExtras struct {
 	// Persistence overrides the broker's managedLedgerDefault* values.
 	Persistence *PersistencePolicies `json:"persistence,omitempty"`
@@ -122,30 +119,4 @@ func SamePersistence(a, b *Resolved) bool {
 		return a.Persistence == b.Persistence
 	}
 	return *a.Persistence == *b.Persistence
-}
-
-// AntiAffinityPeers lists the other namespaces of ns's tenant in ns's
-// anti-affinity group (nil when ns has none or its policies cannot be
-// read), for the load manager's placement. As in Pulsar, a group is
-// scoped to its tenant.
-func (s *Store) AntiAffinityPeers(ctx context.Context, ns string) []string {
-	p, err := s.Get(ctx, ns)
-	if err != nil || p.AntiAffinityGroup == "" {
-		return nil
-	}
-	tenant, _, _ := strings.Cut(ns, "/")
-	nss, err := s.Namespaces(ctx, tenant)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, o := range nss {
-		if o == ns {
-			continue
-		}
-		if op, err := s.Get(ctx, o); err == nil && op.AntiAffinityGroup == p.AntiAffinityGroup {
-			out = append(out, o)
-		}
-	}
-	return out
 }
