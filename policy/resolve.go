@@ -89,7 +89,7 @@ type Resolved struct {
 	// separate fields folded into its unset thresholds and lag (nil:
 	// broker defaults).
 	Offload *OffloadPolicies
-	// Persistence, consumers per subscription, encryption (extras.go).
+	// Persistence, consumers per subscription, encryption (persistence.go).
 	ResolvedExtras
 	// Delayed delivery, subscriptions, topics, message size (delivery.go).
 	ResolvedDelivery

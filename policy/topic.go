@@ -40,7 +40,7 @@ type TopicPolicies struct {
 	// for this topic (checked against OffloadAllowed like the
 	// namespace's).
 	OffloadPolicies *OffloadPolicies `json:"offloadPolicies,omitempty"`
-	// Persistence and consumers per subscription (extras.go).
+	// Persistence and consumers per subscription (persistence.go).
 	TopicExtras
 	// Delayed delivery, message size, subscriptions, schema validation,
 	// compaction threshold (delivery.go).

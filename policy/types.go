@@ -56,7 +56,7 @@ type Policies struct {
 	// document under Pulsar's names.
 	MessagingPolicies
 	// Persistence, anti-affinity group, consumers per subscription and
-	// encryption (extras.go), flattened likewise.
+	// encryption (persistence.go), flattened likewise.
 	NamespaceExtras
 	// Delayed delivery, subscriptions and topics limits (delivery.go).
 	NamespaceDelivery
