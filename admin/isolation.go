@@ -28,23 +28,23 @@ func (a *API) registerIsolationRoutes(rt routeTable) {
 		httpapi.Route{Method: "GET", Pattern: c + "/failureDomains", Access: auth.AccessSuperUser,
 			Response: map[string]isolation.FailureDomain{}, Handler: a.httpFailureDomains},
 		httpapi.Route{Method: "GET", Pattern: c + "/failureDomains/{domain}", Access: auth.AccessSuperUser,
-			Response: isolation.FailureDomain{}, Handler: a.httpFailureDomain},
+			Response: isolation.FailureDomain{}, Handler: a.httpFailureDomain()},
 		httpapi.Route{Method: "POST", Pattern: c + "/failureDomains/{domain}", Access: auth.AccessSuperUser,
-			Request: isolation.FailureDomain{}, Handler: a.httpSetFailureDomain},
+			Request: isolation.FailureDomain{}, Handler: a.httpSetFailureDomain()},
 		httpapi.Route{Method: "DELETE", Pattern: c + "/failureDomains/{domain}", Access: auth.AccessSuperUser,
-			Handler: a.httpDeleteFailureDomain},
+			Handler: a.httpDeleteFailureDomain()},
 		httpapi.Route{Method: "GET", Pattern: nip, Access: auth.AccessSuperUser,
-			Response: map[string]isolation.Policy{}, Handler: a.httpIsolationPolicies},
+			Response: map[string]isolation.Policy{}, Handler: a.httpIsolationPolicies()},
 		httpapi.Route{Method: "GET", Pattern: nip + "/{policy}", Access: auth.AccessSuperUser,
-			Response: isolation.Policy{}, Handler: a.httpIsolationPolicy},
+			Response: isolation.Policy{}, Handler: a.httpIsolationPolicy()},
 		httpapi.Route{Method: "POST", Pattern: nip + "/{policy}", Access: auth.AccessSuperUser,
-			Request: isolation.Policy{}, Handler: a.httpSetIsolationPolicy},
+			Request: isolation.Policy{}, Handler: a.httpSetIsolationPolicy()},
 		httpapi.Route{Method: "DELETE", Pattern: nip + "/{policy}", Access: auth.AccessSuperUser,
-			Handler: a.httpDeleteIsolationPolicy},
+			Handler: a.httpDeleteIsolationPolicy()},
 		httpapi.Route{Method: "GET", Pattern: nip + "/brokers", Access: auth.AccessSuperUser,
-			Response: []isolation.BrokerData{}, Handler: a.httpIsolationBrokers},
+			Response: []isolation.BrokerData{}, Handler: a.httpIsolationBrokers()},
 		httpapi.Route{Method: "GET", Pattern: nip + "/brokers/{broker}", Access: auth.AccessSuperUser,
-			Response: isolation.BrokerData{}, Handler: a.httpIsolationBroker},
+			Response: isolation.BrokerData{}, Handler: a.httpIsolationBroker()},
 	)
 }
 
@@ -76,6 +76,7 @@ func (a *API) isolationCluster(w http.ResponseWriter, r *http.Request, p params,
 // isolationError answers the isolation store's errors.
 func (a *API) isolationError(w http.ResponseWriter, err error) {
 	var bad *isolation.InvalidError
+	var own *isoStatus
 	switch {
 	case errors.Is(err, isolation.ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
@@ -85,6 +86,8 @@ func (a *API) isolationError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusPreconditionFailed, "Cluster not empty")
 	case errors.As(err, &bad):
 		writeError(w, http.StatusBadRequest, bad.Error())
+	case errors.As(err, &own):
+		writeError(w, own.code, own.text)
 	default:
 		a.internalError(w, err)
 	}
@@ -108,105 +111,109 @@ func (a *API) httpFailureDomains(w http.ResponseWriter, r *http.Request, p param
 	writeJSON(w, http.StatusOK, ds)
 }
 
-func (a *API) httpFailureDomain(w http.ResponseWriter, r *http.Request, p params) {
-	cluster, ok := a.isolationCluster(w, r, p, http.StatusPreconditionFailed, "domain")
-	if !ok {
-		return
-	}
-	d, err := a.iso.FailureDomain(r.Context(), cluster, p["domain"])
-	if err != nil {
-		a.isolationError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, d)
+// isoDone is an isolation handler's answer without a body.
+type isoDone int
+
+// isoStatus is a refusal of the handler's own: the status and text.
+type isoStatus struct {
+	code int
+	text string
 }
 
-func (a *API) httpSetFailureDomain(w http.ResponseWriter, r *http.Request, p params) {
-	cluster, ok := a.isolationCluster(w, r, p, http.StatusPreconditionFailed, "domain")
-	if !ok {
-		return
-	}
-	var d isolation.FailureDomain
-	if err := readJSONBody(r, &d); err != nil {
-		writeError(w, http.StatusBadRequest, "body must be a FailureDomain: {\"brokers\":[...]}")
-		return
-	}
-	if err := a.iso.SetFailureDomain(r.Context(), cluster, p["domain"], d); err != nil {
-		a.isolationError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
+func (e *isoStatus) Error() string { return e.text }
 
-func (a *API) httpDeleteFailureDomain(w http.ResponseWriter, r *http.Request, p params) {
-	cluster, ok := a.isolationCluster(w, r, p, http.StatusPreconditionFailed, "domain")
-	if !ok {
-		return
-	}
-	if err := a.iso.DeleteFailureDomain(r.Context(), cluster, p["domain"]); err != nil {
-		a.isolationError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusOK) // Pulsar answers 200 here
-}
-
-func (a *API) httpIsolationPolicies(w http.ResponseWriter, r *http.Request, p params) {
-	cluster, ok := a.isolationCluster(w, r, p, http.StatusNotFound)
-	if !ok {
-		return
-	}
-	m, err := a.iso.Policies(r.Context(), cluster)
-	if err != nil {
-		a.isolationError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, m)
-}
-
-func (a *API) httpIsolationPolicy(w http.ResponseWriter, r *http.Request, p params) {
-	cluster, ok := a.isolationCluster(w, r, p, http.StatusPreconditionFailed, "policy")
-	if !ok {
-		return
-	}
-	m, err := a.iso.Policies(r.Context(), cluster)
-	if err != nil {
-		a.isolationError(w, err)
-		return
-	}
-	pol, found := m[p["policy"]]
-	if !found {
-		writeError(w, http.StatusNotFound, "Cannot find NamespaceIsolationPolicy "+p["policy"]+" for cluster "+cluster)
-		return
-	}
-	writeJSON(w, http.StatusOK, pol)
-}
-
-func (a *API) httpSetIsolationPolicy(w http.ResponseWriter, r *http.Request, p params) {
-	cluster, ok := a.isolationCluster(w, r, p, http.StatusPreconditionFailed, "policy")
-	if !ok {
-		return
-	}
-	var pol isolation.Policy
-	if err := readJSONBody(r, &pol); err != nil {
-		writeError(w, http.StatusBadRequest, "body must be a NamespaceIsolationData")
-		return
-	}
-	if err := a.iso.SetPolicy(r.Context(), cluster, p["policy"], pol); err != nil {
-		a.isolationError(w, err)
-		return
-	}
-	unload := true
-	if v := r.URL.Query().Get("unloadBundles"); v != "" {
-		unload, _ = strconv.ParseBool(v)
-	}
-	if unload && pol.UnloadScope != "none" {
-		// The matching namespaces are placed again under the policy.
-		if err := a.unloadMatching(context.WithoutCancel(r.Context()), cluster, &pol); err != nil {
-			a.internalError(w, err)
+// onIsolation serves an isolation route: the cluster of the path
+// (isolationCluster, answering missing when it does not exist, names
+// validated), then fn, whose value is answered as JSON (200), an
+// isoDone as that status alone, an error by isolationError.
+func (a *API) onIsolation(missing int, names []string, fn func(r *http.Request, p params, cluster string) (any, error)) handler {
+	return func(w http.ResponseWriter, r *http.Request, p params) {
+		cluster, ok := a.isolationCluster(w, r, p, missing, names...)
+		if !ok {
 			return
 		}
+		v, err := fn(r, p, cluster)
+		if done, ok := v.(isoDone); ok && err == nil {
+			w.WriteHeader(int(done))
+			return
+		}
+		if err != nil {
+			a.isolationError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
 	}
-	w.WriteHeader(http.StatusNoContent)
+}
+
+var (
+	domainName = []string{"domain"}
+	policyName = []string{"policy"}
+)
+
+func (a *API) httpFailureDomain() handler {
+	return a.onIsolation(http.StatusPreconditionFailed, domainName, func(r *http.Request, p params, cluster string) (any, error) {
+		return a.iso.FailureDomain(r.Context(), cluster, p["domain"])
+	})
+}
+
+func (a *API) httpSetFailureDomain() handler {
+	return a.onIsolation(http.StatusPreconditionFailed, domainName, func(r *http.Request, p params, cluster string) (any, error) {
+		var d isolation.FailureDomain
+		if err := readJSONBody(r, &d); err != nil {
+			return nil, &isoStatus{http.StatusBadRequest, "body must be a FailureDomain: {\"brokers\":[...]}"}
+		}
+		return isoDone(http.StatusNoContent), a.iso.SetFailureDomain(r.Context(), cluster, p["domain"], d)
+	})
+}
+
+func (a *API) httpDeleteFailureDomain() handler {
+	return a.onIsolation(http.StatusPreconditionFailed, domainName, func(r *http.Request, p params, cluster string) (any, error) {
+		// Pulsar answers 200 here.
+		return isoDone(http.StatusOK), a.iso.DeleteFailureDomain(r.Context(), cluster, p["domain"])
+	})
+}
+
+func (a *API) httpIsolationPolicies() handler {
+	return a.onIsolation(http.StatusNotFound, nil, func(r *http.Request, p params, cluster string) (any, error) {
+		return a.iso.Policies(r.Context(), cluster)
+	})
+}
+
+func (a *API) httpIsolationPolicy() handler {
+	return a.onIsolation(http.StatusPreconditionFailed, policyName, func(r *http.Request, p params, cluster string) (any, error) {
+		m, err := a.iso.Policies(r.Context(), cluster)
+		if err != nil {
+			return nil, err
+		}
+		pol, found := m[p["policy"]]
+		if !found {
+			return nil, &isoStatus{http.StatusNotFound, "Cannot find NamespaceIsolationPolicy " + p["policy"] + " for cluster " + cluster}
+		}
+		return pol, nil
+	})
+}
+
+func (a *API) httpSetIsolationPolicy() handler {
+	return a.onIsolation(http.StatusPreconditionFailed, policyName, func(r *http.Request, p params, cluster string) (any, error) {
+		var pol isolation.Policy
+		if err := readJSONBody(r, &pol); err != nil {
+			return nil, &isoStatus{http.StatusBadRequest, "body must be a NamespaceIsolationData"}
+		}
+		if err := a.iso.SetPolicy(r.Context(), cluster, p["policy"], pol); err != nil {
+			return nil, err
+		}
+		unload := true
+		if v := r.URL.Query().Get("unloadBundles"); v != "" {
+			unload, _ = strconv.ParseBool(v)
+		}
+		if unload && pol.UnloadScope != "none" {
+			// The matching namespaces are placed again under the policy.
+			if err := a.unloadMatching(context.WithoutCancel(r.Context()), cluster, &pol); err != nil {
+				return nil, err
+			}
+		}
+		return isoDone(http.StatusNoContent), nil
+	})
 }
 
 // unloadMatching unloads every bundle of the namespaces that replicate
@@ -241,49 +248,36 @@ func (a *API) unloadMatching(ctx context.Context, cluster string, pol *isolation
 	return nil
 }
 
-func (a *API) httpDeleteIsolationPolicy(w http.ResponseWriter, r *http.Request, p params) {
-	cluster, ok := a.isolationCluster(w, r, p, http.StatusPreconditionFailed, "policy")
-	if !ok {
-		return
-	}
-	if err := a.iso.DeletePolicy(r.Context(), cluster, p["policy"]); err != nil {
-		a.isolationError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+func (a *API) httpDeleteIsolationPolicy() handler {
+	return a.onIsolation(http.StatusPreconditionFailed, policyName, func(r *http.Request, p params, cluster string) (any, error) {
+		return isoDone(http.StatusNoContent), a.iso.DeletePolicy(r.Context(), cluster, p["policy"])
+	})
 }
 
-func (a *API) httpIsolationBrokers(w http.ResponseWriter, r *http.Request, p params) {
-	cluster, ok := a.isolationCluster(w, r, p, http.StatusPreconditionFailed)
-	if !ok {
-		return
-	}
-	live, err := a.liveBrokers(r.Context())
-	if err != nil {
-		a.internalError(w, err)
-		return
-	}
-	m, err := a.iso.Policies(r.Context(), cluster)
-	if err != nil {
-		a.isolationError(w, err)
-		return
-	}
-	out := make([]isolation.BrokerData, 0, len(live))
-	for _, id := range live {
-		out = append(out, isolation.Broker(m, id))
-	}
-	writeJSON(w, http.StatusOK, out)
+func (a *API) httpIsolationBrokers() handler {
+	return a.onIsolation(http.StatusPreconditionFailed, nil, func(r *http.Request, p params, cluster string) (any, error) {
+		live, err := a.liveBrokers(r.Context())
+		if err != nil {
+			return nil, err
+		}
+		m, err := a.iso.Policies(r.Context(), cluster)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]isolation.BrokerData, 0, len(live))
+		for _, id := range live {
+			out = append(out, isolation.Broker(m, id))
+		}
+		return out, nil
+	})
 }
 
-func (a *API) httpIsolationBroker(w http.ResponseWriter, r *http.Request, p params) {
-	cluster, ok := a.isolationCluster(w, r, p, http.StatusPreconditionFailed)
-	if !ok {
-		return
-	}
-	m, err := a.iso.Policies(r.Context(), cluster)
-	if err != nil {
-		a.isolationError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, isolation.Broker(m, p["broker"]))
+func (a *API) httpIsolationBroker() handler {
+	return a.onIsolation(http.StatusPreconditionFailed, nil, func(r *http.Request, p params, cluster string) (any, error) {
+		m, err := a.iso.Policies(r.Context(), cluster)
+		if err != nil {
+			return nil, err
+		}
+		return isolation.Broker(m, p["broker"]), nil
+	})
 }
