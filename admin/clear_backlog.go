@@ -33,16 +33,8 @@ func (a *API) registerClearBacklogRoutes(rt routeTable) {
 // with connected consumers is refused (412, the first such topic named)
 // and the topics handled before it stay unsubscribed, as in Pulsar.
 func (a *API) unsubscribeNamespace(byBundle bool) handler {
-	return func(w http.ResponseWriter, r *http.Request, p params) {
-		ns, ok := a.nsFromParams(w, r, p)
-		if !ok {
-			return
-		}
+	return a.onBundleTopics(byBundle, func(w http.ResponseWriter, r *http.Request, p params, topics []string) {
 		ctx := r.Context()
-		topics, ok := a.topicsOfBundle(w, r, ns, byBundle, p)
-		if !ok {
-			return
-		}
 		for _, topic := range topics {
 			err := a.subs.DeleteSubscription(ctx, topic, p["sub"], false)
 			if err != nil && !errors.Is(err, broker.ErrSubscriptionNotFound) && !errors.Is(err, broker.ErrTopicNotFound) {
@@ -51,6 +43,20 @@ func (a *API) unsubscribeNamespace(byBundle bool) handler {
 			}
 		}
 		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+// onBundleTopics serves a route over the persistent topics of the
+// path's namespace, or (byBundle) of its bundle {bundle}.
+func (a *API) onBundleTopics(byBundle bool, f func(w http.ResponseWriter, r *http.Request, p params, topics []string)) handler {
+	return func(w http.ResponseWriter, r *http.Request, p params) {
+		ns, ok := a.nsFromParams(w, r, p)
+		if !ok {
+			return
+		}
+		if topics, ok := a.topicsOfBundle(w, r, ns, byBundle, p); ok {
+			f(w, r, p, topics)
+		}
 	}
 }
 
@@ -86,16 +92,8 @@ func (a *API) topicsOfBundle(w http.ResponseWriter, r *http.Request, ns string, 
 // is not an error; a {sub} that exists nowhere is a 404 as in Pulsar's
 // per-topic call.
 func (a *API) clearBacklog(byBundle, oneSub bool) handler {
-	return func(w http.ResponseWriter, r *http.Request, p params) {
-		ns, ok := a.nsFromParams(w, r, p)
-		if !ok {
-			return
-		}
+	return a.onBundleTopics(byBundle, func(w http.ResponseWriter, r *http.Request, p params, topics []string) {
 		ctx := r.Context()
-		topics, ok := a.topicsOfBundle(w, r, ns, byBundle, p)
-		if !ok {
-			return
-		}
 		found := false
 		for _, topic := range topics {
 			subs, err := a.subs.Subscriptions(ctx, topic)
@@ -123,7 +121,7 @@ func (a *API) clearBacklog(byBundle, oneSub bool) handler {
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
-	}
+	})
 }
 
 // namespaceBundle parses {bundle} and checks that it is one of ns's
