@@ -61,10 +61,7 @@ func receiveWithin(t *testing.T, c pulsar.Consumer, d time.Duration) pulsar.Mess
 func TestE2EDelayedDeliveryPolicy(t *testing.T) {
 	t.Parallel()
 	tb := startBroker(t, func(c *broker.Config) { c.Delivery.DelayedDeliveryTick = 1000 })
-	ns := newNamespace(t, tb)
-	topic := "persistent://" + ns + "/" + uniqueName("delay")
-	tBase := adminPath(topic)
-	mustHTTP(t, tb, "PUT", tBase, "", http.StatusNoContent)
+	ns, topic, tBase := topicInNewNamespace(t, tb, "delay")
 	wantJSON(t, tb, tBase+"/delayedDelivery?applied=true", `{"tickTime":1000,"active":true,"maxDeliveryDelayInMillis":0,"maxDelayInMillis":0}`)
 	mustHTTP(t, tb, "POST", tBase+"/delayedDelivery", `{"tickTime":-1,"active":true}`, http.StatusPreconditionFailed)
 	mustHTTP(t, tb, "POST", tBase+"/delayedDelivery", `{"tickTime":1000,"active":false}`, http.StatusNoContent)
@@ -157,10 +154,7 @@ func TestE2EMaxMessageSizePolicy(t *testing.T) {
 func TestE2EMaxSubscriptionsPerTopicPolicy(t *testing.T) {
 	t.Parallel()
 	tb := startBroker(t, func(c *broker.Config) { c.Delivery.MaxSubscriptionsPerTopic = 3 })
-	ns := newNamespace(t, tb)
-	topic := "persistent://" + ns + "/" + uniqueName("subs")
-	tBase := adminPath(topic)
-	mustHTTP(t, tb, "PUT", tBase, "", http.StatusNoContent)
+	ns, topic, tBase := topicInNewNamespace(t, tb, "subs")
 	mustHTTP(t, tb, "POST", "/admin/v2/namespaces/"+ns+"/maxSubscriptionsPerTopic", "2", http.StatusNoContent)
 	mustHTTP(t, tb, "POST", tBase+"/maxSubscriptionsPerTopic", "1", http.StatusNoContent)
 	cl := tb.client(t)
@@ -204,10 +198,7 @@ func TestE2EMaxSubscriptionsPerTopicPolicy(t *testing.T) {
 func TestE2EAutoSubscriptionCreationPolicy(t *testing.T) {
 	t.Parallel()
 	tb := startBroker(t, nil)
-	ns := newNamespace(t, tb)
-	topic := "persistent://" + ns + "/" + uniqueName("autosub")
-	tBase := adminPath(topic)
-	mustHTTP(t, tb, "PUT", tBase, "", http.StatusNoContent)
+	ns, topic, tBase := topicInNewNamespace(t, tb, "autosub")
 	cl := tb.client(t)
 	c, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "existing"})
 	if err != nil {
@@ -245,10 +236,7 @@ func TestE2EAutoSubscriptionCreationPolicy(t *testing.T) {
 func TestE2ESchemaValidationEnforcedPolicy(t *testing.T) {
 	t.Parallel()
 	tb := startBroker(t, nil)
-	ns := newNamespace(t, tb)
-	topic := "persistent://" + ns + "/" + uniqueName("schema")
-	tBase := adminPath(topic)
-	mustHTTP(t, tb, "PUT", tBase, "", http.StatusNoContent)
+	ns, topic, tBase := topicInNewNamespace(t, tb, "schema")
 	cl := tb.client(t)
 	typed, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic,
 		Schema: pulsar.NewJSONSchema(`{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}`, nil)})
@@ -336,4 +324,16 @@ func TestE2EMaxTopicsPerNamespace(t *testing.T) {
 	// 0: unlimited.
 	mustHTTP(t, tb, "POST", nsBase+"/maxTopicsPerNamespace", "0", http.StatusNoContent)
 	mustHTTP(t, tb, "PUT", adminPath(topic("eight")), "", http.StatusNoContent)
+}
+
+// topicInNewNamespace creates a topic in a namespace of its own (policy
+// tests change the namespace's values), answering the namespace, the
+// topic and its admin path.
+func topicInNewNamespace(t testing.TB, tb *testBroker, prefix string) (ns, topic, tBase string) {
+	t.Helper()
+	ns = newNamespace(t, tb)
+	topic = "persistent://" + ns + "/" + uniqueName(prefix)
+	tBase = adminPath(topic)
+	mustHTTP(t, tb, "PUT", tBase, "", http.StatusNoContent)
+	return ns, topic, tBase
 }
