@@ -111,9 +111,6 @@ func (a *API) httpFailureDomains(w http.ResponseWriter, r *http.Request, p param
 	writeJSON(w, http.StatusOK, ds)
 }
 
-// isoDone is an isolation handler's answer without a body.
-type isoDone int
-
 // isoStatus is a refusal of the handler's own: the status and text.
 type isoStatus struct {
 	code int
@@ -124,26 +121,27 @@ func (e *isoStatus) Error() string { return e.text }
 
 // onIsolation serves an isolation route: the cluster of the path
 // (isolationCluster, answering missing when it does not exist, names
-// validated), then fn, whose value is answered as JSON (200), an
-// isoDone as that status alone, an error by isolationError.
-func (a *API) onIsolation(missing int, names []string, fn func(r *http.Request, p params, cluster string) (any, error)) handler {
+// validated), then fn, whose answer is its status with its value as JSON
+// (nil: no body), or its error by isolationError.
+func (a *API) onIsolation(missing int, names []string, fn func(r *http.Request, p params, cluster string) (int, any, error)) handler {
 	return func(w http.ResponseWriter, r *http.Request, p params) {
 		cluster, ok := a.isolationCluster(w, r, p, missing, names...)
 		if !ok {
 			return
 		}
-		v, err := fn(r, p, cluster)
-		if done, ok := v.(isoDone); ok && err == nil {
-			w.WriteHeader(int(done))
-			return
-		}
-		if err != nil {
+		switch status, v, err := fn(r, p, cluster); {
+		case err != nil:
 			a.isolationError(w, err)
-			return
+		case v == nil:
+			w.WriteHeader(status)
+		default:
+			writeJSON(w, status, v)
 		}
-		writeJSON(w, http.StatusOK, v)
 	}
 }
+
+// isoOK answers v with 200.
+func isoOK[T any](v T, err error) (int, any, error) { return http.StatusOK, v, err }
 
 var (
 	domainName = []string{"domain"}
@@ -151,56 +149,56 @@ var (
 )
 
 func (a *API) httpFailureDomain() handler {
-	return a.onIsolation(http.StatusPreconditionFailed, domainName, func(r *http.Request, p params, cluster string) (any, error) {
-		return a.iso.FailureDomain(r.Context(), cluster, p["domain"])
+	return a.onIsolation(http.StatusPreconditionFailed, domainName, func(r *http.Request, p params, cluster string) (int, any, error) {
+		return isoOK(a.iso.FailureDomain(r.Context(), cluster, p["domain"]))
 	})
 }
 
 func (a *API) httpSetFailureDomain() handler {
-	return a.onIsolation(http.StatusPreconditionFailed, domainName, func(r *http.Request, p params, cluster string) (any, error) {
+	return a.onIsolation(http.StatusPreconditionFailed, domainName, func(r *http.Request, p params, cluster string) (int, any, error) {
 		var d isolation.FailureDomain
 		if err := readJSONBody(r, &d); err != nil {
-			return nil, &isoStatus{http.StatusBadRequest, "body must be a FailureDomain: {\"brokers\":[...]}"}
+			return 0, nil, &isoStatus{http.StatusBadRequest, "body must be a FailureDomain: {\"brokers\":[...]}"}
 		}
-		return isoDone(http.StatusNoContent), a.iso.SetFailureDomain(r.Context(), cluster, p["domain"], d)
+		return http.StatusNoContent, nil, a.iso.SetFailureDomain(r.Context(), cluster, p["domain"], d)
 	})
 }
 
 func (a *API) httpDeleteFailureDomain() handler {
-	return a.onIsolation(http.StatusPreconditionFailed, domainName, func(r *http.Request, p params, cluster string) (any, error) {
+	return a.onIsolation(http.StatusPreconditionFailed, domainName, func(r *http.Request, p params, cluster string) (int, any, error) {
 		// Pulsar answers 200 here.
-		return isoDone(http.StatusOK), a.iso.DeleteFailureDomain(r.Context(), cluster, p["domain"])
+		return http.StatusOK, nil, a.iso.DeleteFailureDomain(r.Context(), cluster, p["domain"])
 	})
 }
 
 func (a *API) httpIsolationPolicies() handler {
-	return a.onIsolation(http.StatusNotFound, nil, func(r *http.Request, p params, cluster string) (any, error) {
-		return a.iso.Policies(r.Context(), cluster)
+	return a.onIsolation(http.StatusNotFound, nil, func(r *http.Request, p params, cluster string) (int, any, error) {
+		return isoOK(a.iso.Policies(r.Context(), cluster))
 	})
 }
 
 func (a *API) httpIsolationPolicy() handler {
-	return a.onIsolation(http.StatusPreconditionFailed, policyName, func(r *http.Request, p params, cluster string) (any, error) {
+	return a.onIsolation(http.StatusPreconditionFailed, policyName, func(r *http.Request, p params, cluster string) (int, any, error) {
 		m, err := a.iso.Policies(r.Context(), cluster)
 		if err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 		pol, found := m[p["policy"]]
 		if !found {
-			return nil, &isoStatus{http.StatusNotFound, "Cannot find NamespaceIsolationPolicy " + p["policy"] + " for cluster " + cluster}
+			return 0, nil, &isoStatus{http.StatusNotFound, "Cannot find NamespaceIsolationPolicy " + p["policy"] + " for cluster " + cluster}
 		}
-		return pol, nil
+		return http.StatusOK, pol, nil
 	})
 }
 
 func (a *API) httpSetIsolationPolicy() handler {
-	return a.onIsolation(http.StatusPreconditionFailed, policyName, func(r *http.Request, p params, cluster string) (any, error) {
+	return a.onIsolation(http.StatusPreconditionFailed, policyName, func(r *http.Request, p params, cluster string) (int, any, error) {
 		var pol isolation.Policy
 		if err := readJSONBody(r, &pol); err != nil {
-			return nil, &isoStatus{http.StatusBadRequest, "body must be a NamespaceIsolationData"}
+			return 0, nil, &isoStatus{http.StatusBadRequest, "body must be a NamespaceIsolationData"}
 		}
 		if err := a.iso.SetPolicy(r.Context(), cluster, p["policy"], pol); err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 		unload := true
 		if v := r.URL.Query().Get("unloadBundles"); v != "" {
@@ -209,10 +207,10 @@ func (a *API) httpSetIsolationPolicy() handler {
 		if unload && pol.UnloadScope != "none" {
 			// The matching namespaces are placed again under the policy.
 			if err := a.unloadMatching(context.WithoutCancel(r.Context()), cluster, &pol); err != nil {
-				return nil, err
+				return 0, nil, err
 			}
 		}
-		return isoDone(http.StatusNoContent), nil
+		return http.StatusNoContent, nil, nil
 	})
 }
 
@@ -249,35 +247,35 @@ func (a *API) unloadMatching(ctx context.Context, cluster string, pol *isolation
 }
 
 func (a *API) httpDeleteIsolationPolicy() handler {
-	return a.onIsolation(http.StatusPreconditionFailed, policyName, func(r *http.Request, p params, cluster string) (any, error) {
-		return isoDone(http.StatusNoContent), a.iso.DeletePolicy(r.Context(), cluster, p["policy"])
+	return a.onIsolation(http.StatusPreconditionFailed, policyName, func(r *http.Request, p params, cluster string) (int, any, error) {
+		return http.StatusNoContent, nil, a.iso.DeletePolicy(r.Context(), cluster, p["policy"])
 	})
 }
 
 func (a *API) httpIsolationBrokers() handler {
-	return a.onIsolation(http.StatusPreconditionFailed, nil, func(r *http.Request, p params, cluster string) (any, error) {
+	return a.onIsolation(http.StatusPreconditionFailed, nil, func(r *http.Request, p params, cluster string) (int, any, error) {
 		live, err := a.liveBrokers(r.Context())
 		if err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 		m, err := a.iso.Policies(r.Context(), cluster)
 		if err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 		out := make([]isolation.BrokerData, 0, len(live))
 		for _, id := range live {
 			out = append(out, isolation.Broker(m, id))
 		}
-		return out, nil
+		return http.StatusOK, out, nil
 	})
 }
 
 func (a *API) httpIsolationBroker() handler {
-	return a.onIsolation(http.StatusPreconditionFailed, nil, func(r *http.Request, p params, cluster string) (any, error) {
+	return a.onIsolation(http.StatusPreconditionFailed, nil, func(r *http.Request, p params, cluster string) (int, any, error) {
 		m, err := a.iso.Policies(r.Context(), cluster)
 		if err != nil {
-			return nil, err
+			return 0, nil, err
 		}
-		return isolation.Broker(m, p["broker"]), nil
+		return http.StatusOK, isolation.Broker(m, p["broker"]), nil
 	})
 }
