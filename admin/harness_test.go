@@ -33,6 +33,7 @@ import (
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/dynconfig"
 	"github.com/magnetar-mq/magnetar/enforcement"
+	"github.com/magnetar-mq/magnetar/internal/testenv"
 	"github.com/magnetar-mq/magnetar/metadata/embedded"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
@@ -344,13 +345,7 @@ func receiveN(t testing.TB, c pulsar.Consumer, n int) []pulsar.Message {
 // waitUntil polls cond (a state observation, not a timer) until it holds.
 func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 0, what, cond)
 }
 
 func mustTopic(t testing.TB, s string) utils.TopicName {

@@ -13,6 +13,7 @@ import (
 	"github.com/magnetar-mq/magnetar/autorecovery"
 	"github.com/magnetar-mq/magnetar/bookie"
 	"github.com/magnetar-mq/magnetar/bookie/server"
+	"github.com/magnetar-mq/magnetar/internal/testenv"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 	"github.com/magnetar-mq/magnetar/ledger"
 	"github.com/magnetar-mq/magnetar/metadata"
@@ -194,15 +195,7 @@ func (c *cluster) add(h *ledger.WriteHandle, n int) {
 // waitFor polls cond (cheap metadata reads) until it holds or 20 s pass.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
+	testenv.WaitFor(t, 20*time.Second, what, cond)
 }
 
 // checkCopies verifies that every entry 0..last of ledger id is stored,

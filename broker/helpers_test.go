@@ -8,18 +8,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/magnetar-mq/magnetar/internal/testenv"
 )
 
 // waitUntil polls cond (a state observation, not a timer) until it holds.
 func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 0, what, cond)
 }
 
 // earliest is the Earliest sentinel of Service's MessageID.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/bundle"
+	"github.com/magnetar-mq/magnetar/internal/testenv"
 	"github.com/magnetar-mq/magnetar/internal/zktest"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/metadata/zookeeper"
@@ -83,13 +84,7 @@ func createNamespace(t *testing.T, st metadata.Store, ns string, n int) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 20*time.Second, what, cond)
 }
 
 // One owner per bundle: an authoritative lookup takes the bundle; every
