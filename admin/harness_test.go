@@ -8,13 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,9 +27,9 @@ import (
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/brokertest"
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/dynconfig"
-	"github.com/magnetar-mq/magnetar/enforcement"
 	"github.com/magnetar-mq/magnetar/internal/testenv"
 	"github.com/magnetar-mq/magnetar/metadata/embedded"
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -42,10 +39,12 @@ import (
 	"github.com/magnetar-mq/magnetar/txn/server"
 )
 
-// testBroker is a broker with the admin API, started in-process on
-// 127.0.0.1:0 over an embedded metadata store and in-memory ledgers.
+// testBroker is a broker of the test kit (broker/brokertest) with the
+// admin API, started in-process on 127.0.0.1:0 over an embedded metadata
+// store and in-memory ledgers.
 type testBroker struct {
 	*broker.Broker
+	kit     *brokertest.Broker
 	factory *mledger.Factory
 	schemas *schemareg.Registry
 	url     string
@@ -83,89 +82,59 @@ func startBroker(t testing.TB, mut func(*broker.Config)) *testBroker {
 func startBrokerOpts(t testing.TB, o brokerOpts) *testBroker {
 	t.Helper()
 	tb := newTestBroker(t, o)
-	if err := tb.Start(context.Background()); err != nil {
+	if err := tb.kit.Run(); err != nil {
 		t.Fatal(err)
 	}
-	tb.url = "pulsar://" + tb.ServiceAddr()
+	tb.url = tb.kit.URL
 	if tb.HTTPAddr() != "" {
 		tb.web = checkErrorBodies(t, tb.HTTPAddr(), tb.metaDir)
 	}
 	return tb
 }
 
-// newTestBroker builds the broker of o with its routes declared, not
-// started; it is closed when the test ends.
+// newTestBroker builds the broker of o (broker/brokertest) with the
+// admin API's routes declared, not started; it is closed when the test
+// ends.
 func newTestBroker(t testing.TB, o brokerOpts) *testBroker {
 	t.Helper()
-	if o.metaDir == "" {
-		o.metaDir = t.TempDir()
-	}
-	meta, err := embedded.Open(filepath.Join(o.metaDir, "meta"), embedded.Options{})
+	tb := &testBroker{}
+	kit, err := brokertest.New(t, brokertest.Options{
+		Config: o.cfg, Ledger: o.mcfg, Ledgers: o.ledgers, MetaDir: o.metaDir,
+		Bookies: o.bookies, NoSchemas: o.noSchemas,
+		Wire: func(b *brokertest.Broker) (func(), error) { return tb.wire(b, o) },
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.ledgers == nil {
-		o.ledgers = memstore.New()
-	}
-	f, err := mledger.NewFactory(mledger.Options{Ledgers: o.ledgers, Metadata: meta})
-	if err != nil {
-		t.Fatal(err)
-	}
-	level := slog.LevelWarn
-	if os.Getenv("BROKER_DEBUG") != "" {
-		level = slog.LevelDebug
-	}
-	cfg := broker.Config{
-		ServiceAddr:    "127.0.0.1:0",
-		HTTPAddr:       "127.0.0.1:0",
-		AdvertisedHost: "127.0.0.1",
-		MaxMessageSize: 1 << 20,
-		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
-	}
-	if o.cfg != nil {
-		o.cfg(&cfg)
-	}
-	b, err := broker.New(cfg, broker.Deps{Metadata: meta, OpenLedger: broker.LedgerOpener(f, o.mcfg), Bookies: o.bookies})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := enforcement.Enable(b); err != nil {
-		t.Fatal(err)
-	}
-	deps := BrokerDeps(b)
-	var reg *schemareg.Registry
-	if !o.noSchemas {
-		if reg, err = schemareg.Enable(b, schemareg.Config{}); err != nil {
-			t.Fatal(err)
-		}
-		deps.Schemas = reg
+	tb.kit, tb.Broker, tb.factory, tb.schemas = kit, kit.Broker, kit.Factory, kit.Schemas
+	tb.metaDir = kit.MetaDir()
+	tb.stop = func() { kit.Stop(t) }
+	return tb
+}
+
+// wire declares the admin API (and o's transactions and routes) on b.
+func (tb *testBroker) wire(b *brokertest.Broker, o brokerOpts) (func(), error) {
+	deps := BrokerDeps(b.Broker)
+	if b.Schemas != nil {
+		deps.Schemas = b.Schemas
 	}
 	if o.txn != nil {
-		txs, err := server.Enable(b, *o.txn)
+		txs, err := server.Enable(b.Broker, *o.txn)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		deps.Coordinators, deps.Participants = txs, txs
 	}
-	dyn := dynconfig.New(meta, b.Policies(), dynconfig.Options{})
+	dyn := dynconfig.New(b.Meta, b.Policies(), dynconfig.Options{})
 	if err := dyn.Start(context.Background()); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	deps.Config, deps.Quotas = dyn, cluster.NewQuotas(meta)
+	deps.Config, deps.Quotas = dyn, cluster.NewQuotas(b.Meta)
 	Register(b.Router(), deps)
 	if o.register != nil {
-		o.register(b, meta)
+		o.register(b.Broker, b.Meta.(*embedded.Store))
 	}
-	stop := sync.OnceFunc(func() {
-		dyn.Close()
-		if err := b.Close(); err != nil {
-			t.Errorf("broker close: %v", err)
-		}
-		f.Close()
-		meta.Close()
-	})
-	t.Cleanup(stop)
-	return &testBroker{Broker: b, factory: f, schemas: reg, stop: stop, metaDir: o.metaDir}
+	return dyn.Close, nil
 }
 
 // restartable is a broker whose metadata (an embedded store in its own

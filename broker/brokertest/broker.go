@@ -51,9 +51,24 @@ type Options struct {
 	// CloseErrorsOK: errors closing the broker at the end of the test
 	// are expected (its storage was taken over) and not reported.
 	CloseErrorsOK bool
+	// MetaDir is where the kit's embedded metadata store lives (default
+	// a temporary directory); a later broker given the same directory
+	// finds the same metadata.
+	MetaDir string
+	// Bookies is what the broker reports about the bookies (admin's
+	// bookie routes).
+	Bookies broker.BookieInfo
+	// NoSchemas runs the broker without its schema registry.
+	NoSchemas bool
+	// Wire, if set, runs after the features are registered and before
+	// the broker starts, with the kit's broker (its stores set): more
+	// features, the admin API's routes. The func it returns (nil: none)
+	// runs when the broker is closed, before the broker closes.
+	Wire func(b *Broker) (stop func(), err error)
 }
 
-// Broker is a started broker with its stores.
+// Broker is a broker with its stores (started, unless made by New and
+// not yet Run).
 type Broker struct {
 	*broker.Broker
 	// URL is the broker's pulsar:// service URL.
@@ -67,35 +82,57 @@ type Broker struct {
 
 	opts    Options
 	metaDir string
+	unwire  func()
 	closed  atomic.Bool
 }
 
 // Start starts a broker; it is closed when the test ends.
 func Start(t testing.TB, o Options) *Broker {
 	t.Helper()
+	b, err := New(t, o)
+	if err == nil {
+		err = b.Run()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// New builds a broker with its stores, features and wiring, not started
+// (Run starts it); it is closed when the test ends, also after an error.
+func New(t testing.TB, o Options) (*Broker, error) {
+	t.Helper()
 	if o.Ledgers == nil {
 		o.Ledgers = memstore.New()
 	}
-	return start(t, o, t.TempDir())
+	if o.MetaDir == "" {
+		o.MetaDir = t.TempDir()
+	}
+	tb := &Broker{Ledgers: o.Ledgers, opts: o, metaDir: o.MetaDir}
+	err := tb.build()
+	t.Cleanup(func() { tb.close(t) })
+	if err != nil {
+		return nil, err
+	}
+	return tb, nil
 }
 
-func start(t testing.TB, o Options, metaDir string) *Broker {
-	t.Helper()
-	meta, ownMeta := o.Meta, o.Meta == nil
-	if ownMeta {
-		em, err := embedded.Open(filepath.Join(metaDir, "meta"), embedded.Options{})
+func (tb *Broker) build() error {
+	o := tb.opts
+	tb.Meta = o.Meta
+	if tb.Meta == nil {
+		em, err := embedded.Open(filepath.Join(tb.metaDir, "meta"), embedded.Options{})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		meta = em
+		tb.Meta = em
 	}
-	f, err := mledger.NewFactory(mledger.Options{Ledgers: o.Ledgers, Metadata: meta})
+	f, err := mledger.NewFactory(mledger.Options{Ledgers: o.Ledgers, Metadata: tb.Meta})
 	if err != nil {
-		if ownMeta {
-			meta.Close()
-		}
-		t.Fatal(err)
+		return err
 	}
+	tb.Factory = f
 	level := slog.LevelWarn
 	if os.Getenv("BROKER_DEBUG") != "" {
 		level = slog.LevelDebug
@@ -110,31 +147,39 @@ func start(t testing.TB, o Options, metaDir string) *Broker {
 	if o.Config != nil {
 		o.Config(&cfg)
 	}
-	b, err := broker.New(cfg, broker.Deps{Metadata: meta, ConfigStore: o.ConfigStore, OpenLedger: broker.LedgerOpener(f, o.Ledger)})
-	if err == nil {
-		_, err = enforcement.Enable(b)
+	b, err := broker.New(cfg, broker.Deps{Metadata: tb.Meta, ConfigStore: o.ConfigStore, OpenLedger: broker.LedgerOpener(f, o.Ledger), Bookies: o.Bookies})
+	if err != nil {
+		return err
 	}
-	var reg *schemareg.Registry
-	if err == nil {
-		reg, err = schemareg.Enable(b, o.Schema)
+	tb.Broker = b
+	_, err = enforcement.Enable(b)
+	if err == nil && !o.NoSchemas {
+		tb.Schemas, err = schemareg.Enable(b, o.Schema)
 	}
 	if err == nil && o.Features != nil {
 		err = o.Features(b)
 	}
-	if err == nil {
-		err = b.Start(context.Background())
+	if err == nil && o.Wire != nil {
+		tb.unwire, err = o.Wire(tb)
 	}
-	if err != nil {
-		f.Close()
-		if ownMeta {
-			meta.Close()
-		}
-		t.Fatal(err)
-	}
-	tb := &Broker{Broker: b, URL: "pulsar://" + b.ServiceAddr(), Meta: meta, Factory: f, Ledgers: o.Ledgers, Schemas: reg, opts: o, metaDir: metaDir}
-	t.Cleanup(func() { tb.close(t) })
-	return tb
+	return err
 }
+
+// MetaDir is the directory of the kit's embedded metadata store.
+func (b *Broker) MetaDir() string { return b.metaDir }
+
+// Run starts a broker New built.
+func (b *Broker) Run() error {
+	if err := b.Broker.Start(context.Background()); err != nil {
+		return err
+	}
+	b.URL = "pulsar://" + b.ServiceAddr()
+	return nil
+}
+
+// Stop closes the broker and its stores (the metadata store only if the
+// kit opened it) before the test ends; closing again does nothing.
+func (b *Broker) Stop(t testing.TB) { b.close(t) }
 
 func (b *Broker) close(t testing.TB) {
 	if !b.closed.CompareAndSwap(false, true) {
@@ -145,9 +190,16 @@ func (b *Broker) close(t testing.TB) {
 			t.Errorf("%s close: %v", what, err)
 		}
 	}
-	report("broker", b.Broker.Close())
-	report("managed ledgers", b.Factory.Close())
-	if b.opts.Meta == nil {
+	if b.unwire != nil {
+		b.unwire()
+	}
+	if b.Broker != nil {
+		report("broker", b.Broker.Close())
+	}
+	if b.Factory != nil {
+		report("managed ledgers", b.Factory.Close())
+	}
+	if b.opts.Meta == nil && b.Meta != nil {
 		report("metadata", b.Meta.Close())
 	}
 }
@@ -157,7 +209,7 @@ func (b *Broker) close(t testing.TB) {
 func (b *Broker) Restart(t testing.TB) *Broker {
 	t.Helper()
 	b.close(t)
-	return start(t, b.opts, b.metaDir)
+	return Start(t, b.opts)
 }
 
 // Client returns a pulsar-client-go client of b, closed when the test
