@@ -57,7 +57,7 @@ func TestEntryProducer(t *testing.T) {
 			t.Fatalf("entry %d arrived as %q from %q key %q", i, m.Payload(), m.ProducerName(), m.Key())
 		}
 	}
-	tb.stop()
+	tb.Stop(t)
 	select {
 	case err := <-closed:
 		if err == nil {

@@ -3,115 +3,52 @@ package pulsarclient_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/magnetar-mq/magnetar/admin"
 	"github.com/magnetar-mq/magnetar/broker"
-	"github.com/magnetar-mq/magnetar/metadata/embedded"
-	"github.com/magnetar-mq/magnetar/mledger"
-	"github.com/magnetar-mq/magnetar/mledger/memstore"
+	"github.com/magnetar-mq/magnetar/broker/brokertest"
 	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
-// testBroker is a broker started in-process on 127.0.0.1:0 over an
-// embedded metadata store and in-memory ledgers; restart keeps both. Its
-// HTTP port serves the admin API and HTTP lookup, as the binary wires
-// them (package admin), for clients given an http:// service URL.
+// testBroker is a broker of the test kit (broker/brokertest): in-process
+// on 127.0.0.1:0 over an embedded metadata store and in-memory ledgers;
+// restart keeps both and the address. Its HTTP port serves the admin API
+// and HTTP lookup, as the binary wires them (package admin), for clients
+// given an http:// service URL.
 type testBroker struct {
-	*broker.Broker
-	meta    *embedded.Store
-	ledgers *memstore.Store
-	factory *mledger.Factory
-	mut     func(*broker.Config)
-	url     string
+	*brokertest.Broker
+	url string
 }
 
 func startBroker(t testing.TB, mut func(*broker.Config)) *testBroker {
 	t.Helper()
-	meta, err := embedded.Open(filepath.Join(t.TempDir(), "meta.db"), embedded.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { meta.Close() })
-	return startOn(t, mut, meta, memstore.New(), "127.0.0.1:0")
+	return kitBroker(brokertest.Start(t, brokertest.Options{Config: mut, Wire: wireAdmin}))
 }
 
-func startOn(t testing.TB, mut func(*broker.Config), meta *embedded.Store, ledgers *memstore.Store, addr string) *testBroker {
-	t.Helper()
-	tb, err := tryStart(t, mut, meta, ledgers, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tb
-}
+func kitBroker(b *brokertest.Broker) *testBroker { return &testBroker{Broker: b, url: b.URL} }
 
-func tryStart(t testing.TB, mut func(*broker.Config), meta *embedded.Store, ledgers *memstore.Store, addr string) (*testBroker, error) {
-	f, err := mledger.NewFactory(mledger.Options{Ledgers: ledgers, Metadata: meta})
-	if err != nil {
-		return nil, err
+// wireAdmin declares the admin API's routes on b.
+func wireAdmin(b *brokertest.Broker) (func(), error) {
+	deps := admin.BrokerDeps(b.Broker)
+	if b.Schemas != nil {
+		deps.Schemas = b.Schemas
 	}
-	level := slog.LevelWarn
-	if os.Getenv("BROKER_DEBUG") != "" {
-		level = slog.LevelDebug
-	}
-	cfg := broker.Config{
-		ServiceAddr:    addr,
-		HTTPAddr:       "127.0.0.1:0",
-		AdvertisedHost: "127.0.0.1",
-		MaxMessageSize: 1 << 20,
-		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
-	}
-	if mut != nil {
-		mut(&cfg)
-	}
-	b, err := broker.New(cfg, broker.Deps{Metadata: meta, OpenLedger: broker.LedgerOpener(f, mledger.Config{})})
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	admin.Register(b.Router(), admin.BrokerDeps(b))
-	if err := b.Start(context.Background()); err != nil {
-		b.Close()
-		f.Close()
-		return nil, err
-	}
-	tb := &testBroker{Broker: b, meta: meta, ledgers: ledgers, factory: f, mut: mut, url: "pulsar://" + b.ServiceAddr()}
-	t.Cleanup(func() { tb.stop() })
-	return tb, nil
-}
-
-func (tb *testBroker) stop() {
-	if tb.Broker == nil {
-		return
-	}
-	tb.Broker.Close()
-	tb.factory.Close()
-	tb.Broker = nil
+	admin.Register(b.Router(), deps)
+	return nil, nil
 }
 
 // restart stops the broker and starts a new one on the same address over
-// the same stores (retrying while the port is still held).
+// the same stores.
 func (tb *testBroker) restart(t testing.TB) *testBroker {
 	t.Helper()
-	addr := tb.ServiceAddr()
-	tb.stop()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		nb, err := tryStart(t, tb.mut, tb.meta, tb.ledgers, addr)
-		if err == nil {
-			return nb
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("restart on %s: %v", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	nb := kitBroker(tb.Restart(t))
+	*tb = *nb
+	return tb
 }
+
 func (tb *testBroker) client(t testing.TB, mut func(*pulsarclient.ClientOptions)) *pulsarclient.Client {
 	t.Helper()
 	o := pulsarclient.ClientOptions{URL: tb.url, OperationTimeout: 10 * time.Second, ConnectionTimeout: 5 * time.Second}

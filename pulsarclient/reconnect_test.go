@@ -107,7 +107,7 @@ func TestSendTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb.stop()
+	tb.Stop(t)
 	start := time.Now()
 	var calls int
 	_, err = p.Send(ctx, &pulsarclient.ProducerMessage{Payload: []byte("lost")})

@@ -205,11 +205,35 @@ func (b *Broker) close(t testing.TB) {
 }
 
 // Restart closes b and starts a broker over the same metadata and
-// ledgers, with the same options.
+// ledgers, with the same options, on the same service address (as a
+// restarted process would be; clients given b.URL reconnect to it). It
+// retries for 10 s while the address is still held.
 func (b *Broker) Restart(t testing.TB) *Broker {
 	t.Helper()
+	addr := b.ServiceAddr()
 	b.close(t)
-	return Start(t, b.opts)
+	o := b.opts
+	mut := o.Config
+	o.Config = func(c *broker.Config) {
+		if mut != nil {
+			mut(c)
+		}
+		c.ServiceAddr = addr
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		nb, err := New(t, o)
+		if err == nil {
+			if err = nb.Run(); err == nil {
+				return nb
+			}
+			nb.close(t)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("restart on %s: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Client returns a pulsar-client-go client of b, closed when the test
