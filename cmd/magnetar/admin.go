@@ -28,23 +28,31 @@ type adminCLI struct {
 	client *http.Client
 }
 
-var adminOpts = &adminCLI{out: os.Stdout}
-
-var adminCmd = &cobra.Command{
-	Use:   "admin",
-	Short: "Administer a Magnetar (or Pulsar) cluster through its admin REST API, like pulsar-admin",
-}
-
-func init() {
-	pf := adminCmd.PersistentFlags()
-	pf.StringVar(&adminOpts.url, "admin-url", "http://localhost:8080", "admin REST API base URL")
-	pf.StringVarP(&adminOpts.output, "output", "o", "table", "output format: table or json")
-	ns, topics := adminNamespacesCmd(), adminTopicsCmd()
-	ns.AddCommand(namespacePolicyCmds()...)
-	topics.AddCommand(topicPolicyCmds()...)
-	adminCmd.AddCommand(adminClustersCmd(), adminBrokersCmd(), adminBookiesCmd(), adminTenantsCmd(),
-		ns, topics, adminSubscriptionsCmd(), adminTransactionsCmd(), noun("topicPolicies", "Topic-level policies (as under topics)", topicPolicyCmds()...))
-	rootCmd.AddCommand(adminCmd)
+// newAdminCmd builds `magnetar admin` and its nouns and verbs, all
+// sharing one adminCLI that the persistent flags fill.
+func newAdminCmd() *cobra.Command {
+	a := &adminCLI{out: os.Stdout}
+	admin := &cobra.Command{
+		Use:   "admin",
+		Short: "Administer a Magnetar (or Pulsar) cluster through its admin REST API, like pulsar-admin",
+	}
+	pf := admin.PersistentFlags()
+	pf.StringVar(&a.url, "admin-url", "http://localhost:8080", "admin REST API base URL")
+	pf.StringVarP(&a.output, "output", "o", "table", "output format: table or json")
+	ns, topics := adminNamespacesCmd(a), adminTopicsCmd(a)
+	ns.AddCommand(namespacePolicyCmds(a)...)
+	topics.AddCommand(topicPolicyCmds(a)...)
+	admin.AddCommand(adminClustersCmd(a), adminBrokersCmd(a), adminBookiesCmd(a), adminTenantsCmd(a),
+		ns, topics, adminSubscriptionsCmd(a), adminTransactionsCmd(a), noun("topicPolicies", "Topic-level policies (as under topics)", topicPolicyCmds(a)...))
+	addClusterVerbs(a, admin)
+	admin.AddCommand(adminFnCmd(a, "functions"), adminFnCmd(a, "sources"), adminFnCmd(a, "sinks"))
+	admin.AddCommand(adminSchemasCmd(a))
+	ns.AddCommand(namespaceMessagingCmds(a)...)
+	topics.AddCommand(topicCompactionCmds(a)...)
+	addAdminSecurity(a, admin)
+	ns.AddCommand(nsPermissionCmds(a)...)
+	topics.AddCommand(topicPermissionCmds(a)...)
+	return admin
 }
 
 // adminError is a non-2xx answer, carrying Pulsar's {"reason"}.
@@ -238,8 +246,7 @@ func noun(use, short string, cmds ...*cobra.Command) *cobra.Command {
 	return c
 }
 
-func adminBrokersCmd() *cobra.Command {
-	a := adminOpts
+func adminBrokersCmd(a *adminCLI) *cobra.Command {
 	return noun("brokers", "Brokers",
 		leaf("list <cluster>", "List the active brokers of a cluster", 1, func(s []string) error {
 			return a.get("/admin/v2/brokers/"+url.PathEscape(s[0]), "BROKER")
@@ -253,8 +260,7 @@ func adminBrokersCmd() *cobra.Command {
 		}))
 }
 
-func adminBookiesCmd() *cobra.Command {
-	a := adminOpts
+func adminBookiesCmd(a *adminCLI) *cobra.Command {
 	return noun("bookies", "Bookies",
 		leaf("list", "List bookies and whether they are writable", 0, func([]string) error {
 			data, _, err := a.do("GET", "/admin/v2/bookies/all", nil)
@@ -292,8 +298,7 @@ func splitList(s string) []string {
 	return out
 }
 
-func adminTenantsCmd() *cobra.Command {
-	a := adminOpts
+func adminTenantsCmd(a *adminCLI) *cobra.Command {
 	var roles, clusters string
 	tenantBody := func() map[string]any {
 		return map[string]any{"adminRoles": splitList(roles), "allowedClusters": splitList(clusters)}
@@ -375,8 +380,7 @@ func parseMinutes(s string) (int, error) {
 	return int(d / time.Minute), nil
 }
 
-func adminNamespacesCmd() *cobra.Command {
-	a := adminOpts
+func adminNamespacesCmd(a *adminCLI) *cobra.Command {
 	nsCmd := func(use, short string, run func(p string, args []string) error) *cobra.Command {
 		return &cobra.Command{Use: use, Short: short, Args: cobra.MinimumNArgs(1), RunE: func(_ *cobra.Command, args []string) error {
 			p, err := nsPath(args[0])
@@ -506,10 +510,10 @@ func adminNamespacesCmd() *cobra.Command {
 		remover("remove-max-unacked-messages-per-subscription", "Remove the unacked messages limit per subscription", "/maxUnackedMessagesPerSubscription"),
 		setAuto, getter("get-auto-topic-creation", "Get the auto topic creation override", "/autoTopicCreation"),
 		remover("remove-auto-topic-creation", "Remove the auto topic creation override", "/autoTopicCreation"),
-		nsSetClustersCmd(nsCmd), getter("get-clusters", "Get the replication clusters", "/replication"),
+		nsSetClustersCmd(a, nsCmd), getter("get-clusters", "Get the replication clusters", "/replication"),
 	}
-	cmds = append(cmds, adminNamespacePolicyCmds(nsCmd)...)
-	return noun("namespaces", "Namespaces and their policies", append(cmds, adminNamespaceOffloadCmds(nsCmd)...)...)
+	cmds = append(cmds, adminNamespacePolicyCmds(a, nsCmd)...)
+	return noun("namespaces", "Namespaces and their policies", append(cmds, adminNamespaceOffloadCmds(a, nsCmd)...)...)
 }
 
 // topicPath canonicalises a topic name as pulsar-admin does ("t" is
@@ -595,8 +599,7 @@ func (a *adminCLI) printMessage(data []byte, h http.Header) {
 	tw.Flush()
 }
 
-func adminTopicsCmd() *cobra.Command {
-	a := adminOpts
+func adminTopicsCmd(a *adminCLI) *cobra.Command {
 	var partitions int
 	var meta []string // key=value topic properties
 	create := topicCmd("create <topic>", "Create a non-partitioned topic", 1, func(p string, _ []string) error {
@@ -690,9 +693,9 @@ func adminTopicsCmd() *cobra.Command {
 		}),
 		create, createPart, updatePart, del, delPart,
 		getter("get-partitioned-topic-metadata", "Get the partition count", "/partitions"),
-		watchable(getter("stats", "Get the topic's stats", "/stats")),
-		watchable(getter("partitioned-stats", "Get a partitioned topic's stats", "/partitioned-stats?perPartition=true")),
-		watchable(getter("stats-internal", "Get the topic's internal stats (ledgers, cursors)", "/internalStats")),
+		watchable(a, getter("stats", "Get the topic's stats", "/stats")),
+		watchable(a, getter("partitioned-stats", "Get a partitioned topic's stats", "/partitioned-stats?perPartition=true")),
+		watchable(a, getter("stats-internal", "Get the topic's internal stats (ledgers, cursors)", "/internalStats")),
 		getter("last-message-id", "Get the last message id", "/lastMessageId"),
 		topicCmd("terminate <topic>", "Terminate a topic", 1, func(p string, _ []string) error { return a.write("POST", p+"/terminate", nil) }),
 		topicCmd("unload <topic>", "Unload a topic", 1, func(p string, _ []string) error { return a.write("PUT", p+"/unload", nil) }),
@@ -708,13 +711,12 @@ func adminTopicsCmd() *cobra.Command {
 			}
 			return a.get("/lookup/v2/topic/"+p, "")
 		}}
-	cmds = append(cmds, topicReplicationCmds()...)
-	cmds = append(cmds, adminTopicPolicyCmds()...)
-	return noun("topics", "Topics", append(cmds, adminTopicOffloadCmds()...)...)
+	cmds = append(cmds, topicReplicationCmds(a)...)
+	cmds = append(cmds, adminTopicPolicyCmds(a)...)
+	return noun("topics", "Topics", append(cmds, adminTopicOffloadCmds(a)...)...)
 }
 
-func adminSubscriptionsCmd() *cobra.Command {
-	a := adminOpts
+func adminSubscriptionsCmd(a *adminCLI) *cobra.Command {
 	subCmd := func(use, short string, nargs int, run func(p string, args []string) error) *cobra.Command {
 		return topicCmd(use, short, nargs, func(p string, args []string) error {
 			return run(p+"/subscription/"+url.PathEscape(args[0]), args[1:])

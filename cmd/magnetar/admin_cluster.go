@@ -11,10 +11,10 @@ import (
 // Cluster verbs of `magnetar admin` (pulsar-admin's brokers, broker-stats
 // and namespace bundle commands), added to the nouns of admin.go.
 
-func init() {
-	a := adminOpts
+// addClusterVerbs adds the cluster verbs to admin's nouns.
+func addClusterVerbs(a *adminCLI, admin *cobra.Command) {
 	sub := func(name string) *cobra.Command {
-		for _, c := range adminCmd.Commands() {
+		for _, c := range admin.Commands() {
 			if c.Name() == name {
 				return c
 			}
@@ -41,8 +41,8 @@ func init() {
 			return err
 		}),
 		owned)
-	adminCmd.AddCommand(noun("broker-stats", "Broker statistics",
-		watchable(leaf("load-report", "Show the broker's load report", 0, func([]string) error {
+	admin.AddCommand(noun("broker-stats", "Broker statistics",
+		watchable(a, leaf("load-report", "Show the broker's load report", 0, func([]string) error {
 			return a.get("/admin/v2/broker-stats/load-report", "")
 		}))))
 

@@ -19,10 +19,6 @@ import (
 // `magnetar admin functions | sources | sinks`: pulsar-admin's commands
 // for Pulsar Functions and Pulsar IO over /admin/v3.
 
-func init() {
-	adminCmd.AddCommand(adminFnCmd("functions"), adminFnCmd("sources"), adminFnCmd("sinks"))
-}
-
 // fnFlags are the flags of create/update and of the naming of one
 // deployment.
 type fnFlags struct {
@@ -220,8 +216,7 @@ func (a *adminCLI) raw(method, path, ct string, body io.Reader) error {
 	return nil
 }
 
-func adminFnCmd(kind string) *cobra.Command {
-	a := adminOpts
+func adminFnCmd(a *adminCLI, kind string) *cobra.Command {
 	short := map[string]string{"functions": "Pulsar Functions", "sources": "Pulsar IO sources", "sinks": "Pulsar IO sinks"}[kind]
 	root := &cobra.Command{Use: kind, Short: short}
 	mk := func(use, help string, run func(c *cobra.Command, f *fnFlags) error, extra func(c *cobra.Command, f *fnFlags)) {

@@ -14,8 +14,7 @@ import (
 // remove-replication-clusters. Replication stats are in `topics stats`
 // (section "replication").
 
-func adminClustersCmd() *cobra.Command {
-	a := adminOpts
+func adminClustersCmd(a *adminCLI) *cobra.Command {
 	var webURL, webURLTLS, brokerURL, brokerURLTLS, authPlugin, authParams string
 	var peers string
 	body := func() map[string]any {
@@ -71,8 +70,7 @@ func adminClustersCmd() *cobra.Command {
 		updPeers)
 }
 
-func nsSetClustersCmd(nsCmd func(string, string, func(string, []string) error) *cobra.Command) *cobra.Command {
-	a := adminOpts
+func nsSetClustersCmd(a *adminCLI, nsCmd func(string, string, func(string, []string) error) *cobra.Command) *cobra.Command {
 	var clusters string
 	c := nsCmd("set-clusters <tenant/namespace>", "Set the replication clusters", func(p string, _ []string) error {
 		list := splitList(clusters)
@@ -85,8 +83,7 @@ func nsSetClustersCmd(nsCmd func(string, string, func(string, []string) error) *
 	return c
 }
 
-func topicReplicationCmds() []*cobra.Command {
-	a := adminOpts
+func topicReplicationCmds(a *adminCLI) []*cobra.Command {
 	var clusters string
 	set := topicCmd("set-replication-clusters <topic>", "Override the replication clusters of a topic", 1, func(p string, _ []string) error {
 		list := splitList(clusters)

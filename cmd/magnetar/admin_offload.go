@@ -32,8 +32,7 @@ func offloadMessageID(ledgers []struct {
 	return 0, false
 }
 
-func adminTopicOffloadCmds() []*cobra.Command {
-	a := adminOpts
+func adminTopicOffloadCmds(a *adminCLI) []*cobra.Command {
 	var threshold, msgID string
 	off := topicCmd("offload <topic>", "Offload the topic's closed ledgers to tiered storage", 1, func(p string, _ []string) error {
 		var body map[string]any
@@ -128,8 +127,7 @@ func adminTopicOffloadCmds() []*cobra.Command {
 	return []*cobra.Command{off, status}
 }
 
-func adminNamespaceOffloadCmds(nsCmd func(use, short string, run func(p string, args []string) error) *cobra.Command) []*cobra.Command {
-	a := adminOpts
+func adminNamespaceOffloadCmds(a *adminCLI, nsCmd func(use, short string, run func(p string, args []string) error) *cobra.Command) []*cobra.Command {
 	var (
 		driver, region, bucket, endpoint, id, secret, role, fsURI, prio string
 		maxBlock, readBuf, thresh, threshSecs, lag                      string

@@ -14,6 +14,7 @@ import (
 
 // policyScope is where a policy command applies: a namespace or a topic.
 type policyScope struct {
+	a     *adminCLI
 	topic bool
 	arg   string // usage of the first argument
 }
@@ -41,7 +42,7 @@ func (s policyScope) cmd(use, short string, run func(base string) error) *cobra.
 // getRemove returns get-<name> (with --applied on topics) and
 // remove-<name> for the REST suffix.
 func (s policyScope) getRemove(name, what, suffix string) []*cobra.Command {
-	a := adminOpts
+	a := s.a
 	var applied bool
 	get := s.cmd("get-"+name, "Get the "+what, func(p string) error {
 		if applied {
@@ -58,7 +59,7 @@ func (s policyScope) getRemove(name, what, suffix string) []*cobra.Command {
 
 // rateCmds are the rate limit and inactivity commands of both scopes.
 func (s policyScope) rateCmds() []*cobra.Command {
-	a := adminOpts
+	a := s.a
 	var pubMsgs int
 	var pubBytes int64
 	setPub := s.cmd("set-publish-rate", "Set the publish rate limit (per topic)", func(p string) error {
@@ -119,9 +120,8 @@ func (s policyScope) rateCmds() []*cobra.Command {
 
 // namespacePolicyCmds are the namespace-only policy commands added by
 // this file.
-func namespacePolicyCmds() []*cobra.Command {
-	a := adminOpts
-	s := policyScope{arg: "<tenant/namespace>"}
+func namespacePolicyCmds(a *adminCLI) []*cobra.Command {
+	s := policyScope{a: a, arg: "<tenant/namespace>"}
 	var mins int
 	setExp := s.cmd("set-subscription-expiration-time", "Expire subscriptions idle without consumers", func(p string) error {
 		return a.write("POST", p+"/subscriptionExpirationTime", mins)
@@ -132,9 +132,8 @@ func namespacePolicyCmds() []*cobra.Command {
 }
 
 // topicPolicyCmds are the topic-level policy commands.
-func topicPolicyCmds() []*cobra.Command {
-	a := adminOpts
-	s := policyScope{topic: true, arg: "<topic>"}
+func topicPolicyCmds(a *adminCLI) []*cobra.Command {
+	s := policyScope{a: a, topic: true, arg: "<topic>"}
 	var retTime, retSize string
 	setRet := s.cmd("set-retention", "Set the topic's retention", func(p string) error {
 		mins, err := parseMinutes(retTime)

@@ -11,8 +11,7 @@ import (
 // adminNamespacePolicyCmds are pulsar-admin's namespace commands for
 // persistence, anti-affinity, consumers per subscription, encryption and
 // clear-backlog.
-func adminNamespacePolicyCmds(nsCmd func(use, short string, run func(p string, args []string) error) *cobra.Command) []*cobra.Command {
-	a := adminOpts
+func adminNamespacePolicyCmds(a *adminCLI, nsCmd func(use, short string, run func(p string, args []string) error) *cobra.Command) []*cobra.Command {
 	var ens, wq, aq int
 	var mdr float64
 	setPers := nsCmd("set-persistence <tenant/namespace>", "Set the persistence policies (E/Qw/Qa, mark-delete rate)", func(p string, _ []string) error {
@@ -114,8 +113,7 @@ func persistenceBody(ens, wq, aq int, mdr float64) map[string]any {
 
 // adminTopicPolicyCmds are the topic-level persistence and consumers per
 // subscription commands and the topic properties commands.
-func adminTopicPolicyCmds() []*cobra.Command {
-	a := adminOpts
+func adminTopicPolicyCmds(a *adminCLI) []*cobra.Command {
 	var ens, wq, aq int
 	var mdr float64
 	setPers := topicCmd("set-persistence <topic>", "Set the topic's persistence policies", 1, func(p string, _ []string) error {

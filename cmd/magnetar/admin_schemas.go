@@ -14,18 +14,6 @@ import (
 // pulsar-admin: `admin schemas ...`, `admin namespaces
 // {get,set}-schema-compatibility-strategy ...`, `admin topics compact`.
 
-func init() {
-	adminCmd.AddCommand(adminSchemasCmd())
-	for _, c := range adminCmd.Commands() {
-		switch c.Name() {
-		case "namespaces":
-			c.AddCommand(namespaceMessagingCmds()...)
-		case "topics":
-			c.AddCommand(topicCompactionCmds()...)
-		}
-	}
-}
-
 // schemaPath is the /admin/v2/schemas path of a topic.
 func schemaPath(topic string) (string, error) {
 	p, err := topicPath(topic)
@@ -73,8 +61,7 @@ func readSchemaFile(path string) (map[string]any, error) {
 	return body, nil
 }
 
-func adminSchemasCmd() *cobra.Command {
-	a := adminOpts
+func adminSchemasCmd(a *adminCLI) *cobra.Command {
 	var version int64
 	var all bool
 	var file string
@@ -136,8 +123,7 @@ func nsCmd(use, short string, nargs int, run func(p string, args []string) error
 	})
 }
 
-func namespaceMessagingCmds() []*cobra.Command {
-	a := adminOpts
+func namespaceMessagingCmds(a *adminCLI) []*cobra.Command {
 	return []*cobra.Command{
 		nsCmd("get-schema-compatibility-strategy <ns>", "Show the namespace's schema compatibility strategy", 1, func(p string, _ []string) error {
 			return a.get(p+"/schemaCompatibilityStrategy", "")
@@ -181,8 +167,7 @@ func namespaceMessagingCmds() []*cobra.Command {
 	}
 }
 
-func topicCompactionCmds() []*cobra.Command {
-	a := adminOpts
+func topicCompactionCmds(a *adminCLI) []*cobra.Command {
 	return []*cobra.Command{
 		topicCmd("compact <topic>", "Start compacting the topic (keep the latest message per key)", 1, func(p string, _ []string) error {
 			return a.write("PUT", p+"/compaction", nil)

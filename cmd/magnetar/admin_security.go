@@ -16,32 +16,25 @@ import (
 // --auth-params, --tls-trust-cert-path, --tls-allow-insecure), and the
 // permission commands of namespaces and topics.
 
-var adminSec struct {
-	plugin, params, trust string
-	insecure              bool
-}
-
-func init() {
-	pf := adminCmd.PersistentFlags()
-	pf.StringVar(&adminSec.plugin, "auth-plugin", "", "authentication plugin: token, tls, basic (or Pulsar's class names)")
-	pf.StringVar(&adminSec.params, "auth-params", "", "plugin parameters: token:<jwt> | file:///path; tlsCertFile:..,tlsKeyFile:..; {\"userId\":..,\"password\":..}")
-	pf.StringVar(&adminSec.trust, "tls-trust-cert-path", "", "CA bundle that verifies an https:// admin URL (default: system roots)")
-	pf.BoolVar(&adminSec.insecure, "tls-allow-insecure", false, "do not verify the server certificate (testing only)")
-	adminCmd.PersistentPreRunE = func(*cobra.Command, []string) error {
-		c, err := newAdminHTTPClient(adminSec.plugin, adminSec.params, adminSec.trust, adminSec.insecure)
+// addAdminSecurity adds the credential and TLS flags to admin and builds
+// a's HTTP client from them before any verb runs.
+func addAdminSecurity(a *adminCLI, admin *cobra.Command) {
+	var sec struct {
+		plugin, params, trust string
+		insecure              bool
+	}
+	pf := admin.PersistentFlags()
+	pf.StringVar(&sec.plugin, "auth-plugin", "", "authentication plugin: token, tls, basic (or Pulsar's class names)")
+	pf.StringVar(&sec.params, "auth-params", "", "plugin parameters: token:<jwt> | file:///path; tlsCertFile:..,tlsKeyFile:..; {\"userId\":..,\"password\":..}")
+	pf.StringVar(&sec.trust, "tls-trust-cert-path", "", "CA bundle that verifies an https:// admin URL (default: system roots)")
+	pf.BoolVar(&sec.insecure, "tls-allow-insecure", false, "do not verify the server certificate (testing only)")
+	admin.PersistentPreRunE = func(*cobra.Command, []string) error {
+		c, err := newAdminHTTPClient(sec.plugin, sec.params, sec.trust, sec.insecure)
 		if err != nil {
 			return err
 		}
-		adminOpts.client = c
+		a.client = c
 		return nil
-	}
-	for _, c := range adminCmd.Commands() {
-		switch c.Name() {
-		case "namespaces":
-			c.AddCommand(nsPermissionCmds()...)
-		case "topics":
-			c.AddCommand(topicPermissionCmds()...)
-		}
 	}
 }
 
@@ -87,8 +80,7 @@ func newAdminHTTPClient(plugin, params, trust string, insecure bool) (*http.Clie
 	return &http.Client{Timeout: 30 * time.Second, Transport: authTransport{base: tr, ca: ca}}, nil
 }
 
-func nsPermissionCmds() []*cobra.Command {
-	a := adminOpts
+func nsPermissionCmds(a *adminCLI) []*cobra.Command {
 	var role, actions string
 	grant := &cobra.Command{Use: "grant-permission <tenant/namespace>", Short: "Grant a role actions on a namespace",
 		Args: cobra.ExactArgs(1), RunE: func(_ *cobra.Command, args []string) error {
@@ -163,8 +155,7 @@ func nsPermissionCmds() []*cobra.Command {
 	return []*cobra.Command{grant, revoke, perms, sgrant, srevoke, setMode}
 }
 
-func topicPermissionCmds() []*cobra.Command {
-	a := adminOpts
+func topicPermissionCmds(a *adminCLI) []*cobra.Command {
 	var role, actions, rrole string
 	grant := topicCmd("grant-permission <topic>", "Grant a role actions on a topic", 1, func(p string, _ []string) error {
 		if role == "" || actions == "" {

@@ -15,8 +15,7 @@ import (
 // docs/transactions.md); the participant side is in
 // admin_transactions_participants.go.
 
-func adminTransactionsCmd() *cobra.Command {
-	a := adminOpts
+func adminTransactionsCmd(a *adminCLI) *cobra.Command {
 	var coord int64 = -1
 	var most, least uint64
 	var age time.Duration
@@ -58,5 +57,5 @@ func adminTransactionsCmd() *cobra.Command {
 		return a.get("/admin/v3/transactions/coordinators", "")
 	})
 	return noun("transactions", "Transactions (coordinators, open transactions, buffers and pending acks)",
-		append([]*cobra.Command{coords, stats, internal, meta, slow}, adminTxnParticipantCmds()...)...)
+		append([]*cobra.Command{coords, stats, internal, meta, slow}, adminTxnParticipantCmds(a)...)...)
 }

@@ -28,8 +28,7 @@ func txnTopicPath(name string) (string, error) {
 	return rest, nil
 }
 
-func adminTxnParticipantCmds() []*cobra.Command {
-	a := adminOpts
+func adminTxnParticipantCmds(a *adminCLI) []*cobra.Command {
 	var topic, sub string
 	var most, least uint64
 	idPath := func() string {

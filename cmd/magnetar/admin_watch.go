@@ -18,7 +18,7 @@ import (
 // header line), until Ctrl-C or --watch-count frames. An error on the
 // first call ends the command; later errors are shown in the frame and
 // the watch goes on (a broker restart is worth watching through).
-func watchable(c *cobra.Command) *cobra.Command {
+func watchable(a *adminCLI, c *cobra.Command) *cobra.Command {
 	var (
 		watch    bool
 		interval time.Duration
@@ -40,7 +40,7 @@ func watchable(c *cobra.Command) *cobra.Command {
 		}
 		ctx, stop := signalContext(cmd.Context())
 		defer stop()
-		return watchLoop(ctx, adminOpts, adminOpts.out, isTerminal(adminOpts.out), interval, count,
+		return watchLoop(ctx, a, a.out, isTerminal(a.out), interval, count,
 			"magnetar admin "+strings.TrimPrefix(cmd.CommandPath()+" "+strings.Join(args, " "), "magnetar admin "),
 			func() error { return run(cmd, args) })
 	}

@@ -21,7 +21,8 @@ type autorecoveryFlags struct {
 	logFormat string
 }
 
-func init() {
+// newAutorecoveryCmd builds `magnetar autorecovery`.
+func newAutorecoveryCmd() *cobra.Command {
 	var f autorecoveryFlags
 	cmd := &cobra.Command{
 		Use:   "autorecovery",
@@ -44,7 +45,7 @@ cluster named by --metadata-url (brokers do the same unless started with
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	f.sec.register(fl)
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 func runAutorecovery(ctx context.Context, f autorecoveryFlags) error {

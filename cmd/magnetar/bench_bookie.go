@@ -18,10 +18,6 @@ import (
 	"github.com/magnetar-mq/magnetar/internal/uring"
 )
 
-func init() {
-	benchCmd.AddCommand(benchBookieCmd())
-}
-
 func benchBookieCmd() *cobra.Command {
 	var (
 		cfg       benchbookie.Config

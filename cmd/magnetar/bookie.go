@@ -40,8 +40,6 @@ type bookieFlags struct {
 	sec         securityFlags
 }
 
-func init() { rootCmd.AddCommand(newBookieCmd()) }
-
 func newBookieCmd() *cobra.Command {
 	cmd, _ := bookieCommand()
 	return cmd

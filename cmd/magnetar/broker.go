@@ -61,8 +61,6 @@ type brokerFlags struct {
 	http           httpFlags
 }
 
-func init() { rootCmd.AddCommand(newBrokerCmd()) }
-
 func newBrokerCmd() *cobra.Command {
 	cmd, _ := brokerCommand()
 	return cmd

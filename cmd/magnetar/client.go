@@ -50,7 +50,8 @@ func parseProps(kvs []string) (map[string]string, error) {
 	return m, nil
 }
 
-func init() {
+// newClientCmd builds `magnetar client`.
+func newClientCmd() *cobra.Command {
 	var cf clientFlags
 	client := &cobra.Command{
 		Use:   "client",
@@ -58,7 +59,7 @@ func init() {
 	}
 	cf.register(client)
 	client.AddCommand(produceCmd(&cf), consumeCmd(&cf))
-	rootCmd.AddCommand(client)
+	return client
 }
 
 func produceCmd(cf *clientFlags) *cobra.Command {

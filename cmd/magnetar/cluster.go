@@ -44,7 +44,8 @@ type clusterFlags struct {
 	sessionTimeout time.Duration
 }
 
-func init() {
+// newClusterCmd builds `magnetar cluster`.
+func newClusterCmd() *cobra.Command {
 	var f clusterFlags
 	cmd := &cobra.Command{
 		Use:   "cluster",
@@ -83,7 +84,7 @@ brokers, then the bookies, then ZooKeeper.`,
 	fl.BoolVar(&f.restart, "restart", false, "start a child that died again (same ports, same directory)")
 	fl.DurationVar(&f.sessionTimeout, "zk-session-timeout", 6*time.Second, "brokers' ZooKeeper session timeout: how long a dead broker's bundles stay assigned to it")
 	f.quorum.register(cmd)
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 // child is a process started by the cluster, killed if the cluster dies

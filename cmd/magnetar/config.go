@@ -188,7 +188,8 @@ func addConfigFlag(c *cobra.Command) {
 }
 
 // confFile is the shipped configuration file of each role.
-var confFile = map[string]string{"standalone": "standalone.conf", "broker": "broker.conf", "bookie": "bookkeeper.conf"}
+var confFile = map[string]string{"standalone": "standalone.conf", "broker": "broker.conf", "bookie": "bookkeeper.conf",
+	"proxy": "proxy.conf", "functions-worker": "functions_worker.yml"}
 
 // applyConfig loads --config (if given) and the environment into cmd's
 // flags (role's schema), reporting unknown keys on stderr (one line).
@@ -420,64 +421,86 @@ var brokerIgnored = []string{
 	"packagesManagementLedgerRootPath",        // package ledgers are the cluster's ledgers
 }
 
-// schemas are the keys of each role's file.
-var schemas = map[string]*conf.Schema{
-	"standalone": {
-		Keys: brokerKeys,
-		Fixed: append([]conf.Fixed{
-			{Name: "managedLedgerDefaultEnsembleSize", Value: "1", Why: "the standalone has one bookie"},
-			{Name: "managedLedgerDefaultWriteQuorum", Value: "1", Why: "the standalone has one bookie"},
-			{Name: "managedLedgerDefaultAckQuorum", Value: "1", Why: "the standalone has one bookie"},
-		}, brokerFixed...),
-		// The standalone's metadata store is embedded: no ZooKeeper keys.
-		Ignored: append([]string{"metadataStoreUrl", "zookeeperServers", "metadataStoreSessionTimeoutMillis", "zooKeeperSessionTimeoutMillis"}, brokerIgnored...),
-	},
-	"broker": {
-		Keys: append(append([]conf.Key{}, brokerKeys...),
-			conf.Key{Names: []string{"metadataStoreUrl", "zookeeperServers"}, Flag: "metadata-url", Convert: pulsarMetadataURL},
-			conf.Key{Names: []string{"metadataStoreSessionTimeoutMillis", "zooKeeperSessionTimeoutMillis"}, Flag: "zk-session-timeout", Convert: sessionTimeout},
-			conf.Key{Names: []string{"managedLedgerDefaultEnsembleSize"}, Flag: "ensemble"},
-			conf.Key{Names: []string{"managedLedgerDefaultWriteQuorum"}, Flag: "write-quorum"},
-			conf.Key{Names: []string{"managedLedgerDefaultAckQuorum"}, Flag: "ack-quorum"},
-			conf.Key{Names: []string{"loadBalancerSheddingIntervalMinutes"}, Flag: "load-shedding-interval", Convert: atLeastOne(time.Minute)},
-			conf.Key{Names: []string{"loadBalancerSheddingGracePeriodMinutes"}, Flag: "load-shedding-grace", Convert: orOff(time.Minute)},
-			conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxTopics"}, Flag: "bundle-split-max-topics", Convert: splitTopics},
-			conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxSessions"}, Flag: "bundle-split-max-sessions", Convert: splitSessions},
-			conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxMsgRate"}, Flag: "bundle-split-max-msg-rate", Convert: splitRate(1)},
-			conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxBandwidthMbytes"}, Flag: "bundle-split-max-bytes-rate", Convert: splitRate(1 << 20)},
-			conf.Key{Names: []string{"loadBalancerAutoBundleSplitEnabled"}, Flag: "disable-bundle-auto-split", Convert: not},
-			conf.Key{Names: []string{"failureDomainsEnabled"}, Flag: "failure-domains-enabled"},
-		),
-		Fixed:   brokerFixed,
-		Ignored: brokerIgnored,
-	},
-	"bookie": {
-		Keys: []conf.Key{
-			{Names: []string{"bookiePort"}, Flag: "listen", Convert: func(v []string, cur string) (string, error) {
-				return hostPort([]string{"", v[0]}, cur)
-			}},
-			{Names: []string{"advertisedAddress", "bookiePort"}, Flag: "advertised-address", Convert: bookieAdvertised},
-			{Names: []string{"journalDirectories", "journalDirectory"}, Flag: "journal-dir", Convert: firstDir},
-			{Names: []string{"ledgerDirectories"}, Flag: "ledger-dirs"},
-			{Names: []string{"metadataServiceUri", "zkServers", "zkLedgersRootPath"}, Flag: "metadata-url", Convert: bookkeeperMetadataURL},
-			{Names: []string{"journalSyncData"}, Flag: "journal-no-sync", Convert: not},
-			{Names: []string{"journalDirectIO"}, Flag: "journal-direct-io"},
-			{Names: []string{"journalAlignmentSize"}, Flag: "journal-alignment-size"},
-			{Names: []string{"flushEntrylogBytes"}, Flag: "flush-entrylog-bytes", Convert: negativeIsZero},
-			{Names: []string{"journalMaxGroupWaitMSec"}, Flag: "journal-max-group-wait", Convert: millisOrZero},
-			{Names: []string{"flushInterval"}, Flag: "flush-interval", Convert: millis},
-		},
-		Ignored: []string{"httpServerEnabled", "journalAdaptiveGroupWrites"},
-	},
-}
+// schemas are the keys of each role's file: its own, then the security
+// keys it does not already have, the HTTP limits (not on bookies) and the
+// function worker's (standalone and functions-worker).
+var schemas = roleSchemas()
 
-func init() {
-	for role, s := range schemas {
+func roleSchemas() map[string]*conf.Schema {
+	m := baseSchemas()
+	for _, role := range []string{"standalone", "broker", "bookie"} {
+		s := m[role]
 		s.Keys = append(s.Keys, securityKeys(s.Keys)...)
 		if role != "bookie" {
 			s.Keys = append(s.Keys, httpKeys()...)
 		}
 	}
+	m["standalone"].Keys = append(m["standalone"].Keys, functionsKeys...)
+	w := workerSchema
+	w.Keys = append(w.Keys, functionsKeys...)
+	w.Keys = append(w.Keys, securityKeys(w.Keys)...)
+	w.Keys = append(w.Keys, httpKeys()...)
+	m["functions-worker"] = w
+	proxySchema.Keys = append(proxySchema.Keys, securityKeys(proxySchema.Keys)...)
+	m["proxy"] = proxySchema
+	return m
+}
+
+// baseSchemas are the server roles' own keys.
+func baseSchemas() map[string]*conf.Schema {
+	return map[string]*conf.Schema{
+		"standalone": {
+			Keys: brokerKeys,
+			Fixed: append([]conf.Fixed{
+				{Name: "managedLedgerDefaultEnsembleSize", Value: "1", Why: "the standalone has one bookie"},
+				{Name: "managedLedgerDefaultWriteQuorum", Value: "1", Why: "the standalone has one bookie"},
+				{Name: "managedLedgerDefaultAckQuorum", Value: "1", Why: "the standalone has one bookie"},
+			}, brokerFixed...),
+			// The standalone's metadata store is embedded: no ZooKeeper keys.
+			Ignored: append([]string{"metadataStoreUrl", "zookeeperServers", "metadataStoreSessionTimeoutMillis", "zooKeeperSessionTimeoutMillis"}, brokerIgnored...),
+		},
+		"broker": {
+			Keys: append(append([]conf.Key{}, brokerKeys...),
+				conf.Key{Names: []string{"metadataStoreUrl", "zookeeperServers"}, Flag: "metadata-url", Convert: pulsarMetadataURL},
+				conf.Key{Names: []string{"metadataStoreSessionTimeoutMillis", "zooKeeperSessionTimeoutMillis"}, Flag: "zk-session-timeout", Convert: sessionTimeout},
+				conf.Key{Names: []string{"managedLedgerDefaultEnsembleSize"}, Flag: "ensemble"},
+				conf.Key{Names: []string{"managedLedgerDefaultWriteQuorum"}, Flag: "write-quorum"},
+				conf.Key{Names: []string{"managedLedgerDefaultAckQuorum"}, Flag: "ack-quorum"},
+				conf.Key{Names: []string{"loadBalancerSheddingIntervalMinutes"}, Flag: "load-shedding-interval", Convert: atLeastOne(time.Minute)},
+				conf.Key{Names: []string{"loadBalancerSheddingGracePeriodMinutes"}, Flag: "load-shedding-grace", Convert: orOff(time.Minute)},
+				conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxTopics"}, Flag: "bundle-split-max-topics", Convert: splitTopics},
+				conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxSessions"}, Flag: "bundle-split-max-sessions", Convert: splitSessions},
+				conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxMsgRate"}, Flag: "bundle-split-max-msg-rate", Convert: splitRate(1)},
+				conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxBandwidthMbytes"}, Flag: "bundle-split-max-bytes-rate", Convert: splitRate(1 << 20)},
+				conf.Key{Names: []string{"loadBalancerAutoBundleSplitEnabled"}, Flag: "disable-bundle-auto-split", Convert: not},
+				conf.Key{Names: []string{"failureDomainsEnabled"}, Flag: "failure-domains-enabled"},
+			),
+			Fixed:   brokerFixed,
+			Ignored: brokerIgnored,
+		},
+		"bookie": {
+			Keys: []conf.Key{
+				{Names: []string{"bookiePort"}, Flag: "listen", Convert: func(v []string, cur string) (string, error) {
+					return hostPort([]string{"", v[0]}, cur)
+				}},
+				{Names: []string{"advertisedAddress", "bookiePort"}, Flag: "advertised-address", Convert: bookieAdvertised},
+				{Names: []string{"journalDirectories", "journalDirectory"}, Flag: "journal-dir", Convert: firstDir},
+				{Names: []string{"ledgerDirectories"}, Flag: "ledger-dirs"},
+				{Names: []string{"metadataServiceUri", "zkServers", "zkLedgersRootPath"}, Flag: "metadata-url", Convert: bookkeeperMetadataURL},
+				{Names: []string{"journalSyncData"}, Flag: "journal-no-sync", Convert: not},
+				{Names: []string{"journalDirectIO"}, Flag: "journal-direct-io"},
+				{Names: []string{"journalAlignmentSize"}, Flag: "journal-alignment-size"},
+				{Names: []string{"flushEntrylogBytes"}, Flag: "flush-entrylog-bytes", Convert: negativeIsZero},
+				{Names: []string{"journalMaxGroupWaitMSec"}, Flag: "journal-max-group-wait", Convert: millisOrZero},
+				{Names: []string{"flushInterval"}, Flag: "flush-interval", Convert: millis},
+			},
+			Ignored: []string{"httpServerEnabled", "journalAdaptiveGroupWrites"},
+		},
+	}
+}
+
+// newConfigCmd builds `magnetar config dump`.
+func newConfigCmd() *cobra.Command {
 	configCmd := &cobra.Command{
 		Use:   "config",
 		Short: "Configuration files (Pulsar's key names)",
@@ -510,7 +533,7 @@ are shown, since they name where a secret is, not the secret.`,
 			if _, ok := schemas[role]; !ok {
 				return fmt.Errorf("config dump %q: want standalone, broker, bookie or proxy", role)
 			}
-			target, _, err := rootCmd.Find([]string{role})
+			target, _, err := cmd.Root().Find([]string{role})
 			if err != nil {
 				return err
 			}
@@ -538,7 +561,7 @@ are shown, since they name where a secret is, not the secret.`,
 		},
 	}
 	configCmd.AddCommand(dump)
-	rootCmd.AddCommand(configCmd)
+	return configCmd
 }
 
 // secretWords mark a setting (by flag name, case-insensitive) whose value

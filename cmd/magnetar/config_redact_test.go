@@ -4,31 +4,17 @@ import (
 	"bytes"
 	"strings"
 	"testing"
-
-	"github.com/spf13/pflag"
 )
 
-// dumpConfig runs `magnetar config dump args...` in process and resets
-// the role's flags afterwards (the command tree is shared by the tests).
+// dumpConfig runs `magnetar config dump args...` in process, on a
+// command tree of its own.
 func dumpConfig(t *testing.T, args ...string) string {
 	t.Helper()
 	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetArgs(append([]string{"config", "dump"}, args...))
-	defer func() {
-		rootCmd.SetOut(nil)
-		rootCmd.SetArgs(nil)
-		for _, a := range args {
-			if c, _, err := rootCmd.Find([]string{a}); err == nil && c != rootCmd {
-				c.Flags().VisitAll(func(f *pflag.Flag) {
-					_ = f.Value.Set(f.DefValue)
-					f.Changed = false
-				})
-				break
-			}
-		}
-	}()
-	if err := rootCmd.Execute(); err != nil {
+	root := newRootCmd()
+	root.SetOut(&out)
+	root.SetArgs(append([]string{"config", "dump"}, args...))
+	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
 	return out.String()

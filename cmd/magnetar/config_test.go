@@ -106,10 +106,13 @@ var serviceKeyCases = []keyCase{
 	{"managedLedgerOffloadDriver", "aws-s3", "offload-driver", "aws-s3"},
 }
 
-func init() {
-	for _, role := range []string{"standalone", "broker"} {
-		keyCases[role] = append(keyCases[role], serviceKeyCases...)
+// roleKeyCases are keyCases[role], with serviceKeyCases for standalone
+// and broker.
+func roleKeyCases(role string) []keyCase {
+	if role == "standalone" || role == "broker" {
+		return append(append([]keyCase{}, keyCases[role]...), serviceKeyCases...)
 	}
+	return keyCases[role]
 }
 
 var keyCases = map[string][]keyCase{
@@ -209,7 +212,7 @@ func TestConfigShippedKeysTakeEffect(t *testing.T) {
 				t.Fatal(err)
 			}
 			var tested []string
-			for _, kc := range keyCases[role] {
+			for _, kc := range roleKeyCases(role) {
 				tested = append(tested, kc.key)
 			}
 			for _, k := range shipped.Keys() {
@@ -236,7 +239,7 @@ func TestConfigShippedKeysTakeEffect(t *testing.T) {
 					t.Errorf("shipped %s sets --%s=%s, default %s", file, s.Flag, s.Value, def)
 				}
 			}
-			for _, kc := range keyCases[role] {
+			for _, kc := range roleKeyCases(role) {
 				c := roleCmd(t, role, "--config", writeConf(t, kc.key+"="+kc.value+"\n"))
 				if strings.HasSuffix(file, ".yml") {
 					c = roleCmd(t, role, "--config", writeYAML(t, kc.key+": "+kc.value+"\n"))
@@ -354,10 +357,10 @@ func TestConfigBadValues(t *testing.T) {
 func TestConfigDump(t *testing.T) {
 	path := writeConf(t, "maxMessageSize=1048576\n")
 	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetArgs([]string{"config", "dump", "standalone", "--config", path, "--cluster-name", "dumped"})
-	t.Cleanup(func() { rootCmd.SetOut(nil); rootCmd.SetArgs(nil) })
-	if err := rootCmd.Execute(); err != nil {
+	root := newRootCmd()
+	root.SetOut(&out)
+	root.SetArgs([]string{"config", "dump", "standalone", "--config", path, "--cluster-name", "dumped"})
+	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"max-message-size=1048576\t# " + path + ":1 (maxMessageSize)", "cluster-name=dumped\t# command line", "data-dir=./data\t# default"} {

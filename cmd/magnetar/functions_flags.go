@@ -57,7 +57,3 @@ var functionsKeys = []conf.Key{
 
 // The standalone's in-process worker and `magnetar functions-worker`
 // (functions_worker.yml) take the same keys.
-func init() {
-	schemas["standalone"].Keys = append(schemas["standalone"].Keys, functionsKeys...)
-	workerSchema.Keys = append(workerSchema.Keys, functionsKeys...)
-}

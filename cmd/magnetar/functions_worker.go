@@ -24,10 +24,6 @@ import (
 	"github.com/magnetar-mq/magnetar/metadata"
 )
 
-func init() {
-	rootCmd.AddCommand(newFunctionsWorkerCmd(), newFunctionsInstanceCmd())
-}
-
 // functionsOptions are a worker's options from the process flags, with
 // builtin connectors run as this binary's functions-instance subcommand.
 func functionsOptions(pf functionsProcessFlags) (functions.Options, error) {
@@ -176,13 +172,6 @@ func workerPort(vals []string, cur string) (string, error) {
 		host = h
 	}
 	return net.JoinHostPort(host, vals[0]), nil
-}
-
-func init() {
-	workerSchema.Keys = append(workerSchema.Keys, securityKeys(workerSchema.Keys)...)
-	workerSchema.Keys = append(workerSchema.Keys, httpKeys()...)
-	schemas["functions-worker"] = workerSchema
-	confFile["functions-worker"] = "functions_worker.yml"
 }
 
 // isLoopback reports whether a listen address binds loopback only.

@@ -1,6 +1,6 @@
 // Command magnetar is the one Magnetar binary: standalone, broker, bookie,
-// admin, shell and perf subcommands. Each subcommand lives in its own file
-// and registers itself on rootCmd from an init function.
+// admin, shell and perf subcommands. Each subcommand is built by its own
+// constructor; newRootCmd puts them together.
 package main
 
 import (
@@ -8,33 +8,52 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/magnetar-mq/magnetar/internal/version"
 )
 
-var rootCmd = &cobra.Command{
-	Use:           "magnetar",
-	Short:         "Magnetar: a Pulsar-compatible messaging platform with its own BookKeeper-style storage",
-	SilenceUsage:  true,
-	SilenceErrors: true,
+// newRootCmd builds the magnetar command with all its subcommands.
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "magnetar",
+		Short:         "Magnetar: a Pulsar-compatible messaging platform with its own BookKeeper-style storage",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version.Get().String(),
+	}
+	root.SetVersionTemplate("magnetar {{.Version}}\n")
+	root.AddCommand(
+		newStandaloneCmd(), newBrokerCmd(), newBookieCmd(), newProxyCmd(), newClusterCmd(),
+		newAutorecoveryCmd(), newFunctionsWorkerCmd(), newFunctionsInstanceCmd(),
+		newAdminCmd(), newClientCmd(), newPerfCmd(), newTokensCmd(), newConfigCmd(),
+		newShellCmd(), newBenchCmd(), newVersionCmd())
+	return root
 }
 
-// shellCmd groups the ops tools on bookies and ledgers.
-var shellCmd = &cobra.Command{
-	Use:   "shell",
-	Short: "Ops tools on bookie directories and ledgers",
+// newShellCmd groups the ops tools on bookies and ledgers.
+func newShellCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "shell",
+		Short: "Ops tools on bookie directories and ledgers",
+	}
+	c.AddCommand(readJournalCmd(), readEntryLogCmd(), rebuildIndexCmd(), ledgerStatsCmd(),
+		listBookiesCmd(), listLedgersCmd(), ledgerMetadataCmd(), readLedgerCmd(),
+		listUnderReplicatedCmd(), recoverCmd(), decommissionCmd(), bookieSanityCmd(), simpleTestCmd())
+	return c
 }
 
-// benchCmd groups the storage benchmarks.
-var benchCmd = &cobra.Command{
-	Use:   "bench",
-	Short: "Storage benchmarks (bookie write path)",
-}
-
-func init() {
-	rootCmd.AddCommand(shellCmd, benchCmd)
+// newBenchCmd groups the storage benchmarks.
+func newBenchCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "bench",
+		Short: "Storage benchmarks (bookie write path)",
+	}
+	c.AddCommand(benchBookieCmd())
+	return c
 }
 
 func main() {
-	if err := rootCmd.Execute(); err != nil {
+	if err := newRootCmd().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "magnetar:", err)
 		os.Exit(1)
 	}

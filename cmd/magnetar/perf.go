@@ -25,13 +25,14 @@ type perfOutput struct {
 	reportDir  string
 }
 
-func init() {
+// newPerfCmd builds `magnetar perf`.
+func newPerfCmd() *cobra.Command {
 	perfCmd := &cobra.Command{
 		Use:   "perf",
 		Short: "Load generator over the Pulsar protocol (like pulsar-perf)",
 	}
 	perfCmd.AddCommand(newPerfProduceCmd(), newPerfConsumeCmd())
-	rootCmd.AddCommand(perfCmd)
+	return perfCmd
 }
 
 func addCommonFlags(fl *pflag.FlagSet, c *perf.Common, out *perfOutput) {

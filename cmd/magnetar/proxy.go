@@ -37,8 +37,6 @@ type proxyFlags struct {
 	http                      httpFlags
 }
 
-func init() { rootCmd.AddCommand(newProxyCmd()) }
-
 func newProxyCmd() *cobra.Command {
 	cmd, _ := proxyCommand()
 	return cmd
@@ -127,12 +125,6 @@ var proxySchema = &conf.Schema{
 // portAddr turns a port ("6651") into a listen address; empty stays off.
 func portAddr(vals []string, _ string) (string, error) {
 	return auth.ListenAddr(vals[0]), nil
-}
-
-func init() {
-	proxySchema.Keys = append(proxySchema.Keys, securityKeys(proxySchema.Keys)...)
-	schemas["proxy"] = proxySchema
-	confFile["proxy"] = "proxy.conf"
 }
 
 func runProxy(ctx context.Context, f proxyFlags) error {

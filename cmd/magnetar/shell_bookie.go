@@ -71,10 +71,6 @@ func (p *barProgress) Finish() {
 	}
 }
 
-func init() {
-	shellCmd.AddCommand(readJournalCmd(), readEntryLogCmd(), rebuildIndexCmd(), ledgerStatsCmd())
-}
-
 // lister prints the records of a listing (at most limit; < 0: all), as
 // JSON lines or text lines.
 type lister struct {

@@ -95,11 +95,6 @@ func (o *outputFlags) print(w io.Writer, v texter, err error) error {
 	return perr
 }
 
-func init() {
-	shellCmd.AddCommand(listBookiesCmd(), listLedgersCmd(), ledgerMetadataCmd(), readLedgerCmd(),
-		listUnderReplicatedCmd(), recoverCmd(), decommissionCmd(), bookieSanityCmd(), simpleTestCmd())
-}
-
 func listBookiesCmd() *cobra.Command {
 	var f clusterToolFlags
 	c := &cobra.Command{

@@ -34,8 +34,6 @@ type standaloneFlags struct {
 	http           httpFlags
 }
 
-func init() { rootCmd.AddCommand(newStandaloneCmd()) }
-
 func newStandaloneCmd() *cobra.Command {
 	cmd, _ := standaloneCommand()
 	return cmd

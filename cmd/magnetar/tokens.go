@@ -20,10 +20,11 @@ import (
 // `magnetar tokens`: the key and token formats of `pulsar tokens`, so a
 // key or token made by either tool works with both (see package auth).
 
-func init() {
+// newTokensCmd builds `magnetar tokens`.
+func newTokensCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "tokens", Short: "Create keys and JWT tokens for token authentication, like `pulsar tokens`"}
 	cmd.AddCommand(tokensSecretKeyCmd(), tokensKeyPairCmd(), tokensCreateCmd(), tokensShowCmd(), tokensValidateCmd())
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 func tokensSecretKeyCmd() *cobra.Command {

@@ -9,7 +9,8 @@ import (
 	"github.com/magnetar-mq/magnetar/internal/version"
 )
 
-func init() {
+// newVersionCmd builds `magnetar version`.
+func newVersionCmd() *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "version",
@@ -26,7 +27,5 @@ func init() {
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	rootCmd.AddCommand(c)
-	rootCmd.Version = version.Get().String()
-	rootCmd.SetVersionTemplate("magnetar {{.Version}}\n")
+	return c
 }

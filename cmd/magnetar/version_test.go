@@ -15,17 +15,10 @@ func TestVersion(t *testing.T) {
 	run := func(args ...string) string {
 		t.Helper()
 		var out bytes.Buffer
-		rootCmd.SetOut(&out)
-		rootCmd.SetArgs(args)
-		defer func() {
-			rootCmd.SetOut(nil)
-			rootCmd.SetArgs(nil)
-			if f := rootCmd.Flags().Lookup("version"); f != nil { // cobra keeps parsed root flags
-				f.Value.Set("false")
-				f.Changed = false
-			}
-		}()
-		if err := rootCmd.Execute(); err != nil {
+		root := newRootCmd()
+		root.SetOut(&out)
+		root.SetArgs(args)
+		if err := root.Execute(); err != nil {
 			t.Fatal(err)
 		}
 		return out.String()
