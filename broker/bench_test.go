@@ -16,6 +16,7 @@ import (
 	"github.com/magnetar-mq/magnetar/bookie"
 	"github.com/magnetar-mq/magnetar/bookie/server"
 	"github.com/magnetar-mq/magnetar/ledger"
+	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
@@ -127,7 +128,7 @@ func startBookieBroker(b *testing.B) *testBroker {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { bk.Close() })
-	meta := newMemMeta()
+	meta := memmeta.New()
 	lc, err := ledger.NewClient(meta, ledger.NewStaticResolver(map[string]ledger.BookieClient{"bk": server.NewLocal(bk)}), ledger.Options{Bookies: []string{"bk"}})
 	if err != nil {
 		b.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
 	"github.com/magnetar-mq/magnetar/metadata"
+	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 )
@@ -20,7 +21,7 @@ import (
 // in-memory ledger store.
 type testBroker struct {
 	*Broker
-	meta    *memMeta
+	meta    *memmeta.Store
 	ledgers *memstore.Store
 	mut     func(*Config)
 	factory *mledger.Factory
@@ -30,7 +31,7 @@ type testBroker struct {
 
 func startBroker(t testing.TB, mut func(*Config)) *testBroker {
 	t.Helper()
-	return startBrokerOn(t, mut, newMemMeta(), memstore.New())
+	return startBrokerOn(t, mut, memmeta.New(), memstore.New())
 }
 
 // restart closes tb and starts a new broker over the same stores.
@@ -51,14 +52,14 @@ func (tb *testBroker) restart(t testing.TB) *testBroker {
 // startBrokerMLC starts a broker over ledgers whose managed ledgers use
 // mlc (e.g. a small MaxEntriesPerLedger to force rollovers); restart
 // keeps mlc.
-func startBrokerMLC(t testing.TB, mut func(*Config), meta *memMeta, ledgers *memstore.Store, mlc mledger.Config) *testBroker {
+func startBrokerMLC(t testing.TB, mut func(*Config), meta *memmeta.Store, ledgers *memstore.Store, mlc mledger.Config) *testBroker {
 	t.Helper()
 	tb := startBrokerFull(t, mut, meta, ledgers, 0, mlc)
 	tb.ledgers, tb.mlc = ledgers, mlc
 	return tb
 }
 
-func startBrokerOn(t testing.TB, mut func(*Config), meta *memMeta, ledgers *memstore.Store) *testBroker {
+func startBrokerOn(t testing.TB, mut func(*Config), meta *memmeta.Store, ledgers *memstore.Store) *testBroker {
 	t.Helper()
 	tb := startBrokerStore(t, mut, meta, ledgers, 0)
 	tb.ledgers = ledgers
@@ -67,12 +68,12 @@ func startBrokerOn(t testing.TB, mut func(*Config), meta *memMeta, ledgers *mems
 
 // startBrokerStore starts a broker whose managed ledgers live in store,
 // with an entry cache of cacheSize bytes (0: the default).
-func startBrokerStore(t testing.TB, mut func(*Config), meta *memMeta, store mledger.LedgerStore, cacheSize int64) *testBroker {
+func startBrokerStore(t testing.TB, mut func(*Config), meta *memmeta.Store, store mledger.LedgerStore, cacheSize int64) *testBroker {
 	t.Helper()
 	return startBrokerFull(t, mut, meta, store, cacheSize, mledger.Config{})
 }
 
-func startBrokerFull(t testing.TB, mut func(*Config), meta *memMeta, store mledger.LedgerStore, cacheSize int64, mlc mledger.Config) *testBroker {
+func startBrokerFull(t testing.TB, mut func(*Config), meta *memmeta.Store, store mledger.LedgerStore, cacheSize int64, mlc mledger.Config) *testBroker {
 	t.Helper()
 	tb := startBrokerMeta(t, mut, meta, store, cacheSize, mlc)
 	tb.meta = meta

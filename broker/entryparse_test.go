@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -100,7 +101,7 @@ func (h txnEntryHook) AfterAdd(_ Topic, e *Entry, _ Position, err error) {
 // stamping (a SendInterceptor claiming it as the transaction feature
 // does), a broker-wide PublishInterceptor rewriting it.
 func TestSendParsesOnce(t *testing.T) {
-	meta := newMemMeta()
+	meta := memmeta.New()
 	f, err := mledger.NewFactory(mledger.Options{Ledgers: memstore.New(), Metadata: meta})
 	if err != nil {
 		t.Fatal(err)

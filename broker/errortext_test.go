@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -17,18 +18,16 @@ import (
 // checks that no error text the broker answers names an internal path
 // (a metadata node or a file); the codes stay Pulsar's.
 func TestBadInputErrorsNameNoPaths(t *testing.T) {
-	meta := newMemMeta()
+	meta := memmeta.New()
 	tb := startBrokerOn(t, nil, meta, memstore.New())
 	// Reads under the namespace public/broken fail the way a real store's
 	// do: the error names the node.
-	meta.mu.Lock()
-	meta.failGet = func(p string) error {
+	meta.FailGet(func(p string) error {
 		if strings.Contains(p, "/broken") {
 			return fmt.Errorf("embedded: get %s: %w", p, errors.New("injected read failure"))
 		}
 		return nil
-	}
-	meta.mu.Unlock()
+	})
 	r := dialRaw(t, tb, true)
 	names := []string{
 		"persistent://no-tenant/no-ns/x", "persistent://public/no-ns/x", "persistent://public/default/",

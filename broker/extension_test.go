@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
@@ -83,7 +84,7 @@ func (p *probe) Commands() []Command {
 
 func startWithFeatures(t *testing.T, use func(b *Broker) error) *testBroker {
 	t.Helper()
-	meta := newMemMeta()
+	meta := memmeta.New()
 	f, err := mledger.NewFactory(mledger.Options{Ledgers: memstore.New(), Metadata: meta})
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +184,7 @@ func containsString(l []string, s string) bool {
 // TestUseRefuses: a feature may not serve a command the core serves, nor
 // one another feature serves.
 func TestUseRefuses(t *testing.T) {
-	b, err := New(Config{}, Deps{Metadata: newMemMeta(), OpenLedger: func(context.Context, string) (ManagedLedger, error) { return nil, nil }})
+	b, err := New(Config{}, Deps{Metadata: memmeta.New(), OpenLedger: func(context.Context, string) (ManagedLedger, error) { return nil, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -50,7 +51,7 @@ func (f *limitsFeature) CursorsMoved(t Topic) {
 func startLimited(t *testing.T, f *limitsFeature, more ...func(*Broker) error) *testBroker {
 	t.Helper()
 	use := append([]func(*Broker) error{func(b *Broker) error { return b.Use(f) }}, more...)
-	return startBrokerMeta(t, nil, newMemMeta(), memstore.New(), 0, mledger.Config{}, use...)
+	return startBrokerMeta(t, nil, memmeta.New(), memstore.New(), 0, mledger.Config{}, use...)
 }
 
 // policyFollower is a PolicyWatcher that refreshes every loaded topic on
@@ -430,7 +431,7 @@ func TestEncryptionRequiredOnTheWire(t *testing.T) {
 
 // TestSecondPolicyWatcherRefused: one feature watches the policies.
 func TestSecondPolicyWatcherRefused(t *testing.T) {
-	b, err := New(Config{}, Deps{Metadata: newMemMeta(), OpenLedger: func(context.Context, string) (ManagedLedger, error) { return nil, nil }})
+	b, err := New(Config{}, Deps{Metadata: memmeta.New(), OpenLedger: func(context.Context, string) (ManagedLedger, error) { return nil, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/bookie"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
+	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 )
@@ -32,7 +33,7 @@ func TestMetricsBookieCollector(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	meta := newMemMeta()
+	meta := memmeta.New()
 	f, err := mledger.NewFactory(mledger.Options{Ledgers: memstore.New(), Metadata: meta})
 	if err != nil {
 		t.Fatal(err)

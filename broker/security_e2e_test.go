@@ -21,6 +21,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/internal/testcert"
+	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -139,7 +140,7 @@ func startSecureWith(t testing.TB, mut func(*auth.Config), use func(*Broker) err
 	if use == nil {
 		f.testBroker = startBroker(t, secure)
 	} else {
-		meta := newMemMeta()
+		meta := memmeta.New()
 		f.testBroker = startBrokerMeta(t, secure, meta, memstore.New(), 0, mledger.Config{}, use)
 		f.testBroker.meta = meta
 	}

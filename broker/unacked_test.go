@@ -9,6 +9,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/magnetar-mq/magnetar/internal/testenv"
+	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -137,7 +138,7 @@ func TestUnackedLimitBlocksConsumer(t *testing.T) {
 // applies to the running subscription.
 func TestUnackedLimitBlocksSubscription(t *testing.T) {
 	tb := startBrokerMeta(t, func(c *Config) { c.MaxUnackedPerConsumer = -1; c.MaxUnackedPerSubscription = 100000 },
-		newMemMeta(), memstore.New(), 0, mledger.Config{}, followPolicies)
+		memmeta.New(), memstore.New(), 0, mledger.Config{}, followPolicies)
 	ns := "public/" + newTopicName("unacked-ns")
 	limit := 300
 	if err := tb.Policies().CreateNamespace(ctxT(t), ns, &policy.Policies{MaxUnackedMessagesPerSubscription: &limit}); err != nil {
@@ -223,7 +224,7 @@ func TestUnackedMemoryBounded(t *testing.T) {
 	const n, size = 100000, 1024
 	tb := startBrokerStore(t, func(c *Config) {
 		c.MaxUnackedPerConsumer, c.MaxUnackedPerSubscription = -1, -1
-	}, newMemMeta(), copyStore{memstore.New()}, 1<<20)
+	}, memmeta.New(), copyStore{memstore.New()}, 1<<20)
 	c := tb.client(t)
 	topic := "persistent://public/default/" + newTopicName("unacked-mem")
 	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared, Name: "first"})

@@ -14,7 +14,7 @@ import (
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/metadata/embedded"
 	"github.com/magnetar-mq/magnetar/mledger"
-	"github.com/magnetar-mq/magnetar/mledger/internal/memmeta"
+	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 )
 
 func TestCursorAckOperations(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/magnetar-mq/magnetar/mledger"
-	"github.com/magnetar-mq/magnetar/mledger/internal/memmeta"
+	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 )
 
 // TestCrashBetweenCursorLedgerAndNodeUpdate: a snapshot is written to a new

@@ -10,7 +10,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/mledger"
-	"github.com/magnetar-mq/magnetar/mledger/internal/memmeta"
+	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 )
 

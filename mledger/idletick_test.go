@@ -9,7 +9,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/mledger"
-	"github.com/magnetar-mq/magnetar/mledger/internal/memmeta"
+	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 )
 
 // countingMeta counts the writes that reach the metadata store.

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/magnetar-mq/magnetar/mledger"
-	"github.com/magnetar-mq/magnetar/mledger/internal/memmeta"
+	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 )
 
