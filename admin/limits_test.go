@@ -199,7 +199,8 @@ func TestPartitionLimits(t *testing.T) {
 		t.Fatalf("listing: %d, %d partitions", code, strings.Count(body, "parts-partition-"))
 	}
 	if code, body := httpDo(t, tb, "POST", "/admin/v2/namespaces/public/default/autoTopicCreation",
-		`{"allowAutoTopicCreation":true,"topicType":"partitioned","defaultNumPartitions":65}`); code != 412 {
+		`{"allowAutoTopicCreation":true,"topicType":"partitioned","defaultNumPartitions":65}`); code != 406 ||
+		!strings.Contains(body, "Number of partitions should be less than or equal to 64") {
 		t.Fatalf("auto-creation above the limit: %d %s", code, body)
 	}
 }

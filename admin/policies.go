@@ -34,13 +34,13 @@ func (a *API) namespacePolicies() []policyField[policy.Policies] {
 	put := []string{http.MethodPut, http.MethodPost}
 	fields := []policyField[P]{
 		optional("retention", func(p *P) **policy.RetentionPolicies { return &p.RetentionPolicies }, retentionValue),
-		optional("messageTTL", func(p *P) **int { return &p.MessageTTLInSeconds }, count("")),
-		optional("maxProducersPerTopic", func(p *P) **int { return &p.MaxProducersPerTopic }, count("")),
-		optional("maxConsumersPerTopic", func(p *P) **int { return &p.MaxConsumersPerTopic }, count("")),
-		optional("maxConsumersPerSubscription", func(p *P) **int { return &p.MaxConsumersPerSubscription }, count("")),
-		optional("maxUnackedMessagesPerConsumer", func(p *P) **int { return &p.MaxUnackedMessagesPerConsumer }, count("")),
-		optional("maxUnackedMessagesPerSubscription", func(p *P) **int { return &p.MaxUnackedMessagesPerSubscription }, count("")),
-		optional("subscriptionExpirationTime", func(p *P) **int { return &p.SubscriptionExpirationTimeMinutes }, count("")),
+		optional("messageTTL", func(p *P) **int { return &p.MessageTTLInSeconds }, countOr("Invalid value for message TTL")),
+		optional("maxProducersPerTopic", func(p *P) **int { return &p.MaxProducersPerTopic }, countOr("maxProducersPerTopic must be 0 or more")),
+		optional("maxConsumersPerTopic", func(p *P) **int { return &p.MaxConsumersPerTopic }, countOr("maxConsumersPerTopic must be 0 or more")),
+		optional("maxConsumersPerSubscription", func(p *P) **int { return &p.MaxConsumersPerSubscription }, countOr("maxConsumersPerSubscription must be 0 or more")),
+		optional("maxUnackedMessagesPerConsumer", func(p *P) **int { return &p.MaxUnackedMessagesPerConsumer }, countOr("maxUnackedMessagesPerConsumer must be 0 or more")),
+		optional("maxUnackedMessagesPerSubscription", func(p *P) **int { return &p.MaxUnackedMessagesPerSubscription }, countOr("maxUnackedMessagesPerSubscription must be 0 or more")),
+		optional("subscriptionExpirationTime", func(p *P) **int { return &p.SubscriptionExpirationTimeMinutes }, countOr("Invalid value for subscription expiration time")),
 		optional("deduplication", func(p *P) **bool { return &p.DeduplicationEnabled }, boolean),
 		optional("autoTopicCreation", func(p *P) **policy.AutoTopicCreation { return &p.AutoTopicCreationOverride }, a.autoTopicCreation),
 		optional("persistence", func(p *P) **policy.PersistencePolicies { return &p.Persistence }, a.persistenceValue),
@@ -55,12 +55,12 @@ func (a *API) namespacePolicies() []policyField[policy.Policies] {
 		strategy("schemaAutoUpdateCompatibilityStrategy", func(p *P) *string { return &p.SchemaAutoUpdateCompatibilityStrategy }, "Full"),
 		optionalOr("isAllowAutoUpdateSchema", func(p *P) **bool { return &p.IsAllowAutoUpdateSchema }, boolean, true).methods(put...),
 		optionalOr("schemaValidationEnforced", func(p *P) **bool { return &p.SchemaValidationEnforced }, boolean, false).methods(put...),
-		optional("compactionThreshold", func(p *P) **int64 { return &p.CompactionThreshold }, atLeast("compactionThreshold", 0)).methods(put...),
+		optional("compactionThreshold", func(p *P) **int64 { return &p.CompactionThreshold }, atLeastOr("compactionThreshold", 0, "compactionThreshold must be 0 or more")).methods(put...),
 		// Delivery and admission (policy/delivery.go).
 		optional("delayedDelivery", func(p *P) **policy.DelayedDeliveryPolicies { return &p.DelayedDelivery }, delayedDelivery),
 		optional("autoSubscriptionCreation", func(p *P) **policy.AutoSubscriptionCreation { return &p.AutoSubscriptionCreation }, autoSubscriptionCreation),
-		optional("maxSubscriptionsPerTopic", func(p *P) **int { return &p.MaxSubscriptionsPerTopic }, count("")),
-		optional("maxTopicsPerNamespace", func(p *P) **int { return &p.MaxTopicsPerNamespace }, count("")),
+		optional("maxSubscriptionsPerTopic", func(p *P) **int { return &p.MaxSubscriptionsPerTopic }, countOr("maxSubscriptionsPerTopic must be 0 or more")),
+		optional("maxTopicsPerNamespace", func(p *P) **int { return &p.MaxTopicsPerNamespace }, countOr("maxTopicsPerNamespace must be 0 or more")),
 		// Tiered storage: the policies object and Pulsar's older separate
 		// fields (-1 disables a threshold; a negative lag never deletes
 		// the bookie copy).
@@ -70,7 +70,7 @@ func (a *API) namespacePolicies() []policyField[policy.Policies] {
 			return f
 		}(),
 		optionalOr("offloadThreshold", func(p *P) **int64 { return &p.OffloadThreshold }, atLeast("offloadThreshold", -1), -1).methods(put...),
-		optionalOr("offloadThresholdInSeconds", func(p *P) **int64 { return &p.OffloadThresholdInSeconds }, atLeast("offloadThresholdInSeconds", -1), -1).methods(put...),
+		optionalOr("offloadThresholdInSeconds", func(p *P) **int64 { return &p.OffloadThresholdInSeconds }, atLeastOr("offloadThresholdInSeconds", -1, "Invalid value for offloadThresholdInSecond"), -1).methods(put...),
 		optional("offloadDeletionLagMs", func(p *P) **int64 { return &p.OffloadDeletionLagMs }, atLeast("offloadDeletionLagMs", -1<<63)).methods(put...),
 		// properties: PUT merges the body's keys into the namespace's
 		// labels, GET answers them all ({} when none), DELETE removes all.
@@ -131,15 +131,19 @@ func strategy(name string, field func(*policy.Policies) *string, def string) pol
 	}
 }
 
-// autoTopicCreation reads an AutoTopicCreation override: normalized, and
-// with no more default partitions than maxNumPartitionsPerPartitionedTopic.
+// autoTopicCreation reads an AutoTopicCreation override: normalized
+// (Pulsar's checks and reasons, 412), and with no more default partitions
+// than maxNumPartitionsPerPartitionedTopic (406, as Pulsar).
 func (a *API) autoTopicCreation(r *http.Request, body []byte) (policy.AutoTopicCreation, error) {
-	at, err := jsonValue((*policy.AutoTopicCreation).Normalize)(r, body)
+	at, err := jsonValue[policy.AutoTopicCreation](nil)(r, body)
 	if err != nil {
 		return at, err
 	}
-	if limit := a.node.MaxPartitionsPerTopic(); limit > 0 && at.DefaultNumPartitions != nil && *at.DefaultNumPartitions > limit {
-		return at, fmt.Errorf("defaultNumPartitions %d is above maxNumPartitionsPerPartitionedTopic %d", *at.DefaultNumPartitions, limit)
+	if err := at.Normalize(); err != nil {
+		return at, refuse(http.StatusPreconditionFailed, "Invalid configuration for autoTopicCreationOverride. the detail is %s", err)
+	}
+	if limit := a.node.MaxPartitionsPerTopic(); limit > 0 && at.Allow && at.TopicType == "partitioned" && *at.DefaultNumPartitions > limit {
+		return at, refuse(http.StatusNotAcceptable, "Number of partitions should be less than or equal to %d", limit)
 	}
 	return at, nil
 }
@@ -252,6 +256,11 @@ func (a *API) updatePolicy(w http.ResponseWriter, r *http.Request, update func(b
 		return
 	}
 	err = update(body)
+	var ref *refusal
+	if errors.As(err, &ref) { // Pulsar's own status and reason
+		writeError(w, ref.status, ref.reason)
+		return
+	}
 	var bad *policy.BadValueError
 	if errors.As(err, &bad) {
 		writeError(w, http.StatusPreconditionFailed, "Invalid value: "+bad.Err.Error())

@@ -247,6 +247,28 @@ func count(query string) parser[int] {
 	}
 }
 
+// countOr is count whose negative value is refused as Pulsar refuses it:
+// 412 with Pulsar's reason, as is.
+func countOr(reason string) parser[int] {
+	return func(r *http.Request, body []byte) (int, error) {
+		if n, err := strconv.ParseInt(bareValue(body), 10, 64); err == nil && n < 0 {
+			return 0, refuse(http.StatusPreconditionFailed, "%s", reason)
+		}
+		return count("")(r, body)
+	}
+}
+
+// atLeastOr parses an int64 of at least min; a smaller one is refused
+// with Pulsar's reason, as is (412).
+func atLeastOr(name string, min int64, reason string) parser[int64] {
+	return func(r *http.Request, body []byte) (int64, error) {
+		if n, err := strconv.ParseInt(bareValue(body), 10, 64); err == nil && n < min {
+			return 0, refuse(http.StatusPreconditionFailed, "%s", reason)
+		}
+		return atLeast(name, min)(r, body)
+	}
+}
+
 // atLeast parses an int64 of at least min.
 func atLeast(name string, min int64) parser[int64] {
 	return func(_ *http.Request, body []byte) (int64, error) {

@@ -202,17 +202,30 @@ type AutoTopicCreation struct {
 	DefaultNumPartitions *int   `json:"defaultNumPartitions,omitempty"`
 }
 
-// Normalize checks the override and fills the default topic type.
+// Normalize checks the override as Pulsar's validateOverride does (an
+// override that disallows creation is not checked) and fills the default
+// topic type. An error's text is Pulsar's detail.
 func (a *AutoTopicCreation) Normalize() error {
+	if a.TopicType == "" {
+		a.TopicType = "non-partitioned" // Magnetar's default for an absent type
+	}
+	if !a.Allow {
+		return nil
+	}
 	switch a.TopicType {
-	case "", "non-partitioned":
-		a.TopicType = "non-partitioned"
+	case "non-partitioned":
+		if a.DefaultNumPartitions != nil {
+			return errors.New("[defaultNumPartitions] is not allowed to be set when the type is non-partition.")
+		}
 	case "partitioned":
-		if a.DefaultNumPartitions == nil || *a.DefaultNumPartitions < 1 {
-			return errors.New("defaultNumPartitions must be >= 1 for partitioned auto creation")
+		if a.DefaultNumPartitions == nil {
+			return errors.New("[defaultNumPartitions] cannot be null when the type is partitioned.")
+		}
+		if *a.DefaultNumPartitions < 1 {
+			return errors.New("[defaultNumPartitions] cannot be less than 1 for partition type.")
 		}
 	default:
-		return errors.New("topicType must be partitioned or non-partitioned")
+		return fmt.Errorf("Unknown topic type [%s]", a.TopicType)
 	}
 	return nil
 }

@@ -1,0 +1,87 @@
+package admin
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+)
+
+// TestNamespacePolicyRefusalsArePulsars: a namespace policy value Pulsar
+// refuses is refused with Pulsar's status and reason (what pulsaradmin
+// shows its user), nothing is stored, and the edge values Pulsar takes
+// (0) are taken.
+func TestNamespacePolicyRefusalsArePulsars(t *testing.T) {
+	tb := startBroker(t, nil)
+	ac := adminClient(t, tb)
+	ns := newNamespace(t, tb)
+	name, _ := utils.GetNamespaceName(ns)
+	nss := ac.Namespaces()
+	refused := func(what string, err error, code int, reason string) {
+		t.Helper()
+		var re rest.Error
+		if !errors.As(err, &re) || re.Code != code || re.Reason != reason {
+			t.Errorf("%s: %v, want %d %q", what, err, code, reason)
+		}
+	}
+	two := 2
+	for _, c := range []struct {
+		cfg    utils.TopicAutoCreationConfig
+		reason string
+	}{
+		{utils.TopicAutoCreationConfig{Allow: true, Type: utils.Partitioned}, "[defaultNumPartitions] cannot be null when the type is partitioned."},
+		{utils.TopicAutoCreationConfig{Allow: true, Type: utils.Partitioned, Partitions: new(int)}, "[defaultNumPartitions] cannot be less than 1 for partition type."},
+		{utils.TopicAutoCreationConfig{Allow: true, Type: utils.NonPartitioned, Partitions: &two}, "[defaultNumPartitions] is not allowed to be set when the type is non-partition."},
+		{utils.TopicAutoCreationConfig{Allow: true, Type: "sharded"}, "Unknown topic type [sharded]"},
+	} {
+		refused("autoTopicCreation", nss.SetTopicAutoCreation(*name, c.cfg), http.StatusPreconditionFailed,
+			"Invalid configuration for autoTopicCreationOverride. the detail is "+c.reason)
+	}
+	if got, err := nss.GetTopicAutoCreation(*name); err != nil || got != nil {
+		t.Fatalf("a refused override was stored: %+v %v", got, err)
+	}
+	// Pulsar checks an override only while it allows creation.
+	if err := nss.SetTopicAutoCreation(*name, utils.TopicAutoCreationConfig{Allow: false, Type: utils.Partitioned}); err != nil {
+		t.Fatalf("disallowing override: %v", err)
+	}
+	if err := nss.SetTopicAutoCreation(*name, utils.TopicAutoCreationConfig{Allow: true, Type: utils.Partitioned, Partitions: &two}); err != nil {
+		t.Fatalf("partitioned override: %v", err)
+	}
+	if got, err := nss.GetTopicAutoCreation(*name); err != nil || got == nil || got.Partitions == nil || *got.Partitions != 2 {
+		t.Fatalf("override read back: %+v %v", got, err)
+	}
+
+	refused("subscriptionExpirationTime", nss.SetSubscriptionExpirationTime(*name, -60), http.StatusPreconditionFailed,
+		"Invalid value for subscription expiration time")
+	refused("offloadThresholdInSeconds", nss.SetOffloadThresholdInSeconds(*name, -60), http.StatusPreconditionFailed,
+		"Invalid value for offloadThresholdInSecond")
+	refused("maxTopicsPerNamespace", nss.SetMaxTopicsPerNamespace(*name, -1), http.StatusPreconditionFailed,
+		"maxTopicsPerNamespace must be 0 or more")
+	refused("maxProducersPerTopic", nss.SetMaxProducersPerTopic(*name, -1), http.StatusPreconditionFailed,
+		"maxProducersPerTopic must be 0 or more")
+	refused("messageTTL", nss.SetNamespaceMessageTTL(ns, -1), http.StatusPreconditionFailed, "Invalid value for message TTL")
+	if v, err := nss.GetSubscriptionExpirationTime(*name); err != nil || v != -1 {
+		t.Fatalf("a refused expiration time was stored: %d %v", v, err)
+	}
+	if v, err := nss.GetMaxTopicsPerNamespace(*name); err != nil || v != 0 {
+		t.Fatalf("a refused topic limit was stored: %d %v", v, err)
+	}
+	// 0 is a value Pulsar takes: never expire, no limit, offload at once.
+	if err := nss.SetSubscriptionExpirationTime(*name, 0); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := nss.GetSubscriptionExpirationTime(*name); err != nil || v != 0 {
+		t.Fatalf("expiration time 0 read back: %d %v", v, err)
+	}
+	if err := nss.SetMaxTopicsPerNamespace(*name, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := nss.SetOffloadThresholdInSeconds(*name, 0); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := nss.GetOffloadThresholdInSeconds(*name); err != nil || v != 0 {
+		t.Fatalf("offload threshold 0 read back: %d %v", v, err)
+	}
+}
