@@ -1,4 +1,5 @@
-// Package bookie is the bookie benchmark behind `magnetar bench bookie`:
+// Package bookie is the bookie benchmark behind `magnetar bench bookie`
+// (NewCommand builds that command; the binary only adds it to its tree):
 // durable AddEntry throughput and latency for several entry sizes and
 // numbers of outstanding adds, over the io_uring and pwrite journals, next
 // to a raw-disk baseline measured in the same run on the same directory.

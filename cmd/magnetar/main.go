@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	benchbookie "github.com/magnetar-mq/magnetar/bench/bookie"
 	"github.com/magnetar-mq/magnetar/internal/version"
 )
 
@@ -48,7 +49,7 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Storage benchmarks (bookie write path)",
 	}
-	c.AddCommand(benchBookieCmd())
+	c.AddCommand(benchbookie.NewCommand())
 	return c
 }
 
