@@ -28,6 +28,7 @@ type API struct {
 	coordinators TxnCoordinators
 	participants TxnParticipants
 	pol          *policy.Store
+	metrics      BrokerMetrics      // nil: no /admin/v2/broker-stats/metrics
 	quotas       ResourceQuotas     // nil: no /admin/v2/resource-quotas
 	conf         BrokerConfig       // nil: no /admin/v2/brokers/configuration
 	cpu          cluster.CPUSampler // the standalone's load report
@@ -58,7 +59,7 @@ func Register(rt routeTable, d Deps) *API {
 	}
 	a := &API{node: d.Node, topics: d.Topics, props: d.TopicProperties, reads: d.Reads, life: d.Lifecycle, compaction: d.Compaction, ledgers: d.Ledgers,
 		subs: d.Subscriptions, schemas: d.Schemas, own: d.Ownership, coordinators: d.Coordinators,
-		participants: d.Participants, quotas: d.Quotas, conf: d.Config, pol: d.Node.Policies(), sec: d.Security, iso: d.Isolation, statusFile: d.StatusFile, log: d.Log}
+		participants: d.Participants, metrics: d.Metrics, quotas: d.Quotas, conf: d.Config, pol: d.Node.Policies(), sec: d.Security, iso: d.Isolation, statusFile: d.StatusFile, log: d.Log}
 	if a.iso == nil && d.Metadata != nil {
 		a.iso = isolation.NewStore(d.Metadata)
 	}
@@ -93,6 +94,7 @@ func Register(rt routeTable, d Deps) *API {
 	a.registerBrokerStatsRoutes(rt)            // broker_stats.go
 	a.registerBundleAdminRoutes(rt)            // bundles.go
 	a.registerBrokerStatsTopicRoutes(rt)       // broker_stats_topics.go
+	a.registerBrokerMetricsRoute(rt)           // broker_metrics.go
 	rt.SetIntercept(a.ownerRedirect)           // redirect.go
 	typeWrites(rt)
 	return a

@@ -28,17 +28,28 @@ type loadedTopic struct {
 }
 
 // loadedTopics lists the topics this broker has loaded, by bundle.
-func (a *API) loadedTopics() []loadedTopic {
+func (a *API) loadedTopics() []loadedTopic { return loadedTopicsOf(a.own) }
+
+// topicLoader is the part of a role that lists the loaded topics.
+type topicLoader interface {
+	Cluster() *cluster.Service
+	LoadedTopicsOf(bundleKey string) []string
+}
+
+// loadedTopicsOf lists the topics src has loaded, by bundle: a
+// clustered broker's owned bundles, else every loaded topic in its
+// namespace's one bundle (the full range).
+func loadedTopicsOf(src topicLoader) []loadedTopic {
 	var out []loadedTopic
-	if c := a.own.Cluster(); c != nil {
+	if c := src.Cluster(); c != nil {
 		for _, key := range c.OwnedBundles() {
-			for _, t := range a.own.LoadedTopicsOf(key) {
+			for _, t := range src.LoadedTopicsOf(key) {
 				out = append(out, loadedTopic{t, key})
 			}
 		}
 		return out
 	}
-	for _, t := range a.own.LoadedTopicsOf("") {
+	for _, t := range src.LoadedTopicsOf("") {
 		tn, err := broker.ParseTopicName(t)
 		if err != nil {
 			continue

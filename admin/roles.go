@@ -242,6 +242,9 @@ type Deps struct {
 	// 503, as Pulsar's do without transactionCoordinatorEnabled.
 	Coordinators TxnCoordinators
 	Participants TxnParticipants
+	// Metrics serves /admin/v2/broker-stats/metrics (nil: not
+	// declared).
+	Metrics BrokerMetrics
 	// Quotas serve /admin/v2/resource-quotas (*cluster.Quotas over the
 	// broker's metadata store; nil: those routes are not declared).
 	Quotas ResourceQuotas
@@ -271,5 +274,5 @@ type Deps struct {
 // and transaction roles are those features': set them when they are on).
 func BrokerDeps(b *broker.Broker) Deps {
 	return Deps{Node: b, Topics: b, TopicProperties: b, Reads: b, Lifecycle: b, Subscriptions: b,
-		Ownership: b, Security: b.Security(), Metadata: b.Metadata(), Ledgers: ledgerinfo.New(b)}
+		Ownership: b, Metrics: b, Security: b.Security(), Metadata: b.Metadata(), Ledgers: ledgerinfo.New(b)}
 }

@@ -307,11 +307,58 @@ func brokerStatsRows(e *adminEnv) []adminRow {
 			}
 		}),
 		row("BrokerStats", "GetMetrics", func(t rowT) {
+			// A namespace of its own: one topic, one subscription, five
+			// messages published and not consumed.
+			ns := e.tenant + "/metrics"
+			ok(t, e.c.Namespaces().CreateNamespace(ns))
+			topic := "persistent://" + ns + "/t"
+			tn := topicName(t, topic)
+			ok(t, e.c.Topics().Create(tn, 0))
+			ok(t, e.c.Subscriptions().Create(tn, "s", utils.Latest))
+			e.produce(t, topic, 5, nil)
 			got, err := bs.GetMetrics()
 			ok(t, err)
-			if len(got) == 0 {
-				t.Fatal("no metrics")
+			byDims := map[string]map[string]interface{}{}
+			for _, m := range got {
+				var kv []string
+				for k, v := range m.Dimensions {
+					kv = append(kv, k+"="+v)
+				}
+				slices.Sort(kv)
+				byDims[strings.Join(kv, ",")] = m.Metrics
 			}
+			num := func(dims, key string) float64 {
+				t.Helper()
+				m, found := byDims[dims]
+				if !found {
+					t.Fatalf("no metrics with dimensions %q: %v", dims, got)
+				}
+				v, isNum := m[key].(float64)
+				if !isNum {
+					t.Fatalf("%s of %q: %#v", key, dims, m[key])
+				}
+				return v
+			}
+			nsDims := "namespace=" + ns
+			same(t, "brk_msg_backlog", num(nsDims, "brk_msg_backlog"), 5.0)
+			same(t, "brk_no_of_subscriptions", num(nsDims, "brk_no_of_subscriptions"), 1.0)
+			same(t, "brk_no_of_producers", num(nsDims, "brk_no_of_producers"), 0.0)
+			same(t, "brk_no_of_consumers", num(nsDims, "brk_no_of_consumers"), 0.0)
+			if s := num(nsDims, "brk_storage_size"); s < 5*float64(len("m0")) {
+				t.Fatalf("brk_storage_size %v for five messages", s)
+			}
+			mlDims := "namespace=" + ns + "/persistent"
+			same(t, "brk_ml_NumberOfMessagesInBacklog", num(mlDims, "brk_ml_NumberOfMessagesInBacklog"), 5.0)
+			same(t, "brk_ml_StoredMessagesSize", num(mlDims, "brk_ml_StoredMessagesSize"), num(nsDims, "brk_storage_size"))
+			if n := num("", "brk_ml_count"); n < 1 {
+				t.Fatalf("brk_ml_count %v", n)
+			}
+			if h := num("metric=jvm_metrics", "jvm_heap_used"); h <= 0 {
+				t.Fatalf("jvm_heap_used %v", h)
+			}
+			// The Namespaces rows list the tenant's namespaces.
+			ok(t, e.c.Topics().Delete(tn, true, true))
+			ok(t, e.c.Namespaces().DeleteNamespace(ns))
 		}),
 		row("BrokerStats", "GetMBeans", func(t rowT) {
 			got, err := bs.GetMBeans()

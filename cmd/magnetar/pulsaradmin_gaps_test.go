@@ -10,7 +10,6 @@ var pulsarAdminGaps = map[string]string{
 	"Topics.GetDeduplicationSnapshotInterval":           "deduplication snapshots are missing (dedup state is rebuilt from the log tail), so the interval would change nothing",
 	"Topics.RemoveDeduplicationSnapshotInterval":        "deduplication snapshots are missing (dedup state is rebuilt from the log tail), so the interval would change nothing",
 	"Topics.SetDeduplicationSnapshotInterval":           "deduplication snapshots are missing (dedup state is rebuilt from the log tail), so the interval would change nothing",
-	"BrokerStats.GetMetrics":                            "/admin/v2/broker-stats/metrics is missing",
 	"TopicPolicies.GetDeduplicationSnapshotInterval":    "deduplication snapshots are missing (dedup state is rebuilt from the log tail), so the interval would change nothing",
 	"TopicPolicies.RemoveDeduplicationSnapshotInterval": "deduplication snapshots are missing (dedup state is rebuilt from the log tail), so the interval would change nothing",
 	"TopicPolicies.SetDeduplicationSnapshotInterval":    "deduplication snapshots are missing (dedup state is rebuilt from the log tail), so the interval would change nothing",
