@@ -49,7 +49,10 @@ func (a *API) registerTopicRoutes(rt routeTable) {
 			a.replyDone(w, a.props.CreateTopicWithProperties(r.Context(), topic, props))
 		})})
 	rt.Handle("DELETE", tp, auth.AccessTenantAdmin, a.httpDeleteTopic)
-	rt.Handle("GET", tp+"/stats", auth.AccessTopicLookup, topicValue(a, a.reads.TopicStats))
+	rt.Handle("GET", tp+"/stats", auth.AccessTopicLookup, a.onTopic(func(w http.ResponseWriter, r *http.Request, topic string) {
+		st, err := a.reads.TopicStats(r.Context(), topic)
+		a.reply(w, excludeClients(r, st), err)
+	}))
 	rt.Handle("GET", tp+"/partitioned-stats", auth.AccessTopicLookup, a.httpPartitionedStats)
 	rt.Handle("GET", tp+"/internalStats", auth.AccessTopicLookup, topicValue(a, a.reads.InternalStats))
 	rt.Handle("GET", tp+"/subscriptions", auth.AccessTopicConsume, a.httpListSubscriptions)
@@ -255,6 +258,7 @@ func (a *API) httpPartitionedStats(w http.ResponseWriter, r *http.Request, p par
 			st = broker.TopicStats{Publishers: []broker.PublisherStats{}, Subscriptions: map[string]broker.SubscriptionStats{},
 				Replication: map[string]broker.ReplicatorStats{}, DeduplicationStatus: agg.DeduplicationStatus}
 		}
+		st = excludeClients(r, st)
 		agg.DeduplicationStatus = st.DeduplicationStatus
 		agg.MsgRateIn += st.MsgRateIn
 		agg.MsgRateOut += st.MsgRateOut
@@ -330,6 +334,23 @@ func (a *API) httpPartitionedStats(w http.ResponseWriter, r *http.Request, p par
 		agg.AverageMsgSize = float64(agg.BytesInCounter) / float64(agg.MsgInCounter)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// excludeClients applies the stats options excludePublishers and
+// excludeConsumers: Pulsar then lists no publishers, and no consumers in
+// any subscription (empty lists, not absent ones).
+func excludeClients(r *http.Request, st broker.TopicStats) broker.TopicStats {
+	q := r.URL.Query()
+	if q.Get("excludePublishers") == "true" {
+		st.Publishers = []broker.PublisherStats{}
+	}
+	if q.Get("excludeConsumers") == "true" {
+		for name, ss := range st.Subscriptions {
+			ss.Consumers = []broker.ConsumerStats{}
+			st.Subscriptions[name] = ss
+		}
+	}
+	return st
 }
 
 // partitionName is the name of partition i of topic.
