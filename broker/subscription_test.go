@@ -15,14 +15,6 @@ func addC(t *testing.T, s *subscription, c *consumer, typ SubType) {
 
 func flow(s *subscription, c *consumer, n int) { s.call(func() { s.flowLocked(c, n) }) }
 
-func positions(ms []sentMsg) []int64 {
-	var out []int64
-	for _, m := range ms {
-		out = append(out, m.pos.EntryID)
-	}
-	return out
-}
-
 func TestSubscriptionKeySharedPerKeyOrder(t *testing.T) {
 	cur := newFakeCursor()
 	keys := []string{"k1", "k2", "k3", "k4", "k5", "k6"}

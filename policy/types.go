@@ -215,16 +215,20 @@ func (a *AutoTopicCreation) Normalize() error {
 	switch a.TopicType {
 	case "non-partitioned":
 		if a.DefaultNumPartitions != nil {
+			//lint:ignore ST1005 Pulsar's wording, shown to admin clients
 			return errors.New("[defaultNumPartitions] is not allowed to be set when the type is non-partition.")
 		}
 	case "partitioned":
 		if a.DefaultNumPartitions == nil {
+			//lint:ignore ST1005 Pulsar's wording, shown to admin clients
 			return errors.New("[defaultNumPartitions] cannot be null when the type is partitioned.")
 		}
 		if *a.DefaultNumPartitions < 1 {
+			//lint:ignore ST1005 Pulsar's wording, shown to admin clients
 			return errors.New("[defaultNumPartitions] cannot be less than 1 for partition type.")
 		}
 	default:
+		//lint:ignore ST1005 Pulsar's wording, shown to admin clients
 		return fmt.Errorf("Unknown topic type [%s]", a.TopicType)
 	}
 	return nil
