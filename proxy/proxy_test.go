@@ -8,13 +8,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/fakebroker"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
 
@@ -63,36 +63,32 @@ func TestTopicOfPath(t *testing.T) {
 	}
 }
 
-// fakeBroker speaks just enough of the protocol: CONNECTED, LOOKUP
-// answered by lookup, and after CONNECT on a relayed connection (client
-// version "Pulsar proxy") an echo of every byte.
+// fakeBroker is a fake broker (protocol/pulsarproto/fakebroker) whose
+// LOOKUP answer the test sets (lookup; nil: Connect to itself) and which
+// echoes every byte of a relayed connection (one whose CONNECT announces
+// supports_auth_refresh, as the proxy's relay does).
 type fakeBroker struct {
-	ln      net.Listener
-	lookup  func(m *pb.CommandLookupTopic) *pb.CommandLookupTopicResponse
-	mu      sync.Mutex
-	connect []*pb.CommandConnect
+	*fakebroker.Broker
+	lookup func(m *pb.CommandLookupTopic) *pb.CommandLookupTopicResponse
 }
 
 func startFakeBroker(t *testing.T) *fakeBroker {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fb := &fakeBroker{ln: ln}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
+	fb := &fakeBroker{}
+	fb.Broker = fakebroker.Start(t, fakebroker.Options{
+		Connected: &pb.CommandConnected{ServerVersion: proto.String("fake"), ProtocolVersion: proto.Int32(20)},
+		Echo:      func(m *pb.CommandConnect) bool { return m.GetFeatureFlags().GetSupportsAuthRefresh() },
+		Lookup: func(m *pb.CommandLookupTopic) *pb.CommandLookupTopicResponse {
+			if fb.lookup != nil {
+				return fb.lookup(m)
 			}
-			go fb.serve(nc)
-		}
-	}()
+			return &pb.CommandLookupTopicResponse{RequestId: m.RequestId, Response: pb.CommandLookupTopicResponse_Connect.Enum(),
+				BrokerServiceUrl: proto.String(fb.URL), Authoritative: proto.Bool(true)}
+		},
+	})
 	return fb
 }
 
-func (fb *fakeBroker) url() string { return "pulsar://" + fb.ln.Addr().String() }
+func (fb *fakeBroker) url() string { return fb.URL }
 
 func writeCmd(w io.Writer, cmd *pb.BaseCommand) error {
 	b, err := pulsarproto.AppendCommand(nil, cmd)
@@ -101,39 +97,6 @@ func writeCmd(w io.Writer, cmd *pb.BaseCommand) error {
 	}
 	_, err = w.Write(b)
 	return err
-}
-
-func (fb *fakeBroker) serve(nc net.Conn) {
-	defer nc.Close()
-	br := bufio.NewReader(nc)
-	fr := pulsarproto.NewFrameReader(br, 0)
-	f, err := fr.Next()
-	if err != nil || f.Type != pb.BaseCommand_CONNECT {
-		return
-	}
-	m := proto.Clone(f.Cmd.Connect).(*pb.CommandConnect)
-	fb.mu.Lock()
-	fb.connect = append(fb.connect, m)
-	fb.mu.Unlock()
-	if err := writeCmd(nc, &pb.BaseCommand{Type: pb.BaseCommand_CONNECTED.Enum(), Connected: &pb.CommandConnected{
-		ServerVersion: proto.String("fake"), ProtocolVersion: proto.Int32(20)}}); err != nil {
-		return
-	}
-	if m.GetFeatureFlags().GetSupportsAuthRefresh() { // the relay: echo
-		_, _ = io.Copy(nc, br)
-		return
-	}
-	for {
-		f, err := fr.Next()
-		if err != nil {
-			return
-		}
-		if f.Type == pb.BaseCommand_LOOKUP {
-			if err := writeCmd(nc, &pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: fb.lookup(f.Cmd.LookupTopic)}); err != nil {
-				return
-			}
-		}
-	}
 }
 
 func dialProxy(t *testing.T, p *Proxy, m *pb.CommandConnect) (net.Conn, *pulsarproto.FrameReader, *pb.BaseCommand) {
@@ -209,7 +172,7 @@ func TestLookupRedirectAndRelay(t *testing.T) {
 	}
 
 	// Relay to B: bytes come back unchanged (B echoes).
-	rc, _, r := dialProxy(t, p, &pb.CommandConnect{ProxyToBrokerUrl: proto.String(b.ln.Addr().String()),
+	rc, _, r := dialProxy(t, p, &pb.CommandConnect{ProxyToBrokerUrl: proto.String(b.Addr()),
 		FeatureFlags: &pb.FeatureFlags{SupportsAuthRefresh: proto.Bool(true)}})
 	if r.GetType() != pb.BaseCommand_CONNECTED || r.GetConnected().GetServerVersion() != "fake" {
 		t.Fatalf("relay: %v", r)
@@ -229,9 +192,8 @@ func TestLookupRedirectAndRelay(t *testing.T) {
 	if s := p.Stats(); s.BytesIn < int64(len(payload)) || s.BytesOut < int64(len(payload)) || s.ActiveRelays != 1 || s.Lookups != n {
 		t.Fatalf("stats %+v", s)
 	}
-	b.mu.Lock()
-	last := b.connect[len(b.connect)-1]
-	b.mu.Unlock()
+	connects := b.Connects()
+	last := connects[len(connects)-1]
 	if last.GetClientVersion() != clientVersion || last.OriginalPrincipal != nil {
 		t.Fatalf("CONNECT the broker got: %v", last)
 	}

@@ -1,9 +1,7 @@
 package perf
 
 import (
-	"bufio"
 	"context"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -12,118 +10,20 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/fakebroker"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
 
-// fakeBroker is a minimal Pulsar broker on a test listener: it answers
-// the handshake, lookups, PRODUCER, SUBSCRIBE and the CLOSE_* commands
-// itself and hands every other frame to handle, on the connection's
-// goroutine (the frame is valid only during the call).
-type fakeBroker struct {
-	ln     net.Listener
-	url    string
-	handle func(fc *fakeConn, f pulsarproto.Frame)
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	conns  []net.Conn
-}
-
-type fakeConn struct {
-	nc  net.Conn
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (fc *fakeConn) send(cmd *pb.BaseCommand) {
-	fc.mu.Lock()
-	defer fc.mu.Unlock()
-	b, err := pulsarproto.AppendCommand(fc.buf[:0], cmd)
-	if err != nil {
-		panic(err)
-	}
-	fc.buf = b
-	fc.nc.Write(b)
-}
-
-func (fc *fakeConn) write(b []byte) {
-	fc.mu.Lock()
-	fc.nc.Write(b)
-	fc.mu.Unlock()
-}
-
-func startFakeBroker(t *testing.T, handle func(fc *fakeConn, f pulsarproto.Frame)) *fakeBroker {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fb := &fakeBroker{ln: ln, url: "pulsar://" + ln.Addr().String(), handle: handle}
-	fb.wg.Add(1)
-	go func() {
-		defer fb.wg.Done()
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			fb.mu.Lock()
-			fb.conns = append(fb.conns, nc)
-			fb.mu.Unlock()
-			fb.wg.Add(1)
-			go func() {
-				defer fb.wg.Done()
-				fb.serve(&fakeConn{nc: nc})
-			}()
+// startFakeBroker starts a fake broker (protocol/pulsarproto/fakebroker)
+// that hands every frame it does not answer itself to handle, on the
+// connection's goroutine (the frame is valid only during the call).
+func startFakeBroker(t *testing.T, handle func(fc *fakebroker.Conn, f pulsarproto.Frame)) *fakebroker.Broker {
+	return fakebroker.Start(t, fakebroker.Options{Handler: func(c *fakebroker.Conn) func(pulsarproto.Frame) error {
+		return func(f pulsarproto.Frame) error {
+			handle(c, f)
+			return nil
 		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		fb.mu.Lock()
-		for _, c := range fb.conns {
-			c.Close()
-		}
-		fb.mu.Unlock()
-		fb.wg.Wait()
-	})
-	return fb
-}
-
-func (fb *fakeBroker) serve(fc *fakeConn) {
-	defer fc.nc.Close()
-	fr := pulsarproto.NewFrameReader(bufio.NewReader(fc.nc), 0)
-	for {
-		f, err := fr.Next()
-		if err != nil {
-			return
-		}
-		c := f.Cmd
-		switch f.Type {
-		case pb.BaseCommand_CONNECT:
-			fc.send(&pb.BaseCommand{Type: pb.BaseCommand_CONNECTED.Enum(), Connected: &pb.CommandConnected{
-				ServerVersion: proto.String("fake"), MaxMessageSize: proto.Int32(5 << 20)}})
-		case pb.BaseCommand_PARTITIONED_METADATA:
-			fc.send(&pb.BaseCommand{Type: pb.BaseCommand_PARTITIONED_METADATA_RESPONSE.Enum(), PartitionMetadataResponse: &pb.CommandPartitionedTopicMetadataResponse{
-				RequestId: proto.Uint64(c.GetPartitionMetadata().GetRequestId()), Partitions: proto.Uint32(0),
-				Response: pb.CommandPartitionedTopicMetadataResponse_Success.Enum()}})
-		case pb.BaseCommand_LOOKUP:
-			fc.send(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: &pb.CommandLookupTopicResponse{
-				RequestId: proto.Uint64(c.GetLookupTopic().GetRequestId()), Response: pb.CommandLookupTopicResponse_Connect.Enum(),
-				BrokerServiceUrl: proto.String(fb.url), Authoritative: proto.Bool(true)}})
-		case pb.BaseCommand_PRODUCER:
-			fc.send(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER_SUCCESS.Enum(), ProducerSuccess: &pb.CommandProducerSuccess{
-				RequestId: proto.Uint64(c.GetProducer().GetRequestId()), ProducerName: proto.String("fake-0"), LastSequenceId: proto.Int64(-1)}})
-		case pb.BaseCommand_SUBSCRIBE:
-			fc.send(&pb.BaseCommand{Type: pb.BaseCommand_SUCCESS.Enum(), Success: &pb.CommandSuccess{RequestId: proto.Uint64(c.GetSubscribe().GetRequestId())}})
-		case pb.BaseCommand_CLOSE_PRODUCER, pb.BaseCommand_CLOSE_CONSUMER:
-			rid := c.GetCloseProducer().GetRequestId()
-			if f.Type == pb.BaseCommand_CLOSE_CONSUMER {
-				rid = c.GetCloseConsumer().GetRequestId()
-			}
-			fb.handle(fc, f)
-			fc.send(&pb.BaseCommand{Type: pb.BaseCommand_SUCCESS.Enum(), Success: &pb.CommandSuccess{RequestId: proto.Uint64(rid)}})
-		default:
-			fb.handle(fc, f)
-		}
-	}
+	}})
 }
 
 // sent is a SEND as the fake broker saw it.
@@ -165,7 +65,7 @@ func TestRawProduceFakeBroker(t *testing.T) {
 	var mu sync.Mutex
 	var sends []sent
 	var problems []string
-	fb := startFakeBroker(t, func(fc *fakeConn, f pulsarproto.Frame) {
+	fb := startFakeBroker(t, func(fc *fakebroker.Conn, f pulsarproto.Frame) {
 		if f.Type != pb.BaseCommand_SEND {
 			return
 		}
@@ -176,9 +76,9 @@ func TestRawProduceFakeBroker(t *testing.T) {
 			problems = append(problems, problem)
 		}
 		mu.Unlock()
-		fc.write(receipt(s))
+		fc.Write(receipt(s))
 	})
-	cfg := produceCfg(fb.url, 300)
+	cfg := produceCfg(fb.URL, 300)
 	cfg.Rate = 3000
 	cfg.BatchMaxMessages = 1000
 	cfg.BatchDelay = 5 * time.Millisecond
@@ -216,17 +116,17 @@ func TestRawProduceFakeBroker(t *testing.T) {
 // batch before the first is a protocol error the producer reports.
 func TestRawProduceReceiptOutOfOrder(t *testing.T) {
 	var held []sent
-	fb := startFakeBroker(t, func(fc *fakeConn, f pulsarproto.Frame) {
+	fb := startFakeBroker(t, func(fc *fakebroker.Conn, f pulsarproto.Frame) {
 		if f.Type != pb.BaseCommand_SEND {
 			return
 		}
 		s, _ := checkSend(f)
 		if held = append(held, s); len(held) == 2 {
-			fc.write(receipt(held[1]))
-			fc.write(receipt(held[0]))
+			fc.Write(receipt(held[1]))
+			fc.Write(receipt(held[0]))
 		}
 	})
-	sum, err := RawProduce(context.Background(), produceCfg(fb.url, 50))
+	sum, err := RawProduce(context.Background(), produceCfg(fb.URL, 50))
 	if err == nil || !strings.Contains(err.Error(), "out of order") {
 		t.Fatalf("err = %v", err)
 	}
@@ -239,19 +139,19 @@ func TestRawProduceReceiptOutOfOrder(t *testing.T) {
 // acknowledged before still counts.
 func TestRawProduceSendError(t *testing.T) {
 	n := 0
-	fb := startFakeBroker(t, func(fc *fakeConn, f pulsarproto.Frame) {
+	fb := startFakeBroker(t, func(fc *fakebroker.Conn, f pulsarproto.Frame) {
 		if f.Type != pb.BaseCommand_SEND {
 			return
 		}
 		s, _ := checkSend(f)
 		if n++; n == 1 {
-			fc.write(receipt(s))
+			fc.Write(receipt(s))
 			return
 		}
-		fc.send(&pb.BaseCommand{Type: pb.BaseCommand_SEND_ERROR.Enum(), SendError: &pb.CommandSendError{
+		fc.Send(&pb.BaseCommand{Type: pb.BaseCommand_SEND_ERROR.Enum(), SendError: &pb.CommandSendError{
 			ProducerId: proto.Uint64(1), SequenceId: proto.Uint64(s.seq), Error: pb.ServerError_PersistenceError.Enum(), Message: proto.String("disk on fire")}})
 	})
-	sum, err := RawProduce(context.Background(), produceCfg(fb.url, 50))
+	sum, err := RawProduce(context.Background(), produceCfg(fb.URL, 50))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +173,7 @@ type fakeTopic struct {
 	closeSeen bool
 }
 
-func (ft *fakeTopic) handle(fc *fakeConn, f pulsarproto.Frame) {
+func (ft *fakeTopic) handle(fc *fakebroker.Conn, f pulsarproto.Frame) {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	switch f.Type {
@@ -281,7 +181,7 @@ func (ft *fakeTopic) handle(fc *fakeConn, f pulsarproto.Frame) {
 		ft.flows = append(ft.flows, f.Cmd.GetFlow().GetMessagePermits())
 		ft.permits += int(f.Cmd.GetFlow().GetMessagePermits())
 		for ft.permits > 0 && ft.next < len(ft.entries) {
-			fc.write(pulsarproto.AppendMessage(nil, &pulsarproto.MessageHeader{
+			fc.Write(pulsarproto.AppendMessage(nil, &pulsarproto.MessageHeader{
 				ConsumerID: f.Cmd.GetFlow().GetConsumerId(), LedgerID: 1, EntryID: uint64(ft.next), Partition: -1}, ft.entries[ft.next]))
 			ft.next++
 			ft.permits -= ft.perEntry
@@ -322,7 +222,7 @@ func TestRawConsumeFakeBroker(t *testing.T) {
 	t.Run("exclusive-cumulative", func(t *testing.T) {
 		ft := newFakeTopic(t, 30, 10, -1)
 		fb := startFakeBroker(t, ft.handle)
-		sum, err := RawConsume(context.Background(), ConsumeConfig{Common: Common{ServiceURL: fb.url, Topics: []string{"t"},
+		sum, err := RawConsume(context.Background(), ConsumeConfig{Common: Common{ServiceURL: fb.URL, Topics: []string{"t"},
 			NumMessages: 300, Duration: 30 * time.Second}, ReceiverQueueSize: 100}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -348,7 +248,7 @@ func TestRawConsumeFakeBroker(t *testing.T) {
 	t.Run("shared-individual-checksum", func(t *testing.T) {
 		ft := newFakeTopic(t, 30, 10, 4)
 		fb := startFakeBroker(t, ft.handle)
-		sum, err := RawConsume(context.Background(), ConsumeConfig{Common: Common{ServiceURL: fb.url, Topics: []string{"t"},
+		sum, err := RawConsume(context.Background(), ConsumeConfig{Common: Common{ServiceURL: fb.URL, Topics: []string{"t"},
 			NumMessages: 290, Duration: 30 * time.Second}, ReceiverQueueSize: 100, SubscriptionType: "shared"}, nil)
 		if err != nil {
 			t.Fatal(err)

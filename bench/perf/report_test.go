@@ -9,6 +9,7 @@ import (
 	"github.com/magnetar-mq/magnetar/bench/report"
 	"github.com/magnetar-mq/magnetar/internal/testbrowser"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/fakebroker"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
 
@@ -18,14 +19,14 @@ import (
 // distribution and the per-window chart are all drawn, and the page
 // fetched nothing.
 func TestReportRenders(t *testing.T) {
-	fb := startFakeBroker(t, func(fc *fakeConn, f pulsarproto.Frame) {
+	fb := startFakeBroker(t, func(fc *fakebroker.Conn, f pulsarproto.Frame) {
 		if f.Type != pb.BaseCommand_SEND {
 			return
 		}
 		s, _ := checkSend(f)
-		fc.write(receipt(s))
+		fc.Write(receipt(s))
 	})
-	cfg := produceCfg(fb.url, 0)
+	cfg := produceCfg(fb.URL, 0)
 	cfg.Rate = 2000
 	cfg.Duration = 1500 * time.Millisecond
 	cfg.ProgressInterval = 100 * time.Millisecond

@@ -1,14 +1,10 @@
 package interop_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,28 +17,27 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	. "github.com/magnetar-mq/magnetar/protocol/pulsarproto"
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/fakebroker"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
 
 var updateGolden = flag.Bool("update-golden", false, "rewrite ../testdata/*.golden from the interop test")
 
-// fakeBroker is the smallest single-topic broker that satisfies
-// pulsar-client-go for produce-then-consume, written only with this
+// fakeBroker is a single-topic broker that satisfies pulsar-client-go for
+// produce-then-consume: the shared fake (protocol/pulsarproto/fakebroker)
+// answers the handshake, lookups, producers and subscriptions, and the
+// handler here stores SENDs and dispatches them on FLOW, all through this
 // package. It checks the codec against the reference client's real wire
 // output in both directions.
 type fakeBroker struct {
-	t  *testing.T
-	ln net.Listener
-	wg sync.WaitGroup
+	*fakebroker.Broker
 
 	mu       sync.Mutex
-	conns    []net.Conn
 	entries  [][]byte // stored payload sections, index = entry id
 	topics   []string // canonical names seen in PRODUCER/SUBSCRIBE/LOOKUP
 	connect  []byte   // first CONNECT frame
 	sendRaw  []byte   // first batched SEND frame
 	msgRaw   []byte   // first MESSAGE frame sent
-	errs     []error
 	pubTimes []uint64
 }
 
@@ -54,54 +49,26 @@ const (
 )
 
 func startFakeBroker(t *testing.T) *fakeBroker {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &fakeBroker{t: t, ln: ln}
-	b.wg.Add(1)
-	go b.accept()
+	b := &fakeBroker{}
+	b.Broker = fakebroker.Start(t, fakebroker.Options{
+		Connected: &pb.CommandConnected{ServerVersion: proto.String("magnetar-test"), ProtocolVersion: proto.Int32(20), MaxMessageSize: proto.Int32(1 << 20)},
+		OnConnect: func(f Frame) {
+			b.mu.Lock()
+			if b.connect == nil {
+				b.connect = bytes.Clone(f.Raw)
+			}
+			b.mu.Unlock()
+		},
+		Topic:        b.canonical,
+		MaxFrameSize: (1 << 20) + FramePadding,
+		Handler:      b.handler,
+	})
 	return b
 }
 
-func (b *fakeBroker) accept() {
-	defer b.wg.Done()
-	for {
-		c, err := b.ln.Accept()
-		if err != nil {
-			return
-		}
-		b.mu.Lock()
-		b.conns = append(b.conns, c)
-		b.mu.Unlock()
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			if err := b.serve(c); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				b.fail(err)
-			}
-		}()
-	}
-}
+func (b *fakeBroker) url() string { return b.URL }
 
-func (b *fakeBroker) fail(err error) {
-	b.mu.Lock()
-	b.errs = append(b.errs, err)
-	b.mu.Unlock()
-}
-
-// close stops the broker and waits for its goroutines.
-func (b *fakeBroker) close() {
-	b.ln.Close()
-	b.mu.Lock()
-	for _, c := range b.conns {
-		c.Close()
-	}
-	b.mu.Unlock()
-	b.wg.Wait()
-}
-
-func (b *fakeBroker) url() string { return "pulsar://" + b.ln.Addr().String() }
+func (b *fakeBroker) close() { b.Close() }
 
 func (b *fakeBroker) canonical(topic string) error {
 	tn, err := ParseTopicName(topic)
@@ -114,69 +81,26 @@ func (b *fakeBroker) canonical(topic string) error {
 	return nil
 }
 
-func (b *fakeBroker) serve(c net.Conn) error {
-	defer c.Close()
-	fr := NewFrameReader(bufio.NewReader(c), (1<<20)+FramePadding)
+// handler stores SENDs (checking them against their metadata) and
+// dispatches the stored entries on FLOW, with broker entry metadata when
+// the client announced it.
+func (b *fakeBroker) handler(c *fakebroker.Conn) func(f Frame) error {
 	var out []byte
-	var brokerMeta bool
+	brokerMeta := c.Connect.GetFeatureFlags().GetSupportsBrokerEntryMetadata()
 	permits := map[uint64]int{}
 	next := map[uint64]int{}      // consumer id -> next entry to dispatch
 	delivered := map[uint64]int{} // consumer id -> messages dispatched
-	reply := func(cmd *pb.BaseCommand) error {
-		var err error
-		if out, err = AppendCommand(out[:0], cmd); err != nil {
-			return err
-		}
-		_, err = c.Write(out)
-		return err
-	}
-	u := proto.Uint64
-	for {
-		f, err := fr.Next()
-		if err != nil {
-			return err
-		}
-		cmd := f.Cmd
+	return func(f Frame) error {
 		switch f.Type {
-		case pb.BaseCommand_CONNECT:
-			b.mu.Lock()
-			if b.connect == nil {
-				b.connect = bytes.Clone(f.Raw)
-			}
-			b.mu.Unlock()
-			brokerMeta = cmd.GetConnect().GetFeatureFlags().GetSupportsBrokerEntryMetadata()
-			err = reply(&pb.BaseCommand{Type: pb.BaseCommand_CONNECTED.Enum(), Connected: &pb.CommandConnected{
-				ServerVersion: proto.String("magnetar-test"), ProtocolVersion: proto.Int32(20), MaxMessageSize: proto.Int32(1 << 20)}})
-		case pb.BaseCommand_PING:
-			err = reply(&pb.BaseCommand{Type: pb.BaseCommand_PONG.Enum(), Pong: &pb.CommandPong{}})
-		case pb.BaseCommand_PARTITIONED_METADATA:
-			m := cmd.GetPartitionMetadata()
-			if err = b.canonical(m.GetTopic()); err == nil {
-				err = reply(&pb.BaseCommand{Type: pb.BaseCommand_PARTITIONED_METADATA_RESPONSE.Enum(), PartitionMetadataResponse: &pb.CommandPartitionedTopicMetadataResponse{
-					RequestId: u(m.GetRequestId()), Partitions: proto.Uint32(0), Response: pb.CommandPartitionedTopicMetadataResponse_Success.Enum()}})
-			}
-		case pb.BaseCommand_LOOKUP:
-			m := cmd.GetLookupTopic()
-			if err = b.canonical(m.GetTopic()); err == nil {
-				err = reply(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: &pb.CommandLookupTopicResponse{
-					RequestId: u(m.GetRequestId()), BrokerServiceUrl: proto.String(b.url()), Response: pb.CommandLookupTopicResponse_Connect.Enum(),
-					Authoritative: proto.Bool(true), ProxyThroughServiceUrl: proto.Bool(false)}})
-			}
-		case pb.BaseCommand_PRODUCER:
-			m := cmd.GetProducer()
-			if err = b.canonical(m.GetTopic()); err == nil {
-				err = reply(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER_SUCCESS.Enum(), ProducerSuccess: &pb.CommandProducerSuccess{
-					RequestId: u(m.GetRequestId()), ProducerName: proto.String(fmt.Sprintf("standalone-0-%d", m.GetProducerId())), LastSequenceId: proto.Int64(-1)}})
-			}
 		case pb.BaseCommand_SEND:
-			s := cmd.GetSend()
-			e, verr := VerifyEntry(f.Payload)
-			if verr != nil {
-				return verr
+			s := f.Cmd.GetSend()
+			e, err := VerifyEntry(f.Payload)
+			if err != nil {
+				return err
 			}
 			var md Metadata
-			if verr := ParseMetadata(e.Metadata, &md); verr != nil {
-				return verr
+			if err := ParseMetadata(e.Metadata, &md); err != nil {
+				return err
 			}
 			if md.NumMessages() != int(s.GetNumMessages()) || md.SequenceID != s.GetSequenceId() {
 				return fmt.Errorf("SEND num_messages %d seq %d, metadata %d %d", s.GetNumMessages(), s.GetSequenceId(), md.NumMessages(), md.SequenceID)
@@ -190,14 +114,9 @@ func (b *fakeBroker) serve(c net.Conn) error {
 			b.pubTimes = append(b.pubTimes, md.PublishTime)
 			b.mu.Unlock()
 			out = AppendSendReceipt(out[:0], &SendReceipt{ProducerID: s.GetProducerId(), SequenceID: s.GetSequenceId(), LedgerID: fakeLedger, EntryID: uint64(id)})
-			_, err = c.Write(out)
-		case pb.BaseCommand_SUBSCRIBE:
-			m := cmd.GetSubscribe()
-			if err = b.canonical(m.GetTopic()); err == nil {
-				err = reply(&pb.BaseCommand{Type: pb.BaseCommand_SUCCESS.Enum(), Success: &pb.CommandSuccess{RequestId: u(m.GetRequestId())}})
-			}
+			return c.Write(out)
 		case pb.BaseCommand_FLOW:
-			m := cmd.GetFlow()
+			m := f.Cmd.GetFlow()
 			id := m.GetConsumerId()
 			permits[id] += int(m.GetMessagePermits())
 			b.mu.Lock()
@@ -224,23 +143,17 @@ func (b *fakeBroker) serve(c net.Conn) error {
 					b.msgRaw = append([]byte(nil), out...)
 				}
 				b.mu.Unlock()
-				if _, err = c.Write(out); err != nil {
+				if err := c.Write(out); err != nil {
 					return err
 				}
 				permits[id] -= md.NumMessages()
 				next[id]++
 			}
-		case pb.BaseCommand_ACK:
-		case pb.BaseCommand_CLOSE_PRODUCER:
-			err = reply(&pb.BaseCommand{Type: pb.BaseCommand_SUCCESS.Enum(), Success: &pb.CommandSuccess{RequestId: u(cmd.GetCloseProducer().GetRequestId())}})
-		case pb.BaseCommand_CLOSE_CONSUMER:
-			err = reply(&pb.BaseCommand{Type: pb.BaseCommand_SUCCESS.Enum(), Success: &pb.CommandSuccess{RequestId: u(cmd.GetCloseConsumer().GetRequestId())}})
-		default:
-			return fmt.Errorf("fake broker: unexpected command %v", f.Type)
+			return nil
+		case pb.BaseCommand_ACK, pb.BaseCommand_CLOSE_PRODUCER, pb.BaseCommand_CLOSE_CONSUMER:
+			return nil
 		}
-		if err != nil {
-			return err
-		}
+		return fmt.Errorf("fake broker: unexpected command %v", f.Type)
 	}
 }
 
@@ -342,7 +255,7 @@ func TestInteropGoClient(t *testing.T) {
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, err := range b.errs {
+	for _, err := range b.Errors() {
 		t.Errorf("fake broker: %v", err)
 	}
 	for _, tn := range b.topics {
