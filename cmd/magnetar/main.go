@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/magnetar-mq/magnetar/admincli"
 	benchbookie "github.com/magnetar-mq/magnetar/bench/bookie"
 	"github.com/magnetar-mq/magnetar/internal/version"
 )
@@ -26,7 +27,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(
 		newStandaloneCmd(), newBrokerCmd(), newBookieCmd(), newProxyCmd(), newClusterCmd(),
 		newAutorecoveryCmd(), newFunctionsWorkerCmd(), newFunctionsInstanceCmd(),
-		newAdminCmd(), newClientCmd(), newPerfCmd(), newTokensCmd(), newConfigCmd(),
+		admincli.NewCommand(), newClientCmd(), newPerfCmd(), newTokensCmd(), newConfigCmd(),
 		newShellCmd(), newBenchCmd(), newVersionCmd())
 	return root
 }

@@ -101,6 +101,8 @@ var allowed = map[string][]string{
 	"packages":             {"metadata", "ledger", "auth", "httpapi"},
 	"functions/iopolicy":   {},
 	"functions/connectors": {"functions/sdk", "functions/iopolicy", "pulsarclient", "httpapi", "auth"},
+	// admincli: `magnetar admin`, a REST client; knows no server package.
+	"admincli": {"auth"},
 	// pulsarclient: the project's Pulsar protocol client (wire codecs only).
 	"pulsarclient": {"internal/codec", "protocol"},
 	// internal/stack: the wiring of the server roles (metadata store,

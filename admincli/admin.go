@@ -1,4 +1,4 @@
-package main
+package admincli
 
 import (
 	"bytes"
@@ -17,10 +17,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// `magnetar admin`: pulsar-admin's nouns and verbs over the admin REST API.
-// Output is a table by default and the server's JSON with -o json. The
-// command uses only net/http and encoding/json so that it starts fast.
-
+// adminCLI is the state every verb shares: the base URL, the output
+// format, where output goes and the HTTP client (with credentials).
 type adminCLI struct {
 	url    string
 	output string
@@ -28,9 +26,9 @@ type adminCLI struct {
 	client *http.Client
 }
 
-// newAdminCmd builds `magnetar admin` and its nouns and verbs, all
+// NewCommand builds `magnetar admin` and its nouns and verbs, all
 // sharing one adminCLI that the persistent flags fill.
-func newAdminCmd() *cobra.Command {
+func NewCommand() *cobra.Command {
 	a := &adminCLI{out: os.Stdout}
 	admin := &cobra.Command{
 		Use:   "admin",

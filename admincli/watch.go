@@ -1,4 +1,4 @@
-package main
+package admincli
 
 import (
 	"bytes"
@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,7 +40,11 @@ func watchable(a *adminCLI, c *cobra.Command) *cobra.Command {
 		if count < 0 {
 			return fmt.Errorf("--watch-count must be ≥ 0, got %d", count)
 		}
-		ctx, stop := signalContext(cmd.Context())
+		ctx := cmd.Context()
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
 		return watchLoop(ctx, a, a.out, isTerminal(a.out), interval, count,
 			"magnetar admin "+strings.TrimPrefix(cmd.CommandPath()+" "+strings.Join(args, " "), "magnetar admin "),
