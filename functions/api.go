@@ -100,6 +100,11 @@ func (w *Worker) Register(rt *httpapi.Table) {
 			Response: []BuiltinInfo{}, Handler: w.builtinList(true)},
 		httpapi.Route{Name: "sinks.builtins", Method: http.MethodGet, Pattern: "/admin/v3/sinks/builtinsinks", Access: auth.AccessAny,
 			Response: []BuiltinInfo{}, Handler: w.builtinList(false)},
+		// Rescan the connectors directory (connectors_dir.go).
+		httpapi.Route{Name: "sources.builtins.reload", Method: http.MethodPost, Pattern: "/admin/v3/sources/reloadBuiltInSources", Access: auth.AccessSuperUser,
+			Handler: w.handleReloadConnectors},
+		httpapi.Route{Name: "sinks.builtins.reload", Method: http.MethodPost, Pattern: "/admin/v3/sinks/reloadBuiltInSinks", Access: auth.AccessSuperUser,
+			Handler: w.handleReloadConnectors},
 		httpapi.Route{Name: "functions.connectors", Method: http.MethodGet, Pattern: "/admin/v3/functions/connectors", Access: auth.AccessAny,
 			Response: []BuiltinInfo{}, Handler: w.builtinList(true)},
 	)
@@ -151,13 +156,7 @@ func (c *call) fail(err error) {
 
 func (w *Worker) builtinList(source bool) httpapi.HandlerFunc {
 	return func(rw http.ResponseWriter, _ *http.Request, _ httpapi.Params) {
-		out := []map[string]string{}
-		for _, b := range Builtins {
-			if (source && b.Source) || (!source && b.Sink) {
-				out = append(out, map[string]string{"name": b.Name, "description": b.Description})
-			}
-		}
-		httpapi.WriteJSON(rw, http.StatusOK, out)
+		httpapi.WriteJSON(rw, http.StatusOK, w.connectorList(source))
 	}
 }
 
@@ -307,10 +306,13 @@ func (w *Worker) resolvePackage(ctx context.Context, k Kind, pkg []byte, url, ar
 	switch {
 	case strings.HasPrefix(url, "builtin://"):
 		name := strings.TrimPrefix(url, "builtin://")
-		for _, b := range Builtins {
-			if b.Name == name {
-				return url, nil
-			}
+		if isCompiledBuiltin(name) {
+			return url, nil
+		}
+		// A connector of the connectors directory: looked up by name
+		// among those scanned, never a path (connectors_dir.go).
+		if id, found, err := w.resolveDirConnector(ctx, k, name); found {
+			return id, err
 		}
 		return "", badf("no builtin connector %q", name)
 	case url == "":

@@ -9,7 +9,9 @@
 // process supervised by exactly one worker: an uploaded Go executable
 // built against package functions/sdk, or, for builtin://NAME packages,
 // the worker's BuiltinCommand (the magnetar binary's hidden
-// functions-instance subcommand). Instances consume and produce through
+// functions-instance subcommand), or the program of a connector of the
+// operator's connectors directory (connectors_dir.go), stored as a
+// package on create. Instances consume and produce through
 // the Pulsar protocol; the worker never touches messages except for
 // trigger.
 //

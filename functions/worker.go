@@ -93,6 +93,9 @@ type Worker struct {
 	runAs              *account     // nil: instances run as the worker
 	io                 *iopolicy.Policy
 
+	connMu   sync.RWMutex
+	dirConns map[string]dirConnector // the connectors directory's (connectors_dir.go)
+
 	mu        sync.Mutex
 	instances map[instKey]*instance
 	workers   []WorkerInfo
@@ -133,6 +136,7 @@ func NewWorker(o Options) (*Worker, error) {
 	if w.connRules, err = compileRules(o.ConnectorsDirectory, "connectorsDirectory", o.ConnectorsURLPatterns, "additionalEnabledConnectorUrlPatterns"); err != nil {
 		return nil, err
 	}
+	w.reloadConnectors()
 	if err := checkAuthProvider(o.FunctionAuthProvider); err != nil {
 		return nil, err
 	}

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
@@ -28,6 +32,20 @@ func waitNRunning(t rowT, what string, status func() (int, error), n int) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// dropConnector puts a connector into the standalone's connectors
+// directory: a descriptor naming kind (sourceClass or sinkClass) and
+// the Functions rows' program as its executable.
+func dropConnector(t rowT, e *adminEnv, name, kind string) {
+	t.Helper()
+	dir := filepath.Join(e.connDir, name)
+	ok(t, os.MkdirAll(dir, 0o755))
+	exe, err := os.ReadFile(e.fnBin)
+	ok(t, err)
+	ok(t, os.WriteFile(filepath.Join(dir, "prog"), exe, 0o755))
+	desc := fmt.Sprintf("name: %s\ndescription: %s connector\n%s: org.example.Dropped\nexecutable: prog\n", name, name, kind)
+	ok(t, os.WriteFile(filepath.Join(dir, "pulsar-io.yaml"), []byte(desc), 0o644))
 }
 
 func sourceRows(e *adminEnv) []adminRow {
@@ -160,7 +178,30 @@ func sourceRows(e *adminEnv) []adminRow {
 			}
 		}),
 		r("ReloadBuiltInSources", func(t rowT) {
+			names := func() []string {
+				got, err := src.GetBuiltInSources()
+				ok(t, err)
+				var out []string
+				for _, c := range got {
+					out = append(out, c.Name+": "+c.Description)
+				}
+				return out
+			}
+			dropConnector(t, e, "dropped-src", "sourceClass")
+			if n := names(); slices.Contains(n, "dropped-src: dropped-src connector") {
+				t.Fatalf("a dropped connector is listed before the reload: %v", n)
+			}
 			ok(t, src.ReloadBuiltInSources())
+			if n := names(); !slices.Contains(n, "dropped-src: dropped-src connector") || !slices.ContainsFunc(n, func(s string) bool { return strings.HasPrefix(s, "http: ") }) {
+				t.Fatalf("builtin sources after the reload: %v", n)
+			}
+			// The tenant names the connector, never a path; a source
+			// of it stores the connector's executable as its package.
+			c := cfg("persistent://tbl/ns/src-dir-out")
+			c.Name = "src-dir"
+			wantStatus(t, src.CreateSourceWithURL(c, "builtin://../dropped-src"), http.StatusBadRequest)
+			ok(t, src.CreateSourceWithURL(c, "builtin://dropped-src"))
+			ok(t, src.DeleteSource(tenant, ns, "src-dir"))
 		}),
 		r("DeleteSource", func(t rowT) {
 			ok(t, src.DeleteSource(tenant, ns, name))
@@ -301,7 +342,28 @@ func sinkRows(e *adminEnv) []adminRow {
 			}
 		}),
 		r("ReloadBuiltInSinks", func(t rowT) {
+			names := func() []string {
+				got, err := snk.GetBuiltInSinks()
+				ok(t, err)
+				var out []string
+				for _, c := range got {
+					out = append(out, c.Name)
+				}
+				return out
+			}
+			dropConnector(t, e, "dropped-sink", "sinkClass")
+			if n := names(); slices.Contains(n, "dropped-sink") {
+				t.Fatalf("a dropped connector is listed before the reload: %v", n)
+			}
 			ok(t, snk.ReloadBuiltInSinks())
+			n := names()
+			if !slices.Contains(n, "dropped-sink") || !slices.Contains(n, "log") || slices.Contains(n, "dropped-src") {
+				t.Fatalf("builtin sinks after the reload: %v", n)
+			}
+			// A source connector is no sink.
+			c := cfg("persistent://tbl/ns/snk-in")
+			c.Name = "snk-dir"
+			wantStatus(t, snk.CreateSinkWithURL(c, "builtin://dropped-src"), http.StatusBadRequest)
 		}),
 		r("DeleteSink", func(t rowT) {
 			ok(t, snk.DeleteSink(tenant, ns, name))

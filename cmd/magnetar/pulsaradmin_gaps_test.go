@@ -5,8 +5,6 @@ package main
 // missing; the test prints them. A gap's row runs and must still fail: when it passes, its entry
 // goes.
 var pulsarAdminGaps = map[string]string{
-	"Sources.ReloadBuiltInSources":                      "POST /admin/v3/sources/reloadBuiltInSources is missing (Magnetar's builtin connectors are compiled in: there is no connectors directory to rescan)",
-	"Sinks.ReloadBuiltInSinks":                          "POST /admin/v3/sinks/reloadBuiltInSinks is missing (Magnetar's builtin connectors are compiled in: there is no connectors directory to rescan)",
 	"Topics.GetDeduplicationSnapshotInterval":           "deduplication snapshots are missing (dedup state is rebuilt from the log tail), so the interval would change nothing",
 	"Topics.RemoveDeduplicationSnapshotInterval":        "deduplication snapshots are missing (dedup state is rebuilt from the log tail), so the interval would change nothing",
 	"Topics.SetDeduplicationSnapshotInterval":           "deduplication snapshots are missing (dedup state is rebuilt from the log tail), so the interval would change nothing",

@@ -252,6 +252,7 @@ type adminEnv struct {
 	tenant  string             // created by the Tenants rows, holding ns
 	ns      string             // tenant/ns, created for the rows
 	dataDir string
+	connDir string // the standalone's connectorsDirectory
 	fnBin   string // testdata/fnprog, the Functions rows' function
 }
 
@@ -259,7 +260,8 @@ func newAdminEnv(t *testing.T) *adminEnv {
 	// The data directory is the test's temporary directory itself:
 	// function instances (another account) reach it through its parent.
 	data := t.TempDir()
-	p := startStandalone(t, data)
+	connDir := t.TempDir()
+	p := startStandalone(t, data, "--connectors-directory", connDir)
 	c, err := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: p.http})
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +274,7 @@ func newAdminEnv(t *testing.T) *adminEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &adminEnv{p: p, c: c, v3: v3, cluster: clusters[0], tenant: "tbl", ns: "tbl/ns", dataDir: data, fnBin: buildFnProg(t, "1")}
+	return &adminEnv{p: p, c: c, v3: v3, cluster: clusters[0], tenant: "tbl", ns: "tbl/ns", dataDir: data, connDir: connDir, fnBin: buildFnProg(t, "1")}
 }
 
 // ok fails the row on err.
