@@ -257,3 +257,13 @@ func TestClusterBrokerNetworkPartition(t *testing.T) {
 	t.Logf("%d acked, %d duplicates", log.total(), dups)
 	bc.checkSingleOwner([]string{topic})
 }
+
+// freeTCPPort is a port free on 127.0.0.1 now.
+func freeTCPPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

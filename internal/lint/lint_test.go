@@ -103,6 +103,8 @@ var allowed = map[string][]string{
 	"functions/connectors": {"functions/sdk", "functions/iopolicy", "pulsarclient", "httpapi", "auth"},
 	// admincli: `magnetar admin`, a REST client; knows no server package.
 	"admincli": {"auth"},
+	// localcluster: `magnetar cluster`, a supervisor of child processes.
+	"localcluster": {"internal"},
 	// pulsarclient: the project's Pulsar protocol client (wire codecs only).
 	"pulsarclient": {"internal/codec", "protocol"},
 	// internal/stack: the wiring of the server roles (metadata store,
