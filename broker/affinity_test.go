@@ -5,7 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -46,7 +45,7 @@ func (r *placementRecorder) take() []any {
 // the new groups.
 func TestBookieAffinityOfNewLedgers(t *testing.T) {
 	rec := &placementRecorder{Store: memstore.New()}
-	tb := startBrokerMeta(t, nil, memmeta.New(), rec, 0, mledger.Config{}, followPolicies)
+	tb := startBrokerOpts(t, brokerOpts{ledgers: rec, use: []func(*Broker) error{followPolicies}})
 	ctx := context.Background()
 	pols := tb.Policies()
 	g := &policy.BookieAffinityGroup{Primary: "g1,g2", Secondary: "g3"}

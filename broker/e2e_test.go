@@ -17,24 +17,35 @@ import (
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 )
 
-// testBroker is a broker started in-process on 127.0.0.1:0 over the
-// in-memory ledger store.
+// testBroker is a broker started in-process on 127.0.0.1:0 over
+// in-memory stores (by default).
 type testBroker struct {
 	*Broker
-	meta    *memmeta.Store
-	ledgers *memstore.Store
-	mut     func(*Config)
+	opts    brokerOpts
+	meta    metadata.Store
+	ledgers mledger.LedgerStore
 	factory *mledger.Factory
-	mlc     mledger.Config // managed ledger settings (zero: defaults)
 	url     string
+}
+
+// brokerOpts configures a test broker; the zero value runs the defaults
+// over a new in-memory metadata store and ledger store.
+type brokerOpts struct {
+	cfg       func(*Config)
+	meta      metadata.Store      // default memmeta.New()
+	ledgers   mledger.LedgerStore // default memstore.New()
+	cacheSize int64               // the entry cache's bytes (0: the default)
+	mlc       mledger.Config      // managed ledger settings (e.g. a small MaxEntriesPerLedger)
+	use       []func(*Broker) error
 }
 
 func startBroker(t testing.TB, mut func(*Config)) *testBroker {
 	t.Helper()
-	return startBrokerOn(t, mut, memmeta.New(), memstore.New())
+	return startBrokerOpts(t, brokerOpts{cfg: mut})
 }
 
-// restart closes tb and starts a new broker over the same stores.
+// restart closes tb and starts a new broker over the same stores with
+// the same options.
 func (tb *testBroker) restart(t testing.TB) *testBroker {
 	t.Helper()
 	if err := tb.Close(); err != nil {
@@ -43,48 +54,20 @@ func (tb *testBroker) restart(t testing.TB) *testBroker {
 	if err := tb.factory.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if tb.mlc != (mledger.Config{}) {
-		return startBrokerMLC(t, tb.mut, tb.meta, tb.ledgers, tb.mlc)
+	return startBrokerOpts(t, tb.opts)
+}
+
+// startBrokerOpts starts the broker o describes; o.use registers
+// features before Start.
+func startBrokerOpts(t testing.TB, o brokerOpts) *testBroker {
+	t.Helper()
+	if o.meta == nil {
+		o.meta = memmeta.New()
 	}
-	return startBrokerOn(t, tb.mut, tb.meta, tb.ledgers)
-}
-
-// startBrokerMLC starts a broker over ledgers whose managed ledgers use
-// mlc (e.g. a small MaxEntriesPerLedger to force rollovers); restart
-// keeps mlc.
-func startBrokerMLC(t testing.TB, mut func(*Config), meta *memmeta.Store, ledgers *memstore.Store, mlc mledger.Config) *testBroker {
-	t.Helper()
-	tb := startBrokerFull(t, mut, meta, ledgers, 0, mlc)
-	tb.ledgers, tb.mlc = ledgers, mlc
-	return tb
-}
-
-func startBrokerOn(t testing.TB, mut func(*Config), meta *memmeta.Store, ledgers *memstore.Store) *testBroker {
-	t.Helper()
-	tb := startBrokerStore(t, mut, meta, ledgers, 0)
-	tb.ledgers = ledgers
-	return tb
-}
-
-// startBrokerStore starts a broker whose managed ledgers live in store,
-// with an entry cache of cacheSize bytes (0: the default).
-func startBrokerStore(t testing.TB, mut func(*Config), meta *memmeta.Store, store mledger.LedgerStore, cacheSize int64) *testBroker {
-	t.Helper()
-	return startBrokerFull(t, mut, meta, store, cacheSize, mledger.Config{})
-}
-
-func startBrokerFull(t testing.TB, mut func(*Config), meta *memmeta.Store, store mledger.LedgerStore, cacheSize int64, mlc mledger.Config) *testBroker {
-	t.Helper()
-	tb := startBrokerMeta(t, mut, meta, store, cacheSize, mlc)
-	tb.meta = meta
-	return tb
-}
-
-// startBrokerMeta is startBrokerFull over any metadata store (tb.meta
-// stays nil); use registers features before Start.
-func startBrokerMeta(t testing.TB, mut func(*Config), meta metadata.Store, store mledger.LedgerStore, cacheSize int64, mlc mledger.Config, use ...func(*Broker) error) *testBroker {
-	t.Helper()
-	f, err := mledger.NewFactory(mledger.Options{Ledgers: store, Metadata: meta, CacheSize: cacheSize})
+	if o.ledgers == nil {
+		o.ledgers = memstore.New()
+	}
+	f, err := mledger.NewFactory(mledger.Options{Ledgers: o.ledgers, Metadata: o.meta, CacheSize: o.cacheSize})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,14 +82,14 @@ func startBrokerMeta(t testing.TB, mut func(*Config), meta metadata.Store, store
 		MaxMessageSize: 1 << 20,
 		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 	}
-	if mut != nil {
-		mut(&cfg)
+	if o.cfg != nil {
+		o.cfg(&cfg)
 	}
-	b, err := New(cfg, Deps{Metadata: meta, OpenLedger: LedgerOpener(f, mlc)})
+	b, err := New(cfg, Deps{Metadata: o.meta, OpenLedger: LedgerOpener(f, o.mlc)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, u := range use {
+	for _, u := range o.use {
 		if err := u(b); err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +97,7 @@ func startBrokerMeta(t testing.TB, mut func(*Config), meta metadata.Store, store
 	if err := b.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	tb := &testBroker{Broker: b, mut: mut, factory: f, url: "pulsar://" + b.ServiceAddr()}
+	tb := &testBroker{Broker: b, opts: o, meta: o.meta, ledgers: o.ledgers, factory: f, url: "pulsar://" + b.ServiceAddr()}
 	t.Cleanup(func() {
 		if err := b.Close(); err != nil {
 			t.Errorf("broker close: %v", err)

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/magnetar-mq/magnetar/metadata/memmeta"
-	"github.com/magnetar-mq/magnetar/mledger/memstore"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
 
@@ -19,7 +18,7 @@ import (
 // (a metadata node or a file); the codes stay Pulsar's.
 func TestBadInputErrorsNameNoPaths(t *testing.T) {
 	meta := memmeta.New()
-	tb := startBrokerOn(t, nil, meta, memstore.New())
+	tb := startBrokerOpts(t, brokerOpts{meta: meta})
 	// Reads under the namespace public/broken fail the way a real store's
 	// do: the error names the node.
 	meta.FailGet(func(p string) error {

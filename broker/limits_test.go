@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/metadata/memmeta"
-	"github.com/magnetar-mq/magnetar/mledger"
-	"github.com/magnetar-mq/magnetar/mledger/memstore"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
@@ -51,7 +49,7 @@ func (f *limitsFeature) CursorsMoved(t Topic) {
 func startLimited(t *testing.T, f *limitsFeature, more ...func(*Broker) error) *testBroker {
 	t.Helper()
 	use := append([]func(*Broker) error{func(b *Broker) error { return b.Use(f) }}, more...)
-	return startBrokerMeta(t, nil, memmeta.New(), memstore.New(), 0, mledger.Config{}, use...)
+	return startBrokerOpts(t, brokerOpts{use: use})
 }
 
 // policyFollower is a PolicyWatcher that refreshes every loaded topic on

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -68,7 +67,7 @@ func (r *quorumRecorder) take() []any {
 // new ledger has the new quorum.
 func TestPersistencePolicyQuorumOfNewLedgers(t *testing.T) {
 	rec := &quorumRecorder{Store: memstore.New()}
-	tb := startBrokerMeta(t, nil, memmeta.New(), rec, 0, mledger.Config{}, followPolicies)
+	tb := startBrokerOpts(t, brokerOpts{ledgers: rec, use: []func(*Broker) error{followPolicies}})
 	ctx := context.Background()
 	pols := tb.Policies()
 	first := &policy.PersistencePolicies{BookkeeperEnsemble: 3, BookkeeperWriteQuorum: 2, BookkeeperAckQuorum: 2}

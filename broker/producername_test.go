@@ -39,7 +39,7 @@ func TestGeneratedProducerNamesUnique(t *testing.T) {
 	const topic = "persistent://public/default/names"
 	tb1 := startBroker(t, nil)
 	name1 := dialRaw(t, tb1, true).rawNamedProducer(topic, 1, "")
-	tb2 := startBrokerOn(t, nil, tb1.meta, tb1.ledgers)
+	tb2 := startBrokerOpts(t, brokerOpts{meta: tb1.meta, ledgers: tb1.ledgers})
 	name2 := dialRaw(t, tb2, true).rawNamedProducer(topic+"-2", 1, "")
 	if name1 == name2 {
 		t.Fatalf("two brokers generated the same name %q", name1)

@@ -21,9 +21,6 @@ import (
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/internal/testcert"
-	"github.com/magnetar-mq/magnetar/metadata/memmeta"
-	"github.com/magnetar-mq/magnetar/mledger"
-	"github.com/magnetar-mq/magnetar/mledger/memstore"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
@@ -140,9 +137,7 @@ func startSecureWith(t testing.TB, mut func(*auth.Config), use func(*Broker) err
 	if use == nil {
 		f.testBroker = startBroker(t, secure)
 	} else {
-		meta := memmeta.New()
-		f.testBroker = startBrokerMeta(t, secure, meta, memstore.New(), 0, mledger.Config{}, use)
-		f.testBroker.meta = meta
+		f.testBroker = startBrokerOpts(t, brokerOpts{cfg: secure, use: []func(*Broker) error{use}})
 	}
 	port := func(a string) string { _, p, _ := net.SplitHostPort(a); return p }
 	f.tlsURL = "pulsar+ssl://localhost:" + port(f.TLSServiceAddr())

@@ -9,7 +9,6 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/magnetar-mq/magnetar/internal/testenv"
-	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -137,8 +136,8 @@ func TestUnackedLimitBlocksConsumer(t *testing.T) {
 // namespace policy overrides the broker settings and a policy change
 // applies to the running subscription.
 func TestUnackedLimitBlocksSubscription(t *testing.T) {
-	tb := startBrokerMeta(t, func(c *Config) { c.MaxUnackedPerConsumer = -1; c.MaxUnackedPerSubscription = 100000 },
-		memmeta.New(), memstore.New(), 0, mledger.Config{}, followPolicies)
+	tb := startBrokerOpts(t, brokerOpts{cfg: func(c *Config) { c.MaxUnackedPerConsumer = -1; c.MaxUnackedPerSubscription = 100000 },
+		use: []func(*Broker) error{followPolicies}})
 	ns := "public/" + newTopicName("unacked-ns")
 	limit := 300
 	if err := tb.Policies().CreateNamespace(ctxT(t), ns, &policy.Policies{MaxUnackedMessagesPerSubscription: &limit}); err != nil {
@@ -222,9 +221,9 @@ func (w copyWriter) Read(ctx context.Context, first, last int64) ([][]byte, erro
 // over) re-reads the payloads from storage.
 func TestUnackedMemoryBounded(t *testing.T) {
 	const n, size = 100000, 1024
-	tb := startBrokerStore(t, func(c *Config) {
+	tb := startBrokerOpts(t, brokerOpts{cfg: func(c *Config) {
 		c.MaxUnackedPerConsumer, c.MaxUnackedPerSubscription = -1, -1
-	}, memmeta.New(), copyStore{memstore.New()}, 1<<20)
+	}, ledgers: copyStore{memstore.New()}, cacheSize: 1 << 20})
 	c := tb.client(t)
 	topic := "persistent://public/default/" + newTopicName("unacked-mem")
 	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared, Name: "first"})
