@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/magnetar-mq/magnetar/clientcli"
 )
 
 // TestClientRoundTrip: magnetar client produce (arguments, a file, -n,
@@ -44,9 +46,9 @@ func TestClientRoundTrip(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("consume: %d %s", code, errOut)
 	}
-	var got []consumedMessage
+	var got []clientcli.ConsumedMessage
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var m consumedMessage
+		var m clientcli.ConsumedMessage
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}

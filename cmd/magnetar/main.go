@@ -11,7 +11,9 @@ import (
 
 	"github.com/magnetar-mq/magnetar/admincli"
 	benchbookie "github.com/magnetar-mq/magnetar/bench/bookie"
+	"github.com/magnetar-mq/magnetar/clientcli"
 	"github.com/magnetar-mq/magnetar/internal/version"
+	"github.com/magnetar-mq/magnetar/tokencli"
 )
 
 // newRootCmd builds the magnetar command with all its subcommands.
@@ -27,7 +29,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(
 		newStandaloneCmd(), newBrokerCmd(), newBookieCmd(), newProxyCmd(), newClusterCmd(),
 		newAutorecoveryCmd(), newFunctionsWorkerCmd(), newFunctionsInstanceCmd(),
-		admincli.NewCommand(), newClientCmd(), newPerfCmd(), newTokensCmd(), newConfigCmd(),
+		admincli.NewCommand(), clientcli.NewCommand(), newPerfCmd(), tokencli.NewCommand(), newConfigCmd(),
 		newShellCmd(), newBenchCmd(), newVersionCmd())
 	return root
 }

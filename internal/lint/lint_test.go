@@ -105,6 +105,10 @@ var allowed = map[string][]string{
 	"admincli": {"auth"},
 	// localcluster: `magnetar cluster`, a supervisor of child processes.
 	"localcluster": {"internal"},
+	// clientcli, tokencli: `magnetar client` (on pulsarclient) and
+	// `magnetar tokens` (auth's key and token formats).
+	"clientcli": {"pulsarclient"},
+	"tokencli":  {"auth"},
 	// pulsarclient: the project's Pulsar protocol client (wire codecs only).
 	"pulsarclient": {"internal/codec", "protocol"},
 	// internal/stack: the wiring of the server roles (metadata store,

@@ -1,4 +1,4 @@
-package main
+package tokencli
 
 import (
 	"bufio"
@@ -17,11 +17,8 @@ import (
 	"github.com/magnetar-mq/magnetar/auth"
 )
 
-// `magnetar tokens`: the key and token formats of `pulsar tokens`, so a
-// key or token made by either tool works with both (see package auth).
-
-// newTokensCmd builds `magnetar tokens`.
-func newTokensCmd() *cobra.Command {
+// NewCommand builds `magnetar tokens`.
+func NewCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "tokens", Short: "Create keys and JWT tokens for token authentication, like `pulsar tokens`"}
 	cmd.AddCommand(tokensSecretKeyCmd(), tokensKeyPairCmd(), tokensCreateCmd(), tokensShowCmd(), tokensValidateCmd())
 	return cmd
@@ -237,24 +234,9 @@ func tokensValidateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var tc auth.TokenConfig
-			switch {
-			case secret != "" && public != "":
-				return errors.New("give only one of --secret-key and --public-key")
-			case secret != "":
-				if tc.SecretKey, err = auth.ReadKey(secret); err != nil {
-					return err
-				}
-			case public != "":
-				b, err := auth.ReadKey(public)
-				if err != nil {
-					return err
-				}
-				if tc.PublicKey, err = auth.ParsePublicKey(b); err != nil {
-					return err
-				}
-			default:
-				return errors.New("one of --secret-key or --public-key is required")
+			tc, err := verifyingKey(secret, public)
+			if err != nil {
+				return err
 			}
 			p, err := auth.NewTokenProvider(tc)
 			if err != nil {
@@ -263,21 +245,7 @@ func tokensValidateCmd() *cobra.Command {
 			if _, err := p.Validate(tok); err != nil {
 				return fmt.Errorf("invalid token: %s", strings.TrimPrefix(err.Error(), auth.ErrAuthentication.Error()+": token: "))
 			}
-			b, _ := base64.RawURLEncoding.DecodeString(strings.Split(tok, ".")[1])
-			var claims map[string]any
-			d := json.NewDecoder(strings.NewReader(string(b)))
-			d.UseNumber()
-			_ = d.Decode(&claims)
-			keys := make([]string, 0, len(claims))
-			for k := range claims {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			kv := make([]string, len(keys))
-			for i, k := range keys {
-				kv[i] = fmt.Sprintf("%s=%v", k, claims[k])
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "{%s}\n", strings.Join(kv, ", "))
+			fmt.Fprintf(cmd.OutOrStdout(), "{%s}\n", claimsText(tok))
 			return nil
 		},
 	}
@@ -288,4 +256,46 @@ func tokensValidateCmd() *cobra.Command {
 	addPulsarAlias(cmd, "sk", "secret-key")
 	addPulsarAlias(cmd, "pk", "public-key")
 	return cmd
+}
+
+// verifyingKey is the token configuration of validate's --secret-key or
+// --public-key (exactly one).
+func verifyingKey(secret, public string) (auth.TokenConfig, error) {
+	var tc auth.TokenConfig
+	var err error
+	switch {
+	case secret != "" && public != "":
+		return tc, errors.New("give only one of --secret-key and --public-key")
+	case secret != "":
+		tc.SecretKey, err = auth.ReadKey(secret)
+		return tc, err
+	case public != "":
+		b, err := auth.ReadKey(public)
+		if err != nil {
+			return tc, err
+		}
+		tc.PublicKey, err = auth.ParsePublicKey(b)
+		return tc, err
+	default:
+		return tc, errors.New("one of --secret-key or --public-key is required")
+	}
+}
+
+// claimsText is a verified token's claims as k=v, sorted by key.
+func claimsText(tok string) string {
+	b, _ := base64.RawURLEncoding.DecodeString(strings.Split(tok, ".")[1])
+	var claims map[string]any
+	d := json.NewDecoder(strings.NewReader(string(b)))
+	d.UseNumber()
+	_ = d.Decode(&claims)
+	keys := make([]string, 0, len(claims))
+	for k := range claims {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	kv := make([]string, len(keys))
+	for i, k := range keys {
+		kv[i] = fmt.Sprintf("%s=%v", k, claims[k])
+	}
+	return strings.Join(kv, ", ")
 }
