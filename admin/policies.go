@@ -61,6 +61,7 @@ func (a *API) namespacePolicies() []policyField[policy.Policies] {
 		optional("autoSubscriptionCreation", func(p *P) **policy.AutoSubscriptionCreation { return &p.AutoSubscriptionCreation }, autoSubscriptionCreation),
 		optional("maxSubscriptionsPerTopic", func(p *P) **int { return &p.MaxSubscriptionsPerTopic }, countOr("maxSubscriptionsPerTopic must be 0 or more")),
 		optional("maxTopicsPerNamespace", func(p *P) **int { return &p.MaxTopicsPerNamespace }, countOr("maxTopicsPerNamespace must be 0 or more")),
+		optional("deduplicationSnapshotInterval", func(p *P) **int { return &p.DeduplicationSnapshotIntervalSeconds }, countOr("interval must be 0 or more")),
 		// Tiered storage: the policies object and Pulsar's older separate
 		// fields (-1 disables a threshold; a negative lag never deletes
 		// the bookie copy).

@@ -34,6 +34,7 @@ func (a *API) topicPolicies() []policyField[policy.TopicPolicies] {
 		}),
 		optional("messageTTL", func(t *T) **int { return &t.MessageTTLInSeconds }, count("messageTTL")).inForce(func(r *R) any { return r.MessageTTLSeconds }),
 		optional("deduplicationEnabled", func(t *T) **bool { return &t.DeduplicationEnabled }, boolean).inForce(func(r *R) any { return r.Deduplication }),
+		optional("deduplicationSnapshotInterval", func(t *T) **int { return &t.DeduplicationSnapshotIntervalSeconds }, countOr("interval must be 0 or more")).inForce(func(r *R) any { return r.DedupSnapshotIntervalSeconds }),
 		// Producers and consumers.
 		optional("maxProducers", func(t *T) **int { return &t.MaxProducerPerTopic }, count("")).inForce(func(r *R) any { return r.MaxProducers }),
 		optional("maxConsumers", func(t *T) **int { return &t.MaxConsumerPerTopic }, count("")).inForce(func(r *R) any { return r.MaxConsumers }),

@@ -77,6 +77,10 @@ type NamespaceDelivery struct {
 	// MaxTopicsPerNamespace bounds the topics of the namespace, a
 	// partitioned topic counting its partitions (0: unlimited).
 	MaxTopicsPerNamespace *int `json:"max_topics_per_namespace,omitempty"`
+	// DeduplicationSnapshotIntervalSeconds is how often a deduplicating
+	// topic snapshots its producers' sequence ids (0 or less: no timed
+	// snapshots).
+	DeduplicationSnapshotIntervalSeconds *int `json:"deduplicationSnapshotIntervalSeconds,omitempty"`
 	// maxMessageSize carries a topic layer's maxMessageSize through
 	// Resolve (never stored: Pulsar has no namespace value).
 	maxMessageSize *int
@@ -94,6 +98,8 @@ type TopicDelivery struct {
 	MaxMessageSize           *int   `json:"maxMessageSize,omitempty"`
 	SchemaValidationEnforced *bool  `json:"schemaValidationEnforced,omitempty"`
 	CompactionThreshold      *int64 `json:"compactionThreshold,omitempty"`
+	// DeduplicationSnapshotIntervalSeconds overrides the namespace's.
+	DeduplicationSnapshotIntervalSeconds *int `json:"deduplicationSnapshotIntervalSeconds,omitempty"`
 }
 
 func (d TopicDelivery) empty() bool { return d == TopicDelivery{} }
@@ -119,6 +125,10 @@ type DeliveryDefaults struct {
 	// MaxMessageSize is the broker's maxMessageSize (the applied value
 	// of a topic that sets none).
 	MaxMessageSize int
+	// DedupSnapshotIntervalSeconds is
+	// brokerDeduplicationSnapshotIntervalSeconds (0 or less: no timed
+	// snapshots; Pulsar's default is 120, the zero value is not).
+	DedupSnapshotIntervalSeconds int
 }
 
 // ResolvedDelivery are the resolved values, embedded into Resolved.
@@ -139,13 +149,17 @@ type ResolvedDelivery struct {
 	CompactionThreshold                           int64
 	// MaxTopicsPerNamespace (0: unlimited).
 	MaxTopicsPerNamespace int
+	// DedupSnapshotIntervalSeconds: topic, else namespace, else broker
+	// (0 or less: no timed snapshots).
+	DedupSnapshotIntervalSeconds int
 }
 
 // layer is d as namespace values (for TopicPolicies.Layer).
 func (d TopicDelivery) layer() (NamespaceDelivery, MessagingPolicies) {
 	return NamespaceDelivery{DelayedDelivery: d.DelayedDelivery, AutoSubscriptionCreation: d.AutoSubscriptionCreation,
-			MaxSubscriptionsPerTopic: d.MaxSubscriptionsPerTopic,
-			maxMessageSize:           d.MaxMessageSize},
+			MaxSubscriptionsPerTopic:             d.MaxSubscriptionsPerTopic,
+			DeduplicationSnapshotIntervalSeconds: d.DeduplicationSnapshotIntervalSeconds,
+			maxMessageSize:                       d.MaxMessageSize},
 		MessagingPolicies{SchemaValidationEnforced: d.SchemaValidationEnforced, CompactionThreshold: d.CompactionThreshold}
 }
 
@@ -160,6 +174,7 @@ func resolveDelivery(r *Resolved, d Defaults, layers []*Policies) {
 	r.CompactionThreshold = d.CompactionThreshold
 	r.MaxTopicsPerNamespace = d.MaxTopicsPerNamespace
 	r.MaxMessageSizeApplied = d.MaxMessageSize
+	r.DedupSnapshotIntervalSeconds = d.DedupSnapshotIntervalSeconds
 	var topicSize *int
 	for _, p := range layers {
 		if p != nil && p.maxMessageSize != nil {
@@ -170,7 +185,7 @@ func resolveDelivery(r *Resolved, d Defaults, layers []*Policies) {
 	if topicSize != nil {
 		r.MaxMessageSize, r.MaxMessageSizeApplied = *topicSize, *topicSize
 	}
-	var dd, asc, maxS, sv, ct, maxT bool
+	var dd, asc, maxS, sv, ct, maxT, dsi bool
 	for _, p := range layers {
 		if p == nil {
 			continue
@@ -192,6 +207,9 @@ func resolveDelivery(r *Resolved, d Defaults, layers []*Policies) {
 		}
 		if v := p.MaxTopicsPerNamespace; !maxT && v != nil {
 			maxT, r.MaxTopicsPerNamespace = true, *v
+		}
+		if v := p.DeduplicationSnapshotIntervalSeconds; !dsi && v != nil {
+			dsi, r.DedupSnapshotIntervalSeconds = true, *v
 		}
 	}
 }

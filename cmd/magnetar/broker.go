@@ -50,7 +50,6 @@ type brokerFlags struct {
 	advertisedHost string
 	clusterName    string
 	maxMessageSize int
-	dedup          bool
 	svc            serviceFlags
 	autorecovery   bool
 	lostDelay      time.Duration
@@ -112,7 +111,6 @@ When ready it prints one line to stdout:
 	fl.StringVar(&f.advertisedHost, "advertised-host", "localhost", "host name given to clients in lookups")
 	fl.StringVar(&f.clusterName, "cluster-name", "magnetar", "cluster name reported by the admin API")
 	fl.IntVar(&f.maxMessageSize, "max-message-size", 5<<20, "largest message (frame) accepted, in bytes")
-	fl.BoolVar(&f.dedup, "dedup", false, "drop re-sent messages by producer name and sequence id")
 	fl.BoolVar(&f.autorecovery, "autorecovery", true, "run an auditor candidate and a re-replication worker in this process")
 	fl.DurationVar(&f.lostDelay, "lost-bookie-recovery-delay", 0, "auditor: wait this long after a bookie disappears before marking its ledgers")
 	fl.DurationVar(&f.cluster.ReportInterval, "load-report-interval", 5*time.Second, "how often the broker publishes its load report")
@@ -181,7 +179,6 @@ func (f *brokerFlags) brokerConfig(log *slog.Logger) (broker.Config, error) {
 		AdvertisedHost: f.advertisedHost,
 		ClusterName:    f.clusterName,
 		MaxMessageSize: f.maxMessageSize,
-		Deduplication:  f.dedup,
 		Cluster:        &f.cluster,
 	}
 	f.svc.apply(&bcfg)

@@ -116,7 +116,6 @@ var clientSuiteSkip = map[string]string{
 	"TestNamespaces_BookieAffinityGroup":            "bookie affinity groups are missing (issue 33 item 1)",
 	"TestPeekMessageForPartitionedTopic":            "peek on a partitioned topic is missing (issue 33 item 1)",
 	"TestPeekMessagesWithProperties":                "peek answers differ (issue 33 item 1)",
-	"TestDeduplicationSnapshotInterval":             "topic-level deduplicationSnapshotInterval is missing (issue 33 item 1)",
 	"TestTopicStatsTimestamps":                      "topic stats lack the producer/consumer timestamps (issue 33 item 1)",
 	"TestPartitionedTopicStatsTimestamps":           "partitioned-topic stats lack the timestamps (issue 33 item 1)",
 }

@@ -62,6 +62,7 @@ type serviceFlags struct {
 	historyInterval                                                                       time.Duration
 	idleUnload                                                                            time.Duration
 	topicMetrics                                                                          bool
+	dedup                                                                                 bool
 	txnEnabled                                                                            bool
 	txnCoordinators, txnMaxActive                                                         int
 	statusFile                                                                            string
@@ -85,6 +86,7 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.ClusterName = s.clusterName
 	c.DisableAutoTopicCreation = !s.autoTopicCreation
 	c.KeepAliveInterval = s.keepAlive
+	c.Deduplication = s.dedup
 	c.DispatchBatch = s.dispatchBatch
 	unlimited := func(n int) int {
 		if n <= 0 {
@@ -170,6 +172,8 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.BoolVar(&s.autoSubCreation, "allow-auto-subscription-creation", true, "create durable subscriptions on first subscribe (allowAutoSubscriptionCreation; the autoSubscriptionCreation policy overrides)")
 	fl.IntVar(&s.delivery.MaxSubscriptionsPerTopic, "max-subscriptions-per-topic", 0, "most subscriptions per topic (maxSubscriptionsPerTopic; 0: unlimited)")
 	fl.IntVar(&s.delivery.MaxTopicsPerNamespace, "max-topics-per-namespace", 0, "most topics per namespace, partitions counted (maxTopicsPerNamespace; 0: unlimited)")
+	fl.BoolVar(&s.dedup, "dedup", false, "drop re-sent messages by producer name and sequence id")
+	fl.IntVar(&s.delivery.DedupSnapshotIntervalSeconds, "dedup-snapshot-interval", 120, "seconds between deduplication snapshots of a topic, unless its namespace or topic policy deduplicationSnapshotInterval says otherwise (brokerDeduplicationSnapshotIntervalSeconds; 0 or less: no timed snapshots)")
 	fl.Int64Var(&s.delivery.CompactionThreshold, "compaction-threshold", 0, "compact a topic once its backlog not yet compacted passes this many bytes (brokerServiceCompactionThresholdInBytes; 0: never)")
 	fl.StringVar(&s.statusFile, "status-file", "", "GET /status.html answers OK only while this file exists (Pulsar's statusFilePath; empty: the page is always 404, as in Pulsar)")
 	fl.BoolVar(&s.packagesEnabled, "packages-management", true, "serve package management, /admin/v3/packages, with package contents in ledgers (Pulsar's enablePackagesManagement; false: every route answers 503)")
@@ -358,6 +362,7 @@ var brokerKeys = append([]conf.Key{
 	{Names: []string{"configurationMetadataStoreUrl", "configurationStoreServers"}, Flag: "configuration-metadata-url", Convert: pulsarMetadataURL, Doc: "shared configuration store (geo-replication)"},
 	{Names: []string{"maxMessageSize"}, Flag: "max-message-size", Convert: messageSize, Doc: "bytes"},
 	{Names: []string{"brokerDeduplicationEnabled"}, Flag: "dedup"},
+	{Names: []string{"brokerDeduplicationSnapshotIntervalSeconds"}, Flag: "dedup-snapshot-interval"},
 	{Names: []string{"allowAutoTopicCreation"}, Flag: "allow-auto-topic-creation"},
 	{Names: []string{"allowAutoSubscriptionCreation"}, Flag: "allow-auto-subscription-creation"},
 	{Names: []string{"maxSubscriptionsPerTopic"}, Flag: "max-subscriptions-per-topic", Convert: negativeIsZero},

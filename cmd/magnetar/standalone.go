@@ -22,7 +22,6 @@ type standaloneFlags struct {
 	httpAddr       string
 	advertisedHost string
 	maxMessageSize int
-	dedup          bool
 	svc            serviceFlags
 	noFunctions    bool
 	fnProc         functionsProcessFlags
@@ -78,7 +77,6 @@ When both are ready it prints one line to stdout:
 	fl.StringVar(&f.httpAddr, "http", ":8080", "admin/lookup HTTP listen address")
 	fl.StringVar(&f.advertisedHost, "advertised-host", "localhost", "host name given to clients in lookups")
 	fl.IntVar(&f.maxMessageSize, "max-message-size", 5<<20, "largest message (frame) accepted, in bytes")
-	fl.BoolVar(&f.dedup, "dedup", false, "drop re-sent messages by producer name and sequence id")
 	fl.BoolVar(&f.noSync, "journal-no-sync", false, "skip fdatasync in the journal (NOT DURABLE; benchmarks only)")
 	fl.StringVar(&f.writeMode, "journal-write-mode", "auto", "journal write path: auto (io_uring for groups of 64 KiB and more, pwrite for smaller ones), uring or pwrite")
 	fl.BoolVar(&f.noFunctions, "no-functions-worker", false, "do not run the in-process function worker (/admin/v3/functions, sources, sinks)")
@@ -99,7 +97,6 @@ func (f *standaloneFlags) brokerConfig(log *slog.Logger) (broker.Config, error) 
 		HTTPAddr:       f.httpAddr,
 		AdvertisedHost: f.advertisedHost,
 		MaxMessageSize: f.maxMessageSize,
-		Deduplication:  f.dedup,
 	}
 	f.svc.apply(&bcfg)
 	var err error
