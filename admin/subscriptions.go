@@ -147,7 +147,9 @@ func (a *API) httpDeleteSubscription(w http.ResponseWriter, r *http.Request, p p
 }
 
 // httpPeek returns the n-th (1-based) message of the subscription's
-// backlog.
+// backlog; a subscription that does not exist is created at the earliest
+// message first, and a partitioned topic is peeked partition by
+// partition (405 on the partitioned topic itself), as in Pulsar.
 func (a *API) httpPeek(w http.ResponseWriter, r *http.Request, p params) {
 	n, err := strconv.ParseInt(p["n"], 10, 64)
 	if err != nil || n < 1 {
@@ -158,7 +160,22 @@ func (a *API) httpPeek(w http.ResponseWriter, r *http.Request, p params) {
 	if !ok {
 		return
 	}
+	if parts, err := a.topics.Partitions(r.Context(), topic); err != nil {
+		a.internalError(w, err)
+		return
+	} else if parts > 0 {
+		writeError(w, http.StatusMethodNotAllowed, "Peek messages on a partitioned topic is not allowed")
+		return
+	}
 	id, data, err := a.subs.PeekMessage(r.Context(), topic, p["sub"], n)
+	if errors.Is(err, broker.ErrSubscriptionNotFound) {
+		// Pulsar creates the subscription a peek names, at the
+		// earliest message, and peeks it.
+		err = a.subs.CreateSubscription(r.Context(), topic, p["sub"], broker.MessageID{LedgerID: -1, EntryID: -1, BatchIndex: -1})
+		if err == nil || errors.Is(err, broker.ErrAlreadyExists) {
+			id, data, err = a.subs.PeekMessage(r.Context(), topic, p["sub"], n)
+		}
+	}
 	if errors.Is(err, broker.ErrNotAllowed) {
 		writeError(w, http.StatusMethodNotAllowed, "peek is not supported on this subscription")
 		return

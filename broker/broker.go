@@ -455,6 +455,16 @@ func (b *Broker) getTopic(ctx context.Context, tn topicName, create bool) (*topi
 	}
 }
 
+// isPartitionOfPartitioned reports whether tn is one of the partitions
+// of a partitioned topic registered in reg.
+func isPartitionOfPartitioned(ctx context.Context, reg *registry, tn topicName) bool {
+	if !tn.IsPartition() {
+		return false
+	}
+	n, err := reg.partitions(ctx, tn.Parent())
+	return err == nil && tn.PartitionIndex < n
+}
+
 // lookupTopic returns the topic if it is loaded, without loading it.
 func (b *Broker) lookupTopic(full string) *topic {
 	b.mu.Lock()
@@ -500,7 +510,9 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 		return nil, err
 	}
 	if !exists {
-		if !create || !pol.AutoCreate {
+		// A partition of a partitioned topic exists with it, as in
+		// Pulsar (which creates them with it): loading one creates it.
+		if (!create || !pol.AutoCreate) && !isPartitionOfPartitioned(ctx, &b.reg, tn) {
 			return nil, fmt.Errorf("%w: %s", ErrTopicNotFound, tn)
 		}
 		if err := b.checkTopicQuota(ctx, tn, 1); err != nil {

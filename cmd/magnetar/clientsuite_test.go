@@ -114,8 +114,6 @@ var clientSuiteSkip = map[string]string{
 	"TestNamespaces_SetSchemaCompatibilityStrategy": "a non-admin's call on a missing tenant answers 403 where Pulsar answers 404 Tenant does not exist (issue 33 item 1)",
 	"TestNamespaces_SetMaxTopicsPerNamespace":       "maxTopicsPerNamespace is missing (issue 33 item 1)",
 	"TestNamespaces_BookieAffinityGroup":            "bookie affinity groups are missing (issue 33 item 1)",
-	"TestPeekMessageForPartitionedTopic":            "peek on a partitioned topic is missing (issue 33 item 1)",
-	"TestPeekMessagesWithProperties":                "peek answers differ (issue 33 item 1)",
 	"TestTopicStatsTimestamps":                      "topic stats lack the producer/consumer timestamps (issue 33 item 1)",
 	"TestPartitionedTopicStatsTimestamps":           "partitioned-topic stats lack the timestamps (issue 33 item 1)",
 }
