@@ -105,46 +105,23 @@ func runBookie(ctx context.Context, f bookieFlags) (err error) {
 	}
 	ctx, stop := signalContext(ctx)
 	defer stop()
-	if f.journalDir == "" {
-		f.journalDir = filepath.Join(f.dataDir, "journal")
-	}
-	if len(f.ledgerDirs) == 0 {
-		f.ledgerDirs = []string{filepath.Join(f.dataDir, "ledgers")}
-	}
-	if f.metadataURL == "" {
-		f.metadataURL = filepath.Join(f.dataDir, "metadata.db")
-		if err := vfs.Default.MkdirAll(f.dataDir, 0o755); err != nil {
-			return err
-		}
+	if err := f.defaultDirs(); err != nil {
+		return err
 	}
 	mode, err := uring.ParseMode(f.writeMode)
 	if err != nil {
 		return err
 	}
-	var closers []func() error
-	defer func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			if cerr := closers[i](); cerr != nil {
-				log.Error("close", "err", cerr)
-			}
-		}
-	}()
+	var closers closeStack
+	defer closers.close(log)
 	store, err := openBookieMetadata(f.metadataURL, log.With("component", "metadata"))
 	if err != nil {
 		return fmt.Errorf("metadata store: %w", err)
 	}
 	closers = append(closers, store.Close)
-
-	// Listen first: the id includes the port actually bound.
-	ln, err := net.Listen("tcp", f.listen)
+	id, port, err := f.bookieID()
 	if err != nil {
 		return err
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	id := f.advertised
-	if id == "" {
-		id = fmt.Sprintf("127.0.0.1:%d", port)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -155,23 +132,12 @@ func runBookie(ctx context.Context, f bookieFlags) (err error) {
 		}
 		return err
 	}
-	bo := bookie.Options{
-		FS: vfs.Default, JournalDir: f.journalDir, LedgerDirs: f.ledgerDirs,
-		JournalNoSync: f.noSync, JournalWriteMode: mode, Logger: log.With("component", "bookie"),
-	}
-	f.bookie.apply(&bo)
-	bk, err := bookie.Open(bo)
-	if err != nil {
-		return fmt.Errorf("bookie: %w", err)
-	}
-	closers = append(closers, bk.Close)
-	host, _, _ := net.SplitHostPort(f.listen)
-	tlsCfg, authHook, err := f.sec.bookieServer(log)
+	bk, err := f.open(mode, log)
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(bk, server.Options{Addr: net.JoinHostPort(host, fmt.Sprint(port)), Logger: log.With("component", "server"),
-		TLS: tlsCfg, Auth: authHook})
+	closers = append(closers, bk.Close)
+	srv, err := f.serve(bk, port, log)
 	if err != nil {
 		return err
 	}
@@ -186,4 +152,73 @@ func runBookie(ctx context.Context, f bookieFlags) (err error) {
 	<-ctx.Done()
 	log.Info("bookie stopping")
 	return nil
+}
+
+// defaultDirs puts the journal, ledger dirs and embedded metadata store
+// that are not given under --data-dir.
+func (f *bookieFlags) defaultDirs() error {
+	if f.journalDir == "" {
+		f.journalDir = filepath.Join(f.dataDir, "journal")
+	}
+	if len(f.ledgerDirs) == 0 {
+		f.ledgerDirs = []string{filepath.Join(f.dataDir, "ledgers")}
+	}
+	if f.metadataURL == "" {
+		f.metadataURL = filepath.Join(f.dataDir, "metadata.db")
+		return vfs.Default.MkdirAll(f.dataDir, 0o755)
+	}
+	return nil
+}
+
+// bookieID is the bookie's id (--advertised-address, else
+// 127.0.0.1:PORT) and the port of --listen: it listens first, so that
+// the id holds the port actually bound.
+func (f *bookieFlags) bookieID() (string, int, error) {
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return "", 0, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	if f.advertised != "" {
+		return f.advertised, port, nil
+	}
+	return fmt.Sprintf("127.0.0.1:%d", port), port, nil
+}
+
+// serve starts the bookie protocol server on --listen's host and port.
+func (f *bookieFlags) serve(bk *bookie.Bookie, port int, log *slog.Logger) (*server.Server, error) {
+	host, _, _ := net.SplitHostPort(f.listen)
+	tlsCfg, authHook, err := f.sec.bookieServer(log)
+	if err != nil {
+		return nil, err
+	}
+	return server.New(bk, server.Options{Addr: net.JoinHostPort(host, fmt.Sprint(port)), Logger: log.With("component", "server"),
+		TLS: tlsCfg, Auth: authHook})
+}
+
+// open opens the bookie's storage (journal, entry logs, index).
+func (f *bookieFlags) open(mode uring.Mode, log *slog.Logger) (*bookie.Bookie, error) {
+	bo := bookie.Options{
+		FS: vfs.Default, JournalDir: f.journalDir, LedgerDirs: f.ledgerDirs,
+		JournalNoSync: f.noSync, JournalWriteMode: mode, Logger: log.With("component", "bookie"),
+	}
+	f.bookie.apply(&bo)
+	bk, err := bookie.Open(bo)
+	if err != nil {
+		return nil, fmt.Errorf("bookie: %w", err)
+	}
+	return bk, nil
+}
+
+// closeStack closes what a process opened, last opened first.
+type closeStack []func() error
+
+// close runs the closers (a pointer: deferred before any is added).
+func (c *closeStack) close(log *slog.Logger) {
+	for i := len(*c) - 1; i >= 0; i-- {
+		if err := (*c)[i](); err != nil {
+			log.Error("close", "err", err)
+		}
+	}
 }

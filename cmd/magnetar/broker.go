@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/magnetar-mq/magnetar/autorecovery"
 	"github.com/magnetar-mq/magnetar/broker"
@@ -113,16 +114,7 @@ When ready it prints one line to stdout:
 	fl.IntVar(&f.maxMessageSize, "max-message-size", 5<<20, "largest message (frame) accepted, in bytes")
 	fl.BoolVar(&f.autorecovery, "autorecovery", true, "run an auditor candidate and a re-replication worker in this process")
 	fl.DurationVar(&f.lostDelay, "lost-bookie-recovery-delay", 0, "auditor: wait this long after a bookie disappears before marking its ledgers")
-	fl.DurationVar(&f.cluster.ReportInterval, "load-report-interval", 5*time.Second, "how often the broker publishes its load report")
-	fl.DurationVar(&f.cluster.ShedInterval, "load-shedding-interval", time.Minute, "how often the leader sheds load from overloaded brokers (negative: never)")
-	fl.Float64Var(&f.cluster.ShedThreshold, "load-shedding-threshold", 0.5, "a broker whose message rate exceeds the cluster mean by this fraction of it is overloaded")
-	fl.DurationVar(&f.cluster.ShedGrace, "load-shedding-grace", 30*time.Second, "a bundle shed is not shed again for this long")
-	fl.IntVar(&f.cluster.SplitMaxTopics, "bundle-split-max-topics", 1000, "the leader splits a bundle with more topics")
-	fl.IntVar(&f.cluster.SplitMaxSessions, "bundle-split-max-sessions", 1000, "the leader splits a bundle with more producers+consumers")
-	fl.Float64Var(&f.cluster.SplitMaxMsgRate, "bundle-split-max-msg-rate", 30000, "the leader splits a bundle with a higher message rate (in+out, msg/s)")
-	fl.Float64Var(&f.cluster.SplitMaxBytesRate, "bundle-split-max-bytes-rate", 100<<20, "the leader splits a bundle with a higher throughput (in+out, bytes/s)")
-	fl.BoolVar(&f.cluster.DisableAutoSplit, "disable-bundle-auto-split", false, "never split bundles automatically")
-	fl.BoolVar(&f.cluster.FailureDomainsEnabled, "failure-domains-enabled", false, "spread the namespaces of an anti-affinity group over the cluster's failure domains")
+	registerLoadBalancerFlags(fl, &f.cluster)
 	fl.DurationVar(&f.openGrace, "open-ledger-grace", 30*time.Second, "worker: wait this long before fencing an open ledger with a lost bookie in its last ensemble")
 	f.svc.register(fl, "")
 	addRunFlags(fl, &f.run)
@@ -130,6 +122,21 @@ When ready it prints one line to stdout:
 	f.http.register(fl)
 	addConfigFlag(cmd)
 	return cmd, f
+}
+
+// registerLoadBalancerFlags adds the flags of the cluster's load reports,
+// load shedding, bundle splits and failure domains.
+func registerLoadBalancerFlags(fl *pflag.FlagSet, c *broker.ClusterConfig) {
+	fl.DurationVar(&c.ReportInterval, "load-report-interval", 5*time.Second, "how often the broker publishes its load report")
+	fl.DurationVar(&c.ShedInterval, "load-shedding-interval", time.Minute, "how often the leader sheds load from overloaded brokers (negative: never)")
+	fl.Float64Var(&c.ShedThreshold, "load-shedding-threshold", 0.5, "a broker whose message rate exceeds the cluster mean by this fraction of it is overloaded")
+	fl.DurationVar(&c.ShedGrace, "load-shedding-grace", 30*time.Second, "a bundle shed is not shed again for this long")
+	fl.IntVar(&c.SplitMaxTopics, "bundle-split-max-topics", 1000, "the leader splits a bundle with more topics")
+	fl.IntVar(&c.SplitMaxSessions, "bundle-split-max-sessions", 1000, "the leader splits a bundle with more producers+consumers")
+	fl.Float64Var(&c.SplitMaxMsgRate, "bundle-split-max-msg-rate", 30000, "the leader splits a bundle with a higher message rate (in+out, msg/s)")
+	fl.Float64Var(&c.SplitMaxBytesRate, "bundle-split-max-bytes-rate", 100<<20, "the leader splits a bundle with a higher throughput (in+out, bytes/s)")
+	fl.BoolVar(&c.DisableAutoSplit, "disable-bundle-auto-split", false, "never split bundles automatically")
+	fl.BoolVar(&c.FailureDomainsEnabled, "failure-domains-enabled", false, "spread the namespaces of an anti-affinity group over the cluster's failure domains")
 }
 
 // clusterNode is the metadata store, bookie resolver and ledger client a

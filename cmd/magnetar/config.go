@@ -522,51 +522,54 @@ unless --show-secrets is given; file references (file:///path, /path)
 are shown, since they name where a secret is, not the secret.`,
 		Args:               cobra.MinimumNArgs(1),
 		DisableFlagParsing: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			show := false
-			args = slices.DeleteFunc(args, func(a string) bool {
-				if a == "--show-secrets" || a == "--show-secrets=true" {
-					show = true
-					return true
-				}
-				return a == "--show-secrets=false"
-			})
-			if len(args) == 0 {
-				return fmt.Errorf("config dump: name a role: standalone, broker, bookie or proxy")
-			}
-			role := args[0]
-			if _, ok := schemas[role]; !ok {
-				return fmt.Errorf("config dump %q: want standalone, broker, bookie or proxy", role)
-			}
-			target, _, err := cmd.Root().Find([]string{role})
-			if err != nil {
-				return err
-			}
-			target.Flags().Init(role, pflag.ContinueOnError)
-			if err := target.ParseFlags(args[1:]); err != nil {
-				return err
-			}
-			res, err := loadConfig(target, role, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "# magnetar %s: effective configuration\n", role)
-			for _, s := range res.Sources {
-				if s.Flag == "config" || s.Flag == "help" {
-					continue
-				}
-				v := s.Value
-				if !show {
-					v = redact(s.Flag, v)
-				}
-				fmt.Fprintf(w, "%s=%s\t# %s\n", s.Flag, v, s.Origin)
-			}
-			return nil
-		},
+		RunE:               runConfigDump,
 	}
 	configCmd.AddCommand(dump)
 	return configCmd
+}
+
+// runConfigDump is `config dump ROLE [--show-secrets] [flags of ROLE]`.
+func runConfigDump(cmd *cobra.Command, args []string) error {
+	show := false
+	args = slices.DeleteFunc(args, func(a string) bool {
+		if a == "--show-secrets" || a == "--show-secrets=true" {
+			show = true
+			return true
+		}
+		return a == "--show-secrets=false"
+	})
+	if len(args) == 0 {
+		return fmt.Errorf("config dump: name a role: standalone, broker, bookie or proxy")
+	}
+	role := args[0]
+	if _, ok := schemas[role]; !ok {
+		return fmt.Errorf("config dump %q: want standalone, broker, bookie or proxy", role)
+	}
+	target, _, err := cmd.Root().Find([]string{role})
+	if err != nil {
+		return err
+	}
+	target.Flags().Init(role, pflag.ContinueOnError)
+	if err := target.ParseFlags(args[1:]); err != nil {
+		return err
+	}
+	res, err := loadConfig(target, role, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "# magnetar %s: effective configuration\n", role)
+	for _, s := range res.Sources {
+		if s.Flag == "config" || s.Flag == "help" {
+			continue
+		}
+		v := s.Value
+		if !show {
+			v = redact(s.Flag, v)
+		}
+		fmt.Fprintf(w, "%s=%s\t# %s\n", s.Flag, v, s.Origin)
+	}
+	return nil
 }
 
 // secretWords mark a setting (by flag name, case-insensitive) whose value

@@ -216,22 +216,75 @@ func runFunctionsWorker(ctx context.Context, f functionsWorkerFlags) error {
 	if f.httpAddr == "" && f.httpsAddr == "" {
 		return errors.New("functions-worker: neither --http nor --https is set")
 	}
-	store, err := stack.OpenMetadataURL(f.meta.url, f.meta.sessionTimeout, log)
+	store, authzStore, closeStores, err := openWorkerStores(f, log)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	authzStore := store
-	if f.configURL != "" && f.configURL != f.meta.url {
-		if authzStore, err = stack.OpenMetadataURL(f.configURL, f.meta.sessionTimeout, log.With("component", "config-store")); err != nil {
-			return err
-		}
-		defer authzStore.Close()
-	}
+	defer closeStores()
 	sec, client, err := workerSecurity(f, authzStore, log)
 	if err != nil {
 		return fmt.Errorf("functions-worker: %w", err)
 	}
+	if err := checkWorkerListen(&f, sec); err != nil {
+		return err
+	}
+	lim, err := f.http.limits()
+	if err != nil {
+		return err
+	}
+	l, err := listenWorker(&f)
+	if err != nil {
+		return err
+	}
+	defer l.close()
+	if err := os.MkdirAll(f.dataDir, 0o755); err != nil {
+		return err
+	}
+	dir, _ := filepath.Abs(f.dataDir)
+	w, err := newFunctionWorker(store, f.id, dir, client, sec.Enabled(), log, f.proc)
+	if err != nil {
+		return err
+	}
+	srv, err := serveWorker(w, l, sec, lim, log)
+	if err != nil {
+		return err
+	}
+	if err := w.Start(ctx, f.serviceURL, l.base); err != nil {
+		return err
+	}
+	extra := ""
+	if l.secure != nil {
+		extra = " https=https://" + l.secure.Addr().String()
+	}
+	fmt.Printf("magnetar functions-worker ready http=%s id=%s%s\n", l.base, f.id, extra)
+	<-ctx.Done()
+	_ = srv.Close()
+	return w.Close()
+}
+
+// openWorkerStores opens the worker's metadata store and, when
+// --configuration-metadata-url names another one, the store of tenants
+// and grants (else the same).
+func openWorkerStores(f functionsWorkerFlags, log *slog.Logger) (store, authz metadata.Store, closeAll func(), err error) {
+	store, err = stack.OpenMetadataURL(f.meta.url, f.meta.sessionTimeout, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if f.configURL == "" || f.configURL == f.meta.url {
+		return store, store, func() { store.Close() }, nil
+	}
+	authz, err = stack.OpenMetadataURL(f.configURL, f.meta.sessionTimeout, log.With("component", "config-store"))
+	if err != nil {
+		store.Close()
+		return nil, nil, nil, err
+	}
+	return store, authz, func() { authz.Close(); store.Close() }, nil
+}
+
+// checkWorkerListen defaults --https under TLS and refuses a remote
+// listener without authentication (unless --allow-unauthenticated-remote)
+// and --https without a certificate.
+func checkWorkerListen(f *functionsWorkerFlags, sec *auth.Security) error {
 	if sec != nil && sec.Config.TLSEnabled && f.httpsAddr == "" {
 		f.httpsAddr = "127.0.0.1:6751" // Pulsar's workerPortTls
 	}
@@ -245,50 +298,61 @@ func runFunctionsWorker(ctx context.Context, f functionsWorkerFlags) error {
 	if f.httpsAddr != "" && (sec == nil || sec.TLS == nil) {
 		return errors.New("functions-worker: --https needs tlsCertificateFilePath and tlsKeyFilePath")
 	}
-	lim, err := f.http.limits()
-	if err != nil {
-		return err
-	}
-	var plain, secure net.Listener
-	if f.httpAddr != "" {
-		if plain, err = net.Listen("tcp", f.httpAddr); err != nil {
-			return err
+	return nil
+}
+
+// workerListeners are the worker's HTTP and HTTPS listeners (either may
+// be nil) and its advertised base URL.
+type workerListeners struct {
+	plain, secure net.Listener
+	base          string
+}
+
+func (l *workerListeners) close() {
+	for _, ln := range []net.Listener{l.plain, l.secure} {
+		if ln != nil {
+			ln.Close()
 		}
-		defer plain.Close()
+	}
+}
+
+// listenWorker opens --http and --https; the base URL is the plain one
+// if any. An empty --worker-id becomes advertised-host-port.
+func listenWorker(f *functionsWorkerFlags) (*workerListeners, error) {
+	l := &workerListeners{}
+	var err error
+	if f.httpAddr != "" {
+		if l.plain, err = net.Listen("tcp", f.httpAddr); err != nil {
+			return nil, err
+		}
 	}
 	if f.httpsAddr != "" {
-		if secure, err = net.Listen("tcp", f.httpsAddr); err != nil {
-			return err
+		if l.secure, err = net.Listen("tcp", f.httpsAddr); err != nil {
+			l.close()
+			return nil, err
 		}
-		defer secure.Close()
 	}
-	base := ""
-	port := 0
-	if plain != nil {
-		port = plain.Addr().(*net.TCPAddr).Port
-		base = "http://" + net.JoinHostPort(f.advertised, fmt.Sprint(port))
-	} else {
-		port = secure.Addr().(*net.TCPAddr).Port
-		base = "https://" + net.JoinHostPort(f.advertised, fmt.Sprint(port))
+	scheme, ln := "http://", l.plain
+	if ln == nil {
+		scheme, ln = "https://", l.secure
 	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	l.base = scheme + net.JoinHostPort(f.advertised, fmt.Sprint(port))
 	if f.id == "" {
 		f.id = fmt.Sprintf("%s-%d", f.advertised, port)
 	}
-	if err := os.MkdirAll(f.dataDir, 0o755); err != nil {
-		return err
-	}
-	dir, _ := filepath.Abs(f.dataDir)
-	w, err := newFunctionWorker(store, f.id, dir, client, sec.Enabled(), log, f.proc)
-	if err != nil {
-		return err
-	}
+	return l, nil
+}
+
+// serveWorker serves the worker's routes and /metrics on its listeners.
+func serveWorker(w *functions.Worker, l *workerListeners, sec *auth.Security, lim httpapi.Limits, log *slog.Logger) (*httpapi.Server, error) {
 	rt := httpapi.NewTable()
 	w.Register(rt)
 	m := metricsHandler(w)
 	rt.Handle("GET", "/metrics", auth.AccessMetrics, func(rw http.ResponseWriter, r *http.Request, _ httpapi.Params) { m.ServeHTTP(rw, r) })
 	h, err := rt.Handler(httpapi.Guard{Security: sec, Limits: lim, Log: log.With("component", "http")})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	srv := httpapi.NewServer(h, lim, log.With("component", "http"))
 	serve := func(ln net.Listener, tc *tls.Config) {
@@ -296,23 +360,13 @@ func runFunctionsWorker(ctx context.Context, f functionsWorkerFlags) error {
 			log.Error("http", "addr", ln.Addr().String(), "err", err)
 		}
 	}
-	if plain != nil {
-		go serve(plain, nil)
+	if l.plain != nil {
+		go serve(l.plain, nil)
 	}
-	if secure != nil {
-		go serve(secure, sec.TLS.Config())
+	if l.secure != nil {
+		go serve(l.secure, sec.TLS.Config())
 	}
-	if err := w.Start(ctx, f.serviceURL, base); err != nil {
-		return err
-	}
-	extra := ""
-	if secure != nil {
-		extra = " https=https://" + secure.Addr().String()
-	}
-	fmt.Printf("magnetar functions-worker ready http=%s id=%s%s\n", base, f.id, extra)
-	<-ctx.Done()
-	_ = srv.Close()
-	return w.Close()
+	return srv, nil
 }
 
 // metricsHandler serves the worker's function metrics in the Prometheus

@@ -16,11 +16,11 @@ import (
 // lines and no function over cmdFuncLines.
 const (
 	// cmdMaxLines: non-test lines of cmd/magnetar at most.
-	cmdMaxLines = 4002
+	cmdMaxLines = 4101
 	// cmdFuncLines: a function longer than this is long...
 	cmdFuncLines = 60
 	// cmdLongFuncs: ...and at most this many may be (goal: 0).
-	cmdLongFuncs = 4
+	cmdLongFuncs = 0
 )
 
 // TestCmdIsWiring: cmd/magnetar has no init() (commands are built by
