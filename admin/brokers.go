@@ -52,11 +52,11 @@ func (a *API) registerBrokerRoutes(rt routeTable) {
 			Handler: func(w http.ResponseWriter, _ *http.Request, _ params) { writeJSON(w, http.StatusOK, a.conf.Runtime()) }},
 		httpapi.Route{Method: "POST", Pattern: c + "/{name}/{value}", Access: auth.AccessSuperUser,
 			Handler: func(w http.ResponseWriter, r *http.Request, p params) {
-				a.replyConfig(w, a.conf.Update(r.Context(), p["name"], p["value"]))
+				a.replyConfig(w, a.conf.Update(r.Context(), p["name"], p["value"]), http.StatusOK)
 			}},
 		httpapi.Route{Method: "DELETE", Pattern: c + "/{name}", Access: auth.AccessSuperUser,
 			Handler: func(w http.ResponseWriter, r *http.Request, p params) {
-				a.replyConfig(w, a.conf.Delete(r.Context(), p["name"]))
+				a.replyConfig(w, a.conf.Delete(r.Context(), p["name"]), http.StatusNoContent)
 			}},
 		httpapi.Route{Method: "GET", Pattern: "/admin/v2/brokers/internal-configuration", Access: auth.AccessSuperUser,
 			Response: dynconfig.InternalData{},
@@ -64,10 +64,13 @@ func (a *API) registerBrokerRoutes(rt routeTable) {
 	)
 }
 
-// replyConfig answers a dynamic configuration write: 204, or 412 for a
-// key that cannot change at run time or a bad value, as Pulsar's.
-func (a *API) replyConfig(w http.ResponseWriter, err error) {
+// replyConfig answers a dynamic configuration write: done (Pulsar answers
+// an update 200 with no body), or 412 for a key that cannot change at run
+// time or a bad value, as Pulsar's.
+func (a *API) replyConfig(w http.ResponseWriter, err error, done int) {
 	switch {
+	case err == nil:
+		w.WriteHeader(done)
 	case errors.Is(err, dynconfig.ErrNotDynamic):
 		writeError(w, http.StatusPreconditionFailed, "Can't update non-dynamic configuration: "+err.Error())
 	case errors.Is(err, dynconfig.ErrBadValue):

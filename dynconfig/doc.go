@@ -16,12 +16,16 @@
 //
 // Only keys Pulsar marks dynamic and Magnetar applies are accepted
 // (Keys): the broker-wide defaults of the publish, dispatch, replicator
-// and subscribe rate limits and of inactive-topic deletion. They are
+// and subscribe rate limits, of inactive-topic deletion, of topic and
+// subscription auto-creation (allowAutoTopicCreation,
+// allowAutoSubscriptionCreation) and maxTopicsPerNamespace. They are
 // defaults under the namespace and topic policies, so an override
 // reaches a topic only where no namespace or topic policy sets the
-// value. A value is checked as the configuration file's is; a key that
+// value. A number is checked as the configuration file's is; a key that
 // is not dynamic (or unknown) is refused (ErrNotDynamic), as is a bad
-// value (ErrBadValue).
+// number (ErrBadValue). A boolean key takes any value, as Pulsar's does
+// (it reads one with Java's Boolean.valueOf): "true" in any case is
+// true, anything else false, and the value is kept as given.
 //
 // # Applying
 //

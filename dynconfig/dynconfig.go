@@ -10,6 +10,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/magnetar-mq/magnetar/metadata"
@@ -63,6 +64,18 @@ func rate[T int | int64](set func(d *policy.Defaults, n T)) func(string, *policy
 	}
 }
 
+// flag is a boolean setting read as Pulsar reads one (Java's
+// Boolean.valueOf): "true" in any case is true, any other value false.
+// Pulsar refuses no value of a boolean key, so neither does Magnetar.
+func flag(set func(d *policy.Defaults, b bool)) func(string, *policy.Defaults) error {
+	return func(v string, d *policy.Defaults) error {
+		if d != nil {
+			set(d, strings.EqualFold(v, "true"))
+		}
+		return nil
+	}
+}
+
 // Keys are the dynamic settings Magnetar applies (Pulsar marks every one
 // dynamic).
 var Keys = []Key{
@@ -88,16 +101,10 @@ var Keys = []Key{
 		}
 		return nil
 	}},
-	{"brokerDeleteInactiveTopicsEnabled", func(v string, d *policy.Defaults) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("%q: want true or false", v)
-		}
-		if d != nil {
-			d.InactiveTopic.DeleteWhileInactive = b
-		}
-		return nil
-	}},
+	{"brokerDeleteInactiveTopicsEnabled", flag(func(d *policy.Defaults, b bool) { d.InactiveTopic.DeleteWhileInactive = b })},
+	{"allowAutoTopicCreation", flag(func(d *policy.Defaults, b bool) { d.AutoTopicCreation = b })},
+	{"allowAutoSubscriptionCreation", flag(func(d *policy.Defaults, b bool) { d.DisableAutoSubscriptionCreation = !b })},
+	{"maxTopicsPerNamespace", rate(func(d *policy.Defaults, n int) { d.MaxTopicsPerNamespace = n })},
 	{"brokerDeleteInactiveTopicsMode", func(v string, d *policy.Defaults) error {
 		if v != "delete_when_no_subscriptions" && v != "delete_when_subscriptions_caught_up" {
 			return fmt.Errorf("%q: want delete_when_no_subscriptions or delete_when_subscriptions_caught_up", v)

@@ -102,9 +102,9 @@ func TestRefusals(t *testing.T) {
 	for k, v := range map[string]string{
 		"dispatchThrottlingRatePerTopicInMsg":    "lots",
 		"subscribeRatePeriodPerConsumerInSecond": "0",
-		"brokerDeleteInactiveTopicsEnabled":      "maybe",
 		"brokerDeleteInactiveTopicsMode":         "sometimes",
 		"maxPublishRatePerTopicInMessages":       "99999999999999",
+		"maxTopicsPerNamespace":                  "ten",
 	} {
 		if err := c.Update(ctx, k, v); !errors.Is(err, ErrBadValue) {
 			t.Errorf("Update %s=%s: %v", k, v, err)
@@ -118,5 +118,34 @@ func TestRefusals(t *testing.T) {
 	c.overlay(&d)
 	if d.PublishRate.PublishThrottlingRateInByte != 0 {
 		t.Fatalf("-1 applied as %d", d.PublishRate.PublishThrottlingRateInByte)
+	}
+}
+
+// TestFlagsReadAsPulsarReadsThem: a boolean key takes any value, as
+// Pulsar's (Java's Boolean.valueOf): "true" in any case is true, any other
+// value false; the value is kept as given.
+func TestFlagsReadAsPulsarReadsThem(t *testing.T) {
+	st := openStore(t)
+	c := New(st, policy.NewStore(st, "c"), Options{})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		value string
+		allow bool
+	}{{"TRUE", true}, {"true", true}, {"false", false}, {`{"key/123":"https://example.com/"}`, false}, {"yes", false}} {
+		if err := c.Update(ctx, "allowAutoSubscriptionCreation", tc.value); err != nil {
+			t.Fatalf("%s: %v", tc.value, err)
+		}
+		if err := c.Update(ctx, "allowAutoTopicCreation", tc.value); err != nil {
+			t.Fatalf("%s: %v", tc.value, err)
+		}
+		d := policy.Defaults{AutoTopicCreation: !tc.allow}
+		d.DisableAutoSubscriptionCreation = tc.allow
+		c.overlay(&d)
+		if d.DisableAutoSubscriptionCreation == tc.allow || d.AutoTopicCreation != tc.allow {
+			t.Errorf("%s applied as auto-subscription %v, auto-topic %v; want %v", tc.value, !d.DisableAutoSubscriptionCreation, d.AutoTopicCreation, tc.allow)
+		}
+		if v, _ := c.Values(ctx); v["allowAutoSubscriptionCreation"] != tc.value {
+			t.Errorf("stored %q, want %q", v["allowAutoSubscriptionCreation"], tc.value)
+		}
 	}
 }
