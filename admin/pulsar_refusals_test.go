@@ -2,7 +2,9 @@ package admin
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
@@ -83,5 +85,31 @@ func TestNamespacePolicyRefusalsArePulsars(t *testing.T) {
 	}
 	if v, err := nss.GetOffloadThresholdInSeconds(*name); err != nil || v != 0 {
 		t.Fatalf("offload threshold 0 read back: %d %v", v, err)
+	}
+}
+
+// TestMissingTenantIsNotFoundBeforeRights: as in Pulsar, a call on a
+// tenant that does not exist answers 404 "Tenant does not exist" before
+// the caller's rights on it are looked at (a tenant's existence is not
+// secret, docs/security.md); on an existing tenant a role without rights
+// is still refused (403), and a superuser gets the route's own answer.
+func TestMissingTenantIsNotFoundBeforeRights(t *testing.T) {
+	s := startSecAdmin(t)
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/admin/v2/namespaces/%s/ns/schemaCompatibilityStrategy", `"FULL"`},
+		{"POST", "/admin/v2/namespaces/%s/ns/autoTopicCreation", `{"allowAutoTopicCreation":true,"topicType":"non-partitioned"}`},
+		{"GET", "/admin/v2/tenants/%s", ""},
+		{"PUT", "/admin/v2/namespaces/%s/other", ""},
+		{"GET", "/admin/v2/namespaces/%s/ns/topics", ""},
+	} {
+		body := s.call(t, "mallory", c.method, fmt.Sprintf(c.path, "nope"), c.body, http.StatusNotFound)
+		if !strings.Contains(body, `"Tenant does not exist"`) {
+			t.Errorf("%s %s: %s", c.method, c.path, body)
+		}
+		s.call(t, "mallory", c.method, fmt.Sprintf(c.path, "acme"), c.body, http.StatusForbidden)
+	}
+	body := s.call(t, "root", "POST", "/admin/v2/namespaces/nope/ns/schemaCompatibilityStrategy", `"FULL"`, http.StatusNotFound)
+	if !strings.Contains(body, "does not exist") {
+		t.Errorf("superuser on a missing tenant: %s", body)
 	}
 }

@@ -107,6 +107,9 @@ func (s *Security) AuthorizeRoute(ctx context.Context, role string, a Access, p 
 			return err
 		}
 		if !ok {
+			if err := az.tenantMustExist(ctx, p["tenant"]); err != nil {
+				return err
+			}
 			return deny("administrate resources on tenant " + p["tenant"])
 		}
 		return nil
@@ -118,6 +121,9 @@ func (s *Security) AuthorizeRoute(ctx context.Context, role string, a Access, p 
 			return err
 		}
 		if !ok {
+			if err := az.tenantMustExist(ctx, p["tenant"]); err != nil {
+				return err
+			}
 			if a == AccessNamespaceConsume {
 				return deny("list the topics of namespace " + ns)
 			}

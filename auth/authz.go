@@ -15,6 +15,12 @@ import (
 // ErrAuthorization is wrapped by every authorization denial.
 var ErrAuthorization = errors.New("not authorized")
 
+// ErrTenantNotFound refuses a route of a tenant that does not exist to a
+// role that is not a superuser: Pulsar answers it (404 "Tenant does not
+// exist") before it looks at the role's rights on the tenant, so a
+// tenant's existence is not secret.
+var ErrTenantNotFound = errors.New("tenant does not exist")
+
 // Actions a role can be granted on a namespace or topic.
 const (
 	ActionProduce   = "produce"
@@ -191,6 +197,18 @@ func (a *Authorizer) IsTenantAdmin(ctx context.Context, role, tenant string) (bo
 		return false, nil
 	}
 	return a.matches(ti.AdminRoles, role), nil
+}
+
+// tenantMustExist returns ErrTenantNotFound when tenant does not exist.
+func (a *Authorizer) tenantMustExist(ctx context.Context, tenant string) error {
+	ti, err := a.tenant(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	if ti == nil {
+		return ErrTenantNotFound
+	}
+	return nil
 }
 
 func (a *Authorizer) clusterAllowed(ti *tenantInfo) bool {

@@ -207,6 +207,10 @@ func (h *guarded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					WriteError(w, http.StatusForbidden, strings.TrimPrefix(err.Error(), auth.ErrAuthorization.Error()+": "))
 					return
 				}
+				if errors.Is(err, auth.ErrTenantNotFound) { // Pulsar's answer, before the role's rights
+					WriteError(w, http.StatusNotFound, "Tenant does not exist")
+					return
+				}
 				InternalError(w, h.g.Log, "authorization check", err)
 				return
 			}

@@ -106,16 +106,9 @@ var clientSuiteSkip = map[string]string{
 	"TestSendAsyncCouldTimeoutWhileReconnecting":   "starts apachepulsar/pulsar in Docker",
 	// Admin endpoints and answers of issue 33 item 1 (pulsaradmin's
 	// whole API), which are not there yet.
-	"TestUpdateDynamicConfiguration":                "dynamic broker configuration is missing (issue 33 item 1)",
-	"TestUpdateDynamicConfigurationWithCustomURL":   "dynamic broker configuration is missing (issue 33 item 1)",
-	"TestSetTopicAutoCreation":                      "namespace autoTopicCreation answers differ (issue 33 item 1)",
-	"TestNamespaces_SetSubscriptionExpirationTime":  "namespace policy answers differ (issue 33 item 1)",
-	"TestNamespaces_SetOffloadThresholdInSeconds":   "namespace policy answers differ (issue 33 item 1)",
-	"TestNamespaces_SetSchemaCompatibilityStrategy": "a non-admin's call on a missing tenant answers 403 where Pulsar answers 404 Tenant does not exist (issue 33 item 1)",
-	"TestNamespaces_SetMaxTopicsPerNamespace":       "maxTopicsPerNamespace is missing (issue 33 item 1)",
-	"TestNamespaces_BookieAffinityGroup":            "bookie affinity groups are missing (issue 33 item 1)",
-	"TestTopicStatsTimestamps":                      "topic stats lack the producer/consumer timestamps (issue 33 item 1)",
-	"TestPartitionedTopicStatsTimestamps":           "partitioned-topic stats lack the timestamps (issue 33 item 1)",
+	"TestNamespaces_BookieAffinityGroup":  "bookie affinity groups are missing (issue 33 item 1)",
+	"TestTopicStatsTimestamps":            "topic stats lack the producer/consumer timestamps (issue 33 item 1)",
+	"TestPartitionedTopicStatsTimestamps": "partitioned-topic stats lack the timestamps (issue 33 item 1)",
 }
 
 // clientSuiteRetry: tests tried up to three times, for races inside the
