@@ -1,5 +1,6 @@
 // Package perf is the load generator behind `magnetar perf produce` and
-// `magnetar perf consume`: pulsar-perf-like producers and consumers built
+// `magnetar perf consume` (NewCommand builds them; the binary only adds
+// it to its tree): pulsar-perf-like producers and consumers built
 // on Magnetar's full protocol client (package pulsarclient: batching,
 // compression, TLS, authentication, lookup redirects, reconnects), or with
 // --raw on a lean single-purpose protocol client (see Raw mode), with a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/admincli"
 	benchbookie "github.com/magnetar-mq/magnetar/bench/bookie"
+	"github.com/magnetar-mq/magnetar/bench/perf"
 	"github.com/magnetar-mq/magnetar/clientcli"
 	"github.com/magnetar-mq/magnetar/internal/version"
 	"github.com/magnetar-mq/magnetar/tokencli"
@@ -29,7 +30,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(
 		newStandaloneCmd(), newBrokerCmd(), newBookieCmd(), newProxyCmd(), newClusterCmd(),
 		newAutorecoveryCmd(), newFunctionsWorkerCmd(), newFunctionsInstanceCmd(),
-		admincli.NewCommand(), clientcli.NewCommand(), newPerfCmd(), tokencli.NewCommand(), newConfigCmd(),
+		admincli.NewCommand(), clientcli.NewCommand(), perf.NewCommand(), tokencli.NewCommand(), newConfigCmd(),
 		newShellCmd(), newBenchCmd(), newVersionCmd())
 	return root
 }

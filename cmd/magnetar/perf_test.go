@@ -49,13 +49,13 @@ func TestPerfProduceConsume(t *testing.T) {
 	}
 	consumed := make(chan result, 1)
 	go func() {
-		s, e, err := runPerfCmd(t, newPerfConsumeCmd(), append(common,
+		s, e, err := runPerfCmd(t, perf.NewConsumeCommand(), append(common,
 			"--subscription-position", "earliest", "--subscription-type", "shared",
 			"--num-consumers", "2", "--test-duration", "90s")...)
 		consumed <- result{s, e, err}
 	}()
 	reportDir := t.TempDir()
-	prod, prodErr, err := runPerfCmd(t, newPerfProduceCmd(), append(common,
+	prod, prodErr, err := runPerfCmd(t, perf.NewProduceCommand(), append(common,
 		"--rate", "5000", "--size", "200", "--num-producers", "2", "--batch-max-messages", "100", "--report", reportDir)...)
 	if err != nil {
 		t.Fatalf("perf produce: %v\nstderr:\n%s\nstandalone log:\n%s", err, prodErr, p.log())
@@ -102,18 +102,18 @@ func TestPerfFlagValidation(t *testing.T) {
 		{"--raw", "--payload-timestamp"},
 		{"--window", "-1s"},
 	} {
-		if _, _, err := runPerfCmd(t, newPerfProduceCmd(), args...); err == nil || !strings.Contains(err.Error(), "invalid configuration") {
+		if _, _, err := runPerfCmd(t, perf.NewProduceCommand(), args...); err == nil || !strings.Contains(err.Error(), "invalid configuration") {
 			t.Errorf("produce %v: err = %v", args, err)
 		}
 	}
-	if _, _, err := runPerfCmd(t, newPerfConsumeCmd(), "--num-consumers", "2"); err == nil || !strings.Contains(err.Error(), "exclusive") {
+	if _, _, err := runPerfCmd(t, perf.NewConsumeCommand(), "--num-consumers", "2"); err == nil || !strings.Contains(err.Error(), "exclusive") {
 		t.Errorf("consume with 2 exclusive consumers: err = %v", err)
 	}
 	for _, args := range [][]string{
 		{"--raw", "--compression", "lz4"},
 		{"--raw", "--service-url", "pulsar+ssl://127.0.0.1:6651"},
 	} {
-		if _, _, err := runPerfCmd(t, newPerfProduceCmd(), args...); err == nil || !strings.Contains(err.Error(), "invalid configuration") {
+		if _, _, err := runPerfCmd(t, perf.NewProduceCommand(), args...); err == nil || !strings.Contains(err.Error(), "invalid configuration") {
 			t.Errorf("produce %v: err = %v", args, err)
 		}
 	}
@@ -123,7 +123,7 @@ func TestPerfFlagValidation(t *testing.T) {
 		{"--raw", "--ack-mode", "cumulative", "--subscription-type", "key_shared"},
 		{"--raw", "--service-url", "pulsar+ssl://127.0.0.1:6651"},
 	} {
-		if _, _, err := runPerfCmd(t, newPerfConsumeCmd(), args...); err == nil || !strings.Contains(err.Error(), "invalid configuration") {
+		if _, _, err := runPerfCmd(t, perf.NewConsumeCommand(), args...); err == nil || !strings.Contains(err.Error(), "invalid configuration") {
 			t.Errorf("consume %v: err = %v", args, err)
 		}
 	}
@@ -205,16 +205,16 @@ func TestPerfRawInterop(t *testing.T) {
 
 	// Raw producers on a partitioned topic (one per partition and
 	// --num-producers), read back by a raw consumer and by the client.
-	prod := run(newPerfProduceCmd(), "raw produce", "--raw", "--topic", "raw-a", "--partitions", "2", "--admin-url", p.http,
+	prod := run(perf.NewProduceCommand(), "raw produce", "--raw", "--topic", "raw-a", "--partitions", "2", "--admin-url", p.http,
 		"--size", "200", "--num-producers", "2", "--batch-max-messages", "500", "--max-pending", "2000")
 	check("raw produce", prod, "produce", 200)
 	if prod.Latency.P50 <= 0 || prod.Latency.P99 < prod.Latency.P50 {
 		t.Fatalf("raw produce latency = %+v", prod.Latency)
 	}
-	cons := run(newPerfConsumeCmd(), "raw consume", "--raw", "--topic", "raw-a", "--subscription-name", "raw-sub",
+	cons := run(perf.NewConsumeCommand(), "raw consume", "--raw", "--topic", "raw-a", "--subscription-name", "raw-sub",
 		"--subscription-position", "earliest", "--test-duration", "120s", "--receiver-queue-size", "2000")
 	check("raw consume of raw", cons, "consume", 200)
-	cons = run(newPerfConsumeCmd(), "client consume", "--topic", "raw-a", "--subscription-name", "go-sub",
+	cons = run(perf.NewConsumeCommand(), "client consume", "--topic", "raw-a", "--subscription-name", "go-sub",
 		"--subscription-position", "earliest", "--test-duration", "120s", "--ack-mode", "cumulative")
 	check("client consume of raw", cons, "consume", 200)
 	waitBacklogZero(t, p.http, "raw-sub", "raw-a-partition-0", "raw-a-partition-1")
@@ -222,33 +222,10 @@ func TestPerfRawInterop(t *testing.T) {
 
 	// Client-produced batches, read by two raw consumers on a shared
 	// subscription (individual acks).
-	prod = run(newPerfProduceCmd(), "client produce", "--topic", "raw-b", "--size", "300", "--batch-max-messages", "100")
+	prod = run(perf.NewProduceCommand(), "client produce", "--topic", "raw-b", "--size", "300", "--batch-max-messages", "100")
 	check("client produce", prod, "produce", 300)
-	cons = run(newPerfConsumeCmd(), "raw shared consume", "--raw", "--topic", "raw-b", "--subscription-name", "shared-sub",
+	cons = run(perf.NewConsumeCommand(), "raw shared consume", "--raw", "--topic", "raw-b", "--subscription-name", "shared-sub",
 		"--subscription-type", "shared", "--num-consumers", "2", "--subscription-position", "earliest", "--test-duration", "120s")
 	check("raw consume of client", cons, "consume", 300)
 	waitBacklogZero(t, p.http, "shared-sub", "raw-b")
-}
-
-// TestPerfReportHidesCredentials checks that neither the command line nor
-// the settings a report shows carry the value of --auth-params.
-func TestPerfReportHidesCredentials(t *testing.T) {
-	got := redactedCommand([]string{"magnetar", "perf", "produce", "--auth-params", "token:SECRET", "--auth-params=file:///SECRET", "--rate", "5"})
-	if strings.Contains(got, "SECRET") || !strings.Contains(got, "--rate 5") {
-		t.Fatalf("redactedCommand = %q", got)
-	}
-	cmd := newPerfProduceCmd()
-	if err := cmd.Flags().Parse([]string{"--auth-plugin", "token", "--auth-params", "token:SECRET", "--rate", "7"}); err != nil {
-		t.Fatal(err)
-	}
-	var rate bool
-	for _, kv := range perfSettings(cmd) {
-		if strings.Contains(kv.Value, "SECRET") {
-			t.Fatalf("setting %s = %q", kv.Key, kv.Value)
-		}
-		rate = rate || (kv.Key == "--rate" && kv.Value == "7")
-	}
-	if !rate {
-		t.Fatal("--rate 7 not among the settings")
-	}
 }

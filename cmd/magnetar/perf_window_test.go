@@ -22,11 +22,11 @@ func TestPerfWindowsPayloadTimestamp(t *testing.T) {
 	}
 	consumed := make(chan result, 1)
 	go func() {
-		s, e, err := runPerfCmd(t, newPerfConsumeCmd(), append(common,
+		s, e, err := runPerfCmd(t, perf.NewConsumeCommand(), append(common,
 			"--subscription-position", "earliest", "--payload-timestamp", "--test-duration", "90s")...)
 		consumed <- result{s, e, err}
 	}()
-	prod, prodErr, err := runPerfCmd(t, newPerfProduceCmd(), append(common,
+	prod, prodErr, err := runPerfCmd(t, perf.NewProduceCommand(), append(common,
 		"--rate", "2000", "--size", "200", "--payload-timestamp")...)
 	if err != nil {
 		t.Fatalf("perf produce: %v\nstderr:\n%s\nstandalone log:\n%s", err, prodErr, p.log())

@@ -1,4 +1,7 @@
-package main
+package perf
+
+// `magnetar perf produce|consume`: the command line of the load
+// generator (the binary only adds NewCommand to its tree).
 
 import (
 	"context"
@@ -6,14 +9,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/pprof"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/magnetar-mq/magnetar/bench/perf"
 	"github.com/magnetar-mq/magnetar/bench/report"
 )
 
@@ -25,17 +29,17 @@ type perfOutput struct {
 	reportDir  string
 }
 
-// newPerfCmd builds `magnetar perf`.
-func newPerfCmd() *cobra.Command {
+// NewCommand builds `magnetar perf` with produce and consume.
+func NewCommand() *cobra.Command {
 	perfCmd := &cobra.Command{
 		Use:   "perf",
 		Short: "Load generator over the Pulsar protocol (like pulsar-perf)",
 	}
-	perfCmd.AddCommand(newPerfProduceCmd(), newPerfConsumeCmd())
+	perfCmd.AddCommand(NewProduceCommand(), NewConsumeCommand())
 	return perfCmd
 }
 
-func addCommonFlags(fl *pflag.FlagSet, c *perf.Common, out *perfOutput) {
+func addCommonFlags(fl *pflag.FlagSet, c *Common, out *perfOutput) {
 	fl.StringVar(&c.ServiceURL, "service-url", "pulsar://127.0.0.1:6650", "Pulsar service URL")
 	fl.StringSliceVar(&c.Topics, "topic", []string{"perf-topic"}, "topic(s), comma-separated or repeated")
 	fl.IntVar(&c.Partitions, "partitions", 0, "create each topic as partitioned with this many partitions (needs --admin-url)")
@@ -54,8 +58,9 @@ func addCommonFlags(fl *pflag.FlagSet, c *perf.Common, out *perfOutput) {
 	fl.MarkHidden("cpuprofile")
 }
 
-func newPerfProduceCmd() *cobra.Command {
-	var cfg perf.ProduceConfig
+// NewProduceCommand builds `magnetar perf produce`.
+func NewProduceCommand() *cobra.Command {
+	var cfg ProduceConfig
 	var out perfOutput
 	var raw bool
 	cmd := &cobra.Command{
@@ -70,11 +75,11 @@ no reconnect, one connection per producer. --memory-limit and --compression
 do not apply to --raw.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runPerf(cmd, &cfg.Common, out, func(ctx context.Context) (perf.Summary, error) {
+			return runPerf(cmd, &cfg.Common, out, func(ctx context.Context) (Summary, error) {
 				if raw {
-					return perf.RawProduce(ctx, cfg)
+					return RawProduce(ctx, cfg)
 				}
-				return perf.Produce(ctx, cfg)
+				return Produce(ctx, cfg)
 			})
 		},
 	}
@@ -95,8 +100,9 @@ do not apply to --raw.`,
 	return cmd
 }
 
-func newPerfConsumeCmd() *cobra.Command {
-	var cfg perf.ConsumeConfig
+// NewConsumeCommand builds `magnetar perf consume`.
+func NewConsumeCommand() *cobra.Command {
+	var cfg ConsumeConfig
 	var out perfOutput
 	var raw bool
 	cmd := &cobra.Command{
@@ -110,11 +116,11 @@ every message of a batch walked, permits refilled at half the receiver queue,
 acks per entry; no decompression, no reconnect, one connection per consumer.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runPerf(cmd, &cfg.Common, out, func(ctx context.Context) (perf.Summary, error) {
+			return runPerf(cmd, &cfg.Common, out, func(ctx context.Context) (Summary, error) {
 				if raw {
-					return perf.RawConsume(ctx, cfg, nil)
+					return RawConsume(ctx, cfg, nil)
 				}
-				return perf.Consume(ctx, cfg, nil)
+				return Consume(ctx, cfg, nil)
 			})
 		},
 	}
@@ -134,9 +140,12 @@ acks per entry; no decompression, no reconnect, one connection per consumer.`,
 
 // runPerf wires signals, progress output, the optional client CPU profile
 // and the summary printing around one run.
-func runPerf(cmd *cobra.Command, c *perf.Common, out perfOutput, run func(context.Context) (perf.Summary, error)) error {
+func runPerf(cmd *cobra.Command, c *Common, out perfOutput, run func(context.Context) (Summary, error)) error {
 	ctx := cmd.Context()
-	ctx, stop := signalContext(ctx)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if !out.quiet {
 		c.Progress = cmd.ErrOrStderr()
@@ -159,7 +168,7 @@ func runPerf(cmd *cobra.Command, c *perf.Common, out perfOutput, run func(contex
 		return err
 	}
 	if out.reportDir != "" {
-		rep := perf.Report(sum, perfSettings(cmd), machine, redactedCommand(os.Args), started, time.Now())
+		rep := Report(sum, perfSettings(cmd), machine, redactedCommand(os.Args), started, time.Now())
 		p, err := rep.Write(out.reportDir)
 		if err != nil {
 			return err
@@ -206,7 +215,7 @@ func perfSettings(cmd *cobra.Command) []report.KV {
 	return kv
 }
 
-func printSummary(stdout, stderr io.Writer, sum perf.Summary, asJSON bool) error {
+func printSummary(stdout, stderr io.Writer, sum Summary, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		return enc.Encode(sum)
