@@ -272,6 +272,12 @@ func (a *API) httpPartitionedStats(w http.ResponseWriter, r *http.Request, p par
 		agg.BacklogSize += st.BacklogSize
 		agg.MsgBacklog += st.MsgBacklog
 		agg.PublishRateLimitedTimes += st.PublishRateLimitedTimes
+		// The partitioned topic was created with its first partition
+		// and last published to with its latest.
+		if c := st.TopicCreationTimeStamp; c > 0 && (agg.TopicCreationTimeStamp == 0 || c < agg.TopicCreationTimeStamp) {
+			agg.TopicCreationTimeStamp = c
+		}
+		agg.LastPublishTimeStamp = max(agg.LastPublishTimeStamp, st.LastPublishTimeStamp)
 		agg.WaitingPublishers += st.WaitingPublishers
 		agg.BacklogQuotaLimitSize, agg.BacklogQuotaLimitTime, agg.LastOffloadLedgerID = st.BacklogQuotaLimitSize, st.BacklogQuotaLimitTime, st.LastOffloadLedgerID
 		if e := st.EarliestMsgPublishTimeInBacklogs; e > 0 && (agg.EarliestMsgPublishTimeInBacklogs == 0 || e < agg.EarliestMsgPublishTimeInBacklogs) {

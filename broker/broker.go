@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -505,10 +506,12 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 		}
 		return t, nil
 	}
-	exists, err := b.deps.Metadata.Exists(ctx, topicKey(tn))
-	if err != nil {
+	node, _, err := b.deps.Metadata.Get(ctx, topicKey(tn))
+	exists := err == nil
+	if err != nil && !errors.Is(err, metadata.ErrNotFound) {
 		return nil, err
 	}
+	created := topicNodeCreated(node)
 	if !exists {
 		// A partition of a partitioned topic exists with it, as in
 		// Pulsar (which creates them with it): loading one creates it.
@@ -518,7 +521,9 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 		if err := b.checkTopicQuota(ctx, tn, 1); err != nil {
 			return nil, err
 		}
-		if _, err := b.deps.Metadata.Put(ctx, topicKey(tn), nil, metadata.NotExists); err != nil && !errors.Is(err, metadata.ErrExists) {
+		created = time.Now().UnixMilli()
+		data, _ := encodeTopicNode(nil, created)
+		if _, err := b.deps.Metadata.Put(ctx, topicKey(tn), data, metadata.NotExists); err != nil && !errors.Is(err, metadata.ErrExists) {
 			return nil, err
 		}
 	}
@@ -528,6 +533,7 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 	}
 	t := newTopic(b, tn, ml, pol)
 	t.bundleKey = bundleKey
+	t.created = created
 	b.applyOffload(t)
 	if b.cfg.Deduplication || pol.Deduplication {
 		if err := t.recoverDedup(b.cfg.DedupRecoveryEntries); err != nil {

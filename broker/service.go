@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -280,7 +281,7 @@ func (b *Broker) CreateTopic(ctx context.Context, topic string) error {
 // props with it (non-persistent topics take none: ErrPreconditionFailed;
 // topic_properties.go).
 func (b *Broker) CreateTopicWithProperties(ctx context.Context, topic string, props map[string]string) error {
-	data, err := encodeTopicNode(props)
+	data, err := encodeTopicNode(props, time.Now().UnixMilli())
 	if err != nil {
 		return err
 	}

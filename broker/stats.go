@@ -214,6 +214,11 @@ type TopicStats struct {
 	DelayedMessageIndexSizeInBytes                   int64                        `json:"delayedMessageIndexSizeInBytes"`
 	Compaction                                       CompactionStats              `json:"compaction"`
 	OwnerBroker                                      string                       `json:"ownerBroker"`
+	// TopicCreationTimeStamp is when the topic was created (unix ms;
+	// a non-persistent topic: loaded), LastPublishTimeStamp when a
+	// message was last stored (0: never), as Pulsar's (PIP-431).
+	TopicCreationTimeStamp int64 `json:"topicCreationTimeStamp"`
+	LastPublishTimeStamp   int64 `json:"lastPublishTimeStamp"`
 }
 
 // stats collects the topic's TopicStats.
@@ -251,6 +256,14 @@ func (t *topic) statsOpts(earliest bool) TopicStats {
 	if t.dedupEnabled() {
 		st.DeduplicationStatus = "Enabled"
 	}
+	st.TopicCreationTimeStamp = t.created
+	if !t.persistent() {
+		st.TopicCreationTimeStamp = t.loadedAt.UnixMilli()
+	}
+	if earliest {
+		recoverLastPublish(t)
+	}
+	st.LastPublishTimeStamp = t.lastPublish.Load()
 	if msgs > 0 {
 		st.AverageMsgSize = float64(bytes) / float64(msgs)
 	}
@@ -351,4 +364,25 @@ func earliestInBacklog(t *topic, s *subscription) int64 {
 		return 0
 	}
 	return pt
+}
+
+// recoverLastPublish sets lastPublish, once per load, to the publish time
+// of the topic's last entry when nothing was stored since the load (a
+// storage read: the admin API's stats only).
+func recoverLastPublish(t *topic) {
+	if !t.persistent() || t.lastPublish.Load() != 0 || t.pubRecovered.Swap(true) {
+		return
+	}
+	pos, ok := t.ml.LastConfirmed()
+	if !ok {
+		return
+	}
+	data, err := t.ml.ReadEntry(pos)
+	if err != nil {
+		t.pubRecovered.Store(false) // try again on the next stats
+		return
+	}
+	if pt, err := entryPublishTime(data); err == nil && pt > 0 {
+		t.lastPublish.CompareAndSwap(0, pt)
+	}
 }

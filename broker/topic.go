@@ -81,6 +81,13 @@ type topic struct {
 	bytesIn  atomic.Int64
 	inWin    rateWindow // stats.go
 	loadedAt time.Time
+	// created is when the persistent topic was created (its node,
+	// unix ms; 0: not known); lastPublish when a message was last
+	// stored (unix ms; recovered from the last entry by the first
+	// stats after a load: pubRecovered).
+	created      int64
+	lastPublish  atomic.Int64
+	pubRecovered atomic.Bool
 
 	// limits are the limits a feature put on the topic (limits.go).
 	limits topicLimits
@@ -358,6 +365,7 @@ func (t *topic) countIn(p *producer, numMsgs, size int) {
 	p.bytesIn.Add(int64(size))
 	t.msgIn.Add(int64(numMsgs))
 	t.bytesIn.Add(int64(size))
+	t.lastPublish.Store(time.Now().UnixMilli())
 }
 
 // stopPublishing refuses new adds and waits (at most d) for the adds in

@@ -20,13 +20,17 @@ import (
 const MaxTopicPropertiesBytes = 64 << 10
 
 // topicNode is the data of a persistent topic's node (empty: no
-// properties).
+// properties, and a topic created before the node kept its creation
+// time).
 type topicNode struct {
 	Properties map[string]string `json:"properties,omitempty"`
+	// Created is when the topic was created (unix ms; 0: not known),
+	// its stats' topicCreationTimeStamp.
+	Created int64 `json:"created,omitempty"`
 }
 
-func encodeTopicNode(props map[string]string) ([]byte, error) {
-	if len(props) == 0 {
+func encodeTopicNode(props map[string]string, created int64) ([]byte, error) {
+	if len(props) == 0 && created == 0 {
 		return nil, nil
 	}
 	for k := range props {
@@ -34,7 +38,7 @@ func encodeTopicNode(props map[string]string) ([]byte, error) {
 			return nil, reason(ErrPreconditionFailed, "Topic property keys must not be empty")
 		}
 	}
-	b, err := json.Marshal(topicNode{Properties: props})
+	b, err := json.Marshal(topicNode{Properties: props, Created: created})
 	if err != nil {
 		return nil, err
 	}
@@ -42,6 +46,16 @@ func encodeTopicNode(props map[string]string) ([]byte, error) {
 		return nil, reason(ErrPreconditionFailed, fmt.Sprintf("Topic properties are %d bytes, above the limit of %d", len(b), MaxTopicPropertiesBytes))
 	}
 	return b, nil
+}
+
+// topicNodeCreated is the creation time a topic node records (0: none,
+// or a node it cannot read; decodeTopicNode reports that).
+func topicNodeCreated(b []byte) int64 {
+	var n topicNode
+	if len(b) == 0 || json.Unmarshal(b, &n) != nil {
+		return 0
+	}
+	return n.Created
 }
 
 func decodeTopicNode(b []byte) (map[string]string, error) {
@@ -124,7 +138,7 @@ func (b *Broker) UpdateTopicProperties(ctx context.Context, topic string, set ma
 				return err
 			}
 			m.Properties = merge(m.Properties)
-			if _, err := encodeTopicNode(m.Properties); err != nil {
+			if _, err := encodeTopicNode(m.Properties, 0); err != nil {
 				return err
 			}
 			if len(m.Properties) == 0 {
@@ -147,7 +161,7 @@ func (b *Broker) UpdateTopicProperties(ctx context.Context, topic string, set ma
 			if err != nil {
 				return err
 			}
-			if data, err = encodeTopicNode(merge(props)); err != nil {
+			if data, err = encodeTopicNode(merge(props), topicNodeCreated(old)); err != nil {
 				return err
 			}
 			ver = v

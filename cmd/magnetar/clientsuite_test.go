@@ -106,9 +106,7 @@ var clientSuiteSkip = map[string]string{
 	"TestSendAsyncCouldTimeoutWhileReconnecting":   "starts apachepulsar/pulsar in Docker",
 	// Admin endpoints and answers of issue 33 item 1 (pulsaradmin's
 	// whole API), which are not there yet.
-	"TestNamespaces_BookieAffinityGroup":  "bookie affinity groups are missing (issue 33 item 1)",
-	"TestTopicStatsTimestamps":            "topic stats lack the producer/consumer timestamps (issue 33 item 1)",
-	"TestPartitionedTopicStatsTimestamps": "partitioned-topic stats lack the timestamps (issue 33 item 1)",
+	"TestNamespaces_BookieAffinityGroup": "bookie affinity groups are missing (issue 33 item 1)",
 }
 
 // clientSuiteRetry: tests tried up to three times, for races inside the
