@@ -18,8 +18,10 @@ import (
 //
 // The groups name groups of the bookies' rack information (package
 // ledger, RackInfoPath); new ledgers of the namespace's topics are placed
-// by them (docs/policies.md). GET of a namespace without one answers 404
-// "bookie-affinity group does not exist", as Pulsar.
+// by them (docs/policies.md). GET of a namespace without one answers 204
+// with no body (pulsaradmin: nil), as Pulsar answers its null for a
+// namespace whose local policies hold no group; DELETE of a group that is
+// not set is done (204).
 
 func (a *API) registerBookieAffinityRoutes(rt routeTable) {
 	const p = "/admin/v2/namespaces/{tenant}/{ns}/persistence/bookieAffinity"
@@ -30,11 +32,7 @@ func (a *API) registerBookieAffinityRoutes(rt routeTable) {
 				a.serviceError(w, err)
 				return
 			}
-			if pol.BookieAffinityGroup == nil {
-				writeError(w, http.StatusNotFound, "bookie-affinity group does not exist")
-				return
-			}
-			writeJSON(w, http.StatusOK, pol.BookieAffinityGroup)
+			writePolicyValue(w, pol.BookieAffinityGroup)
 		})})
 	rt.Add(httpapi.Route{Method: "POST", Pattern: p, Access: auth.AccessSuperUser, Request: policy.BookieAffinityGroup{},
 		Handler: a.onNamespace(func(w http.ResponseWriter, r *http.Request, ns string) {
