@@ -106,7 +106,7 @@ var clientSuiteSkip = map[string]string{
 	"TestSendAsyncCouldTimeoutWhileReconnecting":   "starts apachepulsar/pulsar in Docker",
 	// Admin endpoints and answers of issue 33 item 1 (pulsaradmin's
 	// whole API), which are not there yet.
-	"TestNamespaces_BookieAffinityGroup": "bookie affinity groups are missing (issue 33 item 1)",
+
 }
 
 // clientSuiteRetry: tests tried up to three times, for races inside the
