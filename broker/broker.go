@@ -536,13 +536,17 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 	t.created = created
 	b.applyOffload(t)
 	if b.cfg.Deduplication || pol.Deduplication {
-		if err := t.recoverDedup(b.cfg.DedupRecoveryEntries); err != nil {
+		if err := t.recoverDedup(ctx, b.ext.dedup, b.cfg.DedupRecoveryEntries); err != nil {
+			if b.ext.dedup != nil {
+				t.closeAll(false)
+				return nil, fmt.Errorf("broker: recover deduplication state of %s: %w", tn, err)
+			}
 			b.log.Warn("dedup state recovery", "topic", tn.String(), "err", err)
 		}
 	}
 	for _, name := range ml.CursorNames() {
-		if strings.HasPrefix(name, ReplicatorPrefix+".") {
-			continue // a replicator's, not a subscription
+		if strings.HasPrefix(name, ReplicatorPrefix+".") || b.ext.dedup != nil && name == b.ext.dedup.DedupCursor() {
+			continue // a replicator's or the dedup snapshots', not a subscription
 		}
 		if err := t.loadSubscription(name); err != nil {
 			t.closeAll(false)

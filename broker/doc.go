@@ -295,8 +295,9 @@
 // # Deviations and limits
 //
 //   - Deduplication state (last sequence id per producer name) is kept in
-//     memory and rebuilt at topic load from the last DedupRecoveryEntries
-//     entries only (Pulsar snapshots it; Magnetar does not yet).
+//     memory and rebuilt at topic load by the DedupRecovery feature
+//     (package dedupsnap: Pulsar's snapshots in the pulsar.dedup cursor),
+//     or without one from the last DedupRecoveryEntries entries.
 //   - Topic compaction and read_compacted: package compact (a feature),
 //     docs/compaction.md. Schemas: package schemareg (a feature),
 //     docs/schema.md.

@@ -22,7 +22,7 @@ import (
 // BundleObserver, Lifecycle, CompactedReads, TopicPinner,
 // InternalStatsSource, SystemSubscriptions, PolicyWatcher and
 // CursorObserver (limits.go), StoreObserver, PolicyObserver,
-// TopicStatsSource and ReplicatedSubscriptions;
+// TopicStatsSource, ReplicatedSubscriptions and DedupRecovery;
 // Use finds them by type assertion, once, and registers every one it
 // finds: a PublishInterceptor meant for single entries (Entry.Attach)
 // must be a type of its own, or it is registered broker-wide too.
@@ -214,6 +214,20 @@ type SystemSubscriptions interface {
 	SystemSubscriptions() []string
 }
 
+// DedupRecovery rebuilds a persistent topic's deduplication state at
+// load (the deduplication snapshots, package dedupsnap); without one the
+// core reads the last Config.DedupRecoveryEntries entries.
+type DedupRecovery interface {
+	// DedupCursor names the cursor the feature keeps on every
+	// deduplicating topic: the core loads no subscription for it.
+	DedupCursor() string
+	// RecoverDedup runs while a deduplicating t loads, before its
+	// subscriptions load and anyone can publish, and returns the highest
+	// stored sequence id per producer name. It may do storage I/O. An
+	// error fails the load (the client retries).
+	RecoverDedup(ctx context.Context, t Topic) (map[string]uint64, error)
+}
+
 // StoreObserver hears that an entry was stored on a persistent topic: a
 // producer's (marker false, unless it is a marker a replicator producer
 // brought) or one a feature appended (Topic.Append: marker true). It runs
@@ -320,6 +334,7 @@ type extensions struct {
 	policyObs  []PolicyObserver
 	topicStats []TopicStatsSource
 	replSubs   ReplicatedSubscriptions
+	dedup      DedupRecovery
 	// topicSlots and subSlots count the slots handed out.
 	topicSlots, subSlots int
 }
@@ -398,6 +413,7 @@ func (b *Broker) Use(f Feature) error {
 	collect(f, &x.policyObs)
 	collect(f, &x.topicStats)
 	setOne(f, &x.replSubs)
+	setOne(f, &x.dedup)
 	collect(f, &x.lifecycle)
 	return nil
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -571,9 +572,22 @@ func (t *topic) isClosed() bool {
 // markUnloading claims the unload of t; false if another unload has it.
 func (t *topic) markUnloading() bool { return t.unloading.CompareAndSwap(false, true) }
 
-// recoverDedup rebuilds the per-producer highest sequence ids from the
-// last n entries.
-func (t *topic) recoverDedup(n int) error {
+// recoverDedup rebuilds the per-producer highest sequence ids: from r
+// (the snapshot feature) if there is one, else from the last n entries.
+func (t *topic) recoverDedup(ctx context.Context, r DedupRecovery, n int) error {
+	if r != nil {
+		state, err := r.RecoverDedup(ctx, Topic{t})
+		if err != nil {
+			return err
+		}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		for name, highest := range state {
+			t.mu.dedup[name] = highest
+			t.persistedSeq.Store(name, highest)
+		}
+		return nil
+	}
 	tail, err := t.ml.TailEntries(n)
 	if err != nil {
 		return err

@@ -129,6 +129,11 @@ type DeliveryDefaults struct {
 	// brokerDeduplicationSnapshotIntervalSeconds (0 or less: no timed
 	// snapshots; Pulsar's default is 120, the zero value is not).
 	DedupSnapshotIntervalSeconds int
+	// DedupEntriesInterval is brokerDeduplicationEntriesInterval: a
+	// deduplication snapshot every this many stored entries (0 or less:
+	// after every entry; Pulsar's default is 1000). Not a policy: the
+	// broker's value only (package dedupsnap).
+	DedupEntriesInterval int
 }
 
 // ResolvedDelivery are the resolved values, embedded into Resolved.

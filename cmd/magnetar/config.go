@@ -173,6 +173,7 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.IntVar(&s.delivery.MaxSubscriptionsPerTopic, "max-subscriptions-per-topic", 0, "most subscriptions per topic (maxSubscriptionsPerTopic; 0: unlimited)")
 	fl.IntVar(&s.delivery.MaxTopicsPerNamespace, "max-topics-per-namespace", 0, "most topics per namespace, partitions counted (maxTopicsPerNamespace; 0: unlimited)")
 	fl.BoolVar(&s.dedup, "dedup", false, "drop re-sent messages by producer name and sequence id")
+	fl.IntVar(&s.delivery.DedupEntriesInterval, "dedup-entries-interval", 1000, "stored entries between deduplication snapshots of a topic (brokerDeduplicationEntriesInterval; 0 or less: after every entry)")
 	fl.IntVar(&s.delivery.DedupSnapshotIntervalSeconds, "dedup-snapshot-interval", 120, "seconds between deduplication snapshots of a topic, unless its namespace or topic policy deduplicationSnapshotInterval says otherwise (brokerDeduplicationSnapshotIntervalSeconds; 0 or less: no timed snapshots)")
 	fl.Int64Var(&s.delivery.CompactionThreshold, "compaction-threshold", 0, "compact a topic once its backlog not yet compacted passes this many bytes (brokerServiceCompactionThresholdInBytes; 0: never)")
 	fl.StringVar(&s.statusFile, "status-file", "", "GET /status.html answers OK only while this file exists (Pulsar's statusFilePath; empty: the page is always 404, as in Pulsar)")
@@ -363,6 +364,7 @@ var brokerKeys = append([]conf.Key{
 	{Names: []string{"maxMessageSize"}, Flag: "max-message-size", Convert: messageSize, Doc: "bytes"},
 	{Names: []string{"brokerDeduplicationEnabled"}, Flag: "dedup"},
 	{Names: []string{"brokerDeduplicationSnapshotIntervalSeconds"}, Flag: "dedup-snapshot-interval"},
+	{Names: []string{"brokerDeduplicationEntriesInterval"}, Flag: "dedup-entries-interval"},
 	{Names: []string{"allowAutoTopicCreation"}, Flag: "allow-auto-topic-creation"},
 	{Names: []string{"allowAutoSubscriptionCreation"}, Flag: "allow-auto-subscription-creation"},
 	{Names: []string{"maxSubscriptionsPerTopic"}, Flag: "max-subscriptions-per-topic", Convert: negativeIsZero},
@@ -418,7 +420,6 @@ var brokerFixed = []conf.Fixed{
 // brokerIgnored: Pulsar keys whose behaviour Magnetar has built in.
 var brokerIgnored = []string{
 	"acknowledgmentAtBatchIndexLevelEnabled",  // batch-index acks are always honoured
-	"brokerDeduplicationEntriesInterval",      // dedup state is rebuilt from the log tail
 	"managedLedgerDefaultMarkDeleteRateLimit", // mark-deletes are batched by the cursor
 	"clientLibraryVersionCheckEnabled",        // every client version is accepted
 	"loadBalancerEnabled",                     // a cluster's load manager always runs

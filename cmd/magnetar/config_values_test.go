@@ -427,8 +427,12 @@ func configValueRows() []cvRow {
 			magnetar: "0 or negative (admits no message) and values above Pulsar's maximum are refused",
 			cases:    []cvCase{refused("0", "must be positive"), refused("2147483647", "out of range"), plain("maxMessageSize", "1048576")}},
 		none(sBroker, "brokerDeduplicationEnabled", "true"),
+		cvRow{section: sBroker, key: "brokerDeduplicationEntriesInterval", pulsar: "0 or negative: a snapshot after every stored entry (the counter is compared with >=)",
+			magnetar: "the same (kept as given)",
+			cases: []cvCase{{value: "0", check: flagIs("dedup-entries-interval", "0")}, {value: "-3", check: flagIs("dedup-entries-interval", "-3")},
+				plain("brokerDeduplicationEntriesInterval", "500")}},
 		cvRow{section: sBroker, key: "brokerDeduplicationSnapshotIntervalSeconds", pulsar: "0 or negative: no timed deduplication snapshots",
-			magnetar: "the same (kept as given: the applied deduplicationSnapshotInterval of a topic without a namespace or topic value)",
+			magnetar: "the same (the applied deduplicationSnapshotInterval of a topic without a namespace or topic value)",
 			cases: []cvCase{{value: "0", check: flagIs("dedup-snapshot-interval", "0")}, {value: "-1", check: flagIs("dedup-snapshot-interval", "-1")},
 				plain("brokerDeduplicationSnapshotIntervalSeconds", "60")}},
 		none(sBroker, "allowAutoTopicCreation", "false"),
@@ -543,7 +547,6 @@ func configValueRows() []cvRow {
 	)
 	for _, k := range []struct{ key, why string }{
 		{"acknowledgmentAtBatchIndexLevelEnabled", "batch-index acknowledgements are always honoured"},
-		{"brokerDeduplicationEntriesInterval", "deduplication state is rebuilt from the log tail"},
 		{"managedLedgerDefaultMarkDeleteRateLimit", "mark-deletes are batched by the cursor"},
 		{"clientLibraryVersionCheckEnabled", "every client version is accepted"},
 		{"loadBalancerEnabled", "a cluster's load manager always runs"},

@@ -64,6 +64,8 @@ var allowed = map[string][]string{
 	"ratelimit": {},
 	// compact: topic compaction and read_compacted subscriptions.
 	"compact": {"broker", "mledger", "protocol", "internal/codec"},
+	// dedupsnap: deduplication snapshots in the pulsar.dedup cursor.
+	"dedupsnap": {"broker", "mledger", "protocol"},
 	// georep: geo-replication (replicators, replicated subscriptions).
 	"georep": {"broker", "mledger", "policy", "protocol", "pulsarclient"},
 	// txn/server: a broker's transactions (coordinators served, the
@@ -115,7 +117,7 @@ var allowed = map[string][]string{
 	// bookie, ledger client, managed ledgers, broker, features, admin,
 	// console, function worker) that cmd/magnetar and magnetartest share;
 	// only they import it (TestWiringImporters).
-	"internal/stack": {"internal", "admin", "auth", "bookie", "broker", "compact", "console", "enforcement", "entrymeta", "functions", "georep", "isolation", "ledger", "metadata", "mledger", "offload", "packages", "schemareg", "txn/server", "dynconfig", "cluster"},
+	"internal/stack": {"internal", "admin", "auth", "bookie", "broker", "compact", "console", "dedupsnap", "enforcement", "entrymeta", "functions", "georep", "isolation", "ledger", "metadata", "mledger", "offload", "packages", "schemareg", "txn/server", "dynconfig", "cluster"},
 	// magnetartest: the in-process standalone for Go tests (imports
 	// testing; only tests import it, TestTestKitsOnlyInTests).
 	"magnetartest": {"internal/stack", "auth", "broker", "functions"},

@@ -17,6 +17,7 @@ import (
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/compact"
 	"github.com/magnetar-mq/magnetar/console"
+	"github.com/magnetar-mq/magnetar/dedupsnap"
 	"github.com/magnetar-mq/magnetar/dynconfig"
 	"github.com/magnetar-mq/magnetar/enforcement"
 	"github.com/magnetar-mq/magnetar/entrymeta"
@@ -246,6 +247,9 @@ type enabled struct {
 func (f Features) enable(b *broker.Broker) (enabled, error) {
 	var e enabled
 	if _, err := enforcement.Enable(b); err != nil {
+		return e, err
+	}
+	if _, err := dedupsnap.Enable(b); err != nil {
 		return e, err
 	}
 	if _, err := entrymeta.Enable(b, f.EntryMetadata); err != nil {
