@@ -15,6 +15,7 @@ import (
 	"github.com/magnetar-mq/magnetar/clientcli"
 	"github.com/magnetar-mq/magnetar/internal/version"
 	"github.com/magnetar-mq/magnetar/tokencli"
+	"github.com/magnetar-mq/magnetar/tools/shell"
 )
 
 // newRootCmd builds the magnetar command with all its subcommands.
@@ -31,20 +32,8 @@ func newRootCmd() *cobra.Command {
 		newStandaloneCmd(), newBrokerCmd(), newBookieCmd(), newProxyCmd(), newClusterCmd(),
 		newAutorecoveryCmd(), newFunctionsWorkerCmd(), newFunctionsInstanceCmd(),
 		admincli.NewCommand(), clientcli.NewCommand(), perf.NewCommand(), tokencli.NewCommand(), newConfigCmd(),
-		newShellCmd(), newBenchCmd(), newVersionCmd())
+		shell.NewCommand(func() shell.Opener { return &shellCluster{} }), newBenchCmd(), newVersionCmd())
 	return root
-}
-
-// newShellCmd groups the ops tools on bookies and ledgers.
-func newShellCmd() *cobra.Command {
-	c := &cobra.Command{
-		Use:   "shell",
-		Short: "Ops tools on bookie directories and ledgers",
-	}
-	c.AddCommand(readJournalCmd(), readEntryLogCmd(), rebuildIndexCmd(), ledgerStatsCmd(),
-		listBookiesCmd(), listLedgersCmd(), ledgerMetadataCmd(), readLedgerCmd(),
-		listUnderReplicatedCmd(), recoverCmd(), decommissionCmd(), bookieSanityCmd(), simpleTestCmd())
-	return c
 }
 
 // newBenchCmd groups the storage benchmarks.

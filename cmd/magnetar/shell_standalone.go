@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/magnetar-mq/magnetar/bookie"
 	"github.com/magnetar-mq/magnetar/bookie/server"
 	"github.com/magnetar-mq/magnetar/internal/stack"
@@ -95,4 +97,34 @@ func (r standaloneHint) Client(id string) (ledger.BookieClient, error) {
 		return nil, fmt.Errorf("bookie %q is a standalone's in-process bookie, not reachable over the network: stop the standalone and run the tool with --data-dir DATA instead of --metadata-url", id)
 	}
 	return r.BookieResolver.Client(id)
+}
+
+// shellCluster is the binary's shell.Opener: the cluster named by
+// --metadata-url (bookies over the network) or a stopped standalone's
+// --data-dir.
+type shellCluster struct {
+	meta    metadataFlags
+	dataDir string
+}
+
+func (s *shellCluster) Register(c *cobra.Command) {
+	s.meta.register(c)
+	c.Flags().StringVar(&s.dataDir, "data-dir", "", "a stopped standalone's data directory (instead of --metadata-url; see shell_standalone.go)")
+	c.MarkFlagsMutuallyExclusive("metadata-url", "data-dir")
+}
+
+func (s *shellCluster) Open() (tools.Cluster, func() error, error) {
+	log := slog.New(slog.DiscardHandler)
+	if s.dataDir != "" {
+		n, err := openStandaloneNode(s.dataDir, log)
+		if err != nil {
+			return tools.Cluster{}, nil, err
+		}
+		return n.cluster(), n.close, nil
+	}
+	n, err := openClusterNode(s.meta, log)
+	if err != nil {
+		return tools.Cluster{}, nil, err
+	}
+	return tools.Cluster{Store: n.store, Ledgers: n.lc, Resolver: standaloneHint{n.resolver}}, n.close, nil
 }

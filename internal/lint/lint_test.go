@@ -111,6 +111,9 @@ var allowed = map[string][]string{
 	// `magnetar tokens` (auth's key and token formats).
 	"clientcli": {"pulsarclient"},
 	"tokencli":  {"auth"},
+	// tools/shell: `magnetar shell`, flags and output around tools (the
+	// binary opens the cluster for it).
+	"tools/shell": {"tools", "internal", "ledger"},
 	// pulsarclient: the project's Pulsar protocol client (wire codecs only).
 	"pulsarclient": {"internal/codec", "protocol"},
 	// internal/stack: the wiring of the server roles (metadata store,
@@ -122,7 +125,7 @@ var allowed = map[string][]string{
 	// testing; only tests import it, TestTestKitsOnlyInTests).
 	"magnetartest": {"internal/stack", "auth", "broker", "functions"},
 	// The top of the graph imports anything in the project.
-	// tools: the ops tools as a library (only cmd imports it).
+	// tools: the ops tools as a library (only cmd and tools/shell import it).
 	"tools": {"internal", "ledger", "bookie", "journal", "entrylog", "index", "metadata", "autorecovery", "protocol"},
 	"cmd":   {""},
 	"bench": {""},

@@ -1,4 +1,4 @@
-package main
+package shell
 
 // Ops tools over a bookie's directories (magnetar shell readjournal,
 // readentrylog, rebuildindex, ledgerstats): flags and output around

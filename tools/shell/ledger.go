@@ -1,18 +1,18 @@
-package main
+package shell
 
 // Ops tools over a running cluster (magnetar shell listbookies,
 // listledgers, ledgermetadata, readledger, listunderreplicated, recover,
 // decommission, bookiesanity, simpletest): flags and output around
 // package tools. Each takes --metadata-url and reaches bookies over the
-// network, or --data-dir for a stopped standalone (shell_standalone.go). --json (or -o json) prints JSON on stdout; long runs draw a
-// progress bar on stderr (-q: none).
+// network, or --data-dir for a stopped standalone (the Opener decides).
+// --json (or -o json) prints JSON on stdout; long runs draw a progress
+// bar on stderr (-q: none).
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"strconv"
 	"time"
 
@@ -24,39 +24,25 @@ import (
 
 // clusterToolFlags are shared by the cluster tools.
 type clusterToolFlags struct {
-	meta    metadataFlags
-	dataDir string
+	open    Opener
 	out     outputFlags
 	timeout time.Duration
 }
 
 func (f *clusterToolFlags) register(c *cobra.Command) {
-	f.meta.register(c)
+	f.open.Register(c)
 	f.out.register(c)
-	c.Flags().StringVar(&f.dataDir, "data-dir", "", "a stopped standalone's data directory (instead of --metadata-url; see shell_standalone.go)")
-	c.MarkFlagsMutuallyExclusive("metadata-url", "data-dir")
 	c.Flags().DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up after this long")
 }
 
-// run opens the cluster node, runs fn with a context bounded by --timeout
-// (and cancelled by SIGINT through cobra's context) and closes the node.
+// run opens the cluster, runs fn with a context bounded by --timeout
+// (and cancelled by SIGINT through cobra's context) and closes it.
 func (f *clusterToolFlags) run(cmd *cobra.Command, fn func(ctx context.Context, c tools.Cluster, w io.Writer) error) error {
-	var c tools.Cluster
-	if f.dataDir != "" {
-		n, err := openStandaloneNode(f.dataDir, slog.New(slog.DiscardHandler))
-		if err != nil {
-			return err
-		}
-		defer n.close()
-		c = n.cluster()
-	} else {
-		n, err := openClusterNode(f.meta, slog.New(slog.DiscardHandler))
-		if err != nil {
-			return err
-		}
-		defer n.close()
-		c = tools.Cluster{Store: n.store, Ledgers: n.lc, Resolver: standaloneHint{n.resolver}}
+	c, closeCluster, err := f.open.Open()
+	if err != nil {
+		return err
 	}
+	defer closeCluster()
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
@@ -95,8 +81,8 @@ func (o *outputFlags) print(w io.Writer, v texter, err error) error {
 	return perr
 }
 
-func listBookiesCmd() *cobra.Command {
-	var f clusterToolFlags
+func listBookiesCmd(o func() Opener) *cobra.Command {
+	f := clusterToolFlags{open: o()}
 	c := &cobra.Command{
 		Use:   "listbookies",
 		Short: "List the registered bookies (writable and read-only) and decommission requests",
@@ -111,8 +97,8 @@ func listBookiesCmd() *cobra.Command {
 	return c
 }
 
-func listLedgersCmd() *cobra.Command {
-	var f clusterToolFlags
+func listLedgersCmd(o func() Opener) *cobra.Command {
+	f := clusterToolFlags{open: o()}
 	var meta bool
 	var bookie string
 	c := &cobra.Command{
@@ -139,8 +125,8 @@ func parseLedgerID(s string) (int64, error) {
 	return id, nil
 }
 
-func ledgerMetadataCmd() *cobra.Command {
-	var f clusterToolFlags
+func ledgerMetadataCmd(o func() Opener) *cobra.Command {
+	f := clusterToolFlags{open: o()}
 	c := &cobra.Command{
 		Use:   "ledgermetadata LEDGER_ID",
 		Short: "Print a ledger's metadata record",
@@ -159,8 +145,8 @@ func ledgerMetadataCmd() *cobra.Command {
 	return c
 }
 
-func readLedgerCmd() *cobra.Command {
-	var f clusterToolFlags
+func readLedgerCmd(o func() Opener) *cobra.Command {
+	f := clusterToolFlags{open: o()}
 	var first, last int64
 	var recover, noPayload bool
 	c := &cobra.Command{
@@ -203,8 +189,8 @@ report, without fencing the writer; --recover fences and closes it first.`,
 	return c
 }
 
-func listUnderReplicatedCmd() *cobra.Command {
-	var f clusterToolFlags
+func listUnderReplicatedCmd(o func() Opener) *cobra.Command {
+	f := clusterToolFlags{open: o()}
 	c := &cobra.Command{
 		Use:   "listunderreplicated",
 		Short: "List the ledgers marked under-replicated by the auditor",
@@ -219,8 +205,8 @@ func listUnderReplicatedCmd() *cobra.Command {
 	return c
 }
 
-func recoverCmd() *cobra.Command {
-	var f clusterToolFlags
+func recoverCmd(o func() Opener) *cobra.Command {
+	f := clusterToolFlags{open: o()}
 	var rate int
 	c := &cobra.Command{
 		Use:   "recover BOOKIE",
@@ -245,8 +231,8 @@ to move data off a live bookie use decommission.`,
 	return c
 }
 
-func decommissionCmd() *cobra.Command {
-	var f clusterToolFlags
+func decommissionCmd(o func() Opener) *cobra.Command {
+	f := clusterToolFlags{open: o()}
 	var rate int
 	c := &cobra.Command{
 		Use:   "decommission BOOKIE",
@@ -272,8 +258,8 @@ id may be reused. The bookie may be stopped before or after.`,
 	return c
 }
 
-func bookieSanityCmd() *cobra.Command {
-	var f clusterToolFlags
+func bookieSanityCmd(o func() Opener) *cobra.Command {
+	f := clusterToolFlags{open: o()}
 	var bookie string
 	var entries int
 	c := &cobra.Command{
@@ -296,9 +282,9 @@ func bookieSanityCmd() *cobra.Command {
 	return c
 }
 
-func simpleTestCmd() *cobra.Command {
-	var f clusterToolFlags
-	var q quorumFlags
+func simpleTestCmd(o func() Opener) *cobra.Command {
+	f := clusterToolFlags{open: o()}
+	var co ledger.CreateOptions
 	var entries, size int
 	var keep bool
 	c := &cobra.Command{
@@ -307,13 +293,14 @@ func simpleTestCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.print(cmd, func(ctx context.Context, c tools.Cluster) (texter, error) {
-				co := ledger.CreateOptions{Ensemble: q.ensemble, WriteQuorum: q.writeQuorum, AckQuorum: q.ackQuorum}
 				return tools.SimpleTest(ctx, c, co, entries, size, keep, f.out.progress())
 			})
 		},
 	}
 	f.register(c)
-	q.register(c)
+	c.Flags().IntVar(&co.Ensemble, "ensemble", 3, "ensemble size E of new ledgers")
+	c.Flags().IntVar(&co.WriteQuorum, "write-quorum", 2, "write quorum Qw of new ledgers")
+	c.Flags().IntVar(&co.AckQuorum, "ack-quorum", 2, "ack quorum Qa of new ledgers")
 	c.Flags().IntVar(&entries, "entries", 1000, "entries to write")
 	c.Flags().IntVar(&size, "size", 100, "entry size in bytes")
 	c.Flags().BoolVar(&keep, "keep", false, "keep the ledger instead of deleting it")
