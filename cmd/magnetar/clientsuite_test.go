@@ -104,9 +104,6 @@ var clientSuiteSkip = map[string]string{
 	"TestReconnectConsumer":                        "starts apachepulsar/pulsar in Docker",
 	"TestReconnectedBrokerSendPermits":             "starts apachepulsar/pulsar in Docker",
 	"TestSendAsyncCouldTimeoutWhileReconnecting":   "starts apachepulsar/pulsar in Docker",
-	// Admin endpoints and answers of issue 33 item 1 (pulsaradmin's
-	// whole API), which are not there yet.
-
 }
 
 // clientSuiteRetry: tests tried up to three times, for races inside the
