@@ -61,8 +61,7 @@ type serviceFlags struct {
 	console                                                                               bool
 	historyInterval                                                                       time.Duration
 	idleUnload                                                                            time.Duration
-	topicMetrics                                                                          bool
-	dedup                                                                                 bool
+	topicMetrics, dedup                                                                   bool
 	txnEnabled                                                                            bool
 	txnCoordinators, txnMaxActive                                                         int
 	statusFile                                                                            string
