@@ -10,11 +10,8 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
-	"net"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +22,7 @@ import (
 	"github.com/magnetar-mq/magnetar/dynconfig"
 	"github.com/magnetar-mq/magnetar/entrymeta"
 	"github.com/magnetar-mq/magnetar/internal/conf"
+	"github.com/magnetar-mq/magnetar/internal/conf/convert"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/txn/server"
 )
@@ -228,187 +226,62 @@ func loadConfig(cmd *cobra.Command, role string, warn io.Writer) (conf.Result, e
 	return res, nil
 }
 
-// hostPort builds an address from an optional host key and port key
-// (vals[0], vals[1]) over the flag's current host:port.
-func hostPort(vals []string, cur string) (string, error) {
-	host, port, err := net.SplitHostPort(cur)
-	if err != nil {
-		return "", err
-	}
-	if vals[0] != "" {
-		host = vals[0]
-	}
-	if vals[1] != "" {
-		n, err := strconv.Atoi(vals[1])
-		if err != nil || n < 0 || n > 65535 {
-			return "", fmt.Errorf("port %q: want 0..65535", vals[1])
-		}
-		port = vals[1]
-	}
-	if host == "0.0.0.0" {
-		host = ""
-	}
-	return net.JoinHostPort(host, port), nil
-}
-
-// seconds turns a whole number of seconds into a duration flag value.
-func seconds(vals []string, _ string) (string, error) {
-	n, err := strconv.ParseInt(vals[0], 10, 64)
-	if err != nil || n < 0 {
-		return "", fmt.Errorf("%q: want a non-negative number of seconds", vals[0])
-	}
-	return strconv.FormatInt(n, 10) + "s", nil
-}
-
-// millis turns milliseconds into a duration flag value.
-func millis(vals []string, _ string) (string, error) {
-	n, err := strconv.ParseInt(vals[0], 10, 64)
-	if err != nil || n <= 0 {
-		return "", fmt.Errorf("%q: want a positive number of milliseconds", vals[0])
-	}
-	return strconv.FormatInt(n, 10) + "ms", nil
-}
-
-// millisOrZero turns milliseconds (0 allowed) into a duration flag value.
-func millisOrZero(vals []string, _ string) (string, error) {
-	n, err := strconv.ParseInt(vals[0], 10, 64)
-	if err != nil || n < 0 || n > math.MaxInt64/int64(time.Millisecond) {
-		return "", fmt.Errorf("%q: want a number of milliseconds >= 0", vals[0])
-	}
-	return strconv.FormatInt(n, 10) + "ms", nil
-}
-
-// pulsarMetadataURL maps metadataStoreUrl (zk:host:port/chroot, or
-// zk://...) or zookeeperServers (host:port,host:port) to --metadata-url.
-func pulsarMetadataURL(vals []string, _ string) (string, error) {
-	if u := vals[0]; u != "" {
-		switch {
-		case strings.HasPrefix(u, "zk://"):
-			return u, nil
-		case strings.HasPrefix(u, "zk:"):
-			return "zk://" + strings.TrimPrefix(u, "zk:"), nil
-		}
-		return "", fmt.Errorf("metadataStoreUrl %q: Magnetar supports ZooKeeper (zk:host:port[/chroot])", u)
-	}
-	return "zk://" + vals[1], nil
-}
-
-// bookkeeperMetadataURL maps metadataServiceUri
-// (zk+hierarchical://host:port/chroot/ledgers) or zkServers with
-// zkLedgersRootPath to --metadata-url: Magnetar keeps bookies under
-// <chroot>/ledgers, so the ledgers root must end in /ledgers.
-func bookkeeperMetadataURL(vals []string, _ string) (string, error) {
-	hosts, root := vals[1], vals[2]
-	if u := vals[0]; u != "" {
-		scheme, rest, ok := strings.Cut(u, "://")
-		if !ok || !strings.HasPrefix(scheme, "zk") {
-			return "", fmt.Errorf("metadataServiceUri %q: want zk+hierarchical://host:port/ledgers", u)
-		}
-		hosts, root, _ = strings.Cut(rest, "/")
-		root = "/" + root
-		hosts = strings.ReplaceAll(hosts, ";", ",")
-	}
-	if root == "" || root == "/" {
-		root = "/ledgers"
-	}
-	chroot, ok := strings.CutSuffix(root, "/ledgers")
-	if !ok {
-		return "", fmt.Errorf("ledgers root %q: Magnetar keeps bookies under <chroot>/ledgers", root)
-	}
-	if hosts == "" {
-		return "", fmt.Errorf("no ZooKeeper servers given")
-	}
-	return "zk://" + hosts + chroot, nil
-}
-
-// firstDir takes a one-element directory list (Magnetar has one journal).
-func firstDir(vals []string, _ string) (string, error) {
-	v := vals[0]
-	if v == "" {
-		v = vals[1]
-	}
-	if strings.Contains(v, ",") {
-		return "", fmt.Errorf("%q: Magnetar takes one journal directory", v)
-	}
-	return v, nil
-}
-
-func not(vals []string, _ string) (string, error) {
-	b, err := strconv.ParseBool(vals[0])
-	if err != nil {
-		return "", err
-	}
-	return strconv.FormatBool(!b), nil
-}
-
-// bookieAdvertised is advertisedAddress with the bookie port.
-func bookieAdvertised(vals []string, cur string) (string, error) {
-	if vals[0] == "" {
-		return cur, nil
-	}
-	port := vals[1]
-	if port == "" {
-		port = "3181"
-	}
-	return net.JoinHostPort(vals[0], port), nil
-}
-
 // brokerKeys are the keys standalone.conf and broker.conf share.
 var brokerKeys = append([]conf.Key{
-	{Names: []string{"bindAddress", "brokerServicePort"}, Flag: "listen", Convert: hostPort, Doc: "binary protocol address", Empty: map[string]string{"brokerServicePort": "-"}},
-	{Names: []string{"bindAddress", "webServicePort"}, Flag: "http", Convert: hostPort, Doc: "admin/lookup HTTP address", Empty: map[string]string{"webServicePort": "-"}},
+	{Names: []string{"bindAddress", "brokerServicePort"}, Flag: "listen", Convert: convert.HostPort, Doc: "binary protocol address", Empty: map[string]string{"brokerServicePort": "-"}},
+	{Names: []string{"bindAddress", "webServicePort"}, Flag: "http", Convert: convert.HostPort, Doc: "admin/lookup HTTP address", Empty: map[string]string{"webServicePort": "-"}},
 	{Names: []string{"advertisedAddress"}, Flag: "advertised-host", Doc: "host given to clients in lookups"},
 	{Names: []string{"clusterName"}, Flag: "cluster-name"},
-	{Names: []string{"configurationMetadataStoreUrl", "configurationStoreServers"}, Flag: "configuration-metadata-url", Convert: pulsarMetadataURL, Doc: "shared configuration store (geo-replication)"},
-	{Names: []string{"maxMessageSize"}, Flag: "max-message-size", Convert: messageSize, Doc: "bytes"},
+	{Names: []string{"configurationMetadataStoreUrl", "configurationStoreServers"}, Flag: "configuration-metadata-url", Convert: convert.PulsarMetadataURL, Doc: "shared configuration store (geo-replication)"},
+	{Names: []string{"maxMessageSize"}, Flag: "max-message-size", Convert: convert.MessageSize, Doc: "bytes"},
 	{Names: []string{"brokerDeduplicationEnabled"}, Flag: "dedup"},
 	{Names: []string{"brokerDeduplicationSnapshotIntervalSeconds"}, Flag: "dedup-snapshot-interval"},
 	{Names: []string{"brokerDeduplicationEntriesInterval"}, Flag: "dedup-entries-interval"},
 	{Names: []string{"allowAutoTopicCreation"}, Flag: "allow-auto-topic-creation"},
 	{Names: []string{"allowAutoSubscriptionCreation"}, Flag: "allow-auto-subscription-creation"},
-	{Names: []string{"maxSubscriptionsPerTopic"}, Flag: "max-subscriptions-per-topic", Convert: negativeIsZero},
-	{Names: []string{"maxTopicsPerNamespace"}, Flag: "max-topics-per-namespace", Convert: negativeIsZero},
+	{Names: []string{"maxSubscriptionsPerTopic"}, Flag: "max-subscriptions-per-topic", Convert: convert.NegativeIsZero},
+	{Names: []string{"maxTopicsPerNamespace"}, Flag: "max-topics-per-namespace", Convert: convert.NegativeIsZero},
 	{Names: []string{"delayedDeliveryEnabled"}, Flag: "delayed-delivery"},
-	{Names: []string{"delayedDeliveryTickTimeMillis"}, Flag: "delayed-delivery-tick-ms", Convert: nonNegative},
-	{Names: []string{"delayedDeliveryMaxDelayInMillis"}, Flag: "delayed-delivery-max-delay-ms", Convert: negativeIsZero},
-	{Names: []string{"brokerServiceCompactionThresholdInBytes"}, Flag: "compaction-threshold", Convert: negativeIsZero},
-	{Names: []string{"keepAliveIntervalSeconds"}, Flag: "keep-alive-interval", Convert: orOff(time.Second)},
-	{Names: []string{"dispatcherMaxReadBatchSize"}, Flag: "dispatch-batch", Convert: positive},
+	{Names: []string{"delayedDeliveryTickTimeMillis"}, Flag: "delayed-delivery-tick-ms", Convert: convert.NonNegative},
+	{Names: []string{"delayedDeliveryMaxDelayInMillis"}, Flag: "delayed-delivery-max-delay-ms", Convert: convert.NegativeIsZero},
+	{Names: []string{"brokerServiceCompactionThresholdInBytes"}, Flag: "compaction-threshold", Convert: convert.NegativeIsZero},
+	{Names: []string{"keepAliveIntervalSeconds"}, Flag: "keep-alive-interval", Convert: convert.OrOff(time.Second)},
+	{Names: []string{"dispatcherMaxReadBatchSize"}, Flag: "dispatch-batch", Convert: convert.Positive},
 	{Names: []string{"maxUnackedMessagesPerConsumer"}, Flag: "max-unacked-messages-per-consumer"},
 	{Names: []string{"maxUnackedMessagesPerSubscription"}, Flag: "max-unacked-messages-per-subscription"},
 	{Names: []string{"maxNumPartitionsPerPartitionedTopic"}, Flag: "max-partitions-per-topic"},
 	{Names: []string{"brokerEntryMetadataInterceptors"}, Flag: "broker-entry-metadata-interceptors"},
 	{Names: []string{"exposingBrokerEntryMetadataToClientEnabled"}, Flag: "expose-broker-entry-metadata"},
-	{Names: []string{"maxPublishRatePerTopicInMessages"}, Flag: "max-publish-rate-msgs", Convert: negativeIsZero},
-	{Names: []string{"maxPublishRatePerTopicInBytes"}, Flag: "max-publish-rate-bytes", Convert: negativeIsZero},
-	{Names: []string{"dispatchThrottlingRatePerTopicInMsg"}, Flag: "dispatch-rate-topic-msgs", Convert: negativeIsZero},
-	{Names: []string{"dispatchThrottlingRatePerTopicInByte"}, Flag: "dispatch-rate-topic-bytes", Convert: negativeIsZero},
-	{Names: []string{"dispatchThrottlingRatePerSubscriptionInMsg"}, Flag: "dispatch-rate-subscription-msgs", Convert: negativeIsZero},
-	{Names: []string{"dispatchThrottlingRatePerSubscriptionInByte"}, Flag: "dispatch-rate-subscription-bytes", Convert: negativeIsZero},
-	{Names: []string{"dispatchThrottlingRatePerReplicatorInMsg"}, Flag: "dispatch-rate-replicator-msgs", Convert: negativeIsZero},
-	{Names: []string{"dispatchThrottlingRatePerReplicatorInByte"}, Flag: "dispatch-rate-replicator-bytes", Convert: negativeIsZero},
-	{Names: []string{"subscribeThrottlingRatePerConsumer"}, Flag: "subscribe-rate-per-consumer", Convert: negativeIsZero},
-	{Names: []string{"subscribeRatePeriodPerConsumerInSecond"}, Flag: "subscribe-rate-period", Convert: positive},
+	{Names: []string{"maxPublishRatePerTopicInMessages"}, Flag: "max-publish-rate-msgs", Convert: convert.NegativeIsZero},
+	{Names: []string{"maxPublishRatePerTopicInBytes"}, Flag: "max-publish-rate-bytes", Convert: convert.NegativeIsZero},
+	{Names: []string{"dispatchThrottlingRatePerTopicInMsg"}, Flag: "dispatch-rate-topic-msgs", Convert: convert.NegativeIsZero},
+	{Names: []string{"dispatchThrottlingRatePerTopicInByte"}, Flag: "dispatch-rate-topic-bytes", Convert: convert.NegativeIsZero},
+	{Names: []string{"dispatchThrottlingRatePerSubscriptionInMsg"}, Flag: "dispatch-rate-subscription-msgs", Convert: convert.NegativeIsZero},
+	{Names: []string{"dispatchThrottlingRatePerSubscriptionInByte"}, Flag: "dispatch-rate-subscription-bytes", Convert: convert.NegativeIsZero},
+	{Names: []string{"dispatchThrottlingRatePerReplicatorInMsg"}, Flag: "dispatch-rate-replicator-msgs", Convert: convert.NegativeIsZero},
+	{Names: []string{"dispatchThrottlingRatePerReplicatorInByte"}, Flag: "dispatch-rate-replicator-bytes", Convert: convert.NegativeIsZero},
+	{Names: []string{"subscribeThrottlingRatePerConsumer"}, Flag: "subscribe-rate-per-consumer", Convert: convert.NegativeIsZero},
+	{Names: []string{"subscribeRatePeriodPerConsumerInSecond"}, Flag: "subscribe-rate-period", Convert: convert.Positive},
 	{Names: []string{"brokerDeleteInactiveTopicsEnabled"}, Flag: "delete-inactive-topics"},
-	{Names: []string{"brokerDeleteInactiveTopicsFrequencySeconds"}, Flag: "delete-inactive-topics-frequency", Convert: atLeastOne(time.Second)},
-	{Names: []string{"brokerDeleteInactiveTopicsMaxInactiveDurationSeconds"}, Flag: "delete-inactive-topics-max-inactive", Convert: orOff(time.Second)},
+	{Names: []string{"brokerDeleteInactiveTopicsFrequencySeconds"}, Flag: "delete-inactive-topics-frequency", Convert: convert.AtLeastOne(time.Second)},
+	{Names: []string{"brokerDeleteInactiveTopicsMaxInactiveDurationSeconds"}, Flag: "delete-inactive-topics-max-inactive", Convert: convert.OrOff(time.Second)},
 	{Names: []string{"brokerDeleteInactiveTopicsMode"}, Flag: "delete-inactive-topics-mode"},
-	{Names: []string{"subscriptionExpirationTimeMinutes"}, Flag: "subscription-expiration-minutes", Convert: negativeIsZero},
-	{Names: []string{"subscriptionExpiryCheckIntervalInMinutes"}, Flag: "subscription-expiry-check-interval", Convert: atLeastOne(time.Minute)},
-	{Names: []string{"statsUpdateFrequencyInSecs"}, Flag: "stats-interval", Convert: atLeastOne(time.Second)},
+	{Names: []string{"subscriptionExpirationTimeMinutes"}, Flag: "subscription-expiration-minutes", Convert: convert.NegativeIsZero},
+	{Names: []string{"subscriptionExpiryCheckIntervalInMinutes"}, Flag: "subscription-expiry-check-interval", Convert: convert.AtLeastOne(time.Minute)},
+	{Names: []string{"statsUpdateFrequencyInSecs"}, Flag: "stats-interval", Convert: convert.AtLeastOne(time.Second)},
 	{Names: []string{"subscriptionKeySharedUseConsistentHashing"}, Flag: "key-shared-consistent-hashing"},
 	{Names: []string{"schemaCompatibilityStrategy"}, Flag: "schema-compatibility-strategy"},
 	{Names: []string{"isSchemaValidationEnforced"}, Flag: "schema-validation-enforced"},
 	{Names: []string{"topicCompactionRetainNullKey"}, Flag: "topic-compaction-retain-null-key"},
 	{Names: []string{"statusFilePath"}, Flag: "status-file", Doc: "/status.html answers OK while this file exists"},
 	{Names: []string{"enablePackagesManagement"}, Flag: "packages-management", Doc: "package management (/admin/v3/packages); Magnetar's default is on"},
-	{Names: []string{"packagesReplicas"}, Flag: "packages-replicas", Convert: positive},
+	{Names: []string{"packagesReplicas"}, Flag: "packages-replicas", Convert: convert.Positive},
 	{Names: []string{"consoleEnabled"}, Flag: "console", Doc: "Magnetar's web console under /console"},
-	{Names: []string{"consoleSampleIntervalSeconds"}, Flag: "console-sample-interval", Convert: atLeastOne(time.Second)},
+	{Names: []string{"consoleSampleIntervalSeconds"}, Flag: "console-sample-interval", Convert: convert.AtLeastOne(time.Second)},
 	{Names: []string{"exposeTopicLevelMetricsInPrometheus"}, Flag: "expose-topic-level-metrics"},
-	{Names: []string{"topicUnloadIdleSeconds"}, Flag: "topic-unload-idle", Convert: seconds, Doc: "Magnetar's own key: unload idle topics from memory"},
+	{Names: []string{"topicUnloadIdleSeconds"}, Flag: "topic-unload-idle", Convert: convert.Seconds, Doc: "Magnetar's own key: unload idle topics from memory"},
 	{Names: []string{"transactionCoordinatorEnabled"}, Flag: "transaction-coordinator-enabled"},
-	{Names: []string{"maxActiveTransactionsPerCoordinator"}, Flag: "max-active-transactions-per-coordinator", Convert: nonNegative},
+	{Names: []string{"maxActiveTransactionsPerCoordinator"}, Flag: "max-active-transactions-per-coordinator", Convert: convert.NonNegative},
 }, storageKeys...)
 
 var brokerFixed = []conf.Fixed{
@@ -466,18 +339,18 @@ func baseSchemas() map[string]*conf.Schema {
 		},
 		"broker": {
 			Keys: append(append([]conf.Key{}, brokerKeys...),
-				conf.Key{Names: []string{"metadataStoreUrl", "zookeeperServers"}, Flag: "metadata-url", Convert: pulsarMetadataURL},
-				conf.Key{Names: []string{"metadataStoreSessionTimeoutMillis", "zooKeeperSessionTimeoutMillis"}, Flag: "zk-session-timeout", Convert: sessionTimeout},
+				conf.Key{Names: []string{"metadataStoreUrl", "zookeeperServers"}, Flag: "metadata-url", Convert: convert.PulsarMetadataURL},
+				conf.Key{Names: []string{"metadataStoreSessionTimeoutMillis", "zooKeeperSessionTimeoutMillis"}, Flag: "zk-session-timeout", Convert: convert.SessionTimeout},
 				conf.Key{Names: []string{"managedLedgerDefaultEnsembleSize"}, Flag: "ensemble"},
 				conf.Key{Names: []string{"managedLedgerDefaultWriteQuorum"}, Flag: "write-quorum"},
 				conf.Key{Names: []string{"managedLedgerDefaultAckQuorum"}, Flag: "ack-quorum"},
-				conf.Key{Names: []string{"loadBalancerSheddingIntervalMinutes"}, Flag: "load-shedding-interval", Convert: atLeastOne(time.Minute)},
-				conf.Key{Names: []string{"loadBalancerSheddingGracePeriodMinutes"}, Flag: "load-shedding-grace", Convert: orOff(time.Minute)},
-				conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxTopics"}, Flag: "bundle-split-max-topics", Convert: splitTopics},
-				conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxSessions"}, Flag: "bundle-split-max-sessions", Convert: splitSessions},
-				conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxMsgRate"}, Flag: "bundle-split-max-msg-rate", Convert: splitRate(1)},
-				conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxBandwidthMbytes"}, Flag: "bundle-split-max-bytes-rate", Convert: splitRate(1 << 20)},
-				conf.Key{Names: []string{"loadBalancerAutoBundleSplitEnabled"}, Flag: "disable-bundle-auto-split", Convert: not},
+				conf.Key{Names: []string{"loadBalancerSheddingIntervalMinutes"}, Flag: "load-shedding-interval", Convert: convert.AtLeastOne(time.Minute)},
+				conf.Key{Names: []string{"loadBalancerSheddingGracePeriodMinutes"}, Flag: "load-shedding-grace", Convert: convert.OrOff(time.Minute)},
+				conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxTopics"}, Flag: "bundle-split-max-topics", Convert: convert.SplitTopics},
+				conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxSessions"}, Flag: "bundle-split-max-sessions", Convert: convert.SplitSessions},
+				conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxMsgRate"}, Flag: "bundle-split-max-msg-rate", Convert: convert.SplitRate(1)},
+				conf.Key{Names: []string{"loadBalancerNamespaceBundleMaxBandwidthMbytes"}, Flag: "bundle-split-max-bytes-rate", Convert: convert.SplitRate(1 << 20)},
+				conf.Key{Names: []string{"loadBalancerAutoBundleSplitEnabled"}, Flag: "disable-bundle-auto-split", Convert: convert.Not},
 				conf.Key{Names: []string{"failureDomainsEnabled"}, Flag: "failure-domains-enabled"},
 			),
 			Fixed:   brokerFixed,
@@ -486,18 +359,18 @@ func baseSchemas() map[string]*conf.Schema {
 		"bookie": {
 			Keys: []conf.Key{
 				{Names: []string{"bookiePort"}, Flag: "listen", Convert: func(v []string, cur string) (string, error) {
-					return hostPort([]string{"", v[0]}, cur)
+					return convert.HostPort([]string{"", v[0]}, cur)
 				}},
-				{Names: []string{"advertisedAddress", "bookiePort"}, Flag: "advertised-address", Convert: bookieAdvertised},
-				{Names: []string{"journalDirectories", "journalDirectory"}, Flag: "journal-dir", Convert: firstDir},
+				{Names: []string{"advertisedAddress", "bookiePort"}, Flag: "advertised-address", Convert: convert.BookieAdvertised},
+				{Names: []string{"journalDirectories", "journalDirectory"}, Flag: "journal-dir", Convert: convert.FirstDir},
 				{Names: []string{"ledgerDirectories"}, Flag: "ledger-dirs"},
-				{Names: []string{"metadataServiceUri", "zkServers", "zkLedgersRootPath"}, Flag: "metadata-url", Convert: bookkeeperMetadataURL},
-				{Names: []string{"journalSyncData"}, Flag: "journal-no-sync", Convert: not},
+				{Names: []string{"metadataServiceUri", "zkServers", "zkLedgersRootPath"}, Flag: "metadata-url", Convert: convert.BookkeeperMetadataURL},
+				{Names: []string{"journalSyncData"}, Flag: "journal-no-sync", Convert: convert.Not},
 				{Names: []string{"journalDirectIO"}, Flag: "journal-direct-io"},
 				{Names: []string{"journalAlignmentSize"}, Flag: "journal-alignment-size"},
-				{Names: []string{"flushEntrylogBytes"}, Flag: "flush-entrylog-bytes", Convert: negativeIsZero},
-				{Names: []string{"journalMaxGroupWaitMSec"}, Flag: "journal-max-group-wait", Convert: millisOrZero},
-				{Names: []string{"flushInterval"}, Flag: "flush-interval", Convert: millis},
+				{Names: []string{"flushEntrylogBytes"}, Flag: "flush-entrylog-bytes", Convert: convert.NegativeIsZero},
+				{Names: []string{"journalMaxGroupWaitMSec"}, Flag: "journal-max-group-wait", Convert: convert.MillisOrZero},
+				{Names: []string{"flushInterval"}, Flag: "flush-interval", Convert: convert.Millis},
 			},
 			Ignored: []string{"httpServerEnabled", "journalAdaptiveGroupWrites"},
 		},

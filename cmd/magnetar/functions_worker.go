@@ -20,6 +20,7 @@ import (
 	"github.com/magnetar-mq/magnetar/functions/connectors"
 	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/internal/conf"
+	"github.com/magnetar-mq/magnetar/internal/conf/convert"
 	"github.com/magnetar-mq/magnetar/internal/stack"
 	"github.com/magnetar-mq/magnetar/metadata"
 )
@@ -141,9 +142,9 @@ When ready it prints one line to stdout:
 // workerSchema maps functions_worker.yml's keys onto the worker's flags.
 var workerSchema = &conf.Schema{
 	Keys: []conf.Key{
-		{Names: []string{"metadataStoreUrl"}, Flag: "metadata-url", Convert: pulsarMetadataURL},
-		{Names: []string{"configurationMetadataStoreUrl", "configurationStoreServers"}, Flag: "configuration-metadata-url", Convert: pulsarMetadataURL},
-		{Names: []string{"metadataStoreSessionTimeoutMillis"}, Flag: "zk-session-timeout", Convert: millis},
+		{Names: []string{"metadataStoreUrl"}, Flag: "metadata-url", Convert: convert.PulsarMetadataURL},
+		{Names: []string{"configurationMetadataStoreUrl", "configurationStoreServers"}, Flag: "configuration-metadata-url", Convert: convert.PulsarMetadataURL},
+		{Names: []string{"metadataStoreSessionTimeoutMillis"}, Flag: "zk-session-timeout", Convert: convert.Millis},
 		{Names: []string{"workerId"}, Flag: "worker-id"},
 		{Names: []string{"workerHostname"}, Flag: "advertised-host"},
 		{Names: []string{"workerPort"}, Flag: "http", Convert: workerPort, Doc: "REST port (on loopback unless --http names a host)", Empty: map[string]string{"workerPort": ""}},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/internal/conf"
+	"github.com/magnetar-mq/magnetar/internal/conf/convert"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/offload"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -56,10 +57,10 @@ func (s *storageFlags) register(fl *pflag.FlagSet) {
 
 // storageKeys map Pulsar's configuration keys to the storage flags.
 var storageKeys = []conf.Key{
-	{Names: []string{"managedLedgerMaxEntriesPerLedger"}, Flag: "max-entries-per-ledger", Convert: whole64},
-	{Names: []string{"managedLedgerMinLedgerRolloverTimeMinutes"}, Flag: "min-ledger-rollover-time", Convert: anyMinutes},
-	{Names: []string{"managedLedgerMaxLedgerRolloverTimeMinutes"}, Flag: "max-ledger-rollover-time", Convert: anyMinutes},
-	{Names: []string{"retentionCheckIntervalInSeconds"}, Flag: "retention-check-interval", Convert: atLeastOne(time.Second)},
+	{Names: []string{"managedLedgerMaxEntriesPerLedger"}, Flag: "max-entries-per-ledger", Convert: convert.Whole64},
+	{Names: []string{"managedLedgerMinLedgerRolloverTimeMinutes"}, Flag: "min-ledger-rollover-time", Convert: convert.AnyMinutes},
+	{Names: []string{"managedLedgerMaxLedgerRolloverTimeMinutes"}, Flag: "max-ledger-rollover-time", Convert: convert.AnyMinutes},
+	{Names: []string{"retentionCheckIntervalInSeconds"}, Flag: "retention-check-interval", Convert: convert.AtLeastOne(time.Second)},
 	{Names: []string{"managedLedgerOffloadDriver"}, Flag: "offload-driver"},
 	{Names: []string{"s3ManagedLedgerOffloadCredentialId"}, Flag: "offload-credential-id"},
 	{Names: []string{"s3ManagedLedgerOffloadCredentialSecret"}, Flag: "offload-credential-secret"},
@@ -68,11 +69,11 @@ var storageKeys = []conf.Key{
 	{Names: []string{"s3ManagedLedgerOffloadServiceEndpoint", "managedLedgerOffloadServiceEndpoint"}, Flag: "offload-service-endpoint", Convert: firstSet},
 	{Names: []string{"s3ManagedLedgerOffloadMaxBlockSizeInBytes", "managedLedgerOffloadMaxBlockSizeInBytes"}, Flag: "offload-max-block-size", Convert: firstSet},
 	{Names: []string{"s3ManagedLedgerOffloadReadBufferSizeInBytes", "managedLedgerOffloadReadBufferSizeInBytes"}, Flag: "offload-read-buffer-size", Convert: firstSet},
-	{Names: []string{"managedLedgerOffloadThresholdInBytes", "managedLedgerOffloadAutoTriggerSizeThresholdBytes"}, Flag: "offload-threshold-bytes", Convert: firstSetThen(negativeIsOff)},
+	{Names: []string{"managedLedgerOffloadThresholdInBytes", "managedLedgerOffloadAutoTriggerSizeThresholdBytes"}, Flag: "offload-threshold-bytes", Convert: convert.FirstSetThen(convert.NegativeIsOff)},
 	{Names: []string{"fileSystemURI"}, Flag: "offload-fs-uri"},
 	{Names: []string{"fileSystemProfilePath"}, Flag: "offload-fs-profile"},
-	{Names: []string{"managedLedgerOffloadThresholdInSeconds"}, Flag: "offload-threshold-seconds", Convert: negativeIsOff},
-	{Names: []string{"managedLedgerOffloadDeletionLagMs"}, Flag: "offload-deletion-lag-ms", Convert: negativeIsZero},
+	{Names: []string{"managedLedgerOffloadThresholdInSeconds"}, Flag: "offload-threshold-seconds", Convert: convert.NegativeIsOff},
+	{Names: []string{"managedLedgerOffloadDeletionLagMs"}, Flag: "offload-deletion-lag-ms", Convert: convert.NegativeIsZero},
 	{Names: []string{"managedLedgerDataReadPriority"}, Flag: "offload-read-priority"},
 	{Names: []string{"offloadAllowedFileSystemRoots"}, Flag: "offload-allowed-fs-roots", Doc: "Magnetar's own key: where tenant offload policies may write"},
 	{Names: []string{"offloadAllowedServiceEndpoints"}, Flag: "offload-allowed-endpoints", Doc: "Magnetar's own key: which S3 endpoints tenant offload policies may name"},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/internal/conf"
+	"github.com/magnetar-mq/magnetar/internal/conf/convert"
 	"github.com/magnetar-mq/magnetar/internal/stack"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/proxy"
@@ -101,10 +102,10 @@ When ready it prints one line to stdout:
 // proxySchema maps proxy.conf's keys onto the proxy's flags.
 var proxySchema = &conf.Schema{
 	Keys: []conf.Key{
-		{Names: []string{"metadataStoreUrl", "zookeeperServers"}, Flag: "metadata-url", Convert: pulsarMetadataURL},
-		{Names: []string{"metadataStoreSessionTimeoutMillis", "zooKeeperSessionTimeoutMillis"}, Flag: "zk-session-timeout", Convert: sessionTimeout},
-		{Names: []string{"bindAddress", "servicePort"}, Flag: "listen", Convert: hostPort, Doc: "binary protocol address", Empty: map[string]string{"servicePort": ""}},
-		{Names: []string{"bindAddress", "webServicePort"}, Flag: "http", Convert: hostPort, Doc: "HTTP address", Empty: map[string]string{"webServicePort": ""}},
+		{Names: []string{"metadataStoreUrl", "zookeeperServers"}, Flag: "metadata-url", Convert: convert.PulsarMetadataURL},
+		{Names: []string{"metadataStoreSessionTimeoutMillis", "zooKeeperSessionTimeoutMillis"}, Flag: "zk-session-timeout", Convert: convert.SessionTimeout},
+		{Names: []string{"bindAddress", "servicePort"}, Flag: "listen", Convert: convert.HostPort, Doc: "binary protocol address", Empty: map[string]string{"servicePort": ""}},
+		{Names: []string{"bindAddress", "webServicePort"}, Flag: "http", Convert: convert.HostPort, Doc: "HTTP address", Empty: map[string]string{"webServicePort": ""}},
 		{Names: []string{"servicePortTls"}, Flag: "listen-tls", Convert: portAddr},
 		{Names: []string{"webServicePortTls"}, Flag: "http-tls", Convert: portAddr},
 		{Names: []string{"brokerServiceURL"}, Flag: "broker-service-url"},
@@ -113,10 +114,10 @@ var proxySchema = &conf.Schema{
 		{Names: []string{"brokerWebServiceURLTLS"}, Flag: "broker-web-service-url-tls"},
 		{Names: []string{"forwardAuthorizationCredentials"}, Flag: "forward-authorization-credentials"},
 		{Names: []string{"tlsEnabledWithBroker"}, Flag: "tls-enabled-with-broker"},
-		{Names: []string{"maxConcurrentLookupRequests"}, Flag: "max-concurrent-lookups", Convert: positive},
-		{Names: []string{"maxConcurrentInboundConnections"}, Flag: "max-connections", Convert: positive},
-		{Names: []string{"keepAliveIntervalSeconds"}, Flag: "keep-alive-interval", Convert: orOff(time.Second)},
-		{Names: []string{"maxMessageSize"}, Flag: "max-message-size", Convert: messageSize},
+		{Names: []string{"maxConcurrentLookupRequests"}, Flag: "max-concurrent-lookups", Convert: convert.Positive},
+		{Names: []string{"maxConcurrentInboundConnections"}, Flag: "max-connections", Convert: convert.Positive},
+		{Names: []string{"keepAliveIntervalSeconds"}, Flag: "keep-alive-interval", Convert: convert.OrOff(time.Second)},
+		{Names: []string{"maxMessageSize"}, Flag: "max-message-size", Convert: convert.MessageSize},
 	},
 	Ignored: []string{"configurationMetadataStoreUrl", "configurationStoreServers", "proxyLogLevel", "clusterName",
 		"brokerProxyAllowedHostNames", "brokerProxyAllowedIPAddresses", "brokerProxyAllowedTargetPorts", "checkActiveBrokers"},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/dynconfig"
 	"github.com/magnetar-mq/magnetar/internal/conf"
+	"github.com/magnetar-mq/magnetar/internal/conf/convert"
 )
 
 // runtimeConfig renders role's settings from the parsed flags fs.
@@ -46,7 +47,7 @@ func pulsarValues(k conf.Key, f *pflag.Flag) map[string]string {
 	}
 	name := k.Names[0]
 	switch {
-	case sameFunc(k.Convert, hostPort):
+	case sameFunc(k.Convert, convert.HostPort):
 		host, port, err := net.SplitHostPort(val)
 		if err != nil {
 			return map[string]string{name: val}
@@ -55,7 +56,7 @@ func pulsarValues(k conf.Key, f *pflag.Flag) map[string]string {
 			host = "0.0.0.0"
 		}
 		return map[string]string{"bindAddress": host, k.Names[1]: port}
-	case sameFunc(k.Convert, not):
+	case sameFunc(k.Convert, convert.Not):
 		b, err := strconv.ParseBool(val)
 		if err == nil {
 			val = strconv.FormatBool(!b)

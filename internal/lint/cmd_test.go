@@ -12,11 +12,11 @@ import (
 
 // cmd/magnetar is wiring (issue 32): it builds its commands with
 // constructors and hands the work to packages. cmdMaxLines is the
-// figure of 4 Dec 2026 (3,324 lines) with room for a few flags; tighten
+// figure of 4 Dec 2026 (2,981 lines) with room for a few flags; tighten
 // it as code moves out (goal: ~2,500).
 const (
 	// cmdMaxLines: non-test lines of cmd/magnetar at most.
-	cmdMaxLines = 3400
+	cmdMaxLines = 3050
 	// cmdFuncLines: no function in cmd/magnetar is longer.
 	cmdFuncLines = 60
 	// cmdLongFuncs: functions over cmdFuncLines allowed (none).
