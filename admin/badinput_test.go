@@ -63,7 +63,8 @@ func TestBadNamesAndBodies(t *testing.T) {
 		req{"POST", sub + "/resetcursor", `{"ledgerId":"x"}`},
 		req{"POST", ns + "/autoTopicCreation", "null"},
 		req{"POST", ns + "/autoTopicCreation", ""},
-		req{"POST", ns + "/autoTopicCreation", `{"topicType":"partitioned"}`},
+		// Pulsar checks an override only while it allows creation.
+		req{"POST", ns + "/autoTopicCreation", `{"allowAutoTopicCreation":true,"topicType":"partitioned"}`},
 		req{"POST", ns + "/backlogQuota?backlogQuotaType=bogus", `{"limitSize":100,"limitTime":-1,"policy":"producer_request_hold"}`},
 		req{"POST", ns + "/backlogQuota", `{"limitSize":-5,"limitTime":-1,"policy":"producer_request_hold"}`},
 		req{"POST", ns + "/backlogQuota", `{"limitSize":100,"limitTime":-1,"policy":"bogus"}`},
