@@ -24,6 +24,8 @@ const MaxEntrySize = bkproto.MaxFrameSize - 10 - 16 - 2 - 32 - bkproto.EntryHead
 // of its write set and returns. An add completes when Qa of them acked it
 // and every earlier add completed; callbacks run one at a time, in entry
 // order, on the handle's delivery goroutine (never on the AddAsync caller).
+// That goroutine runs only while there are completions to deliver: an
+// idle open handle holds none (a broker keeps one open per live topic).
 // After a failure every later add fails too.
 //
 // Safe for concurrent use.
@@ -57,14 +59,18 @@ type WriteHandle struct {
 		err      error         // sticky failure
 		closing  bool
 		stopped  bool // no more background goroutines may start
-		changing bool
-		failed   map[int]string  // ensemble index -> failed bookie awaiting replacement
-		excluded map[string]bool // bookies that failed; never chosen again
-		drained  chan struct{}   // closed when pending empties (Close waits)
+		// delivering: a goroutine delivers ready (started by kickLocked,
+		// returns once ready is empty).
+		delivering bool
+		changing   bool
+		failed     map[int]string  // ensemble index -> failed bookie awaiting replacement
+		excluded   map[string]bool // bookies that failed; never chosen again
+		drained    chan struct{}   // closed when pending empties (Close waits)
 	}
-	kick chan struct{}
 	stop chan struct{}
 	wg   sync.WaitGroup
+	// dwg tracks the delivery goroutines (Close waits for them).
+	dwg sync.WaitGroup
 }
 
 type pendingAdd struct {
@@ -94,14 +100,12 @@ func newWriteHandle(c *Client, id int64, m Metadata, v metadata.Version, aff *Af
 		c: c, id: id, path: LedgerPath(id), key: MasterKey(m.Password), affinity: aff,
 		e: m.EnsembleSize, wq: m.WriteQuorum, aq: m.AckQuorum,
 		meta: m, version: v,
-		kick: make(chan struct{}, 1), stop: make(chan struct{}),
+		stop: make(chan struct{}),
 	}
 	h.mu.ensemble = slices.Clone(m.Last().Bookies)
 	h.mu.lac = -1
 	h.mu.failed = map[int]string{}
 	h.mu.excluded = map[string]bool{}
-	h.wg.Add(1)
-	go h.deliverLoop()
 	if c.opts.ExplicitLACInterval > 0 {
 		h.wg.Add(1)
 		go h.explicitLACLoop(c.opts.ExplicitLACInterval)
@@ -359,36 +363,37 @@ func (h *WriteHandle) failLocked(err error) {
 	h.checkDrainedLocked()
 }
 
+// kickLocked starts the delivery goroutine unless one is running: it
+// delivers what is ready (one goroutine at a time, so in order).
 func (h *WriteHandle) kickLocked() {
-	select {
-	case h.kick <- struct{}{}:
-	default:
+	if h.mu.delivering || len(h.mu.ready) == 0 {
+		return
 	}
+	h.mu.delivering = true
+	if h.mu.stopped {
+		// After Close's wait: the client tracks it instead.
+		h.c.goTracked(h.deliver)
+		return
+	}
+	h.dwg.Add(1)
+	go func() {
+		defer h.dwg.Done()
+		h.deliver()
+	}()
 }
 
-// deliverLoop runs completions in order until stop.
-func (h *WriteHandle) deliverLoop() {
-	defer h.wg.Done()
-	for {
-		select {
-		case <-h.kick:
-			h.deliver()
-		case <-h.stop:
-			h.deliver()
-			return
-		}
-	}
-}
-
+// deliver runs the ready completions in order until none is left.
 func (h *WriteHandle) deliver() {
 	for {
 		h.mu.Lock()
 		batch := h.mu.ready
 		h.mu.ready = nil
-		h.mu.Unlock()
 		if len(batch) == 0 {
+			h.mu.delivering = false
+			h.mu.Unlock()
 			return
 		}
+		h.mu.Unlock()
 		for _, c := range batch {
 			c.cb(c.id, c.err)
 		}
@@ -559,6 +564,7 @@ func (h *WriteHandle) Close(ctx context.Context) error {
 	h.mu.Unlock()
 	close(h.stop)
 	h.wg.Wait()
+	h.dwg.Wait()
 	if errors.Is(ferr, ErrFenced) || errors.Is(ferr, ErrUnauthorized) {
 		return ferr
 	}

@@ -160,13 +160,11 @@ func (s *Store) Create(ctx context.Context) (mledger.WriteLedger, error) {
 	s.nextID++
 	d := &ledgerData{lastID: -1}
 	s.ledgers[id] = d
-	w := &writer{s: s, id: id, d: d, done: make(chan struct{})}
+	w := &writer{s: s, id: id, d: d}
 	w.lac.Store(-1)
 	w.cond = sync.NewCond(&w.mu)
 	s.writers[w] = struct{}{}
 	s.creates.Add(1)
-	s.wg.Add(1)
-	go w.run()
 	return w, nil
 }
 
@@ -275,7 +273,10 @@ type writer struct {
 	failed   error
 	closing  bool
 	stopped  bool
-	done     chan struct{} // closed when run returns
+	// running: a run goroutine delivers the queue. It is started by the
+	// add that finds none and returns once the queue is empty, so an
+	// idle open ledger holds no goroutine (as ledger.WriteHandle).
+	running bool
 }
 
 func (w *writer) ID() int64               { return w.id }
@@ -324,19 +325,29 @@ func (w *writer) AddAsync(data []byte, cb func(int64, error)) {
 	}
 	w.queue = append(w.queue, c)
 	w.inflight++
-	w.cond.Broadcast()
+	if !w.running {
+		w.running = true
+		w.s.mu.Lock()
+		tracked := !w.s.closed // Close waits for the runs it may see
+		if tracked {
+			w.s.wg.Add(1)
+		}
+		w.s.mu.Unlock()
+		go w.run(tracked)
+	}
 }
 
-// run delivers completions in order; it exits once stopped and drained.
-func (w *writer) run() {
-	defer w.s.wg.Done()
-	defer close(w.done)
+// run delivers completions in order; it returns once the queue is
+// empty (the next add starts another).
+func (w *writer) run(tracked bool) {
+	if tracked {
+		defer w.s.wg.Done()
+	}
 	for {
 		w.mu.Lock()
-		for len(w.queue) == 0 && !w.stopped {
-			w.cond.Wait()
-		}
 		if len(w.queue) == 0 {
+			w.running = false
+			w.cond.Broadcast()
 			w.mu.Unlock()
 			return
 		}
@@ -384,9 +395,10 @@ func (w *writer) Close(ctx context.Context) error {
 		w.cond.Wait()
 	}
 	w.stopped = true
-	w.cond.Broadcast()
+	for w.running {
+		w.cond.Wait()
+	}
 	w.mu.Unlock()
-	<-w.done
 	w.s.mu.Lock()
 	delete(w.s.writers, w)
 	w.s.mu.Unlock()
