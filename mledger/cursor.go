@@ -582,7 +582,7 @@ func (c *Cursor) Backlog() (entries, messages int64) {
 			if ls.entries(l) == 0 {
 				continue
 			}
-			sums := c.ml.msgSums[l]
+			sums := c.ml.msgSums.get(l)
 			if int64(len(sums)) == ls.entries(l) && len(sums) > 0 {
 				it := bm.Iterator()
 				for it.HasNext() {
@@ -635,7 +635,7 @@ func (ml *ManagedLedger) messagesBetweenLocked(from, to Position) int64 {
 		if hi < lo {
 			continue
 		}
-		if sums := ml.msgSums[l.LedgerID]; int64(len(sums)) == l.Entries {
+		if sums := ml.msgSums.get(l.LedgerID); int64(len(sums)) == l.Entries {
 			n += sums[hi]
 			if lo > 0 {
 				n -= sums[lo-1]

@@ -106,7 +106,7 @@ type ManagedLedger struct {
 	retry    []*addOp    // failed on a broken ledger, to resend first
 	retryErr error       // the first error among retry (logged by the rollover)
 	queued   []*addOp    // waiting for a ledger
-	msgSums  map[int64][]int64
+	msgSums  ledgerSums
 	cursors  map[string]*Cursor
 	readers  map[int64]ReadLedger
 	addedCh  chan struct{}
@@ -142,7 +142,6 @@ func openManagedLedger(ctx context.Context, f *Factory, name string, cfg Config)
 		cache:   f.cache.register(),
 		store:   withQuorum(f.opts.Ledgers, cfg.Quorum, cfg.Placement),
 		meta:    f.opts.Metadata,
-		msgSums: map[int64][]int64{},
 		cursors: map[string]*Cursor{},
 		readers: map[int64]ReadLedger{},
 		addedCh: make(chan struct{}),
@@ -252,7 +251,7 @@ func (ml *ManagedLedger) recover(ctx context.Context) error {
 		ml.log.Error("opened without a ledger to write to (reads only until one can be created)", "err", createErr)
 	default:
 		ml.state = stateReady
-		ml.msgSums[wl.ID()] = nil
+		ml.msgSums.set(wl.ID(), nil)
 	}
 	return ml.recoverCursors(ctx)
 }
@@ -398,12 +397,12 @@ func (ml *ManagedLedger) addComplete(op *addOp, entryID int64, err error) {
 	cur.Entries++
 	cur.Size += int64(len(op.data))
 	cur.Messages += int64(op.msgs)
-	sums := ml.msgSums[op.ledger]
+	sums := ml.msgSums.get(op.ledger)
 	prev := int64(0)
 	if len(sums) > 0 {
 		prev = sums[len(sums)-1]
 	}
-	ml.msgSums[op.ledger] = append(sums, prev+int64(op.msgs))
+	ml.msgSums.set(op.ledger, append(sums, prev+int64(op.msgs)))
 	ml.entriesAdded.Add(1)
 	ml.cache.insert(pos, op.data, ml.f.opts.Now())
 	ml.notifyLocked()
@@ -553,7 +552,7 @@ func (ml *ManagedLedger) rollover(ctx context.Context) {
 		ml.log.Info("ledger created again; adds resume", "ledger", wl.ID(), "failedRollovers", n)
 	}
 	ml.ledgers = append(ml.ledgers, LedgerInfo{LedgerID: wl.ID()})
-	ml.msgSums[wl.ID()] = nil
+	ml.msgSums.set(wl.ID(), nil)
 	ml.current = wl
 	ml.created = ml.f.opts.Now()
 	ml.subCount, ml.subSize = 0, 0
@@ -569,7 +568,7 @@ func (ml *ManagedLedger) removeLedgersLocked(ids []int64) {
 		if i < len(ml.ledgers) && ml.ledgers[i].LedgerID == id {
 			ml.ledgers = slices.Delete(ml.ledgers, i, i+1)
 		}
-		delete(ml.msgSums, id)
+		ml.msgSums.del(id)
 		if r := ml.readers[id]; r != nil {
 			_ = r.Close()
 			delete(ml.readers, id)
@@ -880,11 +879,7 @@ func (ml *ManagedLedger) tick(ctx context.Context, now time.Time) {
 	// Per-entry message counts are only needed for backlogs: free them
 	// for ledgers every cursor has left behind.
 	ml.mu.Lock()
-	for id := range ml.msgSums {
-		if id < slowest.LedgerID {
-			delete(ml.msgSums, id)
-		}
-	}
+	ml.msgSums.dropBelow(slowest.LedgerID)
 	ml.mu.Unlock()
 	if trim {
 		if err := ml.Trim(ctx); err != nil {
