@@ -96,7 +96,7 @@ func newConsumer(id uint64, name string, sink consumerSink) *consumer {
 		name:           name,
 		sink:           sink,
 		connectedSince: time.Now(),
-		pending:        make(map[position]*pendingEntry),
+		// pending is made by assign and dropped when emptied.
 	}
 	c.win.roll(c.connectedSince, 0, 0, 0, 0) // the first window starts now
 	return c

@@ -262,11 +262,14 @@
 //
 // # Many topics
 //
-// A subscription's loop goroutine runs only while it has consumers,
-// timers or queued work: idle, it exits, do starts it again and call runs
-// its function inline (the caller owns the loop state meanwhile; the
-// handover goes through subscription.run, a leaf lock), so an idle
-// subscription holds no goroutine. Persistent topics idle (no producer,
+// A subscription's loop goroutine runs only while it has timers or
+// queued work, consumers or not: idle, it exits; do (a flow, an ack, a
+// consumer joining) and wake (new entries, with consumers connected)
+// start it again, and call runs its function inline (the caller owns the
+// loop state meanwhile; the handover goes through subscription.run, a
+// leaf lock), so an idle subscription holds no goroutine, nor does a
+// live one whose consumers wait for messages. Its pending sets (and each
+// consumer's) are dropped when emptied. Persistent topics idle (no producer,
 // connected consumer, replicator, compaction or held send) for
 // Config.IdleTopicUnloadTime are unloaded and reloaded on the next use
 // with nothing lost (idleunload.go), their cached topic-level policies

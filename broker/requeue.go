@@ -52,8 +52,9 @@ func (s *subscription) requeueAll(c *consumer) {
 		s.replay.addAll(batch)
 		return
 	}
-	// c keeps a new pending set (a Failover consumer stays attached).
-	c.pending = make(map[position]*pendingEntry)
+	// c gets a new pending set on its next assign (a Failover consumer
+	// stays attached).
+	c.pending = nil
 	next, stop := iter.Pull2(maps.All(m))
 	s.requeues = append(s.requeues, &requeueJob{c: c, next: next, stop: stop})
 }
@@ -102,7 +103,7 @@ func (s *subscription) takeBack(c *consumer, pe *pendingEntry) bool {
 	}
 	c.redeliverN += int64(pe.numMsgs)
 	pe.owner = nil
-	delete(s.pending, pe.pos)
+	s.unpend(pe.pos)
 	s.countRedelivery(pe)
 	return true
 }
@@ -115,12 +116,12 @@ func (s *subscription) requeue(pe *pendingEntry) {
 	if o := pe.owner; o != nil {
 		o.redeliverN += int64(pe.numMsgs)
 		if _, ok := o.pending[pe.pos]; ok {
-			delete(o.pending, pe.pos)
+			deletePending(&o.pending, pe.pos)
 			s.addUnacked(o, -pe.numMsgs)
 		}
 		pe.owner = nil
 	}
-	delete(s.pending, pe.pos)
+	s.unpend(pe.pos)
 	s.countRedelivery(pe)
 	s.replay.add(pe)
 }

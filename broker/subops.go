@@ -106,12 +106,12 @@ func (s *subscription) dropPending(pe *pendingEntry) {
 	if o := pe.owner; o != nil {
 		o.ackedN += int64(pe.numMsgs)
 		if _, ok := o.pending[pe.pos]; ok {
-			delete(o.pending, pe.pos)
+			deletePending(&o.pending, pe.pos)
 			s.addUnacked(o, -pe.numMsgs)
 		}
 		pe.owner = nil
 	}
-	delete(s.pending, pe.pos)
+	s.unpend(pe.pos)
 }
 
 // redeliverLocked handles REDELIVER_UNACKNOWLEDGED_MESSAGES from c.
@@ -159,6 +159,7 @@ func (s *subscription) resetLocked() {
 func (s *subscription) disconnectAllLocked(keep bool) []*consumer {
 	cs := s.consumers
 	s.consumers = nil
+	s.consumersChanged()
 	for _, c := range cs {
 		s.sel.remove(c)
 		c.closed = true
@@ -337,12 +338,12 @@ func (s *subscription) withhold(pos position) *pendingEntry {
 	if pe := s.pending[pos]; pe != nil {
 		if o := pe.owner; o != nil {
 			if _, ok := o.pending[pos]; ok {
-				delete(o.pending, pos)
+				deletePending(&o.pending, pos)
 				s.addUnacked(o, -pe.numMsgs)
 			}
 			pe.owner = nil
 		}
-		delete(s.pending, pos)
+		s.unpend(pos)
 		pe.data = nil
 		s.refreshBlocked()
 		return pe

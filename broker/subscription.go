@@ -107,6 +107,9 @@ type subscription struct {
 		on, closed bool
 	}
 	running atomic.Bool
+	// hasConsumers mirrors len(consumers) > 0 for wake (set by the
+	// loop's owner where consumers changes).
+	hasConsumers atomic.Bool
 
 	// owned by the loop
 	sel       selector
@@ -221,15 +224,24 @@ func newSubscription(name, topic string, typ SubType, partition int, cur cursor,
 	return s // the loop starts on the first do, call or consumer
 }
 
-// A subscription without consumers, timers or queued work holds no
-// goroutine: its loop exits when idle and do starts it again; call
-// runs its function inline while the loop is stopped. Ownership of the
-// loop state passes through run's mutex (happens-before for the state).
+// A subscription without timers or queued work holds no goroutine,
+// whether or not consumers are connected: its loop exits when idle and
+// do (a flow, an ack, a consumer) or wake (new entries, with consumers)
+// starts it again; call runs its function inline while the loop is
+// stopped. Ownership of the loop state passes through run's mutex
+// (happens-before for the state). A live topic whose consumer waits for
+// messages so costs no goroutine stack (issue 35: 8 KiB a live topic).
 
 // idleLocked reports whether the loop has nothing to wait for (loop
 // state; the caller owns it).
 func (s *subscription) idleLocked() bool {
-	return len(s.consumers) == 0 && s.delayTimer == nil && s.notifyTimer == nil && !s.throttled && len(s.requeues) == 0
+	return s.delayTimer == nil && s.notifyTimer == nil && !s.throttled && len(s.requeues) == 0
+}
+
+// consumersChanged updates hasConsumers after consumers changed (loop
+// state; the caller owns it).
+func (s *subscription) consumersChanged() {
+	s.hasConsumers.Store(len(s.consumers) > 0)
 }
 
 // dropReadCtx releases the cursor's shared read deadline (and its
@@ -261,7 +273,12 @@ func (s *subscription) start() {
 func (s *subscription) release(fromLoop bool) bool {
 	s.run.Lock()
 	defer s.run.Unlock()
+	// running goes false before notify is looked at: a wake that saw it
+	// true had sent its notify first (seen here); one that sees it false
+	// starts a loop (start waits for this lock).
+	s.running.Store(false)
 	if !s.run.closed && (len(s.ops) > 0 || len(s.notify) > 0 || !s.idleLocked()) {
+		s.running.Store(true)
 		if !fromLoop {
 			s.wg.Add(1)
 			go s.loop()
@@ -269,7 +286,6 @@ func (s *subscription) release(fromLoop bool) bool {
 		return false
 	}
 	s.run.on = false
-	s.running.Store(false)
 	return true
 }
 
@@ -406,14 +422,18 @@ func (s *subscription) call(f func()) bool {
 	}
 }
 
-// wake tells the loop that new entries are available. Never blocks.
+// wake tells the loop that new entries are available, starting it if
+// it is stopped and consumers are connected. Never blocks.
 func (s *subscription) wake() {
-	if !s.running.Load() {
-		return // no consumer: nothing to dispatch to (idleLocked)
+	if !s.running.Load() && !s.hasConsumers.Load() {
+		return // no consumer: nothing to dispatch to
 	}
 	select {
 	case s.notify <- struct{}{}:
 	default:
+	}
+	if !s.running.Load() {
+		s.start()
 	}
 }
 
@@ -452,6 +472,7 @@ func (s *subscription) addConsumerLocked(c *consumer, typ SubType, sticky bool) 
 		return r
 	}
 	s.consumers = append(s.consumers, c)
+	s.consumersChanged()
 	s.lastDetach = time.Now().UnixMilli() // attach counts as activity
 	s.noteJoinLocked(c)
 	s.keepEmpty = false
@@ -509,6 +530,7 @@ func (s *subscription) removeConsumerLocked(c *consumer) bool {
 		prevActive = fs.active()
 	}
 	s.consumers = slices.Delete(s.consumers, i, i+1)
+	s.consumersChanged()
 	s.lastDetach = time.Now().UnixMilli()
 	s.sel.remove(c)
 	c.closed = true
@@ -846,6 +868,9 @@ func (s *subscription) refreshBlocked() bool {
 func (s *subscription) assign(c *consumer, pe *pendingEntry) {
 	s.noteChunk(c, pe)
 	pe.owner = c
+	if c.pending == nil {
+		c.pending = make(map[position]*pendingEntry)
+	}
 	c.pending[pe.pos] = pe
 	if s.pending == nil {
 		s.pending = make(map[position]*pendingEntry)
@@ -864,6 +889,26 @@ func (s *subscription) assign(c *consumer, pe *pendingEntry) {
 	}
 }
 
+// deletePending deletes pos from a pending set and drops the set once
+// it is empty: a map keeps the room of its largest size, and most
+// subscriptions of a broker with many live topics have nothing pending
+// most of the time (assign makes the set again).
+func deletePending(m *map[position]*pendingEntry, pos position) {
+	delete(*m, pos)
+	if len(*m) == 0 {
+		*m = nil
+	}
+}
+
+// unpend deletes pos from the subscription's pending set; once that is
+// empty, every entry left in order is stale, and order goes too.
+func (s *subscription) unpend(pos position) {
+	deletePending(&s.pending, pos)
+	if s.pending == nil && s.order != nil {
+		s.clearOrder()
+	}
+}
+
 // unassign undoes assign for an entry that was not sent.
 func (s *subscription) unassign(pe *pendingEntry) {
 	c := pe.owner
@@ -871,8 +916,8 @@ func (s *subscription) unassign(pe *pendingEntry) {
 		return
 	}
 	pe.owner = nil
-	delete(c.pending, pe.pos)
-	delete(s.pending, pe.pos)
+	deletePending(&c.pending, pe.pos)
+	s.unpend(pe.pos)
 	c.permits += pe.numMsgs
 	s.addUnacked(c, -pe.numMsgs)
 	s.refreshBlocked()

@@ -239,6 +239,7 @@ func (t *topic) unsubscribe(s *subscription, c *consumer, force bool) error {
 			}
 		}
 		s.consumers = nil
+		s.consumersChanged()
 		s.closedLoop = true
 	})
 	if !ok {
@@ -331,6 +332,7 @@ func (t *topic) closeAll(notify bool) {
 				}
 			}
 			s.consumers = nil
+			s.consumersChanged()
 			s.closedLoop = true
 		})
 		s.close()
