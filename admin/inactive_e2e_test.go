@@ -28,7 +28,7 @@ func TestE2EInactiveTopicDeletion(t *testing.T) {
 	mustHTTP(t, tb, "POST", "/admin/v2/namespaces/"+ns+"/inactiveTopicPolicies",
 		`{"deleteWhileInactive":true,"maxInactiveDurationSeconds":1,"inactiveTopicDeleteMode":"delete_when_no_subscriptions"}`, http.StatusNoContent)
 	exists := func(topic string) bool {
-		ok, err := tb.TopicExists(context.Background(), topic)
+		ok, err := tb.TopicAdmin().TopicExists(context.Background(), topic)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestE2ESubscriptionExpiry(t *testing.T) {
 	_ = brokertest.Consumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "active"})
 	closed := time.Now()
 	subs := func() []string {
-		s, err := tb.Subscriptions(context.Background(), topic)
+		s, err := tb.SubscriptionAdmin().Subscriptions(context.Background(), topic)
 		if err != nil {
 			t.Fatal(err)
 		}

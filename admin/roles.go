@@ -16,9 +16,10 @@ import (
 
 // The API reaches the broker only through the small role interfaces
 // below, each declared here for what its routes need (*broker.Broker
-// implements them all). Topic names are anything broker.ParseTopicName
-// accepts; a method on one topic acts on a non-partitioned topic or one
-// partition (the handlers fan out over partitions). Errors wrap the
+// and its role objects implement them: BrokerDeps). Topic names are
+// anything broker.ParseTopicName accepts; a method on one topic acts on
+// a non-partitioned topic or one partition (the handlers fan out over
+// partitions). Errors wrap the
 // broker's and policy's sentinels (statusOf maps them); their text is
 // the reason given to the client, except for internal errors.
 
@@ -273,6 +274,14 @@ type Deps struct {
 // BrokerDeps fills every role of the core with b (the schema, compaction
 // and transaction roles are those features': set them when they are on).
 func BrokerDeps(b *broker.Broker) Deps {
-	return Deps{Node: b, Topics: b, TopicProperties: b, Reads: b, Lifecycle: b, Subscriptions: b,
-		Ownership: b, Metrics: b, Security: b.Security(), Metadata: b.Metadata(), Ledgers: ledgerinfo.New(b)}
+	return Deps{Node: b, Topics: b.TopicAdmin(), TopicProperties: b.TopicAdmin(), Reads: b.TopicReader(),
+		Lifecycle: b.TopicLifecycle(), Subscriptions: b.SubscriptionAdmin(),
+		Ownership: b, Metrics: metricsSource{b, b.TopicReader()}, Security: b.Security(), Metadata: b.Metadata(), Ledgers: ledgerinfo.New(b)}
+}
+
+// metricsSource is a broker as BrokerMetrics: its ownership and its
+// topic reads.
+type metricsSource struct {
+	*broker.Broker
+	broker.TopicReader
 }

@@ -39,7 +39,7 @@ func startFullSurface(t *testing.T, mut func(*auth.Config)) *fullSurface {
 		cfg: func(c *broker.Config) { c.Security = sc },
 		register: func(b *broker.Broker, m *embedded.Store) {
 			meta = m
-			if _, err := console.Register(b.Router(), b, nil); err != nil {
+			if _, err := console.Register(b.Router(), console.BrokerSource(b), nil); err != nil {
 				t.Fatal(err)
 			}
 			w, err := functions.NewWorker(functions.Options{Metadata: m, ID: "w1", DataDir: t.TempDir()})

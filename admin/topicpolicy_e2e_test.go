@@ -105,7 +105,7 @@ func TestE2ETopicPoliciesOverrideNamespace(t *testing.T) {
 		if _, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic}); err == nil {
 			t.Fatalf("%s: second producer accepted with maxProducers 1 (namespace: 5)", phase)
 		}
-		st, err := tb.TopicStats(context.Background(), topic)
+		st, err := tb.TopicReader().TopicStats(context.Background(), topic)
 		if err != nil || st.DeduplicationStatus != "Enabled" || st.BacklogQuotaLimitSize != 2<<20 {
 			t.Fatalf("%s: stats dedup %q quota %d, %v", phase, st.DeduplicationStatus, st.BacklogQuotaLimitSize, err)
 		}

@@ -576,7 +576,8 @@ func (t *topic) loadFeatures(ctx context.Context) error {
 // UnloadTopic closes a loaded topic: every producer and consumer gets
 // CLOSE_PRODUCER/CLOSE_CONSUMER and reconnects, which loads it again. It
 // reports whether the topic was loaded.
-func (b *Broker) UnloadTopic(name string) (bool, error) {
+func (a TopicLifecycle) UnloadTopic(name string) (bool, error) {
+	b := a.b
 	tn, err := parseTopicName(name)
 	if err != nil {
 		return false, err

@@ -510,7 +510,8 @@ type messageIndexer interface {
 
 // MessageIDByIndex returns the id of the entry holding the message with
 // index idx (Pulsar's getMessageIdByIndex), from broker entry metadata.
-func (b *Broker) MessageIDByIndex(ctx context.Context, topic string, idx int64) (MessageID, error) {
+func (a TopicReader) MessageIDByIndex(ctx context.Context, topic string, idx int64) (MessageID, error) {
+	b := a.b
 	ix := b.ext.indexer
 	if ix == nil || !ix.IndexesMessages() {
 		return MessageID{}, reason(ErrPreconditionFailed, "Broker entry metadata index is not enabled: add "+

@@ -72,7 +72,7 @@ func runWithoutRace(t *testing.T, run string, env ...string) {
 // subBacklog returns the backlog of topic's subscription sub.
 func subBacklog(t testing.TB, b *Broker, topic, sub string) int64 {
 	t.Helper()
-	st, err := b.TopicStats(ctxT(t), topic)
+	st, err := b.TopicReader().TopicStats(ctxT(t), topic)
 	if err != nil {
 		t.Fatal(err)
 	}

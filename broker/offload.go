@@ -188,7 +188,8 @@ type OffloadStatus struct {
 
 // OffloadTopic starts offloading every closed
 // ledger before id's ledger.
-func (b *Broker) OffloadTopic(ctx context.Context, topic string, id MessageID) error {
+func (a TopicLifecycle) OffloadTopic(ctx context.Context, topic string, id MessageID) error {
+	b := a.b
 	t, err := b.loadedOrLoad(ctx, topic)
 	if err != nil {
 		return err
@@ -211,7 +212,8 @@ func (b *Broker) OffloadTopic(ctx context.Context, topic string, id MessageID) e
 }
 
 // TopicOffloadStatus reports the last offload of topic.
-func (b *Broker) TopicOffloadStatus(ctx context.Context, topic string) (OffloadStatus, error) {
+func (a TopicLifecycle) TopicOffloadStatus(ctx context.Context, topic string) (OffloadStatus, error) {
+	b := a.b
 	t, err := b.loadedOrLoad(ctx, topic)
 	if err != nil {
 		return OffloadStatus{}, err

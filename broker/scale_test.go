@@ -350,7 +350,7 @@ func checkScaleLookups(t *testing.T, tb *testBroker, n int) {
 	slices.Sort(lat)
 	p50, p99 := lat[k/2], lat[k*99/100]
 	t0 := time.Now()
-	ts, err := tb.TopicsOfNamespace(context.Background(), "public/default", true, false)
+	ts, err := tb.TopicAdmin().TopicsOfNamespace(context.Background(), "public/default", true, false)
 	list := time.Since(t0)
 	if err != nil {
 		t.Fatal(err)

@@ -14,9 +14,9 @@ import (
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
 
-// The methods of this file are the broker's administration surface:
-// package admin reaches them through role interfaces it declares itself
-// (admin/roles.go). Topic names are anything ParseTopicName accepts; a
+// The methods of this file are the broker's administration surface,
+// on the role objects of roles.go: package admin reaches them through
+// role interfaces it declares itself (admin/roles.go). Topic names are anything ParseTopicName accepts; a
 // method on one topic acts on a non-partitioned topic or one partition
 // (callers fan out over partitions). Errors wrap ErrTopicNotFound,
 // ErrNamespaceNotFound, ErrSubscriptionNotFound, ErrAlreadyExists,
@@ -88,7 +88,8 @@ func (b *Broker) MaxPartitionsPerTopic() int { return max(b.cfg.MaxPartitionsPer
 // checkPartitions refuses a partition count outside 1..the broker's
 // limit (1..2^31-1 without one) with ErrPreconditionFailed and Pulsar's
 // wording (for an update, "Desired partitions ...").
-func (b *Broker) checkPartitions(n int, update bool) error {
+func (a TopicAdmin) checkPartitions(n int, update bool) error {
+	b := a.b
 	limit := b.MaxPartitionsPerTopic()
 	switch {
 	case n <= 0:
@@ -105,18 +106,21 @@ func (b *Broker) checkPartitions(n int, update bool) error {
 
 // TopicsOfNamespace lists created topics (partitions expanded) of ns
 // ("tenant/ns") in the given domains.
-func (b *Broker) TopicsOfNamespace(ctx context.Context, ns string, persistent, nonPersistent bool) ([]string, error) {
+func (a TopicAdmin) TopicsOfNamespace(ctx context.Context, ns string, persistent, nonPersistent bool) ([]string, error) {
+	b := a.b
 	return b.topicsOfNamespace(ctx, ns, persistent, nonPersistent)
 }
 
 // PartitionedTopics lists the partitioned topics of ns in domain.
-func (b *Broker) PartitionedTopics(ctx context.Context, ns, domain string) ([]string, error) {
+func (a TopicAdmin) PartitionedTopics(ctx context.Context, ns, domain string) ([]string, error) {
+	b := a.b
 	return b.reg.partitionedTopics(ctx, ns, domain)
 }
 
 // Partitions returns a partitioned topic's partition count (0: not
 // partitioned).
-func (b *Broker) Partitions(ctx context.Context, topic string) (int, error) {
+func (a TopicAdmin) Partitions(ctx context.Context, topic string) (int, error) {
+	b := a.b
 	tn, err := parseTopicName(topic)
 	if err != nil {
 		return 0, err
@@ -127,12 +131,12 @@ func (b *Broker) Partitions(ctx context.Context, topic string) (int, error) {
 // AutoCreatePartitioned creates topic as partitioned if its
 // namespace's auto-creation policy asks for it; it returns the
 // partition count (0: not created).
-func (b *Broker) AutoCreatePartitioned(ctx context.Context, topic string) int {
+func (a TopicAdmin) AutoCreatePartitioned(ctx context.Context, topic string) int {
 	tn, err := parseTopicName(topic)
 	if err != nil || tn.IsPartition() {
 		return 0
 	}
-	n, _ := b.autoCreatePartitioned(ctx, tn)
+	n, _ := a.autoCreatePartitioned(ctx, tn)
 	return n
 }
 
@@ -141,17 +145,18 @@ func (b *Broker) AutoCreatePartitioned(ctx context.Context, topic string) int {
 // does not exist yet; it returns the partition count (0: not created),
 // and the refusal of maxTopicsPerNamespace (topiclimit.go) if that is
 // why it was not created.
-func (b *Broker) autoCreatePartitioned(ctx context.Context, tn topicName) (int, error) {
+func (a TopicAdmin) autoCreatePartitioned(ctx context.Context, tn topicName) (int, error) {
+	b := a.b
 	pol := b.resolvePolicies(tn)
 	allow, n := pol.AutoCreate, pol.AutoPartitions
 	if !allow || n <= 0 {
 		return 0, nil
 	}
-	if err := b.checkPartitions(n, false); err != nil {
+	if err := a.checkPartitions(n, false); err != nil {
 		b.log.Info("partitioned auto-creation refused", "topic", tn.String(), "err", err)
 		return 0, nil
 	}
-	if ok, err := b.topicExists(ctx, tn); err != nil || ok {
+	if ok, err := a.topicExists(ctx, tn); err != nil || ok {
 		return 0, nil
 	}
 	if err := b.checkTopicQuota(ctx, tn, n); err != nil {
@@ -171,7 +176,8 @@ func (b *Broker) autoCreatePartitioned(ctx context.Context, tn topicName) (int, 
 // CreatePartitionedTopic registers a partitioned topic; creating an
 // existing one with the same count is a no-op, another count fails with
 // ErrAlreadyExists.
-func (b *Broker) CreatePartitionedTopic(ctx context.Context, name string, m PartitionedMetadata) error {
+func (a TopicAdmin) CreatePartitionedTopic(ctx context.Context, name string, m PartitionedMetadata) error {
+	b := a.b
 	tn, err := parseTopicName(name)
 	if err != nil {
 		return err
@@ -179,10 +185,10 @@ func (b *Broker) CreatePartitionedTopic(ctx context.Context, name string, m Part
 	if tn.IsPartition() {
 		return fmt.Errorf("%w: %s is a partition", ErrInvalidTopicName, tn)
 	}
-	if err := b.checkPartitions(m.Partitions, false); err != nil {
+	if err := a.checkPartitions(m.Partitions, false); err != nil {
 		return err
 	}
-	if err := b.requireNamespace(ctx, tn); err != nil {
+	if err := a.requireNamespace(ctx, tn); err != nil {
 		return err
 	}
 	if n, err := b.reg.partitions(ctx, tn); err != nil {
@@ -203,12 +209,13 @@ func (b *Broker) CreatePartitionedTopic(ctx context.Context, name string, m Part
 }
 
 // UpdatePartitionedTopic raises the partition count (never lowers).
-func (b *Broker) UpdatePartitionedTopic(ctx context.Context, topic string, partitions int) error {
+func (a TopicAdmin) UpdatePartitionedTopic(ctx context.Context, topic string, partitions int) error {
+	b := a.b
 	tn, err := parseTopicName(topic)
 	if err != nil {
 		return err
 	}
-	if err := b.checkPartitions(partitions, true); err != nil {
+	if err := a.checkPartitions(partitions, true); err != nil {
 		return err
 	}
 	cur, err := b.reg.partitions(ctx, tn)
@@ -221,7 +228,7 @@ func (b *Broker) UpdatePartitionedTopic(ctx context.Context, topic string, parti
 	if partitions < cur {
 		return reason(ErrPreconditionFailed, "The number of partitions can only be increased")
 	}
-	m, _, err := b.partitionedMeta(ctx, tn) // keep the topic's properties
+	m, _, err := a.partitionedMeta(ctx, tn) // keep the topic's properties
 	if err != nil {
 		return err
 	}
@@ -232,7 +239,8 @@ func (b *Broker) UpdatePartitionedTopic(ctx context.Context, topic string, parti
 // DeletePartitionedTopic deletes every partition and the partitioned
 // metadata, then tells the DeletionObservers (the schema registry
 // deletes the topic's schema).
-func (b *Broker) DeletePartitionedTopic(ctx context.Context, topic string) error {
+func (a TopicAdmin) DeletePartitionedTopic(ctx context.Context, topic string) error {
+	b := a.b
 	tn, err := parseTopicName(topic)
 	if err != nil {
 		return err
@@ -245,7 +253,7 @@ func (b *Broker) DeletePartitionedTopic(ctx context.Context, topic string) error
 		return reason(ErrTopicNotFound, "Partitioned topic does not exist")
 	}
 	for i := 0; i < n; i++ {
-		if err := b.DeleteTopic(ctx, tn.Partition(i).String(), true); err != nil && !errors.Is(err, ErrTopicNotFound) {
+		if err := a.DeleteTopic(ctx, tn.Partition(i).String(), true); err != nil && !errors.Is(err, ErrTopicNotFound) {
 			return err
 		}
 	}
@@ -261,7 +269,8 @@ func (b *Broker) DeletePartitionedTopic(ctx context.Context, topic string) error
 
 // requireNamespace fails with ErrNamespaceNotFound unless tn's namespace
 // exists.
-func (b *Broker) requireNamespace(ctx context.Context, tn topicName) error {
+func (a TopicAdmin) requireNamespace(ctx context.Context, tn topicName) error {
+	b := a.b
 	ok, err := b.reg.namespaceExists(ctx, tn.NamespaceName())
 	if err != nil {
 		return err
@@ -273,14 +282,15 @@ func (b *Broker) requireNamespace(ctx context.Context, tn topicName) error {
 }
 
 // CreateTopic creates a non-partitioned topic (ErrAlreadyExists).
-func (b *Broker) CreateTopic(ctx context.Context, topic string) error {
-	return b.CreateTopicWithProperties(ctx, topic, nil)
+func (a TopicAdmin) CreateTopic(ctx context.Context, topic string) error {
+	return a.CreateTopicWithProperties(ctx, topic, nil)
 }
 
 // CreateTopicWithProperties creates a non-partitioned topic storing
 // props with it (non-persistent topics take none: ErrPreconditionFailed;
 // topic_properties.go).
-func (b *Broker) CreateTopicWithProperties(ctx context.Context, topic string, props map[string]string) error {
+func (a TopicAdmin) CreateTopicWithProperties(ctx context.Context, topic string, props map[string]string) error {
+	b := a.b
 	data, err := encodeTopicNode(props, time.Now().UnixMilli())
 	if err != nil {
 		return err
@@ -289,7 +299,7 @@ func (b *Broker) CreateTopicWithProperties(ctx context.Context, topic string, pr
 	if err != nil {
 		return err
 	}
-	if err := b.requireNamespace(ctx, tn); err != nil {
+	if err := a.requireNamespace(ctx, tn); err != nil {
 		return err
 	}
 	if n, err := b.reg.partitions(ctx, tn); err != nil {
@@ -320,17 +330,18 @@ func (b *Broker) CreateTopicWithProperties(ctx context.Context, topic string, pr
 
 // TopicExists reports whether topic is created (persistent) or loaded
 // (non-persistent).
-func (b *Broker) TopicExists(ctx context.Context, topic string) (bool, error) {
+func (a TopicAdmin) TopicExists(ctx context.Context, topic string) (bool, error) {
 	tn, err := parseTopicName(topic)
 	if err != nil {
 		return false, err
 	}
-	return b.topicExists(ctx, tn)
+	return a.topicExists(ctx, tn)
 }
 
 // topicExists reports whether tn is a created non-partitioned topic (or
 // partition), or a loaded non-persistent one.
-func (b *Broker) topicExists(ctx context.Context, tn topicName) (bool, error) {
+func (a TopicAdmin) topicExists(ctx context.Context, tn topicName) (bool, error) {
+	b := a.b
 	if !tn.IsPersistent() {
 		return b.lookupTopic(tn.String()) != nil, nil
 	}
@@ -343,7 +354,8 @@ func (b *Broker) topicExists(ctx context.Context, tn topicName) (bool, error) {
 // (cursors, ledgers, metadata: deleteTopicStorage), so the bookies
 // reclaim its space.
 // Without force a topic with producers or consumers is refused.
-func (b *Broker) DeleteTopic(ctx context.Context, name string, force bool) error {
+func (a TopicAdmin) DeleteTopic(ctx context.Context, name string, force bool) error {
+	b := a.b
 	tn, err := parseTopicName(name)
 	if err != nil {
 		return err
@@ -409,7 +421,8 @@ func (b *Broker) loadedOrLoad(ctx context.Context, topic string) (*topic, error)
 }
 
 // TopicStats returns the stats of a topic, loading it if it exists.
-func (b *Broker) TopicStats(ctx context.Context, name string) (TopicStats, error) {
+func (a TopicReader) TopicStats(ctx context.Context, name string) (TopicStats, error) {
+	b := a.b
 	t, err := b.loadedOrLoad(ctx, name)
 	if err != nil {
 		return TopicStats{}, err
@@ -467,7 +480,8 @@ type InternalCursorStats struct {
 
 // InternalStats returns Pulsar's internal stats of a topic (managed
 // ledger and cursors).
-func (b *Broker) InternalStats(ctx context.Context, topic string) (InternalStats, error) {
+func (a TopicReader) InternalStats(ctx context.Context, topic string) (InternalStats, error) {
+	b := a.b
 	t, err := b.loadedOrLoad(ctx, topic)
 	if err != nil {
 		return InternalStats{}, err
@@ -529,7 +543,8 @@ func internalStatsOf(s mledger.Stats) InternalStats {
 }
 
 // LastMessageID returns the id of the topic's last message.
-func (b *Broker) LastMessageID(ctx context.Context, topic string) (MessageID, error) {
+func (a TopicReader) LastMessageID(ctx context.Context, topic string) (MessageID, error) {
+	b := a.b
 	t, err := b.loadedOrLoad(ctx, topic)
 	if err != nil {
 		return MessageID{}, err
@@ -539,7 +554,8 @@ func (b *Broker) LastMessageID(ctx context.Context, topic string) (MessageID, er
 }
 
 // Terminate refuses further publishes and returns the last message id.
-func (b *Broker) Terminate(ctx context.Context, topic string) (MessageID, error) {
+func (a TopicLifecycle) Terminate(ctx context.Context, topic string) (MessageID, error) {
+	b := a.b
 	t, err := b.loadedOrLoad(ctx, topic)
 	if err != nil {
 		return MessageID{}, err
@@ -579,7 +595,8 @@ func (b *Broker) Terminate(ctx context.Context, topic string) (MessageID, error)
 }
 
 // ReadEntry returns the stored entry (a Pulsar batch) at id.
-func (b *Broker) ReadEntry(ctx context.Context, topic string, id MessageID) ([]byte, error) {
+func (a TopicReader) ReadEntry(ctx context.Context, topic string, id MessageID) ([]byte, error) {
+	b := a.b
 	t, err := b.loadedOrLoad(ctx, topic)
 	if err != nil {
 		return nil, err
@@ -595,7 +612,8 @@ func (b *Broker) ReadEntry(ctx context.Context, topic string, id MessageID) ([]b
 }
 
 // Subscriptions lists a topic's subscriptions.
-func (b *Broker) Subscriptions(ctx context.Context, topic string) ([]string, error) {
+func (a SubscriptionAdmin) Subscriptions(ctx context.Context, topic string) ([]string, error) {
+	b := a.b
 	t, err := b.loadedOrLoad(ctx, topic)
 	if err != nil {
 		return nil, err
@@ -609,7 +627,8 @@ func (b *Broker) Subscriptions(ctx context.Context, topic string) ([]string, err
 
 // CreateSubscription adds a durable subscription positioned at id
 // (Earliest, Latest or the entry to read first).
-func (b *Broker) CreateSubscription(ctx context.Context, topic, name string, id MessageID) error {
+func (a SubscriptionAdmin) CreateSubscription(ctx context.Context, topic, name string, id MessageID) error {
+	b := a.b
 	if err := pulsarproto.CheckSubscriptionName(name); err != nil {
 		return reason(ErrPreconditionFailed, err.Error())
 	}
@@ -662,7 +681,8 @@ func (b *Broker) CreateSubscription(ctx context.Context, topic, name string, id 
 
 // DeleteSubscription deletes a subscription; without force it refuses
 // one with connected consumers (ErrPreconditionFailed).
-func (b *Broker) DeleteSubscription(ctx context.Context, topic, sub string, force bool) error {
+func (a SubscriptionAdmin) DeleteSubscription(ctx context.Context, topic, sub string, force bool) error {
+	b := a.b
 	t, err := b.loadedOrLoad(ctx, topic)
 	if err != nil {
 		return err
@@ -682,7 +702,8 @@ func (b *Broker) DeleteSubscription(ctx context.Context, topic, sub string, forc
 }
 
 // durableSub resolves a durable subscription of a loaded topic.
-func (b *Broker) durableSub(ctx context.Context, topic, sub string) (*topic, *subscription, *cursorAdapter, error) {
+func (a SubscriptionAdmin) durableSub(ctx context.Context, topic, sub string) (*topic, *subscription, *cursorAdapter, error) {
+	b := a.b
 	t, err := b.loadedOrLoad(ctx, topic)
 	if err != nil {
 		return nil, nil, nil, err
@@ -702,8 +723,9 @@ func (b *Broker) durableSub(ctx context.Context, topic, sub string) (*topic, *su
 
 // SkipMessages skips n entries of the backlog (n < 0: all of it); the
 // CursorObservers hear of it (a held producer may resume).
-func (b *Broker) SkipMessages(ctx context.Context, topic, sub string, n int64) error {
-	t, s, ca, err := b.durableSub(ctx, topic, sub)
+func (a SubscriptionAdmin) SkipMessages(ctx context.Context, topic, sub string, n int64) error {
+	b := a.b
+	t, s, ca, err := a.durableSub(ctx, topic, sub)
 	if err != nil {
 		return err
 	}
@@ -713,7 +735,8 @@ func (b *Broker) SkipMessages(ctx context.Context, topic, sub string, n int64) e
 
 // ExpireMessages acknowledges the messages published more than secs
 // ago, on sub or (sub == "") every subscription.
-func (b *Broker) ExpireMessages(ctx context.Context, topic, sub string, secs int64) error {
+func (a SubscriptionAdmin) ExpireMessages(ctx context.Context, topic, sub string, secs int64) error {
+	b := a.b
 	if sub == "" {
 		t, err := b.loadedOrLoad(ctx, topic)
 		if err != nil {
@@ -727,7 +750,7 @@ func (b *Broker) ExpireMessages(ctx context.Context, topic, sub string, secs int
 		}
 		return nil
 	}
-	t, s, _, err := b.durableSub(ctx, topic, sub)
+	t, s, _, err := a.durableSub(ctx, topic, sub)
 	if err != nil {
 		return err
 	}
@@ -738,8 +761,9 @@ func (b *Broker) ExpireMessages(ctx context.Context, topic, sub string, secs int
 // ResetCursor moves the subscription to id (or, byTime, to the first
 // message published at or after tsMillis) and disconnects its
 // consumers.
-func (b *Broker) ResetCursor(ctx context.Context, topic, sub string, id MessageID, byTime bool, tsMillis int64) error {
-	t, s, _, err := b.durableSub(ctx, topic, sub)
+func (a SubscriptionAdmin) ResetCursor(ctx context.Context, topic, sub string, id MessageID, byTime bool, tsMillis int64) error {
+	b := a.b
+	t, s, _, err := a.durableSub(ctx, topic, sub)
 	if err != nil {
 		return err
 	}
@@ -752,8 +776,8 @@ func (b *Broker) ResetCursor(ctx context.Context, topic, sub string, id MessageI
 
 // PeekMessage returns the n-th (1-based) unacknowledged entry of the
 // subscription's backlog.
-func (b *Broker) PeekMessage(ctx context.Context, topic, sub string, n int64) (MessageID, []byte, error) {
-	t, _, ca, err := b.durableSub(ctx, topic, sub)
+func (a SubscriptionAdmin) PeekMessage(ctx context.Context, topic, sub string, n int64) (MessageID, []byte, error) {
+	t, _, ca, err := a.durableSub(ctx, topic, sub)
 	if err != nil {
 		return MessageID{}, nil, err
 	}
@@ -813,7 +837,8 @@ func (b *Broker) AppliedPolicies(topic string) *policy.Resolved {
 
 // SetReplicatedSubscription turns a durable subscription's
 // replicated state on or off (docs/geo-replication.md).
-func (b *Broker) SetReplicatedSubscription(ctx context.Context, topic, sub string, replicated bool) error {
+func (a SubscriptionAdmin) SetReplicatedSubscription(ctx context.Context, topic, sub string, replicated bool) error {
+	b := a.b
 	t, err := b.loadedOrLoad(ctx, topic)
 	if err != nil {
 		return err

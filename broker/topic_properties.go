@@ -73,12 +73,13 @@ func decodeTopicNode(b []byte) (map[string]string, error) {
 
 // TopicProperties returns the properties (empty, never nil, when it has
 // none; ErrTopicNotFound).
-func (b *Broker) TopicProperties(ctx context.Context, topic string) (map[string]string, error) {
+func (a TopicAdmin) TopicProperties(ctx context.Context, topic string) (map[string]string, error) {
+	b := a.b
 	tn, err := parseTopicName(topic)
 	if err != nil {
 		return nil, err
 	}
-	if m, ok, err := b.partitionedMeta(ctx, tn); err != nil || ok {
+	if m, ok, err := a.partitionedMeta(ctx, tn); err != nil || ok {
 		if m.Properties == nil {
 			m.Properties = map[string]string{}
 		}
@@ -105,7 +106,8 @@ func (b *Broker) TopicProperties(ctx context.Context, topic string) (map[string]
 // non-persistent topic or a result above MaxTopicPropertiesBytes): a
 // compare-and-set on the node holding the properties, retried on
 // conflict.
-func (b *Broker) UpdateTopicProperties(ctx context.Context, topic string, set map[string]string, del []string) error {
+func (a TopicAdmin) UpdateTopicProperties(ctx context.Context, topic string, set map[string]string, del []string) error {
+	b := a.b
 	tn, err := parseTopicName(topic)
 	if err != nil {
 		return err
@@ -126,7 +128,7 @@ func (b *Broker) UpdateTopicProperties(ctx context.Context, topic string, set ma
 		var store metadata.Store
 		var data []byte
 		var ver metadata.Version
-		if _, ok, err := b.partitionedMeta(ctx, tn); err != nil {
+		if _, ok, err := a.partitionedMeta(ctx, tn); err != nil {
 			return err
 		} else if ok {
 			key, store = partitionedKey(tn), b.reg.config
@@ -180,7 +182,8 @@ func (b *Broker) UpdateTopicProperties(ctx context.Context, topic string, set ma
 
 // partitionedMeta reads tn's partitioned metadata (false: tn is not a
 // partitioned topic).
-func (b *Broker) partitionedMeta(ctx context.Context, tn topicName) (PartitionedMetadata, bool, error) {
+func (a TopicAdmin) partitionedMeta(ctx context.Context, tn topicName) (PartitionedMetadata, bool, error) {
+	b := a.b
 	var m PartitionedMetadata
 	if tn.IsPartition() {
 		return m, false, nil

@@ -26,7 +26,7 @@ var assets embed.FS
 
 // Source is what the console reads of the broker: the catalog of
 // tenants, namespaces and topics, and what runs (stats, history,
-// cluster). *broker.Broker implements it.
+// cluster). BrokerSource makes one of a broker.
 type Source interface {
 	Catalog
 	Live
@@ -55,7 +55,17 @@ type Live interface {
 	Cluster() *cluster.Service
 }
 
-var _ Source = (*broker.Broker)(nil)
+// BrokerSource is the Source of b: b itself, its topic administration
+// and its topic reads.
+func BrokerSource(b *broker.Broker) Source {
+	return brokerSource{Broker: b, TopicAdmin: b.TopicAdmin(), TopicReader: b.TopicReader()}
+}
+
+type brokerSource struct {
+	*broker.Broker
+	broker.TopicAdmin
+	broker.TopicReader
+}
 
 // Console serves the pages. It holds no state of its own beyond the
 // parsed templates: every page is built from Source on each request.

@@ -65,7 +65,7 @@ func (e *Enforcer) checkInactive(st *topicState, now time.Time) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	if err := e.b.DeleteTopic(ctx, t.Name(), false); err != nil {
+	if err := e.b.TopicAdmin().DeleteTopic(ctx, t.Name(), false); err != nil {
 		e.log.Info("inactive topic not deleted", "topic", t.Name(), "err", err)
 		return
 	}
@@ -92,7 +92,7 @@ func (e *Enforcer) expireSubscriptions(t broker.Topic, now time.Time) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-		err := e.b.DeleteSubscription(ctx, t.Name(), s.Name(), false)
+		err := e.b.SubscriptionAdmin().DeleteSubscription(ctx, t.Name(), s.Name(), false)
 		cancel()
 		if err != nil {
 			e.log.Info("expired subscription not deleted", "topic", t.Name(), "sub", s.Name(), "err", err)

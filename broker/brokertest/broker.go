@@ -256,7 +256,7 @@ func (b *Broker) Client(t testing.TB) pulsar.Client {
 // Ledger returns topic's open managed ledger (loading the topic first).
 func (b *Broker) Ledger(t testing.TB, topic string) *mledger.ManagedLedger {
 	t.Helper()
-	if _, err := b.TopicStats(Ctx(t), topic); err != nil {
+	if _, err := b.TopicReader().TopicStats(Ctx(t), topic); err != nil {
 		t.Fatal(err)
 	}
 	ml, err := b.Factory.Open(Ctx(t), topic, b.opts.Ledger)

@@ -203,7 +203,7 @@ func OpenStack(ctx context.Context, svc Service, d Deps) (_ *Stack, err error) {
 	}
 	admin.Register(s.broker.Router(), deps)
 	if svc.Console {
-		if _, err := console.Register(s.broker.Router(), s.broker, log.With("component", "console")); err != nil {
+		if _, err := console.Register(s.broker.Router(), console.BrokerSource(s.broker), log.With("component", "console")); err != nil {
 			return nil, err
 		}
 	}

@@ -71,16 +71,16 @@ func newCoordinators(s *Server) *coordinators {
 // assign partition).
 func (cs *coordinators) start(ctx context.Context) error {
 	b := cs.s.b
-	n, err := b.Partitions(ctx, AssignTopic)
+	n, err := b.TopicAdmin().Partitions(ctx, AssignTopic)
 	if err != nil {
 		return fmt.Errorf("txn/server: transaction coordinator assign topic: %w", err)
 	}
 	if n == 0 {
-		err := b.CreatePartitionedTopic(ctx, AssignTopic, broker.PartitionedMetadata{Partitions: cs.s.cfg.Coordinators})
+		err := b.TopicAdmin().CreatePartitionedTopic(ctx, AssignTopic, broker.PartitionedMetadata{Partitions: cs.s.cfg.Coordinators})
 		if err != nil && !errors.Is(err, broker.ErrAlreadyExists) {
 			return fmt.Errorf("txn/server: create %s: %w", AssignTopic, err)
 		}
-		if n, err = b.Partitions(ctx, AssignTopic); err != nil {
+		if n, err = b.TopicAdmin().Partitions(ctx, AssignTopic); err != nil {
 			return err
 		}
 	}
