@@ -25,10 +25,14 @@ import (
 // liveBudget is what a live topic (one connected producer, one connected
 // consumer on a durable subscription, over a client connection shared by
 // many topics) may cost the broker, in heap and stacks and in resident
-// memory. Issue 35 asks for 8 KiB; this is the bound reached so far
-// (~12.2 KiB measured, 26.5 KiB before the idle goroutines went;
-// bench/topics/NOTES.md, "Live topics", says where the rest goes).
-const liveBudget = 14 << 10
+// memory. Issue 35 asks for 8 KiB; these are the bounds reached so far
+// (12.0-12.7 KiB of heap and stacks measured, 12.5-13.6 KiB of RSS, which
+// moves with how the heap fragmented; 26.5 KiB before the idle goroutines
+// went; bench/topics/NOTES.md, "Live topics", says where the rest goes).
+const (
+	liveBudget    = 14 << 10
+	liveRSSBudget = 16 << 10
+)
 
 // scaleLiveChildEnv, set, makes TestScaleLiveChild the client of
 // TestScaleLiveTopicsMemory in a separate process ("url,prefix,n,conns").
@@ -155,9 +159,11 @@ func rssBytes() int64 {
 // into further.)
 // Each topic has published and dispatched a message. The heap and stacks
 // the broker holds for them after a GC, and its resident set once the
-// free heap went back to the OS, must stay within liveBudget a topic
-// (the test broker's in-memory ledger and metadata stores included).
-// Then every topic publishes and dispatches a second message.
+// free heap went back to the OS, must stay within liveBudget and
+// liveRSSBudget a topic (the test broker's in-memory ledger and metadata
+// stores included), with no goroutine of their own. Then every topic
+// publishes and dispatches a second message. Under the race detector it
+// runs in this package's tests built without it.
 func TestScaleLiveTopicsMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens 20,000 live topics")
@@ -247,8 +253,8 @@ func TestScaleLiveTopicsMemory(t *testing.T) {
 	if perHeap > liveBudget {
 		t.Errorf("a live topic costs %.0f B of heap and stacks, budget %d B", perHeap, liveBudget)
 	}
-	if r0 > 0 && perRSS > liveBudget {
-		t.Errorf("a live topic costs %.0f B of RSS, budget %d B", perRSS, liveBudget)
+	if r0 > 0 && perRSS > liveRSSBudget {
+		t.Errorf("a live topic costs %.0f B of RSS, budget %d B", perRSS, liveRSSBudget)
 	}
 	// Every topic publishes and dispatches again, from idle.
 	if _, err := io.WriteString(stdin, "go\n"); err != nil {
