@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/metadata"
-	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/metadata/memmeta"
+	"github.com/magnetar-mq/magnetar/mledger"
 )
 
 // gateMeta blocks the first Put after arm until release is closed,

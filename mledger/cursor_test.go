@@ -13,8 +13,8 @@ import (
 
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/metadata/embedded"
-	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/metadata/memmeta"
+	"github.com/magnetar-mq/magnetar/mledger"
 )
 
 func TestCursorAckOperations(t *testing.T) {

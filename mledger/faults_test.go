@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/metadata/memmeta"
+	"github.com/magnetar-mq/magnetar/mledger"
 )
 
 // TestCrashBetweenCursorLedgerAndNodeUpdate: a snapshot is written to a new

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/metadata"
-	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/metadata/memmeta"
+	"github.com/magnetar-mq/magnetar/mledger"
 )
 
 // countingMeta counts the writes that reach the metadata store.

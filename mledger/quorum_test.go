@@ -5,8 +5,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/metadata/memmeta"
+	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 )
 

@@ -32,8 +32,8 @@ type tree struct {
 	nodes map[string]*node
 	// kids indexes each parent's child names, so Children and Delete do
 	// not scan the whole tree (tests hold tens of thousands of nodes).
-	kids   map[string][]string
-	seq    map[string]int64
+	kids map[string][]string
+	seq  map[string]int64
 	// failGet, when set, fails Get and Children of the paths it returns
 	// an error for.
 	failGet func(p string) error
