@@ -2,6 +2,8 @@ package broker
 
 import (
 	"time"
+
+	"github.com/magnetar-mq/magnetar/broker/selector"
 )
 
 // SubType is a subscription type, with Pulsar's wire values.
@@ -50,7 +52,7 @@ type consumer struct {
 	id             uint64
 	name           string
 	priority       int
-	ranges         []hashRange // Key_Shared sticky ranges
+	ranges         []selector.Range // Key_Shared sticky ranges
 	sink           consumerSink
 	metadata       map[string]string
 	address        string
@@ -58,8 +60,7 @@ type consumer struct {
 	connectedSince time.Time
 
 	// owned by the subscription loop
-	arrival    uint64 // failover tie-break
-	arrivalKey uint64 // key-shared ring salt
+	arrivalKey uint64 // its arrival in the subscription (selector.Consumer)
 	permits    int
 	pending    map[position]*pendingEntry
 	unackedMsg int
@@ -110,6 +111,14 @@ func (c *consumer) available() bool {
 	}
 	return c.permits > 0 && (c.sink == nil || c.sink.writable())
 }
+
+// The consumer as its subscription's selector sees it (selector.Consumer).
+
+func (c *consumer) Available() bool          { return c.available() }
+func (c *consumer) Priority() int            { return c.priority }
+func (c *consumer) Name() string             { return c.name }
+func (c *consumer) Arrival() uint64          { return c.arrivalKey }
+func (c *consumer) Ranges() []selector.Range { return c.ranges }
 
 // pendingEntry is an entry delivered to a consumer and not yet acked,
 // or one waiting in the replay or delayed set. It holds the entry's

@@ -31,6 +31,12 @@
 //	    subscription ── cursor (durable or not) ── consumers
 //	conn ── producers and consumers by client-assigned id
 //
+// Which consumer of a subscription gets an entry is package
+// broker/selector's (the four subscription types' algorithms, over the
+// consumer as selector.Consumer). The administration surface is four
+// role objects (roles.go: TopicAdmin, TopicReader, TopicLifecycle,
+// SubscriptionAdmin) that package admin's role interfaces take.
+//
 // A persistent topic is one managed ledger; one SEND (a Pulsar batch) is
 // one entry, stored exactly as received from the 0x0e01 magic to the end,
 // and sent to consumers unchanged. The entry is the broker's from the SEND

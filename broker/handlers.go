@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/broker/selector"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
@@ -680,7 +681,7 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 		req.sticky = ks.GetKeySharedMode() == pb.KeySharedMode_STICKY
 		co.outOfOrder = ks.GetAllowOutOfOrderDelivery()
 		for _, r := range ks.HashRanges {
-			co.ranges = append(co.ranges, hashRange{int(r.GetStart()), int(r.GetEnd())})
+			co.ranges = append(co.ranges, selector.Range{Start: int(r.GetStart()), End: int(r.GetEnd())})
 		}
 	}
 	cc := &connConsumer{c: co, topic: t}

@@ -1,6 +1,10 @@
 package broker
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/magnetar-mq/magnetar/broker/selector"
+)
 
 // Key_Shared ordering when a consumer joins (Pulsar's "recently joined
 // consumers"). Keys move to a consumer that joins a Key_Shared
@@ -76,8 +80,8 @@ func (c *consumer) avgPerEntry() int {
 
 // keyHashRanges returns the Key_Shared slot ranges c owns, for stats.
 func (s *subscription) keyHashRanges(c *consumer) []string {
-	if ks, ok := s.sel.(*keySharedSelector); ok {
-		return ks.rangesOf(c)
+	if ks, ok := s.sel.(*selector.KeyShared[*consumer]); ok {
+		return ks.RangesOf(c)
 	}
 	return nil
 }

@@ -6,79 +6,16 @@ import (
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/magnetar-mq/magnetar/broker/selector"
 )
-
-func TestKeySharedAutoSplitRanges(t *testing.T) {
-	s := &keySharedSelector{}
-	a, b, c := mkConsumer(1, "a", 100), mkConsumer(2, "b", 100), mkConsumer(3, "c", 100)
-	want := func(what string, c *consumer, ranges ...string) {
-		t.Helper()
-		if got := s.rangesOf(c); !slices.Equal(got, ranges) {
-			t.Fatalf("%s: ranges of %s = %v, want %v", what, c.name, got, ranges)
-		}
-	}
-	for _, x := range []*consumer{a, b, c} {
-		if r := s.add(x); r != "" {
-			t.Fatal(r)
-		}
-	}
-	// a had everything; b took the lower half; c the lower half of the
-	// first largest range (b's).
-	want("three", a, "[32768, 65535]")
-	want("three", b, "[16384, 32767]")
-	want("three", c, "[0, 16383]")
-	for _, k := range []string{"x", "y", "z", "key-1", "key-2", "key-3", "key-4"} {
-		slot := keySlot([]byte(k))
-		exp := a
-		switch {
-		case slot <= 16383:
-			exp = c
-		case slot <= 32767:
-			exp = b
-		}
-		if got := s.pick([]byte(k)); got != exp {
-			t.Fatalf("key %q slot %d -> %s, want %s", k, slot, got.name, exp.name)
-		}
-	}
-	// b leaves: its range goes to the next range's consumer (a).
-	s.remove(b)
-	want("b left", a, "[16384, 65535]")
-	want("b left", c, "[0, 16383]")
-	// a (the last range) leaves: the previous consumer takes it.
-	s.remove(a)
-	want("a left", c, "[0, 65535]")
-	if s.pick([]byte("anything")) != c {
-		t.Fatal("the remaining consumer does not own every key")
-	}
-	s.remove(c)
-	if s.pick([]byte("anything")) != nil {
-		t.Fatal("a key has an owner with no consumers")
-	}
-}
-
-func TestKeySharedStickyRangeBounds(t *testing.T) {
-	s := &keySharedSelector{sticky: true}
-	a := mkConsumer(1, "a", 10)
-	a.ranges = []hashRange{{0, 65536}}
-	if r := s.add(a); r == "" {
-		t.Fatal("a range past slot 65535 was accepted")
-	}
-	a.ranges = []hashRange{{10, 5}}
-	if r := s.add(a); r == "" {
-		t.Fatal("an inverted range was accepted")
-	}
-	a.ranges = []hashRange{{0, 65535}}
-	if r := s.add(a); r != "" {
-		t.Fatal(r)
-	}
-}
 
 // keysIn returns n keys whose slots are in [lo, hi].
 func keysIn(n, lo, hi int) []string {
 	var out []string
 	for i := 0; len(out) < n; i++ {
 		k := fmt.Sprintf("k%d", i)
-		if s := keySlot([]byte(k)); s >= lo && s <= hi {
+		if s := selector.Slot([]byte(k)); s >= lo && s <= hi {
 			out = append(out, k)
 		}
 	}
@@ -147,7 +84,7 @@ func TestE2EKeySharedAutoSplitThreeKeys(t *testing.T) {
 	keys := []string{"alpha", "beta", "gamma"}
 	var lower, upper int
 	for _, k := range keys {
-		if keySlot([]byte(k)) < keySlots/2 {
+		if selector.Slot([]byte(k)) < selector.Slots/2 {
 			lower++
 		} else {
 			upper++
@@ -217,7 +154,7 @@ func TestE2EKeySharedStickyRanges(t *testing.T) {
 		return &pulsar.ProducerMessage{Key: keys[i%len(keys)], Payload: []byte("x")}
 	})
 	receiveAcross(t, []pulsar.Consumer{low, high}, len(keys)*4, func(i int, m pulsar.Message) {
-		slot := keySlot([]byte(m.Key()))
+		slot := selector.Slot([]byte(m.Key()))
 		if (i == 0) != (slot <= 32767) {
 			t.Errorf("key %s (slot %d) went to consumer %d", m.Key(), slot, i)
 		}

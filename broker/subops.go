@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/broker/selector"
 	"github.com/magnetar-mq/magnetar/mledger"
 )
 
@@ -161,7 +162,7 @@ func (s *subscription) disconnectAllLocked(keep bool) []*consumer {
 	s.consumers = nil
 	s.consumersChanged()
 	for _, c := range cs {
-		s.sel.remove(c)
+		s.sel.Remove(c)
 		c.closed = true
 		s.requeueAll(c)
 		c.sink.closeConsumer(c)
@@ -279,9 +280,9 @@ func (s *subscription) statsLocked() SubscriptionStats {
 		SubscriptionProperties:           map[string]string{},
 		BlockedSubscriptionOnUnackedMsgs: s.blocked,
 	}
-	if ks, ok := s.sel.(*keySharedSelector); ok && s.typ == SubKeyShared {
+	if ks, ok := s.sel.(*selector.KeyShared[*consumer]); ok && s.typ == SubKeyShared {
 		switch {
-		case ks.sticky:
+		case ks.Sticky():
 			st.KeySharedMode = "STICKY"
 		default:
 			st.KeySharedMode = "AUTO_SPLIT"
@@ -291,8 +292,8 @@ func (s *subscription) statsLocked() SubscriptionStats {
 	st.MsgRateOut, st.MsgThroughputOut = r[winMsgs], r[winBytes]
 	st.MsgRateRedeliver, st.MessageAckRate, st.MsgRateExpired = r[winRedeliver], r[winAcks], r[winExpired]
 	st.MsgDelayed = int64(s.delayedMsgs)
-	if fs, ok := s.sel.(*failoverSelector); ok {
-		if a := fs.active(); a != nil {
+	if fs, ok := s.sel.(*selector.Failover[*consumer]); ok {
+		if a := fs.Active(); a != nil {
 			st.ActiveConsumerName = a.name
 		}
 	} else if len(s.consumers) > 0 && s.typ == SubExclusive {

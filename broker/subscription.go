@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/broker/selector"
 	"github.com/magnetar-mq/magnetar/internal/ratelog"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -112,7 +113,7 @@ type subscription struct {
 	hasConsumers atomic.Bool
 
 	// owned by the loop
-	sel       selector
+	sel       selector.Selector[*consumer]
 	consumers []*consumer
 	arrivals  uint64
 	pending   map[position]*pendingEntry
@@ -301,16 +302,17 @@ func (s *subscription) claim() bool {
 	return true
 }
 
-func newSelector(typ SubType, partition int, sticky, consistent bool) selector {
+func newSelector(typ SubType, partition int, sticky, consistent bool) selector.Selector[*consumer] {
+	st := selector.TypeExclusive
 	switch typ {
 	case SubShared:
-		return &sharedSelector{}
+		st = selector.TypeShared
 	case SubFailover:
-		return &failoverSelector{partition: max(partition, 0)}
+		st = selector.TypeFailover
 	case SubKeyShared:
-		return &keySharedSelector{sticky: sticky, consistent: consistent}
+		st = selector.TypeKeyShared
 	}
-	return &exclusiveSelector{}
+	return selector.New[*consumer](st, partition, sticky, consistent)
 }
 
 func (s *subscription) loop() {
@@ -463,12 +465,12 @@ func (s *subscription) addConsumerLocked(c *consumer, typ SubType, sticky bool) 
 		s.sel = newSelector(typ, s.partition, sticky, s.consistentHashing)
 	}
 	var prevActive *consumer
-	if fs, ok := s.sel.(*failoverSelector); ok {
-		prevActive = fs.active()
+	if fs, ok := s.sel.(*selector.Failover[*consumer]); ok {
+		prevActive = fs.Active()
 	}
 	s.arrivals++
 	c.arrivalKey = s.arrivals
-	if r := s.sel.add(c); r != "" {
+	if r := s.sel.Add(c); r != "" {
 		return r
 	}
 	s.consumers = append(s.consumers, c)
@@ -476,8 +478,8 @@ func (s *subscription) addConsumerLocked(c *consumer, typ SubType, sticky bool) 
 	s.lastDetach = time.Now().UnixMilli() // attach counts as activity
 	s.noteJoinLocked(c)
 	s.keepEmpty = false
-	if fs, ok := s.sel.(*failoverSelector); ok {
-		s.failoverChanged(prevActive, fs.active(), c)
+	if fs, ok := s.sel.(*selector.Failover[*consumer]); ok {
+		s.failoverChanged(prevActive, fs.Active(), c)
 	}
 	return ""
 }
@@ -512,8 +514,8 @@ func (s *subscription) scheduleActiveNotifyLocked(c *consumer, d time.Duration) 
 // notifyActiveLocked tells c whether it is the active consumer of a
 // Failover subscription.
 func (s *subscription) notifyActiveLocked(c *consumer) {
-	if fs, ok := s.sel.(*failoverSelector); ok && !c.closed {
-		c.sink.sendActiveChange(c.id, fs.active() == c)
+	if fs, ok := s.sel.(*selector.Failover[*consumer]); ok && !c.closed {
+		c.sink.sendActiveChange(c.id, fs.Active() == c)
 	}
 }
 
@@ -525,20 +527,20 @@ func (s *subscription) removeConsumerLocked(c *consumer) bool {
 		return len(s.consumers) == 0
 	}
 	var prevActive *consumer
-	fs, isFailover := s.sel.(*failoverSelector)
+	fs, isFailover := s.sel.(*selector.Failover[*consumer])
 	if isFailover {
-		prevActive = fs.active()
+		prevActive = fs.Active()
 	}
 	s.consumers = slices.Delete(s.consumers, i, i+1)
 	s.consumersChanged()
 	s.lastDetach = time.Now().UnixMilli()
-	s.sel.remove(c)
+	s.sel.Remove(c)
 	c.closed = true
 	s.forgetChunksOf(c)
 	s.requeueAll(c)
 	s.refreshBlocked()
 	if isFailover {
-		now := fs.active()
+		now := fs.Active()
 		if now != prevActive {
 			for _, o := range s.consumers {
 				o.sink.sendActiveChange(o.id, o == now)
@@ -567,7 +569,7 @@ func (s *subscription) pick(key []byte) *consumer {
 	if s.blocked {
 		return nil
 	}
-	return s.sel.pick(key)
+	return s.sel.Pick(key)
 }
 
 // dispatch delivers as much as permits allow: the replay set first (in

@@ -232,7 +232,7 @@ func (t *topic) unsubscribe(s *subscription, c *consumer, force bool) error {
 			}
 		}
 		for _, o := range s.consumers {
-			s.sel.remove(o)
+			s.sel.Remove(o)
 			o.closed = true
 			if o != c {
 				o.sink.closeConsumer(o)
@@ -325,7 +325,7 @@ func (t *topic) closeAll(notify bool) {
 	for _, s := range subs {
 		s.call(func() {
 			for _, c := range s.consumers {
-				s.sel.remove(c)
+				s.sel.Remove(c)
 				c.closed = true
 				if notify {
 					c.sink.closeConsumer(c)

@@ -47,6 +47,10 @@ var allowed = map[string][]string{
 	// ratelimit (it declares the Limiter it calls), nor the client (only
 	// features talk to other brokers).
 	"broker": {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "bundle", "cluster", "offload", "httpapi"},
+	// broker/selector: which consumer of a subscription gets an entry
+	// (the dispatch algorithms, Key_Shared's hash ring); pure, it
+	// imports nothing of the project.
+	"broker/selector": {},
 	// broker/brokertest: the test kit of the packages built on the core
 	// (tests only; a client package, see clientPackages). It runs policy
 	// enforcement and the schema registry, as the binary does.

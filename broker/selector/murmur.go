@@ -1,13 +1,13 @@
-package broker
+package selector
 
 import (
 	"encoding/binary"
 	"math/bits"
 )
 
-// murmur3 computes MurmurHash3 x86 32-bit of data with seed 0, the hash
+// Murmur3 computes MurmurHash3 x86 32-bit of data with seed 0, the hash
 // Pulsar uses to place Key_Shared keys on its 65536-slot ring.
-func murmur3(data []byte) uint32 {
+func Murmur3(data []byte) uint32 {
 	const (
 		c1 = 0xcc9e2d51
 		c2 = 0x1b873593
@@ -46,12 +46,4 @@ func murmur3(data []byte) uint32 {
 	h *= 0xc2b2ae35
 	h ^= h >> 16
 	return h
-}
-
-// keySlots is the size of the Key_Shared hash ring.
-const keySlots = 65536
-
-// keySlot maps a routing key onto [0, keySlots).
-func keySlot(key []byte) int {
-	return int(murmur3(key) % keySlots)
 }
