@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -133,12 +134,24 @@ func strategy(name string, field func(*policy.Policies) *string, def string) pol
 }
 
 // autoTopicCreation reads an AutoTopicCreation override: normalized
-// (Pulsar's checks and reasons, 412), and with no more default partitions
+// (Pulsar's checks and reasons, 412; one that allows creation names its
+// topic type, as Pulsar's validateOverride requires), and with no more default partitions
 // than maxNumPartitionsPerPartitionedTopic (406, as Pulsar).
 func (a *API) autoTopicCreation(r *http.Request, body []byte) (policy.AutoTopicCreation, error) {
 	at, err := jsonValue[policy.AutoTopicCreation](nil)(r, body)
 	if err != nil {
 		return at, err
+	}
+	if at.Allow && at.TopicType == "" {
+		// Pulsar checks the type as sent: absent is Java's null.
+		var sent struct {
+			TopicType *string `json:"topicType"`
+		}
+		shown := "null"
+		if json.Unmarshal(body, &sent) == nil && sent.TopicType != nil {
+			shown = *sent.TopicType
+		}
+		return at, refuse(http.StatusPreconditionFailed, "Invalid configuration for autoTopicCreationOverride. the detail is Unknown topic type [%s]", shown)
 	}
 	if err := at.Normalize(); err != nil {
 		return at, refuse(http.StatusPreconditionFailed, "Invalid configuration for autoTopicCreationOverride. the detail is %s", err)

@@ -37,9 +37,14 @@ func TestNamespacePolicyRefusalsArePulsars(t *testing.T) {
 		{utils.TopicAutoCreationConfig{Allow: true, Type: utils.Partitioned, Partitions: new(int)}, "[defaultNumPartitions] cannot be less than 1 for partition type."},
 		{utils.TopicAutoCreationConfig{Allow: true, Type: utils.NonPartitioned, Partitions: &two}, "[defaultNumPartitions] is not allowed to be set when the type is non-partition."},
 		{utils.TopicAutoCreationConfig{Allow: true, Type: "sharded"}, "Unknown topic type [sharded]"},
+		{utils.TopicAutoCreationConfig{Allow: true}, "Unknown topic type []"},
 	} {
 		refused("autoTopicCreation", nss.SetTopicAutoCreation(*name, c.cfg), http.StatusPreconditionFailed,
 			"Invalid configuration for autoTopicCreationOverride. the detail is "+c.reason)
+	}
+	// An override that allows creation and sends no type: Java's null.
+	if out := mustHTTP(t, tb, "POST", "/admin/v2/namespaces/"+ns+"/autoTopicCreation", `{"allowAutoTopicCreation":true}`, http.StatusPreconditionFailed); !strings.Contains(out, "Unknown topic type [null]") {
+		t.Errorf("override without a type: %s", out)
 	}
 	if got, err := nss.GetTopicAutoCreation(*name); err != nil || got != nil {
 		t.Fatalf("a refused override was stored: %+v %v", got, err)
