@@ -109,7 +109,7 @@ type shellCluster struct {
 
 func (s *shellCluster) Register(c *cobra.Command) {
 	s.meta.register(c)
-	c.Flags().StringVar(&s.dataDir, "data-dir", "", "a stopped standalone's data directory (instead of --metadata-url; see shell_standalone.go)")
+	c.Flags().StringVar(&s.dataDir, "data-dir", "", "a stopped standalone's data directory (instead of --metadata-url: opens its metadata and its bookie in-process; the standalone must be stopped)")
 	c.MarkFlagsMutuallyExclusive("metadata-url", "data-dir")
 }
 
