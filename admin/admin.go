@@ -21,6 +21,7 @@ type API struct {
 	reads        TopicReads
 	life         TopicLifecycle
 	compaction   Compaction
+	offloads     Offloads // nil: no offload routes
 	ledgers      TopicLedgers
 	subs         Subscriptions
 	schemas      Schemas
@@ -57,7 +58,7 @@ func Register(rt routeTable, d Deps) *API {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
-	a := &API{node: d.Node, topics: d.Topics, props: d.TopicProperties, reads: d.Reads, life: d.Lifecycle, compaction: d.Compaction, ledgers: d.Ledgers,
+	a := &API{node: d.Node, topics: d.Topics, props: d.TopicProperties, reads: d.Reads, life: d.Lifecycle, compaction: d.Compaction, offloads: d.Offloads, ledgers: d.Ledgers,
 		subs: d.Subscriptions, schemas: d.Schemas, own: d.Ownership, coordinators: d.Coordinators,
 		participants: d.Participants, metrics: d.Metrics, quotas: d.Quotas, conf: d.Config, pol: d.Node.Policies(), sec: d.Security, iso: d.Isolation, statusFile: d.StatusFile, log: d.Log}
 	if a.iso == nil && d.Metadata != nil {

@@ -15,8 +15,7 @@ import (
 )
 
 func TestAdminClustersBrokersTenantsNamespaces(t *testing.T) {
-	tb := startBroker(t, nil)
-	ac := adminClient(t, tb)
+	tb, ac := startAdmin(t)
 
 	cs, err := ac.Clusters().List()
 	if err != nil || !slices.Equal(cs, []string{"standalone"}) {
@@ -104,8 +103,7 @@ func TestAdminClustersBrokersTenantsNamespaces(t *testing.T) {
 }
 
 func TestAdminErrorShapesAndTenantIsolation(t *testing.T) {
-	tb := startBroker(t, nil)
-	ac := adminClient(t, tb)
+	tb, ac := startAdmin(t)
 	for _, tn := range []string{"ta", "tb"} {
 		if err := ac.Tenants().Create(utils.TenantData{Name: tn, AllowedClusters: []string{"standalone"}}); err != nil {
 			t.Fatal(err)
@@ -166,8 +164,7 @@ func TestAdminErrorShapesAndTenantIsolation(t *testing.T) {
 }
 
 func TestAdminTopicsAndSubscriptions(t *testing.T) {
-	tb := startBroker(t, nil)
-	ac := adminClient(t, tb)
+	tb, ac := startAdmin(t)
 	tp := ac.Topics()
 	np := mustTopic(t, "persistent://public/default/adm-np")
 	pt := mustTopic(t, "persistent://public/default/adm-pt")

@@ -2,8 +2,6 @@ package admin
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 
 	"github.com/magnetar-mq/magnetar/auth"
@@ -37,12 +35,9 @@ func (a *API) registerBookieAffinityRoutes(rt routeTable) {
 	rt.Add(httpapi.Route{Method: "POST", Pattern: p, Access: auth.AccessSuperUser, Request: policy.BookieAffinityGroup{},
 		Handler: a.onNamespace(func(w http.ResponseWriter, r *http.Request, ns string) {
 			var g policy.BookieAffinityGroup
-			body, err := io.ReadAll(r.Body)
-			if err != nil || json.Unmarshal(body, &g) != nil {
-				writeError(w, http.StatusBadRequest, "body must be a BookieAffinityGroupData JSON object")
-				return
+			if decodeBody(w, r, &g, "body must be a BookieAffinityGroupData JSON object") {
+				a.replyDone(w, a.setBookieAffinity(r.Context(), ns, &g))
 			}
-			a.replyDone(w, a.setBookieAffinity(r.Context(), ns, &g))
 		})})
 	rt.Add(httpapi.Route{Method: "DELETE", Pattern: p, Access: auth.AccessSuperUser,
 		Handler: a.onNamespace(func(w http.ResponseWriter, r *http.Request, ns string) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 
@@ -53,9 +52,7 @@ func (a *API) registerRackRoutes(rt routeTable) {
 		Handler: func(w http.ResponseWriter, r *http.Request, p params) {
 			group := r.URL.Query().Get("group")
 			var bi ledger.BookieInfo
-			body, err := io.ReadAll(r.Body)
-			if err != nil || json.Unmarshal(body, &bi) != nil {
-				writeError(w, http.StatusBadRequest, "body must be a BookieInfo JSON object {\"rack\", \"hostname\"}")
+			if !decodeBody(w, r, &bi, "body must be a BookieInfo JSON object {\"rack\", \"hostname\"}") {
 				return
 			}
 			if !rackName(group) || strings.Contains(group, "/") || (bi.Rack != "" && !rackName(bi.Rack)) || !rackName(p["bookie"]) || len(bi.Hostname) > 255 {

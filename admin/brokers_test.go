@@ -17,8 +17,7 @@ import (
 // configuration (no overrides yet) answer as pulsar-admin expects, not 404 "Cluster does not
 // exist".
 func TestBrokerRoutes(t *testing.T) {
-	tb := startBroker(t, nil)
-	ac := adminClient(t, tb)
+	tb, ac := startAdmin(t)
 	if code, body := httpDo(t, tb, "GET", "/admin/v2/brokers/version", ""); code != http.StatusOK || body != version.Get().Version {
 		t.Fatalf("version: %d %q", code, body)
 	}
@@ -43,8 +42,7 @@ func TestBrokerRoutes(t *testing.T) {
 // namespace) unloads its loaded topics, the producer reconnects by itself;
 // an unknown bundle range is refused with 412.
 func TestNamespaceBundleUnload(t *testing.T) {
-	tb := startBroker(t, nil)
-	ac := adminClient(t, tb)
+	tb, ac := startAdmin(t)
 	cl := tb.client(t)
 	topic := "persistent://public/default/" + uniqueName("bundle")
 	prod := brokertest.Producer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})

@@ -17,8 +17,7 @@ import (
 // any value, as Pulsar's does: it is stored and answered as given, and
 // only "true" (in any case) is true.
 func TestDynamicConfigurationTakesEffect(t *testing.T) {
-	tb := startBroker(t, nil)
-	ac := adminClient(t, tb)
+	tb, ac := startAdmin(t)
 	ns := newNamespace(t, tb)
 	c := tb.client(t)
 	ctx := context.Background()

@@ -115,6 +115,7 @@ func newTestBroker(t testing.TB, o brokerOpts) *testBroker {
 // wire declares the admin API (and o's transactions and routes) on b.
 func (tb *testBroker) wire(b *brokertest.Broker, o brokerOpts) (func(), error) {
 	deps := BrokerDeps(b.Broker)
+	deps.Offloads = b.Tiered
 	if b.Schemas != nil {
 		deps.Schemas = b.Schemas
 	}
@@ -193,6 +194,14 @@ func (tb *testBroker) client(t testing.TB) pulsar.Client {
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// startAdmin starts a broker with the default configuration and returns
+// it with a pulsaradmin client on its admin API: how most tests begin.
+func startAdmin(t testing.TB) (*testBroker, pulsaradmin.Client) {
+	t.Helper()
+	tb := startBroker(t, nil)
+	return tb, adminClient(t, tb)
 }
 
 func adminClient(t testing.TB, tb *testBroker) pulsaradmin.Client {

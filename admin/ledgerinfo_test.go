@@ -186,8 +186,7 @@ func TestInternalInfoAndMessageIDByTime(t *testing.T) {
 // internal-info holds one per partition and its messageid is refused
 // (405, ask a partition); a non-persistent topic gets 405 for both.
 func TestInternalInfoAndMessageIDRefusals(t *testing.T) {
-	tb := startBroker(t, nil)
-	ac := adminClient(t, tb)
+	tb, ac := startAdmin(t)
 	empty := mustTopic(t, "persistent://public/default/"+uniqueName("empty"))
 	if err := ac.Topics().Create(empty, 0); err != nil {
 		t.Fatal(err)

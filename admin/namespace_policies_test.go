@@ -81,7 +81,7 @@ func TestAntiAffinityGroup(t *testing.T) {
 	if got := mustHTTP(t, tb, "GET", "/admin/v2/namespaces/"+ns1+"/antiAffinity", "", http.StatusOK); got != "group-a" {
 		t.Fatalf("group of %s: %q", ns1, got)
 	}
-	cl := tb.ClusterName()
+	cl := tb.Node().ClusterName()
 	got := mustHTTP(t, tb, "GET", "/admin/v2/namespaces/"+cl+"/antiAffinity/group-a?property=public", "", http.StatusOK)
 	if !jsonEq(got, `["`+min(ns1, ns2)+`","`+max(ns1, ns2)+`"]`) {
 		t.Fatalf("group-a members: %s", got)
@@ -255,8 +255,7 @@ func jsonEq(a, b string) bool {
 // persistence, anti-affinity, maxConsumersPerSubscription,
 // encryptionRequired and the clearBacklog variants.
 func TestNamespaceExtrasThroughPulsarAdmin(t *testing.T) {
-	tb := startBroker(t, nil)
-	ac := adminClient(t, tb)
+	tb, ac := startAdmin(t)
 	nsName := newNamespace(t, tb)
 	ns, err := utils.GetNamespaceName(nsName)
 	if err != nil {
@@ -297,14 +296,14 @@ func TestNamespaceExtrasThroughPulsarAdmin(t *testing.T) {
 	if g, err := nss.GetNamespaceAntiAffinityGroup(nsName); err != nil || g != "spread" {
 		t.Fatalf("GetNamespaceAntiAffinityGroup: %q %v", g, err)
 	}
-	members, err := nss.GetAntiAffinityNamespaces("public", tb.ClusterName(), "spread")
+	members, err := nss.GetAntiAffinityNamespaces("public", tb.Node().ClusterName(), "spread")
 	if err != nil || !slices.Equal(members, []string{nsName}) {
 		t.Fatalf("GetAntiAffinityNamespaces: %v %v", members, err)
 	}
 	if err := nss.DeleteNamespaceAntiAffinityGroup(nsName); err != nil {
 		t.Fatal(err)
 	}
-	if members, err := nss.GetAntiAffinityNamespaces("public", tb.ClusterName(), "spread"); err != nil || len(members) != 0 {
+	if members, err := nss.GetAntiAffinityNamespaces("public", tb.Node().ClusterName(), "spread"); err != nil || len(members) != 0 {
 		t.Fatalf("after delete: %v %v", members, err)
 	}
 

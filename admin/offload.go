@@ -14,6 +14,9 @@ import (
 // offload to tiered storage (the offload policies are policy values:
 // policies.go, topicpolicies.go).
 func (a *API) registerOffloadRoutes(rt routeTable) {
+	if a.offloads == nil {
+		return
+	}
 	const tp = "/admin/v2/{domain}/{tenant}/{ns}/{topic}"
 	rt.Handle("PUT", tp+"/offload", auth.AccessTenantAdmin, a.httpOffload)
 	rt.Handle("GET", tp+"/offload", auth.AccessTenantAdmin, topicValue(a, a.offloadStatus))
@@ -35,7 +38,7 @@ func (a *API) httpOffload(w http.ResponseWriter, r *http.Request, p params) {
 		writeError(w, http.StatusBadRequest, "body must be a MessageId: "+err.Error())
 		return
 	}
-	if err := a.life.OffloadTopic(r.Context(), topic, broker.MessageID{LedgerID: id.LedgerID, EntryID: id.EntryID}); err != nil {
+	if err := a.offloads.OffloadTopic(r.Context(), topic, broker.MessageID{LedgerID: id.LedgerID, EntryID: id.EntryID}); err != nil {
 		a.serviceError(w, err)
 		return
 	}
@@ -51,7 +54,7 @@ type offloadStatusJSON struct {
 
 // offloadStatus is a topic's last offload as Pulsar answers it.
 func (a *API) offloadStatus(ctx context.Context, topic string) (offloadStatusJSON, error) {
-	s, err := a.life.TopicOffloadStatus(ctx, topic)
+	s, err := a.offloads.TopicOffloadStatus(ctx, topic)
 	return offloadStatusJSON{Status: s.Status, LastError: s.LastError,
 		FirstUnoffloadedMessage: messageIDJSON{LedgerID: s.FirstUnoffloadedMessage.LedgerID, EntryID: s.FirstUnoffloadedMessage.EntryID, PartitionIndex: -1}}, err
 }

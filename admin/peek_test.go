@@ -17,8 +17,7 @@ import (
 // partition, and peeking a partition answers its messages with the
 // partition's index. Peeking the partitioned topic itself is 405.
 func TestPeekPartitionsOfNewPartitionedTopic(t *testing.T) {
-	tb := startBroker(t, nil)
-	ac := adminClient(t, tb)
+	tb, ac := startAdmin(t)
 	topic := "persistent://public/default/" + uniqueName("peek-p")
 	tn := mustTopic(t, topic)
 	if err := ac.Topics().Create(tn, 2); err != nil {
@@ -71,8 +70,7 @@ func TestPeekPartitionsOfNewPartitionedTopic(t *testing.T) {
 // exist creates it at the earliest message, as Pulsar does, and answers
 // the messages with their properties.
 func TestPeekCreatesSubscription(t *testing.T) {
-	tb := startBroker(t, nil)
-	ac := adminClient(t, tb)
+	tb, ac := startAdmin(t)
 	topic := "persistent://public/default/" + uniqueName("peek-new")
 	p := brokertest.Producer(t, tb.client(t), pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 	props := map[string]string{"KeY3": "VaLuE3", "details=man": "x"}

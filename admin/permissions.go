@@ -30,44 +30,27 @@ func (a *API) registerPermissionRoutes(rt routeTable) {
 	roles := map[string][]string{}
 	for _, r := range []httpapi.Route{
 		{Name: "namespaces.permissions.get", Method: "GET", Pattern: ns + "/permissions", Response: roles,
-			Handler: a.permission(func(ctx context.Context, az *auth.Authorizer, p params, _ []byte) (any, error) {
-				ap, _, err := az.Permissions(ctx, nsOf(p))
-				return ap.NamespaceAuth, err
-			})},
+			Handler: a.permission(nsPermissions(func(ap auth.AuthPolicies, _ string) any { return ap.NamespaceAuth }))},
 		{Name: "namespaces.permissions.grant", Method: "POST", Pattern: ns + "/permissions/{role}", Request: []string{},
 			Handler: a.permission(func(ctx context.Context, az *auth.Authorizer, p params, body []byte) (any, error) {
-				acts, err := decodeList(body, "actions, e.g. [\"produce\",\"consume\"]")
-				if err != nil {
-					return nil, err
-				}
-				return nil, az.GrantNamespace(ctx, nsOf(p), p["role"], acts)
+				return grantList(body, listOfActions, func(acts []string) error { return az.GrantNamespace(ctx, nsOf(p), p["role"], acts) })
 			})},
 		{Name: "namespaces.permissions.revoke", Method: "DELETE", Pattern: ns + "/permissions/{role}",
 			Handler: a.permission(func(ctx context.Context, az *auth.Authorizer, p params, _ []byte) (any, error) {
 				return nil, az.RevokeNamespace(ctx, nsOf(p), p["role"])
 			})},
 		{Name: "namespaces.permissions.subscription.get", Method: "GET", Pattern: ns + "/permissions/subscription", Response: roles,
-			Handler: a.permission(func(ctx context.Context, az *auth.Authorizer, p params, _ []byte) (any, error) {
-				ap, _, err := az.Permissions(ctx, nsOf(p))
-				return ap.SubscriptionAuthRoles, err
-			})},
+			Handler: a.permission(nsPermissions(func(ap auth.AuthPolicies, _ string) any { return ap.SubscriptionAuthRoles }))},
 		{Name: "namespaces.permissions.subscription.grant", Method: "POST", Pattern: ns + "/permissions/subscription/{sub}", Request: []string{},
 			Handler: a.permission(func(ctx context.Context, az *auth.Authorizer, p params, body []byte) (any, error) {
-				rs, err := decodeList(body, "roles")
-				if err != nil {
-					return nil, err
-				}
-				return nil, az.GrantSubscription(ctx, nsOf(p), p["sub"], rs)
+				return grantList(body, "roles", func(rs []string) error { return az.GrantSubscription(ctx, nsOf(p), p["sub"], rs) })
 			})},
 		{Name: "namespaces.permissions.subscription.revoke", Method: "DELETE", Pattern: ns + "/permissions/{sub}/{role}",
 			Handler: a.permission(func(ctx context.Context, az *auth.Authorizer, p params, _ []byte) (any, error) {
 				return nil, az.RevokeSubscription(ctx, nsOf(p), p["sub"], p["role"])
 			})},
 		{Name: "namespaces.subscriptionAuthMode.get", Method: "GET", Pattern: ns + "/subscriptionAuthMode", Response: "",
-			Handler: a.permission(func(ctx context.Context, az *auth.Authorizer, p params, _ []byte) (any, error) {
-				_, mode, err := az.Permissions(ctx, nsOf(p))
-				return mode, err
-			})},
+			Handler: a.permission(nsPermissions(func(_ auth.AuthPolicies, mode string) any { return mode }))},
 		{Name: "namespaces.subscriptionAuthMode.set", Method: "POST", Pattern: ns + "/subscriptionAuthMode", Request: "",
 			Handler: a.permission(func(ctx context.Context, az *auth.Authorizer, p params, body []byte) (any, error) {
 				var mode string
@@ -82,11 +65,7 @@ func (a *API) registerPermissionRoutes(rt routeTable) {
 			})},
 		{Name: "topics.permissions.grant", Method: "POST", Pattern: topic + "/permissions/{role}", Request: []string{},
 			Handler: a.topicPermission(func(ctx context.Context, az *auth.Authorizer, t auth.TopicRef, p params, body []byte) (any, error) {
-				acts, err := decodeList(body, "actions, e.g. [\"produce\",\"consume\"]")
-				if err != nil {
-					return nil, err
-				}
-				return nil, az.GrantTopic(ctx, t, p["role"], acts)
+				return grantList(body, listOfActions, func(acts []string) error { return az.GrantTopic(ctx, t, p["role"], acts) })
 			})},
 		{Name: "topics.permissions.revoke", Method: "DELETE", Pattern: topic + "/permissions/{role}",
 			Handler: a.topicPermission(func(ctx context.Context, az *auth.Authorizer, t auth.TopicRef, p params, _ []byte) (any, error) {
@@ -103,12 +82,27 @@ func nsOf(p params) string { return p["tenant"] + "/" + p["ns"] }
 // errBadBody marks a body that does not decode (400).
 var errBadBody = errors.New("bad request body")
 
-func decodeList(body []byte, what string) ([]string, error) {
+// nsPermissions is the op of a GET answering part of the namespace's
+// permissions (its grants and its subscription auth mode).
+func nsPermissions(part func(ap auth.AuthPolicies, mode string) any) permissionOp {
+	return func(ctx context.Context, az *auth.Authorizer, p params, _ []byte) (any, error) {
+		ap, mode, err := az.Permissions(ctx, nsOf(p))
+		return part(ap, mode), err
+	}
+}
+
+// listOfActions names what a grant of actions takes, in errBadBody's
+// reason.
+const listOfActions = "actions, e.g. [\"produce\",\"consume\"]"
+
+// grantList decodes body as a JSON array of what (actions, roles) and
+// hands it to grant: the op of every grant endpoint.
+func grantList(body []byte, what string, grant func([]string) error) (any, error) {
 	var v []string
 	if err := json.Unmarshal(body, &v); err != nil {
 		return nil, errors.Join(errBadBody, errors.New("body must be a JSON array of "+what))
 	}
-	return v, nil
+	return nil, grant(v)
 }
 
 // topicPermission is permission for the topic endpoints: the path's

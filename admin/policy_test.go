@@ -33,8 +33,7 @@ func subBacklog(t testing.TB, ac pulsaradmin.Client, topic, sub string) int64 {
 }
 
 func TestPolicyBacklogQuotaHoldResumesAfterSkip(t *testing.T) {
-	tb := startBroker(t, nil)
-	ac := adminClient(t, tb)
+	tb, ac := startAdmin(t)
 	newNS(t, ac, "public/quota")
 	if err := ac.Namespaces().SetBacklogQuota("public/quota", utils.NewBacklogQuota(1000, -1, utils.ProducerRequestHold), utils.DestinationStorage); err != nil {
 		t.Fatal(err)
@@ -101,8 +100,7 @@ func TestPolicyBacklogQuotaHoldResumesAfterSkip(t *testing.T) {
 }
 
 func TestPolicyBacklogQuotaExceptionAndEviction(t *testing.T) {
-	tb := startBroker(t, nil)
-	ac := adminClient(t, tb)
+	tb, ac := startAdmin(t)
 	newNS(t, ac, "public/exc")
 	newNS(t, ac, "public/evict")
 	if err := ac.Namespaces().SetBacklogQuota("public/exc", utils.NewBacklogQuota(500, -1, utils.ProducerException), utils.DestinationStorage); err != nil {
@@ -155,8 +153,7 @@ func TestPolicyBacklogQuotaExceptionAndEviction(t *testing.T) {
 }
 
 func TestPolicyMessageTTLMovesCursor(t *testing.T) {
-	tb := startBroker(t, nil)
-	ac := adminClient(t, tb)
+	tb, ac := startAdmin(t)
 	newNS(t, ac, "public/ttl")
 	if err := ac.Namespaces().SetNamespaceMessageTTL("public/ttl", 1); err != nil {
 		t.Fatal(err)
@@ -190,8 +187,7 @@ func TestPolicyMessageTTLMovesCursor(t *testing.T) {
 }
 
 func TestPolicyDeduplicationDropsResend(t *testing.T) {
-	tb := startBroker(t, nil)
-	ac := adminClient(t, tb)
+	tb, ac := startAdmin(t)
 	newNS(t, ac, "public/dedup")
 	if err := ac.Namespaces().SetDeduplicationStatus("public/dedup", true); err != nil {
 		t.Fatal(err)
@@ -219,8 +215,7 @@ func TestPolicyDeduplicationDropsResend(t *testing.T) {
 }
 
 func TestPolicyMaxProducersConsumersAndAutoCreation(t *testing.T) {
-	tb := startBroker(t, nil)
-	ac := adminClient(t, tb)
+	tb, ac := startAdmin(t)
 	newNS(t, ac, "public/lim")
 	ns := mustNS(t, "public/lim")
 	if err := ac.Namespaces().SetMaxProducersPerTopic(ns, 1); err != nil {
@@ -336,8 +331,7 @@ func TestPolicyRetentionKeepsAckedLedgersUntilLimit(t *testing.T) {
 }
 
 func TestPolicyMessageAgeQuotaHold(t *testing.T) {
-	tb := startBroker(t, nil)
-	ac := adminClient(t, tb)
+	tb, ac := startAdmin(t)
 	newNS(t, ac, "public/age")
 	if err := ac.Namespaces().SetBacklogQuota("public/age", utils.NewBacklogQuota(-1, 1, utils.ProducerRequestHold), utils.MessageAge); err != nil {
 		t.Fatal(err)

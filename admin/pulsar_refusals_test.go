@@ -16,8 +16,7 @@ import (
 // shows its user), nothing is stored, and the edge values Pulsar takes
 // (0) are taken.
 func TestNamespacePolicyRefusalsArePulsars(t *testing.T) {
-	tb := startBroker(t, nil)
-	ac := adminClient(t, tb)
+	tb, ac := startAdmin(t)
 	ns := newNamespace(t, tb)
 	name, _ := utils.GetNamespaceName(ns)
 	nss := ac.Namespaces()

@@ -13,8 +13,7 @@ import (
 // Pulsar's ClusterData fields and status codes, through the Go admin
 // client and raw HTTP.
 func TestClusterRegistryCRUD(t *testing.T) {
-	tb := startBroker(t, nil)
-	ac := adminClient(t, tb)
+	tb, ac := startAdmin(t)
 	// The local cluster registered itself with its URLs.
 	local, err := ac.Clusters().Get("standalone")
 	if err != nil || local.ServiceURL != "http://"+tb.HTTPAddr() || local.BrokerServiceURL == "" {
@@ -83,8 +82,7 @@ func TestClusterRegistryCRUD(t *testing.T) {
 // TestNamespaceReplicationChecks: /replication GET/POST with Pulsar's
 // checks in order, and topic-level overrides.
 func TestNamespaceReplicationChecks(t *testing.T) {
-	tb := startBroker(t, nil)
-	ac := adminClient(t, tb)
+	tb, ac := startAdmin(t)
 	for _, c := range []string{"r2", "r3"} {
 		if err := ac.Clusters().Create(utils.ClusterData{Name: c, BrokerServiceURL: "pulsar://" + c + ":6650"}); err != nil {
 			t.Fatal(err)

@@ -50,6 +50,17 @@ func readRequiredJSON(r *http.Request, v any) error {
 	return decodeRequired(body, v)
 }
 
+// decodeBody decodes the JSON body into v, answering 400 with reason
+// when it cannot be read or is not JSON of v's shape.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, reason string) bool {
+	body, err := io.ReadAll(r.Body)
+	if err != nil || json.Unmarshal(body, v) != nil {
+		writeError(w, http.StatusBadRequest, reason)
+		return false
+	}
+	return true
+}
+
 // nsFromParams returns "tenant/ns", writing 404 when it is not registered.
 func (a *API) nsFromParams(w http.ResponseWriter, r *http.Request, p params) (string, bool) {
 	ns := nsOf(p)

@@ -15,8 +15,8 @@ import (
 )
 
 // The API reaches the broker only through the small role interfaces
-// below, each declared here for what its routes need (*broker.Broker
-// and its role objects implement them: BrokerDeps). Topic names are
+// below, each declared here for what its routes need (the role objects of
+// *broker.Broker implement them: BrokerDeps). Topic names are
 // anything broker.ParseTopicName accepts; a method on one topic acts on
 // a non-partitioned topic or one partition (the handlers fan out over
 // partitions). Errors wrap the
@@ -96,12 +96,17 @@ type TopicReads interface {
 	MessageIDByIndex(ctx context.Context, topic string, idx int64) (broker.MessageID, error)
 }
 
-// TopicLifecycle unloads, terminates and offloads topics.
+// TopicLifecycle unloads and terminates topics.
 type TopicLifecycle interface {
 	// UnloadTopic closes a loaded topic; clients reconnect.
 	UnloadTopic(topic string) (bool, error)
 	// Terminate refuses further publishes and returns the last message id.
 	Terminate(ctx context.Context, topic string) (broker.MessageID, error)
+}
+
+// Offloads triggers and reports topics' offloads to tiered storage
+// (*tiered.Tiering, the broker's tiered-storage feature).
+type Offloads interface {
 	// OffloadTopic starts offloading the closed ledgers before id's
 	// ledger (ErrAlreadyExists while an offload runs).
 	OffloadTopic(ctx context.Context, topic string, id broker.MessageID) error
@@ -238,6 +243,9 @@ type Deps struct {
 	// Compaction serves the topics' compaction endpoints (nil: they
 	// answer 405).
 	Compaction Compaction
+	// Offloads serves the topics' offload trigger and status (nil: those
+	// routes are not declared).
+	Offloads Offloads
 	// Coordinators and Participants serve /admin/v3/transactions: the
 	// broker's transaction feature (*txn/server.Server). Nil: they answer
 	// 503, as Pulsar's do without transactionCoordinatorEnabled.
@@ -271,17 +279,18 @@ type Deps struct {
 	Log *slog.Logger
 }
 
-// BrokerDeps fills every role of the core with b (the schema, compaction
-// and transaction roles are those features': set them when they are on).
+// BrokerDeps fills every role of the core with b (the schema, compaction,
+// offload and transaction roles are those features': set them when they
+// are on).
 func BrokerDeps(b *broker.Broker) Deps {
-	return Deps{Node: b, Topics: b.TopicAdmin(), TopicProperties: b.TopicAdmin(), Reads: b.TopicReader(),
+	return Deps{Node: b.Node(), Topics: b.TopicAdmin(), TopicProperties: b.TopicAdmin(), Reads: b.TopicReader(),
 		Lifecycle: b.TopicLifecycle(), Subscriptions: b.SubscriptionAdmin(),
-		Ownership: b, Metrics: metricsSource{b, b.TopicReader()}, Security: b.Security(), Metadata: b.Metadata(), Ledgers: ledgerinfo.New(b)}
+		Ownership: b.Ownership(), Metrics: metricsSource{b.Ownership(), b.TopicReader()}, Security: b.Security(), Metadata: b.Metadata(), Ledgers: ledgerinfo.New(b)}
 }
 
 // metricsSource is a broker as BrokerMetrics: its ownership and its
 // topic reads.
 type metricsSource struct {
-	*broker.Broker
+	broker.Ownership
 	broker.TopicReader
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/metadata/embedded"
+	"github.com/magnetar-mq/magnetar/topichistory"
 )
 
 // fullSurface is a secure broker serving every route the standalone
@@ -39,7 +40,11 @@ func startFullSurface(t *testing.T, mut func(*auth.Config)) *fullSurface {
 		cfg: func(c *broker.Config) { c.Security = sc },
 		register: func(b *broker.Broker, m *embedded.Store) {
 			meta = m
-			if _, err := console.Register(b.Router(), console.BrokerSource(b), nil); err != nil {
+			h, err := topichistory.Enable(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := console.Register(b.Router(), console.BrokerSource(b, h), nil); err != nil {
 				t.Fatal(err)
 			}
 			w, err := functions.NewWorker(functions.Options{Metadata: m, ID: "w1", DataDir: t.TempDir()})

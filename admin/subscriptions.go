@@ -146,6 +146,24 @@ func (a *API) httpDeleteSubscription(w http.ResponseWriter, r *http.Request, p p
 	})
 }
 
+// autoSubscriptionAllowed reports whether topic's applied policy (topic,
+// namespace, then broker) allows creating a subscription automatically.
+func (a *API) autoSubscriptionAllowed(r *http.Request, p params, topic string) (bool, error) {
+	key, err := broker.TopicPolicyKey(topic)
+	if err != nil {
+		return false, err
+	}
+	tp, err := a.pol.GetTopic(r.Context(), key)
+	if err != nil {
+		return false, err
+	}
+	ns, err := a.pol.Get(r.Context(), nsOf(p))
+	if err != nil {
+		return false, err
+	}
+	return policy.Resolve(a.node.PolicyDefaults(), tp.Layer(a.node.ClusterName()), ns).AutoSubscriptionCreation, nil
+}
+
 // httpPeek returns the n-th (1-based) message of the subscription's
 // backlog; a subscription that does not exist is created at the earliest
 // message first, and a partitioned topic is peeked partition by
@@ -170,7 +188,15 @@ func (a *API) httpPeek(w http.ResponseWriter, r *http.Request, p params) {
 	id, data, err := a.subs.PeekMessage(r.Context(), topic, p["sub"], n)
 	if errors.Is(err, broker.ErrSubscriptionNotFound) {
 		// Pulsar creates the subscription a peek names, at the
-		// earliest message, and peeks it.
+		// earliest message, and peeks it; since apache/pulsar#26279
+		// not where the topic's auto subscription creation is off.
+		if allowed, aerr := a.autoSubscriptionAllowed(r, p, topic); aerr != nil {
+			a.internalError(w, aerr)
+			return
+		} else if !allowed {
+			writeError(w, http.StatusPreconditionFailed, "Subscription "+p["sub"]+" not found and auto subscription creation is disabled")
+			return
+		}
 		err = a.subs.CreateSubscription(r.Context(), topic, p["sub"], broker.MessageID{LedgerID: -1, EntryID: -1, BatchIndex: -1})
 		if err == nil || errors.Is(err, broker.ErrAlreadyExists) {
 			id, data, err = a.subs.PeekMessage(r.Context(), topic, p["sub"], n)

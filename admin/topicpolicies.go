@@ -53,8 +53,8 @@ func (a *API) topicPolicies() []policyField[policy.TopicPolicies] {
 		optional("persistence", func(t *T) **policy.PersistencePolicies { return &t.Persistence }, a.persistenceValue).inForce(func(r *R) any { return r.Persistence }),
 		optional("offloadPolicies", func(t *T) **policy.OffloadPolicies { return &t.OffloadPolicies }, a.offloadValue).inForce(func(r *R) any { return r.Offload }),
 		optional("inactiveTopicPolicies", func(t *T) **policy.InactiveTopicPolicies { return &t.InactiveTopicPolicies }, inactiveTopics).inForce(func(r *R) any { return r.InactiveTopic }),
-		// Delivery and admission (policy/delivery.go; enforced by the
-		// broker core, the schema registry and the compactor).
+		// Delivery and admission (policy/delivery.go; enforced by
+		// package enforcement, the schema registry and the compactor).
 		optional("delayedDelivery", func(t *T) **policy.DelayedDeliveryPolicies { return &t.DelayedDelivery }, delayedDelivery).inForce(func(r *R) any { return r.DelayedDelivery }),
 		optional("maxMessageSize", func(t *T) **int { return &t.MaxMessageSize }, a.maxMessageSize).inForce(func(r *R) any { return r.MaxMessageSizeApplied }),
 		optional("maxSubscriptionsPerTopic", func(t *T) **int { return &t.MaxSubscriptionsPerTopic }, count("")).inForce(func(r *R) any { return r.MaxSubscriptionsPerTopic }),

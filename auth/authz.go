@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/magnetar-mq/magnetar/metadata"
 )
@@ -68,7 +69,7 @@ type tenantInfo struct {
 // reads the store, so a grant or revoke takes effect on the next check.
 type Authorizer struct {
 	store     metadata.Store
-	supers    map[string]bool
+	supers    atomic.Pointer[map[string]bool] // superUserRoles in force (SetSuperUsers)
 	cluster   string
 	wildcards bool
 }
@@ -88,17 +89,26 @@ type AuthorizerConfig struct {
 
 // NewAuthorizer returns an authorizer.
 func NewAuthorizer(cfg AuthorizerConfig) *Authorizer {
-	a := &Authorizer{store: cfg.Store, supers: map[string]bool{}, cluster: cfg.Cluster, wildcards: cfg.Wildcards}
-	for _, r := range cfg.SuperUsers {
-		if r = strings.TrimSpace(r); r != "" {
-			a.supers[r] = true
-		}
-	}
+	a := &Authorizer{store: cfg.Store, cluster: cfg.Cluster, wildcards: cfg.Wildcards}
+	a.SetSuperUsers(cfg.SuperUsers)
 	return a
 }
 
+// SetSuperUsers replaces the superuser roles (a dynamic superUserRoles
+// update, docs/dynamic-config.md): the next check uses them, as Pulsar's
+// authorization provider reads superUserRoles on every check.
+func (a *Authorizer) SetSuperUsers(roles []string) {
+	m := map[string]bool{}
+	for _, r := range roles {
+		if r = strings.TrimSpace(r); r != "" {
+			m[r] = true
+		}
+	}
+	a.supers.Store(&m)
+}
+
 // IsSuperUser reports whether role is a superuser.
-func (a *Authorizer) IsSuperUser(role string) bool { return role != "" && a.supers[role] }
+func (a *Authorizer) IsSuperUser(role string) bool { return role != "" && (*a.supers.Load())[role] }
 
 // TopicRef is a parsed topic name.
 type TopicRef struct {

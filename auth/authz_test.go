@@ -245,3 +245,15 @@ func TestBasicProvider(t *testing.T) {
 		}
 	}
 }
+
+func TestSetSuperUsers(t *testing.T) {
+	a := NewAuthorizer(AuthorizerConfig{SuperUsers: []string{"admin"}})
+	a.SetSuperUsers([]string{" bob ", ""})
+	if !a.IsSuperUser("bob") || a.IsSuperUser("admin") || a.IsSuperUser("") {
+		t.Fatalf("after SetSuperUsers(bob): bob %v admin %v", a.IsSuperUser("bob"), a.IsSuperUser("admin"))
+	}
+	a.SetSuperUsers(nil)
+	if a.IsSuperUser("bob") {
+		t.Fatal("bob still a superuser with no roles")
+	}
+}

@@ -13,7 +13,11 @@ import (
 // world to fill), and every entry reads back after it; an explicit
 // Checkpoint is not paced.
 func TestCheckpointPaced(t *testing.T) {
-	const spread = 60 * time.Millisecond
+	// The spread leaves the pacer room to sleep even where appending the
+	// half takes several times longer than on a quiet machine (a loaded
+	// CI machine took 130 ms for what a quiet one does in under 10 ms;
+	// with a 60 ms spread the pacer was never ahead of its line).
+	const spread = 400 * time.Millisecond
 	cps := make(chan CheckpointStages, 16)
 	o := memOptions(vfs.NewMem())
 	o.WriteCacheSize = 2 << 20 // halves of 1,048,576 payload bytes

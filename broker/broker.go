@@ -13,14 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/internal/ratelog"
 	"github.com/magnetar-mq/magnetar/internal/shrink"
 	"github.com/magnetar-mq/magnetar/metadata"
-	"github.com/magnetar-mq/magnetar/offload"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
@@ -33,21 +31,19 @@ type Broker struct {
 	deps    Deps
 	log     *slog.Logger
 	reg     registry
-	sec     secState         // TLS, authentication, authorization (security.go)
-	cluster *cluster.Service // nil on a single node (cluster.go)
-	health  healthState      // cluster_http.go
+	sec     *auth.Security // TLS, authentication, authorization; nil when off (security.go)
+	net     listeners      // bound sockets and the HTTP server (listeners.go)
+	cluster clusterMember  // cluster.go
+	health  healthState    // health.go
+	tun     tunables       // Config values changed at run time (tunables.go)
 	// policies holds tenants, namespaces and their policies; a topic
 	// resolves its policy from it when it loads (policy.go).
 	policies *policy.Store
 	// connBytesIn counts the bytes read from client connections
 	// (magnetar_connection_in_bytes_total).
 	connBytesIn atomic.Int64
-	offloaders  offloaders   // one per distinct offload connection setting (offload.go)
 	heldCount   atomic.Int64 // held sends over all topics (skip dropHeld at 0)
 	walks       walkCount    // walks over the loaded topics in flight (walk.go)
-
-	// publishLatency is magnetar_broker_publish_latency_seconds (publishlatency.go).
-	publishLatency prometheus.Histogram
 
 	mu struct {
 		sync.Mutex
@@ -59,24 +55,15 @@ type Broker struct {
 		closed  bool
 	}
 
-	ln          net.Listener
-	httpLn      net.Listener
-	httpSrv     *httpapi.Server // plain and TLS listeners (security.go)
-	admin       *httpapi.Table
-	serviceAddr atomic.Pointer[string]
-	httpAddr    atomic.Pointer[string]
+	admin *httpapi.Table // the HTTP routes, served by net.srv
 
 	// life ends when the broker closes (watches on the configuration
 	// store run under it).
 	life       context.Context
 	lifeCancel context.CancelFunc
 
-	producerSeq atomic.Uint64
-	// producerPrefix starts generated producer names (producername.go);
-	// set by Start before the first connection.
-	producerPrefix string
-	rateLogs       rateLogs
-	history        history // history.go
+	producerNames producerNames // producername.go
+	rateLogs      rateLogs
 	// ext holds the registered features' hooks (extension.go); fixed
 	// once Start began.
 	ext  extensions
@@ -114,27 +101,21 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		deps.ConfigStore = deps.Metadata
 	}
 	b := &Broker{cfg: cfg, deps: deps, log: cfg.Logger, done: make(chan struct{})}
+	b.tun.init(&b.cfg)
 	b.life, b.lifeCancel = context.WithCancel(context.Background())
 	b.policies = deps.Policies
 	if b.policies == nil {
 		b.policies = policy.NewStore(deps.ConfigStore, cfg.ClusterName)
 	}
-	b.offloaders = offloaders{m: deps.OffloadMetrics, by: map[string]*offload.Offloader{}}
-	b.publishLatency = newPublishLatency()
-	if b.offloaders.m == nil {
-		b.offloaders.m = offload.NewMetrics()
-	}
-	if deps.Offloader != nil && cfg.Offload != nil {
-		b.offloaders.by[propsKey(cfg.Offload.Properties)] = deps.Offloader
-	}
 	b.reg = registry{store: deps.Metadata, config: deps.ConfigStore, cluster: cfg.ClusterName, policies: b.policies}
 	b.mu.topics = make(map[string]*topicLoad)
 	b.mu.conns = make(map[*conn]struct{})
 	b.admin = httpapi.NewTable()
-	b.registerRoutes(b.admin)
-	if err := b.initSecurity(); err != nil {
+	sec, err := newSecurity(&b.cfg, deps.Metadata, b.log)
+	if err != nil {
 		return nil, err
 	}
+	b.sec = sec
 	return b, nil
 }
 
@@ -153,44 +134,20 @@ func (b *Broker) Start(ctx context.Context) error {
 	if err := b.reg.bootstrap(ctx); err != nil {
 		return err
 	}
-	if err := b.initProducerNames(ctx); err != nil {
+	if err := b.producerNames.init(ctx, b.deps.Metadata, b.cfg.ClusterName, b.log); err != nil {
 		return err
 	}
-	var lc net.ListenConfig
-	var sa string
-	if b.cfg.ServiceAddr != "-" {
-		ln, err := lc.Listen(ctx, "tcp", b.cfg.ServiceAddr)
-		if err != nil {
-			return fmt.Errorf("broker: listen %s: %w", b.cfg.ServiceAddr, err)
-		}
-		b.ln = ln
-		sa = ln.Addr().String()
-		b.serviceAddr.Store(&sa)
-	}
-	if err := b.newHTTPServer(); err != nil {
-		if b.ln != nil {
-			b.ln.Close()
-		}
+	srv, err := newHTTPServer(b.admin, b.sec, b.cfg.HTTPLimits, b.log)
+	if err != nil {
 		return err
 	}
-	if b.cfg.HTTPAddr != "-" {
-		hl, err := lc.Listen(ctx, "tcp", b.cfg.HTTPAddr)
-		if err != nil {
-			if b.ln != nil {
-				b.ln.Close()
-			}
-			return fmt.Errorf("broker: listen %s: %w", b.cfg.HTTPAddr, err)
-		}
-		b.httpLn = hl
-		ha := hl.Addr().String()
-		b.httpAddr.Store(&ha)
-		b.serveHTTP(hl, nil)
-	}
-	if err := b.listenSecure(ctx); err != nil {
-		b.Close()
+	if err := b.net.bind(ctx, &b.cfg, b.sec, srv); err != nil {
 		return err
 	}
-	if err := b.registerCluster(ctx); err != nil {
+	if b.net.http != nil {
+		b.serveHTTP(b.net.http, nil)
+	}
+	if err := b.reg.registerCluster(ctx, &b.net); err != nil {
 		b.Close()
 		return err
 	}
@@ -206,54 +163,28 @@ func (b *Broker) Start(ctx context.Context) error {
 			return fmt.Errorf("broker: start feature: %w", err)
 		}
 	}
-	if b.ln != nil {
-		b.wg.Add(1)
-		go b.acceptLoop(b.ln)
+	for _, ln := range []net.Listener{b.net.service, b.net.tlsService} {
+		if ln != nil {
+			b.wg.Add(1)
+			go b.acceptLoop(ln)
+		}
+	}
+	if b.net.tlsHTTP != nil {
+		b.serveHTTP(b.net.tlsHTTP, b.sec.TLS.Config())
 	}
 	b.wg.Add(1)
 	go b.statsLoop()
-	if b.cfg.IdleTopicUnloadTime > 0 {
+	if s := b.sec; s.Enabled() && s.Config.AuthenticationRefreshCheckSeconds > 0 {
 		b.wg.Add(1)
-		go b.idleUnloadLoop()
+		go b.refreshLoop(s.Config.RefreshInterval())
 	}
-	b.wg.Add(1)
-	go b.historyLoop()
-	b.startSecure()
-	b.log.Info("broker started", "service", sa, "http", b.HTTPAddr(), "service-tls", b.TLSServiceAddr(), "https", b.TLSHTTPAddr())
+	b.log.Info("broker started", "service", b.ServiceAddr(), "http", b.HTTPAddr(), "service-tls", b.TLSServiceAddr(), "https", b.TLSHTTPAddr())
 	return nil
-}
-
-// ServiceAddr returns the bound binary-protocol address ("" before Start).
-func (b *Broker) ServiceAddr() string {
-	if p := b.serviceAddr.Load(); p != nil {
-		return *p
-	}
-	return ""
-}
-
-// HTTPAddr returns the bound HTTP address ("" before Start or when
-// disabled).
-func (b *Broker) HTTPAddr() string {
-	if p := b.httpAddr.Load(); p != nil {
-		return *p
-	}
-	return ""
 }
 
 // Router returns the broker's HTTP route table, so other packages'
 // endpoints can be declared before Start.
 func (b *Broker) Router() *httpapi.Table { return b.admin }
-
-// serviceURL is the broker URL handed out by lookups.
-func (b *Broker) serviceURL() string {
-	_, port, _ := net.SplitHostPort(b.ServiceAddr())
-	return "pulsar://" + net.JoinHostPort(b.cfg.AdvertisedHost, port)
-}
-
-func (b *Broker) webURL() string {
-	_, port, _ := net.SplitHostPort(b.HTTPAddr())
-	return "http://" + net.JoinHostPort(b.cfg.AdvertisedHost, port)
-}
 
 func (b *Broker) acceptLoop(ln net.Listener) {
 	defer b.wg.Done()
@@ -291,10 +222,10 @@ func (b *Broker) Close() error {
 	}
 	b.mu.closing = true
 	b.mu.Unlock()
-	if b.cluster != nil {
+	if b.cluster.svc != nil {
 		// Deregister, then unload every bundle gracefully while the
 		// connections still run (clients get CLOSE_PRODUCER/CONSUMER).
-		b.cluster.Close()
+		b.cluster.svc.Close()
 	}
 	b.mu.Lock()
 	b.mu.closed = true
@@ -305,13 +236,7 @@ func (b *Broker) Close() error {
 		conns = append(conns, c)
 	}
 	b.mu.Unlock()
-	if b.ln != nil {
-		b.ln.Close()
-	}
-	if b.httpSrv != nil {
-		_ = b.httpSrv.Close()
-	}
-	b.closeSecure()
+	b.net.close()
 	for _, c := range conns {
 		c.stopReading()
 	}
@@ -319,7 +244,7 @@ func (b *Broker) Close() error {
 	for i := len(b.ext.lifecycle) - 1; i >= 0; i-- {
 		b.ext.lifecycle[i].Close()
 	}
-	b.closeHealth()
+	b.health.close()
 	b.mu.Lock()
 	loads := make([]*topicLoad, 0, len(b.mu.topics))
 	for _, l := range b.mu.topics {
@@ -327,14 +252,14 @@ func (b *Broker) Close() error {
 	}
 	b.mu.topics = map[string]*topicLoad{}
 	b.mu.Unlock()
-	// Closed idleUnloadParallel at a time: each ledger close is a
+	// Closed unloadParallel at a time: each ledger close is a
 	// metadata write, and concurrent writes share a commit.
 	var (
 		errMu    sync.Mutex
 		firstErr error
 		wg       sync.WaitGroup
 	)
-	sem := make(chan struct{}, idleUnloadParallel)
+	sem := make(chan struct{}, unloadParallel)
 	for _, l := range loads {
 		sem <- struct{}{}
 		wg.Add(1)
@@ -403,7 +328,7 @@ func (b *Broker) getTopic(ctx context.Context, tn topicName, create bool) (*topi
 			if l.err != nil {
 				return nil, l.err
 			}
-			if !b.owns(l.t) && !l.t.isClosed() {
+			if !b.cluster.owns(l.t) && !l.t.isClosed() {
 				return nil, fmt.Errorf("%w: %s; redo the lookup", cluster.ErrNotOwned, full)
 			}
 			if l.t.isClosed() {
@@ -437,7 +362,7 @@ func (b *Broker) getTopic(ctx context.Context, tn topicName, create bool) (*topi
 			b.mu.Unlock()
 		}
 		close(l.done)
-		if l.err == nil && !b.owns(l.t) {
+		if l.err == nil && !b.cluster.owns(l.t) {
 			// The bundle was unloaded (or lost) while the topic loaded:
 			// the unload may have missed it, so close it here.
 			b.unloadTopic(full)
@@ -492,7 +417,7 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 	}
 	// Only the bundle's owner opens the managed ledger: an open by anyone
 	// else would fence the owner.
-	bundleKey, err := b.topicBundle(ctx, tn)
+	bundleKey, err := b.cluster.topicBundle(ctx, tn)
 	if err != nil {
 		return nil, err
 	}
@@ -518,7 +443,7 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 		if (!create || !pol.AutoCreate) && !isPartitionOfPartitioned(ctx, &b.reg, tn) {
 			return nil, fmt.Errorf("%w: %s", ErrTopicNotFound, tn)
 		}
-		if err := b.checkTopicQuota(ctx, tn, 1); err != nil {
+		if err := b.ext.admitTopics(ctx, tn, 1, b.resolvePolicies); err != nil {
 			return nil, err
 		}
 		created = time.Now().UnixMilli()
@@ -534,7 +459,9 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 	t := newTopic(b, tn, ml, pol)
 	t.bundleKey = bundleKey
 	t.created = created
-	b.applyOffload(t)
+	for _, h := range b.ext.ledgers {
+		h.LedgerOpened(Topic{t})
+	}
 	if b.cfg.Deduplication || pol.Deduplication {
 		if err := t.recoverDedup(ctx, b.ext.dedup, b.cfg.DedupRecoveryEntries); err != nil {
 			if b.ext.dedup != nil {
@@ -605,7 +532,7 @@ func (b *Broker) unloadTopic(full string) bool {
 	// are dropped unanswered (clients re-send them to the next owner) and
 	// the writes in flight complete and are acknowledged before the
 	// clients are told to go.
-	l.t.stopPublishing(b.unloadWait())
+	l.t.stopPublishing(b.cfg.unloadWait())
 	l.t.closeAll(true)
 	if l.t.ml != nil {
 		if err := l.t.ml.Close(); err != nil {

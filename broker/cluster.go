@@ -40,14 +40,14 @@ type ClusterConfig struct {
 // are known).
 func (b *Broker) startCluster(ctx context.Context) error {
 	cc := b.cfg.Cluster
-	plain, secure := b.lookupURLs()
+	plain, secure := b.net.lookupURLs()
 	svc, err := cluster.Start(ctx, cluster.Options{
 		Store:                 b.deps.Metadata,
-		BrokerID:              b.brokerID(),
+		BrokerID:              b.net.brokerID(),
 		ServiceURL:            plain,
-		WebURL:                b.webURL(),
+		WebURL:                b.net.webURL(),
 		ServiceURLTLS:         secure,
-		WebURLTLS:             b.WebURLTLS(),
+		WebURLTLS:             b.net.webURLTLS(),
 		OnBundleLost:          b.unloadBundleTopics,
 		AntiAffinityPeers:     b.policies.AntiAffinityPeers,
 		ClusterName:           b.cfg.ClusterName,
@@ -67,24 +67,25 @@ func (b *Broker) startCluster(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.cluster = svc
+	b.cluster.svc = svc
 	return nil
 }
 
-// brokerID is Pulsar's broker id, host:webPort.
-func (b *Broker) brokerID() string { return strings.TrimPrefix(b.webURL(), "http://") }
+// clusterMember is the broker's cluster membership: svc is nil on a
+// single node, which serves every topic.
+type clusterMember struct{ svc *cluster.Service }
 
 // Cluster returns the broker's cluster membership (nil on a single node).
-func (b *Broker) Cluster() *cluster.Service { return b.cluster }
+func (b *Broker) Cluster() *cluster.Service { return b.cluster.svc }
 
 // topicBundle returns the bundle key of a topic this broker may load, or
 // an error wrapping cluster.ErrNotOwned / ErrUnloading. "" on a single
 // node.
-func (b *Broker) topicBundle(ctx context.Context, tn topicName) (string, error) {
-	if b.cluster == nil {
+func (m *clusterMember) topicBundle(ctx context.Context, tn topicName) (string, error) {
+	if m.svc == nil {
 		return "", nil
 	}
-	key, err := b.cluster.CheckTopic(ctx, tn.String())
+	key, err := m.svc.CheckTopic(ctx, tn.String())
 	if errors.Is(err, metadata.ErrNotFound) {
 		return "", fmt.Errorf("%w: namespace %s", ErrNamespaceNotFound, tn.NamespaceName())
 	}
@@ -93,15 +94,15 @@ func (b *Broker) topicBundle(ctx context.Context, tn topicName) (string, error) 
 
 // owns reports whether t's bundle is still served here (always on a
 // single node).
-func (b *Broker) owns(t *topic) bool {
-	return b.cluster == nil || b.cluster.Owns(t.bundleKey)
+func (m *clusterMember) owns(t *topic) bool {
+	return m.svc == nil || m.svc.Owns(t.bundleKey)
 }
 
 // mayAck reports whether a write to t may be acknowledged: the bundle is
 // held on a live session (possibly while unloading, when pending writes
 // complete).
-func (b *Broker) mayAck(t *topic) bool {
-	return b.cluster == nil || b.cluster.Holds(t.bundleKey)
+func (m *clusterMember) mayAck(t *topic) bool {
+	return m.svc == nil || m.svc.Holds(t.bundleKey)
 }
 
 // unloadBundleTopics closes every loaded topic and transaction
@@ -183,7 +184,7 @@ func (c *conn) handleClusterLookup(m *pb.CommandLookupTopic) {
 	tn, err := parseTopicName(m.GetTopic())
 	if err != nil {
 		fail(pb.ServerError_InvalidTopicName, err.Error())
-	} else if res, err := c.b.cluster.Lookup(ctx, tn.String(), m.GetAuthoritative()); err != nil {
+	} else if res, err := c.b.cluster.svc.Lookup(ctx, tn.String(), m.GetAuthoritative()); err != nil {
 		code, msg := lookupError(err)
 		fail(code, msg)
 	} else {

@@ -6,13 +6,21 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/metadata"
-	"github.com/magnetar-mq/magnetar/offload"
 	"github.com/magnetar-mq/magnetar/policy"
+)
+
+// Defaults of the history sampler (package topichistory;
+// Config.HistoryInterval and HistoryLength): a sample every 5 s, 15 minutes kept.
+const (
+	DefaultHistoryInterval = 5 * time.Second
+	DefaultHistoryWindow   = 15 * time.Minute
+	// MinHistoryInterval bounds the sampler's cost (one stats pass over
+	// every loaded topic per interval); MaxHistoryLength its memory.
+	MinHistoryInterval = time.Second
+	MaxHistoryLength   = 900
 )
 
 // Config configures a Broker. The zero value plus EnsureDefaults is a
@@ -149,22 +157,24 @@ type Config struct {
 	// DefaultOffload, no driver).
 	Offload *OffloadDefaults
 	// HistoryInterval is how often the history sampler records every
-	// loaded topic's rates, backlog and storage size (history.go; default
+	// loaded topic's rates, backlog and storage size (package
+	// topichistory; default
 	// 5s, at least MinHistoryInterval; negative: no sampler).
 	// HistoryLength samples are kept per topic (default: 15 minutes'
 	// worth, at most MaxHistoryLength); a sample is 56 bytes, but an
-	// idle stretch is kept as one run (history.go), so an idle topic
+	// idle stretch is kept as one run, so an idle topic
 	// costs about 100 bytes.
 	HistoryInterval time.Duration
 	HistoryLength   int
 	// IdleTopicUnloadTime unloads a persistent topic from memory once it
 	// has had no producer, connected consumer, replicator or compaction
-	// for this long; the next use loads it again (idleunload.go). Zero or
-	// negative: never (the magnetar key topicUnloadIdleSeconds).
+	// for this long; the next use loads it again (package enforcement,
+	// which does the unloading; idleunload.go). Zero or negative: never
+	// (the magnetar key topicUnloadIdleSeconds).
 	IdleTopicUnloadTime time.Duration
 	// HideTopicLevelMetrics is !exposeTopicLevelMetricsInPrometheus:
 	// /metrics then has no per-topic or per-subscription series, only
-	// their sums per namespace (metrics.go).
+	// their sums per namespace (package brokermetrics).
 	HideTopicLevelMetrics bool
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
@@ -307,14 +317,4 @@ type Deps struct {
 	// Bookies, if set, reports the storage nodes to the admin API and
 	// /metrics.
 	Bookies BookieInfo
-	// Offloader is the broker's configured offloader (from
-	// Config.Offload), shared with the managed-ledger factory that reads
-	// offloaded ledgers; nil: created on first use.
-	Offloader *offload.Offloader
-	// OffloadMetrics count every offloader's work (registered on
-	// /metrics); nil: new ones.
-	OffloadMetrics *offload.Metrics
-	// Collectors are registered on /metrics as they are (e.g. an
-	// in-process bookie's (*bookie.Bookie).Collector()).
-	Collectors []prometheus.Collector
 }

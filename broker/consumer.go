@@ -59,34 +59,35 @@ type consumer struct {
 	clientVersion  string
 	connectedSince time.Time
 
-	// owned by the subscription loop
+	// owned by the subscription loop (the flags at the end, together:
+	// a live topic's consumer stays in the 416 B size class)
 	arrivalKey uint64 // its arrival in the subscription (selector.Consumer)
 	permits    int
 	pending    map[position]*pendingEntry
 	unackedMsg int
-	// blocked: Shared/Key_Shared dispatch to c stopped because unackedMsg
-	// reached maxUnackedMessagesPerConsumer (until at most half of it).
-	blocked    bool
 	msgOut     int64
 	bytesOut   int64
 	redeliverN int64
 	ackedN     int64
 	entriesOut int64
-	// recentJoin: a Key_Shared consumer that joined after entries were
-	// read gets only entries up to maxPos until the mark-delete reaches
-	// maxPos (keyshared.go).
-	recentJoin bool
-	maxPos     position
-	// outOfOrder is KeySharedMeta.allowOutOfOrderDelivery.
-	outOfOrder bool
+	maxPos     position   // see recentJoin
 	lastAck    int64      // unix ms
 	lastSent   int64      // unix ms
 	lastFlow   int64      // unix ms
 	win        rateWindow // stats.go
-	closed     bool
 	// holdUntil, when set, is the time before which nothing is
 	// dispatched to c (reconnectGrace); set before c is subscribed.
 	holdUntil time.Time
+	// blocked: Shared/Key_Shared dispatch to c stopped because unackedMsg
+	// reached maxUnackedMessagesPerConsumer (until at most half of it).
+	blocked bool
+	// recentJoin: a Key_Shared consumer that joined after entries were
+	// read gets only entries up to maxPos until the mark-delete reaches
+	// maxPos (keyshared.go).
+	recentJoin bool
+	// outOfOrder is KeySharedMeta.allowOutOfOrderDelivery.
+	outOfOrder bool
+	closed     bool
 	// warnedCumulative: an ignored cumulative ack was logged once.
 	warnedCumulative bool
 }

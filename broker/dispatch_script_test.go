@@ -167,7 +167,7 @@ func TestDispatchScripts(t *testing.T) {
 
 func newSubscriptionForScript(t *testing.T, typ SubType, cur *fakeCursor, batch int) *subscription {
 	s := testSub(t, typ, cur)
-	s.batch = batch
+	s.batch = batchOf(batch)
 	return s
 }
 

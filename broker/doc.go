@@ -33,9 +33,17 @@
 //
 // Which consumer of a subscription gets an entry is package
 // broker/selector's (the four subscription types' algorithms, over the
-// consumer as selector.Consumer). The administration surface is four
+// consumer as selector.Consumer). The administration surface is six
 // role objects (roles.go: TopicAdmin, TopicReader, TopicLifecycle,
-// SubscriptionAdmin) that package admin's role interfaces take.
+// SubscriptionAdmin, Node, Ownership) that package admin's role
+// interfaces take; *Broker itself keeps what the features and the
+// wiring use (Start, Close, Use, Topic, EachTopic, Metadata, Config,
+// Policies, Cluster, Router and the bound addresses). Its parts are
+// values of their own: the listeners (listeners.go), the cluster
+// membership (cluster.go), the health-check ledger (health.go) and the
+// producer-name generator (producername.go). Tiered storage (offload
+// policies, the admin API's offload) is package tiered's, behind
+// LedgerHook and PolicyObserver.
 //
 // A persistent topic is one managed ledger; one SEND (a Pulsar batch) is
 // one entry, stored exactly as received from the 0x0e01 magic to the end,
@@ -119,6 +127,8 @@
 //	                                                                         Subscription.Call (idle)
 //	TopicHook.CloseTopic        the goroutine closing t      nothing         I/O (snapshots), close its    use t's subscriptions
 //	                                                                         own ledgers                   (stopped)
+//	LedgerHook.LedgerOpened     the goroutine loading t      nothing; t not  set the managed ledger's      block, read or write
+//	                            (persistent topics)          yet visible     settings (offload policy)     the ledger
 //	TopicTicker.TickTopic       stats loop                   nothing         short metadata writes         block long
 //	AttachHook.AttachProducer   connection reader            nothing         metadata I/O (bounded by      publish, take topic
 //	  / .AttachConsumer         (frame order)                                ctx), refuse (*AttachError)   locks
@@ -131,7 +141,8 @@
 //	  .CompactedCursor          created, or its loop                         is the loop's afterwards      another goroutine
 //	LastReadableCursor          connection reader            nothing         read the feature's own        move the cursor
 //	  .LastReadable             (GET_LAST_MESSAGE_ID)                        state (leaf locks)
-//	TopicPinner.Pinned          idle unloader                nothing         atomic loads, leaf locks      take topic locks
+//	TopicPinner.Pinned          Topic.IdleUnloadable (the    nothing         atomic loads, leaf locks      take topic locks
+//	                            idle unloader's goroutines)
 //	StoreObserver.Stored        managed-ledger callback      (ledger's)      atomic counts, wake-ups       block, take topic locks
 //	                            (append order)
 //	PolicyObserver              the goroutine refreshing     nothing         open and delete cursors,      block long
@@ -139,6 +150,8 @@
 //	                                                                         its own to stop
 //	TopicStatsSource            the stats request's          nothing         fill its part of TopicStats   take topic locks
 //	  .AddTopicStats
+//	PublishLatencyObserver      managed-ledger callback      (ledger's)      observe a histogram (leaf     block
+//	  .ObservePublishLatency    (append order)                               locks)
 //	ReplicatedSubscriptions     subscription loop            (loop owner)    SubSlot, SubLoop.Acknowledge  block, Subscription.Call
 //	  .MarkerRead,              (replicated subscriptions                    (from Subscription.Do),
 //	  .MarkDeleteMoved          only)                                        append markers (async)
@@ -146,6 +159,12 @@
 //	SystemSubscriptions         Broker.Use                   b.mu            return fixed names            call the broker
 //	Lifecycle.Start / .Close    Broker.Start / .Close        nothing         I/O; Close must tolerate a
 //	                                                                         feature never started
+//	Admission                   connection reader; an admin  nothing         read t's policy, Topic's      take topic locks, block
+//	  (AdmitTopics, Producer,   or lookup request (Topics)                   Producer/ConsumerCount,       long
+//	  Consumer, Send)                                                          metadata I/O (Topics)
+//	Admission                   connection reader            topic.mu        read t's policy, judge the    take topic locks, call
+//	  .AdmitSubscription                                                       count it is given             the subscriptions
+//	Admission.AdmitSubscriber   subscription loop            (loop owner)    read t's policy               call the subscription
 //	Limiter (Limits: Publish,   connection reader (SEND);    nothing; under  count, leaf locks             block, take topic locks
 //	  Dispatch, Subscription's, subscription loop;           topic.limits.mu
 //	  Replicator's), Subscribe  replicator loop              (Subscription)
@@ -158,15 +177,16 @@
 //	  .CursorsMoved
 //
 // Order within the core: SENDs are verified and parsed once (parseSend,
-// entryparse.go), checked for encryption, passed to the
-// SendInterceptors (registration order), admitted or held by the
+// entryparse.go), admitted by the Admissions (registration order),
+// passed to the SendInterceptors (registration order), admitted or held by the
 // topic's Quota (held.go), deduplicated, then published: broker-wide
 // BeforeAdd (registration order, under topic.addMu, which the core takes
 // only when some are registered), the entry's own hook, the append; in
 // the callback the entry's own AfterAdd, then the broker-wide ones, then
 // the receipt. A PRODUCER or SUBSCRIBE passes the core's checks (topic
-// load, policy limits, the Quota, encryption, subscribe rate), then the
-// AttachHooks (registration order), before anything is attached. A
+// load, the Admissions, the Quota, subscribe rate; a new subscription is
+// admitted again under topic.mu, a consumer on the subscription's loop),
+// then the AttachHooks (registration order), before anything is attached. A
 // feature's command declares its access rule with the command
 // (Command.SuperUserOnly, Command.Access), and the core checks it before
 // Handle runs. A SEND or ACK carrying a transaction id that no hook
@@ -253,10 +273,12 @@
 //
 // A topic's effective policy (policy.Resolved) is its topic-level
 // policies over its namespace's over the broker defaults, resolved when
-// it loads (policy.go) and held as a snapshot; the core enforces from it
-// what its hot paths check (limits.go: producers and consumers per
-// topic, consumers per subscription, encryption, deduplication, unacked
-// messages). Keeping the snapshots current as the policy store changes,
+// it loads (policy.go) and held as a snapshot; the core reads from it
+// what it does itself (deduplication, delayed delivery, unacked
+// messages). The admission limits (an Admission, limits.go: topics per
+// namespace, producers and consumers per topic, subscriptions per topic
+// and consumers per subscription, required encryption, message size,
+// delivery delay), keeping the snapshots current as the policy store changes,
 // rate limits (Limiters the core counts its work against: publish pauses
 // the connection's reads, dispatch stops a subscription until a timer,
 // subscribe refuses with TooManyRequests), backlog quotas (a Quota;
@@ -277,14 +299,16 @@
 // live one whose consumers wait for messages. Its pending sets (and each
 // consumer's) are dropped when emptied. Persistent topics idle (no producer,
 // connected consumer, replicator, compaction or held send) for
-// Config.IdleTopicUnloadTime are unloaded and reloaded on the next use
-// with nothing lost (idleunload.go), their cached topic-level policies
-// dropped; a sweep that unloaded 10,000 or more returns the freed memory
-// to the operating system at once. The console history keeps an idle
-// stretch as one run and samples counters without building stats
-// (history.go). With
-// HideTopicLevelMetrics, /metrics sums topic metrics per namespace
-// (nsmetrics.go). docs/scale.md has the per-topic memory accounting.
+// Config.IdleTopicUnloadTime are unloaded by package enforcement and
+// reloaded on the next use with nothing lost, their cached topic-level
+// policies dropped; the core tells it what keeps a topic loaded
+// (Topic.IdleUnloadable, LastUsed; idleunload.go) and returns the memory
+// a sweep of 10,000 or more freed to the operating system at once
+// (ReleaseUnloaded). The console history (package topichistory) keeps
+// an idle stretch as one run and samples counters without building
+// stats (Topic.Counters). With
+// HideTopicLevelMetrics, /metrics (package brokermetrics) sums topic
+// metrics per namespace. docs/scale.md has the per-topic memory accounting.
 //
 // # Locking
 //
@@ -306,7 +330,14 @@
 //   - Deduplication state (last sequence id per producer name) is kept in
 //     memory and rebuilt at topic load by the DedupRecovery feature
 //     (package dedupsnap: Pulsar's snapshots in the pulsar.dedup cursor),
-//     or without one from the last DedupRecoveryEntries entries.
+//     or without one from the last DedupRecoveryEntries entries; when
+//     deduplication is turned on for a loaded topic, the feature raises
+//     it (Topic.RaiseDedup).
+//   - Config.DispatchBatch and Config.MaxPartitionsPerTopic change at
+//     run time (SetDispatchBatch, SetMaxPartitionsPerTopic: Pulsar's
+//     dynamic dispatcherMaxReadBatchSize and
+//     maxNumPartitionsPerPartitionedTopic, wired by the stack to package
+//     dynconfig); the rest of Config is fixed once New returns.
 //   - Topic compaction and read_compacted: package compact (a feature),
 //     docs/compaction.md. Schemas: package schemareg (a feature),
 //     docs/schema.md.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
@@ -18,11 +19,12 @@ import (
 
 // Feature is a broker extension. Besides Name it implements one or more of
 // PublishInterceptor, SendInterceptor, DispatchFilter, AckHook,
-// TopicHook, TopicTicker, AttachHook, DeletionObserver, CommandSource,
+// TopicHook, LedgerHook, TopicTicker, AttachHook, DeletionObserver, CommandSource,
 // BundleObserver, Lifecycle, CompactedReads, TopicPinner,
-// InternalStatsSource, SystemSubscriptions, PolicyWatcher and
-// CursorObserver (limits.go), StoreObserver, PolicyObserver,
-// TopicStatsSource, ReplicatedSubscriptions and DedupRecovery;
+// InternalStatsSource, SystemSubscriptions, PolicyWatcher,
+// CursorObserver and Admission (limits.go), StoreObserver, PolicyObserver,
+// TopicStatsSource, ReplicatedSubscriptions, DedupRecovery and
+// PublishLatencyObserver;
 // Use finds them by type assertion, once, and registers every one it
 // finds: a PublishInterceptor meant for single entries (Entry.Attach)
 // must be a type of its own, or it is registered broker-wide too.
@@ -117,6 +119,15 @@ type TopicHook interface {
 	CloseTopic(t Topic)
 }
 
+// LedgerHook sees a persistent topic's managed ledger right after it
+// opened at load, before anything reads or writes it (deduplication
+// recovery, the subscriptions' cursors): tiered storage hands it its
+// offload policy here. It runs on the loading goroutine, no lock held;
+// the topic's effective policy is set. It must not block.
+type LedgerHook interface {
+	LedgerOpened(t Topic)
+}
+
 // TopicTicker is called for every loaded topic on the stats loop, every
 // Config.StatsUpdateInterval. It must return quickly; no lock is held.
 type TopicTicker interface {
@@ -194,9 +205,10 @@ type LastReadableCursor interface {
 	LastReadable(lac Position) (pos Position, batchIndex int32, ok, applies bool)
 }
 
-// TopicPinner keeps a topic loaded: the idle unloader leaves t alone
-// while Pinned(t) (a compaction running). Called on the unloader's
-// goroutine; it must be quick and take no topic lock.
+// TopicPinner keeps a topic loaded: Topic.IdleUnloadable is false, and
+// the idle unloader leaves t alone, while Pinned(t) (a compaction
+// running). Called on the unloader's goroutines; it must be quick and
+// take no topic lock.
 type TopicPinner interface {
 	Pinned(t Topic) bool
 }
@@ -251,6 +263,27 @@ type PolicyObserver interface {
 // publishers and before the subscriptions are filled in; no lock held.
 type TopicStatsSource interface {
 	AddTopicStats(t Topic, st *TopicStats)
+}
+
+// PublishLatencyObserver hears, for every entry a producer stored on a
+// persistent topic, the time from its SEND handed to the topic to the
+// storage callback that makes it acknowledgeable (the metrics'
+// magnetar_broker_publish_latency_seconds). It runs in the managed
+// ledger's callback; it must not block or take locks beyond a leaf one.
+type PublishLatencyObserver interface {
+	ObservePublishLatency(d time.Duration)
+}
+
+// observePublish tells the PublishLatencyObservers how long the entry
+// published at start took to be stored.
+func (x *extensions) observePublish(start time.Time) {
+	if len(x.latency) == 0 {
+		return
+	}
+	d := time.Since(start)
+	for _, h := range x.latency {
+		h.ObservePublishLatency(d)
+	}
 }
 
 // ReplicatedSubscriptions carries the positions of replicated
@@ -318,6 +351,7 @@ type extensions struct {
 	// topicNames names the features of topics, for errors.
 	topicNames []string
 	tickers    []TopicTicker
+	ledgers    []LedgerHook
 	attach     []AttachHook
 	deletions  []DeletionObserver
 	bundles    []BundleObserver
@@ -329,10 +363,12 @@ type extensions struct {
 	stats      []InternalStatsSource
 	system     map[string]bool // SystemSubscriptions
 	policy     PolicyWatcher   // limits.go
+	admission  []Admission     // limits.go
 	cursors    []CursorObserver
 	stored     []StoreObserver
 	policyObs  []PolicyObserver
 	topicStats []TopicStatsSource
+	latency    []PublishLatencyObserver
 	replSubs   ReplicatedSubscriptions
 	dedup      DedupRecovery
 	// topicSlots and subSlots count the slots handed out.
@@ -392,6 +428,7 @@ func (b *Broker) Use(f Feature) error {
 		x.topicNames = append(x.topicNames, f.Name())
 	}
 	collect(f, &x.tickers)
+	collect(f, &x.ledgers)
 	collect(f, &x.attach)
 	collect(f, &x.deletions)
 	collect(f, &x.bundles)
@@ -408,10 +445,12 @@ func (b *Broker) Use(f Feature) error {
 		}
 	}
 	setOne(f, &x.policy)
+	collect(f, &x.admission)
 	collect(f, &x.cursors)
 	collect(f, &x.stored)
 	collect(f, &x.policyObs)
 	collect(f, &x.topicStats)
+	collect(f, &x.latency)
 	setOne(f, &x.replSubs)
 	setOne(f, &x.dedup)
 	collect(f, &x.lifecycle)
@@ -520,7 +559,7 @@ func (a TopicReader) MessageIDByIndex(ctx context.Context, topic string, idx int
 	if idx < 0 {
 		return MessageID{}, reason(ErrPreconditionFailed, fmt.Sprintf("Invalid index %d: it must be 0 or more", idx))
 	}
-	parts, err := b.partitionsOf(ctx, topic)
+	parts, err := b.reg.partitionsOf(ctx, topic)
 	if err != nil {
 		return MessageID{}, err
 	}
@@ -585,12 +624,12 @@ func (x *extensions) topicDeleted(ctx context.Context, tn topicName) {
 
 // partitionsOf returns the partitions of a partitioned topic name, or
 // nil for any other name.
-func (b *Broker) partitionsOf(ctx context.Context, topic string) ([]string, error) {
+func (r *registry) partitionsOf(ctx context.Context, topic string) ([]string, error) {
 	tn, err := parseTopicName(topic)
 	if err != nil || tn.IsPartition() {
 		return nil, err
 	}
-	n, err := b.reg.partitions(ctx, tn)
+	n, err := r.partitions(ctx, tn)
 	if err != nil || n <= 0 {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +21,8 @@ type fakeCursor struct {
 	markDel int64 // last cumulatively acked id, -1 if none
 	acked   map[int64]bool
 	batch   map[int64][]int64
-	reads   int // ReadAt calls
+	reads   int   // ReadAt calls
+	asked   []int // the n of each ReadEntries call
 }
 
 func newFakeCursor() *fakeCursor {
@@ -38,6 +40,7 @@ func (f *fakeCursor) add(data []byte) {
 func (f *fakeCursor) ReadEntries(n int) ([]ledgerEntry, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.asked = append(f.asked, n)
 	var out []ledgerEntry
 	for f.read < int64(len(f.entries)) && len(out) < n {
 		if !f.acked[f.read] && f.read > f.markDel {
@@ -200,7 +203,7 @@ func (r *recSink) take() []sentMsg {
 
 func testSub(t *testing.T, typ SubType, cur cursor) *subscription {
 	t.Helper()
-	s := newSubscription("sub", "persistent://public/default/t", typ, 0, cur, fakeParse, 10, nil, slog.New(slog.DiscardHandler))
+	s := newSubscription("sub", "persistent://public/default/t", typ, 0, cur, fakeParse, batchOf(10), nil, slog.New(slog.DiscardHandler))
 	t.Cleanup(s.close)
 	return s
 }
@@ -212,3 +215,10 @@ func (s *subscription) sync() {
 }
 
 var _ = time.Second
+
+// batchOf is a dispatcher read batch of n entries.
+func batchOf(n int) *atomic.Int32 {
+	b := new(atomic.Int32)
+	b.Store(int32(n))
+	return b
+}

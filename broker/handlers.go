@@ -228,13 +228,13 @@ func (c *conn) handleSend(m *pb.CommandSend, f *pulsarproto.Frame) error {
 		n = 1
 	}
 	c.sendStarted() // answered by exactly one sendReceipt or sendSendError
-	if refuseUnencrypted(p, e) {
-		c.sendSendError(pid, seq, codeMetadataError, msgMustBeEncrypted)
-		return nil
-	}
-	if msg := refuseSend(p, e, len(payload)); msg != "" {
-		c.sendSendError(pid, seq, codeNotAllowed, msg)
-		return nil
+	if len(c.b.ext.admission) > 0 {
+		if se := c.b.ext.admit(func(a Admission) *SendError {
+			return a.AdmitSend(Topic{p.topic}, e, len(payload), p.remote != "")
+		}); se != nil {
+			c.sendSendError(pid, seq, int32(se.Code), se.Msg)
+			return nil
+		}
 	}
 	if err := interceptSend(c.b.ext.send, p, m, e); err != nil {
 		var se *SendError
@@ -394,7 +394,7 @@ func (c *conn) sendAckResponse(consumerID, requestID uint64, code int32, msg str
 }
 
 func (c *conn) handleLookup(m *pb.CommandLookupTopic) {
-	if c.b.cluster != nil {
+	if c.b.cluster.svc != nil {
 		c.handleClusterLookup(m)
 		return
 	}
@@ -411,7 +411,7 @@ func (c *conn) handleLookup(m *pb.CommandLookupTopic) {
 		resp.Message = ptr("Namespace does not exist: " + tn.NamespaceName())
 	} else {
 		resp.Response = pb.CommandLookupTopicResponse_Connect.Enum()
-		plain, secure := c.b.lookupURLs()
+		plain, secure := c.b.net.lookupURLs()
 		resp.BrokerServiceUrl = ptr(plain)
 		if secure != "" {
 			resp.BrokerServiceUrlTls = ptr(secure)
@@ -466,7 +466,11 @@ func (c *conn) handlePartitionedMetadata(m *pb.CommandPartitionedTopicMetadata) 
 	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_PARTITIONED_METADATA_RESPONSE.Enum(), PartitionMetadataResponse: resp})
 }
 
+// kvMap returns kvs as a map, nil for none (stats show {}).
 func kvMap(kvs []*pb.KeyValue) map[string]string {
+	if len(kvs) == 0 {
+		return nil
+	}
 	m := make(map[string]string, len(kvs))
 	for _, kv := range kvs {
 		m[kv.GetKey()] = kv.GetValue()
@@ -517,17 +521,19 @@ func (c *conn) handleProducer(m *pb.CommandProducer) {
 		c.sendError(rid, code, msg)
 		return
 	}
-	if code, msg, ok := t.admitProducer(); !ok {
-		c.sendError(rid, code, msg)
+	if se := c.b.ext.admit(func(a Admission) *SendError { return a.AdmitProducer(Topic{t}, m) }); se != nil {
+		c.sendError(rid, int32(se.Code), se.Msg)
 		return
 	}
-	if refusesUnencryptedProducer(t.pol.Load(), m) {
-		c.sendError(rid, codeMetadataError, "Encryption is required in "+t.full)
-		return
+	if q := t.limits.quota(); q != nil {
+		if se := q.AdmitProducer(); se != nil {
+			c.sendError(rid, int32(se.Code), se.Msg)
+			return
+		}
 	}
 	name := m.GetProducerName()
 	if name == "" {
-		name = c.b.newProducerName()
+		name = c.b.producerNames.next()
 	}
 	p := &producer{
 		id: pid, name: name, remote: ReplicatorOrigin(name), requestID: rid, accessMode: int32(m.GetProducerAccessMode()), epoch: m.GetEpoch(),
@@ -632,8 +638,8 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 		c.sendError(rid, code, msg)
 		return
 	}
-	if code, msg, ok := t.admitConsumer(); !ok {
-		c.sendError(rid, code, msg)
+	if se := c.b.ext.admit(func(a Admission) *SendError { return a.AdmitConsumer(Topic{t}, m) }); se != nil {
+		c.sendError(rid, int32(se.Code), se.Msg)
 		return
 	}
 	if !t.limits.allowSubscribe(m.GetConsumerName() + "@" + remoteHost(c.remote)) {

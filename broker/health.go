@@ -10,13 +10,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/mledger"
 )
 
 // unloadWait bounds how long an unload waits for a topic's writes in
 // flight.
-func (b *Broker) unloadWait() time.Duration {
-	if c := b.cfg.Cluster; c != nil && c.UnloadTimeout > 0 {
+func (cfg *Config) unloadWait() time.Duration {
+	if c := cfg.Cluster; c != nil && c.UnloadTimeout > 0 {
 		return c.UnloadTimeout
 	}
 	return 30 * time.Second
@@ -34,17 +35,18 @@ type healthState struct {
 // metadata store answers (and, in a cluster, the broker's session lease
 // holds), and a message written through a managed ledger to the bookies
 // reads back equal. The error names the failing step.
-func (b *Broker) HealthCheck(ctx context.Context) error {
+func (o Ownership) HealthCheck(ctx context.Context) error {
+	b := o.b
 	if _, err := b.deps.Metadata.Exists(ctx, "/"); err != nil {
 		return fmt.Errorf("metadata store: %w", err)
 	}
-	if b.cluster != nil && !b.cluster.SessionAlive() {
+	if s := b.cluster.svc; s != nil && !s.SessionAlive() {
 		return errors.New("metadata session lease lost")
 	}
 	b.health.mu.Lock()
 	defer b.health.mu.Unlock()
 	if b.health.ml == nil {
-		name := "persistent://pulsar/system/healthcheck-" + strings.NewReplacer(":", "_", "/", "_").Replace(b.brokerID())
+		name := "persistent://pulsar/system/healthcheck-" + strings.NewReplacer(":", "_", "/", "_").Replace(b.net.brokerID())
 		ml, err := b.deps.OpenLedger(ctx, name)
 		if err != nil {
 			return fmt.Errorf("open health-check ledger: %w", err)
@@ -81,18 +83,19 @@ func (b *Broker) HealthCheck(ctx context.Context) error {
 	return nil
 }
 
-// closeHealth closes the health-check ledger.
-func (b *Broker) closeHealth() {
-	b.health.mu.Lock()
-	defer b.health.mu.Unlock()
-	if b.health.ml != nil {
-		b.health.ml.Close()
-		b.health.ml = nil
+// close closes the health-check ledger.
+func (h *healthState) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ml != nil {
+		h.ml.Close()
+		h.ml = nil
 	}
 }
 
 // Ready reports whether the broker is started and not closing.
-func (b *Broker) Ready() bool {
+func (o Ownership) Ready() bool {
+	b := o.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.mu.started && !b.mu.closing && !b.mu.closed
@@ -100,7 +103,8 @@ func (b *Broker) Ready() bool {
 
 // LoadedTopicsOf lists the loaded topics of the bundle whose cluster key
 // is key (cluster.BundleKey).
-func (b *Broker) LoadedTopicsOf(key string) []string {
+func (o Ownership) LoadedTopicsOf(key string) []string {
+	b := o.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []string
@@ -117,4 +121,10 @@ func (b *Broker) LoadedTopicsOf(key string) []string {
 }
 
 // BrokerID is the broker's id in its cluster: its web service host:port.
-func (b *Broker) BrokerID() string { return b.brokerID() }
+func (o Ownership) BrokerID() string { return o.b.net.brokerID() }
+
+// WebURLTLS is the advertised https:// URL ("" without HTTPS).
+func (o Ownership) WebURLTLS() string { return o.b.net.webURLTLS() }
+
+// Cluster returns the broker's cluster membership (nil on a single node).
+func (o Ownership) Cluster() *cluster.Service { return o.b.cluster.svc }

@@ -1,31 +1,10 @@
 package broker
 
 import (
-	"io"
-	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
-
-func httpDo(t testing.TB, tb *testBroker, method, path, body string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, "http://"+tb.HTTPAddr()+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
 
 // TestRawTopicsOfUnknownNamespace: GET_TOPICS_OF_NAMESPACE of a
 // namespace that does not exist answers an empty list.

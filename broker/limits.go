@@ -1,33 +1,39 @@
 package broker
 
 import (
-	"fmt"
+	"context"
+	"errors"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/magnetar-mq/magnetar/policy"
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
 
-// The limits the core enforces on its hot paths.
+// The limits of a topic, counted or checked on the core's hot paths.
 //
 // A topic's effective policy (policy.Resolved: its topic-level policies
 // over its namespace's over the broker defaults, policy.go) is a snapshot
-// the topic holds and swaps whole. PRODUCER, SUBSCRIBE and SEND read it
-// with one atomic load for the checks the core makes itself: producers
-// and consumers per topic, consumers per subscription, required
-// encryption, deduplication, and (subscription.go) unacknowledged
-// messages.
+// the topic holds and swaps whole; the core reads from it what it does
+// itself: deduplication, delayed delivery and (subscription.go)
+// unacknowledged messages.
 //
-// The other limits are a feature's (package enforcement): it puts them on
-// a topic as one Limits value (Topic.SetLimits), read with one atomic
-// load as well, and the core counts its work against them: rate limiters
-// for publish, dispatch (the topic's, each subscription's, each
-// replicator's) and subscribe, and a Quota that admits producers and
-// SENDs (backlog quotas; a SEND it holds waits in the topic's held sends,
-// held.go). A topic without Limits has none of these.
+// The limits are a feature's (package enforcement), behind two
+// extension points. An Admission is asked before topics are created and
+// before a producer, consumer, subscription or SEND is admitted (max
+// producers, consumers and subscriptions, required encryption, message
+// size...); the subscription count is passed under the lock that
+// creates subscriptions, so a bound holds against concurrent
+// SUBSCRIBEs. Limits, put on a topic as one value (Topic.SetLimits) and
+// read with one atomic load, are what the core counts its work against:
+// rate limiters for publish, dispatch (the topic's, each
+// subscription's, each replicator's) and subscribe, and a Quota that
+// admits producers and SENDs (backlog quotas; a SEND it holds waits in
+// the topic's held sends, held.go). A topic without Limits has none of
+// these.
 
 // Limiter is a rate limit that work is counted against after it is done
 // (package ratelimit: token buckets that go into debt). It must be safe
@@ -226,83 +232,123 @@ func (l *topicLimits) allowSubscribe(identity string) bool {
 	return cur == nil || cur.Subscribe == nil || cur.Subscribe(identity)
 }
 
-// Refusals of the checks below, as Pulsar words them.
-const (
-	msgMustBeEncrypted       = "Messages must be encrypted"
-	msgMaxConsumersPerSubReg = "Subscription reached max consumers limit"
-)
-
-// admitProducer refuses a new producer on t at the max-producers limit
-// or when its Quota refuses it.
-func (t *topic) admitProducer() (int32, string, bool) {
-	if m := t.pol.Load().MaxProducers; m > 0 {
-		t.mu.Lock()
-		n := len(t.mu.producers) + len(t.mu.waiting)
-		t.mu.Unlock()
-		if n >= m {
-			return codeProducerBusy, fmt.Sprintf("Topic '%s' reached max producers limit", t.full), false
-		}
-	}
-	if q := t.limits.quota(); q != nil {
-		if e := q.AdmitProducer(); e != nil {
-			return int32(e.Code), e.Msg, false
-		}
-	}
-	return 0, "", true
+// Admission admits or refuses, by the topics' policies, what the core is
+// about to create, attach or publish (package enforcement: topics per
+// namespace, producers and consumers per topic, subscriptions per topic,
+// consumers per subscription, auto subscription creation, required
+// encryption, message size, delivery delay). Every registered Admission
+// is asked, in registration order; the first refusal is answered to the
+// client and nothing is created, attached or stored. Without one the
+// core admits everything. No method may take a topic lock itself;
+// AdmitProducer and AdmitConsumer may count through Topic.ProducerCount
+// and Topic.ConsumerCount, AdmitSubscription and AdmitSubscriber must not
+// call the topic or its subscriptions. doc.go ("Extension points") has
+// the goroutines and locks.
+type Admission interface {
+	// AdmitTopics runs before topics are created (the admin API, a
+	// lookup's, a producer's or a consumer's auto-creation); a refusal
+	// wrapping ErrTooManyTopics is answered as Pulsar answers it, any
+	// other error fails the creation with it.
+	AdmitTopics(ctx context.Context, nt NewTopics) error
+	// AdmitProducer runs for each PRODUCER cmd on t, once t is loaded.
+	AdmitProducer(t Topic, cmd *pb.CommandProducer) *SendError
+	// AdmitConsumer runs for each SUBSCRIBE cmd on t, once t is loaded.
+	AdmitConsumer(t Topic, cmd *pb.CommandSubscribe) *SendError
+	// AdmitSubscription runs before a SUBSCRIBE creates a subscription on
+	// t, which has subs subscriptions, under the lock of t's
+	// subscription table: no subscription is created or removed until it
+	// returns, so a bound on subs holds against concurrent SUBSCRIBEs.
+	AdmitSubscription(t Topic, subs int, durable bool) *SendError
+	// AdmitSubscriber runs on a subscription's loop before a consumer
+	// joins it; consumers are those attached to it.
+	AdmitSubscriber(t Topic, consumers int) *SendError
+	// AdmitSend runs for each SEND of e on t before the SendInterceptors;
+	// size counts its metadata and payload, replicator tells a
+	// replicator's producer (ReplicatorOrigin).
+	AdmitSend(t Topic, e *Entry, size int, replicator bool) *SendError
 }
 
-// admitConsumer refuses a new consumer on t at the max-consumers limit.
-func (t *topic) admitConsumer() (int32, string, bool) {
-	m := t.pol.Load().MaxConsumers
-	if m <= 0 {
-		return 0, "", true
+// NewTopics are topics about to be created (Admission.AdmitTopics): Name
+// itself (N 1; a partition of a partitioned topic that already exists,
+// being loaded, is one too) or the N partitions of the partitioned topic
+// Name.
+type NewTopics struct {
+	Name pulsarproto.TopicName
+	N    int
+	// Policy resolves Name's effective policy (a metadata read unless
+	// cached).
+	Policy func() *policy.Resolved
+}
+
+// ErrTooManyTopics is an Admission's refusal of topics over the
+// namespace's limit (Pulsar's text): the admin API answers 412, a
+// lookup, producer or consumer NotAllowedError.
+var ErrTooManyTopics = reason(ErrPreconditionFailed, "Exceed maximum number of topics in namespace.")
+
+// isTooManyTopics reports a refusal wrapping ErrTooManyTopics.
+func isTooManyTopics(err error) bool { return errors.Is(err, ErrTooManyTopics) }
+
+// admitTopics asks the Admissions about creating n topics named tn,
+// whose policy resolve returns.
+func (x *extensions) admitTopics(ctx context.Context, tn topicName, n int, resolve func(topicName) *policy.Resolved) error {
+	if len(x.admission) == 0 {
+		return nil
 	}
+	nt := NewTopics{Name: tn, N: n, Policy: func() *policy.Resolved { return resolve(tn) }}
+	for _, a := range x.admission {
+		if err := a.AdmitTopics(ctx, nt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// admit returns the first refusal of ask by the Admissions (nil: all
+// admit).
+func (x *extensions) admit(ask func(Admission) *SendError) *SendError {
+	for _, a := range x.admission {
+		if e := ask(a); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// ProducerCount returns the producers attached to the topic or waiting
+// for its exclusive access.
+func (v Topic) ProducerCount() int {
+	t := v.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.mu.producers) + len(t.mu.waiting)
+}
+
+// ConsumerCount returns the consumers attached to the topic's
+// subscriptions (a call on each subscription's loop).
+func (v Topic) ConsumerCount() int {
 	n := 0
-	for _, s := range *t.subList.Load() {
+	for _, s := range *v.t.subList.Load() {
 		s.call(func() { n += len(s.consumers) })
 	}
-	if n >= m {
-		return codeConsumerBusy, fmt.Sprintf("Topic '%s' reached max consumers limit", t.full), false
-	}
-	return 0, "", true
-}
-
-// subConsumersFull reports whether s already holds the most consumers
-// pol's maxConsumersPerSubscription allows (on s's loop).
-func subConsumersFull(pol *policy.Resolved, s *subscription) bool {
-	m := pol.MaxConsumersPerSubscription
-	return m > 0 && len(s.consumers) >= m
-}
-
-// refuseUnencrypted reports whether the SEND of entry by p must be
-// refused because t's namespace requires encryption and the entry's
-// metadata carries no encryption keys. Replicator producers are exempt
-// (the origin cluster checked), as in Pulsar.
-func refuseUnencrypted(p *producer, e *Entry) bool {
-	if p.remote != "" || !p.topic.pol.Load().EncryptionRequired {
-		return false
-	}
-	// Pulsar counts encryption_keys (an encryption_algo alone does not
-	// make a message encrypted).
-	md := e.Meta()
-	return md == nil || md.EncryptionKeys == 0
-}
-
-// refusesUnencryptedProducer reports whether a topic under pol refuses
-// the producer m at creation: its namespace requires encryption and m
-// declares itself unencrypted (CommandProducer.encrypted false, as the
-// Java and C++ clients send it), as Pulsar refuses it. An unset flag is
-// let through (pulsar-client-go never sets it, even when it encrypts);
-// its SENDs are checked one by one (refuseUnencrypted). Replicators are
-// exempt.
-func refusesUnencryptedProducer(pol *policy.Resolved, m *pb.CommandProducer) bool {
-	return pol.EncryptionRequired && m.Encrypted != nil && !m.GetEncrypted() &&
-		ReplicatorOrigin(m.GetProducerName()) == ""
+	return n
 }
 
 // dedupEnabled reports whether t deduplicates (broker-wide or by policy).
 func (t *topic) dedupEnabled() bool {
 	return t.b.cfg.Deduplication || t.pol.Load().Deduplication
+}
+
+// delayedDelivery returns the topic's delayed-delivery policy for its
+// subscriptions: inactive, deliverAt is ignored and messages go out at
+// once; active, a Shared or Key_Shared subscription holds a message until
+// deliverAt, never earlier (pulsar-client-go's suite requires a 3 s
+// delay to last 3 s against Pulsar's test broker; a non-strict tick that
+// releases a message a tick early failed it).
+func (t *topic) delayedDelivery() policy.DelayedDeliveryPolicies {
+	if p := t.pol.Load(); p != nil {
+		return p.DelayedDelivery
+	}
+	return policy.DelayedDeliveryPolicies{Active: true}
 }
 
 // AppliedPolicy returns the topic's effective policy now (never nil; never
@@ -328,4 +374,4 @@ func (v Topic) PublishRateIn() (msgs, bytes float64) {
 func (v Topic) InUse() bool { return topicInUse(v.t) }
 
 // Owned reports whether this broker still serves the topic.
-func (v Topic) Owned() bool { return v.t.b.owns(v.t) }
+func (v Topic) Owned() bool { return v.t.b.cluster.owns(v.t) }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/metadata/memmeta"
-	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -362,68 +361,6 @@ func TestSubscribeLimit(t *testing.T) {
 	defer mu.Unlock()
 	if len(seen) != 2 || seen[0] != "c@127.0.0.1" {
 		t.Fatalf("identities %q, want c@127.0.0.1 twice", seen)
-	}
-}
-
-// TestEncryptionRequiredOnTheWire: on a namespace requiring encryption
-// a SEND without encryption_keys gets SEND_ERROR MetadataError
-// "Messages must be encrypted" and stores nothing; one with keys is
-// stored; an encryption_algo alone is not enough. A PRODUCER with
-// encrypted=false gets ERROR MetadataError "Encryption is required in
-// <topic>".
-func TestEncryptionRequiredOnTheWire(t *testing.T) {
-	tb := startBroker(t, nil)
-	ctx := context.Background()
-	if err := tb.Policies().CreateNamespace(ctx, "public/enc", &policy.Policies{NamespaceExtras: policy.NamespaceExtras{EncryptionRequired: true}}); err != nil {
-		t.Fatal(err)
-	}
-	r := dialRaw(t, tb, true)
-	topic := "persistent://public/enc/wire"
-	pid := r.producer(topic)
-	entry := func(seq uint64, keys bool, algo bool) []byte {
-		md := &pb.MessageMetadata{ProducerName: ptr("raw"), SequenceId: &seq, PublishTime: ptr(uint64(time.Now().UnixMilli()))}
-		if keys {
-			md.EncryptionKeys = []*pb.EncryptionKeys{{Key: ptr("k"), Value: []byte{1, 2, 3}}}
-		}
-		if algo {
-			md.EncryptionAlgo = ptr("RSA")
-		}
-		mb, err := protoMarshal(md)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pulsarproto.AppendEntry(nil, mb, []byte("payload"))
-	}
-	for seq, c := range []struct{ keys, algo, ok bool }{{false, false, false}, {false, true, false}, {true, true, true}, {true, false, true}} {
-		r.write(pulsarproto.AppendSend(nil, &pulsarproto.SendHeader{ProducerID: pid, SequenceID: uint64(seq)}, entry(uint64(seq), c.keys, c.algo)))
-		f := r.next()
-		switch {
-		case c.ok && (f.Type != pb.BaseCommand_SEND_RECEIPT || f.Cmd.SendReceipt.GetSequenceId() != uint64(seq)):
-			t.Fatalf("encrypted send %d answered %s %v", seq, f.Type, f.Cmd.SendError)
-		case !c.ok && (f.Type != pb.BaseCommand_SEND_ERROR || f.Cmd.SendError.GetError() != pb.ServerError_MetadataError ||
-			f.Cmd.SendError.GetMessage() != "Messages must be encrypted"):
-			t.Fatalf("unencrypted send %d answered %s %v", seq, f.Type, f.Cmd.SendError)
-		}
-	}
-	st, err := tb.TopicReader().TopicStats(ctx, topic)
-	if err != nil || st.MsgInCounter != 2 {
-		t.Fatalf("stored %d messages (%v), want the 2 encrypted ones", st.MsgInCounter, err)
-	}
-	// A producer that declares itself unencrypted is refused at
-	// creation, one that declares encryption is accepted.
-	for _, enc := range []bool{false, true} {
-		rc := dialRaw(t, tb, true)
-		rc.send(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER.Enum(), Producer: &pb.CommandProducer{
-			Topic: ptr(topic), ProducerId: ptr(uint64(1)), RequestId: ptr(uint64(1)), Encrypted: ptr(enc),
-		}})
-		f := rc.next()
-		switch {
-		case enc && f.Type != pb.BaseCommand_PRODUCER_SUCCESS:
-			t.Fatalf("encrypted producer answered %s", f.Type)
-		case !enc && (f.Type != pb.BaseCommand_ERROR || f.Cmd.Error.GetError() != pb.ServerError_MetadataError ||
-			f.Cmd.Error.GetMessage() != "Encryption is required in "+topic):
-			t.Fatalf("unencrypted producer answered %s %v", f.Type, f.Cmd.Error)
-		}
 	}
 }
 

@@ -1,14 +1,9 @@
 package broker
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"maps"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/offload"
@@ -41,11 +36,10 @@ type OffloadDefaults struct {
 	AllowedFileSystemRoots, AllowedServiceEndpoints []string
 }
 
-// offloadAllowed is the allow-list of offload locations for policies set
+// Allowed is the allow-list of offload locations for policies set
 // below the broker: the configured roots and endpoints plus the broker's
-// own.
-func (b *Broker) offloadAllowed() policy.OffloadAllowed {
-	d := b.cfg.Offload
+// own (none for a nil d).
+func (d *OffloadDefaults) Allowed() policy.OffloadAllowed {
 	if d == nil {
 		return policy.OffloadAllowed{}
 	}
@@ -75,108 +69,13 @@ func DefaultOffload() OffloadDefaults {
 	return OffloadDefaults{ThresholdBytes: -1, ThresholdSeconds: -1, DeletionLagMs: 4 * 3600 * 1000, ReadPriority: policy.ReadTieredFirst}
 }
 
-// offloaders caches one offloader per distinct connection setting.
-type offloaders struct {
-	m  *offload.Metrics
-	mu sync.Mutex
-	by map[string]*offload.Offloader
-}
-
-func propsKey(p map[string]string) string {
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(p)) {
-		fmt.Fprintf(&b, "%s=%s\n", k, p[k])
-	}
-	return b.String()
-}
-
-func (o *offloaders) get(props map[string]string) (*offload.Offloader, error) {
-	key := propsKey(props)
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if off := o.by[key]; off != nil {
-		return off, nil
-	}
-	cfg, err := offload.FromProperties(props)
-	if err != nil {
-		return nil, err
-	}
-	off, err := offload.New(cfg, o.m)
-	if err != nil {
-		return nil, err
-	}
-	o.by[key] = off
-	return off, nil
-}
-
-// offloadPolicy resolves the managed-ledger offload policy of a topic
-// with resolved policy pol.
-func (b *Broker) offloadPolicy(pol *policy.Resolved) (mledger.OffloadPolicy, error) {
-	d := b.cfg.Offload
-	if d == nil {
-		def := DefaultOffload()
-		d = &def
-	}
-	props := maps.Clone(d.Properties)
-	if props == nil {
-		props = map[string]string{}
-	}
-	tb, ts, lag, prio := d.ThresholdBytes, d.ThresholdSeconds, d.DeletionLagMs, d.ReadPriority
-	if o := pol.Offload; o != nil {
-		// Values stored before the operator narrowed the allow-list (or
-		// written around the admin API) are refused here too.
-		if err := o.CheckAllowed(b.offloadAllowed()); err != nil {
-			return mledger.OffloadPolicy{ThresholdBytes: -1, ThresholdSeconds: -1, DeletionLag: -1}, err
-		}
-		maps.Copy(props, o.Properties())
-		if v := o.ThresholdBytes(); v != nil {
-			tb = *v
-		}
-		if v := o.ManagedLedgerOffloadThresholdInSeconds; v != nil {
-			ts = *v
-		}
-		if v := o.ManagedLedgerOffloadDeletionLagInMillis; v != nil {
-			lag = *v
-		}
-		if o.ManagedLedgerOffloadedReadPriority != "" {
-			prio = o.ManagedLedgerOffloadedReadPriority
-		}
-	}
-	p := mledger.OffloadPolicy{ThresholdBytes: tb, ThresholdSeconds: ts, DeletionLag: time.Duration(lag) * time.Millisecond,
-		BookkeeperFirst: prio == policy.ReadBookkeeperFirst}
-	if lag < 0 {
-		p.DeletionLag = -1
-	}
-	if strings.TrimSpace(props["managedLedgerOffloadDriver"]) == "" {
-		return p, nil
-	}
-	off, err := b.offloaders.get(props)
-	if err != nil {
-		return p, err
-	}
-	p.Offloader = mledger.NewOffloader(off)
-	return p, nil
-}
-
 // offloadable is what the managed-ledger adapter offers for tiered
-// storage (test fakes need not).
+// storage (test fakes need not); the stats report an offloadable
+// ledger's offload figures. Package tiered drives it.
 type offloadable interface {
 	SetOffloadPolicy(mledger.OffloadPolicy)
 	StartOffload(mledger.Position) error
 	OffloadStatus() mledger.OffloadStatus
-}
-
-// applyOffload hands t's managed ledger its current offload policy.
-func (b *Broker) applyOffload(t *topic) {
-	ol, ok := t.ml.(offloadable)
-	if !ok || !t.persistent() {
-		return
-	}
-	p, err := b.offloadPolicy(t.pol.Load())
-	if err != nil {
-		b.log.Warn("offload policy", "topic", t.full, "err", err)
-	}
-	ol.SetOffloadPolicy(p)
 }
 
 // OffloadStatus is Pulsar's OffloadProcessStatus.
@@ -184,47 +83,6 @@ type OffloadStatus struct {
 	Status                  string    `json:"status"`
 	LastError               string    `json:"lastError"`
 	FirstUnoffloadedMessage MessageID `json:"-"`
-}
-
-// OffloadTopic starts offloading every closed
-// ledger before id's ledger.
-func (a TopicLifecycle) OffloadTopic(ctx context.Context, topic string, id MessageID) error {
-	b := a.b
-	t, err := b.loadedOrLoad(ctx, topic)
-	if err != nil {
-		return err
-	}
-	ol, ok := t.ml.(offloadable)
-	if !t.persistent() || !ok {
-		return reason(ErrNotAllowed, "offload is only available for persistent topics")
-	}
-	b.applyOffload(t)
-	err = ol.StartOffload(mledger.Position{LedgerID: id.LedgerID, EntryID: id.EntryID})
-	switch {
-	case errors.Is(err, mledger.ErrOffloadInProgress):
-		return reason(ErrAlreadyExists, "Offload already running")
-	case errors.Is(err, mledger.ErrInvalidPosition):
-		return reason(ErrPreconditionFailed, fmt.Sprintf("Invalid message id for offload: %d:%d is not in the topic", id.LedgerID, id.EntryID))
-	case errors.Is(err, mledger.ErrNoOffloader):
-		return reason(ErrPreconditionFailed, "Offload is not configured: set managedLedgerOffloadDriver or the namespace's offload policies")
-	}
-	return mapErr(err)
-}
-
-// TopicOffloadStatus reports the last offload of topic.
-func (a TopicLifecycle) TopicOffloadStatus(ctx context.Context, topic string) (OffloadStatus, error) {
-	b := a.b
-	t, err := b.loadedOrLoad(ctx, topic)
-	if err != nil {
-		return OffloadStatus{}, err
-	}
-	ol, ok := t.ml.(offloadable)
-	if !t.persistent() || !ok {
-		return OffloadStatus{}, reason(ErrNotAllowed, "offload is only available for persistent topics")
-	}
-	s := ol.OffloadStatus()
-	return OffloadStatus{Status: s.State, LastError: s.LastError,
-		FirstUnoffloadedMessage: MessageID{LedgerID: s.FirstUnoffloaded.LedgerID, EntryID: s.FirstUnoffloaded.EntryID, Partition: -1, BatchIndex: -1}}, nil
 }
 
 // readError maps a failed admin read of one of t's entries: an

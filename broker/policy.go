@@ -11,8 +11,8 @@ import (
 // A topic's effective policy (policy.Resolved) is its topic-level
 // policies over its namespace's over the broker defaults (PolicyDefaults,
 // from Config), resolved by package policy when the topic loads and
-// held as a snapshot the topic swaps whole (limits.go has what the core
-// enforces from it). What the core derives from it:
+// held as a snapshot the topic swaps whole (limits.go has the limits read
+// from it). What the core derives from it:
 //
 //   - retention and persistence configure the managed ledger when it
 //     opens (LedgerOpener reads them from the context); a change reopens
@@ -30,7 +30,8 @@ import (
 // PolicyDefaults returns the broker-wide policy values: the last layer
 // of every topic's effective policy (the configuration, under the policy
 // store's overlay: the dynamic configuration).
-func (b *Broker) PolicyDefaults() policy.Defaults {
+func (n Node) PolicyDefaults() policy.Defaults {
+	b := n.b
 	c := &b.cfg
 	d := policy.Defaults{
 		Deduplication:     c.Deduplication,
@@ -52,7 +53,7 @@ func (b *Broker) PolicyDefaults() policy.Defaults {
 		SubscriptionExpirationMinutes: c.SubscriptionExpirationTimeMinutes,
 		MaxUnackedPerConsumer:         max(c.MaxUnackedPerConsumer, 0),
 		MaxUnackedPerSubscription:     max(c.MaxUnackedPerSubscription, 0),
-		OffloadAllowed:                b.offloadAllowed(),
+		OffloadAllowed:                c.Offload.Allowed(),
 		DeliveryDefaults:              c.Delivery,
 	}
 	d.MaxMessageSize = c.MaxMessageSize
@@ -71,7 +72,7 @@ func topicPolicyKey(tn topicName) string {
 func (b *Broker) resolvePolicies(tn topicName) *policy.Resolved {
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	res, err := b.policies.ResolveTopic(ctx, b.PolicyDefaults(), tn.NamespaceName(), topicPolicyKey(tn))
+	res, err := b.policies.ResolveTopic(ctx, b.Node().PolicyDefaults(), tn.NamespaceName(), topicPolicyKey(tn))
 	if err != nil {
 		b.log.Warn("resolve policies", "topic", tn.String(), "err", err)
 	}
@@ -100,7 +101,6 @@ func (b *Broker) refreshPolicy(t *topic) (unloaded bool) {
 			})
 		}
 	}
-	b.applyOffload(t)
 	for _, h := range b.ext.policyObs {
 		h.PolicyApplied(Topic{t})
 	}

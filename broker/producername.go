@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/magnetar-mq/magnetar/metadata"
 )
@@ -21,10 +23,17 @@ import (
 // its sequence ids).
 const producerNameCounter = "/counters/producer-name"
 
-// initProducerNames takes this broker's distributed id; Start calls it
+// producerNames generates the names: prefix is "<cluster>-<brokerId>-",
+// set by Start before the first connection; seq counts the names.
+type producerNames struct {
+	prefix string
+	seq    atomic.Uint64
+}
+
+// init takes this broker's distributed id from md; Start calls it
 // before accepting connections.
-func (b *Broker) initProducerNames(ctx context.Context) error {
-	p, err := b.deps.Metadata.CreateSequential(ctx, producerNameCounter+"/id-", nil)
+func (n *producerNames) init(ctx context.Context, md metadata.Store, clusterName string, log *slog.Logger) error {
+	p, err := md.CreateSequential(ctx, producerNameCounter+"/id-", nil)
 	if err != nil {
 		return fmt.Errorf("broker: producer-name id: %w", err)
 	}
@@ -33,14 +42,14 @@ func (b *Broker) initProducerNames(ctx context.Context) error {
 		return fmt.Errorf("broker: producer-name id node %q: %w", p, err)
 	}
 	// The counter lives in the parent; the node itself is not needed.
-	if err := b.deps.Metadata.Delete(ctx, p, metadata.AnyVersion); err != nil && !errors.Is(err, metadata.ErrNotFound) {
-		b.log.Warn("deleting producer-name id node", "path", p, "err", err)
+	if err := md.Delete(ctx, p, metadata.AnyVersion); err != nil && !errors.Is(err, metadata.ErrNotFound) {
+		log.Warn("deleting producer-name id node", "path", p, "err", err)
 	}
-	b.producerPrefix = b.cfg.ClusterName + "-" + strconv.FormatUint(id, 10) + "-"
+	n.prefix = clusterName + "-" + strconv.FormatUint(id, 10) + "-"
 	return nil
 }
 
-// newProducerName returns the next generated producer name.
-func (b *Broker) newProducerName() string {
-	return b.producerPrefix + strconv.FormatUint(b.producerSeq.Add(1)-1, 10)
+// next returns the next generated producer name.
+func (n *producerNames) next() string {
+	return n.prefix + strconv.FormatUint(n.seq.Add(1)-1, 10)
 }

@@ -154,16 +154,16 @@ func unescapeLocal(s string) string { return strings.ReplaceAll(s, "%25", "%") }
 // with this broker's URLs, unless it is registered with URLs already
 // (policy.Store.EnsureCluster): the first broker of a cluster to start
 // publishes where the other clusters' replicators connect.
-func (b *Broker) registerCluster(ctx context.Context) error {
-	cd := policy.ClusterData{ServiceURLTLS: b.WebURLTLS(), BrokerServiceURLTLS: b.ServiceURLTLS()}
-	if b.HTTPAddr() != "" {
-		cd.ServiceURL = b.webURL()
+func (r *registry) registerCluster(ctx context.Context, l *listeners) error {
+	cd := policy.ClusterData{ServiceURLTLS: l.webURLTLS(), BrokerServiceURLTLS: l.serviceURLTLS()}
+	if addr(&l.httpAddr) != "" {
+		cd.ServiceURL = l.webURL()
 	}
-	if b.ServiceAddr() != "" {
-		cd.BrokerServiceURL = b.serviceURL()
+	if addr(&l.serviceAddr) != "" {
+		cd.BrokerServiceURL = l.serviceURL()
 	}
-	if err := b.policies.EnsureCluster(ctx, b.cfg.ClusterName, cd); err != nil {
-		return fmt.Errorf("broker: register cluster %s: %w", b.cfg.ClusterName, err)
+	if err := r.policies.EnsureCluster(ctx, r.cluster, cd); err != nil {
+		return fmt.Errorf("broker: register cluster %s: %w", r.cluster, err)
 	}
 	return nil
 }

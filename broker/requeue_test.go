@@ -90,7 +90,7 @@ func bigSub(t *testing.T, typ SubType, n int, parse func([]byte, *pulsarproto.Me
 	if parse == nil {
 		parse = fakeParse
 	}
-	s := newSubscription("sub", "persistent://public/default/big", typ, 0, cur, parse, 1000, nil, slog.New(slog.DiscardHandler))
+	s := newSubscription("sub", "persistent://public/default/big", typ, 0, cur, parse, batchOf(1000), nil, slog.New(slog.DiscardHandler))
 	t.Cleanup(s.close)
 	return s, cur
 }
@@ -319,7 +319,7 @@ func delayedRound(t *testing.T, delay time.Duration) bool {
 	s.sync()
 	var held, msgs int
 	var at time.Time
-	s.call(func() { held, msgs, at = len(s.delayed), s.delayedMsgs, time.Now() })
+	s.call(func() { held, msgs, at = len(s.more().delayed), s.more().delayedMsgs, time.Now() })
 	if at.UnixMilli() >= base {
 		return false
 	}

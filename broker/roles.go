@@ -16,13 +16,20 @@ type TopicAdmin struct{ b *Broker }
 // (admin.TopicReads).
 type TopicReader struct{ b *Broker }
 
-// TopicLifecycle unloads, terminates and offloads topics
-// (admin.TopicLifecycle).
+// TopicLifecycle unloads and terminates topics (admin.TopicLifecycle).
 type TopicLifecycle struct{ b *Broker }
 
 // SubscriptionAdmin manages a topic's subscriptions
 // (admin.Subscriptions).
 type SubscriptionAdmin struct{ b *Broker }
+
+// Node is the serving broker and its cluster as the API reports them:
+// name, advertised URLs, bookies, policy store and defaults (admin.Node).
+type Node struct{ b *Broker }
+
+// Ownership is the broker in its cluster: lookups, bundles' loaded
+// topics, readiness and health (admin.Ownership).
+type Ownership struct{ b *Broker }
 
 // TopicAdmin returns the broker's topic administration.
 func (b *Broker) TopicAdmin() TopicAdmin { return TopicAdmin{b} }
@@ -30,9 +37,14 @@ func (b *Broker) TopicAdmin() TopicAdmin { return TopicAdmin{b} }
 // TopicReader returns the broker's topic reads.
 func (b *Broker) TopicReader() TopicReader { return TopicReader{b} }
 
-// TopicLifecycle returns the broker's topic unload, termination and
-// offload.
+// TopicLifecycle returns the broker's topic unload and termination.
 func (b *Broker) TopicLifecycle() TopicLifecycle { return TopicLifecycle{b} }
 
 // SubscriptionAdmin returns the broker's subscription administration.
 func (b *Broker) SubscriptionAdmin() SubscriptionAdmin { return SubscriptionAdmin{b} }
+
+// Node returns the broker as its node: name, URLs, bookies, policies.
+func (b *Broker) Node() Node { return Node{b} }
+
+// Ownership returns the broker's ownership, lookups and health.
+func (b *Broker) Ownership() Ownership { return Ownership{b} }

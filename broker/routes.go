@@ -4,22 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 
-	"github.com/magnetar-mq/magnetar/auth"
-	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/metadata"
 )
-
-// registerRoutes declares the broker's own HTTP route, /metrics. The
-// admin REST API (package admin: lookup, cluster, bundles, tenants,
-// ...) is declared on the same table (Router) before Start.
-func (b *Broker) registerRoutes(rt *httpapi.Table) {
-	m := b.metricsHandler()
-	rt.Add(httpapi.Route{Method: "GET", Pattern: "/metrics", Access: auth.AccessMetrics,
-		Handler: func(w http.ResponseWriter, r *http.Request, _ httpapi.Params) { m.ServeHTTP(w, r) }})
-}
 
 // LookupData is the answer of an HTTP topic lookup (Pulsar's LookupData).
 type LookupData struct {
@@ -35,7 +23,8 @@ type LookupData struct {
 // (redirect != "") the broker that decides, to ask again there. Errors
 // wrap ErrInvalidTopicName, ErrNamespaceNotFound or cluster.ErrNoBroker;
 // any other is internal.
-func (b *Broker) LookupTopic(ctx context.Context, topic string, authoritative bool) (data LookupData, redirect string, err error) {
+func (o Ownership) LookupTopic(ctx context.Context, topic string, authoritative bool) (data LookupData, redirect string, err error) {
+	b := o.b
 	tn, err := parseTopicName(topic)
 	if err != nil {
 		return data, "", err
@@ -47,11 +36,11 @@ func (b *Broker) LookupTopic(ctx context.Context, topic string, authoritative bo
 	if !exists {
 		return data, "", fmt.Errorf("%w: %s", ErrNamespaceNotFound, tn.NamespaceName())
 	}
-	if b.cluster == nil {
-		plain, _ := b.lookupURLs()
-		return LookupData{BrokerURL: plain, BrokerURLTLS: b.ServiceURLTLS(), HTTPURL: b.webURL(), HTTPURLTLS: b.WebURLTLS(), NativeURL: plain}, "", nil
+	if b.cluster.svc == nil {
+		plain, secure := b.net.lookupURLs()
+		return LookupData{BrokerURL: plain, BrokerURLTLS: secure, HTTPURL: b.net.webURL(), HTTPURLTLS: b.net.webURLTLS(), NativeURL: plain}, "", nil
 	}
-	res, err := b.cluster.Lookup(ctx, tn.String(), authoritative)
+	res, err := b.cluster.svc.Lookup(ctx, tn.String(), authoritative)
 	switch {
 	case errors.Is(err, metadata.ErrNotFound):
 		return data, "", fmt.Errorf("%w: %s", ErrNamespaceNotFound, tn.NamespaceName())

@@ -173,8 +173,7 @@ func TestScaleTopicsMemory(t *testing.T) {
 		shape = v
 	}
 	tb := startBroker(t, func(c *Config) {
-		c.HistoryInterval = time.Second // the sampler walks every topic
-		c.HideTopicLevelMetrics = true  // exposeTopicLevelMetricsInPrometheus=false
+		c.HideTopicLevelMetrics = true // exposeTopicLevelMetricsInPrometheus=false
 	})
 	h0, s0, g0 := memInUse()
 	if os.Getenv("SCALE_PROFILE_DIR") != "" {
@@ -210,11 +209,15 @@ func TestScaleTopicsMemory(t *testing.T) {
 	}
 	// One history tick over every loaded topic reads counters (it took
 	// 1.6 to 2.5 KiB a topic when it built each topic's stats; what the
-	// process allocates meanwhile counts too).
+	// process allocates meanwhile counts too): the core's part of it,
+	// the walk and Topic.Counters (package topichistory keeps the rings).
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	t2 := time.Now()
-	tb.sampleHistory(time.Now().UnixMilli())
+	tb.EachTopic(func(v Topic) bool {
+		v.Counters()
+		return true
+	})
 	tick := time.Since(t2)
 	runtime.ReadMemStats(&m1)
 	perTick := float64(m1.TotalAlloc-m0.TotalAlloc) / float64(n)
@@ -245,7 +248,7 @@ func TestScaleTopicsMemory(t *testing.T) {
 	}()
 	<-walkHeld
 	t1 := time.Now()
-	u := tb.unloadIdleTopics(time.Now().Add(time.Hour))
+	u := unloadIdle(tb)
 	release() // below releaseAfterUnload the sweep does not wait
 	if k := <-walked; k != n {
 		t.Errorf("the walk held across the sweep saw %d of %d topics", k, n)
@@ -259,9 +262,8 @@ func TestScaleTopicsMemory(t *testing.T) {
 		t.Errorf("%d goroutines more when the sweep returned", g-g0)
 	}
 	kept := heapRetained()
-	// What the loops drop within a tick: the history sampler forgets
-	// unloaded topics; the entry cache (bounded, shared) ages out.
-	tb.sampleHistory(time.Now().UnixMilli())
+	// What the loops drop within a tick: the entry cache (bounded,
+	// shared) ages out.
 	tb.factory.Cache().EvictOlderThan(time.Now().Add(time.Hour), 0)
 	h2, s2, g2 := memInUse()
 	writeProfiles(t, "unloaded-")
@@ -273,13 +275,13 @@ func TestScaleTopicsMemory(t *testing.T) {
 	if g2-g0 > 50 {
 		t.Errorf("%d goroutines more after unloading every topic", g2-g0)
 	}
-	// A sweep of releaseAfterUnload topics or more gives what they held
+	// A sweep of ReleaseAfterUnload topics or more gives what they held
 	// back to the operating system before it returns, instead of leaving
 	// it to the runtime's background scavenger (paced to a small share
 	// of a CPU).
 	freed := int64(h1+s1) - int64(h2+s2)
 	t.Logf("freed by unloading %d MiB; free heap kept from the OS after the sweep %d MiB", freed>>20, kept>>20)
-	if n >= releaseAfterUnload && kept > max(freed/10, 8<<20) {
+	if n >= ReleaseAfterUnload && kept > max(freed/10, 8<<20) {
 		t.Errorf("%d MiB of free heap kept from the OS after unloading %d topics (%d MiB freed)", kept>>20, n, freed>>20)
 	}
 	checkScaleLookups(t, tb, n)
@@ -301,28 +303,26 @@ func runScaleWithoutRace(t *testing.T) {
 	runWithoutRace(t, "^TestScaleTopicsMemory$", "SCALE_TOPICS=20000")
 }
 
-// checkScaleMetrics: with topic-level series off, a scrape over n loaded
-// topics is the namespace's sums, a few KiB whatever n.
+// checkScaleMetrics: a walk over the loaded topics' stats, as a metrics
+// scrape makes (package brokermetrics, which checks the scrape's size
+// with topic-level series off), finds every topic and subscription.
 func checkScaleMetrics(t *testing.T, tb *testBroker, n int, shape string) {
 	t.Helper()
 	t0 := time.Now()
-	code, body := httpDo(t, tb, "GET", "/metrics", "")
-	took := time.Since(t0)
-	if code != 200 {
-		t.Fatalf("/metrics: %d", code)
-	}
-	t.Logf("/metrics over %d loaded topics: %d bytes in %s", n, len(body), took.Round(time.Millisecond))
-	if len(body) > 64<<10 {
-		t.Errorf("/metrics is %d bytes with topic-level series off", len(body))
-	}
-	want := []string{fmt.Sprintf(`pulsar_topics_count{cluster="standalone",namespace="public/default"} %d`, n)}
-	if shape != shapeProd {
-		want = append(want, fmt.Sprintf(`pulsar_subscriptions_count{cluster="standalone",namespace="public/default"} %d`, n))
-	}
-	for _, w := range want {
-		if !strings.Contains(body, w+"\n") {
-			t.Errorf("missing %q:\n%s", w, grepLines(body, "namespace="))
+	topics, subs := 0, 0
+	tb.EachTopic(func(v Topic) bool {
+		if v.TopicName().NamespaceName() == "public/default" {
+			topics++
+			subs += len(v.Stats().Subscriptions)
 		}
+		return true
+	})
+	t.Logf("stats walk over %d loaded topics in %s", n, time.Since(t0).Round(time.Millisecond))
+	if topics != n {
+		t.Errorf("walk found %d topics, want %d", topics, n)
+	}
+	if shape != shapeProd && subs != n {
+		t.Errorf("walk found %d subscriptions, want %d", subs, n)
 	}
 }
 
@@ -342,7 +342,7 @@ func checkScaleLookups(t *testing.T, tb *testBroker, n int) {
 		x ^= x >> 7
 		x ^= x << 17
 		t0 := time.Now()
-		_, redirect, err := tb.LookupTopic(context.Background(), fmt.Sprintf("persistent://public/default/scale-%d", x%uint64(n)), false)
+		_, redirect, err := tb.Ownership().LookupTopic(context.Background(), fmt.Sprintf("persistent://public/default/scale-%d", x%uint64(n)), false)
 		lat = append(lat, time.Since(t0))
 		if err != nil || redirect != "" {
 			t.Fatalf("lookup: %v %q", err, redirect)
@@ -384,4 +384,27 @@ func writeProfiles(t *testing.T, prefix string) {
 		pprof.Lookup(name).WriteTo(f, 0)
 		f.Close()
 	}
+}
+
+// unloadIdle unloads every idle loaded topic, 64 at a time, and releases
+// the memory freed, as package enforcement's idle unloader does (its
+// sweep is tested there; this package's tests cannot import it).
+func unloadIdle(tb *testBroker) int {
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	for _, t := range tb.loadedTopics("") {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if (Topic{t}).IdleUnloadable() && tb.unloadTopic(t.full) {
+				n.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	u := int(n.Load())
+	tb.ReleaseUnloaded(u)
+	return u
 }

@@ -9,186 +9,52 @@ package broker
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
-	"net"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/httpapi"
+	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
 
 const codeAuthorizationError = int32(pb.ServerError_AuthorizationError)
 
-// secState is the broker's security state; s is nil when Config.Security
-// is nil (no TLS, authentication or authorization).
-type secState struct {
-	s              *auth.Security
-	tlsLn          net.Listener
-	tlsHTTPLn      net.Listener
-	tlsServiceAddr atomic.Pointer[string]
-	tlsHTTPAddr    atomic.Pointer[string]
-}
-
-// initSecurity builds the security layer from cfg.Security.
-func (b *Broker) initSecurity() error {
-	if b.cfg.Security == nil {
-		return nil
+// newSecurity builds the security layer of cfg.Security (nil when off).
+func newSecurity(cfg *Config, md metadata.Store, log *slog.Logger) (*auth.Security, error) {
+	if cfg.Security == nil {
+		return nil, nil
 	}
-	s, err := auth.New(*b.cfg.Security, b.deps.Metadata, b.cfg.ClusterName, b.log.With("component", "auth"))
+	s, err := auth.New(*cfg.Security, md, cfg.ClusterName, log.With("component", "auth"))
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrBadConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}
-	if (b.cfg.TLSServiceAddr != "" || b.cfg.TLSHTTPAddr != "") && s.TLS == nil {
-		return fmt.Errorf("%w: TLS listeners need tlsCertificateFilePath and tlsKeyFilePath", ErrBadConfig)
+	if (cfg.TLSServiceAddr != "" || cfg.TLSHTTPAddr != "") && s.TLS == nil {
+		return nil, fmt.Errorf("%w: TLS listeners need tlsCertificateFilePath and tlsKeyFilePath", ErrBadConfig)
 	}
-	b.sec.s = s
-	return nil
+	return s, nil
 }
 
 // Security returns the broker's security layer (nil when off).
-func (b *Broker) Security() *auth.Security { return b.sec.s }
+func (b *Broker) Security() *auth.Security { return b.sec }
 
 // newHTTPServer builds the server of the HTTP and HTTPS listeners: the
 // route table behind the guard (authentication, the routes' own
 // authorization rules, cross-origin protection, limits). A table with
 // conflicting routes fails here, before anything listens.
-func (b *Broker) newHTTPServer() error {
-	g := httpapi.Guard{Security: b.sec.s, Limits: b.cfg.HTTPLimits, Log: b.log.With("component", "http")}
-	h, err := b.admin.Handler(g)
+func newHTTPServer(rt *httpapi.Table, sec *auth.Security, lim httpapi.Limits, log *slog.Logger) (*httpapi.Server, error) {
+	log = log.With("component", "http")
+	h, err := rt.Handler(httpapi.Guard{Security: sec, Limits: lim, Log: log})
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrBadConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}
-	b.httpSrv = httpapi.NewServer(h, b.cfg.HTTPLimits, b.log.With("component", "http"))
-	return nil
-}
-
-// serveHTTP serves ln (TLS when cfg is set) until Close.
-func (b *Broker) serveHTTP(ln net.Listener, cfg *tls.Config) {
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		if err := b.httpSrv.Serve(ln, cfg); err != nil {
-			b.log.Error("http server", "addr", ln.Addr().String(), "err", err)
-		}
-	}()
-}
-
-// listenSecure binds the TLS listeners, so that their addresses are
-// known (and advertised to the cluster) before anything is served.
-func (b *Broker) listenSecure(ctx context.Context) error {
-	s := b.sec.s
-	if s == nil {
-		return nil
-	}
-	var lc net.ListenConfig
-	if b.cfg.TLSServiceAddr != "" {
-		ln, err := lc.Listen(ctx, "tcp", b.cfg.TLSServiceAddr)
-		if err != nil {
-			return fmt.Errorf("broker: listen %s: %w", b.cfg.TLSServiceAddr, err)
-		}
-		a := ln.Addr().String()
-		b.sec.tlsServiceAddr.Store(&a)
-		b.sec.tlsLn = tls.NewListener(ln, s.TLS.Config())
-	}
-	if b.cfg.TLSHTTPAddr != "" {
-		ln, err := lc.Listen(ctx, "tcp", b.cfg.TLSHTTPAddr)
-		if err != nil {
-			if b.sec.tlsLn != nil {
-				b.sec.tlsLn.Close()
-			}
-			return fmt.Errorf("broker: listen %s: %w", b.cfg.TLSHTTPAddr, err)
-		}
-		a := ln.Addr().String()
-		b.sec.tlsHTTPAddr.Store(&a)
-		b.sec.tlsHTTPLn = ln
-	}
-	return nil
-}
-
-// startSecure serves the TLS listeners bound by listenSecure and starts
-// the refresh loop.
-func (b *Broker) startSecure() {
-	s := b.sec.s
-	if s == nil {
-		return
-	}
-	if b.sec.tlsLn != nil {
-		b.wg.Add(1)
-		go b.acceptLoop(b.sec.tlsLn)
-	}
-	if b.sec.tlsHTTPLn != nil {
-		b.serveHTTP(b.sec.tlsHTTPLn, s.TLS.Config())
-	}
-	if s.Enabled() && s.Config.AuthenticationRefreshCheckSeconds > 0 {
-		b.wg.Add(1)
-		go b.refreshLoop(s.Config.RefreshInterval())
-	}
-}
-
-// closeSecure closes the TLS listeners (Close shuts the HTTP server
-// and the connections down).
-func (b *Broker) closeSecure() {
-	if b.sec.tlsLn != nil {
-		b.sec.tlsLn.Close()
-	}
-	if b.sec.tlsHTTPLn != nil {
-		b.sec.tlsHTTPLn.Close()
-	}
-}
-
-// TLSServiceAddr returns the bound TLS binary address ("" if none).
-func (b *Broker) TLSServiceAddr() string {
-	if p := b.sec.tlsServiceAddr.Load(); p != nil {
-		return *p
-	}
-	return ""
-}
-
-// TLSHTTPAddr returns the bound HTTPS address ("" if none).
-func (b *Broker) TLSHTTPAddr() string {
-	if p := b.sec.tlsHTTPAddr.Load(); p != nil {
-		return *p
-	}
-	return ""
-}
-
-// ServiceURLTLS is the pulsar+ssl:// URL handed out by lookups ("" when
-// there is no TLS listener).
-func (b *Broker) ServiceURLTLS() string {
-	a := b.TLSServiceAddr()
-	if a == "" {
-		return ""
-	}
-	_, port, _ := net.SplitHostPort(a)
-	return "pulsar+ssl://" + net.JoinHostPort(b.cfg.AdvertisedHost, port)
-}
-
-// WebURLTLS is the https:// URL handed out by lookups ("" if none).
-func (b *Broker) WebURLTLS() string {
-	a := b.TLSHTTPAddr()
-	if a == "" {
-		return ""
-	}
-	_, port, _ := net.SplitHostPort(a)
-	return "https://" + net.JoinHostPort(b.cfg.AdvertisedHost, port)
-}
-
-// lookupURLs returns the plain and TLS broker URLs for a lookup answer;
-// with the plaintext port off, the plain URL is the TLS one.
-func (b *Broker) lookupURLs() (plain, secure string) {
-	secure = b.ServiceURLTLS()
-	if b.ServiceAddr() == "" {
-		return secure, secure
-	}
-	return b.serviceURL(), secure
+	return httpapi.NewServer(h, lim, log), nil
 }
 
 // connSec is a connection's authentication state.
@@ -215,7 +81,7 @@ func (cs *connSec) roles() []string {
 // (the reason is only logged) and the returned error closes the
 // connection after that frame is written.
 func (c *conn) authenticate(m *pb.CommandConnect) error {
-	s := c.b.sec.s
+	s := c.b.sec
 	if !s.Enabled() {
 		return nil
 	}
@@ -311,7 +177,7 @@ func (c *conn) checkExpiry(now time.Time) {
 // handleAuthResponse re-authenticates with the client's new credentials;
 // the role may not change. A failure closes the connection.
 func (c *conn) handleAuthResponse(m *pb.CommandAuthResponse) error {
-	s := c.b.sec.s
+	s := c.b.sec
 	if !s.Enabled() {
 		return nil
 	}
@@ -345,7 +211,7 @@ func (c *conn) handleAuthResponse(m *pb.CommandAuthResponse) error {
 // role lacks the permission it answers the command (Pulsar's error
 // shapes) and returns true; the handler must then not run.
 func (c *conn) denied(f *pulsarproto.Frame) bool {
-	s := c.b.sec.s
+	s := c.b.sec
 	if s == nil || s.Authz == nil {
 		return false
 	}
@@ -445,7 +311,7 @@ func (c *conn) denied(f *pulsarproto.Frame) bool {
 // connection is not allowed, it answers with AuthorizationError (when
 // pulsarproto.Refusal knows the command's answer) and returns true.
 func (c *conn) featureDenied(f *pulsarproto.Frame, cmd Command) bool {
-	s := c.b.sec.s
+	s := c.b.sec
 	if s == nil || s.Authz == nil || (!cmd.SuperUserOnly && cmd.Access == nil) {
 		return false
 	}

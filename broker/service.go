@@ -46,25 +46,35 @@ func (id MessageID) position() position {
 }
 
 // ClusterName is the cluster this broker belongs to.
-func (b *Broker) ClusterName() string { return b.cfg.ClusterName }
+func (n Node) ClusterName() string { return n.b.cfg.ClusterName }
 
 // ServiceURL and WebURL are the advertised pulsar:// and http:// URLs.
-func (b *Broker) ServiceURL() string { return b.serviceURL() }
+func (n Node) ServiceURL() string { return n.b.net.serviceURL() }
 
 // WebURL is the advertised http:// URL.
-func (b *Broker) WebURL() string { return b.webURL() }
+func (n Node) WebURL() string { return n.b.net.webURL() }
+
+// ServiceURLTLS is the pulsar+ssl:// URL handed out by lookups ("" when
+// there is no TLS listener).
+func (n Node) ServiceURLTLS() string { return n.b.net.serviceURLTLS() }
+
+// WebURLTLS is the https:// URL handed out by lookups ("" if none).
+func (n Node) WebURLTLS() string { return n.b.net.webURLTLS() }
 
 // Clusters lists the registered clusters.
-func (b *Broker) Clusters(ctx context.Context) ([]string, error) { return b.reg.clusters(ctx) }
+func (n Node) Clusters(ctx context.Context) ([]string, error) { return n.b.reg.clusters(ctx) }
 
 // Bookies lists the storage nodes (empty without Deps.Bookies).
-func (b *Broker) Bookies() []BookieStatus {
+func (n Node) Bookies() []BookieStatus {
 	list := []BookieStatus{}
-	if b.deps.Bookies != nil {
-		list = append(list, b.deps.Bookies.Bookies()...)
+	if n.b.deps.Bookies != nil {
+		list = append(list, n.b.deps.Bookies.Bookies()...)
 	}
 	return list
 }
+
+// Policies is the broker's policy store (Broker.Policies).
+func (n Node) Policies() *policy.Store { return n.b.policies }
 
 // Policies is the tenant, namespace and policy store the broker
 // enforces; with a PolicyWatcher (package enforcement), writes through
@@ -83,14 +93,14 @@ func TopicPolicyKey(name string) (string, error) {
 
 // MaxPartitionsPerTopic is the broker's
 // maxNumPartitionsPerPartitionedTopic (0: only the int32 range).
-func (b *Broker) MaxPartitionsPerTopic() int { return max(b.cfg.MaxPartitionsPerTopic, 0) }
+func (n Node) MaxPartitionsPerTopic() int { return int(max(n.b.tun.maxPartitions.Load(), 0)) }
 
 // checkPartitions refuses a partition count outside 1..the broker's
 // limit (1..2^31-1 without one) with ErrPreconditionFailed and Pulsar's
 // wording (for an update, "Desired partitions ...").
 func (a TopicAdmin) checkPartitions(n int, update bool) error {
 	b := a.b
-	limit := b.MaxPartitionsPerTopic()
+	limit := b.Node().MaxPartitionsPerTopic()
 	switch {
 	case n <= 0:
 		return reason(ErrPreconditionFailed, "Number of partitions should be more than 0")
@@ -143,7 +153,7 @@ func (a TopicAdmin) AutoCreatePartitioned(ctx context.Context, topic string) int
 // autoCreatePartitioned creates tn as a partitioned topic when its
 // namespace's auto-creation override asks for partitioned topics and tn
 // does not exist yet; it returns the partition count (0: not created),
-// and the refusal of maxTopicsPerNamespace (topiclimit.go) if that is
+// and an Admission's refusal (ErrTooManyTopics, limits.go) if that is
 // why it was not created.
 func (a TopicAdmin) autoCreatePartitioned(ctx context.Context, tn topicName) (int, error) {
 	b := a.b
@@ -159,7 +169,7 @@ func (a TopicAdmin) autoCreatePartitioned(ctx context.Context, tn topicName) (in
 	if ok, err := a.topicExists(ctx, tn); err != nil || ok {
 		return 0, nil
 	}
-	if err := b.checkTopicQuota(ctx, tn, n); err != nil {
+	if err := b.ext.admitTopics(ctx, tn, n, b.resolvePolicies); err != nil {
 		return 0, err
 	}
 	err := b.reg.setPartitions(ctx, tn, PartitionedMetadata{Partitions: n}, true)
@@ -194,7 +204,7 @@ func (a TopicAdmin) CreatePartitionedTopic(ctx context.Context, name string, m P
 	if n, err := b.reg.partitions(ctx, tn); err != nil {
 		return err
 	} else if n == 0 {
-		if err := b.checkTopicQuota(ctx, tn, m.Partitions); err != nil {
+		if err := b.ext.admitTopics(ctx, tn, m.Partitions, b.resolvePolicies); err != nil {
 			return err
 		}
 	}
@@ -317,7 +327,7 @@ func (a TopicAdmin) CreateTopicWithProperties(ctx context.Context, topic string,
 	if ok, err := b.deps.Metadata.Exists(ctx, topicKey(tn)); err != nil {
 		return err
 	} else if !ok {
-		if err := b.checkTopicQuota(ctx, tn, 1); err != nil {
+		if err := b.ext.admitTopics(ctx, tn, 1, b.resolvePolicies); err != nil {
 			return err
 		}
 	}
@@ -383,7 +393,7 @@ func (a TopicAdmin) DeleteTopic(ctx context.Context, name string, force bool) er
 		return err
 	}
 	b.ext.topicDeleted(ctx, tn)
-	return b.deleteTopicStorage(ctx, tn.String())
+	return b.deps.deleteTopicStorage(ctx, tn.String())
 }
 
 // topicInUse reports whether t has producers or connected consumers.
@@ -663,7 +673,7 @@ func (a SubscriptionAdmin) CreateSubscription(ctx context.Context, topic, name s
 			return reason(ErrPreconditionFailed, "cannot position the subscription: "+err.Error())
 		}
 	}
-	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.unackedLimits, t.log)
+	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, &t.b.tun.dispatchBatch, t.unackedLimits, t.log)
 	s.delayFn = t.delayedDelivery
 	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
 	t.mu.Lock()
@@ -819,20 +829,6 @@ func nextPosition(ls []mledger.LedgerInfo, p mledger.Position) (mledger.Position
 		}
 	}
 	return mledger.Position{}, false
-}
-
-// AppliedPolicies returns the policy a loaded topic enforces now (nil
-// when the topic is not loaded here).
-func (b *Broker) AppliedPolicies(topic string) *policy.Resolved {
-	tn, err := parseTopicName(topic)
-	if err != nil {
-		return nil
-	}
-	t := b.lookupTopic(tn.String())
-	if t == nil {
-		return nil
-	}
-	return t.pol.Load()
 }
 
 // SetReplicatedSubscription turns a durable subscription's

@@ -245,7 +245,7 @@ func (t *topic) statsOpts(earliest bool) TopicStats {
 		BacklogQuotaLimitSize:   -1,
 		BacklogQuotaLimitTime:   -1,
 		LastOffloadLedgerID:     -1,
-		OwnerBroker:             strings.TrimPrefix(t.b.webURL(), "http://"),
+		OwnerBroker:             strings.TrimPrefix(t.b.net.webURL(), "http://"),
 	}
 	if q, ok := pol.BacklogQuotas[policy.QuotaStorage]; ok {
 		st.BacklogQuotaLimitSize = q.LimitSize

@@ -54,7 +54,7 @@ func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []AckID) {
 			s.ackBatchLocked(c, id)
 		}
 		if err := s.cur.AckCumulative(target); err != nil {
-			s.ackFailLog.Log(s.log, slog.LevelWarn, "cumulative ack failed", "topic", s.topic, "sub", s.name, "pos", target, "remote", c.address, "err", err)
+			s.more().ackFailLog.Log(s.log, slog.LevelWarn, "cumulative ack failed", "topic", s.topic, "sub", s.name, "pos", target, "remote", c.address, "err", err)
 		}
 		s.dropThroughLocked(target)
 		s.refreshBlocked()
@@ -75,7 +75,7 @@ func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []AckID) {
 	}
 	if len(whole) > 0 {
 		if err := s.cur.Ack(whole...); err != nil {
-			s.ackFailLog.Log(s.log, slog.LevelWarn, "ack failed", "topic", s.topic, "sub", s.name, "remote", c.address, "err", err)
+			s.more().ackFailLog.Log(s.log, slog.LevelWarn, "ack failed", "topic", s.topic, "sub", s.name, "remote", c.address, "err", err)
 		}
 		s.markDeleteMovedLocked()
 	}
@@ -91,7 +91,7 @@ func (s *subscription) ackBatchLocked(c *consumer, id AckID) {
 	}
 	full, err := s.cur.AckBatchIndexes(id.Pos, id.AckSet, size)
 	if err != nil {
-		s.ackFailLog.Log(s.log, slog.LevelWarn, "batch ack failed", "topic", s.topic, "sub", s.name, "remote", c.address, "err", err)
+		s.more().ackFailLog.Log(s.log, slog.LevelWarn, "batch ack failed", "topic", s.topic, "sub", s.name, "remote", c.address, "err", err)
 		return
 	}
 	if full {
@@ -147,7 +147,9 @@ func (s *subscription) resetLocked() {
 	s.clearOrder()
 	clear(s.chunkOwner)
 	s.replay.reset()
-	s.delayed, s.delayedMsgs = nil, 0
+	if x := s.extra; x != nil {
+		x.delayed, x.delayedMsgs = nil, 0
+	}
 	if s.delayTimer != nil {
 		s.delayTimer.Stop()
 		s.delayTimer = nil
@@ -291,7 +293,9 @@ func (s *subscription) statsLocked() SubscriptionStats {
 	r := s.win.get()
 	st.MsgRateOut, st.MsgThroughputOut = r[winMsgs], r[winBytes]
 	st.MsgRateRedeliver, st.MessageAckRate, st.MsgRateExpired = r[winRedeliver], r[winAcks], r[winExpired]
-	st.MsgDelayed = int64(s.delayedMsgs)
+	if x := s.extra; x != nil {
+		st.MsgDelayed = int64(x.delayedMsgs)
+	}
 	if fs, ok := s.sel.(*selector.Failover[*consumer]); ok {
 		if a := fs.Active(); a != nil {
 			st.ActiveConsumerName = a.name
@@ -372,7 +376,7 @@ func (s *subscription) acknowledge(a Acks) {
 	slices.SortFunc(whole, position.Compare)
 	if len(whole) > 0 {
 		if err := s.cur.Ack(whole...); err != nil {
-			s.ackFailLog.Log(s.log, slog.LevelWarn, a.Reason+" failed", "topic", s.topic, "sub", s.name, "err", err)
+			s.more().ackFailLog.Log(s.log, slog.LevelWarn, a.Reason+" failed", "topic", s.topic, "sub", s.name, "err", err)
 		}
 	}
 	for _, ba := range a.Batches {
@@ -381,7 +385,7 @@ func (s *subscription) acknowledge(a Acks) {
 		}
 		full, err := s.cur.AckBatchIndexes(ba.Pos, ba.AckSet, ba.Size)
 		if err != nil {
-			s.ackFailLog.Log(s.log, slog.LevelWarn, a.Reason+" (batch) failed", "topic", s.topic, "sub", s.name, "err", err)
+			s.more().ackFailLog.Log(s.log, slog.LevelWarn, a.Reason+" (batch) failed", "topic", s.topic, "sub", s.name, "err", err)
 			continue
 		}
 		s.ackedN += int64(ba.Messages)
@@ -393,7 +397,7 @@ func (s *subscription) acknowledge(a Acks) {
 		target := *a.Cumulative
 		if target.Compare(s.cur.MarkDelete()) > 0 {
 			if err := s.cur.AckCumulative(target); err != nil {
-				s.ackFailLog.Log(s.log, slog.LevelWarn, a.Reason+" (cumulative) failed", "topic", s.topic, "sub", s.name, "err", err)
+				s.more().ackFailLog.Log(s.log, slog.LevelWarn, a.Reason+" (cumulative) failed", "topic", s.topic, "sub", s.name, "err", err)
 			}
 		}
 		s.dropThroughLocked(target)
@@ -408,7 +412,7 @@ func (s *subscription) acknowledge(a Acks) {
 // subscription's markers to the ReplicatedSubscriptions feature.
 func (s *subscription) ackSkippedLocked(e ledgerEntry, marker int32) {
 	if err := s.cur.Ack(e.Pos); err != nil {
-		s.ackFailLog.Log(s.log, slog.LevelWarn, "marker ack failed", "topic", s.topic, "sub", s.name, "err", err)
+		s.more().ackFailLog.Log(s.log, slog.LevelWarn, "marker ack failed", "topic", s.topic, "sub", s.name, "err", err)
 	}
 	if s.replSubs != nil && s.replicated.Load() {
 		if marker != 0 {

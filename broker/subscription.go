@@ -85,7 +85,9 @@ type subscription struct {
 	// parse decodes what dispatch needs of an entry; with md non-nil it
 	// leaves the whole MessageMetadata there (for the dispatch filters).
 	parse func(data []byte, md *pulsarproto.Metadata) (entryMeta, error)
-	batch int
+	// batch is the broker's dispatcherMaxReadBatchSize in force
+	// (readBatch), which a dynamic update changes.
+	batch *atomic.Int32
 	log   *slog.Logger
 	// unackedFn returns the topic's maxUnackedMessagesPerConsumer and
 	// ...PerSubscription (0: unlimited); nil: none.
@@ -129,15 +131,9 @@ type subscription struct {
 	// blocked: Shared/Key_Shared dispatch is stopped because unacked
 	// reached the per-subscription limit (until it is at most half).
 	blocked bool
-	// readFailLog rate-limits warnings for failed redelivery reads.
-	readFailLog ratelog.Line
-	// ackFailLog rate-limits the warnings for acks the cursor refused
-	// (at most one line per second per subscription).
-	ackFailLog   ratelog.Line
-	delayed      delayHeap // Shared/Key_Shared: held until deliverAt
-	delayedMsgs  int       // messages in delayed
-	delayTimer   *time.Timer
-	delayTimerAt int64 // unix ms delayTimer fires at
+	// extra is what few subscriptions use (made by more).
+	extra      *subExtra
+	delayTimer *time.Timer // fires at extra.delayTimerAt
 	// delayFn returns the topic's delayed-delivery policy (nil: active,
 	// no tick).
 	delayFn func() policy.DelayedDeliveryPolicies
@@ -145,9 +141,8 @@ type subscription struct {
 	// chunk of a chunked message (by uuid) and so gets all the others
 	// (chunk.go).
 	chunkOwner  map[string]*consumer
-	notifyQ     []*consumer // Failover consumers to tell their state
-	notifyTimer *time.Timer
-	keepEmpty   bool // a seek disconnected the consumers: keep the sub
+	notifyTimer *time.Timer // tells extra.notifyQ their state
+	keepEmpty   bool        // a seek disconnected the consumers: keep the sub
 	closedLoop  bool
 	msgOut      int64
 	bytesOut    int64
@@ -208,7 +203,30 @@ const (
 // huge window does not hold up stats, acks and other consumers.
 const dispatchTurn = 1024
 
-func newSubscription(name, topic string, typ SubType, partition int, cur cursor, parse func([]byte, *pulsarproto.Metadata) (entryMeta, error), batch int, unackedFn func() (int, int), log *slog.Logger) *subscription {
+// subExtra is the loop state of a subscription that only some need
+// (rate-limited warnings, delayed delivery, Failover notices): a
+// pointer, made by more, keeps the subscription a size class smaller.
+type subExtra struct {
+	// readFailLog rate-limits warnings for failed redelivery reads.
+	readFailLog ratelog.Line
+	// ackFailLog rate-limits the warnings for acks the cursor refused
+	// (at most one line per second per subscription).
+	ackFailLog   ratelog.Line
+	delayed      delayHeap   // Shared/Key_Shared: held until deliverAt
+	delayedMsgs  int         // messages in delayed
+	delayTimerAt int64       // unix ms delayTimer fires at
+	notifyQ      []*consumer // Failover consumers to tell their state
+}
+
+// more returns s.extra, made on first use (loop state).
+func (s *subscription) more() *subExtra {
+	if s.extra == nil {
+		s.extra = &subExtra{}
+	}
+	return s.extra
+}
+
+func newSubscription(name, topic string, typ SubType, partition int, cur cursor, parse func([]byte, *pulsarproto.Metadata) (entryMeta, error), batch *atomic.Int32, unackedFn func() (int, int), log *slog.Logger) *subscription {
 	_, np := cur.(*npCursor)
 	s := &subscription{
 		name: name, topic: topic, typ: typ, partition: partition, cur: cur, mc: durableCursor(cur),
@@ -353,10 +371,10 @@ func (s *subscription) loop() {
 			f()
 		case <-notifyC:
 			s.notifyTimer = nil
-			for _, c := range s.notifyQ {
+			for _, c := range s.extra.notifyQ {
 				s.notifyActiveLocked(c)
 			}
-			s.notifyQ = nil
+			s.extra.notifyQ = nil
 		case <-s.notify:
 			s.dispatch()
 		case <-timerC:
@@ -505,7 +523,8 @@ func (s *subscription) failoverChanged(prev, now, added *consumer) {
 // scheduleActiveNotifyLocked tells c after d whether it is the active
 // consumer (see activeNotifyDelay).
 func (s *subscription) scheduleActiveNotifyLocked(c *consumer, d time.Duration) {
-	s.notifyQ = append(s.notifyQ, c)
+	x := s.more()
+	x.notifyQ = append(x.notifyQ, c)
 	if s.notifyTimer == nil {
 		s.notifyTimer = time.NewTimer(d)
 	}
@@ -705,7 +724,7 @@ func (s *subscription) replayPass() (progressed, full bool) {
 	var batch []*pendingEntry
 	sc := s.replay.scan()
 	for looked := 0; ; looked++ {
-		if len(batch) >= s.batch {
+		if len(batch) >= s.readBatch() {
 			full = true
 		}
 		// Key_Shared looks at most maxReplay held entries per pass
@@ -793,13 +812,16 @@ func (s *subscription) load(batch []*pendingEntry) (loaded, dropped int) {
 		}
 		return loaded, dropped
 	}
-	s.readFailLog.Log(s.log, slog.LevelWarn, "redelivery read failed", "topic", s.topic, "sub", s.name, "entries", len(missing), "err", err)
+	s.more().readFailLog.Log(s.log, slog.LevelWarn, "redelivery read failed", "topic", s.topic, "sub", s.name, "entries", len(missing), "err", err)
 	for _, pe := range missing {
 		s.unassign(pe)
 		s.replay.add(pe)
 	}
 	return loaded, 0
 }
+
+// readBatch is the most entries one read fetches now.
+func (s *subscription) readBatch() int { return int(s.batch.Load()) }
 
 // readSize is how many entries to read next: no more than the permits
 // available (every entry holds at least one message), so a consumer with
@@ -808,7 +830,7 @@ func (s *subscription) load(batch []*pendingEntry) (loaded, dropped int) {
 // batch: entries for blocked keys wait in the replay set.
 func (s *subscription) readSize() int {
 	if s.typ == SubKeyShared {
-		return s.batch
+		return s.readBatch()
 	}
 	perC, perS := s.unackedLimits()
 	n := 0
@@ -819,8 +841,8 @@ func (s *subscription) readSize() int {
 				p = min(p, perC-c.unackedMsg)
 			}
 			n += max(p, 0)
-			if n >= s.batch {
-				n = s.batch
+			if b := s.readBatch(); n >= b {
+				n = b
 				break
 			}
 		}
@@ -957,25 +979,27 @@ func (s *subscription) addDelayed(pe *pendingEntry, at int64) {
 	if !s.keepData {
 		pe.data = nil // re-read when due
 	}
-	heap.Push(&s.delayed, delayedEntry{at: at, pe: pe})
-	s.delayedMsgs += pe.numMsgs
+	x := s.more()
+	heap.Push(&x.delayed, delayedEntry{at: at, pe: pe})
+	x.delayedMsgs += pe.numMsgs
 	s.armDelay()
 }
 
 // armDelay sets the timer for the first delayed entry due (unless it
 // is set for that time already).
 func (s *subscription) armDelay() {
-	if len(s.delayed) == 0 {
+	x := s.extra
+	if x == nil || len(x.delayed) == 0 {
 		return
 	}
-	at := s.delayed[0].at
+	at := x.delayed[0].at
 	if s.delayTimer != nil {
-		if s.delayTimerAt == at {
+		if x.delayTimerAt == at {
 			return
 		}
 		s.delayTimer.Stop()
 	}
-	s.delayTimer, s.delayTimerAt = time.NewTimer(max(time.Until(time.UnixMilli(at)), 0)), at
+	s.delayTimer, x.delayTimerAt = time.NewTimer(max(time.Until(time.UnixMilli(at)), 0)), at
 }
 
 // delayPolicy returns the topic's delayed-delivery policy now.
@@ -988,11 +1012,15 @@ func (s *subscription) delayPolicy() policy.DelayedDeliveryPolicies {
 
 // releaseDelayed moves due delayed entries into the replay set.
 func (s *subscription) releaseDelayed() {
+	x := s.extra
+	if x == nil {
+		return
+	}
 	dd := s.delayPolicy()
 	now := time.Now().UnixMilli()
-	for len(s.delayed) > 0 && (!dd.Active || s.delayed[0].at <= now) {
-		d := heap.Pop(&s.delayed).(delayedEntry)
-		s.delayedMsgs -= d.pe.numMsgs
+	for len(x.delayed) > 0 && (!dd.Active || x.delayed[0].at <= now) {
+		d := heap.Pop(&x.delayed).(delayedEntry)
+		x.delayedMsgs -= d.pe.numMsgs
 		s.replay.add(d.pe)
 	}
 	s.armDelay()

@@ -40,13 +40,13 @@ type topic struct {
 	}
 	subList atomic.Pointer[[]*subscription] // copy of mu.subs for wake-ups
 
-	persistedSeq sync.Map // producer name -> uint64 highest persisted seq
-
-	// last entry cache for GET_LAST_MESSAGE_ID
+	// last entry cache for GET_LAST_MESSAGE_ID; seq is the highest
+	// persisted sequence id by producer name (nil until there is one).
 	last struct {
 		sync.Mutex
-		e  lastEntry
-		ok bool
+		e   lastEntry
+		ok  bool
+		seq map[string]uint64
 	}
 	npEntryID atomic.Int64 // non-persistent message ids
 
@@ -113,7 +113,6 @@ func newTopic(b *Broker, tn topicName, ml ManagedLedger, pol *policy.Resolved) *
 	t := &topic{b: b, name: tn, full: tn.String(), partition: tn.PartitionIndex, ml: ml, log: b.log, loadedAt: time.Now(), unloaded: make(chan struct{})}
 	t.mu.producers = make(map[string]*producer)
 	t.mu.subs = make(map[string]*subscription)
-	t.mu.dedup = make(map[string]uint64)
 	t.held.total = &b.heldCount
 	t.pol.Store(pol)
 	empty := []*subscription{}
@@ -250,10 +249,30 @@ func (t *topic) hasProducer(p *producer) bool {
 // lastSequence returns the highest persisted sequence id of a producer
 // name, or -1.
 func (t *topic) lastSequence(name string) int64 {
-	if v, ok := t.persistedSeq.Load(name); ok {
-		return int64(v.(uint64))
+	t.last.Lock()
+	defer t.last.Unlock()
+	if v, ok := t.last.seq[name]; ok {
+		return int64(v)
 	}
 	return -1
+}
+
+// setPersistedSeq records the highest persisted sequence id of a
+// producer name (under t.last).
+func (t *topic) setPersistedSeqLocked(name string, highest uint64) {
+	if t.last.seq == nil {
+		t.last.seq = make(map[string]uint64, 1)
+	}
+	t.last.seq[name] = highest
+}
+
+// setDedupLocked records the highest sequence id pushed by a producer
+// name (under t.mu; the map is made on first use).
+func (t *topic) setDedupLocked(name string, highest uint64) {
+	if t.mu.dedup == nil {
+		t.mu.dedup = make(map[string]uint64, 1)
+	}
+	t.mu.dedup[name] = highest
 }
 
 // publish stores one entry (a SEND) and answers the producer in order.
@@ -281,11 +300,11 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e *Entry)
 			p.duplicate(seq)
 			return
 		}
-		t.mu.dedup[key] = highest
+		t.setDedupLocked(key, highest)
 		t.mu.Unlock()
 	}
 	if !t.persistent() {
-		if !t.b.owns(t) {
+		if !t.b.cluster.owns(t) {
 			p.sink.sendDropped(p.id, seq)
 			return
 		}
@@ -296,7 +315,7 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e *Entry)
 		return
 	}
 	t.pub.RLock()
-	if t.pub.stopped || !t.b.owns(t) {
+	if t.pub.stopped || !t.b.cluster.owns(t) {
 		// Unloading or no longer owned: not written, not answered; the
 		// client re-sends it to the owner it finds next.
 		t.pub.RUnlock()
@@ -334,8 +353,8 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e *Entry)
 			t.publishFailed(p, seq, err)
 			return
 		}
-		t.b.observePublish(start)
-		if !t.b.mayAck(t) {
+		t.b.ext.observePublish(start)
+		if !t.b.cluster.mayAck(t) {
 			// Stored, but the ownership may have passed on (the session
 			// lease ran out): never acknowledge for a topic we may not
 			// own. The client re-sends; dedup (if on) drops the copy.
@@ -348,10 +367,10 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e *Entry)
 		t.countIn(p, numMsgs, len(data))
 		t.last.Lock()
 		t.last.e, t.last.ok = lastEntry{pos: pos, numMsgs: numMsgs, batch: batch}, true
-		t.last.Unlock()
 		if dedup && key != "" {
-			t.persistedSeq.Store(key, highest)
+			t.setPersistedSeqLocked(key, highest)
 		}
+		t.last.Unlock()
 		p.persisted(seq, highest, pos)
 		t.wakeSubs()
 		t.stored(key == "")
@@ -572,6 +591,25 @@ func (t *topic) isClosed() bool {
 // markUnloading claims the unload of t; false if another unload has it.
 func (t *topic) markUnloading() bool { return t.unloading.CompareAndSwap(false, true) }
 
+// RaiseDedup raises the topic's deduplication state to at least the
+// given highest stored sequence id per producer: a DedupRecovery
+// recovered it after deduplication was turned on for the loaded topic.
+func (v Topic) RaiseDedup(state map[string]uint64) {
+	t := v.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.last.Lock()
+	defer t.last.Unlock()
+	for name, highest := range state {
+		if last, ok := t.mu.dedup[name]; !ok || highest > last {
+			t.setDedupLocked(name, highest)
+		}
+		if last, ok := t.last.seq[name]; !ok || highest > last {
+			t.setPersistedSeqLocked(name, highest)
+		}
+	}
+}
+
 // recoverDedup rebuilds the per-producer highest sequence ids: from r
 // (the snapshot feature) if there is one, else from the last n entries.
 func (t *topic) recoverDedup(ctx context.Context, r DedupRecovery, n int) error {
@@ -582,9 +620,11 @@ func (t *topic) recoverDedup(ctx context.Context, r DedupRecovery, n int) error 
 		}
 		t.mu.Lock()
 		defer t.mu.Unlock()
+		t.last.Lock()
+		defer t.last.Unlock()
 		for name, highest := range state {
-			t.mu.dedup[name] = highest
-			t.persistedSeq.Store(name, highest)
+			t.setDedupLocked(name, highest)
+			t.setPersistedSeqLocked(name, highest)
 		}
 		return nil
 	}
@@ -594,6 +634,8 @@ func (t *topic) recoverDedup(ctx context.Context, r DedupRecovery, n int) error 
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.last.Lock()
+	defer t.last.Unlock()
 	for _, data := range tail {
 		e, err := parseEntry(data)
 		if err != nil {
@@ -606,8 +648,8 @@ func (t *topic) recoverDedup(ctx context.Context, r DedupRecovery, n int) error 
 		highest := max(md.HighestSequenceID, md.SequenceID+uint64(md.NumMessages())-1)
 		name := string(md.ProducerName)
 		if last, ok := t.mu.dedup[name]; !ok || highest > last {
-			t.mu.dedup[name] = highest
-			t.persistedSeq.Store(name, highest)
+			t.setDedupLocked(name, highest)
+			t.setPersistedSeqLocked(name, highest)
 		}
 	}
 	return nil

@@ -10,8 +10,8 @@ import (
 // metadata, so the bookies reclaim the space, as Pulsar deletes a topic's
 // ledgers with the topic. Without DeleteLedger (test setups) the data is
 // left alone.
-func (b *Broker) deleteTopicStorage(ctx context.Context, full string) error {
-	del := b.deps.DeleteLedger
+func (d *Deps) deleteTopicStorage(ctx context.Context, full string) error {
+	del := d.DeleteLedger
 	if del == nil {
 		return nil
 	}

@@ -43,9 +43,10 @@ func (t *topic) subscribe(req subscribeReq) (*subscription, error) {
 			s.markReplicated(true)
 		}
 		var refusal string
+		code := codeConsumerBusy
 		ok := s.call(func() {
-			if subConsumersFull(t.pol.Load(), s) {
-				refusal = msgMaxConsumersPerSubReg
+			if se := t.b.ext.admit(func(a Admission) *SendError { return a.AdmitSubscriber(Topic{t}, len(s.consumers)) }); se != nil {
+				refusal, code = se.Msg, int32(se.Code)
 				return
 			}
 			refusal = s.addConsumerLocked(req.consumer, req.typ, req.sticky)
@@ -54,7 +55,7 @@ func (t *topic) subscribe(req subscribeReq) (*subscription, error) {
 			continue // the subscription went away under us; retry
 		}
 		if refusal != "" {
-			return nil, &errSubscribe{codeConsumerBusy, refusal}
+			return nil, &errSubscribe{code, refusal}
 		}
 		return s, nil
 	}
@@ -90,8 +91,12 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 		}
 		return s, nil
 	}
-	if err := t.admitNewSubscription(req); err != nil {
-		return nil, err
+	// Asked under t.mu, which creating the subscription below holds: a
+	// bound on the count holds against concurrent SUBSCRIBEs.
+	if se := t.b.ext.admit(func(a Admission) *SendError {
+		return a.AdmitSubscription(Topic{t}, len(t.mu.subs), req.durable)
+	}); se != nil {
+		return nil, &errSubscribe{int32(se.Code), se.Msg}
 	}
 	var cur cursor
 	var err error
@@ -116,7 +121,7 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 	if _, ok := cur.(*cursorAdapter); ok && req.readCompacted {
 		cur = t.compactedCursor(cur)
 	}
-	s := newSubscription(req.sub, t.full, req.typ, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.unackedLimits, t.log)
+	s := newSubscription(req.sub, t.full, req.typ, t.partition, cur, dispatchEntryMeta, &t.b.tun.dispatchBatch, t.unackedLimits, t.log)
 	s.delayFn = t.delayedDelivery
 	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
 	s.loadReplicated()
@@ -144,7 +149,7 @@ func (t *topic) loadSubscription(name string) error {
 	if err != nil {
 		return err
 	}
-	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, t.b.cfg.DispatchBatch, t.unackedLimits, t.log)
+	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, &t.b.tun.dispatchBatch, t.unackedLimits, t.log)
 	s.delayFn = t.delayedDelivery
 	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
 	s.loadReplicated()

@@ -111,7 +111,7 @@ func (t *topic) appendMarker(buf []byte, off int, cb func(position, error)) erro
 	}
 	t.pub.RLock()
 	defer t.pub.RUnlock()
-	if t.pub.stopped || !t.b.owns(t) {
+	if t.pub.stopped || !t.b.cluster.owns(t) {
 		return reason(ErrClosed, "Topic is being unloaded")
 	}
 	t.adds.Add(1)
@@ -419,12 +419,13 @@ func (b *Broker) Topic(ctx context.Context, name string) (Topic, error) {
 // OwnedBundle returns the key of the bundle holding topic if this broker
 // serves it ("" on a single node), or the cluster's refusal
 // (cluster.ErrNotOwned, ...).
-func (b *Broker) OwnedBundle(ctx context.Context, topic string) (string, error) {
+func (o Ownership) OwnedBundle(ctx context.Context, topic string) (string, error) {
+	b := o.b
 	tn, err := parseTopicName(topic)
 	if err != nil {
 		return "", err
 	}
-	return b.topicBundle(ctx, tn)
+	return b.cluster.topicBundle(ctx, tn)
 }
 
 // LedgerInternalStats returns a managed ledger's internal stats in the

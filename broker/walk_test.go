@@ -82,7 +82,7 @@ func TestReleaseWaitsForWalk(t *testing.T) {
 	endWalk := tb.walks.begin()
 	released := make(chan struct{})
 	go func() {
-		tb.releaseUnloaded(releaseAfterUnload)
+		tb.ReleaseUnloaded(ReleaseAfterUnload)
 		close(released)
 	}()
 	if n := <-waiting; n != 1 {

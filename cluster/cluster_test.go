@@ -321,37 +321,7 @@ func TestSplit(t *testing.T) {
 
 // The leader splits a bundle whose stats pass a threshold.
 func TestAutoSplit(t *testing.T) {
-	srv := zktest.StartServer(t)
-	st, err := zookeeper.Open("zk://"+srv.Addr()+"/c", zookeeper.Options{SessionTimeout: testSession})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	createNamespace(t, st, "t/ns", 4)
-	var cur atomic.Pointer[Service]
-	svc, err := Start(context.Background(), Options{
-		Store: st, BrokerID: "127.0.0.1:8080", ServiceURL: "pulsar://127.0.0.1:6650", WebURL: "http://127.0.0.1:8080",
-		Stats: func() map[string]BundleStats {
-			out := map[string]BundleStats{}
-			svc := cur.Load()
-			if svc == nil {
-				return out
-			}
-			for _, k := range svc.OwnedBundles() {
-				out[k] = BundleStats{Topics: 5}
-			}
-			return out
-		},
-		ReportInterval: 50 * time.Millisecond, ShedInterval: 100 * time.Millisecond, SplitMaxTopics: 4,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur.Store(svc)
-	defer svc.Close()
-	if _, err := svc.Lookup(context.Background(), "persistent://t/ns/x", true); err != nil {
-		t.Fatal(err)
-	}
+	svc := startFiveTopicBundles(t, Options{ReportInterval: 50 * time.Millisecond, ShedInterval: 100 * time.Millisecond, SplitMaxTopics: 4})
 	waitFor(t, "auto split", func() bool {
 		bs, err := svc.Bundles(context.Background(), "t/ns")
 		return err == nil && bs.Count() > 4

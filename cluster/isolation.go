@@ -51,7 +51,7 @@ func (s *Service) isolate(ctx context.Context, key string, reports map[string]Lo
 // failureDomains maps broker ids to their failure domain when failure
 // domains are enabled (nil otherwise, or when there are none).
 func (s *Service) failureDomains(ctx context.Context) map[string]string {
-	if !s.o.FailureDomainsEnabled || s.o.ClusterName == "" {
+	if !s.Tuning().FailureDomainsEnabled || s.o.ClusterName == "" {
 		return nil
 	}
 	ds, err := s.iso.FailureDomains(ctx, s.o.ClusterName)

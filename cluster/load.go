@@ -315,6 +315,7 @@ func (s *Service) shed(ctx context.Context) {
 		return
 	}
 	now := time.Now()
+	grace := s.Tuning().ShedGrace
 	for id, rep := range reports {
 		load := rep.MsgRateIn + rep.MsgRateOut
 		if load <= mean*(1+s.o.ShedThreshold) || len(rep.LastStats) < 2 {
@@ -337,7 +338,7 @@ func (s *Service) shed(ctx context.Context) {
 			}
 			s.mu.Lock()
 			last, recent := s.mu.shedAt[c.key]
-			if recent && now.Sub(last) < s.o.ShedGrace {
+			if recent && now.Sub(last) < grace {
 				s.mu.Unlock()
 				continue
 			}

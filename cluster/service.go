@@ -172,10 +172,15 @@ type Service struct {
 	}
 	lostMu sync.Mutex // serializes OnBundleLost calls
 
-	kick   chan struct{}
-	done   chan struct{}
-	wg     sync.WaitGroup
-	cancel context.CancelFunc
+	kick chan struct{}
+	done chan struct{}
+	// tuning is the part of o a dynamic update changes (tuning.go);
+	// retuned tells the loop.
+	tuneMu  sync.RWMutex
+	tuning  Tuning
+	retuned chan struct{}
+	wg      sync.WaitGroup
+	cancel  context.CancelFunc
 }
 
 // owned is a bundle this broker holds.
@@ -197,7 +202,8 @@ func Start(ctx context.Context, o Options) (*Service, error) {
 	var nb [8]byte
 	_, _ = rand.Read(nb[:])
 	s := &Service{o: o, st: o.Store, log: o.Logger, nonce: hex.EncodeToString(nb[:]), epoch: time.Now(),
-		kick: make(chan struct{}, 1), done: make(chan struct{})}
+		kick: make(chan struct{}, 1), done: make(chan struct{}), retuned: make(chan struct{}, 1)}
+	s.tuning = tuningOf(&o)
 	s.sess, _ = o.Store.(metadata.Sessioner)
 	s.iso = isolation.NewStore(o.Store)
 	s.quotas = NewQuotas(o.Store)
@@ -338,16 +344,33 @@ func (s *Service) loop(ctx context.Context) {
 	defer s.wg.Done()
 	report := time.NewTicker(s.o.ReportInterval)
 	defer report.Stop()
-	var shed <-chan time.Time
-	if s.o.ShedInterval > 0 {
-		t := time.NewTicker(s.o.ShedInterval)
-		defer t.Stop()
-		shed = t.C
+	var (
+		shed     <-chan time.Time
+		shedTick *time.Ticker
+		every    time.Duration
+	)
+	setShed := func(d time.Duration) {
+		if d == every {
+			return
+		}
+		every = d
+		if shedTick != nil {
+			shedTick.Stop()
+			shedTick, shed = nil, nil
+		}
+		if d > 0 {
+			shedTick = time.NewTicker(d)
+			shed = shedTick.C
+		}
 	}
+	setShed(s.Tuning().ShedInterval)
+	defer func() { setShed(0) }()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.retuned:
+			setShed(s.Tuning().ShedInterval)
 		case <-s.kick:
 			s.elect(ctx)
 		case <-report.C:
@@ -357,7 +380,7 @@ func (s *Service) loop(ctx context.Context) {
 			s.elect(ctx)
 		case <-shed:
 			if s.IsLeader() {
-				if !s.o.DisableAutoSplit {
+				if !s.Tuning().DisableAutoSplit {
 					s.autoSplit(ctx)
 				}
 				s.shed(ctx)

@@ -55,10 +55,11 @@ func (s *Service) autoSplit(ctx context.Context) {
 }
 
 func (s *Service) overSplitThreshold(st BundleStats) bool {
-	return st.Topics > s.o.SplitMaxTopics ||
-		st.ProducerCount+st.ConsumerCount > s.o.SplitMaxSessions ||
-		st.MsgRateIn+st.MsgRateOut > s.o.SplitMaxMsgRate ||
-		st.MsgThroughputIn+st.MsgThroughputOut > s.o.SplitMaxBytesRate
+	t := s.Tuning()
+	return st.Topics > t.SplitMaxTopics ||
+		st.ProducerCount+st.ConsumerCount > t.SplitMaxSessions ||
+		st.MsgRateIn+st.MsgRateOut > t.SplitMaxMsgRate ||
+		st.MsgThroughputIn+st.MsgThroughputOut > t.SplitMaxBytesRate
 }
 
 // splitAnywhere asks the bundle's owner (described by rep) to split it.

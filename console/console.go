@@ -19,6 +19,7 @@ import (
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/policy"
+	"github.com/magnetar-mq/magnetar/topichistory"
 )
 
 //go:embed templates/*.html static/*
@@ -49,22 +50,34 @@ type Live interface {
 	ServiceURL() string
 	WebURL() string
 	Bookies() []broker.BookieStatus
-	TopicHistory(topic string) []broker.Sample
-	HistoryInterval() time.Duration
+	History
 	LoadedTopicStats(topic string) (broker.TopicStats, bool)
 	Cluster() *cluster.Service
 }
 
-// BrokerSource is the Source of b: b itself, its topic administration
-// and its topic reads.
-func BrokerSource(b *broker.Broker) Source {
-	return brokerSource{Broker: b, TopicAdmin: b.TopicAdmin(), TopicReader: b.TopicReader()}
+// History is the topics' sampled history (*topichistory.Sampler).
+type History interface {
+	TopicHistory(topic string) []topichistory.Sample
+	HistoryInterval() time.Duration
+}
+
+// BrokerSource is the Source of b: its node, topic administration and
+// topic reads, its cluster, and h, the history sampler registered on b.
+func BrokerSource(b *broker.Broker, h History) Source {
+	return brokerSource{Node: b.Node(), TopicAdmin: b.TopicAdmin(), TopicReader: b.TopicReader(), History: h, b: b}
 }
 
 type brokerSource struct {
-	*broker.Broker
+	broker.Node
 	broker.TopicAdmin
 	broker.TopicReader
+	History
+	b *broker.Broker
+}
+
+func (s brokerSource) Cluster() *cluster.Service { return s.b.Cluster() }
+func (s brokerSource) LoadedTopicStats(topic string) (broker.TopicStats, bool) {
+	return s.b.LoadedTopicStats(topic)
 }
 
 // Console serves the pages. It holds no state of its own beyond the

@@ -17,6 +17,7 @@ import (
 	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/metadata/embedded"
 	"github.com/magnetar-mq/magnetar/policy"
+	"github.com/magnetar-mq/magnetar/topichistory"
 )
 
 func TestNiceCeilAndFormat(t *testing.T) {
@@ -60,7 +61,7 @@ func TestNames(t *testing.T) {
 
 func TestChartGeometry(t *testing.T) {
 	now := time.Now().UnixMilli()
-	h := []broker.Sample{
+	h := []topichistory.Sample{
 		{At: now - 20*60*1000, MsgRateIn: 1e9}, // outside the window: ignored, also for the top
 		{At: now - window.Milliseconds()/2, MsgRateIn: 10, MsgBacklog: 4},
 		{At: now, MsgRateIn: 20, MsgRateOut: 5, MsgBacklog: 8},
@@ -116,7 +117,7 @@ func (f fakeSource) WebURL() string                                  { return "h
 func (f fakeSource) ServiceURL() string                              { return "pulsar://x" }
 func (f fakeSource) Policies() *policy.Store                         { return f.pol }
 func (f fakeSource) Bookies() []broker.BookieStatus                  { return nil }
-func (f fakeSource) TopicHistory(string) []broker.Sample             { return nil }
+func (f fakeSource) TopicHistory(string) []topichistory.Sample       { return nil }
 func (f fakeSource) HistoryInterval() time.Duration                  { return time.Second }
 func (f fakeSource) Cluster() *cluster.Service                       { return nil }
 func (f fakeSource) Partitions(context.Context, string) (int, error) { return 0, nil }

@@ -30,7 +30,7 @@
 //     API's authentication and authorization. The pages themselves are
 //     covered by the auth package's rules for /console paths.
 //   - Charts are hand-drawn SVG polylines over the broker's history
-//     sampler (broker.Sample: one sample per HistoryInterval, the last 15
+//     sampler (topichistory.Sample: one sample per HistoryInterval, the last 15
 //     minutes by default). x = 600·(at−(now−15 min))/15 min,
 //     y = 150−150·v/top where top is the series' maximum rounded up to
 //     1, 2 or 5·10ⁿ; console.js redraws with the same formula from the

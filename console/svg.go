@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/topichistory"
 )
 
 // window is how much history a chart shows.
@@ -39,7 +39,7 @@ type series struct {
 
 type seriesDef struct {
 	key, label string
-	get        func(broker.Sample) float64
+	get        func(topichistory.Sample) float64
 }
 
 var chartDefs = []struct {
@@ -47,19 +47,19 @@ var chartDefs = []struct {
 	series          []seriesDef
 }{
 	{"rate", "Message rate", "msg/s", []seriesDef{
-		{"msgRateIn", "in", func(s broker.Sample) float64 { return s.MsgRateIn }},
-		{"msgRateOut", "out", func(s broker.Sample) float64 { return s.MsgRateOut }}}},
+		{"msgRateIn", "in", func(s topichistory.Sample) float64 { return s.MsgRateIn }},
+		{"msgRateOut", "out", func(s topichistory.Sample) float64 { return s.MsgRateOut }}}},
 	{"throughput", "Throughput", "B/s", []seriesDef{
-		{"msgThroughputIn", "in", func(s broker.Sample) float64 { return s.MsgThroughputIn }},
-		{"msgThroughputOut", "out", func(s broker.Sample) float64 { return s.MsgThroughputOut }}}},
+		{"msgThroughputIn", "in", func(s topichistory.Sample) float64 { return s.MsgThroughputIn }},
+		{"msgThroughputOut", "out", func(s topichistory.Sample) float64 { return s.MsgThroughputOut }}}},
 	{"backlog", "Backlog", "messages", []seriesDef{
-		{"msgBacklog", "backlog", func(s broker.Sample) float64 { return float64(s.MsgBacklog) }}}},
+		{"msgBacklog", "backlog", func(s topichistory.Sample) float64 { return float64(s.MsgBacklog) }}}},
 	{"storage", "Storage size", "B", []seriesDef{
-		{"storageSize", "stored", func(s broker.Sample) float64 { return float64(s.StorageSize) }}}},
+		{"storageSize", "stored", func(s topichistory.Sample) float64 { return float64(s.StorageSize) }}}},
 }
 
 // charts draws the topic's charts over the last window ending now.
-func charts(h []broker.Sample) []chart {
+func charts(h []topichistory.Sample) []chart {
 	now := time.Now().UnixMilli()
 	start := now - window.Milliseconds()
 	var out []chart

@@ -7,6 +7,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/httpapi"
+	"github.com/magnetar-mq/magnetar/topichistory"
 )
 
 // partitionRow is one partition in a partitioned topic's page.
@@ -201,16 +202,16 @@ func merge(sum *broker.TopicStats, st broker.TopicStats) {
 
 // historyOf returns a topic's samples, a partitioned topic's summed
 // sample by sample (the sampler stamps one tick's samples alike).
-func (c *Console) historyOf(full string, partitions int) []broker.Sample {
+func (c *Console) historyOf(full string, partitions int) []topichistory.Sample {
 	if partitions == 0 {
 		return c.src.TopicHistory(full)
 	}
-	byAt := map[int64]*broker.Sample{}
+	byAt := map[int64]*topichistory.Sample{}
 	for i := 0; i < partitions; i++ {
 		for _, s := range c.src.TopicHistory(partitionName(full, i)) {
 			a := byAt[s.At]
 			if a == nil {
-				a = &broker.Sample{At: s.At}
+				a = &topichistory.Sample{At: s.At}
 				byAt[s.At] = a
 			}
 			a.MsgRateIn += s.MsgRateIn
@@ -221,7 +222,7 @@ func (c *Console) historyOf(full string, partitions int) []broker.Sample {
 			a.StorageSize += s.StorageSize
 		}
 	}
-	out := make([]broker.Sample, 0, len(byAt))
+	out := make([]topichistory.Sample, 0, len(byAt))
 	for _, s := range byAt {
 		out = append(out, *s)
 	}
@@ -231,10 +232,10 @@ func (c *Console) historyOf(full string, partitions int) []broker.Sample {
 
 // historyJSON is the chart data the page's script polls.
 type historyJSON struct {
-	Now        int64           `json:"now"`
-	WindowMs   int64           `json:"windowMs"`
-	IntervalMs int64           `json:"intervalMs"`
-	Samples    []broker.Sample `json:"samples"`
+	Now        int64                 `json:"now"`
+	WindowMs   int64                 `json:"windowMs"`
+	IntervalMs int64                 `json:"intervalMs"`
+	Samples    []topichistory.Sample `json:"samples"`
 }
 
 func (c *Console) history(w http.ResponseWriter, r *http.Request, p httpapi.Params) {
@@ -245,7 +246,7 @@ func (c *Console) history(w http.ResponseWriter, r *http.Request, p httpapi.Para
 	n, _ := c.src.Partitions(r.Context(), full)
 	s := c.historyOf(full, n)
 	if s == nil {
-		s = []broker.Sample{}
+		s = []topichistory.Sample{}
 	}
 	httpapi.WriteJSON(w, http.StatusOK, historyJSON{Now: time.Now().UnixMilli(), WindowMs: window.Milliseconds(),
 		IntervalMs: c.src.HistoryInterval().Milliseconds(), Samples: s})

@@ -25,11 +25,15 @@ const replayBatch = 100
 type Snapshots struct {
 	entriesInterval int
 	tailEntries     int
+	maxProducers    int
 	log             *slog.Logger
 	// topics are the deduplicating topics' states by managed ledger (one
 	// per load of a topic).
 	mu     sync.Mutex
 	topics map[*mledger.ManagedLedger]*topicState
+	// recovering are the loaded topics whose deduplication was turned on
+	// and whose state is being recovered (PolicyApplied).
+	recovering map[*mledger.ManagedLedger]bool
 	// recovered records the last recovery of each topic by name.
 	recovered map[string]Recovery
 }
@@ -46,14 +50,35 @@ type Recovery struct {
 	Producers int
 }
 
-// Enable registers the feature on b (before Start): the entries interval
-// is b's Config().Delivery.DedupEntriesInterval, the tail read without a
+// DefaultMaxProducers is Pulsar's default
+// brokerDeduplicationMaxNumberOfProducers.
+const DefaultMaxProducers = 10000
+
+// Options configure the feature.
+type Options struct {
+	// MaxProducers is Pulsar's brokerDeduplicationMaxNumberOfProducers:
+	// a snapshot keeps at most this many producers (the first in name
+	// order; Pulsar keeps the first its hash map yields); 0 or negative,
+	// as in Pulsar, keeps none. Producers left out are remembered only
+	// if they wrote after the snapshot.
+	MaxProducers int
+}
+
+// Enable registers the feature on b (before Start) with Pulsar's default
+// options: the entries interval is b's
+// Config().Delivery.DedupEntriesInterval, the tail read without a
 // snapshot its DedupRecoveryEntries.
 func Enable(b *broker.Broker) (*Snapshots, error) {
+	return EnableWith(b, Options{MaxProducers: DefaultMaxProducers})
+}
+
+// EnableWith is Enable with options.
+func EnableWith(b *broker.Broker, o Options) (*Snapshots, error) {
 	cfg := b.Config()
 	s := &Snapshots{entriesInterval: cfg.Delivery.DedupEntriesInterval, tailEntries: cfg.DedupRecoveryEntries,
-		log: b.Logger().With("component", "dedupsnap"), topics: map[*mledger.ManagedLedger]*topicState{},
-		recovered: map[string]Recovery{}}
+		maxProducers: o.MaxProducers,
+		log:          b.Logger().With("component", "dedupsnap"), topics: map[*mledger.ManagedLedger]*topicState{},
+		recovering: map[*mledger.ManagedLedger]bool{}, recovered: map[string]Recovery{}}
 	if err := b.Use(s); err != nil {
 		return nil, err
 	}
@@ -114,7 +139,7 @@ func (s *Snapshots) RecoverDedup(ctx context.Context, t broker.Topic) (map[strin
 		if c, err = ml.OpenCursor(ctx, CursorName, mledger.InitialLatest); err != nil {
 			return nil, fmt.Errorf("dedupsnap: open %s cursor of %s: %w", CursorName, t.Name(), err)
 		}
-		if err := c.SetProperties(ctx, encode(state)); err != nil {
+		if err := c.SetProperties(ctx, s.encode(state)); err != nil {
 			return nil, fmt.Errorf("dedupsnap: first snapshot of %s: %w", t.Name(), err)
 		}
 	}
@@ -171,14 +196,20 @@ func raise(state map[string]uint64, md *pulsarproto.Metadata) {
 	}
 }
 
-// encode and decode are the cursor properties of a map.
-func encode(state map[string]uint64) map[string]string {
-	out := make(map[string]string, len(state))
-	for k, v := range state {
-		out[k] = strconv.FormatUint(v, 10)
+// encode is the snapshot of a map: its first maxProducers producers by
+// name (none if maxProducers <= 0, as Pulsar's snapshot keeps producers
+// while it holds fewer than the maximum).
+func (s *Snapshots) encode(state map[string]uint64) map[string]string {
+	names := slices.Sorted(maps.Keys(state))
+	names = names[:min(len(names), max(s.maxProducers, 0))]
+	out := make(map[string]string, len(names))
+	for _, k := range names {
+		out[k] = strconv.FormatUint(state[k], 10)
 	}
 	return out
 }
+
+// decode is the map of a snapshot.
 
 func decode(props map[string]string) (map[string]uint64, error) {
 	out := make(map[string]uint64, len(props))
@@ -279,6 +310,61 @@ func (s *Snapshots) drop(t broker.Topic, st *topicState) {
 	}
 }
 
+// PolicyApplied implements broker.PolicyObserver: a loaded topic whose
+// deduplication was just turned on recovers its state as a load would
+// (the snapshot cursor and the entries after it, else the log's tail),
+// in the background, and raises the core's map with it, as Pulsar's
+// MessageDeduplication replays its cursor when it is enabled. Until it
+// is done the topic's stats say "Recovering" and, as in Pulsar, sends
+// are checked against what the core already knows.
+func (s *Snapshots) PolicyApplied(t broker.Topic) {
+	ml := t.Managed()
+	pol := t.AppliedPolicy()
+	if ml == nil || pol == nil || !pol.Deduplication || t.Closed() {
+		return
+	}
+	s.mu.Lock()
+	if s.topics[ml] != nil || s.recovering[ml] {
+		s.mu.Unlock()
+		return
+	}
+	s.recovering[ml] = true
+	s.mu.Unlock()
+	go func() {
+		defer func() {
+			s.mu.Lock()
+			delete(s.recovering, ml)
+			s.mu.Unlock()
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		state, err := s.RecoverDedup(ctx, t)
+		if err != nil {
+			s.log.Warn("deduplication turned on: state not recovered", "topic", t.Name(), "err", err)
+			return
+		}
+		t.RaiseDedup(state)
+		if t.Closed() { // closed meanwhile: CloseTopic may have run before the state existed
+			s.CloseTopic(t)
+		}
+	}()
+}
+
+// AddTopicStats implements broker.TopicStatsSource: a deduplicating
+// topic whose state is not recovered yet is "Recovering", as in Pulsar.
+func (s *Snapshots) AddTopicStats(t broker.Topic, st *broker.TopicStats) {
+	ml := t.Managed()
+	if ml == nil || st.DeduplicationStatus != "Enabled" {
+		return
+	}
+	s.mu.Lock()
+	recovering := s.recovering[ml] || s.topics[ml] == nil
+	s.mu.Unlock()
+	if recovering {
+		st.DeduplicationStatus = "Recovering"
+	}
+}
+
 // LoadTopic implements broker.TopicHook (the state is made at recovery).
 func (s *Snapshots) LoadTopic(context.Context, broker.Topic) error { return nil }
 
@@ -351,7 +437,7 @@ func (st *topicState) captureLocked() {
 	if st.since == 0 {
 		return
 	}
-	st.pending = &snapshot{props: encode(st.persisted), pos: st.last}
+	st.pending = &snapshot{props: st.s.encode(st.persisted), pos: st.last}
 	st.since, st.lastSnap = 0, time.Now()
 }
 

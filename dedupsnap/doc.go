@@ -24,9 +24,17 @@
 // Properties are written before the mark-delete moves, so a crash
 // between the two replays a few entries too many, never too few.
 //
-// Wiring: Enable(b) before b.Start. The feature implements
-// broker.DedupRecovery, PublishInterceptor (it sees each stored entry in
-// order), TopicTicker and TopicHook; each topic's snapshots are written
+// A snapshot keeps at most Options.MaxProducers producers (Pulsar's
+// brokerDeduplicationMaxNumberOfProducers; the first in name order).
+// When deduplication is turned on for a loaded topic (PolicyApplied),
+// its state is recovered as at load, in the background, and raises the
+// core's map (broker.Topic.RaiseDedup); until then its stats say
+// "Recovering".
+//
+// Wiring: Enable(b) or EnableWith(b, o) before b.Start. The feature
+// implements broker.DedupRecovery, PublishInterceptor (it sees each
+// stored entry in order), TopicTicker, TopicHook, PolicyObserver and
+// TopicStatsSource; each topic's snapshots are written
 // by one goroutine of its own, so the publish path never waits for
 // storage.
 package dedupsnap

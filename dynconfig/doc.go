@@ -14,26 +14,28 @@
 //
 // # Keys
 //
-// Only keys Pulsar marks dynamic and Magnetar applies are accepted
-// (Keys): the broker-wide defaults of the publish, dispatch, replicator
-// and subscribe rate limits, of inactive-topic deletion, of topic and
-// subscription auto-creation (allowAutoTopicCreation,
-// allowAutoSubscriptionCreation) and maxTopicsPerNamespace. They are
-// defaults under the namespace and topic policies, so an override
-// reaches a topic only where no namespace or topic policy sets the
-// value. A number is checked as the configuration file's is; a key that
-// is not dynamic (or unknown) is refused (ErrNotDynamic), as is a bad
-// number (ErrBadValue). A boolean key takes any value, as Pulsar's does
-// (it reads one with Java's Boolean.valueOf): "true" in any case is
-// true, anything else false, and the value is kept as given.
+// Every key Pulsar marks dynamic is accepted (pulsarDynamic, as Pulsar
+// stores any of them), its value checked against the key's Java type
+// and Pulsar's minValue (ErrBadValue); an unknown key, or one Pulsar
+// does not mark dynamic, is refused (ErrNotDynamic). Where Magnetar
+// reads a key it also refuses what its configuration file may not hold
+// (checks), and the keys it reads only at start are refused as not
+// dynamic. A boolean key takes any value, as Pulsar's does (it reads
+// one with Java's Boolean.valueOf): "true" in any case is true,
+// anything else false, and the value is kept as given.
+// docs/dynamic-config.md lists every key and how it applies.
 //
 // # Applying
 //
 // Config installs an overlay on the policy store
-// (policy.Store.SetDefaultsOverlay) that puts the overrides on the
-// broker's defaults, and after every change calls policy.Store.Refresh:
-// the loaded topics resolve their policy again and the enforcement
-// applies the new limits.
+// (policy.Store.SetDefaultsOverlay) that puts the overrides of the
+// policy defaults (Keys: rate limits, inactive-topic deletion,
+// auto-creation, maxTopicsPerNamespace) on the broker's defaults, and
+// after every change calls policy.Store.Refresh: the loaded topics
+// resolve their policy again and the enforcement applies the new
+// limits. The other keys are applied by the package that owns them,
+// which Watches the key: it hears the override when it registers, on
+// every change and on its removal (then it restores its own value).
 //
 // # Runtime values
 //

@@ -64,6 +64,23 @@ func rate[T int | int64](set func(d *policy.Defaults, n T)) func(string, *policy
 	}
 }
 
+// positive is a whole number from 1 to 2^31-1.
+func positive(set func(d *policy.Defaults, n int)) func(string, *policy.Defaults) error {
+	return func(v string, d *policy.Defaults) error {
+		n, err := whole(v)
+		if err != nil {
+			return err
+		}
+		if n < 1 || n > 1<<31-1 {
+			return fmt.Errorf("%d: must be at least 1", n)
+		}
+		if d != nil {
+			set(d, int(n))
+		}
+		return nil
+	}
+}
+
 // flag is a boolean setting read as Pulsar reads one (Java's
 // Boolean.valueOf): "true" in any case is true, any other value false.
 // Pulsar refuses no value of a boolean key, so neither does Magnetar.
@@ -88,19 +105,7 @@ var Keys = []Key{
 	{"dispatchThrottlingRatePerReplicatorInMsg", rate(func(d *policy.Defaults, n int) { d.ReplicatorDispatchRate.DispatchThrottlingRateInMsg = n })},
 	{"dispatchThrottlingRatePerReplicatorInByte", rate(func(d *policy.Defaults, n int64) { d.ReplicatorDispatchRate.DispatchThrottlingRateInByte = n })},
 	{"subscribeThrottlingRatePerConsumer", rate(func(d *policy.Defaults, n int) { d.SubscribeRate.SubscribeThrottlingRatePerConsumer = n })},
-	{"subscribeRatePeriodPerConsumerInSecond", func(v string, d *policy.Defaults) error {
-		n, err := whole(v)
-		if err != nil {
-			return err
-		}
-		if n < 1 || n > 1<<31-1 {
-			return fmt.Errorf("%d: must be at least 1", n)
-		}
-		if d != nil {
-			d.SubscribeRate.RatePeriodInSecond = int(n)
-		}
-		return nil
-	}},
+	{"subscribeRatePeriodPerConsumerInSecond", positive(func(d *policy.Defaults, n int) { d.SubscribeRate.RatePeriodInSecond = n })},
 	{"brokerDeleteInactiveTopicsEnabled", flag(func(d *policy.Defaults, b bool) { d.InactiveTopic.DeleteWhileInactive = b })},
 	{"allowAutoTopicCreation", flag(func(d *policy.Defaults, b bool) { d.AutoTopicCreation = b })},
 	{"allowAutoSubscriptionCreation", flag(func(d *policy.Defaults, b bool) { d.DisableAutoSubscriptionCreation = !b })},
@@ -114,6 +119,16 @@ var Keys = []Key{
 		}
 		return nil
 	}},
+	{"subscriptionKeySharedEnable", flag(func(d *policy.Defaults, b bool) { d.KeySharedDisabled = !b })},
+	// One of its two values, in any case (checked as an enum).
+	{"allowAutoTopicCreationType", func(v string, d *policy.Defaults) error {
+		if d != nil {
+			d.AutoTopicPartitioned = strings.EqualFold(v, "partitioned")
+		}
+		return nil
+	}},
+	// Pulsar refuses to auto-create a topic with fewer than 1 partition.
+	{"defaultNumPartitions", positive(func(d *policy.Defaults, n int) { d.DefaultNumPartitions = n })},
 	// A value <= 0 is Pulsar's "not present": the check frequency.
 	{"brokerDeleteInactiveTopicsMaxInactiveDurationSeconds", rate(func(d *policy.Defaults, n int) { d.InactiveTopic.MaxInactiveDurationSeconds = n })},
 }
@@ -142,6 +157,11 @@ type InternalData struct {
 
 // Options configure a Config.
 type Options struct {
+	// InactiveFollowsFrequency: the configuration leaves
+	// brokerDeleteInactiveTopicsMaxInactiveDurationSeconds unset, so (as
+	// in Pulsar) the maximum inactivity is the check frequency, also
+	// when an override changes brokerDeleteInactiveTopicsFrequencySeconds.
+	InactiveFollowsFrequency bool
 	// Static is the broker's configuration by Pulsar key, secrets left
 	// out (Runtime).
 	Static map[string]string
@@ -157,10 +177,20 @@ type Config struct {
 	static   map[string]string
 	internal InternalData
 	log      *slog.Logger
+	follow   bool // Options.InactiveFollowsFrequency
 
-	mu     sync.Mutex
-	values map[string]string // the overrides in force (valid ones)
-	cancel context.CancelFunc
+	mu       sync.Mutex
+	values   map[string]string // the overrides in force (valid ones)
+	watchers map[string][]*watcher
+	cancel   context.CancelFunc
+	// notify serializes the calls of the watchers, in the order of the
+	// changes.
+	notify sync.Mutex
+}
+
+// watcher is one Watch registration.
+type watcher struct {
+	fn func(value string, set bool)
 }
 
 // New returns the dynamic configuration kept in st, applied through
@@ -170,7 +200,8 @@ func New(st metadata.Store, pol *policy.Store, o Options) *Config {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Config{st: st, pol: pol, static: maps.Clone(o.Static), internal: o.Internal, log: log, values: map[string]string{}}
+	return &Config{st: st, pol: pol, static: maps.Clone(o.Static), internal: o.Internal, log: log,
+		follow: o.InactiveFollowsFrequency, values: map[string]string{}, watchers: map[string][]*watcher{}}
 }
 
 // Internal is the broker's InternalConfigurationData.
@@ -218,6 +249,15 @@ func (c *Config) overlay(d *policy.Defaults) {
 			_ = k.Apply(v, d) // checked when read
 		}
 	}
+	// Pulsar's maximum inactivity, when not set, is the check frequency
+	// in force.
+	const freq, maxInactive = "brokerDeleteInactiveTopicsFrequencySeconds", "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds"
+	if v, ok := c.values[freq]; ok && c.follow {
+		if _, set := c.values[maxInactive]; !set {
+			n, _ := strconv.Atoi(v) // checked when read
+			d.InactiveTopic.MaxInactiveDurationSeconds = n
+		}
+	}
 }
 
 // read returns the stored overrides and the node's version.
@@ -247,32 +287,92 @@ func (c *Config) reload(ctx context.Context) error {
 	}
 	vals := map[string]string{}
 	for name, v := range m {
-		k, ok := keyOf(name)
-		if !ok {
-			c.log.Warn("dynamic configuration key not applied: Magnetar does not change it at run time", "key", name)
-			continue
-		}
-		if err := k.Apply(v, nil); err != nil {
+		if err := validate(name, v); err != nil {
 			c.log.Warn("dynamic configuration value not applied", "key", name, "err", err)
 			continue
 		}
 		vals[name] = v
 	}
+	c.notify.Lock()
+	defer c.notify.Unlock()
 	c.mu.Lock()
-	changed := !maps.Equal(vals, c.values)
+	old := c.values
 	c.values = vals
+	var calls []func()
+	for name, ws := range c.watchers {
+		v, set := vals[name]
+		if ov, oset := old[name]; v == ov && set == oset {
+			continue
+		}
+		for _, w := range ws {
+			calls = append(calls, func() { w.fn(v, set) })
+		}
+	}
 	c.mu.Unlock()
-	if changed {
+	if !maps.Equal(vals, old) {
 		c.pol.Refresh() // loaded topics resolve their policy again
+	}
+	for _, call := range calls {
+		call()
 	}
 	return nil
 }
 
-// Names lists the dynamic keys.
+// validate checks an override as Pulsar would (a key it marks dynamic,
+// a value of the key's type) and as Magnetar applies it (Keys, checks).
+func validate(name, v string) error {
+	s, ok := specOf(name)
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrNotDynamic, name)
+	}
+	if err := s.check(v); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrBadValue, name, err)
+	}
+	if k, ok := keyOf(name); ok {
+		if err := k.Apply(v, nil); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrBadValue, name, err)
+		}
+	}
+	if ck, ok := checks[name]; ok {
+		if err := ck(v); errors.Is(err, errStartOnly) {
+			return fmt.Errorf("%w: %s: %v", ErrNotDynamic, name, err)
+		} else if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrBadValue, name, err)
+		}
+	}
+	return nil
+}
+
+// Watch calls fn with the override of a dynamic key (set) or, once it
+// is removed, with set false (the configuration's value applies again):
+// now if the key is overridden, then on every change, on this broker
+// or (through the metadata store's watch) another. The package that
+// applies the key owns what its value means. The calls of all watchers
+// are serialized, in the order of the changes. stop ends the calls.
+func (c *Config) Watch(name string, fn func(value string, set bool)) (stop func()) {
+	w := &watcher{fn: fn}
+	c.notify.Lock()
+	defer c.notify.Unlock()
+	c.mu.Lock()
+	c.watchers[name] = append(c.watchers[name], w)
+	v, set := c.values[name]
+	c.mu.Unlock()
+	if set {
+		fn(v, true)
+	}
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.watchers[name] = slices.DeleteFunc(c.watchers[name], func(x *watcher) bool { return x == w })
+	}
+}
+
+// Names lists the dynamic keys: every key Pulsar marks dynamic, as
+// Pulsar's /admin/v2/brokers/configuration does.
 func (c *Config) Names() []string {
-	out := make([]string, len(Keys))
-	for i, k := range Keys {
-		out[i] = k.Name
+	out := make([]string, len(pulsarDynamic))
+	for i, s := range pulsarDynamic {
+		out[i] = s.name
 	}
 	return out
 }
@@ -286,12 +386,8 @@ func (c *Config) Values(ctx context.Context) (map[string]string, error) {
 // Update stores an override and applies it before returning (the other
 // brokers apply it when their watch fires).
 func (c *Config) Update(ctx context.Context, name, value string) error {
-	k, ok := keyOf(name)
-	if !ok {
-		return fmt.Errorf("%w: %s", ErrNotDynamic, name)
-	}
-	if err := k.Apply(value, nil); err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrBadValue, name, err)
+	if err := validate(name, value); err != nil {
+		return err
 	}
 	return c.change(ctx, func(m map[string]string) { m[name] = value })
 }
@@ -299,7 +395,7 @@ func (c *Config) Update(ctx context.Context, name, value string) error {
 // Delete removes an override (the configuration file's value applies
 // again); removing one that is not set is no error.
 func (c *Config) Delete(ctx context.Context, name string) error {
-	if _, ok := keyOf(name); !ok {
+	if _, ok := specOf(name); !ok {
 		return fmt.Errorf("%w: %s", ErrNotDynamic, name)
 	}
 	return c.change(ctx, func(m map[string]string) { delete(m, name) })

@@ -4,15 +4,20 @@
 // policy current as the policy store changes, puts the limits it derives
 // from it on the topic (broker.Limits: rate limiters and the backlog
 // quotas), and runs the periodic checks (message TTL, backlog quotas,
-// inactive topics, idle subscriptions). docs/policies.md has the rules.
+// inactive topics, idle subscriptions), and unloads idle topics from
+// memory. docs/policies.md has the rules.
 //
-// The core enforces on its hot paths what it reads from a topic's policy
-// snapshot (max producers and consumers, consumers per subscription,
-// unacked messages, required encryption, deduplication) and counts its
-// work against the Limits this package sets; it resolves a topic's
-// policy when the topic loads (package policy). Without this feature a
-// broker keeps the policies it resolved at load and has no rate limits,
-// quotas, TTL or inactivity deletion. Wiring, before Start:
+// The Enforcer is also the core's Admission: it admits or refuses the
+// topics, producers, consumers, subscriptions and SENDs the core is about
+// to create, attach or publish, by the topic's policy (admit.go). The
+// core counts its work against the Limits this package sets, and itself
+// reads from a topic's policy only what it does (deduplication, delayed
+// delivery, unacked messages); it resolves a topic's policy when the
+// topic loads (package policy). Without this feature a broker keeps the
+// policies it resolved at load and has no admission limits (topics per
+// namespace, producers, consumers, subscriptions, required encryption,
+// message size, delivery delay), rate limits, quotas, TTL or inactivity
+// deletion. Wiring, before Start:
 //
 //	e, err := enforcement.Enable(b)
 //
@@ -94,9 +99,20 @@
 // ack, dispatch) is older than the policy's SubscriptionExpirationMinutes
 // (> 0) is deleted.
 //
+// # Idle topics
+//
+// A persistent topic nothing keeps loaded (broker.Topic.IdleUnloadable:
+// no producer, connected consumer, held send, replicator or compaction)
+// for Config.IdleTopicUnloadTime is unloaded, not deleted: it loads
+// again on its next use with nothing lost (idle.go, docs/scale.md). The
+// sweep runs every quarter of that time (1 s to 1 min), 64 unloads at a
+// time; after 10,000 or more the broker returns the memory freed to the
+// operating system (broker.Broker.ReleaseUnloaded).
+//
 // # Goroutines and state
 //
-// Two loops (checks, inactivity) started by Start and stopped by Close;
+// Two loops (checks, inactivity), and a third (idle topics) when
+// Config.IdleTopicUnloadTime > 0, started by Start and stopped by Close;
 // the policy store's notifications run on the writer's goroutine. The
 // state of one topic (its limiters, when it was last active) is a
 // broker.TopicSlot, built when the topic loads. A Quota runs on the

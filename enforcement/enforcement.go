@@ -31,11 +31,16 @@ type Enforcer struct {
 	topics broker.TopicSlot[topicState]
 	// version counts the policy changes announced (PolicyVersion).
 	version atomic.Uint64
+	// maxMessageSize is the broker's (Config.MaxMessageSize), for
+	// AdmitSend.
+	maxMessageSize int
 
 	unsubscribe func()
-	done        chan struct{}
-	closeOnce   sync.Once
-	wg          sync.WaitGroup
+	// inactiveEvery changes the period of the inactive-topic check.
+	inactiveEvery chan time.Duration
+	done          chan struct{}
+	closeOnce     sync.Once
+	wg            sync.WaitGroup
 }
 
 // topicState is the enforcement's state of one loaded topic, built when
@@ -58,7 +63,8 @@ var (
 
 // Enable registers the enforcement on b (before Start).
 func Enable(b *broker.Broker) (*Enforcer, error) {
-	e := &Enforcer{b: b, log: b.Logger(), done: make(chan struct{})}
+	e := &Enforcer{b: b, log: b.Logger(), done: make(chan struct{}), maxMessageSize: b.Config().MaxMessageSize,
+		inactiveEvery: make(chan time.Duration, 1)}
 	e.topics = broker.NewTopicSlot[topicState](b)
 	if err := b.Use(e); err != nil {
 		return nil, err
@@ -77,6 +83,10 @@ func (e *Enforcer) Start(context.Context) error {
 	e.wg.Add(2)
 	go e.checkLoop()
 	go e.inactivityLoop(cfg.DeleteInactiveTopicsFrequency, cfg.SubscriptionExpiryCheckInterval)
+	if cfg.IdleTopicUnloadTime > 0 {
+		e.wg.Add(1)
+		go e.idleLoop(cfg.IdleTopicUnloadTime) // idle.go
+	}
 	return nil
 }
 

@@ -20,10 +20,33 @@ func (e *Enforcer) inactivityLoop(topicsEvery, subsEvery time.Duration) {
 		select {
 		case <-e.done:
 			return
+		case d := <-e.inactiveEvery:
+			topics.Reset(d)
 		case now := <-topics.C:
 			e.eachTopic(func(st *topicState) { e.checkInactive(st, now) })
 		case now := <-subs.C:
 			e.eachTopic(func(st *topicState) { e.expireSubscriptions(st.t, now) })
+		}
+	}
+}
+
+// SetInactiveTopicsFrequency changes how often inactive topics are
+// looked for (Pulsar's brokerDeleteInactiveTopicsFrequencySeconds,
+// dynamic); d <= 0 restores the broker's configured frequency. The next
+// check is d from now.
+func (e *Enforcer) SetInactiveTopicsFrequency(d time.Duration) {
+	if d <= 0 {
+		d = e.b.Config().DeleteInactiveTopicsFrequency
+	}
+	for { // the latest value wins over one not yet taken
+		select {
+		case e.inactiveEvery <- d:
+			return
+		default:
+		}
+		select {
+		case <-e.inactiveEvery:
+		default:
 		}
 	}
 }

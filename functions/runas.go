@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"github.com/magnetar-mq/magnetar/internal/atomicfile"
 )
 
 // DefaultInstanceUser is the account instances of a root worker run as
@@ -101,17 +103,7 @@ func (a *account) reachableCopy(path, dir string) (string, error) {
 	if _, err := os.Stat(dst); err == nil && a.canExec(dst) {
 		return dst, nil
 	}
-	tmp := dst + ".tmp" + strconv.Itoa(os.Getpid())
-	_ = os.Remove(tmp)
-	if err := os.Link(path, tmp); err != nil {
-		if err := copyFile(path, tmp); err != nil {
-			return "", err
-		}
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp, dst); err != nil {
+	if err := placeProgram(path, dst); err != nil {
 		return "", err
 	}
 	if !a.canExec(dst) {
@@ -120,19 +112,28 @@ func (a *account) reachableCopy(path, dir string) (string, error) {
 	return dst, nil
 }
 
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
+// placeProgram puts the program at src under dst, executable, in one
+// step a crash cannot split: a hard link renamed into place (the program
+// is already on disk), else a copy written with atomicfile (synced before
+// the rename), the directory synced either way. A partial copy under
+// dst's name would pass the check above and run.
+func placeProgram(src, dst string) error {
+	tmp := dst + atomicfile.TempInfix + strconv.Itoa(os.Getpid())
+	_ = os.Remove(tmp)
+	if err := os.Link(src, tmp); err != nil {
+		in, err := os.Open(src)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		return atomicfile.Write(dst, atomicfile.Options{Perm: 0o755, SyncDir: true}, func(f *os.File) error {
+			_, err := io.Copy(f, in)
+			return err
+		})
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		os.Remove(tmp)
 		return err
 	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return atomicfile.Rename(tmp, dst)
 }

@@ -3,6 +3,7 @@ package functions
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -56,5 +57,30 @@ func TestInstanceConfJSON(t *testing.T) {
 	var fd map[string]any
 	if err := json.Unmarshal([]byte(c["functionDetails"].(string)), &fd); err != nil || fd["processingGuarantees"] != EffectivelyOnce || fd["runtime"] != "GO" {
 		t.Errorf("functionDetails %v %v", fd, err)
+	}
+}
+
+// TestPlaceProgram: the program lands under dst whole and executable,
+// replacing an older copy, with no temporary file left beside it.
+func TestPlaceProgram(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "prog"), filepath.Join(dir, "copies", "prog-1")
+	if err := os.WriteFile(src, []byte("#!/bin/sh\necho new\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Dir(dst), 0o755)
+	if err := os.WriteFile(dst, []byte("stale"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := placeProgram(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(dst)
+	st, _ := os.Stat(dst)
+	if err != nil || string(b) != "#!/bin/sh\necho new\n" || st.Mode().Perm() != 0o755 {
+		t.Fatalf("dst %q mode %v: %v", b, st.Mode().Perm(), err)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(dst)); len(ents) != 1 {
+		t.Fatalf("left beside it: %v", ents)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+
+	"github.com/magnetar-mq/magnetar/internal/atomicfile"
 )
 
 // Flush makes every Set, metadata change and Delete that returned before
@@ -212,26 +214,8 @@ func (ix *Index) appendSnapshot(dst []byte, gen uint64) []byte {
 
 func (ix *Index) writeMeta(b []byte) error {
 	fs, dir := ix.opts.FS, ix.opts.Dir
-	tmp, final := filepath.Join(dir, metaTmpFile), filepath.Join(dir, MetaFile)
-	f, err := fs.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("index: %w", err)
-	}
-	_, err = f.WriteAt(b, 0)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fs.Rename(tmp, final)
-	}
-	if err == nil {
-		err = fs.SyncDir(dir)
-	}
-	if err != nil {
-		return fmt.Errorf("index: write %s: %w", final, err)
+	if err := atomicfile.WriteFS(fs, dir, metaTmpFile, MetaFile, b); err != nil {
+		return fmt.Errorf("index: write %s: %w", filepath.Join(dir, MetaFile), err)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/magnetar-mq/magnetar/internal/atomicfile"
 	"github.com/magnetar-mq/magnetar/internal/crc32c"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 )
@@ -221,24 +222,9 @@ func applyLog(ledgers []ledgerRecord, changes []logChange) []ledgerRecord {
 // temporary name, synced, renamed, directory synced) and returns it open
 // for appends.
 func createLog(fs vfs.FS, dir string, gen uint64) (vfs.File, error) {
-	tmp, final := filepath.Join(dir, metaLogTmpFile), filepath.Join(dir, MetaLogFile)
-	f, err := fs.Create(tmp)
+	f, err := atomicfile.CreateFS(fs, dir, metaLogTmpFile, MetaLogFile, appendLogHeader(nil, gen))
 	if err != nil {
-		return nil, fmt.Errorf("index: %w", err)
-	}
-	_, err = f.WriteAt(appendLogHeader(nil, gen), 0)
-	if err == nil {
-		err = f.Sync()
-	}
-	if err == nil {
-		err = fs.Rename(tmp, final)
-	}
-	if err == nil {
-		err = fs.SyncDir(dir)
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("index: create %s: %w", final, err)
+		return nil, fmt.Errorf("index: create %s: %w", filepath.Join(dir, MetaLogFile), err)
 	}
 	return f, nil
 }

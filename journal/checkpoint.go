@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path"
 
+	"github.com/magnetar-mq/magnetar/internal/atomicfile"
 	"github.com/magnetar-mq/magnetar/internal/crc32c"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 )
@@ -66,26 +67,7 @@ func readMark(fsys vfs.FS, dir string) (Position, error) {
 // writeMark replaces dir's lastMark atomically: temp file, sync, rename,
 // sync dir.
 func writeMark(fsys vfs.FS, dir string, m Position) error {
-	tmp := path.Join(dir, markTmpName)
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(appendMark(nil, m), 0); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := fsys.Rename(tmp, path.Join(dir, markName)); err != nil {
-		return err
-	}
-	return fsys.SyncDir(dir)
+	return atomicfile.WriteFS(fsys, dir, markTmpName, markName, appendMark(nil, m))
 }
 
 // Checkpoint records that everything up to pos (a position from a

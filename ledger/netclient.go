@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/internal/tlsconn"
 	"github.com/magnetar-mq/magnetar/protocol/bkproto"
 )
 
@@ -164,19 +165,10 @@ func (b *netBookie) secure(nc net.Conn) (net.Conn, error) {
 	if b.r.opts.TLS == nil {
 		return nc, nil
 	}
-	cfg := b.r.opts.TLS.Clone()
-	if cfg.ServerName == "" {
-		host, _, err := net.SplitHostPort(b.addr)
-		if err != nil {
-			host = b.addr
-		}
-		cfg.ServerName = host
-	}
-	tc := tls.Client(nc, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), b.r.opts.DialTimeout)
 	defer cancel()
-	if err := tc.HandshakeContext(ctx); err != nil {
-		nc.Close()
+	tc, err := tlsconn.Client(ctx, nc, b.addr, b.r.opts.TLS)
+	if err != nil {
 		return nil, fmt.Errorf("%w: TLS handshake with %s: %w", bkproto.ErrIO, b.addr, err)
 	}
 	return tc, nil

@@ -55,15 +55,14 @@ type Cursor struct {
 
 func newCursor(ml *ManagedLedger, name string, durable bool, md Position) *Cursor {
 	c := &Cursor{
-		ml:           ml,
-		name:         name,
-		durable:      durable,
-		path:         ml.path + "/" + escapeName(name),
-		st:           newAckState(md),
-		readPos:      Position{md.LedgerID, md.EntryID + 1},
-		persistedMD:  md,
-		pendingBatch: map[Position]struct{}{},
-		staleLedger:  -1,
+		ml:          ml,
+		name:        name,
+		durable:     durable,
+		path:        ml.path + "/" + escapeName(name),
+		st:          newAckState(md),
+		readPos:     Position{md.LedgerID, md.EntryID + 1},
+		persistedMD: md,
+		staleLedger: -1,
 	}
 	return c
 }
@@ -82,7 +81,7 @@ func (ml *ManagedLedger) OpenCursor(ctx context.Context, name string, initial In
 		ml.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if c := ml.cursors[name]; c != nil {
+	if c := ml.cursors.get(name); c != nil {
 		ml.mu.Unlock()
 		if !c.durable {
 			return nil, fmt.Errorf("cursor %q: %w", name, ErrCursorExists)
@@ -104,10 +103,10 @@ func (ml *ManagedLedger) OpenCursor(ctx context.Context, name string, initial In
 	c.lastPersist = ml.f.opts.Now()
 	ml.mu.Lock()
 	defer ml.mu.Unlock()
-	if other := ml.cursors[name]; other != nil {
+	if other := ml.cursors.get(name); other != nil {
 		return other, nil
 	}
-	ml.cursors[name] = c
+	ml.cursors.put(c)
 	return c, nil
 }
 
@@ -119,7 +118,7 @@ func (ml *ManagedLedger) NewNonDurableCursor(name string, start Position) (*Curs
 	if ml.state == stateClosed {
 		return nil, ErrClosed
 	}
-	if ml.cursors[name] != nil {
+	if ml.cursors.get(name) != nil {
 		return nil, fmt.Errorf("cursor %q: %w", name, ErrCursorExists)
 	}
 	var md Position
@@ -136,7 +135,7 @@ func (ml *ManagedLedger) NewNonDurableCursor(name string, start Position) (*Curs
 		}
 	}
 	c := newCursor(ml, name, false, md)
-	ml.cursors[name] = c
+	ml.cursors.put(c)
 	return c, nil
 }
 
@@ -144,7 +143,7 @@ func (ml *ManagedLedger) NewNonDurableCursor(name string, start Position) (*Curs
 func (ml *ManagedLedger) Cursor(name string) *Cursor {
 	ml.mu.RLock()
 	defer ml.mu.RUnlock()
-	return ml.cursors[name]
+	return ml.cursors.get(name)
 }
 
 // Cursors returns the open cursors sorted by name.
@@ -157,8 +156,7 @@ func (ml *ManagedLedger) Cursors() []*Cursor {
 // DeleteCursor removes a cursor; a durable one loses its node and ledger.
 func (ml *ManagedLedger) DeleteCursor(ctx context.Context, name string) error {
 	ml.mu.Lock()
-	c := ml.cursors[name]
-	delete(ml.cursors, name)
+	c := ml.cursors.del(name)
 	ml.mu.Unlock()
 	if c == nil {
 		return fmt.Errorf("cursor %q: %w", name, ErrCursorNotFound)
@@ -392,6 +390,9 @@ func (c *Cursor) AckBatchIndexes(p Position, ackSet []uint64) error {
 				c.pendingAcks = append(c.pendingAcks, p)
 			}
 		} else if c.durable && c.st.batch[p] != nil {
+			if c.pendingBatch == nil {
+				c.pendingBatch = make(map[Position]struct{}, 1)
+			}
 			c.pendingBatch[p] = struct{}{}
 		}
 		c.st.advance(ls)

@@ -64,7 +64,7 @@ func (c *Cursor) persist(ctx context.Context) error {
 	}
 	c.persistMu.Lock()
 	defer c.persistMu.Unlock()
-	cfg := &c.ml.cfg
+	cfg := c.ml.cfg
 	c.mu.Lock()
 	if !c.dirty || c.closed {
 		c.mu.Unlock()
@@ -262,7 +262,7 @@ func (ml *ManagedLedger) recoverCursors(ctx context.Context) error {
 			return fmt.Errorf("recover cursor %q: %w", name, err)
 		}
 		ml.mu.Lock()
-		ml.cursors[name] = c
+		ml.cursors.put(c)
 		ml.mu.Unlock()
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"reflect"
 	"sync"
 	"time"
 
@@ -24,6 +25,7 @@ type Factory struct {
 	mls     map[string]*ManagedLedger
 	shrink  shrink.Tracker           // deletes from mls (internal/shrink)
 	opening map[string]chan struct{} // closed when that Open finishes
+	configs map[Config]*Config       // the managed ledgers' configs, shared (config)
 	closed  bool
 
 	stop chan struct{}
@@ -43,6 +45,7 @@ func NewFactory(opts Options) (*Factory, error) {
 		log:     opts.Logger,
 		mls:     map[string]*ManagedLedger{},
 		opening: map[string]chan struct{}{},
+		configs: map[Config]*Config{},
 		stop:    make(chan struct{}),
 	}
 	if opts.TickInterval > 0 {
@@ -168,4 +171,28 @@ func (f *Factory) Close() error {
 		cancel()
 	}
 	return errors.Join(errs...)
+}
+
+// maxSharedConfigs bounds Factory.configs; beyond it each managed ledger
+// has its own copy.
+const maxSharedConfigs = 1024
+
+// config returns a Config equal to cfg, shared with the other managed
+// ledgers opened with the same one (most topics of a namespace are):
+// 216 bytes a topic otherwise. A config whose offloader is not a pointer
+// (whose equality might panic) is not shared.
+func (f *Factory) config(cfg Config) *Config {
+	if o := cfg.Offload.Offloader; o != nil && reflect.TypeOf(o).Kind() != reflect.Pointer {
+		return &cfg
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c := f.configs[cfg]; c != nil {
+		return c
+	}
+	c := &cfg
+	if len(f.configs) < maxSharedConfigs {
+		f.configs[cfg] = c
+	}
+	return c
 }

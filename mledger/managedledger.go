@@ -77,7 +77,7 @@ type ManagedLedger struct {
 	f     *Factory
 	name  string
 	path  string
-	cfg   Config
+	cfg   *Config // shared by the managed ledgers with the same (Factory.config)
 	log   *slog.Logger
 	cache *mlCache
 	store LedgerStore
@@ -94,12 +94,12 @@ type ManagedLedger struct {
 	infoVersion metadata.Version
 
 	mu       sync.RWMutex
-	drained  *sync.Cond // signalled (on mu) when pending becomes empty
+	drained  *sync.Cond // signalled (on mu) when pending becomes empty; made by the first waitDrainedLocked
 	state    mlState
 	ledgers  ledgerList // live view; the last is current while writing
 	current  WriteLedger
 	closing  WriteLedger // the previous current ledger while rollover, Close or Terminate closes it (reads use it, never a fencing open)
-	created  time.Time   // current ledger's creation
+	created  int64       // current ledger's creation (unix ns)
 	subCount int64       // entries submitted to the current ledger
 	subSize  int64       // bytes submitted to the current ledger
 	pending  []*addOp    // sent to current, awaiting callbacks, in order
@@ -107,11 +107,11 @@ type ManagedLedger struct {
 	retryErr error       // the first error among retry (logged by the rollover)
 	queued   []*addOp    // waiting for a ledger
 	msgSums  ledgerSums
-	cursors  map[string]*Cursor
+	cursors  cursorSet
 	readers  map[int64]ReadLedger
-	addedCh  chan struct{}
+	addedCh  chan struct{} // nil until waitChLocked
 	chWanted bool
-	lastTrim time.Time
+	lastTrim int64 // unix ns
 	// emptyBase is the ledger id used in positions while no ledger exists
 	// (a terminated managed ledger whose only ledger was empty).
 	emptyBase int64
@@ -134,19 +134,15 @@ func escapeName(s string) string { return url.PathEscape(s) }
 
 func openManagedLedger(ctx context.Context, f *Factory, name string, cfg Config) (*ManagedLedger, error) {
 	ml := &ManagedLedger{
-		f:       f,
-		name:    name,
-		path:    f.opts.RootPath + "/" + escapeName(name),
-		cfg:     cfg,
-		log:     f.log.With("ml", name),
-		cache:   f.cache.register(),
-		store:   withQuorum(f.opts.Ledgers, cfg.Quorum, cfg.Placement),
-		meta:    f.opts.Metadata,
-		cursors: map[string]*Cursor{},
-		readers: map[int64]ReadLedger{},
-		addedCh: make(chan struct{}),
+		f:     f,
+		name:  name,
+		path:  f.opts.RootPath + "/" + escapeName(name),
+		cfg:   f.config(cfg),
+		log:   f.log.With("ml", name),
+		cache: f.cache.register(),
+		store: withQuorum(f.opts.Ledgers, cfg.Quorum, cfg.Placement),
+		meta:  f.opts.Metadata,
 	}
-	ml.drained = sync.NewCond(&ml.mu)
 	ml.off.policy = cfg.Offload
 	ml.rolloverTime = cfg.MaxLedgerRolloverTime + time.Duration(rand.Float64()*0.05*float64(cfg.MaxLedgerRolloverTime))
 	if err := ml.recover(ctx); err != nil {
@@ -202,7 +198,7 @@ func (ml *ManagedLedger) recover(ctx context.Context) error {
 			next.ledgers = next.ledgers[:n-1]
 			_ = rl.Close()
 		} else {
-			ml.readers[last.LedgerID] = rl
+			ml.readers = map[int64]ReadLedger{last.LedgerID: rl}
 		}
 	}
 	var wl WriteLedger
@@ -240,7 +236,7 @@ func (ml *ManagedLedger) recover(ctx context.Context) error {
 		ml.emptyBase = deleteEmpty
 	}
 	ml.current = wl
-	ml.created = ml.f.opts.Now()
+	ml.created = ml.f.opts.Now().UnixNano()
 	ml.lastTrim = ml.created
 	switch {
 	case next.terminated:
@@ -359,7 +355,20 @@ func (ml *ManagedLedger) popPendingLocked(op *addOp) {
 	ml.pending = ml.pending[1:]
 	if len(ml.pending) == 0 {
 		ml.pending = nil
-		ml.drained.Broadcast()
+		if ml.drained != nil {
+			ml.drained.Broadcast()
+		}
+	}
+}
+
+// waitDrainedLocked waits (under mu, write-locked) until no add is
+// pending.
+func (ml *ManagedLedger) waitDrainedLocked() {
+	for len(ml.pending) > 0 {
+		if ml.drained == nil {
+			ml.drained = sync.NewCond(&ml.mu)
+		}
+		ml.drained.Wait()
 	}
 }
 
@@ -422,7 +431,7 @@ func (ml *ManagedLedger) shouldRollLocked(now time.Time) bool {
 	if ml.subCount >= maxLedgerEntries {
 		return true
 	}
-	age := now.Sub(ml.created)
+	age := time.Duration(now.UnixNano() - ml.created)
 	if ml.cfg.MinLedgerRolloverTime > 0 && age < ml.cfg.MinLedgerRolloverTime {
 		return false
 	}
@@ -449,9 +458,7 @@ func (ml *ManagedLedger) rollover(ctx context.Context) {
 	ml.infoMu.Lock()
 	defer ml.infoMu.Unlock()
 	ml.mu.Lock()
-	for len(ml.pending) > 0 {
-		ml.drained.Wait()
-	}
+	ml.waitDrainedLocked()
 	if ml.state != stateRolling {
 		ml.mu.Unlock()
 		return
@@ -554,7 +561,7 @@ func (ml *ManagedLedger) rollover(ctx context.Context) {
 	ml.ledgers = append(ml.ledgers, LedgerInfo{LedgerID: wl.ID()})
 	ml.msgSums.set(wl.ID(), nil)
 	ml.current = wl
-	ml.created = ml.f.opts.Now()
+	ml.created = ml.f.opts.Now().UnixNano()
 	ml.subCount, ml.subSize = 0, 0
 	ml.state = stateReady
 	ml.submitOrQueueLocked(ops)
@@ -672,13 +679,16 @@ func (ml *ManagedLedger) IsTerminated() bool {
 func (ml *ManagedLedger) notifyLocked() {
 	if ml.chWanted {
 		close(ml.addedCh)
-		ml.addedCh = make(chan struct{})
+		ml.addedCh = nil // the next waitChLocked makes one
 		ml.chWanted = false
 	}
 }
 
 // waitChLocked returns a channel closed on the next completed add.
 func (ml *ManagedLedger) waitChLocked() chan struct{} {
+	if ml.addedCh == nil {
+		ml.addedCh = make(chan struct{})
+	}
 	ml.chWanted = true
 	return ml.addedCh
 }
@@ -699,9 +709,7 @@ func (ml *ManagedLedger) Terminate(ctx context.Context) (Position, error) {
 		return Position{}, ErrFenced
 	}
 	ml.state = stateTerminated
-	for len(ml.pending) > 0 {
-		ml.drained.Wait()
-	}
+	ml.waitDrainedLocked()
 	cur := ml.current
 	ml.current = nil
 	if cur != nil {
@@ -760,9 +768,7 @@ func (ml *ManagedLedger) Close(ctx context.Context) error {
 	}
 	prev := ml.state
 	ml.state = stateClosed // new adds fail from here on
-	for len(ml.pending) > 0 {
-		ml.drained.Wait()
-	}
+	ml.waitDrainedLocked()
 	ml.notifyLocked()
 	cur := ml.current
 	ml.current = nil
@@ -825,10 +831,7 @@ func (ml *ManagedLedger) closeReaders() {
 }
 
 func (ml *ManagedLedger) cursorListLocked() []*Cursor {
-	out := make([]*Cursor, 0, len(ml.cursors))
-	for _, c := range ml.cursors {
-		out = append(out, c)
-	}
+	out := append(make([]*Cursor, 0, ml.cursors.len()), ml.cursors.list...)
 	slices.SortFunc(out, func(a, b *Cursor) int {
 		switch {
 		case a.name < b.name:
@@ -854,13 +857,10 @@ func (ml *ManagedLedger) tick(ctx context.Context, now time.Time) {
 	}
 	// Unsorted: the tick visits every cursor, in no particular order, on
 	// every loaded ledger ten times a second.
-	cursors := make([]*Cursor, 0, len(ml.cursors))
-	for _, c := range ml.cursors {
-		cursors = append(cursors, c)
-	}
-	trim := ml.cfg.TrimInterval > 0 && now.Sub(ml.lastTrim) >= ml.cfg.TrimInterval
+	cursors := slices.Clone(ml.cursors.list)
+	trim := ml.cfg.TrimInterval > 0 && time.Duration(now.UnixNano()-ml.lastTrim) >= ml.cfg.TrimInterval
 	if trim {
-		ml.lastTrim = now
+		ml.lastTrim = now.UnixNano()
 	}
 	end := ml.endLocked()
 	ml.mu.Unlock()

@@ -92,16 +92,22 @@ type OffloadStatus struct {
 }
 
 // offloadState is a managed ledger's offload bookkeeping; mu is a leaf.
+// run is made by the first offload (most managed ledgers never offload).
 type offloadState struct {
-	mu      sync.Mutex
-	policy  OffloadPolicy
+	mu     sync.Mutex
+	policy OffloadPolicy
+	closed bool
+	run    *offloadRun
+}
+
+// offloadRun is the state of offload runs, under offloadState.mu.
+type offloadRun struct {
 	running bool
 	status  OffloadStatus
 	retryAt time.Time
 	backoff time.Duration
 	cancel  context.CancelFunc // of the running offload
 	wg      sync.WaitGroup
-	closed  bool
 }
 
 const (
@@ -114,7 +120,9 @@ const (
 func (ml *ManagedLedger) SetOffloadPolicy(p OffloadPolicy) {
 	ml.off.mu.Lock()
 	ml.off.policy = p
-	ml.off.retryAt = time.Time{}
+	if r := ml.off.run; r != nil {
+		r.retryAt = time.Time{}
+	}
 	ml.off.mu.Unlock()
 }
 
@@ -136,7 +144,10 @@ func (ml *ManagedLedger) offloader() Offloader {
 func (ml *ManagedLedger) OffloadStatus() OffloadStatus {
 	ml.off.mu.Lock()
 	defer ml.off.mu.Unlock()
-	s := ml.off.status
+	var s OffloadStatus
+	if r := ml.off.run; r != nil {
+		s = r.status
+	}
 	if s.State == "" {
 		s.State = OffloadNotRun
 	}
@@ -208,7 +219,7 @@ func (ml *ManagedLedger) startOffload(ctx context.Context, upTo Position, manual
 	ids := ml.offloadCandidatesLocked(upTo.LedgerID)
 	ml.mu.RUnlock()
 	ml.off.mu.Lock()
-	if ml.off.running {
+	if r := ml.off.run; r != nil && r.running {
 		ml.off.mu.Unlock()
 		return nil, ErrOffloadInProgress
 	}
@@ -216,16 +227,20 @@ func (ml *ManagedLedger) startOffload(ctx context.Context, upTo Position, manual
 		ml.off.mu.Unlock()
 		return nil, ErrClosed
 	}
-	ml.off.running = true
-	ml.off.status.State = OffloadRunning
-	ml.off.status.LastError = ""
+	if ml.off.run == nil {
+		ml.off.run = &offloadRun{}
+	}
+	r := ml.off.run
+	r.running = true
+	r.status.State = OffloadRunning
+	r.status.LastError = ""
 	octx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	ml.off.cancel = cancel
-	ml.off.wg.Add(1)
+	r.cancel = cancel
+	r.wg.Add(1)
 	ml.off.mu.Unlock()
 	done := make(chan struct{})
 	go func() {
-		defer ml.off.wg.Done()
+		defer r.wg.Done()
 		defer close(done)
 		defer cancel()
 		ml.runOffload(octx, o, ids)
@@ -272,8 +287,9 @@ func (ml *ManagedLedger) runOffload(ctx context.Context, o Offloader, ids []int6
 	ml.mu.RUnlock()
 	ml.off.mu.Lock()
 	defer ml.off.mu.Unlock()
-	ml.off.running, ml.off.cancel = false, nil
-	st := &ml.off.status
+	r := ml.off.run // set by startOffload
+	r.running, r.cancel = false, nil
+	st := &r.status
 	st.FirstUnoffloaded = first
 	if last >= 0 {
 		st.LastOffloadLedgerID = last
@@ -282,12 +298,12 @@ func (ml *ManagedLedger) runOffload(ctx context.Context, o Offloader, ids []int6
 	if firstErr != nil {
 		st.State, st.LastError = OffloadError, firstErr.Error()
 		st.LastOffloadFailureMillis = now.UnixMilli()
-		ml.off.backoff = min(max(2*ml.off.backoff, offloadBackoffMin), offloadBackoffMax)
-		ml.off.retryAt = now.Add(ml.off.backoff)
+		r.backoff = min(max(2*r.backoff, offloadBackoffMin), offloadBackoffMax)
+		r.retryAt = now.Add(r.backoff)
 		return
 	}
 	st.State = OffloadSuccess
-	ml.off.backoff, ml.off.retryAt = 0, time.Time{}
+	r.backoff, r.retryAt = 0, time.Time{}
 }
 
 // offloadContextOf returns ledger id's offload context in the persisted
@@ -426,7 +442,8 @@ const readerCloseDelay = 30 * time.Second
 func (ml *ManagedLedger) maybeOffload(now time.Time) {
 	ml.off.mu.Lock()
 	p := ml.off.policy
-	busy := ml.off.running || ml.off.closed || now.Before(ml.off.retryAt)
+	r := ml.off.run
+	busy := ml.off.closed || r != nil && (r.running || now.Before(r.retryAt))
 	ml.off.mu.Unlock()
 	if p.Offloader == nil || busy || (p.ThresholdBytes < 0 && p.ThresholdSeconds < 0) {
 		return
@@ -460,11 +477,14 @@ func (ml *ManagedLedger) maybeOffload(now time.Time) {
 func (ml *ManagedLedger) stopOffload() {
 	ml.off.mu.Lock()
 	ml.off.closed = true
-	if ml.off.cancel != nil {
-		ml.off.cancel()
+	r := ml.off.run
+	if r != nil && r.cancel != nil {
+		r.cancel()
 	}
 	ml.off.mu.Unlock()
-	ml.off.wg.Wait()
+	if r != nil {
+		r.wg.Wait()
+	}
 }
 
 // deleteBookieCopiesLocked deletes the bookie copy of every offloaded

@@ -52,6 +52,9 @@ func (ml *ManagedLedger) handle(ctx context.Context, id int64) (entryReader, err
 		return existing, nil
 	}
 	if i := ml.ledgers.find(id); i < len(ml.ledgers) && ml.ledgers[i].LedgerID == id && ml.state != stateClosed {
+		if ml.readers == nil {
+			ml.readers = make(map[int64]ReadLedger, 1)
+		}
 		ml.readers[id] = r
 	}
 	return r, nil

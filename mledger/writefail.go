@@ -20,8 +20,8 @@ const (
 
 // writeFailure is the back-off state, guarded by ManagedLedger.mu.
 type writeFailure struct {
-	count     int       // consecutive failed rollovers
-	until     time.Time // no rollover is tried before then
+	count     int   // consecutive failed rollovers
+	until     int64 // unix ns: no rollover is tried before then
 	backoff   time.Duration
 	scheduled bool // a timer will start the rollover at until
 }
@@ -38,7 +38,7 @@ func (w *writeFailure) failedLocked(now time.Time) bool {
 	default:
 		w.backoff = min(2*w.backoff, writeFailMaxBackoff)
 	}
-	w.until = now.Add(w.backoff)
+	w.until = now.Add(w.backoff).UnixNano()
 	return w.count == 1
 }
 
@@ -46,12 +46,12 @@ func (w *writeFailure) failedLocked(now time.Time) bool {
 // wait for the back-off; if so it makes sure one is scheduled for when it
 // ends.
 func (w *writeFailure) deferLocked(ml *ManagedLedger, now time.Time) bool {
-	if w.count == 0 || !now.Before(w.until) {
+	if w.count == 0 || now.UnixNano() >= w.until {
 		return false
 	}
 	if !w.scheduled {
 		w.scheduled = true
-		time.AfterFunc(w.until.Sub(now), func() {
+		time.AfterFunc(time.Duration(w.until-now.UnixNano()), func() {
 			ml.mu.Lock()
 			defer ml.mu.Unlock()
 			w.scheduled = false
@@ -67,6 +67,6 @@ func (w *writeFailure) deferLocked(ml *ManagedLedger, now time.Time) bool {
 // many rollovers had failed in a row.
 func (w *writeFailure) resetLocked() int {
 	n := w.count
-	w.count, w.backoff, w.until = 0, 0, time.Time{}
+	w.count, w.backoff, w.until = 0, 0, 0
 	return n
 }

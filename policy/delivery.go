@@ -134,6 +134,17 @@ type DeliveryDefaults struct {
 	// after every entry; Pulsar's default is 1000). Not a policy: the
 	// broker's value only (package dedupsnap).
 	DedupEntriesInterval int
+	// AutoTopicPartitioned is allowAutoTopicCreationType partitioned
+	// (the zero value is Pulsar's default, non-partitioned): topics
+	// auto-created where no namespace override applies are partitioned,
+	// with DefaultNumPartitions (defaultNumPartitions; less than 1: 1,
+	// Pulsar's default, which refuses such values) partitions.
+	AutoTopicPartitioned bool
+	DefaultNumPartitions int
+	// KeySharedDisabled is !subscriptionKeySharedEnable: a Key_Shared
+	// SUBSCRIBE is refused (package enforcement). Not a policy: the
+	// broker's value only.
+	KeySharedDisabled bool
 }
 
 // ResolvedDelivery are the resolved values, embedded into Resolved.
@@ -157,6 +168,8 @@ type ResolvedDelivery struct {
 	// DedupSnapshotIntervalSeconds: topic, else namespace, else broker
 	// (0 or less: no timed snapshots).
 	DedupSnapshotIntervalSeconds int
+	// KeySharedDisabled is the broker's DeliveryDefaults.KeySharedDisabled.
+	KeySharedDisabled bool
 }
 
 // layer is d as namespace values (for TopicPolicies.Layer).
@@ -180,6 +193,7 @@ func resolveDelivery(r *Resolved, d Defaults, layers []*Policies) {
 	r.MaxTopicsPerNamespace = d.MaxTopicsPerNamespace
 	r.MaxMessageSizeApplied = d.MaxMessageSize
 	r.DedupSnapshotIntervalSeconds = d.DedupSnapshotIntervalSeconds
+	r.KeySharedDisabled = d.KeySharedDisabled
 	var topicSize *int
 	for _, p := range layers {
 		if p != nil && p.maxMessageSize != nil {

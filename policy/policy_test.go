@@ -66,6 +66,33 @@ func TestResolvePrecedence(t *testing.T) {
 	}
 }
 
+// TestResolveBrokerAutoPartitions: the broker's allowAutoTopicCreationType
+// partitioned and defaultNumPartitions apply where no namespace override
+// does; an override of either type replaces them.
+func TestResolveBrokerAutoPartitions(t *testing.T) {
+	d := Defaults{AutoTopicCreation: true}
+	d.AutoTopicPartitioned, d.DefaultNumPartitions = true, 3
+	if r := Resolve(d); !r.AutoCreate || r.AutoPartitions != 3 {
+		t.Errorf("broker default: %v %d", r.AutoCreate, r.AutoPartitions)
+	}
+	np := &Policies{AutoTopicCreationOverride: &AutoTopicCreation{Allow: true, TopicType: "non-partitioned"}}
+	if r := Resolve(d, np); !r.AutoCreate || r.AutoPartitions != 0 {
+		t.Errorf("non-partitioned override: %v %d", r.AutoCreate, r.AutoPartitions)
+	}
+	p5 := &Policies{AutoTopicCreationOverride: &AutoTopicCreation{Allow: true, TopicType: "partitioned", DefaultNumPartitions: ptr(5)}}
+	if r := Resolve(d, p5); r.AutoPartitions != 5 {
+		t.Errorf("partitioned override: %d", r.AutoPartitions)
+	}
+	d.DefaultNumPartitions = 0
+	if r := Resolve(d); r.AutoPartitions != 1 {
+		t.Errorf("defaultNumPartitions unset: %d, want Pulsar's 1", r.AutoPartitions)
+	}
+	d.AutoTopicPartitioned = false
+	if r := Resolve(d); r.AutoPartitions != 0 {
+		t.Errorf("non-partitioned: %d", r.AutoPartitions)
+	}
+}
+
 func ns2() *Policies {
 	return &Policies{RetentionPolicies: &RetentionPolicies{RetentionTimeInMinutes: -1, RetentionSizeInMB: 5}}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 )
 
@@ -62,7 +63,9 @@ type Resolved struct {
 	// MaxProducers and MaxConsumers per topic (0: unlimited).
 	MaxProducers, MaxConsumers int
 	// AutoCreate allows creating the topic on first use; AutoPartitions >
-	// 0 asks for a partitioned topic of that many partitions.
+	// 0 asks for a partitioned topic of that many partitions (the
+	// namespace's autoTopicCreationOverride, else the broker's
+	// allowAutoTopicCreationType and defaultNumPartitions).
 	AutoCreate     bool
 	AutoPartitions int
 	// MaxUnackedPerConsumer and MaxUnackedPerSubscription stop dispatch
@@ -102,6 +105,9 @@ func Resolve(d Defaults, layers ...*Policies) *Resolved {
 		MaxUnackedPerConsumer: d.MaxUnackedPerConsumer, MaxUnackedPerSubscription: d.MaxUnackedPerSubscription,
 		PublishRate: d.PublishRate, DispatchRate: d.DispatchRate, SubscriptionDispatchRate: d.SubscriptionDispatchRate,
 		SubscribeRate: d.SubscribeRate, ReplicatorDispatchRate: d.ReplicatorDispatchRate, InactiveTopic: d.InactiveTopic, SubscriptionExpirationMinutes: d.SubscriptionExpirationMinutes}
+	if d.AutoTopicPartitioned {
+		r.AutoPartitions = max(d.DefaultNumPartitions, 1)
+	}
 	var ttl, maxP, maxC, ret, quotas, dedup, auto, unC, unS, repl, pub, disp, subDisp, replDisp, subRate, inactive, subExp, off bool
 	for _, p := range layers {
 		if p == nil {
@@ -161,7 +167,7 @@ func Resolve(d Defaults, layers ...*Policies) *Resolved {
 		}
 		if !auto && p.AutoTopicCreationOverride != nil {
 			a := p.AutoTopicCreationOverride
-			auto, r.AutoCreate = true, a.Allow
+			auto, r.AutoCreate, r.AutoPartitions = true, a.Allow, 0
 			if a.Allow && a.TopicType == "partitioned" && a.DefaultNumPartitions != nil {
 				r.AutoPartitions = *a.DefaultNumPartitions
 			}
@@ -218,7 +224,43 @@ func (s *Store) ResolveTopic(ctx context.Context, d Defaults, ns, key string) (*
 	if tpErr != nil {
 		tp, tpErr = nil, fmt.Errorf("policy: topic %s: %w", key, tpErr)
 	}
+	if tp == nil && nsErr == nil && tpErr == nil {
+		return s.resolveShared(d, ns, p), nil
+	}
 	return Resolve(d, tp.Layer(d.Cluster), p), errors.Join(nsErr, tpErr)
+}
+
+// sharedResolved is what a namespace's topics without topic-level
+// policies resolve to, from p and d.
+type sharedResolved struct {
+	p *Policies
+	d Defaults
+	r *Resolved
+}
+
+// maxShared bounds Store.mu.shared (namespaces); beyond it, it starts
+// over.
+const maxShared = 4096
+
+// resolveShared returns Resolve(d, nil, p), the same *Resolved for every
+// topic of ns while its policies (the cached document p) and d stay the
+// same: a Resolved is ~400 B a loaded topic otherwise, and nobody changes
+// one after Resolve.
+func (s *Store) resolveShared(d Defaults, ns string, p *Policies) *Resolved {
+	s.mu.Lock()
+	e, ok := s.mu.shared[ns]
+	s.mu.Unlock()
+	if ok && e.p == p && reflect.DeepEqual(e.d, d) {
+		return e.r
+	}
+	r := Resolve(d, nil, p)
+	s.mu.Lock()
+	if s.mu.shared == nil || len(s.mu.shared) >= maxShared {
+		s.mu.shared = make(map[string]sharedResolved)
+	}
+	s.mu.shared[ns] = sharedResolved{p: p, d: d, r: r}
+	s.mu.Unlock()
+	return r
 }
 
 // SetDefaultsOverlay installs fn over the broker defaults a topic's

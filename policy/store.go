@@ -58,6 +58,9 @@ type Store struct {
 		gen uint64
 		// overlay adjusts the broker defaults (SetDefaultsOverlay).
 		overlay func(*Defaults)
+		// shared is, by namespace, the policy its topics without
+		// topic-level policies resolve to (ResolveTopic).
+		shared map[string]sharedResolved
 	}
 }
 

@@ -3,7 +3,6 @@ package proxy
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-mq/magnetar/internal/tlsconn"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -71,13 +71,8 @@ func (p *Proxy) dialBroker(ctx context.Context, hp string, connect *pb.CommandCo
 		_ = tc.SetNoDelay(true)
 	}
 	if c := p.cfg.BrokerClientTLS; c != nil {
-		c = c.Clone()
-		if c.ServerName == "" {
-			c.ServerName, _, _ = net.SplitHostPort(hp)
-		}
-		tc := tls.Client(nc, c)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			nc.Close()
+		tc, err := tlsconn.Client(ctx, nc, hp, c)
+		if err != nil {
 			return nil, nil, nil, 0, fmt.Errorf("proxy: TLS to broker %s: %w", hp, err)
 		}
 		nc = tc

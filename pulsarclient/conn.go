@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-mq/magnetar/internal/tlsconn"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -89,9 +90,8 @@ func (cl *Client) dialConn(ctx context.Context, key, logical, physical string) (
 			nc.Close()
 			return nil, err
 		}
-		tc := tls.Client(nc, cfg)
-		if err := tc.HandshakeContext(dctx); err != nil {
-			nc.Close()
+		tc, err := tlsconn.Client(dctx, nc, u.hosts[0], cfg)
+		if err != nil {
 			return nil, fmt.Errorf("pulsarclient: tls handshake with %s: %w", u.hosts[0], err)
 		}
 		nc = tc

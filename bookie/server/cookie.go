@@ -13,6 +13,7 @@ import (
 	"path"
 	"slices"
 
+	"github.com/magnetar-mq/magnetar/internal/atomicfile"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 	"github.com/magnetar-mq/magnetar/metadata"
 )
@@ -173,24 +174,5 @@ func writeCookie(fs vfs.FS, dir string, b []byte) error {
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp := path.Join(dir, CookieFile+".tmp")
-	f, err := fs.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(b, 0); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := fs.Rename(tmp, path.Join(dir, CookieFile)); err != nil {
-		return err
-	}
-	return fs.SyncDir(dir)
+	return atomicfile.WriteFS(fs, dir, CookieFile+".tmp", CookieFile, b)
 }

@@ -14,6 +14,7 @@ import (
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokermetrics"
 	"github.com/magnetar-mq/magnetar/enforcement"
 	"github.com/magnetar-mq/magnetar/internal/testenv"
 	"github.com/magnetar-mq/magnetar/metadata"
@@ -21,6 +22,7 @@ import (
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 	"github.com/magnetar-mq/magnetar/schemareg"
+	"github.com/magnetar-mq/magnetar/tiered"
 )
 
 // Options configures the brokers a test starts.
@@ -79,6 +81,11 @@ type Broker struct {
 	Ledgers *memstore.Store
 	// Schemas is the broker's schema registry.
 	Schemas *schemareg.Registry
+	// Enforcer is the broker's policy enforcement.
+	Enforcer *enforcement.Enforcer
+	// Tiered is the broker's tiered storage (offload policies, the
+	// admin API's Offloads).
+	Tiered *tiered.Tiering
 
 	opts    Options
 	metaDir string
@@ -152,7 +159,13 @@ func (tb *Broker) build() error {
 		return err
 	}
 	tb.Broker = b
-	_, err = enforcement.Enable(b)
+	tb.Enforcer, err = enforcement.Enable(b)
+	if err == nil {
+		tb.Tiered, err = tiered.Enable(b, tiered.Options{})
+	}
+	if err == nil {
+		_, err = brokermetrics.Enable(b, brokermetrics.Options{})
+	}
 	if err == nil && !o.NoSchemas {
 		tb.Schemas, err = schemareg.Enable(b, o.Schema)
 	}

@@ -8,11 +8,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/magnetar-mq/magnetar/autorecovery"
+	"github.com/magnetar-mq/magnetar/internal/cliflags"
 )
 
 type autorecoveryFlags struct {
 	meta      metadataFlags
-	sec       securityFlags
+	sec       cliflags.Security
 	lostDelay time.Duration
 	openGrace time.Duration
 	rate      int
@@ -44,7 +45,7 @@ cluster named by --metadata-url (brokers do the same unless started with
 	fl.BoolVar(&f.noAuditor, "no-auditor", false, "run the worker only")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
-	f.sec.register(fl)
+	f.sec.Register(fl)
 	return cmd
 }
 
@@ -55,7 +56,7 @@ func runAutorecovery(ctx context.Context, f autorecoveryFlags) error {
 	}
 	ctx, stop := signalContext(ctx)
 	defer stop()
-	bc, err := f.sec.bookieClient(log)
+	bc, err := f.sec.BookieClient(log)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/bookie"
 	"github.com/magnetar-mq/magnetar/bookie/server"
+	"github.com/magnetar-mq/magnetar/internal/cliflags"
 	"github.com/magnetar-mq/magnetar/internal/uring"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 	"github.com/magnetar-mq/magnetar/metadata"
@@ -36,8 +37,8 @@ type bookieFlags struct {
 	writeMode   string
 	logLevel    string
 	logFormat   string
-	bookie      bookieTuning
-	sec         securityFlags
+	bookie      cliflags.BookieTuning
+	sec         cliflags.Security
 }
 
 func newBookieCmd() *cobra.Command {
@@ -83,8 +84,8 @@ When it is serving it prints one line to stdout:
 	fl.StringVar(&f.writeMode, "journal-write-mode", "auto", "journal write path: auto (io_uring for groups of 64 KiB and more, pwrite for smaller ones), uring or pwrite")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
-	addBookieTuningFlags(cmd, &f.bookie)
-	f.sec.register(fl)
+	f.bookie.Register(fl)
+	f.sec.Register(fl)
 	addConfigFlag(cmd)
 	return cmd, f
 }
@@ -189,7 +190,7 @@ func (f *bookieFlags) bookieID() (string, int, error) {
 // serve starts the bookie protocol server on --listen's host and port.
 func (f *bookieFlags) serve(bk *bookie.Bookie, port int, log *slog.Logger) (*server.Server, error) {
 	host, _, _ := net.SplitHostPort(f.listen)
-	tlsCfg, authHook, err := f.sec.bookieServer(log)
+	tlsCfg, authHook, err := f.sec.BookieServer(log)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +204,7 @@ func (f *bookieFlags) open(mode uring.Mode, log *slog.Logger) (*bookie.Bookie, e
 		FS: vfs.Default, JournalDir: f.journalDir, LedgerDirs: f.ledgerDirs,
 		JournalNoSync: f.noSync, JournalWriteMode: mode, Logger: log.With("component", "bookie"),
 	}
-	f.bookie.apply(&bo)
+	f.bookie.Apply(&bo)
 	bk, err := bookie.Open(bo)
 	if err != nil {
 		return nil, fmt.Errorf("bookie: %w", err)

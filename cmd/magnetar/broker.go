@@ -12,6 +12,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/autorecovery"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/internal/cliflags"
 	"github.com/magnetar-mq/magnetar/internal/stack"
 	"github.com/magnetar-mq/magnetar/ledger"
 	"github.com/magnetar-mq/magnetar/metadata"
@@ -57,8 +58,8 @@ type brokerFlags struct {
 	openGrace      time.Duration
 	cluster        broker.ClusterConfig
 	run            runFlags
-	sec            securityFlags
-	http           httpFlags
+	sec            cliflags.Security
+	http           cliflags.HTTP
 }
 
 func newBrokerCmd() *cobra.Command {
@@ -118,8 +119,8 @@ When ready it prints one line to stdout:
 	fl.DurationVar(&f.openGrace, "open-ledger-grace", 30*time.Second, "worker: wait this long before fencing an open ledger with a lost bookie in its last ensemble")
 	f.svc.register(fl, "")
 	addRunFlags(fl, &f.run)
-	f.sec.register(fl)
-	f.http.register(fl)
+	f.sec.Register(fl)
+	f.http.Register(fl)
 	addConfigFlag(cmd)
 	return cmd, f
 }
@@ -191,10 +192,10 @@ func (f *brokerFlags) brokerConfig(log *slog.Logger) (broker.Config, error) {
 	f.svc.apply(&bcfg)
 	bcfg.ClusterName = f.clusterName
 	var err error
-	if bcfg.HTTPLimits, err = f.http.limits(); err != nil {
+	if bcfg.HTTPLimits, err = f.http.Limits(); err != nil {
 		return bcfg, err
 	}
-	err = f.sec.apply(&bcfg, log)
+	err = f.sec.Apply(&bcfg, log)
 	return bcfg, err
 }
 
@@ -216,7 +217,7 @@ func openBroker(ctx context.Context, f brokerFlags, log *slog.Logger) (_ *broker
 			b.close(log)
 		}
 	}()
-	bc, err := f.sec.bookieClient(log)
+	bc, err := f.sec.BookieClient(log)
 	if err != nil {
 		return nil, err
 	}

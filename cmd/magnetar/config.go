@@ -19,8 +19,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/dedupsnap"
 	"github.com/magnetar-mq/magnetar/dynconfig"
 	"github.com/magnetar-mq/magnetar/entrymeta"
+	"github.com/magnetar-mq/magnetar/internal/cliflags"
 	"github.com/magnetar-mq/magnetar/internal/conf"
 	"github.com/magnetar-mq/magnetar/internal/conf/convert"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -52,7 +54,7 @@ type serviceFlags struct {
 	inactiveMode                                                                          string
 	subExpiryMinutes                                                                      int
 	consistentHashing                                                                     bool
-	storage                                                                               storageFlags
+	storage                                                                               cliflags.Storage
 	schemaStrategy                                                                        string
 	retainNullKey                                                                         bool
 	schemaEnforced                                                                        bool
@@ -60,6 +62,7 @@ type serviceFlags struct {
 	historyInterval                                                                       time.Duration
 	idleUnload                                                                            time.Duration
 	topicMetrics, dedup                                                                   bool
+	dedupMaxProducers                                                                     int
 	txnEnabled                                                                            bool
 	txnCoordinators, txnMaxActive                                                         int
 	statusFile                                                                            string
@@ -75,6 +78,10 @@ type serviceFlags struct {
 	delivery        policy.DeliveryDefaults
 	delayedDelivery bool
 	autoSubCreation bool
+	// keySharedEnable is subscriptionKeySharedEnable, autoTopicType
+	// allowAutoTopicCreationType (policy.DeliveryDefaults).
+	keySharedEnable bool
+	autoTopicType   string
 }
 
 // apply copies the settings shared by standalone and broker into c (a
@@ -120,6 +127,8 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.Delivery.DelayedDeliveryDisabled = !s.delayedDelivery
 	c.Delivery.DisableAutoSubscriptionCreation = !s.autoSubCreation
 	c.Delivery.SchemaValidationEnforced = s.schemaEnforced
+	c.Delivery.KeySharedDisabled = !s.keySharedEnable
+	c.Delivery.AutoTopicPartitioned = strings.EqualFold(s.autoTopicType, "partitioned")
 	if !s.console {
 		c.HistoryInterval = -1 // nothing shows the samples
 	}
@@ -159,17 +168,13 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.DurationVar(&s.subExpiryCheck, "subscription-expiry-check-interval", 5*time.Minute, "how often expired subscriptions are looked for")
 	fl.DurationVar(&s.statsInterval, "stats-interval", 5*time.Second, "window of the stats rates")
 	fl.BoolVar(&s.consistentHashing, "key-shared-consistent-hashing", false, "Key_Shared AUTO_SPLIT uses a consistent-hash ring instead of splitting hash ranges")
-	s.storage.register(fl)
+	s.storage.Register(fl)
 	fl.StringVar(&s.schemaStrategy, "schema-compatibility-strategy", "FULL", "default schema compatibility strategy under namespace and topic policies")
 	fl.BoolVar(&s.retainNullKey, "topic-compaction-retain-null-key", false, "keep messages without a key in compacted views (Pulsar's default since 3.2: leave them out)")
 	fl.BoolVar(&s.schemaEnforced, "schema-validation-enforced", false, "refuse producers without a schema on topics that have one (namespace policy overrides)")
-	fl.BoolVar(&s.delayedDelivery, "delayed-delivery", true, "hold messages with a deliverAt time until then on Shared and Key_Shared subscriptions (delayedDeliveryEnabled; the delayedDelivery policy overrides)")
-	fl.Int64Var(&s.delivery.DelayedDeliveryTick, "delayed-delivery-tick-ms", 1000, "delayed delivery tick: a message due within it goes at once (delayedDeliveryTickTimeMillis; 0: exact)")
-	fl.Int64Var(&s.delivery.DelayedDeliveryMaxDelay, "delayed-delivery-max-delay-ms", 0, "refuse messages delayed further past their publish time (delayedDeliveryMaxDelayInMillis; 0: no limit)")
-	fl.BoolVar(&s.autoSubCreation, "allow-auto-subscription-creation", true, "create durable subscriptions on first subscribe (allowAutoSubscriptionCreation; the autoSubscriptionCreation policy overrides)")
-	fl.IntVar(&s.delivery.MaxSubscriptionsPerTopic, "max-subscriptions-per-topic", 0, "most subscriptions per topic (maxSubscriptionsPerTopic; 0: unlimited)")
-	fl.IntVar(&s.delivery.MaxTopicsPerNamespace, "max-topics-per-namespace", 0, "most topics per namespace, partitions counted (maxTopicsPerNamespace; 0: unlimited)")
+	s.registerDelivery(fl)
 	fl.BoolVar(&s.dedup, "dedup", false, "drop re-sent messages by producer name and sequence id")
+	fl.IntVar(&s.dedupMaxProducers, "dedup-max-producers", dedupsnap.DefaultMaxProducers, "most producers a topic's deduplication snapshot keeps (brokerDeduplicationMaxNumberOfProducers; 0 or less: none, as in Pulsar)")
 	fl.IntVar(&s.delivery.DedupEntriesInterval, "dedup-entries-interval", 1000, "stored entries between deduplication snapshots of a topic (brokerDeduplicationEntriesInterval; 0 or less: after every entry)")
 	fl.IntVar(&s.delivery.DedupSnapshotIntervalSeconds, "dedup-snapshot-interval", 120, "seconds between deduplication snapshots of a topic, unless its namespace or topic policy deduplicationSnapshotInterval says otherwise (brokerDeduplicationSnapshotIntervalSeconds; 0 or less: no timed snapshots)")
 	fl.Int64Var(&s.delivery.CompactionThreshold, "compaction-threshold", 0, "compact a topic once its backlog not yet compacted passes this many bytes (brokerServiceCompactionThresholdInBytes; 0: never)")
@@ -183,6 +188,20 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.IntVar(&s.txnCoordinators, "transaction-coordinators", server.DefaultCoordinators, "partitions of the transaction coordinator assign topic when it is created (one coordinator each)")
 	fl.IntVar(&s.txnMaxActive, "max-active-transactions-per-coordinator", 0, "most open transactions per coordinator (0: unlimited)")
 	fl.DurationVar(&s.historyInterval, "console-sample-interval", broker.DefaultHistoryInterval, "how often topic rates, backlog and storage size are sampled for the console's charts (at least 1s; 15 minutes are kept, up to 900 samples)")
+}
+
+// registerDelivery adds the flags of the delivery, subscription and
+// topic defaults (policy.DeliveryDefaults).
+func (s *serviceFlags) registerDelivery(fl *pflag.FlagSet) {
+	fl.BoolVar(&s.delayedDelivery, "delayed-delivery", true, "hold messages with a deliverAt time until then on Shared and Key_Shared subscriptions (delayedDeliveryEnabled; the delayedDelivery policy overrides)")
+	fl.Int64Var(&s.delivery.DelayedDeliveryTick, "delayed-delivery-tick-ms", 1000, "delayed delivery tick: a message due within it goes at once (delayedDeliveryTickTimeMillis; 0: exact)")
+	fl.Int64Var(&s.delivery.DelayedDeliveryMaxDelay, "delayed-delivery-max-delay-ms", 0, "refuse messages delayed further past their publish time (delayedDeliveryMaxDelayInMillis; 0: no limit)")
+	fl.BoolVar(&s.autoSubCreation, "allow-auto-subscription-creation", true, "create durable subscriptions on first subscribe (allowAutoSubscriptionCreation; the autoSubscriptionCreation policy overrides)")
+	fl.BoolVar(&s.keySharedEnable, "key-shared-enable", true, "admit Key_Shared subscriptions (subscriptionKeySharedEnable; false: a Key_Shared subscribe is refused, consumers already attached stay)")
+	fl.StringVar(&s.autoTopicType, "auto-topic-creation-type", "non-partitioned", "type of auto-created topics where no namespace autoTopicCreation policy applies: non-partitioned or partitioned (allowAutoTopicCreationType)")
+	fl.IntVar(&s.delivery.DefaultNumPartitions, "default-num-partitions", 1, "partitions of a topic auto-created as partitioned (defaultNumPartitions; at least 1)")
+	fl.IntVar(&s.delivery.MaxSubscriptionsPerTopic, "max-subscriptions-per-topic", 0, "most subscriptions per topic (maxSubscriptionsPerTopic; 0: unlimited)")
+	fl.IntVar(&s.delivery.MaxTopicsPerNamespace, "max-topics-per-namespace", 0, "most topics per namespace, partitions counted (maxTopicsPerNamespace; 0: unlimited)")
 }
 
 func addConfigFlag(c *cobra.Command) {
@@ -206,7 +225,7 @@ func loadConfig(cmd *cobra.Command, role string, warn io.Writer) (conf.Result, e
 	if path != "" {
 		var err error
 		if strings.HasSuffix(path, ".yml") || strings.HasSuffix(path, ".yaml") {
-			file, err = readYAMLConfig(path) // functions_worker.yml
+			file, err = conf.ReadYAMLFile(path) // functions_worker.yml
 		} else {
 			file, err = conf.ReadFile(path)
 		}
@@ -237,6 +256,7 @@ var brokerKeys = append([]conf.Key{
 	{Names: []string{"brokerDeduplicationEnabled"}, Flag: "dedup"},
 	{Names: []string{"brokerDeduplicationSnapshotIntervalSeconds"}, Flag: "dedup-snapshot-interval"},
 	{Names: []string{"brokerDeduplicationEntriesInterval"}, Flag: "dedup-entries-interval"},
+	{Names: []string{"brokerDeduplicationMaxNumberOfProducers"}, Flag: "dedup-max-producers"},
 	{Names: []string{"allowAutoTopicCreation"}, Flag: "allow-auto-topic-creation"},
 	{Names: []string{"allowAutoSubscriptionCreation"}, Flag: "allow-auto-subscription-creation"},
 	{Names: []string{"maxSubscriptionsPerTopic"}, Flag: "max-subscriptions-per-topic", Convert: convert.NegativeIsZero},
@@ -270,6 +290,9 @@ var brokerKeys = append([]conf.Key{
 	{Names: []string{"subscriptionExpiryCheckIntervalInMinutes"}, Flag: "subscription-expiry-check-interval", Convert: convert.AtLeastOne(time.Minute)},
 	{Names: []string{"statsUpdateFrequencyInSecs"}, Flag: "stats-interval", Convert: convert.AtLeastOne(time.Second)},
 	{Names: []string{"subscriptionKeySharedUseConsistentHashing"}, Flag: "key-shared-consistent-hashing"},
+	{Names: []string{"subscriptionKeySharedEnable"}, Flag: "key-shared-enable"},
+	{Names: []string{"allowAutoTopicCreationType"}, Flag: "auto-topic-creation-type", Convert: autoTopicType},
+	{Names: []string{"defaultNumPartitions"}, Flag: "default-num-partitions", Convert: convert.Positive},
 	{Names: []string{"schemaCompatibilityStrategy"}, Flag: "schema-compatibility-strategy"},
 	{Names: []string{"isSchemaValidationEnforced"}, Flag: "schema-validation-enforced"},
 	{Names: []string{"topicCompactionRetainNullKey"}, Flag: "topic-compaction-retain-null-key"},
@@ -282,11 +305,19 @@ var brokerKeys = append([]conf.Key{
 	{Names: []string{"topicUnloadIdleSeconds"}, Flag: "topic-unload-idle", Convert: convert.Seconds, Doc: "Magnetar's own key: unload idle topics from memory"},
 	{Names: []string{"transactionCoordinatorEnabled"}, Flag: "transaction-coordinator-enabled"},
 	{Names: []string{"maxActiveTransactionsPerCoordinator"}, Flag: "max-active-transactions-per-coordinator", Convert: convert.NonNegative},
-}, storageKeys...)
+}, cliflags.StorageKeys...)
 
-var brokerFixed = []conf.Fixed{
-	{Name: "allowAutoTopicCreationType", Value: "non-partitioned", Why: "partitioned auto-creation is the namespace policy autoTopicCreation in Magnetar"},
-	{Name: "subscriptionKeySharedEnable", Value: "true", Why: "Key_Shared subscriptions are always available"},
+// brokerFixed: Pulsar keys whose value is fixed in Magnetar (none left).
+var brokerFixed []conf.Fixed
+
+// autoTopicType reads allowAutoTopicCreationType: one of Pulsar's two
+// types, in any case.
+func autoTopicType(vals []string, _ string) (string, error) {
+	v := strings.ToLower(strings.TrimSpace(vals[0]))
+	if v != "partitioned" && v != "non-partitioned" {
+		return "", fmt.Errorf("%q: want partitioned or non-partitioned", vals[0])
+	}
+	return v, nil
 }
 
 // brokerIgnored: Pulsar keys whose behaviour Magnetar has built in.
@@ -308,18 +339,18 @@ func roleSchemas() map[string]*conf.Schema {
 	m := baseSchemas()
 	for _, role := range []string{"standalone", "broker", "bookie"} {
 		s := m[role]
-		s.Keys = append(s.Keys, securityKeys(s.Keys)...)
+		s.Keys = append(s.Keys, cliflags.SecurityKeys(s.Keys)...)
 		if role != "bookie" {
-			s.Keys = append(s.Keys, httpKeys()...)
+			s.Keys = append(s.Keys, cliflags.HTTPKeys()...)
 		}
 	}
-	m["standalone"].Keys = append(m["standalone"].Keys, functionsKeys...)
+	m["standalone"].Keys = append(m["standalone"].Keys, cliflags.FunctionsKeys...)
 	w := workerSchema
-	w.Keys = append(w.Keys, functionsKeys...)
-	w.Keys = append(w.Keys, securityKeys(w.Keys)...)
-	w.Keys = append(w.Keys, httpKeys()...)
+	w.Keys = append(w.Keys, cliflags.FunctionsKeys...)
+	w.Keys = append(w.Keys, cliflags.SecurityKeys(w.Keys)...)
+	w.Keys = append(w.Keys, cliflags.HTTPKeys()...)
 	m["functions-worker"] = w
-	proxySchema.Keys = append(proxySchema.Keys, securityKeys(proxySchema.Keys)...)
+	proxySchema.Keys = append(proxySchema.Keys, cliflags.SecurityKeys(proxySchema.Keys)...)
 	m["proxy"] = proxySchema
 	return m
 }

@@ -60,9 +60,10 @@ type keyCase struct{ key, value, flag, want string }
 var serviceKeyCases = []keyCase{
 	{"brokerDeduplicationEnabled", "true", "dedup", "true"},
 	{"allowAutoTopicCreation", "false", "allow-auto-topic-creation", "false"},
-	{"allowAutoTopicCreationType", "non-partitioned", "", ""},
+	{"allowAutoTopicCreationType", "Partitioned", "auto-topic-creation-type", "partitioned"},
+	{"defaultNumPartitions", "3", "default-num-partitions", "3"},
 	{"allowAutoSubscriptionCreation", "true", "", ""},
-	{"subscriptionKeySharedEnable", "true", "", ""},
+	{"subscriptionKeySharedEnable", "false", "key-shared-enable", "false"},
 	{"keepAliveIntervalSeconds", "7", "keep-alive-interval", "7s"},
 	{"dispatcherMaxReadBatchSize", "42", "dispatch-batch", "42"},
 	{"maxUnackedMessagesPerConsumer", "10", "max-unacked-messages-per-consumer", "10"},
@@ -205,7 +206,7 @@ func TestConfigShippedKeysTakeEffect(t *testing.T) {
 		t.Run(role, func(t *testing.T) {
 			read := conf.ReadFile
 			if strings.HasSuffix(file, ".yml") {
-				read = readYAMLConfig
+				read = conf.ReadYAMLFile
 			}
 			shipped, err := read(filepath.Join("..", "..", "conf", file))
 			if err != nil {
@@ -313,7 +314,8 @@ func TestConfigBadValues(t *testing.T) {
 		{"standalone", "maxMessageSize=4294967296\n", []string{"test.conf:1", "maxMessageSize", "out of range"}},
 		{"standalone", "brokerServicePort=65536\n", []string{"test.conf:1", "brokerServicePort", "65535"}},
 		{"standalone", "keepAliveIntervalSeconds=x\n", []string{"keepAliveIntervalSeconds", "whole number"}},
-		{"standalone", "allowAutoTopicCreationType=partitioned\n", []string{"test.conf:1", "allowAutoTopicCreationType=partitioned", "not supported"}},
+		{"standalone", "allowAutoTopicCreationType=both\n", []string{"test.conf:1", "allowAutoTopicCreationType", "want partitioned or non-partitioned"}},
+		{"standalone", "defaultNumPartitions=0\n", []string{"test.conf:1", "defaultNumPartitions", "must be positive"}},
 		{"standalone", "managedLedgerDefaultEnsembleSize=3\n", []string{"managedLedgerDefaultEnsembleSize", "one bookie"}},
 		{"broker", "metadataStoreUrl=etcd:h:2379\n", []string{"metadataStoreUrl", "ZooKeeper"}},
 		{"bookie", "journalDirectories=/a,/b\n", []string{"journalDirectories", "one journal"}},

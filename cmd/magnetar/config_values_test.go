@@ -135,12 +135,12 @@ func loadCV(t *testing.T, role, body string) (*cvEnv, error) {
 		if err := e.bcfg.Validate(); err != nil {
 			return nil, err
 		}
-		e.ml = svc.storage.mlConfig()
+		e.ml = svc.storage.MLConfig()
 		e.ml.EnsureDefaults()
 		if err := e.ml.Validate(); err != nil {
 			return nil, err
 		}
-		if _, err := svc.storage.offloadDefaults(); err != nil {
+		if _, err := svc.storage.OffloadDefaults(); err != nil {
 			return nil, err
 		}
 	}
@@ -431,13 +431,23 @@ func configValueRows() []cvRow {
 			magnetar: "the same (kept as given)",
 			cases: []cvCase{{value: "0", check: flagIs("dedup-entries-interval", "0")}, {value: "-3", check: flagIs("dedup-entries-interval", "-3")},
 				plain("brokerDeduplicationEntriesInterval", "500")}},
+		cvRow{section: sBroker, key: "brokerDeduplicationMaxNumberOfProducers", pulsar: "0 or negative: a snapshot keeps no producer (it keeps producers while it holds fewer than the maximum)",
+			magnetar: "the same (the first producers by name are kept; Pulsar keeps the first its hash map yields)",
+			cases: []cvCase{{value: "0", check: flagIs("dedup-max-producers", "0")}, {value: "-1", check: flagIs("dedup-max-producers", "-1")},
+				plain("brokerDeduplicationMaxNumberOfProducers", "50")}},
 		cvRow{section: sBroker, key: "brokerDeduplicationSnapshotIntervalSeconds", pulsar: "0 or negative: no timed deduplication snapshots",
 			magnetar: "the same (the applied deduplicationSnapshotInterval of a topic without a namespace or topic value)",
 			cases: []cvCase{{value: "0", check: flagIs("dedup-snapshot-interval", "0")}, {value: "-1", check: flagIs("dedup-snapshot-interval", "-1")},
 				plain("brokerDeduplicationSnapshotIntervalSeconds", "60")}},
 		none(sBroker, "allowAutoTopicCreation", "false"),
-		{section: sBroker, key: "allowAutoTopicCreationType", magnetar: "fixed at non-partitioned (partitioned auto-creation is the namespace policy autoTopicCreation); another value is refused",
-			cases: []cvCase{{value: "non-partitioned", check: accepted("allowAutoTopicCreationType")}, refused("partitioned", "not supported")}},
+		{section: sBroker, key: "allowAutoTopicCreationType", pulsar: "no special value (non-partitioned, Pulsar's default, or partitioned: defaultNumPartitions partitions where no namespace autoTopicCreation policy applies)",
+			magnetar: "the same (any case); another value is refused",
+			cases: []cvCase{{value: "partitioned", roles: saBr, check: brokerCfg("partitioned auto-creation", func(c broker.Config) bool { return c.Delivery.AutoTopicPartitioned })},
+				{value: "non-partitioned", roles: saBr, check: brokerCfg("non-partitioned auto-creation", func(c broker.Config) bool { return !c.Delivery.AutoTopicPartitioned })},
+				refused("both", "want partitioned or non-partitioned")}},
+		{section: sBroker, key: "defaultNumPartitions", pulsar: "no special value; less than 1 fails every partitioned auto-creation",
+			magnetar: "less than 1 is refused",
+			cases:    []cvCase{refused("0", "must be positive"), {value: "3", roles: saBr, check: brokerCfg("3 partitions", func(c broker.Config) bool { return c.Delivery.DefaultNumPartitions == 3 })}}},
 		none(sBroker, "allowAutoSubscriptionCreation", "false"),
 		none(sBroker, "delayedDeliveryEnabled", "false"),
 		{section: sBroker, key: "maxSubscriptionsPerTopic", pulsar: "0 or negative: no limit", magnetar: "the same",
@@ -450,8 +460,9 @@ func configValueRows() []cvRow {
 			cases: []cvCase{{value: "-1", check: flagIs("delayed-delivery-max-delay-ms", "0")}, plain("delayedDeliveryMaxDelayInMillis", "60000")}},
 		{section: sBroker, key: "brokerServiceCompactionThresholdInBytes", pulsar: "0 or negative: no threshold compaction", magnetar: "the same",
 			cases: []cvCase{{value: "-1", check: flagIs("compaction-threshold", "0")}, plain("brokerServiceCompactionThresholdInBytes", "1048576")}},
-		{section: sBroker, key: "subscriptionKeySharedEnable", magnetar: "fixed at true; false is refused",
-			cases: []cvCase{{value: "true", check: accepted("subscriptionKeySharedEnable")}, refused("false", "not supported")}},
+		{section: sBroker, key: "subscriptionKeySharedEnable", pulsar: "no special value (false: a Key_Shared subscribe is refused)", magnetar: "the same",
+			cases: []cvCase{{value: "false", roles: saBr, check: brokerCfg("Key_Shared off", func(c broker.Config) bool { return c.Delivery.KeySharedDisabled })},
+				{value: "true", roles: saBr, check: brokerCfg("Key_Shared on", func(c broker.Config) bool { return !c.Delivery.KeySharedDisabled })}}},
 		{section: sBroker, key: "keepAliveIntervalSeconds", pulsar: "0 or negative: no keep-alive (no pings, no idle close)",
 			magnetar: "the same (broker and proxy)",
 			cases: []cvCase{{value: "0", roles: saBr, check: brokerCfg("no keep-alive", func(c broker.Config) bool { return c.KeepAliveInterval < 0 && c.IdleTimeout == 0 })},

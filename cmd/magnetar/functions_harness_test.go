@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/apache/pulsar-client-go/pulsar"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -18,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
 )
 
 var (

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/internal/conf"
+	"github.com/magnetar-mq/magnetar/internal/stack"
 	"github.com/magnetar-mq/magnetar/internal/testcert"
 )
 
@@ -148,12 +150,12 @@ func TestFunctionsWorkerRefusesOpenRemote(t *testing.T) {
 	p, _ := startMagnetar(t, "worker", "magnetar functions-worker ready", "functions-worker", "--metadata-url", c.url,
 		"--http", "0.0.0.0:0", "--data-dir", t.TempDir(), "--worker-id", "w2", "--allow-unauthenticated-remote")
 	p.stop()
-	if def := newFunctionsWorkerCmd().Flags().Lookup("http").DefValue; !isLoopback(def) {
+	if def := newFunctionsWorkerCmd().Flags().Lookup("http").DefValue; !stack.IsLoopback(def) {
 		t.Fatalf("default --http %s is not loopback", def)
 	}
 	for addr, want := range map[string]bool{"127.0.0.1:1": true, "[::1]:1": true, "localhost:1": true,
 		":1": false, "0.0.0.0:1": false, "10.0.0.1:1": false, "example.com:1": false, "bad": false} {
-		if isLoopback(addr) != want {
+		if stack.IsLoopback(addr) != want {
 			t.Errorf("isLoopback(%s) = %v", addr, !want)
 		}
 	}
@@ -177,7 +179,7 @@ properties:
   tokenSecretKey: file:///keys/secret.key
 brokerClientAuthenticationPlugin: null
 `), 0o600)
-	f, err := readYAMLConfig(path)
+	f, err := conf.ReadYAMLFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,61 +2,20 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
-	"path/filepath"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
-	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/functions"
 	"github.com/magnetar-mq/magnetar/functions/connectors"
-	"github.com/magnetar-mq/magnetar/httpapi"
+	"github.com/magnetar-mq/magnetar/internal/cliflags"
 	"github.com/magnetar-mq/magnetar/internal/conf"
 	"github.com/magnetar-mq/magnetar/internal/conf/convert"
 	"github.com/magnetar-mq/magnetar/internal/stack"
-	"github.com/magnetar-mq/magnetar/metadata"
 )
-
-// functionsOptions are a worker's options from the process flags, with
-// builtin connectors run as this binary's functions-instance subcommand.
-func functionsOptions(pf functionsProcessFlags) (functions.Options, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return functions.Options{}, fmt.Errorf("function worker: %w", err)
-	}
-	cmd := []string{exe, "functions-instance"}
-	var env []string
-	// Under the test binary (see harness_test.go) main's arguments come
-	// from MAGNETAR_MAIN_ARGS.
-	if _, ok := os.LookupEnv("MAGNETAR_MAIN_ARGS"); ok {
-		cmd = []string{exe}
-		env = []string{"MAGNETAR_MAIN_ARGS=functions-instance"}
-	}
-	o := functions.Options{BuiltinCommand: cmd, BuiltinEnv: env}
-	pf.apply(&o)
-	return o, nil
-}
-
-// newFunctionWorker builds the worker of `magnetar functions-worker`.
-// authn is the worker's authenticationEnabled: functions then run with
-// their submitters' tokens (functions/instanceauth.go).
-func newFunctionWorker(store metadata.Store, id, dataDir string, client functions.ClientOptions, authn bool, log *slog.Logger, pf functionsProcessFlags) (*functions.Worker, error) {
-	o, err := functionsOptions(pf)
-	if err != nil {
-		return nil, err
-	}
-	o.Metadata, o.ID, o.DataDir, o.Client, o.AuthenticationEnabled = store, id, dataDir, client, authn
-	o.Logger = log.With("component", "functions")
-	return functions.NewWorker(o)
-}
 
 func newFunctionsInstanceCmd() *cobra.Command {
 	return &cobra.Command{
@@ -83,9 +42,9 @@ type functionsWorkerFlags struct {
 	allowRemote bool
 	clientAuth  string
 	run         runFlags
-	sec         securityFlags
-	http        httpFlags
-	proc        functionsProcessFlags
+	sec         cliflags.Security
+	http        cliflags.HTTP
+	proc        cliflags.Functions
 }
 
 func newFunctionsWorkerCmd() *cobra.Command {
@@ -132,9 +91,9 @@ When ready it prints one line to stdout:
 	fl.BoolVar(&f.allowRemote, "allow-unauthenticated-remote", false, "serve a non-loopback address with authentication off (anyone who reaches it runs programs)")
 	fl.StringVar(&f.clientAuth, "broker-client-authentication-enabled", "", "brokerClientAuthenticationEnabled: false ignores brokerClientAuthenticationPlugin")
 	addRunFlags(fl, &f.run)
-	f.proc.register(fl)
-	f.sec.register(fl)
-	f.http.register(fl)
+	f.proc.Register(fl)
+	f.sec.Register(fl)
+	f.http.Register(fl)
 	addConfigFlag(cmd)
 	return cmd
 }
@@ -175,36 +134,26 @@ func workerPort(vals []string, cur string) (string, error) {
 	return net.JoinHostPort(host, vals[0]), nil
 }
 
-// isLoopback reports whether a listen address binds loopback only.
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
+// workerOptions are the worker's options the flags ask for.
+func (f *functionsWorkerFlags) workerOptions(log *slog.Logger) (stack.WorkerOptions, error) {
+	o := stack.WorkerOptions{
+		MetadataURL: f.meta.url, ConfigURL: f.configURL, SessionTimeout: f.meta.sessionTimeout,
+		ID: f.id, HTTPAddr: f.httpAddr, HTTPSAddr: f.httpsAddr, Advertised: f.advertised, ServiceURL: f.serviceURL,
+		DataDir: f.dataDir, ClusterName: f.clusterName, AllowUnauthenticatedRemote: f.allowRemote,
+		NoBrokerClientAuth: f.clientAuth == "false", Logger: log,
+	}
+	sc, set, err := f.sec.Load(log)
 	if err != nil {
-		return false
+		return o, fmt.Errorf("functions-worker: %w", err)
 	}
-	if host == "localhost" {
-		return true
+	if set {
+		o.Security = &sc
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// workerSecurity builds the worker's security layer and client identity
-// from the security keys. authz is the store of tenants and grants.
-func workerSecurity(f functionsWorkerFlags, authz metadata.Store, log *slog.Logger) (*auth.Security, functions.ClientOptions, error) {
-	var client functions.ClientOptions
-	sc, set, err := f.sec.load(log)
-	if err != nil || !set {
-		return nil, client, err
+	if o.Limits, err = f.http.Limits(); err != nil {
+		return o, err
 	}
-	s, err := auth.New(sc, authz, f.clusterName, log.With("component", "auth"))
-	if err != nil {
-		return nil, client, err
-	}
-	if f.clientAuth == "false" {
-		sc.BrokerClientAuthenticationPlugin, sc.BrokerClientAuthenticationParameters = "", ""
-	}
-	client, err = stack.WorkerClient(sc)
-	return s, client, err
+	o.Functions, err = f.proc.Options()
+	return o, err
 }
 
 func runFunctionsWorker(ctx context.Context, f functionsWorkerFlags) error {
@@ -214,166 +163,19 @@ func runFunctionsWorker(ctx context.Context, f functionsWorkerFlags) error {
 	}
 	ctx, stop := signalContext(ctx)
 	defer stop()
-	if f.httpAddr == "" && f.httpsAddr == "" {
-		return errors.New("functions-worker: neither --http nor --https is set")
-	}
-	store, authzStore, closeStores, err := openWorkerStores(f, log)
+	o, err := f.workerOptions(log)
 	if err != nil {
 		return err
 	}
-	defer closeStores()
-	sec, client, err := workerSecurity(f, authzStore, log)
+	w, err := stack.OpenWorker(ctx, o)
 	if err != nil {
-		return fmt.Errorf("functions-worker: %w", err)
-	}
-	if err := checkWorkerListen(&f, sec); err != nil {
-		return err
-	}
-	lim, err := f.http.limits()
-	if err != nil {
-		return err
-	}
-	l, err := listenWorker(&f)
-	if err != nil {
-		return err
-	}
-	defer l.close()
-	if err := os.MkdirAll(f.dataDir, 0o755); err != nil {
-		return err
-	}
-	dir, _ := filepath.Abs(f.dataDir)
-	w, err := newFunctionWorker(store, f.id, dir, client, sec.Enabled(), log, f.proc)
-	if err != nil {
-		return err
-	}
-	srv, err := serveWorker(w, l, sec, lim, log)
-	if err != nil {
-		return err
-	}
-	if err := w.Start(ctx, f.serviceURL, l.base); err != nil {
 		return err
 	}
 	extra := ""
-	if l.secure != nil {
-		extra = " https=https://" + l.secure.Addr().String()
+	if a := w.HTTPSAddr(); a != "" {
+		extra = " https=https://" + a
 	}
-	fmt.Printf("magnetar functions-worker ready http=%s id=%s%s\n", l.base, f.id, extra)
+	fmt.Printf("magnetar functions-worker ready http=%s id=%s%s\n", w.BaseURL(), w.ID(), extra)
 	<-ctx.Done()
-	_ = srv.Close()
 	return w.Close()
-}
-
-// openWorkerStores opens the worker's metadata store and, when
-// --configuration-metadata-url names another one, the store of tenants
-// and grants (else the same).
-func openWorkerStores(f functionsWorkerFlags, log *slog.Logger) (store, authz metadata.Store, closeAll func(), err error) {
-	store, err = stack.OpenMetadataURL(f.meta.url, f.meta.sessionTimeout, log)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if f.configURL == "" || f.configURL == f.meta.url {
-		return store, store, func() { store.Close() }, nil
-	}
-	authz, err = stack.OpenMetadataURL(f.configURL, f.meta.sessionTimeout, log.With("component", "config-store"))
-	if err != nil {
-		store.Close()
-		return nil, nil, nil, err
-	}
-	return store, authz, func() { authz.Close(); store.Close() }, nil
-}
-
-// checkWorkerListen defaults --https under TLS and refuses a remote
-// listener without authentication (unless --allow-unauthenticated-remote)
-// and --https without a certificate.
-func checkWorkerListen(f *functionsWorkerFlags, sec *auth.Security) error {
-	if sec != nil && sec.Config.TLSEnabled && f.httpsAddr == "" {
-		f.httpsAddr = "127.0.0.1:6751" // Pulsar's workerPortTls
-	}
-	for _, a := range []string{f.httpAddr, f.httpsAddr} {
-		if a != "" && !isLoopback(a) && !sec.Enabled() && !f.allowRemote {
-			return fmt.Errorf("functions-worker: refusing to listen on %s with authentication off: anyone who reaches it "+
-				"could run programs; set authenticationEnabled (and authorizationEnabled), listen on 127.0.0.1, or pass "+
-				"--allow-unauthenticated-remote", a)
-		}
-	}
-	if f.httpsAddr != "" && (sec == nil || sec.TLS == nil) {
-		return errors.New("functions-worker: --https needs tlsCertificateFilePath and tlsKeyFilePath")
-	}
-	return nil
-}
-
-// workerListeners are the worker's HTTP and HTTPS listeners (either may
-// be nil) and its advertised base URL.
-type workerListeners struct {
-	plain, secure net.Listener
-	base          string
-}
-
-func (l *workerListeners) close() {
-	for _, ln := range []net.Listener{l.plain, l.secure} {
-		if ln != nil {
-			ln.Close()
-		}
-	}
-}
-
-// listenWorker opens --http and --https; the base URL is the plain one
-// if any. An empty --worker-id becomes advertised-host-port.
-func listenWorker(f *functionsWorkerFlags) (*workerListeners, error) {
-	l := &workerListeners{}
-	var err error
-	if f.httpAddr != "" {
-		if l.plain, err = net.Listen("tcp", f.httpAddr); err != nil {
-			return nil, err
-		}
-	}
-	if f.httpsAddr != "" {
-		if l.secure, err = net.Listen("tcp", f.httpsAddr); err != nil {
-			l.close()
-			return nil, err
-		}
-	}
-	scheme, ln := "http://", l.plain
-	if ln == nil {
-		scheme, ln = "https://", l.secure
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	l.base = scheme + net.JoinHostPort(f.advertised, fmt.Sprint(port))
-	if f.id == "" {
-		f.id = fmt.Sprintf("%s-%d", f.advertised, port)
-	}
-	return l, nil
-}
-
-// serveWorker serves the worker's routes and /metrics on its listeners.
-func serveWorker(w *functions.Worker, l *workerListeners, sec *auth.Security, lim httpapi.Limits, log *slog.Logger) (*httpapi.Server, error) {
-	rt := httpapi.NewTable()
-	w.Register(rt)
-	m := metricsHandler(w)
-	rt.Handle("GET", "/metrics", auth.AccessMetrics, func(rw http.ResponseWriter, r *http.Request, _ httpapi.Params) { m.ServeHTTP(rw, r) })
-	h, err := rt.Handler(httpapi.Guard{Security: sec, Limits: lim, Log: log.With("component", "http")})
-	if err != nil {
-		return nil, err
-	}
-	srv := httpapi.NewServer(h, lim, log.With("component", "http"))
-	serve := func(ln net.Listener, tc *tls.Config) {
-		if err := srv.Serve(ln, tc); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http", "addr", ln.Addr().String(), "err", err)
-		}
-	}
-	if l.plain != nil {
-		go serve(l.plain, nil)
-	}
-	if l.secure != nil {
-		go serve(l.secure, sec.TLS.Config())
-	}
-	return srv, nil
-}
-
-// metricsHandler serves the worker's function metrics in the Prometheus
-// text format.
-func metricsHandler(w *functions.Worker) http.Handler {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(w.Collector())
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/internal/cliflags"
 	"github.com/magnetar-mq/magnetar/internal/conf"
 	"github.com/magnetar-mq/magnetar/internal/conf/convert"
 	"github.com/magnetar-mq/magnetar/internal/stack"
@@ -34,8 +35,8 @@ type proxyFlags struct {
 	keepAlive, connectTimeout time.Duration
 	maxMessageSize            int
 	run                       runFlags
-	sec                       securityFlags
-	http                      httpFlags
+	sec                       cliflags.Security
+	http                      cliflags.HTTP
 }
 
 func newProxyCmd() *cobra.Command {
@@ -93,8 +94,8 @@ When ready it prints one line to stdout:
 	fl.DurationVar(&f.connectTimeout, "connect-timeout", 10*time.Second, "bound on a client's CONNECT and on connecting to a broker")
 	fl.IntVar(&f.maxMessageSize, "max-message-size", 5<<20, "max message size announced on lookup connections")
 	addRunFlags(fl, &f.run)
-	f.sec.register(fl)
-	f.http.register(fl)
+	f.sec.Register(fl)
+	f.http.Register(fl)
 	addConfigFlag(cmd)
 	return cmd, f
 }
@@ -169,12 +170,12 @@ func proxyConfig(f proxyFlags, log *slog.Logger) (proxy.Config, func(), error) {
 		KeepAlive: f.keepAlive, ConnectTimeout: f.connectTimeout, MaxMessageSize: f.maxMessageSize,
 		Logger: log.With("component", "proxy"),
 	}
-	lim, err := f.http.limits()
+	lim, err := f.http.Limits()
 	if err != nil {
 		return cfg, nil, err
 	}
 	cfg.HTTPLimits = lim
-	sc, set, err := f.sec.load(log)
+	sc, set, err := f.sec.Load(log)
 	if err != nil {
 		return cfg, nil, err
 	}

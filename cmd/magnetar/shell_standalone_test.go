@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
 	"github.com/magnetar-mq/magnetar/internal/stack"
 )
 

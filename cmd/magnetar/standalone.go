@@ -9,6 +9,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/bookie"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/internal/cliflags"
 	"github.com/magnetar-mq/magnetar/internal/stack"
 	"github.com/magnetar-mq/magnetar/internal/uring"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
@@ -24,13 +25,13 @@ type standaloneFlags struct {
 	maxMessageSize int
 	svc            serviceFlags
 	noFunctions    bool
-	fnProc         functionsProcessFlags
+	fnProc         cliflags.Functions
 	noSync         bool
 	writeMode      string
-	bookie         bookieTuning
+	bookie         cliflags.BookieTuning
 	run            runFlags
-	sec            securityFlags
-	http           httpFlags
+	sec            cliflags.Security
+	http           cliflags.HTTP
 }
 
 func newStandaloneCmd() *cobra.Command {
@@ -80,12 +81,12 @@ When both are ready it prints one line to stdout:
 	fl.BoolVar(&f.noSync, "journal-no-sync", false, "skip fdatasync in the journal (NOT DURABLE; benchmarks only)")
 	fl.StringVar(&f.writeMode, "journal-write-mode", "auto", "journal write path: auto (io_uring for groups of 64 KiB and more, pwrite for smaller ones), uring or pwrite")
 	fl.BoolVar(&f.noFunctions, "no-functions-worker", false, "do not run the in-process function worker (/admin/v3/functions, sources, sinks)")
-	f.fnProc.register(fl)
-	addBookieTuningFlags(cmd, &f.bookie)
+	f.fnProc.Register(fl)
+	f.bookie.Register(fl)
 	f.svc.register(fl, "standalone")
 	addRunFlags(fl, &f.run)
-	f.sec.register(fl)
-	f.http.register(fl)
+	f.sec.Register(fl)
+	f.http.Register(fl)
 	addConfigFlag(cmd)
 	return cmd, f
 }
@@ -100,10 +101,10 @@ func (f *standaloneFlags) brokerConfig(log *slog.Logger) (broker.Config, error) 
 	}
 	f.svc.apply(&bcfg)
 	var err error
-	if bcfg.HTTPLimits, err = f.http.limits(); err != nil {
+	if bcfg.HTTPLimits, err = f.http.Limits(); err != nil {
 		return bcfg, err
 	}
-	err = f.sec.apply(&bcfg, log)
+	err = f.sec.Apply(&bcfg, log)
 	return bcfg, err
 }
 
@@ -124,7 +125,7 @@ func (f *standaloneFlags) options(log *slog.Logger) (stack.StandaloneOptions, er
 		},
 		Logger: log,
 	}
-	f.bookie.apply(&o.Bookie)
+	f.bookie.Apply(&o.Bookie)
 	bcfg, err := f.brokerConfig(log)
 	if err != nil {
 		return o, err
@@ -133,7 +134,7 @@ func (f *standaloneFlags) options(log *slog.Logger) (stack.StandaloneOptions, er
 		return o, err
 	}
 	if !f.noFunctions {
-		fo, err := functionsOptions(f.fnProc)
+		fo, err := f.fnProc.Options()
 		if err != nil {
 			return o, err
 		}

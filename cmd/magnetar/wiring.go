@@ -41,14 +41,14 @@ func newLogger(level, format string) (*slog.Logger, error) {
 // defaults are set here).
 func (s *serviceFlags) service(cfg broker.Config) (stack.Service, error) {
 	var err error
-	if cfg.Offload, err = s.storage.offloadDefaults(); err != nil {
+	if cfg.Offload, err = s.storage.OffloadDefaults(); err != nil {
 		return stack.Service{}, fmt.Errorf("tiered storage: %w", err)
 	}
 	svc := stack.Service{
 		Broker:        cfg,
-		ManagedLedger: s.storage.mlConfig(),
+		ManagedLedger: s.storage.MLConfig(),
 		ConfigURL:     s.configURL,
-		Features: stack.Features{EntryMetadata: s.entryMeta,
+		Features: stack.Features{EntryMetadata: s.entryMeta, DedupMaxProducers: s.dedupMaxProducers,
 			Schemas:    schemareg.Config{CompatibilityStrategy: s.schemaStrategy, ValidationEnforced: s.schemaEnforced},
 			Compaction: topiccompact.Config{RetainNullKey: s.retainNullKey}},
 		Console:    s.console,

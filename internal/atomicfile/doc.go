@@ -9,4 +9,13 @@
 // The rename itself is made durable only by an fsync of the directory:
 // Write does it when asked (SyncDir), callers that write many files may
 // sync the directory once at the end instead.
+//
+// WriteFS is the same sequence for the storage packages (the bookie's
+// cookie, the journal's lastMark, the index's metadata) on their vfs.FS,
+// so crash clones and fault injection see every step, with a temporary
+// file of a fixed name they clean up on open. Rename is the last step
+// alone (rename, fsync the directory) for a file put in place another
+// way, such as a hard link; CreateFS is WriteFS keeping the new file
+// open for appends (the index's metadata log). Every replace-by-rename
+// in the project goes through this package.
 package atomicfile

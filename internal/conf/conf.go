@@ -13,6 +13,10 @@
 // empty brokerServicePort turns the port off). A key given twice: the
 // last wins.
 //
+// Pulsar's functions_worker.yml is YAML: ReadYAMLFile reads its
+// top-level scalars and lists, and the entries of its properties map, as
+// keys of the same File.
+//
 // # Precedence
 //
 // Highest first: a flag given on the command line; MAGNETAR_<FLAG> (the

@@ -12,11 +12,13 @@ import (
 
 // cmd/magnetar is wiring (issue 32): it builds its commands with
 // constructors and hands the work to packages. cmdMaxLines is the
-// figure of 4 Dec 2026 (2,981 lines) with room for a few flags; tighten
-// it as code moves out (goal: ~2,500).
+// figure of 4 Dec 2026 evening (2,198 lines, after the shared flag
+// groups moved to internal/cliflags and the function worker process to
+// internal/stack) with room for a few flags; the issue's goal was
+// ~2,500. New flag groups belong in internal/cliflags.
 const (
 	// cmdMaxLines: non-test lines of cmd/magnetar at most.
-	cmdMaxLines = 3050
+	cmdMaxLines = 2300
 	// cmdFuncLines: no function in cmd/magnetar is longer.
 	cmdFuncLines = 60
 	// cmdLongFuncs: functions over cmdFuncLines allowed (none).

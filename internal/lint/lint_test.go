@@ -53,21 +53,31 @@ var allowed = map[string][]string{
 	"broker/selector": {},
 	// broker/brokertest: the test kit of the packages built on the core
 	// (tests only; a client package, see clientPackages). It runs policy
-	// enforcement and the schema registry, as the binary does.
-	"broker/brokertest": {"broker", "enforcement", "metadata", "mledger", "protocol", "schemareg", "internal/testenv"},
+	// enforcement, the schema registry and /metrics, as the binary does.
+	"broker/brokertest": {"broker", "brokermetrics", "enforcement", "metadata", "mledger", "protocol", "schemareg", "tiered", "internal/testenv"},
 	// Features behind the core's extension points (broker/extension.go):
 	// they import the core, the core imports none of them.
 	"entrymeta": {"broker", "mledger", "protocol"},
 	// schemareg: the schema registry (its versions in the metadata
 	// store, the rules of package schema).
 	"schemareg": {"broker", "metadata", "policy", "protocol", "schema"},
-	// enforcement: policies over time (TTL, backlog quotas, inactive
-	// topics, rate limits) on the limits the core declares.
+	// enforcement: admission limits and policies over time (TTL,
+	// backlog quotas, inactive topics, rate limits) and idle topic
+	// unloading behind the Admission and Limits the core declares.
 	"enforcement": {"broker", "policy", "protocol", "ratelimit"},
+	// brokermetrics: /metrics (Prometheus), read through the core's
+	// views; the core declares the publish latency hook it feeds.
+	"brokermetrics": {"broker", "auth", "httpapi"},
+	// topichistory: the console's per-topic history (rates, backlog,
+	// storage size), sampled from the core's counters.
+	"topichistory": {"broker", "internal"},
 	// ratelimit: token buckets in debt; knows no broker.
 	"ratelimit": {},
 	// compact: topic compaction and read_compacted subscriptions.
 	"compact": {"broker", "mledger", "protocol", "internal/codec"},
+	// tiered: tiered storage, the topics' offload policies and the
+	// admin API's offload trigger (the managed ledger offloads).
+	"tiered": {"broker", "mledger", "offload", "policy"},
 	// dedupsnap: deduplication snapshots in the pulsar.dedup cursor.
 	"dedupsnap": {"broker", "mledger", "protocol"},
 	// georep: geo-replication (replicators, replicated subscriptions).
@@ -92,7 +102,7 @@ var allowed = map[string][]string{
 	// coordinator (its log is a managed ledger).
 	"txn":     {"internal", "mledger", "metadata", "protocol", "txn"},
 	"proxy":   {"internal", "metadata", "protocol", "auth", "cluster", "httpapi"},
-	"console": {"internal", "broker", "policy", "bundle", "cluster", "auth", "httpapi"},
+	"console": {"internal", "broker", "topichistory", "policy", "bundle", "cluster", "auth", "httpapi"},
 	// functions: the function worker (REST routes declared on an httpapi
 	// table, state and assignments in the metadata store). functions/sdk is linked into
 	// user programs and imports only the client (and what it imports); the
@@ -118,13 +128,17 @@ var allowed = map[string][]string{
 	// tools/shell: `magnetar shell`, flags and output around tools (the
 	// binary opens the cluster for it).
 	"tools/shell": {"tools", "internal", "ledger"},
-	// pulsarclient: the project's Pulsar protocol client (wire codecs only).
-	"pulsarclient": {"internal/codec", "protocol"},
+	// pulsarclient: the project's Pulsar protocol client (wire codecs and
+	// the TLS handshake only).
+	"pulsarclient": {"internal/codec", "internal/tlsconn", "protocol"},
 	// internal/stack: the wiring of the server roles (metadata store,
 	// bookie, ledger client, managed ledgers, broker, features, admin,
 	// console, function worker) that cmd/magnetar and magnetartest share;
 	// only they import it (TestWiringImporters).
-	"internal/stack": {"internal", "admin", "auth", "bookie", "broker", "compact", "console", "dedupsnap", "enforcement", "entrymeta", "functions", "georep", "isolation", "ledger", "metadata", "mledger", "offload", "packages", "schemareg", "txn/server", "dynconfig", "cluster"},
+	"internal/stack": {"internal", "admin", "auth", "httpapi", "bookie", "broker", "brokermetrics", "topichistory", "compact", "console", "dedupsnap", "enforcement", "entrymeta", "functions", "georep", "isolation", "ledger", "metadata", "mledger", "offload", "packages", "schemareg", "tiered", "txn/server", "dynconfig", "cluster"},
+	// internal/cliflags: flag groups the server commands share, each
+	// turned into the options of the package it configures.
+	"internal/cliflags": {"internal", "auth", "bookie", "broker", "functions", "httpapi", "ledger", "mledger", "offload", "policy"},
 	// magnetartest: the in-process standalone for Go tests (imports
 	// testing; only tests import it, TestTestKitsOnlyInTests).
 	"magnetartest": {"internal/stack", "auth", "broker", "functions"},

@@ -7,7 +7,7 @@
 // test server (package magnetartest) both start their servers through it,
 // so a test server is the standalone users run, not a copy.
 //
-// Two entry points:
+// Three entry points:
 //   - OpenStack: managed ledgers and a broker over a given metadata store
 //     and ledger client (what `magnetar broker` and the standalone share).
 //   - OpenStandalone: the standalone deployment in one process: an
@@ -15,6 +15,10 @@
 //     and ledger dirs under DataDir unless given) reached in process at
 //     E=Qw=Qa=1 under the ID StandaloneBookieID, optionally the function
 //     worker, and the stack above them.
+//   - OpenWorker: a function worker as a process of its own (`magnetar
+//     functions-worker`): its stores, security, listeners (loopback
+//     unless authentication is on or the remote is allowed explicitly),
+//     routes and /metrics.
 //
 // Invariants:
 //   - Close stops in reverse order of opening (function worker, broker,

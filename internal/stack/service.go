@@ -14,6 +14,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/admin"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokermetrics"
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/compact"
 	"github.com/magnetar-mq/magnetar/console"
@@ -32,6 +33,8 @@ import (
 	"github.com/magnetar-mq/magnetar/offload"
 	"github.com/magnetar-mq/magnetar/packages"
 	"github.com/magnetar-mq/magnetar/schemareg"
+	"github.com/magnetar-mq/magnetar/tiered"
+	"github.com/magnetar-mq/magnetar/topichistory"
 	txnserver "github.com/magnetar-mq/magnetar/txn/server"
 )
 
@@ -82,6 +85,9 @@ type Features struct {
 	// Compaction configures topic compaction (package compact), always
 	// on.
 	Compaction compact.Config
+	// DedupMaxProducers is Pulsar's
+	// brokerDeduplicationMaxNumberOfProducers (dedupsnap.Options).
+	DedupMaxProducers int
 	// Transactions turns on the transaction coordinators (nil: off).
 	Transactions *txnserver.Config
 }
@@ -110,6 +116,7 @@ type Stack struct {
 	broker  *broker.Broker
 	config  metadata.Store    // a separate configuration store, or nil
 	dyn     *dynconfig.Config // the broker's dynamic configuration
+	unwatch []func()          // stop applying dynamic updates (dynamic.go)
 	fw      *functions.Worker // nil without an in-process function worker
 }
 
@@ -168,21 +175,26 @@ func OpenStack(ctx context.Context, svc Service, d Deps) (_ *Stack, err error) {
 	}
 	cfg.Logger = log.With("component", "broker")
 	s.broker, err = broker.New(cfg, broker.Deps{
-		Metadata:       d.Metadata,
-		ConfigStore:    s.config,
-		OpenLedger:     broker.LedgerOpener(s.factory, svc.ManagedLedger),
-		DeleteLedger:   s.factory.Delete,
-		Bookies:        d.Bookies,
-		Collectors:     collectors,
-		Offloader:      off,
-		OffloadMetrics: offMetrics,
+		Metadata:     d.Metadata,
+		ConfigStore:  s.config,
+		OpenLedger:   broker.LedgerOpener(s.factory, svc.ManagedLedger),
+		DeleteLedger: s.factory.Delete,
+		Bookies:      d.Bookies,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
+	tier, err := tiered.Enable(s.broker, tiered.Options{Offloader: off, Metrics: offMetrics})
+	if err != nil {
+		return nil, fmt.Errorf("tiered storage: %w", err)
+	}
 	feats, err := svc.Features.enable(s.broker)
 	if err != nil {
 		return nil, err
+	}
+	collectors = append(collectors[:len(collectors):len(collectors)], offMetrics.Collectors()...)
+	if _, err := brokermetrics.Enable(s.broker, brokermetrics.Options{Collectors: collectors}); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	deps := admin.BrokerDeps(s.broker)
 	deps.Log = log.With("component", "admin")
@@ -190,20 +202,27 @@ func OpenStack(ctx context.Context, svc Service, d Deps) (_ *Stack, err error) {
 	deps.Isolation = isolation.NewStore(d.Metadata)
 	deps.Schemas = feats.schemas
 	deps.Compaction = feats.compaction
+	deps.Offloads = tier
 	deps.Quotas = cluster.NewQuotas(d.Metadata)
 	// The dynamic configuration applies before the first topic loads.
 	s.dyn = dynconfig.New(d.Metadata, s.broker.Policies(), dynconfig.Options{Static: svc.Runtime, Internal: svc.Internal,
-		Logger: log.With("component", "dynamic-config")})
+		InactiveFollowsFrequency: svc.Broker.DeleteInactiveTopicsMaxInactiveDuration == 0,
+		Logger:                   log.With("component", "dynamic-config")})
 	if err := s.dyn.Start(ctx); err != nil {
 		return nil, err
 	}
+	s.unwatch = append(s.unwatch, watchDynamic(s.dyn, s.broker, feats.enforcer))
 	deps.Config = s.dyn
 	if feats.txn != nil {
 		deps.Coordinators, deps.Participants = feats.txn, feats.txn
 	}
 	admin.Register(s.broker.Router(), deps)
 	if svc.Console {
-		if _, err := console.Register(s.broker.Router(), console.BrokerSource(s.broker), log.With("component", "console")); err != nil {
+		h, err := topichistory.Enable(s.broker)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := console.Register(s.broker.Router(), console.BrokerSource(s.broker, h), log.With("component", "console")); err != nil {
 			return nil, err
 		}
 	}
@@ -226,6 +245,9 @@ func OpenStack(ctx context.Context, svc Service, d Deps) (_ *Stack, err error) {
 		s.broker = nil
 		return nil, fmt.Errorf("broker: %w", err)
 	}
+	if cs := s.broker.Cluster(); cs != nil {
+		s.unwatch = append(s.unwatch, watchLoadBalancer(s.dyn, cs))
+	}
 	if d.Worker != nil {
 		s.fw = d.Worker // closed from here on, also when Start fails
 		if err := d.Worker.Start(ctx, "pulsar://"+s.broker.ServiceAddr(), "http://"+s.broker.HTTPAddr()); err != nil {
@@ -238,6 +260,7 @@ func OpenStack(ctx context.Context, svc Service, d Deps) (_ *Stack, err error) {
 // enabled are the features a stack runs that the admin API serves (nil:
 // off).
 type enabled struct {
+	enforcer   *enforcement.Enforcer
 	schemas    *schemareg.Registry
 	compaction *compact.Compactor
 	txn        *txnserver.Server
@@ -246,10 +269,11 @@ type enabled struct {
 // enable registers the features f turns on, before Start.
 func (f Features) enable(b *broker.Broker) (enabled, error) {
 	var e enabled
-	if _, err := enforcement.Enable(b); err != nil {
+	var err error
+	if e.enforcer, err = enforcement.Enable(b); err != nil {
 		return e, err
 	}
-	if _, err := dedupsnap.Enable(b); err != nil {
+	if _, err := dedupsnap.EnableWith(b, dedupsnap.Options{MaxProducers: f.DedupMaxProducers}); err != nil {
 		return e, err
 	}
 	if _, err := entrymeta.Enable(b, f.EntryMetadata); err != nil {
@@ -281,6 +305,9 @@ func (f Features) enable(b *broker.Broker) (enabled, error) {
 func (s *Stack) Close(c *CloseSteps, log *slog.Logger) {
 	if s.fw != nil {
 		c.Run(log, "function worker", s.fw.Close)
+	}
+	for _, stop := range s.unwatch {
+		stop()
 	}
 	if s.dyn != nil {
 		s.dyn.Close()

@@ -135,7 +135,7 @@ func (cs *coordinators) get(ctx context.Context, id uint64) (*coordinator.Coordi
 	if id >= uint64(cs.n) {
 		return nil, fmt.Errorf("%w: transaction coordinator %d (there are %d)", coordinator.ErrWrongCoordinator, id, cs.n)
 	}
-	bundle, err := cs.s.b.OwnedBundle(ctx, assignPartition(id))
+	bundle, err := cs.s.b.Ownership().OwnedBundle(ctx, assignPartition(id))
 	if err != nil {
 		cs.drop(id)
 		return nil, err

@@ -74,7 +74,7 @@ func (p *remoteEnds) client() (*pulsarclient.Client, error) {
 		return p.cl, nil
 	}
 	b := p.s.b
-	plain, secure := b.ServiceURL(), b.ServiceURLTLS()
+	plain, secure := b.Node().ServiceURL(), b.Node().ServiceURLTLS()
 	if b.ServiceAddr() == "" {
 		plain = secure
 	}

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-mq/magnetar/internal/acceptloop"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -134,11 +135,7 @@ func (b *Broker) Connects() []*pb.CommandConnect {
 
 func (b *Broker) accept() {
 	defer b.wg.Done()
-	for {
-		nc, err := b.ln.Accept()
-		if err != nil {
-			return
-		}
+	acceptloop.Run(b.ln, nil, nil, func(nc net.Conn) bool {
 		b.mu.Lock()
 		b.conns = append(b.conns, nc)
 		b.mu.Unlock()
@@ -152,7 +149,8 @@ func (b *Broker) accept() {
 				b.mu.Unlock()
 			}
 		}()
-	}
+		return true
+	})
 }
 
 func (b *Broker) serve(nc net.Conn) error {

@@ -1,18 +1,18 @@
-package main
+package cliflags
 
 import (
 	"time"
 
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/magnetar-mq/magnetar/bookie"
 )
 
-// bookieTuning holds the bookie settings standalone and bookie share,
+// BookieTuning holds the bookie settings standalone and bookie share,
 // named after BookKeeper's keys (diskUsageThreshold,
 // diskUsageLwmThreshold, diskCheckInterval, gcWaitTime,
 // journalMaxGroupWaitMSec, flushInterval).
-type bookieTuning struct {
+type BookieTuning struct {
 	diskUsageThreshold float64
 	diskUsageLWM       float64
 	diskCheckInterval  time.Duration
@@ -27,8 +27,8 @@ type bookieTuning struct {
 	stageSampling      int
 }
 
-func addBookieTuningFlags(cmd *cobra.Command, t *bookieTuning) {
-	fl := cmd.Flags()
+// Register adds the flags to fl.
+func (t *BookieTuning) Register(fl *pflag.FlagSet) {
 	fl.Float64Var(&t.diskUsageThreshold, "disk-usage-threshold", 0.95, "the bookie turns read-only when a journal or ledger disk is fuller than this fraction (diskUsageThreshold)")
 	fl.Float64Var(&t.diskUsageLWM, "disk-usage-lwm-threshold", 0.90, "a read-only bookie turns writable again once every disk is below this fraction (diskUsageLwmThreshold)")
 	fl.DurationVar(&t.diskCheckInterval, "disk-check-interval", 10*time.Second, "period of the disk usage check (diskCheckInterval); adds trigger earlier checks near the threshold")
@@ -43,8 +43,8 @@ func addBookieTuningFlags(cmd *cobra.Command, t *bookieTuning) {
 	fl.DurationVar(&t.groupWait, "journal-max-group-wait", 0, "longest an add waits for company before its journal group is written and synced (journalMaxGroupWaitMSec); 0 writes a group as soon as the previous one is durable, so groups grow with the load without adding latency at low rates")
 }
 
-// apply copies the settings into o; Options.Validate checks them.
-func (t bookieTuning) apply(o *bookie.Options) {
+// Apply copies the settings into o; Options.Validate checks them.
+func (t BookieTuning) Apply(o *bookie.Options) {
 	o.DiskUsageThreshold = t.diskUsageThreshold
 	o.DiskUsageLWM = t.diskUsageLWM
 	o.DiskCheckInterval = t.diskCheckInterval

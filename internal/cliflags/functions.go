@@ -1,6 +1,9 @@
-package main
+package cliflags
 
 import (
+	"fmt"
+	"os"
+
 	"github.com/spf13/pflag"
 
 	"github.com/magnetar-mq/magnetar/functions"
@@ -8,11 +11,11 @@ import (
 	"github.com/magnetar-mq/magnetar/internal/conf"
 )
 
-// functionsProcessFlags are the function worker's package and instance
+// Functions are the function worker's package and instance
 // process settings (standalone and functions-worker): where package URLs
 // may point (Pulsar's functions_worker.yml keys) and which account
 // instances of a root worker run as.
-type functionsProcessFlags struct {
+type Functions struct {
 	functionsDir, connectorsDir   string
 	functionsURLs, connectorsURLs []string
 	instanceUser                  string
@@ -21,7 +24,8 @@ type functionsProcessFlags struct {
 	ioDirs, ioListen, ioHosts []string
 }
 
-func (f *functionsProcessFlags) register(fl *pflag.FlagSet) {
+// Register adds the flags to fl.
+func (f *Functions) Register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.functionsDir, "functions-directory", "./functions", "file:// package URLs of functions must lie inside this directory (Pulsar's functionsDirectory; empty: none)")
 	fl.StringVar(&f.connectorsDir, "connectors-directory", "./connectors", "file:// package URLs of sources and sinks must lie inside this directory (Pulsar's connectorsDirectory; empty: none)")
 	fl.StringSliceVar(&f.functionsURLs, "functions-url-patterns", nil, "regular expressions (whole URL) of further allowed function package URLs, file:// or http(s):// (Pulsar's additionalEnabledFunctionsUrlPatterns)")
@@ -33,8 +37,28 @@ func (f *functionsProcessFlags) register(fl *pflag.FlagSet) {
 	fl.StringSliceVar(&f.ioHosts, "connectors-allowed-hosts", nil, "HOST:PORTS the jdbc-postgres sink may connect to (empty: none)")
 }
 
+// Options are a worker's options from the flags, with builtin
+// connectors run as this binary's functions-instance subcommand.
+func (f *Functions) Options() (functions.Options, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return functions.Options{}, fmt.Errorf("function worker: %w", err)
+	}
+	cmd := []string{exe, "functions-instance"}
+	var env []string
+	// Under cmd/magnetar's test binary (its harness_test.go) main's
+	// arguments come from MAGNETAR_MAIN_ARGS.
+	if _, ok := os.LookupEnv("MAGNETAR_MAIN_ARGS"); ok {
+		cmd = []string{exe}
+		env = []string{"MAGNETAR_MAIN_ARGS=functions-instance"}
+	}
+	o := functions.Options{BuiltinCommand: cmd, BuiltinEnv: env}
+	f.apply(&o)
+	return o, nil
+}
+
 // apply copies the settings into o.
-func (f *functionsProcessFlags) apply(o *functions.Options) {
+func (f *Functions) apply(o *functions.Options) {
 	o.FunctionsDirectory, o.ConnectorsDirectory = f.functionsDir, f.connectorsDir
 	o.FunctionsURLPatterns, o.ConnectorsURLPatterns = f.functionsURLs, f.connectorsURLs
 	o.InstanceUser = f.instanceUser
@@ -42,8 +66,8 @@ func (f *functionsProcessFlags) apply(o *functions.Options) {
 	o.ConnectorDirectories, o.ConnectorListenAddresses, o.ConnectorHosts = f.ioDirs, f.ioListen, f.ioHosts
 }
 
-// functionsKeys are the configuration keys of those flags.
-var functionsKeys = []conf.Key{
+// FunctionsKeys are the configuration keys of those flags.
+var FunctionsKeys = []conf.Key{
 	{Names: []string{"functionsDirectory"}, Flag: "functions-directory"},
 	{Names: []string{"connectorsDirectory"}, Flag: "connectors-directory"},
 	{Names: []string{"additionalEnabledFunctionsUrlPatterns"}, Flag: "functions-url-patterns"},

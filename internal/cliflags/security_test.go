@@ -1,4 +1,4 @@
-package main
+package cliflags
 
 import (
 	"context"
@@ -21,11 +21,11 @@ import (
 	"github.com/magnetar-mq/magnetar/metadata/embedded"
 )
 
-func secFlags(t *testing.T, args ...string) *securityFlags {
+func secFlags(t *testing.T, args ...string) *Security {
 	t.Helper()
-	var s securityFlags
+	var s Security
 	fl := pflag.NewFlagSet("x", pflag.ContinueOnError)
-	s.register(fl)
+	s.Register(fl)
 	if err := fl.Parse(args); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestBookieSecurityWiring(t *testing.T) {
 		"--tlsTrustCertsFilePath", caFile, "--tlsRequireTrustedClientCertOnConnect=true",
 		"--authenticationEnabled=true", "--authenticationProviders", "token", "--tokenSecretKey", "file://"+key,
 		"--superUserRoles", "broker")
-	tc, hook, err := bookieSide.bookieServer(log)
+	tc, hook, err := bookieSide.BookieServer(log)
 	if err != nil || tc == nil || hook == nil {
 		t.Fatalf("bookieServer: %v %v %v", tc, hook, err)
 	}
@@ -72,7 +72,7 @@ func TestBookieSecurityWiring(t *testing.T) {
 	defer s.Close()
 
 	write := func(args ...string) error {
-		bc, err := secFlags(t, args...).bookieClient(log)
+		bc, err := secFlags(t, args...).BookieClient(log)
 		if err != nil {
 			return err
 		}
@@ -118,7 +118,7 @@ func TestBookieSecurityWiring(t *testing.T) {
 		"--brokerClientAuthenticationPlugin", "token", "--brokerClientAuthenticationParameters", "file://"+tokFile)...); err != nil {
 		t.Fatalf("mutual TLS + token: %v", err)
 	}
-	if _, err := secFlags(t, "--brokerClientAuthenticationPlugin", "tls", "--brokerClientAuthenticationParameters", "tlsCertFile:a,tlsKeyFile:b").bookieClient(log); err == nil {
+	if _, err := secFlags(t, "--brokerClientAuthenticationPlugin", "tls", "--brokerClientAuthenticationParameters", "tlsCertFile:a,tlsKeyFile:b").BookieClient(log); err == nil {
 		t.Fatal("tls plugin without brokerClientTlsEnabled accepted")
 	}
 }
@@ -139,7 +139,7 @@ func TestSecurityFlagsApply(t *testing.T) {
 	}
 	for _, c := range cases {
 		cfg := broker.Config{ServiceAddr: ":6650", HTTPAddr: ":8080"}
-		if err := secFlags(t, c.args...).apply(&cfg, log); err != nil {
+		if err := secFlags(t, c.args...).Apply(&cfg, log); err != nil {
 			t.Fatalf("%v: %v", c.args, err)
 		}
 		if cfg.ServiceAddr != c.svc || cfg.HTTPAddr != c.http || cfg.TLSServiceAddr != c.tlsSvc || cfg.TLSHTTPAddr != c.https {
@@ -150,10 +150,10 @@ func TestSecurityFlagsApply(t *testing.T) {
 		}
 	}
 	cfg := broker.Config{ServiceAddr: ":6650"}
-	if err := secFlags(t, "--brokerServicePort=").apply(&cfg, log); err == nil {
+	if err := secFlags(t, "--brokerServicePort=").Apply(&cfg, log); err == nil {
 		t.Error("no binary port at all accepted")
 	}
-	if err := secFlags(t, "--authenticationEnabled=maybe").apply(&cfg, log); err == nil {
+	if err := secFlags(t, "--authenticationEnabled=maybe").Apply(&cfg, log); err == nil {
 		t.Error("bad boolean accepted")
 	}
 }

@@ -1,20 +1,18 @@
-package main
+package conf
 
 import (
 	"fmt"
 	"os"
 	"strings"
-
-	"github.com/magnetar-mq/magnetar/internal/conf"
 )
 
-// readYAMLConfig reads a Pulsar YAML configuration (functions_worker.yml)
+// ReadYAMLFile reads a Pulsar YAML configuration (functions_worker.yml)
 // as a key=value file: top-level scalars, lists (block "- item" lines or
 // flow "[a, b]") as comma lists, and the entries of the "properties" map
 // (where Pulsar's worker keeps tokenSecretKey and the like) as top-level
 // keys; other nested maps are skipped. Each key keeps its line number for
 // error messages.
-func readYAMLConfig(path string) (*conf.File, error) {
+func ReadYAMLFile(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -71,7 +69,7 @@ func readYAMLConfig(path string) (*conf.File, error) {
 		}
 	}
 	flush()
-	return conf.Parse(strings.NewReader(strings.Join(out, "\n")), path)
+	return Parse(strings.NewReader(strings.Join(out, "\n")), path)
 }
 
 // yamlScalar is a YAML scalar or flow list as a properties value: null

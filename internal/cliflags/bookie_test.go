@@ -1,4 +1,4 @@
-package main
+package cliflags
 
 import (
 	"testing"
@@ -15,14 +15,14 @@ import (
 func TestBookieTuningFlags(t *testing.T) {
 	parse := func(args ...string) bookie.Options {
 		t.Helper()
-		var tun bookieTuning
+		var tun BookieTuning
 		cmd := &cobra.Command{Use: "x"}
-		addBookieTuningFlags(cmd, &tun)
+		tun.Register(cmd.Flags())
 		if err := cmd.Flags().Parse(args); err != nil {
 			t.Fatal(err)
 		}
 		var o bookie.Options
-		tun.apply(&o)
+		tun.Apply(&o)
 		o.EnsureDefaults()
 		return o
 	}

@@ -1,26 +1,24 @@
-package broker
+package brokermetrics
 
 import (
 	"context"
-	"errors"
-	"net/http"
 	"regexp"
 	"sort"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/magnetar-mq/magnetar/broker"
 )
 
 // metricsCollector exports Pulsar's topic and subscription metric names
 // (one sample per loaded topic, labels cluster/namespace/topic) and the
-// bookies' stats from Deps.Bookies, computed at scrape time. With
+// bookies' stats (Broker.Bookies), computed at scrape time. With
 // Config.HideTopicLevelMetrics (exposeTopicLevelMetricsInPrometheus=false)
 // the topic metrics are summed per namespace instead, as Pulsar does:
 // the same names, labels cluster/namespace only, and no subscription or
-// replication series (nsmetrics.go).
-type metricsCollector struct{ b *Broker }
+// replication series (nsmetrics.go: topicSums).
+type metricsCollector struct{ b *broker.Broker }
 
 var (
 	topicLabels = []string{"cluster", "namespace", "topic"}
@@ -98,43 +96,38 @@ func (mc metricsCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (mc metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	b := mc.b
-	cluster := b.cfg.ClusterName
-	ch <- prometheus.MustNewConstMetric(descConnBytesIn, prometheus.CounterValue, float64(b.connBytesIn.Load()))
-	perNS := b.namespacesForMetrics()
+	cfg := b.Config()
+	cluster := cfg.ClusterName
+	ch <- prometheus.MustNewConstMetric(descConnBytesIn, prometheus.CounterValue, float64(b.ConnBytesIn()))
+	perNS := namespacesForMetrics(b)
 	tot := map[string]float64{}
 	defer func() {
 		for _, n := range brokerDescNames {
 			ch <- prometheus.MustNewConstMetric(brokerDescs[n], prometheus.GaugeValue, tot[n], cluster)
 		}
 	}()
-	hide := b.cfg.HideTopicLevelMetrics
-	nsSums := map[string]*nsMetrics{}
+	hide := cfg.HideTopicLevelMetrics
+	nsSums := map[string]*topicSums{}
 	defer func() {
 		for ns, m := range nsSums {
-			m.emit(ch, cluster, ns)
+			m.emit(ch, nsDescs, cluster, ns)
 		}
 	}()
-	for t := range b.everyLoaded("") {
-		ns := t.name.NamespaceName()
+	b.EachTopic(func(t broker.Topic) bool {
+		ns := t.TopicName().NamespaceName()
 		perNS[ns]++
-		st := t.statsOpts(false)
+		st := t.Stats()
 		if hide {
 			m := nsSums[ns]
 			if m == nil {
-				m = &nsMetrics{}
+				m = &topicSums{}
 				nsSums[ns] = m
 			}
 			m.add(&st)
 		}
 		tot["pulsar_broker_topics_count"]++
 		tot["pulsar_broker_publish_rate_limit_times"] += float64(st.PublishRateLimitedTimes)
-		lv := []string{cluster, ns, t.full}
-		g := func(name string, v float64) {
-			ch <- prometheus.MustNewConstMetric(topicDescs[name], prometheus.GaugeValue, v, lv...)
-		}
-		c := func(name string, v float64) {
-			ch <- prometheus.MustNewConstMetric(topicDescs[name], prometheus.CounterValue, v, lv...)
-		}
+		full := t.Name()
 		consumers := 0
 		for _, ss := range st.Subscriptions {
 			consumers += len(ss.Consumers)
@@ -155,25 +148,13 @@ func (mc metricsCollector) Collect(ch chan<- prometheus.Metric) {
 			tot[n] += v
 		}
 		if hide {
-			continue
+			return true
 		}
-		g("pulsar_rate_in", st.MsgRateIn)
-		g("pulsar_rate_out", st.MsgRateOut)
-		g("pulsar_throughput_in", st.MsgThroughputIn)
-		g("pulsar_throughput_out", st.MsgThroughputOut)
-		g("pulsar_storage_size", float64(st.StorageSize))
-		g("pulsar_msg_backlog", float64(st.MsgBacklog))
-		g("pulsar_storage_backlog_size", float64(st.BacklogSize))
-		g("pulsar_producers_count", float64(len(st.Publishers)))
-		g("pulsar_consumers_count", float64(consumers))
-		g("pulsar_subscriptions_count", float64(len(st.Subscriptions)))
-		g("pulsar_average_msg_size", st.AverageMsgSize)
-		c("pulsar_in_messages_total", float64(st.MsgInCounter))
-		c("pulsar_in_bytes_total", float64(st.BytesInCounter))
-		c("pulsar_out_messages_total", float64(st.MsgOutCounter))
-		c("pulsar_out_bytes_total", float64(st.BytesOutCounter))
+		var one topicSums
+		one.add(&st)
+		one.emit(ch, topicDescs, cluster, ns, full)
 		for name, ss := range st.Subscriptions {
-			sl := []string{cluster, ns, t.full, name}
+			sl := []string{cluster, ns, full, name}
 			sg := func(n string, v float64) {
 				ch <- prometheus.MustNewConstMetric(subDescs[n], prometheus.GaugeValue, v, sl...)
 			}
@@ -185,7 +166,7 @@ func (mc metricsCollector) Collect(ch chan<- prometheus.Metric) {
 			sg("pulsar_subscription_delayed", float64(ss.MsgDelayed))
 		}
 		for remote, rs := range st.Replication {
-			rl := []string{cluster, ns, t.full, remote}
+			rl := []string{cluster, ns, full, remote}
 			rg := func(n string, v float64) {
 				ch <- prometheus.MustNewConstMetric(replDescs[n], prometheus.GaugeValue, v, rl...)
 			}
@@ -201,7 +182,8 @@ func (mc metricsCollector) Collect(ch chan<- prometheus.Metric) {
 			rg("pulsar_replication_connected_count", connected)
 			rg("pulsar_replication_delay_in_seconds", float64(rs.ReplicationDelayInSeconds))
 		}
-	}
+		return true
+	})
 	for ns, n := range perNS {
 		ch <- prometheus.MustNewConstMetric(descTopicsCount, prometheus.GaugeValue, float64(n), cluster, ns)
 	}
@@ -211,16 +193,17 @@ func (mc metricsCollector) Collect(ch chan<- prometheus.Metric) {
 // namespacesForMetrics returns every registered namespace with a zero
 // count, so pulsar_topics_count has a sample per namespace even with no
 // topic loaded.
-func (b *Broker) namespacesForMetrics() map[string]int {
+func namespacesForMetrics(b *broker.Broker) map[string]int {
 	out := map[string]int{}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	tenants, err := b.policies.Tenants(ctx)
+	pol := b.Policies()
+	tenants, err := pol.Tenants(ctx)
 	if err != nil {
 		return out
 	}
 	for _, t := range tenants {
-		nss, err := b.policies.Namespaces(ctx, t)
+		nss, err := pol.Namespaces(ctx, t)
 		if err != nil {
 			continue
 		}
@@ -232,11 +215,7 @@ func (b *Broker) namespacesForMetrics() map[string]int {
 }
 
 func (mc metricsCollector) collectBookies(ch chan<- prometheus.Metric) {
-	b := mc.b
-	if b.deps.Bookies == nil {
-		return
-	}
-	for _, bk := range b.deps.Bookies.Bookies() {
+	for _, bk := range mc.b.Node().Bookies() {
 		status, ro := 1.0, 0.0
 		if bk.ReadOnly {
 			status, ro = 0, 1
@@ -253,27 +232,6 @@ func (mc metricsCollector) collectBookies(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, bk.Stats[k], bk.BookieID)
 		}
 	}
-}
-
-// metricsHandler serves /metrics from a per-broker registry (the
-// process-wide default registry is left alone).
-func (b *Broker) metricsHandler() http.Handler {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(unchecked{metricsCollector{b}})
-	reg.MustRegister(b.deps.Collectors...)
-	// The Go runtime and process collectors, as every Prometheus
-	// exporter has (skipped if Deps.Collectors brought them already).
-	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				b.log.Warn("register metrics collector", "err", err)
-			}
-		}
-	}
-	reg.MustRegister(b.offloaders.m.Collectors()...)
-	reg.MustRegister(b.publishLatency)
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
 
 // unchecked makes the collector "unchecked" (its bookie descriptors are

@@ -1,4 +1,4 @@
-package main
+package cliflags
 
 import (
 	"crypto/tls"
@@ -14,67 +14,33 @@ import (
 	"github.com/magnetar-mq/magnetar/ledger"
 )
 
-// securityFlags are the TLS, authentication and authorization settings
+// Security are the TLS, authentication and authorization settings
 // of `standalone`, `broker` and `bookie`: one flag per Pulsar key under
 // the same name (--tlsCertificateFilePath=...). The role's --config file
 // and PULSAR_PREFIX_ variables set them through the role's schema
-// (securityKeys), flags winning over both.
-type securityFlags struct {
-	values map[string]*string
-	fl     *pflag.FlagSet
-}
+// (SecurityKeys), flags winning over both.
+type Security struct{ keyed }
 
-// securityKeys maps every security key to the flag of the same name,
+// SecurityKeys maps every security key to the flag of the same name,
 // except those the role's schema already maps (brokerServicePort,
 // webServicePort are the listen addresses).
-func securityKeys(have []conf.Key) []conf.Key {
-	taken := map[string]bool{}
-	for _, k := range have {
-		for _, n := range k.Names {
-			taken[n] = true
-		}
-	}
-	var c auth.Config
-	var out []conf.Key
-	for _, kv := range c.Keys() {
-		if !taken[kv[0]] {
-			out = append(out, conf.Key{Names: []string{kv[0]}, Flag: kv[0], Doc: kv[1]})
-		}
-	}
-	return out
-}
+func SecurityKeys(have []conf.Key) []conf.Key { return keysOf(&auth.Config{}, have) }
 
-func (s *securityFlags) register(fl *pflag.FlagSet) {
-	s.fl = fl
-	s.values = map[string]*string{}
-	var c auth.Config
-	for _, kv := range c.Keys() {
-		s.values[kv[0]] = fl.String(kv[0], "", kv[1])
-		if c.IsBool(kv[0]) {
-			fl.Lookup(kv[0]).NoOptDefVal = "true" // --authenticationEnabled alone means true
-		}
-	}
-}
+// Register adds one flag per security key to fl.
+func (s *Security) Register(fl *pflag.FlagSet) { s.register(fl, &auth.Config{}) }
 
-// load reads the file and the flags; set is false when neither gave
+// Load reads the file and the flags; set is false when neither gave
 // any setting.
-func (s *securityFlags) load(log *slog.Logger) (sc auth.Config, set bool, err error) {
+func (s *Security) Load(log *slog.Logger) (sc auth.Config, set bool, err error) {
 	sc = auth.DefaultConfig()
-	for k, v := range s.values {
-		if s.fl.Changed(k) {
-			if err := sc.Set(k, *v); err != nil {
-				return sc, false, err
-			}
-			set = true
-		}
-	}
-	return sc, set, nil
+	set, err = s.setInto(&sc)
+	return sc, set, err
 }
 
-// apply builds the security configuration into cfg. Without any setting
+// Apply builds the security configuration into cfg. Without any setting
 // cfg.Security stays nil (no TLS, no authentication).
-func (s *securityFlags) apply(cfg *broker.Config, log *slog.Logger) error {
-	sc, set, err := s.load(log)
+func (s *Security) Apply(cfg *broker.Config, log *slog.Logger) error {
+	sc, set, err := s.Load(log)
 	if err != nil || !set {
 		return err
 	}
@@ -106,12 +72,12 @@ func listenOrOff(v string) string {
 	return auth.ListenAddr(v)
 }
 
-// bookieClient returns the bookie-client options of the broker and
+// BookieClient returns the bookie-client options of the broker and
 // autorecovery: TLS (brokerClientTlsEnabled, brokerClientTrustCertsFilePath,
 // a tls plugin's certificate) and AUTH credentials
 // (brokerClientAuthenticationPlugin/Parameters).
-func (s *securityFlags) bookieClient(log *slog.Logger) (func(*ledger.NetOptions), error) {
-	sc, set, err := s.load(log)
+func (s *Security) BookieClient(log *slog.Logger) (func(*ledger.NetOptions), error) {
+	sc, set, err := s.Load(log)
 	if err != nil || !set {
 		return func(*ledger.NetOptions) {}, err
 	}
@@ -135,12 +101,12 @@ func (s *securityFlags) bookieClient(log *slog.Logger) (func(*ledger.NetOptions)
 	return func(o *ledger.NetOptions) { o.TLS, o.Auth = tc, payload }, nil
 }
 
-// bookieServer returns the bookie server's TLS listener config and auth
+// BookieServer returns the bookie server's TLS listener config and auth
 // hook: TLS from the tls* settings (tlsRequireTrustedClientCertOnConnect
 // for mutual TLS), AUTH required when authenticationEnabled, allowed for
 // superUserRoles.
-func (s *securityFlags) bookieServer(log *slog.Logger) (*tls.Config, server.Authenticator, error) {
-	sc, set, err := s.load(log)
+func (s *Security) BookieServer(log *slog.Logger) (*tls.Config, server.Authenticator, error) {
+	sc, set, err := s.Load(log)
 	if err != nil || !set {
 		return nil, nil, err
 	}

@@ -1,6 +1,10 @@
-package broker
+package brokermetrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/magnetar-mq/magnetar/broker"
+)
 
 // Namespace aggregation of the topic metrics, for
 // exposeTopicLevelMetricsInPrometheus=false: one series per namespace
@@ -15,15 +19,16 @@ func init() {
 	}
 }
 
-// nsMetrics sums the topic metrics of one namespace.
-type nsMetrics struct {
+// topicSums sums the topic metrics of one namespace, or holds one
+// topic's (the topic-level series).
+type topicSums struct {
 	rateIn, rateOut, thrIn, thrOut     float64
 	storage, backlog, backlogSize      int64
 	producers, consumers, subs         int
 	inMsgs, inBytes, outMsgs, outBytes int64
 }
 
-func (m *nsMetrics) add(st *TopicStats) {
+func (m *topicSums) add(st *broker.TopicStats) {
 	m.rateIn += st.MsgRateIn
 	m.rateOut += st.MsgRateOut
 	m.thrIn += st.MsgThroughputIn
@@ -42,12 +47,14 @@ func (m *nsMetrics) add(st *TopicStats) {
 	m.outBytes += st.BytesOutCounter
 }
 
-func (m *nsMetrics) emit(ch chan<- prometheus.Metric, cluster, ns string) {
+// emit sends the sums as the series of descs (topicDescs or nsDescs)
+// with the label values lv.
+func (m *topicSums) emit(ch chan<- prometheus.Metric, descs map[string]*prometheus.Desc, lv ...string) {
 	g := func(name string, v float64) {
-		ch <- prometheus.MustNewConstMetric(nsDescs[name], prometheus.GaugeValue, v, cluster, ns)
+		ch <- prometheus.MustNewConstMetric(descs[name], prometheus.GaugeValue, v, lv...)
 	}
 	c := func(name string, v float64) {
-		ch <- prometheus.MustNewConstMetric(nsDescs[name], prometheus.CounterValue, v, cluster, ns)
+		ch <- prometheus.MustNewConstMetric(descs[name], prometheus.CounterValue, v, lv...)
 	}
 	g("pulsar_rate_in", m.rateIn)
 	g("pulsar_rate_out", m.rateOut)

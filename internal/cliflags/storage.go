@@ -1,4 +1,4 @@
-package main
+package cliflags
 
 import (
 	"fmt"
@@ -16,9 +16,9 @@ import (
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
-// storageFlags are the managed-ledger and tiered-storage settings
+// Storage are the managed-ledger and tiered-storage settings
 // standalone and broker share (Pulsar's managedLedger* and offload keys).
-type storageFlags struct {
+type Storage struct {
 	maxEntries                    int64
 	minRollover, maxRollover      time.Duration
 	trimInterval                  time.Duration
@@ -32,7 +32,8 @@ type storageFlags struct {
 	allowedRoots, allowedEndpts   []string
 }
 
-func (s *storageFlags) register(fl *pflag.FlagSet) {
+// Register adds the flags to fl.
+func (s *Storage) Register(fl *pflag.FlagSet) {
 	fl.Int64Var(&s.maxEntries, "max-entries-per-ledger", 50000, "roll a topic's ledger after this many entries (0 or negative: after each entry)")
 	fl.DurationVar(&s.minRollover, "min-ledger-rollover-time", 10*time.Minute, "no size or count rollover before a ledger is this old (0 or negative: none)")
 	fl.DurationVar(&s.maxRollover, "max-ledger-rollover-time", 4*time.Hour, "roll a non-empty ledger this long after its creation (0 or negative: at once, after each entry once past the minimum)")
@@ -55,8 +56,8 @@ func (s *storageFlags) register(fl *pflag.FlagSet) {
 	fl.StringSliceVar(&s.allowedEndpts, "offload-allowed-endpoints", nil, "S3 endpoints namespace and topic offload policies may name, besides --offload-service-endpoint (empty: only that)")
 }
 
-// storageKeys map Pulsar's configuration keys to the storage flags.
-var storageKeys = []conf.Key{
+// StorageKeys map Pulsar's configuration keys to the storage flags.
+var StorageKeys = []conf.Key{
 	{Names: []string{"managedLedgerMaxEntriesPerLedger"}, Flag: "max-entries-per-ledger", Convert: convert.Whole64},
 	{Names: []string{"managedLedgerMinLedgerRolloverTimeMinutes"}, Flag: "min-ledger-rollover-time", Convert: convert.AnyMinutes},
 	{Names: []string{"managedLedgerMaxLedgerRolloverTimeMinutes"}, Flag: "max-ledger-rollover-time", Convert: convert.AnyMinutes},
@@ -79,13 +80,13 @@ var storageKeys = []conf.Key{
 	{Names: []string{"offloadAllowedServiceEndpoints"}, Flag: "offload-allowed-endpoints", Doc: "Magnetar's own key: which S3 endpoints tenant offload policies may name"},
 }
 
-// mlConfig is the managed-ledger configuration the flags ask for, with
+// MLConfig is the managed-ledger configuration the flags ask for, with
 // Pulsar's meaning of 0 and negative values (its currentLedgerIsFull):
 // a minimum rollover time of 0 is no minimum; a maximum of 0 is already
 // reached by every non-empty ledger, and so is a maximum entry count of
 // 0 (a ledger rolls after each entry once past the minimum). mledger
 // reads 0 as "default", so these become its "none" (negative) and 1.
-func (s *storageFlags) mlConfig() mledger.Config {
+func (s *Storage) MLConfig() mledger.Config {
 	c := mledger.Config{MaxEntriesPerLedger: s.maxEntries, MinLedgerRolloverTime: s.minRollover, MaxLedgerRolloverTime: s.maxRollover,
 		TrimInterval: s.trimInterval}
 	if c.MinLedgerRolloverTime <= 0 {
@@ -100,9 +101,9 @@ func (s *storageFlags) mlConfig() mledger.Config {
 	return c
 }
 
-// offloadDefaults are the broker-wide offload settings the flags ask for,
+// OffloadDefaults are the broker-wide offload settings the flags ask for,
 // validated.
-func (s *storageFlags) offloadDefaults() (*broker.OffloadDefaults, error) {
+func (s *Storage) OffloadDefaults() (*broker.OffloadDefaults, error) {
 	props := map[string]string{
 		"managedLedgerOffloadDriver":                  s.driver,
 		"s3ManagedLedgerOffloadBucket":                s.bucket,

@@ -1,21 +1,12 @@
-package broker
+package topichistory
 
 import (
+	"context"
 	"sync"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/internal/shrink"
-)
-
-// Defaults of the history sampler (Config.HistoryInterval and
-// HistoryLength): a sample every 5 s, 15 minutes kept.
-const (
-	DefaultHistoryInterval = 5 * time.Second
-	DefaultHistoryWindow   = 15 * time.Minute
-	// MinHistoryInterval bounds the sampler's cost (one stats pass over
-	// every loaded topic per interval); MaxHistoryLength its memory.
-	MinHistoryInterval = time.Second
-	MaxHistoryLength   = 900
 )
 
 // Sample is one point of a topic's history: the rates over the interval
@@ -133,15 +124,9 @@ func (r *ring) samples() []Sample {
 	return out
 }
 
-// counters are what one tick reads of a topic.
-type counters struct {
-	msgIn, bytesIn, msgOut, bytesOut int64
-	backlog, storage                 int64
-}
-
 // record adds the sample of one topic taken at now (Unix ms). The first
 // call for a topic only primes the counters: a rate needs two readings.
-func (h *history) record(name string, capacity int, now int64, c counters) {
+func (h *history) record(name string, capacity int, now int64, c broker.TopicCounters) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.rings == nil {
@@ -162,17 +147,17 @@ func (h *history) record(name string, capacity int, now int64, c counters) {
 		}
 		r.push(Sample{
 			At:               now,
-			MsgRateIn:        rate(c.msgIn, r.lastMsgIn),
-			MsgRateOut:       rate(c.msgOut, r.lastMsgOut),
-			MsgThroughputIn:  rate(c.bytesIn, r.lastBytesIn),
-			MsgThroughputOut: rate(c.bytesOut, r.lastBytesOut),
-			MsgBacklog:       c.backlog,
-			StorageSize:      c.storage,
+			MsgRateIn:        rate(c.MsgIn, r.lastMsgIn),
+			MsgRateOut:       rate(c.MsgOut, r.lastMsgOut),
+			MsgThroughputIn:  rate(c.BytesIn, r.lastBytesIn),
+			MsgThroughputOut: rate(c.BytesOut, r.lastBytesOut),
+			MsgBacklog:       c.Backlog,
+			StorageSize:      c.Storage,
 		}, capacity)
 	}
 	r.primed = true
 	r.lastAt = now
-	r.lastMsgIn, r.lastBytesIn, r.lastMsgOut, r.lastBytesOut = c.msgIn, c.bytesIn, c.msgOut, c.bytesOut
+	r.lastMsgIn, r.lastBytesIn, r.lastMsgOut, r.lastBytesOut = c.MsgIn, c.BytesIn, c.MsgOut, c.BytesOut
 }
 
 // retainSampledAt drops the rings of topics not recorded at now (the
@@ -201,88 +186,94 @@ func (h *history) get(name string) []Sample {
 	return nil
 }
 
-// historyLoop samples every loaded topic each HistoryInterval until the
-// broker closes (not at all with a negative interval).
-func (b *Broker) historyLoop() {
-	if b.cfg.HistoryInterval < 0 {
-		b.wg.Done()
+// Sampler samples every loaded topic of a broker each
+// Config.HistoryInterval and keeps the last Config.HistoryLength samples
+// of each (a broker.Feature with a Lifecycle: its goroutine runs from
+// the broker's Start to its Close).
+type Sampler struct {
+	b        *broker.Broker
+	interval time.Duration
+	length   int
+	h        history
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+var (
+	_ broker.Feature   = (*Sampler)(nil)
+	_ broker.Lifecycle = (*Sampler)(nil)
+)
+
+// Enable registers the history sampler on b (before Start). With a
+// negative Config.HistoryInterval it samples nothing.
+func Enable(b *broker.Broker) (*Sampler, error) {
+	cfg := b.Config()
+	s := &Sampler{b: b, interval: cfg.HistoryInterval, length: cfg.HistoryLength}
+	if err := b.Use(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Name names the feature.
+func (s *Sampler) Name() string { return "history" }
+
+// Start starts the sampler's goroutine (broker.Lifecycle).
+func (s *Sampler) Start(context.Context) error {
+	if s.interval <= 0 {
+		return nil
+	}
+	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	go s.loop()
+	return nil
+}
+
+// Close stops the sampler and waits for it (broker.Lifecycle).
+func (s *Sampler) Close() {
+	if s.stop == nil {
 		return
 	}
-	b.every(b.cfg.HistoryInterval, func(now time.Time) { b.sampleHistory(now.UnixMilli()) })
+	close(s.stop)
+	<-s.done
+	s.stop = nil
 }
 
-// sampleHistory records one sample of every loaded topic at now.
-func (b *Broker) sampleHistory(now int64) {
-	for t := range b.everyLoaded("") {
-		if t.isClosed() {
-			continue
+func (s *Sampler) loop() {
+	defer close(s.done)
+	tk := time.NewTicker(s.interval)
+	defer tk.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-tk.C:
+			s.sample(now.UnixMilli())
 		}
-		b.history.record(t.full, b.cfg.HistoryLength, now, t.historyCounters())
 	}
-	b.history.retainSampledAt(now)
 }
 
-// historyCounters reads what a sample needs: the counters, backlog and
-// storage size that statsOpts reports, without building the stats
-// (which allocate for every publisher, subscription and consumer: 1.6 to
-// 2.5 KiB a topic on each tick, over every loaded topic;
-// TestScaleTopicsMemory guards it).
-func (t *topic) historyCounters() counters {
-	c := counters{msgIn: t.msgIn.Load(), bytesIn: t.bytesIn.Load()}
-	if t.persistent() {
-		_, c.storage = t.ml.Size()
-	}
-	var buf [4]*subscription
-	subs := buf[:0]
-	t.mu.Lock()
-	for _, s := range t.mu.subs {
-		subs = append(subs, s)
-	}
-	t.mu.Unlock()
-	if len(subs) == 0 {
-		return c
-	}
-	// One closure for all the subscriptions (call hands it to the
-	// subscription's loop when busy, so it lives on the heap); it runs
-	// to completion or not at all before call returns.
-	var sub *subscription
-	read := func() {
-		_, backlog := sub.cur.Backlog()
-		c.backlog += backlog
-		c.msgOut += sub.msgOut
-		c.bytesOut += sub.bytesOut
-	}
-	for _, s := range subs {
-		sub = s
-		s.call(read)
-	}
-	return c
+// sample records one sample of every loaded topic at now, from the
+// counters the core reads without building stats (Topic.Counters).
+func (s *Sampler) sample(now int64) {
+	s.b.EachTopic(func(t broker.Topic) bool {
+		if !t.Closed() {
+			s.h.record(t.Name(), s.length, now, t.Counters())
+		}
+		return true
+	})
+	s.h.retainSampledAt(now)
 }
 
 // TopicHistory returns the sampled history of a loaded topic (or one
 // partition), oldest first, covering at most the last HistoryLength
 // intervals; nil when the topic is not loaded or not sampled yet.
-func (b *Broker) TopicHistory(topic string) []Sample {
-	tn, err := parseTopicName(topic)
+func (s *Sampler) TopicHistory(topic string) []Sample {
+	tn, err := broker.ParseTopicName(topic)
 	if err != nil {
 		return nil
 	}
-	return b.history.get(tn.String())
+	return s.h.get(tn.String())
 }
 
 // HistoryInterval is the sampler's interval.
-func (b *Broker) HistoryInterval() time.Duration { return b.cfg.HistoryInterval }
-
-// LoadedTopicStats returns the stats of topic (or one partition) if this
-// broker has it loaded; unlike TopicStats it never loads it.
-func (b *Broker) LoadedTopicStats(topic string) (TopicStats, bool) {
-	tn, err := parseTopicName(topic)
-	if err != nil {
-		return TopicStats{}, false
-	}
-	t := b.lookupTopic(tn.String())
-	if t == nil || t.isClosed() {
-		return TopicStats{}, false
-	}
-	return t.stats(), true
-}
+func (s *Sampler) HistoryInterval() time.Duration { return s.interval }
