@@ -11,6 +11,8 @@ import (
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
+
+	"github.com/magnetar-mq/magnetar/internal/corrupt"
 )
 
 // Type is a codec as numbered in Pulsar's CompressionType enum (so a
@@ -35,8 +37,9 @@ var (
 	ErrUnknown = errors.New("codec: unknown compression type")
 	// ErrCorrupt is returned for a payload that does not decode, or
 	// decodes to another length than the metadata states, or states a
-	// length out of [0, MaxSize].
-	ErrCorrupt = errors.New("codec: corrupt payload")
+	// length out of [0, MaxSize]. It matches corrupt.Err, the marker the
+	// storage packages share.
+	ErrCorrupt = corrupt.New("codec: corrupt payload")
 )
 
 // String is the codec's name as Pulsar spells it.
@@ -84,7 +87,7 @@ var (
 	zlibPool = sync.Pool{New: func() any { return zlib.NewWriter(nil) }}
 )
 
-func corrupt(t Type, format string, args ...any) error {
+func corruptf(t Type, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrCorrupt, t, fmt.Sprintf(format, args...))
 }
 
@@ -99,7 +102,7 @@ func Decompress(t Type, payload []byte, size int) ([]byte, error) {
 		return nil, fmt.Errorf("%w %d", ErrUnknown, int32(t))
 	}
 	if size < 0 || size > MaxSize {
-		return nil, corrupt(t, "uncompressed size %d out of range [0, %d]", size, MaxSize)
+		return nil, corruptf(t, "uncompressed size %d out of range [0, %d]", size, MaxSize)
 	}
 	var out []byte
 	var err error
@@ -130,16 +133,16 @@ func Decompress(t Type, payload []byte, size int) ([]byte, error) {
 		var n int
 		if n, err = snappy.DecodedLen(payload); err == nil {
 			if n != size {
-				return nil, corrupt(t, "block holds %d bytes, metadata says %d", n, size)
+				return nil, corruptf(t, "block holds %d bytes, metadata says %d", n, size)
 			}
 			out, err = snappy.Decode(make([]byte, size), payload)
 		}
 	}
 	if err != nil {
-		return nil, corrupt(t, "%v", err)
+		return nil, corruptf(t, "%v", err)
 	}
 	if len(out) != size {
-		return nil, corrupt(t, "decodes to %d bytes or more, metadata says %d", len(out), size)
+		return nil, corruptf(t, "decodes to %d bytes or more, metadata says %d", len(out), size)
 	}
 	return out, nil
 }

@@ -7,6 +7,8 @@ import (
 	"math/rand"
 	"sync"
 	"testing"
+
+	"github.com/magnetar-mq/magnetar/internal/corrupt"
 )
 
 var every = []Type{None, LZ4, ZLIB, ZSTD, Snappy}
@@ -101,8 +103,8 @@ func TestRefusesCorruptInput(t *testing.T) {
 		}
 		cases := map[string][]byte{"empty": {}, "truncated": z[:len(z)/2], "garbage": garbage, "flipped": flipped}
 		for name, in := range cases {
-			if _, err := Decompress(c, in, len(good)); !errors.Is(err, ErrCorrupt) {
-				t.Errorf("%s %s: %v, want ErrCorrupt", c, name, err)
+			if _, err := Decompress(c, in, len(good)); !errors.Is(err, ErrCorrupt) || !errors.Is(err, corrupt.Err) {
+				t.Errorf("%s %s: %v, want ErrCorrupt and the shared corrupt.Err marker", c, name, err)
 			}
 		}
 		for _, n := range []int{0, len(good) - 1, len(good) + 1, MaxSize + 1, -1} {

@@ -3,6 +3,8 @@ package bkproto
 import (
 	"errors"
 	"fmt"
+
+	"github.com/magnetar-mq/magnetar/internal/corrupt"
 )
 
 // Codec errors. Any of them from DecodeRequest or DecodeResponse means the
@@ -16,8 +18,9 @@ var (
 	// encode. Close the connection.
 	ErrFrameTooLarge = errors.New("bkproto: frame too large")
 	// ErrCorrupt means a frame whose fields do not fit its length, an
-	// unknown op code, or an entry whose digest does not match.
-	ErrCorrupt = errors.New("bkproto: corrupt frame")
+	// unknown op code, or an entry whose digest does not match. It matches
+	// corrupt.Err, the marker the storage packages share.
+	ErrCorrupt = corrupt.New("bkproto: corrupt frame")
 )
 
 // Errors carried by response status codes. Status.Err maps a code to one of

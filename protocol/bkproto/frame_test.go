@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/magnetar-mq/magnetar/internal/corrupt"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite golden frames in testdata")
@@ -124,6 +126,9 @@ func TestRequestCorruption(t *testing.T) {
 			_, _, err = DecodeRequest(tc.corrupt(b))
 			if tc.wantErr == nil && err != nil || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
 				t.Fatalf("DecodeRequest(corrupted %s) err = %v, want %v", tc.req, err, tc.wantErr)
+			}
+			if tc.wantErr == ErrCorrupt && !errors.Is(err, corrupt.Err) {
+				t.Fatalf("DecodeRequest(corrupted %s) err = %v, want the shared corrupt.Err marker", tc.req, err)
 			}
 		})
 	}
