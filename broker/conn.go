@@ -16,7 +16,8 @@ import (
 )
 
 // conn is one client connection. Its reader goroutine (serve) decodes
-// frames and runs the handlers in order; a writer goroutine drains the
+// frames and runs the handlers in order, except the slow ones, which run
+// on goroutines of their own (connops.go); a writer goroutine drains the
 // outbound queue. Broker-side events (dispatch, receipts, closes) append
 // frames to the queue from any goroutine.
 type conn struct {
@@ -46,7 +47,16 @@ type conn struct {
 		// and the client has not re-subscribed yet.
 		brokerClosed map[uint64]bool
 		closed       bool
+		// The PRODUCERs, SUBSCRIBEs and UNSUBSCRIBEs in flight by id
+		// (connops.go); nil until the first.
+		pendingProducers map[uint64]*pendingOp
+		pendingConsumers map[uint64]*pendingOp
 	}
+
+	// ops holds a slot per slow command in flight (connops.go); opsWG
+	// counts their goroutines.
+	ops   chan struct{}
+	opsWG sync.WaitGroup
 
 	// inflightSends counts SENDs not yet answered (receipt or error), so a
 	// closing connection flushes their answers first; sendsIdle is
@@ -72,6 +82,7 @@ func newConn(b *Broker, nc net.Conn) *conn {
 		remote: "/" + nc.RemoteAddr().String(),
 
 		sendsIdle: make(chan struct{}, 1),
+		ops:       make(chan struct{}, maxConnOps),
 	}
 	c.log = b.log.With("remote", nc.RemoteAddr().String())
 	c.mu.producers = make(map[uint64]*producer)
@@ -149,6 +160,7 @@ func (c *conn) serve() {
 	if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) { // readLoop always returns an error
 		c.logClosed(err)
 	}
+	c.opsWG.Wait() // nothing attaches after cleanup
 	c.cleanup()
 	// Sends held by a backlog quota will not be answered: drop them so
 	// awaitSends waits only for sends in storage.

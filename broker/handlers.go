@@ -65,6 +65,12 @@ func (c *conn) handle(f pulsarproto.Frame) error {
 		}
 		return c.handleConnect(cmd.Connect)
 	}
+	switch f.Type {
+	case pb.BaseCommand_LOOKUP, pb.BaseCommand_PARTITIONED_METADATA, pb.BaseCommand_GET_TOPICS_OF_NAMESPACE,
+		pb.BaseCommand_PRODUCER, pb.BaseCommand_SUBSCRIBE, pb.BaseCommand_UNSUBSCRIBE:
+		c.handleSlow(&f) // off the reader, authorization included (connops.go)
+		return nil
+	}
 	if c.denied(&f) {
 		return nil
 	}
@@ -85,22 +91,6 @@ func (c *conn) handle(f pulsarproto.Frame) error {
 	case pb.BaseCommand_PING:
 		c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_PONG.Enum(), Pong: &pb.CommandPong{}})
 	case pb.BaseCommand_PONG:
-	case pb.BaseCommand_LOOKUP:
-		if cmd.LookupTopic != nil {
-			c.handleLookup(cmd.LookupTopic)
-		}
-	case pb.BaseCommand_PARTITIONED_METADATA:
-		if cmd.PartitionMetadata != nil {
-			c.handlePartitionedMetadata(cmd.PartitionMetadata)
-		}
-	case pb.BaseCommand_PRODUCER:
-		if cmd.Producer != nil {
-			c.handleProducer(cmd.Producer)
-		}
-	case pb.BaseCommand_SUBSCRIBE:
-		if cmd.Subscribe != nil {
-			c.handleSubscribe(cmd.Subscribe)
-		}
 	case pb.BaseCommand_REDELIVER_UNACKNOWLEDGED_MESSAGES:
 		if cmd.RedeliverUnacknowledgedMessages != nil {
 			c.handleRedeliver(cmd.RedeliverUnacknowledgedMessages)
@@ -113,10 +103,6 @@ func (c *conn) handle(f pulsarproto.Frame) error {
 		if cmd.GetLastMessageId != nil {
 			c.handleGetLastMessageID(cmd.GetLastMessageId)
 		}
-	case pb.BaseCommand_UNSUBSCRIBE:
-		if cmd.Unsubscribe != nil {
-			c.handleUnsubscribe(cmd.Unsubscribe)
-		}
 	case pb.BaseCommand_CLOSE_PRODUCER:
 		if cmd.CloseProducer != nil {
 			c.handleCloseProducer(cmd.CloseProducer)
@@ -124,10 +110,6 @@ func (c *conn) handle(f pulsarproto.Frame) error {
 	case pb.BaseCommand_CLOSE_CONSUMER:
 		if cmd.CloseConsumer != nil {
 			c.handleCloseConsumer(cmd.CloseConsumer)
-		}
-	case pb.BaseCommand_GET_TOPICS_OF_NAMESPACE:
-		if cmd.GetTopicsOfNamespace != nil {
-			c.handleGetTopicsOfNamespace(cmd.GetTopicsOfNamespace)
 		}
 	case pb.BaseCommand_CONSUMER_STATS:
 		if cmd.ConsumerStats != nil {
@@ -205,8 +187,14 @@ func (c *conn) handleSend(m *pb.CommandSend, f *pulsarproto.Frame) error {
 	payload := f.Payload
 	pid := m.GetProducerId()
 	c.mu.Lock()
-	p := c.mu.producers[pid]
+	p, op := c.mu.producers[pid], c.mu.pendingProducers[pid]
 	c.mu.Unlock()
+	if op != nil { // a SEND pipelined behind its PRODUCER (connops.go)
+		<-op.done
+		c.mu.Lock()
+		p = c.mu.producers[pid]
+		c.mu.Unlock()
+	}
 	seq := m.GetSequenceId()
 	e := sendEntry(f)
 	if err := parseSend(e); err != nil {
@@ -324,7 +312,15 @@ func parseSend(e *Entry) error {
 	return nil
 }
 
+// consumer returns consumer id of the connection, nil if none, once no
+// SUBSCRIBE or UNSUBSCRIBE is pending for id (reader only; connops.go).
 func (c *conn) consumer(id uint64) *connConsumer {
+	c.awaitOp(&c.mu.pendingConsumers, id)
+	return c.attachedConsumer(id)
+}
+
+// attachedConsumer returns consumer id as it is now, pending ops or not.
+func (c *conn) attachedConsumer(id uint64) *connConsumer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.mu.consumers[id]
@@ -493,7 +489,8 @@ func topicError(err error) (int32, string) {
 	return codeServiceNotReady, err.Error()
 }
 
-func (c *conn) handleProducer(m *pb.CommandProducer) {
+// handleProducer runs a PRODUCER on its op's goroutine (connops.go).
+func (c *conn) handleProducer(m *pb.CommandProducer, op *pendingOp) {
 	rid := m.GetRequestId()
 	pid := m.GetProducerId()
 	tn, err := parseTopicName(m.GetTopic())
@@ -547,17 +544,36 @@ func (c *conn) handleProducer(m *pb.CommandProducer) {
 		return
 	}
 	c.mu.Lock()
-	if c.mu.closed {
+	if c.mu.closed || op.cancelled {
+		cancelled := op.cancelled
 		c.mu.Unlock()
+		if cancelled {
+			c.sendError(rid, codeUnknownError, "Producer "+errClosedWhileCreating)
+		}
 		return
 	}
 	c.mu.producers[pid] = p
 	c.mu.Unlock()
 	wait, err := t.addProducer(p)
+	// mine: the broker did not close p meanwhile (closeProducer).
+	var mine bool
+	cancelled := c.commitOp(op, func(cancelled bool) {
+		mine = c.mu.producers[pid] == p
+		if mine && (err != nil || cancelled) {
+			delete(c.mu.producers, pid)
+		}
+	})
+	if err == nil && (cancelled || !mine) {
+		t.removeProducer(p)
+		t.held.drop(heldBy(p))
+		if cancelled {
+			c.sendError(rid, codeUnknownError, "Producer "+errClosedWhileCreating)
+		} else {
+			c.sendError(rid, codeServiceNotReady, "Producer was closed by the broker while being created")
+		}
+		return
+	}
 	if err != nil {
-		c.mu.Lock()
-		delete(c.mu.producers, pid)
-		c.mu.Unlock()
 		var pe *errProducer
 		if errors.As(err, &pe) {
 			c.log.Info("producer refused", "topic", t.full, "producer", name, "reason", pe.msg)
@@ -602,7 +618,8 @@ func startPosition(id *pb.MessageIdData) position {
 	return position{int64(l), int64(e)}
 }
 
-func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
+// handleSubscribe runs a SUBSCRIBE on its op's goroutine (connops.go).
+func (c *conn) handleSubscribe(m *pb.CommandSubscribe, op *pendingOp) {
 	rid := m.GetRequestId()
 	cid := m.GetConsumerId()
 	tn, err := parseTopicName(m.GetTopic())
@@ -622,7 +639,7 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 		c.sendError(rid, codeNotAllowed, err.Error())
 		return
 	}
-	if cc := c.consumer(cid); cc != nil {
+	if cc := c.attachedConsumer(cid); cc != nil {
 		if cc.topic.full == tn.String() && cc.sub.name == m.GetSubscription() {
 			c.sendSuccess(rid)
 			return
@@ -692,17 +709,30 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 	}
 	cc := &connConsumer{c: co, topic: t}
 	c.mu.Lock()
-	if c.mu.closed {
+	if c.mu.closed || op.cancelled {
+		cancelled := op.cancelled
 		c.mu.Unlock()
+		if cancelled {
+			c.sendError(rid, codeUnknownError, "Consumer "+errClosedWhileCreating)
+		}
 		return
 	}
 	c.mu.consumers[cid] = cc
 	c.mu.Unlock()
 	s, err := t.subscribe(req)
+	// mine: the broker did not close the consumer meanwhile
+	// (closeConsumer).
+	var mine bool
+	cancelled := c.commitOp(op, func(cancelled bool) {
+		mine = c.mu.consumers[cid] == cc
+		if err == nil {
+			cc.sub = s
+		}
+		if mine && (err != nil || cancelled) {
+			delete(c.mu.consumers, cid)
+		}
+	})
 	if err != nil {
-		c.mu.Lock()
-		delete(c.mu.consumers, cid)
-		c.mu.Unlock()
 		var se *errSubscribe
 		if errors.As(err, &se) {
 			c.sendError(rid, se.code, se.msg)
@@ -711,9 +741,18 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe) {
 		}
 		return
 	}
-	c.mu.Lock()
-	cc.sub = s
-	c.mu.Unlock()
+	if cancelled {
+		t.removeConsumer(s, co)
+		c.sendError(rid, codeUnknownError, "Consumer "+errClosedWhileCreating)
+		return
+	}
+	if !mine {
+		// Its SUCCESS would follow the CLOSE_CONSUMER, which the client
+		// drops before SUCCESS: it would wait on a consumer the broker
+		// no longer has. An error makes it retry.
+		c.sendError(rid, codeServiceNotReady, "Consumer was closed by the broker while subscribing")
+		return
+	}
 	c.sendSuccess(rid)
 	// Failover: tell the new consumer whether it is active, shortly after
 	// SUCCESS: the Go client installs the consumer's handler only once it

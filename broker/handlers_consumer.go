@@ -93,7 +93,7 @@ func (c *conn) handleGetLastMessageID(m *pb.CommandGetLastMessageId) {
 func (c *conn) handleUnsubscribe(m *pb.CommandUnsubscribe) {
 	rid := m.GetRequestId()
 	cid := m.GetConsumerId()
-	cc := c.consumer(cid)
+	cc := c.attachedConsumer(cid) // on its op: nothing else pending for cid
 	if cc == nil || cc.sub == nil {
 		c.sendError(rid, codeConsumerNotFound, "Consumer not found")
 		return
@@ -117,6 +117,10 @@ func (c *conn) handleUnsubscribe(m *pb.CommandUnsubscribe) {
 
 func (c *conn) handleCloseProducer(m *pb.CommandCloseProducer) {
 	pid := m.GetProducerId()
+	if c.cancelOp(&c.mu.pendingProducers, pid) {
+		c.sendSuccess(m.GetRequestId())
+		return
+	}
 	c.mu.Lock()
 	p := c.mu.producers[pid]
 	delete(c.mu.producers, pid)
@@ -130,6 +134,10 @@ func (c *conn) handleCloseProducer(m *pb.CommandCloseProducer) {
 
 func (c *conn) handleCloseConsumer(m *pb.CommandCloseConsumer) {
 	cid := m.GetConsumerId()
+	if c.cancelOp(&c.mu.pendingConsumers, cid) {
+		c.sendSuccess(m.GetRequestId())
+		return
+	}
 	c.mu.Lock()
 	cc := c.mu.consumers[cid]
 	delete(c.mu.consumers, cid)
