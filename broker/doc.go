@@ -71,7 +71,12 @@
 //
 // # Goroutines and ownership
 //
-//   - Per connection: a reader (decodes frames, runs handlers in order) and
+//   - Per connection: a reader (decodes frames, runs handlers in order),
+//     a goroutine per slow command in flight, a connection op (PRODUCER,
+//     SUBSCRIBE, UNSUBSCRIBE, the lookups and their authorization, which
+//     may load a topic or wait for the metadata store; at most maxConnOps,
+//     per-id order kept by pending ops as Pulsar's futures keep it;
+//     connops.go), and
 //     a writer (drains the outbound queue, coalescing every frame queued
 //     during the previous write into one writev; entries of 4 KiB and more
 //     are queued by reference, not copied). Handlers never wait for
@@ -130,8 +135,9 @@
 //	LedgerHook.LedgerOpened     the goroutine loading t      nothing; t not  set the managed ledger's      block, read or write
 //	                            (persistent topics)          yet visible     settings (offload policy)     the ledger
 //	TopicTicker.TickTopic       stats loop                   nothing         short metadata writes         block long
-//	AttachHook.AttachProducer   connection reader            nothing         metadata I/O (bounded by      publish, take topic
-//	  / .AttachConsumer         (frame order)                                ctx), refuse (*AttachError)   locks
+//	AttachHook.AttachProducer   connection op (one at a      nothing         metadata I/O (bounded by      publish, take topic
+//	  / .AttachConsumer         time per producer/consumer                   ctx), refuse (*AttachError)   locks
+//	                            id)
 //	DeletionObserver            the deleting goroutine       nothing         metadata I/O (bounded by      fail the deletion
 //	  .TopicDeleted             (a request's, inactive GC)                   ctx)
 //	Command.Handle              connection reader            nothing         Conn.Send, start a goroutine  block
@@ -159,16 +165,18 @@
 //	SystemSubscriptions         Broker.Use                   b.mu            return fixed names            call the broker
 //	Lifecycle.Start / .Close    Broker.Start / .Close        nothing         I/O; Close must tolerate a
 //	                                                                         feature never started
-//	Admission                   connection reader; an admin  nothing         read t's policy, Topic's      take topic locks, block
-//	  (AdmitTopics, Producer,   or lookup request (Topics)                   Producer/ConsumerCount,       long
-//	  Consumer, Send)                                                          metadata I/O (Topics)
-//	Admission                   connection reader            topic.mu        read t's policy, judge the    take topic locks, call
+//	Admission                   connection reader (Send),    nothing         read t's policy, Topic's      take topic locks, block
+//	  (AdmitTopics, Producer,   connection op (Producer,                     Producer/ConsumerCount,       long
+//	  Consumer, Send)           Consumer); an admin or                       metadata I/O (Topics)
+//	                            lookup request (Topics)
+//	Admission                   connection op                topic.mu        read t's policy, judge the    take topic locks, call
 //	  .AdmitSubscription                                                       count it is given             the subscriptions
 //	Admission.AdmitSubscriber   subscription loop            (loop owner)    read t's policy               call the subscription
 //	Limiter (Limits: Publish,   connection reader (SEND);    nothing; under  count, leaf locks             block, take topic locks
 //	  Dispatch, Subscription's, subscription loop;           topic.limits.mu
-//	  Replicator's), Subscribe  replicator loop              (Subscription)
-//	Quota.AdmitProducer         connection reader            nothing         read backlogs, storage        take topic locks
+//	  Replicator's), Subscribe  replicator loop;             (Subscription)
+//	                            connection op (Subscribe)
+//	Quota.AdmitProducer         connection op                nothing         read backlogs, storage        take topic locks
 //	Quota.AdmitSend             connection reader, or the    topic.held      read backlogs, storage;       take topic locks, publish
 //	                            goroutine releasing                          Subscription.Call (evict)
 //	PolicyWatcher               the goroutine loading t,     nothing         Topic.RefreshPolicy, I/O      block long
