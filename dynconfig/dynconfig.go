@@ -120,6 +120,14 @@ var Keys = []Key{
 		return nil
 	}},
 	{"subscriptionKeySharedEnable", flag(func(d *policy.Defaults, b bool) { d.KeySharedDisabled = !b })},
+	// Any list: names that are no subscription type are ignored, as in
+	// Pulsar.
+	{"subscriptionTypesEnabled", func(v string, d *policy.Defaults) error {
+		if d != nil {
+			d.SubscriptionTypesOff = policy.SubscriptionTypesOff(v)
+		}
+		return nil
+	}},
 	// One of its two values, in any case (checked as an enum).
 	{"allowAutoTopicCreationType", func(v string, d *policy.Defaults) error {
 		if d != nil {

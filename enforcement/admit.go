@@ -20,6 +20,13 @@ import (
 //     Key_Shared SUBSCRIBE gets NotAllowedError "Key_Shared subscription
 //     is disabled by broker." (to a new or an existing subscription;
 //     consumers already attached stay);
+//   - subscriptionTypesEnabled (the broker's, dynamic): a SUBSCRIBE of a
+//     type not in it gets NotAllowedError "Topic[{<topic>}] doesn't
+//     support <type> sub type!" (Pulsar's text, braces included), to a
+//     new or an existing subscription, except on the namespace events
+//     topic (__change_events), as in Pulsar; a list naming no valid type
+//     admits no subscribe (Pulsar's null set); consumers already
+//     attached stay;
 //   - maxConsumersPerSubscription: ConsumerBusy "Subscription reached max
 //     consumers limit";
 //   - maxSubscriptionsPerTopic: a SUBSCRIBE that would create one more
@@ -86,12 +93,20 @@ func (e *Enforcer) AdmitProducer(t broker.Topic, cmd *pb.CommandProducer) *broke
 	return nil
 }
 
-// AdmitConsumer implements broker.Admission: Key_Shared turned off, then
-// max consumers per topic.
+// changeEventsTopic is the local name of Pulsar's namespace events
+// topic, which admits every subscription type.
+const changeEventsTopic = "__change_events"
+
+// AdmitConsumer implements broker.Admission: Key_Shared turned off, the
+// subscription types enabled, then max consumers per topic.
 func (e *Enforcer) AdmitConsumer(t broker.Topic, cmd *pb.CommandSubscribe) *broker.SendError {
 	pol := t.AppliedPolicy()
 	if pol.KeySharedDisabled && cmd.GetSubType() == pb.CommandSubscribe_Key_Shared {
 		return refusal(pb.ServerError_NotAllowedError, msgKeySharedDisabled)
+	}
+	if typ := cmd.GetSubType(); pol.SubscriptionTypesOff.Has(int32(typ)) && t.TopicName().Parent().Local != changeEventsTopic {
+		return refusal(pb.ServerError_NotAllowedError,
+			fmt.Sprintf("Topic[{%s}] doesn't support %s sub type!", t.Name(), typ))
 	}
 	if m := pol.MaxConsumers; m > 0 && t.ConsumerCount() >= m {
 		return refusal(pb.ServerError_ConsumerBusy, fmt.Sprintf("Topic '%s' reached max consumers limit", t.Name()))

@@ -3,6 +3,8 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // Delivery and admission policies: delayed delivery, the maximum
@@ -145,6 +147,43 @@ type DeliveryDefaults struct {
 	// SUBSCRIBE is refused (package enforcement). Not a policy: the
 	// broker's value only.
 	KeySharedDisabled bool
+	// SubscriptionTypesOff are the subscription types missing from
+	// subscriptionTypesEnabled (SubscriptionTypesOff parses it), so the
+	// zero value is Pulsar's default: every type. Not a policy: the
+	// broker's value only.
+	SubscriptionTypesOff SubscriptionTypes
+}
+
+// SubscriptionTypes is a set of subscription types, a bit per type
+// numbered as the protocol numbers them (1<<0 Exclusive, 1<<1 Shared,
+// 1<<2 Failover, 1<<3 Key_Shared).
+type SubscriptionTypes uint8
+
+// subscriptionTypeNames are the types by protocol number, spelt as
+// Pulsar's SubType enum.
+var subscriptionTypeNames = [...]string{"Exclusive", "Shared", "Failover", "Key_Shared"}
+
+// AllSubscriptionTypes is every type.
+const AllSubscriptionTypes SubscriptionTypes = 1<<len(subscriptionTypeNames) - 1
+
+// SubscriptionTypesOff reads subscriptionTypesEnabled (a comma-separated
+// list) as Pulsar does and returns the types it leaves out: each name
+// spelt exactly as the SubType enum (surrounding spaces aside), other
+// names ignored. A list naming no valid type is Pulsar's null set of
+// enabled types, which admits no subscribe at all.
+func SubscriptionTypesOff(list string) SubscriptionTypes {
+	var on SubscriptionTypes
+	for _, name := range strings.Split(list, ",") {
+		if i := slices.Index(subscriptionTypeNames[:], strings.TrimSpace(name)); i >= 0 {
+			on |= 1 << i
+		}
+	}
+	return AllSubscriptionTypes &^ on
+}
+
+// Has reports whether the protocol's subscription type typ is in s.
+func (s SubscriptionTypes) Has(typ int32) bool {
+	return typ >= 0 && int(typ) < len(subscriptionTypeNames) && s&(1<<typ) != 0
 }
 
 // ResolvedDelivery are the resolved values, embedded into Resolved.
@@ -170,6 +209,9 @@ type ResolvedDelivery struct {
 	DedupSnapshotIntervalSeconds int
 	// KeySharedDisabled is the broker's DeliveryDefaults.KeySharedDisabled.
 	KeySharedDisabled bool
+	// SubscriptionTypesOff is the broker's
+	// DeliveryDefaults.SubscriptionTypesOff.
+	SubscriptionTypesOff SubscriptionTypes
 }
 
 // layer is d as namespace values (for TopicPolicies.Layer).
@@ -194,6 +236,7 @@ func resolveDelivery(r *Resolved, d Defaults, layers []*Policies) {
 	r.MaxMessageSizeApplied = d.MaxMessageSize
 	r.DedupSnapshotIntervalSeconds = d.DedupSnapshotIntervalSeconds
 	r.KeySharedDisabled = d.KeySharedDisabled
+	r.SubscriptionTypesOff = d.SubscriptionTypesOff
 	var topicSize *int
 	for _, p := range layers {
 		if p != nil && p.maxMessageSize != nil {

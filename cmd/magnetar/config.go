@@ -82,6 +82,8 @@ type serviceFlags struct {
 	// allowAutoTopicCreationType (policy.DeliveryDefaults).
 	keySharedEnable bool
 	autoTopicType   string
+	// subTypes is subscriptionTypesEnabled.
+	subTypes string
 }
 
 // apply copies the settings shared by standalone and broker into c (a
@@ -128,6 +130,7 @@ func (s *serviceFlags) apply(c *broker.Config) {
 	c.Delivery.DisableAutoSubscriptionCreation = !s.autoSubCreation
 	c.Delivery.SchemaValidationEnforced = s.schemaEnforced
 	c.Delivery.KeySharedDisabled = !s.keySharedEnable
+	c.Delivery.SubscriptionTypesOff = policy.SubscriptionTypesOff(s.subTypes)
 	c.Delivery.AutoTopicPartitioned = strings.EqualFold(s.autoTopicType, "partitioned")
 	if !s.console {
 		c.HistoryInterval = -1 // nothing shows the samples
@@ -198,6 +201,7 @@ func (s *serviceFlags) registerDelivery(fl *pflag.FlagSet) {
 	fl.Int64Var(&s.delivery.DelayedDeliveryMaxDelay, "delayed-delivery-max-delay-ms", 0, "refuse messages delayed further past their publish time (delayedDeliveryMaxDelayInMillis; 0: no limit)")
 	fl.BoolVar(&s.autoSubCreation, "allow-auto-subscription-creation", true, "create durable subscriptions on first subscribe (allowAutoSubscriptionCreation; the autoSubscriptionCreation policy overrides)")
 	fl.BoolVar(&s.keySharedEnable, "key-shared-enable", true, "admit Key_Shared subscriptions (subscriptionKeySharedEnable; false: a Key_Shared subscribe is refused, consumers already attached stay)")
+	fl.StringVar(&s.subTypes, "subscription-types-enabled", "Exclusive,Shared,Failover,Key_Shared", "subscription types a subscribe may ask for, comma-separated (subscriptionTypesEnabled; other names are ignored; naming no valid type admits no subscribe, as in Pulsar)")
 	fl.StringVar(&s.autoTopicType, "auto-topic-creation-type", "non-partitioned", "type of auto-created topics where no namespace autoTopicCreation policy applies: non-partitioned or partitioned (allowAutoTopicCreationType)")
 	fl.IntVar(&s.delivery.DefaultNumPartitions, "default-num-partitions", 1, "partitions of a topic auto-created as partitioned (defaultNumPartitions; at least 1)")
 	fl.IntVar(&s.delivery.MaxSubscriptionsPerTopic, "max-subscriptions-per-topic", 0, "most subscriptions per topic (maxSubscriptionsPerTopic; 0: unlimited)")
@@ -291,6 +295,7 @@ var brokerKeys = append([]conf.Key{
 	{Names: []string{"statsUpdateFrequencyInSecs"}, Flag: "stats-interval", Convert: convert.AtLeastOne(time.Second)},
 	{Names: []string{"subscriptionKeySharedUseConsistentHashing"}, Flag: "key-shared-consistent-hashing"},
 	{Names: []string{"subscriptionKeySharedEnable"}, Flag: "key-shared-enable"},
+	{Names: []string{"subscriptionTypesEnabled"}, Flag: "subscription-types-enabled"},
 	{Names: []string{"allowAutoTopicCreationType"}, Flag: "auto-topic-creation-type", Convert: autoTopicType},
 	{Names: []string{"defaultNumPartitions"}, Flag: "default-num-partitions", Convert: convert.Positive},
 	{Names: []string{"schemaCompatibilityStrategy"}, Flag: "schema-compatibility-strategy"},

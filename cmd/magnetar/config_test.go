@@ -64,6 +64,7 @@ var serviceKeyCases = []keyCase{
 	{"defaultNumPartitions", "3", "default-num-partitions", "3"},
 	{"allowAutoSubscriptionCreation", "true", "", ""},
 	{"subscriptionKeySharedEnable", "false", "key-shared-enable", "false"},
+	{"subscriptionTypesEnabled", "Exclusive, Failover", "subscription-types-enabled", "Exclusive, Failover"},
 	{"keepAliveIntervalSeconds", "7", "keep-alive-interval", "7s"},
 	{"dispatcherMaxReadBatchSize", "42", "dispatch-batch", "42"},
 	{"maxUnackedMessagesPerConsumer", "10", "max-unacked-messages-per-consumer", "10"},

@@ -19,6 +19,7 @@ import (
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/functions"
 	"github.com/magnetar-mq/magnetar/mledger"
+	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/proxy"
 )
 
@@ -463,6 +464,11 @@ func configValueRows() []cvRow {
 		{section: sBroker, key: "subscriptionKeySharedEnable", pulsar: "no special value (false: a Key_Shared subscribe is refused)", magnetar: "the same",
 			cases: []cvCase{{value: "false", roles: saBr, check: brokerCfg("Key_Shared off", func(c broker.Config) bool { return c.Delivery.KeySharedDisabled })},
 				{value: "true", roles: saBr, check: brokerCfg("Key_Shared on", func(c broker.Config) bool { return !c.Delivery.KeySharedDisabled })}}},
+		{section: sBroker, key: "subscriptionTypesEnabled", pulsar: "empty: the default, every type; names that are no type are ignored; naming no valid type: no subscribe is admitted", magnetar: "the same",
+			cases: []cvCase{{value: "Exclusive,Bogus", roles: saBr, check: brokerCfg("Exclusive only", func(c broker.Config) bool {
+				return c.Delivery.SubscriptionTypesOff == policy.AllSubscriptionTypes&^1
+			})},
+				{value: "Bogus", roles: saBr, check: brokerCfg("no type", func(c broker.Config) bool { return c.Delivery.SubscriptionTypesOff == policy.AllSubscriptionTypes })}}},
 		{section: sBroker, key: "keepAliveIntervalSeconds", pulsar: "0 or negative: no keep-alive (no pings, no idle close)",
 			magnetar: "the same (broker and proxy)",
 			cases: []cvCase{{value: "0", roles: saBr, check: brokerCfg("no keep-alive", func(c broker.Config) bool { return c.KeepAliveInterval < 0 && c.IdleTimeout == 0 })},

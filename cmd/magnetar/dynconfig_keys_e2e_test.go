@@ -10,7 +10,8 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 )
 
-// TestDynamicKeySharedAndAutoTopicType: subscriptionKeySharedEnable and
+// TestDynamicKeySharedAndAutoTopicType: subscriptionKeySharedEnable,
+// subscriptionTypesEnabled and
 // allowAutoTopicCreationType/defaultNumPartitions, read from the
 // configuration file and changed on the running standalone through
 // pulsaradmin, do what they do in Pulsar.
@@ -77,6 +78,60 @@ func TestDynamicKeySharedAndAutoTopicType(t *testing.T) {
 			t.Fatalf("Key_Shared subscribe after the override's removal: %v", err)
 		}
 		cons.Close()
+	})
+
+	t.Run("subscriptionTypesEnabled", func(t *testing.T) {
+		const topic = "persistent://public/default/dyn-subtypes"
+		subscribe := func(sub string, typ pulsar.SubscriptionType) (pulsar.Consumer, error) {
+			return c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: sub, Type: typ})
+		}
+		attached, err := subscribe("sh", pulsar.Shared)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer attached.Close()
+		prod, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer prod.Close()
+
+		set("subscriptionTypesEnabled", "Exclusive,Failover")
+		pulsarMsg := "Topic[{" + topic + "}] doesn't support Shared sub type!"
+		for _, sub := range []string{"sh", "sh-new"} { // an existing subscription and a new one
+			cons, err := subscribe(sub, pulsar.Shared)
+			if err == nil {
+				cons.Close()
+				t.Fatalf("Shared subscribe to %s admitted with subscriptionTypesEnabled=Exclusive,Failover", sub)
+			}
+			if !strings.Contains(err.Error(), pulsarMsg) || !strings.Contains(err.Error(), "NotAllowed") {
+				t.Fatalf("Shared subscribe to %s: %v, want NotAllowedError %q", sub, err, pulsarMsg)
+			}
+		}
+		for _, typ := range []pulsar.SubscriptionType{pulsar.Exclusive, pulsar.Failover} {
+			cons, err := subscribe("allowed", typ)
+			if err != nil {
+				t.Fatalf("subscribe of type %v refused: %v", typ, err)
+			}
+			cons.Close()
+		}
+		// The consumer attached before the update still receives.
+		if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("after")}); err != nil {
+			t.Fatal(err)
+		}
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if m, err := attached.Receive(rctx); err != nil || string(m.Payload()) != "after" {
+			t.Fatalf("attached Shared consumer: %v", err)
+		}
+
+		set("subscriptionTypesEnabled", "Exclusive,Shared,Failover,Key_Shared")
+		cons, err := subscribe("sh-new", pulsar.Shared)
+		if err != nil {
+			t.Fatalf("Shared subscribe after restoring every type: %v", err)
+		}
+		cons.Close()
+		unset("subscriptionTypesEnabled")
 	})
 
 	t.Run("allowAutoTopicCreationType", func(t *testing.T) {
