@@ -425,7 +425,7 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 	if !tn.IsPersistent() {
 		t := newTopic(b, tn, nil, pol)
 		t.bundleKey = bundleKey
-		if err := t.loadFeatures(ctx); err != nil {
+		if err := b.ext.loadTopic(ctx, t); err != nil {
 			t.closeAll(false)
 			return nil, err
 		}
@@ -481,23 +481,13 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 			return nil, fmt.Errorf("broker: load cursor %s of %s: %w", name, tn, err)
 		}
 	}
-	if err := t.loadFeatures(ctx); err != nil {
+	if err := b.ext.loadTopic(ctx, t); err != nil {
 		t.closeAll(false)
 		ml.Close()
 		return nil, err
 	}
 	b.log.Debug("topic loaded", "topic", tn.String())
 	return t, nil
-}
-
-// loadFeatures runs the features' TopicHook.LoadTopic on a loading topic.
-func (t *topic) loadFeatures(ctx context.Context) error {
-	for i, h := range t.b.ext.topics {
-		if err := h.LoadTopic(ctx, Topic{t}); err != nil {
-			return fmt.Errorf("broker: load %s: %s: %w", t.full, t.b.ext.topicNames[i], err)
-		}
-	}
-	return nil
 }
 
 // UnloadTopic closes a loaded topic: every producer and consumer gets

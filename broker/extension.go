@@ -622,6 +622,34 @@ func (x *extensions) topicDeleted(ctx context.Context, tn topicName) {
 	}
 }
 
+// loadTopic runs the TopicHooks' LoadTopic on a loading topic.
+func (x *extensions) loadTopic(ctx context.Context, t *topic) error {
+	for i, h := range x.topics {
+		if err := h.LoadTopic(ctx, Topic{t}); err != nil {
+			return fmt.Errorf("broker: load %s: %s: %w", t.full, x.topicNames[i], err)
+		}
+	}
+	return nil
+}
+
+// entryStored tells the StoreObservers that an entry was stored on t.
+func (x *extensions) entryStored(t *topic, marker bool) {
+	for _, h := range x.stored {
+		h.Stored(Topic{t}, marker)
+	}
+}
+
+// skipEntry reports whether one of filters (a topic's DispatchFilters)
+// skips an entry of t (md nil: its metadata did not parse).
+func skipEntry(filters []DispatchFilter, t Topic, md *pulsarproto.Metadata) bool {
+	for _, f := range filters {
+		if f.SkipEntry(t, md) {
+			return true
+		}
+	}
+	return false
+}
+
 // partitionsOf returns the partitions of a partitioned topic name, or
 // nil for any other name.
 func (r *registry) partitionsOf(ctx context.Context, topic string) ([]string, error) {

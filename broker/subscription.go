@@ -696,12 +696,7 @@ func (s *subscription) filterMeta() *pulsarproto.Metadata {
 // skip reports whether a DispatchFilter skips an entry (md nil: its
 // metadata did not parse, or there are no filters).
 func (s *subscription) skip(md *pulsarproto.Metadata) bool {
-	for _, f := range s.filters {
-		if f.SkipEntry(s.tv, md) {
-			return true
-		}
-	}
-	return false
+	return skipEntry(s.filters, s.tv, md)
 }
 
 // held reports whether an AckHook withholds a freshly read entry.

@@ -145,13 +145,6 @@ func (t *topic) wakeSubs() {
 	}
 }
 
-// stored tells the StoreObservers that an entry was stored on t.
-func (t *topic) stored(marker bool) {
-	for _, h := range t.b.ext.stored {
-		h.Stored(Topic{t}, marker)
-	}
-}
-
 // errProducer is a refusal of PRODUCER with the ServerError to report.
 type errProducer struct {
 	code int32
@@ -373,7 +366,7 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e *Entry)
 		t.last.Unlock()
 		p.persisted(seq, highest, pos)
 		t.wakeSubs()
-		t.stored(key == "")
+		t.b.ext.entryStored(t, key == "")
 	})
 	t.pub.RUnlock()
 }
@@ -539,7 +532,7 @@ func (t *topic) lastReadable(bound func() (position, bool)) (position, int32, bo
 		if err != nil {
 			return p, -1, true
 		}
-		if pm.marker == 0 && !t.skip(&md) {
+		if pm.marker == 0 && !skipEntry(t.b.ext.filters, Topic{t}, &md) {
 			if pm.batch {
 				return p, int32(pm.numMsgs - 1), true
 			}
@@ -554,16 +547,6 @@ func (t *topic) lastReadable(bound func() (position, bool)) (position, int32, bo
 
 // lastReadableScan bounds the entries lastReadable steps back over.
 const lastReadableScan = 10000
-
-// skip reports whether a DispatchFilter skips an entry of t.
-func (t *topic) skip(md *pulsarproto.Metadata) bool {
-	for _, f := range t.b.ext.filters {
-		if f.SkipEntry(Topic{t}, md) {
-			return true
-		}
-	}
-	return false
-}
 
 // prevPosition returns the entry before p in ledgers ls.
 func prevPosition(ls []mledger.LedgerInfo, p position) (position, bool) {

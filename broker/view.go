@@ -120,7 +120,7 @@ func (t *topic) appendMarker(buf []byte, off int, cb func(position, error)) erro
 		cb(pos, err)
 		if err == nil {
 			t.wakeSubs()
-			t.stored(true)
+			t.b.ext.entryStored(t, true)
 		}
 	})
 	return nil
