@@ -514,7 +514,7 @@ func (b *Broker) unloadTopic(full string) bool {
 		}
 	}
 	b.mu.Unlock()
-	if l == nil || l.t == nil || !l.t.markUnloading() {
+	if l == nil || l.t == nil || !l.t.unloading.CompareAndSwap(false, true) {
 		return false
 	}
 	// The entry stays in the map until the ledger is closed: getTopic

@@ -126,9 +126,8 @@ func (t *topic) admit(p *producer, seq, highest uint64, numMsgs int, e *Entry) {
 // ReleaseHeld publishes the topic's held SENDs, in order, unless its
 // Quota still holds them. Sends of producers that went away while held
 // are dropped unanswered. No lock held; it may publish many SENDs.
-func (v Topic) ReleaseHeld() { v.t.releaseHeld() }
-
-func (t *topic) releaseHeld() {
+func (v Topic) ReleaseHeld() {
+	t := v.t
 	if t.held.n.Load() == 0 {
 		return
 	}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,15 +16,18 @@ import (
 // (Broker.ReleaseUnloaded, which waits for the walks over the loaded
 // topics in flight).
 
-// touch records that t is in use now.
-func (t *topic) touch() { t.lastUsed.Store(time.Now().UnixNano()) }
+// useClock is when a topic was last found in use (unix ns).
+type useClock struct{ ns atomic.Int64 }
+
+// mark records that the topic was found in use at now.
+func (u *useClock) mark(now time.Time) { u.ns.Store(now.UnixNano()) }
 
 // LastUsed returns when the topic was last found in use: loaded, a
 // producer or consumer detaching, or a MarkUsed.
-func (v Topic) LastUsed() time.Time { return time.Unix(0, v.t.lastUsed.Load()) }
+func (v Topic) LastUsed() time.Time { return time.Unix(0, v.t.lastUsed.ns.Load()) }
 
 // MarkUsed records that the topic was found in use at now.
-func (v Topic) MarkUsed(now time.Time) { v.t.lastUsed.Store(now.UnixNano()) }
+func (v Topic) MarkUsed(now time.Time) { v.t.lastUsed.mark(now) }
 
 // IdleUnloadable reports whether nothing but idleness keeps the topic
 // loaded: it is persistent, open, owned, and has no producer (attached or

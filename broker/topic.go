@@ -34,7 +34,7 @@ type topic struct {
 		exclusive  *producer            // Exclusive/WaitForExclusive holder
 		waiting    []*producer          // WaitForExclusive queue
 		subs       map[string]*subscription
-		dedup      map[string]uint64 // producer name -> highest seq pushed
+		dedup      seqIDs // highest sequence id pushed
 		terminated bool
 		closed     bool
 	}
@@ -46,7 +46,7 @@ type topic struct {
 		sync.Mutex
 		e   lastEntry
 		ok  bool
-		seq map[string]uint64
+		seq seqIDs
 	}
 	npEntryID atomic.Int64 // non-persistent message ids
 
@@ -94,7 +94,7 @@ type topic struct {
 	limits topicLimits
 	// lastUsed (unix ns) is when the topic was last found in use, for
 	// the idle unloader (idleunload.go).
-	lastUsed atomic.Int64
+	lastUsed useClock
 
 	// slots are the features' per-topic values (TopicSlot), set while
 	// the topic loads; readBound is the read bound a feature set
@@ -117,7 +117,7 @@ func newTopic(b *Broker, tn topicName, ml ManagedLedger, pol *policy.Resolved) *
 	t.pol.Store(pol)
 	empty := []*subscription{}
 	t.subList.Store(&empty)
-	t.touch()
+	t.lastUsed.mark(t.loadedAt)
 	t.inWin.roll(t.loadedAt, 0, 0) // the first window starts at load
 	return t
 }
@@ -208,7 +208,7 @@ func (t *topic) addProducer(p *producer) (wait bool, err error) {
 
 // removeProducer detaches p; a waiting exclusive producer may take over.
 func (t *topic) removeProducer(p *producer) {
-	t.touch()
+	t.lastUsed.mark(time.Now())
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if i := slices.Index(t.mu.waiting, p); i >= 0 {
@@ -250,22 +250,26 @@ func (t *topic) lastSequence(name string) int64 {
 	return -1
 }
 
-// setPersistedSeq records the highest persisted sequence id of a
-// producer name (under t.last).
-func (t *topic) setPersistedSeqLocked(name string, highest uint64) {
-	if t.last.seq == nil {
-		t.last.seq = make(map[string]uint64, 1)
+// seqIDs are the highest sequence ids by producer name; nil until the
+// first is set.
+type seqIDs map[string]uint64
+
+// set records highest for name.
+func (m *seqIDs) set(name string, highest uint64) {
+	if *m == nil {
+		*m = make(seqIDs, 1)
 	}
-	t.last.seq[name] = highest
+	(*m)[name] = highest
 }
 
-// setDedupLocked records the highest sequence id pushed by a producer
-// name (under t.mu; the map is made on first use).
-func (t *topic) setDedupLocked(name string, highest uint64) {
-	if t.mu.dedup == nil {
-		t.mu.dedup = make(map[string]uint64, 1)
+// raise records highest for name if it is higher than the one recorded
+// (or none is), and reports whether it was.
+func (m *seqIDs) raise(name string, highest uint64) bool {
+	if last, ok := (*m)[name]; ok && highest <= last {
+		return false
 	}
-	t.mu.dedup[name] = highest
+	m.set(name, highest)
+	return true
 }
 
 // publish stores one entry (a SEND) and answers the producer in order.
@@ -293,7 +297,7 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e *Entry)
 			p.duplicate(seq)
 			return
 		}
-		t.setDedupLocked(key, highest)
+		t.mu.dedup.set(key, highest)
 		t.mu.Unlock()
 	}
 	if !t.persistent() {
@@ -361,7 +365,7 @@ func (t *topic) publish(p *producer, seq, highest uint64, numMsgs int, e *Entry)
 		t.last.Lock()
 		t.last.e, t.last.ok = lastEntry{pos: pos, numMsgs: numMsgs, batch: batch}, true
 		if dedup && key != "" {
-			t.setPersistedSeqLocked(key, highest)
+			t.last.seq.set(key, highest)
 		}
 		t.last.Unlock()
 		p.persisted(seq, highest, pos)
@@ -571,9 +575,6 @@ func (t *topic) isClosed() bool {
 	return t.mu.closed
 }
 
-// markUnloading claims the unload of t; false if another unload has it.
-func (t *topic) markUnloading() bool { return t.unloading.CompareAndSwap(false, true) }
-
 // RaiseDedup raises the topic's deduplication state to at least the
 // given highest stored sequence id per producer: a DedupRecovery
 // recovered it after deduplication was turned on for the loaded topic.
@@ -584,12 +585,8 @@ func (v Topic) RaiseDedup(state map[string]uint64) {
 	t.last.Lock()
 	defer t.last.Unlock()
 	for name, highest := range state {
-		if last, ok := t.mu.dedup[name]; !ok || highest > last {
-			t.setDedupLocked(name, highest)
-		}
-		if last, ok := t.last.seq[name]; !ok || highest > last {
-			t.setPersistedSeqLocked(name, highest)
-		}
+		t.mu.dedup.raise(name, highest)
+		t.last.seq.raise(name, highest)
 	}
 }
 
@@ -606,8 +603,8 @@ func (t *topic) recoverDedup(ctx context.Context, r DedupRecovery, n int) error 
 		t.last.Lock()
 		defer t.last.Unlock()
 		for name, highest := range state {
-			t.setDedupLocked(name, highest)
-			t.setPersistedSeqLocked(name, highest)
+			t.mu.dedup.set(name, highest)
+			t.last.seq.set(name, highest)
 		}
 		return nil
 	}
@@ -630,9 +627,8 @@ func (t *topic) recoverDedup(ctx context.Context, r DedupRecovery, n int) error 
 		}
 		highest := max(md.HighestSequenceID, md.SequenceID+uint64(md.NumMessages())-1)
 		name := string(md.ProducerName)
-		if last, ok := t.mu.dedup[name]; !ok || highest > last {
-			t.setDedupLocked(name, highest)
-			t.setPersistedSeqLocked(name, highest)
+		if t.mu.dedup.raise(name, highest) {
+			t.last.seq.set(name, highest)
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // subscribeReq is a SUBSCRIBE as the topic needs it.
@@ -166,7 +167,7 @@ func (t *topic) loadSubscription(name string) error {
 // unacked entries go back for redelivery. A non-durable subscription left
 // without consumers is deleted.
 func (t *topic) removeConsumer(s *subscription, c *consumer) {
-	t.touch()
+	t.lastUsed.mark(time.Now())
 	var empty, drop bool
 	s.call(func() {
 		empty = s.removeConsumerLocked(c)

@@ -97,15 +97,7 @@ func (v Topic) SetReadBound(f func() (Position, bool)) error {
 // and AfterAdd are for producers' entries); subscriptions are woken once
 // it is stored. cb takes only leaf locks.
 func (v Topic) Append(buf []byte, off int, cb func(Position, error)) error {
-	return v.t.appendMarker(buf, off, cb)
-}
-
-// Wake tells the topic's subscriptions that more entries may be
-// deliverable (a transaction ended, a read bound moved).
-func (v Topic) Wake() { v.t.wakeSubs() }
-
-// appendMarker is Topic.Append.
-func (t *topic) appendMarker(buf []byte, off int, cb func(position, error)) error {
+	t := v.t
 	if !t.persistent() {
 		return fmt.Errorf("%w: %s is not persistent", ErrNotAllowed, t.full)
 	}
@@ -125,6 +117,10 @@ func (t *topic) appendMarker(buf []byte, off int, cb func(position, error)) erro
 	})
 	return nil
 }
+
+// Wake tells the topic's subscriptions that more entries may be
+// deliverable (a transaction ended, a read bound moved).
+func (v Topic) Wake() { v.t.wakeSubs() }
 
 // Subscription is a feature's handle on one subscription, usable from
 // any goroutine. The zero value is not a subscription.
