@@ -59,12 +59,15 @@ func skipBacklog(s *subscription, ca *cursorAdapter, n int64) error {
 
 // ExpireMessages acknowledges the messages of s published more than secs
 // ago (message TTL), counted in its stats as expired.
-func (v Topic) ExpireMessages(s Subscription, secs int64) error { return v.t.expire(s.s, secs) }
+func (v Topic) ExpireMessages(s Subscription, secs int64) error {
+	return expireBacklog(s.s, secs, v.t.b.ext.system)
+}
 
-// expire acknowledges the messages of s published more than secs ago.
-func (t *topic) expire(s *subscription, secs int64) error {
+// expireBacklog acknowledges the messages of s published more than secs
+// ago, unless s is one of the system subscriptions.
+func expireBacklog(s *subscription, secs int64, system map[string]bool) error {
 	ca, ok := s.cur.(*cursorAdapter)
-	if !ok || t.b.ext.system[s.name] {
+	if !ok || system[s.name] {
 		// Expiring a feature's cursor (the compactor's) would let data
 		// not yet compacted be trimmed.
 		return nil

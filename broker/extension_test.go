@@ -426,7 +426,7 @@ func TestSystemSubscriptionsKept(t *testing.T) {
 	sent := time.Now().UnixMilli()
 	waitUntil(t, "the clock to pass the publish times", func() bool { return time.Now().UnixMilli() > sent })
 	for _, s := range []*subscription{sys, user} {
-		if err := tp.expire(s, 0); err != nil {
+		if err := expireBacklog(s, 0, tp.b.ext.system); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -333,9 +333,20 @@ func (v Topic) ConsumerCount() int {
 	return n
 }
 
-// dedupEnabled reports whether t deduplicates (broker-wide or by policy).
-func (t *topic) dedupEnabled() bool {
-	return t.b.cfg.Deduplication || t.pol.Load().Deduplication
+// topicPolicy is a topic's effective policy, swapped whole when it is
+// resolved again (policy.go); its methods are what the topic's
+// subscriptions read from it.
+type topicPolicy struct {
+	atomic.Pointer[policy.Resolved]
+}
+
+// unackedLimits returns the topic's maxUnackedMessagesPerConsumer and
+// ...PerSubscription (0: unlimited) for its subscriptions.
+func (p *topicPolicy) unackedLimits() (perConsumer, perSub int) {
+	if r := p.Load(); r != nil {
+		return r.MaxUnackedPerConsumer, r.MaxUnackedPerSubscription
+	}
+	return 0, 0
 }
 
 // delayedDelivery returns the topic's delayed-delivery policy for its
@@ -344,9 +355,9 @@ func (t *topic) dedupEnabled() bool {
 // deliverAt, never earlier (pulsar-client-go's suite requires a 3 s
 // delay to last 3 s against Pulsar's test broker; a non-strict tick that
 // releases a message a tick early failed it).
-func (t *topic) delayedDelivery() policy.DelayedDeliveryPolicies {
-	if p := t.pol.Load(); p != nil {
-		return p.DelayedDelivery
+func (p *topicPolicy) delayedDelivery() policy.DelayedDeliveryPolicies {
+	if r := p.Load(); r != nil {
+		return r.DelayedDelivery
 	}
 	return policy.DelayedDeliveryPolicies{Active: true}
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -85,20 +86,20 @@ type OffloadStatus struct {
 	FirstUnoffloadedMessage MessageID `json:"-"`
 }
 
-// readError maps a failed admin read of one of t's entries: an
+// entryReadError maps a failed admin read of a topic's entry: an
 // unreachable object store (or a missing offloader) is ErrUnavailable
 // with a reason that names no endpoint, bucket or path (the cause, which
 // may, goes to the log); anything else "Message not found" (the cause,
 // which names ledgers and storage layers, is logged at debug level).
-func (t *topic) readError(err error) error {
+func entryReadError(log *slog.Logger, err error) error {
 	switch {
 	case errors.Is(err, offload.ErrStoreUnavailable):
-		t.log.Warn("reading offloaded data failed", "err", err)
+		log.Warn("reading offloaded data failed", "err", err)
 		return reason(ErrUnavailable, "Offloaded data cannot be read now: object store unavailable")
 	case errors.Is(err, mledger.ErrNoOffloader):
-		t.log.Warn("reading offloaded data failed", "err", err)
+		log.Warn("reading offloaded data failed", "err", err)
 		return reason(ErrUnavailable, "Offloaded data cannot be read: no offloader configured")
 	}
-	t.log.Debug("admin read of an entry failed", "err", err)
+	log.Debug("admin read of an entry failed", "err", err)
 	return reason(ErrTopicNotFound, "Message not found")
 }

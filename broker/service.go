@@ -616,7 +616,7 @@ func (a TopicReader) ReadEntry(ctx context.Context, topic string, id MessageID) 
 	}
 	data, err := t.ml.ReadEntry(position{LedgerID: id.LedgerID, EntryID: id.EntryID})
 	if err != nil {
-		return nil, t.readError(err)
+		return nil, entryReadError(t.log, err)
 	}
 	return data, nil
 }
@@ -673,8 +673,8 @@ func (a SubscriptionAdmin) CreateSubscription(ctx context.Context, topic, name s
 			return reason(ErrPreconditionFailed, "cannot position the subscription: "+err.Error())
 		}
 	}
-	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, &t.b.tun.dispatchBatch, t.unackedLimits, t.log)
-	s.delayFn = t.delayedDelivery
+	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, &t.b.tun.dispatchBatch, t.pol.unackedLimits, t.log)
+	s.delayFn = t.pol.delayedDelivery
 	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
 	t.mu.Lock()
 	if t.mu.subs[name] != nil {
@@ -754,7 +754,7 @@ func (a SubscriptionAdmin) ExpireMessages(ctx context.Context, topic, sub string
 		}
 		defer b.cursorsMoved(t)
 		for _, s := range *t.subList.Load() {
-			if err := t.expire(s, secs); err != nil {
+			if err := expireBacklog(s, secs, t.b.ext.system); err != nil {
 				return err
 			}
 		}
@@ -765,7 +765,7 @@ func (a SubscriptionAdmin) ExpireMessages(ctx context.Context, topic, sub string
 		return err
 	}
 	defer b.cursorsMoved(t)
-	return t.expire(s, secs)
+	return expireBacklog(s, secs, t.b.ext.system)
 }
 
 // ResetCursor moves the subscription to id (or, byTime, to the first
@@ -807,7 +807,7 @@ func (a SubscriptionAdmin) PeekMessage(ctx context.Context, topic, sub string, n
 	}
 	data, err := ml.ReadEntry(ctx, pos)
 	if err != nil {
-		return MessageID{}, nil, t.readError(err)
+		return MessageID{}, nil, entryReadError(t.log, err)
 	}
 	return MessageID{LedgerID: pos.LedgerID, EntryID: pos.EntryID, Partition: t.partition, BatchIndex: -1}, data.Data, nil
 }

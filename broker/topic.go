@@ -50,9 +50,8 @@ type topic struct {
 	}
 	npEntryID atomic.Int64 // non-persistent message ids
 
-	// pol is the topic's effective policy, swapped whole when it is
-	// resolved again (policy.go).
-	pol atomic.Pointer[policy.Resolved]
+	// pol is the topic's effective policy (limits.go).
+	pol topicPolicy
 	// held are the SENDs a quota holds (held.go). Lock order: held
 	// before topic.mu.
 	held heldSends
@@ -124,13 +123,9 @@ func newTopic(b *Broker, tn topicName, ml ManagedLedger, pol *policy.Resolved) *
 
 func (t *topic) persistent() bool { return t.ml != nil }
 
-// unackedLimits returns the topic's maxUnackedMessagesPerConsumer and
-// ...PerSubscription (0: unlimited) for its subscriptions.
-func (t *topic) unackedLimits() (perConsumer, perSub int) {
-	if p := t.pol.Load(); p != nil {
-		return p.MaxUnackedPerConsumer, p.MaxUnackedPerSubscription
-	}
-	return 0, 0
+// dedupEnabled reports whether t deduplicates (broker-wide or by policy).
+func (t *topic) dedupEnabled() bool {
+	return t.b.cfg.Deduplication || t.pol.Load().Deduplication
 }
 
 // publishSubsLocked refreshes the lock-free subscription list.

@@ -122,8 +122,8 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 	if _, ok := cur.(*cursorAdapter); ok && req.readCompacted {
 		cur = t.compactedCursor(cur)
 	}
-	s := newSubscription(req.sub, t.full, req.typ, t.partition, cur, dispatchEntryMeta, &t.b.tun.dispatchBatch, t.unackedLimits, t.log)
-	s.delayFn = t.delayedDelivery
+	s := newSubscription(req.sub, t.full, req.typ, t.partition, cur, dispatchEntryMeta, &t.b.tun.dispatchBatch, t.pol.unackedLimits, t.log)
+	s.delayFn = t.pol.delayedDelivery
 	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
 	s.loadReplicated()
 	t.attachSub(s)
@@ -150,8 +150,8 @@ func (t *topic) loadSubscription(name string) error {
 	if err != nil {
 		return err
 	}
-	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, &t.b.tun.dispatchBatch, t.unackedLimits, t.log)
-	s.delayFn = t.delayedDelivery
+	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, &t.b.tun.dispatchBatch, t.pol.unackedLimits, t.log)
+	s.delayFn = t.pol.delayedDelivery
 	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
 	s.loadReplicated()
 	t.attachSub(s)

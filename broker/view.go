@@ -40,7 +40,7 @@ func (v Topic) Ledger() ManagedLedger { return v.t.ml }
 func (v Topic) ReadEntry(pos Position) ([]byte, error) {
 	data, err := v.t.ml.ReadEntry(pos)
 	if err != nil {
-		return nil, v.t.readError(err)
+		return nil, entryReadError(v.t.log, err)
 	}
 	return data, nil
 }
