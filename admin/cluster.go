@@ -10,6 +10,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokeradmin"
 	"github.com/magnetar-mq/magnetar/bundle"
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/httpapi"
@@ -28,7 +29,7 @@ import (
 func (a *API) registerLookupRoutes(rt routeTable) {
 	rt.Add(
 		httpapi.Route{Method: "GET", Pattern: "/lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}", Access: auth.AccessTopicLookup,
-			Response: broker.LookupData{}, Handler: a.httpLookup},
+			Response: brokeradmin.LookupData{}, Handler: a.httpLookup},
 		httpapi.Route{Method: "GET", Pattern: "/lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}/bundle", Access: auth.AccessTopicLookup,
 			Response: "", Handler: a.httpTopicBundle},
 	)

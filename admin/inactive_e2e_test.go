@@ -11,6 +11,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/brokeradmin"
 )
 
 const inactiveCheck = 300 * time.Millisecond
@@ -28,7 +29,7 @@ func TestE2EInactiveTopicDeletion(t *testing.T) {
 	mustHTTP(t, tb, "POST", "/admin/v2/namespaces/"+ns+"/inactiveTopicPolicies",
 		`{"deleteWhileInactive":true,"maxInactiveDurationSeconds":1,"inactiveTopicDeleteMode":"delete_when_no_subscriptions"}`, http.StatusNoContent)
 	exists := func(topic string) bool {
-		ok, err := tb.TopicAdmin().TopicExists(context.Background(), topic)
+		ok, err := tb.Registry().TopicExists(context.Background(), topic)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +118,7 @@ func TestE2ESubscriptionExpiry(t *testing.T) {
 	_ = brokertest.Consumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "active"})
 	closed := time.Now()
 	subs := func() []string {
-		s, err := tb.SubscriptionAdmin().Subscriptions(context.Background(), topic)
+		s, err := brokeradmin.For(tb.Broker).Subscriptions.Subscriptions(context.Background(), topic)
 		if err != nil {
 			t.Fatal(err)
 		}

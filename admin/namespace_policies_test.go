@@ -16,6 +16,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/brokeradmin"
 )
 
 // TestPersistencePolicyValidatedAndPersisted: E >= Qw >= Qa >= 1 is
@@ -81,7 +82,7 @@ func TestAntiAffinityGroup(t *testing.T) {
 	if got := mustHTTP(t, tb, "GET", "/admin/v2/namespaces/"+ns1+"/antiAffinity", "", http.StatusOK); got != "group-a" {
 		t.Fatalf("group of %s: %q", ns1, got)
 	}
-	cl := tb.Node().ClusterName()
+	cl := brokeradmin.For(tb.Broker).Node.ClusterName()
 	got := mustHTTP(t, tb, "GET", "/admin/v2/namespaces/"+cl+"/antiAffinity/group-a?property=public", "", http.StatusOK)
 	if !jsonEq(got, `["`+min(ns1, ns2)+`","`+max(ns1, ns2)+`"]`) {
 		t.Fatalf("group-a members: %s", got)
@@ -296,14 +297,14 @@ func TestNamespaceExtrasThroughPulsarAdmin(t *testing.T) {
 	if g, err := nss.GetNamespaceAntiAffinityGroup(nsName); err != nil || g != "spread" {
 		t.Fatalf("GetNamespaceAntiAffinityGroup: %q %v", g, err)
 	}
-	members, err := nss.GetAntiAffinityNamespaces("public", tb.Node().ClusterName(), "spread")
+	members, err := nss.GetAntiAffinityNamespaces("public", brokeradmin.For(tb.Broker).Node.ClusterName(), "spread")
 	if err != nil || !slices.Equal(members, []string{nsName}) {
 		t.Fatalf("GetAntiAffinityNamespaces: %v %v", members, err)
 	}
 	if err := nss.DeleteNamespaceAntiAffinityGroup(nsName); err != nil {
 		t.Fatal(err)
 	}
-	if members, err := nss.GetAntiAffinityNamespaces("public", tb.Node().ClusterName(), "spread"); err != nil || len(members) != 0 {
+	if members, err := nss.GetAntiAffinityNamespaces("public", brokeradmin.For(tb.Broker).Node.ClusterName(), "spread"); err != nil || len(members) != 0 {
 		t.Fatalf("after delete: %v %v", members, err)
 	}
 

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/brokeradmin"
 	"github.com/magnetar-mq/magnetar/httpapi"
 )
 
@@ -24,7 +25,7 @@ func TestNoRouteAnswers501(t *testing.T) {
 	mustHTTP(t, tb, "PUT", "/admin/v2/persistent/public/default/walk", "", http.StatusNoContent)
 	values := map[string]string{
 		"tenant": "public", "ns": "default", "domain": "persistent", "topic": "walk",
-		"cluster": tb.Node().ClusterName(), "bundle": "0x00000000_0x40000000", "sub": "s", "subName": "s",
+		"cluster": brokeradmin.For(tb.Broker).Node.ClusterName(), "bundle": "0x00000000_0x40000000", "sub": "s", "subName": "s",
 		"ledger": "0", "entry": "0", "role": "r", "group": "g", "broker": tb.HTTPAddr(),
 	}
 	routes := tb.Router().Routes()

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/brokeradmin"
 )
 
 // The rate limit tests measure one 10 s window each (after a 2 s warm-up
@@ -122,7 +123,7 @@ func (c rateCase) run(t *testing.T) {
 	if c.subs == 0 {
 		p := brokertest.Producer(t, cl, pulsar.ProducerOptions{Topic: topic, DisableBatching: true, MaxPendingMessages: 500})
 		check("publish", publishFor(t, p, c.size, 2*time.Second, rateWindow))
-		st, err := tb.TopicReader().TopicStats(context.Background(), topic)
+		st, err := brokeradmin.For(tb.Broker).Reads.TopicStats(context.Background(), topic)
 		if err != nil || st.PublishRateLimitedTimes == 0 {
 			t.Fatalf("publishRateLimitedTimes = %d, %v; want > 0", st.PublishRateLimitedTimes, err)
 		}
@@ -143,7 +144,7 @@ func (c rateCase) run(t *testing.T) {
 // metadata), on average.
 func entrySize(t *testing.T, tb *testBroker, topic string) float64 {
 	t.Helper()
-	st, err := tb.TopicReader().TopicStats(context.Background(), topic)
+	st, err := brokeradmin.For(tb.Broker).Reads.TopicStats(context.Background(), topic)
 	if err != nil || st.MsgInCounter == 0 {
 		t.Fatalf("stats of %s: %+v, %v", topic, st, err)
 	}

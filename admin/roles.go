@@ -6,6 +6,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokeradmin"
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/isolation"
 	"github.com/magnetar-mq/magnetar/ledgerinfo"
@@ -15,8 +16,8 @@ import (
 )
 
 // The API reaches the broker only through the small role interfaces
-// below, each declared here for what its routes need (the role objects of
-// *broker.Broker implement them: BrokerDeps). Topic names are
+// below, each declared here for what its routes need (package
+// brokeradmin implements them over the broker core: BrokerDeps). Topic names are
 // anything broker.ParseTopicName accepts; a method on one topic acts on
 // a non-partitioned topic or one partition (the handlers fan out over
 // partitions). Errors wrap the
@@ -199,7 +200,7 @@ type Ownership interface {
 	// key).
 	LoadedTopicsOf(bundleKey string) []string
 	// LookupTopic answers an HTTP lookup (redirect != "": ask there).
-	LookupTopic(ctx context.Context, topic string, authoritative bool) (data broker.LookupData, redirect string, err error)
+	LookupTopic(ctx context.Context, topic string, authoritative bool) (data brokeradmin.LookupData, redirect string, err error)
 }
 
 // Isolation is a cluster's failure domains and namespace isolation
@@ -279,18 +280,19 @@ type Deps struct {
 	Log *slog.Logger
 }
 
-// BrokerDeps fills every role of the core with b (the schema, compaction,
-// offload and transaction roles are those features': set them when they
-// are on).
+// BrokerDeps fills every role of the core with b's (package
+// brokeradmin; the schema, compaction, offload and transaction roles are
+// those features': set them when they are on).
 func BrokerDeps(b *broker.Broker) Deps {
-	return Deps{Node: b.Node(), Topics: b.TopicAdmin(), TopicProperties: b.TopicAdmin(), Reads: b.TopicReader(),
-		Lifecycle: b.TopicLifecycle(), Subscriptions: b.SubscriptionAdmin(),
-		Ownership: b.Ownership(), Metrics: metricsSource{b.Ownership(), b.TopicReader()}, Security: b.Security(), Metadata: b.Metadata(), Ledgers: ledgerinfo.New(b)}
+	r := brokeradmin.For(b)
+	return Deps{Node: r.Node, Topics: r.Topics, TopicProperties: r.Topics, Reads: r.Reads,
+		Lifecycle: r.Lifecycle, Subscriptions: r.Subscriptions,
+		Ownership: r.Ownership, Metrics: metricsSource{r.Ownership, r.Reads}, Security: b.Security(), Metadata: b.Metadata(), Ledgers: ledgerinfo.New(b)}
 }
 
 // metricsSource is a broker as BrokerMetrics: its ownership and its
 // topic reads.
 type metricsSource struct {
-	broker.Ownership
-	broker.TopicReader
+	brokeradmin.Ownership
+	brokeradmin.Reads
 }

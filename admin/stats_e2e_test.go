@@ -14,6 +14,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/brokeradmin"
 )
 
 // TestE2EStatsRates: a producer paced at a known rate and a consumer keeping
@@ -128,7 +129,7 @@ func TestE2EStatsCountersStoredOnly(t *testing.T) {
 	// still write to it (a data race and a "send on closed channel" panic
 	// in the client, seen in CI). A producer created afterwards is refused.
 	p.Close()
-	if _, err := tb.TopicLifecycle().Terminate(context.Background(), topic); err != nil {
+	if _, err := brokeradmin.For(tb.Broker).Lifecycle.Terminate(context.Background(), topic); err != nil {
 		t.Fatal(err)
 	}
 	if p2, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true}); err == nil {
@@ -138,11 +139,11 @@ func TestE2EStatsCountersStoredOnly(t *testing.T) {
 			t.Fatal("send to a terminated topic succeeded")
 		}
 	}
-	st, err := tb.TopicReader().TopicStats(context.Background(), topic)
+	st, err := brokeradmin.For(tb.Broker).Reads.TopicStats(context.Background(), topic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	is, err := tb.TopicReader().InternalStats(context.Background(), topic)
+	is, err := brokeradmin.For(tb.Broker).Reads.InternalStats(context.Background(), topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func TestE2EStatsEarliestInBacklog(t *testing.T) {
 		}
 	}
 	ms := receiveN(t, c, 3)
-	st, err := tb.TopicReader().TopicStats(context.Background(), topic)
+	st, err := brokeradmin.For(tb.Broker).Reads.TopicStats(context.Background(), topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +239,7 @@ func TestE2EStatsEarliestInBacklog(t *testing.T) {
 	}
 	want := ms[1].PublishTime().UnixMilli()
 	waitUntil(t, "the earliest publish time to move to the second message", func() bool {
-		st, err := tb.TopicReader().TopicStats(context.Background(), topic)
+		st, err := brokeradmin.For(tb.Broker).Reads.TopicStats(context.Background(), topic)
 		return err == nil && st.EarliestMsgPublishTimeInBacklogs == want
 	})
 }

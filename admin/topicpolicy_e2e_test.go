@@ -12,6 +12,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/brokeradmin"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
@@ -105,7 +106,7 @@ func TestE2ETopicPoliciesOverrideNamespace(t *testing.T) {
 		if _, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic}); err == nil {
 			t.Fatalf("%s: second producer accepted with maxProducers 1 (namespace: 5)", phase)
 		}
-		st, err := tb.TopicReader().TopicStats(context.Background(), topic)
+		st, err := brokeradmin.For(tb.Broker).Reads.TopicStats(context.Background(), topic)
 		if err != nil || st.DeduplicationStatus != "Enabled" || st.BacklogQuotaLimitSize != 2<<20 {
 			t.Fatalf("%s: stats dedup %q quota %d, %v", phase, st.DeduplicationStatus, st.BacklogQuotaLimitSize, err)
 		}

@@ -175,7 +175,7 @@ func TestZeroQueueConsumerAcrossUnload(t *testing.T) {
 			}
 			defer cons.Close()
 			if unloadFirst {
-				if _, err := tb.TopicLifecycle().UnloadTopic(topic); err != nil {
+				if _, err := tb.UnloadTopic(topic); err != nil {
 					t.Fatalf("unload: %v", err)
 				}
 			}
@@ -191,7 +191,7 @@ func TestZeroQueueConsumerAcrossUnload(t *testing.T) {
 				m, err := cons.Receive(ctx)
 				first <- res{m, err}
 			}()
-			if _, err := tb.TopicLifecycle().UnloadTopic(topic); err != nil {
+			if _, err := tb.UnloadTopic(topic); err != nil {
 				t.Fatalf("unload: %v", err)
 			}
 			r := <-first
@@ -253,7 +253,7 @@ func TestZeroQueueConsumerAcrossUnload(t *testing.T) {
 // backlog it does not send — is the broker's fault and fails the test.
 func clientLostZeroQueuePermit(t *testing.T, tb *testBroker, topic string) bool {
 	t.Helper()
-	st, err := tb.TopicReader().TopicStats(context.Background(), topic)
+	st, err := topicStats(tb.Broker, context.Background(), topic)
 	if err != nil {
 		t.Fatalf("stats: %v", err)
 	}

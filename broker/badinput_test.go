@@ -324,7 +324,7 @@ func TestBrokerInitiatedCloseOnUnload(t *testing.T) {
 	if f := r.next(); f.Type != pb.BaseCommand_SUCCESS {
 		t.Fatalf("SUBSCRIBE answered %s", f.Type)
 	}
-	tb.TopicLifecycle().UnloadTopic(topic)
+	tb.UnloadTopic(topic)
 	got := map[pb.BaseCommand_Type]uint64{}
 	for len(got) < 2 {
 		f := r.next()

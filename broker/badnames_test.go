@@ -18,7 +18,7 @@ func TestBadNamesBinaryProtocol(t *testing.T) {
 	tb := startBroker(t, func(c *Config) { c.MaxMessageSize = 2 << 20 })
 	r := dialRaw(t, tb, true)
 	ctx := ctxT(t)
-	before, err := tb.TopicAdmin().TopicsOfNamespace(ctx, "public/default", true, true)
+	before, err := tb.Registry().TopicsOfNamespace(ctx, "public/default", true, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestBadNamesBinaryProtocol(t *testing.T) {
 		}
 	}
 	r.ping()
-	after, err := tb.TopicAdmin().TopicsOfNamespace(ctx, "public/default", true, true)
+	after, err := tb.Registry().TopicsOfNamespace(ctx, "public/default", true, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -493,8 +493,7 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 // UnloadTopic closes a loaded topic: every producer and consumer gets
 // CLOSE_PRODUCER/CLOSE_CONSUMER and reconnects, which loads it again. It
 // reports whether the topic was loaded.
-func (a TopicLifecycle) UnloadTopic(name string) (bool, error) {
-	b := a.b
+func (b *Broker) UnloadTopic(name string) (bool, error) {
 	tn, err := parseTopicName(name)
 	if err != nil {
 		return false, err

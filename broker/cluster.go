@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/magnetar-mq/magnetar/bundle"
@@ -217,13 +216,4 @@ func lookupError(err error) (pb.ServerError, string) {
 		return pb.ServerError_MetadataError, err.Error()
 	}
 	return pb.ServerError_MetadataError, err.Error()
-}
-
-// lookupURLPath rebuilds the HTTP lookup path of a topic.
-func lookupURLPath(tn topicName) string {
-	return "/lookup/v2/topic/" + tn.Domain + "/" + tn.Tenant + "/" + tn.Namespace + "/" + escapePathSegment(tn.Local)
-}
-
-func escapePathSegment(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "%", "%25"), "/", "%2F")
 }

@@ -21,7 +21,7 @@
 // on which it declares only /metrics; other packages declare their
 // routes (each with its access rule; see package httpapi) before Start,
 // the binary the admin API with admin.Register(b.Router(),
-// admin.BrokerDeps(b)). Start refuses a table with duplicate or
+// admin.BrokerDeps(b), built on package brokeradmin). Start refuses a table with duplicate or
 // rule-less routes. No HTTP handler is a method of the broker's types.
 //
 // # Model
@@ -33,10 +33,15 @@
 //
 // Which consumer of a subscription gets an entry is package
 // broker/selector's (the four subscription types' algorithms, over the
-// consumer as selector.Consumer). The administration surface is six
-// role objects (roles.go: TopicAdmin, TopicReader, TopicLifecycle,
-// SubscriptionAdmin, Node, Ownership) that package admin's role
-// interfaces take; *Broker itself keeps what the features and the
+// consumer as selector.Consumer). The administration surface is package
+// brokeradmin's, over the core's seams: the topic registry
+// (Broker.Registry: created and partitioned topics, namespaces, clusters;
+// admin's Topics role as is), topic lookup (Broker.Topic) and the
+// operations on a topic's view (viewops.go: stats, termination,
+// subscriptions and their cursors), the loaded topics' walk
+// (EachTopic), policies (Policies, PolicyDefaults) and ownership
+// (Cluster, OwnedBundle, URLs, Ready, HealthCheck). The core never
+// imports brokeradmin. *Broker itself keeps what the features and the
 // wiring use (Start, Close, Use, Topic, EachTopic, Metadata, Config,
 // Policies, Cluster, Router and the bound addresses). Its parts are
 // values of their own: the listeners (listeners.go), the cluster

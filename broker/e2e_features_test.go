@@ -211,7 +211,7 @@ func TestE2EUnloadReconnects(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if ok, err := tb.TopicLifecycle().UnloadTopic(topic); err != nil || !ok {
+	if ok, err := tb.UnloadTopic(topic); err != nil || !ok {
 		t.Fatalf("UnloadTopic = %v, %v", ok, err)
 	}
 	// Producer and consumer reconnect by themselves. (Sending while the

@@ -567,7 +567,7 @@ func TestE2EPartitioned(t *testing.T) {
 	tb := startBroker(t, nil)
 	cl := tb.client(t)
 	topic := newTopicName("part")
-	if err := tb.TopicAdmin().CreatePartitionedTopic(ctxT(t), topic, PartitionedMetadata{Partitions: 3}); err != nil {
+	if err := tb.Registry().CreatePartitionedTopic(ctxT(t), topic, PartitionedMetadata{Partitions: 3}); err != nil {
 		t.Fatal(err)
 	}
 	parts, err := cl.TopicPartitions(topic)
@@ -671,7 +671,7 @@ func getStats(t testing.TB, tb *testBroker, topic string) TopicStats {
 
 func getStatsPath(t testing.TB, tb *testBroker, path string) TopicStats {
 	t.Helper()
-	st, err := tb.TopicReader().TopicStats(ctxT(t), strings.Replace(path, "/", "://", 1))
+	st, err := topicStats(tb.Broker, ctxT(t), strings.Replace(path, "/", "://", 1))
 	if err != nil {
 		t.Fatalf("stats of %s: %v", path, err)
 	}

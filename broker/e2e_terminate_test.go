@@ -53,7 +53,7 @@ func TestE2ETerminateWhileSending(t *testing.T) {
 			}()
 		}
 		started.Wait()
-		if _, err := tb.TopicLifecycle().Terminate(ctxT(t), topic); err != nil {
+		if _, err := terminate(tb.Broker, ctxT(t), topic); err != nil {
 			t.Fatal(err)
 		}
 		deadline := time.After(5 * time.Second) // beyond the 2 s send timeout
@@ -110,7 +110,7 @@ func TestTerminateClosesProducersFirst(t *testing.T) {
 				if receipts == 50 && !terminated {
 					terminated = true
 					go func() {
-						if _, err := tb.TopicLifecycle().Terminate(context.Background(), topic); err != nil {
+						if _, err := terminate(tb.Broker, context.Background(), topic); err != nil {
 							t.Error(err)
 						}
 					}()

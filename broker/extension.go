@@ -549,8 +549,7 @@ type messageIndexer interface {
 
 // MessageIDByIndex returns the id of the entry holding the message with
 // index idx (Pulsar's getMessageIdByIndex), from broker entry metadata.
-func (a TopicReader) MessageIDByIndex(ctx context.Context, topic string, idx int64) (MessageID, error) {
-	b := a.b
+func (b *Broker) MessageIDByIndex(ctx context.Context, topic string, idx int64) (MessageID, error) {
 	ix := b.ext.indexer
 	if ix == nil || !ix.IndexesMessages() {
 		return MessageID{}, reason(ErrPreconditionFailed, "Broker entry metadata index is not enabled: add "+

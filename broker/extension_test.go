@@ -152,7 +152,7 @@ func TestFeatureHooks(t *testing.T) {
 		t.Fatalf("WATCH_TOPIC_LIST answered %s %v", f.Type, f.Cmd)
 	}
 
-	if ok, err := tb.TopicLifecycle().UnloadTopic(topic); !ok || err != nil {
+	if ok, err := tb.UnloadTopic(topic); !ok || err != nil {
 		t.Fatalf("unload: %v %v", ok, err)
 	}
 	p.mu.Lock()
@@ -285,7 +285,7 @@ func TestAttachHook(t *testing.T) {
 	if f := r.next(); f.Type != pb.BaseCommand_SUCCESS {
 		t.Fatalf("SUBSCRIBE answered %s %v", f.Type, f.Cmd)
 	}
-	st, err := tb.TopicReader().TopicStats(ctxT(t), topic)
+	st, err := topicStats(tb.Broker, ctxT(t), topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,19 +311,19 @@ func TestDeletionObserver(t *testing.T) {
 	for _, topic := range []string{plain, np} {
 		mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic}).Close()
 	}
-	if err := tb.TopicAdmin().CreatePartitionedTopic(ctx, part, PartitionedMetadata{Partitions: 2}); err != nil {
+	if err := tb.Registry().CreatePartitionedTopic(ctx, part, PartitionedMetadata{Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
 	mustProducer(t, cl, pulsar.ProducerOptions{Topic: part}).Close()
-	if err := tb.TopicAdmin().DeleteTopic(ctx, plain+"-never", true); !errors.Is(err, ErrTopicNotFound) {
+	if err := tb.Registry().DeleteTopic(ctx, plain+"-never", true); !errors.Is(err, ErrTopicNotFound) {
 		t.Fatalf("deleting a missing topic: %v", err)
 	}
 	for _, topic := range []string{plain, np} {
-		if err := tb.TopicAdmin().DeleteTopic(ctx, topic, true); err != nil {
+		if err := tb.Registry().DeleteTopic(ctx, topic, true); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := tb.TopicAdmin().DeletePartitionedTopic(ctx, part); err != nil {
+	if err := tb.Registry().DeletePartitionedTopic(ctx, part); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{plain, np, part + "-partition-0", part + "-partition-1", part}

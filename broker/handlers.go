@@ -450,7 +450,7 @@ func (c *conn) handlePartitionedMetadata(m *pb.CommandPartitionedTopicMetadata) 
 				break
 			}
 			if n == 0 {
-				if n, err = c.b.TopicAdmin().autoCreatePartitioned(ctx, tn); isTooManyTopics(err) {
+				if n, err = c.b.Registry().autoCreatePartitioned(ctx, tn); isTooManyTopics(err) {
 					fail(pb.ServerError_NotAllowedError, err.Error())
 					break
 				}

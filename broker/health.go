@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/mledger"
 )
 
@@ -35,8 +34,7 @@ type healthState struct {
 // metadata store answers (and, in a cluster, the broker's session lease
 // holds), and a message written through a managed ledger to the bookies
 // reads back equal. The error names the failing step.
-func (o Ownership) HealthCheck(ctx context.Context) error {
-	b := o.b
+func (b *Broker) HealthCheck(ctx context.Context) error {
 	if _, err := b.deps.Metadata.Exists(ctx, "/"); err != nil {
 		return fmt.Errorf("metadata store: %w", err)
 	}
@@ -94,37 +92,8 @@ func (h *healthState) close() {
 }
 
 // Ready reports whether the broker is started and not closing.
-func (o Ownership) Ready() bool {
-	b := o.b
+func (b *Broker) Ready() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.mu.started && !b.mu.closing && !b.mu.closed
 }
-
-// LoadedTopicsOf lists the loaded topics of the bundle whose cluster key
-// is key (cluster.BundleKey).
-func (o Ownership) LoadedTopicsOf(key string) []string {
-	b := o.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []string
-	for full, l := range b.mu.topics {
-		select {
-		case <-l.done:
-			if l.t != nil && l.t.bundleKey == key {
-				out = append(out, full)
-			}
-		default:
-		}
-	}
-	return out
-}
-
-// BrokerID is the broker's id in its cluster: its web service host:port.
-func (o Ownership) BrokerID() string { return o.b.net.brokerID() }
-
-// WebURLTLS is the advertised https:// URL ("" without HTTPS).
-func (o Ownership) WebURLTLS() string { return o.b.net.webURLTLS() }
-
-// Cluster returns the broker's cluster membership (nil on a single node).
-func (o Ownership) Cluster() *cluster.Service { return o.b.cluster.svc }

@@ -86,10 +86,10 @@ func TestHeldSendsDroppedOnProducerAndConnectionClose(t *testing.T) {
 	}
 
 	// The dropped sends were never published, even once the quota frees.
-	if err := tb.SubscriptionAdmin().SkipMessages(ctxT(t), topic, "slow", -1); err != nil {
+	if err := skipMessages(tb.Broker, ctxT(t), topic, "slow", -1); err != nil {
 		t.Fatal(err)
 	}
-	st, err := tb.TopicReader().TopicStats(ctxT(t), topic)
+	st, err := topicStats(tb.Broker, ctxT(t), topic)
 	if err != nil || st.MsgInCounter != 2 {
 		t.Fatalf("stats after clear: in=%d (want 2) %v", st.MsgInCounter, err)
 	}

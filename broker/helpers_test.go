@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -72,9 +73,54 @@ func runWithoutRace(t *testing.T, run string, env ...string) {
 // subBacklog returns the backlog of topic's subscription sub.
 func subBacklog(t testing.TB, b *Broker, topic, sub string) int64 {
 	t.Helper()
-	st, err := b.TopicReader().TopicStats(ctxT(t), topic)
+	st, err := topicStats(b, ctxT(t), topic)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return st.Subscriptions[sub].MsgBacklog
+}
+
+// The admin operations the tests use, as package brokeradmin builds them
+// on the core's seams (Broker.Topic and the view's operations).
+
+// topicStats returns a topic's stats, loading it if it exists.
+func topicStats(b *Broker, ctx context.Context, topic string) (TopicStats, error) {
+	v, err := b.Topic(ctx, topic)
+	if err != nil {
+		return TopicStats{}, err
+	}
+	return v.FullStats(), nil
+}
+
+// terminate terminates a topic.
+func terminate(b *Broker, ctx context.Context, topic string) (MessageID, error) {
+	v, err := b.Topic(ctx, topic)
+	if err != nil {
+		return MessageID{}, err
+	}
+	return v.Terminate()
+}
+
+// skipMessages skips n entries of a subscription's backlog.
+func skipMessages(b *Broker, ctx context.Context, topic, sub string, n int64) error {
+	v, err := b.Topic(ctx, topic)
+	if err != nil {
+		return err
+	}
+	s, err := v.StoredSubscription(sub)
+	if err != nil {
+		return err
+	}
+	defer v.CursorsMoved()
+	return v.SkipMessages(s, n)
+}
+
+// createSubscription adds a durable subscription at id.
+func createSubscription(b *Broker, ctx context.Context, topic, sub string, id MessageID) error {
+	v, err := b.Topic(ctx, topic)
+	if err != nil {
+		return err
+	}
+	defer v.CursorsMoved()
+	return v.CreateSubscription(sub, id)
 }

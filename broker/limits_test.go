@@ -99,10 +99,10 @@ func startHolding(t *testing.T, topic string) (*testBroker, *holdGate) {
 			t.ReleaseHeld()
 		},
 	})
-	if err := tb.TopicAdmin().CreateTopic(ctxT(t), topic); err != nil {
+	if err := tb.Registry().CreateTopic(ctxT(t), topic); err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.SubscriptionAdmin().CreateSubscription(ctxT(t), topic, "slow", earliest); err != nil {
+	if err := createSubscription(tb.Broker, ctxT(t), topic, "slow", earliest); err != nil {
 		t.Fatal(err)
 	}
 	return tb, g
@@ -151,7 +151,7 @@ func TestQuotaRefusals(t *testing.T) {
 		f.Cmd.Error.GetMessage() != "refused producer" {
 		t.Fatalf("refused PRODUCER answered %s %v", f.Type, f.Cmd.Error)
 	}
-	st, err := tb.TopicReader().TopicStats(ctxT(t), topic)
+	st, err := topicStats(tb.Broker, ctxT(t), topic)
 	if err != nil || st.MsgInCounter != 1 {
 		t.Fatalf("stored %d messages (%v), want 1", st.MsgInCounter, err)
 	}
@@ -237,7 +237,7 @@ func TestPublishLimiterPausesReads(t *testing.T) {
 	if takes != 2 || msgs != 2 || bytes != 2*len(e) {
 		t.Fatalf("counted %d takes, %d messages, %d bytes; want 2, 2, %d", takes, msgs, bytes, 2*len(e))
 	}
-	st, err := tb.TopicReader().TopicStats(ctxT(t), topic)
+	st, err := topicStats(tb.Broker, ctxT(t), topic)
 	if err != nil || st.PublishRateLimitedTimes != 1 {
 		t.Fatalf("publishRateLimitedTimes %d (%v), want 1", st.PublishRateLimitedTimes, err)
 	}
@@ -267,10 +267,10 @@ func TestDispatchLimiters(t *testing.T) {
 	}
 	tb := startLimited(t, &limitsFeature{limits: limits})
 	topic := newTopicName("dispatch-limit")
-	if err := tb.TopicAdmin().CreateTopic(ctxT(t), topic); err != nil {
+	if err := tb.Registry().CreateTopic(ctxT(t), topic); err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.SubscriptionAdmin().CreateSubscription(ctxT(t), topic, "admin", earliest); err != nil {
+	if err := createSubscription(tb.Broker, ctxT(t), topic, "admin", earliest); err != nil {
 		t.Fatal(err)
 	}
 	p := dialRaw(t, tb, true)
@@ -307,7 +307,7 @@ func TestDispatchLimiters(t *testing.T) {
 	// before a read, as Pulsar does: the dispatch that sent the three
 	// may still be between its check and a read that would find the
 	// next entry. A stats call runs on the subscription's loop after it.
-	if _, err := tb.TopicReader().TopicStats(ctxT(t), topic); err != nil {
+	if _, err := topicStats(tb.Broker, ctxT(t), topic); err != nil {
 		t.Fatal(err)
 	}
 	sl.closed.Store(true)

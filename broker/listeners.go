@@ -149,3 +149,24 @@ func (b *Broker) serveHTTP(ln net.Listener, cfg *tls.Config) {
 		}
 	}()
 }
+
+// URLs are the broker's advertised URLs.
+type URLs struct {
+	// BrokerID is Pulsar's broker id, host:webPort.
+	BrokerID string
+	// Service and Web are the pulsar:// and http:// URLs; ServiceTLS and
+	// WebTLS the pulsar+ssl:// and https:// ones ("" without their
+	// listener).
+	Service, Web, ServiceTLS, WebTLS string
+	// Lookup and LookupTLS are the broker URLs a lookup answer hands
+	// out: with the plaintext port off, Lookup is the TLS one.
+	Lookup, LookupTLS string
+}
+
+// URLs returns the advertised URLs (ports known once Start bound them).
+func (b *Broker) URLs() URLs {
+	l := &b.net
+	plain, secure := l.lookupURLs()
+	return URLs{BrokerID: l.brokerID(), Service: l.serviceURL(), Web: l.webURL(),
+		ServiceTLS: l.serviceURLTLS(), WebTLS: l.webURLTLS(), Lookup: plain, LookupTLS: secure}
+}

@@ -121,7 +121,7 @@ func TestObserverHooks(t *testing.T) {
 	}
 	o.mu.Unlock()
 
-	st, err := tb.TopicReader().TopicStats(ctxT(t), topic)
+	st, err := topicStats(tb.Broker, ctxT(t), topic)
 	if err != nil {
 		t.Fatal(err)
 	}

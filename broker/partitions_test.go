@@ -16,25 +16,25 @@ func TestPartitionCountLimits(t *testing.T) {
 	ctx := ctxT(t)
 	const topic = "persistent://public/default/lim-parts"
 	for _, n := range []int{17, math.MaxInt32, math.MaxInt32 + 1, math.MaxInt64, 0, -5, math.MinInt64} {
-		if err := tb.TopicAdmin().CreatePartitionedTopic(ctx, topic, PartitionedMetadata{Partitions: n}); !errors.Is(err, ErrPreconditionFailed) {
+		if err := tb.Registry().CreatePartitionedTopic(ctx, topic, PartitionedMetadata{Partitions: n}); !errors.Is(err, ErrPreconditionFailed) {
 			t.Errorf("create with %d partitions: %v", n, err)
 		}
 	}
-	if n, err := tb.TopicAdmin().Partitions(ctx, topic); err != nil || n != 0 {
+	if n, err := tb.Registry().Partitions(ctx, topic); err != nil || n != 0 {
 		t.Fatalf("refusals created %d partitions (%v)", n, err)
 	}
-	if err := tb.TopicAdmin().CreatePartitionedTopic(ctx, topic, PartitionedMetadata{Partitions: 16}); err != nil {
+	if err := tb.Registry().CreatePartitionedTopic(ctx, topic, PartitionedMetadata{Partitions: 16}); err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.TopicAdmin().UpdatePartitionedTopic(ctx, topic, 17); !errors.Is(err, ErrPreconditionFailed) {
+	if err := tb.Registry().UpdatePartitionedTopic(ctx, topic, 17); !errors.Is(err, ErrPreconditionFailed) {
 		t.Fatalf("update to 17: %v", err)
 	}
-	if n, _ := tb.TopicAdmin().Partitions(ctx, topic); n != 16 {
+	if n, _ := tb.Registry().Partitions(ctx, topic); n != 16 {
 		t.Fatalf("partitions %d after a refused update", n)
 	}
 	// Unlimited (negative): still bounded by int32.
 	tb2 := startBroker(t, func(c *Config) { c.MaxPartitionsPerTopic = -1 })
-	if err := tb2.TopicAdmin().CreatePartitionedTopic(ctx, topic, PartitionedMetadata{Partitions: math.MaxInt32 + 1}); !errors.Is(err, ErrPreconditionFailed) {
+	if err := tb2.Registry().CreatePartitionedTopic(ctx, topic, PartitionedMetadata{Partitions: math.MaxInt32 + 1}); !errors.Is(err, ErrPreconditionFailed) {
 		t.Fatalf("2^31 partitions without a limit: %v", err)
 	}
 }
@@ -58,7 +58,7 @@ func TestListingBoundedWithHugePartitionedTopic(t *testing.T) {
 	runtime.ReadMemStats(&ms)
 	before := ms.HeapAlloc
 	start := time.Now()
-	_, err = tb.TopicAdmin().TopicsOfNamespace(ctx, "public/default", true, true)
+	_, err = tb.Registry().TopicsOfNamespace(ctx, "public/default", true, true)
 	if !errors.Is(err, ErrPreconditionFailed) {
 		t.Fatalf("listing: %v", err)
 	}
@@ -67,7 +67,7 @@ func TestListingBoundedWithHugePartitionedTopic(t *testing.T) {
 		t.Fatalf("refusal took %v and %d MiB of heap", d, (ms.HeapAlloc-before)>>20)
 	}
 	// The partitioned-topic list itself is one name.
-	if parts, err := tb.TopicAdmin().PartitionedTopics(ctx, "public/default", "persistent"); err != nil || len(parts) != 1 {
+	if parts, err := tb.Registry().PartitionedTopics(ctx, "public/default", "persistent"); err != nil || len(parts) != 1 {
 		t.Fatalf("partitioned topics %v %v", parts, err)
 	}
 }

@@ -30,8 +30,7 @@ import (
 // PolicyDefaults returns the broker-wide policy values: the last layer
 // of every topic's effective policy (the configuration, under the policy
 // store's overlay: the dynamic configuration).
-func (n Node) PolicyDefaults() policy.Defaults {
-	b := n.b
+func (b *Broker) PolicyDefaults() policy.Defaults {
 	c := &b.cfg
 	d := policy.Defaults{
 		Deduplication:     c.Deduplication,
@@ -72,7 +71,7 @@ func topicPolicyKey(tn topicName) string {
 func (b *Broker) resolvePolicies(tn topicName) *policy.Resolved {
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	res, err := b.policies.ResolveTopic(ctx, b.Node().PolicyDefaults(), tn.NamespaceName(), topicPolicyKey(tn))
+	res, err := b.policies.ResolveTopic(ctx, b.PolicyDefaults(), tn.NamespaceName(), topicPolicyKey(tn))
 	if err != nil {
 		b.log.Warn("resolve policies", "topic", tn.String(), "err", err)
 	}

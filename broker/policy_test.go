@@ -117,7 +117,7 @@ func TestInactiveTopicNoMinimum(t *testing.T) {
 		want int
 	}{{-1, 0}, {0, 60}, {90 * time.Second, 90}} {
 		tb := startBroker(t, func(cfg *Config) { cfg.DeleteInactiveTopicsMaxInactiveDuration = c.set })
-		if got := tb.Node().PolicyDefaults().InactiveTopic.MaxInactiveDurationSeconds; got != c.want {
+		if got := tb.PolicyDefaults().InactiveTopic.MaxInactiveDurationSeconds; got != c.want {
 			t.Errorf("MaxInactiveDuration %v: default policy %d s, want %d", c.set, got, c.want)
 		}
 	}

@@ -431,7 +431,7 @@ func TestE2ERequeueManyUnacked(t *testing.T) {
 	defer b.Close()
 
 	probe := startLatencyProbe(t, 20*time.Millisecond, func() {
-		if _, err := tb.TopicReader().TopicStats(ctx, topic); err != nil {
+		if _, err := topicStats(tb.Broker, ctx, topic); err != nil {
 			t.Errorf("stats: %v", err)
 		}
 	})

@@ -73,7 +73,7 @@ func decodeTopicNode(b []byte) (map[string]string, error) {
 
 // TopicProperties returns the properties (empty, never nil, when it has
 // none; ErrTopicNotFound).
-func (a TopicAdmin) TopicProperties(ctx context.Context, topic string) (map[string]string, error) {
+func (a Registry) TopicProperties(ctx context.Context, topic string) (map[string]string, error) {
 	b := a.b
 	tn, err := parseTopicName(topic)
 	if err != nil {
@@ -106,7 +106,7 @@ func (a TopicAdmin) TopicProperties(ctx context.Context, topic string) (map[stri
 // non-persistent topic or a result above MaxTopicPropertiesBytes): a
 // compare-and-set on the node holding the properties, retried on
 // conflict.
-func (a TopicAdmin) UpdateTopicProperties(ctx context.Context, topic string, set map[string]string, del []string) error {
+func (a Registry) UpdateTopicProperties(ctx context.Context, topic string, set map[string]string, del []string) error {
 	b := a.b
 	tn, err := parseTopicName(topic)
 	if err != nil {
@@ -182,7 +182,7 @@ func (a TopicAdmin) UpdateTopicProperties(ctx context.Context, topic string, set
 
 // partitionedMeta reads tn's partitioned metadata (false: tn is not a
 // partitioned topic).
-func (a TopicAdmin) partitionedMeta(ctx context.Context, tn topicName) (PartitionedMetadata, bool, error) {
+func (a Registry) partitionedMeta(ctx context.Context, tn topicName) (PartitionedMetadata, bool, error) {
 	b := a.b
 	var m PartitionedMetadata
 	if tn.IsPartition() {

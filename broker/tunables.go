@@ -35,3 +35,7 @@ func (b *Broker) DispatchBatch() int { return int(b.tun.dispatchBatch.Load()) }
 // SetMaxPartitionsPerTopic changes Pulsar's
 // maxNumPartitionsPerPartitionedTopic (n <= 0: no limit).
 func (b *Broker) SetMaxPartitionsPerTopic(n int) { b.tun.maxPartitions.Store(int64(n)) }
+
+// MaxPartitionsPerTopic is the broker's
+// maxNumPartitionsPerPartitionedTopic (0: only the int32 range).
+func (b *Broker) MaxPartitionsPerTopic() int { return int(max(b.tun.maxPartitions.Load(), 0)) }

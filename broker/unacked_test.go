@@ -47,7 +47,7 @@ func produceN(t testing.TB, c pulsar.Client, topic string, n, size int) {
 // subStats returns the stats of subscription sub of topic.
 func subStats(t testing.TB, tb *testBroker, topic, sub string) SubscriptionStats {
 	t.Helper()
-	st, err := tb.TopicReader().TopicStats(ctxT(t), topic)
+	st, err := topicStats(tb.Broker, ctxT(t), topic)
 	if err != nil {
 		t.Fatal(err)
 	}

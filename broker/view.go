@@ -415,8 +415,7 @@ func (b *Broker) Topic(ctx context.Context, name string) (Topic, error) {
 // OwnedBundle returns the key of the bundle holding topic if this broker
 // serves it ("" on a single node), or the cluster's refusal
 // (cluster.ErrNotOwned, ...).
-func (o Ownership) OwnedBundle(ctx context.Context, topic string) (string, error) {
-	b := o.b
+func (b *Broker) OwnedBundle(ctx context.Context, topic string) (string, error) {
 	tn, err := parseTopicName(topic)
 	if err != nil {
 		return "", err

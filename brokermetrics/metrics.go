@@ -215,7 +215,7 @@ func namespacesForMetrics(b *broker.Broker) map[string]int {
 }
 
 func (mc metricsCollector) collectBookies(ch chan<- prometheus.Metric) {
-	for _, bk := range mc.b.Node().Bookies() {
+	for _, bk := range mc.b.Bookies() {
 		status, ro := 1.0, 0.0
 		if bk.ReadOnly {
 			status, ro = 0, 1

@@ -246,7 +246,7 @@ func (x *Compactor) partitions(ctx context.Context, topic string) ([]string, err
 	if err != nil || tn.IsPartition() {
 		return nil, err
 	}
-	n, err := x.b.TopicAdmin().Partitions(ctx, topic)
+	n, err := x.b.Registry().Partitions(ctx, topic)
 	if err != nil || n <= 0 {
 		return nil, err
 	}

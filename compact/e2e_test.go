@@ -144,7 +144,7 @@ func TestE2ECompaction(t *testing.T) {
 		t.Fatalf("after the second compaction: %v (%d), want %v", kv, len(seq), want)
 	}
 	// __compaction shows as a subscription, as in Pulsar.
-	st, err := tb.TopicReader().TopicStats(ctxT(t), topic)
+	st, err := tb.Admin().Reads.TopicStats(ctxT(t), topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestE2ECompactionPartitioned(t *testing.T) {
 	tb := startBroker(t, Config{})
 	cl := tb.client(t)
 	topic := newTopicName("parted")
-	if err := tb.TopicAdmin().CreatePartitionedTopic(ctxT(t), topic, broker.PartitionedMetadata{Partitions: 3}); err != nil {
+	if err := tb.Registry().CreatePartitionedTopic(ctxT(t), topic, broker.PartitionedMetadata{Partitions: 3}); err != nil {
 		t.Fatal(err)
 	}
 	want := produceRounds(t, cl, topic, 4, 12)
@@ -357,14 +357,14 @@ func TestE2ECompactionCursorNotExpired(t *testing.T) {
 		t.Fatalf("system subscriptions %v", got)
 	}
 	backlog := func() int64 {
-		st, err := tb.TopicReader().TopicStats(ctxT(t), topic)
+		st, err := tb.Admin().Reads.TopicStats(ctxT(t), topic)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return st.Subscriptions[compactionSub].MsgBacklog
 	}
 	before := backlog()
-	if err := tb.SubscriptionAdmin().ExpireMessages(ctxT(t), topic, compactionSub, 0); err != nil && !errors.Is(err, broker.ErrNotAllowed) {
+	if err := tb.Admin().Subscriptions.ExpireMessages(ctxT(t), topic, compactionSub, 0); err != nil && !errors.Is(err, broker.ErrNotAllowed) {
 		t.Fatal(err)
 	}
 	if after := backlog(); before == 0 || after != before {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokeradmin"
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -64,13 +65,14 @@ type History interface {
 // BrokerSource is the Source of b: its node, topic administration and
 // topic reads, its cluster, and h, the history sampler registered on b.
 func BrokerSource(b *broker.Broker, h History) Source {
-	return brokerSource{Node: b.Node(), TopicAdmin: b.TopicAdmin(), TopicReader: b.TopicReader(), History: h, b: b}
+	r := brokeradmin.For(b)
+	return brokerSource{Node: r.Node, Registry: r.Topics, Reads: r.Reads, History: h, b: b}
 }
 
 type brokerSource struct {
-	broker.Node
-	broker.TopicAdmin
-	broker.TopicReader
+	brokeradmin.Node
+	broker.Registry
+	brokeradmin.Reads
 	History
 	b *broker.Broker
 }

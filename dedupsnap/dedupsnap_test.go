@@ -132,7 +132,7 @@ func TestCloseTakesLastSnapshot(t *testing.T) {
 	topic := brokertest.Topic("dedupclose")
 	cl := tb.Client(t)
 	send(t, cl, topic, "a", seqs(0, 6)...)
-	if _, err := tb.TopicLifecycle().UnloadTopic(topic); err != nil {
+	if _, err := tb.UnloadTopic(topic); err != nil {
 		t.Fatal(err)
 	}
 	if got := stored(t, cl, topic); len(got) != 7 {

@@ -171,7 +171,7 @@ func (e *Enforcer) AdmitTopics(ctx context.Context, nt broker.NewTopics) error {
 	if limit <= 0 {
 		return nil
 	}
-	existing, err := e.b.TopicAdmin().TopicsOfNamespace(ctx, tn.NamespaceName(), true, false)
+	existing, err := e.b.Registry().TopicsOfNamespace(ctx, tn.NamespaceName(), true, false)
 	if err != nil {
 		return err
 	}

@@ -59,7 +59,7 @@ func TestEncryptionRequiredOnTheWire(t *testing.T) {
 			t.Fatalf("unencrypted send %d answered %s %v", seq, f.Type, f.Cmd.SendError)
 		}
 	}
-	st, err := tb.TopicReader().TopicStats(ctx, topic)
+	st, err := tb.Admin().Reads.TopicStats(ctx, topic)
 	if err != nil || st.MsgInCounter != 2 {
 		t.Fatalf("stored %d messages (%v), want the 2 encrypted ones", st.MsgInCounter, err)
 	}
@@ -126,7 +126,7 @@ func TestConcurrentSubscribesAtMaxSubscriptions(t *testing.T) {
 		Features: func(b *broker.Broker) error { return b.Use(seen) },
 	})
 	topic := brokertest.Topic("maxsubs-race")
-	if err := tb.TopicAdmin().CreateTopic(brokertest.Ctx(t), topic); err != nil {
+	if err := tb.Registry().CreateTopic(brokertest.Ctx(t), topic); err != nil {
 		t.Fatal(err)
 	}
 	conns := make([]*brokertest.Raw, tries)
@@ -176,7 +176,7 @@ func TestConcurrentSubscribesAtMaxSubscriptions(t *testing.T) {
 	if want := []int{0, 1, 2}; !slices.Equal(seen.seen, want) {
 		t.Fatalf("admitted subscriptions saw counts %v, want %v", seen.seen, want)
 	}
-	st, err := tb.TopicReader().TopicStats(brokertest.Ctx(t), topic)
+	st, err := tb.Admin().Reads.TopicStats(brokertest.Ctx(t), topic)
 	if err != nil {
 		t.Fatal(err)
 	}

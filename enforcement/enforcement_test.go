@@ -67,7 +67,7 @@ func TestPolicyChangeDuringTopicLoad(t *testing.T) {
 				}})
 			}})
 			ctx := brokertest.Ctx(t)
-			if err := b.TopicAdmin().CreateTopic(ctx, topic); err != nil {
+			if err := b.Registry().CreateTopic(ctx, topic); err != nil {
 				t.Fatal(err)
 			}
 			tv, err := b.Topic(ctx, topic)
@@ -175,7 +175,7 @@ func TestTTLExpiresOnTheCheck(t *testing.T) {
 	}
 	start := time.Now()
 	brokertest.WaitFor(t, "expiry", func() bool {
-		st, err := b.TopicReader().TopicStats(brokertest.Ctx(t), topic)
+		st, err := b.Admin().Reads.TopicStats(brokertest.Ctx(t), topic)
 		return err == nil && st.Subscriptions["s"].MsgBacklog == 0 && st.Subscriptions["s"].TotalMsgExpired == 5
 	})
 	if d := time.Since(start); d < 500*time.Millisecond {

@@ -81,7 +81,7 @@ func (e *Enforcer) UnloadIdle(now time.Time, limit time.Duration) int {
 				t.MarkUsed(now)
 				return
 			}
-			if ok, _ := e.b.TopicLifecycle().UnloadTopic(t.Name()); ok {
+			if ok, _ := e.b.UnloadTopic(t.Name()); ok {
 				n.Add(1)
 				e.log.Debug("unloaded idle topic", "topic", t.Name())
 			}

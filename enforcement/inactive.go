@@ -88,7 +88,7 @@ func (e *Enforcer) checkInactive(st *topicState, now time.Time) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	if err := e.b.TopicAdmin().DeleteTopic(ctx, t.Name(), false); err != nil {
+	if err := e.b.Registry().DeleteTopic(ctx, t.Name(), false); err != nil {
 		e.log.Info("inactive topic not deleted", "topic", t.Name(), "err", err)
 		return
 	}
@@ -114,9 +114,8 @@ func (e *Enforcer) expireSubscriptions(t broker.Topic, now time.Time) {
 		if !idle || t.Closed() {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-		err := e.b.SubscriptionAdmin().DeleteSubscription(ctx, t.Name(), s.Name(), false)
-		cancel()
+		err := t.DeleteSubscription(s.Name(), false)
+		t.CursorsMoved()
 		if err != nil {
 			e.log.Info("expired subscription not deleted", "topic", t.Name(), "sub", s.Name(), "err", err)
 			continue

@@ -91,7 +91,7 @@ func TestReplicationActiveActiveInProcess(t *testing.T) {
 	check(subA, 2*n+1, true)
 	check(subB, 2*n, false)
 	brokertest.WaitFor(t, "replication stats", func() bool {
-		st, err := a.TopicReader().TopicStats(context.Background(), topic)
+		st, err := a.Admin().Reads.TopicStats(context.Background(), topic)
 		if err != nil {
 			return false
 		}
@@ -153,7 +153,7 @@ func TestReplicatedSubscriptionInProcess(t *testing.T) {
 	// The acked position reaches cb: its copy of the subscription is
 	// created there past the first batch.
 	brokertest.WaitFor(t, "subscription carried to cb", func() bool {
-		st, err := b.TopicReader().TopicStats(context.Background(), topic)
+		st, err := b.Admin().Reads.TopicStats(context.Background(), topic)
 		if err != nil {
 			return false
 		}
@@ -224,7 +224,7 @@ func TestReplicationRetentionKeepsUnsent(t *testing.T) {
 		cons.Ack(m)
 	}
 	brokertest.WaitFor(t, "local subscription caught up, replicator backlog kept", func() bool {
-		st, err := a.TopicReader().TopicStats(ctx, topic)
+		st, err := a.Admin().Reads.TopicStats(ctx, topic)
 		if err != nil {
 			return false
 		}
@@ -243,7 +243,7 @@ func TestReplicationRetentionKeepsUnsent(t *testing.T) {
 	if err := ml.Trim(ctx); err != nil {
 		t.Fatal(err)
 	}
-	is, err := a.TopicReader().InternalStats(ctx, topic)
+	is, err := a.Admin().Reads.InternalStats(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestReplicationRetentionKeepsUnsent(t *testing.T) {
 		consB.Ack(m)
 	}
 	brokertest.WaitFor(t, "replication backlog drained", func() bool {
-		st, err := a.TopicReader().TopicStats(ctx, topic)
+		st, err := a.Admin().Reads.TopicStats(ctx, topic)
 		return err == nil && st.Replication["cb"].ReplicationBacklog == 0
 	})
 	// Control: once sent, the same trim deletes the consumed ledgers.
@@ -277,7 +277,7 @@ func TestReplicationRetentionKeepsUnsent(t *testing.T) {
 		if err := managed(t, a, topic).Trim(ctx); err != nil {
 			return false
 		}
-		is, err := a.TopicReader().InternalStats(ctx, topic)
+		is, err := a.Admin().Reads.InternalStats(ctx, topic)
 		return err == nil && is.NumberOfEntries < n
 	})
 }
@@ -337,7 +337,7 @@ func TestReplicationMessageTTL(t *testing.T) {
 		cons.Ack(m)
 	}
 	brokertest.WaitFor(t, "expired counted", func() bool {
-		st, err := a.TopicReader().TopicStats(ctx, topic)
+		st, err := a.Admin().Reads.TopicStats(ctx, topic)
 		rs := st.Replication["cb"]
 		return err == nil && rs.MsgExpiredCount == 10 && rs.MsgOutCount == 5 && rs.ReplicationBacklog == 0
 	})

@@ -166,7 +166,7 @@ func (f *Replication) loadReplicatedTopics(ctx context.Context) {
 			if err != nil || len(p.ReplicationClusters) < 2 || !slices.Contains(p.ReplicationClusters, f.local) {
 				continue
 			}
-			topics, err := f.b.TopicAdmin().TopicsOfNamespace(ctx, ns, true, false)
+			topics, err := f.b.Registry().TopicsOfNamespace(ctx, ns, true, false)
 			if err != nil {
 				continue
 			}

@@ -84,7 +84,7 @@ func TestReplicatorDispatchRate(t *testing.T) {
 	if got < rate*0.8 || got > rate*1.2 {
 		t.Fatalf("replicated at %.1f msg/s after the burst, want %d ±20%%", got, rate)
 	}
-	st, err := a.TopicReader().TopicStats(ctx, topic)
+	st, err := a.Admin().Reads.TopicStats(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,14 +109,14 @@ func TestReplicatedSubscriptionFlagSurvivesReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	first.Close()
-	if _, err := a.TopicLifecycle().UnloadTopic(topic); err != nil {
+	if _, err := a.UnloadTopic(topic); err != nil {
 		t.Fatal(err)
 	}
 	p, err := ca.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := a.TopicReader().TopicStats(ctx, topic)
+	st, err := a.Admin().Reads.TopicStats(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestReplicatedSubscriptionFlagSurvivesReload(t *testing.T) {
 		}
 	}
 	brokertest.WaitFor(t, "acks carried to cb", func() bool {
-		st, err := b.TopicReader().TopicStats(ctx, topic)
+		st, err := b.Admin().Reads.TopicStats(ctx, topic)
 		if err != nil {
 			return false
 		}

@@ -95,7 +95,7 @@ func TestReplicationOverTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st, err := a.TopicReader().TopicStats(ctx, topic)
+	st, err := a.Admin().Reads.TopicStats(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestReplicationOverTLS(t *testing.T) {
 		consB.Ack(m)
 	}
 	brokertest.WaitFor(t, "replicator connected over TLS", func() bool {
-		st, err := a.TopicReader().TopicStats(ctx, topic)
+		st, err := a.Admin().Reads.TopicStats(ctx, topic)
 		return err == nil && st.Replication["cb"].Connected && strings.Contains(st.Replication["cb"].OutboundConnection, port)
 	})
 }

@@ -331,7 +331,7 @@ func TestTopicDeletionDeletesSchema(t *testing.T) {
 	if err := tryProducer(t, cl, topic, pulsar.NewAvroSchema(avroV1, nil)); !isIncompatible(err) {
 		t.Fatalf("AVRO after STRING under FULL: %v", err)
 	}
-	if err := tb.TopicAdmin().DeleteTopic(ctx, topic, true); err != nil {
+	if err := tb.Registry().DeleteTopic(ctx, topic, true); err != nil {
 		t.Fatal(err)
 	}
 	if vs, err := tb.Schemas.Schemas(ctx, topic); err != nil || len(vs) != 0 {
@@ -345,19 +345,19 @@ func TestTopicDeletionDeletesSchema(t *testing.T) {
 	}
 
 	pt := brokertest.Topic("schema-delp")
-	if err := tb.TopicAdmin().CreatePartitionedTopic(ctx, pt, broker.PartitionedMetadata{Partitions: 2}); err != nil {
+	if err := tb.Registry().CreatePartitionedTopic(ctx, pt, broker.PartitionedMetadata{Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if err := tryProducer(t, cl, pt, pulsar.NewStringSchema(nil)); err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.TopicAdmin().DeleteTopic(ctx, pt+"-partition-0", true); err != nil {
+	if err := tb.Registry().DeleteTopic(ctx, pt+"-partition-0", true); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := tb.Schemas.Schema(ctx, pt, -1); err != nil || !ok {
 		t.Fatalf("schema after deleting one partition: found %v, %v", ok, err)
 	}
-	if err := tb.TopicAdmin().DeletePartitionedTopic(ctx, pt); err != nil {
+	if err := tb.Registry().DeletePartitionedTopic(ctx, pt); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := tb.Schemas.Schema(ctx, pt+"-partition-1", -1); err != nil || ok {

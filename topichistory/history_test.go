@@ -125,7 +125,7 @@ func TestSamplerRecordsTopics(t *testing.T) {
 	}
 	p.Close()
 	c.Close()
-	if ok, err := b.TopicLifecycle().UnloadTopic(topic); err != nil || !ok {
+	if ok, err := b.UnloadTopic(topic); err != nil || !ok {
 		t.Fatalf("unload: %v %v", ok, err)
 	}
 	s.sample(now.Add(2 * time.Second).UnixMilli())

@@ -14,6 +14,7 @@ import (
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokeradmin"
 	"github.com/magnetar-mq/magnetar/brokermetrics"
 	"github.com/magnetar-mq/magnetar/enforcement"
 	"github.com/magnetar-mq/magnetar/internal/testenv"
@@ -269,7 +270,7 @@ func (b *Broker) Client(t testing.TB) pulsar.Client {
 // Ledger returns topic's open managed ledger (loading the topic first).
 func (b *Broker) Ledger(t testing.TB, topic string) *mledger.ManagedLedger {
 	t.Helper()
-	if _, err := b.TopicReader().TopicStats(Ctx(t), topic); err != nil {
+	if _, err := b.Topic(Ctx(t), topic); err != nil {
 		t.Fatal(err)
 	}
 	ml, err := b.Factory.Open(Ctx(t), topic, b.opts.Ledger)
@@ -298,3 +299,6 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	testenv.WaitFor(t, 0, what, cond)
 }
+
+// Admin returns the broker's administration roles (package brokeradmin).
+func (b *Broker) Admin() brokeradmin.Roles { return brokeradmin.For(b.Broker) }

@@ -54,7 +54,7 @@ var allowed = map[string][]string{
 	// broker/brokertest: the test kit of the packages built on the core
 	// (tests only; a client package, see clientPackages). It runs policy
 	// enforcement, the schema registry and /metrics, as the binary does.
-	"broker/brokertest": {"broker", "brokermetrics", "enforcement", "metadata", "mledger", "protocol", "schemareg", "tiered", "internal/testenv"},
+	"broker/brokertest": {"broker", "brokeradmin", "brokermetrics", "enforcement", "metadata", "mledger", "protocol", "schemareg", "tiered", "internal/testenv"},
 	// Features behind the core's extension points (broker/extension.go):
 	// they import the core, the core imports none of them.
 	"entrymeta": {"broker", "mledger", "protocol"},
@@ -90,8 +90,12 @@ var allowed = map[string][]string{
 	// isolation: failure domains and namespace isolation policies (their
 	// store and the placement rules the cluster applies).
 	"isolation": {"metadata"},
-	"admin":     {"internal", "broker", "policy", "protocol", "auth", "bundle", "cluster", "isolation", "schema", "txn", "httpapi", "metadata", "ledgerinfo", "dynconfig", "ledger"},
-	"schema":    {},
+	// brokeradmin: the admin roles over the core's seams (registry,
+	// topic views, loaded-topics walk, policies, ownership); the core
+	// never imports it.
+	"brokeradmin": {"broker", "cluster", "metadata", "policy", "protocol"},
+	"admin":       {"internal", "broker", "brokeradmin", "policy", "protocol", "auth", "bundle", "cluster", "isolation", "schema", "txn", "httpapi", "metadata", "ledgerinfo", "dynconfig", "ledger"},
+	"schema":      {},
 	// dynconfig: the broker's dynamic configuration over the policy
 	// store's defaults overlay.
 	"dynconfig": {"metadata", "policy"},
@@ -102,7 +106,7 @@ var allowed = map[string][]string{
 	// coordinator (its log is a managed ledger).
 	"txn":     {"internal", "mledger", "metadata", "protocol", "txn"},
 	"proxy":   {"internal", "metadata", "protocol", "auth", "cluster", "httpapi"},
-	"console": {"internal", "broker", "topichistory", "policy", "bundle", "cluster", "auth", "httpapi"},
+	"console": {"internal", "broker", "brokeradmin", "topichistory", "policy", "bundle", "cluster", "auth", "httpapi"},
 	// functions: the function worker (REST routes declared on an httpapi
 	// table, state and assignments in the metadata store). functions/sdk is linked into
 	// user programs and imports only the client (and what it imports); the

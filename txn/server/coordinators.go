@@ -71,16 +71,16 @@ func newCoordinators(s *Server) *coordinators {
 // assign partition).
 func (cs *coordinators) start(ctx context.Context) error {
 	b := cs.s.b
-	n, err := b.TopicAdmin().Partitions(ctx, AssignTopic)
+	n, err := b.Registry().Partitions(ctx, AssignTopic)
 	if err != nil {
 		return fmt.Errorf("txn/server: transaction coordinator assign topic: %w", err)
 	}
 	if n == 0 {
-		err := b.TopicAdmin().CreatePartitionedTopic(ctx, AssignTopic, broker.PartitionedMetadata{Partitions: cs.s.cfg.Coordinators})
+		err := b.Registry().CreatePartitionedTopic(ctx, AssignTopic, broker.PartitionedMetadata{Partitions: cs.s.cfg.Coordinators})
 		if err != nil && !errors.Is(err, broker.ErrAlreadyExists) {
 			return fmt.Errorf("txn/server: create %s: %w", AssignTopic, err)
 		}
-		if n, err = b.TopicAdmin().Partitions(ctx, AssignTopic); err != nil {
+		if n, err = b.Registry().Partitions(ctx, AssignTopic); err != nil {
 			return err
 		}
 	}
@@ -135,7 +135,7 @@ func (cs *coordinators) get(ctx context.Context, id uint64) (*coordinator.Coordi
 	if id >= uint64(cs.n) {
 		return nil, fmt.Errorf("%w: transaction coordinator %d (there are %d)", coordinator.ErrWrongCoordinator, id, cs.n)
 	}
-	bundle, err := cs.s.b.Ownership().OwnedBundle(ctx, assignPartition(id))
+	bundle, err := cs.s.b.OwnedBundle(ctx, assignPartition(id))
 	if err != nil {
 		cs.drop(id)
 		return nil, err

@@ -78,7 +78,7 @@ func sendPlain(t testing.TB, p pulsar.Producer, payloads ...string) {
 
 func subBacklog(t testing.TB, b *brokertest.Broker, topic, sub string) int64 {
 	t.Helper()
-	st, err := b.TopicReader().TopicStats(ctxT(t), topic)
+	st, err := b.Admin().Reads.TopicStats(ctxT(t), topic)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,8 @@ func (p *remoteEnds) client() (*pulsarclient.Client, error) {
 		return p.cl, nil
 	}
 	b := p.s.b
-	plain, secure := b.Node().ServiceURL(), b.Node().ServiceURLTLS()
+	u := b.URLs()
+	plain, secure := u.Service, u.ServiceTLS
 	if b.ServiceAddr() == "" {
 		plain = secure
 	}

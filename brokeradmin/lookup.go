@@ -1,12 +1,15 @@
-package broker
+package brokeradmin
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
+	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/metadata"
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
 
 // LookupData is the answer of an HTTP topic lookup (Pulsar's LookupData).
@@ -24,26 +27,26 @@ type LookupData struct {
 // wrap ErrInvalidTopicName, ErrNamespaceNotFound or cluster.ErrNoBroker;
 // any other is internal.
 func (o Ownership) LookupTopic(ctx context.Context, topic string, authoritative bool) (data LookupData, redirect string, err error) {
-	b := o.b
-	tn, err := parseTopicName(topic)
+	tn, err := broker.ParseTopicName(topic)
 	if err != nil {
 		return data, "", err
 	}
-	exists, err := b.reg.namespaceExists(ctx, tn.NamespaceName())
+	exists, err := o.b.Registry().NamespaceExists(ctx, tn.NamespaceName())
 	if err != nil {
 		return data, "", err
 	}
 	if !exists {
-		return data, "", fmt.Errorf("%w: %s", ErrNamespaceNotFound, tn.NamespaceName())
+		return data, "", fmt.Errorf("%w: %s", broker.ErrNamespaceNotFound, tn.NamespaceName())
 	}
-	if b.cluster.svc == nil {
-		plain, secure := b.net.lookupURLs()
-		return LookupData{BrokerURL: plain, BrokerURLTLS: secure, HTTPURL: b.net.webURL(), HTTPURLTLS: b.net.webURLTLS(), NativeURL: plain}, "", nil
+	svc := o.b.Cluster()
+	if svc == nil {
+		u := o.b.URLs()
+		return LookupData{BrokerURL: u.Lookup, BrokerURLTLS: u.LookupTLS, HTTPURL: u.Web, HTTPURLTLS: u.WebTLS, NativeURL: u.Lookup}, "", nil
 	}
-	res, err := b.cluster.svc.Lookup(ctx, tn.String(), authoritative)
+	res, err := svc.Lookup(ctx, tn.String(), authoritative)
 	switch {
 	case errors.Is(err, metadata.ErrNotFound):
-		return data, "", fmt.Errorf("%w: %s", ErrNamespaceNotFound, tn.NamespaceName())
+		return data, "", fmt.Errorf("%w: %s", broker.ErrNamespaceNotFound, tn.NamespaceName())
 	case err != nil:
 		return data, "", err
 	case res.Redirect:
@@ -51,4 +54,13 @@ func (o Ownership) LookupTopic(ctx context.Context, topic string, authoritative 
 	}
 	t := res.Target
 	return LookupData{BrokerURL: t.NativeURL, BrokerURLTLS: t.NativeURLTLS, HTTPURL: t.HTTPURL, HTTPURLTLS: t.HTTPURLTLS, NativeURL: t.NativeURL}, "", nil
+}
+
+// lookupURLPath rebuilds the HTTP lookup path of a topic.
+func lookupURLPath(tn pulsarproto.TopicName) string {
+	return "/lookup/v2/topic/" + tn.Domain + "/" + tn.Tenant + "/" + tn.Namespace + "/" + escapePathSegment(tn.Local)
+}
+
+func escapePathSegment(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "%", "%25"), "/", "%2F")
 }

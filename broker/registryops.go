@@ -1,0 +1,417 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/magnetar-mq/magnetar/metadata"
+	"github.com/magnetar-mq/magnetar/mledger"
+	"github.com/magnetar-mq/magnetar/policy"
+)
+
+// Registry is the topic registry: the created and partitioned topics of
+// the namespaces in the metadata store (registry.go has the layout), and
+// their creation and deletion with the admissions (TopicAdmission) and
+// DeletionObservers of the features. Topic names are anything
+// ParseTopicName accepts; a method on one topic acts on a
+// non-partitioned topic or one partition (callers fan out over
+// partitions). Errors wrap ErrTopicNotFound, ErrNamespaceNotFound,
+// ErrAlreadyExists, ErrInvalidTopicName, ErrNotAllowed or
+// ErrPreconditionFailed; their text is the reason to give a client.
+// Every method is safe for concurrent use. Package admin takes it as its
+// Topics and TopicProperties roles.
+type Registry struct{ b *Broker }
+
+// Registry returns the broker's topic registry.
+func (b *Broker) Registry() Registry { return Registry{b} }
+
+// Clusters lists the registered clusters.
+func (a Registry) Clusters(ctx context.Context) ([]string, error) { return a.b.reg.clusters(ctx) }
+
+// NamespaceExists reports whether ns ("tenant/ns") is registered.
+func (a Registry) NamespaceExists(ctx context.Context, ns string) (bool, error) {
+	return a.b.reg.namespaceExists(ctx, ns)
+}
+
+// MessageID identifies an entry (and a message in it). LedgerID and
+// EntryID both negative mean Earliest, both math.MaxInt64 Latest.
+type MessageID struct {
+	LedgerID, EntryID int64
+	Partition         int
+	// BatchIndex is the last message's index in a batch entry, -1 when
+	// the entry is not a batch.
+	BatchIndex int32
+}
+
+// position maps id to a cursor position, honouring the sentinels.
+func (id MessageID) position() position {
+	switch {
+	case id.LedgerID < 0 && id.EntryID < 0:
+		return position(mledger.Earliest)
+	case id.LedgerID == math.MaxInt64 && id.EntryID == math.MaxInt64:
+		return position(mledger.Latest)
+	}
+	return position{LedgerID: id.LedgerID, EntryID: id.EntryID}
+}
+
+// Policies is the tenant, namespace and policy store the broker
+// enforces; with a PolicyWatcher (package enforcement), writes through
+// it apply to loaded topics at once.
+func (b *Broker) Policies() *policy.Store { return b.policies }
+
+// Bookies lists the storage nodes (empty without Deps.Bookies).
+func (b *Broker) Bookies() []BookieStatus {
+	list := []BookieStatus{}
+	if b.deps.Bookies != nil {
+		list = append(list, b.deps.Bookies.Bookies()...)
+	}
+	return list
+}
+
+// TopicPolicyKey returns the policy.Store key of a topic's topic-level
+// policies (a partition's are its partitioned topic's).
+func TopicPolicyKey(name string) (string, error) {
+	tn, err := parseTopicName(name)
+	if err != nil {
+		return "", err
+	}
+	return topicPolicyKey(tn), nil
+}
+
+// checkPartitions refuses a partition count outside 1..the broker's
+// limit (1..2^31-1 without one) with ErrPreconditionFailed and Pulsar's
+// wording (for an update, "Desired partitions ...").
+func (a Registry) checkPartitions(n int, update bool) error {
+	b := a.b
+	limit := b.MaxPartitionsPerTopic()
+	switch {
+	case n <= 0:
+		return reason(ErrPreconditionFailed, "Number of partitions should be more than 0")
+	case n > math.MaxInt32:
+		return reason(ErrPreconditionFailed, fmt.Sprintf("Number of partitions %d is above %d", n, math.MaxInt32))
+	case limit > 0 && n > limit && update:
+		return reason(ErrPreconditionFailed, fmt.Sprintf("Desired partitions %d can't be greater than the maximum partitions per topic %d.", n, limit))
+	case limit > 0 && n > limit:
+		return reason(ErrPreconditionFailed, fmt.Sprintf("Number of partitions should be less than or equal to %d", limit))
+	}
+	return nil
+}
+
+// TopicsOfNamespace lists created topics (partitions expanded) of ns
+// ("tenant/ns") in the given domains.
+func (a Registry) TopicsOfNamespace(ctx context.Context, ns string, persistent, nonPersistent bool) ([]string, error) {
+	b := a.b
+	return b.topicsOfNamespace(ctx, ns, persistent, nonPersistent)
+}
+
+// PartitionedTopics lists the partitioned topics of ns in domain.
+func (a Registry) PartitionedTopics(ctx context.Context, ns, domain string) ([]string, error) {
+	b := a.b
+	return b.reg.partitionedTopics(ctx, ns, domain)
+}
+
+// Partitions returns a partitioned topic's partition count (0: not
+// partitioned).
+func (a Registry) Partitions(ctx context.Context, topic string) (int, error) {
+	b := a.b
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return 0, err
+	}
+	return b.reg.partitions(ctx, tn)
+}
+
+// AutoCreatePartitioned creates topic as partitioned if its
+// namespace's auto-creation policy asks for it; it returns the
+// partition count (0: not created).
+func (a Registry) AutoCreatePartitioned(ctx context.Context, topic string) int {
+	tn, err := parseTopicName(topic)
+	if err != nil || tn.IsPartition() {
+		return 0
+	}
+	n, _ := a.autoCreatePartitioned(ctx, tn)
+	return n
+}
+
+// autoCreatePartitioned creates tn as a partitioned topic when its
+// namespace's auto-creation override asks for partitioned topics and tn
+// does not exist yet; it returns the partition count (0: not created),
+// and an Admission's refusal (ErrTooManyTopics, limits.go) if that is
+// why it was not created.
+func (a Registry) autoCreatePartitioned(ctx context.Context, tn topicName) (int, error) {
+	b := a.b
+	pol := b.resolvePolicies(tn)
+	allow, n := pol.AutoCreate, pol.AutoPartitions
+	if !allow || n <= 0 {
+		return 0, nil
+	}
+	if err := a.checkPartitions(n, false); err != nil {
+		b.log.Info("partitioned auto-creation refused", "topic", tn.String(), "err", err)
+		return 0, nil
+	}
+	if ok, err := a.topicExists(ctx, tn); err != nil || ok {
+		return 0, nil
+	}
+	if err := b.ext.admitTopics(ctx, tn, n, b.resolvePolicies); err != nil {
+		return 0, err
+	}
+	err := b.reg.setPartitions(ctx, tn, PartitionedMetadata{Partitions: n}, true)
+	if err != nil && !errors.Is(err, ErrAlreadyExists) {
+		return 0, nil
+	}
+	got, err := b.reg.partitions(ctx, tn)
+	if err != nil {
+		return 0, nil
+	}
+	return got, nil
+}
+
+// CreatePartitionedTopic registers a partitioned topic; creating an
+// existing one with the same count is a no-op, another count fails with
+// ErrAlreadyExists.
+func (a Registry) CreatePartitionedTopic(ctx context.Context, name string, m PartitionedMetadata) error {
+	b := a.b
+	tn, err := parseTopicName(name)
+	if err != nil {
+		return err
+	}
+	if tn.IsPartition() {
+		return fmt.Errorf("%w: %s is a partition", ErrInvalidTopicName, tn)
+	}
+	if err := a.checkPartitions(m.Partitions, false); err != nil {
+		return err
+	}
+	if err := a.requireNamespace(ctx, tn); err != nil {
+		return err
+	}
+	if n, err := b.reg.partitions(ctx, tn); err != nil {
+		return err
+	} else if n == 0 {
+		if err := b.ext.admitTopics(ctx, tn, m.Partitions, b.resolvePolicies); err != nil {
+			return err
+		}
+	}
+	err = b.reg.setPartitions(ctx, tn, m, true)
+	if errors.Is(err, ErrAlreadyExists) {
+		if n, gerr := b.reg.partitions(ctx, tn); gerr == nil && n == m.Partitions {
+			return nil
+		}
+		return reason(ErrAlreadyExists, "This topic already exists")
+	}
+	return err
+}
+
+// UpdatePartitionedTopic raises the partition count (never lowers).
+func (a Registry) UpdatePartitionedTopic(ctx context.Context, topic string, partitions int) error {
+	b := a.b
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return err
+	}
+	if err := a.checkPartitions(partitions, true); err != nil {
+		return err
+	}
+	cur, err := b.reg.partitions(ctx, tn)
+	if err != nil {
+		return err
+	}
+	if cur == 0 {
+		return reason(ErrTopicNotFound, "Partitioned topic does not exist")
+	}
+	if partitions < cur {
+		return reason(ErrPreconditionFailed, "The number of partitions can only be increased")
+	}
+	m, _, err := a.partitionedMeta(ctx, tn) // keep the topic's properties
+	if err != nil {
+		return err
+	}
+	m.Partitions = partitions
+	return b.reg.setPartitions(ctx, tn, m, false)
+}
+
+// DeletePartitionedTopic deletes every partition and the partitioned
+// metadata, then tells the DeletionObservers (the schema registry
+// deletes the topic's schema).
+func (a Registry) DeletePartitionedTopic(ctx context.Context, topic string) error {
+	b := a.b
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return err
+	}
+	n, err := b.reg.partitions(ctx, tn)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return reason(ErrTopicNotFound, "Partitioned topic does not exist")
+	}
+	for i := 0; i < n; i++ {
+		if err := a.DeleteTopic(ctx, tn.Partition(i).String(), true); err != nil && !errors.Is(err, ErrTopicNotFound) {
+			return err
+		}
+	}
+	if err := b.reg.deletePartitioned(ctx, tn); err != nil && !errors.Is(err, ErrTopicNotFound) {
+		return err
+	}
+	if err := b.policies.DeleteTopic(ctx, topicPolicyKey(tn)); err != nil {
+		b.log.Warn("delete topic policies", "topic", tn.String(), "err", err)
+	}
+	b.ext.topicDeleted(ctx, tn)
+	return nil
+}
+
+// requireNamespace fails with ErrNamespaceNotFound unless tn's namespace
+// exists.
+func (a Registry) requireNamespace(ctx context.Context, tn topicName) error {
+	b := a.b
+	ok, err := b.reg.namespaceExists(ctx, tn.NamespaceName())
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return reason(ErrNamespaceNotFound, "Namespace does not exist")
+	}
+	return nil
+}
+
+// CreateTopic creates a non-partitioned topic (ErrAlreadyExists).
+func (a Registry) CreateTopic(ctx context.Context, topic string) error {
+	return a.CreateTopicWithProperties(ctx, topic, nil)
+}
+
+// CreateTopicWithProperties creates a non-partitioned topic storing
+// props with it (non-persistent topics take none: ErrPreconditionFailed;
+// topic_properties.go).
+func (a Registry) CreateTopicWithProperties(ctx context.Context, topic string, props map[string]string) error {
+	b := a.b
+	data, err := encodeTopicNode(props, time.Now().UnixMilli())
+	if err != nil {
+		return err
+	}
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return err
+	}
+	if err := a.requireNamespace(ctx, tn); err != nil {
+		return err
+	}
+	if n, err := b.reg.partitions(ctx, tn); err != nil {
+		return err
+	} else if n > 0 {
+		return reason(ErrAlreadyExists, "This topic already exists")
+	}
+	if !tn.IsPersistent() {
+		if len(props) > 0 {
+			return reason(ErrPreconditionFailed, "Properties are kept for persistent topics only")
+		}
+		_, err := b.getTopic(ctx, tn, true)
+		return err
+	}
+	if ok, err := b.deps.Metadata.Exists(ctx, topicKey(tn)); err != nil {
+		return err
+	} else if !ok {
+		if err := b.ext.admitTopics(ctx, tn, 1, b.resolvePolicies); err != nil {
+			return err
+		}
+	}
+	_, err = b.deps.Metadata.Put(ctx, topicKey(tn), data, metadata.NotExists)
+	if errors.Is(err, metadata.ErrExists) {
+		return reason(ErrAlreadyExists, "This topic already exists")
+	}
+	return err
+}
+
+// TopicExists reports whether topic is created (persistent) or loaded
+// (non-persistent).
+func (a Registry) TopicExists(ctx context.Context, topic string) (bool, error) {
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return false, err
+	}
+	return a.topicExists(ctx, tn)
+}
+
+// topicExists reports whether tn is a created non-partitioned topic (or
+// partition), or a loaded non-persistent one.
+func (a Registry) topicExists(ctx context.Context, tn topicName) (bool, error) {
+	b := a.b
+	if !tn.IsPersistent() {
+		return b.lookupTopic(tn.String()) != nil, nil
+	}
+	return b.deps.Metadata.Exists(ctx, topicKey(tn))
+}
+
+// DeleteTopic deletes a non-partitioned topic (or one partition): its
+// producers and consumers are disconnected, then its registration is
+// removed, the DeletionObservers told, and its managed ledger deleted
+// (cursors, ledgers, metadata: deleteTopicStorage), so the bookies
+// reclaim its space.
+// Without force a topic with producers or consumers is refused.
+func (a Registry) DeleteTopic(ctx context.Context, name string, force bool) error {
+	b := a.b
+	tn, err := parseTopicName(name)
+	if err != nil {
+		return err
+	}
+	if !force {
+		if t := b.lookupTopic(tn.String()); t != nil && topicInUse(t) {
+			return reason(ErrPreconditionFailed, "Topic has active producers/subscriptions")
+		}
+	}
+	b.unloadTopic(tn.String())
+	if !tn.IsPartition() {
+		if err := b.policies.DeleteTopic(ctx, topicPolicyKey(tn)); err != nil {
+			b.log.Warn("delete topic policies", "topic", tn.String(), "err", err)
+		}
+	}
+	if !tn.IsPersistent() {
+		b.ext.topicDeleted(ctx, tn)
+		return nil
+	}
+	err = b.deps.Metadata.Delete(ctx, topicKey(tn), -1)
+	if err != nil {
+		if ok, _ := b.deps.Metadata.Exists(ctx, topicKey(tn)); !ok {
+			return reason(ErrTopicNotFound, "Topic not found")
+		}
+		return err
+	}
+	b.ext.topicDeleted(ctx, tn)
+	return b.deps.deleteTopicStorage(ctx, tn.String())
+}
+
+// topicInUse reports whether t has producers or connected consumers.
+func topicInUse(t *topic) bool {
+	t.mu.Lock()
+	n := len(t.mu.producers)
+	t.mu.Unlock()
+	if n > 0 {
+		return true
+	}
+	for _, s := range *t.subList.Load() {
+		s.call(func() { n += len(s.consumers) })
+	}
+	return n > 0
+}
+
+// loadedOrLoad returns the topic, loading it if it exists (never
+// creating it).
+func (b *Broker) loadedOrLoad(ctx context.Context, topic string) (*topic, error) {
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return nil, err
+	}
+	if t := b.lookupTopic(tn.String()); t != nil && !t.isClosed() {
+		return t, nil
+	}
+	t, err := b.getTopic(ctx, tn, false)
+	if errors.Is(err, ErrTopicNotFound) {
+		return nil, reason(ErrTopicNotFound, "Topic not found")
+	}
+	if errors.Is(err, ErrNamespaceNotFound) {
+		return nil, reason(ErrNamespaceNotFound, "Namespace does not exist")
+	}
+	return t, err
+}

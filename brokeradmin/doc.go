@@ -1,0 +1,29 @@
+// Package brokeradmin is the broker's administration surface: the
+// implementations of the role interfaces package admin declares
+// (admin/roles.go), built on the seams the broker core exports
+// (broker/doc.go, Seams) and nothing else:
+//
+//   - the topic registry (broker.Registry: created and partitioned
+//     topics, namespaces, clusters), which is itself admin's Topics and
+//     TopicProperties roles;
+//   - topic lookup (Broker.Topic: a loaded topic, loading it if it
+//     exists) and the operations on a topic's view (stats, termination,
+//     subscriptions and their cursors);
+//   - the loaded topics' walk (Broker.EachTopic);
+//   - policies (Broker.Policies, PolicyDefaults);
+//   - ownership (Broker.Cluster, OwnedBundle) and the node's URLs and
+//     health.
+//
+// Each role is a small value over a *broker.Broker (Node, Reads,
+// Lifecycle, Subscriptions, Ownership; For returns them all). Topic
+// names are anything broker.ParseTopicName accepts; a method on one
+// topic acts on a non-partitioned topic or one partition (admin fans
+// out over partitions). Errors wrap the broker's sentinels
+// (ErrTopicNotFound, ErrNamespaceNotFound, ErrSubscriptionNotFound,
+// ErrAlreadyExists, ErrInvalidTopicName, ErrNotAllowed,
+// ErrPreconditionFailed) with the reason to give the client. Every
+// method is safe for concurrent use.
+//
+// The core never imports this package (internal/lint checks it): it is
+// wired by package admin (admin.BrokerDeps) and the console.
+package brokeradmin
