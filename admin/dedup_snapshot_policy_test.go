@@ -46,8 +46,14 @@ func TestDedupSnapshotIntervalFallback(t *testing.T) {
 	if r := tb.AppliedPolicies(topic); r != nil && r.DedupSnapshotIntervalSeconds != 0 {
 		t.Fatalf("the loaded topic resolves %d, want the topic's 0", r.DedupSnapshotIntervalSeconds)
 	}
-	mustHTTP(t, tb, "POST", tPath, "-1", http.StatusPreconditionFailed)
-	mustHTTP(t, tb, "POST", nsPath, "-5", http.StatusPreconditionFailed)
+	// Pulsar's reasons: PersistentTopicsBase and NamespacesBase word
+	// them differently.
+	if body := mustHTTP(t, tb, "POST", tPath, "-1", http.StatusPreconditionFailed); !strings.Contains(body, `"interval must be 0 or more"`) {
+		t.Fatalf("topic refusal = %s", body)
+	}
+	if body := mustHTTP(t, tb, "POST", nsPath, "-5", http.StatusPreconditionFailed); !strings.Contains(body, `"interval must be greater than or equal to 0"`) {
+		t.Fatalf("namespace refusal = %s", body)
+	}
 	mustHTTP(t, tb, "DELETE", tPath, "", http.StatusNoContent)
 	if got := get(tPath+"?applied=true", http.StatusOK); got != "30" {
 		t.Fatalf("applied after the topic's removal = %s, want the namespace's 30", got)

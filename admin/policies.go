@@ -62,7 +62,9 @@ func (a *API) namespacePolicies() []policyField[policy.Policies] {
 		optional("autoSubscriptionCreation", func(p *P) **policy.AutoSubscriptionCreation { return &p.AutoSubscriptionCreation }, autoSubscriptionCreation),
 		optional("maxSubscriptionsPerTopic", func(p *P) **int { return &p.MaxSubscriptionsPerTopic }, countOr("maxSubscriptionsPerTopic must be 0 or more")),
 		optional("maxTopicsPerNamespace", func(p *P) **int { return &p.MaxTopicsPerNamespace }, countOr("maxTopicsPerNamespace must be 0 or more")),
-		optional("deduplicationSnapshotInterval", func(p *P) **int { return &p.DeduplicationSnapshotIntervalSeconds }, countOr("interval must be 0 or more")),
+		// Pulsar's NamespacesBase words the refusal differently from its
+		// topic-level one.
+		optional("deduplicationSnapshotInterval", func(p *P) **int { return &p.DeduplicationSnapshotIntervalSeconds }, countOr("interval must be greater than or equal to 0")),
 		// Tiered storage: the policies object and Pulsar's older separate
 		// fields (-1 disables a threshold; a negative lag never deletes
 		// the bookie copy).
