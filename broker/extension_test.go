@@ -437,3 +437,58 @@ func TestSystemSubscriptionsKept(t *testing.T) {
 		t.Fatalf("the consumer's subscription backlog %d after expiry, want 0", n)
 	}
 }
+
+// subHooks is a feature with a DispatchFilter (skipping the messages of
+// producer "skip") and an AckHook that takes no ACK and withholds
+// nothing, counting the entries dispatch shows it.
+type subHooks struct{ held atomic.Int64 }
+
+func (*subHooks) Name() string { return "subhooks" }
+
+func (*subHooks) SkipEntry(_ Topic, md *pulsarproto.Metadata) bool {
+	return md != nil && string(md.ProducerName) == "skip"
+}
+
+func (*subHooks) InterceptAck(*AckRequest) bool { return false }
+
+func (h *subHooks) HeldEntry(SubLoop, Withheld) bool { h.held.Add(1); return false }
+
+// TestAdminSubscriptionHooked: a subscription the admin API creates is
+// set up as one a SUBSCRIBE creates — the features' dispatch filters and
+// ack hooks in place at once, not only after the topic reloads (it
+// once skipped that step).
+func TestAdminSubscriptionHooked(t *testing.T) {
+	h := &subHooks{}
+	tb := startWithFeatures(t, func(b *Broker) error { return b.Use(h) })
+	topic := "persistent://public/default/" + newTopicName("adminsub")
+	cl := tb.client(t)
+	sendAsyncAll(t, mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, Name: "skip", DisableBatching: true}), 3, payloadMsg)
+	sendAsyncAll(t, mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, Name: "keep", DisableBatching: true}), 2, payloadMsg)
+	if err := createSubscription(tb.Broker, ctxT(t), topic, "admin", MessageID{LedgerID: -1, EntryID: -1, BatchIndex: -1}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := tb.Topic(ctxT(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok := v.Subscription("admin")
+	if !ok {
+		t.Fatal("the created subscription is not on the topic")
+	}
+	var filters, acks int
+	var tv Topic
+	s.Call(func(l SubLoop) { filters, acks, tv = len(l.s.filters), len(l.s.acks), l.Topic() })
+	if filters != 1 || acks != 1 || tv.t == nil {
+		t.Fatalf("created subscription has %d dispatch filters, %d ack hooks, topic view %v; want 1, 1 and the topic", filters, acks, tv.t != nil)
+	}
+	cons := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "admin"})
+	for _, m := range receiveN(t, cons, 2) {
+		if m.ProducerName() != "keep" {
+			t.Fatalf("delivered a message of %q, which the dispatch filter skips", m.ProducerName())
+		}
+		cons.Ack(m)
+	}
+	if n := h.held.Load(); n != 2 {
+		t.Fatalf("the ack hook saw %d entries, want the 2 delivered", n)
+	}
+}

@@ -122,25 +122,30 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 	if _, ok := cur.(*cursorAdapter); ok && req.readCompacted {
 		cur = t.compactedCursor(cur)
 	}
-	s := newSubscription(req.sub, t.full, req.typ, t.partition, cur, dispatchEntryMeta, &t.b.tun.dispatchBatch, t.pol.unackedLimits, t.log)
+	return t.addSubLocked(req.sub, req.typ, cur), nil
+}
+
+// addSubLocked makes the subscription name of cur and adds it to the
+// topic. Every subscription is made here, whichever path creates it (a
+// SUBSCRIBE, the topic's load of its stored cursors, the admin API's
+// create, a feature's OpenSubscription), so every one is set up alike:
+// the topic's policy hooks (delayed delivery, unacked limits, dispatch
+// rate limits), the replicated flag a durable cursor stored, and, on a
+// persistent topic, the features' dispatch filters, ack hooks and
+// replicated-subscription feature (extension.go). The caller holds t.mu
+// and checked that name is free.
+func (t *topic) addSubLocked(name string, typ SubType, cur cursor) *subscription {
+	s := newSubscription(name, t.full, typ, t.partition, cur, dispatchEntryMeta, &t.b.tun.dispatchBatch, t.pol.unackedLimits, t.log)
 	s.delayFn = t.pol.delayedDelivery
 	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
 	s.loadReplicated()
-	t.attachSub(s)
-	t.mu.subs[req.sub] = s
+	if t.persistent() {
+		s.tv, s.filters, s.acks, s.replSubs = Topic{t}, t.b.ext.filters, t.b.ext.acks, t.b.ext.replSubs
+	}
+	t.mu.subs[name] = s
 	t.publishSubsLocked()
 	t.limits.install(s)
-	return s, nil
-}
-
-// attachSub gives a persistent topic's subscription the features'
-// dispatch filters, ack hooks and replicated-subscription feature
-// (extension.go).
-func (t *topic) attachSub(s *subscription) {
-	if !t.persistent() {
-		return
-	}
-	s.tv, s.filters, s.acks, s.replSubs = Topic{t}, t.b.ext.filters, t.b.ext.acks, t.b.ext.replSubs
+	return s
 }
 
 // loadSubscription creates the subscription of an existing durable cursor
@@ -150,15 +155,8 @@ func (t *topic) loadSubscription(name string) error {
 	if err != nil {
 		return err
 	}
-	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, &t.b.tun.dispatchBatch, t.pol.unackedLimits, t.log)
-	s.delayFn = t.pol.delayedDelivery
-	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
-	s.loadReplicated()
-	t.attachSub(s)
 	t.mu.Lock()
-	t.mu.subs[name] = s
-	t.publishSubsLocked()
-	t.limits.install(s)
+	t.addSubLocked(name, SubExclusive, cur)
 	t.mu.Unlock()
 	return nil
 }

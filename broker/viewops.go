@@ -219,19 +219,12 @@ func (v Topic) CreateSubscription(name string, id MessageID) error {
 			return reason(ErrPreconditionFailed, "cannot position the subscription: "+err.Error())
 		}
 	}
-	s := newSubscription(name, t.full, SubExclusive, t.partition, cur, dispatchEntryMeta, &t.b.tun.dispatchBatch, t.pol.unackedLimits, t.log)
-	s.delayFn = t.pol.delayedDelivery
-	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.mu.subs[name] != nil {
-		t.mu.Unlock()
-		s.close()
 		return reason(ErrAlreadyExists, "Subscription already exists for topic")
 	}
-	t.mu.subs[name] = s
-	t.publishSubsLocked()
-	t.limits.install(s)
-	t.mu.Unlock()
+	t.addSubLocked(name, SubExclusive, cur)
 	return nil
 }
 
