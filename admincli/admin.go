@@ -669,7 +669,8 @@ func adminTopicsCmd(a *adminCLI) *cobra.Command {
 		}
 		return nil
 	})
-	peek.Flags().StringVarP(&sub, "subscription", "s", "", "subscription")
+	peek.Flags().StringVarP(&sub, "subscription", "s", "", "subscription (required, as in pulsar-admin)")
+	_ = peek.MarkFlagRequired("subscription")
 	peek.Flags().IntVarP(&count, "count", "n", 1, "number of messages")
 	getter := func(use, short, suffix string) *cobra.Command {
 		return topicCmd(use+" <topic>", short, 1, func(p string, _ []string) error { return a.get(p+suffix, "") })

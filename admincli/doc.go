@@ -11,4 +11,12 @@
 // --watch (kubectl's -w). The package uses only net/http and
 // encoding/json (and package auth for client credentials), so the
 // command starts fast and knows no server package.
+//
+// Invariant: every request a verb sends is served by a route of the
+// broker's route table (package httpapi's Table, declared by admin,
+// cluster, console and the function worker), with every wildcard of
+// that route filled by a value the verb was given. admin's
+// TestCLIRequestsHaveRoutes runs each verb against a recording server
+// and looks its requests up in the table; a verb added without a
+// matching route, or a path misspelt on either side, fails there.
 package admincli

@@ -28,7 +28,8 @@ func addAdminSecurity(a *adminCLI, admin *cobra.Command) {
 	pf.StringVar(&sec.params, "auth-params", "", "plugin parameters: token:<jwt> | file:///path; tlsCertFile:..,tlsKeyFile:..; {\"userId\":..,\"password\":..}")
 	pf.StringVar(&sec.trust, "tls-trust-cert-path", "", "CA bundle that verifies an https:// admin URL (default: system roots)")
 	pf.BoolVar(&sec.insecure, "tls-allow-insecure", false, "do not verify the server certificate (testing only)")
-	admin.PersistentPreRunE = func(*cobra.Command, []string) error {
+	admin.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		a.out = cmd.OutOrStdout()
 		c, err := newAdminHTTPClient(sec.plugin, sec.params, sec.trust, sec.insecure)
 		if err != nil {
 			return err
