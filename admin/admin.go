@@ -3,6 +3,7 @@ package admin
 import (
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
@@ -43,7 +44,10 @@ type API struct {
 	grants     *auth.Authorizer
 	meta       metadata.Store // Deps.Metadata (nil: the rack routes answer 500)
 	statusFile string         // Deps.StatusFile (status.go)
-	log        *slog.Logger
+	// versionCheck is clientLibraryVersionCheckEnabled in force
+	// (client_version.go).
+	versionCheck atomic.Bool
+	log          *slog.Logger
 }
 
 // routeTable is where the API declares its routes.
@@ -65,6 +69,7 @@ func Register(rt routeTable, d Deps) *API {
 		a.iso = isolation.NewStore(d.Metadata)
 	}
 	a.meta = d.Metadata
+	a.watchClientVersionCheck(d.ClientLibraryVersionCheck) // client_version.go
 	switch {
 	case d.Security != nil && d.Security.Authz != nil:
 		a.grants = d.Security.Authz

@@ -33,6 +33,9 @@ type BrokerConfig interface {
 	Runtime() map[string]string
 	// Internal is Pulsar's InternalConfigurationData.
 	Internal() dynconfig.InternalData
+	// Watch calls fn with a dynamic key's override now (when set), on
+	// every change and on its removal (set false); stop ends the calls.
+	Watch(name string, fn func(value string, set bool)) (stop func())
 }
 
 func (a *API) registerBrokerRoutes(rt routeTable) {

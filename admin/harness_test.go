@@ -69,6 +69,8 @@ type brokerOpts struct {
 	ledgers *memstore.Store
 	bookies broker.BookieInfo
 	metaDir string // the embedded metadata store's directory (default t.TempDir())
+	// versionCheck is the file's clientLibraryVersionCheckEnabled.
+	versionCheck bool
 	// register declares more routes (console, function worker) before
 	// the broker starts.
 	register func(*broker.Broker, *embedded.Store)
@@ -131,6 +133,7 @@ func (tb *testBroker) wire(b *brokertest.Broker, o brokerOpts) (func(), error) {
 		return nil, err
 	}
 	deps.Config, deps.Quotas = dyn, cluster.NewQuotas(b.Meta)
+	deps.ClientLibraryVersionCheck = o.versionCheck
 	Register(b.Router(), deps)
 	if o.register != nil {
 		o.register(b.Broker, b.Meta.(*embedded.Store))

@@ -275,6 +275,12 @@ type Deps struct {
 	// StatusFile is Pulsar's statusFilePath: /status.html answers OK
 	// only while this file exists ("": never, as in Pulsar).
 	StatusFile string
+	// ClientLibraryVersionCheck is the configuration file's
+	// clientLibraryVersionCheckEnabled: GET .../partitions of a topic of
+	// more than one partition refuses clients without a User-Agent and
+	// C++ clients older than 1.21, as Pulsar's does (client_version.go).
+	// A dynamic override of the key (Config.Watch) applies at once.
+	ClientLibraryVersionCheck bool
 	// Log receives the details of internal errors, which clients see
 	// only as a generic 500.
 	Log *slog.Logger

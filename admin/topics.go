@@ -28,6 +28,12 @@ func (a *API) registerTopicRoutes(rt routeTable) {
 			if n == 0 && err == nil && r.URL.Query().Get("checkAllowAutoCreation") == "true" {
 				n = a.topics.AutoCreatePartitioned(r.Context(), topic)
 			}
+			if n > 1 && err == nil && a.versionCheck.Load() {
+				if reason := clientVersionRefusal(r.Header.Get("User-Agent")); reason != "" {
+					writeError(w, http.StatusMethodNotAllowed, reason)
+					return
+				}
+			}
 			a.reply(w, map[string]int{"partitions": n}, err)
 		})})
 	rt.Add(httpapi.Route{Method: "PUT", Pattern: tp + "/partitions", Access: auth.AccessTenantAdmin, Request: broker.PartitionedMetadata{},

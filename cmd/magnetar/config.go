@@ -66,6 +66,7 @@ type serviceFlags struct {
 	txnEnabled                                                                            bool
 	txnCoordinators, txnMaxActive                                                         int
 	statusFile                                                                            string
+	versionCheck                                                                          bool
 	// runtime and internal are what /admin/v2/brokers/configuration/
 	// runtime and internal-configuration answer (runtime_config.go),
 	// filled once the configuration is applied.
@@ -181,6 +182,7 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.IntVar(&s.delivery.DedupEntriesInterval, "dedup-entries-interval", 1000, "stored entries between deduplication snapshots of a topic (brokerDeduplicationEntriesInterval; 0 or less: after every entry)")
 	fl.IntVar(&s.delivery.DedupSnapshotIntervalSeconds, "dedup-snapshot-interval", 120, "seconds between deduplication snapshots of a topic, unless its namespace or topic policy deduplicationSnapshotInterval says otherwise (brokerDeduplicationSnapshotIntervalSeconds; 0 or less: no timed snapshots)")
 	fl.Int64Var(&s.delivery.CompactionThreshold, "compaction-threshold", 0, "compact a topic once its backlog not yet compacted passes this many bytes (brokerServiceCompactionThresholdInBytes; 0: never)")
+	fl.BoolVar(&s.versionCheck, "client-library-version-check", false, "GET .../partitions of a topic of several partitions refuses (405) HTTP clients without a User-Agent and C++ clients older than 1.21, as Pulsar's clientLibraryVersionCheckEnabled")
 	fl.StringVar(&s.statusFile, "status-file", "", "GET /status.html answers OK only while this file exists (Pulsar's statusFilePath; empty: the page is always 404, as in Pulsar)")
 	fl.BoolVar(&s.packagesEnabled, "packages-management", true, "serve package management, /admin/v3/packages, with package contents in ledgers (Pulsar's enablePackagesManagement; false: every route answers 503)")
 	fl.IntVar(&s.packagesReplicas, "packages-replicas", 1, "ensemble, write and ack quorum of package ledgers (Pulsar's packagesReplicas)")
@@ -302,6 +304,7 @@ var brokerKeys = append([]conf.Key{
 	{Names: []string{"isSchemaValidationEnforced"}, Flag: "schema-validation-enforced"},
 	{Names: []string{"topicCompactionRetainNullKey"}, Flag: "topic-compaction-retain-null-key"},
 	{Names: []string{"statusFilePath"}, Flag: "status-file", Doc: "/status.html answers OK while this file exists"},
+	{Names: []string{"clientLibraryVersionCheckEnabled"}, Flag: "client-library-version-check"},
 	{Names: []string{"enablePackagesManagement"}, Flag: "packages-management", Doc: "package management (/admin/v3/packages); Magnetar's default is on"},
 	{Names: []string{"packagesReplicas"}, Flag: "packages-replicas", Convert: convert.Positive},
 	{Names: []string{"consoleEnabled"}, Flag: "console", Doc: "Magnetar's web console under /console"},
@@ -329,7 +332,6 @@ func autoTopicType(vals []string, _ string) (string, error) {
 var brokerIgnored = []string{
 	"acknowledgmentAtBatchIndexLevelEnabled",  // batch-index acks are always honoured
 	"managedLedgerDefaultMarkDeleteRateLimit", // mark-deletes are batched by the cursor
-	"clientLibraryVersionCheckEnabled",        // every client version is accepted
 	"loadBalancerEnabled",                     // a cluster's load manager always runs
 	"packagesManagementStorageProvider",       // package contents are always in ledgers on the bookies
 	"packagesManagementLedgerRootPath",        // package ledgers are the cluster's ledgers

@@ -538,6 +538,8 @@ func configValueRows() []cvRow {
 		cvRow{section: sBroker, key: "topicUnloadIdleSeconds", magnetar: "Magnetar's own key; 0: never unload idle topics",
 			cases: []cvCase{{value: "0", check: brokerCfg("never", func(c broker.Config) bool { return c.IdleTopicUnloadTime == 0 })}}},
 		none(sBroker, "transactionCoordinatorEnabled", "true"),
+		cvRow{section: sBroker, key: "clientLibraryVersionCheckEnabled", magnetar: "the same check as Pulsar's (docs/dynamic-config.md)",
+			cases: []cvCase{{value: "true", check: flagIs("client-library-version-check", "true")}, {value: "false", check: flagIs("client-library-version-check", "false")}}},
 		cvRow{section: sBroker, key: "maxActiveTransactionsPerCoordinator", pulsar: "0: no limit", magnetar: "0: no limit; negative (no documented meaning) is refused",
 			cases: []cvCase{{value: "0", check: flagIs("max-active-transactions-per-coordinator", "0")},
 				refused("-1", "must not be negative")}},
@@ -565,7 +567,6 @@ func configValueRows() []cvRow {
 	for _, k := range []struct{ key, why string }{
 		{"acknowledgmentAtBatchIndexLevelEnabled", "batch-index acknowledgements are always honoured"},
 		{"managedLedgerDefaultMarkDeleteRateLimit", "mark-deletes are batched by the cursor"},
-		{"clientLibraryVersionCheckEnabled", "every client version is accepted"},
 		{"loadBalancerEnabled", "a cluster's load manager always runs"},
 	} {
 		rows = append(rows, ignoredRow(sBroker, k.key, "true", k.why))

@@ -51,10 +51,11 @@ func (s *serviceFlags) service(cfg broker.Config) (stack.Service, error) {
 		Features: stack.Features{EntryMetadata: s.entryMeta, DedupMaxProducers: s.dedupMaxProducers,
 			Schemas:    schemareg.Config{CompatibilityStrategy: s.schemaStrategy, ValidationEnforced: s.schemaEnforced},
 			Compaction: topiccompact.Config{RetainNullKey: s.retainNullKey}},
-		Console:    s.console,
-		StatusFile: s.statusFile,
-		Runtime:    s.runtime,
-		Internal:   s.internal,
+		Console:                   s.console,
+		StatusFile:                s.statusFile,
+		ClientLibraryVersionCheck: s.versionCheck,
+		Runtime:                   s.runtime,
+		Internal:                  s.internal,
 	}
 	if s.packagesEnabled {
 		svc.Packages = &stack.Packages{Replicas: s.packagesReplicas}

@@ -56,6 +56,9 @@ type Service struct {
 	// StatusFile is Pulsar's statusFilePath: /status.html answers OK
 	// while this file exists ("": never).
 	StatusFile string
+	// ClientLibraryVersionCheck is Pulsar's
+	// clientLibraryVersionCheckEnabled (admin.Deps), dynamic.
+	ClientLibraryVersionCheck bool
 	// Runtime is the broker's configuration by Pulsar key, secrets left
 	// out, and Internal its InternalConfigurationData: what the admin
 	// API's configuration routes answer (package dynconfig).
@@ -199,6 +202,7 @@ func OpenStack(ctx context.Context, svc Service, d Deps) (_ *Stack, err error) {
 	deps := admin.BrokerDeps(s.broker)
 	deps.Log = log.With("component", "admin")
 	deps.StatusFile = svc.StatusFile
+	deps.ClientLibraryVersionCheck = svc.ClientLibraryVersionCheck
 	deps.Isolation = isolation.NewStore(d.Metadata)
 	deps.Schemas = feats.schemas
 	deps.Compaction = feats.compaction
