@@ -224,7 +224,6 @@ func (w *Worker) prepare(ctx context.Context, in *instance) (launch, error) {
 			return launch{}, err
 		}
 		env = append(env, EnvBuiltin+"="+name, iopolicy.EnvPolicy+"="+w.io.Encode())
-		env = append(env, w.opts.BuiltinEnv...)
 		exe, err := w.runAs.reachableCopy(w.opts.BuiltinCommand[0], filepath.Join(w.opts.DataDir, "bin"))
 		if err != nil {
 			return launch{}, err

@@ -29,8 +29,6 @@ type Options struct {
 	// BuiltinCommand runs a builtin connector (builtin://NAME): the
 	// command and its arguments; the name is passed in MAGNETAR_BUILTIN.
 	BuiltinCommand []string
-	// BuiltinEnv is extra environment for builtin instances.
-	BuiltinEnv []string
 	// Cluster is the cluster name in metrics labels.
 	Cluster string
 	// Reconcile is how often the worker re-reads the assignment inputs

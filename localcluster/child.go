@@ -28,18 +28,15 @@ type child struct {
 }
 
 // startChild starts argv with stdout and stderr appended to logPath, and
-// returns once it runs; env is added to this process's environment. If ready is not empty, lines of stdout starting
+// returns once it runs. If ready is not empty, lines of stdout starting
 // with it are sent on the returned channel.
-func startChild(name, logPath, ready string, env []string, argv ...string) (*child, <-chan string, error) {
+func startChild(name, logPath, ready string, argv ...string) (*child, <-chan string, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, nil, err
 	}
 	c := &child{name: name, logPath: logPath, done: make(chan struct{})}
 	c.cmd = exec.Command(argv[0], argv[1:]...)
-	if env != nil {
-		c.cmd.Env = append(os.Environ(), env...)
-	}
 	c.cmd.Stderr = logf
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	lines := make(chan string, 1)
@@ -139,7 +136,7 @@ func startZooKeeper(dir, jar string, port int) (*child, error) {
 	if _, err := zkserver.WriteConfig(dir, port, "autopurge.snapRetainCount=3\nautopurge.purgeInterval=1\n"); err != nil {
 		return nil, err
 	}
-	c, _, err := startChild("zookeeper", filepath.Join(dir, "zookeeper.log"), "", nil,
+	c, _, err := startChild("zookeeper", filepath.Join(dir, "zookeeper.log"), "",
 		append([]string{java}, zkserver.JavaArgs(dir, jar, dir)...)...)
 	if err != nil {
 		return nil, err
@@ -162,6 +159,5 @@ func startZooKeeper(dir, jar string, port int) (*child, error) {
 
 // startMagnetarChild runs this binary with args as a magnetar subcommand.
 func startMagnetarChild(self, name, logPath, ready string, args []string) (*child, <-chan string, error) {
-	env := []string{"MAGNETAR_MAIN_ARGS=" + strings.Join(args, "\x1f")}
-	return startChild(name, logPath, ready, env, append([]string{self}, args...)...)
+	return startChild(name, logPath, ready, append([]string{self}, args...)...)
 }

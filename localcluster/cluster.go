@@ -101,9 +101,7 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 // magnetar starts this binary's subcommand args as child name and waits
-// for its ready line. Under `go test` the test binary is magnetar only
-// with MAGNETAR_MAIN_ARGS, so the arguments go that way too (a real
-// magnetar binary ignores it and reads os.Args).
+// for its ready line.
 func (c *cluster) magnetar(name, ready string, args ...string) (string, error) {
 	start := func() (*child, <-chan string, error) {
 		return startMagnetarChild(c.self, name, filepath.Join(c.logs, name+".log"), ready, args)

@@ -67,7 +67,7 @@ func (l lineLog) next(t *testing.T, want string) {
 func shChild(t *testing.T, name string) func() (*child, <-chan string, error) {
 	log := filepath.Join(t.TempDir(), name+".log")
 	return func() (*child, <-chan string, error) {
-		return startChild(name, log, "ready", nil, "/bin/sh", "-c", "echo ready pid=$$; exec sleep 600")
+		return startChild(name, log, "ready", "/bin/sh", "-c", "echo ready pid=$$; exec sleep 600")
 	}
 }
 
@@ -121,7 +121,7 @@ func TestChildNotReady(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "quitter.log")
 	s := &supervisor{log: make(lineLog, 16)}
 	_, err := s.add("quitter", func() (*child, <-chan string, error) {
-		return startChild("quitter", logPath, "ready", nil, "/bin/sh", "-c", "echo not yet; echo broken >&2; exit 2")
+		return startChild("quitter", logPath, "ready", "/bin/sh", "-c", "echo not yet; echo broken >&2; exit 2")
 	})
 	if err == nil || !strings.Contains(err.Error(), "quitter exited before it was ready") || !strings.Contains(err.Error(), logPath) {
 		t.Fatalf("err = %v", err)

@@ -5,7 +5,7 @@
 // coordinator disabled. It speaks the Pulsar protocol through
 // pulsar-client-go (the client applications use for transactions) and
 // starts no broker itself: the callers (BenchmarkTransactions and its
-// short CI test in cmd/magnetar) start `magnetar standalone` processes
+// short CI test in e2e) start `magnetar standalone` processes
 // and hand their service URLs in. NOTES.md in this directory has the
 // figures and the command.
 //

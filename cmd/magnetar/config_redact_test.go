@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/magnetar-mq/magnetar/internal/testenv"
 )
 
 // dumpConfig runs `magnetar config dump args...` in process, on a
@@ -25,7 +27,7 @@ func dumpConfig(t *testing.T, args ...string) string {
 // <redacted> unless --show-secrets; file references stay visible.
 func TestConfigDumpRedactsSecrets(t *testing.T) {
 	const key = "data:;base64,c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldC0xMjM0"
-	path := writeConf(t, "tokenSecretKey="+key+"\n"+
+	path := testenv.WriteFile(t, "test.conf", "tokenSecretKey="+key+"\n"+
 		"s3ManagedLedgerOffloadCredentialSecret=s3cr3tAccess\n"+
 		"brokerClientAuthenticationParameters=token:eyJhbGciOiJIUzI1NiJ9.e30.sig\n"+
 		"tokenPublicKey=file:///etc/magnetar/pub.der\n")

@@ -3,11 +3,12 @@ package main
 import (
 	"bytes"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/magnetar-mq/magnetar/internal/testenv"
 
 	"github.com/spf13/cobra"
 
@@ -24,24 +25,6 @@ func roleCmd(t *testing.T, role string, args ...string) *cobra.Command {
 		t.Fatal(err)
 	}
 	return c
-}
-
-func writeYAML(t *testing.T, body string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "test.yml")
-	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func writeConf(t *testing.T, body string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "test.conf")
-	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 func flagValue(t *testing.T, c *cobra.Command, name string) string {
@@ -242,9 +225,9 @@ func TestConfigShippedKeysTakeEffect(t *testing.T) {
 				}
 			}
 			for _, kc := range roleKeyCases(role) {
-				c := roleCmd(t, role, "--config", writeConf(t, kc.key+"="+kc.value+"\n"))
+				c := roleCmd(t, role, "--config", testenv.WriteFile(t, "test.conf", kc.key+"="+kc.value+"\n"))
 				if strings.HasSuffix(file, ".yml") {
-					c = roleCmd(t, role, "--config", writeYAML(t, kc.key+": "+kc.value+"\n"))
+					c = roleCmd(t, role, "--config", testenv.WriteFile(t, "test.yml", kc.key+": "+kc.value+"\n"))
 				}
 				if _, err := loadConfig(c, role, io.Discard); err != nil {
 					t.Errorf("%s=%s: %v", kc.key, kc.value, err)
@@ -264,7 +247,7 @@ func TestConfigShippedKeysTakeEffect(t *testing.T) {
 // TestConfigPrecedence: flag > MAGNETAR_<FLAG> > PULSAR_PREFIX_<key> >
 // file > default.
 func TestConfigPrecedence(t *testing.T) {
-	path := writeConf(t, "maxMessageSize=1000000\nclusterName=from-file\nkeepAliveIntervalSeconds=5\n")
+	path := testenv.WriteFile(t, "test.conf", "maxMessageSize=1000000\nclusterName=from-file\nkeepAliveIntervalSeconds=5\n")
 	t.Setenv("PULSAR_PREFIX_maxMessageSize", "2000000")
 	t.Setenv("PULSAR_PREFIX_clusterName", "from-pulsar-env")
 	t.Setenv("MAGNETAR_MAX_MESSAGE_SIZE", "3000000")
@@ -326,7 +309,7 @@ func TestConfigBadValues(t *testing.T) {
 		{"bookie", "journalMaxGroupWaitMSec=9223372036854775807\n", []string{"journalMaxGroupWaitMSec", ">= 0"}},
 		{"bookie", "not a key value line\n", []string{"test.conf:1", "not key=value"}},
 	} {
-		c := roleCmd(t, tc.role, "--config", writeConf(t, tc.body))
+		c := roleCmd(t, tc.role, "--config", testenv.WriteFile(t, "test.conf", tc.body))
 		_, err := loadConfig(c, tc.role, io.Discard)
 		if err == nil {
 			t.Errorf("%s %q: accepted", tc.role, tc.body)
@@ -346,7 +329,7 @@ func TestConfigBadValues(t *testing.T) {
 	t.Setenv("PULSAR_PREFIX_dispatcherMaxReadBatchSize", "")
 
 	var warn bytes.Buffer
-	c = roleCmd(t, "standalone", "--config", writeConf(t, "tlsEnabled=true\nfooBar=1\nmaxMessageSize=1048576\n"))
+	c = roleCmd(t, "standalone", "--config", testenv.WriteFile(t, "test.conf", "tlsEnabled=true\nfooBar=1\nmaxMessageSize=1048576\n"))
 	res, err := loadConfig(c, "standalone", &warn)
 	// Security keys (tlsEnabled) are known: they set the flag of the same name.
 	if err != nil || !slices.Equal(res.Unknown, []string{"fooBar"}) || strings.Count(warn.String(), "\n") != 1 ||
@@ -358,7 +341,7 @@ func TestConfigBadValues(t *testing.T) {
 
 // TestConfigDump runs `magnetar config dump` in process.
 func TestConfigDump(t *testing.T) {
-	path := writeConf(t, "maxMessageSize=1048576\n")
+	path := testenv.WriteFile(t, "test.conf", "maxMessageSize=1048576\n")
 	var out bytes.Buffer
 	root := newRootCmd()
 	root.SetOut(&out)

@@ -44,15 +44,7 @@ func (f *Functions) Options() (functions.Options, error) {
 	if err != nil {
 		return functions.Options{}, fmt.Errorf("function worker: %w", err)
 	}
-	cmd := []string{exe, "functions-instance"}
-	var env []string
-	// Under cmd/magnetar's test binary (its harness_test.go) main's
-	// arguments come from MAGNETAR_MAIN_ARGS.
-	if _, ok := os.LookupEnv("MAGNETAR_MAIN_ARGS"); ok {
-		cmd = []string{exe}
-		env = []string{"MAGNETAR_MAIN_ARGS=functions-instance"}
-	}
-	o := functions.Options{BuiltinCommand: cmd, BuiltinEnv: env}
+	o := functions.Options{BuiltinCommand: []string{exe, "functions-instance"}}
 	f.apply(&o)
 	return o, nil
 }
