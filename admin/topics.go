@@ -243,11 +243,7 @@ func (a *API) httpPartitionedStats(w http.ResponseWriter, r *http.Request, p par
 		return
 	}
 	out := PartitionedTopicStats{Metadata: broker.PartitionedMetadata{Partitions: n}, Partitions: map[string]broker.TopicStats{}}
-	agg := &out.TopicStats
-	agg.Publishers = []broker.PublisherStats{}
-	agg.Subscriptions = map[string]broker.SubscriptionStats{}
-	agg.Replication = map[string]broker.ReplicatorStats{}
-	agg.DeduplicationStatus = "Disabled"
+	sum := newStatsSum() // partitioned_stats.go
 	for i := range n {
 		if r.Context().Err() != nil {
 			return // the client went away: stop collecting
@@ -262,89 +258,15 @@ func (a *API) httpPartitionedStats(w http.ResponseWriter, r *http.Request, p par
 			// A partition no client created yet: listed with zero
 			// stats, as Pulsar lists every partition.
 			st = broker.TopicStats{Publishers: []broker.PublisherStats{}, Subscriptions: map[string]broker.SubscriptionStats{},
-				Replication: map[string]broker.ReplicatorStats{}, DeduplicationStatus: agg.DeduplicationStatus}
+				Replication: map[string]broker.ReplicatorStats{}, DeduplicationStatus: "Disabled"}
 		}
 		st = excludeClients(r, st)
-		agg.DeduplicationStatus = st.DeduplicationStatus
-		agg.MsgRateIn += st.MsgRateIn
-		agg.MsgRateOut += st.MsgRateOut
-		agg.MsgThroughputIn += st.MsgThroughputIn
-		agg.MsgThroughputOut += st.MsgThroughputOut
-		agg.MsgInCounter += st.MsgInCounter
-		agg.MsgOutCounter += st.MsgOutCounter
-		agg.BytesInCounter += st.BytesInCounter
-		agg.BytesOutCounter += st.BytesOutCounter
-		agg.StorageSize += st.StorageSize
-		agg.BacklogSize += st.BacklogSize
-		agg.MsgBacklog += st.MsgBacklog
-		agg.PublishRateLimitedTimes += st.PublishRateLimitedTimes
-		// The partitioned topic was created with its first partition
-		// and last published to with its latest.
-		if c := st.TopicCreationTimeStamp; c > 0 && (agg.TopicCreationTimeStamp == 0 || c < agg.TopicCreationTimeStamp) {
-			agg.TopicCreationTimeStamp = c
-		}
-		agg.LastPublishTimeStamp = max(agg.LastPublishTimeStamp, st.LastPublishTimeStamp)
-		agg.WaitingPublishers += st.WaitingPublishers
-		agg.BacklogQuotaLimitSize, agg.BacklogQuotaLimitTime, agg.LastOffloadLedgerID = st.BacklogQuotaLimitSize, st.BacklogQuotaLimitTime, st.LastOffloadLedgerID
-		if e := st.EarliestMsgPublishTimeInBacklogs; e > 0 && (agg.EarliestMsgPublishTimeInBacklogs == 0 || e < agg.EarliestMsgPublishTimeInBacklogs) {
-			agg.EarliestMsgPublishTimeInBacklogs = e
-			agg.OldestBacklogMessageAgeSeconds = st.OldestBacklogMessageAgeSeconds
-			agg.OldestBacklogMessageSubscriptionName = st.OldestBacklogMessageSubscriptionName
-		}
-		agg.Publishers = append(agg.Publishers, st.Publishers...)
-		for c, rs := range st.Replication {
-			a := agg.Replication[c]
-			a.MsgRateIn += rs.MsgRateIn
-			a.MsgThroughputIn += rs.MsgThroughputIn
-			a.MsgRateOut += rs.MsgRateOut
-			a.MsgThroughputOut += rs.MsgThroughputOut
-			a.MsgRateExpired += rs.MsgRateExpired
-			a.ReplicationBacklog += rs.ReplicationBacklog
-			a.MsgInCount += rs.MsgInCount
-			a.BytesInCount += rs.BytesInCount
-			a.MsgOutCount += rs.MsgOutCount
-			a.BytesOutCount += rs.BytesOutCount
-			a.ReplicationDelayInSeconds = max(a.ReplicationDelayInSeconds, rs.ReplicationDelayInSeconds)
-			a.Connected = rs.Connected && (a.Connected || a.OutboundConnection == "")
-			if rs.OutboundConnection != "" {
-				a.OutboundConnection, a.OutboundConnectedSince = rs.OutboundConnection, rs.OutboundConnectedSince
-			}
-			if rs.InboundConnection != "" {
-				a.InboundConnection, a.InboundConnectedSince = rs.InboundConnection, rs.InboundConnectedSince
-			}
-			agg.Replication[c] = a
-		}
-		for name, ss := range st.Subscriptions {
-			s, seen := agg.Subscriptions[name]
-			if !seen {
-				s = ss
-				s.Consumers = append([]broker.ConsumerStats{}, ss.Consumers...)
-			} else {
-				s.MsgRateOut += ss.MsgRateOut
-				s.MsgThroughputOut += ss.MsgThroughputOut
-				s.MsgBacklog += ss.MsgBacklog
-				s.BacklogSize += ss.BacklogSize
-				s.UnackedMessages += ss.UnackedMessages
-				s.MsgOutCounter += ss.MsgOutCounter
-				s.BytesOutCounter += ss.BytesOutCounter
-				s.MsgRateRedeliver += ss.MsgRateRedeliver
-				s.MessageAckRate += ss.MessageAckRate
-				s.MsgRateExpired += ss.MsgRateExpired
-				s.TotalMsgExpired += ss.TotalMsgExpired
-				if e := ss.EarliestMsgPublishTimeInBacklog; e > 0 && (s.EarliestMsgPublishTimeInBacklog == 0 || e < s.EarliestMsgPublishTimeInBacklog) {
-					s.EarliestMsgPublishTimeInBacklog = e
-				}
-				s.Consumers = append(s.Consumers, ss.Consumers...)
-			}
-			agg.Subscriptions[name] = s
-		}
+		sum.add(st)
 		if r.URL.Query().Get("perPartition") != "false" {
 			out.Partitions[pn] = st
 		}
 	}
-	if agg.MsgInCounter > 0 {
-		agg.AverageMsgSize = float64(agg.BytesInCounter) / float64(agg.MsgInCounter)
-	}
+	out.TopicStats = sum.out
 	writeJSON(w, http.StatusOK, out)
 }
 
