@@ -155,8 +155,9 @@ func rssBytes() int64 {
 	return 0
 }
 
-// TestScaleLiveTopicsMemory: 20,000 live topics (SCALE_LIVE_TOPICS
-// overrides; 100,000 with MAGNETAR_SOAK set), each with a connected
+// TestScaleLiveTopicsMemory: 10,000 live topics (SCALE_LIVE_TOPICS
+// overrides — issue 35's figure is taken at 20,000, BENCHMARKS.md gives
+// the command; 100,000 with MAGNETAR_SOAK set), each with a connected
 // producer and a connected consumer on a durable subscription, over 16
 // client connections (SCALE_LIVE_CONNS) in a child process: many topics
 // per connection, as pulsar-client-go multiplexes them. (One connection
@@ -172,7 +173,7 @@ func rssBytes() int64 {
 // runs in this package's tests built without it.
 func TestScaleLiveTopicsMemory(t *testing.T) {
 	if testing.Short() {
-		t.Skip("opens 20,000 live topics")
+		t.Skip("opens 10,000 live topics")
 	}
 	if raceEnabled {
 		// The race detector's own allocations swamp the budget: run
@@ -180,7 +181,12 @@ func TestScaleLiveTopicsMemory(t *testing.T) {
 		runWithoutRace(t, "^TestScaleLiveTopicsMemory$")
 		return
 	}
-	n := 20000
+	// The broker's fixed cost (~6.8 MB here) is spread over the topics:
+	// at 5,000 it adds ~1.4 KiB a topic and the figure nears the budget;
+	// at 10,000 ~0.7 KiB, and the run stays within minutes on a loaded
+	// CI machine (20,000 took 14 minutes there while the other
+	// packages' tests ran).
+	n := 10000
 	if testenv.Soak() {
 		n = 100000
 	}
