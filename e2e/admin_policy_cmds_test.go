@@ -85,7 +85,11 @@ func TestAdminCLIPolicyCmds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cons.Close()
-	m, err := cons.Receive(ctx)
+	// A deadline of its own: the restart and the admin processes above
+	// can take most of a minute on a loaded machine (CI: ctx ran out).
+	rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer rcancel()
+	m, err := cons.Receive(rctx)
 	if err != nil || string(m.Payload()) != "new" {
 		t.Fatalf("first message after clear-backlog and restart: %v %v", m, err)
 	}

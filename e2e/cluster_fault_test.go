@@ -396,8 +396,18 @@ func TestClusterBookieRestartAfterKill(t *testing.T) {
 		t.Fatalf("restarted bookie id %s, want %s", f["id"], victim.id)
 	}
 	t.Logf("bookie ready %v after its SIGKILL", ready)
-	if ready > 5*time.Second {
-		t.Errorf("restart took %v: it waited for the old session to expire instead of reclaiming its node", ready)
+	// What the bookie did with the node is in its log (bookie/server,
+	// register.go), a signal that does not depend on how loaded the
+	// machine is; the time to ready is only logged.
+	logText, err := os.ReadFile(p.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(logText), "waiting for its session to expire") {
+		t.Errorf("the restarted bookie waited for the old session to expire instead of reclaiming its node (ready after %v)", ready)
+	}
+	if !strings.Contains(string(logText), "reclaiming the registration left by this bookie's previous session") {
+		t.Errorf("the restarted bookie did not say it reclaimed its previous registration; its log:\n%s", logText)
 	}
 	// The node is the new process's: it outlives the old session.
 	h, err := n.lc.Create(ctx, ledger.CreateOptions{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2, Password: []byte("pw")})
