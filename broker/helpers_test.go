@@ -113,12 +113,12 @@ func skipMessages(b *Broker, ctx context.Context, topic, sub string, n int64) er
 	if err != nil {
 		return err
 	}
-	s, err := v.StoredSubscription(sub)
-	if err != nil {
-		return err
+	s, ok := v.Subscription(sub)
+	if !ok {
+		return ErrSubscriptionNotFound
 	}
 	defer v.CursorsMoved()
-	return v.SkipMessages(s, n)
+	return v.SkipEntries(s, n)
 }
 
 // createSubscription adds a durable subscription at id.

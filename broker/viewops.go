@@ -3,10 +3,8 @@ package broker
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/magnetar-mq/magnetar/mledger"
-	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
 
 // The operations on one loaded topic and its subscriptions that the
@@ -186,26 +184,19 @@ func (v Topic) Terminate() (MessageID, error) {
 	return MessageID{LedgerID: pos.LedgerID, EntryID: pos.EntryID, Partition: t.partition, BatchIndex: -1}, nil
 }
 
-// CreateSubscription adds a durable subscription positioned at id
-// (Earliest, Latest or the entry to read first).
+// CreateSubscription adds a durable subscription to a persistent topic,
+// its cursor at id (Earliest, Latest or the entry to read first), set up
+// as every subscription is (addSubLocked): ErrAlreadyExists if the topic
+// has one of that name. The name's checks are the caller's.
 func (v Topic) CreateSubscription(name string, id MessageID) error {
 	t := v.t
-	if err := pulsarproto.CheckSubscriptionName(name); err != nil {
-		return reason(ErrPreconditionFailed, err.Error())
-	}
-	if strings.HasPrefix(name, ReplicatorPrefix+".") {
-		return reason(ErrPreconditionFailed, "Subscription name "+name+" is reserved for replication")
-	}
-	pos := id.position()
 	if !t.persistent() {
 		return reason(ErrNotAllowed, "Create subscription on non-persistent topic is not supported")
 	}
-	t.mu.Lock()
-	existing := t.mu.subs[name] != nil
-	t.mu.Unlock()
-	if existing {
+	if _, ok := v.Subscription(name); ok {
 		return reason(ErrAlreadyExists, "Subscription already exists for topic")
 	}
+	pos := id.position()
 	initial := initialLatest
 	if position(mledger.Earliest) == pos {
 		initial = initialEarliest
@@ -245,44 +236,9 @@ func (v Topic) DeleteSubscription(sub string, force bool) error {
 	return err
 }
 
-// StoredSubscription returns the named subscription if its cursor is
-// the managed ledger's (durable or not): ErrSubscriptionNotFound, or
-// ErrNotAllowed for one the operations below cannot move.
-func (v Topic) StoredSubscription(name string) (Subscription, error) {
-	t := v.t
-	t.mu.Lock()
-	s := t.mu.subs[name]
-	t.mu.Unlock()
-	if s == nil {
-		return Subscription{}, reason(ErrSubscriptionNotFound, "Subscription not found")
-	}
-	if _, ok := s.cur.(*cursorAdapter); !ok {
-		return Subscription{}, reason(ErrNotAllowed, "operation not supported on this subscription")
-	}
-	return Subscription{s}, nil
-}
-
-// stored returns the cursor of a StoredSubscription.
-func (v Subscription) stored() (*cursorAdapter, error) {
-	ca, ok := v.s.cur.(*cursorAdapter)
-	if !ok {
-		return nil, reason(ErrNotAllowed, "operation not supported on this subscription")
-	}
-	return ca, nil
-}
-
-// SkipMessages skips n entries of a StoredSubscription's backlog (n < 0:
-// all of it).
-func (v Topic) SkipMessages(s Subscription, n int64) error {
-	ca, err := s.stored()
-	if err != nil {
-		return err
-	}
-	return skipBacklog(s.s, ca, n)
-}
-
-// ResetCursor moves a StoredSubscription to id (or, byTime, to the first
-// message published at or after tsMillis) and disconnects its consumers.
+// ResetCursor moves the subscription s of the topic to id (or, byTime,
+// to the first message published at or after tsMillis), disconnecting
+// its consumers first as a SEEK does.
 func (v Topic) ResetCursor(s Subscription, id MessageID, byTime bool, tsMillis int64) error {
 	var err error
 	done := make(chan struct{})
@@ -291,33 +247,11 @@ func (v Topic) ResetCursor(s Subscription, id MessageID, byTime bool, tsMillis i
 	return err
 }
 
-// PeekMessage returns the n-th (1-based) unacknowledged entry of a
-// StoredSubscription's backlog.
-func (v Topic) PeekMessage(ctx context.Context, s Subscription, n int64) (MessageID, []byte, error) {
-	t := v.t
-	ca, err := s.stored()
-	if err != nil {
-		return MessageID{}, nil, err
-	}
-	ml := ca.ml
-	pos := ca.c.MarkDeletePosition()
-	ls := ml.Stats().Ledgers
-	// Walk forward from mark-delete over unacknowledged entries.
-	for n > 0 {
-		next, ok := nextPosition(ls, pos)
-		if !ok {
-			return MessageID{}, nil, reason(ErrTopicNotFound, "Message not found")
-		}
-		pos = next
-		if !ca.c.IsAcked(pos) {
-			n--
-		}
-	}
-	data, err := ml.ReadEntry(ctx, pos)
-	if err != nil {
-		return MessageID{}, nil, entryReadError(t.log, err)
-	}
-	return MessageID{LedgerID: pos.LedgerID, EntryID: pos.EntryID, Partition: t.partition, BatchIndex: -1}, data.Data, nil
+// NextPosition returns the entry after p among ledgers ls (a managed
+// ledger's Stats().Ledgers); false: none is stored.
+func NextPosition(ls []mledger.LedgerInfo, p Position) (Position, bool) {
+	n, ok := nextPosition(ls, mledger.Position(p))
+	return toPos(n), ok
 }
 
 // nextPosition returns the entry after p among ledgers ls.
