@@ -447,7 +447,7 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 			return nil, err
 		}
 		created = time.Now().UnixMilli()
-		data, _ := encodeTopicNode(nil, created)
+		data := encodeTopicNode(created)
 		if _, err := b.deps.Metadata.Put(ctx, topicKey(tn), data, metadata.NotExists); err != nil && !errors.Is(err, metadata.ErrExists) {
 			return nil, err
 		}

@@ -35,10 +35,13 @@
 // broker/selector's (the four subscription types' algorithms, over the
 // consumer as selector.Consumer). The administration surface is package
 // brokeradmin's, over the core's seams: the topic registry
-// (Broker.Registry: created and partitioned topics, namespaces, clusters;
-// admin's Topics role as is), topic lookup (Broker.Topic) and the
-// operations on a topic's view (viewops.go: stats, termination,
-// subscriptions and their cursors), the loaded topics' walk
+// (Broker.Registry: created and partitioned topics, namespaces,
+// clusters, and the primitives that register, change and delete topics
+// with the features' admissions and deletion observers), topic lookup
+// (Broker.Topic) and the primitives on a topic's view (viewops.go:
+// stats, termination, creating, deleting and moving subscriptions;
+// other work on a subscription's cursor runs on its loop through
+// Subscription.Call), the loaded topics' walk
 // (EachTopic), policies (Policies, PolicyDefaults) and ownership
 // (Cluster, OwnedBundle, URLs, Ready, HealthCheck). The core never
 // imports brokeradmin. *Broker itself keeps what the features and the

@@ -567,7 +567,7 @@ func TestE2EPartitioned(t *testing.T) {
 	tb := startBroker(t, nil)
 	cl := tb.client(t)
 	topic := newTopicName("part")
-	if err := tb.Registry().CreatePartitionedTopic(ctxT(t), topic, PartitionedMetadata{Partitions: 3}); err != nil {
+	if err := tb.Registry().CreatePartitioned(ctxT(t), topic, PartitionedMetadata{Partitions: 3}); err != nil {
 		t.Fatal(err)
 	}
 	parts, err := cl.TopicPartitions(topic)

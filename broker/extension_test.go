@@ -311,7 +311,7 @@ func TestDeletionObserver(t *testing.T) {
 	for _, topic := range []string{plain, np} {
 		mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic}).Close()
 	}
-	if err := tb.Registry().CreatePartitionedTopic(ctx, part, PartitionedMetadata{Partitions: 2}); err != nil {
+	if err := tb.Registry().CreatePartitioned(ctx, part, PartitionedMetadata{Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
 	mustProducer(t, cl, pulsar.ProducerOptions{Topic: part}).Close()
@@ -323,7 +323,12 @@ func TestDeletionObserver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := tb.Registry().DeletePartitionedTopic(ctx, part); err != nil {
+	for _, p := range []string{part + "-partition-0", part + "-partition-1"} {
+		if err := tb.Registry().DeleteTopic(ctx, p, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tb.Registry().DeletePartitioned(ctx, part); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{plain, np, part + "-partition-0", part + "-partition-1", part}

@@ -99,7 +99,7 @@ func startHolding(t *testing.T, topic string) (*testBroker, *holdGate) {
 			t.ReleaseHeld()
 		},
 	})
-	if err := tb.Registry().CreateTopic(ctxT(t), topic); err != nil {
+	if err := tb.Registry().Register(ctxT(t), topic, TopicNode{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := createSubscription(tb.Broker, ctxT(t), topic, "slow", earliest); err != nil {
@@ -267,7 +267,7 @@ func TestDispatchLimiters(t *testing.T) {
 	}
 	tb := startLimited(t, &limitsFeature{limits: limits})
 	topic := newTopicName("dispatch-limit")
-	if err := tb.Registry().CreateTopic(ctxT(t), topic); err != nil {
+	if err := tb.Registry().Register(ctxT(t), topic, TopicNode{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := createSubscription(tb.Broker, ctxT(t), topic, "admin", earliest); err != nil {

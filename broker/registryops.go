@@ -2,10 +2,10 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -13,16 +13,17 @@ import (
 )
 
 // Registry is the topic registry: the created and partitioned topics of
-// the namespaces in the metadata store (registry.go has the layout), and
-// their creation and deletion with the admissions (TopicAdmission) and
-// DeletionObservers of the features. Topic names are anything
-// ParseTopicName accepts; a method on one topic acts on a
+// the namespaces in the metadata store (registry.go has the layout) and
+// the primitives that register, change and delete them, with the
+// features' admissions (AdmitTopics) and DeletionObservers. The admin
+// API's topic operations (create with their checks, partition updates,
+// properties) are package brokeradmin's, built on these. Topic names are
+// anything ParseTopicName accepts; a method on one topic acts on a
 // non-partitioned topic or one partition (callers fan out over
 // partitions). Errors wrap ErrTopicNotFound, ErrNamespaceNotFound,
 // ErrAlreadyExists, ErrInvalidTopicName, ErrNotAllowed or
 // ErrPreconditionFailed; their text is the reason to give a client.
-// Every method is safe for concurrent use. Package admin takes it as its
-// Topics and TopicProperties roles.
+// Every method is safe for concurrent use.
 type Registry struct{ b *Broker }
 
 // Registry returns the broker's topic registry.
@@ -81,10 +82,10 @@ func TopicPolicyKey(name string) (string, error) {
 	return topicPolicyKey(tn), nil
 }
 
-// checkPartitions refuses a partition count outside 1..the broker's
+// CheckPartitions refuses a partition count outside 1..the broker's
 // limit (1..2^31-1 without one) with ErrPreconditionFailed and Pulsar's
 // wording (for an update, "Desired partitions ...").
-func (a Registry) checkPartitions(n int, update bool) error {
+func (a Registry) CheckPartitions(n int, update bool) error {
 	b := a.b
 	limit := b.MaxPartitionsPerTopic()
 	switch {
@@ -148,7 +149,7 @@ func (a Registry) autoCreatePartitioned(ctx context.Context, tn topicName) (int,
 	if !allow || n <= 0 {
 		return 0, nil
 	}
-	if err := a.checkPartitions(n, false); err != nil {
+	if err := a.CheckPartitions(n, false); err != nil {
 		b.log.Info("partitioned auto-creation refused", "topic", tn.String(), "err", err)
 		return 0, nil
 	}
@@ -169,89 +170,53 @@ func (a Registry) autoCreatePartitioned(ctx context.Context, tn topicName) (int,
 	return got, nil
 }
 
-// CreatePartitionedTopic registers a partitioned topic; creating an
-// existing one with the same count is a no-op, another count fails with
-// ErrAlreadyExists.
-func (a Registry) CreatePartitionedTopic(ctx context.Context, name string, m PartitionedMetadata) error {
-	b := a.b
-	tn, err := parseTopicName(name)
+// PartitionedMetadata returns topic's partitioned metadata (false: not
+// a partitioned topic; a partition never is one).
+func (a Registry) PartitionedMetadata(ctx context.Context, topic string) (PartitionedMetadata, bool, error) {
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return PartitionedMetadata{}, false, err
+	}
+	return a.partitionedMeta(ctx, tn)
+}
+
+// CreatePartitioned registers topic (not a partition) as partitioned
+// with m: ErrAlreadyExists if it is registered. The caller checks the
+// count (CheckPartitions) and admits the new topics (AdmitTopics).
+func (a Registry) CreatePartitioned(ctx context.Context, topic string, m PartitionedMetadata) error {
+	tn, err := parseTopicName(topic)
 	if err != nil {
 		return err
 	}
 	if tn.IsPartition() {
 		return fmt.Errorf("%w: %s is a partition", ErrInvalidTopicName, tn)
 	}
-	if err := a.checkPartitions(m.Partitions, false); err != nil {
-		return err
-	}
-	if err := a.requireNamespace(ctx, tn); err != nil {
-		return err
-	}
-	if n, err := b.reg.partitions(ctx, tn); err != nil {
-		return err
-	} else if n == 0 {
-		if err := b.ext.admitTopics(ctx, tn, m.Partitions, b.resolvePolicies); err != nil {
-			return err
-		}
-	}
-	err = b.reg.setPartitions(ctx, tn, m, true)
-	if errors.Is(err, ErrAlreadyExists) {
-		if n, gerr := b.reg.partitions(ctx, tn); gerr == nil && n == m.Partitions {
-			return nil
-		}
-		return reason(ErrAlreadyExists, "This topic already exists")
-	}
-	return err
+	return a.b.reg.setPartitions(ctx, tn, m, true)
 }
 
-// UpdatePartitionedTopic raises the partition count (never lowers).
-func (a Registry) UpdatePartitionedTopic(ctx context.Context, topic string, partitions int) error {
-	b := a.b
+// UpdatePartitioned changes a partitioned topic's metadata with f: a
+// compare-and-set retried on conflict (f may run more than once; its
+// error ends the update). ErrTopicNotFound if topic is not partitioned.
+func (a Registry) UpdatePartitioned(ctx context.Context, topic string, f func(*PartitionedMetadata) error) error {
 	tn, err := parseTopicName(topic)
 	if err != nil {
 		return err
 	}
-	if err := a.checkPartitions(partitions, true); err != nil {
-		return err
-	}
-	cur, err := b.reg.partitions(ctx, tn)
-	if err != nil {
-		return err
-	}
-	if cur == 0 {
+	if tn.IsPartition() {
 		return reason(ErrTopicNotFound, "Partitioned topic does not exist")
 	}
-	if partitions < cur {
-		return reason(ErrPreconditionFailed, "The number of partitions can only be increased")
-	}
-	m, _, err := a.partitionedMeta(ctx, tn) // keep the topic's properties
-	if err != nil {
-		return err
-	}
-	m.Partitions = partitions
-	return b.reg.setPartitions(ctx, tn, m, false)
+	return a.b.reg.updatePartitions(ctx, tn, f)
 }
 
-// DeletePartitionedTopic deletes every partition and the partitioned
-// metadata, then tells the DeletionObservers (the schema registry
-// deletes the topic's schema).
-func (a Registry) DeletePartitionedTopic(ctx context.Context, topic string) error {
+// DeletePartitioned removes a partitioned topic's metadata (its
+// partitions are DeleteTopic's), then its topic-level policies, and
+// tells the DeletionObservers (the schema registry deletes the topic's
+// schema), whether or not the metadata was still there.
+func (a Registry) DeletePartitioned(ctx context.Context, topic string) error {
 	b := a.b
 	tn, err := parseTopicName(topic)
 	if err != nil {
 		return err
-	}
-	n, err := b.reg.partitions(ctx, tn)
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return reason(ErrTopicNotFound, "Partitioned topic does not exist")
-	}
-	for i := 0; i < n; i++ {
-		if err := a.DeleteTopic(ctx, tn.Partition(i).String(), true); err != nil && !errors.Is(err, ErrTopicNotFound) {
-			return err
-		}
 	}
 	if err := b.reg.deletePartitioned(ctx, tn); err != nil && !errors.Is(err, ErrTopicNotFound) {
 		return err
@@ -263,59 +228,34 @@ func (a Registry) DeletePartitionedTopic(ctx context.Context, topic string) erro
 	return nil
 }
 
-// requireNamespace fails with ErrNamespaceNotFound unless tn's namespace
-// exists.
-func (a Registry) requireNamespace(ctx context.Context, tn topicName) error {
-	b := a.b
-	ok, err := b.reg.namespaceExists(ctx, tn.NamespaceName())
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return reason(ErrNamespaceNotFound, "Namespace does not exist")
-	}
-	return nil
-}
-
-// CreateTopic creates a non-partitioned topic (ErrAlreadyExists).
-func (a Registry) CreateTopic(ctx context.Context, topic string) error {
-	return a.CreateTopicWithProperties(ctx, topic, nil)
-}
-
-// CreateTopicWithProperties creates a non-partitioned topic storing
-// props with it (non-persistent topics take none: ErrPreconditionFailed;
-// topic_properties.go).
-func (a Registry) CreateTopicWithProperties(ctx context.Context, topic string, props map[string]string) error {
-	b := a.b
-	data, err := encodeTopicNode(props, time.Now().UnixMilli())
-	if err != nil {
-		return err
-	}
+// AdmitTopics asks the features' Admissions whether n new topics may be
+// created for topic (1 for a non-partitioned topic, the partition count
+// of a partitioned one): ErrTooManyTopics (limits.go) if not.
+func (a Registry) AdmitTopics(ctx context.Context, topic string, n int) error {
 	tn, err := parseTopicName(topic)
 	if err != nil {
 		return err
 	}
-	if err := a.requireNamespace(ctx, tn); err != nil {
+	return a.b.ext.admitTopics(ctx, tn, n, a.b.resolvePolicies)
+}
+
+// Register registers a non-partitioned topic (or partition) as created:
+// a persistent topic's node n is stored (ErrAlreadyExists if it is); a
+// non-persistent topic, which exists while loaded, is loaded (n is not
+// kept). The caller admits it (AdmitTopics) and checks its namespace.
+func (a Registry) Register(ctx context.Context, topic string, n TopicNode) error {
+	b := a.b
+	tn, err := parseTopicName(topic)
+	if err != nil {
 		return err
-	}
-	if n, err := b.reg.partitions(ctx, tn); err != nil {
-		return err
-	} else if n > 0 {
-		return reason(ErrAlreadyExists, "This topic already exists")
 	}
 	if !tn.IsPersistent() {
-		if len(props) > 0 {
-			return reason(ErrPreconditionFailed, "Properties are kept for persistent topics only")
-		}
 		_, err := b.getTopic(ctx, tn, true)
 		return err
 	}
-	if ok, err := b.deps.Metadata.Exists(ctx, topicKey(tn)); err != nil {
+	data, err := json.Marshal(n)
+	if err != nil {
 		return err
-	} else if !ok {
-		if err := b.ext.admitTopics(ctx, tn, 1, b.resolvePolicies); err != nil {
-			return err
-		}
 	}
 	_, err = b.deps.Metadata.Put(ctx, topicKey(tn), data, metadata.NotExists)
 	if errors.Is(err, metadata.ErrExists) {

@@ -3,19 +3,23 @@
 // (admin/roles.go), built on the seams the broker core exports
 // (broker/doc.go, Seams) and nothing else:
 //
-//   - the topic registry (broker.Registry: created and partitioned
-//     topics, namespaces, clusters), which is itself admin's Topics and
-//     TopicProperties roles;
+//   - the topic registry's primitives (broker.Registry: created and
+//     partitioned topics, topic nodes, admissions, deletion), on which
+//     Topics builds admin's Topics and TopicProperties roles (topic
+//     creation and its checks, partition updates, topic properties);
 //   - topic lookup (Broker.Topic: a loaded topic, loading it if it
-//     exists) and the operations on a topic's view (stats, termination,
-//     subscriptions and their cursors);
+//     exists) and the primitives on a topic's view (stats, termination,
+//     creating, deleting and moving subscriptions); the rest of the
+//     subscription operations (resolving a managed-cursor subscription,
+//     peeking at its backlog) run on the subscription's loop through
+//     Subscription.Call;
 //   - the loaded topics' walk (Broker.EachTopic);
 //   - policies (Broker.Policies, PolicyDefaults);
 //   - ownership (Broker.Cluster, OwnedBundle) and the node's URLs and
 //     health.
 //
-// Each role is a small value over a *broker.Broker (Node, Reads,
-// Lifecycle, Subscriptions, Ownership; For returns them all). Topic
+// Each role is a small value over a *broker.Broker (Node, Topics,
+// Reads, Lifecycle, Subscriptions, Ownership; For returns them all). Topic
 // names are anything broker.ParseTopicName accepts; a method on one
 // topic acts on a non-partitioned topic or one partition (admin fans
 // out over partitions). Errors wrap the broker's sentinels

@@ -11,9 +11,8 @@ import (
 // Roles are the administration roles of one broker.
 type Roles struct {
 	Node Node
-	// Topics is admin's Topics and TopicProperties roles: the core's
-	// topic registry.
-	Topics        broker.Registry
+	// Topics is admin's Topics and TopicProperties roles.
+	Topics        Topics
 	Reads         Reads
 	Lifecycle     Lifecycle
 	Subscriptions Subscriptions
@@ -22,7 +21,7 @@ type Roles struct {
 
 // For returns the roles of b.
 func For(b *broker.Broker) Roles {
-	return Roles{Node: Node{b}, Topics: b.Registry(), Reads: Reads{b}, Lifecycle: Lifecycle{b},
+	return Roles{Node: Node{b}, Topics: TopicsOf(b), Reads: Reads{b}, Lifecycle: Lifecycle{b},
 		Subscriptions: Subscriptions{b}, Ownership: Ownership{b}}
 }
 

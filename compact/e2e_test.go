@@ -311,7 +311,7 @@ func TestE2ECompactionPartitioned(t *testing.T) {
 	tb := startBroker(t, Config{})
 	cl := tb.client(t)
 	topic := newTopicName("parted")
-	if err := tb.Registry().CreatePartitionedTopic(ctxT(t), topic, broker.PartitionedMetadata{Partitions: 3}); err != nil {
+	if err := tb.Admin().Topics.CreatePartitionedTopic(ctxT(t), topic, broker.PartitionedMetadata{Partitions: 3}); err != nil {
 		t.Fatal(err)
 	}
 	want := produceRounds(t, cl, topic, 4, 12)

@@ -66,12 +66,12 @@ type History interface {
 // topic reads, its cluster, and h, the history sampler registered on b.
 func BrokerSource(b *broker.Broker, h History) Source {
 	r := brokeradmin.For(b)
-	return brokerSource{Node: r.Node, Registry: r.Topics, Reads: r.Reads, History: h, b: b}
+	return brokerSource{Node: r.Node, Topics: r.Topics, Reads: r.Reads, History: h, b: b}
 }
 
 type brokerSource struct {
 	brokeradmin.Node
-	broker.Registry
+	brokeradmin.Topics
 	brokeradmin.Reads
 	History
 	b *broker.Broker

@@ -126,7 +126,7 @@ func TestConcurrentSubscribesAtMaxSubscriptions(t *testing.T) {
 		Features: func(b *broker.Broker) error { return b.Use(seen) },
 	})
 	topic := brokertest.Topic("maxsubs-race")
-	if err := tb.Registry().CreateTopic(brokertest.Ctx(t), topic); err != nil {
+	if err := tb.Admin().Topics.CreateTopic(brokertest.Ctx(t), topic); err != nil {
 		t.Fatal(err)
 	}
 	conns := make([]*brokertest.Raw, tries)

@@ -67,7 +67,7 @@ func TestPolicyChangeDuringTopicLoad(t *testing.T) {
 				}})
 			}})
 			ctx := brokertest.Ctx(t)
-			if err := b.Registry().CreateTopic(ctx, topic); err != nil {
+			if err := b.Admin().Topics.CreateTopic(ctx, topic); err != nil {
 				t.Fatal(err)
 			}
 			tv, err := b.Topic(ctx, topic)

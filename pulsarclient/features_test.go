@@ -122,7 +122,7 @@ func TestPartitionedTopic(t *testing.T) {
 	cl := tb.client(t, nil)
 	ctx := ctxT(t)
 	topic := newTopic("parts")
-	if err := tb.Registry().CreatePartitionedTopic(ctx, topic, broker.PartitionedMetadata{Partitions: 3}); err != nil {
+	if err := tb.Admin().Topics.CreatePartitionedTopic(ctx, topic, broker.PartitionedMetadata{Partitions: 3}); err != nil {
 		t.Fatal(err)
 	}
 	cons, err := cl.Subscribe(pulsarclient.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsarclient.Shared})

@@ -345,7 +345,7 @@ func TestTopicDeletionDeletesSchema(t *testing.T) {
 	}
 
 	pt := brokertest.Topic("schema-delp")
-	if err := tb.Registry().CreatePartitionedTopic(ctx, pt, broker.PartitionedMetadata{Partitions: 2}); err != nil {
+	if err := tb.Admin().Topics.CreatePartitionedTopic(ctx, pt, broker.PartitionedMetadata{Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if err := tryProducer(t, cl, pt, pulsar.NewStringSchema(nil)); err != nil {
@@ -357,7 +357,7 @@ func TestTopicDeletionDeletesSchema(t *testing.T) {
 	if _, ok, err := tb.Schemas.Schema(ctx, pt, -1); err != nil || !ok {
 		t.Fatalf("schema after deleting one partition: found %v, %v", ok, err)
 	}
-	if err := tb.Registry().DeletePartitionedTopic(ctx, pt); err != nil {
+	if err := tb.Admin().Topics.DeletePartitionedTopic(ctx, pt); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := tb.Schemas.Schema(ctx, pt+"-partition-1", -1); err != nil || ok {

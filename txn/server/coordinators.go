@@ -76,7 +76,7 @@ func (cs *coordinators) start(ctx context.Context) error {
 		return fmt.Errorf("txn/server: transaction coordinator assign topic: %w", err)
 	}
 	if n == 0 {
-		err := b.Registry().CreatePartitionedTopic(ctx, AssignTopic, broker.PartitionedMetadata{Partitions: cs.s.cfg.Coordinators})
+		err := b.Registry().CreatePartitioned(ctx, AssignTopic, broker.PartitionedMetadata{Partitions: cs.s.cfg.Coordinators})
 		if err != nil && !errors.Is(err, broker.ErrAlreadyExists) {
 			return fmt.Errorf("txn/server: create %s: %w", AssignTopic, err)
 		}
