@@ -82,4 +82,13 @@
 // re-reads the files when their size or modification time changes
 // (checked at most every tlsCertRefreshCheckDurationSec at handshakes); a
 // bad new file keeps the previous material.
+//
+// # The broker's own identity
+//
+// Security.Client (BrokerClient) holds brokerClientAuthenticationPlugin,
+// brokerClientAuthenticationParameters and brokerClientTlsEnabled in
+// force. Pulsar marks them dynamic; an update replaces them only when
+// plugin and parameters parse together, and bumps a generation, so the
+// connections the broker opens afterwards (and clients rebuilt because
+// the generation changed) present the new identity.
 package auth

@@ -22,6 +22,9 @@ type Security struct {
 	Authz  *Authorizer
 	TLS    *ServerTLS
 	Log    *slog.Logger
+	// Client is the broker's identity on its own connections, as the
+	// configuration gives it and dynamic updates change it.
+	Client *BrokerClient
 }
 
 // New builds a Security from cfg. store holds tenants, namespaces and
@@ -30,7 +33,7 @@ func New(cfg Config, store metadata.Store, cluster string, log *slog.Logger) (*S
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Security{Config: cfg, Log: log}
+	s := &Security{Config: cfg, Log: log, Client: NewBrokerClient(&cfg)}
 	if cfg.AuthorizationEnabled && !cfg.AuthenticationEnabled {
 		return nil, errors.New("auth: authorizationEnabled needs authenticationEnabled")
 	}

@@ -15,10 +15,6 @@ var checks = map[string]func(string) error{
 	"dispatcherMaxReadBatchSize": atLeast(1),
 	// A shedding period of 0 has no meaning Pulsar documents.
 	"loadBalancerSheddingIntervalMinutes": atLeast(1),
-	// Read at start only: changing them at run time is not implemented.
-	"brokerClientAuthenticationPlugin":     startOnly,
-	"brokerClientAuthenticationParameters": startOnly,
-	"brokerClientTlsEnabled":               startOnly,
 }
 
 func atLeast(min int64) func(string) error {
@@ -32,7 +28,6 @@ func atLeast(min int64) func(string) error {
 }
 
 // errStartOnly marks a key Pulsar changes at run time that Magnetar reads
-// only when it starts.
+// only when it starts (a check returning it answers ErrNotDynamic; no
+// key has one now).
 var errStartOnly = errors.New("read only at start by Magnetar")
-
-func startOnly(string) error { return errStartOnly }

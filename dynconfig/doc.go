@@ -19,10 +19,11 @@
 // and Pulsar's minValue (ErrBadValue); an unknown key, or one Pulsar
 // does not mark dynamic, is refused (ErrNotDynamic). Where Magnetar
 // reads a key it also refuses what its configuration file may not hold
-// (checks), and the keys it reads only at start are refused as not
-// dynamic. A boolean key takes any value, as Pulsar's does (it reads
-// one with Java's Boolean.valueOf): "true" in any case is true,
-// anything else false, and the value is kept as given.
+// (checks); a key it could only read at start would be refused as
+// not dynamic (none is: the brokerClient* keys apply through
+// auth.BrokerClient). A boolean key takes any value, as Pulsar's does
+// (it reads one with Java's Boolean.valueOf): "true" in any case is
+// true, anything else false, and the value is kept as given.
 // docs/dynamic-config.md lists every key and how it applies.
 //
 // # Applying

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
@@ -82,10 +83,32 @@ type replTarget struct {
 // tlsAllowInsecureConnection) and, for TLS authentication, presenting
 // brokerClientCertificateFilePath / brokerClientKeyFilePath; otherwise
 // brokerServiceUrl in plaintext.
-func replTargetOf(name string, cd policy.ClusterData) (replTarget, error) {
+//
+// A ClusterData without an authenticationPlugin falls back, as Pulsar's
+// replication client does with authentication enabled, to the broker's
+// own credentials (own: brokerClientAuthenticationPlugin/Parameters in
+// force, nil for none): a token, or a TLS certificate presented with
+// brokerClientTlsEnabled.
+func replTargetOf(name string, cd policy.ClusterData, own *auth.ClientAuth) (replTarget, error) {
 	a, err := replAuthFrom(cd.AuthenticationPlugin, cd.AuthenticationParameters)
 	if err != nil {
 		return replTarget{}, err
+	}
+	certFile, keyFile := cd.BrokerClientCertificateFilePath, cd.BrokerClientKeyFilePath
+	if cd.AuthenticationPlugin == "" && own != nil {
+		switch own.Method {
+		case auth.MethodToken:
+			tok, err := own.Data()
+			if err != nil {
+				return replTarget{}, fmt.Errorf("replication: the broker's token: %w", err)
+			}
+			a = replAuth{method: "token", data: tok}
+		case auth.MethodTLS:
+			a = replAuth{method: "tls"}
+			certFile, keyFile = own.CertFile, own.KeyFile
+		default:
+			return replTarget{}, fmt.Errorf("replication: the broker's %s credentials are not supported (token or tls)", own.Method)
+		}
 	}
 	if !cd.BrokerClientTLSEnabled {
 		if cd.BrokerServiceURL == "" {
@@ -102,11 +125,11 @@ func replTargetOf(name string, cd policy.ClusterData) (replTarget, error) {
 	if cd.BrokerServiceURLTLS == "" {
 		return replTarget{}, errors.New("replication: cluster " + name + " has brokerClientTlsEnabled but no brokerServiceUrlTls")
 	}
-	if a.method == "tls" && (cd.BrokerClientCertificateFilePath == "" || cd.BrokerClientKeyFilePath == "") {
+	if a.method == "tls" && (certFile == "" || keyFile == "") {
 		return replTarget{}, errors.New("replication: cluster " + name + ": TLS authentication needs brokerClientCertificateFilePath and brokerClientKeyFilePath")
 	}
 	return replTarget{url: cd.BrokerServiceURLTLS, auth: a, tls: true, trust: cd.BrokerClientTrustCertsFilePath,
-		insecure: cd.TLSAllowInsecureConnection, certFile: cd.BrokerClientCertificateFilePath, keyFile: cd.BrokerClientKeyFilePath}, nil
+		insecure: cd.TLSAllowInsecureConnection, certFile: certFile, keyFile: keyFile}, nil
 }
 
 // hostOf returns the first host:port of a pulsar:// or pulsar+ssl://

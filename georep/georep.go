@@ -3,11 +3,13 @@ package georep
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
 )
 
@@ -52,6 +54,23 @@ func Enable(b *broker.Broker) (*Replication, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// brokerCredentials are the broker's own credentials a replicator
+// presents when the remote ClusterData names none: Pulsar's replication
+// client takes brokerClientAuthenticationPlugin/Parameters when
+// authentication is enabled (nil otherwise). They are read at every
+// connection, so a dynamic update applies to the next one.
+func (f *Replication) brokerCredentials() (*auth.ClientAuth, error) {
+	sec := f.b.Security()
+	if sec == nil || !sec.Config.AuthenticationEnabled {
+		return nil, nil
+	}
+	ca, err := sec.Client.Auth()
+	if err != nil {
+		return nil, fmt.Errorf("replication: brokerClientAuthenticationPlugin: %w", err)
+	}
+	return ca, nil
 }
 
 // Name implements broker.Feature.

@@ -5,7 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/policy"
 )
 
 func TestReplicatorNames(t *testing.T) {
@@ -74,5 +76,39 @@ func TestMarkerPayloadsRoundTrip(t *testing.T) {
 				t.Errorf("malformed %x accepted", bad)
 			}
 		}
+	}
+}
+
+// TestReplTargetFallsBackToBrokerCredentials: a ClusterData without an
+// authenticationPlugin takes the broker's own credentials (Pulsar's
+// replication client with authentication on); one with its own keeps
+// them; the broker's TLS certificate is presented only over TLS.
+func TestReplTargetFallsBackToBrokerCredentials(t *testing.T) {
+	tok, err := auth.ParseClientAuth("org.apache.pulsar.client.impl.auth.AuthenticationToken", "token:mine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cd := policy.ClusterData{BrokerServiceURL: "pulsar://remote:6650"}
+	if to, err := replTargetOf("r", cd, tok); err != nil || to.auth.method != "token" || string(to.auth.data) != "mine" {
+		t.Fatalf("no cluster credentials: %+v %v", to, err)
+	}
+	if to, err := replTargetOf("r", cd, nil); err != nil || to.auth.method != "" {
+		t.Fatalf("no credentials at all: %+v %v", to, err)
+	}
+	own := cd
+	own.AuthenticationPlugin, own.AuthenticationParameters = "token", "token:theirs"
+	if to, err := replTargetOf("r", own, tok); err != nil || string(to.auth.data) != "theirs" {
+		t.Fatalf("cluster credentials: %+v %v", to, err)
+	}
+	cert, err := auth.ParseClientAuth("tls", "tlsCertFile:/c.pem,tlsKeyFile:/k.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replTargetOf("r", cd, cert); err == nil {
+		t.Fatal("a TLS identity over plaintext was taken")
+	}
+	tlsCD := policy.ClusterData{BrokerServiceURLTLS: "pulsar+ssl://remote:6651", BrokerClientTLSEnabled: true}
+	if to, err := replTargetOf("r", tlsCD, cert); err != nil || to.auth.method != "tls" || to.certFile != "/c.pem" || to.keyFile != "/k.pem" {
+		t.Fatalf("broker certificate over TLS: %+v %v", to, err)
 	}
 }

@@ -173,7 +173,11 @@ func (r *replicator) connect() (*replProducer, error) {
 	if err != nil {
 		return nil, err
 	}
-	to, err := replTargetOf(r.remote, cd)
+	own, err := r.t.f.brokerCredentials()
+	if err != nil {
+		return nil, err
+	}
+	to, err := replTargetOf(r.remote, cd, own)
 	if err != nil {
 		return nil, err
 	}

@@ -80,7 +80,7 @@ func TestReplicationOverTLS(t *testing.T) {
 	if err := a.Policies().UpdateCluster(ctx, "cb", cd); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := replTargetOf("cb", cd); err == nil || !strings.Contains(err.Error(), "brokerClientCertificateFilePath") {
+	if _, err := replTargetOf("cb", cd, nil); err == nil || !strings.Contains(err.Error(), "brokerClientCertificateFilePath") {
 		t.Fatalf("TLS auth without a certificate: %v", err)
 	}
 	geoNamespace(t, a, "tls", "ca", "cb")

@@ -81,7 +81,7 @@ var allowed = map[string][]string{
 	// dedupsnap: deduplication snapshots in the pulsar.dedup cursor.
 	"dedupsnap": {"broker", "mledger", "protocol"},
 	// georep: geo-replication (replicators, replicated subscriptions).
-	"georep": {"broker", "mledger", "policy", "protocol", "pulsarclient"},
+	"georep": {"broker", "mledger", "policy", "protocol", "pulsarclient", "auth"},
 	// txn/server: a broker's transactions (coordinators served, the
 	// participant side of its topics).
 	"txn/server": {"broker", "txn", "mledger", "metadata", "protocol", "cluster", "auth", "pulsarclient"},

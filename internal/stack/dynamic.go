@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/dynconfig"
@@ -46,6 +47,9 @@ func watchDynamic(dyn *dynconfig.Config, b *broker.Broker, enf *enforcement.Enfo
 			}
 			sec.Authz.SetSuperUsers(roles)
 		})
+	}
+	if sec := b.Security(); sec != nil {
+		watchBrokerClient(sec, watch)
 	}
 	if enf != nil {
 		watch("brokerDeleteInactiveTopicsFrequencySeconds", func(v string, set bool) {
@@ -139,3 +143,41 @@ func converted[T any](conv func([]string, string) (string, error), v string, par
 func parseDuration(s string) (time.Duration, error) { return time.ParseDuration(s) }
 
 func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
+
+// watchBrokerClient applies the overrides of the broker's client
+// identity (brokerClientAuthenticationPlugin, ...Parameters,
+// brokerClientTlsEnabled, dynamic in Pulsar) to sec.Client over the
+// file's values: the broker's next own connections use them
+// (auth.BrokerClient). A plugin and parameters that do not go together
+// (one updated before the other) are not applied until they do; the
+// settings in force stay and a warning says why.
+func watchBrokerClient(sec *auth.Security, watch func(string, func(string, bool))) {
+	file := auth.BrokerClientSettings{Plugin: sec.Config.BrokerClientAuthenticationPlugin,
+		Params: sec.Config.BrokerClientAuthenticationParameters, TLSEnabled: sec.Config.BrokerClientTLSEnabled}
+	over := map[string]string{} // the watcher calls are serialized
+	apply := func() {
+		s := file
+		if v, ok := over["brokerClientAuthenticationPlugin"]; ok {
+			s.Plugin = v
+		}
+		if v, ok := over["brokerClientAuthenticationParameters"]; ok {
+			s.Params = v
+		}
+		if v, ok := over["brokerClientTlsEnabled"]; ok {
+			s.TLSEnabled = strings.EqualFold(v, "true")
+		}
+		if err := sec.Client.Set(s); err != nil {
+			sec.Log.Warn("broker client credentials not changed", "err", err)
+		}
+	}
+	for _, key := range []string{"brokerClientAuthenticationPlugin", "brokerClientAuthenticationParameters", "brokerClientTlsEnabled"} {
+		watch(key, func(v string, set bool) {
+			if set {
+				over[key] = v
+			} else {
+				delete(over, key)
+			}
+			apply()
+		})
+	}
+}

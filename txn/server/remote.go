@@ -23,9 +23,10 @@ import (
 // through its broker client). The coordinator retries a failed end, so a
 // bundle moving between the two steps only delays it.
 type remoteEnds struct {
-	s  *Server
-	mu sync.Mutex
-	cl *pulsarclient.Client // lazily, on the first remote end
+	s   *Server
+	mu  sync.Mutex
+	cl  *pulsarclient.Client // lazily, on the first remote end
+	gen uint64               // the auth.BrokerClient generation cl was built with
 }
 
 var _ txn.Participant = (*remoteEnds)(nil)
@@ -66,26 +67,38 @@ func remoteTxnError(err error) error {
 
 // client returns the broker's client towards the other brokers: it
 // connects to this broker's own service URL (lookups redirect to owners)
-// with the brokerClient* credentials.
+// with the brokerClient* credentials in force. Those are dynamic
+// (auth.BrokerClient): once they change, the next end builds a new
+// client with them and the old one is closed.
 func (p *remoteEnds) client() (*pulsarclient.Client, error) {
+	b := p.s.b
+	var holder *auth.BrokerClient
+	sc := b.Config().Security
+	if sec := b.Security(); sec != nil {
+		holder = sec.Client
+	}
+	cur, gen := holder.Current()
+	if holder == nil && sc != nil {
+		cur = auth.BrokerClientSettings{Plugin: sc.BrokerClientAuthenticationPlugin,
+			Params: sc.BrokerClientAuthenticationParameters, TLSEnabled: sc.BrokerClientTLSEnabled}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cl != nil {
+	if p.cl != nil && p.gen == gen {
 		return p.cl, nil
 	}
-	b := p.s.b
 	u := b.URLs()
 	plain, secure := u.Service, u.ServiceTLS
 	if b.ServiceAddr() == "" {
 		plain = secure
 	}
 	opts := pulsarclient.ClientOptions{URL: plain, OperationTimeout: requestTimeout, ConnectionTimeout: 10 * time.Second}
-	if sc := b.Config().Security; sc != nil {
-		if sc.BrokerClientTLSEnabled && secure != "" || !strings.HasPrefix(plain, "pulsar://") {
+	if sc != nil {
+		if cur.TLSEnabled && secure != "" || !strings.HasPrefix(plain, "pulsar://") {
 			opts.URL = secure
 			opts.TLSTrustCertsFilePath = sc.BrokerClientTrustCertsFilePath
 		}
-		ca, err := auth.ParseClientAuth(sc.BrokerClientAuthenticationPlugin, sc.BrokerClientAuthenticationParameters)
+		ca, err := auth.ParseClientAuth(cur.Plugin, cur.Params)
 		if err != nil {
 			return nil, err
 		}
@@ -113,7 +126,10 @@ func (p *remoteEnds) client() (*pulsarclient.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.cl = cl
+	if old := p.cl; old != nil {
+		go old.Close() // ends in flight on it finish or fail; the coordinator retries
+	}
+	p.cl, p.gen = cl, gen
 	return cl, nil
 }
 
