@@ -82,25 +82,6 @@ func TopicPolicyKey(name string) (string, error) {
 	return topicPolicyKey(tn), nil
 }
 
-// CheckPartitions refuses a partition count outside 1..the broker's
-// limit (1..2^31-1 without one) with ErrPreconditionFailed and Pulsar's
-// wording (for an update, "Desired partitions ...").
-func (a Registry) CheckPartitions(n int, update bool) error {
-	b := a.b
-	limit := b.MaxPartitionsPerTopic()
-	switch {
-	case n <= 0:
-		return reason(ErrPreconditionFailed, "Number of partitions should be more than 0")
-	case n > math.MaxInt32:
-		return reason(ErrPreconditionFailed, fmt.Sprintf("Number of partitions %d is above %d", n, math.MaxInt32))
-	case limit > 0 && n > limit && update:
-		return reason(ErrPreconditionFailed, fmt.Sprintf("Desired partitions %d can't be greater than the maximum partitions per topic %d.", n, limit))
-	case limit > 0 && n > limit:
-		return reason(ErrPreconditionFailed, fmt.Sprintf("Number of partitions should be less than or equal to %d", limit))
-	}
-	return nil
-}
-
 // TopicsOfNamespace lists created topics (partitions expanded) of ns
 // ("tenant/ns") in the given domains.
 func (a Registry) TopicsOfNamespace(ctx context.Context, ns string, persistent, nonPersistent bool) ([]string, error) {
@@ -149,8 +130,8 @@ func (a Registry) autoCreatePartitioned(ctx context.Context, tn topicName) (int,
 	if !allow || n <= 0 {
 		return 0, nil
 	}
-	if err := a.CheckPartitions(n, false); err != nil {
-		b.log.Info("partitioned auto-creation refused", "topic", tn.String(), "err", err)
+	if limit := b.MaxPartitionsPerTopic(); n > math.MaxInt32 || limit > 0 && n > limit {
+		b.log.Info("partitioned auto-creation refused", "topic", tn.String(), "partitions", n, "limit", limit)
 		return 0, nil
 	}
 	if ok, err := a.topicExists(ctx, tn); err != nil || ok {
@@ -182,7 +163,7 @@ func (a Registry) PartitionedMetadata(ctx context.Context, topic string) (Partit
 
 // CreatePartitioned registers topic (not a partition) as partitioned
 // with m: ErrAlreadyExists if it is registered. The caller checks the
-// count (CheckPartitions) and admits the new topics (AdmitTopics).
+// count and admits the new topics (AdmitTopics).
 func (a Registry) CreatePartitioned(ctx context.Context, topic string, m PartitionedMetadata) error {
 	tn, err := parseTopicName(topic)
 	if err != nil {
@@ -287,7 +268,7 @@ func (a Registry) topicExists(ctx context.Context, tn topicName) (bool, error) {
 // DeleteTopic deletes a non-partitioned topic (or one partition): its
 // producers and consumers are disconnected, then its registration is
 // removed, the DeletionObservers told, and its managed ledger deleted
-// (cursors, ledgers, metadata: deleteTopicStorage), so the bookies
+// (cursors, ledgers, metadata: Deps.DeleteLedger), so the bookies
 // reclaim its space.
 // Without force a topic with producers or consumers is refused.
 func (a Registry) DeleteTopic(ctx context.Context, name string, force bool) error {
@@ -319,7 +300,15 @@ func (a Registry) DeleteTopic(ctx context.Context, name string, force bool) erro
 		return err
 	}
 	b.ext.topicDeleted(ctx, tn)
-	return b.deps.deleteTopicStorage(ctx, tn.String())
+	// Its managed ledger goes with it, as Pulsar deletes a topic's
+	// ledgers with the topic; without Deps.DeleteLedger (test setups)
+	// the data is left alone.
+	if del := b.deps.DeleteLedger; del != nil {
+		if err := del(ctx, tn.String()); err != nil {
+			return fmt.Errorf("delete managed ledger of %s: %w", tn, err)
+		}
+	}
+	return nil
 }
 
 // topicInUse reports whether t has producers or connected consumers.

@@ -252,23 +252,6 @@ func (t *topic) unsubscribe(s *subscription, c *consumer, force bool) error {
 	return err
 }
 
-// deleteSubscription is the admin-side delete: like unsubscribe, without
-// a consumer of its own.
-func (t *topic) deleteSubscription(name string, force bool) error {
-	t.mu.Lock()
-	s := t.mu.subs[name]
-	t.mu.Unlock()
-	if s == nil {
-		if t.persistent() {
-			if err := t.ml.DeleteCursor(name); err == nil {
-				return nil
-			}
-		}
-		return &errSubscribe{codeSubscriptionNotFound, "Subscription not found"}
-	}
-	return t.unsubscribe(s, nil, force)
-}
-
 // seek handles SEEK in Pulsar's order: disconnect every consumer of the
 // subscription (CLOSE_CONSUMER), move the cursor, then answer. A client
 // thus has its CLOSE_CONSUMER before the answer: pulsar-client-go

@@ -219,21 +219,27 @@ func (v Topic) CreateSubscription(name string, id MessageID) error {
 	return nil
 }
 
-// DeleteSubscription deletes a subscription; without force it refuses
-// one with connected consumers (ErrPreconditionFailed).
+// DeleteSubscription deletes a subscription (or a durable cursor no
+// subscription holds); without force it refuses one with connected
+// consumers (ErrPreconditionFailed), with force it disconnects them.
 func (v Topic) DeleteSubscription(sub string, force bool) error {
 	t := v.t
-	err := t.deleteSubscription(sub, force)
+	s, ok := v.Subscription(sub)
+	if !ok {
+		if t.persistent() && t.ml.DeleteCursor(sub) == nil {
+			return nil
+		}
+		return reason(ErrSubscriptionNotFound, "Subscription not found")
+	}
 	var es *errSubscribe
-	switch {
-	case err == nil:
-		return nil
+	switch err := t.unsubscribe(s.s, nil, force); {
 	case errors.As(err, &es) && es.code == codeSubscriptionNotFound:
 		return reason(ErrSubscriptionNotFound, "Subscription not found")
 	case errors.As(err, &es):
 		return reason(ErrPreconditionFailed, es.msg)
+	default:
+		return err
 	}
-	return err
 }
 
 // ResetCursor moves the subscription s of the topic to id (or, byTime,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"time"
 
 	"github.com/magnetar-mq/magnetar/broker"
@@ -75,7 +76,7 @@ func (a Topics) CreatePartitionedTopic(ctx context.Context, topic string, m brok
 	if tn.IsPartition() {
 		return fmt.Errorf("%w: %s is a partition", broker.ErrInvalidTopicName, tn)
 	}
-	if err := a.reg.CheckPartitions(m.Partitions, false); err != nil {
+	if err := a.checkPartitions(m.Partitions, false); err != nil {
 		return err
 	}
 	if err := a.requireNamespace(ctx, tn.NamespaceName()); err != nil {
@@ -104,7 +105,7 @@ func (a Topics) UpdatePartitionedTopic(ctx context.Context, topic string, partit
 	if _, err := broker.ParseTopicName(topic); err != nil {
 		return err
 	}
-	if err := a.reg.CheckPartitions(partitions, true); err != nil {
+	if err := a.checkPartitions(partitions, true); err != nil {
 		return err
 	}
 	return a.reg.UpdatePartitioned(ctx, topic, func(m *broker.PartitionedMetadata) error {
@@ -140,6 +141,27 @@ func (a Topics) DeletePartitionedTopic(ctx context.Context, topic string) error 
 	}
 	if err := a.reg.DeletePartitioned(ctx, topic); err != nil && !errors.Is(err, broker.ErrTopicNotFound) {
 		return err
+	}
+	return nil
+}
+
+// checkPartitions refuses a partition count outside 1..the broker's
+// limit (1..2^31-1 without one) with ErrPreconditionFailed and Pulsar's
+// wording (for an update, "Desired partitions ...").
+func (a Topics) checkPartitions(n int, update bool) error {
+	limit := a.b.MaxPartitionsPerTopic()
+	fail := func(format string, args ...any) error {
+		return broker.Reason(broker.ErrPreconditionFailed, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case n <= 0:
+		return fail("Number of partitions should be more than 0")
+	case n > math.MaxInt32:
+		return fail("Number of partitions %d is above %d", n, math.MaxInt32)
+	case limit > 0 && n > limit && update:
+		return fail("Desired partitions %d can't be greater than the maximum partitions per topic %d.", n, limit)
+	case limit > 0 && n > limit:
+		return fail("Number of partitions should be less than or equal to %d", limit)
 	}
 	return nil
 }
