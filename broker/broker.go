@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/auth"
-	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/internal/ratelog"
 	"github.com/magnetar-mq/magnetar/internal/shrink"
@@ -33,7 +32,7 @@ type Broker struct {
 	reg     registry
 	sec     *auth.Security // TLS, authentication, authorization; nil when off (security.go)
 	net     listeners      // bound sockets and the HTTP server (listeners.go)
-	cluster clusterMember  // cluster.go
+	cluster clusterMember  // ownership.go
 	health  healthState    // health.go
 	tun     tunables       // Config values changed at run time (tunables.go)
 	// policies holds tenants, namespaces and their policies; a topic
@@ -102,6 +101,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, deps: deps, log: cfg.Logger, done: make(chan struct{})}
 	b.tun.init(&b.cfg)
+	b.cluster.b = b
 	b.life, b.lifeCancel = context.WithCancel(context.Background())
 	b.policies = deps.Policies
 	if b.policies == nil {
@@ -152,7 +152,7 @@ func (b *Broker) Start(ctx context.Context) error {
 		return err
 	}
 	if b.cfg.Cluster != nil {
-		if err := b.startCluster(ctx); err != nil {
+		if err := b.joinCluster(ctx); err != nil {
 			b.Close()
 			return fmt.Errorf("broker: join cluster: %w", err)
 		}
@@ -222,10 +222,10 @@ func (b *Broker) Close() error {
 	}
 	b.mu.closing = true
 	b.mu.Unlock()
-	if b.cluster.svc != nil {
+	if b.cluster.own != nil {
 		// Deregister, then unload every bundle gracefully while the
 		// connections still run (clients get CLOSE_PRODUCER/CONSUMER).
-		b.cluster.svc.Close()
+		b.cluster.own.Leave()
 	}
 	b.mu.Lock()
 	b.mu.closed = true
@@ -329,7 +329,7 @@ func (b *Broker) getTopic(ctx context.Context, tn topicName, create bool) (*topi
 				return nil, l.err
 			}
 			if !b.cluster.owns(l.t) && !l.t.isClosed() {
-				return nil, fmt.Errorf("%w: %s; redo the lookup", cluster.ErrNotOwned, full)
+				return nil, b.cluster.notOwned(full)
 			}
 			if l.t.isClosed() {
 				// Being unloaded: wait until its managed ledger is closed
@@ -366,7 +366,7 @@ func (b *Broker) getTopic(ctx context.Context, tn topicName, create bool) (*topi
 			// The bundle was unloaded (or lost) while the topic loaded:
 			// the unload may have missed it, so close it here.
 			b.unloadTopic(full)
-			return nil, fmt.Errorf("%w: %s; redo the lookup", cluster.ErrNotOwned, full)
+			return nil, b.cluster.notOwned(full)
 		}
 		if l.err == nil && watch != nil && watch.PolicyVersion() != version {
 			// A policy change was announced while the topic loaded and

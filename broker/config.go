@@ -144,8 +144,8 @@ type Config struct {
 	// ranges (subscriptionKeySharedUseConsistentHashing, default false).
 	KeySharedUseConsistentHashing bool
 	// Cluster, when set, makes the broker one of a cluster sharing the
-	// metadata store (see ClusterConfig); nil is a single node that owns
-	// every topic.
+	// metadata store (see ClusterConfig; Deps.JoinCluster joins it); nil
+	// is a single node that owns every topic.
 	Cluster *ClusterConfig
 	// ExposeBrokerEntryMetadata (Pulsar's
 	// exposingBrokerEntryMetadataToClientEnabled) sends the broker entry
@@ -317,4 +317,7 @@ type Deps struct {
 	// Bookies, if set, reports the storage nodes to the admin API and
 	// /metrics.
 	Bookies BookieInfo
+	// JoinCluster, called at Start when Config.Cluster is set, makes the
+	// broker a member of its cluster (package brokercluster's Join).
+	JoinCluster func(ctx context.Context, n ClusterNode) (Ownership, error)
 }

@@ -48,7 +48,7 @@
 // wiring use (Start, Close, Use, Topic, EachTopic, Metadata, Config,
 // Policies, Cluster, Router and the bound addresses). Its parts are
 // values of their own: the listeners (listeners.go), the cluster
-// membership (cluster.go), the health-check ledger (health.go) and the
+// membership (ownership.go), the health-check ledger (health.go) and the
 // producer-name generator (producername.go). Tiered storage (offload
 // policies, the admin API's offload) is package tiered's, behind
 // LedgerHook and PolicyObserver.

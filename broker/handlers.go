@@ -390,7 +390,7 @@ func (c *conn) sendAckResponse(consumerID, requestID uint64, code int32, msg str
 }
 
 func (c *conn) handleLookup(m *pb.CommandLookupTopic) {
-	if c.b.cluster.svc != nil {
+	if c.b.cluster.own != nil {
 		c.handleClusterLookup(m)
 		return
 	}

@@ -38,7 +38,7 @@ func (b *Broker) HealthCheck(ctx context.Context) error {
 	if _, err := b.deps.Metadata.Exists(ctx, "/"); err != nil {
 		return fmt.Errorf("metadata store: %w", err)
 	}
-	if s := b.cluster.svc; s != nil && !s.SessionAlive() {
+	if o := b.cluster.own; o != nil && !o.SessionAlive() {
 		return errors.New("metadata session lease lost")
 	}
 	b.health.mu.Lock()

@@ -403,7 +403,7 @@ func (b *Broker) Logger() *slog.Logger { return b.log }
 
 // Topic returns the view of a topic, loading it if it exists (never
 // creating it): ErrTopicNotFound or ErrNamespaceNotFound if it does not,
-// cluster.ErrNotOwned if another broker serves it.
+// Ownership.NotOwned's error if another broker serves it.
 func (b *Broker) Topic(ctx context.Context, name string) (Topic, error) {
 	t, err := b.loadedOrLoad(ctx, name)
 	if err != nil {
@@ -413,8 +413,8 @@ func (b *Broker) Topic(ctx context.Context, name string) (Topic, error) {
 }
 
 // OwnedBundle returns the key of the bundle holding topic if this broker
-// serves it ("" on a single node), or the cluster's refusal
-// (cluster.ErrNotOwned, ...).
+// serves it ("" on a single node), or the membership's refusal
+// (Ownership.TopicBundle).
 func (b *Broker) OwnedBundle(ctx context.Context, topic string) (string, error) {
 	tn, err := parseTopicName(topic)
 	if err != nil {

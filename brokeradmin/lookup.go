@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokercluster"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
@@ -38,7 +39,7 @@ func (o Ownership) LookupTopic(ctx context.Context, topic string, authoritative 
 	if !exists {
 		return data, "", fmt.Errorf("%w: %s", broker.ErrNamespaceNotFound, tn.NamespaceName())
 	}
-	svc := o.b.Cluster()
+	svc := brokercluster.Service(o.b)
 	if svc == nil {
 		u := o.b.URLs()
 		return LookupData{BrokerURL: u.Lookup, BrokerURLTLS: u.LookupTLS, HTTPURL: u.Web, HTTPURLTLS: u.WebTLS, NativeURL: u.Lookup}, "", nil

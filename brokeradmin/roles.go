@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokercluster"
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/policy"
 )
@@ -64,7 +65,7 @@ type Ownership struct{ b *broker.Broker }
 
 // Cluster returns the broker's cluster membership (nil on a single
 // node).
-func (o Ownership) Cluster() *cluster.Service { return o.b.Cluster() }
+func (o Ownership) Cluster() *cluster.Service { return brokercluster.Service(o.b) }
 
 // BrokerID is the broker's id in its cluster: its web service host:port.
 func (o Ownership) BrokerID() string { return o.b.URLs().BrokerID }

@@ -17,6 +17,7 @@ import (
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/brokeradmin"
+	"github.com/magnetar-mq/magnetar/brokercluster"
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -77,7 +78,7 @@ type brokerSource struct {
 	b *broker.Broker
 }
 
-func (s brokerSource) Cluster() *cluster.Service { return s.b.Cluster() }
+func (s brokerSource) Cluster() *cluster.Service { return brokercluster.Service(s.b) }
 func (s brokerSource) LoadedTopicStats(topic string) (broker.TopicStats, bool) {
 	return s.b.LoadedTopicStats(topic)
 }

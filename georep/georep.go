@@ -135,7 +135,7 @@ func (f *Replication) Pinned(t broker.Topic) bool {
 // replicated from this cluster, now and every replicatedTopicsInterval
 // (broker.Lifecycle).
 func (f *Replication) Start(context.Context) error {
-	if f.b.Cluster() != nil {
+	if f.b.Ownership() != nil {
 		return nil // in a cluster the bundle owners load their topics on lookup
 	}
 	f.wg.Add(1)

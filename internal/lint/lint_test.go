@@ -46,7 +46,7 @@ var allowed = map[string][]string{
 	// follow them out), nor the schema rules (the registry's), nor
 	// ratelimit (it declares the Limiter it calls), nor the client (only
 	// features talk to other brokers).
-	"broker": {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "bundle", "cluster", "offload", "httpapi"},
+	"broker": {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "offload", "httpapi"},
 	// broker/selector: which consumer of a subscription gets an entry
 	// (the dispatch algorithms, Key_Shared's hash ring); pure, it
 	// imports nothing of the project.
@@ -84,16 +84,19 @@ var allowed = map[string][]string{
 	"georep": {"broker", "mledger", "policy", "protocol", "pulsarclient", "auth"},
 	// txn/server: a broker's transactions (coordinators served, the
 	// participant side of its topics).
-	"txn/server": {"broker", "txn", "mledger", "metadata", "protocol", "cluster", "auth", "pulsarclient"},
-	"bundle":     {},
-	"cluster":    {"internal", "metadata", "bundle", "isolation"},
+	"txn/server": {"broker", "brokercluster", "txn", "mledger", "metadata", "protocol", "cluster", "auth", "pulsarclient"},
+	// brokercluster: the broker's cluster membership (package cluster)
+	// behind the core's Ownership seam, joined through Deps.JoinCluster.
+	"brokercluster": {"broker", "bundle", "cluster", "metadata", "protocol"},
+	"bundle":        {},
+	"cluster":       {"internal", "metadata", "bundle", "isolation"},
 	// isolation: failure domains and namespace isolation policies (their
 	// store and the placement rules the cluster applies).
 	"isolation": {"metadata"},
 	// brokeradmin: the admin roles over the core's seams (registry,
 	// topic views, loaded-topics walk, policies, ownership); the core
 	// never imports it.
-	"brokeradmin": {"broker", "cluster", "metadata", "policy", "protocol"},
+	"brokeradmin": {"broker", "brokercluster", "cluster", "metadata", "policy", "protocol"},
 	"admin":       {"internal", "broker", "brokeradmin", "policy", "protocol", "auth", "bundle", "cluster", "isolation", "schema", "txn", "httpapi", "metadata", "ledgerinfo", "dynconfig", "ledger"},
 	"schema":      {},
 	// dynconfig: the broker's dynamic configuration over the policy
@@ -106,7 +109,7 @@ var allowed = map[string][]string{
 	// coordinator (its log is a managed ledger).
 	"txn":     {"internal", "mledger", "metadata", "protocol", "txn"},
 	"proxy":   {"internal", "metadata", "protocol", "auth", "cluster", "httpapi"},
-	"console": {"internal", "broker", "brokeradmin", "topichistory", "policy", "bundle", "cluster", "auth", "httpapi"},
+	"console": {"internal", "broker", "brokeradmin", "brokercluster", "topichistory", "policy", "bundle", "cluster", "auth", "httpapi"},
 	// functions: the function worker (REST routes declared on an httpapi
 	// table, state and assignments in the metadata store). functions/sdk is linked into
 	// user programs and imports only the client (and what it imports); the
@@ -139,7 +142,7 @@ var allowed = map[string][]string{
 	// bookie, ledger client, managed ledgers, broker, features, admin,
 	// console, function worker) that cmd/magnetar and magnetartest share;
 	// only they import it (TestWiringImporters).
-	"internal/stack": {"internal", "admin", "auth", "httpapi", "bookie", "broker", "brokermetrics", "topichistory", "compact", "console", "dedupsnap", "enforcement", "entrymeta", "functions", "georep", "isolation", "ledger", "metadata", "mledger", "offload", "packages", "schemareg", "tiered", "txn/server", "dynconfig", "cluster"},
+	"internal/stack": {"internal", "admin", "auth", "httpapi", "bookie", "broker", "brokermetrics", "topichistory", "compact", "console", "dedupsnap", "enforcement", "entrymeta", "functions", "georep", "isolation", "ledger", "metadata", "mledger", "offload", "packages", "schemareg", "tiered", "txn/server", "dynconfig", "cluster", "brokercluster"},
 	// internal/cliflags: flag groups the server commands share, each
 	// turned into the options of the package it configures.
 	"internal/cliflags": {"internal", "auth", "bookie", "broker", "functions", "httpapi", "ledger", "mledger", "offload", "policy"},

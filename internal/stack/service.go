@@ -14,6 +14,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/admin"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokercluster"
 	"github.com/magnetar-mq/magnetar/brokermetrics"
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/compact"
@@ -183,6 +184,7 @@ func OpenStack(ctx context.Context, svc Service, d Deps) (_ *Stack, err error) {
 		OpenLedger:   broker.LedgerOpener(s.factory, svc.ManagedLedger),
 		DeleteLedger: s.factory.Delete,
 		Bookies:      d.Bookies,
+		JoinCluster:  brokercluster.Join,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
@@ -249,7 +251,7 @@ func OpenStack(ctx context.Context, svc Service, d Deps) (_ *Stack, err error) {
 		s.broker = nil
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	if cs := s.broker.Cluster(); cs != nil {
+	if cs := brokercluster.Service(s.broker); cs != nil {
 		s.unwatch = append(s.unwatch, watchLoadBalancer(s.dyn, cs))
 	}
 	if d.Worker != nil {

@@ -85,7 +85,7 @@ func (cs *coordinators) start(ctx context.Context) error {
 		}
 	}
 	cs.n = n
-	if b.Cluster() != nil {
+	if b.Ownership() != nil {
 		return nil
 	}
 	ids, err := b.Metadata().Children(ctx, coordinatorsPath)

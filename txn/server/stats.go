@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokercluster"
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/txn"
 	"github.com/magnetar-mq/magnetar/txn/coordinator"
@@ -217,7 +218,7 @@ func (s *Server) LoadedTxnCoordinators() []uint64 { return s.tc.loaded() }
 
 // Cluster returns the broker's cluster membership (nil on a single
 // node): the coordinators a listing covers depend on it.
-func (s *Server) Cluster() *cluster.Service { return s.b.Cluster() }
+func (s *Server) Cluster() *cluster.Service { return brokercluster.Service(s.b) }
 
 // TxnLogStats is a coordinator log's managed-ledger name and internal stats
 // (Pulsar's coordinatorInternalStats).
