@@ -404,6 +404,8 @@ func (b *Broker) Use(f Feature) error {
 			switch {
 			case coreCommand(c.Type):
 				return fmt.Errorf("%w: feature %s serves %s, which the core serves", ErrBadConfig, f.Name(), c.Type)
+			case commandAccess[c.Type].kind != accessFeature:
+				return fmt.Errorf("%w: feature %s serves %s, which is not a request", ErrBadConfig, f.Name(), c.Type)
 			case seen[c.Type] || x.commands[c.Type].Handle != nil:
 				return fmt.Errorf("%w: feature %s serves %s, already registered", ErrBadConfig, f.Name(), c.Type)
 			case c.Handle == nil:
@@ -523,21 +525,6 @@ func (s SubSlot[T]) Set(l SubLoop, v *T) {
 		l.s.slots = append(l.s.slots, make([]any, s.i+1-len(l.s.slots))...)
 	}
 	l.s.slots[s.i] = v
-}
-
-// coreCommand reports whether the core serves command type t itself.
-func coreCommand(t pb.BaseCommand_Type) bool {
-	switch t {
-	case pb.BaseCommand_CONNECT, pb.BaseCommand_SEND, pb.BaseCommand_FLOW, pb.BaseCommand_ACK,
-		pb.BaseCommand_PING, pb.BaseCommand_PONG, pb.BaseCommand_LOOKUP, pb.BaseCommand_PARTITIONED_METADATA,
-		pb.BaseCommand_PRODUCER, pb.BaseCommand_SUBSCRIBE, pb.BaseCommand_REDELIVER_UNACKNOWLEDGED_MESSAGES,
-		pb.BaseCommand_SEEK, pb.BaseCommand_GET_LAST_MESSAGE_ID, pb.BaseCommand_UNSUBSCRIBE,
-		pb.BaseCommand_CLOSE_PRODUCER, pb.BaseCommand_CLOSE_CONSUMER, pb.BaseCommand_GET_TOPICS_OF_NAMESPACE,
-		pb.BaseCommand_CONSUMER_STATS,
-		pb.BaseCommand_AUTH_RESPONSE:
-		return true
-	}
-	return false
 }
 
 // messageIndexer is the feature that numbers messages (package entrymeta):

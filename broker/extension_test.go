@@ -181,8 +181,8 @@ func containsString(l []string, s string) bool {
 	return false
 }
 
-// TestUseRefuses: a feature may not serve a command the core serves, nor
-// one another feature serves.
+// TestUseRefuses: a feature may not serve a command the core serves, an
+// answer, nor one another feature serves.
 func TestUseRefuses(t *testing.T) {
 	b, err := New(Config{}, Deps{Metadata: memmeta.New(), OpenLedger: func(context.Context, string) (ManagedLedger, error) { return nil, nil }})
 	if err != nil {
@@ -191,6 +191,10 @@ func TestUseRefuses(t *testing.T) {
 	core := commandFeature{Command{Type: pb.BaseCommand_SEND, Handle: func(Conn, *pb.BaseCommand) error { return nil }}}
 	if err := b.Use(core); !errors.Is(err, ErrBadConfig) {
 		t.Fatalf("a feature serving SEND: %v, want ErrBadConfig", err)
+	}
+	answer := commandFeature{Command{Type: pb.BaseCommand_LOOKUP_RESPONSE, Handle: func(Conn, *pb.BaseCommand) error { return nil }}}
+	if err := b.Use(answer); !errors.Is(err, ErrBadConfig) {
+		t.Fatalf("a feature serving LOOKUP_RESPONSE: %v, want ErrBadConfig", err)
 	}
 	w := commandFeature{Command{Type: pb.BaseCommand_WATCH_TOPIC_LIST, Handle: func(Conn, *pb.BaseCommand) error { return nil }}}
 	if err := b.Use(w); err != nil {

@@ -2,18 +2,14 @@ package broker
 
 // Security hooks (package auth does the work): TLS listeners for the
 // binary protocol and HTTP, authentication at CONNECT, credential
-// refresh with AUTH_CHALLENGE / AUTH_RESPONSE, and per-command
-// authorization of the commands that name a topic or namespace
-// (commands on an existing producer or consumer id ride on the check
-// made when it was created).
+// refresh with AUTH_CHALLENGE / AUTH_RESPONSE. Per-command
+// authorization is the table in commandaccess.go.
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
-	"strings"
 	"sync"
 	"time"
 
@@ -205,162 +201,4 @@ func (c *conn) handleAuthResponse(m *pb.CommandAuthResponse) error {
 	c.sec.mu.Unlock()
 	c.log.Debug("credentials refreshed", "role", id.Role, "expires", id.Expires)
 	return nil
-}
-
-// denied authorizes a command that names a topic or namespace. When the
-// role lacks the permission it answers the command (Pulsar's error
-// shapes) and returns true; the handler must then not run.
-func (c *conn) denied(f *pulsarproto.Frame) bool {
-	s := c.b.sec
-	if s == nil || s.Authz == nil {
-		return false
-	}
-	roles := c.sec.roles()
-	role := roles[0]
-	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-	defer cancel()
-	// all runs check for every role; the first denial wins.
-	all := func(check func(role string) error) error {
-		for _, r := range roles {
-			if err := check(r); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	topic := func(name string) (string, bool) {
-		tn, err := parseTopicName(name)
-		if err != nil {
-			return "", false // the handler reports the bad name
-		}
-		return tn.String(), true
-	}
-	errText := func(err error, deniedMsg string) string {
-		if errors.Is(err, auth.ErrAuthorization) {
-			return deniedMsg
-		}
-		return "Exception occurred while trying to authorize: " + err.Error()
-	}
-	cmd := f.Cmd
-	switch f.Type {
-	case pb.BaseCommand_LOOKUP:
-		name, ok := topic(cmd.LookupTopic.GetTopic())
-		if !ok {
-			return false
-		}
-		if err := all(func(role string) error { return s.CanLookup(ctx, role, name) }); err != nil {
-			rid := cmd.LookupTopic.GetRequestId()
-			c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: &pb.CommandLookupTopicResponse{
-				RequestId: &rid, Response: pb.CommandLookupTopicResponse_Failed.Enum(),
-				Error: pb.ServerError_AuthorizationError.Enum(), Message: ptr(errText(err, "Client is not authorized to Lookup")),
-			}})
-			c.logDenied(role, "lookup", name)
-			return true
-		}
-	case pb.BaseCommand_PARTITIONED_METADATA:
-		name, ok := topic(cmd.PartitionMetadata.GetTopic())
-		if !ok {
-			return false
-		}
-		if err := all(func(role string) error { return s.CanLookup(ctx, role, name) }); err != nil {
-			rid := cmd.PartitionMetadata.GetRequestId()
-			c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_PARTITIONED_METADATA_RESPONSE.Enum(), PartitionMetadataResponse: &pb.CommandPartitionedTopicMetadataResponse{
-				RequestId: &rid, Response: pb.CommandPartitionedTopicMetadataResponse_Failed.Enum(),
-				Error: pb.ServerError_AuthorizationError.Enum(), Message: ptr(errText(err, "Client is not authorized to Get Partition Metadata")),
-			}})
-			c.logDenied(role, "partitioned-metadata", name)
-			return true
-		}
-	case pb.BaseCommand_PRODUCER:
-		name, ok := topic(cmd.Producer.GetTopic())
-		if !ok {
-			return false
-		}
-		if err := all(func(role string) error { return s.CanProduce(ctx, role, name) }); err != nil {
-			c.sendError(cmd.Producer.GetRequestId(), codeAuthorizationError, errText(err, "Client is not authorized to Produce"))
-			c.logDenied(role, "produce", name)
-			return true
-		}
-	case pb.BaseCommand_SUBSCRIBE:
-		name, ok := topic(cmd.Subscribe.GetTopic())
-		if !ok {
-			return false
-		}
-		if err := all(func(role string) error { return s.CanConsume(ctx, role, name, cmd.Subscribe.GetSubscription()) }); err != nil {
-			msg := errText(err, "")
-			if errors.Is(err, auth.ErrAuthorization) {
-				msg = strings.TrimPrefix(err.Error(), auth.ErrAuthorization.Error()+": ")
-			}
-			c.sendError(cmd.Subscribe.GetRequestId(), codeAuthorizationError, msg)
-			c.logDenied(role, "subscribe", name)
-			return true
-		}
-	case pb.BaseCommand_GET_TOPICS_OF_NAMESPACE:
-		ns := cmd.GetTopicsOfNamespace.GetNamespace()
-		if err := all(func(role string) error { return s.CanListNamespace(ctx, role, ns) }); err != nil {
-			c.sendError(cmd.GetTopicsOfNamespace.GetRequestId(), codeAuthorizationError, errText(err, "Client is not authorized to GetTopicsOfNamespace"))
-			c.logDenied(role, "get-topics", ns)
-			return true
-		}
-	}
-	return false
-}
-
-// featureDenied authorizes a feature's command (Command.SuperUserOnly,
-// Command.Access) when authorization is on: when some role of the
-// connection is not allowed, it answers with AuthorizationError (when
-// pulsarproto.Refusal knows the command's answer) and returns true.
-func (c *conn) featureDenied(f *pulsarproto.Frame, cmd Command) bool {
-	s := c.b.sec
-	if s == nil || s.Authz == nil || (!cmd.SuperUserOnly && cmd.Access == nil) {
-		return false
-	}
-	refuse := func(role, msg, resource string) bool {
-		if a := pulsarproto.Refusal(f.Type, f.Cmd, pb.ServerError_AuthorizationError, msg); a != nil {
-			c.sendSimple(a)
-		}
-		c.logDenied(role, strings.ToLower(f.Type.String()), resource)
-		return true
-	}
-	roles := c.sec.roles()
-	if cmd.SuperUserOnly {
-		for _, r := range roles {
-			if !s.Authz.IsSuperUser(r) {
-				return refuse(r, "Client is not authorized to send "+f.Type.String(), "")
-			}
-		}
-	}
-	if cmd.Access == nil {
-		return false
-	}
-	name, need := cmd.Access(f.Cmd)
-	tn, err := parseTopicName(name)
-	if err != nil {
-		return false // Handle reports the bad name
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-	defer cancel()
-	for _, r := range roles {
-		switch need {
-		case PermitProduce:
-			err = s.CanProduce(ctx, r, tn.String())
-		case PermitLookup:
-			err = s.CanLookup(ctx, r, tn.String())
-		default: // a feature's bug: deny
-			err = fmt.Errorf("%w: unknown permission %d", auth.ErrAuthorization, need)
-		}
-		if err == nil {
-			continue
-		}
-		msg := "Client is not authorized to send " + f.Type.String()
-		if !errors.Is(err, auth.ErrAuthorization) {
-			msg = "Exception occurred while trying to authorize: " + err.Error()
-		}
-		return refuse(r, msg, tn.String())
-	}
-	return false
-}
-
-func (c *conn) logDenied(role, op, resource string) {
-	c.log.Info("denied", "role", role, "op", op, "resource", resource)
 }
