@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/magnetar-mq/magnetar/mledger"
-	"github.com/magnetar-mq/magnetar/offload"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
@@ -93,7 +92,7 @@ type OffloadStatus struct {
 // which names ledgers and storage layers, is logged at debug level).
 func entryReadError(log *slog.Logger, err error) error {
 	switch {
-	case errors.Is(err, offload.ErrStoreUnavailable):
+	case errors.Is(err, mledger.ErrOffloadStoreUnavailable):
 		log.Warn("reading offloaded data failed", "err", err)
 		return reason(ErrUnavailable, "Offloaded data cannot be read now: object store unavailable")
 	case errors.Is(err, mledger.ErrNoOffloader):

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/magnetar-mq/magnetar/internal/corrupt"
+	"github.com/magnetar-mq/magnetar/offload"
 )
 
 // Errors returned by this package. Callers use errors.Is.
@@ -41,6 +42,11 @@ var (
 	// ErrNoOffloader: an offload or a read of offloaded data needs an
 	// offloader and none is configured. Final until one is configured.
 	ErrNoOffloader = errors.New("mledger: no offloader configured")
+	// ErrOffloadStoreUnavailable: a read of offloaded data failed because
+	// the object store could not be reached (offload.ErrStoreUnavailable,
+	// the same value, so that the managed ledger's users need not import
+	// package offload). Retry later.
+	ErrOffloadStoreUnavailable = offload.ErrStoreUnavailable
 	// ErrOffloadConflict: the ledger changed while it was offloaded
 	// (trimmed, or another attempt took it over); this attempt's objects
 	// were removed. Not retried for that ledger.

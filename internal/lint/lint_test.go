@@ -45,8 +45,9 @@ var allowed = map[string][]string{
 	// compact, enforcement, georep, schemareg, txn/..., and those that
 	// follow them out), nor the schema rules (the registry's), nor
 	// ratelimit (it declares the Limiter it calls), nor the client (only
-	// features talk to other brokers).
-	"broker": {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "offload", "httpapi"},
+	// features talk to other brokers), nor cluster and bundle (it
+	// declares the Ownership brokercluster implements), nor offload.
+	"broker": {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "httpapi"},
 	// broker/selector: which consumer of a subscription gets an entry
 	// (the dispatch algorithms, Key_Shared's hash ring); pure, it
 	// imports nothing of the project.
