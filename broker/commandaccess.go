@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/magnetar-mq/magnetar/auth"
@@ -65,13 +66,49 @@ type commandRule struct {
 	refuse   func(c *conn, cmd *pb.BaseCommand, msg string)
 }
 
-// commandAccess is the authorization of each command type.
-var commandAccess = map[pb.BaseCommand_Type]commandRule{
-	pb.BaseCommand_CONNECT:       {kind: accessAuthn},
-	pb.BaseCommand_AUTH_RESPONSE: {kind: accessAuthn},
-	pb.BaseCommand_PING:          {kind: accessOpen},
-	pb.BaseCommand_PONG:          {kind: accessOpen},
+// commandAccess is the authorization of each command type: the checked
+// commands' rows and, for the others, their kind (commandKinds).
+var commandAccess = func() map[pb.BaseCommand_Type]commandRule {
+	m := maps.Clone(checkedCommands)
+	for kind, types := range commandKinds {
+		for _, t := range types {
+			if _, dup := m[t]; dup {
+				panic("BUG: broker: command " + t.String() + " in two commandAccess rows")
+			}
+			m[t] = commandRule{kind: kind}
+		}
+	}
+	return m
+}()
 
+// commandKinds lists the commands that are not checked here, by kind.
+var commandKinds = map[accessKind][]pb.BaseCommand_Type{
+	accessAuthn: {pb.BaseCommand_CONNECT, pb.BaseCommand_AUTH_RESPONSE},
+	accessOpen:  {pb.BaseCommand_PING, pb.BaseCommand_PONG},
+	accessOnID: {pb.BaseCommand_SEND, pb.BaseCommand_FLOW, pb.BaseCommand_ACK, pb.BaseCommand_UNSUBSCRIBE,
+		pb.BaseCommand_CLOSE_PRODUCER, pb.BaseCommand_CLOSE_CONSUMER, pb.BaseCommand_REDELIVER_UNACKNOWLEDGED_MESSAGES,
+		pb.BaseCommand_SEEK, pb.BaseCommand_GET_LAST_MESSAGE_ID, pb.BaseCommand_CONSUMER_STATS},
+	accessFeature: {pb.BaseCommand_GET_SCHEMA, pb.BaseCommand_GET_OR_CREATE_SCHEMA,
+		pb.BaseCommand_TC_CLIENT_CONNECT_REQUEST, pb.BaseCommand_NEW_TXN, pb.BaseCommand_ADD_PARTITION_TO_TXN,
+		pb.BaseCommand_ADD_SUBSCRIPTION_TO_TXN, pb.BaseCommand_END_TXN, pb.BaseCommand_END_TXN_ON_PARTITION,
+		pb.BaseCommand_END_TXN_ON_SUBSCRIPTION, pb.BaseCommand_WATCH_TOPIC_LIST, pb.BaseCommand_WATCH_TOPIC_LIST_CLOSE},
+	accessAnswer: {pb.BaseCommand_CONNECTED, pb.BaseCommand_SEND_RECEIPT, pb.BaseCommand_SEND_ERROR,
+		pb.BaseCommand_MESSAGE, pb.BaseCommand_SUCCESS, pb.BaseCommand_ERROR, pb.BaseCommand_PRODUCER_SUCCESS,
+		pb.BaseCommand_PARTITIONED_METADATA_RESPONSE, pb.BaseCommand_LOOKUP_RESPONSE,
+		pb.BaseCommand_CONSUMER_STATS_RESPONSE, pb.BaseCommand_REACHED_END_OF_TOPIC,
+		pb.BaseCommand_GET_LAST_MESSAGE_ID_RESPONSE, pb.BaseCommand_ACTIVE_CONSUMER_CHANGE,
+		pb.BaseCommand_GET_TOPICS_OF_NAMESPACE_RESPONSE, pb.BaseCommand_GET_SCHEMA_RESPONSE,
+		pb.BaseCommand_AUTH_CHALLENGE, pb.BaseCommand_ACK_RESPONSE, pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE,
+		pb.BaseCommand_NEW_TXN_RESPONSE, pb.BaseCommand_ADD_PARTITION_TO_TXN_RESPONSE,
+		pb.BaseCommand_ADD_SUBSCRIPTION_TO_TXN_RESPONSE, pb.BaseCommand_END_TXN_RESPONSE,
+		pb.BaseCommand_END_TXN_ON_PARTITION_RESPONSE, pb.BaseCommand_END_TXN_ON_SUBSCRIPTION_RESPONSE,
+		pb.BaseCommand_TC_CLIENT_CONNECT_RESPONSE, pb.BaseCommand_WATCH_TOPIC_LIST_SUCCESS,
+		pb.BaseCommand_WATCH_TOPIC_UPDATE, pb.BaseCommand_TOPIC_MIGRATED},
+}
+
+// checkedCommands are the commands naming a topic or namespace that the
+// core serves, with what they need there.
+var checkedCommands = map[pb.BaseCommand_Type]commandRule{
 	pb.BaseCommand_LOOKUP: {kind: accessChecked, need: PermitLookup, op: "lookup", denial: "Client is not authorized to Lookup",
 		resource: func(cmd *pb.BaseCommand) (string, string) { return cmd.LookupTopic.GetTopic(), "" },
 		refuse: func(c *conn, cmd *pb.BaseCommand, msg string) {
@@ -107,58 +144,6 @@ var commandAccess = map[pb.BaseCommand_Type]commandRule{
 		refuse: func(c *conn, cmd *pb.BaseCommand, msg string) {
 			c.sendError(cmd.GetTopicsOfNamespace.GetRequestId(), codeAuthorizationError, msg)
 		}},
-
-	pb.BaseCommand_SEND:                              {kind: accessOnID},
-	pb.BaseCommand_FLOW:                              {kind: accessOnID},
-	pb.BaseCommand_ACK:                               {kind: accessOnID},
-	pb.BaseCommand_UNSUBSCRIBE:                       {kind: accessOnID},
-	pb.BaseCommand_CLOSE_PRODUCER:                    {kind: accessOnID},
-	pb.BaseCommand_CLOSE_CONSUMER:                    {kind: accessOnID},
-	pb.BaseCommand_REDELIVER_UNACKNOWLEDGED_MESSAGES: {kind: accessOnID},
-	pb.BaseCommand_SEEK:                              {kind: accessOnID},
-	pb.BaseCommand_GET_LAST_MESSAGE_ID:               {kind: accessOnID},
-	pb.BaseCommand_CONSUMER_STATS:                    {kind: accessOnID},
-
-	pb.BaseCommand_GET_SCHEMA:                {kind: accessFeature},
-	pb.BaseCommand_GET_OR_CREATE_SCHEMA:      {kind: accessFeature},
-	pb.BaseCommand_TC_CLIENT_CONNECT_REQUEST: {kind: accessFeature},
-	pb.BaseCommand_NEW_TXN:                   {kind: accessFeature},
-	pb.BaseCommand_ADD_PARTITION_TO_TXN:      {kind: accessFeature},
-	pb.BaseCommand_ADD_SUBSCRIPTION_TO_TXN:   {kind: accessFeature},
-	pb.BaseCommand_END_TXN:                   {kind: accessFeature},
-	pb.BaseCommand_END_TXN_ON_PARTITION:      {kind: accessFeature},
-	pb.BaseCommand_END_TXN_ON_SUBSCRIPTION:   {kind: accessFeature},
-	pb.BaseCommand_WATCH_TOPIC_LIST:          {kind: accessFeature},
-	pb.BaseCommand_WATCH_TOPIC_LIST_CLOSE:    {kind: accessFeature},
-
-	pb.BaseCommand_CONNECTED:                        {kind: accessAnswer},
-	pb.BaseCommand_SEND_RECEIPT:                     {kind: accessAnswer},
-	pb.BaseCommand_SEND_ERROR:                       {kind: accessAnswer},
-	pb.BaseCommand_MESSAGE:                          {kind: accessAnswer},
-	pb.BaseCommand_SUCCESS:                          {kind: accessAnswer},
-	pb.BaseCommand_ERROR:                            {kind: accessAnswer},
-	pb.BaseCommand_PRODUCER_SUCCESS:                 {kind: accessAnswer},
-	pb.BaseCommand_PARTITIONED_METADATA_RESPONSE:    {kind: accessAnswer},
-	pb.BaseCommand_LOOKUP_RESPONSE:                  {kind: accessAnswer},
-	pb.BaseCommand_CONSUMER_STATS_RESPONSE:          {kind: accessAnswer},
-	pb.BaseCommand_REACHED_END_OF_TOPIC:             {kind: accessAnswer},
-	pb.BaseCommand_GET_LAST_MESSAGE_ID_RESPONSE:     {kind: accessAnswer},
-	pb.BaseCommand_ACTIVE_CONSUMER_CHANGE:           {kind: accessAnswer},
-	pb.BaseCommand_GET_TOPICS_OF_NAMESPACE_RESPONSE: {kind: accessAnswer},
-	pb.BaseCommand_GET_SCHEMA_RESPONSE:              {kind: accessAnswer},
-	pb.BaseCommand_AUTH_CHALLENGE:                   {kind: accessAnswer},
-	pb.BaseCommand_ACK_RESPONSE:                     {kind: accessAnswer},
-	pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE:    {kind: accessAnswer},
-	pb.BaseCommand_NEW_TXN_RESPONSE:                 {kind: accessAnswer},
-	pb.BaseCommand_ADD_PARTITION_TO_TXN_RESPONSE:    {kind: accessAnswer},
-	pb.BaseCommand_ADD_SUBSCRIPTION_TO_TXN_RESPONSE: {kind: accessAnswer},
-	pb.BaseCommand_END_TXN_RESPONSE:                 {kind: accessAnswer},
-	pb.BaseCommand_END_TXN_ON_PARTITION_RESPONSE:    {kind: accessAnswer},
-	pb.BaseCommand_END_TXN_ON_SUBSCRIPTION_RESPONSE: {kind: accessAnswer},
-	pb.BaseCommand_TC_CLIENT_CONNECT_RESPONSE:       {kind: accessAnswer},
-	pb.BaseCommand_WATCH_TOPIC_LIST_SUCCESS:         {kind: accessAnswer},
-	pb.BaseCommand_WATCH_TOPIC_UPDATE:               {kind: accessAnswer},
-	pb.BaseCommand_TOPIC_MIGRATED:                   {kind: accessAnswer},
 }
 
 // coreCommand reports whether the core serves command type t itself.
