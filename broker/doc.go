@@ -43,12 +43,16 @@
 // other work on a subscription's cursor runs on its loop through
 // Subscription.Call), the loaded topics' walk
 // (EachTopic), policies (Policies, PolicyDefaults) and ownership
-// (Cluster, OwnedBundle, URLs, Ready, HealthCheck). The core never
+// (brokercluster.Service, OwnedBundle, URLs, Ready, HealthCheck). The core never
 // imports brokeradmin. *Broker itself keeps what the features and the
 // wiring use (Start, Close, Use, Topic, EachTopic, Metadata, Config,
-// Policies, Cluster, Router and the bound addresses). Its parts are
+// Policies, Ownership, Router and the bound addresses). Its parts are
 // values of their own: the listeners (listeners.go), the cluster
-// membership (ownership.go), the health-check ledger (health.go) and the
+// membership (ownership.go: the core declares the Ownership it asks,
+// package brokercluster runs package cluster behind it and plugs in
+// through Deps.JoinCluster; the core imports neither), per-command
+// authorization (commandaccess.go, a table over the protocol's command
+// types), the health-check ledger (health.go) and the
 // producer-name generator (producername.go). Tiered storage (offload
 // policies, the admin API's offload) is package tiered's, behind
 // LedgerHook and PolicyObserver.
@@ -150,7 +154,9 @@
 //	  .TopicDeleted             (a request's, inactive GC)                   ctx)
 //	Command.Handle              connection reader            nothing         Conn.Send, start a goroutine  block
 //	                            (frame order)                                that answers later
-//	BundleObserver              cluster's bundle callback    nothing         release what the bundle held  load topics
+//	BundleObserver              ClusterNode.UnloadBundle     nothing         release what the bundle held  load topics
+//	Ownership (all methods)     any (Owns, Holds: publish    any             metadata I/O (TopicBundle,    block (Owns, Holds)
+//	                            and ack paths)                               Lookup, Leave)
 //	CompactedReads              where the subscription is    nothing         wrap the cursor; the wrapper  share the wrapper with
 //	  .CompactedCursor          created, or its loop                         is the loop's afterwards      another goroutine
 //	LastReadableCursor          connection reader            nothing         read the feature's own        move the cursor

@@ -15,7 +15,7 @@
 //     Subscription.Call;
 //   - the loaded topics' walk (Broker.EachTopic);
 //   - policies (Broker.Policies, PolicyDefaults);
-//   - ownership (Broker.Cluster, OwnedBundle) and the node's URLs and
+//   - ownership (brokercluster.Service, OwnedBundle) and the node's URLs and
 //     health.
 //
 // Each role is a small value over a *broker.Broker (Node, Topics,
