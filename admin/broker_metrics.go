@@ -13,6 +13,7 @@ import (
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/httpapi"
+	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
 // /admin/v2/broker-stats/metrics: Pulsar's monitoring metrics, a list of
@@ -38,7 +39,7 @@ type BrokerMetrics interface {
 	// LoadedTopicsOf lists the loaded topics of a bundle (its cluster
 	// key; "" on a single node: every loaded topic).
 	LoadedTopicsOf(bundleKey string) []string
-	TopicStats(ctx context.Context, topic string) (broker.TopicStats, error)
+	TopicStats(ctx context.Context, topic string) (topicstats.TopicStats, error)
 }
 
 func (a *API) registerBrokerMetricsRoute(rt routeTable) {
@@ -51,43 +52,10 @@ func (a *API) registerBrokerMetricsRoute(rt routeTable) {
 		}})
 }
 
-// nsSums are one namespace's figures: Pulsar's NamespaceStats and the
-// managed ledger part of ManagedLedgerMetrics.
-type nsSums struct {
-	rateIn, thrIn, rateOut, thrOut      float64
-	storage, backlog, replBacklog       int64
-	maxReplDelay                        int64
-	producers, subs, consumers, replics int
-	mlBacklog, mlStored                 int64
-	mlRateIn, mlThrIn                   float64
-	ledgers                             int
-}
-
-func (s *nsSums) add(persistent bool, st *broker.TopicStats) {
-	s.rateIn += st.MsgRateIn
-	s.thrIn += st.MsgThroughputIn
-	s.rateOut += st.MsgRateOut
-	s.thrOut += st.MsgThroughputOut
-	s.storage += st.StorageSize
-	s.backlog += st.MsgBacklog
-	s.producers += len(st.Publishers)
-	s.subs += len(st.Subscriptions)
-	for _, ss := range st.Subscriptions {
-		s.consumers += len(ss.Consumers)
-	}
-	s.replics += len(st.Replication)
-	for _, r := range st.Replication {
-		s.replBacklog += r.ReplicationBacklog
-		s.maxReplDelay = max(s.maxReplDelay, r.ReplicationDelayInSeconds)
-	}
-	if persistent {
-		s.ledgers++
-		s.mlBacklog += st.MsgBacklog
-		s.mlStored += st.StorageSize
-		s.mlRateIn += st.MsgRateIn
-		s.mlThrIn += st.MsgThroughputIn
-	}
-}
+// nsSums are one namespace's figures: Pulsar's NamespaceStats (all its
+// topics) and the managed ledger part of ManagedLedgerMetrics (its
+// persistent topics).
+type nsSums struct{ all, persistent topicstats.Sums }
 
 // brokerMetrics collects the metrics list from the loaded topics' stats
 // and the Go runtime, sorted by dimensions for a stable answer.
@@ -110,8 +78,9 @@ func brokerMetrics(ctx context.Context, src BrokerMetrics) []metricsEntry {
 			byNS[ns] = s
 		}
 		persistent := !strings.HasPrefix(lt.name, "non-persistent://")
-		s.add(persistent, &st)
+		s.all.Add(&st)
 		if persistent {
+			s.persistent.Add(&st)
 			ledgers++
 		}
 	}
@@ -120,17 +89,18 @@ func brokerMetrics(ctx context.Context, src BrokerMetrics) []metricsEntry {
 		goJVMMetrics(),
 	}
 	for ns, s := range byNS {
+		a := &s.all
 		out = append(out, metricsEntry{Dimensions: map[string]string{"namespace": ns}, Metrics: map[string]any{
-			"brk_in_rate": s.rateIn, "brk_in_tp_rate": s.thrIn, "brk_out_rate": s.rateOut, "brk_out_tp_rate": s.thrOut,
-			"brk_storage_size": float64(s.storage), "brk_msg_backlog": float64(s.backlog),
-			"brk_no_of_producers": s.producers, "brk_no_of_subscriptions": s.subs,
-			"brk_no_of_consumers": s.consumers, "brk_no_of_replicators": s.replics,
-			"brk_replication_backlog": float64(s.replBacklog), "brk_max_replication_delay_second": float64(s.maxReplDelay),
+			"brk_in_rate": a.RateIn, "brk_in_tp_rate": a.ThroughputIn, "brk_out_rate": a.RateOut, "brk_out_tp_rate": a.ThroughputOut,
+			"brk_storage_size": float64(a.Storage), "brk_msg_backlog": float64(a.Backlog),
+			"brk_no_of_producers": a.Producers, "brk_no_of_subscriptions": a.Subscriptions,
+			"brk_no_of_consumers": a.Consumers, "brk_no_of_replicators": a.Replicators,
+			"brk_replication_backlog": float64(a.ReplicationBacklog), "brk_max_replication_delay_second": float64(a.MaxReplicationDelaySeconds),
 		}})
-		if s.ledgers > 0 {
+		if p := &s.persistent; p.Topics > 0 {
 			out = append(out, metricsEntry{Dimensions: map[string]string{"namespace": ns + "/persistent"}, Metrics: map[string]any{
-				"brk_ml_NumberOfMessagesInBacklog": float64(s.mlBacklog), "brk_ml_StoredMessagesSize": float64(s.mlStored),
-				"brk_ml_AddEntryMessagesRate": s.mlRateIn, "brk_ml_AddEntryBytesRate": s.mlThrIn,
+				"brk_ml_NumberOfMessagesInBacklog": float64(p.Backlog), "brk_ml_StoredMessagesSize": float64(p.Storage),
+				"brk_ml_AddEntryMessagesRate": p.RateIn, "brk_ml_AddEntryBytesRate": p.ThroughputIn,
 			}})
 		}
 	}

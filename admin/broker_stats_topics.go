@@ -10,6 +10,7 @@ import (
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/httpapi"
+	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
 // /admin/v2/broker-stats/topics: the stats of every topic this broker
@@ -61,11 +62,11 @@ func loadedTopicsOf(src topicLoader) []loadedTopic {
 
 func (a *API) registerBrokerStatsTopicRoutes(rt routeTable) {
 	rt.Add(httpapi.Route{Method: "GET", Pattern: "/admin/v2/broker-stats/topics", Access: auth.AccessSuperUser,
-		Response: map[string]map[string]map[string]map[string]broker.TopicStats{}, Handler: a.httpBrokerTopics})
+		Response: map[string]map[string]map[string]map[string]topicstats.TopicStats{}, Handler: a.httpBrokerTopics})
 }
 
 func (a *API) httpBrokerTopics(w http.ResponseWriter, r *http.Request, _ params) {
-	out := map[string]map[string]map[string]map[string]broker.TopicStats{}
+	out := map[string]map[string]map[string]map[string]topicstats.TopicStats{}
 	for _, lt := range a.loadedTopics() {
 		st, err := a.reads.TopicStats(r.Context(), lt.name)
 		if err != nil {
@@ -78,13 +79,13 @@ func (a *API) httpBrokerTopics(w http.ResponseWriter, r *http.Request, _ params)
 			domain = "non-persistent"
 		}
 		if out[ns] == nil {
-			out[ns] = map[string]map[string]map[string]broker.TopicStats{}
+			out[ns] = map[string]map[string]map[string]topicstats.TopicStats{}
 		}
 		if out[ns][rng] == nil {
-			out[ns][rng] = map[string]map[string]broker.TopicStats{}
+			out[ns][rng] = map[string]map[string]topicstats.TopicStats{}
 		}
 		if out[ns][rng][domain] == nil {
-			out[ns][rng][domain] = map[string]broker.TopicStats{}
+			out[ns][rng][domain] = map[string]topicstats.TopicStats{}
 		}
 		out[ns][rng][domain][lt.name] = st
 	}

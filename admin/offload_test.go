@@ -15,6 +15,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/mledger"
+	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
 // TestOffloadAdmin: namespace offload policies (set, get, validation,
@@ -108,7 +109,7 @@ func TestOffloadAdmin(t *testing.T) {
 		}
 	}
 	code, body = httpDo(t, tb, "GET", "/admin/v2/persistent/public/default/"+name+"/stats", "")
-	var ts broker.TopicStats
+	var ts topicstats.TopicStats
 	if code != 200 || json.Unmarshal([]byte(body), &ts) != nil || ts.OffloadedStorageSize <= 0 || ts.LastOffloadLedgerID != st.Ledgers[2].LedgerID {
 		t.Fatalf("topic stats: %d %s", code, body)
 	}

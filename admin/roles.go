@@ -13,6 +13,7 @@ import (
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/schema"
+	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
 // The API reaches the broker only through the small role interfaces
@@ -87,8 +88,8 @@ type TopicProperties interface {
 
 // TopicReads reads a topic's state and entries.
 type TopicReads interface {
-	TopicStats(ctx context.Context, topic string) (broker.TopicStats, error)
-	InternalStats(ctx context.Context, topic string) (broker.InternalStats, error)
+	TopicStats(ctx context.Context, topic string) (topicstats.TopicStats, error)
+	InternalStats(ctx context.Context, topic string) (topicstats.InternalStats, error)
 	LastMessageID(ctx context.Context, topic string) (broker.MessageID, error)
 	// ReadEntry returns the stored entry (a Pulsar batch) at id.
 	ReadEntry(ctx context.Context, topic string, id broker.MessageID) ([]byte, error)

@@ -15,6 +15,7 @@ import (
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
 	"github.com/magnetar-mq/magnetar/brokeradmin"
+	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
 // TestE2EStatsRates: a producer paced at a known rate and a consumer keeping
@@ -66,7 +67,7 @@ func TestE2EStatsRates(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	var st broker.TopicStats
+	var st topicstats.TopicStats
 	if err := json.Unmarshal(body, &st); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
+	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
 func (a *API) registerTopicRoutes(rt routeTable) {
@@ -213,9 +214,9 @@ func (a *API) httpDeleteTopic(w http.ResponseWriter, r *http.Request, p params) 
 // PartitionedTopicStats is Pulsar's partitioned-stats JSON: the
 // aggregate TopicStats plus per-partition stats.
 type PartitionedTopicStats struct {
-	broker.TopicStats
-	Metadata   broker.PartitionedMetadata   `json:"metadata"`
-	Partitions map[string]broker.TopicStats `json:"partitions"`
+	topicstats.TopicStats
+	Metadata   broker.PartitionedMetadata       `json:"metadata"`
+	Partitions map[string]topicstats.TopicStats `json:"partitions"`
 }
 
 // maxStatsPartitions bounds partitioned-stats: a topic with more
@@ -242,8 +243,8 @@ func (a *API) httpPartitionedStats(w http.ResponseWriter, r *http.Request, p par
 		writeError(w, http.StatusPreconditionFailed, fmt.Sprintf("%d partitions are too many to collect stats for (at most %d)", n, maxStatsPartitions))
 		return
 	}
-	out := PartitionedTopicStats{Metadata: broker.PartitionedMetadata{Partitions: n}, Partitions: map[string]broker.TopicStats{}}
-	sum := newStatsSum() // partitioned_stats.go
+	out := PartitionedTopicStats{Metadata: broker.PartitionedMetadata{Partitions: n}, Partitions: map[string]topicstats.TopicStats{}}
+	sum := topicstats.NewPartitioned()
 	for i := range n {
 		if r.Context().Err() != nil {
 			return // the client went away: stop collecting
@@ -257,30 +258,29 @@ func (a *API) httpPartitionedStats(w http.ResponseWriter, r *http.Request, p par
 			}
 			// A partition no client created yet: listed with zero
 			// stats, as Pulsar lists every partition.
-			st = broker.TopicStats{Publishers: []broker.PublisherStats{}, Subscriptions: map[string]broker.SubscriptionStats{},
-				Replication: map[string]broker.ReplicatorStats{}, DeduplicationStatus: "Disabled"}
+			st = topicstats.Empty("Disabled")
 		}
 		st = excludeClients(r, st)
-		sum.add(st)
+		sum.Add(st)
 		if r.URL.Query().Get("perPartition") != "false" {
 			out.Partitions[pn] = st
 		}
 	}
-	out.TopicStats = sum.out
+	out.TopicStats = sum.Stats()
 	writeJSON(w, http.StatusOK, out)
 }
 
 // excludeClients applies the stats options excludePublishers and
 // excludeConsumers: Pulsar then lists no publishers, and no consumers in
 // any subscription (empty lists, not absent ones).
-func excludeClients(r *http.Request, st broker.TopicStats) broker.TopicStats {
+func excludeClients(r *http.Request, st topicstats.TopicStats) topicstats.TopicStats {
 	q := r.URL.Query()
 	if q.Get("excludePublishers") == "true" {
-		st.Publishers = []broker.PublisherStats{}
+		st.Publishers = []topicstats.PublisherStats{}
 	}
 	if q.Get("excludeConsumers") == "true" {
 		for name, ss := range st.Subscriptions {
-			ss.Consumers = []broker.ConsumerStats{}
+			ss.Consumers = []topicstats.ConsumerStats{}
 			st.Subscriptions[name] = ss
 		}
 	}

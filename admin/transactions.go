@@ -15,6 +15,7 @@ import (
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/cluster"
+	"github.com/magnetar-mq/magnetar/topicstats"
 	"github.com/magnetar-mq/magnetar/txn"
 	"github.com/magnetar-mq/magnetar/txn/coordinator"
 )
@@ -25,7 +26,7 @@ type TxnCoordinators interface {
 	TxnCoordinator(ctx context.Context, id uint64) (*coordinator.Coordinator, error)
 	TxnCoordinatorCount() int
 	LoadedTxnCoordinators() []uint64
-	TxnLogStats(ctx context.Context, id uint64) (string, broker.InternalStats, error)
+	TxnLogStats(ctx context.Context, id uint64) (string, topicstats.InternalStats, error)
 	Cluster() *cluster.Service
 }
 

@@ -124,7 +124,7 @@ func topicCounts(t *testing.T, tb *testBroker, topic string) (producers, consume
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := v.Stats()
+	st := v.Snapshot(false)
 	if ss, ok := st.Subscriptions["s"]; ok {
 		consumers = len(ss.Consumers)
 	}
@@ -260,8 +260,8 @@ func TestConnClosedDuringPendingCreate(t *testing.T) {
 		if err1 != nil || err2 != nil {
 			return false
 		}
-		ss := v2.Stats().Subscriptions["s"]
-		return len(v1.Stats().Publishers) == 0 && len(ss.Consumers) == 0
+		ss := v2.Snapshot(false).Subscriptions["s"]
+		return len(v1.Snapshot(false).Publishers) == 0 && len(ss.Consumers) == 0
 	})
 }
 

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -664,12 +663,12 @@ func TestE2EUnsubscribe(t *testing.T) {
 	}
 }
 
-func getStats(t testing.TB, tb *testBroker, topic string) TopicStats {
+func getStats(t testing.TB, tb *testBroker, topic string) TopicSnapshot {
 	t.Helper()
 	return getStatsPath(t, tb, "persistent/public/default/"+topic)
 }
 
-func getStatsPath(t testing.TB, tb *testBroker, path string) TopicStats {
+func getStatsPath(t testing.TB, tb *testBroker, path string) TopicSnapshot {
 	t.Helper()
 	st, err := topicStats(tb.Broker, ctxT(t), strings.Replace(path, "/", "://", 1))
 	if err != nil {
@@ -687,7 +686,7 @@ func TestE2EStats(t *testing.T) {
 	sendAsyncAll(t, prod, 5, payloadMsg)
 	msgs := receiveN(t, cons, 5)
 	cons.Ack(msgs[0])
-	var st TopicStats
+	var st TopicSnapshot
 	waitUntil(t, "backlog 4 and 4 unacked", func() bool {
 		st = getStats(t, tb, topic)
 		s := st.Subscriptions["sub1"]
@@ -700,26 +699,19 @@ func TestE2EStats(t *testing.T) {
 		t.Fatalf("clientVersion %q", st.Publishers[0].ClientVersion)
 	}
 	sub := st.Subscriptions["sub1"]
-	if sub.Type != "Shared" || len(sub.Consumers) != 1 || sub.Consumers[0].Metadata["ck"] != "cv" {
+	if sub.Type != SubShared || len(sub.Consumers) != 1 || sub.Consumers[0].Metadata["ck"] != "cv" {
 		t.Fatalf("subscription stats %+v", sub)
 	}
-	if st.StorageSize <= 0 || st.AverageMsgSize <= 0 {
-		t.Fatalf("storage %d avg %v", st.StorageSize, st.AverageMsgSize)
+	if st.StorageSize <= 0 || st.BytesInCounter <= 0 {
+		t.Fatalf("storage %d, bytes in %d", st.StorageSize, st.BytesInCounter)
 	}
-	// JSON: integers stay integers.
-	body, err := json.Marshal(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(body), `"msgInCounter":5`) {
-		t.Fatalf("msgInCounter not an integer 5 in %s", body)
-	}
+	// Pulsar's JSON of these stats is package topicstats'.
 	// Unknown paths: 404 with a reason.
 	resp, err := http.Get("http://" + tb.HTTPAddr() + "/admin/v2/nothing/here")
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ = io.ReadAll(resp.Body)
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 404 || !strings.Contains(string(body), `"reason"`) {
 		t.Fatalf("unknown path: %d %s", resp.StatusCode, body)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
@@ -21,13 +22,14 @@ import (
 // PublishInterceptor, SendInterceptor, DispatchFilter, AckHook,
 // TopicHook, LedgerHook, TopicTicker, AttachHook, DeletionObserver, CommandSource,
 // BundleObserver, Lifecycle, CompactedReads, TopicPinner,
-// InternalStatsSource, SystemSubscriptions, PolicyWatcher,
-// CursorObserver and Admission (limits.go), StoreObserver, PolicyObserver,
-// TopicStatsSource, ReplicatedSubscriptions, DedupRecovery and
-// PublishLatencyObserver;
+// SystemSubscriptions, PolicyWatcher, CursorObserver and Admission
+// (limits.go), StoreObserver, PolicyObserver, ReplicatedSubscriptions,
+// DedupRecovery and PublishLatencyObserver;
 // Use finds them by type assertion, once, and registers every one it
 // finds: a PublishInterceptor meant for single entries (Entry.Attach)
 // must be a type of its own, or it is registered broker-wide too.
+// Packages outside the core find interfaces of their own among
+// Broker.Features (the stats sources of package topicstats).
 type Feature interface {
 	// Name names the feature in logs and errors.
 	Name() string
@@ -213,12 +215,6 @@ type TopicPinner interface {
 	Pinned(t Topic) bool
 }
 
-// InternalStatsSource adds a feature's part to a topic's internal stats
-// (the admin API's internal-stats), on the request's goroutine.
-type InternalStatsSource interface {
-	AddInternalStats(ctx context.Context, t Topic, out *InternalStats)
-}
-
 // SystemSubscriptions names subscriptions a feature keeps for its own
 // use (the compaction cursor): message TTL and backlog-quota eviction
 // leave them alone.
@@ -256,13 +252,6 @@ type StoreObserver interface {
 // loads with (TopicHook.LoadTopic sees that one).
 type PolicyObserver interface {
 	PolicyApplied(t Topic)
-}
-
-// TopicStatsSource adds a feature's part to a topic's stats (the admin
-// API's stats, /metrics), on the caller's goroutine, after the
-// publishers and before the subscriptions are filled in; no lock held.
-type TopicStatsSource interface {
-	AddTopicStats(t Topic, st *TopicStats)
 }
 
 // PublishLatencyObserver hears, for every entry a producer stored on a
@@ -342,6 +331,7 @@ const (
 
 // extensions are the registered features' hooks, fixed at Start.
 type extensions struct {
+	all     []Feature // in Use order
 	names   []string
 	publish []PublishInterceptor
 	send    []SendInterceptor
@@ -360,14 +350,12 @@ type extensions struct {
 	indexer    messageIndexer
 	compacted  CompactedReads
 	pinners    []TopicPinner
-	stats      []InternalStatsSource
 	system     map[string]bool // SystemSubscriptions
 	policy     PolicyWatcher   // limits.go
 	admission  []Admission     // limits.go
 	cursors    []CursorObserver
 	stored     []StoreObserver
 	policyObs  []PolicyObserver
-	topicStats []TopicStatsSource
 	latency    []PublishLatencyObserver
 	replSubs   ReplicatedSubscriptions
 	dedup      DedupRecovery
@@ -420,6 +408,7 @@ func (b *Broker) Use(f Feature) error {
 		}
 		x.commands[c.Type] = c
 	}
+	x.all = append(x.all, f)
 	x.names = append(x.names, f.Name())
 	collect(f, &x.publish)
 	collect(f, &x.send)
@@ -437,7 +426,6 @@ func (b *Broker) Use(f Feature) error {
 	setOne(f, &x.indexer)
 	setOne(f, &x.compacted)
 	collect(f, &x.pinners)
-	collect(f, &x.stats)
 	if h, ok := f.(SystemSubscriptions); ok {
 		for _, n := range h.SystemSubscriptions() {
 			if x.system == nil {
@@ -451,12 +439,19 @@ func (b *Broker) Use(f Feature) error {
 	collect(f, &x.cursors)
 	collect(f, &x.stored)
 	collect(f, &x.policyObs)
-	collect(f, &x.topicStats)
 	collect(f, &x.latency)
 	setOne(f, &x.replSubs)
 	setOne(f, &x.dedup)
 	collect(f, &x.lifecycle)
 	return nil
+}
+
+// Features returns the registered features, in Use order (fixed once
+// the broker started).
+func (b *Broker) Features() []Feature {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.ext.all)
 }
 
 // TopicSlot is one feature's value on each loaded topic (nil until set).

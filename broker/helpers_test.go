@@ -90,12 +90,12 @@ func subBacklog(t testing.TB, b *Broker, topic, sub string) int64 {
 // on the core's seams (Broker.Topic and the view's operations).
 
 // topicStats returns a topic's stats, loading it if it exists.
-func topicStats(b *Broker, ctx context.Context, topic string) (TopicStats, error) {
+func topicStats(b *Broker, ctx context.Context, topic string) (TopicSnapshot, error) {
 	v, err := b.Topic(ctx, topic)
 	if err != nil {
-		return TopicStats{}, err
+		return TopicSnapshot{}, err
 	}
-	return v.FullStats(), nil
+	return v.Snapshot(true), nil
 }
 
 // terminate terminates a topic.

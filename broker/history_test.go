@@ -69,21 +69,22 @@ func TestHistoryCountersMatchStats(t *testing.T) {
 	if tp == nil {
 		t.Fatal("topic not loaded")
 	}
-	st := tp.statsOpts(false)
-	want := TopicCounters{
-		MsgIn: st.MsgInCounter, BytesIn: st.BytesInCounter,
-		MsgOut: st.MsgOutCounter, BytesOut: st.BytesOutCounter,
-		Backlog: st.MsgBacklog, Storage: st.StorageSize,
+	st := Topic{tp}.Snapshot(false)
+	want := TopicCounters{MsgIn: st.MsgInCounter, BytesIn: st.BytesInCounter, Storage: st.StorageSize}
+	for _, ss := range st.Subscriptions {
+		want.MsgOut += ss.MsgOutCounter
+		want.BytesOut += ss.BytesOutCounter
+		want.Backlog += ss.MsgBacklog
 	}
 	if want.MsgIn != 20 || want.MsgOut != 20 || want.Backlog != 28 || want.Storage == 0 {
 		t.Fatalf("stats counters %+v: want 20 in, 20 out, backlog 8+20, storage > 0", want)
 	}
-	if got := tp.counters(); got != want {
+	if got := (Topic{tp}).Counters(); got != want {
 		t.Fatalf("counters %+v, stats %+v", got, want)
 	}
 	// The closure and what it shares, and a hand-over to each busy
-	// subscription's loop; statsOpts takes 25 here.
-	if a := testing.AllocsPerRun(100, func() { tp.counters() }); a > 8 {
+	// subscription's loop; Snapshot takes more.
+	if a := testing.AllocsPerRun(100, func() { Topic{tp}.Counters() }); a > 8 {
 		t.Errorf("counters allocates %.0f times, want at most 8", a)
 	}
 }

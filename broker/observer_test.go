@@ -17,8 +17,7 @@ import (
 
 // observer is a feature with the observing hooks (geo-replication's
 // seams): it counts the entries stored (data and markers apart) and the
-// policy refreshes, adds an entry to the topics' replication stats, and
-// records what replicated subscriptions' loops show it.
+// policy refreshes, and records what replicated subscriptions' loops show it.
 type observer struct {
 	data, markers, policies atomic.Int64
 
@@ -39,10 +38,6 @@ func (o *observer) Stored(_ Topic, marker bool) {
 
 func (o *observer) PolicyApplied(Topic) { o.policies.Add(1) }
 
-func (o *observer) AddTopicStats(_ Topic, st *TopicStats) {
-	st.Replication["observer"] = ReplicatorStats{MsgOutCount: o.data.Load()}
-}
-
 func (o *observer) MarkerRead(l SubLoop, marker int32, data []byte) {
 	if e, err := pulsarproto.ParseEntry(data); err != nil || len(e.Payload) == 0 {
 		panic("MarkerRead without the stored entry")
@@ -61,7 +56,7 @@ func (o *observer) MarkDeleteMoved(l SubLoop) {
 // TestObserverHooks: StoreObserver sees every stored entry once, a
 // producer's as data and a feature's (Topic.Append) as a marker;
 // PolicyObserver hears a loaded topic's policy refreshed after a change;
-// TopicStatsSource's part shows in the topic's stats; and
+// the snapshot tells replicated subscriptions; and
 // ReplicatedSubscriptions is called on replicated subscriptions only: the
 // marker read (never delivered) and the mark-delete moving as consumers
 // acknowledge.
@@ -124,9 +119,6 @@ func TestObserverHooks(t *testing.T) {
 	st, err := topicStats(tb.Broker, ctxT(t), topic)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if got := st.Replication["observer"].MsgOutCount; got != 3 {
-		t.Fatalf("stats source's part: %+v", st.Replication)
 	}
 	if !st.Subscriptions["repl"].IsReplicated || st.Subscriptions["plain"].IsReplicated {
 		t.Fatalf("replicated flags: repl %v, plain %v", st.Subscriptions["repl"].IsReplicated, st.Subscriptions["plain"].IsReplicated)

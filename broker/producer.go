@@ -148,21 +148,3 @@ func (p *producer) duplicate(seq uint64) {
 	p.mu.Unlock()
 	p.sink.sendReceipt(p.id, seq, 0, dupPosition)
 }
-
-// PublisherStats is one producer's part of TopicStats.
-type PublisherStats struct {
-	ProducerID              uint64            `json:"producerId"`
-	ProducerName            string            `json:"producerName"`
-	AccessMode              string            `json:"accessMode"`
-	ChunkedMessageRate      float64           `json:"chunkedMessageRate"`
-	SupportsPartialProducer bool              `json:"supportsPartialProducer"`
-	MsgRateIn               float64           `json:"msgRateIn"`
-	MsgThroughputIn         float64           `json:"msgThroughputIn"`
-	AverageMsgSize          float64           `json:"averageMsgSize"`
-	MsgInCounter            int64             `json:"msgInCounter"`
-	BytesInCounter          int64             `json:"bytesInCounter"`
-	Address                 string            `json:"address"`
-	ConnectedSince          string            `json:"connectedSince"`
-	ClientVersion           string            `json:"clientVersion"`
-	Metadata                map[string]string `json:"metadata"`
-}

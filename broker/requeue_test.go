@@ -131,7 +131,7 @@ func TestRequeueMillionUnacked(t *testing.T) {
 
 	// Stats every 10 ms, timed from before a leaves to the end.
 	probe := startLatencyProbe(t, 10*time.Millisecond, func() {
-		s.call(func() { _ = s.statsLocked() })
+		s.call(func() { _ = s.snapshotLocked() })
 	})
 	start := time.Now()
 	s.call(func() { s.removeConsumerLocked(a) })
@@ -341,8 +341,8 @@ func delayedRound(t *testing.T, delay time.Duration) bool {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	var st SubscriptionStats
-	s.call(func() { st = s.statsLocked() })
+	var st SubscriptionSnapshot
+	s.call(func() { st = s.snapshotLocked() })
 	if st.MsgDelayed != 0 {
 		t.Fatalf("msgDelayed = %d after all were sent", st.MsgDelayed)
 	}

@@ -242,7 +242,7 @@ func TestScaleLiveTopicsMemory(t *testing.T) {
 	// Every producer and consumer is connected while measured.
 	producers, consumers := 0, 0
 	tb.EachTopic(func(v Topic) bool {
-		st := v.Stats()
+		st := v.Snapshot(false)
 		producers += len(st.Publishers)
 		for _, ss := range st.Subscriptions {
 			consumers += len(ss.Consumers)

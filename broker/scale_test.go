@@ -313,7 +313,7 @@ func checkScaleMetrics(t *testing.T, tb *testBroker, n int, shape string) {
 	tb.EachTopic(func(v Topic) bool {
 		if v.TopicName().NamespaceName() == "public/default" {
 			topics++
-			subs += len(v.Stats().Subscriptions)
+			subs += len(v.Snapshot(false).Subscriptions)
 		}
 		return true
 	})

@@ -45,7 +45,7 @@ func produceN(t testing.TB, c pulsar.Client, topic string, n, size int) {
 }
 
 // subStats returns the stats of subscription sub of topic.
-func subStats(t testing.TB, tb *testBroker, topic, sub string) SubscriptionStats {
+func subStats(t testing.TB, tb *testBroker, topic, sub string) SubscriptionSnapshot {
 	t.Helper()
 	st, err := topicStats(tb.Broker, ctxT(t), topic)
 	if err != nil {

@@ -423,10 +423,6 @@ func (b *Broker) OwnedBundle(ctx context.Context, topic string) (string, error) 
 	return b.cluster.topicBundle(ctx, tn)
 }
 
-// LedgerInternalStats returns a managed ledger's internal stats in the
-// admin API's form (Pulsar's internal stats of a ledger).
-func LedgerInternalStats(ml ManagedLedger) InternalStats { return internalStatsOf(ml.Stats()) }
-
 // PositionBefore returns the last entry stored before pos (false: none).
 func (v Topic) PositionBefore(pos Position) (Position, bool) {
 	return prevPosition(v.t.ml.Stats().Ledgers, pos)

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"errors"
 
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -22,122 +21,9 @@ func (v Topic) Partition() int { return v.t.partition }
 // a single node).
 func (v Topic) BundleKey() string { return v.t.bundleKey }
 
-// FullStats returns the topic's stats as the admin API reports them:
-// Stats and the storage reads (earliest message in each backlog, last
-// publish time after a reload).
-func (v Topic) FullStats() TopicStats { return v.t.stats() }
-
 // CursorsMoved tells the CursorObservers that an operation moved cursors
 // of the topic (a held producer may resume).
 func (v Topic) CursorsMoved() { v.t.b.cursorsMoved(v.t) }
-
-// InternalStats is Pulsar's PersistentTopicInternalStats (subset).
-type InternalStats struct {
-	EntriesAddedCounter int64 `json:"entriesAddedCounter"`
-	NumberOfEntries     int64 `json:"numberOfEntries"`
-	TotalSize           int64 `json:"totalSize"`
-	// OffloadedSize and BookieSize split TotalSize (Magnetar): bytes in
-	// completed offloads, bytes still on the bookies.
-	OffloadedSize        int64                          `json:"offloadedSize"`
-	BookieSize           int64                          `json:"bookieSize"`
-	CurrentLedgerEntries int64                          `json:"currentLedgerEntries"`
-	CurrentLedgerSize    int64                          `json:"currentLedgerSize"`
-	LastConfirmedEntry   string                         `json:"lastConfirmedEntry"`
-	State                string                         `json:"state"`
-	Ledgers              []InternalLedgerInfo           `json:"ledgers"`
-	Cursors              map[string]InternalCursorStats `json:"cursors"`
-	// Compaction state (package compact); absent if never compacted.
-	CompactedLedger         *InternalLedgerInfo `json:"compactedLedger,omitempty"`
-	CompactionHorizon       string              `json:"compactionHorizon,omitempty"`
-	PendingCompactionLedger *int64              `json:"pendingCompactionLedger,omitempty"`
-}
-
-// InternalLedgerInfo is one ledger of InternalStats.
-type InternalLedgerInfo struct {
-	LedgerID  int64 `json:"ledgerId"`
-	Entries   int64 `json:"entries"`
-	Size      int64 `json:"size"`
-	Timestamp int64 `json:"timestamp"`
-	Offloaded bool  `json:"offloaded"`
-	// UnderReplicated is Pulsar's field (always false here).
-	UnderReplicated bool `json:"underReplicated"`
-	// BookkeeperDeleted (Magnetar): the bookie copy of the offloaded
-	// ledger is gone.
-	BookkeeperDeleted bool `json:"bookkeeperDeleted"`
-}
-
-// InternalCursorStats is one cursor of InternalStats.
-type InternalCursorStats struct {
-	MarkDeletePosition                       string `json:"markDeletePosition"`
-	ReadPosition                             string `json:"readPosition"`
-	CursorLedger                             int64  `json:"cursorLedger"`
-	State                                    string `json:"state"`
-	NumberOfEntriesSinceFirstNotAckedMessage int64  `json:"numberOfEntriesSinceFirstNotAckedMessage"`
-	TotalNonContiguousDeletedMessagesRange   int64  `json:"totalNonContiguousDeletedMessagesRange"`
-	MessagesConsumedCounter                  int64  `json:"messagesConsumedCounter"`
-	Durable                                  bool   `json:"durable"`
-	BacklogMessages                          int64  `json:"backlogMessages"`
-}
-
-// InternalStats returns Pulsar's internal stats of the topic (managed
-// ledger and cursors, and what the StatsHooks add).
-func (v Topic) InternalStats(ctx context.Context) InternalStats {
-	t := v.t
-	if !t.persistent() {
-		// As Pulsar's non-persistent topic: no storage, one empty
-		// cursor entry per subscription.
-		out := InternalStats{EntriesAddedCounter: t.msgIn.Load(), Ledgers: []InternalLedgerInfo{}, Cursors: map[string]InternalCursorStats{}}
-		for _, s := range *t.subList.Load() {
-			out.Cursors[s.name] = InternalCursorStats{}
-		}
-		return out
-	}
-	out := internalStatsOf(t.ml.Stats())
-	for _, h := range t.b.ext.stats {
-		h.AddInternalStats(ctx, v, &out)
-	}
-	return out
-}
-
-// internalStatsOf is Pulsar's PersistentTopicInternalStats of a managed
-// ledger.
-func internalStatsOf(s mledger.Stats) InternalStats {
-	out := InternalStats{
-		EntriesAddedCounter: s.EntriesAddedCounter,
-		NumberOfEntries:     s.NumberOfEntries,
-		TotalSize:           s.TotalSize,
-		OffloadedSize:       s.OffloadedSize,
-		BookieSize:          s.BookieSize,
-		LastConfirmedEntry:  toPos(s.LastConfirmed).String(),
-		State:               "LedgerOpened",
-		Ledgers:             []InternalLedgerInfo{},
-		Cursors:             map[string]InternalCursorStats{},
-	}
-	if s.Terminated {
-		out.State = "Terminated"
-	}
-	for _, l := range s.Ledgers {
-		out.Ledgers = append(out.Ledgers, InternalLedgerInfo{LedgerID: l.LedgerID, Entries: l.Entries, Size: l.Size, Timestamp: l.Timestamp,
-			Offloaded: l.Offload != nil && l.Offload.Complete, UnderReplicated: false,
-			BookkeeperDeleted: l.Offload != nil && l.Offload.BookkeeperDeleted})
-	}
-	if n := len(s.Ledgers); n > 0 {
-		out.CurrentLedgerEntries, out.CurrentLedgerSize = s.Ledgers[n-1].Entries, s.Ledgers[n-1].Size
-	}
-	for _, c := range s.Cursors {
-		out.Cursors[c.Name] = InternalCursorStats{
-			MarkDeletePosition:                       toPos(c.MarkDelete).String(),
-			ReadPosition:                             toPos(c.ReadPosition).String(),
-			CursorLedger:                             c.CursorLedger,
-			State:                                    "Open",
-			NumberOfEntriesSinceFirstNotAckedMessage: c.BacklogEntries,
-			TotalNonContiguousDeletedMessagesRange:   c.IndividuallyDeletedCount,
-			Durable:                                  c.Durable,
-			BacklogMessages:                          c.BacklogMessages,
-		}
-	}
-	return out
-}
 
 // LastMessageID returns the id of the topic's last message.
 func (v Topic) LastMessageID() MessageID {

@@ -4,28 +4,31 @@ import (
 	"context"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
 // Reads reads a topic's stats, state and entries (admin.TopicReads).
 type Reads struct{ b *broker.Broker }
 
-// TopicStats returns the stats of a topic, loading it if it exists.
-func (r Reads) TopicStats(ctx context.Context, topic string) (broker.TopicStats, error) {
+// TopicStats returns the stats of a topic, loading it if it exists
+// (package topicstats builds them, with the storage reads of the admin
+// API's stats).
+func (r Reads) TopicStats(ctx context.Context, topic string) (topicstats.TopicStats, error) {
 	t, err := r.b.Topic(ctx, topic)
 	if err != nil {
-		return broker.TopicStats{}, err
+		return topicstats.TopicStats{}, err
 	}
-	return t.FullStats(), nil
+	return topicstats.For(r.b).Full(t), nil
 }
 
 // InternalStats returns Pulsar's internal stats of a topic (managed
 // ledger and cursors).
-func (r Reads) InternalStats(ctx context.Context, topic string) (broker.InternalStats, error) {
+func (r Reads) InternalStats(ctx context.Context, topic string) (topicstats.InternalStats, error) {
 	t, err := r.b.Topic(ctx, topic)
 	if err != nil {
-		return broker.InternalStats{}, err
+		return topicstats.InternalStats{}, err
 	}
-	return t.InternalStats(ctx), nil
+	return topicstats.For(r.b).Internal(ctx, t), nil
 }
 
 // LastMessageID returns the id of the topic's last message.

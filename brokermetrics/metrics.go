@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
 // metricsCollector exports Pulsar's topic and subscription metric names
@@ -17,7 +18,7 @@ import (
 // Config.HideTopicLevelMetrics (exposeTopicLevelMetricsInPrometheus=false)
 // the topic metrics are summed per namespace instead, as Pulsar does:
 // the same names, labels cluster/namespace only, and no subscription or
-// replication series (nsmetrics.go: topicSums).
+// replication series (nsmetrics.go: emitSums).
 type metricsCollector struct{ b *broker.Broker }
 
 var (
@@ -107,23 +108,24 @@ func (mc metricsCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}()
 	hide := cfg.HideTopicLevelMetrics
-	nsSums := map[string]*topicSums{}
+	nsSums := map[string]*topicstats.Sums{}
 	defer func() {
 		for ns, m := range nsSums {
-			m.emit(ch, nsDescs, cluster, ns)
+			emitSums(ch, m, nsDescs, cluster, ns)
 		}
 	}()
+	stats := topicstats.For(b)
 	b.EachTopic(func(t broker.Topic) bool {
 		ns := t.TopicName().NamespaceName()
 		perNS[ns]++
-		st := t.Stats()
+		st := stats.Light(t)
 		if hide {
 			m := nsSums[ns]
 			if m == nil {
-				m = &topicSums{}
+				m = &topicstats.Sums{}
 				nsSums[ns] = m
 			}
-			m.add(&st)
+			m.Add(&st)
 		}
 		tot["pulsar_broker_topics_count"]++
 		tot["pulsar_broker_publish_rate_limit_times"] += float64(st.PublishRateLimitedTimes)
@@ -150,9 +152,9 @@ func (mc metricsCollector) Collect(ch chan<- prometheus.Metric) {
 		if hide {
 			return true
 		}
-		var one topicSums
-		one.add(&st)
-		one.emit(ch, topicDescs, cluster, ns, full)
+		var one topicstats.Sums
+		one.Add(&st)
+		emitSums(ch, &one, topicDescs, cluster, ns, full)
 		for name, ss := range st.Subscriptions {
 			sl := []string{cluster, ns, full, name}
 			sg := func(n string, v float64) {

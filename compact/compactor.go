@@ -10,6 +10,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/mledger"
+	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
 // position is the core's entry position.
@@ -67,7 +68,7 @@ var (
 	_ broker.CompactedReads      = (*Compactor)(nil)
 	_ broker.TopicHook           = (*Compactor)(nil)
 	_ broker.TopicPinner         = (*Compactor)(nil)
-	_ broker.InternalStatsSource = (*Compactor)(nil)
+	_ topicstats.InternalSource  = (*Compactor)(nil)
 	_ broker.SystemSubscriptions = (*Compactor)(nil)
 	_ broker.Lifecycle           = (*Compactor)(nil)
 	_ broker.LastReadableCursor  = (*compactedCursor)(nil)
@@ -333,9 +334,9 @@ func (x *Compactor) CompactionStatus(ctx context.Context, topic string) (status,
 	return st.status, st.lastErr, nil
 }
 
-// AddInternalStats implements broker.InternalStatsSource: the compaction
+// AddInternalStats implements topicstats.InternalSource: the compaction
 // fields of a topic's internal stats.
-func (x *Compactor) AddInternalStats(ctx context.Context, t broker.Topic, out *broker.InternalStats) {
+func (x *Compactor) AddInternalStats(ctx context.Context, t broker.Topic, out *topicstats.InternalStats) {
 	ml := t.Managed()
 	if ml == nil {
 		return
@@ -348,7 +349,7 @@ func (x *Compactor) AddInternalStats(ctx context.Context, t broker.Topic, out *b
 		return
 	}
 	out.CompactionHorizon = toPos(st.Horizon).String()
-	li := &broker.InternalLedgerInfo{LedgerID: st.Ledger}
+	li := &topicstats.InternalLedgerInfo{LedgerID: st.Ledger}
 	if r, _, err := ml.OpenCompactedLedger(ctx); err == nil {
 		li.Entries, li.Size = r.LastAddConfirmed()+1, r.Length()
 		r.Close()

@@ -22,6 +22,7 @@ import (
 	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/topichistory"
+	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
 //go:embed templates/*.html static/*
@@ -43,7 +44,7 @@ type Catalog interface {
 	PartitionedTopics(ctx context.Context, ns, domain string) ([]string, error)
 	Partitions(ctx context.Context, topic string) (int, error)
 	TopicExists(ctx context.Context, topic string) (bool, error)
-	TopicStats(ctx context.Context, topic string) (broker.TopicStats, error)
+	TopicStats(ctx context.Context, topic string) (topicstats.TopicStats, error)
 }
 
 // Live is the running broker: its URLs, bookies, sampled history,
@@ -53,7 +54,7 @@ type Live interface {
 	WebURL() string
 	Bookies() []broker.BookieStatus
 	History
-	LoadedTopicStats(topic string) (broker.TopicStats, bool)
+	LoadedTopicStats(topic string) (topicstats.TopicStats, bool)
 	Cluster() *cluster.Service
 }
 
@@ -79,8 +80,12 @@ type brokerSource struct {
 }
 
 func (s brokerSource) Cluster() *cluster.Service { return brokercluster.Service(s.b) }
-func (s brokerSource) LoadedTopicStats(topic string) (broker.TopicStats, bool) {
-	return s.b.LoadedTopicStats(topic)
+func (s brokerSource) LoadedTopicStats(topic string) (topicstats.TopicStats, bool) {
+	t, ok := s.b.LoadedTopic(topic)
+	if !ok {
+		return topicstats.TopicStats{}, false
+	}
+	return topicstats.For(s.b).Full(t), true
 }
 
 // Console serves the pages. It holds no state of its own beyond the

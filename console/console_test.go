@@ -18,6 +18,7 @@ import (
 	"github.com/magnetar-mq/magnetar/metadata/embedded"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/topichistory"
+	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
 func TestNiceCeilAndFormat(t *testing.T) {
@@ -124,11 +125,11 @@ func (f fakeSource) Partitions(context.Context, string) (int, error) { return 0,
 func (f fakeSource) TopicExists(context.Context, string) (bool, error) {
 	return false, nil
 }
-func (f fakeSource) LoadedTopicStats(string) (broker.TopicStats, bool) {
-	return broker.TopicStats{}, false
+func (f fakeSource) LoadedTopicStats(string) (topicstats.TopicStats, bool) {
+	return topicstats.TopicStats{}, false
 }
-func (f fakeSource) TopicStats(context.Context, string) (broker.TopicStats, error) {
-	return broker.TopicStats{}, broker.ErrTopicNotFound
+func (f fakeSource) TopicStats(context.Context, string) (topicstats.TopicStats, error) {
+	return topicstats.TopicStats{}, broker.ErrTopicNotFound
 }
 
 func TestErrorPages(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/httpapi"
+	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
 // tenantRow is one line of the overview's tenant table.
@@ -170,7 +171,7 @@ func (c *Console) namespace(w http.ResponseWriter, r *http.Request, p httpapi.Pa
 // stats returns a topic's stats: on a single broker it loads the topic
 // (as the admin API's stats do); in a cluster only topics loaded here are
 // shown, so listing a namespace never takes bundles from other brokers.
-func (c *Console) stats(r *http.Request, topic string) (broker.TopicStats, bool) {
+func (c *Console) stats(r *http.Request, topic string) (topicstats.TopicStats, bool) {
 	if c.src.Cluster() != nil {
 		return c.src.LoadedTopicStats(topic)
 	}
@@ -178,7 +179,7 @@ func (c *Console) stats(r *http.Request, topic string) (broker.TopicStats, bool)
 	return st, err == nil
 }
 
-func (row *topicRow) add(st broker.TopicStats) {
+func (row *topicRow) add(st topicstats.TopicStats) {
 	row.Loaded = true
 	row.Producers += len(st.Publishers)
 	row.Subscriptions = max(row.Subscriptions, len(st.Subscriptions))

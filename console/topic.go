@@ -5,9 +5,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/topichistory"
+	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
 // partitionRow is one partition in a partitioned topic's page.
@@ -28,7 +28,7 @@ type subRow struct {
 	Unacked          int64
 	MsgRateOut       float64
 	MsgThroughputOut float64
-	Consumers        []broker.ConsumerStats
+	Consumers        []topicstats.ConsumerStats
 	// AdminPath is the subscription's admin REST path: the page's script
 	// calls the admin API itself, so every action passes the same
 	// authentication and authorization as any admin client.
@@ -41,7 +41,7 @@ type topicData struct {
 	Partitions  []partitionRow
 	// Loaded is false when a clustered broker does not serve the topic.
 	Loaded      bool
-	Stats       broker.TopicStats
+	Stats       topicstats.TopicStats
 	Subs        []subRow
 	AdminBase   string
 	HistoryURL  string
@@ -65,7 +65,7 @@ func (c *Console) topic(w http.ResponseWriter, r *http.Request, p httpapi.Params
 	path, _ := topicPath(full)
 	d := topicData{Name: full, Partitioned: n > 0, AdminBase: "/admin/v2/" + path,
 		HistoryURL: Prefix + "/topics/" + path + "/history", IntervalSec: c.src.HistoryInterval().Seconds()}
-	d.Stats = broker.TopicStats{Subscriptions: map[string]broker.SubscriptionStats{}}
+	d.Stats = topicstats.TopicStats{Subscriptions: map[string]topicstats.SubscriptionStats{}}
 	if n > 0 {
 		for i := 0; i < n; i++ {
 			pn := partitionName(full, i)
@@ -172,7 +172,7 @@ func (c *Console) redirectToOwner(w http.ResponseWriter, r *http.Request, topic 
 }
 
 // merge adds one topic's (or partition's) stats to sum.
-func merge(sum *broker.TopicStats, st broker.TopicStats) {
+func merge(sum *topicstats.TopicStats, st topicstats.TopicStats) {
 	sum.MsgRateIn += st.MsgRateIn
 	sum.MsgRateOut += st.MsgRateOut
 	sum.MsgThroughputIn += st.MsgThroughputIn

@@ -13,6 +13,7 @@ import (
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
+	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
 // CursorName is the cursor holding a topic's snapshots (Pulsar's name).
@@ -350,9 +351,9 @@ func (s *Snapshots) PolicyApplied(t broker.Topic) {
 	}()
 }
 
-// AddTopicStats implements broker.TopicStatsSource: a deduplicating
+// AddTopicStats implements topicstats.Source: a deduplicating
 // topic whose state is not recovered yet is "Recovering", as in Pulsar.
-func (s *Snapshots) AddTopicStats(t broker.Topic, st *broker.TopicStats) {
+func (s *Snapshots) AddTopicStats(t broker.Topic, st *topicstats.TopicStats) {
 	ml := t.Managed()
 	if ml == nil || st.DeduplicationStatus != "Enabled" {
 		return

@@ -11,6 +11,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
 // Replication is geo-replication, a feature of one broker (Enable).
@@ -32,7 +33,7 @@ var (
 	_ broker.TopicHook               = (*Replication)(nil)
 	_ broker.StoreObserver           = (*Replication)(nil)
 	_ broker.PolicyObserver          = (*Replication)(nil)
-	_ broker.TopicStatsSource        = (*Replication)(nil)
+	_ topicstats.Source              = (*Replication)(nil)
 	_ broker.TopicPinner             = (*Replication)(nil)
 	_ broker.ReplicatedSubscriptions = (*Replication)(nil)
 	_ broker.Lifecycle               = (*Replication)(nil)
@@ -118,8 +119,8 @@ func (f *Replication) PolicyApplied(t broker.Topic) {
 	}
 }
 
-// AddTopicStats fills TopicStats.Replication (broker.TopicStatsSource).
-func (f *Replication) AddTopicStats(t broker.Topic, ts *broker.TopicStats) {
+// AddTopicStats fills TopicStats.Replication (topicstats.Source).
+func (f *Replication) AddTopicStats(t broker.Topic, ts *topicstats.TopicStats) {
 	if st := f.topic.Get(t); st != nil {
 		st.addStats(ts)
 	}

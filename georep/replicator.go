@@ -15,6 +15,7 @@ import (
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
+	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
 // Replicators (docs/geo-replication.md). For each persistent topic
@@ -412,10 +413,10 @@ func (r *replicator) prepare(e broker.LedgerEntry) *replItem {
 	return it
 }
 
-func (r *replicator) stats() broker.ReplicatorStats {
+func (r *replicator) stats() topicstats.ReplicatorStats {
 	entries, _ := r.cur.Backlog()
 	rate, thr := r.rates.Update(r.msgOut.Load(), r.bytesOut.Load())
-	st := broker.ReplicatorStats{
+	st := topicstats.ReplicatorStats{
 		MsgRateOut: rate, MsgThroughputOut: thr,
 		ReplicationBacklog: entries,
 		Connected:          r.connected.Load(),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/policy"
+	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
 // topicState is geo-replication's state of one loaded persistent topic
@@ -190,7 +191,7 @@ func (st *topicState) busy() bool {
 // addStats fills the replication section of the topic's stats: one entry
 // per remote cluster replicated to or from (inbound: the replicator
 // producers of other clusters publishing here).
-func (st *topicState) addStats(ts *broker.TopicStats) {
+func (st *topicState) addStats(ts *topicstats.TopicStats) {
 	out := ts.Replication
 	for _, r := range st.replicators() {
 		out[r.remote] = r.stats()

@@ -66,26 +66,30 @@ var allowed = map[string][]string{
 	// backlog quotas, inactive topics, rate limits) and idle topic
 	// unloading behind the Admission and Limits the core declares.
 	"enforcement": {"broker", "policy", "protocol", "ratelimit"},
+	// topicstats: Pulsar's topic stats shapes (TopicStats, internal
+	// stats, partitioned and namespace sums) built from the core's
+	// read-only snapshots; features add their parts as Sources.
+	"topicstats": {"broker", "mledger", "policy"},
 	// brokermetrics: /metrics (Prometheus), read through the core's
 	// views; the core declares the publish latency hook it feeds.
-	"brokermetrics": {"broker", "auth", "httpapi"},
+	"brokermetrics": {"broker", "topicstats", "auth", "httpapi"},
 	// topichistory: the console's per-topic history (rates, backlog,
 	// storage size), sampled from the core's counters.
 	"topichistory": {"broker", "internal"},
 	// ratelimit: token buckets in debt; knows no broker.
 	"ratelimit": {},
 	// compact: topic compaction and read_compacted subscriptions.
-	"compact": {"broker", "mledger", "protocol", "internal/codec"},
+	"compact": {"broker", "topicstats", "mledger", "protocol", "internal/codec"},
 	// tiered: tiered storage, the topics' offload policies and the
 	// admin API's offload trigger (the managed ledger offloads).
 	"tiered": {"broker", "mledger", "offload", "policy"},
 	// dedupsnap: deduplication snapshots in the pulsar.dedup cursor.
-	"dedupsnap": {"broker", "mledger", "protocol"},
+	"dedupsnap": {"broker", "topicstats", "mledger", "protocol"},
 	// georep: geo-replication (replicators, replicated subscriptions).
-	"georep": {"broker", "mledger", "policy", "protocol", "pulsarclient", "auth"},
+	"georep": {"broker", "topicstats", "mledger", "policy", "protocol", "pulsarclient", "auth"},
 	// txn/server: a broker's transactions (coordinators served, the
 	// participant side of its topics).
-	"txn/server": {"broker", "brokercluster", "txn", "mledger", "metadata", "protocol", "cluster", "auth", "pulsarclient"},
+	"txn/server": {"broker", "brokercluster", "topicstats", "txn", "mledger", "metadata", "protocol", "cluster", "auth", "pulsarclient"},
 	// brokercluster: the broker's cluster membership (package cluster)
 	// behind the core's Ownership seam, joined through Deps.JoinCluster.
 	"brokercluster": {"broker", "bundle", "cluster", "metadata", "protocol"},
@@ -97,8 +101,8 @@ var allowed = map[string][]string{
 	// brokeradmin: the admin roles over the core's seams (registry,
 	// topic views, loaded-topics walk, policies, ownership); the core
 	// never imports it.
-	"brokeradmin": {"broker", "brokercluster", "cluster", "metadata", "policy", "protocol"},
-	"admin":       {"internal", "broker", "brokeradmin", "policy", "protocol", "auth", "bundle", "cluster", "isolation", "schema", "txn", "httpapi", "metadata", "ledgerinfo", "dynconfig", "ledger"},
+	"brokeradmin": {"broker", "brokercluster", "topicstats", "cluster", "metadata", "policy", "protocol"},
+	"admin":       {"internal", "broker", "brokeradmin", "topicstats", "policy", "protocol", "auth", "bundle", "cluster", "isolation", "schema", "txn", "httpapi", "metadata", "ledgerinfo", "dynconfig", "ledger"},
 	"schema":      {},
 	// dynconfig: the broker's dynamic configuration over the policy
 	// store's defaults overlay.
@@ -110,7 +114,7 @@ var allowed = map[string][]string{
 	// coordinator (its log is a managed ledger).
 	"txn":     {"internal", "mledger", "metadata", "protocol", "txn"},
 	"proxy":   {"internal", "metadata", "protocol", "auth", "cluster", "httpapi"},
-	"console": {"internal", "broker", "brokeradmin", "brokercluster", "topichistory", "policy", "bundle", "cluster", "auth", "httpapi"},
+	"console": {"internal", "broker", "brokeradmin", "brokercluster", "topicstats", "topichistory", "policy", "bundle", "cluster", "auth", "httpapi"},
 	// functions: the function worker (REST routes declared on an httpapi
 	// table, state and assignments in the metadata store). functions/sdk is linked into
 	// user programs and imports only the client (and what it imports); the

@@ -9,6 +9,7 @@ import (
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/brokercluster"
 	"github.com/magnetar-mq/magnetar/cluster"
+	"github.com/magnetar-mq/magnetar/topicstats"
 	"github.com/magnetar-mq/magnetar/txn"
 	"github.com/magnetar-mq/magnetar/txn/coordinator"
 )
@@ -222,17 +223,17 @@ func (s *Server) Cluster() *cluster.Service { return brokercluster.Service(s.b) 
 
 // TxnLogStats is a coordinator log's managed-ledger name and internal stats
 // (Pulsar's coordinatorInternalStats).
-func (s *Server) TxnLogStats(ctx context.Context, id uint64) (string, broker.InternalStats, error) {
+func (s *Server) TxnLogStats(ctx context.Context, id uint64) (string, topicstats.InternalStats, error) {
 	if _, err := s.tc.get(ctx, id); err != nil {
-		return "", broker.InternalStats{}, err
+		return "", topicstats.InternalStats{}, err
 	}
 	s.tc.mu.Lock()
 	l := s.tc.mu.coords[id]
 	s.tc.mu.Unlock()
 	if l == nil || l.log == nil {
-		return "", broker.InternalStats{}, fmt.Errorf("%w: transaction coordinator %d was unloaded", coordinator.ErrClosed, id)
+		return "", topicstats.InternalStats{}, fmt.Errorf("%w: transaction coordinator %d was unloaded", coordinator.ErrClosed, id)
 	}
 	// Pulsar's managed-ledger naming: tenant/namespace/domain/local.
 	name := "pulsar/system/persistent/" + strings.TrimPrefix(l.log.name, "persistent://pulsar/system/")
-	return name, broker.LedgerInternalStats(l.log.ml), nil
+	return name, topicstats.Ledger(l.log.ml.Stats()), nil
 }

@@ -1,9 +1,7 @@
-package admin
+package topicstats
 
 import (
 	"testing"
-
-	"github.com/magnetar-mq/magnetar/broker"
 )
 
 // TestPartitionedStatsAggregateAsPulsar: partitioned-stats adds its
@@ -15,30 +13,30 @@ import (
 // replicators connected only if all are, and what Pulsar does not add
 // (offload ledger, connection addresses, timestamps) left at zero.
 func TestPartitionedStatsAggregateAsPulsar(t *testing.T) {
-	sub := func(backlog int64, typ string, consumers ...broker.ConsumerStats) map[string]broker.SubscriptionStats {
-		return map[string]broker.SubscriptionStats{"s": {MsgBacklog: backlog, Type: typ, IsDurable: true, LastAckedTimestamp: 99,
+	sub := func(backlog int64, typ string, consumers ...ConsumerStats) map[string]SubscriptionStats {
+		return map[string]SubscriptionStats{"s": {MsgBacklog: backlog, Type: typ, IsDurable: true, LastAckedTimestamp: 99,
 			Consumers: consumers, ConsumersAfterMarkDeletePosition: map[string]string{}, SubscriptionProperties: map[string]string{"k": typ}}}
 	}
-	parts := []broker.TopicStats{
+	parts := []TopicStats{
 		{MsgRateIn: 1, MsgInCounter: 10, BytesInCounter: 1000, AverageMsgSize: 100, StorageSize: 5, OffloadedStorageSize: 7,
 			OngoingTxnCount: 4, LastOffloadLedgerID: 12, OldestBacklogMessageAgeSeconds: 30, OldestBacklogMessageSubscriptionName: "s",
 			DelayedMessageIndexSizeInBytes: 2, NonContiguousDeletedMessagesRanges: 1, EarliestMsgPublishTimeInBacklogs: 500,
 			DeduplicationStatus: "Enabled",
-			Publishers:          []broker.PublisherStats{{ProducerName: "a", Address: "h:1", MsgRateIn: 1, MsgThroughputIn: 10, AverageMsgSize: 100}},
-			Subscriptions:       sub(3, "Shared", broker.ConsumerStats{ConsumerName: "x", AvailablePermits: 5, UnackedMessages: 1}),
-			Replication:         map[string]broker.ReplicatorStats{"r": {Connected: true, ReplicationDelayInSeconds: 5, ReplicationBacklog: 1, OutboundConnection: "h:2"}}},
+			Publishers:          []PublisherStats{{ProducerName: "a", Address: "h:1", MsgRateIn: 1, MsgThroughputIn: 10, AverageMsgSize: 100}},
+			Subscriptions:       sub(3, "Shared", ConsumerStats{ConsumerName: "x", AvailablePermits: 5, UnackedMessages: 1}),
+			Replication:         map[string]ReplicatorStats{"r": {Connected: true, ReplicationDelayInSeconds: 5, ReplicationBacklog: 1, OutboundConnection: "h:2"}}},
 		{OngoingTxnCount: 2, OldestBacklogMessageAgeSeconds: 50, OldestBacklogMessageSubscriptionName: "t", StorageSize: 6,
-			Publishers:    []broker.PublisherStats{},
-			Subscriptions: sub(4, "Shared", broker.ConsumerStats{ConsumerName: "y", AvailablePermits: 7}),
-			Replication:   map[string]broker.ReplicatorStats{"r": {Connected: false, ReplicationDelayInSeconds: 9, ReplicationBacklog: 2}}},
+			Publishers:    []PublisherStats{},
+			Subscriptions: sub(4, "Shared", ConsumerStats{ConsumerName: "y", AvailablePermits: 7}),
+			Replication:   map[string]ReplicatorStats{"r": {Connected: false, ReplicationDelayInSeconds: 9, ReplicationBacklog: 2}}},
 		{MsgRateIn: 5, MsgInCounter: 1, BytesInCounter: 50, AverageMsgSize: 50, OngoingTxnCount: 3, EarliestMsgPublishTimeInBacklogs: 400,
-			Publishers: []broker.PublisherStats{{ProducerName: "b", MsgRateIn: 2, AverageMsgSize: 50}, {ProducerName: "c", MsgRateIn: 3, AverageMsgSize: 20}},
-			Subscriptions: sub(5, "Key_Shared", broker.ConsumerStats{ConsumerName: "z", AvailablePermits: 1},
-				broker.ConsumerStats{ConsumerName: "w", AvailablePermits: 2})},
+			Publishers: []PublisherStats{{ProducerName: "b", MsgRateIn: 2, AverageMsgSize: 50}, {ProducerName: "c", MsgRateIn: 3, AverageMsgSize: 20}},
+			Subscriptions: sub(5, "Key_Shared", ConsumerStats{ConsumerName: "z", AvailablePermits: 1},
+				ConsumerStats{ConsumerName: "w", AvailablePermits: 2})},
 	}
-	s := newStatsSum()
+	s := NewPartitioned()
 	for _, p := range parts {
-		s.add(p)
+		s.Add(p)
 	}
 	a := s.out
 	if a.MsgRateIn != 6 || a.MsgInCounter != 11 || a.BytesInCounter != 1050 || a.StorageSize != 11 || a.OffloadedStorageSize != 7 ||

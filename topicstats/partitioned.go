@@ -1,12 +1,10 @@
-package admin
+package topicstats
 
 import (
 	"maps"
-
-	"github.com/magnetar-mq/magnetar/broker"
 )
 
-// statsSum is the aggregate of partitioned-stats, built as Pulsar's
+// Partitioned is the aggregate of partitioned-stats, built as Pulsar's
 // PartitionedTopicStatsImpl (TopicStatsImpl.add, with its
 // PublisherStatsImpl, SubscriptionStatsImpl, ConsumerStatsImpl and
 // ReplicatorStatsImpl add) builds it, partition by partition
@@ -37,18 +35,22 @@ import (
 // Magnetar's own fields follow the same rules: the creation time is the
 // earliest of the partitions', the last publish the latest, the
 // replicators' message and byte counts are summed.
-type statsSum struct {
-	out   broker.TopicStats
+type Partitioned struct {
+	out   TopicStats
 	count int
 	// pubs counts the partitions added into each aggregate publisher
 	// (its averageMsgSize is their mean).
 	pubs []int
 }
 
-func newStatsSum() *statsSum {
-	return &statsSum{out: broker.TopicStats{Publishers: []broker.PublisherStats{},
-		Subscriptions: map[string]broker.SubscriptionStats{}, Replication: map[string]broker.ReplicatorStats{}}}
+// NewPartitioned returns an empty aggregate.
+func NewPartitioned() *Partitioned {
+	return &Partitioned{out: TopicStats{Publishers: []PublisherStats{},
+		Subscriptions: map[string]SubscriptionStats{}, Replication: map[string]ReplicatorStats{}}}
 }
+
+// Stats returns the aggregate of the partitions added so far.
+func (s *Partitioned) Stats() TopicStats { return s.out }
 
 // mean folds v into an average of n-1 values, as Pulsar's running mean.
 func mean(avg float64, n int, v float64) float64 {
@@ -63,7 +65,8 @@ func earliest(a, b int64) int64 {
 	return max(a, b)
 }
 
-func (s *statsSum) add(st broker.TopicStats) {
+// Add adds the next partition's stats.
+func (s *Partitioned) Add(st TopicStats) {
 	a := &s.out
 	s.count++
 	a.MsgRateIn += st.MsgRateIn
@@ -92,7 +95,7 @@ func (s *statsSum) add(st broker.TopicStats) {
 	}
 	for i, p := range st.Publishers {
 		if i == len(a.Publishers) {
-			a.Publishers = append(a.Publishers, broker.PublisherStats{})
+			a.Publishers = append(a.Publishers, PublisherStats{})
 			s.pubs = append(s.pubs, 0)
 		}
 		ap := &a.Publishers[i]
@@ -104,7 +107,7 @@ func (s *statsSum) add(st broker.TopicStats) {
 	for name, ss := range st.Subscriptions {
 		as, ok := a.Subscriptions[name]
 		if !ok {
-			as = broker.SubscriptionStats{Consumers: []broker.ConsumerStats{},
+			as = SubscriptionStats{Consumers: []ConsumerStats{},
 				ConsumersAfterMarkDeletePosition: map[string]string{}, SubscriptionProperties: map[string]string{}}
 		}
 		addSubscription(&as, ss)
@@ -138,7 +141,7 @@ func (s *statsSum) add(st broker.TopicStats) {
 }
 
 // addSubscription is Pulsar's SubscriptionStatsImpl.add.
-func addSubscription(a *broker.SubscriptionStats, s broker.SubscriptionStats) {
+func addSubscription(a *SubscriptionStats, s SubscriptionStats) {
 	a.MsgRateOut += s.MsgRateOut
 	a.MsgThroughputOut += s.MsgThroughputOut
 	a.BytesOutCounter += s.BytesOutCounter
@@ -159,7 +162,7 @@ func addSubscription(a *broker.SubscriptionStats, s broker.SubscriptionStats) {
 	a.IsDurable = a.IsDurable || s.IsDurable
 	if len(a.Consumers) != len(s.Consumers) {
 		for _, c := range s.Consumers {
-			var n broker.ConsumerStats
+			var n ConsumerStats
 			addConsumer(&n, c)
 			a.Consumers = append(a.Consumers, n)
 		}
@@ -178,7 +181,7 @@ func addSubscription(a *broker.SubscriptionStats, s broker.SubscriptionStats) {
 }
 
 // addConsumer is Pulsar's ConsumerStatsImpl.add.
-func addConsumer(a *broker.ConsumerStats, c broker.ConsumerStats) {
+func addConsumer(a *ConsumerStats, c ConsumerStats) {
 	a.MsgRateOut += c.MsgRateOut
 	a.MessageAckRate += c.MessageAckRate
 	a.MsgThroughputOut += c.MsgThroughputOut

@@ -1,0 +1,369 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/magnetar-mq/magnetar/broker/selector"
+	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
+)
+
+// The read-only seam the stats, metrics and history packages
+// (topicstats, brokermetrics, topichistory) have on the core: what the
+// core counts of a topic, its producers, subscriptions and consumers,
+// read without changing it. Package topicstats builds Pulsar's stats
+// shapes (JSON) from a TopicSnapshot; the core builds none.
+//
+// Counters are cumulative since the topic (producer, consumer) loaded
+// (messages in count only stored messages, see topic.countIn); rates
+// are those of the last window of the stats loop (stats.go): every
+// reader sees the same rates until the next tick, and the first window
+// of a new topic or client reads 0.
+
+// TopicSnapshot is one loaded topic's state and counters.
+type TopicSnapshot struct {
+	MsgInCounter, BytesInCounter int64
+	MsgRateIn, MsgThroughputIn   float64
+	PublishRateLimitedTimes      int64
+	// Deduplicating: broker-wide or by policy.
+	Deduplicating bool
+	// OwnerBroker is the serving broker's id (web host:port).
+	OwnerBroker string
+	// Created is when the topic was created (unix ms; a non-persistent
+	// topic: loaded); LastPublish when a message was last stored (0:
+	// never or not known).
+	Created, LastPublish int64
+	// StorageEntries and StorageSize are the retained entries and bytes
+	// (persistent topics).
+	StorageEntries, StorageSize int64
+	// Offload holds the offload figures of storage that offloads (nil:
+	// it does not).
+	Offload           *OffloadSnapshot
+	WaitingPublishers int
+	Publishers        []PublisherSnapshot
+	Subscriptions     map[string]SubscriptionSnapshot
+}
+
+// OffloadSnapshot is the offload part of a TopicSnapshot.
+type OffloadSnapshot struct {
+	OffloadedSize, LastLedgerID int64
+	// LastSuccess and LastFailure are unix ms (0: never).
+	LastSuccess, LastFailure int64
+}
+
+// Client is what a producer or consumer told of itself when it came.
+type Client struct {
+	Address        string
+	ConnectedSince time.Time
+	ClientVersion  string
+	Metadata       map[string]string // nil: none
+}
+
+// PublisherSnapshot is one producer's part of a TopicSnapshot.
+type PublisherSnapshot struct {
+	ProducerID                   uint64
+	ProducerName, AccessMode     string
+	MsgInCounter, BytesInCounter int64
+	MsgRateIn, MsgThroughputIn   float64
+	Client
+}
+
+// SubscriptionSnapshot is one subscription's part of a TopicSnapshot,
+// taken on its loop.
+type SubscriptionSnapshot struct {
+	Type                       SubType
+	IsDurable, IsReplicated    bool
+	BacklogEntries, MsgBacklog int64
+	UnackedMessages            int64 // its consumers' sum
+	MsgDelayed                 int64
+	// BlockedSubscriptionOnUnackedMsgs: dispatch stopped at
+	// maxUnackedMessagesPerSubscription.
+	BlockedSubscriptionOnUnackedMsgs bool
+	// KeySharedMode is STICKY or AUTO_SPLIT for a Key_Shared
+	// subscription ("" otherwise).
+	KeySharedMode                                    string
+	ActiveConsumerName                               string
+	MsgOutCounter, BytesOutCounter                   int64
+	MsgRateOut, MsgThroughputOut                     float64
+	MsgRateRedeliver, MessageAckRate, MsgRateExpired float64
+	TotalMsgExpired                                  int64
+	// Unix ms of the last expiry, ack, delivery and FLOW (0: none).
+	LastExpire, LastAck, LastConsumed, LastFlow int64
+	// EarliestPublish is the publish time (unix ms) of the first
+	// unacknowledged message (storage reads only; 0: not known).
+	EarliestPublish int64
+	Consumers       []ConsumerSnapshot
+}
+
+// ConsumerSnapshot is one consumer's part of a SubscriptionSnapshot.
+type ConsumerSnapshot struct {
+	ConsumerName                      string
+	AvailablePermits, UnackedMessages int64
+	BlockedConsumerOnUnackedMsgs      bool
+	MsgOutCounter, BytesOutCounter    int64
+	MsgRateOut, MsgThroughputOut      float64
+	MsgRateRedeliver, MessageAckRate  float64
+	AvgMessagesPerEntry               int
+	// Unix ms of the last ack, delivery and FLOW (0: none).
+	LastAck, LastConsumed, LastFlow int64
+	// ReadPositionWhenJoining ("" unless it recently joined a
+	// Key_Shared subscription) and KeyHashRanges (Key_Shared).
+	ReadPositionWhenJoining string
+	KeyHashRanges           []string
+	Client
+}
+
+// Snapshot reads the topic's state and counters. With storageReads it
+// also reads the first unacknowledged entry of every subscription with a
+// backlog (EarliestPublish) and, once after a load, the last entry
+// (LastPublish): storage reads the admin API's stats make and a metrics
+// scrape does not. Subscriptions are read on their loops; one that
+// closes meanwhile is left out.
+func (v Topic) Snapshot(storageReads bool) TopicSnapshot {
+	t := v.t
+	in := t.inWin.get()
+	st := TopicSnapshot{
+		MsgInCounter: t.msgIn.Load(), BytesInCounter: t.bytesIn.Load(),
+		MsgRateIn: in[winMsgs], MsgThroughputIn: in[winBytes],
+		PublishRateLimitedTimes: t.limits.publishLimited.Load(),
+		Deduplicating:           t.dedupEnabled(),
+		OwnerBroker:             t.b.net.brokerID(),
+		Created:                 t.created,
+		Subscriptions:           map[string]SubscriptionSnapshot{},
+	}
+	if !t.persistent() {
+		st.Created = t.loadedAt.UnixMilli()
+	} else {
+		if storageReads {
+			recoverLastPublish(t)
+		}
+		st.StorageEntries, st.StorageSize = t.ml.Size()
+		if _, ok := t.ml.(offloadable); ok {
+			ms := t.ml.Stats()
+			st.Offload = &OffloadSnapshot{OffloadedSize: ms.OffloadedSize, LastLedgerID: ms.Offload.LastOffloadLedgerID,
+				LastSuccess: ms.Offload.LastOffloadSuccessMillis, LastFailure: ms.Offload.LastOffloadFailureMillis}
+		}
+	}
+	st.LastPublish = t.lastPublish.Load()
+	t.mu.Lock()
+	st.WaitingPublishers = len(t.mu.waiting)
+	st.Publishers = make([]PublisherSnapshot, 0, len(t.mu.producers))
+	for _, p := range t.mu.producers {
+		r := p.win.get()
+		st.Publishers = append(st.Publishers, PublisherSnapshot{
+			ProducerID: p.id, ProducerName: p.name, AccessMode: accessModeName(p.accessMode),
+			MsgInCounter: p.msgIn.Load(), BytesInCounter: p.bytesIn.Load(),
+			MsgRateIn: r[winMsgs], MsgThroughputIn: r[winBytes],
+			Client: Client{Address: p.address, ConnectedSince: p.connectedSince, ClientVersion: p.clientVersion, Metadata: p.metadata},
+		})
+	}
+	subs := make([]*subscription, 0, len(t.mu.subs))
+	for _, s := range t.mu.subs {
+		subs = append(subs, s)
+	}
+	t.mu.Unlock()
+	for _, s := range subs {
+		var ss SubscriptionSnapshot
+		if !s.call(func() { ss = s.snapshotLocked() }) {
+			continue
+		}
+		if storageReads && ss.MsgBacklog > 0 {
+			ss.EarliestPublish = earliestInBacklog(t, s)
+		}
+		st.Subscriptions[s.name] = ss
+	}
+	return st
+}
+
+// snapshotLocked reads the subscription's state and counters (loop
+// only).
+func (s *subscription) snapshotLocked() SubscriptionSnapshot {
+	entries, msgs := s.cur.Backlog()
+	r := s.win.get()
+	st := SubscriptionSnapshot{
+		Type: s.typ, IsDurable: s.cur.Durable(), IsReplicated: s.replicated.Load(),
+		BacklogEntries: entries, MsgBacklog: msgs,
+		BlockedSubscriptionOnUnackedMsgs: s.blocked,
+		MsgOutCounter:                    s.msgOut, BytesOutCounter: s.bytesOut,
+		MsgRateOut: r[winMsgs], MsgThroughputOut: r[winBytes],
+		MsgRateRedeliver: r[winRedeliver], MessageAckRate: r[winAcks], MsgRateExpired: r[winExpired],
+		TotalMsgExpired: s.expiredN.Load(), LastExpire: s.lastExpire.Load(),
+		LastAck: s.lastAck, LastConsumed: s.lastConsume, LastFlow: s.lastFlow,
+		Consumers: make([]ConsumerSnapshot, 0, len(s.consumers)),
+	}
+	if ks, ok := s.sel.(*selector.KeyShared[*consumer]); ok && s.typ == SubKeyShared {
+		st.KeySharedMode = "AUTO_SPLIT"
+		if ks.Sticky() {
+			st.KeySharedMode = "STICKY"
+		}
+	}
+	if x := s.extra; x != nil {
+		st.MsgDelayed = int64(x.delayedMsgs)
+	}
+	if fs, ok := s.sel.(*selector.Failover[*consumer]); ok {
+		if a := fs.Active(); a != nil {
+			st.ActiveConsumerName = a.name
+		}
+	} else if len(s.consumers) > 0 && s.typ == SubExclusive {
+		st.ActiveConsumerName = s.consumers[0].name
+	}
+	for _, c := range s.consumers {
+		st.UnackedMessages += int64(c.unackedMsg)
+		cr := c.win.get()
+		st.Consumers = append(st.Consumers, ConsumerSnapshot{
+			ConsumerName: c.name, AvailablePermits: int64(max(c.permits, 0)), UnackedMessages: int64(c.unackedMsg),
+			BlockedConsumerOnUnackedMsgs: c.blocked,
+			MsgOutCounter:                c.msgOut, BytesOutCounter: c.bytesOut,
+			MsgRateOut: cr[winMsgs], MsgThroughputOut: cr[winBytes],
+			MsgRateRedeliver: cr[winRedeliver], MessageAckRate: cr[winAcks],
+			AvgMessagesPerEntry: c.avgPerEntry(),
+			LastAck:             c.lastAck, LastConsumed: c.lastSent, LastFlow: c.lastFlow,
+			ReadPositionWhenJoining: c.joinPosString(), KeyHashRanges: s.keyHashRanges(c),
+			Client: Client{Address: c.address, ConnectedSince: c.connectedSince, ClientVersion: c.clientVersion, Metadata: c.metadata},
+		})
+	}
+	return st
+}
+
+// earliestInBacklog returns the publish time (unix ms) of the first
+// unacknowledged message of s, 0 when unknown.
+func earliestInBacklog(t *topic, s *subscription) int64 {
+	ca, ok := s.cur.(*cursorAdapter)
+	if !ok || !t.persistent() {
+		return 0
+	}
+	next, ok := nextPosition(ca.ml.Stats().Ledgers, ca.c.MarkDeletePosition())
+	if !ok {
+		return 0
+	}
+	data, err := t.ml.ReadEntry(toPos(next))
+	if err != nil {
+		return 0
+	}
+	pt, err := entryPublishTime(data)
+	if err != nil {
+		return 0
+	}
+	return pt
+}
+
+// recoverLastPublish sets lastPublish, once per load, to the publish time
+// of the topic's last entry when nothing was stored since the load (a
+// storage read: the admin API's stats only).
+func recoverLastPublish(t *topic) {
+	if !t.persistent() || t.lastPublish.Load() != 0 || t.pubRecovered.Swap(true) {
+		return
+	}
+	pos, ok := t.ml.LastConfirmed()
+	if !ok {
+		return
+	}
+	data, err := t.ml.ReadEntry(pos)
+	if err != nil {
+		t.pubRecovered.Store(false) // try again on the next stats
+		return
+	}
+	if pt, err := entryPublishTime(data); err == nil && pt > 0 {
+		t.lastPublish.CompareAndSwap(0, pt)
+	}
+}
+
+// ConnBytesIn returns the bytes read from client connections (binary
+// protocol) since the broker started.
+func (b *Broker) ConnBytesIn() int64 { return b.connBytesIn.Load() }
+
+// TopicCounters are a topic's cumulative counters, the sum of its
+// subscriptions' backlogs (messages) and its stored bytes: what the
+// history sampler (package topichistory) reads on every tick.
+type TopicCounters struct {
+	MsgIn, BytesIn, MsgOut, BytesOut int64
+	Backlog, Storage                 int64
+}
+
+// Counters reads what a history sample needs, the counters, backlog and
+// storage size that Snapshot reports, without taking a snapshot (which
+// allocates for every publisher, subscription and consumer, over every
+// loaded topic on each tick; TestScaleTopicsMemory guards it).
+func (v Topic) Counters() TopicCounters {
+	t := v.t
+	c := TopicCounters{MsgIn: t.msgIn.Load(), BytesIn: t.bytesIn.Load()}
+	if t.persistent() {
+		_, c.Storage = t.ml.Size()
+	}
+	var buf [4]*subscription
+	subs := buf[:0]
+	t.mu.Lock()
+	for _, s := range t.mu.subs {
+		subs = append(subs, s)
+	}
+	t.mu.Unlock()
+	if len(subs) == 0 {
+		return c
+	}
+	// One closure for all the subscriptions (call hands it to the
+	// subscription's loop when busy, so it lives on the heap); it runs
+	// to completion or not at all before call returns.
+	var sub *subscription
+	read := func() {
+		_, backlog := sub.cur.Backlog()
+		c.Backlog += backlog
+		c.MsgOut += sub.msgOut
+		c.BytesOut += sub.bytesOut
+	}
+	for _, s := range subs {
+		sub = s
+		s.call(read)
+	}
+	return c
+}
+
+// LoadedTopic returns the view of topic (or one partition) if this
+// broker has it loaded; unlike Topic it never loads it.
+func (b *Broker) LoadedTopic(topic string) (Topic, bool) {
+	tn, err := parseTopicName(topic)
+	if err != nil {
+		return Topic{}, false
+	}
+	t := b.lookupTopic(tn.String())
+	if t == nil || t.isClosed() {
+		return Topic{}, false
+	}
+	return Topic{t}, true
+}
+
+// handleConsumerStats answers CONSUMER_STATS with the consumer's part of
+// its subscription's snapshot (rates of the last stats window).
+func (c *conn) handleConsumerStats(m *pb.CommandConsumerStats) {
+	rid := m.GetRequestId()
+	resp := &pb.CommandConsumerStatsResponse{RequestId: &rid}
+	var ss SubscriptionSnapshot
+	var cs ConsumerSnapshot
+	found := false
+	if cc := c.consumer(m.GetConsumerId()); cc != nil && cc.sub != nil {
+		s, co := cc.sub, cc.c
+		s.call(func() {
+			ss = s.snapshotLocked()
+			for i, x := range s.consumers {
+				if x == co {
+					cs, found = ss.Consumers[i], true
+				}
+			}
+		})
+	}
+	if !found {
+		resp.ErrorCode = pb.ServerError_ConsumerNotFound.Enum()
+		resp.ErrorMessage = ptr("Consumer not found")
+	} else {
+		resp.MsgRateOut, resp.MsgThroughputOut = ptr(cs.MsgRateOut), ptr(cs.MsgThroughputOut)
+		resp.MsgRateRedeliver, resp.MessageAckRate = ptr(cs.MsgRateRedeliver), ptr(cs.MessageAckRate)
+		resp.ConsumerName = ptr(cs.ConsumerName)
+		resp.AvailablePermits = ptr(uint64(max(cs.AvailablePermits, 0)))
+		resp.UnackedMessages = ptr(uint64(max(cs.UnackedMessages, 0)))
+		resp.BlockedConsumerOnUnackedMsgs = ptr(cs.BlockedConsumerOnUnackedMsgs)
+		resp.Address = ptr(cs.Address)
+		resp.ConnectedSince = ptr(cs.ConnectedSince.UTC().Format(time.RFC3339Nano))
+		resp.Type = ptr(ss.Type.String())
+		resp.MsgRateExpired = ptr(ss.MsgRateExpired)
+		resp.MsgBacklog = ptr(uint64(max(ss.MsgBacklog, 0)))
+	}
+	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_CONSUMER_STATS_RESPONSE.Enum(), ConsumerStatsResponse: resp})
+}
