@@ -39,9 +39,10 @@
 // clusters, and the primitives that register, change and delete topics
 // with the features' admissions and deletion observers), topic lookup
 // (Broker.Topic) and the primitives on a topic's view (viewops.go:
-// stats, termination, creating, deleting and moving subscriptions;
+// termination, creating, deleting and moving subscriptions;
 // other work on a subscription's cursor runs on its loop through
-// Subscription.Call), the loaded topics' walk
+// Subscription.Call), its read-only snapshot (Topic.Snapshot, from which
+// package topicstats builds the stats), the loaded topics' walk
 // (EachTopic), policies (Policies, PolicyDefaults) and ownership
 // (brokercluster.Service, OwnedBundle, URLs, Ready, HealthCheck). The core never
 // imports brokeradmin. *Broker itself keeps what the features and the
@@ -168,14 +169,11 @@
 //	PolicyObserver              the goroutine refreshing     nothing         open and delete cursors,      block long
 //	  .PolicyApplied            the topic's policy                           start goroutines, wait for
 //	                                                                         its own to stop
-//	TopicStatsSource            the stats request's          nothing         fill its part of TopicStats   take topic locks
-//	  .AddTopicStats
 //	PublishLatencyObserver      managed-ledger callback      (ledger's)      observe a histogram (leaf     block
 //	  .ObservePublishLatency    (append order)                               locks)
 //	ReplicatedSubscriptions     subscription loop            (loop owner)    SubSlot, SubLoop.Acknowledge  block, Subscription.Call
 //	  .MarkerRead,              (replicated subscriptions                    (from Subscription.Do),
 //	  .MarkDeleteMoved          only)                                        append markers (async)
-//	InternalStatsSource         the admin request's          nothing         read its own state, I/O       change the topic
 //	SystemSubscriptions         Broker.Use                   b.mu            return fixed names            call the broker
 //	Lifecycle.Start / .Close    Broker.Start / .Close        nothing         I/O; Close must tolerate a
 //	                                                                         feature never started
@@ -305,10 +303,18 @@
 // the connection's reads, dispatch stops a subscription until a timer,
 // subscribe refuses with TooManyRequests), backlog quotas (a Quota;
 // held sends, held.go), message TTL, inactive topics and idle
-// subscriptions are the feature package enforcement's. Rates in stats
-// are per fixed window rolled by one timer (Config.StatsUpdateInterval,
-// stats.go); counters count stored messages only. docs/policies.md has
-// the rules.
+// subscriptions are the feature package enforcement's. docs/policies.md
+// has the rules.
+//
+// The core builds no stats shape: it counts (cumulative counters; messages
+// in count stored messages only) and rolls rates per fixed window with one
+// timer (Config.StatsUpdateInterval, stats.go), and Topic.Snapshot
+// (snapshot.go) reads a topic, its producers, subscriptions (on their
+// loops) and consumers as plain values. Package topicstats builds Pulsar's
+// TopicStats, internal stats and their sums from snapshots for the admin
+// API, /metrics and the console; a feature adds its part to them
+// (geo-replication's replication section, compaction's internal fields)
+// as a topicstats Source, found among Broker.Features.
 //
 // # Many topics
 //
@@ -336,7 +342,7 @@
 //
 // Lock order (docs/locking.md has the full table): topic.held (held
 // sends) > topic.mu > topic.limits.mu, producer.mu. No topic lock is
-// held while a TopicHook, PolicyObserver, TopicStatsSource or Lifecycle
+// held while a TopicHook, PolicyObserver, topicstats Source or Lifecycle
 // hook runs, so a feature may wait there for goroutines of its own that
 // call the topic (georep's replicators). Broker.mu, conn.mu,
 // the outbound queue lock, topic.last, subscription.run and the policy

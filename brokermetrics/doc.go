@@ -8,7 +8,8 @@
 // It lives outside the broker core (issue 32): the core only counts (its
 // rate windows, counters and the connection byte counter) and this
 // package reads those through the core's read-only views —
-// Broker.EachTopic and Topic.Stats for the topics, Broker.ConnBytesIn,
+// Broker.EachTopic and package topicstats (over Topic.Snapshot) for the
+// topics, Broker.ConnBytesIn,
 // Broker.Bookies and Broker.Policies — at scrape time. It hears each
 // stored entry's publish latency through the core's
 // PublishLatencyObserver extension point.

@@ -20,7 +20,7 @@
 //     a compacted reader) and Unwrap (the core finds the durable cursor).
 //   - TopicHook (a topic's compactor state, in a broker.TopicSlot),
 //     TopicPinner (a topic being compacted is not idle-unloaded),
-//     InternalStatsSource (the compaction fields of internal stats),
+//     topicstats.InternalSource (the compaction fields of internal stats),
 //     SystemSubscriptions (the __compaction cursor, which keeps the data
 //     after the horizon, is exempt from TTL and backlog quotas).
 //   - Lifecycle: the threshold monitor (every Config.MonitorInterval,

@@ -34,7 +34,7 @@
 // Wiring: Enable(b) or EnableWith(b, o) before b.Start. The feature
 // implements broker.DedupRecovery, PublishInterceptor (it sees each
 // stored entry in order), TopicTicker, TopicHook, PolicyObserver and
-// TopicStatsSource; each topic's snapshots are written
+// topicstats.Source; each topic's snapshots are written
 // by one goroutine of its own, so the publish path never waits for
 // storage.
 package dedupsnap

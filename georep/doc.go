@@ -24,7 +24,7 @@
 //     clusters change; the namespace's (and, while replicated, the
 //     topic's) policies are watched so that writes made in other
 //     clusters apply at once.
-//   - TopicStatsSource: TopicStats.Replication, one entry per remote
+//   - topicstats.Source: TopicStats.Replication, one entry per remote
 //     replicated to (the replicator) or from (its producer here), and
 //     the replicators' rates added to the topic's msgRateOut.
 //   - TopicPinner: a topic with replicators is not idle-unloaded.
