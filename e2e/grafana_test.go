@@ -78,7 +78,7 @@ func TestPromMetrics(t *testing.T) {
 // grafana/: panel targets and query variables.
 func dashboardExprs(t *testing.T) map[string][]string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("..", "..", "grafana", "*.json"))
+	files, err := filepath.Glob(filepath.Join("..", "grafana", "*.json"))
 	if err != nil || len(files) < 3 {
 		t.Fatalf("want the broker, bookie and journal dashboards under grafana/, found %v (%v)", files, err)
 	}
