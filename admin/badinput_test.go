@@ -256,7 +256,7 @@ func TestErrorCheckCatchesLeaks(t *testing.T) {
 	defer ec.srv.Close()
 	want := 0
 	for p, a := range answers {
-		code, body := httpDoAt(t, ec.url, "", "GET", p, "")
+		code, body := httpDoAt(t, ec.url, nil, "GET", p, "")
 		if code != a.code || body != a.body {
 			t.Fatalf("%s through the proxy: %d %q, want %d %q", p, code, body, a.code, a.body)
 		}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/magnetar-mq/magnetar/auth"
-	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
@@ -22,27 +20,25 @@ import (
 // not set is done (204).
 
 func (a *API) registerBookieAffinityRoutes(rt routeTable) {
-	const p = "/admin/v2/namespaces/{tenant}/{ns}/persistence/bookieAffinity"
-	rt.Add(httpapi.Route{Method: "GET", Pattern: p, Access: auth.AccessSuperUser, Response: policy.BookieAffinityGroup{},
-		Handler: a.onNamespace(func(w http.ResponseWriter, r *http.Request, ns string) {
+	superResource{Item: "/admin/v2/namespaces/{tenant}/{ns}/persistence/bookieAffinity", ItemType: policy.BookieAffinityGroup{},
+		Get: a.onNamespace(func(w http.ResponseWriter, r *http.Request, ns string) {
 			pol, err := a.pol.Get(r.Context(), ns)
 			if err != nil {
 				a.serviceError(w, err)
 				return
 			}
 			writePolicyValue(w, pol.BookieAffinityGroup)
-		})})
-	rt.Add(httpapi.Route{Method: "POST", Pattern: p, Access: auth.AccessSuperUser, Request: policy.BookieAffinityGroup{},
-		Handler: a.onNamespace(func(w http.ResponseWriter, r *http.Request, ns string) {
+		}),
+		Set: a.onNamespace(func(w http.ResponseWriter, r *http.Request, ns string) {
 			var g policy.BookieAffinityGroup
 			if decodeBody(w, r, &g, "body must be a BookieAffinityGroupData JSON object") {
 				a.replyDone(w, a.setBookieAffinity(r.Context(), ns, &g))
 			}
-		})})
-	rt.Add(httpapi.Route{Method: "DELETE", Pattern: p, Access: auth.AccessSuperUser,
-		Handler: a.onNamespace(func(w http.ResponseWriter, r *http.Request, ns string) {
+		}),
+		Delete: a.onNamespace(func(w http.ResponseWriter, r *http.Request, ns string) {
 			a.replyDone(w, a.setBookieAffinity(r.Context(), ns, nil))
-		})})
+		}),
+	}.add(rt)
 }
 
 func (a *API) setBookieAffinity(ctx context.Context, ns string, g *policy.BookieAffinityGroup) error {

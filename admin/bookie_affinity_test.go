@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/magnetar-mq/magnetar/policy"
@@ -23,9 +22,7 @@ func TestBookieAffinityGroup(t *testing.T) {
 	s.call(t, "acme-admin", "GET", p, "", 403)
 	s.call(t, "root", "POST", p, `{"bookkeeperAffinityGroupPrimary":"g1,g2","bookkeeperAffinityGroupSecondary":"g3"}`, 204)
 	var got policy.BookieAffinityGroup
-	if err := json.Unmarshal([]byte(s.call(t, "root", "GET", p, "", 200)), &got); err != nil {
-		t.Fatal(err)
-	}
+	s.getJSON(t, "root", p, &got)
 	if got != (policy.BookieAffinityGroup{Primary: "g1,g2", Secondary: "g3"}) {
 		t.Fatalf("read back %+v", got)
 	}

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/magnetar-mq/magnetar/auth"
-	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/ledger"
 	"github.com/magnetar-mq/magnetar/metadata"
 )
@@ -28,58 +26,64 @@ import (
 
 func (a *API) registerRackRoutes(rt routeTable) {
 	const base = "/admin/v2/bookies/racks-info"
-	rt.Add(httpapi.Route{Method: "GET", Pattern: base, Access: auth.AccessSuperUser, Response: ledger.RackInfo{},
-		Handler: func(w http.ResponseWriter, r *http.Request, _ params) {
+	superResource{List: base, Item: base + "/{bookie}", ListType: ledger.RackInfo{}, ItemType: ledger.BookieInfo{},
+		GetAll: func(w http.ResponseWriter, r *http.Request, _ params) {
 			ri, err := a.rackInfo(r.Context())
 			a.reply(w, ri, err)
-		}})
-	rt.Add(httpapi.Route{Method: "GET", Pattern: base + "/{bookie}", Access: auth.AccessSuperUser, Response: ledger.BookieInfo{},
-		Handler: func(w http.ResponseWriter, r *http.Request, p params) {
-			ri, err := a.rackInfo(r.Context())
-			if err != nil {
-				a.serviceError(w, err)
-				return
+		},
+		Get:    a.httpBookieRack,
+		Set:    a.httpSetBookieRack,
+		Delete: a.httpDeleteBookieRack,
+	}.add(rt)
+}
+
+func (a *API) httpBookieRack(w http.ResponseWriter, r *http.Request, p params) {
+	ri, err := a.rackInfo(r.Context())
+	if err != nil {
+		a.serviceError(w, err)
+		return
+	}
+	for _, bs := range ri {
+		if bi, ok := bs[p["bookie"]]; ok {
+			writeJSON(w, http.StatusOK, bi)
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, "Bookie address not found: "+p["bookie"])
+}
+
+func (a *API) httpSetBookieRack(w http.ResponseWriter, r *http.Request, p params) {
+	group := r.URL.Query().Get("group")
+	var bi ledger.BookieInfo
+	if !decodeBody(w, r, &bi, "body must be a BookieInfo JSON object {\"rack\", \"hostname\"}") {
+		return
+	}
+	if !rackName(group) || strings.Contains(group, "/") || (bi.Rack != "" && !rackName(bi.Rack)) || !rackName(p["bookie"]) || len(bi.Hostname) > 255 {
+		writeError(w, http.StatusPreconditionFailed, "a group (?group=) and the bookie take letters, digits and -_.:, a rack also /")
+		return
+	}
+	a.replyDone(w, a.updateRackInfo(r.Context(), func(ri ledger.RackInfo) {
+		for _, bs := range ri {
+			delete(bs, p["bookie"])
+		}
+		if ri[group] == nil {
+			ri[group] = map[string]ledger.BookieInfo{}
+		}
+		ri[group][p["bookie"]] = bi
+	}))
+}
+
+// httpDeleteBookieRack removes the bookie from every group (and a group
+// left empty).
+func (a *API) httpDeleteBookieRack(w http.ResponseWriter, r *http.Request, p params) {
+	a.replyDone(w, a.updateRackInfo(r.Context(), func(ri ledger.RackInfo) {
+		for g, bs := range ri {
+			delete(bs, p["bookie"])
+			if len(bs) == 0 {
+				delete(ri, g)
 			}
-			for _, bs := range ri {
-				if bi, ok := bs[p["bookie"]]; ok {
-					writeJSON(w, http.StatusOK, bi)
-					return
-				}
-			}
-			writeError(w, http.StatusNotFound, "Bookie address not found: "+p["bookie"])
-		}})
-	rt.Add(httpapi.Route{Method: "POST", Pattern: base + "/{bookie}", Access: auth.AccessSuperUser, Request: ledger.BookieInfo{},
-		Handler: func(w http.ResponseWriter, r *http.Request, p params) {
-			group := r.URL.Query().Get("group")
-			var bi ledger.BookieInfo
-			if !decodeBody(w, r, &bi, "body must be a BookieInfo JSON object {\"rack\", \"hostname\"}") {
-				return
-			}
-			if !rackName(group) || strings.Contains(group, "/") || (bi.Rack != "" && !rackName(bi.Rack)) || !rackName(p["bookie"]) || len(bi.Hostname) > 255 {
-				writeError(w, http.StatusPreconditionFailed, "a group (?group=) and the bookie take letters, digits and -_.:, a rack also /")
-				return
-			}
-			a.replyDone(w, a.updateRackInfo(r.Context(), func(ri ledger.RackInfo) {
-				for _, bs := range ri {
-					delete(bs, p["bookie"])
-				}
-				if ri[group] == nil {
-					ri[group] = map[string]ledger.BookieInfo{}
-				}
-				ri[group][p["bookie"]] = bi
-			}))
-		}})
-	rt.Add(httpapi.Route{Method: "DELETE", Pattern: base + "/{bookie}", Access: auth.AccessSuperUser,
-		Handler: func(w http.ResponseWriter, r *http.Request, p params) {
-			a.replyDone(w, a.updateRackInfo(r.Context(), func(ri ledger.RackInfo) {
-				for g, bs := range ri {
-					delete(bs, p["bookie"])
-					if len(bs) == 0 {
-						delete(ri, g)
-					}
-				}
-			}))
-		}})
+		}
+	}))
 }
 
 // rackName accepts a non-empty name of letters, digits and -_.:/ (at

@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 
 	"github.com/magnetar-mq/magnetar/ledger"
@@ -19,16 +18,14 @@ func TestRacksInfo(t *testing.T) {
 	s.call(t, "root", "POST", base+"/b2:3181?group=g1", `{"rack":"/r2"}`, 204)
 	s.call(t, "root", "POST", base+"/b2:3181?group=g2", `{"rack":"/r2"}`, 204) // moves b2
 	var ri ledger.RackInfo
-	if err := json.Unmarshal([]byte(s.call(t, "root", "GET", base, "", 200)), &ri); err != nil {
-		t.Fatal(err)
-	}
+	s.getJSON(t, "root", base, &ri)
 	want := ledger.RackInfo{"g1": {"b1:3181": {Rack: "/r1", Hostname: "b1"}}, "g2": {"b2:3181": {Rack: "/r2"}}}
 	if len(ri) != 2 || ri["g1"]["b1:3181"] != want["g1"]["b1:3181"] || ri["g2"]["b2:3181"] != want["g2"]["b2:3181"] || len(ri["g1"]) != 1 {
 		t.Fatalf("racks-info %+v, want %+v", ri, want)
 	}
 	var bi ledger.BookieInfo
-	if err := json.Unmarshal([]byte(s.call(t, "root", "GET", base+"/b1:3181", "", 200)), &bi); err != nil || bi.Rack != "/r1" {
-		t.Fatalf("b1's entry %+v %v", bi, err)
+	if s.getJSON(t, "root", base+"/b1:3181", &bi); bi.Rack != "/r1" {
+		t.Fatalf("b1's entry %+v", bi)
 	}
 	// Placement reads the same node.
 	stored, err := ledger.ReadRackInfo(context.Background(), s.Metadata())

@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -61,18 +60,7 @@ func TestClientLibraryVersionCheck(t *testing.T) {
 		mustHTTP(t, tb, "PUT", one, "1", http.StatusNoContent)
 		get := func(path, ua string) (int, string) {
 			t.Helper()
-			req, err := http.NewRequest("GET", "http://"+tb.HTTPAddr()+path, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("User-Agent", ua) // "": none is sent
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			return resp.StatusCode, string(b)
+			return httpDoAt(t, "http://"+tb.HTTPAddr(), http.Header{"User-Agent": {ua}}, "GET", path, "") // "": none is sent
 		}
 		clients := []string{"", "Pulsar-CPP-v1.20", "Pulsar-CPP-v1.21", "Pulsar-Java-v3.0.0", "Go-http-client/1.1"}
 		allAdmitted := func(when string) {

@@ -225,7 +225,11 @@ func httpDo(t testing.TB, tb *testBroker, method, path, body string) (int, strin
 // sent as JSON.
 func httpDoAs(t testing.TB, tb *testBroker, authz, method, path, body string) (int, string) {
 	t.Helper()
-	return httpDoAt(t, tb.web, authz, method, path, body)
+	var h http.Header
+	if authz != "" {
+		h = http.Header{"Authorization": {authz}}
+	}
+	return httpDoAt(t, tb.web, h, method, path, body)
 }
 
 // httpDirect is httpDo to the broker's own listener, not through the
@@ -233,10 +237,12 @@ func httpDoAs(t testing.TB, tb *testBroker, authz, method, path, body string) (i
 // proxy would answer for it).
 func httpDirect(t testing.TB, tb *testBroker, method, path, body string) (int, string) {
 	t.Helper()
-	return httpDoAt(t, "http://"+tb.HTTPAddr(), "", method, path, body)
+	return httpDoAt(t, "http://"+tb.HTTPAddr(), nil, method, path, body)
 }
 
-func httpDoAt(t testing.TB, base, authz, method, path, body string) (int, string) {
+// httpDoAt sends a request to the server at base with the headers h (a
+// header set to "" is not sent: User-Agent ""); a body is sent as JSON.
+func httpDoAt(t testing.TB, base string, h http.Header, method, path, body string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
 	if err != nil {
@@ -245,8 +251,8 @@ func httpDoAt(t testing.TB, base, authz, method, path, body string) (int, string
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if authz != "" {
-		req.Header.Set("Authorization", authz)
+	for k, v := range h {
+		req.Header[k] = v
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

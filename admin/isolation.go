@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/magnetar-mq/magnetar/auth"
-	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/isolation"
 	"github.com/magnetar-mq/magnetar/policy"
 )
@@ -24,28 +22,17 @@ import (
 func (a *API) registerIsolationRoutes(rt routeTable) {
 	const c = "/admin/v2/clusters/{cluster}"
 	const nip = c + "/namespaceIsolationPolicies"
-	rt.Add(
-		httpapi.Route{Method: "GET", Pattern: c + "/failureDomains", Access: auth.AccessSuperUser,
-			Response: map[string]isolation.FailureDomain{}, Handler: a.httpFailureDomains},
-		httpapi.Route{Method: "GET", Pattern: c + "/failureDomains/{domain}", Access: auth.AccessSuperUser,
-			Response: isolation.FailureDomain{}, Handler: a.httpFailureDomain()},
-		httpapi.Route{Method: "POST", Pattern: c + "/failureDomains/{domain}", Access: auth.AccessSuperUser,
-			Request: isolation.FailureDomain{}, Handler: a.httpSetFailureDomain()},
-		httpapi.Route{Method: "DELETE", Pattern: c + "/failureDomains/{domain}", Access: auth.AccessSuperUser,
-			Handler: a.httpDeleteFailureDomain()},
-		httpapi.Route{Method: "GET", Pattern: nip, Access: auth.AccessSuperUser,
-			Response: map[string]isolation.Policy{}, Handler: a.httpIsolationPolicies()},
-		httpapi.Route{Method: "GET", Pattern: nip + "/{policy}", Access: auth.AccessSuperUser,
-			Response: isolation.Policy{}, Handler: a.httpIsolationPolicy()},
-		httpapi.Route{Method: "POST", Pattern: nip + "/{policy}", Access: auth.AccessSuperUser,
-			Request: isolation.Policy{}, Handler: a.httpSetIsolationPolicy()},
-		httpapi.Route{Method: "DELETE", Pattern: nip + "/{policy}", Access: auth.AccessSuperUser,
-			Handler: a.httpDeleteIsolationPolicy()},
-		httpapi.Route{Method: "GET", Pattern: nip + "/brokers", Access: auth.AccessSuperUser,
-			Response: []isolation.BrokerData{}, Handler: a.httpIsolationBrokers()},
-		httpapi.Route{Method: "GET", Pattern: nip + "/brokers/{broker}", Access: auth.AccessSuperUser,
-			Response: isolation.BrokerData{}, Handler: a.httpIsolationBroker()},
-	)
+	superResource{List: c + "/failureDomains", Item: c + "/failureDomains/{domain}",
+		ListType: map[string]isolation.FailureDomain{}, ItemType: isolation.FailureDomain{},
+		GetAll: a.httpFailureDomains, Get: a.httpFailureDomain(),
+		Set: a.httpSetFailureDomain(), Delete: a.httpDeleteFailureDomain()}.add(rt)
+	superResource{List: nip, Item: nip + "/{policy}",
+		ListType: map[string]isolation.Policy{}, ItemType: isolation.Policy{},
+		GetAll: a.httpIsolationPolicies(), Get: a.httpIsolationPolicy(),
+		Set: a.httpSetIsolationPolicy(), Delete: a.httpDeleteIsolationPolicy()}.add(rt)
+	superResource{List: nip + "/brokers", Item: nip + "/brokers/{broker}",
+		ListType: []isolation.BrokerData{}, ItemType: isolation.BrokerData{},
+		GetAll: a.httpIsolationBrokers(), Get: a.httpIsolationBroker()}.add(rt)
 }
 
 // isolationCluster checks the isolation role is there, the names of the

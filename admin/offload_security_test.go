@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -137,9 +136,7 @@ func TestSecurityOffloadPolicyLimits(t *testing.T) {
 		LastError string `json:"lastError"`
 	}
 	for {
-		if err := json.Unmarshal([]byte(s.call(t, "acme-admin", "GET", "/admin/v2/persistent/acme/ns/tiered/offload", "", 200)), &st); err != nil {
-			t.Fatal(err)
-		}
+		s.getJSON(t, "acme-admin", "/admin/v2/persistent/acme/ns/tiered/offload", &st)
 		if st.Status != "RUNNING" {
 			break
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -170,4 +171,30 @@ func (a *API) serviceError(w http.ResponseWriter, err error) {
 		msg = "Topic not found"
 	}
 	writeError(w, code, msg)
+}
+
+// superResource declares a superuser-only resource of Pulsar's shape
+// (failure domains, isolation policies, the bookies' racks, a
+// namespace's bookie affinity group): GET List answers every item; GET,
+// POST and DELETE Item act on one. A nil handler or an empty List
+// declares no route.
+type superResource struct {
+	List, Item         string // route patterns
+	ListType, ItemType any    // the JSON of GET List's answer; of an item (GET's answer, POST's body)
+	GetAll, Get        handler
+	Set, Delete        handler
+}
+
+func (res superResource) add(rt routeTable) {
+	for _, r := range []httpapi.Route{
+		{Method: http.MethodGet, Pattern: res.List, Response: res.ListType, Handler: res.GetAll},
+		{Method: http.MethodGet, Pattern: res.Item, Response: res.ItemType, Handler: res.Get},
+		{Method: http.MethodPost, Pattern: res.Item, Request: res.ItemType, Handler: res.Set},
+		{Method: http.MethodDelete, Pattern: res.Item, Handler: res.Delete},
+	} {
+		if r.Pattern != "" && r.Handler != nil {
+			r.Access = auth.AccessSuperUser
+			rt.Add(r)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -67,6 +68,14 @@ func (s *secAdmin) call(t testing.TB, role, method, path, body string, want int)
 		t.Fatalf("%s %s as %q: %d %s, want %d", method, path, role, code, b, want)
 	}
 	return b
+}
+
+// getJSON GETs path as role, wants 200 and decodes the answer into v.
+func (s *secAdmin) getJSON(t testing.TB, role, path string, v any) {
+	t.Helper()
+	if body := s.call(t, role, "GET", path, "", 200); json.Unmarshal([]byte(body), v) != nil {
+		t.Fatalf("GET %s as %q: %s is not a %T", path, role, body, v)
+	}
 }
 
 func (s *secAdmin) produce(t *testing.T, role, topic, payload string) pulsar.MessageID {

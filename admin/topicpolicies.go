@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -110,26 +111,34 @@ func (a *API) getTopicPolicy(f policyField[policy.TopicPolicies]) handler {
 		if !ok {
 			return
 		}
-		tp, err := a.pol.GetTopic(r.Context(), key)
-		if err != nil {
+		applied, _ := strconv.ParseBool(r.URL.Query().Get("applied"))
+		if v, err := a.topicPolicyValue(r.Context(), f, key, nsOf(p), applied); err != nil {
 			a.internalError(w, err)
-			return
+		} else {
+			writePolicyValue(w, v)
 		}
-		if applied, _ := strconv.ParseBool(r.URL.Query().Get("applied")); applied && f.applied != nil {
-			ns, err := a.pol.Get(r.Context(), nsOf(p))
-			if err != nil {
-				a.internalError(w, err)
-				return
-			}
-			res := policy.Resolve(a.node.PolicyDefaults(), tp.Layer(a.node.ClusterName()), ns)
-			writePolicyValue(w, f.applied(res))
-			return
-		}
-		if tp == nil {
-			tp = &policy.TopicPolicies{}
-		}
-		writePolicyValue(w, f.get(tp))
 	}
+}
+
+// topicPolicyValue is f's value in the topic's policies (kept under
+// key), or, applied, the value that applies to the topic: topic >
+// namespace ns > broker default.
+func (a *API) topicPolicyValue(ctx context.Context, f policyField[policy.TopicPolicies], key, ns string, applied bool) (any, error) {
+	tp, err := a.pol.GetTopic(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if applied && f.applied != nil {
+		np, err := a.pol.Get(ctx, ns)
+		if err != nil {
+			return nil, err
+		}
+		return f.applied(policy.Resolve(a.node.PolicyDefaults(), tp.Layer(a.node.ClusterName()), np)), nil
+	}
+	if tp == nil {
+		tp = &policy.TopicPolicies{}
+	}
+	return f.get(tp), nil
 }
 
 func (a *API) updateTopicPolicy(set func(*policy.TopicPolicies, *http.Request, []byte) error) handler {

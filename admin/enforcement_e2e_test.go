@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -11,10 +12,14 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/brokeradmin"
 )
 
-// The delivery and admission policies (policy/delivery.go) take effect
-// at topic level, fall back to the namespace, then to the broker.
+// Namespace and topic policies take effect on real clients: the
+// delivery and admission policies (policy/delivery.go) at topic level,
+// falling back to the namespace, then to the broker; the unacked and
+// partition limits; the inactive topic and subscription expiry policies.
 
 // wantJSON fails unless GET path answers 200 with the JSON want.
 func wantJSON(t *testing.T, tb *testBroker, path, want string) {
@@ -336,4 +341,321 @@ func topicInNewNamespace(t testing.TB, tb *testBroker, prefix string) (ns, topic
 	tBase = adminPath(topic)
 	mustHTTP(t, tb, "PUT", tBase, "", http.StatusNoContent)
 	return ns, topic, tBase
+}
+
+// TestUnackedLimitEndpoints: the namespace endpoints for
+// maxUnackedMessagesPerConsumer / ...PerSubscription set, read and remove
+// the policy, refuse values outside 0..2^31-1, and a Shared consumer over
+// the limit shows blockedConsumerOnUnackedMsgs in the topic stats.
+func TestUnackedLimitEndpoints(t *testing.T) {
+	tb := startBroker(t, nil)
+	if code, body := httpDo(t, tb, "PUT", "/admin/v2/namespaces/public/unacked", ""); code/100 != 2 {
+		t.Fatalf("create namespace: %d %s", code, body)
+	}
+	for _, ep := range []string{"maxUnackedMessagesPerConsumer", "maxUnackedMessagesPerSubscription"} {
+		path := "/admin/v2/namespaces/public/unacked/" + ep
+		if code, body := httpDo(t, tb, "GET", path, ""); code != http.StatusNoContent || body != "" {
+			t.Fatalf("GET %s unset: %d %q", ep, code, body)
+		}
+		for _, bad := range []string{"-1", "2147483648", "x", ""} {
+			if code, body := httpDo(t, tb, "POST", path, bad); code != 412 && code != 400 {
+				t.Fatalf("POST %s %q: %d %s", ep, bad, code, body)
+			}
+		}
+		if code, body := httpDo(t, tb, "POST", path, "7"); code/100 != 2 {
+			t.Fatalf("POST %s: %d %s", ep, code, body)
+		}
+		if code, body := httpDo(t, tb, "GET", path, ""); code != 200 || strings.TrimSpace(body) != "7" {
+			t.Fatalf("GET %s: %d %q", ep, code, body)
+		}
+		if code, body := httpDo(t, tb, "DELETE", path, ""); code/100 != 2 {
+			t.Fatalf("DELETE %s: %d %s", ep, code, body)
+		}
+		if code, body := httpDo(t, tb, "GET", path, ""); code != http.StatusNoContent || body != "" {
+			t.Fatalf("GET %s after DELETE: %d %q", ep, code, body)
+		}
+	}
+	if code, body := httpDo(t, tb, "POST", "/admin/v2/namespaces/public/unacked/maxUnackedMessagesPerConsumer", "5"); code/100 != 2 {
+		t.Fatalf("set limit: %d %s", code, body)
+	}
+	waitBlockedAt(t, tb, "public/unacked/t", 5)
+}
+
+// TestTopicUnackedLimitOverridesNamespace: a topic-level
+// maxUnackedMessagesOnConsumer stands over the namespace's
+// maxUnackedMessagesPerConsumer (Pulsar's topic > namespace > broker):
+// the consumer is blocked at the topic's limit, ?applied=true answers
+// it, and once removed the namespace's applies again.
+func TestTopicUnackedLimitOverridesNamespace(t *testing.T) {
+	tb := startBroker(t, nil)
+	for _, step := range [][3]string{
+		{"PUT", "/admin/v2/namespaces/public/unacked", ""},
+		{"POST", "/admin/v2/namespaces/public/unacked/maxUnackedMessagesPerConsumer", "5"},
+		{"PUT", "/admin/v2/persistent/public/unacked/t", ""},
+		{"POST", "/admin/v2/persistent/public/unacked/t/maxUnackedMessagesOnConsumer", "3"},
+	} {
+		if code, body := httpDo(t, tb, step[0], step[1], step[2]); code/100 != 2 {
+			t.Fatalf("%s %s: %d %s", step[0], step[1], code, body)
+		}
+	}
+	const path = "/admin/v2/persistent/public/unacked/t/maxUnackedMessagesOnConsumer"
+	for q, want := range map[string]string{"": "3", "?applied=true": "3"} {
+		if code, body := httpDo(t, tb, "GET", path+q, ""); code != 200 || body != want {
+			t.Fatalf("GET %s%s: %d %q, want %s", path, q, code, body, want)
+		}
+	}
+	waitBlockedAt(t, tb, "public/unacked/t", 3)
+	if code, body := httpDo(t, tb, "DELETE", path, ""); code/100 != 2 {
+		t.Fatalf("DELETE: %d %s", code, body)
+	}
+	for q, want := range map[string]string{"": "", "?applied=true": "5"} {
+		wantCode := http.StatusOK
+		if want == "" {
+			wantCode = http.StatusNoContent
+		}
+		if code, body := httpDo(t, tb, "GET", path+q, ""); code != wantCode || body != want {
+			t.Fatalf("GET %s%s after DELETE: %d %q, want %s", path, q, code, body, want)
+		}
+	}
+}
+
+// waitBlockedAt sends 20 messages to persistent://topic, receives limit
+// of them on a Shared consumer that acks nothing, and waits until the
+// topic's stats show the consumer blocked with limit unacked messages.
+func waitBlockedAt(t *testing.T, tb *testBroker, topic string, limit int) {
+	t.Helper()
+	c := tb.client(t)
+	cons := brokertest.Consumer(t, c, pulsar.ConsumerOptions{Topic: "persistent://" + topic, SubscriptionName: "s", Type: pulsar.Shared})
+	p := brokertest.Producer(t, c, pulsar.ProducerOptions{Topic: "persistent://" + topic, DisableBatching: true})
+	for i := 0; i < 20; i++ {
+		if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("m")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	receiveN(t, cons, limit)
+	var st struct {
+		Subscriptions map[string]struct {
+			UnackedMessages                  int  `json:"unackedMessages"`
+			BlockedSubscriptionOnUnackedMsgs bool `json:"blockedSubscriptionOnUnackedMsgs"`
+			Consumers                        []struct {
+				UnackedMessages              int  `json:"unackedMessages"`
+				BlockedConsumerOnUnackedMsgs bool `json:"blockedConsumerOnUnackedMsgs"`
+			} `json:"consumers"`
+		} `json:"subscriptions"`
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, body := httpDo(t, tb, "GET", "/admin/v2/persistent/"+topic+"/stats", "")
+		if code != 200 {
+			t.Fatalf("stats: %d %s", code, body)
+		}
+		if !strings.Contains(body, `"blockedSubscriptionOnUnackedMsgs":false`) {
+			t.Fatalf("stats lack blockedSubscriptionOnUnackedMsgs: %s", body)
+		}
+		if err := json.Unmarshal([]byte(body), &st); err != nil {
+			t.Fatal(err)
+		}
+		s := st.Subscriptions["s"]
+		if len(s.Consumers) == 1 && s.Consumers[0].BlockedConsumerOnUnackedMsgs {
+			if s.Consumers[0].UnackedMessages != limit || s.UnackedMessages != limit {
+				t.Fatalf("blocked with %d unacked (subscription %d), want %d", s.Consumers[0].UnackedMessages, s.UnackedMessages, limit)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("consumer not reported blocked: %s", body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPartitionLimits: partition counts above
+// maxNumPartitionsPerPartitionedTopic, outside int32 or not positive are
+// refused with 412 and Pulsar's reason and create nothing; a body that
+// is no count at all is a 400; growing within the limit works.
+func TestPartitionLimits(t *testing.T) {
+	tb := startBroker(t, func(c *broker.Config) { c.MaxPartitionsPerTopic = 64 })
+	const path = "/admin/v2/persistent/public/default/parts/partitions"
+	for _, tc := range []struct {
+		body string
+		code int
+		want string
+	}{
+		{"65", 412, "Number of partitions should be less than or equal to 64"},
+		{"10000000", 412, "less than or equal to 64"},
+		{"2147483647", 412, "less than or equal to 64"},
+		{"2147483648", 412, "outside 1..2147483647"},
+		{"9223372036854775807", 412, "outside 1..2147483647"},
+		{"99999999999999999999999", 412, "outside 1..2147483647"},
+		{`{"partitions":2147483648}`, 412, "outside"},
+		{"-5", 412, "more than 0"},
+		{"0", 412, "more than 0"},
+		{"abc", 400, "integer"},
+		{"1.5", 400, "integer"},
+		{"NaN", 400, "integer"},
+		{`"12"`, 400, "integer"},
+		{"1e3", 400, "integer"},
+		{`{"partitions":null}`, 400, "integer"},
+		{"", 400, "integer"},
+	} {
+		code, body := httpDo(t, tb, "PUT", path, tc.body)
+		if code != tc.code || !strings.Contains(body, tc.want) {
+			t.Errorf("PUT partitions %q: %d %s; want %d %q", tc.body, code, body, tc.code, tc.want)
+		}
+	}
+	if code, body := httpDo(t, tb, "GET", path, ""); code != 200 || !strings.Contains(body, `"partitions":0`) {
+		t.Fatalf("refused creations left %d %s", code, body)
+	}
+	if code, body := httpDo(t, tb, "PUT", path, "4"); code/100 != 2 {
+		t.Fatalf("create 4: %d %s", code, body)
+	}
+	for _, tc := range []struct {
+		body, want string
+	}{
+		{"65", "Desired partitions 65 can't be greater than the maximum partitions per topic 64."},
+		{"2147483648", "outside"},
+		{"-1", "more than 0"},
+	} {
+		if code, body := httpDo(t, tb, "POST", path, tc.body); code != 412 || !strings.Contains(body, tc.want) {
+			t.Errorf("POST partitions %q: %d %s; want 412 %q", tc.body, code, body, tc.want)
+		}
+	}
+	if code, body := httpDo(t, tb, "POST", path, "64"); code/100 != 2 {
+		t.Fatalf("grow to the limit: %d %s", code, body)
+	}
+	code, body := httpDo(t, tb, "GET", "/admin/v2/namespaces/public/default/topics", "")
+	if code != 200 || strings.Count(body, "parts-partition-") != 64 {
+		t.Fatalf("listing: %d, %d partitions", code, strings.Count(body, "parts-partition-"))
+	}
+	if code, body := httpDo(t, tb, "POST", "/admin/v2/namespaces/public/default/autoTopicCreation",
+		`{"allowAutoTopicCreation":true,"topicType":"partitioned","defaultNumPartitions":65}`); code != 406 ||
+		!strings.Contains(body, "Number of partitions should be less than or equal to 64") {
+		t.Fatalf("auto-creation above the limit: %d %s", code, body)
+	}
+}
+
+const inactiveCheck = 300 * time.Millisecond
+
+// TestE2EInactiveTopicDeletion: with the namespace's inactive_topic_policies
+// a topic left without producers, consumers and subscriptions is deleted;
+// one with a subscription is kept (delete_when_no_subscriptions). A
+// topic-level policy in delete_when_subscriptions_caught_up mode deletes
+// a topic whose subscription caught up and keeps one with a backlog.
+func TestE2EInactiveTopicDeletion(t *testing.T) {
+	t.Parallel()
+	tb := startBroker(t, func(c *broker.Config) { c.DeleteInactiveTopicsFrequency = inactiveCheck })
+	cl := tb.client(t)
+	ns := newNamespace(t, tb)
+	mustHTTP(t, tb, "POST", "/admin/v2/namespaces/"+ns+"/inactiveTopicPolicies",
+		`{"deleteWhileInactive":true,"maxInactiveDurationSeconds":1,"inactiveTopicDeleteMode":"delete_when_no_subscriptions"}`, http.StatusNoContent)
+	exists := func(topic string) bool {
+		ok, err := tb.Registry().TopicExists(context.Background(), topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	produce := func(topic string, n int) {
+		p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i++ {
+			if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("x")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.Close()
+	}
+	subscribe := func(topic string, consume int) {
+		c, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range receiveN(t, c, consume) {
+			c.Ack(m)
+		}
+		c.Close()
+	}
+	base := "persistent://" + ns + "/"
+	bare, withSub := base+uniqueName("bare"), base+uniqueName("sub")
+	caughtUp, backlog := base+uniqueName("caught"), base+uniqueName("backlog")
+	for _, topic := range []string{caughtUp, backlog} {
+		mustHTTP(t, tb, "PUT", adminPath(topic), "", http.StatusNoContent)
+		mustHTTP(t, tb, "POST", adminPath(topic)+"/inactiveTopicPolicies",
+			`{"deleteWhileInactive":true,"maxInactiveDurationSeconds":1,"inactiveTopicDeleteMode":"delete_when_subscriptions_caught_up"}`, http.StatusNoContent)
+	}
+	subscribe(withSub, 0)
+	produce(withSub, 3)
+	produce(bare, 3)
+	subscribe(caughtUp, 0)
+	produce(caughtUp, 2)
+	subscribe(caughtUp, 2) // caught up
+	subscribe(backlog, 0)
+	produce(backlog, 2) // backlog of 2
+	waitUntil(t, "the inactive topic without subscriptions to be deleted", func() bool { return !exists(bare) })
+	waitUntil(t, "the inactive caught-up topic to be deleted", func() bool { return !exists(caughtUp) })
+	// Two more checks past the inactivity limit: the others stay.
+	time.Sleep(time.Second + 2*inactiveCheck) // absence of an event: no signal to wait for
+	if !exists(withSub) {
+		t.Fatal("a topic with a subscription was deleted in delete_when_no_subscriptions mode")
+	}
+	if !exists(backlog) {
+		t.Fatal("a topic with a backlog was deleted in delete_when_subscriptions_caught_up mode")
+	}
+	// A new producer brings a deleted topic back, empty.
+	produce(bare, 1)
+	if !exists(bare) {
+		t.Fatal("the deleted topic was not re-created")
+	}
+}
+
+// TestE2ESubscriptionExpiry: subscription_expiration_time_minutes deletes a
+// durable subscription left without consumers for that long (Pulsar's
+// unit is minutes: this test takes a little over one), and keeps one
+// with a consumer.
+func TestE2ESubscriptionExpiry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 10 s (or one-minute) measurement: not in the -short tier")
+	}
+	t.Parallel()
+	tb := startBroker(t, func(c *broker.Config) {
+		c.DisableDeleteInactiveTopics = true
+		c.SubscriptionExpiryCheckInterval = inactiveCheck
+	})
+	cl := tb.client(t)
+	ns := newNamespace(t, tb)
+	mustHTTP(t, tb, "POST", "/admin/v2/namespaces/"+ns+"/subscriptionExpirationTime", `1`, http.StatusNoContent)
+	if out := mustHTTP(t, tb, "GET", "/admin/v2/namespaces/"+ns+"/subscriptionExpirationTime", "", http.StatusOK); strings.TrimSpace(out) != "1" {
+		t.Fatalf("GET subscriptionExpirationTime = %s", out)
+	}
+	topic := "persistent://" + ns + "/" + uniqueName("exp")
+	idle, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "idle"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle.Close()
+	_ = brokertest.Consumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "active"})
+	closed := time.Now()
+	subs := func() []string {
+		s, err := brokeradmin.For(tb.Broker).Subscriptions.Subscriptions(context.Background(), topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	deadline := time.Now().Add(time.Minute + 15*time.Second)
+	for {
+		s := subs()
+		if len(s) == 1 && s[0] == "active" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("subscriptions after %s: %v, want [active]", time.Since(closed), s)
+		}
+		time.Sleep(100 * time.Millisecond) // polling the subscription list
+	}
+	if since := time.Since(closed); since < time.Minute {
+		t.Fatalf("subscription expired after %s, before its minute", since)
+	}
 }
