@@ -21,6 +21,7 @@ import (
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
 	"github.com/magnetar-mq/magnetar/mledger"
+	"github.com/magnetar-mq/magnetar/policy"
 )
 
 // TestSecurityOffloadPolicyLimits: a tenant admin (not a superuser)
@@ -57,7 +58,7 @@ func TestSecurityOffloadPolicyLimits(t *testing.T) {
 
 	k, _ := auth.NewSecretKey("HS256")
 	sc := tokenSecurity(k)
-	off := broker.DefaultOffload()
+	off := policy.DefaultOffload()
 	off.DeletionLagMs = -1
 	off.AllowedFileSystemRoots = []string{root}
 	off.AllowedServiceEndpoints = []string{s3.URL}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/mledger"
+	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
@@ -25,7 +26,7 @@ func TestOffloadAdmin(t *testing.T) {
 	tierRoot := t.TempDir()
 	tier := filepath.Join(tierRoot, "tier")
 	// The namespace may name a directory under the operator's root.
-	off := broker.DefaultOffload()
+	off := policy.DefaultOffload()
 	off.AllowedFileSystemRoots = []string{tierRoot}
 	tb := startBrokerOpts(t, brokerOpts{mcfg: mledger.Config{MaxEntriesPerLedger: 10, MinLedgerRolloverTime: -1},
 		cfg: func(c *broker.Config) { c.Offload = &off }})

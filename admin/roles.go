@@ -13,6 +13,7 @@ import (
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/schema"
+	"github.com/magnetar-mq/magnetar/tiered"
 	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
@@ -112,7 +113,7 @@ type Offloads interface {
 	// OffloadTopic starts offloading the closed ledgers before id's
 	// ledger (ErrAlreadyExists while an offload runs).
 	OffloadTopic(ctx context.Context, topic string, id broker.MessageID) error
-	TopicOffloadStatus(ctx context.Context, topic string) (broker.OffloadStatus, error)
+	TopicOffloadStatus(ctx context.Context, topic string) (tiered.OffloadStatus, error)
 }
 
 // Compaction compacts topics (*compact.Compactor, the broker's

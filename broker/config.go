@@ -154,8 +154,8 @@ type Config struct {
 	// is stripped on dispatch.
 	ExposeBrokerEntryMetadata bool
 	// Offload holds the broker-wide tiered-storage settings (nil:
-	// DefaultOffload, no driver).
-	Offload *OffloadDefaults
+	// policy.DefaultOffload, no driver).
+	Offload *policy.OffloadDefaults
 	// HistoryInterval is how often the history sampler records every
 	// loaded topic's rates, backlog and storage size (package
 	// topichistory; default

@@ -20,8 +20,9 @@ import (
 //   - auto topic creation: partitioned auto creation happens at
 //     PARTITIONED_METADATA time; disallowed creation fails the lookup;
 //   - deduplication (broker-wide Config.Deduplication, or by policy);
-//   - unacked limits (subscription.go), offload (offload.go) and
-//     replication (replicator.go).
+//   - unacked limits (subscription.go), offload (package tiered, over
+//     the broker-wide policy.OffloadDefaults of Config.Offload) and
+//     replication (package georep).
 //
 // Keeping loaded topics current as the policy store changes, and the
 // enforcement over time (TTL, backlog quotas, inactive topics, rates),

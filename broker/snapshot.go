@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/broker/selector"
+	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
 
@@ -366,4 +367,13 @@ func (c *conn) handleConsumerStats(m *pb.CommandConsumerStats) {
 		resp.MsgBacklog = ptr(uint64(max(ss.MsgBacklog, 0)))
 	}
 	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_CONSUMER_STATS_RESPONSE.Enum(), ConsumerStatsResponse: resp})
+}
+
+// offloadable is what the managed-ledger adapter offers for tiered
+// storage (test fakes need not); the stats report an offloadable
+// ledger's offload figures. Package tiered drives it.
+type offloadable interface {
+	SetOffloadPolicy(mledger.OffloadPolicy)
+	StartOffload(mledger.Position) error
+	OffloadStatus() mledger.OffloadStatus
 }

@@ -45,6 +45,24 @@ func (v Topic) ReadEntry(pos Position) ([]byte, error) {
 	return data, nil
 }
 
+// entryReadError maps a failed admin read of a topic's entry: an
+// unreachable object store (or a missing offloader) is ErrUnavailable
+// with a reason that names no endpoint, bucket or path (the cause, which
+// may, goes to the log); anything else "Message not found" (the cause,
+// which names ledgers and storage layers, is logged at debug level).
+func entryReadError(log *slog.Logger, err error) error {
+	switch {
+	case errors.Is(err, mledger.ErrOffloadStoreUnavailable):
+		log.Warn("reading offloaded data failed", "err", err)
+		return reason(ErrUnavailable, "Offloaded data cannot be read now: object store unavailable")
+	case errors.Is(err, mledger.ErrNoOffloader):
+		log.Warn("reading offloaded data failed", "err", err)
+		return reason(ErrUnavailable, "Offloaded data cannot be read: no offloader configured")
+	}
+	log.Debug("admin read of an entry failed", "err", err)
+	return reason(ErrTopicNotFound, "Message not found")
+}
+
 // Logger returns the broker's logger.
 func (v Topic) Logger() *slog.Logger { return v.t.log }
 

@@ -20,7 +20,7 @@
 // broker's life; Options.Offloader is the one of the broker's own
 // settings, shared with the managed-ledger factory that reads offloaded
 // ledgers. A policy naming a location outside the operator's allow-list
-// (broker.OffloadDefaults.Allowed) is refused where it is applied too,
+// (policy.OffloadDefaults.Allowed) is refused where it is applied too,
 // not only where the admin API writes it: the topic then offloads
 // nothing and the refusal is logged.
 package tiered

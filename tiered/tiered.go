@@ -32,7 +32,7 @@ type Options struct {
 // and the admin API's Offloads role. Safe for concurrent use.
 type Tiering struct {
 	b        *broker.Broker
-	defaults broker.OffloadDefaults
+	defaults policy.OffloadDefaults
 	log      *slog.Logger
 	m        *offload.Metrics
 
@@ -42,7 +42,7 @@ type Tiering struct {
 
 // Enable registers tiered storage with b (before Start).
 func Enable(b *broker.Broker, o Options) (*Tiering, error) {
-	x := &Tiering{b: b, defaults: broker.DefaultOffload(), log: b.Logger(), m: o.Metrics, by: map[string]*offload.Offloader{}}
+	x := &Tiering{b: b, defaults: policy.DefaultOffload(), log: b.Logger(), m: o.Metrics, by: map[string]*offload.Offloader{}}
 	if d := b.Config().Offload; d != nil {
 		x.defaults = *d
 		if o.Offloader != nil {
@@ -194,13 +194,20 @@ func (x *Tiering) OffloadTopic(ctx context.Context, topic string, id broker.Mess
 	return err
 }
 
+// OffloadStatus is Pulsar's OffloadProcessStatus.
+type OffloadStatus struct {
+	Status                  string           `json:"status"`
+	LastError               string           `json:"lastError"`
+	FirstUnoffloadedMessage broker.MessageID `json:"-"`
+}
+
 // TopicOffloadStatus reports the last offload of topic.
-func (x *Tiering) TopicOffloadStatus(ctx context.Context, topic string) (broker.OffloadStatus, error) {
+func (x *Tiering) TopicOffloadStatus(ctx context.Context, topic string) (OffloadStatus, error) {
 	_, ml, err := x.managed(ctx, topic)
 	if err != nil {
-		return broker.OffloadStatus{}, err
+		return OffloadStatus{}, err
 	}
 	s := ml.OffloadStatus()
-	return broker.OffloadStatus{Status: s.State, LastError: s.LastError,
+	return OffloadStatus{Status: s.State, LastError: s.LastError,
 		FirstUnoffloadedMessage: broker.MessageID{LedgerID: s.FirstUnoffloaded.LedgerID, EntryID: s.FirstUnoffloaded.EntryID, Partition: -1, BatchIndex: -1}}, nil
 }

@@ -5,12 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/offload"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
-func newTiering(d broker.OffloadDefaults) *Tiering {
+func newTiering(d policy.OffloadDefaults) *Tiering {
 	return &Tiering{defaults: d, m: offload.NewMetrics(), by: map[string]*offload.Offloader{}}
 }
 
@@ -19,7 +18,7 @@ func ptr[T any](v T) *T { return &v }
 // TestPolicyDefaultsUnderNamespace: the broker's defaults apply field by
 // field under a namespace's offload policies; no driver, no offloader.
 func TestPolicyDefaultsUnderNamespace(t *testing.T) {
-	x := newTiering(broker.DefaultOffload())
+	x := newTiering(policy.DefaultOffload())
 	p, err := x.policy(&policy.Resolved{})
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +43,7 @@ func TestPolicyDefaultsUnderNamespace(t *testing.T) {
 // distinct connection setting, reused across topics.
 func TestPolicyOffloaderPerSetting(t *testing.T) {
 	root := t.TempDir()
-	d := broker.DefaultOffload()
+	d := policy.DefaultOffload()
 	d.AllowedFileSystemRoots = []string{root}
 	x := newTiering(d)
 	ns := func(dir string) *policy.Resolved {
@@ -67,7 +66,7 @@ func TestPolicyOffloaderPerSetting(t *testing.T) {
 // TestPolicyOutsideAllowList: a policy pointing outside the operator's
 // allow-list is refused where it is applied: nothing is offloaded.
 func TestPolicyOutsideAllowList(t *testing.T) {
-	d := broker.DefaultOffload()
+	d := policy.DefaultOffload()
 	d.AllowedFileSystemRoots = []string{t.TempDir()}
 	x := newTiering(d)
 	p, err := x.policy(&policy.Resolved{Offload: &policy.OffloadPolicies{ManagedLedgerOffloadDriver: "filesystem", FileSystemURI: "file://" + t.TempDir()}})

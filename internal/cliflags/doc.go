@@ -8,7 +8,7 @@
 //     one flag per Pulsar key, turned into a broker's listeners, a
 //     bookie server's TLS and AUTH hook, or the bookie client's;
 //   - Storage: managed-ledger rollover and tiered storage (mledger,
-//     broker.OffloadDefaults);
+//     policy.OffloadDefaults);
 //   - BookieTuning: the bookie settings standalone and bookie share;
 //   - Functions: where function packages may come from and what the
 //     builtin connectors may reach (functions.Options).

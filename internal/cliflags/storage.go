@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/internal/conf"
 	"github.com/magnetar-mq/magnetar/internal/conf/convert"
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -103,7 +102,7 @@ func (s *Storage) MLConfig() mledger.Config {
 
 // OffloadDefaults are the broker-wide offload settings the flags ask for,
 // validated.
-func (s *Storage) OffloadDefaults() (*broker.OffloadDefaults, error) {
+func (s *Storage) OffloadDefaults() (*policy.OffloadDefaults, error) {
 	props := map[string]string{
 		"managedLedgerOffloadDriver":                  s.driver,
 		"s3ManagedLedgerOffloadBucket":                s.bucket,
@@ -144,7 +143,7 @@ func (s *Storage) OffloadDefaults() (*broker.OffloadDefaults, error) {
 			return nil, fmt.Errorf("offloadAllowedServiceEndpoints: %v", err)
 		}
 	}
-	return &broker.OffloadDefaults{Properties: props, ThresholdBytes: s.thresholdBytes, ThresholdSeconds: s.thresholdSecs,
+	return &policy.OffloadDefaults{Properties: props, ThresholdBytes: s.thresholdBytes, ThresholdSeconds: s.thresholdSecs,
 		DeletionLagMs: s.deletionLagMs, ReadPriority: strings.ToLower(s.readPriority),
 		AllowedFileSystemRoots: s.allowedRoots, AllowedServiceEndpoints: s.allowedEndpts}, nil
 }

@@ -102,7 +102,7 @@ var allowed = map[string][]string{
 	// topic views, loaded-topics walk, policies, ownership); the core
 	// never imports it.
 	"brokeradmin": {"broker", "brokercluster", "topicstats", "cluster", "metadata", "policy", "protocol"},
-	"admin":       {"internal", "broker", "brokeradmin", "topicstats", "policy", "protocol", "auth", "bundle", "cluster", "isolation", "schema", "txn", "httpapi", "metadata", "ledgerinfo", "dynconfig", "ledger"},
+	"admin":       {"internal", "broker", "brokeradmin", "topicstats", "policy", "protocol", "auth", "bundle", "cluster", "isolation", "schema", "txn", "httpapi", "metadata", "ledgerinfo", "dynconfig", "ledger", "tiered"},
 	"schema":      {},
 	// dynconfig: the broker's dynamic configuration over the policy
 	// store's defaults overlay.
