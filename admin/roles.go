@@ -292,6 +292,9 @@ type Deps struct {
 // brokeradmin; the schema, compaction, offload and transaction roles are
 // those features': set them when they are on).
 func BrokerDeps(b *broker.Broker) Deps {
+	// Before b.Start, as documented; after it (broker.ErrStarted) the
+	// health check answers that it is not enabled.
+	_ = brokeradmin.EnableHealth(b)
 	r := brokeradmin.For(b)
 	return Deps{Node: r.Node, Topics: r.Topics, TopicProperties: r.Topics, Reads: r.Reads,
 		Lifecycle: r.Lifecycle, Subscriptions: r.Subscriptions,

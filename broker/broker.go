@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/magnetar-mq/magnetar/internal/acceptloop"
 	"log/slog"
 	"net"
 	"slices"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/magnetar-mq/magnetar/internal/acceptloop"
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/httpapi"
@@ -33,7 +34,6 @@ type Broker struct {
 	sec     *auth.Security // TLS, authentication, authorization; nil when off (security.go)
 	net     listeners      // bound sockets and the HTTP server (listeners.go)
 	cluster clusterMember  // ownership.go
-	health  healthState    // health.go
 	tun     tunables       // Config values changed at run time (tunables.go)
 	// policies holds tenants, namespaces and their policies; a topic
 	// resolves its policy from it when it loads (policy.go).
@@ -210,6 +210,13 @@ func (b *Broker) acceptLoop(ln net.Listener) {
 	})
 }
 
+// Ready reports whether the broker is started and not closing.
+func (b *Broker) Ready() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.mu.started && !b.mu.closing && !b.mu.closed
+}
+
 // Close stops accepting connections, closes every connection (their
 // producers and consumers are cleaned up), closes the topics and their
 // managed ledgers (pending adds complete first) and waits for every
@@ -244,7 +251,6 @@ func (b *Broker) Close() error {
 	for i := len(b.ext.lifecycle) - 1; i >= 0; i-- {
 		b.ext.lifecycle[i].Close()
 	}
-	b.health.close()
 	b.mu.Lock()
 	loads := make([]*topicLoad, 0, len(b.mu.topics))
 	for _, l := range b.mu.topics {

@@ -321,3 +321,12 @@ type Deps struct {
 	// broker a member of its cluster (package brokercluster's Join).
 	JoinCluster func(ctx context.Context, n ClusterNode) (Ownership, error)
 }
+
+// unloadWait bounds how long an unload waits for a topic's writes in
+// flight.
+func (cfg *Config) unloadWait() time.Duration {
+	if c := cfg.Cluster; c != nil && c.UnloadTimeout > 0 {
+		return c.UnloadTimeout
+	}
+	return 30 * time.Second
+}

@@ -44,7 +44,8 @@
 // Subscription.Call), its read-only snapshot (Topic.Snapshot, from which
 // package topicstats builds the stats), the loaded topics' walk
 // (EachTopic), policies (Policies, PolicyDefaults) and ownership
-// (brokercluster.Service, OwnedBundle, URLs, Ready, HealthCheck). The core never
+// (brokercluster.Service, OwnedBundle, URLs, Ready; the health check is
+// brokeradmin.Health, a feature over Metadata, Ownership and OpenLedger). The core never
 // imports brokeradmin. *Broker itself keeps what the features and the
 // wiring use (Start, Close, Use, Topic, EachTopic, Metadata, Config,
 // Policies, Ownership, Router and the bound addresses). Its parts are
@@ -53,8 +54,7 @@
 // package brokercluster runs package cluster behind it and plugs in
 // through Deps.JoinCluster; the core imports neither), per-command
 // authorization (commandaccess.go, a table over the protocol's command
-// types), the health-check ledger (health.go) and the
-// producer-name generator (producername.go). Tiered storage (offload
+// types) and the producer-name generator (producername.go). Tiered storage (offload
 // policies, the admin API's offload) is package tiered's, behind
 // LedgerHook and PolicyObserver.
 //

@@ -15,8 +15,12 @@
 //     Subscription.Call;
 //   - the loaded topics' walk (Broker.EachTopic);
 //   - policies (Broker.Policies, PolicyDefaults);
-//   - ownership (brokercluster.Service, OwnedBundle) and the node's URLs and
-//     health.
+//   - ownership (brokercluster.Service, OwnedBundle) and the node's URLs;
+//   - the health check (health.go, Pulsar's /admin/v2/brokers/health): a
+//     broker feature, registered with EnableHealth before Start
+//     (admin.BrokerDeps does), over the metadata store, the ownership's
+//     session and a managed ledger of its own (Broker.OpenLedger), which
+//     closes with the broker (broker.Lifecycle).
 //
 // Each role is a small value over a *broker.Broker (Node, Topics,
 // Reads, Lifecycle, Subscriptions, Ownership; For returns them all). Topic

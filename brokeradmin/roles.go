@@ -2,6 +2,7 @@ package brokeradmin
 
 import (
 	"context"
+	"errors"
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/brokercluster"
@@ -77,8 +78,14 @@ func (o Ownership) WebURLTLS() string { return o.b.URLs().WebTLS }
 func (o Ownership) Ready() bool { return o.b.Ready() }
 
 // HealthCheck writes and reads back a message through the bookies
-// (Broker.HealthCheck).
-func (o Ownership) HealthCheck(ctx context.Context) error { return o.b.HealthCheck(ctx) }
+// (Health.Check; an error without EnableHealth).
+func (o Ownership) HealthCheck(ctx context.Context) error {
+	h := healthOf(o.b)
+	if h == nil {
+		return errors.New("the health check is not enabled (brokeradmin.EnableHealth)")
+	}
+	return h.Check(ctx)
+}
 
 // LoadedTopicsOf lists the loaded topics of the bundle whose cluster key
 // is key (cluster.BundleKey; "" on a single node: every loaded topic).

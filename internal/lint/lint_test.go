@@ -101,7 +101,7 @@ var allowed = map[string][]string{
 	// brokeradmin: the admin roles over the core's seams (registry,
 	// topic views, loaded-topics walk, policies, ownership); the core
 	// never imports it.
-	"brokeradmin": {"broker", "brokercluster", "topicstats", "cluster", "metadata", "policy", "protocol"},
+	"brokeradmin": {"broker", "brokercluster", "topicstats", "cluster", "metadata", "mledger", "policy", "protocol"},
 	"admin":       {"internal", "broker", "brokeradmin", "topicstats", "policy", "protocol", "auth", "bundle", "cluster", "isolation", "schema", "txn", "httpapi", "metadata", "ledgerinfo", "dynconfig", "ledger", "tiered"},
 	"schema":      {},
 	// dynconfig: the broker's dynamic configuration over the policy
