@@ -232,7 +232,7 @@ func earliestInBacklog(t *topic, s *subscription) int64 {
 	if !ok || !t.persistent() {
 		return 0
 	}
-	next, ok := nextPosition(ca.ml.Stats().Ledgers, ca.c.MarkDeletePosition())
+	next, ok := mledger.NextPosition(ca.ml.Stats().Ledgers, ca.c.MarkDeletePosition())
 	if !ok {
 		return 0
 	}

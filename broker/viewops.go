@@ -138,29 +138,3 @@ func (v Topic) ResetCursor(s Subscription, id MessageID, byTime bool, tsMillis i
 	<-done
 	return err
 }
-
-// NextPosition returns the entry after p among ledgers ls (a managed
-// ledger's Stats().Ledgers); false: none is stored.
-func NextPosition(ls []mledger.LedgerInfo, p Position) (Position, bool) {
-	n, ok := nextPosition(ls, mledger.Position(p))
-	return toPos(n), ok
-}
-
-// nextPosition returns the entry after p among ledgers ls.
-func nextPosition(ls []mledger.LedgerInfo, p mledger.Position) (mledger.Position, bool) {
-	for _, l := range ls {
-		switch {
-		case l.LedgerID < p.LedgerID:
-			continue
-		case l.LedgerID == p.LedgerID:
-			if p.EntryID+1 < l.Entries {
-				return mledger.Position{LedgerID: l.LedgerID, EntryID: p.EntryID + 1}, true
-			}
-		default:
-			if l.Entries > 0 {
-				return mledger.Position{LedgerID: l.LedgerID, EntryID: 0}, true
-			}
-		}
-	}
-	return mledger.Position{}, false
-}

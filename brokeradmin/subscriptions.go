@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
 
@@ -137,12 +138,12 @@ func (a Subscriptions) PeekMessage(ctx context.Context, topic, sub string, n int
 	ran := s.Call(func(l broker.SubLoop) {
 		pos = l.MarkDelete()
 		for left := n; left > 0; {
-			next, ok := broker.NextPosition(ls, pos)
+			next, ok := mledger.NextPosition(ls, mledger.Position(pos))
 			if !ok {
 				found = false
 				return
 			}
-			if pos = next; !l.IsAcked(pos) {
+			if pos = broker.Position(next); !l.IsAcked(pos) {
 				left--
 			}
 		}

@@ -10,6 +10,10 @@ func (ls ledgerList) find(id int64) int {
 	return sort.Search(len(ls), func(i int) bool { return ls[i].LedgerID >= id })
 }
 
+// NextPosition returns the entry after p among ledgers ls (Stats().Ledgers,
+// ordered by id); false: none is stored.
+func NextPosition(ls []LedgerInfo, p Position) (Position, bool) { return ledgerList(ls).next(p) }
+
 func (ls ledgerList) next(p Position) (Position, bool) {
 	i := ls.find(p.LedgerID)
 	if i < len(ls) && ls[i].LedgerID == p.LedgerID {
