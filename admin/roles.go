@@ -14,6 +14,7 @@ import (
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/schema"
 	"github.com/magnetar-mq/magnetar/tiered"
+	"github.com/magnetar-mq/magnetar/topicreg"
 	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
@@ -62,7 +63,7 @@ type Topics interface {
 	// namespace's auto-creation policy asks for it and returns the
 	// partition count (0: not created).
 	AutoCreatePartitioned(ctx context.Context, topic string) int
-	CreatePartitionedTopic(ctx context.Context, topic string, m broker.PartitionedMetadata) error
+	CreatePartitionedTopic(ctx context.Context, topic string, m topicreg.PartitionedMetadata) error
 	// UpdatePartitionedTopic raises the partition count (never lowers).
 	UpdatePartitionedTopic(ctx context.Context, topic string, partitions int) error
 	// DeletePartitionedTopic deletes every partition, the partitioned

@@ -15,6 +15,7 @@ import (
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
+	"github.com/magnetar-mq/magnetar/topicreg"
 	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
@@ -37,12 +38,12 @@ func (a *API) registerTopicRoutes(rt routeTable) {
 			}
 			a.reply(w, map[string]int{"partitions": n}, err)
 		})})
-	rt.Add(httpapi.Route{Method: "PUT", Pattern: tp + "/partitions", Access: auth.AccessTenantAdmin, Request: broker.PartitionedMetadata{},
-		Handler: a.withPartitions(func(ctx context.Context, topic string, m broker.PartitionedMetadata) error {
+	rt.Add(httpapi.Route{Method: "PUT", Pattern: tp + "/partitions", Access: auth.AccessTenantAdmin, Request: topicreg.PartitionedMetadata{},
+		Handler: a.withPartitions(func(ctx context.Context, topic string, m topicreg.PartitionedMetadata) error {
 			return a.topics.CreatePartitionedTopic(ctx, topic, m)
 		})})
 	rt.Add(httpapi.Route{Method: "POST", Pattern: tp + "/partitions", Access: auth.AccessTenantAdmin, Request: 0,
-		Handler: a.withPartitions(func(ctx context.Context, topic string, m broker.PartitionedMetadata) error {
+		Handler: a.withPartitions(func(ctx context.Context, topic string, m topicreg.PartitionedMetadata) error {
 			return a.topics.UpdatePartitionedTopic(ctx, topic, m.Partitions)
 		})})
 	rt.Handle("DELETE", tp+"/partitions", auth.AccessTenantAdmin, a.topicAction(a.topics.DeletePartitionedTopic))
@@ -145,7 +146,7 @@ func (a *API) httpListPartitioned(w http.ResponseWriter, r *http.Request, p para
 
 // withPartitions serves a write of a partition count (the body, as
 // parsePartitionsBody reads it) on one topic, answered with 204.
-func (a *API) withPartitions(do func(ctx context.Context, topic string, m broker.PartitionedMetadata) error) handler {
+func (a *API) withPartitions(do func(ctx context.Context, topic string, m topicreg.PartitionedMetadata) error) handler {
 	return a.onTopic(func(w http.ResponseWriter, r *http.Request, topic string) {
 		m, code, why := parsePartitionsBody(r)
 		if why != "" {
@@ -159,7 +160,7 @@ func (a *API) withPartitions(do func(ctx context.Context, topic string, m broker
 // parsePartitionsBody accepts a bare integer or {"partitions":N,...}. A
 // body that is neither is a 400; a count outside 1..2^31-1 (however
 // large) is a 412, as Pulsar answers counts it refuses.
-func parsePartitionsBody(r *http.Request) (m broker.PartitionedMetadata, code int, reason string) {
+func parsePartitionsBody(r *http.Request) (m topicreg.PartitionedMetadata, code int, reason string) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return m, http.StatusBadRequest, err.Error()
@@ -215,7 +216,7 @@ func (a *API) httpDeleteTopic(w http.ResponseWriter, r *http.Request, p params) 
 // aggregate TopicStats plus per-partition stats.
 type PartitionedTopicStats struct {
 	topicstats.TopicStats
-	Metadata   broker.PartitionedMetadata       `json:"metadata"`
+	Metadata   topicreg.PartitionedMetadata     `json:"metadata"`
 	Partitions map[string]topicstats.TopicStats `json:"partitions"`
 }
 
@@ -243,7 +244,7 @@ func (a *API) httpPartitionedStats(w http.ResponseWriter, r *http.Request, p par
 		writeError(w, http.StatusPreconditionFailed, fmt.Sprintf("%d partitions are too many to collect stats for (at most %d)", n, maxStatsPartitions))
 		return
 	}
-	out := PartitionedTopicStats{Metadata: broker.PartitionedMetadata{Partitions: n}, Partitions: map[string]topicstats.TopicStats{}}
+	out := PartitionedTopicStats{Metadata: topicreg.PartitionedMetadata{Partitions: n}, Partitions: map[string]topicstats.TopicStats{}}
 	sum := topicstats.NewPartitioned()
 	for i := range n {
 		if r.Context().Err() != nil {

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,12 +12,12 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/internal/acceptloop"
+	"github.com/magnetar-mq/magnetar/topicreg"
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/internal/ratelog"
 	"github.com/magnetar-mq/magnetar/internal/shrink"
-	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
@@ -30,7 +29,7 @@ type Broker struct {
 	cfg     Config
 	deps    Deps
 	log     *slog.Logger
-	reg     registry
+	reg     *topicreg.Registry
 	sec     *auth.Security // TLS, authentication, authorization; nil when off (security.go)
 	net     listeners      // bound sockets and the HTTP server (listeners.go)
 	cluster clusterMember  // ownership.go
@@ -107,7 +106,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	if b.policies == nil {
 		b.policies = policy.NewStore(deps.ConfigStore, cfg.ClusterName)
 	}
-	b.reg = registry{store: deps.Metadata, config: deps.ConfigStore, cluster: cfg.ClusterName, policies: b.policies}
+	b.reg = topicreg.New(deps.Metadata, deps.ConfigStore, b.policies, cfg.ClusterName)
 	b.mu.topics = make(map[string]*topicLoad)
 	b.mu.conns = make(map[*conn]struct{})
 	b.admin = httpapi.NewTable()
@@ -131,7 +130,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	b.mu.started = true
 	b.mu.Unlock()
-	if err := b.reg.bootstrap(ctx); err != nil {
+	if err := b.reg.Bootstrap(ctx); err != nil {
 		return err
 	}
 	if err := b.producerNames.init(ctx, b.deps.Metadata, b.cfg.ClusterName, b.log); err != nil {
@@ -147,7 +146,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	if b.net.http != nil {
 		b.serveHTTP(b.net.http, nil)
 	}
-	if err := b.reg.registerCluster(ctx, &b.net); err != nil {
+	if err := b.registerCluster(ctx); err != nil {
 		b.Close()
 		return err
 	}
@@ -292,14 +291,6 @@ func (b *Broker) Close() error {
 	return firstErr
 }
 
-// topicsPath holds one node per created persistent topic:
-// /admin/topics/<tenant>/<ns>/<domain>/<local>.
-const topicsPath = "/admin/topics"
-
-func topicKey(tn topicName) string {
-	return topicsPath + "/" + tn.Tenant + "/" + tn.Namespace + "/" + tn.Domain + "/" + escapeLocal(tn.Local)
-}
-
 // dropLoadLocked removes full's entry if it is still l (b.mu held). A
 // map keeps the room of its largest size, so once most of it was
 // deleted (a million topics idle-unloaded) it is rebuilt for what is
@@ -387,16 +378,6 @@ func (b *Broker) getTopic(ctx context.Context, tn topicName, create bool) (*topi
 	}
 }
 
-// isPartitionOfPartitioned reports whether tn is one of the partitions
-// of a partitioned topic registered in reg.
-func isPartitionOfPartitioned(ctx context.Context, reg *registry, tn topicName) bool {
-	if !tn.IsPartition() {
-		return false
-	}
-	n, err := reg.partitions(ctx, tn.Parent())
-	return err == nil && tn.PartitionIndex < n
-}
-
 // lookupTopic returns the topic if it is loaded, without loading it.
 func (b *Broker) lookupTopic(full string) *topic {
 	b.mu.Lock()
@@ -414,7 +395,7 @@ func (b *Broker) lookupTopic(full string) *topic {
 }
 
 func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*topic, error) {
-	ok, err := b.reg.namespaceExists(ctx, tn.NamespaceName())
+	ok, err := b.reg.NamespaceExists(ctx, tn.NamespaceName())
 	if err != nil {
 		return nil, err
 	}
@@ -437,24 +418,21 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 		}
 		return t, nil
 	}
-	node, _, err := b.deps.Metadata.Get(ctx, topicKey(tn))
-	exists := err == nil
-	if err != nil && !errors.Is(err, metadata.ErrNotFound) {
+	created, exists, err := b.reg.NodeCreated(ctx, tn.String())
+	if err != nil {
 		return nil, err
 	}
-	created := topicNodeCreated(node)
 	if !exists {
 		// A partition of a partitioned topic exists with it, as in
 		// Pulsar (which creates them with it): loading one creates it.
-		if (!create || !pol.AutoCreate) && !isPartitionOfPartitioned(ctx, &b.reg, tn) {
+		if (!create || !pol.AutoCreate) && !b.reg.PartitionOfPartitioned(ctx, tn) {
 			return nil, fmt.Errorf("%w: %s", ErrTopicNotFound, tn)
 		}
 		if err := b.ext.admitTopics(ctx, tn, 1, b.resolvePolicies); err != nil {
 			return nil, err
 		}
 		created = time.Now().UnixMilli()
-		data := encodeTopicNode(created)
-		if _, err := b.deps.Metadata.Put(ctx, topicKey(tn), data, metadata.NotExists); err != nil && !errors.Is(err, metadata.ErrExists) {
+		if err := b.reg.EnsureNode(ctx, tn.String(), created); err != nil {
 			return nil, err
 		}
 	}
@@ -547,55 +525,16 @@ func (b *Broker) unloadTopic(full string) bool {
 // topicsOfNamespace lists the topics of ns ("tenant/ns") in the given
 // domains: created persistent topics, loaded non-persistent ones and
 // every partition of partitioned topics.
-// maxListedTopics bounds a namespace's topic listing (partitions
-// included): beyond it the listing is refused instead of building a
-// response of unbounded size. Partition counts are bounded by
-// Config.MaxPartitionsPerTopic; this guards against partitioned topics
-// created before a limit was set.
-const maxListedTopics = 1 << 20
-
 func (b *Broker) topicsOfNamespace(ctx context.Context, ns string, persistent, nonPersistent bool) ([]string, error) {
 	var out []string
-	add := func(domain string) error {
-		cs, err := b.reg.children(ctx, topicsPath+"/"+ns+"/"+domain)
-		if err != nil {
-			return err
-		}
-		for _, c := range cs {
-			out = append(out, domain+"://"+ns+"/"+unescapeLocal(c))
-		}
-		parts, err := b.reg.partitionedTopics(ctx, ns, domain)
-		if err != nil {
-			return err
-		}
-		for _, p := range parts {
-			tn, err := parseTopicName(p)
-			if err != nil {
-				continue
-			}
-			n, err := b.reg.partitions(ctx, tn)
-			if err != nil {
-				return err
-			}
-			if len(out)+n > maxListedTopics {
-				return reason(ErrPreconditionFailed, fmt.Sprintf("namespace %s has more than %d topics to list", ns, maxListedTopics))
-			}
-			for i := 0; i < n; i++ {
-				if i%4096 == 0 && ctx.Err() != nil {
-					return ctx.Err() // the request went away
-				}
-				out = append(out, tn.Partition(i).String())
-			}
-		}
-		return nil
-	}
+	var err error
 	if persistent {
-		if err := add("persistent"); err != nil {
+		if out, err = b.reg.AppendTopics(ctx, out, ns, "persistent"); err != nil {
 			return nil, err
 		}
 	}
 	if nonPersistent {
-		if err := add("non-persistent"); err != nil {
+		if out, err = b.reg.AppendTopics(ctx, out, ns, "non-persistent"); err != nil {
 			return nil, err
 		}
 		prefix := "non-persistent://" + ns + "/"

@@ -308,7 +308,7 @@ type Deps struct {
 	DeleteLedger func(ctx context.Context, name string) error
 	// ConfigStore is the configuration store shared by the clusters of
 	// an instance: clusters, tenants, namespace and topic policies and
-	// partitioned-topic metadata (registry.go). nil: Metadata.
+	// partitioned-topic metadata (package topicreg). nil: Metadata.
 	ConfigStore metadata.Store
 	// Policies holds tenants, namespaces and their policies; nil: a store
 	// over Metadata. Share it with the admin API so that its writes reach

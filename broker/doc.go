@@ -35,8 +35,8 @@
 // broker/selector's (the four subscription types' algorithms, over the
 // consumer as selector.Consumer). The administration surface is package
 // brokeradmin's, over the core's seams: the topic registry
-// (Broker.Registry: created and partitioned topics, namespaces,
-// clusters, and the primitives that register, change and delete topics
+// (Broker.Registry: package topicreg's created and partitioned topics,
+// namespaces and clusters, and the primitives that register, change and delete topics
 // with the features' admissions and deletion observers), topic lookup
 // (Broker.Topic) and the primitives on a topic's view (viewops.go:
 // termination, creating, deleting and moving subscriptions;
@@ -78,8 +78,8 @@
 // publish time and is dropped by the others.
 //
 // Metadata (tenants, namespaces, partitioned topics, created topics, and
-// the features' state such as schemas) lives in a metadata.Store; see
-// registry.go for the layout.
+// the features' state such as schemas) lives in a metadata.Store; package
+// topicreg (the topic registry, below the core) has the layout.
 // public/default, pulsar/system and the cluster are created at Start.
 //
 // # Goroutines and ownership

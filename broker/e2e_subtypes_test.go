@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/magnetar-mq/magnetar/topicreg"
 )
 
 func mustProducer(t testing.TB, cl pulsar.Client, o pulsar.ProducerOptions) pulsar.Producer {
@@ -566,7 +567,7 @@ func TestE2EPartitioned(t *testing.T) {
 	tb := startBroker(t, nil)
 	cl := tb.client(t)
 	topic := newTopicName("part")
-	if err := tb.Registry().CreatePartitioned(ctxT(t), topic, PartitionedMetadata{Partitions: 3}); err != nil {
+	if err := tb.Registry().CreatePartitioned(ctxT(t), topic, topicreg.PartitionedMetadata{Partitions: 3}); err != nil {
 		t.Fatal(err)
 	}
 	parts, err := cl.TopicPartitions(topic)

@@ -4,9 +4,11 @@ import (
 	"errors"
 
 	"github.com/magnetar-mq/magnetar/policy"
+	"github.com/magnetar-mq/magnetar/topicreg"
 )
 
 // Errors returned by the broker's exported API. Callers use errors.Is.
+// The topic registry's are package topicreg's values.
 var (
 	// ErrClosed: the broker (or a topic, subscription or connection) was
 	// closed; the operation did not run. Not retryable on this instance.
@@ -15,7 +17,7 @@ var (
 	ErrBadConfig = errors.New("broker: bad config")
 	// ErrTopicNotFound: the topic does not exist and auto-creation is off
 	// (or the request asked not to create it).
-	ErrTopicNotFound = errors.New("broker: topic not found")
+	ErrTopicNotFound = topicreg.ErrTopicNotFound
 	// ErrNamespaceNotFound: the tenant or namespace is not registered
 	// (the policy store's error).
 	ErrNamespaceNotFound = policy.ErrNamespaceNotFound
@@ -28,11 +30,11 @@ var (
 	ErrNotAllowed = errors.New("broker: not allowed")
 	// ErrPreconditionFailed: the operation conflicts with the object's
 	// state (a topic in use, a position that does not exist).
-	ErrPreconditionFailed = errors.New("broker: precondition failed")
+	ErrPreconditionFailed = topicreg.ErrPreconditionFailed
 	// ErrAlreadyExists: a create found the object already present.
-	ErrAlreadyExists = errors.New("broker: already exists")
+	ErrAlreadyExists = topicreg.ErrAlreadyExists
 	// ErrInvalidTopicName: the name cannot be canonicalised.
-	ErrInvalidTopicName = errors.New("broker: invalid topic name")
+	ErrInvalidTopicName = topicreg.ErrInvalidTopicName
 	// ErrTerminated: the topic was terminated; no more publishes.
 	ErrTerminated = errors.New("broker: topic terminated")
 	// ErrProtocol: a peer sent a frame that breaks the protocol; its

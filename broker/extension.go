@@ -540,7 +540,7 @@ func (b *Broker) MessageIDByIndex(ctx context.Context, topic string, idx int64) 
 	if idx < 0 {
 		return MessageID{}, reason(ErrPreconditionFailed, fmt.Sprintf("Invalid index %d: it must be 0 or more", idx))
 	}
-	parts, err := b.reg.partitionsOf(ctx, topic)
+	parts, err := b.reg.PartitionsOf(ctx, topic)
 	if err != nil {
 		return MessageID{}, err
 	}
@@ -629,24 +629,6 @@ func skipEntry(filters []DispatchFilter, t Topic, md *pulsarproto.Metadata) bool
 		}
 	}
 	return false
-}
-
-// partitionsOf returns the partitions of a partitioned topic name, or
-// nil for any other name.
-func (r *registry) partitionsOf(ctx context.Context, topic string) ([]string, error) {
-	tn, err := parseTopicName(topic)
-	if err != nil || tn.IsPartition() {
-		return nil, err
-	}
-	n, err := r.partitions(ctx, tn)
-	if err != nil || n <= 0 {
-		return nil, err
-	}
-	out := make([]string, n)
-	for i := range out {
-		out[i] = tn.Partition(i).String()
-	}
-	return out, nil
 }
 
 // collect appends f to *list when f implements the list's hook type.

@@ -16,6 +16,7 @@ import (
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
+	"github.com/magnetar-mq/magnetar/topicreg"
 )
 
 // probe is a feature using every kind of hook, recording what the core
@@ -315,7 +316,7 @@ func TestDeletionObserver(t *testing.T) {
 	for _, topic := range []string{plain, np} {
 		mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic}).Close()
 	}
-	if err := tb.Registry().CreatePartitioned(ctx, part, PartitionedMetadata{Partitions: 2}); err != nil {
+	if err := tb.Registry().CreatePartitioned(ctx, part, topicreg.PartitionedMetadata{Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
 	mustProducer(t, cl, pulsar.ProducerOptions{Topic: part}).Close()

@@ -401,7 +401,7 @@ func (c *conn) handleLookup(m *pb.CommandLookupTopic) {
 		resp.Response = pb.CommandLookupTopicResponse_Failed.Enum()
 		resp.Error = pb.ServerError_InvalidTopicName.Enum()
 		resp.Message = ptr(err.Error())
-	} else if ok, err := c.b.reg.namespaceExists(context.Background(), tn.NamespaceName()); err != nil || !ok {
+	} else if ok, err := c.b.reg.NamespaceExists(context.Background(), tn.NamespaceName()); err != nil || !ok {
 		resp.Response = pb.CommandLookupTopicResponse_Failed.Enum()
 		resp.Error = pb.ServerError_TopicNotFound.Enum()
 		resp.Message = ptr("Namespace does not exist: " + tn.NamespaceName())
@@ -433,7 +433,7 @@ func (c *conn) handlePartitionedMetadata(m *pb.CommandPartitionedTopicMetadata) 
 	case err != nil:
 		fail(pb.ServerError_InvalidTopicName, err.Error())
 	default:
-		ok, err := c.b.reg.namespaceExists(ctx, tn.NamespaceName())
+		ok, err := c.b.reg.NamespaceExists(ctx, tn.NamespaceName())
 		if err != nil {
 			fail(pb.ServerError_MetadataError, err.Error())
 			break
@@ -444,7 +444,7 @@ func (c *conn) handlePartitionedMetadata(m *pb.CommandPartitionedTopicMetadata) 
 		}
 		n := 0
 		if !tn.IsPartition() {
-			n, err = c.b.reg.partitions(ctx, tn)
+			n, err = c.b.reg.Partitions(ctx, tn.String())
 			if err != nil {
 				fail(pb.ServerError_MetadataError, err.Error())
 				break

@@ -154,7 +154,7 @@ func (c *conn) handleGetTopicsOfNamespace(m *pb.CommandGetTopicsOfNamespace) {
 	defer cancel()
 	ns := m.GetNamespace()
 	var topics []string
-	if ok, err := c.b.reg.namespaceExists(ctx, ns); err == nil && ok {
+	if ok, err := c.b.reg.NamespaceExists(ctx, ns); err == nil && ok {
 		mode := m.GetMode()
 		topics, err = c.b.topicsOfNamespace(ctx, ns,
 			mode == pb.CommandGetTopicsOfNamespace_PERSISTENT || mode == pb.CommandGetTopicsOfNamespace_ALL,

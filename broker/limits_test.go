@@ -12,6 +12,7 @@ import (
 	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
+	"github.com/magnetar-mq/magnetar/topicreg"
 )
 
 // The core's side of the limits (limits.go, held.go), driven by stand-ins
@@ -99,7 +100,7 @@ func startHolding(t *testing.T, topic string) (*testBroker, *holdGate) {
 			t.ReleaseHeld()
 		},
 	})
-	if err := tb.Registry().Register(ctxT(t), topic, TopicNode{}); err != nil {
+	if err := tb.Registry().Register(ctxT(t), topic, topicreg.TopicNode{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := createSubscription(tb.Broker, ctxT(t), topic, "slow", earliest); err != nil {
@@ -267,7 +268,7 @@ func TestDispatchLimiters(t *testing.T) {
 	}
 	tb := startLimited(t, &limitsFeature{limits: limits})
 	topic := newTopicName("dispatch-limit")
-	if err := tb.Registry().Register(ctxT(t), topic, TopicNode{}); err != nil {
+	if err := tb.Registry().Register(ctxT(t), topic, topicreg.TopicNode{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := createSubscription(tb.Broker, ctxT(t), topic, "admin", earliest); err != nil {

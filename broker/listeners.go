@@ -15,7 +15,7 @@ import (
 // listeners are the broker's sockets: the binary protocol and HTTP, each
 // plain and (with a security layer that has TLS) TLS, and the one HTTP
 // server behind both HTTP listeners. bind binds them all at Start, so
-// that every address is known (and advertised: registry.go, the cluster)
+// that every address is known (and advertised: registerCluster, the cluster)
 // before anything is served; the broker then serves them (acceptLoop,
 // serveHTTP) and close closes them.
 type listeners struct {

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/magnetar-mq/magnetar/topicreg"
 )
 
 // TestListingBoundedWithHugePartitionedTopic: a partitioned topic whose
@@ -19,7 +21,7 @@ func TestListingBoundedWithHugePartitionedTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.reg.setPartitions(ctx, tn, PartitionedMetadata{Partitions: math.MaxInt32}, true); err != nil {
+	if err := tb.reg.CreatePartitioned(ctx, tn.String(), topicreg.PartitionedMetadata{Partitions: math.MaxInt32}); err != nil {
 		t.Fatal(err)
 	}
 	var ms runtime.MemStats

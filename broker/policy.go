@@ -6,6 +6,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/policy"
+	"github.com/magnetar-mq/magnetar/topicreg"
 )
 
 // A topic's effective policy (policy.Resolved) is its topic-level
@@ -64,7 +65,7 @@ func (b *Broker) PolicyDefaults() policy.Defaults {
 // (a partition uses its partitioned topic's).
 func topicPolicyKey(tn topicName) string {
 	p := tn.Parent()
-	return policy.TopicKey(p.Domain, p.Tenant, p.Namespace, escapeLocal(p.Local))
+	return policy.TopicKey(p.Domain, p.Tenant, p.Namespace, topicreg.EscapeLocal(p.Local))
 }
 
 // resolvePolicies returns the effective policy of topic tn (a layer that

@@ -2,40 +2,37 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 
-	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/policy"
+	"github.com/magnetar-mq/magnetar/topicreg"
 )
 
-// Registry is the topic registry: the created and partitioned topics of
-// the namespaces in the metadata store (registry.go has the layout) and
-// the primitives that register, change and delete them, with the
-// features' admissions (AdmitTopics) and DeletionObservers. The admin
-// API's topic operations (create with their checks, partition updates,
-// properties) are package brokeradmin's, built on these. Topic names are
-// anything ParseTopicName accepts; a method on one topic acts on a
+// Registry is the topic registry: the metadata of the created and
+// partitioned topics, namespaces and clusters (the embedded
+// *topicreg.Registry: layout, reads, compare-and-set updates), and the
+// primitives that need loaded topics or the features: registering,
+// listing and deleting topics with the features' admissions
+// (AdmitTopics) and DeletionObservers, and non-persistent topics, which
+// exist while loaded. The admin API's topic operations (create with
+// their checks, partition updates, properties) are package
+// brokeradmin's, built on these. Topic names are anything
+// ParseTopicName accepts; a method on one topic acts on a
 // non-partitioned topic or one partition (callers fan out over
 // partitions). Errors wrap ErrTopicNotFound, ErrNamespaceNotFound,
 // ErrAlreadyExists, ErrInvalidTopicName, ErrNotAllowed or
 // ErrPreconditionFailed; their text is the reason to give a client.
 // Every method is safe for concurrent use.
-type Registry struct{ b *Broker }
+type Registry struct {
+	*topicreg.Registry
+	b *Broker
+}
 
 // Registry returns the broker's topic registry.
-func (b *Broker) Registry() Registry { return Registry{b} }
-
-// Clusters lists the registered clusters.
-func (a Registry) Clusters(ctx context.Context) ([]string, error) { return a.b.reg.clusters(ctx) }
-
-// NamespaceExists reports whether ns ("tenant/ns") is registered.
-func (a Registry) NamespaceExists(ctx context.Context, ns string) (bool, error) {
-	return a.b.reg.namespaceExists(ctx, ns)
-}
+func (b *Broker) Registry() Registry { return Registry{b.reg, b} }
 
 // MessageID identifies an entry (and a message in it). LedgerID and
 // EntryID both negative mean Earliest, both math.MaxInt64 Latest.
@@ -82,28 +79,12 @@ func TopicPolicyKey(name string) (string, error) {
 	return topicPolicyKey(tn), nil
 }
 
-// TopicsOfNamespace lists created topics (partitions expanded) of ns
-// ("tenant/ns") in the given domains.
+// TopicsOfNamespace lists the topics of ns ("tenant/ns") in the given
+// domains: created persistent topics, loaded non-persistent ones and
+// every partition of partitioned topics (at most
+// topicreg.MaxListedTopics: ErrPreconditionFailed beyond).
 func (a Registry) TopicsOfNamespace(ctx context.Context, ns string, persistent, nonPersistent bool) ([]string, error) {
-	b := a.b
-	return b.topicsOfNamespace(ctx, ns, persistent, nonPersistent)
-}
-
-// PartitionedTopics lists the partitioned topics of ns in domain.
-func (a Registry) PartitionedTopics(ctx context.Context, ns, domain string) ([]string, error) {
-	b := a.b
-	return b.reg.partitionedTopics(ctx, ns, domain)
-}
-
-// Partitions returns a partitioned topic's partition count (0: not
-// partitioned).
-func (a Registry) Partitions(ctx context.Context, topic string) (int, error) {
-	b := a.b
-	tn, err := parseTopicName(topic)
-	if err != nil {
-		return 0, err
-	}
-	return b.reg.partitions(ctx, tn)
+	return a.b.topicsOfNamespace(ctx, ns, persistent, nonPersistent)
 }
 
 // AutoCreatePartitioned creates topic as partitioned if its
@@ -140,53 +121,15 @@ func (a Registry) autoCreatePartitioned(ctx context.Context, tn topicName) (int,
 	if err := b.ext.admitTopics(ctx, tn, n, b.resolvePolicies); err != nil {
 		return 0, err
 	}
-	err := b.reg.setPartitions(ctx, tn, PartitionedMetadata{Partitions: n}, true)
+	err := b.reg.CreatePartitioned(ctx, tn.String(), topicreg.PartitionedMetadata{Partitions: n})
 	if err != nil && !errors.Is(err, ErrAlreadyExists) {
 		return 0, nil
 	}
-	got, err := b.reg.partitions(ctx, tn)
+	got, err := b.reg.Partitions(ctx, tn.String())
 	if err != nil {
 		return 0, nil
 	}
 	return got, nil
-}
-
-// PartitionedMetadata returns topic's partitioned metadata (false: not
-// a partitioned topic; a partition never is one).
-func (a Registry) PartitionedMetadata(ctx context.Context, topic string) (PartitionedMetadata, bool, error) {
-	tn, err := parseTopicName(topic)
-	if err != nil {
-		return PartitionedMetadata{}, false, err
-	}
-	return a.partitionedMeta(ctx, tn)
-}
-
-// CreatePartitioned registers topic (not a partition) as partitioned
-// with m: ErrAlreadyExists if it is registered. The caller checks the
-// count and admits the new topics (AdmitTopics).
-func (a Registry) CreatePartitioned(ctx context.Context, topic string, m PartitionedMetadata) error {
-	tn, err := parseTopicName(topic)
-	if err != nil {
-		return err
-	}
-	if tn.IsPartition() {
-		return fmt.Errorf("%w: %s is a partition", ErrInvalidTopicName, tn)
-	}
-	return a.b.reg.setPartitions(ctx, tn, m, true)
-}
-
-// UpdatePartitioned changes a partitioned topic's metadata with f: a
-// compare-and-set retried on conflict (f may run more than once; its
-// error ends the update). ErrTopicNotFound if topic is not partitioned.
-func (a Registry) UpdatePartitioned(ctx context.Context, topic string, f func(*PartitionedMetadata) error) error {
-	tn, err := parseTopicName(topic)
-	if err != nil {
-		return err
-	}
-	if tn.IsPartition() {
-		return reason(ErrTopicNotFound, "Partitioned topic does not exist")
-	}
-	return a.b.reg.updatePartitions(ctx, tn, f)
 }
 
 // DeletePartitioned removes a partitioned topic's metadata (its
@@ -199,7 +142,7 @@ func (a Registry) DeletePartitioned(ctx context.Context, topic string) error {
 	if err != nil {
 		return err
 	}
-	if err := b.reg.deletePartitioned(ctx, tn); err != nil && !errors.Is(err, ErrTopicNotFound) {
+	if err := b.reg.DeletePartitionedMetadata(ctx, tn.String()); err != nil && !errors.Is(err, ErrTopicNotFound) {
 		return err
 	}
 	if err := b.policies.DeleteTopic(ctx, topicPolicyKey(tn)); err != nil {
@@ -224,7 +167,7 @@ func (a Registry) AdmitTopics(ctx context.Context, topic string, n int) error {
 // a persistent topic's node n is stored (ErrAlreadyExists if it is); a
 // non-persistent topic, which exists while loaded, is loaded (n is not
 // kept). The caller admits it (AdmitTopics) and checks its namespace.
-func (a Registry) Register(ctx context.Context, topic string, n TopicNode) error {
+func (a Registry) Register(ctx context.Context, topic string, n topicreg.TopicNode) error {
 	b := a.b
 	tn, err := parseTopicName(topic)
 	if err != nil {
@@ -234,15 +177,7 @@ func (a Registry) Register(ctx context.Context, topic string, n TopicNode) error
 		_, err := b.getTopic(ctx, tn, true)
 		return err
 	}
-	data, err := json.Marshal(n)
-	if err != nil {
-		return err
-	}
-	_, err = b.deps.Metadata.Put(ctx, topicKey(tn), data, metadata.NotExists)
-	if errors.Is(err, metadata.ErrExists) {
-		return reason(ErrAlreadyExists, "This topic already exists")
-	}
-	return err
+	return b.reg.CreateNode(ctx, tn.String(), n)
 }
 
 // TopicExists reports whether topic is created (persistent) or loaded
@@ -262,7 +197,7 @@ func (a Registry) topicExists(ctx context.Context, tn topicName) (bool, error) {
 	if !tn.IsPersistent() {
 		return b.lookupTopic(tn.String()) != nil, nil
 	}
-	return b.deps.Metadata.Exists(ctx, topicKey(tn))
+	return b.reg.NodeExists(ctx, tn.String())
 }
 
 // DeleteTopic deletes a non-partitioned topic (or one partition): its
@@ -292,11 +227,7 @@ func (a Registry) DeleteTopic(ctx context.Context, name string, force bool) erro
 		b.ext.topicDeleted(ctx, tn)
 		return nil
 	}
-	err = b.deps.Metadata.Delete(ctx, topicKey(tn), -1)
-	if err != nil {
-		if ok, _ := b.deps.Metadata.Exists(ctx, topicKey(tn)); !ok {
-			return reason(ErrTopicNotFound, "Topic not found")
-		}
+	if err := b.reg.DeleteNode(ctx, tn.String()); err != nil {
 		return err
 	}
 	b.ext.topicDeleted(ctx, tn)
@@ -323,6 +254,21 @@ func topicInUse(t *topic) bool {
 		s.call(func() { n += len(s.consumers) })
 	}
 	return n > 0
+}
+
+// registerCluster registers the local cluster in the configuration
+// store with this broker's URLs, unless it is registered with URLs
+// already (topicreg.Registry.EnsureCluster).
+func (b *Broker) registerCluster(ctx context.Context) error {
+	l := &b.net
+	cd := policy.ClusterData{ServiceURLTLS: l.webURLTLS(), BrokerServiceURLTLS: l.serviceURLTLS()}
+	if addr(&l.httpAddr) != "" {
+		cd.ServiceURL = l.webURL()
+	}
+	if addr(&l.serviceAddr) != "" {
+		cd.BrokerServiceURL = l.serviceURL()
+	}
+	return b.reg.EnsureCluster(ctx, cd)
 }
 
 // loadedOrLoad returns the topic, loading it if it exists (never

@@ -24,6 +24,7 @@ import (
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
+	"github.com/magnetar-mq/magnetar/topicreg"
 )
 
 // pbBaseConnect builds a CONNECT with credentials.
@@ -408,7 +409,7 @@ func TestSecAuthorization(t *testing.T) {
 	}
 	// Nothing was done: the denied lookup did not auto-create the topic.
 	tn, _ := parseTopicName(topic)
-	if ok, err := f.meta.Exists(context.Background(), topicKey(tn)); ok || err != nil {
+	if ok, err := f.meta.Exists(context.Background(), topicreg.TopicKey(tn)); ok || err != nil {
 		t.Fatalf("denied producer created the topic: %v %v", ok, err)
 	}
 	if _, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"}); err == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
+	"github.com/magnetar-mq/magnetar/topicreg"
 )
 
 // The views features get of the core's topics, subscriptions, producers
@@ -449,10 +450,10 @@ func (v Topic) PositionBefore(pos Position) (Position, bool) {
 // EscapeName escapes a name (a topic's local name, a subscription) for
 // one metadata path segment, as the broker's own paths do; UnescapeName
 // reverses it.
-func EscapeName(s string) string { return escapeLocal(s) }
+func EscapeName(s string) string { return topicreg.EscapeLocal(s) }
 
 // UnescapeName reverses EscapeName.
-func UnescapeName(s string) string { return unescapeLocal(s) }
+func UnescapeName(s string) string { return topicreg.UnescapeLocal(s) }
 
 // Subscriptions returns the topic's subscriptions now.
 func (v Topic) Subscriptions() []Subscription {

@@ -3,8 +3,9 @@
 // (admin/roles.go), built on the seams the broker core exports
 // (broker/doc.go, Seams) and nothing else:
 //
-//   - the topic registry's primitives (broker.Registry: created and
-//     partitioned topics, topic nodes, admissions, deletion), on which
+//   - the topic registry's primitives (broker.Registry over package
+//     topicreg: created and partitioned topics, topic nodes, admissions,
+//     deletion), on which
 //     Topics builds admin's Topics and TopicProperties roles (topic
 //     creation and its checks, partition updates, topic properties);
 //   - topic lookup (Broker.Topic: a loaded topic, loading it if it

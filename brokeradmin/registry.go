@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/topicreg"
 )
 
 // Topics is admin's Topics and TopicProperties roles: the topic
@@ -68,7 +69,7 @@ func (a Topics) DeleteTopic(ctx context.Context, topic string, force bool) error
 // CreatePartitionedTopic registers a partitioned topic; creating an
 // existing one with the same count is a no-op, another count fails with
 // ErrAlreadyExists.
-func (a Topics) CreatePartitionedTopic(ctx context.Context, topic string, m broker.PartitionedMetadata) error {
+func (a Topics) CreatePartitionedTopic(ctx context.Context, topic string, m topicreg.PartitionedMetadata) error {
 	tn, err := broker.ParseTopicName(topic)
 	if err != nil {
 		return err
@@ -108,7 +109,7 @@ func (a Topics) UpdatePartitionedTopic(ctx context.Context, topic string, partit
 	if err := a.checkPartitions(partitions, true); err != nil {
 		return err
 	}
-	return a.reg.UpdatePartitioned(ctx, topic, func(m *broker.PartitionedMetadata) error {
+	return a.reg.UpdatePartitioned(ctx, topic, func(m *topicreg.PartitionedMetadata) error {
 		if m.Partitions == 0 {
 			return broker.Reason(broker.ErrTopicNotFound, "Partitioned topic does not exist")
 		}
@@ -205,7 +206,7 @@ func (a Topics) CreateTopicWithProperties(ctx context.Context, topic string, pro
 		if len(props) > 0 {
 			return broker.Reason(broker.ErrPreconditionFailed, "Properties are kept for persistent topics only")
 		}
-		return a.reg.Register(ctx, topic, broker.TopicNode{})
+		return a.reg.Register(ctx, topic, topicreg.TopicNode{})
 	}
 	if ok, err := a.reg.TopicExists(ctx, topic); err != nil {
 		return err
@@ -214,7 +215,7 @@ func (a Topics) CreateTopicWithProperties(ctx context.Context, topic string, pro
 			return err
 		}
 	}
-	return a.reg.Register(ctx, topic, broker.TopicNode{Properties: props, Created: time.Now().UnixMilli()})
+	return a.reg.Register(ctx, topic, topicreg.TopicNode{Properties: props, Created: time.Now().UnixMilli()})
 }
 
 // checkProperties refuses empty keys and properties above
@@ -285,7 +286,7 @@ func (a Topics) UpdateTopicProperties(ctx context.Context, topic string, set map
 	if _, ok, err := a.reg.PartitionedMetadata(ctx, topic); err != nil {
 		return err
 	} else if ok {
-		return a.reg.UpdatePartitioned(ctx, topic, func(m *broker.PartitionedMetadata) (err error) {
+		return a.reg.UpdatePartitioned(ctx, topic, func(m *topicreg.PartitionedMetadata) (err error) {
 			m.Properties, err = merge(m.Properties)
 			return err
 		})
@@ -293,7 +294,7 @@ func (a Topics) UpdateTopicProperties(ctx context.Context, topic string, set map
 	if !tn.IsPersistent() {
 		return broker.Reason(broker.ErrPreconditionFailed, "Properties are kept for persistent topics only")
 	}
-	return a.reg.UpdateTopicNode(ctx, topic, func(n *broker.TopicNode) (err error) {
+	return a.reg.UpdateTopicNode(ctx, topic, func(n *topicreg.TopicNode) (err error) {
 		n.Properties, err = merge(n.Properties)
 		return err
 	})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/topicreg"
 )
 
 // TestPartitionCountLimits: creation and update refuse partition counts
@@ -18,14 +19,14 @@ func TestPartitionCountLimits(t *testing.T) {
 	ctx := brokertest.Ctx(t)
 	const topic = "persistent://public/default/lim-parts"
 	for _, n := range []int{17, math.MaxInt32, math.MaxInt32 + 1, math.MaxInt64, 0, -5, math.MinInt64} {
-		if err := topics.CreatePartitionedTopic(ctx, topic, broker.PartitionedMetadata{Partitions: n}); !errors.Is(err, broker.ErrPreconditionFailed) {
+		if err := topics.CreatePartitionedTopic(ctx, topic, topicreg.PartitionedMetadata{Partitions: n}); !errors.Is(err, broker.ErrPreconditionFailed) {
 			t.Errorf("create with %d partitions: %v", n, err)
 		}
 	}
 	if n, err := topics.Partitions(ctx, topic); err != nil || n != 0 {
 		t.Fatalf("refusals created %d partitions (%v)", n, err)
 	}
-	if err := topics.CreatePartitionedTopic(ctx, topic, broker.PartitionedMetadata{Partitions: 16}); err != nil {
+	if err := topics.CreatePartitionedTopic(ctx, topic, topicreg.PartitionedMetadata{Partitions: 16}); err != nil {
 		t.Fatal(err)
 	}
 	if err := topics.UpdatePartitionedTopic(ctx, topic, 17); !errors.Is(err, broker.ErrPreconditionFailed) {
@@ -36,7 +37,7 @@ func TestPartitionCountLimits(t *testing.T) {
 	}
 	// Unlimited (negative): still bounded by int32.
 	tb2 := brokertest.Start(t, brokertest.Options{Config: func(c *broker.Config) { c.MaxPartitionsPerTopic = -1 }})
-	if err := tb2.Admin().Topics.CreatePartitionedTopic(ctx, topic, broker.PartitionedMetadata{Partitions: math.MaxInt32 + 1}); !errors.Is(err, broker.ErrPreconditionFailed) {
+	if err := tb2.Admin().Topics.CreatePartitionedTopic(ctx, topic, topicreg.PartitionedMetadata{Partitions: math.MaxInt32 + 1}); !errors.Is(err, broker.ErrPreconditionFailed) {
 		t.Fatalf("2^31 partitions without a limit: %v", err)
 	}
 }
@@ -49,7 +50,7 @@ func TestTopicPropertiesKept(t *testing.T) {
 	topics := tb.Admin().Topics
 	ctx := brokertest.Ctx(t)
 	part, plain := "persistent://public/default/props-p", "persistent://public/default/props"
-	if err := topics.CreatePartitionedTopic(ctx, part, broker.PartitionedMetadata{Partitions: 2, Properties: map[string]string{"a": "1"}}); err != nil {
+	if err := topics.CreatePartitionedTopic(ctx, part, topicreg.PartitionedMetadata{Partitions: 2, Properties: map[string]string{"a": "1"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := topics.UpdatePartitionedTopic(ctx, part, 3); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/magnetar-mq/magnetar/metadata/embedded"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 	"github.com/magnetar-mq/magnetar/policy"
+	"github.com/magnetar-mq/magnetar/topicreg"
 )
 
 func waitCompacted(t *testing.T, b *testBroker, topic string) {
@@ -311,7 +312,7 @@ func TestE2ECompactionPartitioned(t *testing.T) {
 	tb := startBroker(t, Config{})
 	cl := tb.client(t)
 	topic := newTopicName("parted")
-	if err := tb.Admin().Topics.CreatePartitionedTopic(ctxT(t), topic, broker.PartitionedMetadata{Partitions: 3}); err != nil {
+	if err := tb.Admin().Topics.CreatePartitionedTopic(ctxT(t), topic, topicreg.PartitionedMetadata{Partitions: 3}); err != nil {
 		t.Fatal(err)
 	}
 	want := produceRounds(t, cl, topic, 4, 12)

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/magnetar-mq/magnetar/pulsarclient"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
+	"github.com/magnetar-mq/magnetar/topicreg"
 )
 
 // TestBatchingAsync: async sends within one batching window share
@@ -122,7 +122,7 @@ func TestPartitionedTopic(t *testing.T) {
 	cl := tb.client(t, nil)
 	ctx := ctxT(t)
 	topic := newTopic("parts")
-	if err := tb.Admin().Topics.CreatePartitionedTopic(ctx, topic, broker.PartitionedMetadata{Partitions: 3}); err != nil {
+	if err := tb.Admin().Topics.CreatePartitionedTopic(ctx, topic, topicreg.PartitionedMetadata{Partitions: 3}); err != nil {
 		t.Fatal(err)
 	}
 	cons, err := cl.Subscribe(pulsarclient.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsarclient.Shared})

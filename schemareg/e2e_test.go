@@ -9,12 +9,12 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 	"github.com/magnetar-mq/magnetar/schema"
 	"github.com/magnetar-mq/magnetar/schemareg"
+	"github.com/magnetar-mq/magnetar/topicreg"
 )
 
 // The registry end to end: a broker from broker/brokertest (the
@@ -345,7 +345,7 @@ func TestTopicDeletionDeletesSchema(t *testing.T) {
 	}
 
 	pt := brokertest.Topic("schema-delp")
-	if err := tb.Admin().Topics.CreatePartitionedTopic(ctx, pt, broker.PartitionedMetadata{Partitions: 2}); err != nil {
+	if err := tb.Admin().Topics.CreatePartitionedTopic(ctx, pt, topicreg.PartitionedMetadata{Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if err := tryProducer(t, cl, pt, pulsar.NewStringSchema(nil)); err != nil {

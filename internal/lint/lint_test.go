@@ -47,7 +47,11 @@ var allowed = map[string][]string{
 	// ratelimit (it declares the Limiter it calls), nor the client (only
 	// features talk to other brokers), nor cluster and bundle (it
 	// declares the Ownership brokercluster implements), nor offload.
-	"broker": {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "httpapi"},
+	"broker": {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "httpapi", "topicreg"},
+	// topicreg: the topic registry below the core (the metadata layout
+	// of created and partitioned topics, namespaces and clusters, and
+	// the operations on it); it knows no loaded topic and no broker.
+	"topicreg": {"metadata", "policy", "protocol"},
 	// broker/selector: which consumer of a subscription gets an entry
 	// (the dispatch algorithms, Key_Shared's hash ring); pure, it
 	// imports nothing of the project.
@@ -89,7 +93,7 @@ var allowed = map[string][]string{
 	"georep": {"broker", "topicstats", "mledger", "policy", "protocol", "pulsarclient", "auth"},
 	// txn/server: a broker's transactions (coordinators served, the
 	// participant side of its topics).
-	"txn/server": {"broker", "brokercluster", "topicstats", "txn", "mledger", "metadata", "protocol", "cluster", "auth", "pulsarclient"},
+	"txn/server": {"broker", "brokercluster", "topicreg", "topicstats", "txn", "mledger", "metadata", "protocol", "cluster", "auth", "pulsarclient"},
 	// brokercluster: the broker's cluster membership (package cluster)
 	// behind the core's Ownership seam, joined through Deps.JoinCluster.
 	"brokercluster": {"broker", "bundle", "cluster", "metadata", "protocol"},
@@ -101,8 +105,8 @@ var allowed = map[string][]string{
 	// brokeradmin: the admin roles over the core's seams (registry,
 	// topic views, loaded-topics walk, policies, ownership); the core
 	// never imports it.
-	"brokeradmin": {"broker", "brokercluster", "topicstats", "cluster", "metadata", "mledger", "policy", "protocol"},
-	"admin":       {"internal", "broker", "brokeradmin", "topicstats", "policy", "protocol", "auth", "bundle", "cluster", "isolation", "schema", "txn", "httpapi", "metadata", "ledgerinfo", "dynconfig", "ledger", "tiered"},
+	"brokeradmin": {"broker", "brokercluster", "topicstats", "topicreg", "cluster", "metadata", "mledger", "policy", "protocol"},
+	"admin":       {"internal", "broker", "brokeradmin", "topicreg", "topicstats", "policy", "protocol", "auth", "bundle", "cluster", "isolation", "schema", "txn", "httpapi", "metadata", "ledgerinfo", "dynconfig", "ledger", "tiered"},
 	"schema":      {},
 	// dynconfig: the broker's dynamic configuration over the policy
 	// store's defaults overlay.

@@ -20,6 +20,7 @@ import (
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
+	"github.com/magnetar-mq/magnetar/topicreg"
 	"github.com/magnetar-mq/magnetar/txn"
 	"github.com/magnetar-mq/magnetar/txn/coordinator"
 )
@@ -76,7 +77,7 @@ func (cs *coordinators) start(ctx context.Context) error {
 		return fmt.Errorf("txn/server: transaction coordinator assign topic: %w", err)
 	}
 	if n == 0 {
-		err := b.Registry().CreatePartitioned(ctx, AssignTopic, broker.PartitionedMetadata{Partitions: cs.s.cfg.Coordinators})
+		err := b.Registry().CreatePartitioned(ctx, AssignTopic, topicreg.PartitionedMetadata{Partitions: cs.s.cfg.Coordinators})
 		if err != nil && !errors.Is(err, broker.ErrAlreadyExists) {
 			return fmt.Errorf("txn/server: create %s: %w", AssignTopic, err)
 		}
