@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/broker/outqueue"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -23,7 +24,7 @@ import (
 type conn struct {
 	b      *Broker
 	nc     net.Conn
-	q      *outQueue
+	q      *outqueue.Queue
 	log    *slog.Logger
 	remote string // "/ip:port" as Pulsar prints it
 
@@ -78,7 +79,6 @@ func newConn(b *Broker, nc net.Conn) *conn {
 	c := &conn{
 		b:      b,
 		nc:     nc,
-		q:      newOutQueue(b.cfg.MaxOutboundBytes),
 		remote: "/" + nc.RemoteAddr().String(),
 
 		sendsIdle: make(chan struct{}, 1),
@@ -91,17 +91,17 @@ func newConn(b *Broker, nc net.Conn) *conn {
 	empty := ""
 	c.clientVersion.Store(&empty)
 	c.lastRead.Store(time.Now().UnixNano())
-	c.q.drained = c.drained
+	c.q = outqueue.New(b.cfg.MaxOutboundBytes, c.drained)
 	return c
 }
 
 // writable implements consumerSink.
 func (c *conn) writable() bool {
-	if c.q.writable() {
+	if c.q.Writable() {
 		return true
 	}
 	c.blocked.Store(true)
-	return c.q.writable() // re-check: the writer may have drained meanwhile
+	return c.q.Writable() // re-check: the writer may have drained meanwhile
 }
 
 // drained runs on the writer goroutine when the queue got short again.
@@ -145,7 +145,7 @@ func (c *conn) serve() {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		if err := c.q.run(deadlineWriter{c}); err != nil {
+		if err := c.q.Run(deadlineWriter{c}); err != nil {
 			var ne net.Error
 			switch {
 			case errors.Is(err, ErrSlowConsumer):
@@ -166,7 +166,7 @@ func (c *conn) serve() {
 	// awaitSends waits only for sends in storage.
 	c.b.dropHeld(func(h *heldSend) bool { return h.p.sink == producerSink(c) })
 	c.awaitSends(sendDrainTimeout)
-	c.q.close()
+	c.q.Close()
 	c.wg.Wait()
 	c.nc.Close()
 }
@@ -221,7 +221,7 @@ func (c *conn) stopReading() {
 // shutdown closes the socket; serve then cleans up.
 func (c *conn) shutdown() {
 	c.closeOnce.Do(func() {
-		c.q.close()
+		c.q.Close()
 		c.nc.Close()
 	})
 }
@@ -286,7 +286,7 @@ func (c *conn) readLoop() error {
 // field is a broker bug: it is logged and not sent.
 func (c *conn) sendSimple(cmd *pb.BaseCommand) {
 	scrubError(cmd, c.log)
-	ok := c.q.push(func(dst []byte) []byte {
+	ok := c.q.Push(func(dst []byte) []byte {
 		out, err := pulsarproto.AppendCommand(dst, cmd)
 		if err != nil {
 			c.log.Error("BUG: unencodable command", "type", cmd.GetType().String(), "err", err)
@@ -326,11 +326,11 @@ func (c *conn) sendReceipt(producerID, seq, highest uint64, pos position) {
 		LedgerID: uint64(pos.LedgerID), EntryID: uint64(pos.EntryID),
 	}
 	defer c.sendAnswered()
-	buf, ok := c.q.begin()
+	buf, ok := c.q.Begin()
 	if !ok {
 		return
 	}
-	if !c.q.end(pulsarproto.AppendSendReceipt(buf, &r)) {
+	if !c.q.End(pulsarproto.AppendSendReceipt(buf, &r)) {
 		c.shutdown()
 	}
 }
@@ -371,22 +371,22 @@ func (c *conn) sendMessage(consumerID uint64, pos position, redeliveries uint32,
 		Partition: -1, RedeliveryCount: redeliveries, AckSet: ackSet,
 	}
 	data = c.clientEntry(data)
-	buf, ok := c.q.begin()
+	buf, ok := c.q.Begin()
 	if !ok {
 		return
 	}
-	if len(data) >= refThreshold {
+	if len(data) >= outqueue.RefThreshold {
 		// Frame header and command for an entry of len(data) bytes, then
 		// the entry itself by reference: AppendMessage sized the frame
 		// for an empty entry, so add the entry to totalSize.
 		start := len(buf)
 		buf = pulsarproto.AppendMessage(buf, &h, nil)
 		binary.BigEndian.PutUint32(buf[start:], binary.BigEndian.Uint32(buf[start:])+uint32(len(data)))
-		buf = c.q.appendRefLocked(buf, data)
+		buf = c.q.AppendRef(buf, data)
 	} else {
 		buf = pulsarproto.AppendMessage(buf, &h, data)
 	}
-	if !c.q.end(buf) {
+	if !c.q.End(buf) {
 		c.shutdown()
 	}
 }

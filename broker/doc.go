@@ -90,9 +90,10 @@
 //     may load a topic or wait for the metadata store; at most maxConnOps,
 //     per-id order kept by pending ops as Pulsar's futures keep it;
 //     connops.go), and
-//     a writer (drains the outbound queue, coalescing every frame queued
-//     during the previous write into one writev; entries of 4 KiB and more
-//     are queued by reference, not copied). Handlers never wait for
+//     a writer (drains the outbound queue, package broker/outqueue,
+//     coalescing every frame queued during the previous write into one
+//     writev; entries of 4 KiB and more are queued by reference, not
+//     copied). Handlers never wait for
 //     storage on the SEND path: AddEntry is asynchronous and receipts are
 //     queued from its callback, in add order, so receipts of one producer
 //     are in send order. A closing connection first answers its in-flight

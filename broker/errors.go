@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 
+	"github.com/magnetar-mq/magnetar/broker/outqueue"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/topicreg"
 )
@@ -41,8 +42,8 @@ var (
 	// connection is closed.
 	ErrProtocol = errors.New("broker: protocol violation")
 	// ErrSlowConsumer: a connection's outbound queue exceeded its bound;
-	// the connection is closed.
-	ErrSlowConsumer = errors.New("broker: outbound queue overflow")
+	// the connection is closed (package outqueue's overflow).
+	ErrSlowConsumer = outqueue.ErrOverflow
 	// ErrTxnDisabled answers transaction requests (SENDs and ACKs in a
 	// transaction, the transaction commands) on a broker without the
 	// transaction feature (package txn/server).

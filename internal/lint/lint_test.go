@@ -56,6 +56,10 @@ var allowed = map[string][]string{
 	// (the dispatch algorithms, Key_Shared's hash ring); pure, it
 	// imports nothing of the project.
 	"broker/selector": {},
+	// broker/outqueue: a connection's outbound byte queue (writev
+	// batches, entries by reference, byte bound, backpressure); a leaf
+	// the core uses, it imports nothing of the project.
+	"broker/outqueue": {},
 	// broker/brokertest: the test kit of the packages built on the core
 	// (tests only; a client package, see clientPackages). It runs policy
 	// enforcement, the schema registry and /metrics, as the binary does.

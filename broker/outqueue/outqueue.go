@@ -1,25 +1,27 @@
-package broker
+package outqueue
 
 import (
+	"errors"
 	"io"
 	"net"
 	"sync"
 	"sync/atomic"
 )
 
-// outQueue is a connection's outbound byte queue. Producers of frames
-// append encoded frames under the lock; one writer goroutine swaps the
-// pending frames out and writes them with one vectored write, so frames
-// queued while the previous write ran are coalesced into one system call.
-//
-// Large stored entries are not copied: appendRefLocked queues a reference
-// to the (immutable) entry bytes as its own segment, and the writer hands
-// the segments to writev. Small frames are copied into the buffer.
-//
-// The queue is bounded: an append that would leave more than limit bytes
-// unsent fails, and the connection owning the queue is then closed (a
-// client that stops reading must not grow broker memory without bound).
-type outQueue struct {
+// ErrOverflow is what Run returns when an End exceeded the queue's bound.
+var ErrOverflow = errors.New("outbound queue overflow")
+
+// RefThreshold is the entry size from which callers queue entries by
+// reference (AppendRef) instead of copying them.
+const RefThreshold = 4 << 10
+
+// maxSoftLimit caps the soft limit: a few MiB keep a fast consumer busy
+// while the buffers stay small enough to be reused rather than reallocated
+// (fresh multi-MiB allocations cost page faults on every burst).
+const maxSoftLimit = 4 << 20
+
+// Queue is one connection's outbound queue (see the package doc).
+type Queue struct {
 	mu struct {
 		sync.Mutex
 		buf      []byte   // pending bytes
@@ -35,34 +37,27 @@ type outQueue struct {
 	queued  atomic.Int64 // bytes queued, copied or referenced
 	writing atomic.Int64 // bytes of the write in progress
 	// drained, if set, runs on the writer goroutine after a write that
-	// left the queue below half of soft (see writable).
+	// left the queue below half of soft (see Writable).
 	drained func()
 	soft    int64
 }
 
-// refThreshold is the entry size from which entries are queued by
-// reference instead of copied.
-const refThreshold = 4 << 10
+// New returns a queue bounded to limit unsent bytes. drained, if not
+// nil, runs on the writer goroutine when the queue gets short again.
+func New(limit int, drained func()) *Queue {
+	return &Queue{limit: limit, soft: int64(min(limit/2, maxSoftLimit)), signal: make(chan struct{}, 1), drained: drained}
+}
 
-// writable reports whether the queue is below its soft limit: dispatchers
-// stop sending to a connection that is not, and resume when drained runs.
-func (q *outQueue) writable() bool {
+// Writable reports whether the queue is below its soft limit: producers
+// stop appending to a queue that is not, and resume when drained runs.
+func (q *Queue) Writable() bool {
 	return q.queued.Load()+q.writing.Load() < q.soft
 }
 
-// maxSoftLimit caps the soft limit: a few MiB keep a fast consumer busy
-// while the buffers stay small enough to be reused rather than reallocated
-// (fresh multi-MiB allocations cost page faults on every burst).
-const maxSoftLimit = 4 << 20
-
-func newOutQueue(limit int) *outQueue {
-	return &outQueue{limit: limit, soft: int64(min(limit/2, maxSoftLimit)), signal: make(chan struct{}, 1)}
-}
-
-// begin locks the queue and returns the pending buffer to append frames
+// Begin locks the queue and returns the pending buffer to append frames
 // to; ok is false (and the lock is not held) if the queue is closed. Every
-// successful begin must be followed by end with the extended buffer.
-func (q *outQueue) begin() (buf []byte, ok bool) {
+// successful Begin must be followed by End with the extended buffer.
+func (q *Queue) Begin() (buf []byte, ok bool) {
 	q.mu.Lock()
 	if q.mu.closed {
 		q.mu.Unlock()
@@ -71,24 +66,24 @@ func (q *outQueue) begin() (buf []byte, ok bool) {
 	return q.mu.buf, true
 }
 
-// appendRefLocked, between begin and end, queues data by reference right
+// AppendRef, between Begin and End, queues data by reference right
 // after the bytes appended to buf so far. data must never change.
-func (q *outQueue) appendRefLocked(buf, data []byte) []byte {
+func (q *Queue) AppendRef(buf, data []byte) []byte {
 	q.mu.segs = append(q.mu.segs, buf[q.mu.cut:len(buf):len(buf)], data)
 	q.mu.cut = len(buf)
 	q.mu.refBytes += len(data)
 	return buf
 }
 
-// end stores buf as the pending buffer, unlocks and wakes the writer. It
+// End stores buf as the pending buffer, unlocks and wakes the writer. It
 // returns false if the bound was exceeded: the queue is then closed and
 // the caller must close the connection.
-func (q *outQueue) end(buf []byte) bool {
+func (q *Queue) End(buf []byte) bool {
 	size := len(buf) + q.mu.refBytes
 	over := size > q.limit
 	if over {
 		q.mu.closed = true
-		q.mu.err = ErrSlowConsumer
+		q.mu.err = ErrOverflow
 		buf = nil
 		clear(q.mu.segs)
 		q.mu.segs, q.mu.cut, q.mu.refBytes, size = nil, 0, 0, 0
@@ -96,41 +91,39 @@ func (q *outQueue) end(buf []byte) bool {
 	q.mu.buf = buf
 	q.queued.Store(int64(size))
 	q.mu.Unlock()
-	select {
-	case q.signal <- struct{}{}:
-	default:
-	}
+	q.wake()
 	return !over
 }
 
-// push appends the bytes produced by enc to the queue; see begin and end.
-func (q *outQueue) push(enc func(dst []byte) []byte) bool {
-	buf, ok := q.begin()
+// Push appends the bytes produced by enc to the queue; see Begin and End.
+func (q *Queue) Push(enc func(dst []byte) []byte) bool {
+	buf, ok := q.Begin()
 	if !ok {
 		return false
 	}
-	return q.end(enc(buf))
+	return q.End(enc(buf))
 }
 
-// close marks the queue closed; the writer flushes what is pending and
+// Close marks the queue closed; the writer flushes what is pending and
 // exits.
-func (q *outQueue) close() {
+func (q *Queue) Close() {
 	q.mu.Lock()
 	q.mu.closed = true
 	q.mu.Unlock()
+	q.wake()
+}
+
+func (q *Queue) wake() {
 	select {
 	case q.signal <- struct{}{}:
 	default:
 	}
 }
 
-// pending returns the number of queued bytes.
-func (q *outQueue) pending() int { return int(q.queued.Load()) }
-
-// run writes queued bytes to w until the queue is closed and drained, or
-// a write fails. It returns the write error or the overflow error. A
-// net.Conn-backed w gets one writev per batch (see writeBuffers).
-func (q *outQueue) run(w io.Writer) error {
+// Run writes queued bytes to w until the queue is closed and drained, or
+// a write fails. It returns the write error, ErrOverflow, or nil after
+// Close. A net.Conn-backed w gets one writev per batch (see writeBuffers).
+func (q *Queue) Run(w io.Writer) error {
 	var spare []byte
 	var spareSegs, iov [][]byte
 	for {
