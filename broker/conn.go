@@ -285,7 +285,9 @@ func (c *conn) readLoop() error {
 // sendSimple queues a payload-less command. A command missing a required
 // field is a broker bug: it is logged and not sent.
 func (c *conn) sendSimple(cmd *pb.BaseCommand) {
-	scrubError(cmd, c.log)
+	if withheld, code, ok := pulsarproto.ScrubError(cmd); ok {
+		c.log.Warn("error answer carried internal detail; the client gets a generic message", "type", cmd.GetType().String(), "code", code, "detail", withheld)
+	}
 	ok := c.q.Push(func(dst []byte) []byte {
 		out, err := pulsarproto.AppendCommand(dst, cmd)
 		if err != nil {

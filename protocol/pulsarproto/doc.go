@@ -93,8 +93,19 @@
 // recognises the "-partition-N" suffix. The broker must canonicalise every
 // topic name it receives.
 //
+// # Error texts
+//
+// An error a server sends carries no internal detail: ScrubError
+// replaces a message or error_message naming an absolute path (a
+// metadata node, a data file; NamesInternalPath) with a generic text for
+// its ServerError code, never changing the code, and returns what it
+// withheld for the server's log. The carrying field of a command type is
+// found by reflection over BaseCommand once and cached; a command with a
+// clean text costs a map load and a regexp match.
+//
 // # Concurrency
 //
 // Decoder and FrameReader are not safe for concurrent use. The Append and
-// Parse functions are safe for concurrent use on distinct buffers.
+// Parse functions, and ScrubError, are safe for concurrent use on
+// distinct buffers and commands.
 package pulsarproto

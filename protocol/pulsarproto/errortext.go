@@ -1,7 +1,6 @@
-package broker
+package pulsarproto
 
 import (
-	"log/slog"
 	"regexp"
 	"sync"
 
@@ -13,9 +12,9 @@ import (
 // Errors sent to binary-protocol clients carry no internal detail: a
 // message that names an absolute path (a metadata node such as
 // /admin/policies/t/ns, /managed-ledgers/..., a ledger or data file) is
-// logged in full and replaced by a generic text for its ServerError code.
-// The code itself is never changed, so clients react as they would to
-// Pulsar's answer.
+// replaced by a generic text for its ServerError code (ScrubError; the
+// sender logs the original). The code itself is never changed, so
+// clients react as they would to Pulsar's answer.
 
 // internalPath matches an absolute path of two or more components that
 // starts a word; the "//" of a topic URL (persistent://t/ns/x) does not.
@@ -64,31 +63,39 @@ func errorField(m protoreflect.MessageDescriptor) protoreflect.FieldDescriptor {
 	return nil
 }
 
-// scrubError replaces an error text of cmd that names an internal path
-// (see internalPath) with a generic one, logging the original.
-func scrubError(cmd *pb.BaseCommand, log *slog.Logger) {
+// NamesInternalPath reports whether an error text names an absolute
+// path of two or more components (see internalPath), which ScrubError
+// would withhold.
+func NamesInternalPath(msg string) bool { return internalPath.MatchString(msg) }
+
+// ScrubError replaces an error text of cmd (the message or error_message
+// of whichever payload of cmd carries one) that names an internal path
+// with a generic one for its code. It returns the text withheld and the
+// code's name ("" when the payload has none); ok is false, and cmd
+// unchanged, when there was nothing to withhold. The carrying field is
+// found by reflection once per command type, then cached.
+func ScrubError(cmd *pb.BaseCommand) (withheld, code string, ok bool) {
 	pf := carrier(cmd)
 	if pf == nil {
-		return
+		return "", "", false
 	}
 	m := cmd.ProtoReflect()
 	if !m.Has(pf) {
-		return
+		return "", "", false
 	}
 	payload := m.Get(pf).Message()
 	ef := errorField(payload.Descriptor())
 	msg := payload.Get(ef).String()
 	if !internalPath.MatchString(msg) {
-		return
+		return "", "", false
 	}
-	code := ""
 	for _, n := range []protoreflect.Name{"error", "error_code"} {
 		if f := payload.Descriptor().Fields().ByName(n); f != nil && f.Kind() == protoreflect.EnumKind && payload.Has(f) {
 			code = pb.ServerError(payload.Get(f).Enum()).String()
 		}
 	}
-	log.Warn("error answer carried internal detail; the client gets a generic message", "type", cmd.GetType().String(), "code", code, "detail", msg)
 	payload.Set(ef, protoreflect.ValueOfString(genericMessage(code)))
+	return msg, code, true
 }
 
 // genericMessage is the text a client gets for code when the real one was
