@@ -143,9 +143,15 @@ type pendingEntry struct {
 	// redeliveries counts the redeliveries of the entry (Shared and
 	// Key_Shared; the redelivery_count of its MESSAGE frames).
 	redeliveries uint32
-	// queued: the entry is in the replay set (entrysets.go).
+	// queued: the entry is in the replay set (entryset.Member).
 	queued bool
 	// inOrder: the entry is in its subscription's order heap
 	// (requeue.go's pushOrder).
 	inOrder bool
 }
+
+// The pending entry as package entryset's sets see it (entryset.Member).
+func (pe *pendingEntry) Before(o *pendingEntry) bool { return pe.pos.Compare(o.pos) < 0 }
+func (pe *pendingEntry) Queued() bool                { return pe.queued }
+func (pe *pendingEntry) SetQueued(q bool)            { pe.queued = q }
+func (pe *pendingEntry) Size() int                   { return len(pe.data) }

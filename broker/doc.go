@@ -260,7 +260,8 @@
 // message count and key, not their bytes; redeliveries re-read them from
 // the managed ledger, one read per dispatch batch (cursor.ReadAt).
 // Every operation on these sets is O(log n) or better in the number of
-// entries a client can make them hold (entrysets.go, requeue.go): the
+// entries a client can make them hold (package broker/entryset,
+// requeue.go): the
 // replay set is a heap plus a sorted front, cumulative acks pop a heap of
 // pending entries by position, delayed entries wait in a heap by due
 // time, and the pending set of a consumer that leaves moves to the replay

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"container/heap"
 	"iter"
 	"maps"
 )
@@ -49,7 +48,7 @@ func (s *subscription) requeueAll(c *consumer) {
 			}
 		}
 		clear(m)
-		s.replay.addAll(batch)
+		s.replay.AddAll(batch)
 		return
 	}
 	// c gets a new pending set on its next assign (a Failover consumer
@@ -76,7 +75,7 @@ func (s *subscription) requeueStep() {
 			batch = append(batch, pe)
 		}
 	}
-	s.replay.addAll(batch)
+	s.replay.AddAll(batch)
 	if len(s.requeues) == 0 {
 		s.requeues = nil
 		s.refreshBlocked()
@@ -123,7 +122,7 @@ func (s *subscription) requeue(pe *pendingEntry) {
 	}
 	s.unpend(pe.pos)
 	s.countRedelivery(pe)
-	s.replay.add(pe)
+	s.replay.Add(pe)
 }
 
 // countRedelivery counts one more redelivery of pe.
@@ -146,8 +145,8 @@ func (s *subscription) pushOrder(pe *pendingEntry) {
 		return
 	}
 	pe.inOrder = true
-	heap.Push(&s.order, pe)
-	if len(s.order) > 2*(len(s.pending)+s.replay.len())+64 {
+	s.order.Push(pe)
+	if len(s.order) > 2*(len(s.pending)+s.replay.Len())+64 {
 		s.rebuildOrder()
 	}
 }
@@ -163,7 +162,7 @@ func (s *subscription) rebuildOrder() {
 		p.inOrder = true
 		s.order = append(s.order, p)
 	}
-	heap.Init(&s.order)
+	s.order.Init()
 }
 
 // clearOrder empties order (every pending entry was forgotten).
@@ -180,11 +179,11 @@ func (s *subscription) clearOrder() {
 // for the k entries dropped.
 func (s *subscription) dropThroughLocked(target position) {
 	for len(s.order) > 0 && s.order[0].pos.Compare(target) <= 0 {
-		pe := heap.Pop(&s.order).(*pendingEntry)
+		pe := s.order.Pop()
 		pe.inOrder = false
 		if pe.owner != nil {
 			s.dropPending(pe)
 		}
 	}
-	s.replay.removeThrough(target, func(*pendingEntry) {})
+	s.replay.RemoveWhile(func(pe *pendingEntry) bool { return pe.pos.Compare(target) <= 0 })
 }

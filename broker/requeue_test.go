@@ -372,7 +372,7 @@ func TestNackManyOneByOne(t *testing.T) {
 		}
 	}
 	var replayed int
-	s.call(func() { replayed = s.replay.len() })
+	s.call(func() { replayed = s.replay.Len() })
 	if replayed != millionUnacked {
 		t.Fatalf("replay set holds %d entries, want %d", replayed, millionUnacked)
 	}

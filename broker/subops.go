@@ -78,7 +78,7 @@ func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []AckID) {
 		}
 		s.markDeleteMovedLocked()
 	}
-	if unblocked := s.refreshBlocked(); unblocked || s.typ == SubKeyShared || s.replay.len() > 0 {
+	if unblocked := s.refreshBlocked(); unblocked || s.typ == SubKeyShared || s.replay.Len() > 0 {
 		s.dispatch()
 	}
 }
@@ -145,7 +145,7 @@ func (s *subscription) resetLocked() {
 	clear(s.pending)
 	s.clearOrder()
 	clear(s.chunkOwner)
-	s.replay.reset()
+	s.replay.Reset()
 	if x := s.extra; x != nil {
 		x.delayed, x.delayedMsgs = nil, 0
 	}

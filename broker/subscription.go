@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"container/heap"
 	"errors"
 	"log/slog"
 	"slices"
@@ -9,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/broker/entryset"
 	"github.com/magnetar-mq/magnetar/broker/selector"
 	"github.com/magnetar-mq/magnetar/internal/ratelog"
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -120,10 +120,10 @@ type subscription struct {
 	arrivals  uint64
 	pending   map[position]*pendingEntry
 	// order holds every entry of pending by position (and stale
-	// entries, skipped), for cumulative acks (entrysets.go).
-	order   entryHeap
-	replay  replaySet // to (re)deliver first, in position order
-	unacked int       // sum of unackedMsg over consumers
+	// entries, skipped), for cumulative acks (package entryset).
+	order   entryset.Heap[*pendingEntry]
+	replay  entryset.Replay[*pendingEntry] // to (re)deliver first, in position order
+	unacked int                            // sum of unackedMsg over consumers
 	// requeues are the pending sets of consumers that left, being moved
 	// to the replay set a chunk per loop step (requeue.go); dispatch
 	// waits until they are done.
@@ -212,10 +212,10 @@ type subExtra struct {
 	// ackFailLog rate-limits the warnings for acks the cursor refused
 	// (at most one line per second per subscription).
 	ackFailLog   ratelog.Line
-	delayed      delayHeap   // Shared/Key_Shared: held until deliverAt
-	delayedMsgs  int         // messages in delayed
-	delayTimerAt int64       // unix ms delayTimer fires at
-	notifyQ      []*consumer // Failover consumers to tell their state
+	delayed      entryset.DelayHeap[*pendingEntry] // Shared/Key_Shared: held until deliverAt
+	delayedMsgs  int                               // messages in delayed
+	delayTimerAt int64                             // unix ms delayTimer fires at
+	notifyQ      []*consumer                       // Failover consumers to tell their state
 }
 
 // more returns s.extra, made on first use (loop state).
@@ -609,7 +609,7 @@ func (s *subscription) dispatch() {
 			return
 		}
 		progressed := false
-		if s.replay.len() > 0 {
+		if s.replay.Len() > 0 {
 			var full bool
 			progressed, full = s.replayPass()
 			if full {
@@ -624,7 +624,7 @@ func (s *subscription) dispatch() {
 		if !s.anyPermits() || s.throttle() {
 			return
 		}
-		if n := s.replay.len(); n > 0 && (s.typ != SubKeyShared || n >= maxReplay || s.replay.bytes >= maxReplayBytes) {
+		if n := s.replay.Len(); n > 0 && (s.typ != SubKeyShared || n >= maxReplay || s.replay.Bytes() >= maxReplayBytes) {
 			if !progressed {
 				return
 			}
@@ -671,8 +671,8 @@ func (s *subscription) dispatch() {
 				}
 			}
 			c := s.pickFor(pe)
-			if c == nil || s.replay.len() > 0 && s.typ != SubKeyShared {
-				s.replay.add(pe)
+			if c == nil || s.replay.Len() > 0 && s.typ != SubKeyShared {
+				s.replay.Add(pe)
 				continue
 			}
 			s.assign(c, pe)
@@ -717,7 +717,7 @@ func (s *subscription) held(pe *pendingEntry) bool {
 // full (more of the replay set may be deliverable now).
 func (s *subscription) replayPass() (progressed, full bool) {
 	var batch []*pendingEntry
-	sc := s.replay.scan()
+	sc := s.replay.Scan()
 	for looked := 0; ; looked++ {
 		if len(batch) >= s.readBatch() {
 			full = true
@@ -727,8 +727,8 @@ func (s *subscription) replayPass() (progressed, full bool) {
 		if full || looked >= maxReplay || !s.anyPermits() || s.throttle() {
 			break
 		}
-		pe := sc.next()
-		if pe == nil {
+		pe, ok := sc.Next()
+		if !ok {
 			break
 		}
 		if s.cur.IsAcked(pe.pos) {
@@ -741,7 +741,7 @@ func (s *subscription) replayPass() (progressed, full bool) {
 		}
 		c := s.pickFor(pe)
 		if c == nil {
-			sc.hold(pe)
+			sc.Hold(pe)
 			if s.typ != SubKeyShared {
 				break
 			}
@@ -750,7 +750,7 @@ func (s *subscription) replayPass() (progressed, full bool) {
 		s.assign(c, pe)
 		batch = append(batch, pe)
 	}
-	sc.done()
+	sc.Done()
 	if len(batch) == 0 {
 		return progressed, full
 	}
@@ -802,7 +802,7 @@ func (s *subscription) load(batch []*pendingEntry) (loaded, dropped int) {
 				dropped++
 			default:
 				s.unassign(pe)
-				s.replay.add(pe)
+				s.replay.Add(pe)
 			}
 		}
 		return loaded, dropped
@@ -810,7 +810,7 @@ func (s *subscription) load(batch []*pendingEntry) (loaded, dropped int) {
 	s.more().readFailLog.Log(s.log, slog.LevelWarn, "redelivery read failed", "topic", s.topic, "sub", s.name, "entries", len(missing), "err", err)
 	for _, pe := range missing {
 		s.unassign(pe)
-		s.replay.add(pe)
+		s.replay.Add(pe)
 	}
 	return loaded, 0
 }
@@ -975,7 +975,7 @@ func (s *subscription) addDelayed(pe *pendingEntry, at int64) {
 		pe.data = nil // re-read when due
 	}
 	x := s.more()
-	heap.Push(&x.delayed, delayedEntry{at: at, pe: pe})
+	x.delayed.Push(at, pe)
 	x.delayedMsgs += pe.numMsgs
 	s.armDelay()
 }
@@ -987,7 +987,7 @@ func (s *subscription) armDelay() {
 	if x == nil || len(x.delayed) == 0 {
 		return
 	}
-	at := x.delayed[0].at
+	at := x.delayed[0].At
 	if s.delayTimer != nil {
 		if x.delayTimerAt == at {
 			return
@@ -1013,10 +1013,10 @@ func (s *subscription) releaseDelayed() {
 	}
 	dd := s.delayPolicy()
 	now := time.Now().UnixMilli()
-	for len(x.delayed) > 0 && (!dd.Active || x.delayed[0].at <= now) {
-		d := heap.Pop(&x.delayed).(delayedEntry)
-		x.delayedMsgs -= d.pe.numMsgs
-		s.replay.add(d.pe)
+	for len(x.delayed) > 0 && (!dd.Active || x.delayed[0].At <= now) {
+		d := x.delayed.Pop()
+		x.delayedMsgs -= d.E.numMsgs
+		s.replay.Add(d.E)
 	}
 	s.armDelay()
 }

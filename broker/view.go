@@ -234,7 +234,7 @@ func (l SubLoop) Withhold(pos Position) (Withheld, bool) {
 // before new entries), unless it was acknowledged meanwhile.
 func (l SubLoop) Redeliver(w Withheld) {
 	if !l.s.cur.IsAcked(w.pe.pos) {
-		l.s.replay.add(w.pe)
+		l.s.replay.Add(w.pe)
 	}
 }
 

@@ -60,6 +60,11 @@ var allowed = map[string][]string{
 	// batches, entries by reference, byte bound, backpressure); a leaf
 	// the core uses, it imports nothing of the project.
 	"broker/outqueue": {},
+	// broker/entryset: the ordered sets of a subscription's dispatch
+	// (replay set, pending order, delayed set), generic over the core's
+	// pending entry; a leaf the core uses, it imports nothing of the
+	// project.
+	"broker/entryset": {},
 	// broker/brokertest: the test kit of the packages built on the core
 	// (tests only; a client package, see clientPackages). It runs policy
 	// enforcement, the schema registry and /metrics, as the binary does.
