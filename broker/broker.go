@@ -130,6 +130,9 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	b.mu.started = true
 	b.mu.Unlock()
+	if err := b.checkAuthorizer(); err != nil {
+		return err
+	}
 	if err := b.reg.Bootstrap(ctx); err != nil {
 		return err
 	}

@@ -168,7 +168,7 @@ func (c *conn) handleSlow(f *pulsarproto.Frame) {
 		}
 		own.Cmd.LookupTopic = m
 		c.goAsync(func() {
-			if !c.denied(own) {
+			if !c.denied(own, nil) {
 				c.handleLookup(m)
 			}
 		})
@@ -179,7 +179,7 @@ func (c *conn) handleSlow(f *pulsarproto.Frame) {
 		}
 		own.Cmd.PartitionMetadata = m
 		c.goAsync(func() {
-			if !c.denied(own) {
+			if !c.denied(own, nil) {
 				c.handlePartitionedMetadata(m)
 			}
 		})
@@ -190,7 +190,7 @@ func (c *conn) handleSlow(f *pulsarproto.Frame) {
 		}
 		own.Cmd.GetTopicsOfNamespace = m
 		c.goAsync(func() {
-			if !c.denied(own) {
+			if !c.denied(own, nil) {
 				c.handleGetTopicsOfNamespace(m)
 			}
 		})
@@ -207,7 +207,7 @@ func (c *conn) handleSlow(f *pulsarproto.Frame) {
 		}
 		c.goAsync(func() {
 			defer c.endOp(&c.mu.pendingProducers, pid, op)
-			if !c.denied(own) {
+			if !c.denied(own, nil) {
 				c.handleProducer(m, op)
 			}
 		})
@@ -224,7 +224,7 @@ func (c *conn) handleSlow(f *pulsarproto.Frame) {
 		}
 		c.goAsync(func() {
 			defer c.endOp(&c.mu.pendingConsumers, cid, op)
-			if !c.denied(own) {
+			if !c.denied(own, nil) {
 				c.handleSubscribe(m, op)
 			}
 		})

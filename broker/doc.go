@@ -52,9 +52,10 @@
 // values of their own: the listeners (listeners.go), the cluster
 // membership (ownership.go: the core declares the Ownership it asks,
 // package brokercluster runs package cluster behind it and plugs in
-// through Deps.JoinCluster; the core imports neither), per-command
-// authorization (commandaccess.go, a table over the protocol's command
-// types) and the producer-name generator (producername.go). Tiered storage (offload
+// through Deps.JoinCluster; the core imports neither), the command
+// authorization seam (access.go: how each command type is routed, the
+// CommandAuthorizer package brokerauthz implements) and the
+// producer-name generator (producername.go). Tiered storage (offload
 // policies, the admin API's offload) is package tiered's, behind
 // LedgerHook and PolicyObserver.
 //
@@ -196,6 +197,9 @@
 //	  .RefreshPolicy            once t is visible
 //	CursorObserver              the admin request's          nothing         Topic.ReleaseHeld, I/O        block long
 //	  .CursorsMoved
+//	CommandAuthorizer           connection op (core          nothing         metadata I/O (bounded by      send, touch the
+//	  .AuthorizeCommand         commands), connection                        ctx), return a Denial         connection
+//	                            reader (features')
 //
 // Order within the core: SENDs are verified and parsed once (parseSend,
 // entryparse.go), admitted by the Admissions (registration order),
@@ -207,10 +211,14 @@
 // the receipt. A PRODUCER or SUBSCRIBE passes the core's checks (topic
 // load, the Admissions, the Quota, subscribe rate; a new subscription is
 // admitted again under topic.mu, a consumer on the subscription's loop),
-// then the AttachHooks (registration order), before anything is attached. A
-// feature's command declares its access rule with the command
-// (Command.SuperUserOnly, Command.Access), and the core checks it before
-// Handle runs. A SEND or ACK carrying a transaction id that no hook
+// then the AttachHooks (registration order), before anything is attached. With
+// authorization on, the core asks the CommandAuthorizer (access.go;
+// package brokerauthz holds the rules, a table over the protocol's
+// command types) before it serves a command naming a topic or namespace
+// (PRODUCER, SUBSCRIBE, the lookups), and before a feature's command
+// reaches Handle (its rule: Command.SuperUserOnly, Command.Access); it
+// sends the Denial's answer and serves nothing. Start fails with
+// authorization on and no authorizer registered: the core fails closed. A SEND or ACK carrying a transaction id that no hook
 // claims is refused with NotAllowed (transactions are off); a command
 // type no feature serves closes the connection, except the transaction
 // commands, which are answered with NotAllowed (pulsarproto.Refusal).

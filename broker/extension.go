@@ -299,16 +299,16 @@ type CommandSource interface {
 // Command is one command type served by a feature.
 type Command struct {
 	Type pb.BaseCommand_Type
-	// SuperUserOnly: with authorization on, a command from a connection
-	// whose roles are not all superusers is refused with
-	// AuthorizationError (pulsarproto.Refusal builds the answer) and
-	// never reaches Handle.
+	// SuperUserOnly and Access are the command's authorization rule,
+	// which the CommandAuthorizer applies when authorization is on
+	// (access.go; package brokerauthz). SuperUserOnly: a command from a
+	// connection whose roles are not all superusers is refused with
+	// AuthorizationError and never reaches Handle.
 	SuperUserOnly bool
 	// Access, if set, names the topic the command acts on and what the
-	// connection's roles need there: with authorization on, a command
-	// from a connection one of whose roles lacks it is refused with
-	// AuthorizationError (pulsarproto.Refusal builds the answer) and
-	// never reaches Handle. A topic name that does not parse is left to
+	// connection's roles need there: a command from a connection one of
+	// whose roles lacks it is refused with AuthorizationError and never
+	// reaches Handle. A topic name that does not parse is left to
 	// Handle.
 	Access func(cmd *pb.BaseCommand) (topic string, need TopicPermission)
 	// Handle runs on the connection's reader goroutine, in frame order.
@@ -359,6 +359,7 @@ type extensions struct {
 	latency    []PublishLatencyObserver
 	replSubs   ReplicatedSubscriptions
 	dedup      DedupRecovery
+	access     CommandAuthorizer // access.go
 	// topicSlots and subSlots count the slots handed out.
 	topicSlots, subSlots int
 }
@@ -381,6 +382,9 @@ func (b *Broker) Use(f Feature) error {
 	if _, ok := f.(PolicyWatcher); ok && x.policy != nil {
 		return fmt.Errorf("%w: feature %s watches policies, already watched", ErrBadConfig, f.Name())
 	}
+	if _, ok := f.(CommandAuthorizer); ok && x.access != nil {
+		return fmt.Errorf("%w: feature %s authorizes commands, already authorized", ErrBadConfig, f.Name())
+	}
 	if _, ok := f.(ReplicatedSubscriptions); ok && x.replSubs != nil {
 		return fmt.Errorf("%w: feature %s serves replicated subscriptions, already served", ErrBadConfig, f.Name())
 	}
@@ -390,9 +394,9 @@ func (b *Broker) Use(f Feature) error {
 		seen := map[pb.BaseCommand_Type]bool{}
 		for _, c := range cmds {
 			switch {
-			case coreCommand(c.Type):
+			case CommandRoute(c.Type) == RouteCore || CommandRoute(c.Type) == RouteAuthorized:
 				return fmt.Errorf("%w: feature %s serves %s, which the core serves", ErrBadConfig, f.Name(), c.Type)
-			case commandAccess[c.Type].kind != accessFeature:
+			case CommandRoute(c.Type) != RouteFeature:
 				return fmt.Errorf("%w: feature %s serves %s, which is not a request", ErrBadConfig, f.Name(), c.Type)
 			case seen[c.Type] || x.commands[c.Type].Handle != nil:
 				return fmt.Errorf("%w: feature %s serves %s, already registered", ErrBadConfig, f.Name(), c.Type)
@@ -442,6 +446,7 @@ func (b *Broker) Use(f Feature) error {
 	collect(f, &x.latency)
 	setOne(f, &x.replSubs)
 	setOne(f, &x.dedup)
+	setOne(f, &x.access)
 	collect(f, &x.lifecycle)
 	return nil
 }

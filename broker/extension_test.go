@@ -342,53 +342,6 @@ func TestDeletionObserver(t *testing.T) {
 	}
 }
 
-// TestFeatureCommandAccess: with authorization on, a feature's command
-// with an access rule reaches the feature only from a role allowed there
-// (token-principal may produce on private/auth, bob may not); a refusal
-// is the command's own answer with AuthorizationError.
-func TestFeatureCommandAccess(t *testing.T) {
-	var served atomic.Int64
-	f := startSecureWith(t, nil, func(b *Broker) error {
-		return b.Use(commandFeature{Command{Type: pb.BaseCommand_END_TXN_ON_PARTITION,
-			Access: func(cmd *pb.BaseCommand) (string, TopicPermission) {
-				return cmd.EndTxnOnPartition.GetTopic(), PermitProduce
-			},
-			Handle: func(c Conn, cmd *pb.BaseCommand) error {
-				served.Add(1)
-				c.Send(&pb.BaseCommand{Type: pb.BaseCommand_END_TXN_ON_PARTITION_RESPONSE.Enum(), EndTxnOnPartitionResponse: &pb.CommandEndTxnOnPartitionResponse{
-					RequestId: ptr(cmd.EndTxnOnPartition.GetRequestId())}})
-				return nil
-			}}})
-	})
-	for _, tc := range []struct {
-		role, topic string
-		refused     bool
-	}{
-		{"token-principal", "persistent://private/auth/acc", false},
-		{"bob", "persistent://private/auth/acc", true},
-		{"token-principal", "persistent://public/default/acc", true},
-	} {
-		r := dialRaw(t, f.testBroker, false)
-		r.send(pbBaseConnect{method: "token", data: f.token(t, tc.role, 0)}.cmd())
-		if fr := r.next(); fr.Type != pb.BaseCommand_CONNECTED {
-			t.Fatalf("%s: handshake answer %v", tc.role, fr.Cmd)
-		}
-		before := served.Load()
-		r.send(&pb.BaseCommand{Type: pb.BaseCommand_END_TXN_ON_PARTITION.Enum(), EndTxnOnPartition: &pb.CommandEndTxnOnPartition{
-			RequestId: ptr(uint64(3)), TxnidMostBits: ptr(uint64(0)), TxnidLeastBits: ptr(uint64(1)), Topic: ptr(tc.topic)}})
-		resp := r.next().Cmd.EndTxnOnPartitionResponse
-		if resp == nil || resp.GetRequestId() != 3 {
-			t.Fatalf("%s on %s: answer %v", tc.role, tc.topic, resp)
-		}
-		if got := resp.GetError() == pb.ServerError_AuthorizationError; got != tc.refused {
-			t.Fatalf("%s on %s: answer %v, refused=%v want %v", tc.role, tc.topic, resp, got, tc.refused)
-		}
-		if reached := served.Load() > before; reached == tc.refused {
-			t.Fatalf("%s on %s: the handler ran=%v", tc.role, tc.topic, reached)
-		}
-	}
-}
-
 // sysFeature keeps a subscription of its own on every topic.
 type sysFeature struct{}
 

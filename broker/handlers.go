@@ -71,9 +71,6 @@ func (c *conn) handle(f pulsarproto.Frame) error {
 		c.handleSlow(&f) // off the reader, authorization included (connops.go)
 		return nil
 	}
-	if c.denied(&f) {
-		return nil
-	}
 	switch f.Type {
 	case pb.BaseCommand_SEND:
 		if cmd.Send == nil {
@@ -146,7 +143,7 @@ func (c *conn) handleFeature(f *pulsarproto.Frame) error {
 		}
 		return fmt.Errorf("%w: unexpected command %s", ErrProtocol, f.Type)
 	}
-	if c.featureDenied(f, cmd) {
+	if c.denied(f, &cmd) {
 		return nil
 	}
 	return cmd.Handle(Conn{c}, f.Cmd)

@@ -3,7 +3,8 @@ package broker
 // Security hooks (package auth does the work): TLS listeners for the
 // binary protocol and HTTP, authentication at CONNECT, credential
 // refresh with AUTH_CHALLENGE / AUTH_RESPONSE. Per-command
-// authorization is the table in commandaccess.go.
+// authorization is package brokerauthz's, behind the CommandAuthorizer
+// (access.go).
 
 import (
 	"errors"

@@ -13,7 +13,7 @@ import (
 // advisories (docs/security.md lists them). CVE-2021-22160 (alg "none")
 // is covered by auth.TestTokenRejections and TestSecAuthenticationFailures,
 // CVE-2024-28098/29834 (management with produce/consume grants) by
-// TestSecAuthorization and admin.TestRouteRules, expired
+// brokerauthz.TestAuthorization and admin.TestRouteRules, expired
 // credentials on live connections (CVE-2023-31007) by TestSecRefreshRaw,
 // and hostname verification (CVE-2022-33681..33683) by TestSecTLSModes.
 

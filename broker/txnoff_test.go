@@ -3,7 +3,6 @@ package broker
 import (
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,49 +114,4 @@ func requestIDOf(cmd *pb.BaseCommand) (uint64, bool) {
 		return cmd.EndTxnResponse.GetRequestId(), true
 	}
 	return pulsarproto.ResponseRequestID(cmd)
-}
-
-// TestFeatureCommandSuperUserOnly: with authorization on, a feature's
-// SuperUserOnly command (as END_TXN_ON_PARTITION is for the transaction
-// feature) from a role that is not a superuser is answered with
-// AuthorizationError and never reaches the feature; a superuser's is
-// served.
-func TestFeatureCommandSuperUserOnly(t *testing.T) {
-	var served atomic.Int64
-	f := startSecureWith(t, nil, func(b *Broker) error {
-		return b.Use(commandFeature{Command{Type: pb.BaseCommand_END_TXN_ON_PARTITION, SuperUserOnly: true,
-			Handle: func(c Conn, cmd *pb.BaseCommand) error {
-				served.Add(1)
-				m := cmd.EndTxnOnPartition
-				c.Send(&pb.BaseCommand{Type: pb.BaseCommand_END_TXN_ON_PARTITION_RESPONSE.Enum(), EndTxnOnPartitionResponse: &pb.CommandEndTxnOnPartitionResponse{
-					RequestId: ptr(m.GetRequestId()), TxnidMostBits: ptr(m.GetTxnidMostBits()), TxnidLeastBits: ptr(m.GetTxnidLeastBits())}})
-				return nil
-			}}})
-	})
-	for _, tc := range []struct {
-		role    string
-		refused bool
-	}{{"token-principal", true}, {"admin", false}} {
-		r := dialRaw(t, f.testBroker, false)
-		r.send(pbBaseConnect{method: "token", data: f.token(t, tc.role, 0)}.cmd())
-		if fr := r.next(); fr.Type != pb.BaseCommand_CONNECTED {
-			t.Fatalf("%s: handshake answer %v", tc.role, fr.Cmd)
-		}
-		before := served.Load()
-		r.send(&pb.BaseCommand{Type: pb.BaseCommand_END_TXN_ON_PARTITION.Enum(), EndTxnOnPartition: &pb.CommandEndTxnOnPartition{
-			RequestId: ptr(uint64(7)), TxnidMostBits: ptr(uint64(1)), TxnidLeastBits: ptr(uint64(1 << 63)),
-			Topic: ptr("persistent://private/auth/txn-end"), TxnAction: pb.TxnAction_ABORT.Enum(),
-		}})
-		fr := r.next()
-		resp := fr.Cmd.EndTxnOnPartitionResponse
-		if resp == nil || resp.GetRequestId() != 7 || resp.GetTxnidLeastBits() != 1<<63 {
-			t.Fatalf("%s: answer %v", tc.role, fr.Cmd)
-		}
-		if got := resp.GetError() == pb.ServerError_AuthorizationError; got != tc.refused {
-			t.Fatalf("%s: answer %v, refused=%v want %v", tc.role, resp, got, tc.refused)
-		}
-		if reached := served.Load() > before; reached == tc.refused {
-			t.Fatalf("%s: the handler ran=%v", tc.role, reached)
-		}
-	}
 }

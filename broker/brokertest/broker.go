@@ -15,6 +15,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/brokeradmin"
+	"github.com/magnetar-mq/magnetar/brokerauthz"
 	"github.com/magnetar-mq/magnetar/brokermetrics"
 	"github.com/magnetar-mq/magnetar/enforcement"
 	"github.com/magnetar-mq/magnetar/internal/testenv"
@@ -160,7 +161,10 @@ func (tb *Broker) build() error {
 		return err
 	}
 	tb.Broker = b
-	tb.Enforcer, err = enforcement.Enable(b)
+	_, err = brokerauthz.Enable(b)
+	if err == nil {
+		tb.Enforcer, err = enforcement.Enable(b)
+	}
 	if err == nil {
 		tb.Tiered, err = tiered.Enable(b, tiered.Options{})
 	}

@@ -1,9 +1,10 @@
 // Package brokertest is the test kit for packages built on the broker
 // core (its features, admin, clients): an in-process broker over an
 // embedded metadata store and in-memory ledgers, restartable over the
-// same stores, with policy enforcement (package enforcement) and the
-// schema registry (package schemareg, Broker.Schemas), both always on as
-// in the binary, and the features a test wires in; pulsar-client-go
+// same stores, with command authorization (package brokerauthz), policy
+// enforcement (package enforcement) and the schema registry (package
+// schemareg, Broker.Schemas), always on as in the binary, and the
+// features a test wires in; pulsar-client-go
 // helpers; and a raw binary-protocol client for frames the real client
 // cannot send. It is imported by tests only (internal/lint keeps it out
 // of the binary).

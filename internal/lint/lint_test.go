@@ -68,10 +68,15 @@ var allowed = map[string][]string{
 	// broker/brokertest: the test kit of the packages built on the core
 	// (tests only; a client package, see clientPackages). It runs policy
 	// enforcement, the schema registry and /metrics, as the binary does.
-	"broker/brokertest": {"broker", "brokeradmin", "brokermetrics", "enforcement", "metadata", "mledger", "protocol", "schemareg", "tiered", "internal/testenv"},
+	"broker/brokertest": {"broker", "brokerauthz", "brokeradmin", "brokermetrics", "enforcement", "metadata", "mledger", "protocol", "schemareg", "tiered", "internal/testenv"},
 	// Features behind the core's extension points (broker/extension.go):
 	// they import the core, the core imports none of them.
 	"entrymeta": {"broker", "mledger", "protocol"},
+	// brokerauthz: per-command authorization of the binary protocol
+	// (the rules over the protocol's command types) behind the core's
+	// CommandAuthorizer; with authorization on, the core refuses to
+	// start without it.
+	"brokerauthz": {"broker", "auth", "protocol"},
 	// schemareg: the schema registry (its versions in the metadata
 	// store, the rules of package schema).
 	"schemareg": {"broker", "metadata", "policy", "protocol", "schema"},
@@ -160,7 +165,7 @@ var allowed = map[string][]string{
 	// bookie, ledger client, managed ledgers, broker, features, admin,
 	// console, function worker) that cmd/magnetar and magnetartest share;
 	// only they import it (TestWiringImporters).
-	"internal/stack": {"internal", "admin", "auth", "httpapi", "bookie", "broker", "brokermetrics", "topichistory", "compact", "console", "dedupsnap", "enforcement", "entrymeta", "functions", "georep", "isolation", "ledger", "metadata", "mledger", "offload", "packages", "schemareg", "tiered", "txn/server", "dynconfig", "cluster", "brokercluster"},
+	"internal/stack": {"internal", "admin", "auth", "httpapi", "bookie", "broker", "brokerauthz", "brokermetrics", "topichistory", "compact", "console", "dedupsnap", "enforcement", "entrymeta", "functions", "georep", "isolation", "ledger", "metadata", "mledger", "offload", "packages", "schemareg", "tiered", "txn/server", "dynconfig", "cluster", "brokercluster"},
 	// internal/cliflags: flag groups the server commands share, each
 	// turned into the options of the package it configures.
 	"internal/cliflags": {"internal", "auth", "bookie", "broker", "functions", "httpapi", "ledger", "mledger", "offload", "policy"},

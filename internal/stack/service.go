@@ -14,6 +14,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/admin"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokerauthz"
 	"github.com/magnetar-mq/magnetar/brokercluster"
 	"github.com/magnetar-mq/magnetar/brokermetrics"
 	"github.com/magnetar-mq/magnetar/cluster"
@@ -276,6 +277,9 @@ type enabled struct {
 func (f Features) enable(b *broker.Broker) (enabled, error) {
 	var e enabled
 	var err error
+	if _, err = brokerauthz.Enable(b); err != nil {
+		return e, err
+	}
 	if e.enforcer, err = enforcement.Enable(b); err != nil {
 		return e, err
 	}

@@ -1,20 +1,27 @@
-package broker
+package brokerauthz
 
 import (
 	"testing"
 
+	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
 
 // TestCommandAccessCoversProtocol walks every command type of the
-// protocol's BaseCommand enum: each has a row in commandAccess, and a
-// checked row says what it checks, on what, and how it refuses. A new
-// command in the protocol fails here until someone decides on its
-// authorization.
+// protocol's BaseCommand enum: each has a row in commandAccess, a
+// checked row says what it checks, on what, and how it refuses, and
+// each row agrees with how the core routes the command
+// (broker.CommandRoute: the core asks the authorizer exactly for the
+// checked commands and the features'). A new command in the protocol
+// fails here until someone decides on its authorization.
 func TestCommandAccessCoversProtocol(t *testing.T) {
 	values := pb.BaseCommand_CONNECT.Descriptor().Values()
 	if values.Len() < 50 {
 		t.Fatalf("BaseCommand has %d types: the walk reads the wrong enum", values.Len())
+	}
+	route := map[accessKind]broker.Route{
+		accessAuthn: broker.RouteCore, accessOpen: broker.RouteCore, accessOnID: broker.RouteCore,
+		accessChecked: broker.RouteAuthorized, accessFeature: broker.RouteFeature, accessAnswer: broker.RouteNone,
 	}
 	kinds := map[accessKind]int{}
 	for i := 0; i < values.Len(); i++ {
@@ -29,15 +36,22 @@ func TestCommandAccessCoversProtocol(t *testing.T) {
 		case accessChecked:
 			if rule.resource == nil || rule.refuse == nil || rule.op == "" {
 				t.Errorf("%s: checked, but resource, refuse or op is missing", typ)
+				continue
 			}
 			switch rule.need {
-			case PermitLookup, PermitProduce, permitConsume, permitListNamespace:
+			case permitLookup, permitProduce, permitConsume, permitListNamespace:
 			default:
 				t.Errorf("%s: checked for unknown permission %d", typ, rule.need)
 			}
 			// The resource reads an absent payload as "" (no panic).
-			if name, _ := rule.resource(&pb.BaseCommand{Type: typ.Enum()}); name != "" {
+			empty := &pb.BaseCommand{Type: typ.Enum()}
+			if name, _ := rule.resource(empty); name != "" {
 				t.Errorf("%s: resource of an empty command = %q", typ, name)
+			}
+			// The refusal is an answer with AuthorizationError and the text.
+			a := rule.refuse(empty, "no")
+			if a == nil || a.GetType() == typ {
+				t.Errorf("%s: refusal %v", typ, a)
 			}
 		case accessAuthn, accessOpen, accessOnID, accessFeature, accessAnswer:
 			if rule.resource != nil || rule.refuse != nil {
@@ -46,8 +60,8 @@ func TestCommandAccessCoversProtocol(t *testing.T) {
 		default:
 			t.Errorf("%s: unknown kind %d", typ, rule.kind)
 		}
-		if got, want := coreCommand(typ), rule.kind <= accessChecked; got != want {
-			t.Errorf("%s: coreCommand %v, kind %d", typ, got, rule.kind)
+		if got, want := broker.CommandRoute(typ), route[rule.kind]; got != want {
+			t.Errorf("%s: the core routes it %d, the row's kind %d wants %d", typ, got, rule.kind, want)
 		}
 	}
 	if len(commandAccess) != values.Len() {
