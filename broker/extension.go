@@ -347,7 +347,6 @@ type extensions struct {
 	bundles    []BundleObserver
 	lifecycle  []Lifecycle
 	commands   map[pb.BaseCommand_Type]Command
-	indexer    messageIndexer
 	compacted  CompactedReads
 	pinners    []TopicPinner
 	system     map[string]bool // SystemSubscriptions
@@ -427,7 +426,6 @@ func (b *Broker) Use(f Feature) error {
 	collect(f, &x.attach)
 	collect(f, &x.deletions)
 	collect(f, &x.bundles)
-	setOne(f, &x.indexer)
 	setOne(f, &x.compacted)
 	collect(f, &x.pinners)
 	if h, ok := f.(SystemSubscriptions); ok {
@@ -525,45 +523,6 @@ func (s SubSlot[T]) Set(l SubLoop, v *T) {
 		l.s.slots = append(l.s.slots, make([]any, s.i+1-len(l.s.slots))...)
 	}
 	l.s.slots[s.i] = v
-}
-
-// messageIndexer is the feature that numbers messages (package entrymeta):
-// MessageIDByIndex asks it.
-type messageIndexer interface {
-	IndexesMessages() bool
-	PositionOfIndex(t Topic, idx int64) (Position, error)
-}
-
-// MessageIDByIndex returns the id of the entry holding the message with
-// index idx (Pulsar's getMessageIdByIndex), from broker entry metadata.
-func (b *Broker) MessageIDByIndex(ctx context.Context, topic string, idx int64) (MessageID, error) {
-	ix := b.ext.indexer
-	if ix == nil || !ix.IndexesMessages() {
-		return MessageID{}, reason(ErrPreconditionFailed, "Broker entry metadata index is not enabled: add "+
-			"org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor to brokerEntryMetadataInterceptors")
-	}
-	if idx < 0 {
-		return MessageID{}, reason(ErrPreconditionFailed, fmt.Sprintf("Invalid index %d: it must be 0 or more", idx))
-	}
-	parts, err := b.reg.PartitionsOf(ctx, topic)
-	if err != nil {
-		return MessageID{}, err
-	}
-	if parts != nil {
-		return MessageID{}, reason(ErrPreconditionFailed, topic+" is a partitioned topic: ask one of its partitions (each has its own index)")
-	}
-	t, err := b.loadedOrLoad(ctx, topic)
-	if err != nil {
-		return MessageID{}, err
-	}
-	if !t.persistent() {
-		return MessageID{}, reason(ErrNotAllowed, "not supported on non-persistent topics")
-	}
-	pos, err := ix.PositionOfIndex(Topic{t}, idx)
-	if err != nil {
-		return MessageID{}, err
-	}
-	return MessageID{LedgerID: pos.LedgerID, EntryID: pos.EntryID, Partition: t.partition, BatchIndex: -1}, nil
 }
 
 // attachProducer runs the AttachHooks for a PRODUCER on t: the schema

@@ -2,6 +2,7 @@ package brokeradmin
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/topicstats"
@@ -52,10 +53,46 @@ func (r Reads) ReadEntry(ctx context.Context, topic string, id broker.MessageID)
 	return t.ReadEntry(broker.Position{LedgerID: id.LedgerID, EntryID: id.EntryID})
 }
 
-// MessageIDByIndex returns the entry holding the message whose broker
-// entry metadata index is idx (Broker.MessageIDByIndex).
+// messageIndexer is the feature that numbers messages (package
+// entrymeta's interceptor); the last one registered answers.
+type messageIndexer interface {
+	IndexesMessages() bool
+	PositionOfIndex(t broker.Topic, idx int64) (broker.Position, error)
+}
+
+// MessageIDByIndex returns the id of the entry holding the message whose
+// broker entry metadata index is idx (Pulsar's getMessageIdByIndex).
 func (r Reads) MessageIDByIndex(ctx context.Context, topic string, idx int64) (broker.MessageID, error) {
-	return r.b.MessageIDByIndex(ctx, topic, idx)
+	var ix messageIndexer
+	for _, f := range r.b.Features() {
+		if i, ok := f.(messageIndexer); ok {
+			ix = i
+		}
+	}
+	if ix == nil || !ix.IndexesMessages() {
+		return broker.MessageID{}, broker.Reason(broker.ErrPreconditionFailed, "Broker entry metadata index is not enabled: add "+
+			"org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor to brokerEntryMetadataInterceptors")
+	}
+	if idx < 0 {
+		return broker.MessageID{}, broker.Reason(broker.ErrPreconditionFailed, fmt.Sprintf("Invalid index %d: it must be 0 or more", idx))
+	}
+	if n, err := r.b.Registry().Partitions(ctx, topic); err != nil {
+		return broker.MessageID{}, err
+	} else if n > 0 {
+		return broker.MessageID{}, broker.Reason(broker.ErrPreconditionFailed, topic+" is a partitioned topic: ask one of its partitions (each has its own index)")
+	}
+	t, err := r.b.Topic(ctx, topic)
+	if err != nil {
+		return broker.MessageID{}, err
+	}
+	if !t.Persistent() {
+		return broker.MessageID{}, broker.Reason(broker.ErrNotAllowed, "not supported on non-persistent topics")
+	}
+	pos, err := ix.PositionOfIndex(t, idx)
+	if err != nil {
+		return broker.MessageID{}, err
+	}
+	return broker.MessageID{LedgerID: pos.LedgerID, EntryID: pos.EntryID, Partition: t.Partition(), BatchIndex: -1}, nil
 }
 
 // Lifecycle unloads and terminates topics (admin.TopicLifecycle).

@@ -140,7 +140,7 @@ func TestE2EBrokerEntryIndexAcrossLedgersAndRestart(t *testing.T) {
 		t.Fatalf("messages in %d ledgers, want rollovers (>= 4)", len(ledgers))
 	}
 	for i := 0; i < total; i++ {
-		got, err := tb.MessageIDByIndex(ctx, topic, int64(i))
+		got, err := tb.Admin().Reads.MessageIDByIndex(ctx, topic, int64(i))
 		if err != nil {
 			t.Fatalf("index %d: %v", i, err)
 		}
@@ -149,21 +149,21 @@ func TestE2EBrokerEntryIndexAcrossLedgersAndRestart(t *testing.T) {
 			t.Fatalf("index %d: entry %d:%d, want %d:%d", i, got.LedgerID, got.EntryID, want.LedgerID(), want.EntryID())
 		}
 	}
-	if _, err := tb.MessageIDByIndex(ctx, topic, int64(total)); !errors.Is(err, broker.ErrTopicNotFound) {
+	if _, err := tb.Admin().Reads.MessageIDByIndex(ctx, topic, int64(total)); !errors.Is(err, broker.ErrTopicNotFound) {
 		t.Fatalf("index past the end: %v, want ErrTopicNotFound", err)
 	}
 	for _, bad := range []int64{-1, -1 << 63} {
-		if _, err := tb.MessageIDByIndex(ctx, topic, bad); !errors.Is(err, broker.ErrPreconditionFailed) {
+		if _, err := tb.Admin().Reads.MessageIDByIndex(ctx, topic, bad); !errors.Is(err, broker.ErrPreconditionFailed) {
 			t.Fatalf("index %d: %v, want ErrPreconditionFailed", bad, err)
 		}
 	}
-	if _, err := tb.MessageIDByIndex(ctx, topic, 1<<63-1); !errors.Is(err, broker.ErrTopicNotFound) {
+	if _, err := tb.Admin().Reads.MessageIDByIndex(ctx, topic, 1<<63-1); !errors.Is(err, broker.ErrTopicNotFound) {
 		t.Fatalf("index MaxInt64: %v, want ErrTopicNotFound", err)
 	}
 
 	// Seek by index: the id of the entry holding index 8 (inside a batch
 	// of three), read from there; index 8 comes up, then the rest.
-	id, err := tb.MessageIDByIndex(ctx, topic, 8)
+	id, err := tb.Admin().Reads.MessageIDByIndex(ctx, topic, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestE2EBrokerEntryIndexAcrossLedgersAndRestart(t *testing.T) {
 func TestMessageIDByIndexNeedsTheInterceptor(t *testing.T) {
 	for _, names := range [][]string{nil, {InterceptorBrokerTimestamp}} {
 		tb := start(t, names, false, brokertest.Options{})
-		_, err := tb.MessageIDByIndex(brokertest.Ctx(t), brokertest.Topic("noidx"), 0)
+		_, err := tb.Admin().Reads.MessageIDByIndex(brokertest.Ctx(t), brokertest.Topic("noidx"), 0)
 		if !errors.Is(err, broker.ErrPreconditionFailed) || !strings.Contains(err.Error(), InterceptorIndex) {
 			t.Fatalf("%v: got %v, want ErrPreconditionFailed naming %s", names, err, InterceptorIndex)
 		}

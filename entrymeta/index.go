@@ -38,8 +38,9 @@ func entryIndexOf(t broker.Topic, pos broker.Position) (last int64, msgs int, ok
 func (x *Interceptor) IndexesMessages() bool { return x.index }
 
 // PositionOfIndex returns the position of the entry of t holding the
-// message with index idx. The broker calls it for MessageIDByIndex
-// (admin's getMessageIdByIndex) once it checked idx and loaded t.
+// message with index idx. The admin API asks it
+// (brokeradmin.Reads.MessageIDByIndex, admin's getMessageIdByIndex) once
+// it checked idx and loaded t.
 func (x *Interceptor) PositionOfIndex(t broker.Topic, idx int64) (broker.Position, error) {
 	if !x.index {
 		return broker.Position{}, broker.Reason(broker.ErrPreconditionFailed, "Broker entry metadata index is not enabled: add "+InterceptorIndex+" to brokerEntryMetadataInterceptors")
