@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 )
 
 // TestDedupSnapshotIntervalFallback: a topic's applied
@@ -14,7 +14,7 @@ import (
 // values are refused (412), 0 is kept (no timed snapshots).
 func TestDedupSnapshotIntervalFallback(t *testing.T) {
 	t.Parallel()
-	tb := startBroker(t, func(c *broker.Config) { c.Delivery.DedupSnapshotIntervalSeconds = 77 })
+	tb := startBroker(t, func(c *brokerconf.Config) { c.Delivery.DedupSnapshotIntervalSeconds = 77 })
 	ns := newNamespace(t, tb)
 	nsPath := "/admin/v2/namespaces/" + ns + "/deduplicationSnapshotInterval"
 	topic := "persistent://" + ns + "/" + uniqueName("dsi")

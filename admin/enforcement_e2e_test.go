@@ -11,9 +11,9 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
 	"github.com/magnetar-mq/magnetar/brokeradmin"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 )
 
 // Namespace and topic policies take effect on real clients: the
@@ -65,7 +65,7 @@ func receiveWithin(t *testing.T, c pulsar.Consumer, d time.Duration) pulsar.Mess
 // it is due and refuses delays past maxDeliveryDelayInMillis.
 func TestE2EDelayedDeliveryPolicy(t *testing.T) {
 	t.Parallel()
-	tb := startBroker(t, func(c *broker.Config) { c.Delivery.DelayedDeliveryTick = 1000 })
+	tb := startBroker(t, func(c *brokerconf.Config) { c.Delivery.DelayedDeliveryTick = 1000 })
 	ns, topic, tBase := topicInNewNamespace(t, tb, "delay")
 	wantJSON(t, tb, tBase+"/delayedDelivery?applied=true", `{"tickTime":1000,"active":true,"maxDeliveryDelayInMillis":0,"maxDelayInMillis":0}`)
 	mustHTTP(t, tb, "POST", tBase+"/delayedDelivery", `{"tickTime":-1,"active":true}`, http.StatusPreconditionFailed)
@@ -158,7 +158,7 @@ func TestE2EMaxMessageSizePolicy(t *testing.T) {
 // topic's, else the namespace's, else the broker's limit is refused.
 func TestE2EMaxSubscriptionsPerTopicPolicy(t *testing.T) {
 	t.Parallel()
-	tb := startBroker(t, func(c *broker.Config) { c.Delivery.MaxSubscriptionsPerTopic = 3 })
+	tb := startBroker(t, func(c *brokerconf.Config) { c.Delivery.MaxSubscriptionsPerTopic = 3 })
 	ns, topic, tBase := topicInNewNamespace(t, tb, "subs")
 	mustHTTP(t, tb, "POST", "/admin/v2/namespaces/"+ns+"/maxSubscriptionsPerTopic", "2", http.StatusNoContent)
 	mustHTTP(t, tb, "POST", tBase+"/maxSubscriptionsPerTopic", "1", http.StatusNoContent)
@@ -281,7 +281,7 @@ func TestE2ESchemaValidationEnforcedPolicy(t *testing.T) {
 // counts its partitions.
 func TestE2EMaxTopicsPerNamespace(t *testing.T) {
 	t.Parallel()
-	tb := startBroker(t, func(c *broker.Config) { c.Delivery.MaxTopicsPerNamespace = 7 })
+	tb := startBroker(t, func(c *brokerconf.Config) { c.Delivery.MaxTopicsPerNamespace = 7 })
 	ns := newNamespace(t, tb)
 	nsBase := "/admin/v2/namespaces/" + ns
 	topic := func(name string) string { return "persistent://" + ns + "/" + name }
@@ -474,7 +474,7 @@ func waitBlockedAt(t *testing.T, tb *testBroker, topic string, limit int) {
 // refused with 412 and Pulsar's reason and create nothing; a body that
 // is no count at all is a 400; growing within the limit works.
 func TestPartitionLimits(t *testing.T) {
-	tb := startBroker(t, func(c *broker.Config) { c.MaxPartitionsPerTopic = 64 })
+	tb := startBroker(t, func(c *brokerconf.Config) { c.MaxPartitionsPerTopic = 64 })
 	const path = "/admin/v2/persistent/public/default/parts/partitions"
 	for _, tc := range []struct {
 		body string
@@ -543,7 +543,7 @@ const inactiveCheck = 300 * time.Millisecond
 // a topic whose subscription caught up and keeps one with a backlog.
 func TestE2EInactiveTopicDeletion(t *testing.T) {
 	t.Parallel()
-	tb := startBroker(t, func(c *broker.Config) { c.DeleteInactiveTopicsFrequency = inactiveCheck })
+	tb := startBroker(t, func(c *brokerconf.Config) { c.DeleteInactiveTopicsFrequency = inactiveCheck })
 	cl := tb.client(t)
 	ns := newNamespace(t, tb)
 	mustHTTP(t, tb, "POST", "/admin/v2/namespaces/"+ns+"/inactiveTopicPolicies",
@@ -619,7 +619,7 @@ func TestE2ESubscriptionExpiry(t *testing.T) {
 		t.Skip("a 10 s (or one-minute) measurement: not in the -short tier")
 	}
 	t.Parallel()
-	tb := startBroker(t, func(c *broker.Config) {
+	tb := startBroker(t, func(c *brokerconf.Config) {
 		c.DisableDeleteInactiveTopics = true
 		c.SubscriptionExpiryCheckInterval = inactiveCheck
 	})

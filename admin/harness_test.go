@@ -28,6 +28,7 @@ import (
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/dynconfig"
 	"github.com/magnetar-mq/magnetar/internal/testenv"
@@ -59,7 +60,7 @@ type testBroker struct {
 }
 
 type brokerOpts struct {
-	cfg func(*broker.Config)
+	cfg func(*brokerconf.Config)
 	// txn turns transactions on (txn/server) with this config.
 	txn *server.Config
 	// noSchemas runs the broker without its schema registry.
@@ -76,7 +77,7 @@ type brokerOpts struct {
 	register func(*broker.Broker, *embedded.Store)
 }
 
-func startBroker(t testing.TB, mut func(*broker.Config)) *testBroker {
+func startBroker(t testing.TB, mut func(*brokerconf.Config)) *testBroker {
 	t.Helper()
 	return startBrokerOpts(t, brokerOpts{cfg: mut})
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/auth"
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/httpapi"
 )
 
@@ -22,7 +22,7 @@ func limitBroker(t *testing.T, lim httpapi.Limits) (*testBroker, string) {
 	t.Helper()
 	k, _ := auth.NewSecretKey("HS256")
 	sc := tokenSecurity(k)
-	tb := startBroker(t, func(c *broker.Config) { c.Security = sc; c.HTTPLimits = lim })
+	tb := startBroker(t, func(c *brokerconf.Config) { c.Security = sc; c.HTTPLimits = lim })
 	tok, err := auth.CreateToken(k, auth.TokenSpec{Subject: "root"})
 	if err != nil {
 		t.Fatal(err)

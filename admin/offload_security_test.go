@@ -18,8 +18,8 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/magnetar-mq/magnetar/auth"
-	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/policy"
 )
@@ -63,7 +63,7 @@ func TestSecurityOffloadPolicyLimits(t *testing.T) {
 	off.AllowedFileSystemRoots = []string{root}
 	off.AllowedServiceEndpoints = []string{s3.URL}
 	tb := startBrokerOpts(t, brokerOpts{
-		cfg:  func(c *broker.Config) { c.Security = sc; c.Offload = &off },
+		cfg:  func(c *brokerconf.Config) { c.Security = sc; c.Offload = &off },
 		mcfg: mledger.Config{MaxEntriesPerLedger: 5, MinLedgerRolloverTime: -1},
 	})
 	s := &secAdmin{testBroker: tb, key: k}

@@ -13,7 +13,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/topicstats"
@@ -29,7 +29,7 @@ func TestOffloadAdmin(t *testing.T) {
 	off := policy.DefaultOffload()
 	off.AllowedFileSystemRoots = []string{tierRoot}
 	tb := startBrokerOpts(t, brokerOpts{mcfg: mledger.Config{MaxEntriesPerLedger: 10, MinLedgerRolloverTime: -1},
-		cfg: func(c *broker.Config) { c.Offload = &off }})
+		cfg: func(c *brokerconf.Config) { c.Offload = &off }})
 	ac := adminClient(t, tb)
 	const ns = "/admin/v2/namespaces/public/default"
 

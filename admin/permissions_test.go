@@ -11,7 +11,7 @@ import (
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
 	"github.com/magnetar-mq/magnetar/auth"
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 )
 
@@ -92,7 +92,7 @@ func TestPermissionsAuthorizationOff(t *testing.T) {
 	// made with it off are enforced.
 	tb.stop()
 	k, _ := auth.NewSecretKey("HS256")
-	opts.cfg = func(c *broker.Config) { c.Security = tokenSecurity(k) }
+	opts.cfg = func(c *brokerconf.Config) { c.Security = tokenSecurity(k) }
 	s := &secAdmin{testBroker: startBrokerOpts(t, opts), key: k}
 	canProduce := func(role, topic string) error {
 		c, err := pulsar.NewClient(pulsar.ClientOptions{URL: s.url, OperationTimeout: 5 * time.Second,

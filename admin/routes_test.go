@@ -12,6 +12,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/console"
 	"github.com/magnetar-mq/magnetar/functions"
 	"github.com/magnetar-mq/magnetar/httpapi"
@@ -37,7 +38,7 @@ func startFullSurface(t *testing.T, mut func(*auth.Config)) *fullSurface {
 	}
 	var meta metadata.Store
 	tb := startBrokerOpts(t, brokerOpts{
-		cfg: func(c *broker.Config) { c.Security = sc },
+		cfg: func(c *brokerconf.Config) { c.Security = sc },
 		register: func(b *broker.Broker, m *embedded.Store) {
 			meta = m
 			h, err := topichistory.Enable(b)

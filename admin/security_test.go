@@ -20,8 +20,8 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/magnetar-mq/magnetar/auth"
-	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/internal/testcert"
 )
 
@@ -37,7 +37,7 @@ func startSecAdmin(t *testing.T) *secAdmin {
 	t.Helper()
 	k, _ := auth.NewSecretKey("HS256")
 	sc := tokenSecurity(k)
-	s := &secAdmin{testBroker: startBroker(t, func(c *broker.Config) { c.Security = sc }), key: k}
+	s := &secAdmin{testBroker: startBroker(t, func(c *brokerconf.Config) { c.Security = sc }), key: k}
 	s.call(t, "root", "PUT", "/admin/v2/tenants/acme", `{"adminRoles":["acme-admin"],"allowedClusters":["standalone"]}`, 204)
 	s.call(t, "acme-admin", "PUT", "/admin/v2/namespaces/acme/ns", "", 204)
 	return s
@@ -208,7 +208,7 @@ func startHTTPSBroker(t *testing.T) *httpsBroker {
 	sc.AuthenticationProviders = []string{"token", "basic", "tls"}
 	sc.BasicAuthConf = htpasswd
 	sc.TLSCertificateFilePath, sc.TLSKeyFilePath, sc.TLSTrustCertsFilePath = srv.CertFile, srv.KeyFile, caFile
-	h.testBroker = startBroker(t, func(c *broker.Config) {
+	h.testBroker = startBroker(t, func(c *brokerconf.Config) {
 		c.Security = sc
 		c.TLSHTTPAddr, c.TLSServiceAddr, c.AdvertisedHost = "127.0.0.1:0", "127.0.0.1:0", "localhost"
 	})

@@ -12,9 +12,9 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
 	"github.com/magnetar-mq/magnetar/brokeradmin"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
@@ -26,7 +26,7 @@ import (
 // 10 s rate limit measurements on a 2-core machine under -race can
 // starve.
 func TestE2EStatsRates(t *testing.T) {
-	tb := startBroker(t, func(c *broker.Config) { c.StatsUpdateInterval = 2 * time.Second })
+	tb := startBroker(t, func(c *brokerconf.Config) { c.StatsUpdateInterval = 2 * time.Second })
 	cl := tb.client(t)
 	topic := "persistent://public/default/" + uniqueName("stats")
 	c := brokertest.Consumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})

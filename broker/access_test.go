@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
@@ -59,7 +60,7 @@ func authzConfig(t *testing.T) *auth.Config {
 // a CommandAuthorizer refuses to start; off, it needs none.
 func TestAuthorizationFailsClosed(t *testing.T) {
 	for _, on := range []bool{true, false} {
-		cfg := Config{ServiceAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0"}
+		cfg := brokerconf.Config{ServiceAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0"}
 		if on {
 			cfg.Security = authzConfig(t)
 		}
@@ -79,7 +80,7 @@ func TestAuthorizationFailsClosed(t *testing.T) {
 		}
 	}
 	// Two authorizers are refused at Use.
-	b, err := New(Config{}, Deps{Metadata: memmeta.New(), OpenLedger: func(context.Context, string) (ManagedLedger, error) { return nil, nil }})
+	b, err := New(brokerconf.Config{}, Deps{Metadata: memmeta.New(), OpenLedger: func(context.Context, string) (ManagedLedger, error) { return nil, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestAuthorizationFailsClosed(t *testing.T) {
 // denied PRODUCER creates no producer; the connection stays up).
 func TestCommandDenied(t *testing.T) {
 	var asked atomic.Int64
-	tb := startBrokerOpts(t, brokerOpts{cfg: func(c *Config) { c.Security = authzConfig(t) },
+	tb := startBrokerOpts(t, brokerOpts{cfg: func(c *brokerconf.Config) { c.Security = authzConfig(t) },
 		use: []func(*Broker) error{func(b *Broker) error { return b.Use(denyCommands{&asked}) }}})
 	r := dialRaw(t, tb, true)
 	topic := "persistent://public/default/" + newTopicName("denied")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -105,7 +106,7 @@ func frame(cmd []byte, payload []byte) []byte {
 }
 
 func TestBadInputClosesOnlyThatConnection(t *testing.T) {
-	tb := startBroker(t, func(c *Config) { c.MaxMessageSize = 64 << 10 })
+	tb := startBroker(t, func(c *brokerconf.Config) { c.MaxMessageSize = 64 << 10 })
 	healthy := dialRaw(t, tb, true)
 	rng := rand.New(rand.NewPCG(1, 2))
 	random := make([]byte, 4096)
@@ -231,7 +232,7 @@ func TestPipelinedSendsReceiptsInOrder(t *testing.T) {
 }
 
 func TestSlowConsumerDisconnected(t *testing.T) {
-	tb := startBroker(t, func(c *Config) {
+	tb := startBroker(t, func(c *brokerconf.Config) {
 		c.MaxMessageSize = 32 << 10
 		c.MaxOutboundBytes = 256 << 10
 		c.WriteTimeout = 200 * time.Millisecond
@@ -277,7 +278,7 @@ func TestSlowConsumerDisconnected(t *testing.T) {
 }
 
 func TestIdleConnectionPingedThenClosed(t *testing.T) {
-	tb := startBroker(t, func(c *Config) {
+	tb := startBroker(t, func(c *brokerconf.Config) {
 		c.KeepAliveInterval = 50 * time.Millisecond
 		c.IdleTimeout = 500 * time.Millisecond
 	})
@@ -300,7 +301,7 @@ func TestIdleConnectionPingedThenClosed(t *testing.T) {
 // keepAliveIntervalSeconds=0) sends no pings and closes no idle
 // connection.
 func TestKeepAliveOff(t *testing.T) {
-	tb := startBroker(t, func(c *Config) { c.KeepAliveInterval = -1 })
+	tb := startBroker(t, func(c *brokerconf.Config) { c.KeepAliveInterval = -1 })
 	if tb.cfg.IdleTimeout != 0 {
 		t.Fatalf("IdleTimeout %v with keep-alive off", tb.cfg.IdleTimeout)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
 
@@ -15,7 +16,7 @@ import (
 // names NotAllowed; nothing is created and the connection stays usable.
 // A literal "%2e%2e" is an ordinary name (only the REST path decodes it).
 func TestBadNamesBinaryProtocol(t *testing.T) {
-	tb := startBroker(t, func(c *Config) { c.MaxMessageSize = 2 << 20 })
+	tb := startBroker(t, func(c *brokerconf.Config) { c.MaxMessageSize = 2 << 20 })
 	r := dialRaw(t, tb, true)
 	ctx := ctxT(t)
 	before, err := tb.Registry().TopicsOfNamespace(ctx, "public/default", true, true)

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/internal/acceptloop"
 	"github.com/magnetar-mq/magnetar/topicreg"
 
@@ -26,7 +27,7 @@ import (
 //
 // All methods are safe for concurrent use.
 type Broker struct {
-	cfg     Config
+	cfg     brokerconf.Config
 	deps    Deps
 	log     *slog.Logger
 	reg     *topicreg.Registry
@@ -84,10 +85,10 @@ type topicLoad struct {
 }
 
 // New validates cfg and returns an unstarted broker.
-func New(cfg Config, deps Deps) (*Broker, error) {
+func New(cfg brokerconf.Config, deps Deps) (*Broker, error) {
 	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}
 	if deps.Metadata == nil {
 		return nil, fmt.Errorf("%w: Deps.Metadata is nil", ErrBadConfig)
@@ -508,7 +509,7 @@ func (b *Broker) unloadTopic(full string) bool {
 	// are dropped unanswered (clients re-send them to the next owner) and
 	// the writes in flight complete and are acknowledged before the
 	// clients are told to go.
-	l.t.stopPublishing(b.cfg.unloadWait())
+	l.t.stopPublishing(unloadWait(&b.cfg))
 	l.t.closeAll(true)
 	if l.t.ml != nil {
 		if err := l.t.ml.Close(); err != nil {

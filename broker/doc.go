@@ -10,7 +10,7 @@
 //
 // # Usage
 //
-//	b, err := broker.New(broker.Config{ServiceAddr: ":6650", HTTPAddr: ":8080"},
+//	b, err := broker.New(brokerconf.Config{ServiceAddr: ":6650", HTTPAddr: ":8080"},
 //		broker.Deps{Metadata: store, OpenLedger: broker.LedgerOpener(factory, mledger.Config{})})
 //	err = b.Start(ctx)        // binds both listeners; b.ServiceAddr(), b.HTTPAddr()
 //	...

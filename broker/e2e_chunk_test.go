@@ -6,10 +6,11 @@ import (
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 )
 
 func TestE2EChunking(t *testing.T) {
-	tb := startBroker(t, func(c *Config) { c.MaxMessageSize = 16 << 10 })
+	tb := startBroker(t, func(c *brokerconf.Config) { c.MaxMessageSize = 16 << 10 })
 	cl := tb.client(t)
 	topic := newTopicName("chunk")
 	cons := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 )
 
 // chunkedPayload is message i of producer p: size bytes, recognisable.
@@ -22,7 +23,7 @@ func chunkedPayload(p, i, size int) []byte {
 // subscription of type st with three consumers with small receive queues,
 // and checks every message arrives whole exactly once.
 func testChunkedShared(t *testing.T, st pulsar.SubscriptionType) {
-	tb := startBroker(t, func(c *Config) { c.MaxMessageSize = 64 << 10 })
+	tb := startBroker(t, func(c *brokerconf.Config) { c.MaxMessageSize = 64 << 10 })
 	cl := tb.client(t)
 	topic := newTopicName("chunkshared")
 	const nCons, perProd, size = 3, 6, 300 << 10
@@ -105,7 +106,7 @@ func TestE2EChunkedKeyShared(t *testing.T) { testChunkedShared(t, pulsar.KeyShar
 // TestE2EChunkedSharedConsumerLeaves: a consumer that leaves in the
 // middle of a chunked message gives it back whole to another consumer.
 func TestE2EChunkedSharedConsumerLeaves(t *testing.T) {
-	tb := startBroker(t, func(c *Config) { c.MaxMessageSize = 64 << 10 })
+	tb := startBroker(t, func(c *brokerconf.Config) { c.MaxMessageSize = 64 << 10 })
 	cl := tb.client(t)
 	topic := newTopicName("chunkleave")
 	c1 := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared, ReceiverQueueSize: 2})

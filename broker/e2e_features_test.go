@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
@@ -275,7 +276,7 @@ func TestE2EUnsubscribeWithOtherConsumers(t *testing.T) {
 }
 
 func TestE2EDedupSurvivesRestart(t *testing.T) {
-	tb := startBroker(t, func(c *Config) { c.Deduplication = true })
+	tb := startBroker(t, func(c *brokerconf.Config) { c.Deduplication = true })
 	cl := tb.client(t)
 	topic := newTopicName("dedup-restart")
 	prod := mustProducer(t, cl, pulsar.ProducerOptions{Topic: topic, Name: "dp", BatchingMaxMessages: 3, BatchingMaxPublishDelay: time.Minute})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/topicreg"
 )
 
@@ -590,7 +591,7 @@ func TestE2EPartitioned(t *testing.T) {
 }
 
 func TestE2EDedupAfterReconnect(t *testing.T) {
-	tb := startBroker(t, func(c *Config) { c.Deduplication = true })
+	tb := startBroker(t, func(c *brokerconf.Config) { c.Deduplication = true })
 	cl := tb.client(t)
 	topic := newTopicName("dedup")
 	cons := mustConsumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -31,7 +32,7 @@ type testBroker struct {
 // brokerOpts configures a test broker; the zero value runs the defaults
 // over a new in-memory metadata store and ledger store.
 type brokerOpts struct {
-	cfg       func(*Config)
+	cfg       func(*brokerconf.Config)
 	meta      metadata.Store      // default memmeta.New()
 	ledgers   mledger.LedgerStore // default memstore.New()
 	cacheSize int64               // the entry cache's bytes (0: the default)
@@ -39,7 +40,7 @@ type brokerOpts struct {
 	use       []func(*Broker) error
 }
 
-func startBroker(t testing.TB, mut func(*Config)) *testBroker {
+func startBroker(t testing.TB, mut func(*brokerconf.Config)) *testBroker {
 	t.Helper()
 	return startBrokerOpts(t, brokerOpts{cfg: mut})
 }
@@ -75,7 +76,7 @@ func startBrokerOpts(t testing.TB, o brokerOpts) *testBroker {
 	if os.Getenv("BROKER_DEBUG") != "" {
 		level = slog.LevelDebug
 	}
-	cfg := Config{
+	cfg := brokerconf.Config{
 		ServiceAddr:    "127.0.0.1:0",
 		HTTPAddr:       "127.0.0.1:0",
 		AdvertisedHost: "127.0.0.1",

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
@@ -106,7 +107,7 @@ func TestSendParsesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(Config{ServiceAddr: "127.0.0.1:0", HTTPAddr: "-", AdvertisedHost: "127.0.0.1", MaxMessageSize: 1 << 20,
+	b, err := New(brokerconf.Config{ServiceAddr: "127.0.0.1:0", HTTPAddr: "-", AdvertisedHost: "127.0.0.1", MaxMessageSize: 1 << 20,
 		Deduplication: true},
 		Deps{Metadata: meta, OpenLedger: LedgerOpener(f, mledger.Config{})})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/internal/testenv"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
@@ -14,7 +15,7 @@ import (
 // as bytes arrive. A frame announced over the limit closes that
 // connection only.
 func TestLargeFrameHeaderDoesNotAllocate(t *testing.T) {
-	tb := startBroker(t, func(c *Config) {
+	tb := startBroker(t, func(c *brokerconf.Config) {
 		c.MaxMessageSize = 128 << 20
 		c.MaxOutboundBytes = 256 << 20
 	})

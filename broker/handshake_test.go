@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -31,8 +32,8 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
-func logInto(buf *syncBuf) func(*Config) {
-	return func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(buf, nil)) }
+func logInto(buf *syncBuf) func(*brokerconf.Config) {
+	return func(c *brokerconf.Config) { c.Logger = slog.New(slog.NewTextHandler(buf, nil)) }
 }
 
 // TestConnectTimeoutClosesSlowHandshake: a peer that trickles a CONNECT
@@ -40,7 +41,7 @@ func logInto(buf *syncBuf) func(*Config) {
 // its address); a client that connected stays past it.
 func TestConnectTimeoutClosesSlowHandshake(t *testing.T) {
 	var logs syncBuf
-	tb := startBroker(t, func(c *Config) {
+	tb := startBroker(t, func(c *brokerconf.Config) {
 		logInto(&logs)(c)
 		c.ConnectTimeout = 300 * time.Millisecond
 	})

@@ -4,37 +4,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 )
-
-func TestHistoryConfig(t *testing.T) {
-	for _, c := range []struct {
-		interval time.Duration
-		length   int
-		wantLen  int
-		bad      bool
-	}{
-		{0, 0, 180, false},
-		{time.Second, 0, 900, false},
-		{time.Minute, 0, 15, false},
-		{time.Hour, 0, 2, false},
-		{-1, 0, 0, false}, // off
-		{time.Millisecond, 0, 0, true},
-		{time.Second, MaxHistoryLength + 1, 0, true},
-	} {
-		cfg := Config{HistoryInterval: c.interval, HistoryLength: c.length}
-		cfg.EnsureDefaults()
-		err := cfg.Validate()
-		if (err != nil) != c.bad {
-			t.Errorf("interval %s length %d: err %v, want error %v", c.interval, c.length, err, c.bad)
-		}
-		if !c.bad && cfg.HistoryLength != c.wantLen {
-			t.Errorf("interval %s: length %d, want %d", c.interval, cfg.HistoryLength, c.wantLen)
-		}
-	}
-}
 
 // TestHistoryCountersMatchStats: the history sampler's counters-only
 // read (Topic.Counters, package topichistory) gives

@@ -3,6 +3,7 @@ package broker
 import (
 	"testing"
 
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
 
@@ -21,7 +22,7 @@ func TestRawTopicsOfUnknownNamespace(t *testing.T) {
 }
 
 func TestAutoCreationDisabled(t *testing.T) {
-	tb := startBroker(t, func(c *Config) { c.DisableAutoTopicCreation = true })
+	tb := startBroker(t, func(c *brokerconf.Config) { c.DisableAutoTopicCreation = true })
 	r := dialRaw(t, tb, true)
 	r.send(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER.Enum(), Producer: &pb.CommandProducer{
 		Topic: ptr("no-such-topic"), ProducerId: ptr(uint64(1)), RequestId: ptr(uint64(1)),

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/httpapi"
 )
 
@@ -30,7 +31,7 @@ type listeners struct {
 
 // bind builds the HTTP server over h and binds the listeners cfg asks for
 // ("-": none); on error nothing stays bound.
-func (l *listeners) bind(ctx context.Context, cfg *Config, sec *auth.Security, h *httpapi.Server) error {
+func (l *listeners) bind(ctx context.Context, cfg *brokerconf.Config, sec *auth.Security, h *httpapi.Server) error {
 	l.host, l.srv = cfg.AdvertisedHost, h
 	var lc net.ListenConfig
 	listen := func(addr string, ln *net.Listener, bound *atomic.Pointer[string]) error {

@@ -5,36 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
-
-// ClusterConfig turns on multi-broker operation: the broker serves only
-// the topics of the namespace bundles it owns, answers lookups with the
-// owner, registers itself with a load report and takes part in leader
-// election. The core hands it to Deps.JoinCluster (package brokercluster
-// runs package cluster); the zero value of each field is the
-// membership's default.
-type ClusterConfig struct {
-	ReportInterval time.Duration
-	ShedInterval   time.Duration
-	ShedThreshold  float64
-	ShedGrace      time.Duration
-	// UnloadTimeout bounds a bundle's unload, and the core's wait for a
-	// topic's writes in flight when it unloads one.
-	UnloadTimeout time.Duration
-	// Automatic bundle split thresholds.
-	SplitMaxTopics, SplitMaxSessions   int
-	SplitMaxMsgRate, SplitMaxBytesRate float64
-	DisableAutoSplit                   bool
-	// FailureDomainsEnabled is Pulsar's failureDomainsEnabled.
-	FailureDomainsEnabled bool
-	// Standalone marks the only broker of a standalone: it takes a
-	// bundle when one of its topics is used.
-	Standalone bool
-}
 
 // Ownership is the broker's membership in a cluster of brokers, as the
 // core needs it: which namespace bundles it serves. A topic belongs to
@@ -85,7 +60,7 @@ type LookupAnswer struct {
 // are bound: its settings and addresses, and the two calls the cluster
 // side makes into the core.
 type ClusterNode struct {
-	Config      ClusterConfig
+	Config      brokerconf.ClusterConfig
 	ClusterName string
 	// BrokerID is the broker's id (its web service host:port); the URLs
 	// are the advertised ones ("" when that listener is off).

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -116,7 +117,7 @@ func TestInactiveTopicNoMinimum(t *testing.T) {
 		set  time.Duration
 		want int
 	}{{-1, 0}, {0, 60}, {90 * time.Second, 90}} {
-		tb := startBroker(t, func(cfg *Config) { cfg.DeleteInactiveTopicsMaxInactiveDuration = c.set })
+		tb := startBroker(t, func(cfg *brokerconf.Config) { cfg.DeleteInactiveTopicsMaxInactiveDuration = c.set })
 		if got := tb.PolicyDefaults().InactiveTopic.MaxInactiveDurationSeconds; got != c.want {
 			t.Errorf("MaxInactiveDuration %v: default policy %d s, want %d", c.set, got, c.want)
 		}

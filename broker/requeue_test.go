@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/internal/testenv"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
@@ -406,7 +407,7 @@ func TestE2ERequeueManyUnacked(t *testing.T) {
 	if testenv.Soak() {
 		n = millionUnacked
 	}
-	tb := startBroker(t, func(c *Config) { c.MaxUnackedPerConsumer, c.MaxUnackedPerSubscription = -1, -1 })
+	tb := startBroker(t, func(c *brokerconf.Config) { c.MaxUnackedPerConsumer, c.MaxUnackedPerSubscription = -1, -1 })
 	cl := tb.client(t)
 	topic := "persistent://public/default/" + newTopicName("requeue-many")
 	a, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared, ReceiverQueueSize: 1000})

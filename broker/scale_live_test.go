@@ -20,6 +20,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/internal/testenv"
 )
 
@@ -193,7 +194,7 @@ func TestScaleLiveTopicsMemory(t *testing.T) {
 	if v := os.Getenv("SCALE_LIVE_TOPICS"); v != "" {
 		n, _ = strconv.Atoi(v)
 	}
-	tb := startBroker(t, func(c *Config) {
+	tb := startBroker(t, func(c *brokerconf.Config) {
 		c.HideTopicLevelMetrics = true
 	})
 	debug.FreeOSMemory()

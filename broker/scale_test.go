@@ -17,6 +17,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 )
 
 // topicBudget is the memory one idle topic (with the producer that sent
@@ -172,7 +173,7 @@ func TestScaleTopicsMemory(t *testing.T) {
 	if v := os.Getenv("SCALE_SHAPE"); v != "" {
 		shape = v
 	}
-	tb := startBroker(t, func(c *Config) {
+	tb := startBroker(t, func(c *brokerconf.Config) {
 		c.HideTopicLevelMetrics = true // exposeTopicLevelMetricsInPrometheus=false
 	})
 	h0, s0, g0 := memInUse()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
@@ -24,7 +25,7 @@ import (
 const codeAuthorizationError = int32(pb.ServerError_AuthorizationError)
 
 // newSecurity builds the security layer of cfg.Security (nil when off).
-func newSecurity(cfg *Config, md metadata.Store, log *slog.Logger) (*auth.Security, error) {
+func newSecurity(cfg *brokerconf.Config, md metadata.Store, log *slog.Logger) (*auth.Security, error) {
 	if cfg.Security == nil {
 		return nil, nil
 	}

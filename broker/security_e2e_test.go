@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/internal/testcert"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
@@ -128,7 +129,7 @@ func startSecureWith(t testing.TB, mut func(*auth.Config), use func(*Broker) err
 	if mut != nil {
 		mut(&sc)
 	}
-	secure := func(c *Config) {
+	secure := func(c *brokerconf.Config) {
 		c.AdvertisedHost = "localhost"
 		c.TLSServiceAddr = "127.0.0.1:0"
 		c.TLSHTTPAddr = "127.0.0.1:0"
@@ -458,7 +459,7 @@ func TestSecPlaintextOff(t *testing.T) {
 	srv.Write(dir, "srv")
 	sc := auth.DefaultConfig()
 	sc.TLSCertificateFilePath, sc.TLSKeyFilePath = srv.CertFile, srv.KeyFile
-	tb := startBroker(t, func(c *Config) {
+	tb := startBroker(t, func(c *brokerconf.Config) {
 		c.ServiceAddr, c.HTTPAddr = "-", "-"
 		c.AdvertisedHost = "localhost"
 		c.TLSServiceAddr, c.TLSHTTPAddr = "127.0.0.1:0", "127.0.0.1:0"

@@ -1,6 +1,10 @@
 package broker
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/magnetar-mq/magnetar/brokerconf"
+)
 
 // tunables are the Config values that a dynamic configuration update
 // (package dynconfig, wired by the stack) changes on the running broker.
@@ -14,7 +18,7 @@ type tunables struct {
 	maxPartitions atomic.Int64
 }
 
-func (t *tunables) init(c *Config) {
+func (t *tunables) init(c *brokerconf.Config) {
 	t.dispatchBatch.Store(int32(c.DispatchBatch))
 	t.maxPartitions.Store(int64(c.MaxPartitionsPerTopic))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/internal/testenv"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
@@ -60,7 +61,7 @@ func subStats(t testing.TB, tb *testBroker, topic, sub string) SubscriptionSnaps
 // it, the one that reaches half does.
 func TestUnackedLimitBlocksConsumer(t *testing.T) {
 	const limit = 400
-	tb := startBroker(t, func(c *Config) { c.MaxUnackedPerConsumer = limit })
+	tb := startBroker(t, func(c *brokerconf.Config) { c.MaxUnackedPerConsumer = limit })
 	c := tb.client(t)
 	topic := "persistent://public/default/" + newTopicName("unacked-c")
 	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared,
@@ -136,7 +137,7 @@ func TestUnackedLimitBlocksConsumer(t *testing.T) {
 // namespace policy overrides the broker settings and a policy change
 // applies to the running subscription.
 func TestUnackedLimitBlocksSubscription(t *testing.T) {
-	tb := startBrokerOpts(t, brokerOpts{cfg: func(c *Config) { c.MaxUnackedPerConsumer = -1; c.MaxUnackedPerSubscription = 100000 },
+	tb := startBrokerOpts(t, brokerOpts{cfg: func(c *brokerconf.Config) { c.MaxUnackedPerConsumer = -1; c.MaxUnackedPerSubscription = 100000 },
 		use: []func(*Broker) error{followPolicies}})
 	ns := "public/" + newTopicName("unacked-ns")
 	limit := 300
@@ -221,7 +222,7 @@ func (w copyWriter) Read(ctx context.Context, first, last int64) ([][]byte, erro
 // over) re-reads the payloads from storage.
 func TestUnackedMemoryBounded(t *testing.T) {
 	const n, size = 100000, 1024
-	tb := startBrokerOpts(t, brokerOpts{cfg: func(c *Config) {
+	tb := startBrokerOpts(t, brokerOpts{cfg: func(c *brokerconf.Config) {
 		c.MaxUnackedPerConsumer, c.MaxUnackedPerSubscription = -1, -1
 	}, ledgers: copyStore{memstore.New()}, cacheSize: 1 << 20})
 	c := tb.client(t)
@@ -297,10 +298,10 @@ func TestUnackedDefaultLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cons.Close()
-	produceN(t, c, topic, DefaultMaxUnackedPerConsumer+100, 8)
+	produceN(t, c, topic, brokerconf.DefaultMaxUnackedPerConsumer+100, 8)
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
-	for i := 0; i < DefaultMaxUnackedPerConsumer; i++ {
+	for i := 0; i < brokerconf.DefaultMaxUnackedPerConsumer; i++ {
 		if _, err := cons.Receive(ctx); err != nil {
 			t.Fatalf("received %d: %v", i, err)
 		}
@@ -309,7 +310,7 @@ func TestUnackedDefaultLimit(t *testing.T) {
 		s := subStats(t, tb, topic, "s")
 		return len(s.Consumers) == 1 && s.Consumers[0].BlockedConsumerOnUnackedMsgs
 	})
-	if st := subStats(t, tb, topic, "s"); st.MsgOutCounter != DefaultMaxUnackedPerConsumer || st.MsgBacklog != DefaultMaxUnackedPerConsumer+100 {
-		t.Fatalf("delivered %d (backlog %d), want %d", st.MsgOutCounter, st.MsgBacklog, DefaultMaxUnackedPerConsumer)
+	if st := subStats(t, tb, topic, "s"); st.MsgOutCounter != brokerconf.DefaultMaxUnackedPerConsumer || st.MsgBacklog != brokerconf.DefaultMaxUnackedPerConsumer+100 {
+		t.Fatalf("delivered %d (backlog %d), want %d", st.MsgOutCounter, st.MsgBacklog, brokerconf.DefaultMaxUnackedPerConsumer)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -415,7 +416,7 @@ func (b *Broker) OpenLedger(ctx context.Context, name string) (ManagedLedger, er
 }
 
 // Config returns the broker's configuration (defaults applied).
-func (b *Broker) Config() Config { return b.cfg }
+func (b *Broker) Config() brokerconf.Config { return b.cfg }
 
 // Logger returns the broker's logger.
 func (b *Broker) Logger() *slog.Logger { return b.log }

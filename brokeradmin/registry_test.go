@@ -8,13 +8,14 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/topicreg"
 )
 
 // TestPartitionCountLimits: creation and update refuse partition counts
 // above the broker's limit and outside 1..2^31-1, and create nothing.
 func TestPartitionCountLimits(t *testing.T) {
-	tb := brokertest.Start(t, brokertest.Options{Config: func(c *broker.Config) { c.MaxPartitionsPerTopic = 16 }})
+	tb := brokertest.Start(t, brokertest.Options{Config: func(c *brokerconf.Config) { c.MaxPartitionsPerTopic = 16 }})
 	topics := tb.Admin().Topics
 	ctx := brokertest.Ctx(t)
 	const topic = "persistent://public/default/lim-parts"
@@ -36,7 +37,7 @@ func TestPartitionCountLimits(t *testing.T) {
 		t.Fatalf("partitions %d after a refused update", n)
 	}
 	// Unlimited (negative): still bounded by int32.
-	tb2 := brokertest.Start(t, brokertest.Options{Config: func(c *broker.Config) { c.MaxPartitionsPerTopic = -1 }})
+	tb2 := brokertest.Start(t, brokertest.Options{Config: func(c *brokerconf.Config) { c.MaxPartitionsPerTopic = -1 }})
 	if err := tb2.Admin().Topics.CreatePartitionedTopic(ctx, topic, topicreg.PartitionedMetadata{Partitions: math.MaxInt32 + 1}); !errors.Is(err, broker.ErrPreconditionFailed) {
 		t.Fatalf("2^31 partitions without a limit: %v", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
 	"github.com/magnetar-mq/magnetar/brokerauthz"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -51,7 +52,7 @@ func start(t *testing.T, features func(*broker.Broker) error) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f.Broker = brokertest.Start(t, brokertest.Options{Config: func(c *broker.Config) { c.Security = &sc }, Features: features})
+	f.Broker = brokertest.Start(t, brokertest.Options{Config: func(c *brokerconf.Config) { c.Security = &sc }, Features: features})
 	ctx := context.Background()
 	if err := f.Policies().CreateTenant(ctx, "private", policy.TenantInfo{AdminRoles: []string{}, AllowedClusters: []string{"standalone"}}); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/magnetar-mq/magnetar/bookie"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/brokermetrics"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 	"github.com/magnetar-mq/magnetar/metadata/memmeta"
@@ -115,7 +116,7 @@ func TestMetricsTopicSeries(t *testing.T) {
 // topic metrics are summed per namespace, whatever the number of topics
 // (a scrape stays a few KiB).
 func TestMetricsNamespaceAggregation(t *testing.T) {
-	b := brokertest.Start(t, brokertest.Options{Config: func(c *broker.Config) { c.HideTopicLevelMetrics = true }})
+	b := brokertest.Start(t, brokertest.Options{Config: func(c *brokerconf.Config) { c.HideTopicLevelMetrics = true }})
 	cl := b.Client(t)
 	for i := range 3 {
 		topic := brokertest.Topic("nsagg")
@@ -176,7 +177,7 @@ func TestMetricsBookieCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := broker.New(broker.Config{ServiceAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", AdvertisedHost: "127.0.0.1"}, broker.Deps{
+	b, err := broker.New(brokerconf.Config{ServiceAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", AdvertisedHost: "127.0.0.1"}, broker.Deps{
 		Metadata: meta, OpenLedger: broker.LedgerOpener(f, mledger.Config{}),
 		Bookies: broker.LocalBookie{ID: "127.0.0.1:3181", ReadOnly: bk.IsReadOnly},
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/metadata/embedded"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 )
@@ -20,7 +21,7 @@ import (
 func startDedup(t *testing.T, o brokertest.Options) (*brokertest.Broker, *Snapshots) {
 	t.Helper()
 	var s *Snapshots
-	o.Config = func(c *broker.Config) {
+	o.Config = func(c *brokerconf.Config) {
 		c.Deduplication = true
 		c.Delivery.DedupEntriesInterval = 5
 		c.Delivery.DedupSnapshotIntervalSeconds = 0

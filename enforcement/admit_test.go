@@ -13,6 +13,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
@@ -122,7 +123,7 @@ func TestConcurrentSubscribesAtMaxSubscriptions(t *testing.T) {
 	const limit, tries = 3, 12
 	seen := &subsSeen{}
 	tb := brokertest.Start(t, brokertest.Options{
-		Config:   func(c *broker.Config) { c.Delivery.MaxSubscriptionsPerTopic = limit },
+		Config:   func(c *brokerconf.Config) { c.Delivery.MaxSubscriptionsPerTopic = limit },
 		Features: func(b *broker.Broker) error { return b.Use(seen) },
 	})
 	topic := brokertest.Topic("maxsubs-race")

@@ -8,7 +8,7 @@ import (
 	"github.com/magnetar-mq/magnetar/broker"
 )
 
-// Idle topic unloading (broker.Config.IdleTopicUnloadTime, the magnetar
+// Idle topic unloading (brokerconf.Config.IdleTopicUnloadTime, the magnetar
 // key topicUnloadIdleSeconds). Unlike inactive topic deletion
 // (inactive.go) this deletes nothing: a persistent topic that has had no
 // producer, no connected consumer, no replicator, no compaction and no

@@ -10,6 +10,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
@@ -30,8 +31,8 @@ func waitUnloaded(t *testing.T, b *brokertest.Broker, topic string) {
 	brokertest.WaitFor(t, topic+" unloaded", func() bool { return !loaded(b, topic) })
 }
 
-func idleBroker(t *testing.T, more func(*broker.Config)) *brokertest.Broker {
-	return brokertest.Start(t, brokertest.Options{Config: func(c *broker.Config) {
+func idleBroker(t *testing.T, more func(*brokerconf.Config)) *brokertest.Broker {
+	return brokertest.Start(t, brokertest.Options{Config: func(c *brokerconf.Config) {
 		c.IdleTopicUnloadTime = time.Second
 		if more != nil {
 			more(c)
@@ -44,7 +45,7 @@ func idleBroker(t *testing.T, more func(*broker.Config)) *brokertest.Broker {
 // with its messages, its cursor (mark-delete and individual acks) and
 // its producer's last sequence id (deduplication) intact.
 func TestIdleUnloadLosesNothing(t *testing.T) {
-	b := idleBroker(t, func(c *broker.Config) { c.Deduplication = true })
+	b := idleBroker(t, func(c *brokerconf.Config) { c.Deduplication = true })
 	cl := b.Client(t)
 	topic := brokertest.Topic("idle-unload")
 	cons := brokertest.Consumer(t, cl, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared, AckWithResponse: true})

@@ -28,6 +28,6 @@
 // before the index interceptor was on come before every indexed one.
 //
 // Whether consumers receive the block is the core's business
-// (broker.Config.ExposeBrokerEntryMetadata and the client's
+// (brokerconf.Config.ExposeBrokerEntryMetadata and the client's
 // supports_broker_entry_metadata).
 package entrymeta

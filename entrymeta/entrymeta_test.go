@@ -11,6 +11,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/mledger/memstore"
 )
@@ -19,7 +20,7 @@ import (
 // consumers when expose is set).
 func start(t testing.TB, names []string, expose bool, o brokertest.Options) *brokertest.Broker {
 	t.Helper()
-	o.Config = func(c *broker.Config) { c.ExposeBrokerEntryMetadata = expose }
+	o.Config = func(c *brokerconf.Config) { c.ExposeBrokerEntryMetadata = expose }
 	o.Features = func(b *broker.Broker) error {
 		_, err := Enable(b, names)
 		return err

@@ -11,8 +11,8 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/policy"
 )
@@ -251,7 +251,7 @@ func TestReplicationRetentionKeepsUnsent(t *testing.T) {
 		t.Fatalf("ledgers %d, entries %d: want several ledgers still holding all %d entries", len(is.Ledgers), is.NumberOfEntries, n)
 	}
 	releaseB()
-	b := startGeo(t, "cb", config, geoOptions{mut: func(c *broker.Config) { c.ServiceAddr = addrB }})
+	b := startGeo(t, "cb", config, geoOptions{mut: func(c *brokerconf.Config) { c.ServiceAddr = addrB }})
 	consB, err := b.Client(t).Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
 	if err != nil {
 		t.Fatal(err)
@@ -319,7 +319,7 @@ func TestReplicationMessageTTL(t *testing.T) {
 		}
 	}
 	releaseB()
-	b := startGeo(t, "cb", config, geoOptions{mut: func(c *broker.Config) { c.ServiceAddr = addrB }})
+	b := startGeo(t, "cb", config, geoOptions{mut: func(c *brokerconf.Config) { c.ServiceAddr = addrB }})
 	cons, err := b.Client(t).Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
 	if err != nil {
 		t.Fatal(err)

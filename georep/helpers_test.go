@@ -12,6 +12,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/metadata/embedded"
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -33,7 +34,7 @@ func newConfigStore(t testing.TB) metadata.Store {
 
 // geoOptions are the options of a broker of cluster name on config.
 type geoOptions struct {
-	mut    func(*broker.Config)
+	mut    func(*brokerconf.Config)
 	ledger mledger.Config
 }
 
@@ -45,7 +46,7 @@ func startGeo(t testing.TB, name string, config metadata.Store, o geoOptions) *b
 	return brokertest.Start(t, brokertest.Options{
 		ConfigStore: config,
 		Ledger:      o.ledger,
-		Config: func(c *broker.Config) {
+		Config: func(c *brokerconf.Config) {
 			c.ClusterName = name
 			c.Logger = c.Logger.With("cluster", name)
 			if o.mut != nil {

@@ -11,8 +11,8 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/magnetar-mq/magnetar/auth"
-	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/internal/testcert"
 )
 
@@ -58,7 +58,7 @@ func TestReplicationOverTLS(t *testing.T) {
 	}
 	config := newConfigStore(t)
 	a := startGeo(t, "ca", config, geoOptions{})
-	b := startGeo(t, "cb", config, geoOptions{mut: func(c *broker.Config) {
+	b := startGeo(t, "cb", config, geoOptions{mut: func(c *brokerconf.Config) {
 		c.AdvertisedHost = "localhost"
 		c.TLSServiceAddr = "127.0.0.1:0"
 		c.Security = &sc

@@ -44,7 +44,7 @@
 // its caller closes it, and Close removes the temporary directory New
 // made.
 //
-// The broker runs with its package defaults (broker.Config's
+// The broker runs with its package defaults (brokerconf.Config's
 // EnsureDefaults: Pulsar's defaults), except that the web console is
 // off. Pulsar's non-security configuration keys (allowAutoTopicCreation
 // and the like) are not taken by name: their mapping to settings lives

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/auth"
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/functions"
 	"github.com/magnetar-mq/magnetar/internal/stack"
 )
@@ -28,7 +28,7 @@ type settings struct {
 	logger    *slog.Logger
 	security  [][2]string
 	tokenAuth bool
-	broker    []func(*broker.Config)
+	broker    []func(*brokerconf.Config)
 	functions bool
 }
 
@@ -47,7 +47,7 @@ func WithSecurity(key, value string) Option {
 
 // WithBrokerConfig adjusts the broker's configuration after the
 // server's own settings (listeners on 127.0.0.1:0).
-func WithBrokerConfig(fn func(*broker.Config)) Option {
+func WithBrokerConfig(fn func(*brokerconf.Config)) Option {
 	return func(s *settings) { s.broker = append(s.broker, fn) }
 }
 
@@ -131,7 +131,7 @@ func start(st settings) (*Server, error) {
 		st.logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{dataDir: st.dataDir}
-	cfg := broker.Config{
+	cfg := brokerconf.Config{
 		ServiceAddr:    "127.0.0.1:0",
 		HTTPAddr:       "127.0.0.1:0",
 		AdvertisedHost: "127.0.0.1",

@@ -23,7 +23,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/internal/testcert"
 	"github.com/magnetar-mq/magnetar/magnetartest"
 )
@@ -221,7 +221,7 @@ func TestTokenAuth(t *testing.T) {
 // TestBrokerConfig: WithBrokerConfig reaches the broker: without
 // automatic topic creation, producing to an unknown topic fails.
 func TestBrokerConfig(t *testing.T) {
-	srv := magnetartest.Start(t, magnetartest.WithBrokerConfig(func(c *broker.Config) { c.DisableAutoTopicCreation = true }))
+	srv := magnetartest.Start(t, magnetartest.WithBrokerConfig(func(c *brokerconf.Config) { c.DisableAutoTopicCreation = true }))
 	if err := produce(t, client(t, srv, pulsar.ClientOptions{}), "persistent://public/default/not-created", "x"); err == nil {
 		t.Fatal("produced to a topic that auto-creation would have made")
 	}

@@ -6,7 +6,7 @@ import (
 )
 
 // OffloadDefaults are the broker-wide tiered-storage settings, under
-// Pulsar's broker keys (broker.Config.Offload; package tiered applies
+// Pulsar's broker keys (brokerconf.Config.Offload; package tiered applies
 // them); a namespace's offload policies override them field by field.
 type OffloadDefaults struct {
 	// Properties are the connection settings by Pulsar name

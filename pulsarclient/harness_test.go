@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/admin"
-	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/pulsarclient"
 )
 
@@ -23,7 +23,7 @@ type testBroker struct {
 	url string
 }
 
-func startBroker(t testing.TB, mut func(*broker.Config)) *testBroker {
+func startBroker(t testing.TB, mut func(*brokerconf.Config)) *testBroker {
 	t.Helper()
 	return kitBroker(brokertest.Start(t, brokertest.Options{Config: mut, Wire: wireAdmin}))
 }

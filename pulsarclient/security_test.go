@@ -2,16 +2,17 @@ package pulsarclient_test
 
 import (
 	"errors"
-	"github.com/magnetar-mq/magnetar/pulsarclient"
 	"net"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/magnetar-mq/magnetar/brokerconf"
+	"github.com/magnetar-mq/magnetar/pulsarclient"
+
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/magnetar-mq/magnetar/auth"
-	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/internal/testcert"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -82,7 +83,7 @@ func startSecure(t *testing.T) *secBroker {
 			t.Fatal(err)
 		}
 	}
-	sb.testBroker = startBroker(t, func(c *broker.Config) {
+	sb.testBroker = startBroker(t, func(c *brokerconf.Config) {
 		c.AdvertisedHost = "localhost"
 		c.TLSServiceAddr = "127.0.0.1:0"
 		c.TLSHTTPAddr = "127.0.0.1:0"

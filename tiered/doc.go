@@ -1,7 +1,7 @@
 // Package tiered is the broker's tiered storage, a feature behind the
 // core's extension points (broker/extension.go): it hands every
 // persistent topic's managed ledger its offload policy — the broker's
-// defaults (broker.Config.Offload) under the namespace's and the topic's
+// defaults (brokerconf.Config.Offload) under the namespace's and the topic's
 // offload policies — when the ledger opens (broker.LedgerHook) and each
 // time the topic's policy is applied again (broker.PolicyObserver), and
 // it serves the admin API's offload trigger and status (the admin

@@ -20,7 +20,7 @@ import (
 // Options are the feature's settings.
 type Options struct {
 	// Offloader is the offloader of the broker's own settings
-	// (broker.Config.Offload), shared with the managed-ledger factory;
+	// (brokerconf.Config.Offload), shared with the managed-ledger factory;
 	// nil: made on first use.
 	Offloader *offload.Offloader
 	// Metrics count every offloader's work (nil: counted, not

@@ -47,6 +47,6 @@
 //
 // The rates themselves are the core's: one timer rolls a fixed window over
 // every loaded topic, producer, subscription and consumer
-// (broker.Config.StatsUpdateInterval, Pulsar's statsUpdateFrequencyInSecs),
+// (brokerconf.Config.StatsUpdateInterval, Pulsar's statsUpdateFrequencyInSecs),
 // so every reader sees the same rates until the next tick.
 package topicstats

@@ -16,6 +16,7 @@ import (
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/brokeradmin"
 	"github.com/magnetar-mq/magnetar/brokerauthz"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/brokermetrics"
 	"github.com/magnetar-mq/magnetar/enforcement"
 	"github.com/magnetar-mq/magnetar/internal/testenv"
@@ -31,7 +32,7 @@ import (
 type Options struct {
 	// Config adjusts the broker's configuration after the kit's
 	// defaults (127.0.0.1:0 listeners, 1 MiB messages).
-	Config func(*broker.Config)
+	Config func(*brokerconf.Config)
 	// Ledger configures the managed ledgers.
 	Ledger mledger.Config
 	// Features registers features on every broker the kit starts,
@@ -146,7 +147,7 @@ func (tb *Broker) build() error {
 	if os.Getenv("BROKER_DEBUG") != "" {
 		level = slog.LevelDebug
 	}
-	cfg := broker.Config{
+	cfg := brokerconf.Config{
 		ServiceAddr:    "127.0.0.1:0",
 		HTTPAddr:       "127.0.0.1:0",
 		AdvertisedHost: "127.0.0.1",
@@ -232,7 +233,7 @@ func (b *Broker) Restart(t testing.TB) *Broker {
 	b.close(t)
 	o := b.opts
 	mut := o.Config
-	o.Config = func(c *broker.Config) {
+	o.Config = func(c *brokerconf.Config) {
 		if mut != nil {
 			mut(c)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/autorecovery"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/internal/cliflags"
 	"github.com/magnetar-mq/magnetar/internal/stack"
 	"github.com/magnetar-mq/magnetar/ledger"
@@ -56,7 +57,7 @@ type brokerFlags struct {
 	autorecovery   bool
 	lostDelay      time.Duration
 	openGrace      time.Duration
-	cluster        broker.ClusterConfig
+	cluster        brokerconf.ClusterConfig
 	run            runFlags
 	sec            cliflags.Security
 	http           cliflags.HTTP
@@ -127,7 +128,7 @@ When ready it prints one line to stdout:
 
 // registerLoadBalancerFlags adds the flags of the cluster's load reports,
 // load shedding, bundle splits and failure domains.
-func registerLoadBalancerFlags(fl *pflag.FlagSet, c *broker.ClusterConfig) {
+func registerLoadBalancerFlags(fl *pflag.FlagSet, c *brokerconf.ClusterConfig) {
 	fl.DurationVar(&c.ReportInterval, "load-report-interval", 5*time.Second, "how often the broker publishes its load report")
 	fl.DurationVar(&c.ShedInterval, "load-shedding-interval", time.Minute, "how often the leader sheds load from overloaded brokers (negative: never)")
 	fl.Float64Var(&c.ShedThreshold, "load-shedding-threshold", 0.5, "a broker whose message rate exceeds the cluster mean by this fraction of it is overloaded")
@@ -180,8 +181,8 @@ func (n *clusterNode) close() error {
 }
 
 // brokerConfig is the broker configuration the flags ask for.
-func (f *brokerFlags) brokerConfig(log *slog.Logger) (broker.Config, error) {
-	bcfg := broker.Config{
+func (f *brokerFlags) brokerConfig(log *slog.Logger) (brokerconf.Config, error) {
+	bcfg := brokerconf.Config{
 		ServiceAddr:    f.serviceAddr,
 		HTTPAddr:       f.httpAddr,
 		AdvertisedHost: f.advertisedHost,

@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/dedupsnap"
 	"github.com/magnetar-mq/magnetar/dynconfig"
 	"github.com/magnetar-mq/magnetar/entrymeta"
@@ -46,7 +46,7 @@ type serviceFlags struct {
 	exposeEntryMeta bool
 
 	// Rate limit defaults, inactivity, stats and Key_Shared settings
-	// (broker.Config fields of the same meaning).
+	// (brokerconf.Config fields of the same meaning).
 	pubRateMsgs, dispTopicMsgs, dispSubMsgs, dispReplMsgs, subscribeRate, subscribePeriod int
 	pubRateBytes, dispTopicBytes, dispSubBytes, dispReplBytes                             int64
 	deleteInactive                                                                        bool
@@ -75,7 +75,7 @@ type serviceFlags struct {
 	packagesEnabled  bool
 	packagesReplicas int
 	// delivery are the broker's delayed-delivery, subscription and topic
-	// policy values (broker.Config.Delivery).
+	// policy values (brokerconf.Config.Delivery).
 	delivery        policy.DeliveryDefaults
 	delayedDelivery bool
 	autoSubCreation bool
@@ -89,7 +89,7 @@ type serviceFlags struct {
 
 // apply copies the settings shared by standalone and broker into c (a
 // limit of 0 is Pulsar's "unlimited", a negative value in Config).
-func (s *serviceFlags) apply(c *broker.Config) {
+func (s *serviceFlags) apply(c *brokerconf.Config) {
 	c.ClusterName = s.clusterName
 	c.DisableAutoTopicCreation = !s.autoTopicCreation
 	c.KeepAliveInterval = s.keepAlive
@@ -147,9 +147,9 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.BoolVar(&s.autoTopicCreation, "allow-auto-topic-creation", true, "create topics on first use by a producer or consumer")
 	fl.DurationVar(&s.keepAlive, "keep-alive-interval", 30*time.Second, "ping idle clients this often; close them after 2.5 intervals of silence")
 	fl.IntVar(&s.dispatchBatch, "dispatch-batch", 100, "most entries one dispatcher read fetches")
-	fl.IntVar(&s.maxUnackedC, "max-unacked-messages-per-consumer", broker.DefaultMaxUnackedPerConsumer, "Shared/Key_Shared: stop dispatching to a consumer holding this many unacked messages until half are acked (0: unlimited)")
-	fl.IntVar(&s.maxUnackedS, "max-unacked-messages-per-subscription", broker.DefaultMaxUnackedPerSubscription, "Shared/Key_Shared: the same for a whole subscription (0: unlimited)")
-	fl.IntVar(&s.maxPartitions, "max-partitions-per-topic", broker.DefaultMaxPartitionsPerTopic, "most partitions a partitioned topic may have (0: up to 2^31-1)")
+	fl.IntVar(&s.maxUnackedC, "max-unacked-messages-per-consumer", brokerconf.DefaultMaxUnackedPerConsumer, "Shared/Key_Shared: stop dispatching to a consumer holding this many unacked messages until half are acked (0: unlimited)")
+	fl.IntVar(&s.maxUnackedS, "max-unacked-messages-per-subscription", brokerconf.DefaultMaxUnackedPerSubscription, "Shared/Key_Shared: the same for a whole subscription (0: unlimited)")
+	fl.IntVar(&s.maxPartitions, "max-partitions-per-topic", brokerconf.DefaultMaxPartitionsPerTopic, "most partitions a partitioned topic may have (0: up to 2^31-1)")
 	fl.StringVar(&s.configURL, "configuration-metadata-url", "", "configuration store shared by geo-replicated clusters (clusters, tenants, policies): zk://host:port[,host:port]/chroot; default: this cluster's own metadata store")
 	fl.StringSliceVar(&s.entryMeta, "broker-entry-metadata-interceptors", nil,
 		"broker entry metadata stored with every entry, by Pulsar class name ("+entrymeta.InterceptorBrokerTimestamp+", "+entrymeta.InterceptorIndex+")")
@@ -192,7 +192,7 @@ func (s *serviceFlags) register(fl *pflag.FlagSet, cluster string) {
 	fl.BoolVar(&s.txnEnabled, "transaction-coordinator-enabled", false, "serve transactions: transaction coordinators with their logs (docs/transactions.md)")
 	fl.IntVar(&s.txnCoordinators, "transaction-coordinators", server.DefaultCoordinators, "partitions of the transaction coordinator assign topic when it is created (one coordinator each)")
 	fl.IntVar(&s.txnMaxActive, "max-active-transactions-per-coordinator", 0, "most open transactions per coordinator (0: unlimited)")
-	fl.DurationVar(&s.historyInterval, "console-sample-interval", broker.DefaultHistoryInterval, "how often topic rates, backlog and storage size are sampled for the console's charts (at least 1s; 15 minutes are kept, up to 900 samples)")
+	fl.DurationVar(&s.historyInterval, "console-sample-interval", brokerconf.DefaultHistoryInterval, "how often topic rates, backlog and storage size are sampled for the console's charts (at least 1s; 15 minutes are kept, up to 900 samples)")
 }
 
 // registerDelivery adds the flags of the delivery, subscription and

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/internal/testenv"
 
 	"github.com/spf13/cobra"
 
-	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/internal/conf"
 )
 
@@ -360,7 +360,7 @@ func TestConfigDump(t *testing.T) {
 // partition limits becomes the broker's negative "unlimited"; other
 // values pass through.
 func TestServiceFlagsLimits(t *testing.T) {
-	var c broker.Config
+	var c brokerconf.Config
 	(&serviceFlags{maxUnackedC: 0, maxUnackedS: 7, maxPartitions: 0}).apply(&c)
 	if c.MaxUnackedPerConsumer != -1 || c.MaxUnackedPerSubscription != 7 || c.MaxPartitionsPerTopic != -1 {
 		t.Fatalf("limits %d %d %d", c.MaxUnackedPerConsumer, c.MaxUnackedPerSubscription, c.MaxPartitionsPerTopic)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/functions"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -58,7 +58,7 @@ type cvEnv struct {
 	br   *brokerFlags
 	px   *proxyFlags
 	bk   *bookieFlags
-	bcfg broker.Config
+	bcfg brokerconf.Config
 	ml   mledger.Config
 }
 
@@ -81,7 +81,7 @@ type cvResult struct {
 var cvRoles = []string{"standalone", "broker", "proxy", "bookie", "functions-worker"}
 
 // loadCV loads body as role's --config file and builds the role's
-// configurations (broker.Config and mledger.Config after EnsureDefaults
+// configurations (brokerconf.Config and mledger.Config after EnsureDefaults
 // and Validate, the proxy's Config); an error is any of them failing.
 func loadCV(t *testing.T, role, body string) (*cvEnv, error) {
 	t.Helper()
@@ -195,8 +195,8 @@ func accepted(key string) func(*testing.T, *cvEnv) {
 	}
 }
 
-// brokerCfg checks the built broker.Config (standalone, broker).
-func brokerCfg(desc string, ok func(c broker.Config) bool) func(*testing.T, *cvEnv) {
+// brokerCfg checks the built brokerconf.Config (standalone, broker).
+func brokerCfg(desc string, ok func(c brokerconf.Config) bool) func(*testing.T, *cvEnv) {
 	return func(t *testing.T, e *cvEnv) {
 		t.Helper()
 		if !ok(e.bcfg) {
@@ -407,11 +407,11 @@ func configValueRows() []cvRow {
 			cases: []cvCase{{value: "0.0.0.0", roles: saBr, check: flagIs("listen", ":6650")}, {value: "0.0.0.0", roles: px, check: flagIs("listen", ":6650")}}},
 		{section: sBroker, key: "brokerServicePort", pulsar: "empty: no plaintext binary listener (an optional setting); 0: an ephemeral port",
 			magnetar: "the same (empty: off, only the TLS port if set); other roles: accepted, no effect",
-			cases: []cvCase{{value: "", roles: saBr, check: brokerCfg(`ServiceAddr "-"`, func(c broker.Config) bool { return c.ServiceAddr == "-" })},
+			cases: []cvCase{{value: "", roles: saBr, check: brokerCfg(`ServiceAddr "-"`, func(c brokerconf.Config) bool { return c.ServiceAddr == "-" })},
 				{value: "0", roles: saBr, check: flagIs("listen", ":0")}}},
 		{section: sBroker, key: "webServicePort", pulsar: "empty: no plaintext HTTP listener (an optional setting)",
 			magnetar: "the same; other roles: accepted, no effect",
-			cases: []cvCase{{value: "", roles: saBr, check: brokerCfg(`HTTPAddr "-"`, func(c broker.Config) bool { return c.HTTPAddr == "-" })},
+			cases: []cvCase{{value: "", roles: saBr, check: brokerCfg(`HTTPAddr "-"`, func(c brokerconf.Config) bool { return c.HTTPAddr == "-" })},
 				{value: "18080", roles: saBr, check: flagIs("http", ":18080")}}},
 		{section: sBroker, key: "advertisedAddress", pulsar: "empty: the host's canonical name",
 			magnetar: "broker, standalone: empty keeps Magnetar's default `localhost` (set it on a real cluster); bookie: the listening host",
@@ -443,12 +443,12 @@ func configValueRows() []cvRow {
 		none(sBroker, "allowAutoTopicCreation", "false"),
 		{section: sBroker, key: "allowAutoTopicCreationType", pulsar: "no special value (non-partitioned, Pulsar's default, or partitioned: defaultNumPartitions partitions where no namespace autoTopicCreation policy applies)",
 			magnetar: "the same (any case); another value is refused",
-			cases: []cvCase{{value: "partitioned", roles: saBr, check: brokerCfg("partitioned auto-creation", func(c broker.Config) bool { return c.Delivery.AutoTopicPartitioned })},
-				{value: "non-partitioned", roles: saBr, check: brokerCfg("non-partitioned auto-creation", func(c broker.Config) bool { return !c.Delivery.AutoTopicPartitioned })},
+			cases: []cvCase{{value: "partitioned", roles: saBr, check: brokerCfg("partitioned auto-creation", func(c brokerconf.Config) bool { return c.Delivery.AutoTopicPartitioned })},
+				{value: "non-partitioned", roles: saBr, check: brokerCfg("non-partitioned auto-creation", func(c brokerconf.Config) bool { return !c.Delivery.AutoTopicPartitioned })},
 				refused("both", "want partitioned or non-partitioned")}},
 		{section: sBroker, key: "defaultNumPartitions", pulsar: "no special value; less than 1 fails every partitioned auto-creation",
 			magnetar: "less than 1 is refused",
-			cases:    []cvCase{refused("0", "must be positive"), {value: "3", roles: saBr, check: brokerCfg("3 partitions", func(c broker.Config) bool { return c.Delivery.DefaultNumPartitions == 3 })}}},
+			cases:    []cvCase{refused("0", "must be positive"), {value: "3", roles: saBr, check: brokerCfg("3 partitions", func(c brokerconf.Config) bool { return c.Delivery.DefaultNumPartitions == 3 })}}},
 		none(sBroker, "allowAutoSubscriptionCreation", "false"),
 		none(sBroker, "delayedDeliveryEnabled", "false"),
 		{section: sBroker, key: "maxSubscriptionsPerTopic", pulsar: "0 or negative: no limit", magnetar: "the same",
@@ -462,17 +462,17 @@ func configValueRows() []cvRow {
 		{section: sBroker, key: "brokerServiceCompactionThresholdInBytes", pulsar: "0 or negative: no threshold compaction", magnetar: "the same",
 			cases: []cvCase{{value: "-1", check: flagIs("compaction-threshold", "0")}, plain("brokerServiceCompactionThresholdInBytes", "1048576")}},
 		{section: sBroker, key: "subscriptionKeySharedEnable", pulsar: "no special value (false: a Key_Shared subscribe is refused)", magnetar: "the same",
-			cases: []cvCase{{value: "false", roles: saBr, check: brokerCfg("Key_Shared off", func(c broker.Config) bool { return c.Delivery.KeySharedDisabled })},
-				{value: "true", roles: saBr, check: brokerCfg("Key_Shared on", func(c broker.Config) bool { return !c.Delivery.KeySharedDisabled })}}},
+			cases: []cvCase{{value: "false", roles: saBr, check: brokerCfg("Key_Shared off", func(c brokerconf.Config) bool { return c.Delivery.KeySharedDisabled })},
+				{value: "true", roles: saBr, check: brokerCfg("Key_Shared on", func(c brokerconf.Config) bool { return !c.Delivery.KeySharedDisabled })}}},
 		{section: sBroker, key: "subscriptionTypesEnabled", pulsar: "empty: the default, every type; names that are no type are ignored; naming no valid type: no subscribe is admitted", magnetar: "the same",
-			cases: []cvCase{{value: "Exclusive,Bogus", roles: saBr, check: brokerCfg("Exclusive only", func(c broker.Config) bool {
+			cases: []cvCase{{value: "Exclusive,Bogus", roles: saBr, check: brokerCfg("Exclusive only", func(c brokerconf.Config) bool {
 				return c.Delivery.SubscriptionTypesOff == policy.AllSubscriptionTypes&^1
 			})},
-				{value: "Bogus", roles: saBr, check: brokerCfg("no type", func(c broker.Config) bool { return c.Delivery.SubscriptionTypesOff == policy.AllSubscriptionTypes })}}},
+				{value: "Bogus", roles: saBr, check: brokerCfg("no type", func(c brokerconf.Config) bool { return c.Delivery.SubscriptionTypesOff == policy.AllSubscriptionTypes })}}},
 		{section: sBroker, key: "keepAliveIntervalSeconds", pulsar: "0 or negative: no keep-alive (no pings, no idle close)",
 			magnetar: "the same (broker and proxy)",
-			cases: []cvCase{{value: "0", roles: saBr, check: brokerCfg("no keep-alive", func(c broker.Config) bool { return c.KeepAliveInterval < 0 && c.IdleTimeout == 0 })},
-				{value: "-5", roles: saBr, check: brokerCfg("no keep-alive", func(c broker.Config) bool { return c.KeepAliveInterval < 0 })},
+			cases: []cvCase{{value: "0", roles: saBr, check: brokerCfg("no keep-alive", func(c brokerconf.Config) bool { return c.KeepAliveInterval < 0 && c.IdleTimeout == 0 })},
+				{value: "-5", roles: saBr, check: brokerCfg("no keep-alive", func(c brokerconf.Config) bool { return c.KeepAliveInterval < 0 })},
 				{value: "0", roles: px, check: func(t *testing.T, e *cvEnv) {
 					if ka := e.proxyCfg(t).KeepAlive; ka >= 0 {
 						t.Errorf("proxy keep-alive %v, want off", ka)
@@ -482,13 +482,13 @@ func configValueRows() []cvRow {
 		{section: sBroker, key: "dispatcherMaxReadBatchSize", pulsar: "no special value (0 would read nothing)", magnetar: "0 or negative is refused",
 			cases: []cvCase{refused("0", "must be positive"), plain("dispatcherMaxReadBatchSize", "42")}},
 		{section: sBroker, key: "maxUnackedMessagesPerConsumer", pulsar: "0: no limit", magnetar: "0 or negative: no limit",
-			cases: []cvCase{{value: "0", check: brokerCfg("unlimited", func(c broker.Config) bool { return c.MaxUnackedPerConsumer < 0 })}}},
+			cases: []cvCase{{value: "0", check: brokerCfg("unlimited", func(c brokerconf.Config) bool { return c.MaxUnackedPerConsumer < 0 })}}},
 		{section: sBroker, key: "maxUnackedMessagesPerSubscription", pulsar: "0: no limit", magnetar: "0 or negative: no limit",
-			cases: []cvCase{{value: "0", check: brokerCfg("unlimited", func(c broker.Config) bool { return c.MaxUnackedPerSubscription < 0 })}}},
+			cases: []cvCase{{value: "0", check: brokerCfg("unlimited", func(c brokerconf.Config) bool { return c.MaxUnackedPerSubscription < 0 })}}},
 		{section: sBroker, key: "maxNumPartitionsPerPartitionedTopic", pulsar: "0 or negative: no limit (the default)",
 			magnetar: "0 or negative: no limit (unset, Magnetar's default is 10,000; docs/limits.md)",
-			cases: []cvCase{{value: "0", check: brokerCfg("unlimited", func(c broker.Config) bool { return c.MaxPartitionsPerTopic < 0 })},
-				{value: "-1", check: brokerCfg("unlimited", func(c broker.Config) bool { return c.MaxPartitionsPerTopic < 0 })}}},
+			cases: []cvCase{{value: "0", check: brokerCfg("unlimited", func(c brokerconf.Config) bool { return c.MaxPartitionsPerTopic < 0 })},
+				{value: "-1", check: brokerCfg("unlimited", func(c brokerconf.Config) bool { return c.MaxPartitionsPerTopic < 0 })}}},
 		{section: sBroker, key: "brokerEntryMetadataInterceptors", pulsar: "empty: none", magnetar: "the same",
 			cases: []cvCase{plain("brokerEntryMetadataInterceptors", "org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor")}},
 		none(sBroker, "exposingBrokerEntryMetadataToClientEnabled", "true"),
@@ -512,13 +512,13 @@ func configValueRows() []cvRow {
 		cvRow{section: sBroker, key: "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds",
 			pulsar:   "empty: brokerDeleteInactiveTopicsFrequencySeconds; 0 (or negative): no minimum inactivity, a topic found inactive is deleted",
 			magnetar: "the same",
-			cases: []cvCase{{value: "0", check: brokerCfg("no minimum inactivity", func(c broker.Config) bool { return c.DeleteInactiveTopicsMaxInactiveDuration < 0 })},
-				{value: "", check: brokerCfg("the frequency", func(c broker.Config) bool { return c.DeleteInactiveTopicsMaxInactiveDuration == time.Minute })},
-				{value: "90", check: brokerCfg("90 s", func(c broker.Config) bool { return c.DeleteInactiveTopicsMaxInactiveDuration == 90*time.Second })}}},
+			cases: []cvCase{{value: "0", check: brokerCfg("no minimum inactivity", func(c brokerconf.Config) bool { return c.DeleteInactiveTopicsMaxInactiveDuration < 0 })},
+				{value: "", check: brokerCfg("the frequency", func(c brokerconf.Config) bool { return c.DeleteInactiveTopicsMaxInactiveDuration == time.Minute })},
+				{value: "90", check: brokerCfg("90 s", func(c brokerconf.Config) bool { return c.DeleteInactiveTopicsMaxInactiveDuration == 90*time.Second })}}},
 		none(sBroker, "brokerDeleteInactiveTopicsMode", "delete_when_subscriptions_caught_up"),
 		cvRow{section: sBroker, key: "subscriptionExpirationTimeMinutes", pulsar: "0 (or negative): subscriptions never expire", magnetar: "the same",
-			cases: []cvCase{{value: "0", check: brokerCfg("never", func(c broker.Config) bool { return c.SubscriptionExpirationTimeMinutes == 0 })},
-				{value: "-3", check: brokerCfg("never", func(c broker.Config) bool { return c.SubscriptionExpirationTimeMinutes == 0 })}}},
+			cases: []cvCase{{value: "0", check: brokerCfg("never", func(c brokerconf.Config) bool { return c.SubscriptionExpirationTimeMinutes == 0 })},
+				{value: "-3", check: brokerCfg("never", func(c brokerconf.Config) bool { return c.SubscriptionExpirationTimeMinutes == 0 })}}},
 		cvRow{section: sBroker, key: "subscriptionExpiryCheckIntervalInMinutes", pulsar: "no special value (a period of 0 fails at start)", magnetar: "0 or negative is refused",
 			cases: []cvCase{refused("0", "at least 1"), {value: "2", check: flagIs("subscription-expiry-check-interval", "2m0s")}}},
 		cvRow{section: sBroker, key: "statsUpdateFrequencyInSecs", pulsar: "at least 1 (minValue)", magnetar: "0 or negative is refused",
@@ -536,7 +536,7 @@ func configValueRows() []cvRow {
 			cases: []cvCase{refused("0", "at least 1"), plain("consoleSampleIntervalSeconds", "2")}},
 		none(sBroker, "exposeTopicLevelMetricsInPrometheus", "false"),
 		cvRow{section: sBroker, key: "topicUnloadIdleSeconds", magnetar: "Magnetar's own key; 0: never unload idle topics",
-			cases: []cvCase{{value: "0", check: brokerCfg("never", func(c broker.Config) bool { return c.IdleTopicUnloadTime == 0 })}}},
+			cases: []cvCase{{value: "0", check: brokerCfg("never", func(c brokerconf.Config) bool { return c.IdleTopicUnloadTime == 0 })}}},
 		none(sBroker, "transactionCoordinatorEnabled", "true"),
 		cvRow{section: sBroker, key: "clientLibraryVersionCheckEnabled", magnetar: "the same check as Pulsar's (docs/dynamic-config.md)",
 			cases: []cvCase{{value: "true", check: flagIs("client-library-version-check", "true")}, {value: "false", check: flagIs("client-library-version-check", "false")}}},

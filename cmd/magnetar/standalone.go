@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/magnetar-mq/magnetar/bookie"
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/internal/cliflags"
 	"github.com/magnetar-mq/magnetar/internal/stack"
 	"github.com/magnetar-mq/magnetar/internal/uring"
@@ -92,8 +92,8 @@ When both are ready it prints one line to stdout:
 }
 
 // brokerConfig is the broker configuration the flags ask for.
-func (f *standaloneFlags) brokerConfig(log *slog.Logger) (broker.Config, error) {
-	bcfg := broker.Config{
+func (f *standaloneFlags) brokerConfig(log *slog.Logger) (brokerconf.Config, error) {
+	bcfg := brokerconf.Config{
 		ServiceAddr:    f.serviceAddr,
 		HTTPAddr:       f.httpAddr,
 		AdvertisedHost: f.advertisedHost,

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	topiccompact "github.com/magnetar-mq/magnetar/compact"
 	"github.com/magnetar-mq/magnetar/internal/stack"
 	"github.com/magnetar-mq/magnetar/schemareg"
@@ -39,7 +39,7 @@ func newLogger(level, format string) (*slog.Logger, error) {
 // service is the stack configuration the flags shared by standalone and
 // broker ask for, over the broker configuration cfg (its offload
 // defaults are set here).
-func (s *serviceFlags) service(cfg broker.Config) (stack.Service, error) {
+func (s *serviceFlags) service(cfg brokerconf.Config) (stack.Service, error) {
 	var err error
 	if cfg.Offload, err = s.storage.OffloadDefaults(); err != nil {
 		return stack.Service{}, fmt.Errorf("tiered storage: %w", err)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/bookie/server"
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/internal/conf"
 	"github.com/magnetar-mq/magnetar/ledger"
 )
@@ -39,7 +39,7 @@ func (s *Security) Load(log *slog.Logger) (sc auth.Config, set bool, err error) 
 
 // Apply builds the security configuration into cfg. Without any setting
 // cfg.Security stays nil (no TLS, no authentication).
-func (s *Security) Apply(cfg *broker.Config, log *slog.Logger) error {
+func (s *Security) Apply(cfg *brokerconf.Config, log *slog.Logger) error {
 	sc, set, err := s.Load(log)
 	if err != nil || !set {
 		return err

@@ -14,7 +14,7 @@ import (
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/bookie"
 	"github.com/magnetar-mq/magnetar/bookie/server"
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/internal/testcert"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 	"github.com/magnetar-mq/magnetar/ledger"
@@ -138,7 +138,7 @@ func TestSecurityFlagsApply(t *testing.T) {
 		{[]string{"--brokerServicePort", "7650"}, ":7650", ":8080", "", ""},
 	}
 	for _, c := range cases {
-		cfg := broker.Config{ServiceAddr: ":6650", HTTPAddr: ":8080"}
+		cfg := brokerconf.Config{ServiceAddr: ":6650", HTTPAddr: ":8080"}
 		if err := secFlags(t, c.args...).Apply(&cfg, log); err != nil {
 			t.Fatalf("%v: %v", c.args, err)
 		}
@@ -149,7 +149,7 @@ func TestSecurityFlagsApply(t *testing.T) {
 			t.Errorf("%v: Security %v", c.args, cfg.Security)
 		}
 	}
-	cfg := broker.Config{ServiceAddr: ":6650"}
+	cfg := brokerconf.Config{ServiceAddr: ":6650"}
 	if err := secFlags(t, "--brokerServicePort=").Apply(&cfg, log); err == nil {
 		t.Error("no binary port at all accepted")
 	}

@@ -47,7 +47,11 @@ var allowed = map[string][]string{
 	// ratelimit (it declares the Limiter it calls), nor the client (only
 	// features talk to other brokers), nor cluster and bundle (it
 	// declares the Ownership brokercluster implements), nor offload.
-	"broker": {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "httpapi", "topicreg"},
+	"broker": {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "httpapi", "topicreg", "brokerconf"},
+	// brokerconf: the broker's configuration (Config, ClusterConfig),
+	// its defaults and validation: data only, below the core and every
+	// package that configures or reads it; it knows no broker.
+	"brokerconf": {"auth", "httpapi", "policy"},
 	// topicreg: the topic registry below the core (the metadata layout
 	// of created and partitioned topics, namespaces and clusters, and
 	// the operations on it); it knows no loaded topic and no broker.
@@ -68,7 +72,7 @@ var allowed = map[string][]string{
 	// broker/brokertest: the test kit of the packages built on the core
 	// (tests only; a client package, see clientPackages). It runs policy
 	// enforcement, the schema registry and /metrics, as the binary does.
-	"broker/brokertest": {"broker", "brokerauthz", "brokeradmin", "brokermetrics", "enforcement", "metadata", "mledger", "protocol", "schemareg", "tiered", "internal/testenv"},
+	"broker/brokertest": {"broker", "brokerconf", "brokerauthz", "brokeradmin", "brokermetrics", "enforcement", "metadata", "mledger", "protocol", "schemareg", "tiered", "internal/testenv"},
 	// Features behind the core's extension points (broker/extension.go):
 	// they import the core, the core imports none of them.
 	"entrymeta": {"broker", "mledger", "protocol"},
@@ -165,13 +169,13 @@ var allowed = map[string][]string{
 	// bookie, ledger client, managed ledgers, broker, features, admin,
 	// console, function worker) that cmd/magnetar and magnetartest share;
 	// only they import it (TestWiringImporters).
-	"internal/stack": {"internal", "admin", "auth", "httpapi", "bookie", "broker", "brokerauthz", "brokermetrics", "topichistory", "compact", "console", "dedupsnap", "enforcement", "entrymeta", "functions", "georep", "isolation", "ledger", "metadata", "mledger", "offload", "packages", "schemareg", "tiered", "txn/server", "dynconfig", "cluster", "brokercluster"},
+	"internal/stack": {"internal", "admin", "auth", "httpapi", "bookie", "broker", "brokerconf", "brokerauthz", "brokermetrics", "topichistory", "compact", "console", "dedupsnap", "enforcement", "entrymeta", "functions", "georep", "isolation", "ledger", "metadata", "mledger", "offload", "packages", "schemareg", "tiered", "txn/server", "dynconfig", "cluster", "brokercluster"},
 	// internal/cliflags: flag groups the server commands share, each
 	// turned into the options of the package it configures.
-	"internal/cliflags": {"internal", "auth", "bookie", "broker", "functions", "httpapi", "ledger", "mledger", "offload", "policy"},
+	"internal/cliflags": {"internal", "auth", "bookie", "broker", "brokerconf", "functions", "httpapi", "ledger", "mledger", "offload", "policy"},
 	// magnetartest: the in-process standalone for Go tests (imports
 	// testing; only tests import it, TestTestKitsOnlyInTests).
-	"magnetartest": {"internal/stack", "auth", "broker", "functions"},
+	"magnetartest": {"internal/stack", "auth", "broker", "brokerconf", "functions"},
 	// The top of the graph imports anything in the project.
 	// tools: the ops tools as a library (only cmd and tools/shell import it).
 	"tools": {"internal", "ledger", "bookie", "journal", "entrylog", "index", "metadata", "autorecovery", "protocol"},

@@ -16,6 +16,7 @@ import (
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/brokerauthz"
 	"github.com/magnetar-mq/magnetar/brokercluster"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/brokermetrics"
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/compact"
@@ -45,7 +46,7 @@ import (
 type Service struct {
 	// Broker is the broker's configuration. Broker.Offload (when its
 	// driver is set) also builds the tiered-storage offloader.
-	Broker broker.Config
+	Broker brokerconf.Config
 	// ManagedLedger configures every managed ledger (rollover, trimming).
 	ManagedLedger mledger.Config
 	// ConfigURL names a configuration store shared by the clusters of a

@@ -14,6 +14,7 @@ import (
 	"github.com/magnetar-mq/magnetar/bookie"
 	"github.com/magnetar-mq/magnetar/bookie/server"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/functions"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 	"github.com/magnetar-mq/magnetar/ledger"
@@ -131,7 +132,7 @@ func OpenStandalone(ctx context.Context, o StandaloneOptions) (_ *Standalone, er
 		// with a configuration store shared with other clusters
 		// (geo-replication): there the namespaces live in the shared
 		// store and the one-broker cluster does not find them.
-		svc.Broker.Cluster = &broker.ClusterConfig{Standalone: true}
+		svc.Broker.Cluster = &brokerconf.ClusterConfig{Standalone: true}
 	}
 	s.stack, err = OpenStack(ctx, svc, Deps{
 		Metadata:   s.store,

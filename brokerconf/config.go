@@ -1,16 +1,19 @@
-package broker
+package brokerconf
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/httpapi"
-	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/policy"
 )
+
+// ErrInvalid is Validate's refusal of a configuration that cannot work
+// (package broker's New reports it wrapped in broker.ErrBadConfig).
+var ErrInvalid = errors.New("brokerconf: invalid configuration")
 
 // Defaults of the history sampler (package topichistory;
 // Config.HistoryInterval and HistoryLength): a sample every 5 s, 15 minutes kept.
@@ -23,7 +26,7 @@ const (
 	MaxHistoryLength   = 900
 )
 
-// Config configures a Broker. The zero value plus EnsureDefaults is a
+// Config configures a broker (package broker's New). The zero value plus EnsureDefaults is a
 // usable single-node configuration listening on the Pulsar default ports.
 type Config struct {
 	// ServiceAddr is the binary-protocol listen address (default ":6650";
@@ -34,7 +37,7 @@ type Config struct {
 	TLSServiceAddr string
 	TLSHTTPAddr    string
 	// Security holds the TLS, authentication and authorization settings
-	// (nil: none). See package auth and security.go.
+	// (nil: none). See package auth.
 	Security *auth.Config
 	// HTTPAddr is the admin/lookup HTTP listen address (default ":8080").
 	// "-" disables the HTTP listener.
@@ -57,7 +60,7 @@ type Config struct {
 	KeepAliveInterval time.Duration
 	IdleTimeout       time.Duration
 	// ConnectTimeout closes a connection that has not completed CONNECT
-	// within it (default 10s; see handshake.go).
+	// within it (default 10s).
 	ConnectTimeout time.Duration
 	// MaxOutboundBytes bounds a connection's unsent output (default 64
 	// MiB): dispatch to a connection pauses above half of it, and the
@@ -144,7 +147,7 @@ type Config struct {
 	// ranges (subscriptionKeySharedUseConsistentHashing, default false).
 	KeySharedUseConsistentHashing bool
 	// Cluster, when set, makes the broker one of a cluster sharing the
-	// metadata store (see ClusterConfig; Deps.JoinCluster joins it); nil
+	// metadata store (see ClusterConfig; broker.Deps.JoinCluster joins it); nil
 	// is a single node that owns every topic.
 	Cluster *ClusterConfig
 	// ExposeBrokerEntryMetadata (Pulsar's
@@ -169,7 +172,7 @@ type Config struct {
 	// IdleTopicUnloadTime unloads a persistent topic from memory once it
 	// has had no producer, connected consumer, replicator or compaction
 	// for this long; the next use loads it again (package enforcement,
-	// which does the unloading; idleunload.go). Zero or negative: never
+	// which does the unloading). Zero or negative: never
 	// (the magnetar key topicUnloadIdleSeconds).
 	IdleTopicUnloadTime time.Duration
 	// HideTopicLevelMetrics is !exposeTopicLevelMetricsInPrometheus:
@@ -268,65 +271,53 @@ func (c *Config) EnsureDefaults() {
 func (c *Config) Validate() error {
 	switch {
 	case c.HistoryInterval > 0 && c.HistoryInterval < MinHistoryInterval:
-		return fmt.Errorf("%w: history sample interval %s below %s", ErrBadConfig, c.HistoryInterval, MinHistoryInterval)
+		return fmt.Errorf("%w: history sample interval %s below %s", ErrInvalid, c.HistoryInterval, MinHistoryInterval)
 	case c.HistoryLength > MaxHistoryLength:
-		return fmt.Errorf("%w: history length %d above %d", ErrBadConfig, c.HistoryLength, MaxHistoryLength)
+		return fmt.Errorf("%w: history length %d above %d", ErrInvalid, c.HistoryLength, MaxHistoryLength)
 	case c.MaxMessageSize < 1024:
-		return fmt.Errorf("%w: MaxMessageSize %d too small", ErrBadConfig, c.MaxMessageSize)
+		return fmt.Errorf("%w: MaxMessageSize %d too small", ErrInvalid, c.MaxMessageSize)
 	case c.IdleTimeout < 0 || c.ConnectTimeout < 0:
-		return fmt.Errorf("%w: negative keep-alive", ErrBadConfig)
+		return fmt.Errorf("%w: negative keep-alive", ErrInvalid)
 	case c.MaxOutboundBytes < c.MaxMessageSize:
-		return fmt.Errorf("%w: MaxOutboundBytes below MaxMessageSize", ErrBadConfig)
+		return fmt.Errorf("%w: MaxOutboundBytes below MaxMessageSize", ErrInvalid)
 	case c.DispatchBatch < 1:
-		return fmt.Errorf("%w: DispatchBatch < 1", ErrBadConfig)
+		return fmt.Errorf("%w: DispatchBatch < 1", ErrInvalid)
 	case c.MaxPublishRatePerTopicInMessages < 0 || c.MaxPublishRatePerTopicInBytes < 0 ||
 		c.DispatchThrottlingRatePerTopicInMsg < 0 || c.DispatchThrottlingRatePerTopicInByte < 0 ||
 		c.DispatchThrottlingRatePerSubscriptionInMsg < 0 || c.DispatchThrottlingRatePerSubscriptionInByte < 0 ||
 		c.DispatchThrottlingRatePerReplicatorInMsg < 0 || c.DispatchThrottlingRatePerReplicatorInByte < 0 ||
 		c.SubscribeThrottlingRatePerConsumer < 0 || c.SubscribeRatePeriodPerConsumerInSecond < 0:
-		return fmt.Errorf("%w: negative rate limit", ErrBadConfig)
+		return fmt.Errorf("%w: negative rate limit", ErrInvalid)
 	case c.DeleteInactiveTopicsMode != "delete_when_no_subscriptions" && c.DeleteInactiveTopicsMode != "delete_when_subscriptions_caught_up":
-		return fmt.Errorf("%w: brokerDeleteInactiveTopicsMode %q", ErrBadConfig, c.DeleteInactiveTopicsMode)
+		return fmt.Errorf("%w: brokerDeleteInactiveTopicsMode %q", ErrInvalid, c.DeleteInactiveTopicsMode)
 	case c.DeleteInactiveTopicsFrequency < 0 || c.SubscriptionExpiryCheckInterval < 0 || c.StatsUpdateInterval < 0 ||
 		c.SubscriptionExpirationTimeMinutes < 0:
-		return fmt.Errorf("%w: negative interval", ErrBadConfig)
+		return fmt.Errorf("%w: negative interval", ErrInvalid)
 	}
 	return nil
 }
 
-// Deps are the broker's collaborators, supplied by the wiring in
-// cmd/magnetar (real storage) or by tests (in-memory storage).
-type Deps struct {
-	// Metadata holds tenants, namespaces and partitioned-topic metadata,
-	// and the features' state (schemas, transactions).
-	Metadata metadata.Store
-	// OpenLedger opens (creating if needed) the managed ledger that backs
-	// a persistent topic, named by its canonical topic name.
-	OpenLedger func(ctx context.Context, name string) (ManagedLedger, error)
-	// DeleteLedger, if set, deletes the managed ledger of a deleted topic
-	// with its ledgers (mledger.Factory.Delete); nil leaves the data.
-	DeleteLedger func(ctx context.Context, name string) error
-	// ConfigStore is the configuration store shared by the clusters of
-	// an instance: clusters, tenants, namespace and topic policies and
-	// partitioned-topic metadata (package topicreg). nil: Metadata.
-	ConfigStore metadata.Store
-	// Policies holds tenants, namespaces and their policies; nil: a store
-	// over Metadata. Share it with the admin API so that its writes reach
-	// the broker at once.
-	Policies *policy.Store
-	// Bookies, if set, reports the storage nodes to the admin API and
-	// /metrics.
-	Bookies BookieInfo
-	// JoinCluster, called at Start when Config.Cluster is set, makes the
-	// broker a member of its cluster (package brokercluster's Join).
-	JoinCluster func(ctx context.Context, n ClusterNode) (Ownership, error)
-}
-
-// unloadWait bounds how long an unload waits for a topic's writes in
-// flight.
-func (cfg *Config) unloadWait() time.Duration {
-	if c := cfg.Cluster; c != nil && c.UnloadTimeout > 0 {
-		return c.UnloadTimeout
-	}
-	return 30 * time.Second
+// ClusterConfig turns on multi-broker operation: the broker serves only
+// the topics of the namespace bundles it owns, answers lookups with the
+// owner, registers itself with a load report and takes part in leader
+// election. The broker core hands it to broker.Deps.JoinCluster (package brokercluster
+// runs package cluster); the zero value of each field is the
+// membership's default.
+type ClusterConfig struct {
+	ReportInterval time.Duration
+	ShedInterval   time.Duration
+	ShedThreshold  float64
+	ShedGrace      time.Duration
+	// UnloadTimeout bounds a bundle's unload, and the core's wait for a
+	// topic's writes in flight when it unloads one.
+	UnloadTimeout time.Duration
+	// Automatic bundle split thresholds.
+	SplitMaxTopics, SplitMaxSessions   int
+	SplitMaxMsgRate, SplitMaxBytesRate float64
+	DisableAutoSplit                   bool
+	// FailureDomainsEnabled is Pulsar's failureDomainsEnabled.
+	FailureDomainsEnabled bool
+	// Standalone marks the only broker of a standalone: it takes a
+	// bundle when one of its topics is used.
+	Standalone bool
 }
