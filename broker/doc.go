@@ -320,7 +320,8 @@
 // in count stored messages only) and rolls rates per fixed window with one
 // timer (Config.StatsUpdateInterval, stats.go), and Topic.Snapshot
 // (snapshot.go) reads a topic, its producers, subscriptions (on their
-// loops) and consumers as plain values. Package topicstats builds Pulsar's
+// loops) and consumers as plain values (package broker/snap). Package
+// topicstats builds Pulsar's
 // TopicStats, internal stats and their sums from snapshots for the admin
 // API, /metrics and the console; a feature adds its part to them
 // (geo-replication's replication section, compaction's internal fields)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/magnetar-mq/magnetar/broker/snap"
 	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/topicreg"
 )
@@ -665,12 +666,12 @@ func TestE2EUnsubscribe(t *testing.T) {
 	}
 }
 
-func getStats(t testing.TB, tb *testBroker, topic string) TopicSnapshot {
+func getStats(t testing.TB, tb *testBroker, topic string) snap.Topic {
 	t.Helper()
 	return getStatsPath(t, tb, "persistent/public/default/"+topic)
 }
 
-func getStatsPath(t testing.TB, tb *testBroker, path string) TopicSnapshot {
+func getStatsPath(t testing.TB, tb *testBroker, path string) snap.Topic {
 	t.Helper()
 	st, err := topicStats(tb.Broker, ctxT(t), strings.Replace(path, "/", "://", 1))
 	if err != nil {
@@ -688,7 +689,7 @@ func TestE2EStats(t *testing.T) {
 	sendAsyncAll(t, prod, 5, payloadMsg)
 	msgs := receiveN(t, cons, 5)
 	cons.Ack(msgs[0])
-	var st TopicSnapshot
+	var st snap.Topic
 	waitUntil(t, "backlog 4 and 4 unacked", func() bool {
 		st = getStats(t, tb, topic)
 		s := st.Subscriptions["sub1"]
@@ -701,7 +702,7 @@ func TestE2EStats(t *testing.T) {
 		t.Fatalf("clientVersion %q", st.Publishers[0].ClientVersion)
 	}
 	sub := st.Subscriptions["sub1"]
-	if sub.Type != SubShared || len(sub.Consumers) != 1 || sub.Consumers[0].Metadata["ck"] != "cv" {
+	if sub.Type != "Shared" || len(sub.Consumers) != 1 || sub.Consumers[0].Metadata["ck"] != "cv" {
 		t.Fatalf("subscription stats %+v", sub)
 	}
 	if st.StorageSize <= 0 || st.BytesInCounter <= 0 {

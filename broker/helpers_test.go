@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/broker/snap"
 	"github.com/magnetar-mq/magnetar/internal/testenv"
 )
 
@@ -90,10 +91,10 @@ func subBacklog(t testing.TB, b *Broker, topic, sub string) int64 {
 // on the core's seams (Broker.Topic and the view's operations).
 
 // topicStats returns a topic's stats, loading it if it exists.
-func topicStats(b *Broker, ctx context.Context, topic string) (TopicSnapshot, error) {
+func topicStats(b *Broker, ctx context.Context, topic string) (snap.Topic, error) {
 	v, err := b.Topic(ctx, topic)
 	if err != nil {
-		return TopicSnapshot{}, err
+		return snap.Topic{}, err
 	}
 	return v.Snapshot(true), nil
 }

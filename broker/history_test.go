@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/magnetar-mq/magnetar/broker/snap"
 )
 
 // TestHistoryCountersMatchStats: the history sampler's counters-only
@@ -42,7 +43,7 @@ func TestHistoryCountersMatchStats(t *testing.T) {
 		t.Fatal("topic not loaded")
 	}
 	st := Topic{tp}.Snapshot(false)
-	want := TopicCounters{MsgIn: st.MsgInCounter, BytesIn: st.BytesInCounter, Storage: st.StorageSize}
+	want := snap.Counters{MsgIn: st.MsgInCounter, BytesIn: st.BytesInCounter, Storage: st.StorageSize}
 	for _, ss := range st.Subscriptions {
 		want.MsgOut += ss.MsgOutCounter
 		want.BytesOut += ss.BytesOutCounter

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/magnetar-mq/magnetar/broker/snap"
 	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/internal/testenv"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
@@ -342,7 +343,7 @@ func delayedRound(t *testing.T, delay time.Duration) bool {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	var st SubscriptionSnapshot
+	var st snap.Subscription
 	s.call(func() { st = s.snapshotLocked() })
 	if st.MsgDelayed != 0 {
 		t.Fatalf("msgDelayed = %d after all were sent", st.MsgDelayed)

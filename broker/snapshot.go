@@ -4,114 +4,14 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/broker/selector"
+	"github.com/magnetar-mq/magnetar/broker/snap"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
 
-// The read-only seam the stats, metrics and history packages
-// (topicstats, brokermetrics, topichistory) have on the core: what the
-// core counts of a topic, its producers, subscriptions and consumers,
-// read without changing it. Package topicstats builds Pulsar's stats
-// shapes (JSON) from a TopicSnapshot; the core builds none.
-//
-// Counters are cumulative since the topic (producer, consumer) loaded
-// (messages in count only stored messages, see topic.countIn); rates
-// are those of the last window of the stats loop (stats.go): every
-// reader sees the same rates until the next tick, and the first window
-// of a new topic or client reads 0.
-
-// TopicSnapshot is one loaded topic's state and counters.
-type TopicSnapshot struct {
-	MsgInCounter, BytesInCounter int64
-	MsgRateIn, MsgThroughputIn   float64
-	PublishRateLimitedTimes      int64
-	// Deduplicating: broker-wide or by policy.
-	Deduplicating bool
-	// OwnerBroker is the serving broker's id (web host:port).
-	OwnerBroker string
-	// Created is when the topic was created (unix ms; a non-persistent
-	// topic: loaded); LastPublish when a message was last stored (0:
-	// never or not known).
-	Created, LastPublish int64
-	// StorageEntries and StorageSize are the retained entries and bytes
-	// (persistent topics).
-	StorageEntries, StorageSize int64
-	// Offload holds the offload figures of storage that offloads (nil:
-	// it does not).
-	Offload           *OffloadSnapshot
-	WaitingPublishers int
-	Publishers        []PublisherSnapshot
-	Subscriptions     map[string]SubscriptionSnapshot
-}
-
-// OffloadSnapshot is the offload part of a TopicSnapshot.
-type OffloadSnapshot struct {
-	OffloadedSize, LastLedgerID int64
-	// LastSuccess and LastFailure are unix ms (0: never).
-	LastSuccess, LastFailure int64
-}
-
-// Client is what a producer or consumer told of itself when it came.
-type Client struct {
-	Address        string
-	ConnectedSince time.Time
-	ClientVersion  string
-	Metadata       map[string]string // nil: none
-}
-
-// PublisherSnapshot is one producer's part of a TopicSnapshot.
-type PublisherSnapshot struct {
-	ProducerID                   uint64
-	ProducerName, AccessMode     string
-	MsgInCounter, BytesInCounter int64
-	MsgRateIn, MsgThroughputIn   float64
-	Client
-}
-
-// SubscriptionSnapshot is one subscription's part of a TopicSnapshot,
-// taken on its loop.
-type SubscriptionSnapshot struct {
-	Type                       SubType
-	IsDurable, IsReplicated    bool
-	BacklogEntries, MsgBacklog int64
-	UnackedMessages            int64 // its consumers' sum
-	MsgDelayed                 int64
-	// BlockedSubscriptionOnUnackedMsgs: dispatch stopped at
-	// maxUnackedMessagesPerSubscription.
-	BlockedSubscriptionOnUnackedMsgs bool
-	// KeySharedMode is STICKY or AUTO_SPLIT for a Key_Shared
-	// subscription ("" otherwise).
-	KeySharedMode                                    string
-	ActiveConsumerName                               string
-	MsgOutCounter, BytesOutCounter                   int64
-	MsgRateOut, MsgThroughputOut                     float64
-	MsgRateRedeliver, MessageAckRate, MsgRateExpired float64
-	TotalMsgExpired                                  int64
-	// Unix ms of the last expiry, ack, delivery and FLOW (0: none).
-	LastExpire, LastAck, LastConsumed, LastFlow int64
-	// EarliestPublish is the publish time (unix ms) of the first
-	// unacknowledged message (storage reads only; 0: not known).
-	EarliestPublish int64
-	Consumers       []ConsumerSnapshot
-}
-
-// ConsumerSnapshot is one consumer's part of a SubscriptionSnapshot.
-type ConsumerSnapshot struct {
-	ConsumerName                      string
-	AvailablePermits, UnackedMessages int64
-	BlockedConsumerOnUnackedMsgs      bool
-	MsgOutCounter, BytesOutCounter    int64
-	MsgRateOut, MsgThroughputOut      float64
-	MsgRateRedeliver, MessageAckRate  float64
-	AvgMessagesPerEntry               int
-	// Unix ms of the last ack, delivery and FLOW (0: none).
-	LastAck, LastConsumed, LastFlow int64
-	// ReadPositionWhenJoining ("" unless it recently joined a
-	// Key_Shared subscription) and KeyHashRanges (Key_Shared).
-	ReadPositionWhenJoining string
-	KeyHashRanges           []string
-	Client
-}
+// Snapshot and Counters fill package broker/snap's values (the
+// read-only seam of the stats, metrics and history packages) from a
+// topic, its producers, subscriptions and consumers.
 
 // Snapshot reads the topic's state and counters. With storageReads it
 // also reads the first unacknowledged entry of every subscription with a
@@ -119,17 +19,17 @@ type ConsumerSnapshot struct {
 // (LastPublish): storage reads the admin API's stats make and a metrics
 // scrape does not. Subscriptions are read on their loops; one that
 // closes meanwhile is left out.
-func (v Topic) Snapshot(storageReads bool) TopicSnapshot {
+func (v Topic) Snapshot(storageReads bool) snap.Topic {
 	t := v.t
 	in := t.inWin.get()
-	st := TopicSnapshot{
+	st := snap.Topic{
 		MsgInCounter: t.msgIn.Load(), BytesInCounter: t.bytesIn.Load(),
 		MsgRateIn: in[winMsgs], MsgThroughputIn: in[winBytes],
 		PublishRateLimitedTimes: t.limits.publishLimited.Load(),
 		Deduplicating:           t.dedupEnabled(),
 		OwnerBroker:             t.b.net.brokerID(),
 		Created:                 t.created,
-		Subscriptions:           map[string]SubscriptionSnapshot{},
+		Subscriptions:           map[string]snap.Subscription{},
 	}
 	if !t.persistent() {
 		st.Created = t.loadedAt.UnixMilli()
@@ -140,21 +40,21 @@ func (v Topic) Snapshot(storageReads bool) TopicSnapshot {
 		st.StorageEntries, st.StorageSize = t.ml.Size()
 		if _, ok := t.ml.(offloadable); ok {
 			ms := t.ml.Stats()
-			st.Offload = &OffloadSnapshot{OffloadedSize: ms.OffloadedSize, LastLedgerID: ms.Offload.LastOffloadLedgerID,
+			st.Offload = &snap.Offload{OffloadedSize: ms.OffloadedSize, LastLedgerID: ms.Offload.LastOffloadLedgerID,
 				LastSuccess: ms.Offload.LastOffloadSuccessMillis, LastFailure: ms.Offload.LastOffloadFailureMillis}
 		}
 	}
 	st.LastPublish = t.lastPublish.Load()
 	t.mu.Lock()
 	st.WaitingPublishers = len(t.mu.waiting)
-	st.Publishers = make([]PublisherSnapshot, 0, len(t.mu.producers))
+	st.Publishers = make([]snap.Publisher, 0, len(t.mu.producers))
 	for _, p := range t.mu.producers {
 		r := p.win.get()
-		st.Publishers = append(st.Publishers, PublisherSnapshot{
+		st.Publishers = append(st.Publishers, snap.Publisher{
 			ProducerID: p.id, ProducerName: p.name, AccessMode: accessModeName(p.accessMode),
 			MsgInCounter: p.msgIn.Load(), BytesInCounter: p.bytesIn.Load(),
 			MsgRateIn: r[winMsgs], MsgThroughputIn: r[winBytes],
-			Client: Client{Address: p.address, ConnectedSince: p.connectedSince, ClientVersion: p.clientVersion, Metadata: p.metadata},
+			Client: snap.Client{Address: p.address, ConnectedSince: p.connectedSince, ClientVersion: p.clientVersion, Metadata: p.metadata},
 		})
 	}
 	subs := make([]*subscription, 0, len(t.mu.subs))
@@ -163,7 +63,7 @@ func (v Topic) Snapshot(storageReads bool) TopicSnapshot {
 	}
 	t.mu.Unlock()
 	for _, s := range subs {
-		var ss SubscriptionSnapshot
+		var ss snap.Subscription
 		if !s.call(func() { ss = s.snapshotLocked() }) {
 			continue
 		}
@@ -177,11 +77,11 @@ func (v Topic) Snapshot(storageReads bool) TopicSnapshot {
 
 // snapshotLocked reads the subscription's state and counters (loop
 // only).
-func (s *subscription) snapshotLocked() SubscriptionSnapshot {
+func (s *subscription) snapshotLocked() snap.Subscription {
 	entries, msgs := s.cur.Backlog()
 	r := s.win.get()
-	st := SubscriptionSnapshot{
-		Type: s.typ, IsDurable: s.cur.Durable(), IsReplicated: s.replicated.Load(),
+	st := snap.Subscription{
+		Type: s.typ.String(), IsDurable: s.cur.Durable(), IsReplicated: s.replicated.Load(),
 		BacklogEntries: entries, MsgBacklog: msgs,
 		BlockedSubscriptionOnUnackedMsgs: s.blocked,
 		MsgOutCounter:                    s.msgOut, BytesOutCounter: s.bytesOut,
@@ -189,7 +89,7 @@ func (s *subscription) snapshotLocked() SubscriptionSnapshot {
 		MsgRateRedeliver: r[winRedeliver], MessageAckRate: r[winAcks], MsgRateExpired: r[winExpired],
 		TotalMsgExpired: s.expiredN.Load(), LastExpire: s.lastExpire.Load(),
 		LastAck: s.lastAck, LastConsumed: s.lastConsume, LastFlow: s.lastFlow,
-		Consumers: make([]ConsumerSnapshot, 0, len(s.consumers)),
+		Consumers: make([]snap.Consumer, 0, len(s.consumers)),
 	}
 	if ks, ok := s.sel.(*selector.KeyShared[*consumer]); ok && s.typ == SubKeyShared {
 		st.KeySharedMode = "AUTO_SPLIT"
@@ -210,7 +110,7 @@ func (s *subscription) snapshotLocked() SubscriptionSnapshot {
 	for _, c := range s.consumers {
 		st.UnackedMessages += int64(c.unackedMsg)
 		cr := c.win.get()
-		st.Consumers = append(st.Consumers, ConsumerSnapshot{
+		st.Consumers = append(st.Consumers, snap.Consumer{
 			ConsumerName: c.name, AvailablePermits: int64(max(c.permits, 0)), UnackedMessages: int64(c.unackedMsg),
 			BlockedConsumerOnUnackedMsgs: c.blocked,
 			MsgOutCounter:                c.msgOut, BytesOutCounter: c.bytesOut,
@@ -219,7 +119,7 @@ func (s *subscription) snapshotLocked() SubscriptionSnapshot {
 			AvgMessagesPerEntry: c.avgPerEntry(),
 			LastAck:             c.lastAck, LastConsumed: c.lastSent, LastFlow: c.lastFlow,
 			ReadPositionWhenJoining: c.joinPosString(), KeyHashRanges: s.keyHashRanges(c),
-			Client: Client{Address: c.address, ConnectedSince: c.connectedSince, ClientVersion: c.clientVersion, Metadata: c.metadata},
+			Client: snap.Client{Address: c.address, ConnectedSince: c.connectedSince, ClientVersion: c.clientVersion, Metadata: c.metadata},
 		})
 	}
 	return st
@@ -272,21 +172,13 @@ func recoverLastPublish(t *topic) {
 // protocol) since the broker started.
 func (b *Broker) ConnBytesIn() int64 { return b.connBytesIn.Load() }
 
-// TopicCounters are a topic's cumulative counters, the sum of its
-// subscriptions' backlogs (messages) and its stored bytes: what the
-// history sampler (package topichistory) reads on every tick.
-type TopicCounters struct {
-	MsgIn, BytesIn, MsgOut, BytesOut int64
-	Backlog, Storage                 int64
-}
-
 // Counters reads what a history sample needs, the counters, backlog and
 // storage size that Snapshot reports, without taking a snapshot (which
 // allocates for every publisher, subscription and consumer, over every
 // loaded topic on each tick; TestScaleTopicsMemory guards it).
-func (v Topic) Counters() TopicCounters {
+func (v Topic) Counters() snap.Counters {
 	t := v.t
-	c := TopicCounters{MsgIn: t.msgIn.Load(), BytesIn: t.bytesIn.Load()}
+	c := snap.Counters{MsgIn: t.msgIn.Load(), BytesIn: t.bytesIn.Load()}
 	if t.persistent() {
 		_, c.Storage = t.ml.Size()
 	}
@@ -336,8 +228,8 @@ func (b *Broker) LoadedTopic(topic string) (Topic, bool) {
 func (c *conn) handleConsumerStats(m *pb.CommandConsumerStats) {
 	rid := m.GetRequestId()
 	resp := &pb.CommandConsumerStatsResponse{RequestId: &rid}
-	var ss SubscriptionSnapshot
-	var cs ConsumerSnapshot
+	var ss snap.Subscription
+	var cs snap.Consumer
 	found := false
 	if cc := c.consumer(m.GetConsumerId()); cc != nil && cc.sub != nil {
 		s, co := cc.sub, cc.c
@@ -362,7 +254,7 @@ func (c *conn) handleConsumerStats(m *pb.CommandConsumerStats) {
 		resp.BlockedConsumerOnUnackedMsgs = ptr(cs.BlockedConsumerOnUnackedMsgs)
 		resp.Address = ptr(cs.Address)
 		resp.ConnectedSince = ptr(cs.ConnectedSince.UTC().Format(time.RFC3339Nano))
-		resp.Type = ptr(ss.Type.String())
+		resp.Type = ptr(ss.Type)
 		resp.MsgRateExpired = ptr(ss.MsgRateExpired)
 		resp.MsgBacklog = ptr(uint64(max(ss.MsgBacklog, 0)))
 	}

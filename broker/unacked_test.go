@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/magnetar-mq/magnetar/broker/snap"
 	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/internal/testenv"
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -46,7 +47,7 @@ func produceN(t testing.TB, c pulsar.Client, topic string, n, size int) {
 }
 
 // subStats returns the stats of subscription sub of topic.
-func subStats(t testing.TB, tb *testBroker, topic, sub string) SubscriptionSnapshot {
+func subStats(t testing.TB, tb *testBroker, topic, sub string) snap.Subscription {
 	t.Helper()
 	st, err := topicStats(tb.Broker, ctxT(t), topic)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/snap"
 	"github.com/magnetar-mq/magnetar/internal/shrink"
 )
 
@@ -126,7 +127,7 @@ func (r *ring) samples() []Sample {
 
 // record adds the sample of one topic taken at now (Unix ms). The first
 // call for a topic only primes the counters: a rate needs two readings.
-func (h *history) record(name string, capacity int, now int64, c broker.TopicCounters) {
+func (h *history) record(name string, capacity int, now int64, c snap.Counters) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.rings == nil {

@@ -9,17 +9,18 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/broker/snap"
 )
 
 func TestHistoryRing(t *testing.T) {
 	var h history
 	// The first reading only primes the counters.
-	h.record("t", 3, 1000, broker.TopicCounters{MsgIn: 10, BytesIn: 100})
+	h.record("t", 3, 1000, snap.Counters{MsgIn: 10, BytesIn: 100})
 	if got := h.get("t"); len(got) != 0 {
 		t.Fatalf("primed ring holds %d samples", len(got))
 	}
 	for i := int64(1); i <= 5; i++ {
-		h.record("t", 3, 1000+i*2000, broker.TopicCounters{MsgIn: 10 + i*20, BytesIn: 100 + i*200, MsgOut: i * 4, Backlog: i, Storage: i * 1000})
+		h.record("t", 3, 1000+i*2000, snap.Counters{MsgIn: 10 + i*20, BytesIn: 100 + i*200, MsgOut: i * 4, Backlog: i, Storage: i * 1000})
 	}
 	got := h.get("t")
 	if len(got) != 3 {
@@ -39,14 +40,14 @@ func TestHistoryRing(t *testing.T) {
 	}
 	// A counter that went backwards (topic reloaded) gives 0, not a
 	// negative rate.
-	h.record("t", 3, 20000, broker.TopicCounters{MsgIn: 1})
+	h.record("t", 3, 20000, snap.Counters{MsgIn: 1})
 	last := h.get("t")[2]
 	if last.MsgRateIn != 0 {
 		t.Errorf("rate after counter reset %v, want 0", last.MsgRateIn)
 	}
 	// Extreme counters do not overflow the rate arithmetic.
-	h.record("big", 2, 0, broker.TopicCounters{MsgIn: 0})
-	h.record("big", 2, 1000, broker.TopicCounters{MsgIn: math.MaxInt64})
+	h.record("big", 2, 0, snap.Counters{MsgIn: 0})
+	h.record("big", 2, 1000, snap.Counters{MsgIn: math.MaxInt64})
 	if r := h.get("big")[0].MsgRateIn; r != float64(math.MaxInt64) {
 		t.Errorf("rate at int64 max %v", r)
 	}
@@ -61,9 +62,9 @@ func TestHistoryRing(t *testing.T) {
 // oldest samples across runs.
 func TestHistoryIdleRuns(t *testing.T) {
 	var h history
-	h.record("t", 5, 0, broker.TopicCounters{Backlog: 7, Storage: 70})
+	h.record("t", 5, 0, snap.Counters{Backlog: 7, Storage: 70})
 	for i := int64(1); i <= 10; i++ {
-		h.record("t", 5, i*5000, broker.TopicCounters{Backlog: 7, Storage: 70})
+		h.record("t", 5, i*5000, snap.Counters{Backlog: 7, Storage: 70})
 	}
 	if r := h.rings["t"]; len(r.runs) != 1 || r.n != 5 {
 		t.Fatalf("idle topic: %d runs, %d samples; want 1 run of 5", len(r.runs), r.n)
@@ -75,9 +76,9 @@ func TestHistoryIdleRuns(t *testing.T) {
 		}
 	}
 	// Traffic (one message in 5 s), then idle again with a new backlog.
-	h.record("t", 5, 55000, broker.TopicCounters{MsgIn: 1, Backlog: 8, Storage: 80})
-	h.record("t", 5, 60000, broker.TopicCounters{MsgIn: 1, Backlog: 8, Storage: 80})
-	h.record("t", 5, 65000, broker.TopicCounters{MsgIn: 1, Backlog: 8, Storage: 80})
+	h.record("t", 5, 55000, snap.Counters{MsgIn: 1, Backlog: 8, Storage: 80})
+	h.record("t", 5, 60000, snap.Counters{MsgIn: 1, Backlog: 8, Storage: 80})
+	h.record("t", 5, 65000, snap.Counters{MsgIn: 1, Backlog: 8, Storage: 80})
 	got = h.get("t")
 	wantAt := []int64{45000, 50000, 55000, 60000, 65000}
 	wantRate := []float64{0, 0, 0.2, 0, 0}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/snap"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
@@ -210,7 +211,7 @@ func (r Reader) Full(t broker.Topic) TopicStats { return r.Of(t, t.Snapshot(true
 func (r Reader) Light(t broker.Topic) TopicStats { return r.Of(t, t.Snapshot(false)) }
 
 // Of builds Pulsar's TopicStats of t from its snapshot sn.
-func (r Reader) Of(t broker.Topic, sn broker.TopicSnapshot) TopicStats {
+func (r Reader) Of(t broker.Topic, sn snap.Topic) TopicStats {
 	st := TopicStats{
 		MsgRateIn: sn.MsgRateIn, MsgThroughputIn: sn.MsgThroughputIn,
 		MsgInCounter: sn.MsgInCounter, BytesInCounter: sn.BytesInCounter,
@@ -290,14 +291,14 @@ func (r Reader) Of(t broker.Topic, sn broker.TopicSnapshot) TopicStats {
 
 // subscriptionStats is Pulsar's SubscriptionStats of s (BacklogSize and
 // EarliestMsgPublishTimeInBacklog apart, which need the topic's).
-func subscriptionStats(s broker.SubscriptionSnapshot) SubscriptionStats {
+func subscriptionStats(s snap.Subscription) SubscriptionStats {
 	ss := SubscriptionStats{
 		MsgBacklog: s.MsgBacklog, MsgBacklogNoDelayed: s.MsgBacklog,
 		UnackedMessages:                  s.UnackedMessages,
 		BlockedSubscriptionOnUnackedMsgs: s.BlockedSubscriptionOnUnackedMsgs,
 		MsgDelayed:                       s.MsgDelayed,
 		IsDurable:                        s.IsDurable, IsReplicated: s.IsReplicated,
-		Type:               s.Type.String(),
+		Type:               s.Type,
 		ActiveConsumerName: s.ActiveConsumerName,
 		MsgOutCounter:      s.MsgOutCounter, BytesOutCounter: s.BytesOutCounter,
 		MsgRateOut: s.MsgRateOut, MsgThroughputOut: s.MsgThroughputOut,

@@ -69,6 +69,10 @@ var allowed = map[string][]string{
 	// pending entry; a leaf the core uses, it imports nothing of the
 	// project.
 	"broker/entryset": {},
+	// broker/snap: the read-only values of a loaded topic the core hands
+	// the stats, metrics, history and console packages (snapshots,
+	// history counters); plain data, it imports nothing of the project.
+	"broker/snap": {},
 	// broker/brokertest: the test kit of the packages built on the core
 	// (tests only; a client package, see clientPackages). It runs policy
 	// enforcement, the schema registry and /metrics, as the binary does.
