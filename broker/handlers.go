@@ -387,10 +387,6 @@ func (c *conn) sendAckResponse(consumerID, requestID uint64, code int32, msg str
 }
 
 func (c *conn) handleLookup(m *pb.CommandLookupTopic) {
-	if c.b.cluster.own != nil {
-		c.handleClusterLookup(m)
-		return
-	}
 	rid := m.GetRequestId()
 	resp := &pb.CommandLookupTopicResponse{RequestId: &rid}
 	tn, err := parseTopicName(m.GetTopic())
@@ -398,6 +394,12 @@ func (c *conn) handleLookup(m *pb.CommandLookupTopic) {
 		resp.Response = pb.CommandLookupTopicResponse_Failed.Enum()
 		resp.Error = pb.ServerError_InvalidTopicName.Enum()
 		resp.Message = ptr(err.Error())
+	} else if own := c.b.cluster.own; own != nil {
+		// The cluster answers: Connect to the owner or Redirect.
+		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		resp = own.Lookup(ctx, tn.String(), m.GetAuthoritative())
+		cancel()
+		resp.RequestId = &rid
 	} else if ok, err := c.b.reg.NamespaceExists(context.Background(), tn.NamespaceName()); err != nil || !ok {
 		resp.Response = pb.CommandLookupTopicResponse_Failed.Enum()
 		resp.Error = pb.ServerError_TopicNotFound.Enum()

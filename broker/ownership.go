@@ -34,26 +34,16 @@ type Ownership interface {
 	// NotOwned is the error for a loaded topic whose bundle is no longer
 	// served here (errors.Is matches TopicBundle's).
 	NotOwned(topic string) error
-	// Lookup answers LOOKUP for a canonical topic name.
-	Lookup(ctx context.Context, topic string, authoritative bool) LookupAnswer
+	// Lookup answers LOOKUP for a canonical topic name: Connect to the
+	// owner, Redirect (to the leader or the chosen broker) or Failed;
+	// the core sets the request id and sends it.
+	Lookup(ctx context.Context, topic string, authoritative bool) *pb.CommandLookupTopicResponse
 	// SessionAlive reports whether the membership's metadata session
 	// still holds (the health check fails otherwise).
 	SessionAlive() bool
 	// Leave deregisters the broker and unloads every bundle gracefully
 	// (ClusterNode.UnloadBundle each), while the connections still run.
 	Leave()
-}
-
-// LookupAnswer is Ownership.Lookup's answer: Connect to (or, with
-// Redirect, ask again at) the broker at URL / URLTLS, or Failed with
-// Code and Message.
-type LookupAnswer struct {
-	Failed        bool
-	Code          pb.ServerError
-	Message       string
-	Redirect      bool
-	Authoritative bool
-	URL, URLTLS   string
 }
 
 // ClusterNode is what the core hands Deps.JoinCluster once its listeners
@@ -214,37 +204,4 @@ func (b *Broker) fencedByOtherOwner(t *topic) {
 	}
 	t.log.Warn("managed ledger fenced by another owner: unloading topic", "topic", t.full)
 	go b.unloadTopic(t.full)
-}
-
-// handleClusterLookup answers LOOKUP through the cluster: Connect to the
-// owner or Redirect (to the leader or the chosen broker).
-func (c *conn) handleClusterLookup(m *pb.CommandLookupTopic) {
-	rid := m.GetRequestId()
-	resp := &pb.CommandLookupTopicResponse{RequestId: &rid}
-	fail := func(code pb.ServerError, msg string) {
-		resp.Response = pb.CommandLookupTopicResponse_Failed.Enum()
-		resp.Error = code.Enum()
-		resp.Message = &msg
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-	defer cancel()
-	tn, err := parseTopicName(m.GetTopic())
-	if err != nil {
-		fail(pb.ServerError_InvalidTopicName, err.Error())
-	} else if res := c.b.cluster.own.Lookup(ctx, tn.String(), m.GetAuthoritative()); res.Failed {
-		fail(res.Code, res.Message)
-	} else {
-		if res.Redirect {
-			resp.Response = pb.CommandLookupTopicResponse_Redirect.Enum()
-		} else {
-			resp.Response = pb.CommandLookupTopicResponse_Connect.Enum()
-		}
-		resp.BrokerServiceUrl = ptr(res.URL)
-		if res.URLTLS != "" {
-			resp.BrokerServiceUrlTls = ptr(res.URLTLS)
-		}
-		resp.Authoritative = ptr(res.Authoritative)
-		resp.ProxyThroughServiceUrl = ptr(false)
-	}
-	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: resp})
 }

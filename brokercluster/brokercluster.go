@@ -93,15 +93,28 @@ func (m *Member) SessionAlive() bool { return m.svc.SessionAlive() }
 // Leave closes the cluster service: deregister, unload every bundle.
 func (m *Member) Leave() { m.svc.Close() }
 
-// Lookup finds (or assigns) the broker serving topic.
-func (m *Member) Lookup(ctx context.Context, topic string, authoritative bool) broker.LookupAnswer {
-	res, err := m.svc.Lookup(ctx, topic, authoritative)
+// Lookup finds (or assigns) the broker serving topic and answers LOOKUP
+// (the core sets the request id): Connect to the owner or Redirect, with
+// its advertised URLs; Failed with Pulsar's code for lookupError's cases.
+func (m *Member) Lookup(ctx context.Context, topic string, authoritative bool) *pb.CommandLookupTopicResponse {
+	return lookupAnswer(m.svc.Lookup(ctx, topic, authoritative))
+}
+
+// lookupAnswer is LOOKUP's answer to a cluster lookup's result.
+func lookupAnswer(res cluster.LookupResult, err error) *pb.CommandLookupTopicResponse {
 	if err != nil {
 		code, msg := lookupError(err)
-		return broker.LookupAnswer{Failed: true, Code: code, Message: msg}
+		return &pb.CommandLookupTopicResponse{Response: pb.CommandLookupTopicResponse_Failed.Enum(), Error: code.Enum(), Message: &msg}
 	}
-	return broker.LookupAnswer{Redirect: res.Redirect, Authoritative: res.Authoritative,
-		URL: res.Target.NativeURL, URLTLS: res.Target.NativeURLTLS}
+	resp := &pb.CommandLookupTopicResponse{Response: pb.CommandLookupTopicResponse_Connect.Enum(),
+		BrokerServiceUrl: &res.Target.NativeURL, Authoritative: &res.Authoritative, ProxyThroughServiceUrl: new(bool)}
+	if res.Redirect {
+		resp.Response = pb.CommandLookupTopicResponse_Redirect.Enum()
+	}
+	if res.Target.NativeURLTLS != "" {
+		resp.BrokerServiceUrlTls = &res.Target.NativeURLTLS
+	}
+	return resp
 }
 
 // lookupError maps a cluster lookup failure to Pulsar's answer: transient

@@ -50,3 +50,24 @@ func TestBundleStats(t *testing.T) {
 		t.Fatalf("bundleStats = %+v, want one row %+v", got, want)
 	}
 }
+
+// TestLookupAnswer: a cluster lookup becomes LOOKUP's answer: Connect to
+// the owner (its TLS URL only when it has one), Redirect with the
+// authoritative flag, Failed with lookupError's code.
+func TestLookupAnswer(t *testing.T) {
+	owner := cluster.OwnerData{NativeURL: "pulsar://b1:6650"}
+	r := lookupAnswer(cluster.LookupResult{Target: owner, Authoritative: true}, nil)
+	if r.GetResponse() != pb.CommandLookupTopicResponse_Connect || r.GetBrokerServiceUrl() != "pulsar://b1:6650" ||
+		r.BrokerServiceUrlTls != nil || !r.GetAuthoritative() || r.ProxyThroughServiceUrl == nil || r.GetProxyThroughServiceUrl() {
+		t.Fatalf("connect: %v", r)
+	}
+	owner.NativeURLTLS = "pulsar+ssl://b1:6651"
+	r = lookupAnswer(cluster.LookupResult{Target: owner, Redirect: true}, nil)
+	if r.GetResponse() != pb.CommandLookupTopicResponse_Redirect || r.GetBrokerServiceUrlTls() != "pulsar+ssl://b1:6651" || r.GetAuthoritative() {
+		t.Fatalf("redirect: %v", r)
+	}
+	r = lookupAnswer(cluster.LookupResult{}, fmt.Errorf("x: %w", cluster.ErrNoBroker))
+	if r.GetResponse() != pb.CommandLookupTopicResponse_Failed || r.GetError() != pb.ServerError_ServiceNotReady || r.GetMessage() == "" {
+		t.Fatalf("failed: %v", r)
+	}
+}
