@@ -5,37 +5,6 @@ import (
 	"time"
 )
 
-// RateMeter turns counters into per-second rates, measured between
-// successive calls at least a second apart (cluster load reports; a
-// feature's stats, such as replicators'). Safe for concurrent use.
-type RateMeter struct {
-	mu       sync.Mutex
-	at       time.Time
-	msgs     int64
-	bytes    int64
-	msgRate  float64
-	byteRate float64
-	primed   bool
-}
-
-// Update takes the counters' current values and returns the rates over
-// the last interval of a second or more (0 at the first call).
-func (r *RateMeter) Update(msgs, bytes int64) (msgRate, byteRate float64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := time.Now()
-	if !r.primed {
-		r.at, r.msgs, r.bytes, r.primed = now, msgs, bytes, true
-		return 0, 0
-	}
-	if dt := now.Sub(r.at).Seconds(); dt >= 1 {
-		r.msgRate = float64(msgs-r.msgs) / dt
-		r.byteRate = float64(bytes-r.bytes) / dt
-		r.at, r.msgs, r.bytes = now, msgs, bytes
-	}
-	return r.msgRate, r.byteRate
-}
-
 // Rates as Pulsar computes them: the counters' increase over the last
 // fixed window divided by its length, recomputed for every loaded topic,
 // producer, subscription and consumer by one timer every

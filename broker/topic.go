@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/internal/ratemeter"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
@@ -68,8 +69,8 @@ type topic struct {
 		sync.RWMutex
 		stopped bool
 	}
-	adds      sync.WaitGroup // persistent adds in flight
-	loadRates RateMeter      // for cluster load reports
+	adds      sync.WaitGroup  // persistent adds in flight
+	loadRates ratemeter.Meter // for cluster load reports
 
 	// addMu is the topic's add order: held across the broker-wide
 	// PublishInterceptors' BeforeAdd and the append (topic.publish), so

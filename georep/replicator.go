@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/internal/ratemeter"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 	"github.com/magnetar-mq/magnetar/topicstats"
@@ -74,8 +75,8 @@ type replicator struct {
 	msgExpired     atomic.Int64
 	bytesOut       atomic.Int64
 	oldestPending  atomic.Int64 // publish time (ms) of the oldest entry sent and unacknowledged; 0: none
-	rates          broker.RateMeter
-	expiredRate    broker.RateMeter
+	rates          ratemeter.Meter
+	expiredRate    ratemeter.Meter
 	throttled      atomic.Int64 // times the rate limit held reads back
 
 	// lim is the loop's dispatch limiter, asked of limFrom, the topic's

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/internal/ratemeter"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/topicstats"
 )
@@ -33,7 +34,7 @@ type topicState struct {
 	}
 	list atomic.Pointer[[]*replicator] // a lock-free copy of mu.m
 	ctl  atomic.Pointer[snapshotController]
-	in   sync.Map // remote cluster -> *broker.RateMeter of inbound replication
+	in   sync.Map // remote cluster -> *ratemeter.Meter of inbound replication
 	// dataIn counts the entries stored but markers (a snapshot is taken
 	// only when data came in since the last one).
 	dataIn atomic.Int64
@@ -202,8 +203,8 @@ func (st *topicState) addStats(ts *topicstats.TopicStats) {
 			continue
 		}
 		rs := out[from]
-		v, _ := st.in.LoadOrStore(from, &broker.RateMeter{})
-		rs.MsgRateIn, rs.MsgThroughputIn = v.(*broker.RateMeter).Update(p.MsgInCounter, p.BytesInCounter)
+		v, _ := st.in.LoadOrStore(from, &ratemeter.Meter{})
+		rs.MsgRateIn, rs.MsgThroughputIn = v.(*ratemeter.Meter).Update(p.MsgInCounter, p.BytesInCounter)
 		rs.MsgInCount += p.MsgInCounter
 		rs.BytesInCount += p.BytesInCounter
 		rs.InboundConnection = p.Address

@@ -20,7 +20,10 @@ const module = "github.com/magnetar-mq/magnetar"
 // module root), the project packages its non-test files may import.
 // Imports point downward only. The most specific prefix wins.
 var allowed = map[string][]string{
-	"internal":           {"internal"},
+	"internal": {"internal"},
+	// internal/ratemeter: counters to per-second rates (the core's
+	// bundle loads, the replicators' stats); a leaf.
+	"internal/ratemeter": {},
 	"protocol":           {"internal", "protocol"},
 	"metadata":           {"internal", "metadata"},
 	"metadata/embedded":  {"internal", "metadata"},
@@ -112,7 +115,7 @@ var allowed = map[string][]string{
 	// dedupsnap: deduplication snapshots in the pulsar.dedup cursor.
 	"dedupsnap": {"broker", "topicstats", "mledger", "protocol"},
 	// georep: geo-replication (replicators, replicated subscriptions).
-	"georep": {"broker", "topicstats", "mledger", "policy", "protocol", "pulsarclient", "auth"},
+	"georep": {"broker", "topicstats", "mledger", "policy", "protocol", "pulsarclient", "auth", "internal/ratemeter"},
 	// txn/server: a broker's transactions (coordinators served, the
 	// participant side of its topics).
 	"txn/server": {"broker", "brokercluster", "topicreg", "topicstats", "txn", "mledger", "metadata", "protocol", "cluster", "auth", "pulsarclient"},
