@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/bookieinfo"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/httpapi"
@@ -31,6 +32,7 @@ type API struct {
 	participants TxnParticipants
 	pol          *policy.Store
 	metrics      BrokerMetrics      // nil: no /admin/v2/broker-stats/metrics
+	bookies      bookieinfo.Source  // nil: no bookies known
 	quotas       ResourceQuotas     // nil: no /admin/v2/resource-quotas
 	conf         BrokerConfig       // nil: no /admin/v2/brokers/configuration
 	cpu          cluster.CPUSampler // the standalone's load report
@@ -64,7 +66,7 @@ func Register(rt routeTable, d Deps) *API {
 	}
 	a := &API{node: d.Node, topics: d.Topics, props: d.TopicProperties, reads: d.Reads, life: d.Lifecycle, compaction: d.Compaction, offloads: d.Offloads, ledgers: d.Ledgers,
 		subs: d.Subscriptions, schemas: d.Schemas, own: d.Ownership, coordinators: d.Coordinators,
-		participants: d.Participants, metrics: d.Metrics, quotas: d.Quotas, conf: d.Config, pol: d.Node.Policies(), sec: d.Security, iso: d.Isolation, statusFile: d.StatusFile, log: d.Log}
+		participants: d.Participants, metrics: d.Metrics, bookies: d.Bookies, quotas: d.Quotas, conf: d.Config, pol: d.Node.Policies(), sec: d.Security, iso: d.Isolation, statusFile: d.StatusFile, log: d.Log}
 	if a.iso == nil && d.Metadata != nil {
 		a.iso = isolation.NewStore(d.Metadata)
 	}

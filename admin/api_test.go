@@ -10,7 +10,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/bookieinfo"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
 )
 
@@ -406,7 +406,7 @@ func TestAdminMetrics(t *testing.T) {
 
 func TestAdminBookiesAndBookieMetrics(t *testing.T) {
 	var ro atomic.Bool
-	tb := startBrokerOpts(t, brokerOpts{bookies: broker.LocalBookie{ID: "127.0.0.1:3181", ReadOnly: ro.Load, Stats: func() map[string]float64 {
+	tb := startBrokerOpts(t, brokerOpts{bookies: bookieinfo.Local{ID: "127.0.0.1:3181", ReadOnly: ro.Load, Stats: func() map[string]float64 {
 		return map[string]float64{"journal_fsync_latency_ms_avg": 1.5, "group_commit_size_avg": 12}
 	}}})
 	code, body := httpDo(t, tb, "GET", "/admin/v2/bookies/all", "")

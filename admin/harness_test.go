@@ -26,6 +26,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
 	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/bookieinfo"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
 	"github.com/magnetar-mq/magnetar/brokerconf"
@@ -68,7 +69,7 @@ type brokerOpts struct {
 	mcfg      mledger.Config
 	// ledgers hold the ledgers (default a new in-memory store).
 	ledgers *memstore.Store
-	bookies broker.BookieInfo
+	bookies bookieinfo.Source
 	metaDir string // the embedded metadata store's directory (default t.TempDir())
 	// versionCheck is the file's clientLibraryVersionCheckEnabled.
 	versionCheck bool
@@ -118,6 +119,7 @@ func newTestBroker(t testing.TB, o brokerOpts) *testBroker {
 // wire declares the admin API (and o's transactions and routes) on b.
 func (tb *testBroker) wire(b *brokertest.Broker, o brokerOpts) (func(), error) {
 	deps := BrokerDeps(b.Broker)
+	deps.Bookies = o.bookies
 	deps.Offloads = b.Tiered
 	if b.Schemas != nil {
 		deps.Schemas = b.Schemas

@@ -313,7 +313,7 @@ func (a *API) persistenceValue(r *http.Request, body []byte) (policy.Persistence
 	if err != nil {
 		return v, err
 	}
-	if bs := a.node.Bookies(); len(bs) > 0 {
+	if bs := a.bookieList(); len(bs) > 0 {
 		n := 0
 		for _, b := range bs {
 			if !b.ReadOnly {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/bookieinfo"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/brokeradmin"
 	"github.com/magnetar-mq/magnetar/cluster"
@@ -36,8 +37,6 @@ type Node interface {
 	WebURL() string
 	// Clusters lists the registered clusters.
 	Clusters(ctx context.Context) ([]string, error)
-	// Bookies lists the storage nodes.
-	Bookies() []broker.BookieStatus
 	// Policies is the tenant, namespace and policy store the broker
 	// enforces; writes through it apply to loaded topics at once.
 	Policies() *policy.Store
@@ -258,6 +257,10 @@ type Deps struct {
 	// Metrics serves /admin/v2/broker-stats/metrics (nil: not
 	// declared).
 	Metrics BrokerMetrics
+	// Bookies lists the storage nodes for /admin/v2/bookies/all and the
+	// persistence policies' ensemble check (nil: none known; the list
+	// is empty and the check skipped).
+	Bookies bookieinfo.Source
 	// Quotas serve /admin/v2/resource-quotas (*cluster.Quotas over the
 	// broker's metadata store; nil: those routes are not declared).
 	Quotas ResourceQuotas

@@ -45,7 +45,7 @@ func startFullSurface(t *testing.T, mut func(*auth.Config)) *fullSurface {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := console.Register(b.Router(), console.BrokerSource(b, h), nil); err != nil {
+			if _, err := console.Register(b.Router(), console.BrokerSource(b, h, nil), nil); err != nil {
 				t.Fatal(err)
 			}
 			w, err := functions.NewWorker(functions.Options{Metadata: m, ID: "w1", DataDir: t.TempDir()})

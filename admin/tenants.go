@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/bookieinfo"
 	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/internal/version"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -45,13 +46,21 @@ func (a *API) registerTenantRoutes(rt routeTable) {
 	rt.Handle("DELETE", "/admin/v2/namespaces/{tenant}/{ns}", auth.AccessTenantAdmin, a.httpDeleteNamespace)
 }
 
+// bookieList lists the known bookies (none without Deps.Bookies).
+func (a *API) bookieList() []bookieinfo.Status {
+	if a.bookies == nil {
+		return nil
+	}
+	return a.bookies.Bookies()
+}
+
 func (a *API) httpListBookies(w http.ResponseWriter, _ *http.Request, _ params) {
 	type bk struct {
 		BookieID string `json:"bookieId"`
 		State    string `json:"state"`
 		ReadOnly bool   `json:"readOnly"`
 	}
-	list := a.node.Bookies()
+	list := a.bookieList()
 	out := make([]bk, 0, len(list))
 	for _, s := range list {
 		st := "writable"

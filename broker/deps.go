@@ -29,9 +29,6 @@ type Deps struct {
 	// over Metadata. Share it with the admin API so that its writes reach
 	// the broker at once.
 	Policies *policy.Store
-	// Bookies, if set, reports the storage nodes to the admin API and
-	// /metrics.
-	Bookies BookieInfo
 	// JoinCluster, called at Start when Config.Cluster is set, makes the
 	// broker a member of its cluster (package brokercluster's Join).
 	JoinCluster func(ctx context.Context, n ClusterNode) (Ownership, error)

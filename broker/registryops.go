@@ -60,15 +60,6 @@ func (id MessageID) position() position {
 // it apply to loaded topics at once.
 func (b *Broker) Policies() *policy.Store { return b.policies }
 
-// Bookies lists the storage nodes (empty without Deps.Bookies).
-func (b *Broker) Bookies() []BookieStatus {
-	list := []BookieStatus{}
-	if b.deps.Bookies != nil {
-		list = append(list, b.deps.Bookies.Bookies()...)
-	}
-	return list
-}
-
 // TopicPolicyKey returns the policy.Store key of a topic's topic-level
 // policies (a partition's are its partitioned topic's).
 func TopicPolicyKey(name string) (string, error) {

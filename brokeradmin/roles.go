@@ -28,7 +28,7 @@ func For(b *broker.Broker) Roles {
 }
 
 // Node is the serving broker and its cluster as the API reports them:
-// name, advertised URLs, bookies, policy store and defaults (admin.Node).
+// name, advertised URLs, policy store and defaults (admin.Node).
 type Node struct{ b *broker.Broker }
 
 // ClusterName is the cluster this broker belongs to.
@@ -46,9 +46,6 @@ func (n Node) ServiceURLTLS() string { return n.b.URLs().ServiceTLS }
 
 // Clusters lists the registered clusters.
 func (n Node) Clusters(ctx context.Context) ([]string, error) { return n.b.Registry().Clusters(ctx) }
-
-// Bookies lists the storage nodes (empty without broker.Deps.Bookies).
-func (n Node) Bookies() []broker.BookieStatus { return n.b.Bookies() }
 
 // Policies is the broker's policy store (Broker.Policies).
 func (n Node) Policies() *policy.Store { return n.b.Policies() }

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/bookieinfo"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/httpapi"
 )
@@ -21,6 +22,9 @@ type Options struct {
 	// (*bookie.Bookie).Collector(), the offloaders'
 	// (*offload.Metrics).Collectors(), the function worker's).
 	Collectors []prometheus.Collector
+	// Bookies reports the storage nodes: their status and numeric stats
+	// (bookie_SERVER_STATUS, bookie_<stat>); nil: none.
+	Bookies bookieinfo.Source
 }
 
 // Metrics is a broker's /metrics: its registry and the publish latency
@@ -41,7 +45,7 @@ var (
 func Enable(b *broker.Broker, o Options) (*Metrics, error) {
 	m := &Metrics{b: b, publishLatency: newPublishLatency()}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(unchecked{metricsCollector{b}})
+	reg.MustRegister(unchecked{metricsCollector{b, o.Bookies}})
 	if err := registerAll(reg, o.Collectors); err != nil {
 		return nil, err
 	}

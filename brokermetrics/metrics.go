@@ -8,18 +8,22 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/magnetar-mq/magnetar/bookieinfo"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
 // metricsCollector exports Pulsar's topic and subscription metric names
 // (one sample per loaded topic, labels cluster/namespace/topic) and the
-// bookies' stats (Broker.Bookies), computed at scrape time. With
+// bookies' stats (Options.Bookies), computed at scrape time. With
 // Config.HideTopicLevelMetrics (exposeTopicLevelMetricsInPrometheus=false)
 // the topic metrics are summed per namespace instead, as Pulsar does:
 // the same names, labels cluster/namespace only, and no subscription or
 // replication series (nsmetrics.go: emitSums).
-type metricsCollector struct{ b *broker.Broker }
+type metricsCollector struct {
+	b       *broker.Broker
+	bookies bookieinfo.Source // nil: none
+}
 
 var (
 	topicLabels = []string{"cluster", "namespace", "topic"}
@@ -217,7 +221,10 @@ func namespacesForMetrics(b *broker.Broker) map[string]int {
 }
 
 func (mc metricsCollector) collectBookies(ch chan<- prometheus.Metric) {
-	for _, bk := range mc.b.Bookies() {
+	if mc.bookies == nil {
+		return
+	}
+	for _, bk := range mc.bookies.Bookies() {
 		status, ro := 1.0, 0.0
 		if bk.ReadOnly {
 			status, ro = 0, 1

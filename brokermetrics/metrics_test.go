@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/magnetar-mq/magnetar/bookie"
+	"github.com/magnetar-mq/magnetar/bookieinfo"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
 	"github.com/magnetar-mq/magnetar/brokerconf"
@@ -179,12 +180,12 @@ func TestMetricsBookieCollector(t *testing.T) {
 	}
 	b, err := broker.New(brokerconf.Config{ServiceAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", AdvertisedHost: "127.0.0.1"}, broker.Deps{
 		Metadata: meta, OpenLedger: broker.LedgerOpener(f, mledger.Config{}),
-		Bookies: broker.LocalBookie{ID: "127.0.0.1:3181", ReadOnly: bk.IsReadOnly},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := brokermetrics.Enable(b, brokermetrics.Options{Collectors: []prometheus.Collector{bk.Collector()}}); err != nil {
+	if _, err := brokermetrics.Enable(b, brokermetrics.Options{Collectors: []prometheus.Collector{bk.Collector()},
+		Bookies: bookieinfo.Local{ID: "127.0.0.1:3181", ReadOnly: bk.IsReadOnly}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Start(context.Background()); err != nil {

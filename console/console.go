@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/bookieinfo"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/brokeradmin"
 	"github.com/magnetar-mq/magnetar/brokercluster"
@@ -52,7 +53,7 @@ type Catalog interface {
 type Live interface {
 	ServiceURL() string
 	WebURL() string
-	Bookies() []broker.BookieStatus
+	Bookies() []bookieinfo.Status
 	History
 	LoadedTopicStats(topic string) (topicstats.TopicStats, bool)
 	Cluster() *cluster.Service
@@ -65,10 +66,11 @@ type History interface {
 }
 
 // BrokerSource is the Source of b: its node, topic administration and
-// topic reads, its cluster, and h, the history sampler registered on b.
-func BrokerSource(b *broker.Broker, h History) Source {
+// topic reads, its cluster, h, the history sampler registered on b, and
+// bookies, the storage nodes (nil: none known).
+func BrokerSource(b *broker.Broker, h History, bookies bookieinfo.Source) Source {
 	r := brokeradmin.For(b)
-	return brokerSource{Node: r.Node, Topics: r.Topics, Reads: r.Reads, History: h, b: b}
+	return brokerSource{Node: r.Node, Topics: r.Topics, Reads: r.Reads, History: h, b: b, bookies: bookies}
 }
 
 type brokerSource struct {
@@ -76,7 +78,15 @@ type brokerSource struct {
 	brokeradmin.Topics
 	brokeradmin.Reads
 	History
-	b *broker.Broker
+	b       *broker.Broker
+	bookies bookieinfo.Source
+}
+
+func (s brokerSource) Bookies() []bookieinfo.Status {
+	if s.bookies == nil {
+		return nil
+	}
+	return s.bookies.Bookies()
 }
 
 func (s brokerSource) Cluster() *cluster.Service { return brokercluster.Service(s.b) }

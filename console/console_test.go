@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/bookieinfo"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/httpapi"
@@ -95,7 +96,7 @@ func TestChartGeometry(t *testing.T) {
 }
 
 func TestBookieRows(t *testing.T) {
-	rows := bookieRows([]broker.BookieStatus{
+	rows := bookieRows([]bookieinfo.Status{
 		{BookieID: "b2", ReadOnly: true},
 		{BookieID: "b1", Stats: map[string]float64{statDiskTotal: 1000, statDiskUsed: 250, statJournalSyncAvg: 1.5}},
 	})
@@ -117,7 +118,7 @@ func (f fakeSource) ClusterName() string                             { return "c
 func (f fakeSource) WebURL() string                                  { return "http://x" }
 func (f fakeSource) ServiceURL() string                              { return "pulsar://x" }
 func (f fakeSource) Policies() *policy.Store                         { return f.pol }
-func (f fakeSource) Bookies() []broker.BookieStatus                  { return nil }
+func (f fakeSource) Bookies() []bookieinfo.Status                    { return nil }
 func (f fakeSource) TopicHistory(string) []topichistory.Sample       { return nil }
 func (f fakeSource) HistoryInterval() time.Duration                  { return time.Second }
 func (f fakeSource) Cluster() *cluster.Service                       { return nil }

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/bookieinfo"
 	"github.com/magnetar-mq/magnetar/httpapi"
 	"github.com/magnetar-mq/magnetar/topicstats"
 )
@@ -248,7 +248,7 @@ type bookieRow struct {
 	ReadOnlyReasons string
 }
 
-// Stats keys the console reads from broker.BookieStatus.Stats (the
+// Stats keys the console reads from bookieinfo.Status.Stats (the
 // standalone fills them; docs/console.md lists them).
 const (
 	statDiskUsed       = "disk_used_bytes"
@@ -257,7 +257,7 @@ const (
 	statAddLatencyAvg  = "add_latency_ms_avg"
 )
 
-func bookieRows(list []broker.BookieStatus) []bookieRow {
+func bookieRows(list []bookieinfo.Status) []bookieRow {
 	rows := make([]bookieRow, 0, len(list))
 	for _, b := range list {
 		row := bookieRow{ID: b.BookieID, ReadOnly: b.ReadOnly}

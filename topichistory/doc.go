@@ -28,5 +28,5 @@
 // Wiring (internal/stack, with the console):
 //
 //	h, err := topichistory.Enable(b) // before b.Start
-//	console.Register(b.Router(), console.BrokerSource(b, h), log)
+//	console.Register(b.Router(), console.BrokerSource(b, h, bookies), log)
 package topichistory

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
+	"github.com/magnetar-mq/magnetar/bookieinfo"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/brokeradmin"
 	"github.com/magnetar-mq/magnetar/brokerauthz"
@@ -60,9 +61,9 @@ type Options struct {
 	// a temporary directory); a later broker given the same directory
 	// finds the same metadata.
 	MetaDir string
-	// Bookies is what the broker reports about the bookies (admin's
-	// bookie routes).
-	Bookies broker.BookieInfo
+	// Bookies is what /metrics reports about the bookies; a test that
+	// declares the admin API hands it to admin.Deps too.
+	Bookies bookieinfo.Source
 	// NoSchemas runs the broker without its schema registry.
 	NoSchemas bool
 	// Wire, if set, runs after the features are registered and before
@@ -157,7 +158,7 @@ func (tb *Broker) build() error {
 	if o.Config != nil {
 		o.Config(&cfg)
 	}
-	b, err := broker.New(cfg, broker.Deps{Metadata: tb.Meta, ConfigStore: o.ConfigStore, OpenLedger: broker.LedgerOpener(f, o.Ledger), Bookies: o.Bookies})
+	b, err := broker.New(cfg, broker.Deps{Metadata: tb.Meta, ConfigStore: o.ConfigStore, OpenLedger: broker.LedgerOpener(f, o.Ledger)})
 	if err != nil {
 		return err
 	}
@@ -170,7 +171,7 @@ func (tb *Broker) build() error {
 		tb.Tiered, err = tiered.Enable(b, tiered.Options{})
 	}
 	if err == nil {
-		_, err = brokermetrics.Enable(b, brokermetrics.Options{})
+		_, err = brokermetrics.Enable(b, brokermetrics.Options{Bookies: o.Bookies})
 	}
 	if err == nil && !o.NoSchemas {
 		tb.Schemas, err = schemareg.Enable(b, o.Schema)

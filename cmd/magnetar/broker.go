@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/magnetar-mq/magnetar/autorecovery"
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/bookieinfo"
 	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/internal/cliflags"
 	"github.com/magnetar-mq/magnetar/internal/stack"
@@ -266,19 +266,19 @@ func (b *brokerProc) close(log *slog.Logger) error {
 // to the broker's admin API.
 type registeredBookies struct{ store metadata.Store }
 
-func (r registeredBookies) Bookies() []broker.BookieStatus {
+func (r registeredBookies) Bookies() []bookieinfo.Status {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s, err := autorecovery.ListBookies(ctx, r.store)
 	if err != nil {
 		return nil
 	}
-	out := make([]broker.BookieStatus, 0, len(s.Writable)+len(s.ReadOnly))
+	out := make([]bookieinfo.Status, 0, len(s.Writable)+len(s.ReadOnly))
 	for _, id := range s.Writable {
-		out = append(out, broker.BookieStatus{BookieID: id})
+		out = append(out, bookieinfo.Status{BookieID: id})
 	}
 	for _, id := range s.ReadOnly {
-		out = append(out, broker.BookieStatus{BookieID: id, ReadOnly: true})
+		out = append(out, bookieinfo.Status{BookieID: id, ReadOnly: true})
 	}
 	return out
 }

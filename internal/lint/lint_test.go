@@ -79,7 +79,7 @@ var allowed = map[string][]string{
 	// broker/brokertest: the test kit of the packages built on the core
 	// (tests only; a client package, see clientPackages). It runs policy
 	// enforcement, the schema registry and /metrics, as the binary does.
-	"broker/brokertest": {"broker", "brokerconf", "brokerauthz", "brokeradmin", "brokermetrics", "enforcement", "metadata", "mledger", "protocol", "schemareg", "tiered", "internal/testenv"},
+	"broker/brokertest": {"bookieinfo", "broker", "brokerconf", "brokerauthz", "brokeradmin", "brokermetrics", "enforcement", "metadata", "mledger", "protocol", "schemareg", "tiered", "internal/testenv"},
 	// Features behind the core's extension points (broker/extension.go):
 	// they import the core, the core imports none of them.
 	"entrymeta": {"broker", "mledger", "protocol"},
@@ -101,7 +101,11 @@ var allowed = map[string][]string{
 	"topicstats": {"broker", "mledger", "policy"},
 	// brokermetrics: /metrics (Prometheus), read through the core's
 	// views; the core declares the publish latency hook it feeds.
-	"brokermetrics": {"broker", "topicstats", "auth", "httpapi"},
+	"brokermetrics": {"broker", "topicstats", "auth", "httpapi", "bookieinfo"},
+	// bookieinfo: the storage nodes as the admin API, the console and
+	// /metrics report them, handed to each by the wiring (the core
+	// never sees them); a leaf.
+	"bookieinfo": {},
 	// topichistory: the console's per-topic history (rates, backlog,
 	// storage size), sampled from the core's counters.
 	"topichistory": {"broker", "internal"},
@@ -131,7 +135,7 @@ var allowed = map[string][]string{
 	// topic views, loaded-topics walk, policies, ownership); the core
 	// never imports it.
 	"brokeradmin": {"broker", "brokercluster", "topicstats", "topicreg", "cluster", "metadata", "mledger", "policy", "protocol"},
-	"admin":       {"internal", "broker", "brokeradmin", "topicreg", "topicstats", "policy", "protocol", "auth", "bundle", "cluster", "isolation", "schema", "txn", "httpapi", "metadata", "ledgerinfo", "dynconfig", "ledger", "tiered"},
+	"admin":       {"internal", "bookieinfo", "broker", "brokeradmin", "topicreg", "topicstats", "policy", "protocol", "auth", "bundle", "cluster", "isolation", "schema", "txn", "httpapi", "metadata", "ledgerinfo", "dynconfig", "ledger", "tiered"},
 	"schema":      {},
 	// dynconfig: the broker's dynamic configuration over the policy
 	// store's defaults overlay.
@@ -143,7 +147,7 @@ var allowed = map[string][]string{
 	// coordinator (its log is a managed ledger).
 	"txn":     {"internal", "mledger", "metadata", "protocol", "txn"},
 	"proxy":   {"internal", "metadata", "protocol", "auth", "cluster", "httpapi"},
-	"console": {"internal", "broker", "brokeradmin", "brokercluster", "topicstats", "topichistory", "policy", "bundle", "cluster", "auth", "httpapi"},
+	"console": {"internal", "bookieinfo", "broker", "brokeradmin", "brokercluster", "topicstats", "topichistory", "policy", "bundle", "cluster", "auth", "httpapi"},
 	// functions: the function worker (REST routes declared on an httpapi
 	// table, state and assignments in the metadata store). functions/sdk is linked into
 	// user programs and imports only the client (and what it imports); the
@@ -176,7 +180,7 @@ var allowed = map[string][]string{
 	// bookie, ledger client, managed ledgers, broker, features, admin,
 	// console, function worker) that cmd/magnetar and magnetartest share;
 	// only they import it (TestWiringImporters).
-	"internal/stack": {"internal", "admin", "auth", "httpapi", "bookie", "broker", "brokerconf", "brokerauthz", "brokermetrics", "topichistory", "compact", "console", "dedupsnap", "enforcement", "entrymeta", "functions", "georep", "isolation", "ledger", "metadata", "mledger", "offload", "packages", "schemareg", "tiered", "txn/server", "dynconfig", "cluster", "brokercluster"},
+	"internal/stack": {"internal", "bookieinfo", "admin", "auth", "httpapi", "bookie", "broker", "brokerconf", "brokerauthz", "brokermetrics", "topichistory", "compact", "console", "dedupsnap", "enforcement", "entrymeta", "functions", "georep", "isolation", "ledger", "metadata", "mledger", "offload", "packages", "schemareg", "tiered", "txn/server", "dynconfig", "cluster", "brokercluster"},
 	// internal/cliflags: flag groups the server commands share, each
 	// turned into the options of the package it configures.
 	"internal/cliflags": {"internal", "auth", "bookie", "broker", "brokerconf", "functions", "httpapi", "ledger", "mledger", "offload", "policy"},

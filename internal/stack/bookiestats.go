@@ -8,7 +8,7 @@ import (
 )
 
 // localBookieStats are the standalone bookie's figures the console and
-// /metrics show (broker.BookieStatus.Stats): the disk usage of its
+// /metrics show (bookieinfo.Status.Stats): the disk usage of its
 // ledger and journal volumes and the mean journal sync and add latency
 // since the previous reading (or the last non-empty one).
 type localBookieStats struct {

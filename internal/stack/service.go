@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/magnetar-mq/magnetar/admin"
+	"github.com/magnetar-mq/magnetar/bookieinfo"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/brokerauthz"
 	"github.com/magnetar-mq/magnetar/brokercluster"
@@ -106,8 +107,9 @@ type Deps struct {
 	// (a persistence policy overrides it per managed ledger).
 	Ledgers *ledger.Client
 	Quorum  ledger.CreateOptions
-	// Bookies reports the bookies to the admin API and the console.
-	Bookies broker.BookieInfo
+	// Bookies reports the bookies to the admin API, the console and
+	// /metrics.
+	Bookies bookieinfo.Source
 	// Worker is an in-process function worker (nil: none); its routes
 	// are the broker's, and it starts after the broker.
 	Worker *functions.Worker
@@ -185,7 +187,6 @@ func OpenStack(ctx context.Context, svc Service, d Deps) (_ *Stack, err error) {
 		ConfigStore:  s.config,
 		OpenLedger:   broker.LedgerOpener(s.factory, svc.ManagedLedger),
 		DeleteLedger: s.factory.Delete,
-		Bookies:      d.Bookies,
 		JoinCluster:  brokercluster.Join,
 	})
 	if err != nil {
@@ -200,10 +201,11 @@ func OpenStack(ctx context.Context, svc Service, d Deps) (_ *Stack, err error) {
 		return nil, err
 	}
 	collectors = append(collectors[:len(collectors):len(collectors)], offMetrics.Collectors()...)
-	if _, err := brokermetrics.Enable(s.broker, brokermetrics.Options{Collectors: collectors}); err != nil {
+	if _, err := brokermetrics.Enable(s.broker, brokermetrics.Options{Collectors: collectors, Bookies: d.Bookies}); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	deps := admin.BrokerDeps(s.broker)
+	deps.Bookies = d.Bookies
 	deps.Log = log.With("component", "admin")
 	deps.StatusFile = svc.StatusFile
 	deps.ClientLibraryVersionCheck = svc.ClientLibraryVersionCheck
@@ -230,7 +232,7 @@ func OpenStack(ctx context.Context, svc Service, d Deps) (_ *Stack, err error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, err := console.Register(s.broker.Router(), console.BrokerSource(s.broker, h), log.With("component", "console")); err != nil {
+		if _, err := console.Register(s.broker.Router(), console.BrokerSource(s.broker, h, d.Bookies), log.With("component", "console")); err != nil {
 			return nil, err
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/bookie"
 	"github.com/magnetar-mq/magnetar/bookie/server"
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/bookieinfo"
 	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/functions"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
@@ -138,7 +138,7 @@ func OpenStandalone(ctx context.Context, o StandaloneOptions) (_ *Standalone, er
 		Metadata:   s.store,
 		Ledgers:    s.lc,
 		Quorum:     ledger.CreateOptions{Ensemble: 1, WriteQuorum: 1, AckQuorum: 1},
-		Bookies:    broker.LocalBookie{ID: StandaloneBookieID, ReadOnly: s.bk.IsReadOnly, Stats: stats.read},
+		Bookies:    bookieinfo.Local{ID: StandaloneBookieID, ReadOnly: s.bk.IsReadOnly, Stats: stats.read},
 		Worker:     fw,
 		Collectors: []prometheus.Collector{s.bk.Collector()},
 		Logger:     log,

@@ -1,15 +1,16 @@
-package broker
+package bookieinfo
 
-// BookieInfo is what the admin API and /metrics need to know about the
-// storage nodes. The cmd wiring fills Deps.Bookies; nil means "no bookie
+// Source is what the admin API, the console and /metrics need to know
+// about the storage nodes. The wiring hands one to each (admin.Deps,
+// console.BrokerSource, brokermetrics.Options); nil means "no bookie
 // information" (the bookie endpoints answer an empty list).
-type BookieInfo interface {
+type Source interface {
 	// Bookies lists the known bookies.
-	Bookies() []BookieStatus
+	Bookies() []Status
 }
 
-// BookieStatus is one bookie as the admin API reports it.
-type BookieStatus struct {
+// Status is one bookie as the admin API reports it.
+type Status struct {
 	BookieID string `json:"bookieId"`
 	// ReadOnly is true when the bookie refuses new writes.
 	ReadOnly bool `json:"readOnly"`
@@ -19,23 +20,23 @@ type BookieStatus struct {
 	Stats map[string]float64 `json:"-"`
 }
 
-// LocalBookie adapts one in-process bookie to BookieInfo (the
-// standalone's): ReadOnly reports its state, Stats (optional) its
-// numeric stats for /metrics.
-type LocalBookie struct {
+// Local adapts one in-process bookie to Source (the standalone's):
+// ReadOnly reports its state, Stats (optional) its numeric stats for
+// /metrics.
+type Local struct {
 	ID       string
 	ReadOnly func() bool
 	Stats    func() map[string]float64
 }
 
-// Bookies implements BookieInfo.
-func (l LocalBookie) Bookies() []BookieStatus {
-	s := BookieStatus{BookieID: l.ID}
+// Bookies implements Source.
+func (l Local) Bookies() []Status {
+	s := Status{BookieID: l.ID}
 	if l.ReadOnly != nil {
 		s.ReadOnly = l.ReadOnly()
 	}
 	if l.Stats != nil {
 		s.Stats = l.Stats()
 	}
-	return []BookieStatus{s}
+	return []Status{s}
 }
