@@ -168,7 +168,51 @@ func (c *conn) serve() {
 	c.awaitSends(sendDrainTimeout)
 	c.q.Close()
 	c.wg.Wait()
+	if peerMaySend(err) {
+		c.lingerClose(lingerTimeout)
+	}
 	c.nc.Close()
+}
+
+// lingerTimeout bounds how long a connection the broker refused keeps
+// discarding its peer's input (lingerClose).
+const lingerTimeout = time.Second
+
+// peerMaySend reports whether the read loop ended with the peer's side
+// still open: the broker refused what it read (a protocol error, a
+// malformed or oversized frame), rather than the peer closing, the
+// socket failing or timing out, or the broker closing it.
+func peerMaySend(err error) bool {
+	var ne net.Error
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
+		errors.Is(err, errIdle), errors.As(err, &ne):
+		return false
+	}
+	return true
+}
+
+// lingerClose half-closes a connection the broker refused, so that what
+// the writer flushed last (a CLOSE_PRODUCER, an error) reaches the client
+// ahead of the FIN, and discards the client's input until it closes or d
+// passes. Closing with unread input instead makes the kernel answer with
+// a reset, and a reset throws away, on the client's side, what the broker
+// wrote but the client had not read yet. A broker that closes the socket
+// meanwhile (shutdown) ends the wait at once.
+func (c *conn) lingerClose(d time.Duration) {
+	hc, ok := c.nc.(interface{ CloseWrite() error })
+	if !ok || hc.CloseWrite() != nil {
+		return
+	}
+	if c.nc.SetReadDeadline(time.Now().Add(d)) != nil {
+		return
+	}
+	buf := make([]byte, 4<<10)
+	for {
+		if _, err := c.nc.Read(buf); err != nil {
+			return
+		}
+	}
 }
 
 // sendDrainTimeout bounds how long a closing connection waits for the
@@ -355,13 +399,18 @@ func (c *conn) producerReady(p *producer) {
 	}})
 }
 
+// closeProducer tells the client the broker closed p. CLOSE_PRODUCER is
+// queued before c.mu is released: once the reader can see p gone (a SEND
+// for it then closes the connection, as in Pulsar), the close is already
+// ahead of that in the outbound queue, which a closing connection
+// flushes. Queuing never blocks (outqueue), so holding c.mu is safe.
 func (c *conn) closeProducer(p *producer) {
 	id := p.id
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.mu.producers[id] == p {
 		delete(c.mu.producers, id)
 	}
-	c.mu.Unlock()
 	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_CLOSE_PRODUCER.Enum(), CloseProducer: &pb.CommandCloseProducer{
 		ProducerId: &id, RequestId: ptr(uint64(0)),
 	}})
