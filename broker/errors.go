@@ -14,7 +14,8 @@ var (
 	// ErrClosed: the broker (or a topic, subscription or connection) was
 	// closed; the operation did not run. Not retryable on this instance.
 	ErrClosed = errors.New("broker: closed")
-	// ErrBadConfig: Config.Validate refused the configuration.
+	// ErrBadConfig: New refused the configuration (brokerconf.Config.Validate)
+	// or the dependencies, or Use or Start refused a feature.
 	ErrBadConfig = errors.New("broker: bad config")
 	// ErrTopicNotFound: the topic does not exist and auto-creation is off
 	// (or the request asked not to create it).

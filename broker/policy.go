@@ -11,7 +11,7 @@ import (
 
 // A topic's effective policy (policy.Resolved) is its topic-level
 // policies over its namespace's over the broker defaults (PolicyDefaults,
-// from Config), resolved by package policy when the topic loads and
+// from brokerconf.Config), resolved by package policy when the topic loads and
 // held as a snapshot the topic swaps whole (limits.go has the limits read
 // from it). What the core derives from it:
 //
@@ -30,35 +30,11 @@ import (
 // are a feature's (PolicyWatcher, Limits; package enforcement).
 
 // PolicyDefaults returns the broker-wide policy values: the last layer
-// of every topic's effective policy (the configuration, under the policy
-// store's overlay: the dynamic configuration).
+// of every topic's effective policy (the configuration's,
+// brokerconf.Config.PolicyDefaults, under the policy store's overlay:
+// the dynamic configuration).
 func (b *Broker) PolicyDefaults() policy.Defaults {
-	c := &b.cfg
-	d := policy.Defaults{
-		Deduplication:     c.Deduplication,
-		AutoTopicCreation: !c.DisableAutoTopicCreation,
-		Cluster:           c.ClusterName,
-		PublishRate: policy.PublishRate{PublishThrottlingRateInMsg: c.MaxPublishRatePerTopicInMessages,
-			PublishThrottlingRateInByte: c.MaxPublishRatePerTopicInBytes},
-		DispatchRate: policy.DispatchRate{DispatchThrottlingRateInMsg: c.DispatchThrottlingRatePerTopicInMsg,
-			DispatchThrottlingRateInByte: c.DispatchThrottlingRatePerTopicInByte, RatePeriodInSecond: 1},
-		SubscriptionDispatchRate: policy.DispatchRate{DispatchThrottlingRateInMsg: c.DispatchThrottlingRatePerSubscriptionInMsg,
-			DispatchThrottlingRateInByte: c.DispatchThrottlingRatePerSubscriptionInByte, RatePeriodInSecond: 1},
-		ReplicatorDispatchRate: policy.DispatchRate{DispatchThrottlingRateInMsg: c.DispatchThrottlingRatePerReplicatorInMsg,
-			DispatchThrottlingRateInByte: c.DispatchThrottlingRatePerReplicatorInByte, RatePeriodInSecond: 1},
-		SubscribeRate: policy.SubscribeRate{SubscribeThrottlingRatePerConsumer: c.SubscribeThrottlingRatePerConsumer,
-			RatePeriodInSecond: c.SubscribeRatePeriodPerConsumerInSecond},
-		InactiveTopic: policy.InactiveTopicPolicies{DeleteWhileInactive: !c.DisableDeleteInactiveTopics,
-			InactiveTopicDeleteMode:    c.DeleteInactiveTopicsMode,
-			MaxInactiveDurationSeconds: int(max(c.DeleteInactiveTopicsMaxInactiveDuration, 0) / time.Second)},
-		SubscriptionExpirationMinutes: c.SubscriptionExpirationTimeMinutes,
-		MaxUnackedPerConsumer:         max(c.MaxUnackedPerConsumer, 0),
-		MaxUnackedPerSubscription:     max(c.MaxUnackedPerSubscription, 0),
-		OffloadAllowed:                c.Offload.Allowed(),
-		DeliveryDefaults:              c.Delivery,
-	}
-	d.MaxMessageSize = c.MaxMessageSize
-	return b.policies.OverlayDefaults(d)
+	return b.policies.OverlayDefaults(b.cfg.PolicyDefaults())
 }
 
 // topicPolicyKey is the policy.Store key of tn's topic-level policies

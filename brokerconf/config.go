@@ -267,6 +267,38 @@ func (c *Config) EnsureDefaults() {
 	}
 }
 
+// PolicyDefaults returns the broker-wide policy values the configuration
+// sets: the last layer of every topic's effective policy (the broker lays
+// the dynamic configuration over them). Negative unacked limits
+// (unlimited) are 0 there, policy's "no limit".
+func (c *Config) PolicyDefaults() policy.Defaults {
+	d := policy.Defaults{
+		Deduplication:     c.Deduplication,
+		AutoTopicCreation: !c.DisableAutoTopicCreation,
+		Cluster:           c.ClusterName,
+		PublishRate: policy.PublishRate{PublishThrottlingRateInMsg: c.MaxPublishRatePerTopicInMessages,
+			PublishThrottlingRateInByte: c.MaxPublishRatePerTopicInBytes},
+		DispatchRate: policy.DispatchRate{DispatchThrottlingRateInMsg: c.DispatchThrottlingRatePerTopicInMsg,
+			DispatchThrottlingRateInByte: c.DispatchThrottlingRatePerTopicInByte, RatePeriodInSecond: 1},
+		SubscriptionDispatchRate: policy.DispatchRate{DispatchThrottlingRateInMsg: c.DispatchThrottlingRatePerSubscriptionInMsg,
+			DispatchThrottlingRateInByte: c.DispatchThrottlingRatePerSubscriptionInByte, RatePeriodInSecond: 1},
+		ReplicatorDispatchRate: policy.DispatchRate{DispatchThrottlingRateInMsg: c.DispatchThrottlingRatePerReplicatorInMsg,
+			DispatchThrottlingRateInByte: c.DispatchThrottlingRatePerReplicatorInByte, RatePeriodInSecond: 1},
+		SubscribeRate: policy.SubscribeRate{SubscribeThrottlingRatePerConsumer: c.SubscribeThrottlingRatePerConsumer,
+			RatePeriodInSecond: c.SubscribeRatePeriodPerConsumerInSecond},
+		InactiveTopic: policy.InactiveTopicPolicies{DeleteWhileInactive: !c.DisableDeleteInactiveTopics,
+			InactiveTopicDeleteMode:    c.DeleteInactiveTopicsMode,
+			MaxInactiveDurationSeconds: int(max(c.DeleteInactiveTopicsMaxInactiveDuration, 0) / time.Second)},
+		SubscriptionExpirationMinutes: c.SubscriptionExpirationTimeMinutes,
+		MaxUnackedPerConsumer:         max(c.MaxUnackedPerConsumer, 0),
+		MaxUnackedPerSubscription:     max(c.MaxUnackedPerSubscription, 0),
+		OffloadAllowed:                c.Offload.Allowed(),
+		DeliveryDefaults:              c.Delivery,
+	}
+	d.MaxMessageSize = c.MaxMessageSize
+	return d
+}
+
 // Validate reports a configuration that cannot work.
 func (c *Config) Validate() error {
 	switch {

@@ -62,3 +62,28 @@ func TestDefaultsValid(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyDefaults: the configuration's policy layer carries its rate,
+// inactive-topic and unacked settings in policy's terms (negative
+// unacked limits, unlimited, are policy's 0).
+func TestPolicyDefaults(t *testing.T) {
+	c := Config{DisableAutoTopicCreation: true, MaxPublishRatePerTopicInMessages: 10,
+		DispatchThrottlingRatePerSubscriptionInByte: 1 << 20, MaxUnackedPerConsumer: -1,
+		DeleteInactiveTopicsMaxInactiveDuration: 90 * time.Second, SubscribeThrottlingRatePerConsumer: 3}
+	c.EnsureDefaults()
+	d := c.PolicyDefaults()
+	switch {
+	case d.AutoTopicCreation || d.Cluster != "standalone" || d.MaxMessageSize != 5<<20:
+		t.Fatalf("creation/cluster/size: %+v", d)
+	case d.PublishRate.PublishThrottlingRateInMsg != 10 || d.SubscriptionDispatchRate.DispatchThrottlingRateInByte != 1<<20 ||
+		d.SubscriptionDispatchRate.RatePeriodInSecond != 1:
+		t.Fatalf("rates: %+v %+v", d.PublishRate, d.SubscriptionDispatchRate)
+	case d.SubscribeRate.SubscribeThrottlingRatePerConsumer != 3 || d.SubscribeRate.RatePeriodInSecond != 30:
+		t.Fatalf("subscribe rate: %+v", d.SubscribeRate)
+	case !d.InactiveTopic.DeleteWhileInactive || d.InactiveTopic.MaxInactiveDurationSeconds != 90 ||
+		d.InactiveTopic.InactiveTopicDeleteMode != "delete_when_no_subscriptions":
+		t.Fatalf("inactive topics: %+v", d.InactiveTopic)
+	case d.MaxUnackedPerConsumer != 0 || d.MaxUnackedPerSubscription != DefaultMaxUnackedPerSubscription:
+		t.Fatalf("unacked: %d %d", d.MaxUnackedPerConsumer, d.MaxUnackedPerSubscription)
+	}
+}
