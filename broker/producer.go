@@ -53,6 +53,7 @@ type producer struct {
 	remote         string
 	requestID      uint64
 	accessMode     int32
+	ready          atomic.Bool // false while a WaitForExclusive producer waits
 	epoch          uint64
 	sink           producerSink
 	topic          *topic
@@ -60,8 +61,6 @@ type producer struct {
 	address        string
 	clientVersion  string
 	connectedSince time.Time
-
-	ready atomic.Bool // false while a WaitForExclusive producer waits
 
 	msgIn   atomic.Int64
 	bytesIn atomic.Int64

@@ -32,7 +32,7 @@ func (v Topic) Snapshot(storageReads bool) snap.Topic {
 		Subscriptions:           map[string]snap.Subscription{},
 	}
 	if !t.persistent() {
-		st.Created = t.loadedAt.UnixMilli()
+		st.Created = t.loadedMs
 	} else {
 		if storageReads {
 			recoverLastPublish(t)

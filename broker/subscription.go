@@ -76,7 +76,6 @@ type entryMeta struct {
 type subscription struct {
 	name      string
 	topic     string
-	typ       SubType
 	partition int
 	cur       cursor
 	// mc is the managed-ledger cursor behind cur (nil when not durable),
@@ -92,27 +91,37 @@ type subscription struct {
 	// unackedFn returns the topic's maxUnackedMessagesPerConsumer and
 	// ...PerSubscription (0: unlimited); nil: none.
 	unackedFn func() (perConsumer, perSub int)
-	// keepData: the cursor has no storage to re-read from (a
-	// non-persistent topic), so pending entries keep their bytes.
-	keepData bool
 
-	ops    chan func()
-	notify chan struct{} // cap 1: new entries were persisted
-	done   chan struct{}
-	wg     sync.WaitGroup
-	once   sync.Once
+	// kick (cap 1) wakes the loop: ops were queued (run.ops), entries
+	// were persisted (notified) or close began (run.closed). One channel
+	// and a queue under run's mutex, not a channel each (issue 35: 8 KiB
+	// a live topic).
+	kick chan struct{}
+	wg   sync.WaitGroup
 	// run says who owns the loop state: nobody (on false: the
 	// subscription is idle and holds no goroutine), the loop goroutine,
 	// or a call running its function inline (see claim). closed: close
-	// began, nothing starts any more. running mirrors on for wake.
+	// began, nothing starts any more. ops are the closures queued for
+	// the loop (do, call), oldest first, at most maxOps; room is made by
+	// a do that found them full and closed when the loop takes one.
+	// running mirrors on for wake.
 	run struct {
 		sync.Mutex
 		on, closed bool
+		ops        []subOp
+		room       chan struct{}
 	}
 	running atomic.Bool
 	// hasConsumers mirrors len(consumers) > 0 for wake (set by the
-	// loop's owner where consumers changes).
+	// loop's owner where consumers changes); notified: new entries were
+	// persisted since the loop last looked.
 	hasConsumers atomic.Bool
+	notified     atomic.Bool
+	// replicated is set by a SUBSCRIBE with
+	// replicate_subscription_state, by the admin API or by the
+	// geo-replication feature (persisted as a cursor property, subops.go).
+	replicated atomic.Bool
+	typ        SubType // the loop's to change
 
 	// owned by the loop
 	sel       selector.Selector[*consumer]
@@ -130,7 +139,16 @@ type subscription struct {
 	requeues []*requeueJob
 	// blocked: Shared/Key_Shared dispatch is stopped because unacked
 	// reached the per-subscription limit (until it is at most half).
-	blocked bool
+	// The other flags sit with it (one word for all; the struct's size
+	// class is most of a live topic's subscription, issue 35):
+	// keepEmpty: a seek disconnected the consumers, keep the sub;
+	// closedLoop: the sub is being dropped; throttled: the loop waits
+	// for a rate-limit timer (limits); consistentHashing: see lastRead;
+	// haveRead: lastRead is set. keepData: the cursor has no storage to
+	// re-read from (a non-persistent topic), so pending entries keep
+	// their bytes.
+	blocked, keepEmpty, closedLoop, throttled bool
+	consistentHashing, haveRead, keepData     bool
 	// extra is what few subscriptions use (made by more).
 	extra      *subExtra
 	delayTimer *time.Timer // fires at extra.delayTimerAt
@@ -142,8 +160,6 @@ type subscription struct {
 	// (chunk.go).
 	chunkOwner  map[string]*consumer
 	notifyTimer *time.Timer // tells extra.notifyQ their state
-	keepEmpty   bool        // a seek disconnected the consumers: keep the sub
-	closedLoop  bool
 	msgOut      int64
 	bytesOut    int64
 	entriesOut  int64 // entries sent (dispatch's turns count them)
@@ -159,26 +175,20 @@ type subscription struct {
 
 	// limits are the dispatch rate limiters (limits.go), set by the
 	// topic; throttled is set by the loop while a timer will wake it.
-	limits    atomic.Pointer[subLimits]
-	throttled bool
+	limits atomic.Pointer[subLimits]
 
 	// consistentHashing selects the Key_Shared ring (set before the
 	// first consumer is added). lastRead is the last entry the cursor
 	// returned (haveRead: any), the read position a Key_Shared consumer
 	// joining now is restricted to (see keyshared.go).
-	consistentHashing bool
 	// created and lastDetach (unix ms) date the subscription's activity
 	// for subscription expiry (SubLoop.LastActive).
 	created, lastDetach int64
 	lastRead            position
-	haveRead            bool
 
-	// replicated is set by a SUBSCRIBE with
-	// replicate_subscription_state, by the admin API or by the
-	// geo-replication feature (persisted as a cursor property, subops.go);
-	// replSubs is that feature (nil on non-persistent topics).
-	replicated atomic.Bool
-	replSubs   ReplicatedSubscriptions
+	// replSubs is the geo-replication feature that keeps replicated
+	// subscriptions (nil on non-persistent topics).
+	replSubs ReplicatedSubscriptions
 
 	// Features (extension.go): tv is the topic's view for the dispatch
 	// filters (a persistent topic's subscriptions only), acks the ack
@@ -231,9 +241,7 @@ func newSubscription(name, topic string, typ SubType, partition int, cur cursor,
 	s := &subscription{
 		name: name, topic: topic, typ: typ, partition: partition, cur: cur, mc: durableCursor(cur),
 		parse: parse, batch: batch, log: log, unackedFn: unackedFn, keepData: np,
-		ops:     make(chan func(), 16),
-		notify:  make(chan struct{}, 1),
-		done:    make(chan struct{}),
+		kick:    make(chan struct{}, 1),
 		created: time.Now().UnixMilli(),
 		// pending is made on first use: most
 		// subscriptions of a broker with many topics are idle.
@@ -241,83 +249,6 @@ func newSubscription(name, topic string, typ SubType, partition int, cur cursor,
 	s.win.roll(time.Now(), 0, 0, 0, 0, 0) // the first window starts now
 	s.sel = newSelector(typ, partition, false, false)
 	return s // the loop starts on the first do, call or consumer
-}
-
-// A subscription without timers or queued work holds no goroutine,
-// whether or not consumers are connected: its loop exits when idle and
-// do (a flow, an ack, a consumer) or wake (new entries, with consumers)
-// starts it again; call runs its function inline while the loop is
-// stopped. Ownership of the loop state passes through run's mutex
-// (happens-before for the state). A live topic whose consumer waits for
-// messages so costs no goroutine stack (issue 35: 8 KiB a live topic).
-
-// idleLocked reports whether the loop has nothing to wait for (loop
-// state; the caller owns it).
-func (s *subscription) idleLocked() bool {
-	return s.delayTimer == nil && s.notifyTimer == nil && !s.throttled && len(s.requeues) == 0
-}
-
-// consumersChanged updates hasConsumers after consumers changed (loop
-// state; the caller owns it).
-func (s *subscription) consumersChanged() {
-	s.hasConsumers.Store(len(s.consumers) > 0)
-}
-
-// dropReadCtx releases the cursor's shared read deadline (and its
-// timer) while the subscription sleeps.
-func (s *subscription) dropReadCtx() {
-	if a, ok := s.cur.(*cursorAdapter); ok && a.rcancel != nil {
-		a.rcancel()
-		a.rctx, a.rcancel = nil, nil
-	}
-}
-
-// start starts the loop goroutine unless someone owns the state.
-func (s *subscription) start() {
-	s.run.Lock()
-	defer s.run.Unlock()
-	if s.run.on || s.run.closed {
-		return
-	}
-	s.run.on = true
-	s.running.Store(true)
-	s.wg.Add(1)
-	go s.loop()
-}
-
-// release gives up ownership of the loop state (held by a loop about to
-// exit, or an inline call): if work is queued or the subscription is not
-// idle, a loop goroutine takes over instead. It reports whether the
-// state was released.
-func (s *subscription) release(fromLoop bool) bool {
-	s.run.Lock()
-	defer s.run.Unlock()
-	// running goes false before notify is looked at: a wake that saw it
-	// true had sent its notify first (seen here); one that sees it false
-	// starts a loop (start waits for this lock).
-	s.running.Store(false)
-	if !s.run.closed && (len(s.ops) > 0 || len(s.notify) > 0 || !s.idleLocked()) {
-		s.running.Store(true)
-		if !fromLoop {
-			s.wg.Add(1)
-			go s.loop()
-		}
-		return false
-	}
-	s.run.on = false
-	return true
-}
-
-// claim takes the loop state for an inline call when nobody owns it.
-func (s *subscription) claim() bool {
-	s.run.Lock()
-	defer s.run.Unlock()
-	if s.run.on || s.run.closed {
-		return false
-	}
-	s.run.on = true
-	s.running.Store(true)
-	return true
 }
 
 func newSelector(typ SubType, partition int, sticky, consistent bool) selector.Selector[*consumer] {
@@ -331,140 +262,6 @@ func newSelector(typ SubType, partition int, sticky, consistent bool) selector.S
 		st = selector.TypeKeyShared
 	}
 	return selector.New[*consumer](st, partition, sticky, consistent)
-}
-
-func (s *subscription) loop() {
-	defer s.wg.Done()
-	var timerC, notifyC <-chan time.Time
-	for {
-		if s.idleLocked() {
-			s.dropReadCtx()
-			if s.release(true) {
-				return
-			}
-		}
-		if len(s.requeues) > 0 {
-			// Requeue chunks to move: one op (if any) per chunk, so
-			// neither waits for the other.
-			select {
-			case f := <-s.ops:
-				f()
-			case <-s.done:
-				s.exitLoop()
-				return
-			default:
-			}
-			if len(s.requeues) > 0 {
-				s.requeueStep()
-			}
-			continue
-		}
-		timerC, notifyC = nil, nil
-		if s.delayTimer != nil {
-			timerC = s.delayTimer.C
-		}
-		if s.notifyTimer != nil {
-			notifyC = s.notifyTimer.C
-		}
-		select {
-		case f := <-s.ops:
-			f()
-		case <-notifyC:
-			s.notifyTimer = nil
-			for _, c := range s.extra.notifyQ {
-				s.notifyActiveLocked(c)
-			}
-			s.extra.notifyQ = nil
-		case <-s.notify:
-			s.dispatch()
-		case <-timerC:
-			s.delayTimer = nil
-			s.releaseDelayed()
-			s.dispatch()
-		case <-s.done:
-			s.exitLoop()
-			return
-		}
-	}
-}
-
-// exitLoop releases what the loop holds when the subscription closes.
-func (s *subscription) exitLoop() {
-	s.dropReadCtx()
-	s.stopRequeues()
-	if s.delayTimer != nil {
-		s.delayTimer.Stop()
-	}
-	if s.notifyTimer != nil {
-		s.notifyTimer.Stop()
-	}
-}
-
-// do runs f on the loop goroutine. It reports false if the subscription
-// is closed.
-func (s *subscription) do(f func()) bool {
-	select {
-	case s.ops <- f:
-		s.start()
-		return true
-	case <-s.done:
-		return false
-	}
-}
-
-// call runs f on the loop goroutine and waits for it.
-func (s *subscription) call(f func()) bool {
-	if s.claim() {
-		// Idle: run f here, as the loop would, then hand over.
-		f()
-		s.release(false)
-		return true
-	}
-	ch := make(chan struct{})
-	if !s.do(func() { f(); close(ch) }) {
-		return false
-	}
-	select {
-	case <-ch:
-		return true
-	case <-s.done:
-		// The loop may have taken f just as done closed and still be
-		// running it: wait for the loop to exit, so that f either ran
-		// to completion or never will (a caller reading what f wrote
-		// must not race with it).
-		s.wg.Wait()
-		select {
-		case <-ch:
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-// wake tells the loop that new entries are available, starting it if
-// it is stopped and consumers are connected. Never blocks.
-func (s *subscription) wake() {
-	if !s.running.Load() && !s.hasConsumers.Load() {
-		return // no consumer: nothing to dispatch to
-	}
-	select {
-	case s.notify <- struct{}{}:
-	default:
-	}
-	if !s.running.Load() {
-		s.start()
-	}
-}
-
-// close stops the loop. It does not touch consumers: callers disconnect
-// them first.
-func (s *subscription) close() {
-	s.run.Lock()
-	s.run.closed = true
-	s.run.Unlock()
-	s.once.Do(func() { close(s.done) })
-	s.wg.Wait()
 }
 
 var errSubClosed = errors.New("broker: subscription closed")

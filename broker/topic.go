@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -31,10 +30,10 @@ type topic struct {
 
 	mu struct {
 		sync.Mutex
-		producers  map[string]*producer // by name
-		exclusive  *producer            // Exclusive/WaitForExclusive holder
-		waiting    []*producer          // WaitForExclusive queue
-		subs       map[string]*subscription
+		producers  named[*producer] // by name
+		exclusive  *producer        // Exclusive/WaitForExclusive holder
+		waiting    []*producer      // WaitForExclusive queue
+		subs       named[*subscription]
 		dedup      seqIDs // highest sequence id pushed
 		terminated bool
 		closed     bool
@@ -58,7 +57,10 @@ type topic struct {
 	held heldSends
 
 	unloading atomic.Bool
-	unloaded  chan struct{} // closed once an unload closed the ledger
+	// pubRecovered: see lastPublish (here, beside unloading, the struct
+	// packs into a smaller size class: issue 35).
+	pubRecovered atomic.Bool
+	unloaded     chan struct{} // closed once an unload closed the ledger
 
 	bundleKey   string      // cluster bundle key ("" on a single node)
 	fenceLogged atomic.Bool // a fenced write triggered the unload
@@ -81,14 +83,13 @@ type topic struct {
 	msgIn    atomic.Int64
 	bytesIn  atomic.Int64
 	inWin    rateWindow // stats.go
-	loadedAt time.Time
+	loadedMs int64      // unix ms of the load
 	// created is when the persistent topic was created (its node,
 	// unix ms; 0: not known); lastPublish when a message was last
 	// stored (unix ms; recovered from the last entry by the first
 	// stats after a load: pubRecovered).
-	created      int64
-	lastPublish  atomic.Int64
-	pubRecovered atomic.Bool
+	created     int64
+	lastPublish atomic.Int64
 
 	// limits are the limits a feature put on the topic (limits.go).
 	limits topicLimits
@@ -110,17 +111,19 @@ type lastEntry struct {
 }
 
 func newTopic(b *Broker, tn topicName, ml ManagedLedger, pol *policy.Resolved) *topic {
-	t := &topic{b: b, name: tn, full: tn.String(), partition: tn.PartitionIndex, ml: ml, log: b.log, loadedAt: time.Now(), unloaded: make(chan struct{})}
-	t.mu.producers = make(map[string]*producer)
-	t.mu.subs = make(map[string]*subscription)
+	t := &topic{b: b, name: tn, full: tn.String(), partition: tn.PartitionIndex, ml: ml, log: b.log, unloaded: make(chan struct{})}
 	t.held.total = &b.heldCount
 	t.pol.Store(pol)
-	empty := []*subscription{}
-	t.subList.Store(&empty)
-	t.lastUsed.mark(t.loadedAt)
-	t.inWin.roll(t.loadedAt, 0, 0) // the first window starts at load
+	t.subList.Store(&noSubs)
+	now := time.Now()
+	t.loadedMs = now.UnixMilli()
+	t.lastUsed.mark(now)
+	t.inWin.roll(now, 0, 0) // the first window starts at load
 	return t
 }
+
+// noSubs is every new topic's subList (read only).
+var noSubs []*subscription
 
 func (t *topic) persistent() bool { return t.ml != nil }
 
@@ -131,7 +134,7 @@ func (t *topic) dedupEnabled() bool {
 
 // publishSubsLocked refreshes the lock-free subscription list.
 func (t *topic) publishSubsLocked() {
-	l := slices.Collect(maps.Values(t.mu.subs))
+	l := []*subscription(t.mu.subs) // named never changes a slice in place
 	t.subList.Store(&l)
 }
 
@@ -161,7 +164,7 @@ func (t *topic) addProducer(p *producer) (wait bool, err error) {
 	if t.mu.terminated {
 		return false, &errProducer{codeTopicTerminated, "Topic was already terminated"}
 	}
-	if _, dup := t.mu.producers[p.name]; dup {
+	if t.mu.producers.get(p.name) != nil {
 		return false, &errProducer{codeProducerBusy, fmt.Sprintf("Producer with name '%s' is already connected to topic", p.name)}
 	}
 	for _, w := range t.mu.waiting {
@@ -189,8 +192,9 @@ func (t *topic) addProducer(p *producer) (wait bool, err error) {
 		}
 		t.mu.exclusive = p
 	case accessExclusiveWithFencing:
-		for _, o := range t.mu.producers {
-			delete(t.mu.producers, o.name)
+		fenced := t.mu.producers
+		t.mu.producers = nil
+		for _, o := range fenced {
 			o.sink.closeProducer(o)
 		}
 		t.mu.exclusive = p
@@ -198,7 +202,7 @@ func (t *topic) addProducer(p *producer) (wait bool, err error) {
 		return false, &errProducer{codeNotAllowed, "unknown producer access mode"}
 	}
 	p.ready.Store(true)
-	t.mu.producers[p.name] = p
+	t.mu.producers.put(p)
 	return false, nil
 }
 
@@ -211,10 +215,10 @@ func (t *topic) removeProducer(p *producer) {
 		t.mu.waiting = slices.Delete(t.mu.waiting, i, i+1)
 		return
 	}
-	if t.mu.producers[p.name] != p {
+	if t.mu.producers.get(p.name) != p {
 		return
 	}
-	delete(t.mu.producers, p.name)
+	t.mu.producers.del(p.name)
 	if t.mu.exclusive == p {
 		t.mu.exclusive = nil
 	}
@@ -222,7 +226,7 @@ func (t *topic) removeProducer(p *producer) {
 		w := t.mu.waiting[0]
 		t.mu.waiting = t.mu.waiting[1:]
 		t.mu.exclusive = w
-		t.mu.producers[w.name] = w
+		t.mu.producers.put(w)
 		w.ready.Store(true)
 		w.sink.producerReady(w)
 	}
@@ -232,7 +236,7 @@ func (t *topic) removeProducer(p *producer) {
 func (t *topic) hasProducer(p *producer) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.mu.producers[p.name] == p
+	return t.mu.producers.get(p.name) == p
 }
 
 // lastSequence returns the highest persisted sequence id of a producer

@@ -80,7 +80,7 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 	if t.mu.closed {
 		return nil, &errSubscribe{codeServiceNotReady, "topic is being unloaded"}
 	}
-	if s := t.mu.subs[req.sub]; s != nil {
+	if s := t.mu.subs.get(req.sub); s != nil {
 		if req.readCompacted && t.persistent() {
 			// A durable subscription loaded at topic load (or created
 			// without read_compacted) switches while it has no consumer.
@@ -142,7 +142,7 @@ func (t *topic) addSubLocked(name string, typ SubType, cur cursor) *subscription
 	if t.persistent() {
 		s.tv, s.filters, s.acks, s.replSubs = Topic{t}, t.b.ext.filters, t.b.ext.acks, t.b.ext.replSubs
 	}
-	t.mu.subs[name] = s
+	t.mu.subs.put(s)
 	t.publishSubsLocked()
 	t.limits.install(s)
 	return s
@@ -180,7 +180,7 @@ func (t *topic) removeConsumer(s *subscription, c *consumer) {
 // consumers.
 func (t *topic) dropSubIfEmpty(s *subscription) {
 	t.mu.Lock()
-	if t.mu.subs[s.name] != s {
+	if t.mu.subs.get(s.name) != s {
 		t.mu.Unlock()
 		return
 	}
@@ -198,7 +198,7 @@ func (t *topic) dropSubIfEmpty(s *subscription) {
 		t.mu.Unlock()
 		return
 	}
-	delete(t.mu.subs, s.name)
+	t.mu.subs.del(s.name)
 	t.publishSubsLocked()
 	t.mu.Unlock()
 	s.close()
@@ -215,7 +215,7 @@ func (t *topic) unsubscribe(s *subscription, c *consumer, force bool) error {
 	t.mu.Lock()
 	defer func() {
 		if err == nil {
-			delete(t.mu.subs, s.name)
+			t.mu.subs.del(s.name)
 			t.publishSubsLocked()
 		}
 		t.mu.Unlock()
@@ -293,14 +293,14 @@ func (t *topic) closeAll(notify bool) {
 		prods = append(prods, p)
 	}
 	prods = append(prods, t.mu.waiting...)
-	t.mu.producers = map[string]*producer{}
+	t.mu.producers = nil
 	t.mu.waiting = nil
 	t.mu.exclusive = nil
 	subs := make([]*subscription, 0, len(t.mu.subs))
 	for _, s := range t.mu.subs {
 		subs = append(subs, s)
 	}
-	t.mu.subs = map[string]*subscription{}
+	t.mu.subs = nil
 	t.publishSubsLocked()
 	t.mu.Unlock()
 	for _, p := range prods {
@@ -366,7 +366,7 @@ func (c *npCursor) ReadAt(ps []position) ([][]byte, error) { return nil, errEntr
 // topic if it does not exist (PRODUCER's initial_subscription_name).
 func (t *topic) ensureSubscription(name string) error {
 	t.mu.Lock()
-	_, ok := t.mu.subs[name]
+	ok := t.mu.subs.get(name) != nil
 	t.mu.Unlock()
 	if ok {
 		return nil

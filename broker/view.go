@@ -74,7 +74,7 @@ func (v Topic) Closed() bool { return v.t.isClosed() }
 // Subscription returns the named subscription of the topic.
 func (v Topic) Subscription(name string) (Subscription, bool) {
 	v.t.mu.Lock()
-	s := v.t.mu.subs[name]
+	s := v.t.mu.subs.get(name)
 	v.t.mu.Unlock()
 	return Subscription{s}, s != nil
 }

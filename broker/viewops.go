@@ -98,7 +98,7 @@ func (v Topic) CreateSubscription(name string, id MessageID) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.mu.subs[name] != nil {
+	if t.mu.subs.get(name) != nil {
 		return reason(ErrAlreadyExists, "Subscription already exists for topic")
 	}
 	t.addSubLocked(name, SubExclusive, cur)
