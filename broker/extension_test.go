@@ -441,7 +441,7 @@ func TestAdminSubscriptionHooked(t *testing.T) {
 	}
 	var filters, acks int
 	var tv Topic
-	s.Call(func(l SubLoop) { filters, acks, tv = len(l.s.filters), len(l.s.acks), l.Topic() })
+	s.Call(func(l SubLoop) { filters, acks, tv = len(l.s.filters()), len(l.s.ackHooks()), l.Topic() })
 	if filters != 1 || acks != 1 || tv.t == nil {
 		t.Fatalf("created subscription has %d dispatch filters, %d ack hooks, topic view %v; want 1, 1 and the topic", filters, acks, tv.t != nil)
 	}

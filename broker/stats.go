@@ -24,7 +24,7 @@ const (
 // rateWindow holds the rates of the last window.
 type rateWindow struct {
 	mu    sync.Mutex
-	at    time.Time
+	at    int64 // unix ns the window began; 0: none yet (a time.Time is 16 B more, four times a live topic)
 	last  [winCount]int64
 	rates [winCount]float64
 }
@@ -33,14 +33,14 @@ type rateWindow struct {
 func (w *rateWindow) roll(now time.Time, counters ...int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.at.IsZero() {
-		if dt := now.Sub(w.at).Seconds(); dt > 0 {
+	if w.at != 0 {
+		if dt := float64(now.UnixNano()-w.at) / 1e9; dt > 0 {
 			for i, v := range counters {
 				w.rates[i] = float64(v-w.last[i]) / dt
 			}
 		}
 	}
-	w.at = now
+	w.at = now.UnixNano()
 	copy(w.last[:], counters)
 }
 

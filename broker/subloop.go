@@ -10,10 +10,13 @@ import "time"
 // (happens-before for the state). A live topic whose consumer waits for
 // messages so costs no goroutine stack (issue 35: 8 KiB a live topic).
 //
-// The loop is woken through one channel, kick (cap 1): the work itself
-// is in run.ops (closures from do and call) and notified (wake), which
-// the loop looks at before it blocks, so a kick sent after the look is
-// buffered and a kick from before it only costs a spare turn.
+// A loop that blocks (one with timers) is woken through one channel,
+// run.kick (cap 1), made by the first such loop: the work itself is in
+// run.ops (closures from do and call) and notified (wake). The loop
+// takes the channel and looks at the work under run's mutex, and a
+// signal reads the channel under it after its work was put there, so
+// either the loop sees the work or the signal sees the channel (and a
+// kick it buffers only costs a spare turn).
 
 // maxOps is how many closures may wait for the loop; do blocks beyond
 // (a connection whose acks and flows outrun the loop waits for it).
@@ -56,10 +59,30 @@ func (s *subscription) dropReadCtx() {
 
 // signal wakes the loop if it is blocked. Never blocks.
 func (s *subscription) signal() {
+	s.run.Lock()
+	kick := s.run.kick
+	s.run.Unlock()
+	kickLoop(kick)
+}
+
+// kickLoop sends a wake-up on kick unless one is pending (nil: no loop
+// ever blocked).
+func kickLoop(kick chan struct{}) {
 	select {
-	case s.kick <- struct{}{}:
+	case kick <- struct{}{}:
 	default:
 	}
+}
+
+// blockOn returns the channel the loop blocks on (made on first use) and
+// whether work came before it could block.
+func (s *subscription) blockOn() (kick chan struct{}, work bool) {
+	s.run.Lock()
+	defer s.run.Unlock()
+	if s.run.kick == nil {
+		s.run.kick = make(chan struct{}, 1)
+	}
+	return s.run.kick, len(s.run.ops) > 0 || s.run.closed || s.notified.Load()
 }
 
 // start starts the loop goroutine unless someone owns the state.
@@ -166,6 +189,10 @@ func (s *subscription) loop() {
 		if ok {
 			continue
 		}
+		kick, work := s.blockOn()
+		if work {
+			continue
+		}
 		timerC, notifyC = nil, nil
 		if s.delayTimer != nil {
 			timerC = s.delayTimer.C
@@ -174,7 +201,7 @@ func (s *subscription) loop() {
 			notifyC = s.notifyTimer.C
 		}
 		select {
-		case <-s.kick:
+		case <-kick:
 		case <-notifyC:
 			s.notifyTimer = nil
 			for _, c := range s.extra.notifyQ {
@@ -227,11 +254,12 @@ func (s *subscription) enqueue(op subOp) bool {
 		s.running.Store(true)
 		s.wg.Add(1)
 	}
+	kick := s.run.kick
 	s.run.Unlock()
 	if start {
 		go s.loop()
 	} else {
-		s.signal()
+		kickLoop(kick)
 	}
 	return true
 }

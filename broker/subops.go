@@ -267,19 +267,19 @@ func (s *subscription) ackSkippedLocked(e ledgerEntry, marker int32) {
 	if err := s.cur.Ack(e.Pos); err != nil {
 		s.more().ackFailLog.Log(s.log, slog.LevelWarn, "marker ack failed", "topic", s.topic, "sub", s.name, "err", err)
 	}
-	if s.replSubs != nil && s.replicated.Load() {
+	if s.replSubs() != nil && s.replicated.Load() {
 		if marker != 0 {
-			s.replSubs.MarkerRead(SubLoop{s}, marker, e.Data)
+			s.replSubs().MarkerRead(SubLoop{s}, marker, e.Data)
 		}
-		s.replSubs.MarkDeleteMoved(SubLoop{s})
+		s.replSubs().MarkDeleteMoved(SubLoop{s})
 	}
 }
 
 // markDeleteMovedLocked tells the ReplicatedSubscriptions feature that a
 // replicated subscription's mark-delete position may have moved.
 func (s *subscription) markDeleteMovedLocked() {
-	if s.replSubs != nil && s.replicated.Load() {
-		s.replSubs.MarkDeleteMoved(SubLoop{s})
+	if s.replSubs() != nil && s.replicated.Load() {
+		s.replSubs().MarkDeleteMoved(SubLoop{s})
 	}
 }
 

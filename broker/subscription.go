@@ -92,24 +92,23 @@ type subscription struct {
 	// ...PerSubscription (0: unlimited); nil: none.
 	unackedFn func() (perConsumer, perSub int)
 
-	// kick (cap 1) wakes the loop: ops were queued (run.ops), entries
-	// were persisted (notified) or close began (run.closed). One channel
-	// and a queue under run's mutex, not a channel each (issue 35: 8 KiB
-	// a live topic).
-	kick chan struct{}
-	wg   sync.WaitGroup
+	wg sync.WaitGroup
 	// run says who owns the loop state: nobody (on false: the
 	// subscription is idle and holds no goroutine), the loop goroutine,
 	// or a call running its function inline (see claim). closed: close
 	// began, nothing starts any more. ops are the closures queued for
 	// the loop (do, call), oldest first, at most maxOps; room is made by
-	// a do that found them full and closed when the loop takes one.
-	// running mirrors on for wake.
+	// a do that found them full and closed when the loop takes one. kick
+	// (cap 1) wakes a blocked loop: ops were queued, entries were
+	// persisted (notified) or close began; made by the first loop that
+	// blocks (one with timers: an idle loop exits instead). One channel,
+	// made when needed, not three per subscription (issue 35: 8 KiB a
+	// live topic). running mirrors on for wake.
 	run struct {
 		sync.Mutex
 		on, closed bool
 		ops        []subOp
-		room       chan struct{}
+		room, kick chan struct{}
 	}
 	running atomic.Bool
 	// hasConsumers mirrors len(consumers) > 0 for wake (set by the
@@ -186,19 +185,15 @@ type subscription struct {
 	created, lastDetach int64
 	lastRead            position
 
-	// replSubs is the geo-replication feature that keeps replicated
-	// subscriptions (nil on non-persistent topics).
-	replSubs ReplicatedSubscriptions
-
-	// Features (extension.go): tv is the topic's view for the dispatch
-	// filters (a persistent topic's subscriptions only), acks the ack
-	// hooks; slots are the features' values (SubSlot) and md the
-	// filters' scratch metadata, both loop-owned.
-	tv      Topic
-	filters []DispatchFilter
-	acks    []AckHook
-	slots   []any
-	md      *pulsarproto.Metadata
+	// Features (extension.go): ext is the broker's (a persistent
+	// topic's subscriptions only, nil otherwise: no dispatch filters, ack
+	// hooks or replicated subscriptions), tv the topic's view for the
+	// dispatch filters; slots are the features' values (SubSlot) and md
+	// the filters' scratch metadata, both loop-owned.
+	ext   *extensions
+	tv    Topic
+	slots []any
+	md    *pulsarproto.Metadata
 }
 
 // Key_Shared reads ahead past entries whose consumer has no permits (they
@@ -241,7 +236,6 @@ func newSubscription(name, topic string, typ SubType, partition int, cur cursor,
 	s := &subscription{
 		name: name, topic: topic, typ: typ, partition: partition, cur: cur, mc: durableCursor(cur),
 		parse: parse, batch: batch, log: log, unackedFn: unackedFn, keepData: np,
-		kick:    make(chan struct{}, 1),
 		created: time.Now().UnixMilli(),
 		// pending is made on first use: most
 		// subscriptions of a broker with many topics are idle.
@@ -481,7 +475,7 @@ func (s *subscription) dispatch() {
 // filterMeta returns the loop's scratch MessageMetadata for the dispatch
 // filters, nil when there are none (the parse then needs no scratch).
 func (s *subscription) filterMeta() *pulsarproto.Metadata {
-	if len(s.filters) == 0 {
+	if len(s.filters()) == 0 {
 		return nil
 	}
 	if s.md == nil {
@@ -493,12 +487,36 @@ func (s *subscription) filterMeta() *pulsarproto.Metadata {
 // skip reports whether a DispatchFilter skips an entry (md nil: its
 // metadata did not parse, or there are no filters).
 func (s *subscription) skip(md *pulsarproto.Metadata) bool {
-	return skipEntry(s.filters, s.tv, md)
+	return skipEntry(s.filters(), s.tv, md)
+}
+
+// filters are the broker's DispatchFilters that s runs.
+func (s *subscription) filters() []DispatchFilter {
+	if s.ext == nil {
+		return nil
+	}
+	return s.ext.filters
+}
+
+// ackHooks are the broker's AckHooks that s runs.
+func (s *subscription) ackHooks() []AckHook {
+	if s.ext == nil {
+		return nil
+	}
+	return s.ext.acks
+}
+
+// replSubs is the replicated-subscriptions feature of s, or nil.
+func (s *subscription) replSubs() ReplicatedSubscriptions {
+	if s.ext == nil {
+		return nil
+	}
+	return s.ext.replSubs
 }
 
 // held reports whether an AckHook withholds a freshly read entry.
 func (s *subscription) held(pe *pendingEntry) bool {
-	for _, h := range s.acks {
+	for _, h := range s.ackHooks() {
 		if h.HeldEntry(SubLoop{s}, Withheld{pe}) {
 			pe.data = nil
 			return true

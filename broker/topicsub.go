@@ -140,7 +140,7 @@ func (t *topic) addSubLocked(name string, typ SubType, cur cursor) *subscription
 	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
 	s.loadReplicated()
 	if t.persistent() {
-		s.tv, s.filters, s.acks, s.replSubs = Topic{t}, t.b.ext.filters, t.b.ext.acks, t.b.ext.replSubs
+		s.tv, s.ext = Topic{t}, &t.b.ext
 	}
 	t.mu.subs.put(s)
 	t.publishSubsLocked()

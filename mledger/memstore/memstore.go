@@ -162,7 +162,6 @@ func (s *Store) Create(ctx context.Context) (mledger.WriteLedger, error) {
 	s.ledgers[id] = d
 	w := &writer{s: s, id: id, d: d}
 	w.lac.Store(-1)
-	w.cond = sync.NewCond(&w.mu)
 	s.writers[w] = struct{}{}
 	s.creates.Add(1)
 	return w, nil
@@ -265,10 +264,12 @@ type writer struct {
 	d   *ledgerData
 	lac atomic.Int64
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// cond is made by the first Close that waits (an open ledger's
+	// writer is most of what a live topic costs this store).
 	cond     *sync.Cond
 	queue    []completion
-	spare    []completion // the other buffer, reused by run
+	spare    []completion // the other buffer, reused by run while busy
 	inflight int
 	failed   error
 	closing  bool
@@ -347,7 +348,8 @@ func (w *writer) run(tracked bool) {
 		w.mu.Lock()
 		if len(w.queue) == 0 {
 			w.running = false
-			w.cond.Broadcast()
+			w.queue, w.spare = nil, nil // an idle ledger keeps no buffer
+			w.broadcast()
 			w.mu.Unlock()
 			return
 		}
@@ -369,7 +371,7 @@ func (w *writer) run(tracked bool) {
 		w.mu.Lock()
 		w.inflight -= len(q)
 		w.spare = q[:0]
-		w.cond.Broadcast()
+		w.broadcast()
 		w.mu.Unlock()
 	}
 }
@@ -377,8 +379,15 @@ func (w *writer) run(tracked bool) {
 func (w *writer) stop() {
 	w.mu.Lock()
 	w.stopped = true
-	w.cond.Broadcast()
+	w.broadcast()
 	w.mu.Unlock()
+}
+
+// broadcast wakes a waiting Close, if any (w.mu held).
+func (w *writer) broadcast() {
+	if w.cond != nil {
+		w.cond.Broadcast()
+	}
 }
 
 func (w *writer) Read(ctx context.Context, first, last int64) ([][]byte, error) {
@@ -391,6 +400,9 @@ func (w *writer) Read(ctx context.Context, first, last int64) ([][]byte, error) 
 func (w *writer) Close(ctx context.Context) error {
 	w.mu.Lock()
 	w.closing = true
+	if w.cond == nil {
+		w.cond = sync.NewCond(&w.mu)
+	}
 	for w.inflight > 0 && !w.stopped {
 		w.cond.Wait()
 	}
