@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/magnetar-mq/magnetar/auth"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
@@ -64,7 +65,7 @@ func TestAuthorizationFailsClosed(t *testing.T) {
 		if on {
 			cfg.Security = authzConfig(t)
 		}
-		b, err := New(cfg, Deps{Metadata: memmeta.New(), OpenLedger: func(context.Context, string) (ManagedLedger, error) {
+		b, err := New(cfg, Deps{Metadata: memmeta.New(), OpenLedger: func(context.Context, string) (storage.ManagedLedger, error) {
 			return nil, errors.New("no ledgers")
 		}})
 		if err != nil {
@@ -80,7 +81,7 @@ func TestAuthorizationFailsClosed(t *testing.T) {
 		}
 	}
 	// Two authorizers are refused at Use.
-	b, err := New(brokerconf.Config{}, Deps{Metadata: memmeta.New(), OpenLedger: func(context.Context, string) (ManagedLedger, error) { return nil, nil }})
+	b, err := New(brokerconf.Config{}, Deps{Metadata: memmeta.New(), OpenLedger: func(context.Context, string) (storage.ManagedLedger, error) { return nil, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/policy"
 )
@@ -37,7 +38,7 @@ func (l SubLoop) LastActive() time.Time {
 // SkipEntries skips n entries of a durable subscription's backlog (the
 // slowest cursor's, for a consumer_backlog_eviction quota).
 func (v Topic) SkipEntries(s Subscription, n int64) error {
-	ca, ok := s.s.cur.(*cursorAdapter)
+	ca, ok := s.s.cur.(*storage.LedgerCursor)
 	if !ok {
 		return reason(ErrNotAllowed, "operation not supported on this subscription")
 	}
@@ -45,13 +46,13 @@ func (v Topic) SkipEntries(s Subscription, n int64) error {
 }
 
 // skipBacklog skips n entries of s's backlog (n < 0: all of it).
-func skipBacklog(s *subscription, ca *cursorAdapter, n int64) error {
+func skipBacklog(s *subscription, ca *storage.LedgerCursor, n int64) error {
 	var err error
 	s.call(func() {
 		if n < 0 {
-			err = ca.c.ClearBacklog()
+			err = ca.Managed().ClearBacklog()
 		} else {
-			err = ca.c.SkipEntries(n)
+			err = ca.Managed().SkipEntries(n)
 		}
 	})
 	return err
@@ -66,7 +67,7 @@ func (v Topic) ExpireMessages(s Subscription, secs int64) error {
 // expireBacklog acknowledges the messages of s published more than secs
 // ago, unless s is one of the system subscriptions.
 func expireBacklog(s *subscription, secs int64, system map[string]bool) error {
-	ca, ok := s.cur.(*cursorAdapter)
+	ca, ok := s.cur.(*storage.LedgerCursor)
 	if !ok || system[s.name] {
 		// Expiring a feature's cursor (the compactor's) would let data
 		// not yet compacted be trimmed.
@@ -78,7 +79,7 @@ func expireBacklog(s *subscription, secs int64, system map[string]bool) error {
 	if !some {
 		return nil
 	}
-	p, found, err := ca.ml.FindByPublishTime(ctx, cutoff, entryPublishTime)
+	p, found, err := ca.Ledger().FindByPublishTime(ctx, cutoff, storage.PublishTime)
 	if err != nil {
 		return err
 	}
@@ -91,12 +92,12 @@ func expireBacklog(s *subscription, secs int64, system map[string]bool) error {
 			}
 		}()
 		if !found {
-			err = ca.c.ClearBacklog()
+			err = ca.Managed().ClearBacklog()
 			return
 		}
-		prev, ok := positionBefore(ca.ml, p)
-		if ok && ca.c.MarkDeletePosition().Less(prev) {
-			err = ca.c.MarkDelete(prev)
+		prev, ok := positionBefore(ca.Ledger(), p)
+		if ok && ca.Managed().MarkDeletePosition().Less(prev) {
+			err = ca.Managed().MarkDelete(prev)
 		}
 	})
 	return err

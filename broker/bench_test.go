@@ -15,6 +15,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/bookie"
 	"github.com/magnetar-mq/magnetar/bookie/server"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/ledger"
 	"github.com/magnetar-mq/magnetar/metadata/memmeta"
@@ -141,7 +142,7 @@ func startBookieBroker(b *testing.B) *testBroker {
 	}
 	br, err := New(brokerconf.Config{ServiceAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", AdvertisedHost: "127.0.0.1", MaxMessageSize: 1 << 20,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))},
-		Deps{Metadata: meta, OpenLedger: LedgerOpener(f, mledger.Config{})})
+		Deps{Metadata: meta, OpenLedger: storage.Opener(f, mledger.Config{})})
 	if err != nil {
 		b.Fatal(err)
 	}

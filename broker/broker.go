@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/internal/acceptloop"
 	"github.com/magnetar-mq/magnetar/topicreg"
@@ -440,7 +441,7 @@ func (b *Broker) loadTopic(ctx context.Context, tn topicName, create bool) (*top
 			return nil, err
 		}
 	}
-	ml, err := b.deps.OpenLedger(withLedgerPolicies(ctx, pol), tn.String())
+	ml, err := b.deps.OpenLedger(storage.WithLedgerPolicies(ctx, pol), tn.String())
 	if err != nil {
 		return nil, fmt.Errorf("broker: open managed ledger %s: %w", tn, err)
 	}

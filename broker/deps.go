@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -17,7 +18,7 @@ type Deps struct {
 	Metadata metadata.Store
 	// OpenLedger opens (creating if needed) the managed ledger that backs
 	// a persistent topic, named by its canonical topic name.
-	OpenLedger func(ctx context.Context, name string) (ManagedLedger, error)
+	OpenLedger func(ctx context.Context, name string) (storage.ManagedLedger, error)
 	// DeleteLedger, if set, deletes the managed ledger of a deleted topic
 	// with its ledgers (mledger.Factory.Delete); nil leaves the data.
 	DeleteLedger func(ctx context.Context, name string) error

@@ -11,7 +11,7 @@
 // # Usage
 //
 //	b, err := broker.New(brokerconf.Config{ServiceAddr: ":6650", HTTPAddr: ":8080"},
-//		broker.Deps{Metadata: store, OpenLedger: broker.LedgerOpener(factory, mledger.Config{})})
+//		broker.Deps{Metadata: store, OpenLedger: storage.Opener(factory, mledger.Config{})})
 //	err = b.Start(ctx)        // binds both listeners; b.ServiceAddr(), b.HTTPAddr()
 //	...
 //	err = b.Close()           // graceful: stop accepting, answer in-flight sends,
@@ -59,7 +59,9 @@
 // policies, the admin API's offload) is package tiered's, behind
 // LedgerHook and PolicyObserver.
 //
-// A persistent topic is one managed ledger; one SEND (a Pulsar batch) is
+// A persistent topic is one managed ledger, which the core reads and
+// writes through package broker/storage's ManagedLedger and Cursor (its
+// Opener adapts package mledger; tests may use fakes); one SEND (a Pulsar batch) is
 // one entry, stored exactly as received from the 0x0e01 magic to the end,
 // and sent to consumers unchanged. The entry is the broker's from the SEND
 // on and never modified: a SEND frame above pulsarproto.OwnedFrameThreshold

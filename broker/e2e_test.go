@@ -11,6 +11,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/metadata/memmeta"
@@ -86,7 +87,7 @@ func startBrokerOpts(t testing.TB, o brokerOpts) *testBroker {
 	if o.cfg != nil {
 		o.cfg(&cfg)
 	}
-	b, err := New(cfg, Deps{Metadata: o.meta, OpenLedger: LedgerOpener(f, o.mlc)})
+	b, err := New(cfg, Deps{Metadata: o.meta, OpenLedger: storage.Opener(f, o.mlc)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -60,7 +61,7 @@ func (r *restamp) BeforeAdd(_ Topic, e *Entry) {
 	e.SetData(append(buf, data...), mledger.EntryHeadroom)
 }
 
-func (*restamp) AfterAdd(Topic, *Entry, Position, error) {}
+func (*restamp) AfterAdd(Topic, *Entry, storage.Position, error) {}
 
 // claimTxn claims transactional SENDs as the transaction feature does:
 // from the parsed view it rebuilds the entry with the txn id in its
@@ -89,7 +90,7 @@ type txnEntryHook struct{ c *claimTxn }
 
 func (txnEntryHook) BeforeAdd(Topic, *Entry) {}
 
-func (h txnEntryHook) AfterAdd(_ Topic, e *Entry, _ Position, err error) {
+func (h txnEntryHook) AfterAdd(_ Topic, e *Entry, _ storage.Position, err error) {
 	if err == nil && e.Meta().HasTxnid {
 		h.c.added.Add(1)
 	}
@@ -109,7 +110,7 @@ func TestSendParsesOnce(t *testing.T) {
 	}
 	b, err := New(brokerconf.Config{ServiceAddr: "127.0.0.1:0", HTTPAddr: "-", AdvertisedHost: "127.0.0.1", MaxMessageSize: 1 << 20,
 		Deduplication: true},
-		Deps{Metadata: meta, OpenLedger: LedgerOpener(f, mledger.Config{})})
+		Deps{Metadata: meta, OpenLedger: storage.Opener(f, mledger.Config{})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,16 +4,18 @@ import (
 	"errors"
 
 	"github.com/magnetar-mq/magnetar/broker/outqueue"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/topicreg"
 )
 
 // Errors returned by the broker's exported API. Callers use errors.Is.
-// The topic registry's are package topicreg's values.
+// The topic registry's are package topicreg's values, the storage's
+// package broker/storage's.
 var (
 	// ErrClosed: the broker (or a topic, subscription or connection) was
 	// closed; the operation did not run. Not retryable on this instance.
-	ErrClosed = errors.New("broker: closed")
+	ErrClosed = storage.ErrClosed
 	// ErrBadConfig: New refused the configuration (brokerconf.Config.Validate)
 	// or the dependencies, or Use or Start refused a feature.
 	ErrBadConfig = errors.New("broker: bad config")
@@ -38,7 +40,7 @@ var (
 	// ErrInvalidTopicName: the name cannot be canonicalised.
 	ErrInvalidTopicName = topicreg.ErrInvalidTopicName
 	// ErrTerminated: the topic was terminated; no more publishes.
-	ErrTerminated = errors.New("broker: topic terminated")
+	ErrTerminated = storage.ErrTerminated
 	// ErrProtocol: a peer sent a frame that breaks the protocol; its
 	// connection is closed.
 	ErrProtocol = errors.New("broker: protocol violation")
@@ -54,7 +56,7 @@ var (
 	ErrNoSchemaRegistry = errors.New("the broker runs without a schema registry")
 	// ErrEntryGone: a position read from a topic's ledger is no longer
 	// stored (trimmed or deleted); final for that position.
-	ErrEntryGone = errors.New("broker: entry no longer stored")
+	ErrEntryGone = storage.ErrEntryGone
 	// ErrUnavailable: the data is stored where the broker cannot reach it
 	// now (an object store that is down); retrying later is safe. Its
 	// text is for clients and names no host or path; the cause is logged.
@@ -62,8 +64,8 @@ var (
 )
 
 var (
-	errNoEntries        = errors.New("broker: no entries")
-	errCursorNotFound   = errors.New("broker: cursor not found")
+	errNoEntries        = storage.ErrNoEntries
+	errCursorNotFound   = storage.ErrCursorNotFound
 	errEntryGone        = ErrEntryGone
 	errTxnDisabled      = ErrTxnDisabled
 	errNoSchemaRegistry = ErrNoSchemaRegistry

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -51,7 +52,7 @@ type PublishInterceptor interface {
 	// AfterAdd runs in the managed ledger's callback once the append
 	// completed (err nil: stored at pos), in append order, before the
 	// producer is answered. It takes only leaf locks and never blocks.
-	AfterAdd(t Topic, e *Entry, pos Position, err error)
+	AfterAdd(t Topic, e *Entry, pos storage.Position, err error)
 }
 
 // SendInterceptor sees each SEND before the core publishes it, on the
@@ -196,7 +197,7 @@ type CompactedReads interface {
 	// switches; the cursor it returns is the loop's alone afterwards. A
 	// returned cursor may implement LastReadableCursor, and Unwrap()
 	// Cursor (returning c).
-	CompactedCursor(t Topic, c Cursor) Cursor
+	CompactedCursor(t Topic, c storage.Cursor) storage.Cursor
 }
 
 // LastReadableCursor is a cursor that reads a view of its topic (the
@@ -204,7 +205,7 @@ type CompactedReads interface {
 // loop, for the last message its subscription can get when lac is the
 // topic's last entry (applies false: lac is readable as it is).
 type LastReadableCursor interface {
-	LastReadable(lac Position) (pos Position, batchIndex int32, ok, applies bool)
+	LastReadable(lac storage.Position) (pos storage.Position, batchIndex int32, ok, applies bool)
 }
 
 // TopicPinner keeps a topic loaded: Topic.IdleUnloadable is false, and

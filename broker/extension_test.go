@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -92,7 +93,7 @@ func startWithFeatures(t *testing.T, use func(b *Broker) error) *testBroker {
 		t.Fatal(err)
 	}
 	b, err := New(brokerconf.Config{ServiceAddr: "127.0.0.1:0", HTTPAddr: "-", AdvertisedHost: "127.0.0.1", MaxMessageSize: 1 << 20,
-		StatsUpdateInterval: 20 * time.Millisecond}, Deps{Metadata: meta, OpenLedger: LedgerOpener(f, mledger.Config{})})
+		StatsUpdateInterval: 20 * time.Millisecond}, Deps{Metadata: meta, OpenLedger: storage.Opener(f, mledger.Config{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +187,7 @@ func containsString(l []string, s string) bool {
 // TestUseRefuses: a feature may not serve a command the core serves, an
 // answer, nor one another feature serves.
 func TestUseRefuses(t *testing.T) {
-	b, err := New(brokerconf.Config{}, Deps{Metadata: memmeta.New(), OpenLedger: func(context.Context, string) (ManagedLedger, error) { return nil, nil }})
+	b, err := New(brokerconf.Config{}, Deps{Metadata: memmeta.New(), OpenLedger: func(context.Context, string) (storage.ManagedLedger, error) { return nil, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -342,7 +342,7 @@ func (c *conn) handleAck(m *pb.CommandAck) {
 	}
 	ids := make([]AckID, 0, len(m.MessageId))
 	for _, id := range m.MessageId {
-		a := AckID{Pos: position{int64(id.GetLedgerId()), int64(id.GetEntryId())}, BatchSize: int(id.GetBatchSize())}
+		a := AckID{Pos: position{LedgerID: int64(id.GetLedgerId()), EntryID: int64(id.GetEntryId())}, BatchSize: int(id.GetBatchSize())}
 		if len(id.AckSet) > 0 {
 			a.AckSet = id.AckSet
 		}
@@ -614,7 +614,7 @@ func startPosition(id *pb.MessageIdData) position {
 	case l == math.MaxInt64 && e == math.MaxInt64:
 		return posLatest
 	}
-	return position{int64(l), int64(e)}
+	return position{LedgerID: int64(l), EntryID: int64(e)}
 }
 
 // handleSubscribe runs a SUBSCRIBE on its op's goroutine (connops.go).

@@ -16,7 +16,7 @@ func (c *conn) handleRedeliver(m *pb.CommandRedeliverUnacknowledgedMessages) {
 	}
 	ids := make([]position, 0, len(m.MessageIds))
 	for _, id := range m.MessageIds {
-		ids = append(ids, position{int64(id.GetLedgerId()), int64(id.GetEntryId())})
+		ids = append(ids, position{LedgerID: int64(id.GetLedgerId()), EntryID: int64(id.GetEntryId())})
 	}
 	cc.sub.do(func() { cc.sub.redeliverLocked(cc.c, ids) })
 }

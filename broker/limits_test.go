@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/metadata/memmeta"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
@@ -368,7 +369,7 @@ func TestSubscribeLimit(t *testing.T) {
 
 // TestSecondPolicyWatcherRefused: one feature watches the policies.
 func TestSecondPolicyWatcherRefused(t *testing.T) {
-	b, err := New(brokerconf.Config{}, Deps{Metadata: memmeta.New(), OpenLedger: func(context.Context, string) (ManagedLedger, error) { return nil, nil }})
+	b, err := New(brokerconf.Config{}, Deps{Metadata: memmeta.New(), OpenLedger: func(context.Context, string) (storage.ManagedLedger, error) { return nil, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
@@ -86,7 +87,7 @@ func TestObserverHooks(t *testing.T) {
 	}
 	buf := pulsarproto.AppendEntry(make([]byte, mledger.EntryHeadroom), meta, []byte("snapshot"))
 	stored := make(chan error, 1)
-	if err := tv.Append(buf, mledger.EntryHeadroom, func(_ Position, err error) { stored <- err }); err != nil {
+	if err := tv.Append(buf, mledger.EntryHeadroom, func(_ storage.Position, err error) { stored <- err }); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-stored; err != nil {

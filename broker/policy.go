@@ -2,9 +2,7 @@ package broker
 
 import (
 	"context"
-	"time"
 
-	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/topicreg"
 )
@@ -16,7 +14,7 @@ import (
 // from it). What the core derives from it:
 //
 //   - retention and persistence configure the managed ledger when it
-//     opens (LedgerOpener reads them from the context); a change reopens
+//     opens (storage.Opener reads them from the context); a change reopens
 //     it (the topic unloads; clients reconnect);
 //   - auto topic creation: partitioned auto creation happens at
 //     PARTITIONED_METADATA time; disallowed creation fails the lookup;
@@ -97,73 +95,4 @@ func (b *Broker) namespacePolicies(ns string) *policy.Policies {
 		return nil
 	}
 	return p
-}
-
-// The managed ledger of a topic opens with its policy's retention and
-// persistence: getTopic attaches them to the context, LedgerOpener
-// applies them.
-
-type (
-	retentionKey   struct{}
-	persistenceKey struct{}
-	affinityKey    struct{}
-)
-
-// withLedgerPolicies attaches pol's retention and persistence policies
-// to ctx, for LedgerOpener.
-func withLedgerPolicies(ctx context.Context, pol *policy.Resolved) context.Context {
-	if r := pol.Retention; r != nil {
-		ctx = context.WithValue(ctx, retentionKey{}, *r)
-	}
-	if p := pol.Persistence; p != nil {
-		ctx = context.WithValue(ctx, persistenceKey{}, *p)
-	}
-	if g := pol.BookieAffinity; g != nil {
-		ctx = context.WithValue(ctx, affinityKey{}, *g)
-	}
-	return ctx
-}
-
-// applyRetention overrides cfg's retention with a policy carried by ctx
-// (minutes and MB; -1 unlimited, 0 none).
-func applyRetention(ctx context.Context, cfg *mledger.Config) {
-	r, ok := ctx.Value(retentionKey{}).(policy.RetentionPolicies)
-	if !ok {
-		return
-	}
-	cfg.RetentionTime = r.Time()
-	cfg.RetentionSize = r.Size()
-}
-
-// applyPersistence sets cfg's ledger quorum from a persistence policy
-// carried by ctx, and throttles cursor persistence to
-// managedLedgerMaxMarkDeleteRate: the mark-delete position of a cursor
-// is written at most that many times a second (the acks between are
-// kept in memory and written with the next persist, as in Pulsar).
-func applyPersistence(ctx context.Context, cfg *mledger.Config) {
-	if g, ok := ctx.Value(affinityKey{}).(policy.BookieAffinityGroup); ok {
-		// The namespace's bookie affinity group places the ledgers.
-		cfg.Placement = mledger.Placement{Primary: g.Primary, Secondary: g.Secondary}
-	}
-	p, ok := ctx.Value(persistenceKey{}).(policy.PersistencePolicies)
-	if !ok {
-		return
-	}
-	cfg.Quorum = mledger.Quorum{Ensemble: p.BookkeeperEnsemble, WriteQuorum: p.BookkeeperWriteQuorum, AckQuorum: p.BookkeeperAckQuorum}
-	if iv := markDeleteInterval(p.ManagedLedgerMaxMarkDeleteRate); iv > cfg.CursorPersistInterval {
-		cfg.CursorPersistInterval = iv
-	}
-}
-
-// markDeleteInterval is the least time between two mark-delete persists
-// at rate per second (0 for no limit; at most an hour).
-func markDeleteInterval(rate float64) time.Duration {
-	if rate <= 0 {
-		return 0
-	}
-	iv := float64(time.Second) / rate
-	if iv > float64(time.Hour) {
-		return time.Hour
-	}
-	return time.Duration(iv)
 }

@@ -39,7 +39,7 @@ func TestDuplicateReceiptWaitsForInflightAdds(t *testing.T) {
 	if len(sink.out) != 0 {
 		t.Fatalf("duplicate answered before the in-flight add: %v", sink.out)
 	}
-	p.persisted(4, 4, position{1, 0})
+	p.persisted(4, 4, position{LedgerID: 1, EntryID: 0})
 	p.duplicate(6) // nothing in flight: answered at once
 	want := []string{"receipt 4 1:0", "receipt 5 -1:-1", "receipt 6 -1:-1"}
 	if !slices.Equal(sink.out, want) {

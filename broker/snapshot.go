@@ -5,6 +5,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker/selector"
 	"github.com/magnetar-mq/magnetar/broker/snap"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 )
@@ -128,19 +129,19 @@ func (s *subscription) snapshotLocked() snap.Subscription {
 // earliestInBacklog returns the publish time (unix ms) of the first
 // unacknowledged message of s, 0 when unknown.
 func earliestInBacklog(t *topic, s *subscription) int64 {
-	ca, ok := s.cur.(*cursorAdapter)
+	ca, ok := s.cur.(*storage.LedgerCursor)
 	if !ok || !t.persistent() {
 		return 0
 	}
-	next, ok := mledger.NextPosition(ca.ml.Stats().Ledgers, ca.c.MarkDeletePosition())
+	next, ok := mledger.NextPosition(ca.Ledger().Stats().Ledgers, ca.Managed().MarkDeletePosition())
 	if !ok {
 		return 0
 	}
-	data, err := t.ml.ReadEntry(toPos(next))
+	data, err := t.ml.ReadEntry(storage.ToPosition(next))
 	if err != nil {
 		return 0
 	}
-	pt, err := entryPublishTime(data)
+	pt, err := storage.PublishTime(data)
 	if err != nil {
 		return 0
 	}
@@ -163,7 +164,7 @@ func recoverLastPublish(t *topic) {
 		t.pubRecovered.Store(false) // try again on the next stats
 		return
 	}
-	if pt, err := entryPublishTime(data); err == nil && pt > 0 {
+	if pt, err := storage.PublishTime(data); err == nil && pt > 0 {
 		t.lastPublish.CompareAndSwap(0, pt)
 	}
 }

@@ -1,6 +1,10 @@
 package broker
 
-import "time"
+import (
+	"time"
+
+	"github.com/magnetar-mq/magnetar/broker/storage"
+)
 
 // A subscription without timers or queued work holds no goroutine,
 // whether or not consumers are connected: its loop exits when idle and
@@ -51,9 +55,8 @@ func (s *subscription) consumersChanged() {
 // dropReadCtx releases the cursor's shared read deadline (and its
 // timer) while the subscription sleeps.
 func (s *subscription) dropReadCtx() {
-	if a, ok := s.cur.(*cursorAdapter); ok && a.rcancel != nil {
-		a.rcancel()
-		a.rctx, a.rcancel = nil, nil
+	if a, ok := s.cur.(*storage.LedgerCursor); ok {
+		a.DropReadCtx()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/mledger"
 )
 
@@ -317,7 +318,7 @@ func (s *subscription) markReplicated(on bool) error {
 	} else {
 		delete(next, replicatedProperty)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), storageTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), storage.Timeout)
 	defer cancel()
 	if err := mc.SetProperties(ctx, next); err != nil {
 		s.log.Warn("persist replicated subscription flag", "topic", s.topic, "sub", s.name, "err", err)
@@ -330,11 +331,11 @@ func (s *subscription) markReplicated(on bool) error {
 // non-durable and non-persistent cursors).
 func durableCursor(c cursor) *mledger.Cursor {
 	switch x := c.(type) {
-	case *cursorAdapter:
-		if x.c.IsDurable() {
-			return x.c
+	case *storage.LedgerCursor:
+		if x.Managed().IsDurable() {
+			return x.Managed()
 		}
-	case interface{ Unwrap() Cursor }: // a feature's view (read_compacted)
+	case interface{ Unwrap() storage.Cursor }: // a feature's view (read_compacted)
 		return durableCursor(x.Unwrap())
 	}
 	return nil

@@ -10,54 +10,15 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker/entryset"
 	"github.com/magnetar-mq/magnetar/broker/selector"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/internal/ratelog"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
 
-// cursor is the core's short name for Cursor.
-type cursor = Cursor
-
-// Cursor is what a subscription needs from its managed-ledger cursor
-// (ManagedLedger.OpenCursor). The subscription's loop goroutine is its
-// only user; a feature's cursor on a ledger of its own has one user too.
-type Cursor interface {
-	// ReadEntries returns up to max entries from the read position and
-	// advances it past them; none (and no error) when caught up. The
-	// returned slice (not the entry data) is valid until the next call.
-	ReadEntries(max int) ([]ledgerEntry, error)
-	// Ack acknowledges single entries.
-	Ack(pos ...position) error
-	// AckBatchIndexes acknowledges the batch indexes whose bits are clear
-	// in ackSet; it reports whether the whole entry is now acknowledged.
-	AckBatchIndexes(pos position, ackSet []int64, batchSize int) (bool, error)
-	// AckCumulative acknowledges every entry up to and including pos.
-	AckCumulative(pos position) error
-	// BatchAckSet returns the still-unacked bits of a partially acked
-	// batch entry, or nil.
-	BatchAckSet(pos position) []int64
-	// MarkDelete returns the mark-delete position.
-	MarkDelete() position
-	// IsAcked reports whether pos was acknowledged (individually or
-	// cumulatively).
-	IsAcked(pos position) bool
-	// Seek moves the read position to pos (inclusive), forgetting acks
-	// at or after pos; Earliest/Latest sentinels are accepted.
-	Seek(pos position) error
-	// SeekTime moves the cursor to the first entry published at or after
-	// tsMillis.
-	SeekTime(tsMillis int64) error
-	// Backlog returns the entries and messages not yet acknowledged.
-	Backlog() (entries, messages int64)
-	// Durable reports whether the cursor persists.
-	Durable() bool
-	// ReadAt re-reads the entries at ps (ascending) from storage, for
-	// redelivery: pending entries keep positions, not payloads. An error
-	// matching errEntryGone means some position is no longer stored
-	// (trimmed or deleted); the caller re-reads one by one to find it.
-	ReadAt(ps []position) ([][]byte, error)
-}
+// cursor is the core's short name for storage.Cursor.
+type cursor = storage.Cursor
 
 // entryMeta is what dispatch needs from an entry's MessageMetadata.
 type entryMeta struct {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/internal/ratemeter"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/policy"
@@ -25,7 +26,7 @@ type topic struct {
 	name      topicName
 	full      string
 	partition int
-	ml        ManagedLedger // nil for non-persistent topics
+	ml        storage.ManagedLedger // nil for non-persistent topics
 	log       *slog.Logger
 
 	mu struct {
@@ -110,7 +111,7 @@ type lastEntry struct {
 	batch   bool
 }
 
-func newTopic(b *Broker, tn topicName, ml ManagedLedger, pol *policy.Resolved) *topic {
+func newTopic(b *Broker, tn topicName, ml storage.ManagedLedger, pol *policy.Resolved) *topic {
 	t := &topic{b: b, name: tn, full: tn.String(), partition: tn.PartitionIndex, ml: ml, log: b.log, unloaded: make(chan struct{})}
 	t.held.total = &b.heldCount
 	t.pol.Store(pol)
@@ -518,7 +519,7 @@ func (t *topic) lastReadable(bound func() (position, bool)) (position, int32, bo
 	if !ok {
 		return lac, -1, false
 	}
-	none := position{lac.LedgerID, -1}
+	none := position{LedgerID: lac.LedgerID, EntryID: -1}
 	ls := t.ml.Stats().Ledgers
 	p := lac
 	if b, bounded := bound(); bounded && b.Compare(lac) <= 0 {
@@ -557,13 +558,13 @@ func prevPosition(ls []mledger.LedgerInfo, p position) (position, bool) {
 	if p.EntryID > 0 {
 		for _, l := range ls {
 			if l.LedgerID == p.LedgerID && l.Entries > 0 {
-				return position{p.LedgerID, min(p.EntryID-1, l.Entries-1)}, true
+				return position{LedgerID: p.LedgerID, EntryID: min(p.EntryID-1, l.Entries-1)}, true
 			}
 		}
 	}
 	for i := len(ls) - 1; i >= 0; i-- {
 		if ls[i].LedgerID < p.LedgerID && ls[i].Entries > 0 {
-			return position{ls[i].LedgerID, ls[i].Entries - 1}, true
+			return position{LedgerID: ls[i].LedgerID, EntryID: ls[i].Entries - 1}, true
 		}
 	}
 	return position{}, false

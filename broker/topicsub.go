@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/magnetar-mq/magnetar/broker/storage"
 )
 
 // subscribeReq is a SUBSCRIBE as the topic needs it.
@@ -85,7 +87,7 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 			// A durable subscription loaded at topic load (or created
 			// without read_compacted) switches while it has no consumer.
 			s.call(func() {
-				if _, ok := s.cur.(*cursorAdapter); ok && len(s.consumers) == 0 {
+				if _, ok := s.cur.(*storage.LedgerCursor); ok && len(s.consumers) == 0 {
 					s.cur = t.compactedCursor(s.cur)
 				}
 			})
@@ -119,7 +121,7 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 	if err != nil {
 		return nil, &errSubscribe{codeUnknownError, fmt.Sprintf("open cursor: %v", err)}
 	}
-	if _, ok := cur.(*cursorAdapter); ok && req.readCompacted {
+	if _, ok := cur.(*storage.LedgerCursor); ok && req.readCompacted {
 		cur = t.compactedCursor(cur)
 	}
 	return t.addSubLocked(req.sub, req.typ, cur), nil

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -35,11 +36,11 @@ func (v Topic) Persistent() bool { return v.t.persistent() }
 
 // Ledger returns the topic's managed ledger (nil for a non-persistent
 // topic). Features read from it; they append only through Append.
-func (v Topic) Ledger() ManagedLedger { return v.t.ml }
+func (v Topic) Ledger() storage.ManagedLedger { return v.t.ml }
 
 // ReadEntry reads one stored entry. A position no longer stored is
 // ErrTopicNotFound ("Message not found"), as the admin API reports it.
-func (v Topic) ReadEntry(pos Position) ([]byte, error) {
+func (v Topic) ReadEntry(pos storage.Position) ([]byte, error) {
 	data, err := v.t.ml.ReadEntry(pos)
 	if err != nil {
 		return nil, entryReadError(v.t.log, err)
@@ -95,7 +96,7 @@ type readBounder interface {
 // cheap and lock-free. From then on GET_LAST_MESSAGE_ID names the last
 // entry before the bound that is neither a marker nor skipped by a
 // DispatchFilter.
-func (v Topic) SetReadBound(f func() (Position, bool)) error {
+func (v Topic) SetReadBound(f func() (storage.Position, bool)) error {
 	rb, ok := v.t.ml.(readBounder)
 	if !ok {
 		return ErrNoReadBound
@@ -116,7 +117,7 @@ func (v Topic) SetReadBound(f func() (Position, bool)) error {
 // append order. Broker-wide PublishInterceptors do not see it (BeforeAdd
 // and AfterAdd are for producers' entries); subscriptions are woken once
 // it is stored. cb takes only leaf locks.
-func (v Topic) Append(buf []byte, off int, cb func(Position, error)) error {
+func (v Topic) Append(buf []byte, off int, cb func(storage.Position, error)) error {
 	t := v.t
 	if !t.persistent() {
 		return fmt.Errorf("%w: %s is not persistent", ErrNotAllowed, t.full)
@@ -195,18 +196,18 @@ func (l SubLoop) Type() SubType { return l.s.typ }
 func (l SubLoop) Logger() *slog.Logger { return l.s.log }
 
 // MarkDelete returns the cursor's mark-delete position.
-func (l SubLoop) MarkDelete() Position { return l.s.cur.MarkDelete() }
+func (l SubLoop) MarkDelete() storage.Position { return l.s.cur.MarkDelete() }
 
 // IsAcked reports whether pos is acknowledged.
-func (l SubLoop) IsAcked(pos Position) bool { return l.s.cur.IsAcked(pos) }
+func (l SubLoop) IsAcked(pos storage.Position) bool { return l.s.cur.IsAcked(pos) }
 
 // BatchAckSet returns the still-unacknowledged bits of a partially
 // acknowledged batch entry, or nil.
-func (l SubLoop) BatchAckSet(pos Position) []int64 { return l.s.cur.BatchAckSet(pos) }
+func (l SubLoop) BatchAckSet(pos storage.Position) []int64 { return l.s.cur.BatchAckSet(pos) }
 
 // PendingMessages returns the message count of an entry delivered and not
 // yet acknowledged (false: not pending).
-func (l SubLoop) PendingMessages(pos Position) (int, bool) {
+func (l SubLoop) PendingMessages(pos storage.Position) (int, bool) {
 	if pe := l.s.pending[pos]; pe != nil {
 		return pe.numMsgs, true
 	}
@@ -218,7 +219,7 @@ func (l SubLoop) PendingMessages(pos Position) (int, bool) {
 type Withheld struct{ pe *pendingEntry }
 
 // Pos returns the entry's position.
-func (w Withheld) Pos() Position { return w.pe.pos }
+func (w Withheld) Pos() storage.Position { return w.pe.pos }
 
 // Messages returns the entry's message count.
 func (w Withheld) Messages() int { return w.pe.numMsgs }
@@ -226,7 +227,7 @@ func (w Withheld) Messages() int { return w.pe.numMsgs }
 // Withhold takes a delivered entry out of its consumer's unacked
 // messages (false: pos is not pending). An entry waiting for redelivery
 // is withheld when dispatch takes it: AckHook.HeldEntry is asked then.
-func (l SubLoop) Withhold(pos Position) (Withheld, bool) {
+func (l SubLoop) Withhold(pos storage.Position) (Withheld, bool) {
 	pe := l.s.withhold(pos)
 	return Withheld{pe}, pe != nil
 }
@@ -242,7 +243,7 @@ func (l SubLoop) Redeliver(w Withheld) {
 // Requeue sends a delivered, unacknowledged entry back for redelivery
 // (whole: a partially acknowledged batch goes back with all its
 // messages); nothing if pos is not pending.
-func (l SubLoop) Requeue(pos Position) {
+func (l SubLoop) Requeue(pos storage.Position) {
 	if pe := l.s.pending[pos]; pe != nil {
 		l.s.requeue(pe)
 	}
@@ -254,21 +255,21 @@ type Acks struct {
 	Whole   []EntryAck
 	Batches []BatchAck
 	// Cumulative, if set, acknowledges everything up to it.
-	Cumulative *Position
+	Cumulative *storage.Position
 	// Reason names the acks in warnings ("transaction ack").
 	Reason string
 }
 
 // EntryAck acknowledges a whole entry of Messages messages.
 type EntryAck struct {
-	Pos      Position
+	Pos      storage.Position
 	Messages int
 }
 
 // BatchAck acknowledges the indexes of an entry of Size messages whose
 // bits are clear in AckSet (Pulsar's ack_set), Messages of them.
 type BatchAck struct {
-	Pos      Position
+	Pos      storage.Position
 	AckSet   []int64
 	Size     int
 	Messages int
@@ -373,7 +374,7 @@ func (e *Entry) Attach(h PublishInterceptor) {
 
 // AckID is one acknowledged message id of an ACK.
 type AckID struct {
-	Pos Position
+	Pos storage.Position
 	// AckSet acknowledges batch indexes: clear bits are acknowledged.
 	AckSet    []int64
 	BatchSize int
@@ -411,7 +412,7 @@ func (b *Broker) Metadata() metadata.Store { return b.deps.Metadata }
 
 // OpenLedger opens (creating it if needed) a managed ledger of a
 // feature's own, such as a log, through Deps.OpenLedger.
-func (b *Broker) OpenLedger(ctx context.Context, name string) (ManagedLedger, error) {
+func (b *Broker) OpenLedger(ctx context.Context, name string) (storage.ManagedLedger, error) {
 	return b.deps.OpenLedger(ctx, name)
 }
 
@@ -444,7 +445,7 @@ func (b *Broker) OwnedBundle(ctx context.Context, topic string) (string, error) 
 }
 
 // PositionBefore returns the last entry stored before pos (false: none).
-func (v Topic) PositionBefore(pos Position) (Position, bool) {
+func (v Topic) PositionBefore(pos storage.Position) (storage.Position, bool) {
 	return prevPosition(v.t.ml.Stats().Ledgers, pos)
 }
 
@@ -482,8 +483,8 @@ func (v Topic) OpenSubscription(name string) (Subscription, error) {
 // features that work on it directly (compaction); nil for a
 // non-persistent topic or storage that is not an mledger.
 func (v Topic) Managed() *mledger.ManagedLedger {
-	if a, ok := v.t.ml.(*mlAdapter); ok {
-		return a.ml
+	if a, ok := v.t.ml.(*storage.Ledger); ok {
+		return a.Managed()
 	}
 	return nil
 }
@@ -495,7 +496,7 @@ func (v Topic) Policies() *policy.Policies {
 }
 
 // Cursor returns the subscription's cursor (loop only).
-func (l SubLoop) Cursor() Cursor { return l.s.cur }
+func (l SubLoop) Cursor() storage.Cursor { return l.s.cur }
 
 // EachTopic calls fn for every loaded topic until it returns false.
 func (b *Broker) EachTopic(fn func(Topic) bool) {
@@ -504,15 +505,6 @@ func (b *Broker) EachTopic(fn func(Topic) bool) {
 			return
 		}
 	}
-}
-
-// ManagedCursor returns the managed-ledger cursor behind a cursor the
-// core made (OpenCursor, NewNonDurableCursor), or nil.
-func ManagedCursor(c Cursor) *mledger.Cursor {
-	if a, ok := c.(*cursorAdapter); ok {
-		return a.c
-	}
-	return nil
 }
 
 // EffectivePolicy returns the topic's effective policy now (its

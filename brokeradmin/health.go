@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/mledger"
 )
 
@@ -21,7 +22,7 @@ import (
 type Health struct {
 	b  *broker.Broker
 	mu sync.Mutex
-	ml broker.ManagedLedger
+	ml storage.ManagedLedger
 }
 
 // EnableHealth registers b's health check (once: a second call finds
@@ -85,11 +86,11 @@ func (h *Health) Check(ctx context.Context) error {
 	_, _ = rand.Read(msg[mledger.EntryHeadroom:])
 	want := bytes.Clone(msg[mledger.EntryHeadroom:])
 	type added struct {
-		pos broker.Position
+		pos storage.Position
 		err error
 	}
 	ch := make(chan added, 1)
-	h.ml.AddEntry(msg, mledger.EntryHeadroom, 1, func(pos broker.Position, err error) { ch <- added{pos, err} })
+	h.ml.AddEntry(msg, mledger.EntryHeadroom, 1, func(pos storage.Position, err error) { ch <- added{pos, err} })
 	var a added
 	select {
 	case a = <-ch:

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
@@ -69,7 +70,7 @@ func (a Subscriptions) stored(ctx context.Context, topic, sub string) (broker.To
 		return t, s, broker.Reason(broker.ErrSubscriptionNotFound, "Subscription not found")
 	}
 	managed := false
-	if !s.Call(func(l broker.SubLoop) { managed = broker.ManagedCursor(l.Cursor()) != nil }) {
+	if !s.Call(func(l broker.SubLoop) { managed = storage.ManagedCursor(l.Cursor()) != nil }) {
 		return t, s, broker.Reason(broker.ErrSubscriptionNotFound, "Subscription not found")
 	}
 	if !managed {
@@ -133,7 +134,7 @@ func (a Subscriptions) PeekMessage(ctx context.Context, topic, sub string, n int
 		return broker.MessageID{}, nil, err
 	}
 	ls := t.Ledger().Stats().Ledgers
-	var pos broker.Position
+	var pos storage.Position
 	found := true
 	ran := s.Call(func(l broker.SubLoop) {
 		pos = l.MarkDelete()
@@ -143,7 +144,7 @@ func (a Subscriptions) PeekMessage(ctx context.Context, topic, sub string, n int
 				found = false
 				return
 			}
-			if pos = broker.Position(next); !l.IsAcked(pos) {
+			if pos = storage.Position(next); !l.IsAcked(pos) {
 				left--
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
@@ -50,14 +51,14 @@ func (r Reads) ReadEntry(ctx context.Context, topic string, id broker.MessageID)
 	if !t.Persistent() {
 		return nil, broker.Reason(broker.ErrNotAllowed, "not supported on non-persistent topics")
 	}
-	return t.ReadEntry(broker.Position{LedgerID: id.LedgerID, EntryID: id.EntryID})
+	return t.ReadEntry(storage.Position{LedgerID: id.LedgerID, EntryID: id.EntryID})
 }
 
 // messageIndexer is the feature that numbers messages (package
 // entrymeta's interceptor); the last one registered answers.
 type messageIndexer interface {
 	IndexesMessages() bool
-	PositionOfIndex(t broker.Topic, idx int64) (broker.Position, error)
+	PositionOfIndex(t broker.Topic, idx int64) (storage.Position, error)
 }
 
 // MessageIDByIndex returns the id of the entry holding the message whose

@@ -18,6 +18,7 @@ import (
 	"github.com/magnetar-mq/magnetar/bookieinfo"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/brokermetrics"
 	"github.com/magnetar-mq/magnetar/internal/vfs"
@@ -179,7 +180,7 @@ func TestMetricsBookieCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, err := broker.New(brokerconf.Config{ServiceAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", AdvertisedHost: "127.0.0.1"}, broker.Deps{
-		Metadata: meta, OpenLedger: broker.LedgerOpener(f, mledger.Config{}),
+		Metadata: meta, OpenLedger: storage.Opener(f, mledger.Config{}),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/topicstats"
 )
 
 // position is the core's entry position.
-type position = broker.Position
+type position = storage.Position
 
 func toPos(p mledger.Position) position { return position{LedgerID: p.LedgerID, EntryID: p.EntryID} }
 func fromPos(p position) mledger.Position {
@@ -358,8 +359,8 @@ func (x *Compactor) AddInternalStats(ctx context.Context, t broker.Topic, out *t
 }
 
 // CompactedCursor implements broker.CompactedReads.
-func (x *Compactor) CompactedCursor(t broker.Topic, c broker.Cursor) broker.Cursor {
-	ml, mc := t.Managed(), broker.ManagedCursor(c)
+func (x *Compactor) CompactedCursor(t broker.Topic, c storage.Cursor) storage.Cursor {
+	ml, mc := t.Managed(), storage.ManagedCursor(c)
 	if ml == nil || mc == nil {
 		return nil
 	}

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
@@ -20,9 +20,9 @@ import (
 // cursor's (compacted entries keep their topic positions). Used only by
 // the subscription loop.
 type compactedCursor struct {
-	broker.Cursor                 // the subscription's cursor on the topic
-	mc            *mledger.Cursor // its managed-ledger cursor
-	cl            ledger
+	storage.Cursor                 // the subscription's cursor on the topic
+	mc             *mledger.Cursor // its managed-ledger cursor
+	cl             ledger
 
 	r       mledger.ReadLedger // nil: reading the tail
 	horizon position
@@ -30,10 +30,10 @@ type compactedCursor struct {
 	skipTo  position
 	skip    bool     // drop tail entries at or before skipTo (after the switch)
 	next    position // compacted phase: search key after the last entry served
-	out     []broker.LedgerEntry
+	out     []storage.LedgerEntry
 }
 
-func newCompactedCursor(inner broker.Cursor, mc *mledger.Cursor, cl ledger) *compactedCursor {
+func newCompactedCursor(inner storage.Cursor, mc *mledger.Cursor, cl ledger) *compactedCursor {
 	c := &compactedCursor{Cursor: inner, mc: mc, cl: cl}
 	c.load(toPos(mc.ReadPosition()))
 	return c
@@ -41,7 +41,7 @@ func newCompactedCursor(inner broker.Cursor, mc *mledger.Cursor, cl ledger) *com
 
 // Unwrap returns the subscription's cursor on the topic (the core finds
 // the durable cursor through it).
-func (c *compactedCursor) Unwrap() broker.Cursor { return c.Cursor }
+func (c *compactedCursor) Unwrap() storage.Cursor { return c.Cursor }
 
 // storageTimeout bounds one storage call made for a cursor read.
 const storageTimeout = 30 * time.Second
@@ -113,7 +113,7 @@ func (c *compactedCursor) toTail(h position, skip bool) {
 	}
 }
 
-func (c *compactedCursor) ReadEntries(max int) ([]broker.LedgerEntry, error) {
+func (c *compactedCursor) ReadEntries(max int) ([]storage.LedgerEntry, error) {
 	for c.r != nil {
 		last := c.r.LastAddConfirmed()
 		if c.idx > last {
@@ -137,7 +137,7 @@ func (c *compactedCursor) ReadEntries(max int) ([]broker.LedgerEntry, error) {
 			if c.mc.IsAcked(fromPos(pos)) {
 				continue
 			}
-			c.out = append(c.out, broker.LedgerEntry{Pos: pos, Data: data})
+			c.out = append(c.out, storage.LedgerEntry{Pos: pos, Data: data})
 		}
 		if len(c.out) > 0 {
 			lp := c.out[len(c.out)-1].Pos

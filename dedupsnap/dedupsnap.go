@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/topicstats"
@@ -239,7 +240,7 @@ func (s *Snapshots) BeforeAdd(broker.Topic, *broker.Entry) {}
 
 // AfterAdd implements broker.PublishInterceptor: a stored entry raises
 // the topic's map; every entriesInterval entries a snapshot is due.
-func (s *Snapshots) AfterAdd(t broker.Topic, e *broker.Entry, pos broker.Position, err error) {
+func (s *Snapshots) AfterAdd(t broker.Topic, e *broker.Entry, pos storage.Position, err error) {
 	if err != nil {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
@@ -96,7 +97,7 @@ func (x *Interceptor) BeforeAdd(t broker.Topic, e *broker.Entry) {
 }
 
 // AfterAdd implements broker.PublishInterceptor (nothing to do).
-func (x *Interceptor) AfterAdd(broker.Topic, *broker.Entry, broker.Position, error) {}
+func (x *Interceptor) AfterAdd(broker.Topic, *broker.Entry, storage.Position, error) {}
 
 // appendBlock appends the 0x0e02 block for an entry received at now (ms)
 // whose last message has index idx.

@@ -5,13 +5,14 @@ import (
 	"sort"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 )
 
 // entryIndexOf reads the entry at pos and returns the index of its last
 // message and its message count (ok false: the entry has no index, e.g.
 // it was written before the interceptor was enabled).
-func entryIndexOf(t broker.Topic, pos broker.Position) (last int64, msgs int, ok bool, err error) {
+func entryIndexOf(t broker.Topic, pos storage.Position) (last int64, msgs int, ok bool, err error) {
 	data, err := t.ReadEntry(pos)
 	if err != nil {
 		return 0, 0, false, err
@@ -41,14 +42,14 @@ func (x *Interceptor) IndexesMessages() bool { return x.index }
 // message with index idx. The admin API asks it
 // (brokeradmin.Reads.MessageIDByIndex, admin's getMessageIdByIndex) once
 // it checked idx and loaded t.
-func (x *Interceptor) PositionOfIndex(t broker.Topic, idx int64) (broker.Position, error) {
+func (x *Interceptor) PositionOfIndex(t broker.Topic, idx int64) (storage.Position, error) {
 	if !x.index {
-		return broker.Position{}, broker.Reason(broker.ErrPreconditionFailed, "Broker entry metadata index is not enabled: add "+InterceptorIndex+" to brokerEntryMetadataInterceptors")
+		return storage.Position{}, broker.Reason(broker.ErrPreconditionFailed, "Broker entry metadata index is not enabled: add "+InterceptorIndex+" to brokerEntryMetadataInterceptors")
 	}
 	ml := t.Ledger()
 	lc, ok := ml.LastConfirmed()
 	if !ok {
-		return broker.Position{}, broker.Reason(broker.ErrTopicNotFound, fmt.Sprintf("Message not found: index %d: the topic holds no messages", idx))
+		return storage.Position{}, broker.Reason(broker.ErrTopicNotFound, fmt.Sprintf("Message not found: index %d: the topic holds no messages", idx))
 	}
 	type span struct{ ledger, entries int64 }
 	var spans []span
@@ -66,14 +67,14 @@ func (x *Interceptor) PositionOfIndex(t broker.Topic, idx int64) (broker.Positio
 			total += n
 		}
 	}
-	at := func(k int64) broker.Position {
+	at := func(k int64) storage.Position {
 		for _, s := range spans {
 			if k < s.entries {
-				return broker.Position{LedgerID: s.ledger, EntryID: k}
+				return storage.Position{LedgerID: s.ledger, EntryID: k}
 			}
 			k -= s.entries
 		}
-		return broker.Position{}
+		return storage.Position{}
 	}
 	// The first entry whose last index is at or after idx (entries
 	// without an index come before every indexed one).
@@ -90,24 +91,24 @@ func (x *Interceptor) PositionOfIndex(t broker.Topic, idx int64) (broker.Positio
 		return ok && last >= idx
 	}))
 	if ferr != nil {
-		return broker.Position{}, ferr
+		return storage.Position{}, ferr
 	}
 	if k == total {
 		last := int64(-1)
 		if v, _, ok, err := entryIndexOf(t, lc); err == nil && ok {
 			last = v
 		}
-		return broker.Position{}, broker.Reason(broker.ErrTopicNotFound, fmt.Sprintf("Message not found: index %d is after the last message (index %d)", idx, last))
+		return storage.Position{}, broker.Reason(broker.ErrTopicNotFound, fmt.Sprintf("Message not found: index %d is after the last message (index %d)", idx, last))
 	}
 	pos := at(k)
 	last, msgs, _, err := entryIndexOf(t, pos)
 	if err != nil {
-		return broker.Position{}, err
+		return storage.Position{}, err
 	}
 	if first := last - int64(msgs) + 1; idx < first {
 		// Only possible for the first stored entry with an index: the
 		// messages before it were trimmed (or written without an index).
-		return broker.Position{}, broker.Reason(broker.ErrTopicNotFound, fmt.Sprintf("Message not found: index %d is before the first stored indexed message (index %d)", idx, first))
+		return storage.Position{}, broker.Reason(broker.ErrTopicNotFound, fmt.Sprintf("Message not found: index %d is before the first stored indexed message (index %d)", idx, first))
 	}
 	return pos, nil
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/auth"
-	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/pulsarclient"
@@ -34,7 +34,7 @@ type replProducer struct {
 
 type replReceipt struct {
 	seq uint64
-	pos broker.Position
+	pos storage.Position
 }
 
 // replAuth is the authentication the replicator presents to a remote
@@ -176,7 +176,7 @@ func dialReplProducer(ctx context.Context, to replTarget, topic, name string) (*
 	ep, err := cl.CreateEntryProducer(ctx, pulsarclient.EntryProducerOptions{Topic: topic, Name: name,
 		Receipt: func(seq uint64, ledger, entry int64) {
 			select {
-			case p.receipts <- replReceipt{seq: seq, pos: broker.Position{LedgerID: ledger, EntryID: entry}}:
+			case p.receipts <- replReceipt{seq: seq, pos: storage.Position{LedgerID: ledger, EntryID: entry}}:
 			case <-p.done:
 			}
 		},

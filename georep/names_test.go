@@ -7,6 +7,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
@@ -51,10 +52,10 @@ func TestReplicatorNames(t *testing.T) {
 // TestMarkerPayloadsRoundTrip: the marker encodings decode back, at the
 // int64 limits of positions.
 func TestMarkerPayloadsRoundTrip(t *testing.T) {
-	cps := []clusterPos{{"a", broker.Position{LedgerID: 0, EntryID: 0}}, {"b", broker.Position{LedgerID: math.MaxInt64, EntryID: math.MaxInt64}}}
+	cps := []clusterPos{{"a", storage.Position{LedgerID: 0, EntryID: 0}}, {"b", storage.Position{LedgerID: math.MaxInt64, EntryID: math.MaxInt64}}}
 	var p []byte
 	p = appendStr(p, 1, "snap-1")
-	p = appendMsgID(p, 2, broker.Position{LedgerID: 7, EntryID: 9})
+	p = appendMsgID(p, 2, storage.Position{LedgerID: 7, EntryID: 9})
 	for _, c := range cps {
 		p = appendClusterPos(p, 3, c)
 	}
@@ -63,7 +64,7 @@ func TestMarkerPayloadsRoundTrip(t *testing.T) {
 		t.Fatalf("fields %+v, %v", f, err)
 	}
 	local, err := parseMsgID(f.nested[2][0])
-	if err != nil || local != (broker.Position{LedgerID: 7, EntryID: 9}) {
+	if err != nil || local != (storage.Position{LedgerID: 7, EntryID: 9}) {
 		t.Fatalf("local %v, %v", local, err)
 	}
 	got, err := parseClusterList(f.nested[3])

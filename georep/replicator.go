@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/internal/ratemeter"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
@@ -60,7 +61,7 @@ func replProducerName(local, remote string) string {
 type replicator struct {
 	t      *topicState
 	remote string
-	cur    broker.Cursor
+	cur    storage.Cursor
 	log    *slog.Logger
 
 	wakeCh chan struct{} // cap 1: new entries were persisted
@@ -87,7 +88,7 @@ type replicator struct {
 
 // replItem is one entry read and not yet acknowledged on the cursor.
 type replItem struct {
-	pos     broker.Position
+	pos     storage.Position
 	entry   []byte // the entry to send (replicated_from set); nil: skip
 	hdr     pulsarproto.SendHeader
 	msgs    int
@@ -96,7 +97,7 @@ type replItem struct {
 	done    bool
 }
 
-func newReplicator(t *topicState, remote string, cur broker.Cursor) *replicator {
+func newReplicator(t *topicState, remote string, cur storage.Cursor) *replicator {
 	r := &replicator{t: t, remote: remote, cur: cur, log: t.log.With("replicator", remote, "topic", t.t.Name()),
 		wakeCh: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
 	empty := ""
@@ -358,7 +359,7 @@ func (r *replicator) updateOldest(pending []*replItem) {
 // without sending); any other is sent with replicated_from = the local
 // cluster and its original producer name and sequence ids, so the
 // remote's deduplication recognises a resend.
-func (r *replicator) prepare(e broker.LedgerEntry) *replItem {
+func (r *replicator) prepare(e storage.LedgerEntry) *replItem {
 	it := &replItem{pos: e.Pos, done: true}
 	pe, err := pulsarproto.ParseEntry(e.Data)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
@@ -63,12 +64,12 @@ const (
 // clusterPos is one cluster's position in a snapshot or update.
 type clusterPos struct {
 	cluster string
-	pos     broker.Position
+	pos     storage.Position
 }
 
 // Marker payload encoding (proto2, field numbers of PulsarMarkers.proto).
 
-func appendMsgID(b []byte, num protowire.Number, p broker.Position) []byte {
+func appendMsgID(b []byte, num protowire.Number, p storage.Position) []byte {
 	var in []byte
 	in = protowire.AppendTag(in, 1, protowire.VarintType)
 	in = protowire.AppendVarint(in, uint64(p.LedgerID))
@@ -128,8 +129,8 @@ func parseMarkerFields(b []byte) (markerFields, error) {
 	return f, nil
 }
 
-func parseMsgID(b []byte) (broker.Position, error) {
-	var p broker.Position
+func parseMsgID(b []byte) (storage.Position, error) {
+	var p storage.Position
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 || typ != protowire.VarintType {
@@ -190,7 +191,7 @@ func publishMarker(t broker.Topic, typ int32, replicateTo []string, payload []by
 	}
 	buf := make([]byte, mledger.EntryHeadroom, mledger.EntryHeadroom+10+len(meta)+len(payload))
 	buf = pulsarproto.AppendEntry(buf, meta, payload)
-	_ = t.Append(buf, mledger.EntryHeadroom, func(_ broker.Position, err error) {
+	_ = t.Append(buf, mledger.EntryHeadroom, func(_ storage.Position, err error) {
 		if err != nil {
 			t.Logger().Debug("marker not stored", "topic", t.Name(), "type", typ, "err", err)
 		}
@@ -211,8 +212,8 @@ type snapshotController struct {
 type snapshotBuilder struct {
 	started   time.Time
 	remotes   []string
-	responses map[string]broker.Position // remote -> its position
-	lastResp  broker.Position            // position here of the last RESPONSE
+	responses map[string]storage.Position // remote -> its position
+	lastResp  storage.Position            // position here of the last RESPONSE
 }
 
 func newSnapshotController(st *topicState) *snapshotController {
@@ -274,7 +275,7 @@ func (c *snapshotController) tick() {
 	var rb [16]byte
 	_, _ = rand.Read(rb[:])
 	id := hex.EncodeToString(rb[:])
-	c.builders[id] = &snapshotBuilder{started: time.Now(), remotes: remotes, responses: map[string]broker.Position{}}
+	c.builders[id] = &snapshotBuilder{started: time.Now(), remotes: remotes, responses: map[string]storage.Position{}}
 	c.mu.Unlock()
 	var payload []byte
 	payload = appendStr(payload, 1, id)
@@ -285,7 +286,7 @@ func (c *snapshotController) tick() {
 
 // response records a RESPONSE read at pos here; the SNAPSHOT is written
 // once every remote answered.
-func (c *snapshotController) response(id string, cp clusterPos, pos broker.Position) {
+func (c *snapshotController) response(id string, cp clusterPos, pos storage.Position) {
 	c.mu.Lock()
 	b := c.builders[id]
 	if b == nil || !slices.Contains(b.remotes, cp.cluster) {
@@ -326,7 +327,7 @@ func hasReplicatedSub(t broker.Topic) bool {
 
 // handleReplMarker is a replicator's step for a marker that came from
 // its remote (replicated_from == remote), read at pos in this ledger.
-func (r *replicator) handleReplMarker(typ int32, payload []byte, pos broker.Position) {
+func (r *replicator) handleReplMarker(typ int32, payload []byte, pos storage.Position) {
 	st := r.t
 	f, err := parseMarkerFields(payload)
 	if err != nil {
@@ -383,13 +384,13 @@ type subState struct {
 
 // snapshotEntry is a SNAPSHOT cached by a replicated subscription.
 type snapshotEntry struct {
-	local    broker.Position
+	local    storage.Position
 	clusters []clusterPos
 }
 
 // applyUpdate moves subscription sub of t to pos (a cumulative ack from
 // the other cluster), creating it (replicated) if it does not exist.
-func (f *Replication) applyUpdate(t broker.Topic, sub string, pos broker.Position) {
+func (f *Replication) applyUpdate(t broker.Topic, sub string, pos storage.Position) {
 	s, err := t.OpenSubscription(sub)
 	if err != nil {
 		t.Logger().Warn("replicated subscription update", "topic", t.Name(), "sub", sub, "err", err)

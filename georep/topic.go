@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/internal/ratemeter"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/topicstats"
@@ -99,7 +100,7 @@ func (st *topicState) check() {
 		if _, ok := st.mu.m[c]; ok {
 			continue
 		}
-		cur, err := ml.OpenCursor(replCursorName(c), broker.InitialLatest)
+		cur, err := ml.OpenCursor(replCursorName(c), storage.InitialLatest)
 		if err != nil {
 			st.log.Warn("open replicator cursor", "topic", st.t.Name(), "remote", c, "err", err)
 			continue

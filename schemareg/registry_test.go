@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/metadata/embedded"
@@ -181,7 +182,7 @@ func TestEnableStrategy(t *testing.T) {
 		want schema.Strategy
 		bad  bool
 	}{{"", schema.Full, false}, {"UNDEFINED", schema.Full, false}, {"BACKWARD_TRANSITIVE", schema.BackwardTransitive, false}, {"SOMETIMES", 0, true}} {
-		b, err := broker.New(brokerconf.Config{}, broker.Deps{Metadata: st, OpenLedger: func(context.Context, string) (broker.ManagedLedger, error) { return nil, nil }})
+		b, err := broker.New(brokerconf.Config{}, broker.Deps{Metadata: st, OpenLedger: func(context.Context, string) (storage.ManagedLedger, error) { return nil, nil }})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/bookieinfo"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/brokeradmin"
 	"github.com/magnetar-mq/magnetar/brokerauthz"
 	"github.com/magnetar-mq/magnetar/brokerconf"
@@ -158,7 +159,7 @@ func (tb *Broker) build() error {
 	if o.Config != nil {
 		o.Config(&cfg)
 	}
-	b, err := broker.New(cfg, broker.Deps{Metadata: tb.Meta, ConfigStore: o.ConfigStore, OpenLedger: broker.LedgerOpener(f, o.Ledger)})
+	b, err := broker.New(cfg, broker.Deps{Metadata: tb.Meta, ConfigStore: o.ConfigStore, OpenLedger: storage.Opener(f, o.Ledger)})
 	if err != nil {
 		return err
 	}

@@ -72,6 +72,12 @@ var allowed = map[string][]string{
 	// pending entry; a leaf the core uses, it imports nothing of the
 	// project.
 	"broker/entryset": {},
+	// broker/storage: what the core reads and writes a topic through
+	// (Position, Cursor, ManagedLedger and their errors) and the adapter
+	// over package mledger that implements it (Opener), with the ledger
+	// policies a topic opens under. It knows no broker, so that the
+	// core's own tests can open real managed ledgers.
+	"broker/storage": {"mledger", "policy", "protocol"},
 	// broker/snap: the read-only values of a loaded topic the core hands
 	// the stats, metrics, history and console packages (snapshots,
 	// history counters); plain data, it imports nothing of the project.

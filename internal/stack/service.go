@@ -15,6 +15,7 @@ import (
 	"github.com/magnetar-mq/magnetar/admin"
 	"github.com/magnetar-mq/magnetar/bookieinfo"
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/brokerauthz"
 	"github.com/magnetar-mq/magnetar/brokercluster"
 	"github.com/magnetar-mq/magnetar/brokerconf"
@@ -185,7 +186,7 @@ func OpenStack(ctx context.Context, svc Service, d Deps) (_ *Stack, err error) {
 	s.broker, err = broker.New(cfg, broker.Deps{
 		Metadata:     d.Metadata,
 		ConfigStore:  s.config,
-		OpenLedger:   broker.LedgerOpener(s.factory, svc.ManagedLedger),
+		OpenLedger:   storage.Opener(s.factory, svc.ManagedLedger),
 		DeleteLedger: s.factory.Delete,
 		JoinCluster:  brokercluster.Join,
 	})

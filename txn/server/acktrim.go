@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/txn"
 )
 
@@ -39,31 +40,31 @@ const defaultPendingAckTrimRecords = 1000
 
 // ackLog is an open pending-ack log with its trim state.
 type ackLog struct {
-	ml   broker.ManagedLedger
+	ml   storage.ManagedLedger
 	trim *ackLogTrim
 }
 
 type ackLogTrim struct {
-	cur   broker.Cursor
+	cur   storage.Cursor
 	every int // records between trims
 
 	mu    sync.Mutex
-	pos   []broker.Position          // records not yet trimmed, ascending
-	first map[txn.ID]broker.Position // first record of each transaction not yet ended here
-	since int                        // records noted since the last trim
-	busy  bool                       // a trim is running
+	pos   []storage.Position          // records not yet trimmed, ascending
+	first map[txn.ID]storage.Position // first record of each transaction not yet ended here
+	since int                         // records noted since the last trim
+	busy  bool                        // a trim is running
 }
 
-func newAckLogTrim(cur broker.Cursor, every int) *ackLogTrim {
+func newAckLogTrim(cur storage.Cursor, every int) *ackLogTrim {
 	if every <= 0 {
 		every = defaultPendingAckTrimRecords
 	}
-	return &ackLogTrim{cur: cur, every: every, first: map[txn.ID]broker.Position{}}
+	return &ackLogTrim{cur: cur, every: every, first: map[txn.ID]storage.Position{}}
 }
 
 // note records that the record at p (of transaction id; ack says it is
 // an ack record) is durable.
-func (tr *ackLogTrim) note(id txn.ID, p broker.Position, ack bool) {
+func (tr *ackLogTrim) note(id txn.ID, p storage.Position, ack bool) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.pos = append(tr.pos, p)
@@ -94,30 +95,30 @@ func (tr *ackLogTrim) start() bool {
 // target returns the last record the log may drop: the one before the
 // oldest open transaction's first record, or the last record when none
 // is open; false when nothing may go.
-func (tr *ackLogTrim) target() (broker.Position, bool) {
+func (tr *ackLogTrim) target() (storage.Position, bool) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	if len(tr.pos) == 0 {
-		return broker.Position{}, false
+		return storage.Position{}, false
 	}
 	i := len(tr.pos) // records before index i may go
 	for _, f := range tr.first {
-		j, _ := slices.BinarySearchFunc(tr.pos, f, func(a, b broker.Position) int { return a.Compare(b) })
+		j, _ := slices.BinarySearchFunc(tr.pos, f, func(a, b storage.Position) int { return a.Compare(b) })
 		i = min(i, j)
 	}
 	if i == 0 {
-		return broker.Position{}, false
+		return storage.Position{}, false
 	}
 	return tr.pos[i-1], true
 }
 
 // done ends a trim that moved the trim point to w (ok) or failed.
-func (tr *ackLogTrim) done(w broker.Position, ok bool) {
+func (tr *ackLogTrim) done(w storage.Position, ok bool) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.busy = false
 	if ok {
-		n, _ := slices.BinarySearchFunc(tr.pos, w, func(a, b broker.Position) int { return a.Compare(b) })
+		n, _ := slices.BinarySearchFunc(tr.pos, w, func(a, b storage.Position) int { return a.Compare(b) })
 		if n < len(tr.pos) && tr.pos[n] == w {
 			n++
 		}
@@ -150,6 +151,6 @@ func (s *Server) maybeTrimAckLog(sub broker.Subscription, tr *ackLogTrim) {
 		}
 		tr.done(w, ok)
 	}) {
-		tr.done(broker.Position{}, false) // closing: no trim
+		tr.done(storage.Position{}, false) // closing: no trim
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
@@ -63,7 +64,7 @@ const (
 
 // txnOpen is an open transaction on a topic.
 type txnOpen struct {
-	first broker.Position
+	first storage.Position
 	// provisional: no entry of the transaction is stored yet; first is a
 	// lower bound (the position after the last confirmed entry when its
 	// first add was submitted).
@@ -83,16 +84,16 @@ type buffer struct {
 
 	mu         sync.Mutex
 	ongoing    map[txn.ID]*txnOpen
-	aborted    map[txn.ID]broker.Position // abort marker position
-	committed  map[txn.ID]struct{}        // recent, bounded by txnRecentCommitted
+	aborted    map[txn.ID]storage.Position // abort marker position
+	committed  map[txn.ID]struct{}         // recent, bounded by txnRecentCommitted
 	commitRing []txn.ID
-	inflight   int             // txn adds and markers submitted, not completed
-	applied    broker.Position // last position whose effect is in the state
+	inflight   int              // txn adds and markers submitted, not completed
+	applied    storage.Position // last position whose effect is in the state
 	nCommitted int64
 	nAborted   int64
 	sinceSnap  int
 	lastSnap   time.Time
-	snapAt     broker.Position // applied at the last snapshot
+	snapAt     storage.Position // applied at the last snapshot
 	// recoverStart, recoverEnd: when the buffer was rebuilt at load (both
 	// its creation time for a buffer started by a first transaction); set
 	// before the buffer is published.
@@ -100,28 +101,28 @@ type buffer struct {
 
 	// bound is the read bound (exclusive) or nil; read lock-free by the
 	// managed ledger under its own lock.
-	bound atomic.Pointer[broker.Position]
+	bound atomic.Pointer[storage.Position]
 
 	snapMu sync.Mutex
 }
 
 func newBuffer(s *Server, t broker.Topic) *buffer {
 	now := time.Now()
-	return &buffer{s: s, t: t, ongoing: map[txn.ID]*txnOpen{}, aborted: map[txn.ID]broker.Position{}, committed: map[txn.ID]struct{}{}, lastSnap: now,
+	return &buffer{s: s, t: t, ongoing: map[txn.ID]*txnOpen{}, aborted: map[txn.ID]storage.Position{}, committed: map[txn.ID]struct{}{}, lastSnap: now,
 		recoverStart: now, recoverEnd: now}
 }
 
-func (tb *buffer) readBound() (broker.Position, bool) {
+func (tb *buffer) readBound() (storage.Position, bool) {
 	if p := tb.bound.Load(); p != nil {
 		return *p, true
 	}
-	return broker.Position{}, false
+	return storage.Position{}, false
 }
 
 // recomputeLocked sets the bound to the first position of the oldest open
 // transaction.
 func (tb *buffer) recomputeLocked() {
-	var min *broker.Position
+	var min *storage.Position
 	for _, o := range tb.ongoing {
 		if min == nil || o.first.Compare(*min) < 0 {
 			f := o.first
@@ -153,13 +154,13 @@ func (tb *buffer) ended(id txn.ID) (txn.Action, bool) {
 
 // beforeAdd registers an add of id about to be submitted; lac is the last
 // confirmed position read before the call (the entry lands after it).
-func (tb *buffer) beforeAdd(id txn.ID, lac broker.Position) {
+func (tb *buffer) beforeAdd(id txn.ID, lac storage.Position) {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	tb.inflight++
 	o := tb.ongoing[id]
 	if o == nil {
-		o = &txnOpen{first: broker.Position{LedgerID: lac.LedgerID, EntryID: lac.EntryID + 1}, provisional: true, started: time.Now()}
+		o = &txnOpen{first: storage.Position{LedgerID: lac.LedgerID, EntryID: lac.EntryID + 1}, provisional: true, started: time.Now()}
 		tb.ongoing[id] = o
 		tb.recomputeLocked()
 	}
@@ -168,7 +169,7 @@ func (tb *buffer) beforeAdd(id txn.ID, lac broker.Position) {
 
 // added completes an add registered by beforeAdd (from the ledger
 // callback, in add order).
-func (tb *buffer) added(id txn.ID, pos broker.Position, err error) {
+func (tb *buffer) added(id txn.ID, pos storage.Position, err error) {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	tb.inflight--
@@ -193,7 +194,7 @@ func (tb *buffer) added(id txn.ID, pos broker.Position, err error) {
 }
 
 // applyEndLocked records the end of id, whose marker is at pos.
-func (tb *buffer) applyEndLocked(id txn.ID, a txn.Action, pos broker.Position) {
+func (tb *buffer) applyEndLocked(id txn.ID, a txn.Action, pos storage.Position) {
 	delete(tb.ongoing, id)
 	if a == txn.Abort {
 		tb.aborted[id] = pos
@@ -353,7 +354,7 @@ func (ts *txnSend) BeforeAdd(t broker.Topic, _ *broker.Entry) {
 	ts.tb.beforeAdd(ts.id, lac)
 }
 
-func (ts *txnSend) AfterAdd(_ broker.Topic, _ *broker.Entry, pos broker.Position, err error) {
+func (ts *txnSend) AfterAdd(_ broker.Topic, _ *broker.Entry, pos storage.Position, err error) {
 	ts.tb.added(ts.id, pos, err)
 }
 
@@ -432,7 +433,7 @@ func (s *Server) endOnTopic(ctx context.Context, tt *topicTxn, id txn.ID, a txn.
 	tb.mu.Lock()
 	tb.inflight++
 	tb.mu.Unlock()
-	err = tt.t.Append(buf, mledger.EntryHeadroom, func(pos broker.Position, err error) {
+	err = tt.t.Append(buf, mledger.EntryHeadroom, func(pos storage.Position, err error) {
 		tb.mu.Lock()
 		tb.inflight--
 		if err == nil {
@@ -478,12 +479,12 @@ func (s *Server) recoverBuffer(ctx context.Context, tt *topicTxn) error {
 	tb := newBuffer(s, t)
 	tb.nCommitted, tb.nAborted = snap.Committed, snap.NAborted
 	for _, o := range snap.Ongoing {
-		tb.ongoing[txn.ID{Most: o.Most, Least: o.Least}] = &txnOpen{first: broker.Position{LedgerID: o.Ledger, EntryID: o.Entry}, provisional: o.Provisional, started: time.Now()}
+		tb.ongoing[txn.ID{Most: o.Most, Least: o.Least}] = &txnOpen{first: storage.Position{LedgerID: o.Ledger, EntryID: o.Entry}, provisional: o.Provisional, started: time.Now()}
 	}
 	for _, a := range snap.Aborted {
-		tb.aborted[txn.ID{Most: a.Most, Least: a.Least}] = broker.Position{LedgerID: a.Ledger, EntryID: a.Entry}
+		tb.aborted[txn.ID{Most: a.Most, Least: a.Least}] = storage.Position{LedgerID: a.Ledger, EntryID: a.Entry}
 	}
-	from := broker.Position{LedgerID: snap.Ledger, EntryID: snap.Entry}
+	from := storage.Position{LedgerID: snap.Ledger, EntryID: snap.Entry}
 	tb.applied, tb.snapAt = from, from
 	n, err := tb.replay(from)
 	if err != nil {
@@ -505,7 +506,7 @@ func (s *Server) recoverBuffer(ctx context.Context, tt *topicTxn) error {
 
 // replay applies the entries after from to tb (not yet published, so no
 // lock is needed) and returns how many it read.
-func (tb *buffer) replay(from broker.Position) (int, error) {
+func (tb *buffer) replay(from storage.Position) (int, error) {
 	n := 0
 	ml := tb.t.Ledger()
 	for _, l := range ml.Stats().Ledgers {
@@ -517,7 +518,7 @@ func (tb *buffer) replay(from broker.Position) (int, error) {
 			start = from.EntryID + 1
 		}
 		for e := start; e < l.Entries; e++ {
-			pos := broker.Position{LedgerID: l.LedgerID, EntryID: e}
+			pos := storage.Position{LedgerID: l.LedgerID, EntryID: e}
 			data, err := ml.ReadEntry(pos)
 			if err != nil {
 				if errors.Is(err, broker.ErrEntryGone) {
@@ -532,7 +533,7 @@ func (tb *buffer) replay(from broker.Position) (int, error) {
 	return n, nil
 }
 
-func (tb *buffer) replayEntry(pos broker.Position, data []byte) {
+func (tb *buffer) replayEntry(pos storage.Position, data []byte) {
 	e, err := pulsarproto.ParseEntry(data)
 	if err != nil {
 		return

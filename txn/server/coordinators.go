@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
@@ -231,7 +232,7 @@ func (cs *coordinators) load(id uint64) (*coordinator.Coordinator, *mlTxnLog, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("txn/server: open transaction log %s: %w", name, err)
 	}
-	cur, err := ml.OpenCursor(logCursor, broker.InitialEarliest)
+	cur, err := ml.OpenCursor(logCursor, storage.InitialEarliest)
 	if err != nil {
 		ml.Close()
 		return nil, nil, fmt.Errorf("txn/server: open transaction log cursor of %s: %w", name, err)
@@ -273,14 +274,14 @@ func (cs *coordinators) loaded() []uint64 {
 // mark-delete up to the record before a given one.
 type mlTxnLog struct {
 	name string
-	ml   broker.ManagedLedger
-	cur  broker.Cursor
+	ml   storage.ManagedLedger
+	cur  storage.Cursor
 	mu   sync.Mutex
-	pos  []broker.Position // retained records, ascending
+	pos  []storage.Position // retained records, ascending
 }
 
 func (l *mlTxnLog) Append(rec []byte, cb func(coordinator.Pos, error)) {
-	l.ml.AddEntry(rec, 0, 1, func(p broker.Position, err error) {
+	l.ml.AddEntry(rec, 0, 1, func(p storage.Position, err error) {
 		if err == nil {
 			l.mu.Lock()
 			l.pos = append(l.pos, p)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/broker/brokertest"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
 	"github.com/magnetar-mq/magnetar/txn"
@@ -20,7 +21,7 @@ import (
 // The tests run brokers from broker/brokertest with transactions on;
 // testBroker adds the Server the broker registered.
 
-type position = broker.Position
+type position = storage.Position
 
 type testBroker struct {
 	*brokertest.Broker

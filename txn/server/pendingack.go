@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
@@ -60,7 +61,7 @@ type pendingAckPos struct {
 type pendingAcks struct {
 	log     *ackLog
 	txns    map[txn.ID]*txnAcks
-	holds   map[broker.Position]*ackHold
+	holds   map[storage.Position]*ackHold
 	cum     *txn.ID // the transaction holding a pending cumulative ack
 	ended   map[txn.ID]txn.Action
 	endRing []txn.ID
@@ -73,9 +74,9 @@ type pendingAcks struct {
 
 // txnAcks is what one transaction acknowledged on the subscription.
 type txnAcks struct {
-	whole   map[broker.Position]struct{}
-	partial map[broker.Position]*partialAck
-	cum     *broker.Position
+	whole   map[storage.Position]struct{}
+	partial map[storage.Position]*partialAck
+	cum     *storage.Position
 	started time.Time
 }
 
@@ -96,20 +97,20 @@ type ackHold struct {
 
 func newPendingAcks(log *ackLog) *pendingAcks {
 	now := time.Now()
-	return &pendingAcks{log: log, txns: map[txn.ID]*txnAcks{}, holds: map[broker.Position]*ackHold{}, ended: map[txn.ID]txn.Action{},
+	return &pendingAcks{log: log, txns: map[txn.ID]*txnAcks{}, holds: map[storage.Position]*ackHold{}, ended: map[txn.ID]txn.Action{},
 		recoverStart: now, recoverEnd: now}
 }
 
 func (pa *pendingAcks) txn(id txn.ID) *txnAcks {
 	ta := pa.txns[id]
 	if ta == nil {
-		ta = &txnAcks{whole: map[broker.Position]struct{}{}, partial: map[broker.Position]*partialAck{}, started: time.Now()}
+		ta = &txnAcks{whole: map[storage.Position]struct{}{}, partial: map[storage.Position]*partialAck{}, started: time.Now()}
 		pa.txns[id] = ta
 	}
 	return ta
 }
 
-func (pa *pendingAcks) hold(pos broker.Position) *ackHold {
+func (pa *pendingAcks) hold(pos storage.Position) *ackHold {
 	h := pa.holds[pos]
 	if h == nil {
 		h = &ackHold{numMsgs: 1}
@@ -118,7 +119,7 @@ func (pa *pendingAcks) hold(pos broker.Position) *ackHold {
 	return h
 }
 
-func (pa *pendingAcks) dropHoldIfEmpty(pos broker.Position) {
+func (pa *pendingAcks) dropHoldIfEmpty(pos storage.Position) {
 	if h := pa.holds[pos]; h != nil && !h.whole && len(h.partial) == 0 {
 		delete(pa.holds, pos)
 	}
@@ -202,7 +203,7 @@ func (s *Server) ackLog(ctx context.Context, tt *topicTxn, sub string) (*ackLog,
 	if err != nil {
 		return nil, fmt.Errorf("txn/server: open the pending-ack log of %s/%s: %w", t.Name(), sub, err)
 	}
-	cur, err := ml.OpenCursor(pendingAckStateCursor, broker.InitialEarliest)
+	cur, err := ml.OpenCursor(pendingAckStateCursor, storage.InitialEarliest)
 	if err != nil {
 		ml.Close()
 		return nil, fmt.Errorf("txn/server: open the pending-ack log cursor of %s/%s: %w", t.Name(), sub, err)
@@ -226,7 +227,7 @@ func appendRecord(l *ackLog, rec *pendingAckRecord, cb func(error)) {
 	buf := make([]byte, mledger.EntryHeadroom, mledger.EntryHeadroom+len(b))
 	buf = append(buf, b...)
 	id := txn.ID{Most: rec.Most, Least: rec.Least}
-	l.ml.AddEntry(buf, mledger.EntryHeadroom, 1, func(p broker.Position, err error) {
+	l.ml.AddEntry(buf, mledger.EntryHeadroom, 1, func(p storage.Position, err error) {
 		if err == nil {
 			l.trim.note(id, p, rec.Op == "ack")
 		}
@@ -282,7 +283,7 @@ func (s *Server) ackLocked(sl broker.SubLoop, r *broker.AckRequest, l *ackLog, i
 		}
 		target := ids[0].Pos
 		if len(ids[0].AckSet) > 0 {
-			target = broker.Position{LedgerID: target.LedgerID, EntryID: target.EntryID - 1}
+			target = storage.Position{LedgerID: target.LedgerID, EntryID: target.EntryID - 1}
 		}
 		if target.Compare(sl.MarkDelete()) <= 0 {
 			r.Reply(pb.ServerError_TransactionConflict, fmt.Sprintf("Transaction %s acknowledges cumulatively up to %s, within what the subscription already acknowledged", id, target))
@@ -323,7 +324,7 @@ func (s *Server) ackLocked(sl broker.SubLoop, r *broker.AckRequest, l *ackLog, i
 
 // entryMsgs is the message count of a delivered entry (for redelivery
 // after an abort).
-func entryMsgs(sl broker.SubLoop, pos broker.Position, batchSize int) int {
+func entryMsgs(sl broker.SubLoop, pos storage.Position, batchSize int) int {
 	if n, ok := sl.PendingMessages(pos); ok {
 		return n
 	}
@@ -374,7 +375,7 @@ func (pa *pendingAcks) conflict(sl broker.SubLoop, id txn.ID, a broker.AckID) st
 func (pa *pendingAcks) apply(sl broker.SubLoop, id txn.ID, rec *pendingAckRecord) {
 	ta := pa.txn(id)
 	if rec.Cum {
-		p := broker.Position{LedgerID: rec.Pos[0].Ledger, EntryID: rec.Pos[0].Entry}
+		p := storage.Position{LedgerID: rec.Pos[0].Ledger, EntryID: rec.Pos[0].Entry}
 		if ta.cum == nil || ta.cum.Compare(p) < 0 {
 			ta.cum = &p
 		}
@@ -382,7 +383,7 @@ func (pa *pendingAcks) apply(sl broker.SubLoop, id txn.ID, rec *pendingAckRecord
 		return
 	}
 	for _, rp := range rec.Pos {
-		pos := broker.Position{LedgerID: rp.Ledger, EntryID: rp.Entry}
+		pos := storage.Position{LedgerID: rp.Ledger, EntryID: rp.Entry}
 		h := pa.hold(pos)
 		h.numMsgs = max(h.numMsgs, rp.NumMsgs)
 		if len(rp.Acked) == 0 {
@@ -445,7 +446,7 @@ func (s *Server) undoAck(sl broker.SubLoop, id txn.ID, rec *pendingAckRecord) {
 		}
 	} else {
 		for _, rp := range rec.Pos {
-			pa.release(sl, id, ta, broker.Position{LedgerID: rp.Ledger, EntryID: rp.Entry})
+			pa.release(sl, id, ta, storage.Position{LedgerID: rp.Ledger, EntryID: rp.Entry})
 		}
 	}
 	sl.Dispatch()
@@ -453,7 +454,7 @@ func (s *Server) undoAck(sl broker.SubLoop, id txn.ID, rec *pendingAckRecord) {
 
 // release drops id's hold on pos, returning a parked entry for
 // redelivery.
-func (pa *pendingAcks) release(sl broker.SubLoop, id txn.ID, ta *txnAcks, pos broker.Position) {
+func (pa *pendingAcks) release(sl broker.SubLoop, id txn.ID, ta *txnAcks, pos storage.Position) {
 	delete(ta.whole, pos)
 	delete(ta.partial, pos)
 	h := pa.holds[pos]
@@ -599,12 +600,12 @@ func (s *Server) recoverPendingAcks(ctx context.Context, tt *topicTxn) error {
 		}
 		type logged struct {
 			rec *pendingAckRecord
-			pos broker.Position
+			pos storage.Position
 		}
 		var recs []logged
 		for _, li := range l.ml.Stats().Ledgers {
 			for e := int64(0); e < li.Entries; e++ {
-				pos := broker.Position{LedgerID: li.LedgerID, EntryID: e}
+				pos := storage.Position{LedgerID: li.LedgerID, EntryID: e}
 				data, err := l.ml.ReadEntry(pos)
 				if err != nil {
 					if errors.Is(err, broker.ErrEntryGone) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/magnetar-mq/magnetar/broker"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/brokercluster"
 	"github.com/magnetar-mq/magnetar/cluster"
 	"github.com/magnetar-mq/magnetar/topicstats"
@@ -90,7 +91,7 @@ func (s *Server) TxnBufferStats(ctx context.Context, topic string) (BufferStats,
 	lac, ok := ml.LastConfirmed()
 	if !ok { // empty: "<current ledger>:-1", as the internal stats say
 		l := ml.Stats().LastConfirmed
-		lac = broker.Position{LedgerID: l.LedgerID, EntryID: l.EntryID}
+		lac = storage.Position{LedgerID: l.LedgerID, EntryID: l.EntryID}
 	}
 	st := BufferStats{State: "NoSnapshot", MaxReadPosition: lac.String()}
 	tb := tt.buf.Load()
@@ -102,7 +103,7 @@ func (s *Server) TxnBufferStats(ctx context.Context, topic string) (BufferStats,
 		if p, ok := tt.t.PositionBefore(bound); ok {
 			st.MaxReadPosition = p.String()
 		} else {
-			st.MaxReadPosition = broker.Position{LedgerID: bound.LedgerID, EntryID: bound.EntryID - 1}.String()
+			st.MaxReadPosition = storage.Position{LedgerID: bound.LedgerID, EntryID: bound.EntryID - 1}.String()
 		}
 	}
 	tb.mu.Lock()
@@ -176,7 +177,7 @@ func (s *Server) TxnInPendingAckStats(ctx context.Context, topic, sub string, id
 		return InPendingAckStats{}, err
 	}
 	var st InPendingAckStats
-	var ps []broker.Position
+	var ps []storage.Position
 	if !v.Call(func(sl broker.SubLoop) {
 		pa := s.subs.Get(sl)
 		if pa == nil {
@@ -198,7 +199,7 @@ func (s *Server) TxnInPendingAckStats(ctx context.Context, topic, sub string, id
 	}) {
 		return st, broker.Reason(broker.ErrClosed, "Subscription is closed")
 	}
-	slices.SortFunc(ps, broker.Position.Compare)
+	slices.SortFunc(ps, storage.Position.Compare)
 	for _, p := range ps {
 		st.IndividualAcks = append(st.IndividualAcks, fmt.Sprint(p))
 	}
