@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/broker/storage"
-	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/policy"
 )
 
@@ -42,19 +41,8 @@ func (v Topic) SkipEntries(s Subscription, n int64) error {
 	if !ok {
 		return reason(ErrNotAllowed, "operation not supported on this subscription")
 	}
-	return skipBacklog(s.s, ca, n)
-}
-
-// skipBacklog skips n entries of s's backlog (n < 0: all of it).
-func skipBacklog(s *subscription, ca *storage.LedgerCursor, n int64) error {
 	var err error
-	s.call(func() {
-		if n < 0 {
-			err = ca.Managed().ClearBacklog()
-		} else {
-			err = ca.Managed().SkipEntries(n)
-		}
-	})
+	s.s.call(func() { err = ca.Skip(n) })
 	return err
 }
 
@@ -79,7 +67,7 @@ func expireBacklog(s *subscription, secs int64, system map[string]bool) error {
 	if !some {
 		return nil
 	}
-	p, found, err := ca.Ledger().FindByPublishTime(ctx, cutoff, storage.PublishTime)
+	p, found, err := ca.FirstPublishedAt(ctx, cutoff)
 	if err != nil {
 		return err
 	}
@@ -91,34 +79,9 @@ func expireBacklog(s *subscription, secs int64, system map[string]bool) error {
 				s.lastExpire.Store(time.Now().UnixMilli())
 			}
 		}()
-		if !found {
-			err = ca.Managed().ClearBacklog()
-			return
-		}
-		prev, ok := positionBefore(ca.Ledger(), p)
-		if ok && ca.Managed().MarkDeletePosition().Less(prev) {
-			err = ca.Managed().MarkDelete(prev)
-		}
+		err = ca.AckBefore(p, found)
 	})
 	return err
-}
-
-// positionBefore returns the entry before p in ml.
-func positionBefore(ml *mledger.ManagedLedger, p mledger.Position) (mledger.Position, bool) {
-	if p.EntryID > 0 {
-		return mledger.Position{LedgerID: p.LedgerID, EntryID: p.EntryID - 1}, true
-	}
-	var prev mledger.Position
-	ok := false
-	for _, l := range ml.Stats().Ledgers {
-		if l.LedgerID >= p.LedgerID {
-			break
-		}
-		if l.Entries > 0 {
-			prev, ok = mledger.Position{LedgerID: l.LedgerID, EntryID: l.Entries - 1}, true
-		}
-	}
-	return prev, ok
 }
 
 // EarliestInBacklog returns the publish time (unix ms) of the first

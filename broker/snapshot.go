@@ -129,23 +129,10 @@ func (s *subscription) snapshotLocked() snap.Subscription {
 // earliestInBacklog returns the publish time (unix ms) of the first
 // unacknowledged message of s, 0 when unknown.
 func earliestInBacklog(t *topic, s *subscription) int64 {
-	ca, ok := s.cur.(*storage.LedgerCursor)
-	if !ok || !t.persistent() {
-		return 0
+	if ca, ok := s.cur.(*storage.LedgerCursor); ok && t.persistent() {
+		return ca.EarliestPublish()
 	}
-	next, ok := mledger.NextPosition(ca.Ledger().Stats().Ledgers, ca.Managed().MarkDeletePosition())
-	if !ok {
-		return 0
-	}
-	data, err := t.ml.ReadEntry(storage.ToPosition(next))
-	if err != nil {
-		return 0
-	}
-	pt, err := storage.PublishTime(data)
-	if err != nil {
-		return 0
-	}
-	return pt
+	return 0
 }
 
 // recoverLastPublish sets lastPublish, once per load, to the publish time

@@ -322,3 +322,73 @@ func ManagedCursor(c Cursor) *mledger.Cursor {
 	}
 	return nil
 }
+
+// Skip skips n entries of the cursor's backlog (n < 0: all of it);
+// the cursor's user only.
+func (a *LedgerCursor) Skip(n int64) error {
+	if n < 0 {
+		return a.c.ClearBacklog()
+	}
+	return a.c.SkipEntries(n)
+}
+
+// FirstPublishedAt finds the first entry of the ledger published at or
+// after cutoff (unix ms); found is false when every entry is older. It
+// reads storage: any goroutine.
+func (a *LedgerCursor) FirstPublishedAt(ctx context.Context, cutoff int64) (p Position, found bool, err error) {
+	mp, found, err := a.ml.FindByPublishTime(ctx, cutoff, PublishTime)
+	return ToPosition(mp), found, err
+}
+
+// AckBefore acknowledges every entry before p (found false: the whole
+// backlog), never moving the mark-delete position back: message
+// expiry, with FirstPublishedAt's answer. The cursor's user only.
+func (a *LedgerCursor) AckBefore(p Position, found bool) error {
+	if !found {
+		return a.c.ClearBacklog()
+	}
+	prev, ok := positionBefore(a.ml, FromPosition(p))
+	if ok && a.c.MarkDeletePosition().Less(prev) {
+		return a.c.MarkDelete(prev)
+	}
+	return nil
+}
+
+// positionBefore returns the entry before p in ml.
+func positionBefore(ml *mledger.ManagedLedger, p mledger.Position) (mledger.Position, bool) {
+	if p.EntryID > 0 {
+		return mledger.Position{LedgerID: p.LedgerID, EntryID: p.EntryID - 1}, true
+	}
+	var prev mledger.Position
+	ok := false
+	for _, l := range ml.Stats().Ledgers {
+		if l.LedgerID >= p.LedgerID {
+			break
+		}
+		if l.Entries > 0 {
+			prev, ok = mledger.Position{LedgerID: l.LedgerID, EntryID: l.Entries - 1}, true
+		}
+	}
+	return prev, ok
+}
+
+// EarliestPublish returns the publish time (unix ms) of the first entry
+// the cursor has not acknowledged, 0 when there is none or it cannot be
+// read (a storage read).
+func (a *LedgerCursor) EarliestPublish() int64 {
+	next, ok := mledger.NextPosition(a.ml.Stats().Ledgers, a.c.MarkDeletePosition())
+	if !ok {
+		return 0
+	}
+	ctx, cancel := storageCtx()
+	defer cancel()
+	e, err := a.ml.ReadEntry(ctx, next)
+	if err != nil {
+		return 0
+	}
+	pt, err := PublishTime(e.Data)
+	if err != nil {
+		return 0
+	}
+	return pt
+}
