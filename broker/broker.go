@@ -14,6 +14,7 @@ import (
 	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/internal/acceptloop"
+	"github.com/magnetar-mq/magnetar/internal/inflight"
 	"github.com/magnetar-mq/magnetar/topicreg"
 
 	"github.com/magnetar-mq/magnetar/auth"
@@ -43,7 +44,13 @@ type Broker struct {
 	// (magnetar_connection_in_bytes_total).
 	connBytesIn atomic.Int64
 	heldCount   atomic.Int64 // held sends over all topics (skip dropHeld at 0)
-	walks       walkCount    // walks over the loaded topics in flight (walk.go)
+	// walks counts the walks over the loaded topics in flight (the
+	// background loops and the metrics scrape; everyLoaded, walk.go). A
+	// walk holds a list of the topics it started with, and so keeps an
+	// unloaded topic's memory reachable until it ends; the idle sweep's
+	// release waits for the walks in flight before it collects
+	// (idleunload.go).
+	walks inflight.Counter
 
 	mu struct {
 		sync.Mutex

@@ -87,7 +87,7 @@ func (b *Broker) ReleaseUnloaded(u int) {
 		return
 	}
 	t0 := time.Now()
-	if !b.walks.wait(walkWaitLimit, b.done) {
+	if !b.walks.Wait(walkWaitLimit, b.done) {
 		select {
 		case <-b.done:
 			return

@@ -234,8 +234,8 @@ func TestScaleTopicsMemory(t *testing.T) {
 	walkHeld, endWalk := make(chan struct{}), make(chan struct{})
 	var endOnce sync.Once
 	release := func() { endOnce.Do(func() { close(endWalk) }) }
-	testHookWalkWait = func(int) { release() }
-	t.Cleanup(func() { testHookWalkWait = nil })
+	tb.walks.SetWaitHook(func(int) { release() })
+	t.Cleanup(func() { tb.walks.SetWaitHook(nil) })
 	walked := make(chan int)
 	go func() {
 		k := 0

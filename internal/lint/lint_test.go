@@ -21,6 +21,9 @@ const module = "github.com/magnetar-mq/magnetar"
 // Imports point downward only. The most specific prefix wins.
 var allowed = map[string][]string{
 	"internal": {"internal"},
+	// internal/inflight: a count of operations in flight one can wait
+	// to drain (the broker's walks over its loaded topics); a leaf.
+	"internal/inflight": {},
 	// internal/ratemeter: counters to per-second rates (the core's
 	// bundle loads, the replicators' stats); a leaf.
 	"internal/ratemeter": {},
