@@ -572,7 +572,7 @@ func (x *extensions) topicDeleted(ctx context.Context, tn topicName) {
 func (x *extensions) loadTopic(ctx context.Context, t *topic) error {
 	for i, h := range x.topics {
 		if err := h.LoadTopic(ctx, Topic{t}); err != nil {
-			return fmt.Errorf("broker: load %s: %s: %w", t.full, x.topicNames[i], err)
+			return fmt.Errorf("broker: load %s: %s: %w", t.name.String(), x.topicNames[i], err)
 		}
 	}
 	return nil

@@ -501,7 +501,7 @@ func (c *conn) handleProducer(m *pb.CommandProducer, op *pendingOp) {
 	existing := c.mu.producers[pid]
 	c.mu.Unlock()
 	if existing != nil {
-		if existing.topic.full == tn.String() {
+		if existing.topic.name.String() == tn.String() {
 			// A retried PRODUCER for a producer we already hold.
 			c.producerSuccess(existing, rid, existing.ready.Load(), nil)
 			return
@@ -575,7 +575,7 @@ func (c *conn) handleProducer(m *pb.CommandProducer, op *pendingOp) {
 	if err != nil {
 		var pe *errProducer
 		if errors.As(err, &pe) {
-			c.log.Info("producer refused", "topic", t.full, "producer", name, "reason", pe.msg)
+			c.log.Info("producer refused", "topic", t.name.String(), "producer", name, "reason", pe.msg)
 			c.sendError(rid, pe.code, pe.msg)
 		} else {
 			c.sendError(rid, codeUnknownError, err.Error())
@@ -584,7 +584,7 @@ func (c *conn) handleProducer(m *pb.CommandProducer, op *pendingOp) {
 	}
 	if sub := m.GetInitialSubscriptionName(); sub != "" && t.persistent() {
 		if err := t.ensureSubscription(sub); err != nil {
-			c.log.Warn("initial subscription", "topic", t.full, "sub", sub, "err", err)
+			c.log.Warn("initial subscription", "topic", t.name.String(), "sub", sub, "err", err)
 		}
 	}
 	c.producerSuccess(p, rid, !wait, schemaVersion)
@@ -639,7 +639,7 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe, op *pendingOp) {
 		return
 	}
 	if cc := c.attachedConsumer(cid); cc != nil {
-		if cc.topic.full == tn.String() && cc.sub.name == m.GetSubscription() {
+		if cc.topic.name.String() == tn.String() && cc.sub.name == m.GetSubscription() {
 			c.sendSuccess(rid)
 			return
 		}

@@ -77,8 +77,8 @@ func (c *conn) handleGetLastMessageID(m *pb.CommandGetLastMessageId) {
 			}
 		}
 	}
-	if t.partition >= 0 {
-		last.Partition = ptr(int32(t.partition))
+	if t.name.PartitionIndex >= 0 {
+		last.Partition = ptr(int32(t.name.PartitionIndex))
 	}
 	if batchIndex >= 0 {
 		last.BatchIndex = &batchIndex

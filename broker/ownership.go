@@ -169,7 +169,7 @@ func (m *clusterMember) loaded() []*topic {
 func (m *clusterMember) unloadBundle(key string) {
 	for _, t := range m.loaded() {
 		if t.bundleKey == key {
-			m.b.unloadTopic(t.full)
+			m.b.unloadTopic(t.name.String())
 		}
 	}
 	for _, h := range m.b.ext.bundles {
@@ -202,6 +202,6 @@ func (b *Broker) fencedByOtherOwner(t *topic) {
 	if !t.fenceLogged.CompareAndSwap(false, true) {
 		return
 	}
-	t.log.Warn("managed ledger fenced by another owner: unloading topic", "topic", t.full)
-	go b.unloadTopic(t.full)
+	t.log.Warn("managed ledger fenced by another owner: unloading topic", "topic", t.name.String())
+	go b.unloadTopic(t.name.String())
 }

@@ -64,7 +64,7 @@ func (b *Broker) refreshPolicy(t *topic) (unloaded bool) {
 	if t.persistent() && old != nil && (!policy.SameRetention(old, res) || !policy.SamePersistence(old, res)) {
 		// The managed ledger reopens with the new retention or
 		// persistence (the next ledgers get the new quorum).
-		b.unloadTopic(t.full)
+		b.unloadTopic(t.name.String())
 		return true
 	}
 	if old == nil || old.MaxUnackedPerConsumer != res.MaxUnackedPerConsumer || old.MaxUnackedPerSubscription != res.MaxUnackedPerSubscription {

@@ -27,14 +27,16 @@ import (
 // liveBudget is what a live topic (one connected producer, one connected
 // consumer on a durable subscription, over a client connection shared by
 // many topics) may cost the broker, in heap and stacks and in resident
-// memory. Issue 35 asks for 8 KiB; these are the bounds reached so far
-// (9.0 KiB of heap and stacks measured at 20,000 topics, 9.6 KiB of RSS,
-// which moves with how the heap fragmented; 12.0 / 12.5 KiB before the
-// structs shrank, 26.5 KiB before the idle goroutines went;
-// bench/topics/NOTES.md, "Live topics", says where the rest goes).
+// memory: issue 35's 8 KiB, asserted at 20,000 topics as the issue asks.
+// Measured there (5 Dec 2026): ~7.1 KiB of heap and stacks, ~7.4 KiB of
+// RSS, which moves with how the heap fragmented (9.7 / 10.1 KiB before the
+// subscription's channels and the topic's maps went, 26.5 KiB before the
+// idle goroutines went; bench/topics/NOTES.md, "Live topics", says where
+// each KiB goes). The test broker's in-memory ledger and metadata stores
+// are counted too (~1 KiB a topic of the figure, by the heap profile).
 const (
-	liveBudget    = 10752 // 10.5 KiB
-	liveRSSBudget = 12 << 10
+	liveBudget    = 8 << 10
+	liveRSSBudget = 8 << 10
 )
 
 // scaleLiveChildEnv, set, makes TestScaleLiveChild the client of
@@ -156,9 +158,9 @@ func rssBytes() int64 {
 	return 0
 }
 
-// TestScaleLiveTopicsMemory: 10,000 live topics (SCALE_LIVE_TOPICS
-// overrides — issue 35's figure is taken at 20,000, BENCHMARKS.md gives
-// the command; 100,000 with MAGNETAR_SOAK set), each with a connected
+// TestScaleLiveTopicsMemory: 20,000 live topics, issue 35's figure
+// (SCALE_LIVE_TOPICS overrides; 100,000 with MAGNETAR_SOAK set,
+// BENCHMARKS.md gives the commands), each with a connected
 // producer and a connected consumer on a durable subscription, over 16
 // client connections (SCALE_LIVE_CONNS) in a child process: many topics
 // per connection, as pulsar-client-go multiplexes them. (One connection
@@ -174,7 +176,7 @@ func rssBytes() int64 {
 // runs in this package's tests built without it.
 func TestScaleLiveTopicsMemory(t *testing.T) {
 	if testing.Short() {
-		t.Skip("opens 10,000 live topics")
+		t.Skip("opens 20,000 live topics")
 	}
 	if raceEnabled {
 		// The race detector's own allocations swamp the budget: run
@@ -183,11 +185,11 @@ func TestScaleLiveTopicsMemory(t *testing.T) {
 		return
 	}
 	// The broker's fixed cost (~6.8 MB here) is spread over the topics:
-	// at 5,000 it adds ~1.4 KiB a topic and the figure nears the budget;
-	// at 10,000 ~0.7 KiB, and the run stays within minutes on a loaded
-	// CI machine (20,000 took 14 minutes there while the other
-	// packages' tests ran).
-	n := 10000
+	// ~0.35 KiB a topic at 20,000 (0.7 at 10,000). The client process
+	// needs ~2.5 GB; on an idle two-core machine the topics open in
+	// 10-40 s (a loaded CI machine once took 14 minutes for 20,000,
+	// before the broker's subscribe path got cheaper).
+	n := 20000
 	if testenv.Soak() {
 		n = 100000
 	}
@@ -270,7 +272,12 @@ func TestScaleLiveTopicsMemory(t *testing.T) {
 	if perHeap > liveBudget {
 		t.Errorf("a live topic costs %.0f B of heap and stacks, budget %d B", perHeap, liveBudget)
 	}
-	if r0 > 0 && perRSS > liveRSSBudget {
+	switch {
+	case r0 > 0 && os.Getenv("SCALE_PROFILE_DIR") != "":
+		// The heap profile's buckets (MemProfileRate 64) are ~2 KiB of
+		// RSS a topic here, outside the heap: not the broker's.
+		t.Logf("RSS not held to the budget while profiling")
+	case r0 > 0 && perRSS > liveRSSBudget:
 		t.Errorf("a live topic costs %.0f B of RSS, budget %d B", perRSS, liveRSSBudget)
 	}
 	// Every topic publishes and dispatches again, from idle.

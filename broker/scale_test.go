@@ -405,7 +405,7 @@ func unloadIdle(tb *testBroker) int {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if (Topic{t}).IdleUnloadable() && tb.unloadTopic(t.full) {
+			if (Topic{t}).IdleUnloadable() && tb.unloadTopic(t.name.String()) {
 				n.Add(1)
 			}
 		}()

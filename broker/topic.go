@@ -22,12 +22,10 @@ import (
 // producer.mu; a subscription's loop is never called (do/call) with
 // topic.mu held, except where noted, and the loop never takes topic.mu.
 type topic struct {
-	b         *Broker
-	name      topicName
-	full      string
-	partition int
-	ml        storage.ManagedLedger // nil for non-persistent topics
-	log       *slog.Logger
+	b    *Broker
+	name topicName             // its String is the full name
+	ml   storage.ManagedLedger // nil for non-persistent topics
+	log  *slog.Logger
 
 	mu struct {
 		sync.Mutex
@@ -112,7 +110,7 @@ type lastEntry struct {
 }
 
 func newTopic(b *Broker, tn topicName, ml storage.ManagedLedger, pol *policy.Resolved) *topic {
-	t := &topic{b: b, name: tn, full: tn.String(), partition: tn.PartitionIndex, ml: ml, log: b.log, unloaded: make(chan struct{})}
+	t := &topic{b: b, name: tn, ml: ml, log: b.log, unloaded: make(chan struct{})}
 	t.held.total = &b.heldCount
 	t.pol.Store(pol)
 	t.subList.Store(&noSubs)
@@ -402,7 +400,7 @@ func (t *topic) stopPublishing(d time.Duration) {
 	select {
 	case <-done:
 	case <-timer.C:
-		t.log.Warn("unload: writes still pending", "topic", t.full, "after", d)
+		t.log.Warn("unload: writes still pending", "topic", t.name.String(), "after", d)
 	}
 }
 
@@ -422,7 +420,7 @@ func (t *topic) publishFailed(p *producer, seq uint64, err error) {
 		p.sink.sendDropped(p.id, seq)
 		t.b.fencedByOtherOwner(t)
 	} else {
-		t.b.rateLogs.persist.Log(t.log, slog.LevelWarn, "persist failed", "topic", t.full, "producer", p.name, "err", err)
+		t.b.rateLogs.persist.Log(t.log, slog.LevelWarn, "persist failed", "topic", t.name.String(), "producer", p.name, "err", err)
 		// Any other SEND_ERROR makes the client reconnect and re-send.
 		p.sink.sendSendError(p.id, seq, codePersistenceError, err.Error())
 	}

@@ -137,7 +137,7 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 // replicated-subscription feature (extension.go). The caller holds t.mu
 // and checked that name is free.
 func (t *topic) addSubLocked(name string, typ SubType, cur cursor) *subscription {
-	s := newSubscription(name, t.full, typ, t.partition, cur, dispatchEntryMeta, &t.b.tun.dispatchBatch, t.pol.unackedLimits, t.log)
+	s := newSubscription(name, t.name.String(), typ, t.name.PartitionIndex, cur, dispatchEntryMeta, &t.b.tun.dispatchBatch, t.pol.unackedLimits, t.log)
 	s.delayFn = t.pol.delayedDelivery
 	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
 	s.loadReplicated()
@@ -225,7 +225,7 @@ func (t *topic) unsubscribe(s *subscription, c *consumer, force bool) error {
 			s.close()
 			if t.persistent() {
 				if derr := t.ml.DeleteCursor(s.name); derr != nil && !errors.Is(derr, errCursorNotFound) {
-					t.log.Warn("delete cursor", "topic", t.full, "sub", s.name, "err", derr)
+					t.log.Warn("delete cursor", "topic", t.name.String(), "sub", s.name, "err", derr)
 				}
 			}
 		}

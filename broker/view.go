@@ -26,7 +26,7 @@ import (
 type Topic struct{ t *topic }
 
 // Name returns the topic's canonical name (persistent://t/n/x).
-func (v Topic) Name() string { return v.t.full }
+func (v Topic) Name() string { return v.t.name.String() }
 
 // TopicName returns the topic's parsed name.
 func (v Topic) TopicName() pulsarproto.TopicName { return v.t.name }
@@ -120,7 +120,7 @@ func (v Topic) SetReadBound(f func() (storage.Position, bool)) error {
 func (v Topic) Append(buf []byte, off int, cb func(storage.Position, error)) error {
 	t := v.t
 	if !t.persistent() {
-		return fmt.Errorf("%w: %s is not persistent", ErrNotAllowed, t.full)
+		return fmt.Errorf("%w: %s is not persistent", ErrNotAllowed, t.name.String())
 	}
 	t.pub.RLock()
 	defer t.pub.RUnlock()

@@ -15,7 +15,7 @@ import (
 // CursorObservers (a held producer may resume).
 
 // Partition returns the topic's partition index (-1: not a partition).
-func (v Topic) Partition() int { return v.t.partition }
+func (v Topic) Partition() int { return v.t.name.PartitionIndex }
 
 // BundleKey returns the key of the topic's bundle in its cluster ("" on
 // a single node).
@@ -29,7 +29,7 @@ func (v Topic) CursorsMoved() { v.t.b.cursorsMoved(v.t) }
 func (v Topic) LastMessageID() MessageID {
 	t := v.t
 	pos, bi, _ := t.lastMessage()
-	return MessageID{LedgerID: pos.LedgerID, EntryID: pos.EntryID, Partition: t.partition, BatchIndex: bi}
+	return MessageID{LedgerID: pos.LedgerID, EntryID: pos.EntryID, Partition: t.name.PartitionIndex, BatchIndex: bi}
 }
 
 // Terminate refuses further publishes and returns the last message id
@@ -67,7 +67,7 @@ func (v Topic) Terminate() (MessageID, error) {
 		return MessageID{}, err
 	}
 	t.held.drop(heldBy(nil))
-	return MessageID{LedgerID: pos.LedgerID, EntryID: pos.EntryID, Partition: t.partition, BatchIndex: -1}, nil
+	return MessageID{LedgerID: pos.LedgerID, EntryID: pos.EntryID, Partition: t.name.PartitionIndex, BatchIndex: -1}, nil
 }
 
 // CreateSubscription adds a durable subscription to a persistent topic,

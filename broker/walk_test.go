@@ -18,7 +18,7 @@ func TestReleaseWaitsForWalk(t *testing.T) {
 	}
 	seen := map[string]int{}
 	for tp := range tb.everyLoaded("") {
-		seen[tp.full]++
+		seen[tp.name.String()]++
 	}
 	if seen["persistent://public/default/walk-a"] != 1 || seen["persistent://public/default/walk-b"] != 1 || len(seen) != 2 {
 		t.Fatalf("walk yielded %v", seen)

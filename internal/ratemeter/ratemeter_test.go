@@ -17,7 +17,7 @@ func TestMeter(t *testing.T) {
 		t.Fatalf("Update within a second = %v, %v, want the last rates (0)", r, b)
 	}
 	m.mu.Lock()
-	m.at = m.at.Add(-2 * time.Second) // the last measurement, two seconds ago
+	m.at -= int64(2 * time.Second) // the last measurement, two seconds ago
 	m.mu.Unlock()
 	r, b := m.Update(300, 3000)
 	// 200 messages and 2000 bytes over a bit more than 2 s.
