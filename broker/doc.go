@@ -17,8 +17,15 @@
 //	err = b.Close()           // graceful: stop accepting, answer in-flight sends,
 //	                          // flush connections, close managed ledgers
 //
+// The configuration (Config below: its fields, defaults and validation)
+// is package brokerconf's; a persistent topic's storage is reached
+// through package broker/storage (Opener adapts package mledger); the
+// values a topic's snapshot hands the stats packages are package
+// broker/snap's. All three are leaves that know no broker.
+//
 // The broker serves its HTTP listeners from b.Router(), an httpapi.Table
-// on which it declares only /metrics; other packages declare their
+// on which the core declares no route itself (/metrics is package
+// brokermetrics'); other packages declare their
 // routes (each with its access rule; see package httpapi) before Start,
 // the binary the admin API with admin.Register(b.Router(),
 // admin.BrokerDeps(b), built on package brokeradmin). Start refuses a table with duplicate or
