@@ -53,7 +53,7 @@ var allowed = map[string][]string{
 	// ratelimit (it declares the Limiter it calls), nor the client (only
 	// features talk to other brokers), nor cluster and bundle (it
 	// declares the Ownership brokercluster implements), nor offload.
-	"broker": {"internal", "mledger", "ledger", "metadata", "protocol", "policy", "broker", "auth", "httpapi", "topicreg", "brokerconf"},
+	"broker": {"internal", "mledger", "metadata", "protocol", "policy", "broker", "auth", "httpapi", "topicreg", "brokerconf"},
 	// brokerconf: the broker's configuration (Config, ClusterConfig),
 	// its defaults and validation: data only, below the core and every
 	// package that configures or reads it; it knows no broker.
@@ -192,10 +192,10 @@ var allowed = map[string][]string{
 	"internal/stack": {"internal", "bookieinfo", "admin", "auth", "httpapi", "bookie", "broker", "brokerconf", "brokerauthz", "brokermetrics", "topichistory", "compact", "console", "dedupsnap", "enforcement", "entrymeta", "functions", "georep", "isolation", "ledger", "metadata", "mledger", "offload", "packages", "schemareg", "tiered", "txn/server", "dynconfig", "cluster", "brokercluster"},
 	// internal/cliflags: flag groups the server commands share, each
 	// turned into the options of the package it configures.
-	"internal/cliflags": {"internal", "auth", "bookie", "broker", "brokerconf", "functions", "httpapi", "ledger", "mledger", "offload", "policy"},
+	"internal/cliflags": {"internal", "auth", "bookie", "brokerconf", "functions", "httpapi", "ledger", "mledger", "offload", "policy"},
 	// magnetartest: the in-process standalone for Go tests (imports
 	// testing; only tests import it, TestTestKitsOnlyInTests).
-	"magnetartest": {"internal/stack", "auth", "broker", "brokerconf", "functions"},
+	"magnetartest": {"internal/stack", "auth", "brokerconf", "functions"},
 	// The top of the graph imports anything in the project.
 	// tools: the ops tools as a library (only cmd and tools/shell import it).
 	"tools": {"internal", "ledger", "bookie", "journal", "entrylog", "index", "metadata", "autorecovery", "protocol"},
