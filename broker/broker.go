@@ -78,6 +78,13 @@ type Broker struct {
 	done chan struct{}
 }
 
+// loadedDone is the done channel of every loaded topic's entry (closed).
+var loadedDone = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
 // rateLogs are the broker's rate-limited log kinds.
 type rateLogs struct {
 	persist     ratelog.Line // SEND_ERROR for a failed persist
@@ -85,7 +92,7 @@ type rateLogs struct {
 }
 
 // topicLoad is a topic being (or having been) loaded; done closes when t
-// or err is set.
+// or err is set. Once loaded, the map's entry is a new one on loadedDone.
 type topicLoad struct {
 	done chan struct{}
 	t    *topic
@@ -344,8 +351,12 @@ func (b *Broker) getTopic(ctx context.Context, tn topicName, create bool) (*topi
 				// Being unloaded: wait until its managed ledger is closed
 				// (the factory would hand out the closing instance
 				// otherwise), then load again.
+				var unloaded chan struct{} // nil (no unload): wait for ctx
+				if p := l.t.unloaded.Load(); p != nil {
+					unloaded = *p
+				}
 				select {
-				case <-l.t.unloaded:
+				case <-unloaded:
 				case <-ctx.Done():
 					return nil, ctx.Err()
 				}
@@ -365,11 +376,17 @@ func (b *Broker) getTopic(ctx context.Context, tn topicName, create bool) (*topi
 			version = watch.PolicyVersion()
 		}
 		l.t, l.err = b.loadTopic(ctx, tn, create)
+		b.mu.Lock()
 		if l.err != nil {
-			b.mu.Lock()
 			b.dropLoadLocked(full, l)
-			b.mu.Unlock()
+		} else if b.mu.topics[full] == l {
+			// Loaded: an entry on the shared closed channel replaces
+			// l, so a loaded topic keeps no channel of its own (issue
+			// 35: 8 KiB a live topic); whoever holds l sees its own
+			// channel closed below.
+			b.mu.topics[full] = &topicLoad{done: loadedDone, t: l.t}
 		}
+		b.mu.Unlock()
 		close(l.done)
 		if l.err == nil && !b.cluster.owns(l.t) {
 			// The bundle was unloaded (or lost) while the topic loaded:
@@ -512,6 +529,8 @@ func (b *Broker) unloadTopic(full string) bool {
 	if l == nil || l.t == nil || !l.t.unloading.CompareAndSwap(false, true) {
 		return false
 	}
+	unloaded := make(chan struct{}) // before closeAll: see topic.unloaded
+	l.t.unloaded.Store(&unloaded)
 	// The entry stays in the map until the ledger is closed: getTopic
 	// waits on unloaded instead of reopening a closing ledger. New sends
 	// are dropped unanswered (clients re-send them to the next owner) and
@@ -530,7 +549,7 @@ func (b *Broker) unloadTopic(full string) bool {
 	// Its cached topic-level policies go too (read again on the next
 	// load) instead of staying until the next policy refresh.
 	b.policies.ForgetTopic(topicPolicyKey(l.t.name))
-	close(l.t.unloaded)
+	close(unloaded)
 	return true
 }
 

@@ -59,7 +59,10 @@ type topic struct {
 	// pubRecovered: see lastPublish (here, beside unloading, the struct
 	// packs into a smaller size class: issue 35).
 	pubRecovered atomic.Bool
-	unloaded     chan struct{} // closed once an unload closed the ledger
+	// unloaded is made by an unload before it closes the topic (so one
+	// who saw the topic closed sees it) and closed once the ledger is;
+	// nil otherwise (a closed topic with none was not unloaded).
+	unloaded atomic.Pointer[chan struct{}]
 
 	bundleKey   string      // cluster bundle key ("" on a single node)
 	fenceLogged atomic.Bool // a fenced write triggered the unload
@@ -110,7 +113,7 @@ type lastEntry struct {
 }
 
 func newTopic(b *Broker, tn topicName, ml storage.ManagedLedger, pol *policy.Resolved) *topic {
-	t := &topic{b: b, name: tn, ml: ml, log: b.log, unloaded: make(chan struct{})}
+	t := &topic{b: b, name: tn, ml: ml, log: b.log}
 	t.held.total = &b.heldCount
 	t.pol.Store(pol)
 	t.subList.Store(&noSubs)
