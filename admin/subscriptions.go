@@ -10,6 +10,7 @@ import (
 	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/policy"
+	"github.com/magnetar-mq/magnetar/topicreg"
 )
 
 func (a *API) registerSubscriptionRoutes(rt routeTable) {
@@ -149,7 +150,7 @@ func (a *API) httpDeleteSubscription(w http.ResponseWriter, r *http.Request, p p
 // autoSubscriptionAllowed reports whether topic's applied policy (topic,
 // namespace, then broker) allows creating a subscription automatically.
 func (a *API) autoSubscriptionAllowed(r *http.Request, p params, topic string) (bool, error) {
-	key, err := broker.TopicPolicyKey(topic)
+	key, err := topicreg.TopicPolicyKey(topic)
 	if err != nil {
 		return false, err
 	}

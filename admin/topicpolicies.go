@@ -9,6 +9,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/broker"
 	"github.com/magnetar-mq/magnetar/policy"
+	"github.com/magnetar-mq/magnetar/topicreg"
 )
 
 // registerTopicPolicyRoutes installs the topic-level policy endpoints
@@ -96,7 +97,7 @@ func (a *API) topicPolicyKey(w http.ResponseWriter, r *http.Request, p params) (
 	}
 	var key string
 	if err == nil {
-		key, err = broker.TopicPolicyKey(name)
+		key, err = topicreg.TopicPolicyKey(name)
 	}
 	if err != nil {
 		a.serviceError(w, err)

@@ -548,7 +548,7 @@ func (b *Broker) unloadTopic(full string) bool {
 	b.mu.Unlock()
 	// Its cached topic-level policies go too (read again on the next
 	// load) instead of staying until the next policy refresh.
-	b.policies.ForgetTopic(topicPolicyKey(l.t.name))
+	b.policies.ForgetTopic(topicreg.PolicyKey(l.t.name))
 	close(unloaded)
 	return true
 }

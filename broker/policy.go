@@ -35,19 +35,12 @@ func (b *Broker) PolicyDefaults() policy.Defaults {
 	return b.policies.OverlayDefaults(b.cfg.PolicyDefaults())
 }
 
-// topicPolicyKey is the policy.Store key of tn's topic-level policies
-// (a partition uses its partitioned topic's).
-func topicPolicyKey(tn topicName) string {
-	p := tn.Parent()
-	return policy.TopicKey(p.Domain, p.Tenant, p.Namespace, topicreg.EscapeLocal(p.Local))
-}
-
 // resolvePolicies returns the effective policy of topic tn (a layer that
 // cannot be read is skipped, with a warning).
 func (b *Broker) resolvePolicies(tn topicName) *policy.Resolved {
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	res, err := b.policies.ResolveTopic(ctx, b.PolicyDefaults(), tn.NamespaceName(), topicPolicyKey(tn))
+	res, err := b.policies.ResolveTopic(ctx, b.PolicyDefaults(), tn.NamespaceName(), topicreg.PolicyKey(tn))
 	if err != nil {
 		b.log.Warn("resolve policies", "topic", tn.String(), "err", err)
 	}

@@ -60,16 +60,6 @@ func (id MessageID) position() position {
 // it apply to loaded topics at once.
 func (b *Broker) Policies() *policy.Store { return b.policies }
 
-// TopicPolicyKey returns the policy.Store key of a topic's topic-level
-// policies (a partition's are its partitioned topic's).
-func TopicPolicyKey(name string) (string, error) {
-	tn, err := parseTopicName(name)
-	if err != nil {
-		return "", err
-	}
-	return topicPolicyKey(tn), nil
-}
-
 // TopicsOfNamespace lists the topics of ns ("tenant/ns") in the given
 // domains: created persistent topics, loaded non-persistent ones and
 // every partition of partitioned topics (at most
@@ -136,7 +126,7 @@ func (a Registry) DeletePartitioned(ctx context.Context, topic string) error {
 	if err := b.reg.DeletePartitionedMetadata(ctx, tn.String()); err != nil && !errors.Is(err, ErrTopicNotFound) {
 		return err
 	}
-	if err := b.policies.DeleteTopic(ctx, topicPolicyKey(tn)); err != nil {
+	if err := b.policies.DeleteTopic(ctx, topicreg.PolicyKey(tn)); err != nil {
 		b.log.Warn("delete topic policies", "topic", tn.String(), "err", err)
 	}
 	b.ext.topicDeleted(ctx, tn)
@@ -210,7 +200,7 @@ func (a Registry) DeleteTopic(ctx context.Context, name string, force bool) erro
 	}
 	b.unloadTopic(tn.String())
 	if !tn.IsPartition() {
-		if err := b.policies.DeleteTopic(ctx, topicPolicyKey(tn)); err != nil {
+		if err := b.policies.DeleteTopic(ctx, topicreg.PolicyKey(tn)); err != nil {
 			b.log.Warn("delete topic policies", "topic", tn.String(), "err", err)
 		}
 	}

@@ -50,6 +50,23 @@ func TopicKey(tn pulsarproto.TopicName) string {
 	return topicsPath + "/" + tn.Tenant + "/" + tn.Namespace + "/" + tn.Domain + "/" + EscapeLocal(tn.Local)
 }
 
+// PolicyKey is the policy.Store key of tn's topic-level policies (a
+// partition uses its partitioned topic's).
+func PolicyKey(tn pulsarproto.TopicName) string {
+	p := tn.Parent()
+	return policy.TopicKey(p.Domain, p.Tenant, p.Namespace, EscapeLocal(p.Local))
+}
+
+// TopicPolicyKey is PolicyKey of a topic name (ErrInvalidTopicName when
+// it does not parse).
+func TopicPolicyKey(name string) (string, error) {
+	tn, err := parse(name)
+	if err != nil {
+		return "", err
+	}
+	return PolicyKey(tn), nil
+}
+
 // partitionedKey is the key of tn's partitioned metadata in the
 // configuration store.
 func partitionedKey(tn pulsarproto.TopicName) string {

@@ -284,3 +284,22 @@ func TestAppendTopics(t *testing.T) {
 		t.Fatalf("listing past the bound built %d names", len(out))
 	}
 }
+
+// TestTopicPolicyKey: a topic's policy key is its partitioned topic's
+// for a partition, with the local name escaped as the registry's keys
+// are; a name that does not parse is ErrInvalidTopicName.
+func TestTopicPolicyKey(t *testing.T) {
+	for name, want := range map[string]string{
+		"persistent://t/ns/x":             "t/ns/persistent/x",
+		"persistent://t/ns/x-partition-3": "t/ns/persistent/x",
+		"non-persistent://t/ns/a%b":       "t/ns/non-persistent/a%25b",
+		"y":                               "public/default/persistent/y",
+	} {
+		if got, err := TopicPolicyKey(name); err != nil || got != want {
+			t.Errorf("TopicPolicyKey(%q) = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if _, err := TopicPolicyKey("persistent://only/two"); !errors.Is(err, ErrInvalidTopicName) {
+		t.Errorf("a bad name: %v, want ErrInvalidTopicName", err)
+	}
+}
