@@ -130,7 +130,7 @@ func compactedView(ctx context.Context, cl ledger, lac position, fn func(positio
 	from := earliest
 	if r, st, err := cl.openCompacted(ctx); err == nil {
 		defer r.Close()
-		from = toPos(st.Horizon)
+		from = st.Horizon
 		for first := int64(0); first <= r.LastAddConfirmed(); first += 100 {
 			es, err := r.Read(ctx, first, min(first+99, r.LastAddConfirmed()))
 			if err != nil {

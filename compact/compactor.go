@@ -17,11 +17,6 @@ import (
 // position is the core's entry position.
 type position = storage.Position
 
-func toPos(p mledger.Position) position { return position{LedgerID: p.LedgerID, EntryID: p.EntryID} }
-func fromPos(p position) mledger.Position {
-	return mledger.Position{LedgerID: p.LedgerID, EntryID: p.EntryID}
-}
-
 // earliest is Pulsar's (-1,-1) "first retained entry" position.
 var earliest = position{LedgerID: -1, EntryID: -1}
 
@@ -349,7 +344,7 @@ func (x *Compactor) AddInternalStats(ctx context.Context, t broker.Topic, out *t
 	if !has {
 		return
 	}
-	out.CompactionHorizon = toPos(st.Horizon).String()
+	out.CompactionHorizon = st.Horizon.String()
 	li := &topicstats.InternalLedgerInfo{LedgerID: st.Ledger}
 	if r, _, err := ml.OpenCompactedLedger(ctx); err == nil {
 		li.Entries, li.Size = r.LastAddConfirmed()+1, r.Length()
@@ -375,8 +370,8 @@ func (x *Compactor) run(ctx context.Context, t broker.Topic) error {
 	if !ok {
 		return nil
 	}
-	lac := toPos(lacM)
-	if st, has := ml.CompactionState(); has && toPos(st.Horizon).Compare(lac) >= 0 {
+	lac := lacM
+	if st, has := ml.CompactionState(); has && st.Horizon.Compare(lac) >= 0 {
 		return nil
 	}
 	keys, err := compactTo(ctx, cl, lac, x.cfg.RetainNullKey, t.Name())

@@ -35,7 +35,7 @@ type compactedCursor struct {
 
 func newCompactedCursor(inner storage.Cursor, mc *mledger.Cursor, cl ledger) *compactedCursor {
 	c := &compactedCursor{Cursor: inner, mc: mc, cl: cl}
-	c.load(toPos(mc.ReadPosition()))
+	c.load(mc.ReadPosition())
 	return c
 }
 
@@ -66,7 +66,7 @@ func (c *compactedCursor) load(from position) {
 		}
 		return
 	}
-	c.horizon = toPos(st.Horizon)
+	c.horizon = st.Horizon
 	c.next = from
 	if from.Compare(c.horizon) > 0 && from != earliest {
 		r.Close()
@@ -108,7 +108,7 @@ func (c *compactedCursor) toTail(h position, skip bool) {
 		c.r = nil
 	}
 	if skip {
-		c.mc.SetReadPosition(fromPos(h))
+		c.mc.SetReadPosition(h)
 		c.skipTo, c.skip = h, true
 	}
 }
@@ -134,7 +134,7 @@ func (c *compactedCursor) ReadEntries(max int) ([]storage.LedgerEntry, error) {
 			if err != nil {
 				return nil, err
 			}
-			if c.mc.IsAcked(fromPos(pos)) {
+			if c.mc.IsAcked(pos) {
 				continue
 			}
 			c.out = append(c.out, storage.LedgerEntry{Pos: pos, Data: data})
@@ -169,7 +169,7 @@ func (c *compactedCursor) Seek(p position) error {
 		return err
 	}
 	c.skip = false
-	c.load(toPos(c.mc.ReadPosition()))
+	c.load(c.mc.ReadPosition())
 	return nil
 }
 
@@ -178,7 +178,7 @@ func (c *compactedCursor) SeekTime(ts int64) error {
 		return err
 	}
 	c.skip = false
-	c.load(toPos(c.mc.ReadPosition()))
+	c.load(c.mc.ReadPosition())
 	return nil
 }
 
@@ -192,7 +192,7 @@ func (a ledger) beginCompaction(ctx context.Context) (mledger.WriteLedger, error
 }
 
 func (a ledger) commitCompaction(ctx context.Context, w mledger.WriteLedger, h position) (int64, error) {
-	return a.ml.CommitCompaction(ctx, w, fromPos(h))
+	return a.ml.CommitCompaction(ctx, w, h)
 }
 
 func (a ledger) abortCompaction(ctx context.Context, w mledger.WriteLedger) error {
@@ -213,7 +213,7 @@ func (a ledger) readAfter(ctx context.Context, from, to position, fn func(positi
 		start = position{LedgerID: from.LedgerID, EntryID: from.EntryID + 1}
 	}
 	name := fmt.Sprintf("__compactor-%d", compactorReads.Add(1))
-	cur, err := a.ml.NewNonDurableCursor(name, fromPos(start))
+	cur, err := a.ml.NewNonDurableCursor(name, start)
 	if err != nil {
 		return err
 	}
@@ -227,7 +227,7 @@ func (a ledger) readAfter(ctx context.Context, from, to position, fn func(positi
 			return nil
 		}
 		for _, e := range es {
-			p := toPos(e.Pos)
+			p := e.Pos
 			if p.Compare(to) > 0 {
 				return nil
 			}
@@ -250,7 +250,7 @@ var compactorReads atomic.Int64
 // Safe off the loop: it touches no cursor state.
 func (c *compactedCursor) LastReadable(lac position) (pos position, batchIndex int32, ok, applies bool) {
 	st, has := c.cl.compactionState()
-	if !has || lac.Compare(toPos(st.Horizon)) > 0 {
+	if !has || lac.Compare(st.Horizon) > 0 {
 		return position{}, -1, false, false
 	}
 	ctx, cancel := storageCtx()
@@ -262,7 +262,7 @@ func (c *compactedCursor) LastReadable(lac position) (pos position, batchIndex i
 	defer r.Close()
 	n := r.LastAddConfirmed()
 	if n < 0 {
-		return toPos(st.Horizon), -1, false, true
+		return st.Horizon, -1, false, true
 	}
 	es, err := r.Read(ctx, n, n)
 	if err != nil || len(es) != 1 {

@@ -255,7 +255,7 @@ func (s *Snapshots) AfterAdd(t broker.Topic, e *broker.Entry, pos storage.Positi
 	if md := e.Meta(); md != nil {
 		raise(st.persisted, md)
 	}
-	st.last = mledger.Position{LedgerID: pos.LedgerID, EntryID: pos.EntryID}
+	st.last = pos
 	st.since++
 	due := st.since >= s.entriesInterval
 	if due {

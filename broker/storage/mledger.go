@@ -36,14 +36,6 @@ type Ledger struct{ ml *mledger.ManagedLedger }
 // Managed returns the managed ledger behind l.
 func (l *Ledger) Managed() *mledger.ManagedLedger { return l.ml }
 
-// ToPosition and FromPosition convert between mledger's positions and
-// Position.
-func ToPosition(p mledger.Position) Position { return Position{p.LedgerID, p.EntryID} }
-
-// FromPosition is ToPosition's inverse.
-func FromPosition(p Position) mledger.Position {
-	return mledger.Position{LedgerID: p.LedgerID, EntryID: p.EntryID}
-}
 func storageCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), Timeout)
 }
@@ -67,18 +59,18 @@ func mapErr(err error) error {
 }
 
 func (a *Ledger) AddEntry(buf []byte, off int, numMessages int, cb func(Position, error)) {
-	a.ml.AddEntryHeadroom(buf, off, int32(numMessages), func(p mledger.Position, err error) { cb(ToPosition(p), mapErr(err)) })
+	a.ml.AddEntryHeadroom(buf, off, int32(numMessages), func(p mledger.Position, err error) { cb(p, mapErr(err)) })
 }
 
 func (a *Ledger) LastConfirmed() (Position, bool) {
 	p, ok := a.ml.LastConfirmed()
-	return ToPosition(p), ok
+	return p, ok
 }
 
 func (a *Ledger) ReadEntry(p Position) ([]byte, error) {
 	ctx, cancel := storageCtx()
 	defer cancel()
-	e, err := a.ml.ReadEntry(ctx, FromPosition(p))
+	e, err := a.ml.ReadEntry(ctx, p)
 	return e.Data, mapErr(err)
 }
 
@@ -97,7 +89,7 @@ func (a *Ledger) OpenCursor(name string, initial InitialPosition) (Cursor, error
 }
 
 func (a *Ledger) NewNonDurableCursor(name string, start Position) (Cursor, error) {
-	c, err := a.ml.NewNonDurableCursor(name, FromPosition(start))
+	c, err := a.ml.NewNonDurableCursor(name, start)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -147,7 +139,7 @@ func (a *Ledger) Terminate() (Position, error) {
 	ctx, cancel := storageCtx()
 	defer cancel()
 	p, err := a.ml.Terminate(ctx)
-	return ToPosition(p), mapErr(err)
+	return p, mapErr(err)
 }
 
 func (a *Ledger) Stats() mledger.Stats { return a.ml.Stats() }
@@ -217,7 +209,7 @@ func (a *LedgerCursor) ReadEntries(max int) ([]LedgerEntry, error) {
 	clear(a.out)
 	out := a.out[:0]
 	for _, e := range es {
-		out = append(out, LedgerEntry{Pos: ToPosition(e.Pos), Data: e.Data})
+		out = append(out, LedgerEntry{Pos: e.Pos, Data: e.Data})
 	}
 	a.out = out
 	return out, nil
@@ -225,11 +217,7 @@ func (a *LedgerCursor) ReadEntries(max int) ([]LedgerEntry, error) {
 
 // ReadAt re-reads entries for redelivery (through the entry cache).
 func (a *LedgerCursor) ReadAt(ps []Position) ([][]byte, error) {
-	mp := make([]mledger.Position, len(ps))
-	for i, p := range ps {
-		mp[i] = FromPosition(p)
-	}
-	es, err := a.ml.ReadPositions(a.readCtx(), mp)
+	es, err := a.ml.ReadPositions(a.readCtx(), ps)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -241,11 +229,7 @@ func (a *LedgerCursor) ReadAt(ps []Position) ([][]byte, error) {
 }
 
 func (a *LedgerCursor) Ack(ps ...Position) error {
-	mp := make([]mledger.Position, len(ps))
-	for i, p := range ps {
-		mp[i] = FromPosition(p)
-	}
-	return mapErr(a.c.Delete(mp...))
+	return mapErr(a.c.Delete(ps...))
 }
 
 func (a *LedgerCursor) AckBatchIndexes(p Position, ackSet []int64, _ int) (bool, error) {
@@ -253,18 +237,18 @@ func (a *LedgerCursor) AckBatchIndexes(p Position, ackSet []int64, _ int) (bool,
 	for i, w := range ackSet {
 		set[i] = uint64(w)
 	}
-	if err := a.c.AckBatchIndexes(FromPosition(p), set); err != nil {
+	if err := a.c.AckBatchIndexes(p, set); err != nil {
 		return false, mapErr(err)
 	}
-	return a.c.IsAcked(FromPosition(p)), nil
+	return a.c.IsAcked(p), nil
 }
 
 func (a *LedgerCursor) AckCumulative(p Position) error {
-	return mapErr(a.c.MarkDelete(FromPosition(p)))
+	return mapErr(a.c.MarkDelete(p))
 }
 
 func (a *LedgerCursor) BatchAckSet(p Position) []int64 {
-	s := a.c.GetBatchAckSet(FromPosition(p))
+	s := a.c.GetBatchAckSet(p)
 	if s == nil {
 		return nil
 	}
@@ -275,9 +259,9 @@ func (a *LedgerCursor) BatchAckSet(p Position) []int64 {
 	return out
 }
 
-func (a *LedgerCursor) MarkDelete() Position    { return ToPosition(a.c.MarkDeletePosition()) }
-func (a *LedgerCursor) IsAcked(p Position) bool { return a.c.IsAcked(FromPosition(p)) }
-func (a *LedgerCursor) Seek(p Position) error   { return mapErr(a.c.Reset(FromPosition(p))) }
+func (a *LedgerCursor) MarkDelete() Position    { return a.c.MarkDeletePosition() }
+func (a *LedgerCursor) IsAcked(p Position) bool { return a.c.IsAcked(p) }
+func (a *LedgerCursor) Seek(p Position) error   { return mapErr(a.c.Reset(p)) }
 func (a *LedgerCursor) Backlog() (int64, int64) { return a.c.Backlog() }
 func (a *LedgerCursor) Durable() bool           { return a.c.IsDurable() }
 
@@ -304,14 +288,7 @@ func PublishTime(data []byte) (int64, error) {
 // SetReadBound holds every cursor of the ledger before the Position f
 // returns (broker.Topic.SetReadBound).
 func (a *Ledger) SetReadBound(f func() (Position, bool)) {
-	if f == nil {
-		a.ml.SetReadBound(nil)
-		return
-	}
-	a.ml.SetReadBound(func() (mledger.Position, bool) {
-		p, ok := f()
-		return FromPosition(p), ok
-	})
+	a.ml.SetReadBound(f)
 }
 
 // ManagedCursor returns the managed-ledger cursor behind c if it is one
@@ -337,7 +314,7 @@ func (a *LedgerCursor) Skip(n int64) error {
 // reads storage: any goroutine.
 func (a *LedgerCursor) FirstPublishedAt(ctx context.Context, cutoff int64) (p Position, found bool, err error) {
 	mp, found, err := a.ml.FindByPublishTime(ctx, cutoff, PublishTime)
-	return ToPosition(mp), found, err
+	return mp, found, err
 }
 
 // AckBefore acknowledges every entry before p (found false: the whole
@@ -347,7 +324,7 @@ func (a *LedgerCursor) AckBefore(p Position, found bool) error {
 	if !found {
 		return a.c.ClearBacklog()
 	}
-	prev, ok := positionBefore(a.ml, FromPosition(p))
+	prev, ok := positionBefore(a.ml, p)
 	if ok && a.c.MarkDeletePosition().Less(prev) {
 		return a.c.MarkDelete(prev)
 	}

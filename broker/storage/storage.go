@@ -2,36 +2,15 @@ package storage
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/magnetar-mq/magnetar/mledger"
 )
 
 // Position addresses one entry: (ledger id, entry id), ordered
-// lexicographically. It mirrors mledger.Position so that the broker core
-// and its fakes build and test without the storage packages; features see
-// it at the core's extension points.
-type Position struct {
-	LedgerID int64
-	EntryID  int64
-}
-
-// Compare returns -1, 0 or +1 as p is before, equal to or after q.
-func (p Position) Compare(q Position) int {
-	switch {
-	case p.LedgerID < q.LedgerID:
-		return -1
-	case p.LedgerID > q.LedgerID:
-		return 1
-	case p.EntryID < q.EntryID:
-		return -1
-	case p.EntryID > q.EntryID:
-		return 1
-	}
-	return 0
-}
-
-func (p Position) String() string { return fmt.Sprintf("%d:%d", p.LedgerID, p.EntryID) }
+// lexicographically. It is the managed ledger's own position: this
+// package adapts mledger, so the core's position is the one storage
+// hands back, with no conversion between two copies of one type.
+type Position = mledger.Position
 
 // LedgerEntry is one stored entry read back (for dispatch, or by a
 // feature reading a log of its own); Data is shared and must not be

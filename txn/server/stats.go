@@ -91,7 +91,7 @@ func (s *Server) TxnBufferStats(ctx context.Context, topic string) (BufferStats,
 	lac, ok := ml.LastConfirmed()
 	if !ok { // empty: "<current ledger>:-1", as the internal stats say
 		l := ml.Stats().LastConfirmed
-		lac = storage.Position{LedgerID: l.LedgerID, EntryID: l.EntryID}
+		lac = l
 	}
 	st := BufferStats{State: "NoSnapshot", MaxReadPosition: lac.String()}
 	tb := tt.buf.Load()
