@@ -77,6 +77,14 @@ func (b *Bookie) checkpointLocked(journalCkpt, paced bool) error {
 	fail := func(step string, err error) error {
 		b.checkpointDone(&ct, err)
 		b.metaDirty.Store(true)
+		// A failed checkpoint leaves no index update pending: the next
+		// one appends the whole frozen half again and indexes those
+		// copies. What this one appended to logs it sealed is garbage,
+		// so those logs are safe to compact (without this, a bookie
+		// whose checkpoints keep failing on a full disk could never
+		// compact the logs sealed since its last success, and GC
+		// reclaimed nothing after a restart on a full volume).
+		b.compactHorizon.Store(b.el.ActiveLogID())
 		err = fmt.Errorf("bookie: checkpoint %s: %w", step, err)
 		b.storageErr(err)
 		if !isCorrupt(err) && b.ro.set(roStorage, err.Error()) {

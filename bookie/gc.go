@@ -23,11 +23,14 @@ func (b *Bookie) GC() error {
 	// log, which is then removed. The horizon was read at the end of the
 	// last checkpoint, with no flush running.
 	//
-	// The GC reserve (reserve.go) is spent only when reclaiming needs it:
-	// a roll whose checkpoint found no space, a compaction postponed for
-	// want of room. Spent earlier, the ongoing checkpoints would take it
-	// and leave nothing for when a ledger is deleted.
-	if !b.rollForSpace() && b.releaseReserves() > 0 {
+	// The GC reserve (reserve.go) is spent only when reclaiming needs it
+	// and it is enough: a roll whose checkpoint found no space, a
+	// compaction postponed for want of room, each needing no more than
+	// the free space and the reserve together. Spent earlier (or on a
+	// checkpoint of a write cache larger than the reserve, which fails
+	// anyway), the ongoing checkpoints would take it and leave nothing
+	// for when a ledger is deleted.
+	if !b.rollForSpace() && b.reserveHelps(b.checkpointNeed()) && b.releaseReserves() > 0 {
 		b.rollForSpace()
 	}
 	req := gcRequest{
@@ -35,7 +38,7 @@ func (b *Bookie) GC() error {
 		relocate: b.relocate, room: b.compactionRoom,
 	}
 	st, err := b.el.GC(b.ctx, req)
-	if err == nil && st.Postponed > 0 && b.releaseReserves() > 0 {
+	if err == nil && st.Postponed > 0 && b.reserveHelps(st.Need) && b.releaseReserves() > 0 {
 		var more gcStats
 		more, err = b.el.GC(b.ctx, req)
 		more.LogsDeleted += st.LogsDeleted

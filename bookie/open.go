@@ -90,6 +90,11 @@ func open(opts Options, s storageSet) (*Bookie, error) {
 		b.tracer = newStageTracer(opts.StageSampling, opts.OnAddStages)
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
+	// Logs sealed before this process started have no index update
+	// pending in it: an entry appended by a checkpoint that did not
+	// finish is still in the journal after the last mark, and replay
+	// adds it again (the checkpoint then indexes the new copy).
+	b.compactHorizon.Store(s.el.ActiveLogID())
 	n, err := b.replay()
 	if err != nil {
 		b.cancel()
@@ -213,13 +218,29 @@ func (b *Bookie) Close() error {
 	b.closeMu.Unlock()
 	b.wg.Wait()
 	var errs []error
+	noSpace := false
 	if b.j.Err() == nil && b.ro.reasons()&roCorrupt == 0 {
 		b.lockCheckpoint()
-		if err := b.checkpointNoSpace(b.checkpointLocked(true, false), "close"); err != nil {
+		err := b.checkpointLocked(true, false)
+		noSpace = isNoSpace(err)
+		if err := b.checkpointNoSpace(err, "close"); err != nil {
 			errs = append(errs, err)
 		}
 		b.ckptMu.Unlock()
 	}
-	errs = append(errs, storageSet{b.j, b.el, b.idx}.close())
+	// After a checkpoint that found no space the journal keeps every
+	// record after its last mark, so the index and entry logs failing to
+	// write their last metadata for lack of space lose nothing: replay
+	// redoes it. Such a Close is not an error (the process stopping on a
+	// full disk exits cleanly); any other failure is.
+	errs = append(errs, b.j.Close())
+	for _, c := range []interface{ Close() error }{b.el, b.idx} {
+		err := c.Close()
+		if noSpace && isNoSpace(err) {
+			b.log.Warn("closing on a full disk: storage metadata not written; the journal keeps it", "err", err)
+			continue
+		}
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }

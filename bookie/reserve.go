@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"syscall"
 
 	"github.com/magnetar-mq/magnetar/internal/vfs"
 )
@@ -17,7 +18,11 @@ import (
 // would cure nothing. So each ledger directory holds a preallocated
 // reserve file (GCReserve bytes; default 1/64 of the volume, 1 to
 // 64 MiB), made while there is room. While the bookie is read-only for
-// lack of space, GC deletes the reserves first and spends that space;
+// lack of space, GC deletes the reserves and spends that space when a
+// roll's checkpoint or a compaction needs no more than the free space and
+// the reserves together (a checkpoint of a write cache larger than that
+// would fail anyway, its partial appends would take the reserve, and none
+// would be left once a ledger is deleted);
 // once usage is below DiskUsageLWM again they are made anew. The reserve
 // counts as used space in the threshold check (it is a real file).
 
@@ -82,6 +87,47 @@ func makeReserve(fsys vfs.FS, path string, size int64) error {
 		fsys.Remove(path)
 	}
 	return err
+}
+
+// reserveBytes is the size of the reserve files in b's ledger
+// directories.
+func (b *Bookie) reserveBytes() int64 {
+	var n int64
+	for _, dir := range b.opts.LedgerDirs {
+		fi, err := b.opts.FS.Stat(filepath.Join(dir, reserveName))
+		if err != nil {
+			continue
+		}
+		// Preallocated with the size kept at 0: its blocks are the space.
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			n += st.Blocks * 512
+		} else {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// reserveHelps reports whether need bytes fit in the fullest ledger
+// directory's free space once the reserves are released (true when the
+// file system cannot tell its free space).
+func (b *Bookie) reserveHelps(need int64) bool {
+	room := b.compactionRoom()
+	return room < 0 || need <= room+b.reserveBytes()
+}
+
+// checkpointNeed is the space the next checkpoint needs in a ledger
+// directory: the half it writes (the frozen one, else the active one),
+// the records' headers, and gcMargin for the index pages and the next
+// log's header.
+func (b *Bookie) checkpointNeed() int64 {
+	active, frozen := b.wc.size()
+	n := frozen
+	if n == 0 {
+		n = active
+	}
+	n = max(n, 0)
+	return n + n/16 + gcMargin(uint64(n))
 }
 
 // releaseReserves is releaseReserves for b's options.

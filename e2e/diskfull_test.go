@@ -147,7 +147,7 @@ func TestStandaloneDiskFull(t *testing.T) {
 	}
 	for i := 3000; i < 3100; i++ {
 		if err := sendKeep(i); err != nil {
-			t.Fatalf("send after recovery: %v", err)
+			t.Fatalf("send after recovery: %v (read-only %v); log:\n%s", err, bookieReadOnly(t, p), logWithout(t, p, "persist failed"))
 		}
 	}
 	checkKept := func(c pulsar.Client) {
@@ -318,7 +318,7 @@ func diskFullRestart(t *testing.T, dataDir, vol string, extra ...string) {
 	t.Logf("full bookie accepted writes %v after the topic was deleted", time.Since(deleted).Round(time.Millisecond))
 	for i := 200000; i < 200100; i++ {
 		if err := send(keep, keepTopic, payload(i)); err != nil {
-			t.Fatalf("send after recovery: %v", err)
+			t.Fatalf("send after recovery: %v (read-only %v); log:\n%s", err, bookieReadOnly(t, p), logWithout(t, p, "persist failed"))
 		}
 	}
 	checkAcked(t, c, keepTopic, acked[keepTopic])
