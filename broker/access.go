@@ -106,7 +106,7 @@ func (c *conn) denied(f *pulsarproto.Frame, served *Command) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	d := a.AuthorizeCommand(ctx, c.sec.roles(), f, served)
+	d := a.AuthorizeCommand(ctx, c.roles(), f, served)
 	if d == nil {
 		return false
 	}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/auth"
 	"github.com/magnetar-mq/magnetar/broker/outqueue"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
@@ -33,7 +34,7 @@ type conn struct {
 	connected     bool // reader goroutine only
 	// bemSupported: the client announced supports_broker_entry_metadata.
 	bemSupported atomic.Bool
-	sec          connSec
+	sec          atomic.Pointer[auth.ConnSession] // authenticated at CONNECT (security.go); nil: none
 
 	lastRead atomic.Int64 // unix nanos of the last byte read
 	// blocked is set when a dispatcher found the outbound queue full; the
