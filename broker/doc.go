@@ -41,30 +41,18 @@
 // Which consumer of a subscription gets an entry is package
 // broker/selector's (the four subscription types' algorithms, over the
 // consumer as selector.Consumer). The administration surface is package
-// brokeradmin's, over the core's seams: the topic registry
-// (Broker.Registry: package topicreg's created and partitioned topics,
-// namespaces and clusters, and the primitives that register, change and delete topics
-// with the features' admissions and deletion observers), topic lookup
-// (Broker.Topic) and the primitives on a topic's view (viewops.go:
-// termination, creating, deleting and moving subscriptions;
-// other work on a subscription's cursor runs on its loop through
-// Subscription.Call), its read-only snapshot (Topic.Snapshot, from which
-// package topicstats builds the stats), the loaded topics' walk
-// (EachTopic), policies (Policies, PolicyDefaults) and ownership
-// (brokercluster.Service, OwnedBundle, URLs, Ready; the health check is
-// brokeradmin.Health, a feature over Metadata, Ownership and OpenLedger). The core never
-// imports brokeradmin. *Broker itself keeps what the features and the
-// wiring use (Start, Close, Use, Topic, EachTopic, Metadata, Config,
-// Policies, Ownership, Router and the bound addresses). Its parts are
-// values of their own: the listeners (listeners.go), the cluster
-// membership (ownership.go: the core declares the Ownership it asks,
-// package brokercluster runs package cluster behind it and plugs in
-// through Deps.JoinCluster; the core imports neither), the command
-// authorization seam (access.go: how each command type is routed, the
-// CommandAuthorizer package brokerauthz implements) and the
-// producer-name generator (producername.go). Tiered storage (offload
-// policies, the admin API's offload) is package tiered's, behind
-// LedgerHook and PolicyObserver.
+// brokeradmin's, over the core's seams (its doc.go lists them: Registry,
+// Topic and the view's primitives in viewops.go, Topic.Snapshot,
+// EachTopic, Policies, ownership); the core never imports it. *Broker
+// itself keeps what the features and the wiring use (Start, Close, Use,
+// Topic, EachTopic, Metadata, Config, Policies, Ownership, Router and the
+// bound addresses). Its parts are values of their own: the listeners
+// (listeners.go), the cluster membership (ownership.go: the Ownership
+// package brokercluster implements, plugged in through Deps.JoinCluster),
+// the command authorization seam (access.go: how each command type is
+// routed, the CommandAuthorizer package brokerauthz implements) and the
+// producer-name generator (producername.go). Tiered storage is package
+// tiered's, behind LedgerHook and PolicyObserver.
 //
 // A persistent topic is one managed ledger, which the core reads and
 // writes through package broker/storage's ManagedLedger and Cursor (its
@@ -246,19 +234,11 @@
 //
 // # Geo-replication
 //
-// Geo-replication is a feature outside the core (package georep; model in
-// docs/geo-replication.md). The core keeps only what its own paths need:
-// the configuration store (Deps.ConfigStore: clusters, tenants, policies,
-// partitioned metadata); the reserved prefix ReplicatorPrefix (cursors
-// named pulsar.repl.<remote> are replicators', never loaded as
-// subscriptions, and no subscription may take such a name); the
-// deduplication of a replicator producer's (pulsar.repl.<from>--><to>)
-// sends by the original producer name in the entry, and its exemption
-// from required encryption (ReplicatorOrigin); the replicated flag of a
-// subscription (replicate_subscription_state or the admin API,
-// persisted as the cursor property pulsar.replicated.subscription,
-// reported in stats); and markers (marker_type), which dispatch
-// acknowledges and never delivers.
+// Geo-replication is a feature outside the core (package georep). What
+// the core keeps for it on its own paths (the configuration store,
+// ReplicatorPrefix, ReplicatorOrigin, the replicated flag of a
+// subscription, markers) is listed in package georep's doc ("In the
+// core").
 //
 // # Dispatch
 //
@@ -301,12 +281,10 @@
 //
 // # Transactions
 //
-// Transactions are a feature outside the core (package txn/server): the
-// coordinators and the participant side (transaction buffers, pending
-// acks) plug into the extension points above. Without it the core
-// refuses a SEND or ACK carrying a transaction id, and every transaction
-// command, with NotAllowed (ErrTxnDisabled), and its plain paths test a
-// nil hook. docs/transactions.md has the formats and invariants.
+// Transactions are a feature outside the core (package txn/server,
+// docs/transactions.md), plugged into the extension points above.
+// Without it the core refuses a SEND or ACK carrying a transaction id,
+// and every transaction command, with NotAllowed (ErrTxnDisabled).
 //
 // # Policies, limits, stats
 //
@@ -314,16 +292,11 @@
 // policies over its namespace's over the broker defaults, resolved when
 // it loads (policy.go) and held as a snapshot; the core reads from it
 // what it does itself (deduplication, delayed delivery, unacked
-// messages). The admission limits (an Admission, limits.go: topics per
-// namespace, producers and consumers per topic, subscriptions per topic
-// and consumers per subscription, required encryption, message size,
-// delivery delay), keeping the snapshots current as the policy store changes,
-// rate limits (Limiters the core counts its work against: publish pauses
-// the connection's reads, dispatch stops a subscription until a timer,
-// subscribe refuses with TooManyRequests), backlog quotas (a Quota;
-// held sends, held.go), message TTL, inactive topics and idle
-// subscriptions are the feature package enforcement's. docs/policies.md
-// has the rules.
+// messages). Admission limits (an Admission, limits.go), keeping the
+// snapshots current, rate limits (Limiters the core counts its work
+// against), backlog quotas (a Quota; held sends, held.go), message TTL,
+// inactive topics and idle subscriptions are the feature package
+// enforcement's (its doc.go and docs/policies.md have the rules).
 //
 // The core builds no stats shape: it counts (cumulative counters; messages
 // in count stored messages only) and rolls rates per fixed window with one

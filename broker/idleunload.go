@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Idle topic unloading is a feature (package idleunload: a persistent
+// Idle topic unloading is a feature (package enforcement: a persistent
 // topic idle for Config.IdleTopicUnloadTime is unloaded, and loaded again
 // on its next use with nothing lost). The core keeps what its own paths
 // touch: when a topic was last found in use (a load, a producer or

@@ -53,6 +53,21 @@
 // positions), an UPDATE (subscription, per-cluster positions); marker
 // types 10 to 13 in MessageMetadata.marker_type.
 //
+// # In the core
+//
+// The core (broker/doc.go) keeps only what its own paths need for
+// geo-replication: the configuration store (Deps.ConfigStore: clusters,
+// tenants, policies, partitioned metadata); the reserved prefix
+// broker.ReplicatorPrefix (cursors named pulsar.repl.<remote> are
+// replicators', never loaded as subscriptions, and no subscription may
+// take such a name); the deduplication of a replicator producer's
+// (pulsar.repl.<from>--><to>) sends by the original producer name in the
+// entry, and its exemption from required encryption
+// (broker.ReplicatorOrigin); the replicated flag of a subscription
+// (replicate_subscription_state or the admin API, persisted as the cursor
+// property pulsar.replicated.subscription, reported in stats); and
+// markers (marker_type), which dispatch acknowledges and never delivers.
+//
 // Locking: topicState.mu is taken only in the hooks that run with no
 // topic lock held; under it cursors are opened and deleted and
 // replicator loops are waited for, and those loops never take it (they
