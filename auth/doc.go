@@ -35,6 +35,14 @@
 // "data:;base64,<b64>", "file:///path", a path, or base64 text, in that
 // order (ReadKey).
 //
+// A binary-protocol connection's authentication is a ConnSession
+// (connsession.go; the broker reads and sends the frames): CONNECT
+// authenticated and its original principal validated (Security.Connect),
+// the roles its commands are authorized for, and the refresh of an
+// expiring credential (one AUTH_CHALLENGE; the connection closes when
+// the client cannot refresh or leaves it unanswered until the next
+// check; an AUTH_RESPONSE keeps the method and the role).
+//
 // # Token formats (interoperable with `pulsar tokens`)
 //
 // create-secret-key: random raw bytes (32/48/64 for HS256/384/512), or
