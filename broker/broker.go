@@ -162,8 +162,8 @@ func (b *Broker) Start(ctx context.Context) error {
 	if err := b.net.bind(ctx, &b.cfg, b.sec, srv); err != nil {
 		return err
 	}
-	if b.net.http != nil {
-		b.serveHTTP(b.net.http, nil)
+	if b.net.HTTP != nil {
+		b.serveHTTP(b.net.HTTP, nil)
 	}
 	if err := b.registerCluster(ctx); err != nil {
 		b.Close()
@@ -181,14 +181,14 @@ func (b *Broker) Start(ctx context.Context) error {
 			return fmt.Errorf("broker: start feature: %w", err)
 		}
 	}
-	for _, ln := range []net.Listener{b.net.service, b.net.tlsService} {
+	for _, ln := range []net.Listener{b.net.Service, b.net.TLSService} {
 		if ln != nil {
 			b.wg.Add(1)
 			go b.acceptLoop(ln)
 		}
 	}
-	if b.net.tlsHTTP != nil {
-		b.serveHTTP(b.net.tlsHTTP, b.sec.TLS.Config())
+	if b.net.TLSHTTP != nil {
+		b.serveHTTP(b.net.TLSHTTP, b.sec.TLS.Config())
 	}
 	b.wg.Add(1)
 	go b.statsLoop()

@@ -243,10 +243,10 @@ func topicInUse(t *topic) bool {
 func (b *Broker) registerCluster(ctx context.Context) error {
 	l := &b.net
 	cd := policy.ClusterData{ServiceURLTLS: l.webURLTLS(), BrokerServiceURLTLS: l.serviceURLTLS()}
-	if addr(&l.httpAddr) != "" {
+	if l.HTTPAddr() != "" {
 		cd.ServiceURL = l.webURL()
 	}
-	if addr(&l.serviceAddr) != "" {
+	if l.ServiceAddr() != "" {
 		cd.BrokerServiceURL = l.serviceURL()
 	}
 	return b.reg.EnsureCluster(ctx, cd)

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/magnetar-mq/magnetar/internal/acceptloop"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/httpapi"
+	"github.com/magnetar-mq/magnetar/internal/acceptloop"
+	"github.com/magnetar-mq/magnetar/internal/listenset"
 )
 
 // Proxy is a running proxy: binary and HTTP listeners, the broker
@@ -27,9 +28,8 @@ type Proxy struct {
 	lookupSem semaphore
 	web       *http.Client
 
-	lns     []net.Listener
+	lns     listenset.Set   // package internal/listenset
 	httpSrv *httpapi.Server // the HTTP and HTTPS listeners (http.go)
-	addrs   struct{ service, http, tlsService, tlsHTTP string }
 
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -60,53 +60,31 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 			return nil, err
 		}
 	}
-	var lc net.ListenConfig
-	listen := func(addr string, tlsOn bool, out *string) (net.Listener, error) {
-		ln, err := lc.Listen(ctx, "tcp", addr)
-		if err != nil {
-			return nil, fmt.Errorf("proxy: listen %s: %w", addr, err)
-		}
-		*out = ln.Addr().String()
-		p.lns = append(p.lns, ln)
-		return ln, nil
+	var tc *tls.Config
+	if cfg.TLSServiceAddr != "" || cfg.TLSHTTPAddr != "" {
+		tc = cfg.Security.TLS.Config()
 	}
-	type binding struct {
-		addr string
-		tls  bool
-		out  *string
-		http bool
+	if err := p.lns.Bind(ctx, listenset.Addrs{Service: cfg.ServiceAddr, HTTP: cfg.HTTPAddr,
+		TLSService: cfg.TLSServiceAddr, TLSHTTP: cfg.TLSHTTPAddr}, tc); err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	var served []func()
-	for _, b := range []binding{
-		{cfg.ServiceAddr, false, &p.addrs.service, false}, {cfg.TLSServiceAddr, true, &p.addrs.tlsService, false},
-		{cfg.HTTPAddr, false, &p.addrs.http, true}, {cfg.TLSHTTPAddr, true, &p.addrs.tlsHTTP, true},
-	} {
-		if b.addr == "" {
-			continue
+	for _, ln := range []net.Listener{p.lns.Service, p.lns.TLSService} {
+		if ln != nil {
+			served = append(served, func() { p.acceptLoop(ln) })
 		}
-		ln, err := listen(b.addr, b.tls, b.out)
-		if err != nil {
-			for _, l := range p.lns {
-				l.Close()
-			}
-			return nil, err
-		}
-		var tc *tls.Config
-		if b.tls {
-			tc = cfg.Security.TLS.Config()
-		}
-		if b.http {
+	}
+	for _, h := range []struct {
+		ln net.Listener
+		tc *tls.Config
+	}{{p.lns.HTTP, nil}, {p.lns.TLSHTTP, tc}} {
+		if h.ln != nil {
 			served = append(served, func() {
 				defer p.wg.Done()
-				if err := p.httpSrv.Serve(ln, tc); err != nil && !errors.Is(err, http.ErrServerClosed) {
-					p.log.Error("http server", "addr", ln.Addr().String(), "err", err)
+				if err := p.httpSrv.Serve(h.ln, h.tc); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					p.log.Error("http server", "addr", h.ln.Addr().String(), "err", err)
 				}
 			})
-		} else {
-			if tc != nil {
-				ln = tls.NewListener(ln, tc)
-			}
-			served = append(served, func() { p.acceptLoop(ln) })
 		}
 	}
 	for _, f := range served {
@@ -119,16 +97,16 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 }
 
 // ServiceAddr is the bound plaintext binary address ("" if off).
-func (p *Proxy) ServiceAddr() string { return p.addrs.service }
+func (p *Proxy) ServiceAddr() string { return p.lns.ServiceAddr() }
 
 // HTTPAddr is the bound plaintext HTTP address ("" if off).
-func (p *Proxy) HTTPAddr() string { return p.addrs.http }
+func (p *Proxy) HTTPAddr() string { return p.lns.HTTPAddr() }
 
 // TLSServiceAddr is the bound TLS binary address ("" if off).
-func (p *Proxy) TLSServiceAddr() string { return p.addrs.tlsService }
+func (p *Proxy) TLSServiceAddr() string { return p.lns.TLSServiceAddr() }
 
 // TLSHTTPAddr is the bound HTTPS address ("" if off).
-func (p *Proxy) TLSHTTPAddr() string { return p.addrs.tlsHTTP }
+func (p *Proxy) TLSHTTPAddr() string { return p.lns.TLSHTTPAddr() }
 
 func (p *Proxy) acceptLoop(ln net.Listener) {
 	defer p.wg.Done()
@@ -197,9 +175,7 @@ func (p *Proxy) Close() error {
 	if p.httpSrv != nil {
 		_ = p.httpSrv.Close()
 	}
-	for _, ln := range p.lns {
-		ln.Close()
-	}
+	p.lns.Close()
 	p.pool.closeAll()
 	p.wg.Wait()
 	return nil

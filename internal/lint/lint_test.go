@@ -27,6 +27,9 @@ var allowed = map[string][]string{
 	// internal/ratemeter: counters to per-second rates (the core's
 	// bundle loads, the replicators' stats); a leaf.
 	"internal/ratemeter": {},
+	// internal/listenset: the binary and HTTP listeners, plain and TLS,
+	// of the broker and the proxy (bound all or none); a leaf.
+	"internal/listenset": {},
 	"protocol":           {"internal", "protocol"},
 	"metadata":           {"internal", "metadata"},
 	"metadata/embedded":  {"internal", "metadata"},
