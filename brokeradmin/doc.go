@@ -1,7 +1,7 @@
 // Package brokeradmin is the broker's administration surface: the
 // implementations of the role interfaces package admin declares
 // (admin/roles.go), built on the seams the broker core exports
-// (broker/doc.go, Seams) and nothing else:
+// (broker/doc.go, Model) and nothing else:
 //
 //   - the topic registry's primitives (broker.Registry over package
 //     topicreg: created and partitioned topics, topic nodes, admissions,
