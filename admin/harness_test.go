@@ -174,7 +174,7 @@ func (tb *testBroker) AppliedPolicies(topic string) *policy.Resolved {
 	if err != nil {
 		return nil
 	}
-	return t.AppliedPolicy()
+	return t.EffectivePolicy()
 }
 
 // HeldSends returns the number of SENDs a backlog quota holds on a

@@ -362,10 +362,6 @@ func (p *topicPolicy) delayedDelivery() policy.DelayedDeliveryPolicies {
 	return policy.DelayedDeliveryPolicies{Active: true}
 }
 
-// AppliedPolicy returns the topic's effective policy now (never nil; never
-// modified: a change swaps it whole).
-func (v Topic) AppliedPolicy() *policy.Resolved { return v.t.pol.Load() }
-
 // RefreshPolicy resolves the topic's policy again and applies what the
 // core derives from it: a changed retention or persistence reopens the
 // managed ledger (the topic unloads and reports true; clients

@@ -204,7 +204,7 @@ func (x *Compactor) monitor() {
 			}
 			// The topic's compactionThreshold, else its namespace's,
 			// else the broker's (0: never).
-			th := t.AppliedPolicy().CompactionThreshold
+			th := t.EffectivePolicy().CompactionThreshold
 			if th <= 0 {
 				return true
 			}

@@ -248,7 +248,7 @@ func (s *Snapshots) AfterAdd(t broker.Topic, e *broker.Entry, pos storage.Positi
 	if st == nil {
 		return
 	}
-	if pol := t.AppliedPolicy(); pol != nil && !pol.Deduplication {
+	if pol := t.EffectivePolicy(); pol != nil && !pol.Deduplication {
 		return // turned off: the next tick drops the cursor
 	}
 	st.mu.Lock()
@@ -275,7 +275,7 @@ func (s *Snapshots) TickTopic(t broker.Topic) {
 	if st == nil {
 		return
 	}
-	pol := t.AppliedPolicy()
+	pol := t.EffectivePolicy()
 	if pol != nil && !pol.Deduplication {
 		s.drop(t, st)
 		return
@@ -321,7 +321,7 @@ func (s *Snapshots) drop(t broker.Topic, st *topicState) {
 // are checked against what the core already knows.
 func (s *Snapshots) PolicyApplied(t broker.Topic) {
 	ml := t.Managed()
-	pol := t.AppliedPolicy()
+	pol := t.EffectivePolicy()
 	if ml == nil || pol == nil || !pol.Deduplication || t.Closed() {
 		return
 	}

@@ -82,7 +82,7 @@ func refusal(code pb.ServerError, msg string) *broker.SendError {
 // AdmitProducer implements broker.Admission: max producers, then a
 // producer declaring itself unencrypted where encryption is required.
 func (e *Enforcer) AdmitProducer(t broker.Topic, cmd *pb.CommandProducer) *broker.SendError {
-	pol := t.AppliedPolicy()
+	pol := t.EffectivePolicy()
 	if m := pol.MaxProducers; m > 0 && t.ProducerCount() >= m {
 		return refusal(pb.ServerError_ProducerBusy, fmt.Sprintf("Topic '%s' reached max producers limit", t.Name()))
 	}
@@ -100,7 +100,7 @@ const changeEventsTopic = "__change_events"
 // AdmitConsumer implements broker.Admission: Key_Shared turned off, the
 // subscription types enabled, then max consumers per topic.
 func (e *Enforcer) AdmitConsumer(t broker.Topic, cmd *pb.CommandSubscribe) *broker.SendError {
-	pol := t.AppliedPolicy()
+	pol := t.EffectivePolicy()
 	if pol.KeySharedDisabled && cmd.GetSubType() == pb.CommandSubscribe_Key_Shared {
 		return refusal(pb.ServerError_NotAllowedError, msgKeySharedDisabled)
 	}
@@ -118,7 +118,7 @@ func (e *Enforcer) AdmitConsumer(t broker.Topic, cmd *pb.CommandSubscribe) *brok
 // creation and max subscriptions per topic (subs counted under the lock
 // that creates them).
 func (e *Enforcer) AdmitSubscription(t broker.Topic, subs int, durable bool) *broker.SendError {
-	pol := t.AppliedPolicy()
+	pol := t.EffectivePolicy()
 	if durable && t.Persistent() && !pol.AutoSubscriptionCreation {
 		return refusal(pb.ServerError_SubscriptionNotFound, msgSubscriptionMissing)
 	}
@@ -131,7 +131,7 @@ func (e *Enforcer) AdmitSubscription(t broker.Topic, subs int, durable bool) *br
 // AdmitSubscriber implements broker.Admission: max consumers per
 // subscription.
 func (e *Enforcer) AdmitSubscriber(t broker.Topic, consumers int) *broker.SendError {
-	if m := t.AppliedPolicy().MaxConsumersPerSubscription; m > 0 && consumers >= m {
+	if m := t.EffectivePolicy().MaxConsumersPerSubscription; m > 0 && consumers >= m {
 		return refusal(pb.ServerError_ConsumerBusy, msgMaxConsumersPerSub)
 	}
 	return nil
@@ -143,7 +143,7 @@ func (e *Enforcer) AdmitSend(t broker.Topic, en *broker.Entry, size int, replica
 	if replicator {
 		return nil
 	}
-	pol := t.AppliedPolicy()
+	pol := t.EffectivePolicy()
 	md := en.Meta()
 	if pol.EncryptionRequired && (md == nil || md.EncryptionKeys == 0) {
 		return refusal(pb.ServerError_MetadataError, msgMustBeEncrypted)

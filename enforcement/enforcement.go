@@ -167,7 +167,7 @@ func (e *Enforcer) policiesChanged(ns string) {
 // apply puts the limits of the topic's policy on it.
 func (e *Enforcer) apply(st *topicState) {
 	t := st.t
-	pol := t.AppliedPolicy()
+	pol := t.EffectivePolicy()
 	var q broker.Quota
 	if t.Persistent() && len(pol.BacklogQuotas) > 0 {
 		q = quota{t}

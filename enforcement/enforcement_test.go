@@ -77,8 +77,8 @@ func TestPolicyChangeDuringTopicLoad(t *testing.T) {
 			if n := fired.Load(); n < 1 {
 				t.Fatal("the load hook did not run")
 			}
-			if !c.check(tv.AppliedPolicy()) {
-				t.Fatalf("topic kept the policies resolved before the change: %+v", *tv.AppliedPolicy())
+			if !c.check(tv.EffectivePolicy()) {
+				t.Fatalf("topic kept the policies resolved before the change: %+v", *tv.EffectivePolicy())
 			}
 			if tv.Closed() {
 				t.Fatal("the load returned a closed topic")

@@ -71,7 +71,7 @@ func active(t broker.Topic, mode string) bool {
 // checkInactive deletes the topic if it has been inactive long enough.
 func (e *Enforcer) checkInactive(st *topicState, now time.Time) {
 	t := st.t
-	pol := t.AppliedPolicy()
+	pol := t.EffectivePolicy()
 	it := pol.InactiveTopic
 	if !it.DeleteWhileInactive || t.Closed() || !t.Owned() || active(t, it.InactiveTopicDeleteMode) {
 		st.lastActive.Store(now.UnixNano())
@@ -98,7 +98,7 @@ func (e *Enforcer) checkInactive(st *topicState, now time.Time) {
 // expireSubscriptions deletes the durable subscriptions of t that have
 // had no consumer for the policy's expiration time.
 func (e *Enforcer) expireSubscriptions(t broker.Topic, now time.Time) {
-	mins := t.AppliedPolicy().SubscriptionExpirationMinutes
+	mins := t.EffectivePolicy().SubscriptionExpirationMinutes
 	if mins <= 0 || !t.Persistent() || t.Closed() || !t.Owned() {
 		return
 	}

@@ -21,7 +21,7 @@ func (e *Enforcer) check(st *topicState) {
 	if !t.Persistent() || t.Closed() {
 		return
 	}
-	pol := t.AppliedPolicy()
+	pol := t.EffectivePolicy()
 	if ttl := pol.MessageTTLSeconds; ttl > 0 {
 		for _, s := range t.Subscriptions() {
 			_ = t.ExpireMessages(s, ttl)
@@ -38,7 +38,7 @@ type quota struct{ t broker.Topic }
 // AdmitProducer implements broker.Quota: a topic over a hold or
 // exception quota refuses new producers.
 func (q quota) AdmitProducer() *broker.SendError {
-	p, over := exceeded(q.t, q.t.AppliedPolicy())
+	p, over := exceeded(q.t, q.t.EffectivePolicy())
 	if !over {
 		return nil
 	}
@@ -55,7 +55,7 @@ func (q quota) AdmitProducer() *broker.SendError {
 // over an exception quota refused (its producer disconnected), over an
 // eviction quota the slowest cursor skips ahead and the SEND goes.
 func (q quota) AdmitSend() (hold bool, refuse *broker.SendError) {
-	pol := q.t.AppliedPolicy()
+	pol := q.t.EffectivePolicy()
 	p, over := exceeded(q.t, pol)
 	if !over {
 		return false, nil

@@ -171,7 +171,7 @@ func allowAutoUpdate(p *policy.Policies) bool {
 // broker's value is Config.ValidationEnforced when the broker's policy
 // defaults do not enforce it).
 func (r *Registry) validationEnforced(t broker.Topic) bool {
-	pol := t.AppliedPolicy()
+	pol := t.EffectivePolicy()
 	if pol.SchemaValidationEnforced {
 		return true
 	}
