@@ -121,13 +121,21 @@ func TestScaleLiveChild(t *testing.T) {
 	each(func(i int) error {
 		topic := fmt.Sprintf("persistent://public/default/%s-%d", prefix, i)
 		cl := cls[i%len(cls)]
+		// The client's own timers are set so it does not spend its CPU on
+		// them at 100,000 topics (the broker sees the same commands): a
+		// producer without batching still ticks its batch flush every
+		// 10 ms by default, and a consumer's ack grouping every 100 ms
+		// (past ~50,000 topics the client did little else). Acks go out
+		// at once instead of grouped.
 		c, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "sub",
-			ReceiverQueueSize: 4}) // the client's memory; the broker's is the same
+			ReceiverQueueSize:  4, // the client's memory; the broker's is the same
+			AckGroupingOptions: &pulsar.AckGroupingOptions{MaxSize: 1}})
 		if err != nil {
 			return err
 		}
 		conss[i] = c
-		p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true, MaxPendingMessages: 4, SendTimeout: 2 * time.Minute})
+		p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true, MaxPendingMessages: 4, SendTimeout: 2 * time.Minute,
+			BatchingMaxPublishDelay: time.Hour})
 		if err != nil {
 			return err
 		}
