@@ -155,20 +155,20 @@ func (c *conn) commitOp(op *pendingOp, attached func(cancelled bool)) bool {
 
 // handleSlow starts a slow command (reader only). f.Cmd is the decoder's
 // and is reset by the next frame, so the op keeps the command's own
-// message (decoded afresh for every frame) in a BaseCommand of its own;
-// authorization (denied) runs on the op too.
+// message (decoded afresh for every frame); authorization (deniedSlow)
+// runs on the op too.
 func (c *conn) handleSlow(f *pulsarproto.Frame) {
 	cmd := f.Cmd
-	own := &pulsarproto.Frame{Type: f.Type, Cmd: &pb.BaseCommand{Type: cmd.Type}}
+	own := slowCmd{typ: f.Type}
 	switch f.Type {
 	case pb.BaseCommand_LOOKUP:
 		m := cmd.LookupTopic
 		if m == nil {
 			return
 		}
-		own.Cmd.LookupTopic = m
+		own.set = func(bc *pb.BaseCommand) { bc.LookupTopic = m }
 		c.goAsync(func() {
-			if !c.denied(own, nil) {
+			if !c.deniedSlow(own) {
 				c.handleLookup(m)
 			}
 		})
@@ -177,9 +177,9 @@ func (c *conn) handleSlow(f *pulsarproto.Frame) {
 		if m == nil {
 			return
 		}
-		own.Cmd.PartitionMetadata = m
+		own.set = func(bc *pb.BaseCommand) { bc.PartitionMetadata = m }
 		c.goAsync(func() {
-			if !c.denied(own, nil) {
+			if !c.deniedSlow(own) {
 				c.handlePartitionedMetadata(m)
 			}
 		})
@@ -188,9 +188,9 @@ func (c *conn) handleSlow(f *pulsarproto.Frame) {
 		if m == nil {
 			return
 		}
-		own.Cmd.GetTopicsOfNamespace = m
+		own.set = func(bc *pb.BaseCommand) { bc.GetTopicsOfNamespace = m }
 		c.goAsync(func() {
-			if !c.denied(own, nil) {
+			if !c.deniedSlow(own) {
 				c.handleGetTopicsOfNamespace(m)
 			}
 		})
@@ -199,7 +199,7 @@ func (c *conn) handleSlow(f *pulsarproto.Frame) {
 		if m == nil {
 			return
 		}
-		own.Cmd.Producer = m
+		own.set = func(bc *pb.BaseCommand) { bc.Producer = m }
 		pid := m.GetProducerId()
 		op := c.beginOp(&c.mu.pendingProducers, pid, m.GetRequestId(), "Producer", true)
 		if op == nil {
@@ -207,7 +207,7 @@ func (c *conn) handleSlow(f *pulsarproto.Frame) {
 		}
 		c.goAsync(func() {
 			defer c.endOp(&c.mu.pendingProducers, pid, op)
-			if !c.denied(own, nil) {
+			if !c.deniedSlow(own) {
 				c.handleProducer(m, op)
 			}
 		})
@@ -216,7 +216,7 @@ func (c *conn) handleSlow(f *pulsarproto.Frame) {
 		if m == nil {
 			return
 		}
-		own.Cmd.Subscribe = m
+		own.set = func(bc *pb.BaseCommand) { bc.Subscribe = m }
 		cid := m.GetConsumerId()
 		op := c.beginOp(&c.mu.pendingConsumers, cid, m.GetRequestId(), "Consumer", true)
 		if op == nil {
@@ -224,7 +224,7 @@ func (c *conn) handleSlow(f *pulsarproto.Frame) {
 		}
 		c.goAsync(func() {
 			defer c.endOp(&c.mu.pendingConsumers, cid, op)
-			if !c.denied(own, nil) {
+			if !c.deniedSlow(own) {
 				c.handleSubscribe(m, op)
 			}
 		})
@@ -243,4 +243,23 @@ func (c *conn) handleSlow(f *pulsarproto.Frame) {
 			c.handleUnsubscribe(m)
 		})
 	}
+}
+
+// slowCmd is a slow command as its op's authorization sees it: the frame
+// around the command's own message is built only when an authorizer
+// decides (a BaseCommand is ~1 KiB, and a live topic costs four slow
+// commands: LOOKUP, PARTITIONED_METADATA, SUBSCRIBE, PRODUCER).
+type slowCmd struct {
+	typ pb.BaseCommand_Type
+	set func(*pb.BaseCommand) // puts the message in its field
+}
+
+// deniedSlow is denied for a slow command.
+func (c *conn) deniedSlow(s slowCmd) bool {
+	if c.b.ext.access == nil || !c.b.authorizing() {
+		return false // denied's own answer, without building the frame
+	}
+	cmd := &pb.BaseCommand{Type: s.typ.Enum()}
+	s.set(cmd)
+	return c.denied(&pulsarproto.Frame{Type: s.typ, Cmd: cmd}, nil)
 }

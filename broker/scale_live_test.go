@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -271,6 +273,7 @@ func TestScaleLiveTopicsMemory(t *testing.T) {
 	h1, s1, g1 := memInUse()
 	debug.FreeOSMemory()
 	r1 := rssBytes()
+	logRuntimeMem(t, n)
 	writeProfiles(t, "live-")
 	perHeap := float64(h1+s1-h0-s0) / float64(n)
 	perRSS := float64(r1-r0) / float64(n)
@@ -281,7 +284,9 @@ func TestScaleLiveTopicsMemory(t *testing.T) {
 	// consumer waits), not the ledgers' completion goroutines. Each
 	// client connection has two (its reader and writer).
 	if g1-g0 > 2*conns+18 {
-		t.Errorf("%d goroutines more for %d live topics (want none of their own)", g1-g0, n)
+		var buf bytes.Buffer
+		pprof.Lookup("goroutine").WriteTo(&buf, 1)
+		t.Errorf("%d goroutines more for %d live topics (want none of their own); by stack:\n%.6000s", g1-g0, n, buf.String())
 	}
 	if perHeap > liveBudget {
 		t.Errorf("a live topic costs %.0f B of heap and stacks, budget %d B", perHeap, liveBudget)
@@ -299,4 +304,14 @@ func TestScaleLiveTopicsMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	await("done")
+}
+
+// logRuntimeMem logs what the runtime holds besides the heap in use, a
+// topic at a time: where a resident set larger than heap and stacks goes.
+func logRuntimeMem(t *testing.T, n int) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	per := func(v uint64) float64 { return float64(v) / float64(n) }
+	t.Logf("runtime per topic: heap in use %.0f B (allocated %.0f), idle not released %.0f, spans %.0f, GC metadata %.0f, other %.0f, profiling buckets %.0f",
+		per(ms.HeapInuse), per(ms.HeapAlloc), per(ms.HeapIdle-ms.HeapReleased), per(ms.MSpanInuse), per(ms.GCSys), per(ms.OtherSys), per(ms.BuckHashSys))
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 )
 
@@ -238,6 +237,25 @@ type sharedResolved struct {
 	r *Resolved
 }
 
+// sameDefaults reports whether a and b are equal, field by field
+// (reflect.DeepEqual copied both into interfaces: ~3 KiB of garbage a
+// topic load). TestSameDefaultsSeesEveryField fails when a field is
+// added to Defaults and not here.
+func sameDefaults(a, b *Defaults) bool {
+	return a.Deduplication == b.Deduplication && a.AutoTopicCreation == b.AutoTopicCreation &&
+		a.MaxUnackedPerConsumer == b.MaxUnackedPerConsumer &&
+		a.MaxUnackedPerSubscription == b.MaxUnackedPerSubscription &&
+		a.Cluster == b.Cluster && a.PublishRate == b.PublishRate &&
+		a.DispatchRate == b.DispatchRate && a.SubscriptionDispatchRate == b.SubscriptionDispatchRate &&
+		a.ReplicatorDispatchRate == b.ReplicatorDispatchRate && a.SubscribeRate == b.SubscribeRate &&
+		a.InactiveTopic == b.InactiveTopic &&
+		a.SubscriptionExpirationMinutes == b.SubscriptionExpirationMinutes &&
+		slices.Equal(a.OffloadAllowed.FileSystemRoots, b.OffloadAllowed.FileSystemRoots) &&
+		slices.Equal(a.OffloadAllowed.ServiceEndpoints, b.OffloadAllowed.ServiceEndpoints) &&
+		slices.Equal(a.OffloadAllowed.ProfilePaths, b.OffloadAllowed.ProfilePaths) &&
+		a.DeliveryDefaults == b.DeliveryDefaults
+}
+
 // maxShared bounds Store.mu.shared (namespaces); beyond it, it starts
 // over.
 const maxShared = 4096
@@ -250,7 +268,7 @@ func (s *Store) resolveShared(d Defaults, ns string, p *Policies) *Resolved {
 	s.mu.Lock()
 	e, ok := s.mu.shared[ns]
 	s.mu.Unlock()
-	if ok && e.p == p && reflect.DeepEqual(e.d, d) {
+	if ok && e.p == p && sameDefaults(&e.d, &d) {
 		return e.r
 	}
 	r := Resolve(d, nil, p)
