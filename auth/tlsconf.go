@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -95,18 +96,33 @@ func cipherID(name string) (uint16, error) {
 	return 0, fmt.Errorf("auth: tlsCiphers: unknown or insecure cipher suite %q", name)
 }
 
-// fileStamp identifies the current contents of the files cheaply.
+// fileStamp identifies the current contents of the files cheaply: size,
+// modification time and, where the system has them, inode and change
+// time. A rotation that renames new files over the old ones within one
+// tick of the file system's coarse clock, at the same size (a PEM file
+// often keeps its length when a name in it changes), changes only the
+// inode: with size and mtime alone it went unseen, and the old
+// certificate was served until the files changed again.
 func (s *ServerTLS) fileStamp() string {
+	return filesStamp(s.certFile, s.keyFile, s.caFile)
+}
+
+func filesStamp(files ...string) string {
 	var b strings.Builder
-	for _, f := range []string{s.certFile, s.keyFile, s.caFile} {
+	for _, f := range files {
 		if f == "" {
 			continue
 		}
-		if st, err := os.Stat(f); err == nil {
-			fmt.Fprintf(&b, "%s:%d:%d;", f, st.ModTime().UnixNano(), st.Size())
-		} else {
+		st, err := os.Stat(f)
+		if err != nil {
 			fmt.Fprintf(&b, "%s:missing;", f)
+			continue
 		}
+		fmt.Fprintf(&b, "%s:%d:%d", f, st.ModTime().UnixNano(), st.Size())
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			fmt.Fprintf(&b, ":%d:%d:%d.%d", sys.Dev, sys.Ino, sys.Ctim.Sec, sys.Ctim.Nsec)
+		}
+		b.WriteByte(';')
 	}
 	return b.String()
 }
