@@ -23,7 +23,19 @@ import (
 // while its producer closes (the send then never returns; a SendAsync can
 // even panic): such a producer is counted, not failed, and
 // TestTerminateClosesProducersFirst checks the broker's side exactly.
+//
+// Under the race detector it runs in this package's tests built without
+// it: the producers the termination closes reconnect, and the detector
+// then reports a race inside pulsar-client-go v0.19.0 itself (its
+// connection's run loop receiving a request against
+// rpcClient.RequestOnCnx sending it, both stacks wholly the client's;
+// CI, 6 Dec 2026). The broker's side of termination is checked under the
+// detector by TestTerminateClosesProducersFirst, over the raw protocol.
 func TestE2ETerminateWhileSending(t *testing.T) {
+	if raceEnabled {
+		runWithoutRace(t, "^TestE2ETerminateWhileSending$")
+		return
+	}
 	tb := startBroker(t, nil)
 	cl := tb.client(t)
 	const producers = 8
