@@ -117,17 +117,13 @@ func (b *Bookie) reserveHelps(need int64) bool {
 }
 
 // checkpointNeed is the space the next checkpoint needs in a ledger
-// directory: the half it writes (the frozen one, else the active one),
-// the records' headers, and gcMargin for the index pages and the next
-// log's header.
+// directory: the half it writes (the frozen one, else the active one)
+// with its records' headers, and gcMargin for the index pages and the
+// next log's header.
 func (b *Bookie) checkpointNeed() int64 {
-	active, frozen := b.wc.size()
-	n := frozen
-	if n == 0 {
-		n = active
-	}
+	entries, n := b.wc.nextFlush()
 	n = max(n, 0)
-	return n + n/16 + gcMargin(uint64(n))
+	return n + int64(entries)*entrylogRecordOverhead + gcMargin(uint64(n))
 }
 
 // releaseReserves is releaseReserves for b's options.

@@ -626,6 +626,18 @@ func (c *writeCache) frozenSize() (entries int, bytes int64) {
 	return 0, 0
 }
 
+// nextFlush is the entries and bytes the next checkpoint writes: the
+// frozen half's, else the active half's.
+func (c *writeCache) nextFlush() (entries int, bytes int64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	h := c.mu.frozen
+	if h == nil {
+		h = c.mu.active
+	}
+	return h.entries, h.bytes
+}
+
 func (c *writeCache) hasFrozen() bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
