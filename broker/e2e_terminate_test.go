@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"github.com/magnetar-mq/magnetar/internal/testenv"
 	"sync"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ import (
 // detector by TestTerminateClosesProducersFirst, over the raw protocol.
 func TestE2ETerminateWhileSending(t *testing.T) {
 	if raceEnabled {
-		runWithoutRace(t, "^TestE2ETerminateWhileSending$")
+		testenv.RunWithoutRace(t, "^TestE2ETerminateWhileSending$")
 		return
 	}
 	tb := startBroker(t, nil)

@@ -2,13 +2,8 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/magnetar-mq/magnetar/broker/snap"
 	"github.com/magnetar-mq/magnetar/internal/testenv"
@@ -23,58 +18,11 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 // earliest is the Earliest sentinel of Service's MessageID.
 var earliest = MessageID{LedgerID: -1, EntryID: -1}
 
-// TestMain removes the binary runWithoutRace built.
+// TestMain removes the binary testenv.RunWithoutRace built.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if withoutRace.bin != "" {
-		os.RemoveAll(filepath.Dir(withoutRace.bin))
-	}
+	testenv.RemoveWithoutRace()
 	os.Exit(code)
-}
-
-// withoutRace is this package's test binary built without the race
-// detector, built once per run by runWithoutRace.
-var withoutRace struct {
-	once sync.Once
-	bin  string
-	took time.Duration
-	err  error
-}
-
-// runWithoutRace runs the tests matching the -test.run pattern run in
-// this package's tests built without the race detector, with env added:
-// the sizes the race detector makes too slow to run in process.
-func runWithoutRace(t *testing.T, run string, env ...string) {
-	t.Helper()
-	withoutRace.once.Do(func() {
-		dir, err := os.MkdirTemp("", "broker-norace-")
-		if err != nil {
-			withoutRace.err = err
-			return
-		}
-		withoutRace.bin = filepath.Join(dir, "broker.test")
-		t0 := time.Now()
-		if out, err := exec.Command("go", "test", "-c", "-o", withoutRace.bin, ".").CombinedOutput(); err != nil {
-			withoutRace.err = fmt.Errorf("go test -c: %v\n%s", err, out)
-		}
-		withoutRace.took = time.Since(t0)
-	})
-	if withoutRace.err != nil {
-		t.Fatal(withoutRace.err)
-	}
-	// The run may take what is left of this test's own deadline (a
-	// loaded CI machine runs it several times slower than a quiet one).
-	timeout := 10 * time.Minute
-	if dl, ok := t.Deadline(); ok {
-		timeout = max(time.Until(dl)-30*time.Second, time.Minute)
-	}
-	cmd := exec.Command(withoutRace.bin, "-test.run="+run, "-test.count=1", "-test.v", "-test.timeout="+timeout.String())
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
-	t.Logf("built in %s; the run without the race detector:\n%s", withoutRace.took.Round(time.Millisecond), out)
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // subBacklog returns the backlog of topic's subscription sub.

@@ -13,5 +13,5 @@ const scaleFullInChild = true
 
 // raceEnabled: tests at client-controlled sizes of a million run at
 // 64Ki in this build and in full in a build without the detector
-// (runWithoutRace).
+// (testenv.RunWithoutRace).
 const raceEnabled = true

@@ -111,7 +111,7 @@ func TestClientSizedOpsWithoutRace(t *testing.T) {
 	if !raceEnabled {
 		return // they run at full size in this build
 	}
-	runWithoutRace(t, "^(TestRequeueMillionUnacked|TestRequeueAcksWhileMoving|TestCumulativeAckMillionPending|TestDelayedManyMessages|TestNackManyOneByOne|TestE2ERequeueManyUnacked)$")
+	testenv.RunWithoutRace(t, "^(TestRequeueMillionUnacked|TestRequeueAcksWhileMoving|TestCumulativeAckMillionPending|TestDelayedManyMessages|TestNackManyOneByOne|TestE2ERequeueManyUnacked)$")
 }
 
 // TestRequeueMillionUnacked: a Shared consumer holding 1M

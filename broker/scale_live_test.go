@@ -192,7 +192,7 @@ func TestScaleLiveTopicsMemory(t *testing.T) {
 	if raceEnabled {
 		// The race detector's own allocations swamp the budget: run
 		// this package's tests built without it.
-		runWithoutRace(t, "^TestScaleLiveTopicsMemory$")
+		testenv.RunWithoutRace(t, "^TestScaleLiveTopicsMemory$")
 		return
 	}
 	// The broker's fixed cost (~6.8 MB here) is spread over the topics:

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"github.com/magnetar-mq/magnetar/internal/testenv"
 	"os"
 	"os/exec"
 	"runtime"
@@ -301,7 +302,7 @@ func TestScaleTopicsMemory(t *testing.T) {
 // runScaleWithoutRace builds this package's tests without the race
 // detector and runs TestScaleTopicsMemory in them at 20,000 topics.
 func runScaleWithoutRace(t *testing.T) {
-	runWithoutRace(t, "^TestScaleTopicsMemory$", "SCALE_TOPICS=20000")
+	testenv.RunWithoutRace(t, "^TestScaleTopicsMemory$", "SCALE_TOPICS=20000")
 }
 
 // checkScaleMetrics: a walk over the loaded topics' stats, as a metrics

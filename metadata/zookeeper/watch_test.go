@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/internal/testenv"
 	"github.com/magnetar-mq/magnetar/internal/zktest"
 	"github.com/magnetar-mq/magnetar/metadata"
 )
@@ -179,6 +180,17 @@ func TestWatchNoLostChildren(t *testing.T) {
 // and the old watches' invalidation are pending. Whichever the watch
 // handles first, it must end armed on the new session.
 func TestWatchSessionExpiryWhileBusy(t *testing.T) {
+	// Under the race detector this test runs in a build without it: the
+	// reconnect after an expiry races inside go-zookeeper/zk v1.0.4 (its
+	// loop's sendSetWatches reads Conn.lastZxid while the new session's
+	// recvLoop writes it; conn.go 614 and 849), which no caller can
+	// avoid. The store's own expiry path stays under the detector in
+	// TestSessionExpiry.
+	if testenv.Race {
+		zktest.SkipIfShort(t)
+		testenv.RunWithoutRace(t, "^TestWatchSessionExpiryWhileBusy$")
+		return
+	}
 	srv := sharedServer(t)
 	url := "zk://" + srv.Addr() + uniqueRoot(t)
 	var rec zktest.Sessions

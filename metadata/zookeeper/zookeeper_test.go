@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/internal/testenv"
 	"github.com/magnetar-mq/magnetar/internal/zktest"
 	"github.com/magnetar-mq/magnetar/metadata"
 	"github.com/magnetar-mq/magnetar/metadata/metadatatest"
@@ -73,6 +74,7 @@ func TestMain(m *testing.M) {
 	if shared.srv != nil {
 		shared.srv.Close()
 	}
+	testenv.RemoveWithoutRace()
 	os.Exit(code)
 }
 

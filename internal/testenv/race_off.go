@@ -1,0 +1,6 @@
+//go:build !race
+
+package testenv
+
+// Race reports whether this binary was built with the race detector.
+const Race = false
