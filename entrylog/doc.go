@@ -144,6 +144,12 @@
 // behind them. Pacing changes when bytes reach the disk, not what is
 // durable: entries are durable in the log only after Sync, as before.
 //
+// Writeback is started in pieces of at most 256 KiB, one sync_file_range
+// each, and a Sync of a paced log starts its remainder the same way before
+// the fsync: one call over MiB would reach a virtio disk as requests of
+// max_sectors_kb (4 MiB), and a journal write queued behind such a request
+// waits for all of it.
+//
 // # Write errors
 //
 // A failed write, preallocation, roll or fsync fails every later Add,

@@ -490,6 +490,12 @@ func (l *Log) Sync() error {
 		return nil
 	}
 	end := l.mu.bufOff
+	if l.mu.wb.file == cur {
+		// Writeback is paced for this log (FlushBytes, or a
+		// checkpoint's Writeback): the rest goes to the device in
+		// writebackChunk requests too, not as the fsync's large ones.
+		l.writebackLocked(cur, end)
+	}
 	l.mu.Unlock()
 	defer cur.release()
 	if err := cur.f.Sync(); err != nil {

@@ -50,12 +50,33 @@ func (l *Log) writebackLocked(cur *logFile, end int64) {
 	if !ok {
 		return
 	}
-	_ = unix.SyncFileRange(int(fd.Fd()), wb.started, end-wb.started, unix.SYNC_FILE_RANGE_WRITE)
+	startWriteback(int(fd.Fd()), wb.started, end)
 	if wb.started > wb.waited {
-		_ = unix.SyncFileRange(int(fd.Fd()), wb.waited, wb.started-wb.waited,
+		_ = syncFileRange(int(fd.Fd()), wb.waited, wb.started-wb.waited,
 			unix.SYNC_FILE_RANGE_WAIT_BEFORE|unix.SYNC_FILE_RANGE_WRITE|unix.SYNC_FILE_RANGE_WAIT_AFTER)
 	}
 	wb.waited, wb.started = wb.started, end
+}
+
+// syncFileRange is sync_file_range(2); tests record the calls.
+var syncFileRange = unix.SyncFileRange
+
+// writebackChunk is the most startWriteback hands the device in one
+// request. One sync_file_range over a step of MiB becomes requests of the
+// device's largest size (max_sectors_kb, 4 MiB on virtio disks), and a
+// journal write queued behind one waits for all of it: on the test
+// machine's disk a half-peak journal sync's p99 went from 6.6-6.9 ms to
+// 2.7-3.4 ms with requests of 256 KiB (bench/bookie/NOTES.md, "Writeback
+// requests").
+const writebackChunk = 256 << 10
+
+// startWriteback starts writeback of [from, to) of fd in writebackChunk
+// pieces, one sync_file_range each, so the device gets them as separate
+// requests a journal write can pass between. Advisory, as paceLocked.
+func startWriteback(fd int, from, to int64) {
+	for off := from; off < to; off += writebackChunk {
+		_ = syncFileRange(fd, off, min(writebackChunk, to-off), unix.SYNC_FILE_RANGE_WRITE)
+	}
 }
 
 // Writeback writes the append buffer to the active log and starts

@@ -2,6 +2,8 @@ package entrylog
 
 import (
 	"errors"
+
+	"golang.org/x/sys/unix"
 	"math/rand/v2"
 	"testing"
 
@@ -102,4 +104,88 @@ func TestWriteback(t *testing.T) {
 	if err := l.Writeback(); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Writeback after Close = %v, want ErrClosed", err)
 	}
+}
+
+// TestWritebackChunks: Writeback and a paced log's Sync start writeback
+// in requests of at most writebackChunk that cover what was written, in
+// order and without gaps, so no request a journal write may queue behind
+// is larger (the device would otherwise get the fsync's 4 MiB requests).
+func TestWritebackChunks(t *testing.T) {
+	type call struct {
+		off, n int64
+		flags  int
+	}
+	var calls []call
+	old := syncFileRange
+	syncFileRange = func(fd int, off, n int64, flags int) error {
+		calls = append(calls, call{off, n, flags})
+		return old(fd, off, n, flags)
+	}
+	t.Cleanup(func() { syncFileRange = old })
+	dir := t.TempDir()
+	l := mustOpen(t, vfs.NewOS(), func(o *Options) {
+		o.Dirs = []string{dir + "/a"}
+		o.WriteBufferSize = 4 << 20
+		o.LogSizeLimit = 64 << 20
+	})
+	defer l.Close()
+	next := map[int64]int64{}
+	rng := rand.New(rand.NewPCG(9, 10))
+	var entries []added
+	activeSize := func() int64 {
+		for _, li := range l.Logs() {
+			if li.Active {
+				return li.Size
+			}
+		}
+		return -1
+	}
+	// Two Writebacks and a Sync, each with more than a few chunks of
+	// new records behind it.
+	var ends []int64
+	from := int64(0)
+	for range 3 {
+		// The buffer holds the records until Writeback or Sync writes
+		// them: count their bytes.
+		for n := int64(0); n < 3*writebackChunk; {
+			batch := addMany(t, l, rng, 50, 3, next)
+			for _, e := range batch {
+				n += int64(len(e.payload))
+			}
+			entries = append(entries, batch...)
+		}
+		var err error
+		if len(ends) < 2 {
+			err = l.Writeback()
+		} else {
+			err = l.Sync()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, activeSize())
+		if ends[len(ends)-1] < from+3*writebackChunk {
+			t.Fatalf("the log grew to %d, want past %d", ends[len(ends)-1], from+3*writebackChunk)
+		}
+		from = ends[len(ends)-1]
+	}
+	at := int64(0)
+	starts := 0
+	for _, c := range calls {
+		if c.flags != unix.SYNC_FILE_RANGE_WRITE {
+			continue // the wait for the previous step
+		}
+		starts++
+		if c.n > writebackChunk || c.n <= 0 {
+			t.Fatalf("a writeback request of %d bytes at %d (most %d)", c.n, c.off, writebackChunk)
+		}
+		if c.off != at {
+			t.Fatalf("writeback started at %d, want %d (a gap or an overlap)", c.off, at)
+		}
+		at += c.n
+	}
+	if at != ends[2] || starts < 6 {
+		t.Fatalf("writeback started for [0, %d) in %d requests, want [0, %d) in more than 6", at, starts, ends[2])
+	}
+	checkAll(t, l, entries)
 }

@@ -111,6 +111,19 @@ type Result struct {
 	CPUPerOp time.Duration `json:"cpu_ns_per_op"`
 	Errors   int64         `json:"errors"`
 	Durable  bool          `json:"durable"`
+	// SchedP99 and SchedP999 are the medians of the runs' goroutine
+	// scheduling latency (time runnable before running, the runtime's
+	// /sched/latencies:seconds) over the measured window: the wait for
+	// a core that every stage of an add can include.
+	SchedP99  time.Duration `json:"sched_p99_ns,omitempty"`
+	SchedP999 time.Duration `json:"sched_p999_ns,omitempty"`
+	// IssueLagP99 and IssueLagMax (paced cells, medians of the runs):
+	// how late the driver issued units after their scheduled times;
+	// WaitFree: units (summed over the runs) that waited because all
+	// the cell's outstanding adds were in the bookie.
+	IssueLagP99 time.Duration `json:"issue_lag_p99_ns,omitempty"`
+	IssueLagMax time.Duration `json:"issue_lag_max_ns,omitempty"`
+	WaitFree    int64         `json:"wait_free,omitempty"`
 	// Raw is the baseline this cell's runs were interleaved with (the
 	// raw loop at the same size and outstanding count), nil for raw
 	// cells and when there is none.

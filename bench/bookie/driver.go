@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -27,6 +28,18 @@ type sample struct {
 	jbefore     journal.Stats
 	jafter      journal.Stats
 	journalSeen bool
+	// schedP99, schedP999: the goroutines' scheduling latency over the
+	// measured window (schedQuantile).
+	schedP99, schedP999 time.Duration
+	// lagP99 and lagMax: in a paced run, how late the driver issued a
+	// unit after its scheduled time (a late unit's adds count that wait
+	// in their latency, as they should: no coordinated omission). A
+	// lag the stages do not show is the driver's or the machine's, not
+	// the bookie's, unless the units were all outstanding (waitFree).
+	lagP99, lagMax time.Duration
+	// waitFree counts the paced units that found no free unit: all k
+	// adds were outstanding, so the bookie, not the driver, held them.
+	waitFree int64
 }
 
 // cpuTime returns the process's user+system CPU time so far.
@@ -152,6 +165,8 @@ func bookieRun(ctx context.Context, cfg Config, dir string, mode uring.Mode, siz
 	}
 	var ms0, ms1 runtime.MemStats
 	var cpu0, cpu1 time.Duration
+	var sched0 *metrics.Float64Histogram
+	lag := newHist()
 	var s sample
 	begin := journal.Nanotime()
 	warmEnd := begin + int64(cfg.Warmup)
@@ -175,6 +190,7 @@ func bookieRun(ctx context.Context, cfg Config, dir string, mode uring.Mode, siz
 		if !measuring && now >= warmEnd {
 			runtime.ReadMemStats(&ms0)
 			s.jbefore = b.Stats().Journal
+			sched0 = schedLatencies()
 			cpu0 = cpuTime()
 			now = journal.Nanotime()
 			end = now + int64(cfg.Duration)
@@ -184,18 +200,31 @@ func bookieRun(ctx context.Context, cfg Config, dir string, mode uring.Mode, siz
 		if now >= end || ctx.Err() != nil {
 			break
 		}
-		u := <-d.free
 		if interval > 0 {
+			var u *unit
+			select {
+			case u = <-d.free:
+			default:
+				if measuring {
+					s.waitFree++
+				}
+				u = <-d.free
+			}
 			sched += interval
 			if w := sched - journal.Nanotime(); w > 0 {
 				time.Sleep(time.Duration(w))
 			}
+			if measuring {
+				lag.RecordValue(clampNs(journal.Nanotime() - sched))
+			}
 			issue(u, sched)
 			continue
 		}
+		u := <-d.free
 		issue(u, journal.Nanotime())
 	}
 	cpu1 = cpuTime()
+	sched1 := schedLatencies()
 	runtime.ReadMemStats(&ms1)
 	s.jafter = b.Stats().Journal
 	for range k / batch { // drain: every outstanding add completes
@@ -211,6 +240,10 @@ func bookieRun(ctx context.Context, cfg Config, dir string, mode uring.Mode, siz
 	s.elapsed = cfg.Duration
 	s.hist = rec.hist
 	s.cpu = cpu1 - cpu0
+	if interval > 0 {
+		s.lagP99, s.lagMax = time.Duration(lag.ValueAtQuantile(99)), time.Duration(lag.Max())
+	}
+	s.schedP99, s.schedP999 = schedQuantile(sched0, sched1, 0.99), schedQuantile(sched0, sched1, 0.999)
 	s.allocs = ms1.Mallocs - ms0.Mallocs
 	s.journalSeen = true
 	s.detail = RunDetail{

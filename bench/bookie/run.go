@@ -163,14 +163,18 @@ func medians(cfg Config, ss []sample) Result {
 	}
 	rate := func(s sample) float64 { return float64(s.ops) / s.elapsed.Seconds() }
 	r := Result{
-		OpsPerSec: med(rate),
-		P50:       time.Duration(med(q(50))),
-		P99:       time.Duration(med(q(99))),
-		P999:      time.Duration(med(q(99.9))),
-		Max:       time.Duration(med(func(s sample) float64 { return float64(s.hist.Max()) })),
-		AllocsOp:  med(func(s sample) float64 { return float64(s.allocs) / float64(max(s.ops, 1)) }),
-		CPUPerOp:  time.Duration(med(func(s sample) float64 { return float64(s.cpu) / float64(max(s.ops, 1)) })),
-		Durable:   !cfg.NoSync,
+		OpsPerSec:   med(rate),
+		P50:         time.Duration(med(q(50))),
+		P99:         time.Duration(med(q(99))),
+		P999:        time.Duration(med(q(99.9))),
+		Max:         time.Duration(med(func(s sample) float64 { return float64(s.hist.Max()) })),
+		AllocsOp:    med(func(s sample) float64 { return float64(s.allocs) / float64(max(s.ops, 1)) }),
+		CPUPerOp:    time.Duration(med(func(s sample) float64 { return float64(s.cpu) / float64(max(s.ops, 1)) })),
+		SchedP99:    time.Duration(med(func(s sample) float64 { return float64(s.schedP99) })),
+		SchedP999:   time.Duration(med(func(s sample) float64 { return float64(s.schedP999) })),
+		IssueLagP99: time.Duration(med(func(s sample) float64 { return float64(s.lagP99) })),
+		IssueLagMax: time.Duration(med(func(s sample) float64 { return float64(s.lagMax) })),
+		Durable:     !cfg.NoSync,
 	}
 	d := &Detail{Latency: newHist()}
 	var traced [][]bk.AddStages
@@ -179,6 +183,7 @@ func medians(cfg Config, ss []sample) Result {
 	var syncN, waitN, compN uint64
 	for i, s := range ss {
 		r.Errors += s.errs
+		r.WaitFree += s.waitFree
 		d.Runs = append(d.Runs, s.detail)
 		d.Latency.Merge(s.hist)
 		if rate(s) == r.OpsPerSec {

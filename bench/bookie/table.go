@@ -81,6 +81,12 @@ func PrintTable(w io.Writer, rs []Result) {
 			fmt.Fprintf(w, "  journal: %d groups of %.0f records; per group: write to sync %v, committer blocked on sync %v, completions %v\n",
 				j.Groups, j.GroupRecords, roundDur(j.SyncMean), roundDur(j.SyncWaitMean), roundDur(j.CompleteMean))
 		}
+		if r.SchedP99 > 0 {
+			fmt.Fprintf(w, "  goroutines runnable before they ran (runtime /sched/latencies): p99 %v, p99.9 %v\n", roundDur(r.SchedP99), roundDur(r.SchedP999))
+		}
+		if r.TargetRate > 0 {
+			fmt.Fprintf(w, "  the driver issued units late by p99 %v, max %v; %d units waited for a free one (all outstanding in the bookie)\n", roundDur(r.IssueLagP99), roundDur(r.IssueLagMax), r.WaitFree)
+		}
 	}
 }
 
