@@ -14,35 +14,32 @@ import (
 
 // Backlog returns the subscription's entries and messages not yet
 // acknowledged. Safe from any goroutine.
-func (v Subscription) Backlog() (entries, messages int64) { return v.s.cur.Backlog() }
+func (v Subscription) Backlog() (entries, messages int64) { return v.s.Cursor().Backlog() }
 
 // Durable reports whether the subscription's cursor persists.
-func (v Subscription) Durable() bool { return v.s.cur.Durable() }
+func (v Subscription) Durable() bool { return v.s.Cursor().Durable() }
 
 // SystemSubscription reports whether s is a subscription a feature keeps
 // for its own use (SystemSubscriptions): message TTL and backlog quotas
 // leave it alone, and its backlog is no consumer's.
-func (v Topic) SystemSubscription(s Subscription) bool { return v.t.b.ext.system[s.s.name] }
+func (v Topic) SystemSubscription(s Subscription) bool { return v.t.b.ext.system[s.s.Name()] }
 
 // Consumers returns the number of consumers attached.
-func (l SubLoop) Consumers() int { return len(l.s.consumers) }
+func (l SubLoop) Consumers() int { return l.s.Consumers() }
 
 // LastActive returns when the subscription was last active: created, a
 // consumer attached or detached, an ack, a dispatch.
-func (l SubLoop) LastActive() time.Time {
-	s := l.s
-	return time.UnixMilli(max(s.created, s.lastAck, s.lastConsume, s.lastDetach))
-}
+func (l SubLoop) LastActive() time.Time { return l.s.LastActive() }
 
 // SkipEntries skips n entries of a durable subscription's backlog (the
 // slowest cursor's, for a consumer_backlog_eviction quota).
 func (v Topic) SkipEntries(s Subscription, n int64) error {
-	ca, ok := s.s.cur.(*storage.LedgerCursor)
+	ca, ok := s.s.Cursor().(*storage.LedgerCursor)
 	if !ok {
 		return reason(ErrNotAllowed, "operation not supported on this subscription")
 	}
 	var err error
-	s.s.call(func() { err = ca.Skip(n) })
+	s.s.Call(func() { err = ca.Skip(n) })
 	return err
 }
 
@@ -55,8 +52,8 @@ func (v Topic) ExpireMessages(s Subscription, secs int64) error {
 // expireBacklog acknowledges the messages of s published more than secs
 // ago, unless s is one of the system subscriptions.
 func expireBacklog(s *subscription, secs int64, system map[string]bool) error {
-	ca, ok := s.cur.(*storage.LedgerCursor)
-	if !ok || system[s.name] {
+	ca, ok := s.Cursor().(*storage.LedgerCursor)
+	if !ok || system[s.Name()] {
 		// Expiring a feature's cursor (the compactor's) would let data
 		// not yet compacted be trimmed.
 		return nil
@@ -71,12 +68,11 @@ func expireBacklog(s *subscription, secs int64, system map[string]bool) error {
 	if err != nil {
 		return err
 	}
-	s.call(func() {
-		_, before := s.cur.Backlog()
+	s.Call(func() {
+		_, before := s.Cursor().Backlog()
 		defer func() {
-			if _, after := s.cur.Backlog(); after < before {
-				s.expiredN.Add(before - after)
-				s.lastExpire.Store(time.Now().UnixMilli())
+			if _, after := s.Cursor().Backlog(); after < before {
+				s.Expired(before - after)
 			}
 		}()
 		err = ca.AckBefore(p, found)

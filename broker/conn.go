@@ -96,8 +96,12 @@ func newConn(b *Broker, nc net.Conn) *conn {
 	return c
 }
 
-// writable implements consumerSink.
-func (c *conn) writable() bool {
+// The connection is its consumers' dispatch.Sink: Writable,
+// SendMessage, SendActiveChange and CloseConsumer.
+
+// Writable reports whether the outbound queue takes more messages now;
+// if not, the writer wakes the consumers' subscriptions once it drained.
+func (c *conn) Writable() bool {
 	if c.q.Writable() {
 		return true
 	}
@@ -119,7 +123,7 @@ func (c *conn) drained() {
 	}
 	c.mu.Unlock()
 	for _, s := range subs {
-		s.wake()
+		s.Wake()
 	}
 }
 
@@ -365,7 +369,7 @@ func (c *conn) cleanup() {
 	}
 }
 
-// --- producerSink and consumerSink ---
+// --- producerSink and dispatch.Sink ---
 
 func (c *conn) sendReceipt(producerID, seq, highest uint64, pos position) {
 	r := pulsarproto.SendReceipt{
@@ -417,7 +421,7 @@ func (c *conn) closeProducer(p *producer) {
 	}})
 }
 
-func (c *conn) sendMessage(consumerID uint64, pos position, redeliveries uint32, ackSet []int64, data []byte) {
+func (c *conn) SendMessage(consumerID uint64, pos position, redeliveries uint32, ackSet []int64, data []byte) {
 	h := pulsarproto.MessageHeader{
 		ConsumerID: consumerID, LedgerID: uint64(pos.LedgerID), EntryID: uint64(pos.EntryID),
 		Partition: -1, RedeliveryCount: redeliveries, AckSet: ackSet,
@@ -443,14 +447,14 @@ func (c *conn) sendMessage(consumerID uint64, pos position, redeliveries uint32,
 	}
 }
 
-func (c *conn) sendActiveChange(consumerID uint64, active bool) {
+func (c *conn) SendActiveChange(consumerID uint64, active bool) {
 	c.sendSimple(&pb.BaseCommand{Type: pb.BaseCommand_ACTIVE_CONSUMER_CHANGE.Enum(), ActiveConsumerChange: &pb.CommandActiveConsumerChange{
 		ConsumerId: &consumerID, IsActive: &active,
 	}})
 }
 
-func (c *conn) closeConsumer(co *consumer) {
-	id := co.id
+func (c *conn) CloseConsumer(co *consumer) {
+	id := co.ID()
 	c.mu.Lock()
 	if cc := c.mu.consumers[id]; cc != nil && cc.c == co {
 		delete(c.mu.consumers, id)

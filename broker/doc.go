@@ -102,8 +102,9 @@
 //     re-sends them after reconnecting); they are never published.
 //   - Per subscription: one loop goroutine owns the dispatch state (the
 //     cursor, consumers, permits, pending acks, replay and delayed sets).
-//     Everything else submits closures with do (async) or call (sync) and
-//     never touches that state (docs/architecture.md, Design rules).
+//     Everything else submits closures with Do (async) or Call (sync) and
+//     never touches that state (package broker/dispatch;
+//     docs/architecture.md, Design rules).
 //   - Features run goroutines of their own (geo-replication's
 //     replicators and snapshot controllers, package georep; the
 //     transaction coordinators, txn/server); they stop with the topic
@@ -242,42 +243,19 @@
 //
 // # Dispatch
 //
-// Permits are counted in messages: an entry of an N-message batch uses N
-// (the count may go negative; dispatch stops at <= 0). A consumer whose
-// connection's outbound queue is above half of MaxOutboundBytes is treated
-// as having no permits until the writer drains it (backpressure); a client
-// that accepts nothing for WriteTimeout is disconnected. Entries go to the
-// replay set (redelivered first, in position order) when they are nacked,
-// when their consumer leaves, or when the consumer they are routed to
-// cannot take them (Key_Shared keeps per-key order this way). Except for
-// Key_Shared, a read fetches no more entries than the consumers have
-// permits for. Redelivery counts are kept per entry per subscription.
-//
-// Pending (delivered, unacked) and delayed entries keep their position,
-// message count and key, not their bytes; redeliveries re-read them from
-// the managed ledger, one read per dispatch batch (cursor.ReadAt).
-// Every operation on these sets is O(log n) or better in the number of
-// entries a client can make them hold (package broker/entryset,
-// requeue.go): the
-// replay set is a heap plus a sorted front, cumulative acks pop a heap of
-// pending entries by position, delayed entries wait in a heap by due
-// time, and the pending set of a consumer that leaves moves to the replay
-// set a chunk per turn of the loop; one dispatch call sends at most about
-// dispatchTurn entries before the loop serves its other work.
-// Shared and Key_Shared dispatch stops for a consumer (subscription)
-// holding MaxUnackedPerConsumer (...PerSubscription) unacked messages
-// and resumes at half (docs/limits.md).
-//
-// Selection: Exclusive (one consumer), Failover (active = index
-// partition % n of consumers sorted by priority, name, arrival; told with
-// ACTIVE_CONSUMER_CHANGE to every consumer when the choice changes, and to
-// a new consumer 100 ms after its SUCCESS, since the Go client drops the
-// command until it has processed SUCCESS), Shared (round-robin over
-// consumers with permits), Key_Shared (Murmur3 of ordering key / partition key
-// mod 65536: split hash ranges in AUTO_SPLIT mode, or a consistent-hash
-// ring with Config.KeySharedUseConsistentHashing, declared ranges in
-// STICKY; a consumer joining late is held to the entries read before it
-// joined until they are acknowledged; keyshared.go, docs/policies.md).
+// A subscription and its dispatch loop are package broker/dispatch's
+// (its doc.go has the rules: permits, backpressure, the replay set and
+// redelivery counts, unacked limits, how Exclusive, Failover, Shared and
+// Key_Shared choose a consumer, chunked messages). The core makes a
+// subscription where a topic creates one (subscription.go: its cursor,
+// the entry parse, the topic's unacked and delayed-delivery policy, the
+// dispatch rate limiters, and the features as the loop's Hooks: the
+// DispatchFilters, AckHooks and ReplicatedSubscriptions; topicsub.go),
+// serves FLOW, ACK, REDELIVER_UNACKNOWLEDGED_MESSAGES, SEEK and the
+// consumer's lifecycle over its methods (handlers.go,
+// handlers_consumer.go, topicsub.go), and is
+// each consumer's Sink (conn.go: MESSAGE, ACTIVE_CONSUMER_CHANGE,
+// CLOSE_CONSUMER and the Writable backpressure).
 //
 // # Transactions
 //
@@ -312,12 +290,12 @@
 // # Many topics
 //
 // A subscription's loop goroutine runs only while it has timers or
-// queued work, consumers or not: idle, it exits; do (a flow, an ack, a
-// consumer joining) and wake (new entries, with consumers connected)
-// start it again, and call runs its function inline (the caller owns the
-// loop state meanwhile; the handover goes through subscription.run, a
-// leaf lock), so an idle subscription holds no goroutine, nor does a
-// live one whose consumers wait for messages. Its pending sets (and each
+// queued work, consumers or not: idle, it exits; Do (a flow, an ack, a
+// consumer joining) and Wake (new entries, with consumers connected)
+// start it again, and Call runs its function inline (the caller owns the
+// loop state meanwhile; the handover goes through Subscription.run, a
+// leaf lock; package broker/dispatch), so an idle subscription holds no
+// goroutine, nor does a live one whose consumers wait for messages. Its pending sets (and each
 // consumer's) are dropped when emptied. Persistent topics idle (no producer,
 // connected consumer, replicator, compaction or held send) for
 // Config.IdleTopicUnloadTime are unloaded by package enforcement and
@@ -338,11 +316,12 @@
 // held while a TopicHook, PolicyObserver, topicstats Source or Lifecycle
 // hook runs, so a feature may wait there for goroutines of its own that
 // call the topic (georep's replicators). Broker.mu, conn.mu,
-// the outbound queue lock, topic.last, subscription.run and the policy
+// the outbound queue lock, topic.last, a subscription's run lock
+// (package broker/dispatch) and the policy
 // cache lock are leaves (nothing is taken and no topic or subscription method is called
 // while holding them). The subscription loop never takes topic.held,
 // topic.mu or Broker.mu, so code holding those may call a subscription
-// (call/do). call returns only once f ran, or once the loop exited
+// (Call/Do). Call returns only once f ran, or once the loop exited
 // without running it. Managed-ledger callbacks take only leaf locks
 // (producer.mu, topic.last and the outbound queue lock).
 //
@@ -363,5 +342,6 @@
 //     docs/compaction.md. Schemas: package schemareg (a feature),
 //     docs/schema.md.
 //   - Chunked messages are kept whole per consumer on
-//     Shared and Key_Shared subscriptions (chunk.go, docs/chunking.md).
+//     Shared and Key_Shared subscriptions (package broker/dispatch,
+//     chunk.go; docs/chunking.md).
 package broker

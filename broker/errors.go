@@ -64,9 +64,7 @@ var (
 )
 
 var (
-	errNoEntries        = storage.ErrNoEntries
 	errCursorNotFound   = storage.ErrCursorNotFound
-	errEntryGone        = ErrEntryGone
 	errTxnDisabled      = ErrTxnDisabled
 	errNoSchemaRegistry = ErrNoSchemaRegistry
 )

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/broker/dispatch"
 	"github.com/magnetar-mq/magnetar/broker/selector"
 	"github.com/magnetar-mq/magnetar/mledger"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
@@ -329,7 +330,7 @@ func (c *conn) handleFlow(m *pb.CommandFlow) {
 		return
 	}
 	n := int(m.GetMessagePermits())
-	cc.sub.do(func() { cc.sub.flowLocked(cc.c, n) })
+	cc.sub.Do(func() { cc.sub.Flow(cc.c, n) })
 }
 
 func (c *conn) handleAck(m *pb.CommandAck) {
@@ -366,8 +367,8 @@ func (c *conn) handleAck(m *pb.CommandAck) {
 	cumulative := m.GetAckType() == pb.CommandAck_Cumulative
 	reqID, withResp := m.GetRequestId(), m.RequestId != nil
 	consumerID := m.GetConsumerId()
-	ok := cc.sub.do(func() {
-		cc.sub.ackLocked(cc.c, cumulative, ids)
+	ok := cc.sub.Do(func() {
+		cc.sub.Ack(cc.c, cumulative, ids)
 		if withResp {
 			c.sendAckResponse(consumerID, reqID, 0, "")
 		}
@@ -536,7 +537,7 @@ func (c *conn) handleProducer(m *pb.CommandProducer, op *pendingOp) {
 		sink: c, topic: t, metadata: kvMap(m.Metadata), address: c.remote,
 		clientVersion: *c.clientVersion.Load(), connectedSince: time.Now(),
 	}
-	p.win.roll(p.connectedSince, 0, 0) // the first window starts now
+	p.win.Roll(p.connectedSince, 0, 0) // the first window starts now
 	schemaVersion, code, msg, ok := c.b.ext.attachProducer(ctx, t, m)
 	if !ok {
 		c.sendError(rid, code, msg)
@@ -639,7 +640,7 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe, op *pendingOp) {
 		return
 	}
 	if cc := c.attachedConsumer(cid); cc != nil {
-		if cc.topic.name.String() == tn.String() && cc.sub.name == m.GetSubscription() {
+		if cc.topic.name.String() == tn.String() && cc.sub.Name() == m.GetSubscription() {
 			c.sendSuccess(rid)
 			return
 		}
@@ -666,22 +667,20 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe, op *pendingOp) {
 		c.sendError(rid, code, msg)
 		return
 	}
-	co := newConsumer(cid, m.GetConsumerName(), c)
+	info := dispatch.ConsumerInfo{
+		ID: cid, Name: m.GetConsumerName(), Priority: int(m.GetPriorityLevel()),
+		Metadata: kvMap(m.Metadata), Address: c.remote, ClientVersion: *c.clientVersion.Load(),
+	}
 	c.mu.Lock()
 	if c.mu.brokerClosed[cid] {
 		delete(c.mu.brokerClosed, cid)
-		co.holdUntil = time.Now().Add(reconnectGrace)
+		info.HoldUntil = time.Now().Add(reconnectGrace)
 	}
 	c.mu.Unlock()
-	co.priority = int(m.GetPriorityLevel())
-	co.metadata = kvMap(m.Metadata)
-	co.address = c.remote
-	co.clientVersion = *c.clientVersion.Load()
 	req := subscribeReq{
-		sub:      m.GetSubscription(),
-		typ:      SubType(m.GetSubType()),
-		durable:  m.Durable == nil || m.GetDurable(),
-		consumer: co,
+		sub:     m.GetSubscription(),
+		typ:     SubType(m.GetSubType()),
+		durable: m.Durable == nil || m.GetDurable(),
 		// As Pulsar: only durable subscriptions replicate their state.
 		replicated: m.GetReplicateSubscriptionState() && (m.Durable == nil || m.GetDurable()),
 	}
@@ -701,11 +700,13 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe, op *pendingOp) {
 	}
 	if ks := m.KeySharedMeta; ks != nil && req.typ == SubKeyShared {
 		req.sticky = ks.GetKeySharedMode() == pb.KeySharedMode_STICKY
-		co.outOfOrder = ks.GetAllowOutOfOrderDelivery()
+		info.OutOfOrder = ks.GetAllowOutOfOrderDelivery()
 		for _, r := range ks.HashRanges {
-			co.ranges = append(co.ranges, selector.Range{Start: int(r.GetStart()), End: int(r.GetEnd())})
+			info.Ranges = append(info.Ranges, selector.Range{Start: int(r.GetStart()), End: int(r.GetEnd())})
 		}
 	}
+	co := dispatch.NewConsumer(info, c)
+	req.consumer = co
 	cc := &connConsumer{c: co, topic: t}
 	c.mu.Lock()
 	if c.mu.closed || op.cancelled {
@@ -757,9 +758,9 @@ func (c *conn) handleSubscribe(m *pb.CommandSubscribe, op *pendingOp) {
 	// SUCCESS: the Go client installs the consumer's handler only once it
 	// has processed SUCCESS and drops ACTIVE_CONSUMER_CHANGE before that.
 	if req.typ == SubFailover {
-		s.do(func() { s.scheduleActiveNotifyLocked(co, activeNotifyDelay) })
+		s.Do(func() { s.ScheduleActiveNotify(co, activeNotifyDelay) })
 	}
-	if !co.holdUntil.IsZero() {
-		time.AfterFunc(time.Until(co.holdUntil), func() { s.do(s.dispatch) })
+	if hold := co.HoldUntil(); !hold.IsZero() {
+		time.AfterFunc(time.Until(hold), func() { s.Do(s.Dispatch) })
 	}
 }

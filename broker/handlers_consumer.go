@@ -18,7 +18,7 @@ func (c *conn) handleRedeliver(m *pb.CommandRedeliverUnacknowledgedMessages) {
 	for _, id := range m.MessageIds {
 		ids = append(ids, position{LedgerID: int64(id.GetLedgerId()), EntryID: int64(id.GetEntryId())})
 	}
-	cc.sub.do(func() { cc.sub.redeliverLocked(cc.c, ids) })
+	cc.sub.Do(func() { cc.sub.Redeliver(cc.c, ids) })
 }
 
 func (c *conn) handleSeek(m *pb.CommandSeek) {
@@ -62,7 +62,7 @@ func (c *conn) handleGetLastMessageID(m *pb.CommandGetLastMessageId) {
 	}
 	var md position
 	var compacted LastReadableCursor
-	if !cc.sub.call(func() { md = cc.sub.cur.MarkDelete(); compacted, _ = cc.sub.cur.(LastReadableCursor) }) {
+	if !cc.sub.Call(func() { md = cc.sub.Cursor().MarkDelete(); compacted, _ = cc.sub.Cursor().(LastReadableCursor) }) {
 		c.sendError(rid, codeConsumerNotFound, "Consumer is closed")
 		return
 	}

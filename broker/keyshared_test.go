@@ -2,7 +2,6 @@ package broker
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -20,58 +19,6 @@ func keysIn(n, lo, hi int) []string {
 		}
 	}
 	return out
-}
-
-// TestKeySharedRecentlyJoinedConsumer: a consumer joining after entries
-// were read gets no later entry until every earlier one is acknowledged.
-func TestKeySharedRecentlyJoinedConsumer(t *testing.T) {
-	cur := newFakeCursor()
-	low := keysIn(2, 0, 32767)[0]      // b's half once it joins
-	high := keysIn(1, 32768, 65535)[0] // a's half
-	for i := 0; i < 10; i++ {
-		cur.add(fakeEntry(1, []string{low, high}[i%2]))
-	}
-	s := testSub(t, SubKeyShared, cur)
-	sink := newRecSink()
-	a := newConsumer(1, "a", sink)
-	addC(t, s, a, SubKeyShared)
-	flow(s, a, 100)
-	if got := sink.take(); len(got) != 10 {
-		t.Fatalf("a got %d entries, want 10", len(got))
-	}
-	b := newConsumer(2, "b", sink)
-	addC(t, s, b, SubKeyShared)
-	for i := 10; i < 20; i++ {
-		cur.add(fakeEntry(1, []string{low, high}[i%2]))
-	}
-	flow(s, b, 100)
-	s.wake()
-	s.sync()
-	for _, m := range sink.take() {
-		if m.consumer == b.id {
-			t.Fatalf("b got entry %d before a acknowledged what it read earlier", m.pos.EntryID)
-		}
-	}
-	var joined string
-	s.call(func() { joined = b.joinPosString() })
-	if joined != "1:10" {
-		t.Fatalf("readPositionWhenJoining = %q, want 1:10", joined)
-	}
-	var ids []AckID
-	for i := int64(0); i < 10; i++ {
-		ids = append(ids, AckID{Pos: pos(i)})
-	}
-	s.call(func() { s.ackLocked(a, false, ids) })
-	s.sync()
-	var toB []int64
-	for _, m := range sink.take() {
-		if m.consumer == b.id {
-			toB = append(toB, m.pos.EntryID)
-		}
-	}
-	if !slices.Equal(toB, []int64{10, 12, 14, 16, 18}) {
-		t.Fatalf("after the acks b got %v, want its keys' entries [10 12 14 16 18]", toB)
-	}
 }
 
 // TestE2EKeySharedAutoSplitThreeKeys: in the default auto-split mode two

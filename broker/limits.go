@@ -3,11 +3,11 @@ package broker
 import (
 	"context"
 	"errors"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/broker/dispatch"
 	"github.com/magnetar-mq/magnetar/policy"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto/pb"
@@ -18,8 +18,8 @@ import (
 // A topic's effective policy (policy.Resolved: its topic-level policies
 // over its namespace's over the broker defaults, policy.go) is a snapshot
 // the topic holds and swaps whole; the core reads from it what it does
-// itself: deduplication, delayed delivery and (subscription.go)
-// unacknowledged messages.
+// itself: deduplication, delayed delivery and unacknowledged messages
+// (the last two handed to its subscriptions, subscription.go).
 //
 // The limits are a feature's (package enforcement), behind two
 // extension points. An Admission is asked before topics are created and
@@ -36,18 +36,9 @@ import (
 // these.
 
 // Limiter is a rate limit that work is counted against after it is done
-// (package ratelimit: token buckets that go into debt). It must be safe
-// for concurrent use and quick: the core calls it on its hot paths.
-type Limiter interface {
-	// Take counts msgs messages of size bytes done at now and returns
-	// how long until the limit allows more (0: now).
-	Take(now time.Time, msgs, bytes int) time.Duration
-	// Wait returns how long until one more message may go (0: now).
-	Wait(now time.Time) time.Duration
-	// Budget returns how many messages may go now (math.MaxInt: no
-	// message limit).
-	Budget(now time.Time) int
-}
+// (package ratelimit: token buckets that go into debt), declared by
+// package broker/dispatch, whose subscriptions count against it.
+type Limiter = dispatch.Limiter
 
 // Limits are the limits a feature puts on one topic (Topic.SetLimits).
 // A nil field is no limit. The core reads them with one atomic load; the
@@ -132,12 +123,6 @@ type topicLimits struct {
 	publishLimited atomic.Int64
 }
 
-// subLimits are what a subscription's dispatch counts against: its
-// topic's limiter and its own.
-type subLimits struct {
-	topic, sub Limiter
-}
-
 // Limits returns the limits a feature put on the topic (nil: none).
 func (v Topic) Limits() *Limits { return v.t.limits.cur.Load() }
 
@@ -166,41 +151,14 @@ func (l *topicLimits) install(s *subscription) {
 // installSubLimits installs l's dispatch limiters on s (t.limits.mu
 // held) and wakes it: a limit that went away lets it dispatch.
 func installSubLimits(s *subscription, l *Limits) {
-	var sl subLimits
+	var topic, sub Limiter
 	if l != nil {
-		sl.topic = l.Dispatch
+		topic = l.Dispatch
 		if l.Subscription != nil {
-			sl.sub = l.Subscription(s.name)
+			sub = l.Subscription(s.Name())
 		}
 	}
-	if sl.topic == nil && sl.sub == nil {
-		s.limits.Store(nil)
-	} else {
-		s.limits.Store(&sl)
-	}
-	s.wake()
-}
-
-// take, wait and budget ask a limiter that may be nil (no limit).
-func take(l Limiter, now time.Time, msgs, bytes int) time.Duration {
-	if l == nil {
-		return 0
-	}
-	return l.Take(now, msgs, bytes)
-}
-
-func wait(l Limiter, now time.Time) time.Duration {
-	if l == nil {
-		return 0
-	}
-	return l.Wait(now)
-}
-
-func budget(l Limiter, now time.Time) int {
-	if l == nil {
-		return math.MaxInt
-	}
-	return l.Budget(now)
+	s.Limit(topic, sub)
 }
 
 // publishThrottle counts a SEND of n messages and b bytes on the topic's
@@ -328,7 +286,7 @@ func (v Topic) ProducerCount() int {
 func (v Topic) ConsumerCount() int {
 	n := 0
 	for _, s := range *v.t.subList.Load() {
-		s.call(func() { n += len(s.consumers) })
+		s.Call(func() { n += s.Consumers() })
 	}
 	return n
 }
@@ -349,17 +307,17 @@ func (p *topicPolicy) unackedLimits() (perConsumer, perSub int) {
 	return 0, 0
 }
 
-// delayedDelivery returns the topic's delayed-delivery policy for its
-// subscriptions: inactive, deliverAt is ignored and messages go out at
-// once; active, a Shared or Key_Shared subscription holds a message until
-// deliverAt, never earlier (pulsar-client-go's suite requires a 3 s
-// delay to last 3 s against Pulsar's test broker; a non-strict tick that
-// releases a message a tick early failed it).
-func (p *topicPolicy) delayedDelivery() policy.DelayedDeliveryPolicies {
+// delayActive reports whether the topic's delayed-delivery policy is
+// active for its subscriptions: inactive, deliverAt is ignored and
+// messages go out at once; active, a Shared or Key_Shared subscription
+// holds a message until deliverAt, never earlier (pulsar-client-go's
+// suite requires a 3 s delay to last 3 s against Pulsar's test broker; a
+// non-strict tick that releases a message a tick early failed it).
+func (p *topicPolicy) delayActive() bool {
 	if r := p.Load(); r != nil {
-		return r.DelayedDelivery
+		return r.DelayedDelivery.Active
 	}
-	return policy.DelayedDeliveryPolicies{Active: true}
+	return true
 }
 
 // RefreshPolicy resolves the topic's policy again and applies what the
@@ -373,8 +331,8 @@ func (v Topic) RefreshPolicy() (unloaded bool) { return v.t.b.refreshPolicy(v.t)
 // PublishRateIn returns the topic's publish rate in the last stats window
 // (messages and bytes per second).
 func (v Topic) PublishRateIn() (msgs, bytes float64) {
-	r := v.t.inWin.get()
-	return r[winMsgs], r[winBytes]
+	r := v.t.inWin.Rates()
+	return r[dispatch.WinMsgs], r[dispatch.WinBytes]
 }
 
 // InUse reports whether the topic has producers or connected consumers.

@@ -9,7 +9,7 @@ type keyed interface {
 }
 
 func (p *producer) key() string     { return p.name }
-func (s *subscription) key() string { return s.name }
+func (s *subscription) key() string { return s.Name() }
 
 // named is a topic's producers or subscriptions by name: a slice searched
 // linearly rather than a map, since nearly every topic has one or two (one

@@ -19,7 +19,7 @@ import (
 //   - auto topic creation: partitioned auto creation happens at
 //     PARTITIONED_METADATA time; disallowed creation fails the lookup;
 //   - deduplication (broker-wide Config.Deduplication, or by policy);
-//   - unacked limits (subscription.go), offload (package tiered, over
+//   - unacked limits (subscription.go; package broker/dispatch), offload (package tiered, over
 //     the broker-wide policy.OffloadDefaults of Config.Offload) and
 //     replication (package georep).
 //
@@ -62,11 +62,7 @@ func (b *Broker) refreshPolicy(t *topic) (unloaded bool) {
 	}
 	if old == nil || old.MaxUnackedPerConsumer != res.MaxUnackedPerConsumer || old.MaxUnackedPerSubscription != res.MaxUnackedPerSubscription {
 		for _, s := range *t.subList.Load() {
-			s.do(func() {
-				if s.refreshBlocked() {
-					s.dispatch()
-				}
-			})
+			s.Do(s.UnackedLimitsChanged)
 		}
 	}
 	for _, h := range b.ext.policyObs {

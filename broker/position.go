@@ -8,6 +8,7 @@ import (
 
 // The core's short names for package broker/storage's types.
 type (
+	cursor          = storage.Cursor
 	position        = storage.Position
 	ledgerEntry     = storage.LedgerEntry
 	initialPosition = storage.InitialPosition

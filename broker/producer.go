@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/magnetar-mq/magnetar/broker/dispatch"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,7 +65,7 @@ type producer struct {
 
 	msgIn   atomic.Int64
 	bytesIn atomic.Int64
-	win     rateWindow // stats.go
+	win     dispatch.Window // stats.go
 
 	// mu orders receipts of deduplicated sends behind in-flight adds.
 	mu struct {

@@ -232,7 +232,7 @@ func topicInUse(t *topic) bool {
 		return true
 	}
 	for _, s := range *t.subList.Load() {
-		s.call(func() { n += len(s.consumers) })
+		s.Call(func() { n += s.Consumers() })
 	}
 	return n > 0
 }

@@ -3,7 +3,7 @@ package broker
 import (
 	"time"
 
-	"github.com/magnetar-mq/magnetar/broker/selector"
+	"github.com/magnetar-mq/magnetar/broker/dispatch"
 	"github.com/magnetar-mq/magnetar/broker/snap"
 	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -22,10 +22,10 @@ import (
 // closes meanwhile is left out.
 func (v Topic) Snapshot(storageReads bool) snap.Topic {
 	t := v.t
-	in := t.inWin.get()
+	in := t.inWin.Rates()
 	st := snap.Topic{
 		MsgInCounter: t.msgIn.Load(), BytesInCounter: t.bytesIn.Load(),
-		MsgRateIn: in[winMsgs], MsgThroughputIn: in[winBytes],
+		MsgRateIn: in[dispatch.WinMsgs], MsgThroughputIn: in[dispatch.WinBytes],
 		PublishRateLimitedTimes: t.limits.publishLimited.Load(),
 		Deduplicating:           t.dedupEnabled(),
 		OwnerBroker:             t.b.net.brokerID(),
@@ -50,11 +50,11 @@ func (v Topic) Snapshot(storageReads bool) snap.Topic {
 	st.WaitingPublishers = len(t.mu.waiting)
 	st.Publishers = make([]snap.Publisher, 0, len(t.mu.producers))
 	for _, p := range t.mu.producers {
-		r := p.win.get()
+		r := p.win.Rates()
 		st.Publishers = append(st.Publishers, snap.Publisher{
 			ProducerID: p.id, ProducerName: p.name, AccessMode: accessModeName(p.accessMode),
 			MsgInCounter: p.msgIn.Load(), BytesInCounter: p.bytesIn.Load(),
-			MsgRateIn: r[winMsgs], MsgThroughputIn: r[winBytes],
+			MsgRateIn: r[dispatch.WinMsgs], MsgThroughputIn: r[dispatch.WinBytes],
 			Client: snap.Client{Address: p.address, ConnectedSince: p.connectedSince, ClientVersion: p.clientVersion, Metadata: p.metadata},
 		})
 	}
@@ -65,63 +65,14 @@ func (v Topic) Snapshot(storageReads bool) snap.Topic {
 	t.mu.Unlock()
 	for _, s := range subs {
 		var ss snap.Subscription
-		if !s.call(func() { ss = s.snapshotLocked() }) {
+		if !s.Call(func() { ss = s.Snapshot() }) {
 			continue
 		}
+		ss.IsReplicated = s.replicated.Load()
 		if storageReads && ss.MsgBacklog > 0 {
 			ss.EarliestPublish = earliestInBacklog(t, s)
 		}
-		st.Subscriptions[s.name] = ss
-	}
-	return st
-}
-
-// snapshotLocked reads the subscription's state and counters (loop
-// only).
-func (s *subscription) snapshotLocked() snap.Subscription {
-	entries, msgs := s.cur.Backlog()
-	r := s.win.get()
-	st := snap.Subscription{
-		Type: s.typ.String(), IsDurable: s.cur.Durable(), IsReplicated: s.replicated.Load(),
-		BacklogEntries: entries, MsgBacklog: msgs,
-		BlockedSubscriptionOnUnackedMsgs: s.blocked,
-		MsgOutCounter:                    s.msgOut, BytesOutCounter: s.bytesOut,
-		MsgRateOut: r[winMsgs], MsgThroughputOut: r[winBytes],
-		MsgRateRedeliver: r[winRedeliver], MessageAckRate: r[winAcks], MsgRateExpired: r[winExpired],
-		TotalMsgExpired: s.expiredN.Load(), LastExpire: s.lastExpire.Load(),
-		LastAck: s.lastAck, LastConsumed: s.lastConsume, LastFlow: s.lastFlow,
-		Consumers: make([]snap.Consumer, 0, len(s.consumers)),
-	}
-	if ks, ok := s.sel.(*selector.KeyShared[*consumer]); ok && s.typ == SubKeyShared {
-		st.KeySharedMode = "AUTO_SPLIT"
-		if ks.Sticky() {
-			st.KeySharedMode = "STICKY"
-		}
-	}
-	if x := s.extra; x != nil {
-		st.MsgDelayed = int64(x.delayedMsgs)
-	}
-	if fs, ok := s.sel.(*selector.Failover[*consumer]); ok {
-		if a := fs.Active(); a != nil {
-			st.ActiveConsumerName = a.name
-		}
-	} else if len(s.consumers) > 0 && s.typ == SubExclusive {
-		st.ActiveConsumerName = s.consumers[0].name
-	}
-	for _, c := range s.consumers {
-		st.UnackedMessages += int64(c.unackedMsg)
-		cr := c.win.get()
-		st.Consumers = append(st.Consumers, snap.Consumer{
-			ConsumerName: c.name, AvailablePermits: int64(max(c.permits, 0)), UnackedMessages: int64(c.unackedMsg),
-			BlockedConsumerOnUnackedMsgs: c.blocked,
-			MsgOutCounter:                c.msgOut, BytesOutCounter: c.bytesOut,
-			MsgRateOut: cr[winMsgs], MsgThroughputOut: cr[winBytes],
-			MsgRateRedeliver: cr[winRedeliver], MessageAckRate: cr[winAcks],
-			AvgMessagesPerEntry: c.avgPerEntry(),
-			LastAck:             c.lastAck, LastConsumed: c.lastSent, LastFlow: c.lastFlow,
-			ReadPositionWhenJoining: c.joinPosString(), KeyHashRanges: s.keyHashRanges(c),
-			Client: snap.Client{Address: c.address, ConnectedSince: c.connectedSince, ClientVersion: c.clientVersion, Metadata: c.metadata},
-		})
+		st.Subscriptions[s.Name()] = ss
 	}
 	return st
 }
@@ -129,7 +80,7 @@ func (s *subscription) snapshotLocked() snap.Subscription {
 // earliestInBacklog returns the publish time (unix ms) of the first
 // unacknowledged message of s, 0 when unknown.
 func earliestInBacklog(t *topic, s *subscription) int64 {
-	if ca, ok := s.cur.(*storage.LedgerCursor); ok && t.persistent() {
+	if ca, ok := s.Cursor().(*storage.LedgerCursor); ok && t.persistent() {
 		return ca.EarliestPublish()
 	}
 	return 0
@@ -185,14 +136,15 @@ func (v Topic) Counters() snap.Counters {
 	// to completion or not at all before call returns.
 	var sub *subscription
 	read := func() {
-		_, backlog := sub.cur.Backlog()
+		_, backlog := sub.Cursor().Backlog()
+		msgs, bytes := sub.Sent()
 		c.Backlog += backlog
-		c.MsgOut += sub.msgOut
-		c.BytesOut += sub.bytesOut
+		c.MsgOut += msgs
+		c.BytesOut += bytes
 	}
 	for _, s := range subs {
 		sub = s
-		s.call(read)
+		s.Call(read)
 	}
 	return c
 }
@@ -221,14 +173,7 @@ func (c *conn) handleConsumerStats(m *pb.CommandConsumerStats) {
 	found := false
 	if cc := c.consumer(m.GetConsumerId()); cc != nil && cc.sub != nil {
 		s, co := cc.sub, cc.c
-		s.call(func() {
-			ss = s.snapshotLocked()
-			for i, x := range s.consumers {
-				if x == co {
-					cs, found = ss.Consumers[i], true
-				}
-			}
-		})
+		s.Call(func() { ss, cs, found = s.ConsumerSnapshot(co) })
 	}
 	if !found {
 		resp.ErrorCode = pb.ServerError_ConsumerNotFound.Enum()

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/broker/dispatch"
 	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/internal/ratemeter"
 	"github.com/magnetar-mq/magnetar/mledger"
@@ -84,8 +85,8 @@ type topic struct {
 
 	msgIn    atomic.Int64
 	bytesIn  atomic.Int64
-	inWin    rateWindow // stats.go
-	loadedMs int64      // unix ms of the load
+	inWin    dispatch.Window // stats.go
+	loadedMs int64           // unix ms of the load
 	// created is when the persistent topic was created (its node,
 	// unix ms; 0: not known); lastPublish when a message was last
 	// stored (unix ms; recovered from the last entry by the first
@@ -120,7 +121,7 @@ func newTopic(b *Broker, tn topicName, ml storage.ManagedLedger, pol *policy.Res
 	now := time.Now()
 	t.loadedMs = now.UnixMilli()
 	t.lastUsed.mark(now)
-	t.inWin.roll(now, 0, 0) // the first window starts at load
+	t.inWin.Roll(now, 0, 0) // the first window starts at load
 	return t
 }
 
@@ -142,7 +143,7 @@ func (t *topic) publishSubsLocked() {
 
 func (t *topic) wakeSubs() {
 	for _, s := range *t.subList.Load() {
-		s.wake()
+		s.Wake()
 	}
 }
 
@@ -430,9 +431,9 @@ func (t *topic) publishFailed(p *producer, seq uint64, err error) {
 	p.addDone()
 }
 
-// parsedMeta extends entryMeta with the batch flag.
+// parsedMeta extends dispatch.Meta with the batch flag.
 type parsedMeta struct {
-	entryMeta
+	dispatch.Meta
 	batch bool
 }
 
@@ -451,24 +452,24 @@ func parseEntryMeta(data []byte, md *pulsarproto.Metadata) (parsedMeta, error) {
 	}
 	pm := parsedMeta{batch: md.Batch}
 	if md.HasMarkerType {
-		pm.marker = max(md.MarkerType, 1)
+		pm.Marker = max(md.MarkerType, 1)
 	}
-	pm.numMsgs = md.NumMessages()
-	pm.key = md.RoutingKey()
+	pm.Messages = md.NumMessages()
+	pm.Key = md.RoutingKey()
 	if md.HasDeliverAtTime {
-		pm.deliverAt = md.DeliverAtTime
+		pm.DeliverAt = md.DeliverAtTime
 	}
-	pm.publishTime = int64(md.PublishTime)
+	pm.PublishTime = int64(md.PublishTime)
 	if md.NumChunksFromMsg > 1 {
-		pm.chunk = chunkInfo{uuid: string(md.UUID), id: md.ChunkID, num: md.NumChunksFromMsg}
+		pm.Chunk = dispatch.Chunk{UUID: string(md.UUID), ID: md.ChunkID, Num: md.NumChunksFromMsg}
 	}
 	return pm, nil
 }
 
 // dispatchEntryMeta is the subscription's parse function.
-func dispatchEntryMeta(data []byte, md *pulsarproto.Metadata) (entryMeta, error) {
+func dispatchEntryMeta(data []byte, md *pulsarproto.Metadata) (dispatch.Meta, error) {
 	pm, err := parseEntryMeta(data, md)
-	return pm.entryMeta, err
+	return pm.Meta, err
 }
 
 // lastMessage returns the last entry's position and batch size for
@@ -497,7 +498,7 @@ func (t *topic) lastMessage() (pos position, batchIndex int32, ok bool) {
 		if err != nil {
 			return lp, -1, true
 		}
-		le = lastEntry{pos: lp, numMsgs: pm.numMsgs, batch: pm.batch}
+		le = lastEntry{pos: lp, numMsgs: pm.Messages, batch: pm.batch}
 		t.last.Lock()
 		if !t.last.ok {
 			t.last.e, t.last.ok = le, true
@@ -538,9 +539,9 @@ func (t *topic) lastReadable(bound func() (position, bool)) (position, int32, bo
 		if err != nil {
 			return p, -1, true
 		}
-		if pm.marker == 0 && !skipEntry(t.b.ext.filters, Topic{t}, &md) {
+		if pm.Marker == 0 && !skipEntry(t.b.ext.filters, Topic{t}, &md) {
 			if pm.batch {
-				return p, int32(pm.numMsgs - 1), true
+				return p, int32(pm.Messages - 1), true
 			}
 			return p, -1, true
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/broker/dispatch"
 	"github.com/magnetar-mq/magnetar/broker/storage"
 )
 
@@ -17,7 +18,7 @@ type subscribeReq struct {
 	start    *position // non-durable start id, nil: use initial
 	sticky   bool
 	consumer *consumer
-	// replicated: replicate_subscription_state (subops.go).
+	// replicated: replicate_subscription_state (subscription.go).
 	replicated bool
 	// readCompacted: read the compacted view, then the tail
 	// (the compaction feature's cursor, CompactedReads).
@@ -34,6 +35,8 @@ func (e *errSubscribe) Error() string { return e.msg }
 
 const refusalClosing = "subscription is being closed"
 
+var errSubClosed = errors.New("broker: subscription closed")
+
 // subscribe attaches req.consumer to the named subscription, creating the
 // subscription (and its cursor) if needed.
 func (t *topic) subscribe(req subscribeReq) (*subscription, error) {
@@ -47,12 +50,12 @@ func (t *topic) subscribe(req subscribeReq) (*subscription, error) {
 		}
 		var refusal string
 		code := codeConsumerBusy
-		ok := s.call(func() {
-			if se := t.b.ext.admit(func(a Admission) *SendError { return a.AdmitSubscriber(Topic{t}, len(s.consumers)) }); se != nil {
+		ok := s.Call(func() {
+			if se := t.b.ext.admit(func(a Admission) *SendError { return a.AdmitSubscriber(Topic{t}, s.Consumers()) }); se != nil {
 				refusal, code = se.Msg, int32(se.Code)
 				return
 			}
-			refusal = s.addConsumerLocked(req.consumer, req.typ, req.sticky)
+			refusal = s.AddConsumer(req.consumer, req.typ, req.sticky)
 		})
 		if !ok || refusal == refusalClosing {
 			continue // the subscription went away under us; retry
@@ -86,9 +89,9 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 		if req.readCompacted && t.persistent() {
 			// A durable subscription loaded at topic load (or created
 			// without read_compacted) switches while it has no consumer.
-			s.call(func() {
-				if _, ok := s.cur.(*storage.LedgerCursor); ok && len(s.consumers) == 0 {
-					s.cur = t.compactedCursor(s.cur)
+			s.Call(func() {
+				if _, ok := s.Cursor().(*storage.LedgerCursor); ok && s.Consumers() == 0 {
+					s.SetCursor(t.compactedCursor(s.Cursor()))
 				}
 			})
 		}
@@ -105,7 +108,7 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 	var err error
 	switch {
 	case !t.persistent():
-		cur = newNPCursor()
+		cur = dispatch.NewQueueCursor()
 	case req.durable:
 		cur, err = t.ml.OpenCursor(req.sub, req.initial)
 	default:
@@ -137,13 +140,7 @@ func (t *topic) getOrCreateSub(req subscribeReq) (*subscription, error) {
 // replicated-subscription feature (extension.go). The caller holds t.mu
 // and checked that name is free.
 func (t *topic) addSubLocked(name string, typ SubType, cur cursor) *subscription {
-	s := newSubscription(name, t.name.String(), typ, t.name.PartitionIndex, cur, dispatchEntryMeta, &t.b.tun.dispatchBatch, t.pol.unackedLimits, t.log)
-	s.delayFn = t.pol.delayedDelivery
-	s.consistentHashing = t.b.cfg.KeySharedUseConsistentHashing
-	s.loadReplicated()
-	if t.persistent() {
-		s.tv, s.ext = Topic{t}, &t.b.ext
-	}
+	s := newSubscription(t, name, typ, cur)
 	t.mu.subs.put(s)
 	t.publishSubsLocked()
 	t.limits.install(s)
@@ -168,11 +165,8 @@ func (t *topic) loadSubscription(name string) error {
 // without consumers is deleted.
 func (t *topic) removeConsumer(s *subscription, c *consumer) {
 	t.lastUsed.mark(time.Now())
-	var empty, drop bool
-	s.call(func() {
-		empty = s.removeConsumerLocked(c)
-		drop = empty && !s.cur.Durable() && !s.keepEmpty
-	})
+	var drop bool
+	s.Call(func() { drop = s.RemoveConsumer(c) })
 	if drop {
 		t.dropSubIfEmpty(s)
 	}
@@ -182,7 +176,7 @@ func (t *topic) removeConsumer(s *subscription, c *consumer) {
 // consumers.
 func (t *topic) dropSubIfEmpty(s *subscription) {
 	t.mu.Lock()
-	if t.mu.subs.get(s.name) != s {
+	if t.mu.subs.get(s.Name()) != s {
 		t.mu.Unlock()
 		return
 	}
@@ -190,22 +184,17 @@ func (t *topic) dropSubIfEmpty(s *subscription) {
 	// Called with topic.mu held: the loop never takes topic.mu, so this
 	// cannot deadlock; it makes "empty" and "removed" atomic with respect
 	// to getOrCreateSub.
-	s.call(func() {
-		still = len(s.consumers) == 0
-		if still {
-			s.closedLoop = true
-		}
-	})
+	s.Call(func() { still = s.RetireIfEmpty() })
 	if !still {
 		t.mu.Unlock()
 		return
 	}
-	t.mu.subs.del(s.name)
+	t.mu.subs.del(s.Name())
 	t.publishSubsLocked()
 	t.mu.Unlock()
-	s.close()
+	s.Close()
 	if t.persistent() {
-		_ = t.ml.DeleteCursor(s.name)
+		_ = t.ml.DeleteCursor(s.Name())
 	}
 }
 
@@ -217,36 +206,25 @@ func (t *topic) unsubscribe(s *subscription, c *consumer, force bool) error {
 	t.mu.Lock()
 	defer func() {
 		if err == nil {
-			t.mu.subs.del(s.name)
+			t.mu.subs.del(s.Name())
 			t.publishSubsLocked()
 		}
 		t.mu.Unlock()
 		if err == nil {
-			s.close()
+			s.Close()
 			if t.persistent() {
-				if derr := t.ml.DeleteCursor(s.name); derr != nil && !errors.Is(derr, errCursorNotFound) {
-					t.log.Warn("delete cursor", "topic", t.name.String(), "sub", s.name, "err", derr)
+				if derr := t.ml.DeleteCursor(s.Name()); derr != nil && !errors.Is(derr, errCursorNotFound) {
+					t.log.Warn("delete cursor", "topic", t.name.String(), "sub", s.Name(), "err", derr)
 				}
 			}
 		}
 	}()
-	ok := s.call(func() {
-		for _, o := range s.consumers {
-			if o != c && !force {
-				err = &errSubscribe{codeUnknownError, "Subscription has active connected consumers"}
-				return
-			}
+	ok := s.Call(func() {
+		if !force && s.Others(c) {
+			err = &errSubscribe{codeUnknownError, "Subscription has active connected consumers"}
+			return
 		}
-		for _, o := range s.consumers {
-			s.sel.Remove(o)
-			o.closed = true
-			if o != c {
-				o.sink.closeConsumer(o)
-			}
-		}
-		s.consumers = nil
-		s.consumersChanged()
-		s.closedLoop = true
+		s.Retire(true, c)
 	})
 	if !ok {
 		err = &errSubscribe{codeSubscriptionNotFound, "subscription already closed"}
@@ -261,9 +239,9 @@ func (t *topic) unsubscribe(s *subscription, c *consumer, force bool) error {
 // consumer (an answer first let its next SEEK reach the closed consumer
 // id: ConsumerNotFound).
 func (t *topic) seek(s *subscription, pos position, byTime bool, ts int64, answered func(error)) {
-	ok := s.call(func() {
-		s.disconnectAllLocked(true)
-		answered(s.seekLocked(pos, byTime, ts))
+	ok := s.Call(func() {
+		s.DisconnectAll(true)
+		answered(s.Seek(pos, byTime, ts))
 	})
 	if !ok {
 		answered(errSubClosed)
@@ -275,13 +253,7 @@ func (t *topic) seek(s *subscription, pos position, byTime bool, ts int64, answe
 // or whose dispatch rate limit is exhausted, drop it (as Pulsar does).
 func (t *topic) dispatchNonPersistent(e ledgerEntry) {
 	for _, s := range *t.subList.Load() {
-		s.do(func() {
-			if !s.anyPermits() || s.rateLimitedNow() {
-				return
-			}
-			s.cur.(*npCursor).push(e)
-			s.dispatch()
-		})
+		s.Do(func() { s.Offer(e) })
 	}
 }
 
@@ -312,57 +284,13 @@ func (t *topic) closeAll(notify bool) {
 	}
 	t.held.drop(heldBy(nil))
 	for _, s := range subs {
-		s.call(func() {
-			for _, c := range s.consumers {
-				s.sel.Remove(c)
-				c.closed = true
-				if notify {
-					c.sink.closeConsumer(c)
-				}
-			}
-			s.consumers = nil
-			s.consumersChanged()
-			s.closedLoop = true
-		})
-		s.close()
+		s.Call(func() { s.Retire(notify, nil) })
+		s.Close()
 	}
 	for _, h := range t.b.ext.topics {
 		h.CloseTopic(Topic{t})
 	}
 }
-
-// npCursor is the cursor of a non-persistent subscription: a queue of
-// entries published while some consumer had permits.
-type npCursor struct{ q []ledgerEntry }
-
-func newNPCursor() *npCursor { return &npCursor{} }
-
-func (c *npCursor) push(e ledgerEntry) { c.q = append(c.q, e) }
-func (c *npCursor) ReadEntries(max int) ([]ledgerEntry, error) {
-	n := min(max, len(c.q))
-	out := c.q[:n:n]
-	c.q = c.q[n:]
-	if len(c.q) == 0 {
-		c.q = nil
-	}
-	return out, nil
-}
-func (c *npCursor) Ack(...position) error { return nil }
-func (c *npCursor) AckBatchIndexes(position, []int64, int) (bool, error) {
-	return true, nil
-}
-func (c *npCursor) AckCumulative(position) error { return nil }
-func (c *npCursor) BatchAckSet(position) []int64 { return nil }
-func (c *npCursor) MarkDelete() position         { return position{LedgerID: 0, EntryID: -1} }
-func (c *npCursor) IsAcked(position) bool        { return false }
-func (c *npCursor) Seek(position) error          { c.q = nil; return nil }
-func (c *npCursor) SeekTime(int64) error         { c.q = nil; return nil }
-func (c *npCursor) Backlog() (int64, int64)      { return 0, 0 }
-func (c *npCursor) Durable() bool                { return false }
-
-// ReadAt: a non-persistent topic stores nothing (its pending entries keep
-// their bytes instead).
-func (c *npCursor) ReadAt(ps []position) ([][]byte, error) { return nil, errEntryGone }
 
 // ensureSubscription creates a durable subscription at the end of the
 // topic if it does not exist (PRODUCER's initial_subscription_name).

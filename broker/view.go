@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
+	"github.com/magnetar-mq/magnetar/broker/dispatch"
 	"github.com/magnetar-mq/magnetar/broker/storage"
 	"github.com/magnetar-mq/magnetar/brokerconf"
 	"github.com/magnetar-mq/magnetar/metadata"
@@ -148,13 +148,13 @@ func (v Topic) Wake() { v.t.wakeSubs() }
 type Subscription struct{ s *subscription }
 
 // Name returns the subscription's name.
-func (v Subscription) Name() string { return v.s.name }
+func (v Subscription) Name() string { return v.s.Name() }
 
 // Do runs f on the subscription's loop, asynchronously. It reports false
 // if the subscription is closed (f then never runs).
 func (v Subscription) Do(f func(SubLoop)) bool {
 	s := v.s
-	return s.do(func() { f(SubLoop{s}) })
+	return s.Do(func() { f(SubLoop{s}) })
 }
 
 // Call runs f on the subscription's loop and waits for it. It reports
@@ -162,7 +162,7 @@ func (v Subscription) Do(f func(SubLoop)) bool {
 // loop itself, or with topic locks held.
 func (v Subscription) Call(f func(SubLoop)) bool {
 	s := v.s
-	return s.call(func() { f(SubLoop{s}) })
+	return s.Call(func() { f(SubLoop{s}) })
 }
 
 // FlushCursor persists the cursor's acknowledgement state now (nothing
@@ -184,115 +184,81 @@ type SubLoop struct{ s *subscription }
 func (l SubLoop) Subscription() Subscription { return Subscription(l) }
 
 // Name returns the subscription's name.
-func (l SubLoop) Name() string { return l.s.name }
+func (l SubLoop) Name() string { return l.s.Name() }
 
 // TopicName returns the subscription's topic name.
-func (l SubLoop) TopicName() string { return l.s.topic }
+func (l SubLoop) TopicName() string { return l.s.TopicName() }
 
 // Type returns the subscription type.
-func (l SubLoop) Type() SubType { return l.s.typ }
+func (l SubLoop) Type() SubType { return l.s.Type() }
 
 // Logger returns the subscription's logger.
-func (l SubLoop) Logger() *slog.Logger { return l.s.log }
+func (l SubLoop) Logger() *slog.Logger { return l.s.Logger() }
 
 // MarkDelete returns the cursor's mark-delete position.
-func (l SubLoop) MarkDelete() storage.Position { return l.s.cur.MarkDelete() }
+func (l SubLoop) MarkDelete() storage.Position { return l.s.Cursor().MarkDelete() }
 
 // IsAcked reports whether pos is acknowledged.
-func (l SubLoop) IsAcked(pos storage.Position) bool { return l.s.cur.IsAcked(pos) }
+func (l SubLoop) IsAcked(pos storage.Position) bool { return l.s.Cursor().IsAcked(pos) }
 
 // BatchAckSet returns the still-unacknowledged bits of a partially
 // acknowledged batch entry, or nil.
-func (l SubLoop) BatchAckSet(pos storage.Position) []int64 { return l.s.cur.BatchAckSet(pos) }
+func (l SubLoop) BatchAckSet(pos storage.Position) []int64 { return l.s.Cursor().BatchAckSet(pos) }
 
 // PendingMessages returns the message count of an entry delivered and not
 // yet acknowledged (false: not pending).
 func (l SubLoop) PendingMessages(pos storage.Position) (int, bool) {
-	if pe := l.s.pending[pos]; pe != nil {
-		return pe.numMsgs, true
-	}
-	return 0, false
+	return l.s.PendingMessages(pos)
 }
 
 // Withheld is an entry a feature took out of delivery (SubLoop.Withhold,
 // AckHook.HeldEntry); Redeliver puts it back.
-type Withheld struct{ pe *pendingEntry }
+type Withheld struct{ e *dispatch.Entry }
 
 // Pos returns the entry's position.
-func (w Withheld) Pos() storage.Position { return w.pe.pos }
+func (w Withheld) Pos() storage.Position { return w.e.Pos() }
 
 // Messages returns the entry's message count.
-func (w Withheld) Messages() int { return w.pe.numMsgs }
+func (w Withheld) Messages() int { return w.e.Messages() }
 
 // Withhold takes a delivered entry out of its consumer's unacked
 // messages (false: pos is not pending). An entry waiting for redelivery
 // is withheld when dispatch takes it: AckHook.HeldEntry is asked then.
 func (l SubLoop) Withhold(pos storage.Position) (Withheld, bool) {
-	pe := l.s.withhold(pos)
-	return Withheld{pe}, pe != nil
+	e := l.s.Withhold(pos)
+	return Withheld{e}, e != nil
 }
 
 // Redeliver puts a withheld entry back for delivery (in position order,
 // before new entries), unless it was acknowledged meanwhile.
-func (l SubLoop) Redeliver(w Withheld) {
-	if !l.s.cur.IsAcked(w.pe.pos) {
-		l.s.replay.Add(w.pe)
-	}
-}
+func (l SubLoop) Redeliver(w Withheld) { l.s.Return(w.e) }
 
 // Requeue sends a delivered, unacknowledged entry back for redelivery
 // (whole: a partially acknowledged batch goes back with all its
 // messages); nothing if pos is not pending.
-func (l SubLoop) Requeue(pos storage.Position) {
-	if pe := l.s.pending[pos]; pe != nil {
-		l.s.requeue(pe)
-	}
-}
+func (l SubLoop) Requeue(pos storage.Position) { l.s.Requeue(pos) }
 
 // Acks are acknowledgements a feature applies on behalf of the
-// subscription (transactions commit their pending acks so).
-type Acks struct {
-	Whole   []EntryAck
-	Batches []BatchAck
-	// Cumulative, if set, acknowledges everything up to it.
-	Cumulative *storage.Position
-	// Reason names the acks in warnings ("transaction ack").
-	Reason string
-}
-
-// EntryAck acknowledges a whole entry of Messages messages.
-type EntryAck struct {
-	Pos      storage.Position
-	Messages int
-}
-
-// BatchAck acknowledges the indexes of an entry of Size messages whose
-// bits are clear in AckSet (Pulsar's ack_set), Messages of them.
-type BatchAck struct {
-	Pos      storage.Position
-	AckSet   []int64
-	Size     int
-	Messages int
-}
+// subscription (transactions commit their pending acks so); EntryAck
+// and BatchAck are their parts (package broker/dispatch's types).
+type (
+	Acks     = dispatch.Acks
+	EntryAck = dispatch.EntryAck
+	BatchAck = dispatch.BatchAck
+)
 
 // Acknowledge applies a to the cursor and the dispatch state (pending
 // entries, replay and redelivery sets, unacked counts, stats) as consumer
 // acks do, then dispatches.
-func (l SubLoop) Acknowledge(a Acks) { l.s.acknowledge(a) }
+func (l SubLoop) Acknowledge(a Acks) { l.s.Acknowledge(a) }
 
 // Dispatch delivers what permits allow now (after unblocking consumers
 // whose unacked count fell, as withheld or requeued entries change it).
-func (l SubLoop) Dispatch() {
-	l.s.refreshBlocked()
-	l.s.dispatch()
-}
+func (l SubLoop) Dispatch() { l.s.Dispatch() }
 
 // NoteAck records an acknowledgement by r's consumer in the
 // subscription's and consumer's stats (last ack time).
-func (l SubLoop) NoteAck(r *AckRequest) {
-	l.s.lastAck = time.Now().UnixMilli()
-	r.cc.c.lastAck = l.s.lastAck
-}
+func (l SubLoop) NoteAck(r *AckRequest) { l.s.NoteAck(r.cc.c) }
 
 // Producer is a feature's view of one producer.
 type Producer struct{ p *producer }
@@ -372,13 +338,9 @@ func (e *Entry) Attach(h PublishInterceptor) {
 	e.hook = h
 }
 
-// AckID is one acknowledged message id of an ACK.
-type AckID struct {
-	Pos storage.Position
-	// AckSet acknowledges batch indexes: clear bits are acknowledged.
-	AckSet    []int64
-	BatchSize int
-}
+// AckID is one acknowledged message id of an ACK (package
+// broker/dispatch's).
+type AckID = dispatch.AckID
 
 // AckRequest is an ACK as an AckHook sees it.
 type AckRequest struct {
@@ -496,7 +458,7 @@ func (v Topic) Policies() *policy.Policies {
 }
 
 // Cursor returns the subscription's cursor (loop only).
-func (l SubLoop) Cursor() storage.Cursor { return l.s.cur }
+func (l SubLoop) Cursor() storage.Cursor { return l.s.Cursor() }
 
 // EachTopic calls fn for every loaded topic until it returns false.
 func (b *Broker) EachTopic(fn func(Topic) bool) {

@@ -78,6 +78,13 @@ var allowed = map[string][]string{
 	// pending entry; a leaf the core uses, it imports nothing of the
 	// project.
 	"broker/entryset": {},
+	// broker/dispatch: a topic's subscription and its dispatch loop
+	// (consumers, permits, pending entries, redelivery, the selection
+	// of a consumer, stats of a subscription) behind small interfaces
+	// (the cursor, a consumer's Sink, the features' Hooks); a leaf
+	// below the core, it imports none of broker's other packages but
+	// the leaves it dispatches with.
+	"broker/dispatch": {"broker/entryset", "broker/selector", "broker/snap", "broker/storage", "internal/ratelog", "protocol"},
 	// broker/storage: what the core reads and writes a topic through
 	// (Position, Cursor, ManagedLedger and their errors) and the adapter
 	// over package mledger that implements it (Opener), with the ledger

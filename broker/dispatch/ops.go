@@ -1,21 +1,17 @@
-package broker
+package dispatch
 
 import (
-	"context"
+	"github.com/magnetar-mq/magnetar/broker/storage"
 	"log/slog"
-	"maps"
 	"slices"
 	"time"
-
-	"github.com/magnetar-mq/magnetar/broker/storage"
-	"github.com/magnetar-mq/magnetar/mledger"
 )
 
 // The methods in this file run on the subscription's loop goroutine
-// (through do/call); their names end in Locked.
+// (through Do/Call); the unexported ones' names end in Locked.
 
-// flowLocked adds permits to c and dispatches.
-func (s *subscription) flowLocked(c *consumer, n int) {
+// Flow adds permits to c and dispatches.
+func (s *Subscription) Flow(c *Consumer, n int) {
 	if c.closed {
 		return
 	}
@@ -25,15 +21,15 @@ func (s *subscription) flowLocked(c *consumer, n int) {
 	s.dispatch()
 }
 
-// ackLocked applies an individual or cumulative ack from c.
-func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []AckID) {
+// Ack applies an individual or cumulative ack from c.
+func (s *Subscription) Ack(c *Consumer, cumulative bool, ids []AckID) {
 	s.lastAck = time.Now().UnixMilli()
 	c.lastAck = s.lastAck
 	if cumulative {
 		if len(ids) == 0 {
 			return
 		}
-		if s.typ == SubShared || s.typ == SubKeyShared {
+		if s.typ == Shared || s.typ == KeyShared {
 			// Pulsar ignores a cumulative ack on a subscription whose
 			// messages are spread over consumers: it would ack what
 			// other consumers hold. Clients refuse it locally; a raw
@@ -79,12 +75,12 @@ func (s *subscription) ackLocked(c *consumer, cumulative bool, ids []AckID) {
 		}
 		s.markDeleteMovedLocked()
 	}
-	if unblocked := s.refreshBlocked(); unblocked || s.typ == SubKeyShared || s.replay.Len() > 0 {
+	if unblocked := s.refreshBlocked(); unblocked || s.typ == KeyShared || s.replay.Len() > 0 {
 		s.dispatch()
 	}
 }
 
-func (s *subscription) ackBatchLocked(c *consumer, id AckID) {
+func (s *Subscription) ackBatchLocked(c *Consumer, id AckID) {
 	size := id.BatchSize
 	if pe := s.pending[id.Pos]; pe != nil && size <= 0 {
 		size = pe.numMsgs
@@ -102,7 +98,7 @@ func (s *subscription) ackBatchLocked(c *consumer, id AckID) {
 }
 
 // dropPending forgets an acknowledged pending entry.
-func (s *subscription) dropPending(pe *pendingEntry) {
+func (s *Subscription) dropPending(pe *Entry) {
 	s.ackedN += int64(pe.numMsgs)
 	if o := pe.owner; o != nil {
 		o.ackedN += int64(pe.numMsgs)
@@ -115,11 +111,11 @@ func (s *subscription) dropPending(pe *pendingEntry) {
 	s.unpend(pe.pos)
 }
 
-// redeliverLocked handles REDELIVER_UNACKNOWLEDGED_MESSAGES from c.
+// Redeliver handles REDELIVER_UNACKNOWLEDGED_MESSAGES from c.
 // Shared and Key_Shared put exactly the named entries back; Exclusive and
 // Failover (and an empty list) redeliver everything c holds.
-func (s *subscription) redeliverLocked(c *consumer, ids []position) {
-	if len(ids) == 0 || s.typ == SubExclusive || s.typ == SubFailover {
+func (s *Subscription) Redeliver(c *Consumer, ids []storage.Position) {
+	if len(ids) == 0 || s.typ == Exclusive || s.typ == Failover {
 		s.requeueAll(c)
 	} else {
 		for _, pos := range ids {
@@ -133,7 +129,7 @@ func (s *subscription) redeliverLocked(c *consumer, ids []position) {
 }
 
 // resetLocked forgets all in-flight state after the cursor moved (seek).
-func (s *subscription) resetLocked() {
+func (s *Subscription) resetLocked() {
 	s.stopRequeues()
 	for _, c := range s.consumers {
 		clear(c.pending)
@@ -156,10 +152,10 @@ func (s *subscription) resetLocked() {
 	}
 }
 
-// disconnectAllLocked sends CLOSE_CONSUMER to every consumer and detaches
+// DisconnectAll sends CLOSE_CONSUMER to every consumer and detaches
 // them without redelivery bookkeeping. keep marks the subscription to be
 // kept although it has no consumers (a seek expects them back).
-func (s *subscription) disconnectAllLocked(keep bool) []*consumer {
+func (s *Subscription) DisconnectAll(keep bool) []*Consumer {
 	cs := s.consumers
 	s.consumers = nil
 	s.consumersChanged()
@@ -167,16 +163,16 @@ func (s *subscription) disconnectAllLocked(keep bool) []*consumer {
 		s.sel.Remove(c)
 		c.closed = true
 		s.requeueAll(c)
-		c.sink.closeConsumer(c)
+		c.sink.CloseConsumer(c)
 	}
 	s.keepEmpty = keep
 	return cs
 }
 
-// seekLocked moves the cursor (by position or, with byTime, by publish
-// time) and resets the dispatch state; topic.seek disconnects the
+// Seek moves the cursor (by position or, with byTime, by publish
+// time) and resets the dispatch state; the core disconnects the
 // consumers first, as Pulsar does.
-func (s *subscription) seekLocked(pos position, byTime bool, ts int64) error {
+func (s *Subscription) Seek(pos storage.Position, byTime bool, ts int64) error {
 	var err error
 	if byTime {
 		err = s.cur.SeekTime(ts)
@@ -190,10 +186,10 @@ func (s *subscription) seekLocked(pos position, byTime bool, ts int64) error {
 	return nil
 }
 
-// withhold takes a delivered entry out of delivery (SubLoop.Withhold):
+// Withhold takes a delivered entry out of delivery (a feature's hold):
 // it leaves its consumer's unacked set. The returned entry keeps its
 // routing (key, chunk), not its bytes.
-func (s *subscription) withhold(pos position) *pendingEntry {
+func (s *Subscription) Withhold(pos storage.Position) *Entry {
 	if pe := s.pending[pos]; pe != nil {
 		if o := pe.owner; o != nil {
 			if _, ok := o.pending[pos]; ok {
@@ -208,14 +204,15 @@ func (s *subscription) withhold(pos position) *pendingEntry {
 		return pe
 	}
 	// An entry waiting in the replay set is withheld when a pass takes
-	// it (AckHook.HeldEntry).
+	// it (Hooks.Hold).
 	return nil
 }
 
-// acknowledge applies acks made on the subscription's behalf
-// (SubLoop.Acknowledge): whole entries, batch indexes and a cumulative
-// position, with the bookkeeping of consumer acks.
-func (s *subscription) acknowledge(a Acks) {
+// Acknowledge applies acks made on the subscription's behalf (a
+// feature's: transactions, replicated subscriptions): whole entries,
+// batch indexes and a cumulative position, with the bookkeeping of
+// consumer acks.
+func (s *Subscription) Acknowledge(a Acks) {
 	var whole []position
 	for _, w := range a.Whole {
 		if pe := s.pending[w.Pos]; pe != nil {
@@ -262,81 +259,21 @@ func (s *subscription) acknowledge(a Acks) {
 }
 
 // ackSkippedLocked acknowledges an entry dispatch never delivers (a
-// marker, or an entry a DispatchFilter skips) and shows a replicated
-// subscription's markers to the ReplicatedSubscriptions feature.
-func (s *subscription) ackSkippedLocked(e ledgerEntry, marker int32) {
+// marker, or an entry a dispatch filter skips) and shows it to the hooks
+// (a replicated subscription's markers).
+func (s *Subscription) ackSkippedLocked(e ledgerEntry, marker int32) {
 	if err := s.cur.Ack(e.Pos); err != nil {
 		s.more().ackFailLog.Log(s.log, slog.LevelWarn, "marker ack failed", "topic", s.topic, "sub", s.name, "err", err)
 	}
-	if s.replSubs() != nil && s.replicated.Load() {
-		if marker != 0 {
-			s.replSubs().MarkerRead(SubLoop{s}, marker, e.Data)
-		}
-		s.replSubs().MarkDeleteMoved(SubLoop{s})
+	if s.hooks != nil {
+		s.hooks.Skipped(marker, e.Data)
 	}
 }
 
-// markDeleteMovedLocked tells the ReplicatedSubscriptions feature that a
-// replicated subscription's mark-delete position may have moved.
-func (s *subscription) markDeleteMovedLocked() {
-	if s.replSubs() != nil && s.replicated.Load() {
-		s.replSubs().MarkDeleteMoved(SubLoop{s})
+// markDeleteMovedLocked tells the hooks that the mark-delete position
+// may have moved.
+func (s *Subscription) markDeleteMovedLocked() {
+	if s.hooks != nil {
+		s.hooks.MarkDeleteMoved()
 	}
-}
-
-// replicatedProperty is the cursor property that marks a replicated
-// subscription ("1"), Pulsar's name for it: the flag survives restarts
-// and ownership changes with the cursor.
-const replicatedProperty = "pulsar.replicated.subscription"
-
-// loadReplicated sets the replicated flag from the cursor's properties
-// (a new subscription, or one loaded with its topic).
-func (s *subscription) loadReplicated() {
-	if mc := s.mc; mc != nil && mc.Properties()[replicatedProperty] == "1" {
-		s.replicated.Store(true)
-	}
-}
-
-// markReplicated sets the replicated flag and, when it changes a durable
-// cursor's property, persists it before returning.
-func (s *subscription) markReplicated(on bool) error {
-	s.replicated.Store(on)
-	mc := s.mc
-	if mc == nil {
-		return nil
-	}
-	props := mc.Properties()
-	if (props[replicatedProperty] == "1") == on {
-		return nil
-	}
-	next := maps.Clone(props)
-	if next == nil {
-		next = map[string]string{}
-	}
-	if on {
-		next[replicatedProperty] = "1"
-	} else {
-		delete(next, replicatedProperty)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), storage.Timeout)
-	defer cancel()
-	if err := mc.SetProperties(ctx, next); err != nil {
-		s.log.Warn("persist replicated subscription flag", "topic", s.topic, "sub", s.name, "err", err)
-		return err
-	}
-	return nil
-}
-
-// durableCursor returns the managed-ledger cursor behind c (nil for
-// non-durable and non-persistent cursors).
-func durableCursor(c cursor) *mledger.Cursor {
-	switch x := c.(type) {
-	case *storage.LedgerCursor:
-		if x.Managed().IsDurable() {
-			return x.Managed()
-		}
-	case interface{ Unwrap() storage.Cursor }: // a feature's view (read_compacted)
-		return durableCursor(x.Unwrap())
-	}
-	return nil
 }

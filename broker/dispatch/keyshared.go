@@ -1,4 +1,4 @@
-package broker
+package dispatch
 
 import (
 	"fmt"
@@ -20,8 +20,8 @@ import (
 
 // noteJoinLocked restricts c, which was just added to a Key_Shared
 // subscription, as described above.
-func (s *subscription) noteJoinLocked(c *consumer) {
-	if s.typ != SubKeyShared || c.outOfOrder || !s.haveRead || len(s.consumers) < 2 {
+func (s *Subscription) noteJoinLocked(c *Consumer) {
+	if s.typ != KeyShared || c.outOfOrder || !s.haveRead || len(s.consumers) < 2 {
 		return
 	}
 	if md := s.cur.MarkDelete(); md.Compare(s.lastRead) >= 0 {
@@ -32,8 +32,8 @@ func (s *subscription) noteJoinLocked(c *consumer) {
 
 // releaseJoined lifts the restriction of consumers whose earlier
 // messages are all acknowledged.
-func (s *subscription) releaseJoined() {
-	if s.typ != SubKeyShared {
+func (s *Subscription) releaseJoined() {
+	if s.typ != KeyShared {
 		return
 	}
 	var md position
@@ -54,7 +54,7 @@ func (s *subscription) releaseJoined() {
 // pickJoined returns the consumer pe goes to now, nil if none may take
 // it: pick's choice, unless that consumer joined recently and pe lies past
 // its read position at joining.
-func (s *subscription) pickJoined(pe *pendingEntry) *consumer {
+func (s *Subscription) pickJoined(pe *Entry) *Consumer {
 	c := s.pick(pe.key)
 	if c != nil && c.recentJoin && pe.pos.Compare(c.maxPos) > 0 {
 		return nil
@@ -63,7 +63,7 @@ func (s *subscription) pickJoined(pe *pendingEntry) *consumer {
 }
 
 // joinPosString is the consumer's readPositionWhenJoining for stats.
-func (c *consumer) joinPosString() string {
+func (c *Consumer) joinPosString() string {
 	if !c.recentJoin {
 		return ""
 	}
@@ -71,7 +71,7 @@ func (c *consumer) joinPosString() string {
 }
 
 // avgPerEntry is the average number of messages per entry sent to c.
-func (c *consumer) avgPerEntry() int {
+func (c *Consumer) avgPerEntry() int {
 	if c.entriesOut == 0 {
 		return 0
 	}
@@ -79,8 +79,8 @@ func (c *consumer) avgPerEntry() int {
 }
 
 // keyHashRanges returns the Key_Shared slot ranges c owns, for stats.
-func (s *subscription) keyHashRanges(c *consumer) []string {
-	if ks, ok := s.sel.(*selector.KeyShared[*consumer]); ok {
+func (s *Subscription) keyHashRanges(c *Consumer) []string {
+	if ks, ok := s.sel.(*selector.KeyShared[*Consumer]); ok {
 		return ks.RangesOf(c)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package broker
+package dispatch
 
 import (
 	"slices"
@@ -13,10 +13,10 @@ func TestSubscriptionReadBatchFollowsUpdate(t *testing.T) {
 	for range 100 {
 		cur.add(fakeEntry(1, ""))
 	}
-	s := testSub(t, SubShared, cur)
+	s := testSub(t, Shared, cur)
 	sink := newRecSink()
 	c := newConsumer(1, "c", sink)
-	addC(t, s, c, SubShared)
+	addC(t, s, c, Shared)
 	flow(s, c, 20)
 	s.sync()
 	cur.mu.Lock()

@@ -1,4 +1,4 @@
-package broker
+package dispatch
 
 import (
 	"iter"
@@ -26,14 +26,14 @@ const requeueChunk = 256
 
 // requeueJob is the pending set of consumer c being moved.
 type requeueJob struct {
-	c    *consumer
-	next func() (position, *pendingEntry, bool)
+	c    *Consumer
+	next func() (position, *Entry, bool)
 	stop func()
 }
 
 // requeueAll moves every pending entry of c to the replay set (see
 // above: at once when there are few, else in chunks).
-func (s *subscription) requeueAll(c *consumer) {
+func (s *Subscription) requeueAll(c *Consumer) {
 	m := c.pending
 	s.unacked -= c.unackedMsg
 	c.unackedMsg = 0
@@ -41,7 +41,7 @@ func (s *subscription) requeueAll(c *consumer) {
 		return
 	}
 	if len(m) <= requeueChunk {
-		batch := make([]*pendingEntry, 0, len(m))
+		batch := make([]*Entry, 0, len(m))
 		for _, pe := range m {
 			if s.takeBack(c, pe) {
 				batch = append(batch, pe)
@@ -60,9 +60,9 @@ func (s *subscription) requeueAll(c *consumer) {
 
 // requeueStep moves the next chunk of the first job; after the last one
 // dispatch resumes.
-func (s *subscription) requeueStep() {
+func (s *Subscription) requeueStep() {
 	j := s.requeues[0]
-	batch := make([]*pendingEntry, 0, requeueChunk)
+	batch := make([]*Entry, 0, requeueChunk)
 	for range requeueChunk {
 		_, pe, ok := j.next()
 		if !ok {
@@ -85,7 +85,7 @@ func (s *subscription) requeueStep() {
 
 // stopRequeues abandons the jobs (the subscription closes, or a seek
 // forgot every pending entry).
-func (s *subscription) stopRequeues() {
+func (s *Subscription) stopRequeues() {
 	for _, j := range s.requeues {
 		j.stop()
 	}
@@ -96,7 +96,7 @@ func (s *subscription) stopRequeues() {
 // redelivery on Shared and Key_Shared subscriptions; c's unacked count
 // was already lowered by the caller. It reports false when pe is no
 // longer pending at c (acknowledged or parked meanwhile).
-func (s *subscription) takeBack(c *consumer, pe *pendingEntry) bool {
+func (s *Subscription) takeBack(c *Consumer, pe *Entry) bool {
 	if pe.owner != c { // acknowledged, parked or forgotten meanwhile
 		return false
 	}
@@ -111,7 +111,7 @@ func (s *subscription) takeBack(c *consumer, pe *pendingEntry) bool {
 // redelivery of named messages). Exclusive and Failover keep no
 // redelivery count (their messages carry redeliveryCount 0, as in
 // Pulsar, whose single-active-consumer dispatcher tracks none).
-func (s *subscription) requeue(pe *pendingEntry) {
+func (s *Subscription) requeue(pe *Entry) {
 	if o := pe.owner; o != nil {
 		o.redeliverN += int64(pe.numMsgs)
 		if _, ok := o.pending[pe.pos]; ok {
@@ -126,8 +126,8 @@ func (s *subscription) requeue(pe *pendingEntry) {
 }
 
 // countRedelivery counts one more redelivery of pe.
-func (s *subscription) countRedelivery(pe *pendingEntry) {
-	if s.typ == SubShared || s.typ == SubKeyShared {
+func (s *Subscription) countRedelivery(pe *Entry) {
+	if s.typ == Shared || s.typ == KeyShared {
 		pe.redeliveries++
 	}
 	s.redeliverN += int64(pe.numMsgs)
@@ -140,7 +140,7 @@ func (s *subscription) countRedelivery(pe *pendingEntry) {
 // and redelivering them leaves order as it was. Once stale entries
 // outnumber the pending and replay entries, order is rebuilt from
 // pending (amortised O(1) per entry).
-func (s *subscription) pushOrder(pe *pendingEntry) {
+func (s *Subscription) pushOrder(pe *Entry) {
 	if pe.inOrder {
 		return
 	}
@@ -152,7 +152,7 @@ func (s *subscription) pushOrder(pe *pendingEntry) {
 }
 
 // rebuildOrder makes order hold exactly the pending entries.
-func (s *subscription) rebuildOrder() {
+func (s *Subscription) rebuildOrder() {
 	for _, p := range s.order {
 		p.inOrder = false
 	}
@@ -166,7 +166,7 @@ func (s *subscription) rebuildOrder() {
 }
 
 // clearOrder empties order (every pending entry was forgotten).
-func (s *subscription) clearOrder() {
+func (s *Subscription) clearOrder() {
 	for _, p := range s.order {
 		p.inOrder = false
 	}
@@ -177,7 +177,7 @@ func (s *subscription) clearOrder() {
 // target, which a cumulative acknowledgement (of a consumer, a
 // transaction or a replicated subscription's update) covered: O(k log n)
 // for the k entries dropped.
-func (s *subscription) dropThroughLocked(target position) {
+func (s *Subscription) dropThroughLocked(target position) {
 	for len(s.order) > 0 && s.order[0].pos.Compare(target) <= 0 {
 		pe := s.order.Pop()
 		pe.inOrder = false
@@ -185,5 +185,5 @@ func (s *subscription) dropThroughLocked(target position) {
 			s.dropPending(pe)
 		}
 	}
-	s.replay.RemoveWhile(func(pe *pendingEntry) bool { return pe.pos.Compare(target) <= 0 })
+	s.replay.RemoveWhile(func(pe *Entry) bool { return pe.pos.Compare(target) <= 0 })
 }

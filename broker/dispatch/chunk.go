@@ -1,4 +1,4 @@
-package broker
+package dispatch
 
 // Chunked messages (docs/chunking.md). A producer with chunking on splits
 // a message larger than the broker's max message size into entries that
@@ -9,14 +9,14 @@ package broker
 // its first chunk. Exclusive and Failover have a single active consumer
 // and need nothing.
 
-// chunkInfo is the chunking metadata of an entry.
-type chunkInfo struct {
-	uuid string
-	id   int32 // chunk_id
-	num  int32 // num_chunks_from_msg; > 1 for a chunk
+// Chunk is the chunking metadata of an entry.
+type Chunk struct {
+	UUID string
+	ID   int32 // chunk_id
+	Num  int32 // num_chunks_from_msg; > 1 for a chunk
 }
 
-func (ci chunkInfo) isChunk() bool { return ci.num > 1 }
+func (ci Chunk) isChunk() bool { return ci.Num > 1 }
 
 // pickFor chooses the consumer for pe: pickJoined's choice (none while
 // the subscription is blocked on unacked messages), except that a chunk after
@@ -24,9 +24,9 @@ func (ci chunkInfo) isChunk() bool { return ci.num > 1 }
 // attached, whatever its permits or unacked count (a chunked message is
 // one message to the client; waiting could stall it behind messages that
 // need the same consumer's queue to drain).
-func (s *subscription) pickFor(pe *pendingEntry) *consumer {
-	if pe.chunk.isChunk() && pe.chunk.id > 0 && (s.typ == SubShared || s.typ == SubKeyShared) {
-		if c := s.chunkOwner[pe.chunk.uuid]; c != nil && !c.closed {
+func (s *Subscription) pickFor(pe *Entry) *Consumer {
+	if pe.chunk.isChunk() && pe.chunk.ID > 0 && (s.typ == Shared || s.typ == KeyShared) {
+		if c := s.chunkOwner[pe.chunk.UUID]; c != nil && !c.closed {
 			return c
 		}
 	}
@@ -35,25 +35,25 @@ func (s *subscription) pickFor(pe *pendingEntry) *consumer {
 
 // noteChunk records which consumer a chunk went to: the first chunk
 // (re)assigns the message, the last one ends the assignment.
-func (s *subscription) noteChunk(c *consumer, pe *pendingEntry) {
-	if !pe.chunk.isChunk() || (s.typ != SubShared && s.typ != SubKeyShared) {
+func (s *Subscription) noteChunk(c *Consumer, pe *Entry) {
+	if !pe.chunk.isChunk() || (s.typ != Shared && s.typ != KeyShared) {
 		return
 	}
 	switch {
-	case pe.chunk.id >= pe.chunk.num-1:
-		delete(s.chunkOwner, pe.chunk.uuid)
-	case pe.chunk.id == 0:
+	case pe.chunk.ID >= pe.chunk.Num-1:
+		delete(s.chunkOwner, pe.chunk.UUID)
+	case pe.chunk.ID == 0:
 		if s.chunkOwner == nil {
-			s.chunkOwner = make(map[string]*consumer)
+			s.chunkOwner = make(map[string]*Consumer)
 		}
-		s.chunkOwner[pe.chunk.uuid] = c
+		s.chunkOwner[pe.chunk.UUID] = c
 	}
 }
 
 // forgetChunksOf drops the assignments to a consumer that left; its
 // chunks went back to the replay set, where the first chunk, being
 // earliest, is assigned again before the others.
-func (s *subscription) forgetChunksOf(c *consumer) {
+func (s *Subscription) forgetChunksOf(c *Consumer) {
 	for u, o := range s.chunkOwner {
 		if o == c {
 			delete(s.chunkOwner, u)

@@ -1,4 +1,4 @@
-package broker
+package dispatch
 
 import (
 	"fmt"
@@ -30,13 +30,13 @@ import (
 //	wake                                      new entries were persisted
 //	state                                     counters, flags, cursor
 func TestDispatchScripts(t *testing.T) {
-	datadriven.Walk(t, "testdata/dispatch", func(t *testing.T, path string) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		var (
-			s     *subscription
+			s     *Subscription
 			cur   *fakeCursor
 			sink  *recSink
-			typ   SubType
-			cs    map[string]*consumer
+			typ   Type
+			cs    map[string]*Consumer
 			names map[uint64]string
 			order []string
 		)
@@ -67,7 +67,7 @@ func TestDispatchScripts(t *testing.T) {
 				}
 				return ps
 			}
-			named := func() *consumer {
+			named := func() *Consumer {
 				c := cs[arg("name", "")]
 				if c == nil {
 					td.Fatalf(t, "no consumer %q", arg("name", ""))
@@ -79,13 +79,13 @@ func TestDispatchScripts(t *testing.T) {
 			}
 			switch td.Cmd {
 			case "new":
-				types := map[string]SubType{"exclusive": SubExclusive, "shared": SubShared, "failover": SubFailover, "key_shared": SubKeyShared}
+				types := map[string]Type{"exclusive": Exclusive, "shared": Shared, "failover": Failover, "key_shared": KeyShared}
 				var ok bool
 				if typ, ok = types[arg("type", "")]; !ok {
 					td.Fatalf(t, "type %q", arg("type", ""))
 				}
 				cur, sink = newFakeCursor(), newRecSink()
-				cs, names, order = map[string]*consumer{}, map[uint64]string{}, nil
+				cs, names, order = map[string]*Consumer{}, map[uint64]string{}, nil
 				s = newSubscriptionForScript(t, typ, cur, num("batch", 10))
 				return "ok"
 			case "publish":
@@ -99,8 +99,8 @@ func TestDispatchScripts(t *testing.T) {
 				name := arg("name", "")
 				c := newConsumer(uint64(num("id", len(cs)+1)), name, sink)
 				var refused string
-				s.call(func() {
-					if refused = s.addConsumerLocked(c, typ, false); refused == "" && typ == SubFailover {
+				s.Call(func() {
+					if refused = s.AddConsumer(c, typ, false); refused == "" && typ == Failover {
 						s.notifyActiveLocked(c)
 					}
 				})
@@ -111,7 +111,7 @@ func TestDispatchScripts(t *testing.T) {
 				order = append(order, name)
 			case "flow":
 				c := named()
-				s.call(func() { s.flowLocked(c, num("permits", 0)) })
+				s.Call(func() { s.Flow(c, num("permits", 0)) })
 			case "ack":
 				c, ps := named(), entries()
 				ids := make([]AckID, len(ps))
@@ -125,26 +125,26 @@ func TestDispatchScripts(t *testing.T) {
 						ids[i].AckSet, ids[i].BatchSize = []int64{bits}, num("size", 0)
 					}
 				}
-				s.call(func() { s.ackLocked(c, td.HasArg("cumulative"), ids) })
+				s.Call(func() { s.Ack(c, td.HasArg("cumulative"), ids) })
 			case "nack":
 				c, ps := named(), entries()
-				s.call(func() { s.redeliverLocked(c, ps) })
+				s.Call(func() { s.Redeliver(c, ps) })
 			case "close":
 				c := named()
-				s.call(func() { s.removeConsumerLocked(c) })
+				s.Call(func() { s.RemoveConsumer(c) })
 				delete(cs, arg("name", ""))
 				order = slices.DeleteFunc(order, func(n string) bool { return n == c.name })
 			case "seek":
 				var err error
-				s.call(func() {
-					if err = s.seekLocked(pos(int64(num("entry", 0))), false, 0); err == nil {
-						s.disconnectAllLocked(true)
+				s.Call(func() {
+					if err = s.Seek(pos(int64(num("entry", 0))), false, 0); err == nil {
+						s.DisconnectAll(true)
 					}
 				})
 				if err != nil {
 					return "error: " + err.Error()
 				}
-				cs, order = map[string]*consumer{}, nil
+				cs, order = map[string]*Consumer{}, nil
 			case "trim":
 				cur.mu.Lock()
 				for _, p := range entries() {
@@ -153,7 +153,7 @@ func TestDispatchScripts(t *testing.T) {
 				cur.mu.Unlock()
 				return "ok"
 			case "wake":
-				s.wake()
+				s.Wake()
 				s.sync()
 			case "state":
 				return scriptState(s, cur, sink, cs, order, names)
@@ -165,7 +165,7 @@ func TestDispatchScripts(t *testing.T) {
 	})
 }
 
-func newSubscriptionForScript(t *testing.T, typ SubType, cur *fakeCursor, batch int) *subscription {
+func newSubscriptionForScript(t *testing.T, typ Type, cur *fakeCursor, batch int) *Subscription {
 	s := testSub(t, typ, cur)
 	s.batch = batchOf(batch)
 	return s
@@ -184,8 +184,8 @@ func sentSince(sink *recSink, names map[uint64]string) string {
 		}
 		if meta, err := fakeParse(m.data, nil); err != nil {
 			fmt.Fprintf(&b, " unreadable: %v", err)
-		} else if len(meta.key) > 0 {
-			fmt.Fprintf(&b, " key=%s", meta.key)
+		} else if len(meta.Key) > 0 {
+			fmt.Fprintf(&b, " key=%s", meta.Key)
 		}
 		b.WriteByte('\n')
 	}
@@ -199,9 +199,9 @@ func sentSince(sink *recSink, names map[uint64]string) string {
 // entries (and bytes they hold) and active flag (when told one); the subscription's
 // unacked count and closed consumers; the cursor's read and mark-delete
 // positions and its storage re-reads.
-func scriptState(s *subscription, cur *fakeCursor, sink *recSink, cs map[string]*consumer, order []string, names map[uint64]string) string {
+func scriptState(s *Subscription, cur *fakeCursor, sink *recSink, cs map[string]*Consumer, order []string, names map[uint64]string) string {
 	var b strings.Builder
-	s.call(func() {
+	s.Call(func() {
 		for _, n := range order {
 			c := cs[n]
 			held := 0

@@ -1,4 +1,4 @@
-package broker
+package dispatch
 
 import (
 	"time"
@@ -8,26 +8,26 @@ import (
 
 // A subscription without timers or queued work holds no goroutine,
 // whether or not consumers are connected: its loop exits when idle and
-// do (a flow, an ack, a consumer) or wake (new entries, with consumers)
-// starts it again; call runs its function inline while the loop is
+// Do (a flow, an ack, a consumer) or Wake (new entries, with consumers)
+// starts it again; Call runs its function inline while the loop is
 // stopped. Ownership of the loop state passes through run's mutex
 // (happens-before for the state). A live topic whose consumer waits for
 // messages so costs no goroutine stack (issue 35: 8 KiB a live topic).
 //
 // A loop that blocks (one with timers) is woken through one channel,
 // run.kick (cap 1), made by the first such loop: the work itself is in
-// run.ops (closures from do and call) and notified (wake). The loop
+// run.ops (closures from Do and Call) and notified (Wake). The loop
 // takes the channel and looks at the work under run's mutex, and a
 // signal reads the channel under it after its work was put there, so
 // either the loop sees the work or the signal sees the channel (and a
 // kick it buffers only costs a spare turn).
 
-// maxOps is how many closures may wait for the loop; do blocks beyond
+// maxOps is how many closures may wait for the loop; Do blocks beyond
 // (a connection whose acks and flows outrun the loop waits for it).
 const maxOps = 16
 
-// subOp is a closure queued for the loop. done (call's) is closed once f
-// ran, or by close when the loop will never run it.
+// subOp is a closure queued for the loop. done (Call's) is closed once f
+// ran, or by Close when the loop will never run it.
 type subOp struct {
 	f    func()
 	done chan struct{}
@@ -42,26 +42,26 @@ func (op subOp) run() {
 
 // idleLocked reports whether the loop has nothing to wait for (loop
 // state; the caller owns it).
-func (s *subscription) idleLocked() bool {
+func (s *Subscription) idleLocked() bool {
 	return s.delayTimer == nil && s.notifyTimer == nil && !s.throttled && len(s.requeues) == 0
 }
 
 // consumersChanged updates hasConsumers after consumers changed (loop
 // state; the caller owns it).
-func (s *subscription) consumersChanged() {
+func (s *Subscription) consumersChanged() {
 	s.hasConsumers.Store(len(s.consumers) > 0)
 }
 
 // dropReadCtx releases the cursor's shared read deadline (and its
 // timer) while the subscription sleeps.
-func (s *subscription) dropReadCtx() {
+func (s *Subscription) dropReadCtx() {
 	if a, ok := s.cur.(*storage.LedgerCursor); ok {
 		a.DropReadCtx()
 	}
 }
 
 // signal wakes the loop if it is blocked. Never blocks.
-func (s *subscription) signal() {
+func (s *Subscription) signal() {
 	s.run.Lock()
 	kick := s.run.kick
 	s.run.Unlock()
@@ -79,7 +79,7 @@ func kickLoop(kick chan struct{}) {
 
 // blockOn returns the channel the loop blocks on (made on first use) and
 // whether work came before it could block.
-func (s *subscription) blockOn() (kick chan struct{}, work bool) {
+func (s *Subscription) blockOn() (kick chan struct{}, work bool) {
 	s.run.Lock()
 	defer s.run.Unlock()
 	if s.run.kick == nil {
@@ -89,7 +89,7 @@ func (s *subscription) blockOn() (kick chan struct{}, work bool) {
 }
 
 // start starts the loop goroutine unless someone owns the state.
-func (s *subscription) start() {
+func (s *Subscription) start() {
 	s.run.Lock()
 	defer s.run.Unlock()
 	if s.run.on || s.run.closed {
@@ -105,7 +105,7 @@ func (s *subscription) start() {
 // exit, or an inline call): if work is queued or the subscription is not
 // idle, a loop goroutine takes over instead. It reports whether the
 // state was released.
-func (s *subscription) release(fromLoop bool) bool {
+func (s *Subscription) release(fromLoop bool) bool {
 	s.run.Lock()
 	defer s.run.Unlock()
 	// running goes false before notified is looked at: a wake that saw
@@ -125,7 +125,7 @@ func (s *subscription) release(fromLoop bool) bool {
 }
 
 // claim takes the loop state for an inline call when nobody owns it.
-func (s *subscription) claim() bool {
+func (s *Subscription) claim() bool {
 	s.run.Lock()
 	defer s.run.Unlock()
 	if s.run.on || s.run.closed {
@@ -138,7 +138,7 @@ func (s *subscription) claim() bool {
 
 // next takes the oldest queued op (ok); closed reports that close began
 // (the loop exits, leaving the rest to close).
-func (s *subscription) next() (op subOp, ok, closed bool) {
+func (s *Subscription) next() (op subOp, ok, closed bool) {
 	s.run.Lock()
 	defer s.run.Unlock()
 	if s.run.closed {
@@ -160,7 +160,7 @@ func (s *subscription) next() (op subOp, ok, closed bool) {
 	return op, true, false
 }
 
-func (s *subscription) loop() {
+func (s *Subscription) loop() {
 	defer s.wg.Done()
 	var timerC, notifyC <-chan time.Time
 	for {
@@ -220,7 +220,7 @@ func (s *subscription) loop() {
 }
 
 // exitLoop releases what the loop holds when the subscription closes.
-func (s *subscription) exitLoop() {
+func (s *Subscription) exitLoop() {
 	s.dropReadCtx()
 	s.stopRequeues()
 	if s.delayTimer != nil {
@@ -235,7 +235,7 @@ func (s *subscription) exitLoop() {
 // (an inline call that does hands over to a loop in release). It waits
 // while maxOps are queued and reports false once the subscription is
 // closed.
-func (s *subscription) enqueue(op subOp) bool {
+func (s *Subscription) enqueue(op subOp) bool {
 	s.run.Lock()
 	for len(s.run.ops) >= maxOps && !s.run.closed {
 		if s.run.room == nil {
@@ -267,15 +267,15 @@ func (s *subscription) enqueue(op subOp) bool {
 	return true
 }
 
-// do runs f on the loop goroutine. It reports false if the subscription
+// Do runs f on the loop goroutine. It reports false if the subscription
 // is closed.
-func (s *subscription) do(f func()) bool {
+func (s *Subscription) Do(f func()) bool {
 	return s.enqueue(subOp{f: f})
 }
 
-// call runs f on the loop goroutine and waits for it. It reports false
+// Call runs f on the loop goroutine and waits for it. It reports false
 // if the subscription closed first (f never runs then).
-func (s *subscription) call(f func()) bool {
+func (s *Subscription) Call(f func()) bool {
 	if s.claim() {
 		// Idle: run f here, as the loop would, then hand over.
 		f()
@@ -291,9 +291,9 @@ func (s *subscription) call(f func()) bool {
 	return ran
 }
 
-// wake tells the loop that new entries are available, starting it if
+// Wake tells the loop that new entries are available, starting it if
 // it is stopped and consumers are connected. Never blocks.
-func (s *subscription) wake() {
+func (s *Subscription) Wake() {
 	if !s.running.Load() && !s.hasConsumers.Load() {
 		return // no consumer: nothing to dispatch to
 	}
@@ -304,10 +304,10 @@ func (s *subscription) wake() {
 	}
 }
 
-// close stops the loop; the closures it had not run never run (a call
+// Close stops the loop; the closures it had not run never run (a call
 // waiting on one returns false). It does not touch consumers: callers
 // disconnect them first.
-func (s *subscription) close() {
+func (s *Subscription) Close() {
 	s.run.Lock()
 	s.run.closed = true
 	if s.run.room != nil {

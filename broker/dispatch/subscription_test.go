@@ -1,19 +1,19 @@
-package broker
+package dispatch
 
 import (
 	"testing"
 )
 
-func addC(t *testing.T, s *subscription, c *consumer, typ SubType) {
+func addC(t *testing.T, s *Subscription, c *Consumer, typ Type) {
 	t.Helper()
 	var r string
-	s.call(func() { r = s.addConsumerLocked(c, typ, false) })
+	s.Call(func() { r = s.AddConsumer(c, typ, false) })
 	if r != "" {
 		t.Fatalf("add consumer %s: %s", c.name, r)
 	}
 }
 
-func flow(s *subscription, c *consumer, n int) { s.call(func() { s.flowLocked(c, n) }) }
+func flow(s *Subscription, c *Consumer, n int) { s.Call(func() { s.Flow(c, n) }) }
 
 func TestSubscriptionKeySharedPerKeyOrder(t *testing.T) {
 	cur := newFakeCursor()
@@ -21,11 +21,11 @@ func TestSubscriptionKeySharedPerKeyOrder(t *testing.T) {
 	for i := 0; i < 60; i++ {
 		cur.add(fakeEntry(1, keys[i%len(keys)]))
 	}
-	s := testSub(t, SubKeyShared, cur)
+	s := testSub(t, KeyShared, cur)
 	sink := newRecSink()
 	a, b := newConsumer(1, "a", sink), newConsumer(2, "b", sink)
-	addC(t, s, a, SubKeyShared)
-	addC(t, s, b, SubKeyShared)
+	addC(t, s, a, KeyShared)
+	addC(t, s, b, KeyShared)
 	flow(s, a, 7)
 	flow(s, b, 100)
 	for i := 0; i < 20; i++ {

@@ -1,4 +1,4 @@
-package broker
+package dispatch
 
 import (
 	"encoding/binary"
@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magnetar-mq/magnetar/broker/storage"
+	"github.com/magnetar-mq/magnetar/internal/testenv"
 	"github.com/magnetar-mq/magnetar/protocol/pulsarproto"
+	"os"
 )
 
 // fakeCursor is an in-memory cursor over a slice of entries in ledger 1.
@@ -133,7 +136,7 @@ func (f *fakeCursor) ReadAt(ps []position) ([][]byte, error) {
 	out := make([][]byte, len(ps))
 	for i, p := range ps {
 		if p.EntryID < 0 || p.EntryID >= int64(len(f.entries)) || f.entries[p.EntryID] == nil {
-			return nil, errEntryGone
+			return nil, storage.ErrEntryGone
 		}
 		out[i] = f.entries[p.EntryID]
 	}
@@ -146,11 +149,11 @@ func fakeEntry(n int, key string) []byte {
 	return append(b, key...)
 }
 
-func fakeParse(b []byte, _ *pulsarproto.Metadata) (entryMeta, error) {
+func fakeParse(b []byte, _ *pulsarproto.Metadata) (Meta, error) {
 	if len(b) < 4 {
-		return entryMeta{}, errors.New("short")
+		return Meta{}, errors.New("short")
 	}
-	return entryMeta{numMsgs: int(binary.BigEndian.Uint32(b)), key: b[4:]}, nil
+	return Meta{Messages: int(binary.BigEndian.Uint32(b)), Key: b[4:]}, nil
 }
 
 type sentMsg struct {
@@ -174,19 +177,19 @@ func newRecSink() *recSink {
 	return &recSink{active: map[uint64]bool{}, changed: make(chan struct{}, 1)}
 }
 
-func (r *recSink) sendMessage(id uint64, p position, red uint32, ackSet []int64, data []byte) {
+func (r *recSink) SendMessage(id uint64, p position, red uint32, ackSet []int64, data []byte) {
 	r.mu.Lock()
 	r.msgs = append(r.msgs, sentMsg{id, p, red, ackSet, data})
 	r.mu.Unlock()
 }
-func (r *recSink) sendActiveChange(id uint64, a bool) {
+func (r *recSink) SendActiveChange(id uint64, a bool) {
 	r.mu.Lock()
 	r.active[id] = a
 	r.mu.Unlock()
 }
-func (r *recSink) writable() bool { return true }
+func (r *recSink) Writable() bool { return true }
 
-func (r *recSink) closeConsumer(c *consumer) {
+func (r *recSink) CloseConsumer(c *Consumer) {
 	id := c.id
 	r.mu.Lock()
 	r.closed = append(r.closed, id)
@@ -201,17 +204,17 @@ func (r *recSink) take() []sentMsg {
 	return m
 }
 
-func testSub(t *testing.T, typ SubType, cur cursor) *subscription {
+func testSub(t *testing.T, typ Type, cur cursor) *Subscription {
 	t.Helper()
-	s := newSubscription("sub", "persistent://public/default/t", typ, 0, cur, fakeParse, batchOf(10), nil, slog.New(slog.DiscardHandler))
-	t.Cleanup(s.close)
+	s := New(Config{Name: "sub", Topic: "persistent://public/default/t", Type: typ, Cursor: cur, Parse: fakeParse, Batch: batchOf(10), Log: slog.New(slog.DiscardHandler)})
+	t.Cleanup(s.Close)
 	return s
 }
 
 // sync waits until the loop has processed everything submitted so far,
 // including a pending wake-up.
-func (s *subscription) sync() {
-	s.call(func() { s.dispatch() })
+func (s *Subscription) sync() {
+	s.Call(func() { s.dispatch() })
 }
 
 var _ = time.Second
@@ -221,4 +224,16 @@ func batchOf(n int) *atomic.Int32 {
 	b := new(atomic.Int32)
 	b.Store(int32(n))
 	return b
+}
+
+// newConsumer is a consumer with an id and a name only.
+func newConsumer(id uint64, name string, sink Sink) *Consumer {
+	return NewConsumer(ConsumerInfo{ID: id, Name: name}, sink)
+}
+
+// TestMain removes the binary testenv.RunWithoutRace built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testenv.RemoveWithoutRace()
+	os.Exit(code)
 }
