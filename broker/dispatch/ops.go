@@ -100,15 +100,9 @@ func (s *Subscription) ackBatchLocked(c *Consumer, id AckID) {
 // dropPending forgets an acknowledged pending entry.
 func (s *Subscription) dropPending(pe *Entry) {
 	s.ackedN += int64(pe.numMsgs)
-	if o := pe.owner; o != nil {
+	if o := s.takeFromOwner(pe); o != nil {
 		o.ackedN += int64(pe.numMsgs)
-		if _, ok := o.pending[pe.pos]; ok {
-			deletePending(&o.pending, pe.pos)
-			s.addUnacked(o, -pe.numMsgs)
-		}
-		pe.owner = nil
 	}
-	s.unpend(pe.pos)
 }
 
 // Redeliver handles REDELIVER_UNACKNOWLEDGED_MESSAGES from c.
@@ -191,14 +185,7 @@ func (s *Subscription) Seek(pos storage.Position, byTime bool, ts int64) error {
 // routing (key, chunk), not its bytes.
 func (s *Subscription) Withhold(pos storage.Position) *Entry {
 	if pe := s.pending[pos]; pe != nil {
-		if o := pe.owner; o != nil {
-			if _, ok := o.pending[pos]; ok {
-				deletePending(&o.pending, pos)
-				s.addUnacked(o, -pe.numMsgs)
-			}
-			pe.owner = nil
-		}
-		s.unpend(pos)
+		s.takeFromOwner(pe)
 		pe.data = nil
 		s.refreshBlocked()
 		return pe

@@ -112,15 +112,9 @@ func (s *Subscription) takeBack(c *Consumer, pe *Entry) bool {
 // redelivery count (their messages carry redeliveryCount 0, as in
 // Pulsar, whose single-active-consumer dispatcher tracks none).
 func (s *Subscription) requeue(pe *Entry) {
-	if o := pe.owner; o != nil {
+	if o := s.takeFromOwner(pe); o != nil {
 		o.redeliverN += int64(pe.numMsgs)
-		if _, ok := o.pending[pe.pos]; ok {
-			deletePending(&o.pending, pe.pos)
-			s.addUnacked(o, -pe.numMsgs)
-		}
-		pe.owner = nil
 	}
-	s.unpend(pe.pos)
 	s.countRedelivery(pe)
 	s.replay.Add(pe)
 }

@@ -740,6 +740,22 @@ func (s *Subscription) unpend(pos position) {
 	}
 }
 
+// takeFromOwner takes a pending entry from the consumer it was delivered to
+// (its pending set and unacked count, if it is still there) and from the
+// subscription's pending set, and returns that consumer (nil: none).
+func (s *Subscription) takeFromOwner(pe *Entry) *Consumer {
+	o := pe.owner
+	if o != nil {
+		if _, ok := o.pending[pe.pos]; ok {
+			deletePending(&o.pending, pe.pos)
+			s.addUnacked(o, -pe.numMsgs)
+		}
+		pe.owner = nil
+	}
+	s.unpend(pe.pos)
+	return o
+}
+
 // unassign undoes assign for an entry that was not sent.
 func (s *Subscription) unassign(pe *Entry) {
 	c := pe.owner
