@@ -468,7 +468,9 @@ func runConfigDump(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	w := cmd.OutOrStdout()
+	// One write at the end: a reader that stops early (grep -q) then
+	// never cuts the dump off half-way with a broken pipe.
+	w := new(strings.Builder)
 	fmt.Fprintf(w, "# magnetar %s: effective configuration\n", role)
 	for _, s := range res.Sources {
 		if s.Flag == "config" || s.Flag == "help" {
@@ -480,7 +482,8 @@ func runConfigDump(cmd *cobra.Command, args []string) error {
 		}
 		fmt.Fprintf(w, "%s=%s\t# %s\n", s.Flag, v, s.Origin)
 	}
-	return nil
+	_, err = io.WriteString(cmd.OutOrStdout(), w.String())
+	return err
 }
 
 // secretWords mark a setting (by flag name, case-insensitive) whose value
