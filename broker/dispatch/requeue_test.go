@@ -141,17 +141,10 @@ func TestRequeueMillionUnacked(t *testing.T) {
 		t.Fatal("no redelivery 30 s after the consumer left")
 	}
 	firstAt := time.Since(start)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, red := sink.counts(2); red == millionUnacked {
-			break
-		}
-		if time.Now().After(deadline) {
-			_, red := sink.counts(2)
-			t.Fatalf("b got %d redeliveries in 60 s, want %d", red, millionUnacked)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 60*time.Second, fmt.Sprintf("b's %d redeliveries", millionUnacked), func() bool {
+		_, red := sink.counts(2)
+		return red == millionUnacked
+	})
 	all := time.Since(start)
 	what := fmt.Sprintf("%d unacked: first redelivery after %v, all after %v", millionUnacked, firstAt, all)
 	if testenv.Race {
@@ -328,17 +321,10 @@ func delayedRound(t *testing.T, delay time.Duration) bool {
 		t.Fatalf("%d delayed messages sent before they were due", sent)
 	}
 	t.Logf("%d delayed messages held in %v", n, time.Since(start))
-	deadline = time.Now().Add(60 * time.Second)
-	for {
-		if sent, _ := sink.counts(1); sent == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			sent, _ := sink.counts(1)
-			t.Fatalf("%d of %d delayed messages sent in 60 s", sent, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 60*time.Second, fmt.Sprintf("all %d delayed messages sent", n), func() bool {
+		sent, _ := sink.counts(1)
+		return sent == n
+	})
 	var st snap.Subscription
 	s.Call(func() { st = s.Snapshot() })
 	if st.MsgDelayed != 0 {
