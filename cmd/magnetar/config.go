@@ -468,8 +468,9 @@ func runConfigDump(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	// One write at the end: a reader that stops early (grep -q) then
-	// never cuts the dump off half-way with a broken pipe.
+	// One write at the end: the dump (~8 KiB) fits a pipe's buffer, so a
+	// reader that stops early (grep -q) does not fail it half-way with a
+	// broken pipe.
 	w := new(strings.Builder)
 	fmt.Fprintf(w, "# magnetar %s: effective configuration\n", role)
 	for _, s := range res.Sources {
