@@ -93,7 +93,7 @@ func (c *Config) Validate() error {
 
 // Result is one cell: medians over its runs.
 type Result struct {
-	Kind        string `json:"kind"` // "bookie", "raw", "half-peak"
+	Kind        string `json:"kind"` // "bookie", "raw", "half-peak" ("paced-raw" in PacedRaw)
 	Mode        string `json:"mode"`
 	Size        int    `json:"size"`
 	Outstanding int    `json:"outstanding"`
@@ -128,6 +128,10 @@ type Result struct {
 	// raw loop at the same size and outstanding count), nil for raw
 	// cells and when there is none.
 	Raw *Result `json:"raw,omitempty"`
+	// PacedRaw (paced cells with the raw baseline) is the paced raw loop
+	// interleaved with the cell: the same arrivals, group commit with
+	// nothing else on the path (pacedRawRun).
+	PacedRaw *Result `json:"paced_raw,omitempty"`
 	// Stages are the sampled adds' stages (bookie cells with
 	// StageSampling), over all runs.
 	Stages []StageSummary `json:"stages,omitempty"`
@@ -173,6 +177,8 @@ type Detail struct {
 	Stages []*hdrhistogram.Histogram
 	// Raw is the detail of the baseline the cell was interleaved with.
 	Raw *Detail
+	// PacedRaw is the paced raw loop's detail (paced cells).
+	PacedRaw *Detail
 }
 
 // RunDetail is one run's timeline.

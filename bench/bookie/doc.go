@@ -22,6 +22,15 @@
 // figures mean on a shared machine: absolute rates move with the other
 // tenants, the ratio much less.
 //
+// A half-peak cell's runs are also interleaved with the paced raw loop:
+// the same schedule of units (no more outstanding), and one writer that
+// takes whatever has arrived, writes it with one pwrite and covers it
+// with one fdatasync, each record's latency counted from its scheduled
+// time. That is group commit with nothing else on the path, under the
+// paced cell's arrivals: a sync that stalls counts once per record that
+// arrived during it, as in the bookie cell, where the closed-loop raw
+// baseline counts it once per group of k (nothing is issued meanwhile).
+//
 // Every cell runs Config.Runs times, each in a fresh directory, and
 // reports medians. CPU per add is the process's user+system time
 // (getrusage, all threads, the driver and the kernel's io_uring workers

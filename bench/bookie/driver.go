@@ -84,6 +84,17 @@ func (u *unit) complete(err error) {
 	}
 }
 
+// unitSize is the adds per unit (per AddEntries call): a power of two up
+// to 64 and at most k (the closed loop's clock check falls on multiples
+// of 64).
+func unitSize(cfg Config, k int) int {
+	batch := 1
+	for batch*2 <= min(cfg.Batch, k, 64) {
+		batch *= 2
+	}
+	return batch
+}
+
 // bookieRun measures one bookie run: k adds kept outstanding (rate 0),
 // or adds issued at rate per second with up to k outstanding, latency
 // then measured from each add's scheduled time (no coordinated omission).
@@ -119,12 +130,7 @@ func bookieRun(ctx context.Context, cfg Config, dir string, mode uring.Mode, siz
 		return sample{}, err
 	}
 	defer b.Close()
-	// batch adds per AddEntries call: a power of two up to 64 and at
-	// most k (the closed loop's clock check falls on multiples of 64).
-	batch := 1
-	for batch*2 <= min(cfg.Batch, k, 64) {
-		batch *= 2
-	}
+	batch := unitSize(cfg, k)
 	d := &driver{free: make(chan *unit, k/batch), rec: rec}
 	for range k / batch {
 		u := &unit{d: d}

@@ -23,13 +23,13 @@ func Report(cfg Config, rs []Result, m report.Machine, command string, started, 
 		Machine:  m,
 		Settings: settings(cfg),
 		Notes: []string{
-			"Each bookie cell opens a fresh bookie and keeps the given number of adds outstanding (closed loop), or paces them at half the best rate of the size (half-peak). Its runs were interleaved with runs of the raw baseline at the same size and depth: a loop writing the same bytes (the journal's record headers and payloads, that many records per group) with pwrite and one fdatasync per group, whose latency is per group. Figures are medians over the runs; ratios are to that baseline.",
+			"Each bookie cell opens a fresh bookie and keeps the given number of adds outstanding (closed loop), or paces them at half the best rate of the size (half-peak). Its runs were interleaved with runs of the raw baseline at the same size and depth: a loop writing the same bytes (the journal's record headers and payloads, that many records per group) with pwrite and one fdatasync per group, whose latency is per group. Figures are medians over the runs; ratios are to that baseline. A half-peak cell's runs were also interleaved with the paced raw loop: the same arrivals (units on the same schedule, no more outstanding), one pwrite and one fdatasync per group of whatever arrived, latency per record from its scheduled time: group commit with nothing else on the path.",
 			"Timelines show the run with the median rate, in windows of " + cfg.Window.String() + " by completion time; shaded bands are the bookie's checkpoints. Percentile curves merge all runs. Stages come from one traced add in " + fmt.Sprint(cfg.StageSampling) + " (0: none traced) and add up to its whole latency.",
 		},
 	}
 	for _, size := range cfg.Sizes {
 		sec := &report.Section{Title: fmt.Sprintf("%d-byte entries", size)}
-		tab := report.Table{Header: []string{"cell", "mode", "outstanding", "ops/s", "MB/s", "÷ raw", "p50", "p99", "p99 ÷ raw p99", "p99.9", "max", "CPU per op", "allocs per op"}}
+		tab := report.Table{Header: []string{"cell", "mode", "outstanding", "ops/s", "MB/s", "÷ raw", "p50", "p99", "p99 ÷ raw p99", "p99 ÷ paced raw p99", "p99.9", "max", "CPU per op", "allocs per op"}}
 		for _, res := range rs {
 			if res.Size != size {
 				continue
@@ -43,8 +43,12 @@ func Report(cfg Config, rs []Result, m report.Machine, command string, started, 
 					p99r = fmt.Sprintf("%.2f (raw %v)", float64(res.P99)/float64(b.P99), roundDur(b.P99))
 				}
 			}
+			pacedr := ""
+			if p := res.PacedRaw; p != nil && p.P99 > 0 {
+				pacedr = fmt.Sprintf("%.2f (paced raw %v)", float64(res.P99)/float64(p.P99), roundDur(p.P99))
+			}
 			tab.Rows = append(tab.Rows, []string{res.Kind, res.Mode, fmt.Sprint(res.Outstanding), fmt.Sprintf("%.0f", res.OpsPerSec), fmt.Sprintf("%.1f", res.MBPerSec),
-				ratio, roundDur(res.P50).String(), roundDur(res.P99).String(), p99r, roundDur(res.P999).String(), roundDur(res.Max).String(),
+				ratio, roundDur(res.P50).String(), roundDur(res.P99).String(), p99r, pacedr, roundDur(res.P999).String(), roundDur(res.Max).String(),
 				roundDur(res.CPUPerOp).String(), fmt.Sprintf("%.2f", res.AllocsOp)})
 		}
 		sec.Tables = append(sec.Tables, tab)
@@ -111,6 +115,13 @@ func cellCharts(sec *report.Section, res Result) {
 		rate.Series = append(rate.Series, report.Series{Name: "raw baseline (records)", Points: rops, Dashed: true, Color: 1})
 		lat.Series = append(lat.Series, report.Series{Name: "raw p99", Points: rp99, Dashed: true, Color: 1})
 		dist.Series = append(dist.Series, curve("raw baseline (per group)", raw.Latency, 1))
+		dist.Series[len(dist.Series)-1].Dashed = true
+	}
+	if paced := d.PacedRaw; paced != nil {
+		prun := paced.Runs[paced.Median]
+		_, _, pp99, _ := timeline(prun.Windows)
+		lat.Series = append(lat.Series, report.Series{Name: "paced raw p99", Points: pp99, Dashed: true, Color: 4})
+		dist.Series = append(dist.Series, curve("paced raw (per record)", paced.Latency, 4))
 		dist.Series[len(dist.Series)-1].Dashed = true
 	}
 	sec.Charts = append(sec.Charts, rate, lat, dist)

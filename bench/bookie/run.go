@@ -13,6 +13,7 @@ import (
 
 	bk "github.com/magnetar-mq/magnetar/bookie"
 	"github.com/magnetar-mq/magnetar/internal/uring"
+	"github.com/magnetar-mq/magnetar/internal/vfs"
 )
 
 // Run measures every cell and returns the medians: per size, per
@@ -47,6 +48,9 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		r.MBPerSec = r.OpsPerSec * float64(r.Size) / 1e6
 		if r.Raw != nil {
 			r.Raw.MBPerSec = r.Raw.OpsPerSec * float64(r.Size) / 1e6
+		}
+		if r.PacedRaw != nil {
+			r.PacedRaw.MBPerSec = r.PacedRaw.OpsPerSec * float64(r.Size) / 1e6
 		}
 		out = append(out, r)
 		if cfg.Progress != nil {
@@ -86,35 +90,48 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 // interleave measures the raw baseline (when raw) and a bookie cell per
 // mode at one size and outstanding count, paced at rate (0: closed loop),
 // Runs times in turn, and returns the raw cell first, then one per mode
-// with Raw set.
+// with Raw set. A paced cell with raw also gets the paced raw loop in
+// every round (PacedRaw).
 func interleave(ctx context.Context, cfg Config, size, k int, raw bool, modes []uring.Mode, rate float64) ([]Result, error) {
-	runs := make([][]sample, len(modes)+1) // [0]: raw
-	for range cfg.Runs {
-		if raw {
-			s, err := inFreshDir(ctx, cfg, func(dir string) (sample, error) { return rawRun(ctx, cfg, dir, size, k) })
-			if err != nil {
-				return nil, err
-			}
-			runs[0] = append(runs[0], s)
+	type loop struct {
+		run  func(dir string) (sample, error)
+		runs []sample
+	}
+	var loops []*loop
+	if raw {
+		loops = append(loops, &loop{run: func(dir string) (sample, error) { return rawRun(ctx, cfg, dir, size, k) }})
+		if rate > 0 {
+			loops = append(loops, &loop{run: func(dir string) (sample, error) { return pacedRawRun(ctx, cfg, vfs.NewOS(), dir, size, k, rate) }})
 		}
-		for i, m := range modes {
-			s, err := inFreshDir(ctx, cfg, func(dir string) (sample, error) { return bookieRun(ctx, cfg, dir, m, size, k, rate) })
+	}
+	bookies := len(loops)
+	for _, m := range modes {
+		loops = append(loops, &loop{run: func(dir string) (sample, error) { return bookieRun(ctx, cfg, dir, m, size, k, rate) }})
+	}
+	for range cfg.Runs {
+		for _, l := range loops {
+			s, err := inFreshDir(ctx, cfg, l.run)
 			if err != nil {
 				return nil, err
 			}
-			runs[i+1] = append(runs[i+1], s)
+			l.runs = append(l.runs, s)
 		}
 	}
 	var out []Result
-	var base *Result
+	var base, paced *Result
 	if raw {
-		r := medians(cfg, runs[0])
+		r := medians(cfg, loops[0].runs)
 		r.Kind, r.Mode, r.Size, r.Outstanding = "raw", "pwrite", size, k
 		out = append(out, r)
 		base = &r
+		if rate > 0 {
+			p := medians(cfg, loops[1].runs)
+			p.Kind, p.Mode, p.Size, p.Outstanding, p.TargetRate = "paced-raw", "pwrite", size, k, rate
+			paced = &p
+		}
 	}
 	for i, m := range modes {
-		r := medians(cfg, runs[i+1])
+		r := medians(cfg, loops[bookies+i].runs)
 		r.Kind, r.Mode, r.Size, r.Outstanding = "bookie", m.String(), size, k
 		if rate > 0 {
 			r.Kind, r.TargetRate = "half-peak", rate
@@ -124,6 +141,12 @@ func interleave(ctx context.Context, cfg Config, size, k int, raw bool, modes []
 			b.Detail = nil
 			r.Raw = &b
 			r.Detail.Raw = base.Detail
+		}
+		if paced != nil {
+			p := *paced
+			p.Detail = nil
+			r.PacedRaw = &p
+			r.Detail.PacedRaw = paced.Detail
 		}
 		out = append(out, r)
 	}

@@ -54,7 +54,8 @@ func TestDevicesAndDirectIO(t *testing.T) {
 // every bookie cell has its throughput, latency and distribution charts
 // (each beside its raw baseline), its stage bars and its stages over
 // time, all drawn; the page fetched nothing. The results also carry what
-// the report needs: the interleaved baseline, stage summaries that add up
+// the report needs: the interleaved baseline (and the paced raw loop on
+// the half-peak cell), stage summaries that add up
 // to the whole, checkpoints on the timeline and the journal's groups.
 func TestReportRenders(t *testing.T) {
 	cfg := Config{
@@ -74,6 +75,9 @@ func TestReportRenders(t *testing.T) {
 	for _, r := range rs[1:] {
 		if r.Raw == nil || r.Raw.OpsPerSec <= 0 || r.Detail == nil || r.Detail.Raw == nil {
 			t.Fatalf("%s cell without its baseline: %+v", r.Kind, r)
+		}
+		if paced := r.PacedRaw != nil && r.PacedRaw.OpsPerSec > 0 && r.Detail.PacedRaw != nil; paced != (r.Kind == "half-peak") {
+			t.Errorf("%s cell: paced raw baseline %v, want it on the half-peak cell only", r.Kind, paced)
 		}
 		if r.Journal == nil || r.Journal.Groups == 0 || len(r.Stages) != 8 {
 			t.Fatalf("%s cell: journal %+v, %d stage summaries", r.Kind, r.Journal, len(r.Stages))
