@@ -9,6 +9,7 @@ import (
 
 	"github.com/magnetar-mq/magnetar/entrylog"
 	"github.com/magnetar-mq/magnetar/internal/corrupt"
+	"github.com/magnetar-mq/magnetar/internal/vfs"
 	"github.com/magnetar-mq/magnetar/journal"
 )
 
@@ -158,8 +159,17 @@ func openStorage(opts *Options) (s storageSet, err error) {
 			s.close()
 		}
 	}()
+	// The deletes of GC and of the journal's checkpoint are paced; a
+	// crash's leftovers are swept first (in the background, paced too).
+	s.rm = vfs.NewRemover(opts.FS, opts.DeleteRate, 0)
+	for _, d := range append([]string{opts.JournalDir}, opts.LedgerDirs...) {
+		if err := s.rm.Sweep(d); err != nil {
+			return s, fmt.Errorf("bookie: sweep deleted files: %w", err)
+		}
+	}
 	el, err := entrylog.Open(entrylog.Options{
 		FS:                  opts.FS,
+		Remove:              s.rm.Remove,
 		Dirs:                opts.LedgerDirs,
 		LogSizeLimit:        opts.EntryLogMaxSize,
 		CompactionRateBytes: opts.CompactionRateBytes,
@@ -174,12 +184,14 @@ func openStorage(opts *Options) (s storageSet, err error) {
 	if err != nil {
 		return s, fmt.Errorf("bookie: open index: %w", err)
 	}
-	j, err := journal.Open(journalOptions(opts))
+	jopts := journalOptions(opts)
+	jopts.Remove = s.rm.Remove
+	j, err := journal.Open(jopts)
 	if err != nil && isNoSpace(err) && releaseReserves(opts) > 0 {
 		// A restart on a full volume: the journal's new file needs a
 		// few KiB before the bookie can serve reads; half the reserve
 		// is set aside again for GC (reserve.go).
-		j, err = journal.Open(journalOptions(opts))
+		j, err = journal.Open(jopts)
 		if err == nil {
 			halfReserves(opts)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/magnetar-mq/magnetar/entrylog"
+	"github.com/magnetar-mq/magnetar/internal/vfs"
 	"github.com/magnetar-mq/magnetar/journal"
 )
 
@@ -28,6 +29,7 @@ type Bookie struct {
 	wc  *writeCache
 	rc  *readCache
 	ro  roState
+	rm  *vfs.Remover // paced deletes (Options.DeleteRate); nil with fakes
 
 	ledgers sync.Map // int64 -> *ledgerState
 	// loadMu serialises the loads of a ledger's state (by ledger id mod

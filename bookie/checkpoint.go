@@ -375,6 +375,10 @@ func (b *Bookie) CheckDisks() error {
 	b.setDiskBudget(usages)
 	wasFull := b.ro.reasons()&roDiskFull != 0
 	full, msg := diskFull(wasFull, usages, b.opts.DiskUsageThreshold, b.opts.DiskUsageLWM)
+	if b.rm != nil {
+		// A full disk wants the space of what GC deletes at once.
+		b.rm.Hurry(full)
+	}
 	switch {
 	case full:
 		if b.ro.set(roDiskFull, msg) {

@@ -207,7 +207,7 @@ func TestGCCompactsDeletedLedgers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before, _ := mem.List("/bk/ledgers")
+	before := logFiles(t, mem, "/bk/ledgers")
 	for _, l := range []int64{1, 2, 4} {
 		if err := b.DeleteLedger(l); err != nil {
 			t.Fatal(err)
@@ -219,9 +219,15 @@ func TestGCCompactsDeletedLedgers(t *testing.T) {
 	if err := b.GC(); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := mem.List("/bk/ledgers")
+	after := logFiles(t, mem, "/bk/ledgers")
 	if len(after) >= len(before) {
 		t.Fatalf("GC reclaimed nothing: logs before %v, after %v", before, after)
+	}
+	// The removed logs were renamed aside and are freed in steps
+	// (Options.DeleteRate); once the remover is idle none is left.
+	b.rm.Wait()
+	if trash := trashFiles(t, mem, "/bk/ledgers"); len(trash) != 0 {
+		t.Fatalf("left in the trash after the remover finished: %v", trash)
 	}
 	check := func(b *Bookie, exact bool) {
 		t.Helper()
@@ -402,4 +408,20 @@ func TestRestartWhileFull(t *testing.T) {
 	if err := addSync(b, 9, 1, mk, entryPayload(9, 1), false); err != nil {
 		t.Fatalf("add after space returned = %v", err)
 	}
+}
+
+// trashFiles lists the files of dir a vfs.Remover has not removed yet.
+func trashFiles(t *testing.T, fs vfs.FS, dir string) []string {
+	t.Helper()
+	names, err := fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trash []string
+	for _, n := range names {
+		if strings.HasSuffix(n, vfs.TrashSuffix) {
+			trash = append(trash, n)
+		}
+	}
+	return trash
 }

@@ -95,12 +95,12 @@ func TestGCDuringCheckpointFlush(t *testing.T) {
 	}
 	check(b)
 	// A later pass, with no flush running, compacts A.
-	before, _ := mem.List("/bk/ledgers")
+	before := logFiles(t, mem, "/bk/ledgers")
 	b.hooks.beforeRelocate = nil
 	if err := b.GC(); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := mem.List("/bk/ledgers")
+	after := logFiles(t, mem, "/bk/ledgers")
 	if len(after) >= len(before) {
 		t.Fatalf("GC after the flush reclaimed nothing: logs before %v, after %v", before, after)
 	}

@@ -57,9 +57,13 @@ type storageSet struct {
 	j   wal
 	el  entryStore
 	idx ledgerIndex
+	rm  *vfs.Remover // the deletes of j and el; nil with fakes
 }
 
 func (s storageSet) close() error {
+	if s.rm != nil {
+		defer s.rm.Close()
+	}
 	var errs []error
 	for _, c := range []interface{ Close() error }{s.j, s.el, s.idx} {
 		if c != nil {
@@ -78,6 +82,7 @@ func open(opts Options, s storageSet) (*Bookie, error) {
 		j:        s.j,
 		el:       s.el,
 		idx:      s.idx,
+		rm:       s.rm,
 		wc:       newWriteCache(opts.WriteCacheSize),
 		rc:       newReadCache(opts.ReadCacheSize),
 		closing:  make(chan struct{}),
@@ -241,6 +246,9 @@ func (b *Bookie) Close() error {
 			continue
 		}
 		errs = append(errs, err)
+	}
+	if b.rm != nil {
+		b.rm.Close() // what it had not freed yet is swept at the next Open
 	}
 	return errors.Join(errs...)
 }

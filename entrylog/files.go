@@ -44,10 +44,11 @@ func (l *Log) swapFiles(mutate func(*fileSet)) *fileSet {
 // logFile is one open log. It is closed (and removed, if marked) when the
 // last reference is released: the file set's, or an in-flight reader's.
 type logFile struct {
-	fs   vfs.FS
-	id   uint32
-	path string
-	f    vfs.File
+	fs     vfs.FS
+	remove func(string) error // Options.Remove
+	id     uint32
+	path   string
+	f      vfs.File
 
 	refs          atomic.Int32
 	written       atomic.Int64 // bytes of f readers may read
@@ -73,8 +74,8 @@ type logFile struct {
 	syncedEnd int64
 }
 
-func newLogFile(fs vfs.FS, id uint32, path string, f vfs.File, written int64) *logFile {
-	lf := &logFile{fs: fs, id: id, path: path, f: f}
+func newLogFile(fs vfs.FS, remove func(string) error, id uint32, path string, f vfs.File, written int64) *logFile {
+	lf := &logFile{fs: fs, remove: remove, id: id, path: path, f: f}
 	lf.refs.Store(1)
 	lf.written.Store(written)
 	return lf
@@ -105,7 +106,7 @@ func (f *logFile) release() {
 	if f.removeOnClose.Load() {
 		// The file left the set before; a failed remove only leaks space
 		// (and a log resurrected by a crash is compacted again).
-		if f.fs.Remove(f.path) == nil {
+		if f.remove(f.path) == nil {
 			_ = f.fs.SyncDir(filepath.Dir(f.path))
 		}
 	}

@@ -171,7 +171,7 @@ func (l *Log) openSealed(path string, id uint32) (*logFile, error) {
 		f.Close()
 		return nil, fmt.Errorf("entrylog: %s off 0: %w", path, err)
 	}
-	lf := newLogFile(l.opts.FS, id, path, f, size)
+	lf := newLogFile(l.opts.FS, l.remove(), id, path, f, size)
 	if mapValid {
 		m, err := readLedgersMap(f, int64(h.MapOffset), h, size)
 		if err != nil {
@@ -546,7 +546,7 @@ func (l *Log) rollLocked() error {
 	if p.err != nil {
 		return p.err
 	}
-	lf := newLogFile(l.opts.FS, p.id, p.path, p.f, HeaderSize)
+	lf := newLogFile(l.opts.FS, l.remove(), p.id, p.path, p.f, HeaderSize)
 	lf.active.Store(true)
 	w, err := uring.NewWriter(p.f, uring.ModePwrite)
 	if err != nil {
@@ -631,6 +631,14 @@ func (l *Log) prepare(id uint32, dir string) prepared {
 	}
 	p.f = f
 	return p
+}
+
+// remove is Options.Remove, or the file system's.
+func (l *Log) remove() func(string) error {
+	if l.opts.Remove != nil {
+		return l.opts.Remove
+	}
+	return l.opts.FS.Remove
 }
 
 // dropPreparedLocked waits for the prepared log, if any, and deletes it:

@@ -22,6 +22,10 @@ const (
 type Options struct {
 	// FS is the file system. Required.
 	FS vfs.FS
+	// Remove deletes the logs GC removed, once no reader holds them (nil:
+	// FS.Remove). A bookie passes a vfs.Remover's, which frees a log in
+	// steps instead of all at once.
+	Remove func(path string) error
 	// Dirs are the ledger directories. New logs are placed in them round
 	// robin. Required, at least one.
 	Dirs []string

@@ -106,7 +106,11 @@ func (j *Journal) Checkpoint(pos Position) error {
 		return nil
 	}
 	for _, id := range before[:len(before)-keep] {
-		if err := fsys.Remove(path.Join(dir, fileName(id))); err != nil {
+		remove := fsys.Remove
+		if j.opts.Remove != nil {
+			remove = j.opts.Remove
+		}
+		if err := remove(path.Join(dir, fileName(id))); err != nil {
 			return fmt.Errorf("journal: checkpoint: %w", err)
 		}
 	}

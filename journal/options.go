@@ -30,6 +30,10 @@ type Options struct {
 	Dir string
 	// FS is the file system. Nil means vfs.NewOS().
 	FS vfs.FS
+	// Remove deletes the journal files a checkpoint leaves behind (nil:
+	// FS.Remove). A bookie passes a vfs.Remover's, which frees a file of
+	// up to 2 GiB in steps instead of all at once.
+	Remove func(path string) error
 	// WriterMode selects the durable-write path: io_uring, pwrite, or
 	// (ModeAuto, the default) io_uring for large groups and pwrite for
 	// small ones where io_uring works, pwrite elsewhere.

@@ -62,7 +62,12 @@ func runFloor(rate float64, d, window time.Duration) floorResult {
 		wake    = make(chan struct{}, 1)
 		stopped bool
 	)
+	victim := prepareDelete()
 	start := time.Now()
+	if victim != nil {
+		victim.start()
+		defer victim.report()
+	}
 	go func() { // pacer
 		sent := 0
 		for {

@@ -24,6 +24,15 @@
 // process CPU per group (the guest's cost of one write + fdatasync).
 //
 //	go run ./bench/fsync -floor 870 -duration 30s -rounds 3
+//
+// With -delete-mib N it also writes and syncs a file of N MiB before each
+// -floor run and deletes it -delete-at into the run: through vfs.Remover
+// at -delete-rate bytes per second, as a bookie deletes entry logs and old
+// journal files, or with os.Remove at once (-delete-rate -1). On a file
+// system mounted with online discard the plain delete holds the floor's
+// fdatasyncs behind the discards of the whole file.
+//
+//	go run ./bench/fsync -floor 870 -duration 20s -delete-mib 1024 -delete-rate -1
 package main
 
 import (

@@ -24,6 +24,7 @@ type BookieTuning struct {
 	groupWait          time.Duration
 	flushInterval      time.Duration
 	checkpointSpread   time.Duration
+	deleteRate         int64
 	stageSampling      int
 }
 
@@ -39,6 +40,7 @@ func (t *BookieTuning) Register(fl *pflag.FlagSet) {
 	fl.DurationVar(&t.gcWaitTime, "gc-wait-time", time.Minute, "period of entry-log garbage collection and compaction (gcWaitTime); on a full disk it also runs after every ledger delete")
 	fl.DurationVar(&t.flushInterval, "flush-interval", bookie.DefaultCheckpointInterval, "period of the checkpoint that moves the write cache to the entry logs and index and trims the journal (flushInterval); a full write-cache half starts one earlier")
 	fl.DurationVar(&t.checkpointSpread, "checkpoint-spread", 0, "spread each background checkpoint's entry-log writes over up to this long, handing them to the disk in steps, so journal syncs on the same disk do not queue behind a whole write-cache half (0: half the flush interval; negative: not paced)")
+	fl.Int64Var(&t.deleteRate, "delete-rate", bookie.DefaultDeleteRate, "free the entry logs GC deletes and the journal files a checkpoint drops at most this many bytes per second, cutting each in steps, so a file system mounted with online discard does not hold journal syncs behind a whole file's discards (0: the default; negative: delete at once); a full disk deletes at once")
 	fl.IntVar(&t.stageSampling, "stage-sampling", 0, "trace the stages of one add in this many (cache, queue, behind, group, write, sync, complete) into bookie_add_stage_latency_seconds; 0 = off")
 	fl.DurationVar(&t.groupWait, "journal-max-group-wait", 0, "longest an add waits for company before its journal group is written and synced (journalMaxGroupWaitMSec); 0 writes a group as soon as the previous one is durable, so groups grow with the load without adding latency at low rates")
 }
@@ -56,5 +58,6 @@ func (t BookieTuning) Apply(o *bookie.Options) {
 	o.JournalMaxGroupWait = t.groupWait
 	o.CheckpointInterval = t.flushInterval
 	o.CheckpointSpread = t.checkpointSpread
+	o.DeleteRate = t.deleteRate
 	o.StageSampling = t.stageSampling
 }

@@ -15,6 +15,18 @@
 //     Its files do not implement Fder, so writers fall back to WriteAt+Sync,
 //     where the injected errors are seen.
 //
+// # Paced deletes
+//
+// Remover (remover.go) deletes large files at a bounded rate of freed
+// bytes: Remove renames the file to its name plus TrashSuffix (the
+// directory synced, so the rename is durable before Remove returns), and a
+// background goroutine cuts it by a step at a time, syncing each cut and
+// pausing to keep to the rate, then removes it. Invariants: after Remove
+// returns the original name is gone; a trash file is never read again and
+// may be cut or removed at any point (a crash leaves it part way; Sweep of
+// its directory finishes it); while hurried (Hurry(true), a full disk) or
+// with a rate of 0 or less, files are removed at once.
+//
 // # MemFS crash model
 //
 // MemFS keeps two views of everything: the live view that reads, List and
