@@ -191,28 +191,9 @@ func TestRestartKeepsMetaAndData(t *testing.T) {
 func TestGCCompactsDeletedLedgers(t *testing.T) {
 	mem := vfs.NewMem()
 	o := faultOptions(mem)
-	o.EntryLogMaxSize = 64 << 10
-	o.CompactionThreshold = 0.6
-	b, err := Open(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for l := int64(1); l <= 5; l++ {
-		for e := int64(0); e < 100; e++ {
-			if err := addSync(b, l, e, mk, entryPayload(l, e), false); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := b.Checkpoint(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b := openFiveLedgers(t, o)
 	before := logFiles(t, mem, "/bk/ledgers")
-	for _, l := range []int64{1, 2, 4} {
-		if err := b.DeleteLedger(l); err != nil {
-			t.Fatal(err)
-		}
-	}
+	deleteLedgers(t, b, 1, 2, 4)
 	if ls, _ := b.ListLedgers(); len(ls) != 2 {
 		t.Fatalf("after deletes ListLedgers = %v, want [3 5]", ls)
 	}
@@ -244,7 +225,8 @@ func TestGCCompactsDeletedLedgers(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err = Open(o)
+	o.EntryLogMaxSize, o.CompactionThreshold = 64<<10, 0.6 // as openFiveLedgers opened it
+	b, err := Open(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,6 +389,39 @@ func TestRestartWhileFull(t *testing.T) {
 	}
 	if err := addSync(b, 9, 1, mk, entryPayload(9, 1), false); err != nil {
 		t.Fatalf("add after space returned = %v", err)
+	}
+}
+
+// openFiveLedgers opens a bookie with small entry logs (64 KiB) and a
+// compaction threshold of 0.6 and writes ledgers 1 to 5, 100 entries each
+// (entryPayload), with a checkpoint after each ledger.
+func openFiveLedgers(t *testing.T, o Options) *Bookie {
+	t.Helper()
+	o.EntryLogMaxSize = 64 << 10
+	o.CompactionThreshold = 0.6
+	b, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := int64(1); l <= 5; l++ {
+		for e := int64(0); e < 100; e++ {
+			if err := addSync(b, l, e, mk, entryPayload(l, e), false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b
+}
+
+func deleteLedgers(t *testing.T, b *Bookie, ledgers ...int64) {
+	t.Helper()
+	for _, l := range ledgers {
+		if err := b.DeleteLedger(l); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

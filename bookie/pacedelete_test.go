@@ -22,28 +22,8 @@ func TestDeleteCrashLeavesTrash(t *testing.T) {
 		}
 		return nil
 	}))
-	o := faultOptions(fs)
-	o.EntryLogMaxSize = 64 << 10
-	o.CompactionThreshold = 0.6
-	b, err := Open(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for l := int64(1); l <= 5; l++ {
-		for e := int64(0); e < 100; e++ {
-			if err := addSync(b, l, e, mk, entryPayload(l, e), false); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := b.Checkpoint(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, l := range []int64{1, 2, 4} {
-		if err := b.DeleteLedger(l); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b := openFiveLedgers(t, faultOptions(fs))
+	deleteLedgers(t, b, 1, 2, 4)
 	if err := b.GC(); err != nil {
 		t.Fatal(err)
 	}

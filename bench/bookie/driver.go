@@ -174,11 +174,13 @@ func bookieRun(ctx context.Context, cfg Config, dir string, mode uring.Mode, siz
 	var sched0 *metrics.Float64Histogram
 	lag := newHist()
 	var s sample
-	begin := journal.Nanotime()
-	warmEnd := begin + int64(cfg.Warmup)
-	end := warmEnd + int64(cfg.Duration)
-	sched := begin
-	measuring := false
+	clk := newClock(cfg, rec)
+	open := func() { // the measured window opens
+		runtime.ReadMemStats(&ms0)
+		s.jbefore = b.Stats().Journal
+		sched0 = schedLatencies()
+		cpu0 = cpuTime()
+	}
 	// Closed loop: the clock is read once per unit (its issue time), and
 	// the phase is checked every 64 adds; with few units outstanding
 	// (slow adds) on every unit, so the window opens and closes on time.
@@ -192,18 +194,7 @@ func bookieRun(ctx context.Context, cfg Config, dir string, mode uring.Mode, siz
 			issue(u, journal.Nanotime())
 			continue
 		}
-		now := journal.Nanotime()
-		if !measuring && now >= warmEnd {
-			runtime.ReadMemStats(&ms0)
-			s.jbefore = b.Stats().Journal
-			sched0 = schedLatencies()
-			cpu0 = cpuTime()
-			now = journal.Nanotime()
-			end = now + int64(cfg.Duration)
-			rec.begin(now, cfg.Duration)
-			measuring = true
-		}
-		if now >= end || ctx.Err() != nil {
+		if !clk.next(ctx, open) {
 			break
 		}
 		if interval > 0 {
@@ -211,19 +202,12 @@ func bookieRun(ctx context.Context, cfg Config, dir string, mode uring.Mode, siz
 			select {
 			case u = <-d.free:
 			default:
-				if measuring {
+				if clk.measuring {
 					s.waitFree++
 				}
 				u = <-d.free
 			}
-			sched += interval
-			if w := sched - journal.Nanotime(); w > 0 {
-				time.Sleep(time.Duration(w))
-			}
-			if measuring {
-				lag.RecordValue(clampNs(journal.Nanotime() - sched))
-			}
-			issue(u, sched)
+			issue(u, clk.pace(interval, lag))
 			continue
 		}
 		u := <-d.free
@@ -239,7 +223,7 @@ func bookieRun(ctx context.Context, cfg Config, dir string, mode uring.Mode, siz
 	if err := ctx.Err(); err != nil {
 		return sample{}, err
 	}
-	if !measuring {
+	if !clk.measuring {
 		return sample{}, context.DeadlineExceeded
 	}
 	s.ops, s.errs = rec.ops, d.errs.Load()

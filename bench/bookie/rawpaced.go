@@ -68,29 +68,14 @@ func pacedRawRun(ctx context.Context, cfg Config, fs vfs.FS, dir string, size, k
 	lag := newHist()
 	var s sample
 	var cpu0 time.Duration
-	begin := journal.Nanotime()
-	warmEnd := begin + int64(cfg.Warmup)
-	end := warmEnd + int64(cfg.Duration)
-	sched := begin
-	measuring := false
-	for {
-		now := journal.Nanotime()
-		if !measuring && now >= warmEnd {
-			cpu0 = cpuTime()
-			now = journal.Nanotime()
-			end = now + int64(cfg.Duration)
-			rec.begin(now, cfg.Duration)
-			measuring = true
-		}
-		if now >= end || ctx.Err() != nil {
-			break
-		}
+	clk := newClock(cfg, rec)
+	for clk.next(ctx, func() { cpu0 = cpuTime() }) {
 		select {
 		case <-free:
 		case err := <-werr:
 			return sample{}, err
 		default:
-			if measuring {
+			if clk.measuring {
 				s.waitFree++
 			}
 			select {
@@ -99,13 +84,7 @@ func pacedRawRun(ctx context.Context, cfg Config, fs vfs.FS, dir string, size, k
 				return sample{}, err
 			}
 		}
-		sched += interval
-		if w := sched - journal.Nanotime(); w > 0 {
-			time.Sleep(time.Duration(w))
-		}
-		if measuring {
-			lag.RecordValue(clampNs(journal.Nanotime() - sched))
-		}
+		sched := clk.pace(interval, lag)
 		mu.Lock()
 		arrived = append(arrived, sched)
 		mu.Unlock()

@@ -1,6 +1,7 @@
 package bookie
 
 import (
+	"context"
 	"math"
 	"slices"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	bk "github.com/magnetar-mq/magnetar/bookie"
+	"github.com/magnetar-mq/magnetar/journal"
 )
 
 // Histogram bounds: 1 ns to a minute; runs at 3 significant digits,
@@ -55,6 +57,52 @@ func newRecorder(d, win time.Duration) *recorder {
 func (r *recorder) begin(now int64, d time.Duration) {
 	r.end.Store(now + int64(d))
 	r.start.Store(now)
+}
+
+// clock drives a run's loop through its warmup and measured window, and
+// paces the units of a paced run.
+type clock struct {
+	cfg       Config
+	rec       *recorder
+	warmEnd   int64
+	end       int64
+	sched     int64 // the last unit's scheduled time (paced runs)
+	measuring bool  // the measured window is open
+}
+
+func newClock(cfg Config, rec *recorder) *clock {
+	begin := journal.Nanotime()
+	warmEnd := begin + int64(cfg.Warmup)
+	return &clock{cfg: cfg, rec: rec, warmEnd: warmEnd, end: warmEnd + int64(cfg.Duration), sched: begin}
+}
+
+// next reads the time; at the end of the warmup it calls open (the
+// caller's snapshot of its counters) and opens the recorder's window. It
+// reports false once the window closed or ctx is done.
+func (c *clock) next(ctx context.Context, open func()) bool {
+	now := journal.Nanotime()
+	if !c.measuring && now >= c.warmEnd {
+		open()
+		now = journal.Nanotime()
+		c.end = now + int64(c.cfg.Duration)
+		c.rec.begin(now, c.cfg.Duration)
+		c.measuring = true
+	}
+	return now < c.end && ctx.Err() == nil
+}
+
+// pace waits for the next unit's scheduled time, interval after the last
+// one's, and returns it; in the window it records in lag how late the
+// wait ended (a late unit's latency counts from its scheduled time).
+func (c *clock) pace(interval int64, lag *hdrhistogram.Histogram) int64 {
+	c.sched += interval
+	if w := c.sched - journal.Nanotime(); w > 0 {
+		time.Sleep(time.Duration(w))
+	}
+	if c.measuring {
+		lag.RecordValue(clampNs(journal.Nanotime() - c.sched))
+	}
+	return c.sched
 }
 
 // measuring reports whether an op issued at t counts.

@@ -32,6 +32,19 @@ func recordingFS() (*ErrorFS, *cuts) {
 	return efs, c
 }
 
+// firstCutFS is the OS file system with a channel closed at the first
+// Sync: a Remover's first cut.
+func firstCutFS() (*ErrorFS, <-chan struct{}) {
+	firstCut := make(chan struct{})
+	var once sync.Once
+	return NewErrorFS(NewOS(), InjectorFunc(func(op Op, _ string) error {
+		if op == OpSync {
+			once.Do(func() { close(firstCut) })
+		}
+		return nil
+	})), firstCut
+}
+
 func writeFile(t *testing.T, path string, size int) {
 	t.Helper()
 	if err := os.WriteFile(path, make([]byte, size), 0o644); err != nil {
@@ -82,14 +95,7 @@ func TestRemoverPaced(t *testing.T) {
 // ignores files that are not trash.
 func TestRemoverSweepAfterClose(t *testing.T) {
 	dir := t.TempDir()
-	firstCut := make(chan struct{})
-	var once sync.Once
-	fsys := NewErrorFS(NewOS(), InjectorFunc(func(op Op, _ string) error {
-		if op == OpSync {
-			once.Do(func() { close(firstCut) })
-		}
-		return nil
-	}))
+	fsys, firstCut := firstCutFS()
 	const step = 4 << 10
 	p := filepath.Join(dir, "0000000000000001.txn")
 	writeFile(t, p, 1000*step)
@@ -149,14 +155,7 @@ func TestRemoverUnpaced(t *testing.T) {
 // the hurry ends.
 func TestRemoverHurry(t *testing.T) {
 	dir := t.TempDir()
-	firstCut := make(chan struct{})
-	var once sync.Once
-	fsys := NewErrorFS(NewOS(), InjectorFunc(func(op Op, _ string) error {
-		if op == OpSync {
-			once.Do(func() { close(firstCut) })
-		}
-		return nil
-	}))
+	fsys, firstCut := firstCutFS()
 	const step = 4 << 10
 	r := NewRemover(fsys, step/3600, step) // a step an hour
 	defer r.Close()
