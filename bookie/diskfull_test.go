@@ -17,13 +17,19 @@ import (
 
 func logFiles(t *testing.T, fs vfs.FS, dir string) []string {
 	t.Helper()
+	return filesWithSuffix(t, fs, dir, ".log")
+}
+
+// filesWithSuffix lists the names in dir ending in suffix.
+func filesWithSuffix(t *testing.T, fs vfs.FS, dir, suffix string) []string {
+	t.Helper()
 	names, err := fs.List(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
 	for _, n := range names {
-		if strings.HasSuffix(n, ".log") {
+		if strings.HasSuffix(n, suffix) {
 			out = append(out, n)
 		}
 	}

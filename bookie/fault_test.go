@@ -428,15 +428,5 @@ func deleteLedgers(t *testing.T, b *Bookie, ledgers ...int64) {
 // trashFiles lists the files of dir a vfs.Remover has not removed yet.
 func trashFiles(t *testing.T, fs vfs.FS, dir string) []string {
 	t.Helper()
-	names, err := fs.List(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var trash []string
-	for _, n := range names {
-		if strings.HasSuffix(n, vfs.TrashSuffix) {
-			trash = append(trash, n)
-		}
-	}
-	return trash
+	return filesWithSuffix(t, fs, dir, vfs.TrashSuffix)
 }
