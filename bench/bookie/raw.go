@@ -15,8 +15,7 @@ import (
 // group. Ops are records; latency is per group (what every record in it
 // waits).
 func rawRun(ctx context.Context, cfg Config, dir string, size, k int) (sample, error) {
-	fs := vfs.NewOS()
-	f, err := fs.Create(filepath.Join(dir, "raw.dat"))
+	f, err := createRawFile(vfs.NewOS(), filepath.Join(dir, "raw.dat"))
 	if err != nil {
 		return sample{}, err
 	}
@@ -25,48 +24,15 @@ func rawRun(ctx context.Context, cfg Config, dir string, size, k int) (sample, e
 	for i := range group {
 		group[i] = byte(i * 7)
 	}
-	const step = 16 << 20
 	rec := newRecorder(cfg.Duration, cfg.Window)
-	var off, prealloc int64
-	begin := journal.Nanotime()
-	warmEnd := begin + int64(cfg.Warmup)
-	end := warmEnd + int64(cfg.Duration)
 	var cpu0 time.Duration
-	measuring := false
-	for {
-		now := journal.Nanotime()
-		if !measuring && now >= warmEnd {
-			cpu0 = cpuTime()
-			end = now + int64(cfg.Duration)
-			rec.begin(now, cfg.Duration)
-			measuring = true
-		}
-		if now >= end || ctx.Err() != nil {
-			break
-		}
-		if off+int64(len(group)) > prealloc {
-			if err := f.Preallocate(prealloc, step+int64(len(group))); err != nil {
-				return sample{}, err
-			}
-			prealloc += step + int64(len(group))
-		}
+	clk := newClock(cfg, rec)
+	for clk.next(ctx, func() { cpu0 = cpuTime() }) {
 		start := journal.Nanotime()
-		if _, err := f.WriteAt(group, off); err != nil {
+		if err := f.write(group, !cfg.NoSync); err != nil {
 			return sample{}, err
 		}
-		if !cfg.NoSync {
-			if err := f.Sync(); err != nil {
-				return sample{}, err
-			}
-		}
 		rec.done(start, journal.Nanotime(), int64(k))
-		off += int64(len(group))
-		if off > 1<<30 { // stay within 1 GiB, like a rolled journal file
-			off, prealloc = 0, 0
-			if err := f.Truncate(0); err != nil {
-				return sample{}, err
-			}
-		}
 	}
 	if err := ctx.Err(); err != nil {
 		return sample{}, err
@@ -74,4 +40,44 @@ func rawRun(ctx context.Context, cfg Config, dir string, size, k int) (sample, e
 	s := sample{ops: rec.ops, elapsed: cfg.Duration, cpu: cpuTime() - cpu0, hist: rec.hist}
 	s.detail = RunDetail{OpsPerSec: float64(s.ops) / cfg.Duration.Seconds(), Windows: rec.windows()}
 	return s, nil
+}
+
+// rawFile is the raw loops' file: preallocated in 16 MiB steps, written
+// at its end, cut back to empty past 1 GiB (like a rolled journal file).
+type rawFile struct {
+	vfs.File
+	off, prealloc int64
+}
+
+func createRawFile(fs vfs.FS, path string) (*rawFile, error) {
+	f, err := fs.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	return &rawFile{File: f}, nil
+}
+
+// write writes b at the end and, with sync, fdatasyncs it.
+func (f *rawFile) write(b []byte, sync bool) error {
+	const step = 16 << 20
+	if f.off+int64(len(b)) > f.prealloc {
+		if err := f.Preallocate(f.prealloc, step+int64(len(b))); err != nil {
+			return err
+		}
+		f.prealloc += step + int64(len(b))
+	}
+	if _, err := f.WriteAt(b, f.off); err != nil {
+		return err
+	}
+	if sync {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
+	f.off += int64(len(b))
+	if f.off > 1<<30 { // stay within 1 GiB, like a rolled journal file
+		f.off, f.prealloc = 0, 0
+		return f.Truncate(0)
+	}
+	return nil
 }

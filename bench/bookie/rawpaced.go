@@ -24,7 +24,7 @@ import (
 // closed-loop raw baseline counts it once per group of k, because nothing
 // is issued while it lasts. fs is the OS's but in tests.
 func pacedRawRun(ctx context.Context, cfg Config, fs vfs.FS, dir string, size, k int, rate float64) (sample, error) {
-	f, err := fs.Create(filepath.Join(dir, "raw-paced.dat"))
+	f, err := createRawFile(fs, filepath.Join(dir, "raw-paced.dat"))
 	if err != nil {
 		return sample{}, err
 	}
@@ -111,10 +111,8 @@ func pacedRawRun(ctx context.Context, cfg Config, fs vfs.FS, dir string, size, k
 // syncs their records, records their latencies and frees the units. It
 // returns once the driver stopped and nothing is left, or at the first
 // I/O error.
-func pacedRawWriter(f vfs.File, buf []byte, unitBytes int, noSync bool, rec *recorder, free chan<- struct{}, kick <-chan struct{},
+func pacedRawWriter(f *rawFile, buf []byte, unitBytes int, noSync bool, rec *recorder, free chan<- struct{}, kick <-chan struct{},
 	take func([]int64) ([]int64, bool), unit int) error {
-	const step = 16 << 20
-	var off, prealloc int64
 	var units []int64
 	for {
 		var closing bool
@@ -127,31 +125,13 @@ func pacedRawWriter(f vfs.File, buf []byte, unitBytes int, noSync bool, rec *rec
 			continue
 		}
 		group := buf[:len(units)*unitBytes]
-		if off+int64(len(group)) > prealloc {
-			if err := f.Preallocate(prealloc, step+int64(len(group))); err != nil {
-				return err
-			}
-			prealloc += step + int64(len(group))
-		}
-		if _, err := f.WriteAt(group, off); err != nil {
+		if err := f.write(group, !noSync); err != nil {
 			return err
-		}
-		if !noSync {
-			if err := f.Sync(); err != nil {
-				return err
-			}
 		}
 		now := journal.Nanotime()
 		for _, t := range units {
 			rec.done(t, now, int64(unit))
 			free <- struct{}{}
-		}
-		off += int64(len(group))
-		if off > 1<<30 { // stay within 1 GiB, like rawRun
-			off, prealloc = 0, 0
-			if err := f.Truncate(0); err != nil {
-				return err
-			}
 		}
 	}
 }

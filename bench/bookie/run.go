@@ -137,20 +137,22 @@ func interleave(ctx context.Context, cfg Config, size, k int, raw bool, modes []
 			r.Kind, r.TargetRate = "half-peak", rate
 		}
 		if base != nil {
-			b := *base
-			b.Detail = nil
-			r.Raw = &b
-			r.Detail.Raw = base.Detail
+			r.Raw, r.Detail.Raw = withoutDetail(base), base.Detail
 		}
 		if paced != nil {
-			p := *paced
-			p.Detail = nil
-			r.PacedRaw = &p
-			r.Detail.PacedRaw = paced.Detail
+			r.PacedRaw, r.Detail.PacedRaw = withoutDetail(paced), paced.Detail
 		}
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// withoutDetail is a copy of a baseline's figures for a cell's Raw or
+// PacedRaw (its detail goes to the cell's Detail).
+func withoutDetail(r *Result) *Result {
+	c := *r
+	c.Detail = nil
+	return &c
 }
 
 // inFreshDir runs fn in a new directory under cfg.Dir, removed after

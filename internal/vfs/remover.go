@@ -34,7 +34,7 @@ const DefaultRemoveStep = 4 << 20
 // Remove, Sweep and Hurry are safe for concurrent use. With Rate 0 or
 // less, or while hurried (a full disk needs the space now), Remove
 // removes the file at once, Sweep does the same with leftovers and a
-// removal under way finishes without pauses.
+// removal under way removes the rest of its file at once.
 type Remover struct {
 	fs    FS
 	rate  int64 // bytes per second; <= 0: not paced
@@ -174,7 +174,8 @@ func (r *Remover) drain() {
 }
 
 // removePaced shortens path by step bytes at a time, syncing each cut and
-// keeping to rate, then removes it.
+// keeping to rate, then removes it. Only queued files get here, so rate
+// is positive.
 func (r *Remover) removePaced(path string) error {
 	f, err := r.fs.OpenReadWrite(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -188,14 +189,11 @@ func (r *Remover) removePaced(path string) error {
 		f.Close()
 		return err
 	}
-	var pause time.Duration
-	if r.rate > 0 {
-		pause = time.Duration(float64(r.step) / float64(r.rate) * float64(time.Second))
-	}
-	t := time.NewTimer(0)
-	defer t.Stop()
-	<-t.C
-	for size := st.Size(); size > r.step; {
+	pause := time.Duration(float64(r.step) / float64(r.rate) * float64(time.Second))
+	t := time.NewTimer(pause)
+	t.Stop()
+	// Hurried (a full disk), the rest goes at once with the Remove below.
+	for size := st.Size(); size > r.step && r.paced(); {
 		size -= r.step
 		err := f.Truncate(size)
 		if err == nil {
@@ -204,9 +202,6 @@ func (r *Remover) removePaced(path string) error {
 		if err != nil {
 			f.Close()
 			return err
-		}
-		if !r.paced() {
-			continue
 		}
 		t.Reset(pause)
 		select {
