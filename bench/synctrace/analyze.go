@@ -94,14 +94,13 @@ func analyze(evs []event, inode string) *result {
 	type tstate struct {
 		st    int
 		since float64
-		known bool
 	}
 	threads := map[int]*tstate{}
 	comms := map[int]string{}
 	open := map[int]*syncRec{}
 	charge := func(tid int, ts float64) {
 		t := threads[tid]
-		if t == nil || !t.known {
+		if t == nil {
 			return
 		}
 		if s := open[tid]; s != nil {
@@ -121,7 +120,7 @@ func analyze(evs []event, inode string) *result {
 			t = &tstate{}
 			threads[tid] = t
 		}
-		t.st, t.since, t.known = st, ts, true
+		t.st, t.since = st, ts
 	}
 	woken := map[int]float64{}
 
