@@ -19,7 +19,6 @@ var stateNames = [nStates]string{"on CPU", "asleep", "runnable", "preempted"}
 
 // syncRec is one fdatasync of the traced inode.
 type syncRec struct {
-	tid   int
 	start float64
 	total float64
 	in    [nStates]float64
@@ -32,6 +31,7 @@ type chain struct {
 	syncEnter float64 // the fsync began on the io-wq worker (0: not seen)
 	syncExit  float64
 	complete  float64
+	fsyncReq  string // the fsync's request address, to match its completion
 }
 
 // result is everything the tables print.
@@ -58,7 +58,7 @@ func threadKind(comm string) string {
 	case strings.HasPrefix(comm, "swapper"):
 		return ""
 	}
-	// Strip a trailing "/N" or "-suffix" some kernel threads carry.
+	// Other kernel threads carry a "/N" or ":N" suffix (ksoftirqd/0).
 	if i := strings.IndexAny(comm, "/:"); i > 0 {
 		comm = comm[:i]
 	}
@@ -129,9 +129,8 @@ func analyze(evs []event, inode string) *result {
 		bytes int64
 	}
 	issued := map[string]pending{} // dev/sector/nr -> issue
-	var flushes []pending          // flushes issued, latest last
+	lastFlush := -1.0              // when the latest unmatched flush was issued
 	chains := map[string]*chain{}  // ring -> chain being submitted or in flight
-	fsyncReq := map[string]string{}
 
 	for _, ev := range evs {
 		switch ev.name {
@@ -166,7 +165,7 @@ func analyze(evs []event, inode string) *result {
 			if word(ev.args, "datasync") != "1" || word(ev.args, "ino") != r.inode {
 				break
 			}
-			open[ev.tid] = &syncRec{tid: ev.tid, start: ev.ts}
+			open[ev.tid] = &syncRec{start: ev.ts}
 			// The thread runs: it emitted the event. (set charges
 			// nothing to the new sync: its time starts now.)
 			set(ev.tid, stRun, ev.ts)
@@ -195,7 +194,7 @@ func analyze(evs []event, inode string) *result {
 				break
 			}
 			if strings.HasPrefix(b.rwbs, "FF") || b.nr == "0" || b.nr == "" {
-				flushes = append(flushes, pending{ev.ts, 0})
+				lastFlush = ev.ts
 				break
 			}
 			issued[b.dev+"/"+b.sector+"/"+b.nr] = pending{ev.ts, b.bytes}
@@ -205,10 +204,9 @@ func analyze(evs []event, inode string) *result {
 				break
 			}
 			if strings.HasPrefix(b.rwbs, "FF") {
-				if n := len(flushes); n > 0 {
-					p := flushes[n-1]
-					flushes = flushes[:0]
-					r.blocks["FF"] = append(r.blocks["FF"], ev.ts-p.ts)
+				if lastFlush >= 0 {
+					r.blocks["FF"] = append(r.blocks["FF"], ev.ts-lastFlush)
+					lastFlush = -1
 				}
 				break
 			}
@@ -223,27 +221,24 @@ func analyze(evs []event, inode string) *result {
 			op := word(ev.args, "opcode")
 			c := chains[ring]
 			switch {
-			case op == "WRITE" || op == "WRITEV":
-				if c == nil || c.complete > 0 || c.submit == 0 {
-					chains[ring] = &chain{submit: ev.ts}
-				}
+			case (op == "WRITE" || op == "WRITEV") && c == nil:
+				chains[ring] = &chain{submit: ev.ts}
 			case op == "FSYNC":
 				if c == nil {
 					c = &chain{submit: ev.ts}
 					chains[ring] = c
 				}
-				fsyncReq[ring] = word(ev.args, "req")
+				c.fsyncReq = word(ev.args, "req")
 			}
 		case "io_uring:io_uring_complete":
 			ring := ringOf(ev.args)
 			c := chains[ring]
-			if c == nil || fsyncReq[ring] == "" || word(ev.args, "req") != fsyncReq[ring] {
+			if c == nil || c.fsyncReq == "" || word(ev.args, "req") != c.fsyncReq {
 				break
 			}
 			c.complete = ev.ts
 			r.chains = append(r.chains, *c)
 			delete(chains, ring)
-			delete(fsyncReq, ring)
 		}
 	}
 	return r
